@@ -1,0 +1,47 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Each bootstraps a local
+# virtualenv (.venv) and builds the Rust extension into it with `maturin develop --release`.
+
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+DEPS    := $(VENV)/.deps-installed
+BUILT   := $(VENV)/.native-built
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+RUST_SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock pyproject.toml
+
+.PHONY: all build demo test test-rust test-python bench profile clean
+
+all: build
+
+$(PY):
+	python3 -m venv $(VENV)
+
+$(DEPS): $(PY) pyproject.toml
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "maturin>=1.9,<2" "orjson>=3.9" "rich>=13" "pytest>=8" "hypothesis>=6.100" "pytest-benchmark>=4" "matplotlib>=3.7"
+	touch $@
+
+$(BUILT): $(DEPS) $(RUST_SOURCES)
+	$(VENV)/bin/maturin develop --release --quiet
+	touch $@
+
+build: $(BUILT)
+
+test-rust:
+	cargo test --no-default-features --quiet
+
+test-python: $(BUILT)
+	$(PY) -m pytest -q -p no:cacheprovider tests benches --benchmark-disable
+
+test: test-rust test-python
+
+demo: $(BUILT)
+	$(PY) -m sessiontree.demo
+
+bench: $(BUILT)
+	$(PY) -m pytest -q benches --benchmark-only --benchmark-json=bench-results/latest.json
+	$(PY) benches/report.py bench-results/latest.json
+
+clean:
+	rm -rf $(VENV) target bench-results

@@ -1,0 +1,1 @@
+"""sessiontree: Pi coding-agent sessions (JSONL v3) as append-only trees."""

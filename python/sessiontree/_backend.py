@@ -1,0 +1,133 @@
+"""The seam between ``SessionManager`` and its two backends.
+
+``SessionManager`` (``_manager.py``) owns the leaf, the writer and the public API. A
+backend owns the *index*: which lines of the session image are accepted entries, how they
+link, and the queries over that structure. ``_pure.PythonIndex`` keeps dicts;
+``_native.NativeIndex`` keeps integer arrays in Rust. Both implement :class:`TreeIndex`
+and must return equal values for every call (``tests/`` run everything on both).
+
+The *image* is the session file's bytes: header line, entry lines, each ended by ``\\n``.
+For a file on disk it is the file; for a new, in-memory or migrated session it is built in
+memory. Appends through the API extend the image by exactly the bytes written to disk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ._context import SessionContext
+    from .schema import SessionTreeNode
+
+__all__ = ["LoadIssue", "IssueKind", "TreeIndex", "ContextPlan"]
+
+
+class IssueKind:
+    """Reasons a line or entry is reported in ``load_report`` (stable strings)."""
+
+    INVALID_JSON = "invalid_json"  # line is not valid JSON (skipped)
+    TRUNCATED = "truncated"  # last line, no final LF, invalid JSON: a write cut short (skipped, pending)
+    TORN_FRAGMENT = "torn_fragment"  # invalid prefix before a recovered complete entry on the same line
+    NOT_AN_OBJECT = "not_an_object"  # valid JSON but not an object (skipped)
+    INVALID_UTF8 = "invalid_utf8"  # bytes replaced by U+FFFD (line kept)
+    BOM = "bom"  # UTF-8 BOM before the header, ignored (informational)
+    EXTRA_HEADER = "extra_header"  # a second ``session`` line (ignored)
+    MISSING_ID = "missing_id"  # entry without a non-empty string id (skipped)
+    DUPLICATE_ID = "duplicate_id"  # id already defined by an earlier line (skipped)
+    INVALID_PARENT = "invalid_parent"  # parentId absent, empty or not a string/null (entry is a root)
+    MISSING_PARENT = "missing_parent"  # parentId names no entry in the file (entry is a root)
+    CYCLE = "cycle"  # parent links form a cycle; broken at its earliest entry, which becomes a root
+    FIRST_KEPT_OFF_PATH = "first_kept_off_path"  # compaction's firstKeptEntryId not on its own path
+    UNKNOWN_TYPE = "unknown_type"  # entry type Pi does not define (kept)
+
+
+@dataclass(frozen=True)
+class LoadIssue:
+    """One problem found while loading (an item of ``load_report``).
+
+    Attributes:
+        kind: one of :class:`IssueKind`'s strings.
+        line: 1-based physical line (counting ``\\n`` only), or ``None`` if not about one line.
+        offset: 0-based byte offset of the first byte of that line, or ``None``.
+        ids: entry ids involved (e.g. ``(entry, missing_parent)``), possibly empty.
+        detail: human-readable explanation; not compared by the differential tests.
+    """
+
+    kind: str
+    line: int | None
+    offset: int | None
+    ids: tuple[str, ...] = ()
+    detail: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class ContextPlan:
+    """Which entries make up the LLM context at a leaf, in Pi's order.
+
+    ``build_session_context`` is ``assemble_context(plan, get)``: the plan is computed on
+    integer arrays (native) or dicts (python) and only the named entries are decoded.
+
+    Attributes:
+        message_ids: ids of path entries to turn into messages, in output order (after the
+            compaction's kept range if any). Types message / custom_message / branch_summary
+            only; ``assemble_context`` drops branch summaries with an empty summary.
+        compaction_id: the latest compaction on the path, or ``None``.
+        thinking_id: the last ``thinking_level_change`` on the path, or ``None``.
+        model_id: the last ``model_change`` or assistant ``message`` on the path, or ``None``.
+    """
+
+    message_ids: list[str]
+    compaction_id: str | None
+    thinking_id: str | None
+    model_id: str | None
+
+
+class TreeIndex(Protocol):
+    """What a backend provides. Ids are ``str``; entries are dicts equal to ``json.loads`` of
+    their line (after migration). Unknown ids return ``None`` / empty results, never raise,
+    unless stated."""
+
+    backend: str  # "python" or "native"
+
+    # -- whole-image facts ---------------------------------------------------------
+    def header(self) -> dict[str, Any]: ...
+    def load_report(self) -> list[LoadIssue]: ...
+    def __len__(self) -> int: ...  # accepted entries
+    def ids(self) -> list[str]: ...  # file order
+    def entries(self) -> list[dict[str, Any]]: ...  # file order
+    def last_id(self) -> str | None: ...  # last accepted entry (the leaf on open)
+    def image_len(self) -> int: ...  # bytes of the image consumed (complete lines only)
+    def has_pending_tail(self) -> bool: ...  # a partial last line (no LF) is waiting
+
+    # -- lookups ---------------------------------------------------------------------
+    def __contains__(self, entry_id: object) -> bool: ...
+    def get(self, entry_id: str) -> dict[str, Any] | None: ...
+    def raw_line(self, entry_id: str) -> bytes | None: ...  # the line's bytes, no CR/LF
+    def children(self, entry_id: str) -> list[dict[str, Any]]: ...  # file order
+    def path(self, entry_id: str | None) -> list[dict[str, Any]]: ...  # root -> entry
+    def path_ids(self, entry_id: str | None) -> list[str]: ...
+    def tree(self) -> list[SessionTreeNode]: ...
+    def label(self, entry_id: str) -> str | None: ...
+    def labels(self) -> dict[str, str]: ...  # target id -> label, in order labels were set
+    def label_timestamp(self, entry_id: str) -> str | None: ...  # of the label entry that set it
+    def session_name(self) -> str | None: ...
+    def context_plan(self, leaf_id: str | None) -> ContextPlan: ...
+
+    # -- growth ------------------------------------------------------------------------
+    def append_line(self, line: bytes) -> str:
+        """Index one entry line (no LF) appended to the image; return its id.
+
+        The caller has written ``line + b"\\n"`` to the file (or will, on first flush),
+        preceded by one ``b"\\n"`` if ``has_pending_tail()`` (the fragment then becomes an
+        ordinary invalid line and is reported as such).
+        """
+        ...
+
+    def refresh(self, path: str) -> int:
+        """Index complete lines appended to ``path`` since ``image_len()``; return how many
+        entries were added. A partial last line stays pending. Raises
+        ``StaleSessionError`` if the file shrank below ``image_len()`` or was replaced."""
+        ...
+
+    def close(self) -> None: ...

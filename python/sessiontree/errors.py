@@ -1,0 +1,77 @@
+"""Exceptions raised by sessiontree (both backends raise exactly these classes).
+
+The Rust core raises them too (it imports this module), so ``except`` clauses work the
+same whichever backend is in use.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SessionError",
+    "EntryNotFoundError",
+    "InvalidSessionError",
+    "SessionLockedError",
+    "SessionFileExistsError",
+    "StaleSessionError",
+    "LoadReportWarning",
+]
+
+
+class SessionError(Exception):
+    """Base class of every error sessiontree raises on purpose."""
+
+
+class EntryNotFoundError(SessionError, KeyError):
+    """An entry id is not in the session. ``str(e)`` is ``"Entry <id> not found"`` (Pi's wording)."""
+
+    def __init__(self, entry_id: object) -> None:
+        super().__init__(f"Entry {entry_id} not found")
+        self.entry_id = entry_id
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+class InvalidSessionError(SessionError, ValueError):
+    """A file is not a session: no valid header, or another fatal format problem.
+
+    Attributes:
+        path: the file, or ``None`` for in-memory data.
+        line: 1-based physical line (counting ``\\n`` only), or ``None``.
+        offset: 0-based byte offset of that line, or ``None``.
+        reason: what is wrong, in words.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        path: str | None = None,
+        line: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        where = path or "<memory>"
+        if line is not None:
+            where += f":{line}"
+            if offset is not None:
+                where += f" (byte {offset})"
+        super().__init__(f"{where}: {reason}")
+        self.path = path
+        self.line = line
+        self.offset = offset
+        self.reason = reason
+
+
+class SessionLockedError(SessionError):
+    """Another process (or another manager in this one) holds the session's writer lock."""
+
+
+class SessionFileExistsError(SessionError, FileExistsError):
+    """Refusing to create a session file that already exists (nothing is ever overwritten)."""
+
+
+class StaleSessionError(SessionError):
+    """The file was truncated or replaced under an open session; reopen it."""
+
+
+class LoadReportWarning(UserWarning):
+    """Issued when a file loaded with problems; ``SessionManager.load_report`` lists them."""
