@@ -90,6 +90,25 @@ class TreeIndex(Protocol):
 
     backend: str  # "python" or "native"
 
+    # -- construction --------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str) -> TreeIndex:
+        """Index the session file at ``path`` (read-only; never writes).
+
+        Raises ``FileNotFoundError``/``OSError``, or ``InvalidSessionError`` when the file
+        has no valid header (loader rule 6). If the header's ``version`` is absent or < 3,
+        only the header is indexed and ``needs_migration`` is true: the manager then
+        migrates the parsed lines in Python and indexes the v3 image with ``from_image``.
+        """
+        ...
+
+    @classmethod
+    def from_image(cls, data: bytes) -> TreeIndex:
+        """Index an in-memory image (a new, in-memory or migrated session). Same rules."""
+        ...
+
+    needs_migration: bool
+
     # -- whole-image facts ---------------------------------------------------------
     def header(self) -> dict[str, Any]: ...
     def load_report(self) -> list[LoadIssue]: ...
