@@ -1,0 +1,456 @@
+"""JSONL framing, decoding and JavaScript-compatible encoding of session lines.
+
+Three pure building blocks shared by both backends, the loader, the migration and the
+writer (see ``docs/ARCHITECTURE.md``, "Decoding" and "Encoding"):
+
+* :func:`iter_lines` — frame an image into physical lines (``\\n`` only).
+* :func:`decode_line` / :func:`decode_line_ex` — exactly ``json.loads`` of one line, with
+  ``NaN``/``Infinity``/``-Infinity`` literals rejected, fast where orjson is exact.
+* :func:`encode_entry` — exactly the bytes JavaScript's ``JSON.stringify`` prints for the
+  same value (Pi writes every line with ``JSON.stringify``, session-manager.ts
+  ``_persist``/``_appendEntry``).
+
+Limits:
+    Nesting: :func:`decode_line` accepts at most :data:`MAX_DEPTH` (1024) nested
+    arrays/objects, orjson's limit, on every path, so the result never depends on the
+    Python stack depth of the caller. :func:`encode_entry` has no depth limit (its
+    fallback encoder is iterative; tested at 100,000 levels).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from collections.abc import Iterator
+from json.encoder import encode_basestring as _c_encode_basestring  # type: ignore[attr-defined]
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "BOM",
+    "MAX_DEPTH",
+    "iter_lines",
+    "is_blank",
+    "decode_line",
+    "decode_line_ex",
+    "has_invalid_utf8",
+    "encode_entry",
+    "encode_line",
+    "js_number",
+    "js_string",
+]
+
+BOM = b"\xef\xbb\xbf"
+"""The UTF-8 byte order mark; the loader skips it at byte 0 (ARCHITECTURE rule 1)."""
+
+MAX_DEPTH = 1024
+"""Deepest nesting of arrays/objects :func:`decode_line` accepts (orjson's limit)."""
+
+
+# --------------------------------------------------------------------------- framing
+
+
+def iter_lines(
+    data: bytes | bytearray | Any, start: int = 0, first_line: int = 1
+) -> Iterator[tuple[int, int, bytes, bool]]:
+    """Split an image into physical lines on ``b"\\n"`` only.
+
+    Pi splits on ``"\\n"`` only (session-manager.ts ``loadEntriesFromFile``); U+2028,
+    U+0085, ``\\x0b`` etc. occur raw inside lines and must not break them.
+
+    Args:
+        data: the image. Anything with ``find`` and slicing that yields ``bytes``
+            (``bytes``, ``bytearray``, ``mmap.mmap``).
+        start: byte offset to start at (e.g. ``image_len`` for a refresh). Must be the
+            first byte of a line.
+        first_line: the 1-based line number of the line starting at ``start``.
+
+    Yields:
+        ``(line_no, offset, content, is_tail)``: ``line_no`` 1-based; ``offset`` the
+        0-based byte offset of the line's first byte in ``data``; ``content`` the
+        line's bytes without the ``\\n`` and without one ``\\r`` right before it;
+        ``is_tail`` true only for a final piece that has no ``\\n`` (its ``\\r``, if
+        any, is kept: it is not yet a line ending). A ``data`` ending in ``\\n`` has no
+        tail; an empty piece after the last ``\\n`` is not yielded. The line after this
+        one starts at ``offset + len(content) + 1 (+1 if a CR was stripped)``; for the
+        tail nothing follows.
+    """
+    find = data.find
+    end = len(data)
+    pos = start
+    line_no = first_line
+    while pos < end:
+        nl = find(b"\n", pos)
+        if nl < 0:
+            yield line_no, pos, bytes(data[pos:end]), True
+            return
+        stop = nl - 1 if nl > pos and data[nl - 1] == 13 else nl
+        yield line_no, pos, bytes(data[pos:stop]), False
+        pos = nl + 1
+        line_no += 1
+
+
+def is_blank(raw: bytes) -> bool:
+    """True when a line holds only spaces, tabs and CRs (skipped silently, rule 2).
+
+    Pi skips ``!line.trim()`` lines; JS ``trim`` removes more (e.g. U+FEFF, NBSP), but
+    such lines are not valid JSON either, so they are reported as invalid instead.
+    """
+    return not raw.strip(b" \t\r")
+
+
+# -------------------------------------------------------------------------- decoding
+
+# Maps ASCII digits to b"0" and everything else to b" ": a run of 19 digits is then a
+# substring search, ~15x faster than a regex over multi-megabyte lines.
+_DIGIT_TABLE = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
+_DIGITS19 = b"0" * 19
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _depth_exceeds(obj: Any, limit: int) -> bool:
+    # Iterative: the fallback may hand us something deeper than the C stack allows
+    # us to recurse over.
+    stack = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, (dict, list)))
+        elif isinstance(value, list):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in value if isinstance(v, (dict, list)))
+    return False
+
+
+def _slow_decode(raw: bytes) -> tuple[Any, bool]:
+    try:
+        text = raw.decode("utf-8")
+        replaced = False
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", "replace")
+        replaced = True
+    # json's C scanner recurses once per nesting level against the interpreter's
+    # recursion limit; leave room for MAX_DEPTH whatever our caller's depth is, then
+    # enforce MAX_DEPTH ourselves so both paths agree.
+    old_limit = sys.getrecursionlimit()
+    need = MAX_DEPTH + 200 + _stack_depth()
+    if old_limit < need:
+        sys.setrecursionlimit(need)
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError(f"nesting deeper than {MAX_DEPTH} levels") from None
+    except ValueError as e:  # JSONDecodeError is a ValueError
+        raise ValueError(str(e)) from None
+    finally:
+        if old_limit < need:
+            sys.setrecursionlimit(old_limit)
+    if (raw.count(b"[") + raw.count(b"{")) > MAX_DEPTH and _depth_exceeds(obj, MAX_DEPTH):
+        raise ValueError(f"nesting deeper than {MAX_DEPTH} levels")
+    return obj, replaced
+
+
+def _stack_depth() -> int:
+    f = sys._getframe()
+    n = 0
+    while f is not None:
+        n += 1
+        f = f.f_back
+    return n
+
+
+def decode_line_ex(raw: bytes | bytearray | memoryview | str) -> tuple[Any, bool]:
+    """Decode one line as ``json.loads`` does, and say whether UTF-8 was repaired.
+
+    orjson is used where it is exact. A line with a run of 19 or more ASCII digits (a
+    possible integer beyond 64 bits, which orjson turns into a float) or that orjson
+    rejects (lone surrogate escapes, ``1e400``, invalid UTF-8, BOM, ...) is decoded
+    with ``raw.decode("utf-8", "replace")`` + ``json.loads`` instead.
+
+    Args:
+        raw: the line's bytes (no line ending needed; surrounding JSON whitespace is
+            allowed), or an already decoded ``str``.
+
+    Returns:
+        ``(value, replaced)``: ``value`` equals ``json.loads`` of the line (big ints
+        exact, lone surrogates kept, ``1e400`` -> ``inf``, ``-0`` -> ``0``, last of
+        duplicate keys wins at the first key's position); ``replaced`` is true when
+        invalid UTF-8 was replaced by U+FFFD (WHATWG / ``from_utf8_lossy`` rules).
+
+    Raises:
+        ValueError: not valid JSON, including the ``NaN``, ``Infinity`` and
+            ``-Infinity`` literals (Pi's ``JSON.parse`` rejects them too) and nesting
+            deeper than :data:`MAX_DEPTH`.
+    """
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
+    elif not isinstance(raw, bytes):
+        raw = bytes(raw)
+    if _DIGITS19 not in raw.translate(_DIGIT_TABLE):
+        try:
+            return orjson.loads(raw), False
+        except orjson.JSONDecodeError as e:
+            if "depth limit" in str(e):
+                raise ValueError(f"nesting deeper than {MAX_DEPTH} levels") from None
+    return _slow_decode(raw)
+
+
+def decode_line(raw: bytes | bytearray | memoryview | str) -> Any:
+    """Decode one line: equal to ``json.loads`` of it, ``NaN``/``Infinity`` rejected.
+
+    See :func:`decode_line_ex` for the rules; this variant drops the UTF-8 flag.
+
+    Args:
+        raw: the line's bytes (or ``str``).
+
+    Returns:
+        The decoded value (any JSON type; the loader checks it is an object).
+
+    Raises:
+        ValueError: the line is not valid JSON.
+    """
+    return decode_line_ex(raw)[0]
+
+
+def has_invalid_utf8(raw: bytes) -> bool:
+    """True when ``raw`` is not valid UTF-8 (the loader reports ``invalid_utf8``).
+
+    Args:
+        raw: a line's bytes.
+
+    Returns:
+        Whether ``raw.decode("utf-8")`` would fail.
+    """
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+# -------------------------------------------------------------------------- encoding
+
+
+def js_number(value: float | int) -> str:
+    """Spell a number as JavaScript's ``Number.prototype.toString`` / ``JSON.stringify``.
+
+    Ints (not bools) are printed as exact digits (JavaScript would round beyond 2^53;
+    sessiontree keeps Python's exact value, API.md section 5 point 6). Floats follow
+    ECMA-262 Number::toString: shortest round-trip digits (Python's ``repr`` gives the
+    same digits), plain notation for 1e-7 <= |x| < 1e21, else ``d.ddde±n``; ``-0`` ->
+    ``0``; NaN and ±inf -> ``null`` (``JSON.stringify`` rule).
+
+    Args:
+        value: an int or float.
+
+    Returns:
+        The JSON text of the number.
+    """
+    if not isinstance(value, float):
+        return int.__repr__(value)
+    if value != value or value in (math.inf, -math.inf):
+        return "null"
+    if value == 0.0:
+        return "0"
+    r = float.__repr__(value)
+    if "e" not in r:
+        # Python's fixed range (1e-4 <= |x| < 1e16) lies inside JS's, same digits.
+        return r[:-2] if r.endswith(".0") else r
+    mant, _, exp = r.partition("e")
+    neg = mant.startswith("-")
+    if neg:
+        mant = mant[1:]
+    digits = mant.replace(".", "")
+    k = len(digits)
+    n = int(exp) + 1  # value = 0.digits * 10**n
+    if k <= n <= 21:
+        s = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        s = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        s = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        sign = "+" if e >= 0 else "-"
+        s = (digits if k == 1 else digits[0] + "." + digits[1:]) + "e" + sign + str(abs(e))
+    return "-" + s if neg else s
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def _join_pair(m: re.Match[str]) -> str:
+    hi, lo = m.group()
+    return chr(0x10000 + ((ord(hi) - 0xD800) << 10) + (ord(lo) - 0xDC00))
+
+
+def _escape_lone(m: re.Match[str]) -> str:
+    return "\\u%04x" % ord(m.group())
+
+
+def js_string(s: str) -> str:
+    """Quote a string as ``JSON.stringify`` does (well-formed JSON.stringify, ES2019).
+
+    Escapes only ``"``, ``\\`` and U+0000-U+001F (``\\b \\f \\n \\r \\t``, else
+    lowercase ``\\u00xx``); everything else raw, U+2028/U+2029 included. A lone UTF-16
+    surrogate becomes lowercase ``\\udxxx``; a high+low surrogate pair held as two
+    Python characters is what JavaScript sees as one character, so it is written raw.
+
+    Args:
+        s: the string.
+
+    Returns:
+        The quoted JSON string (a ``str``; encodable as strict UTF-8).
+    """
+    out = _c_encode_basestring(s)  # same escape set, lowercase hex
+    if _SURROGATE.search(out):
+        out = _SURROGATE.sub(_escape_lone, _PAIR.sub(_join_pair, out))
+    return out
+
+
+def _key(k: Any) -> str:
+    if isinstance(k, str):
+        return k
+    # JavaScript property keys are strings: String(key).
+    if k is None:
+        return "null"
+    if k is True:
+        return "true"
+    if k is False:
+        return "false"
+    if isinstance(k, (int, float)):
+        return js_number(k)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
+
+
+def _scalar(v: Any) -> str | None:
+    if isinstance(v, str):
+        return js_string(v)
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, (int, float)):
+        return js_number(v)
+    return None
+
+
+def _encode_slow(obj: Any) -> str:
+    """Iterative JSON.stringify (no recursion: any depth, limited by memory)."""
+    parts: list[str] = []
+    append = parts.append
+    # Each frame: [iterator, is_dict, first, id]
+    stack: list[list[Any]] = []
+    active: set[int] = set()
+    value = obj
+    while True:
+        s = _scalar(value)
+        if s is not None:
+            append(s)
+        elif isinstance(value, dict):
+            if not value:
+                append("{}")
+            else:
+                if id(value) in active:
+                    raise ValueError("circular reference")
+                active.add(id(value))
+                append("{")
+                stack.append([iter(value.items()), True, True, id(value)])
+        elif isinstance(value, (list, tuple)):
+            if not value:
+                append("[]")
+            else:
+                if id(value) in active:
+                    raise ValueError("circular reference")
+                active.add(id(value))
+                append("[")
+                stack.append([iter(value), False, True, id(value)])
+        else:
+            raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+        # Find the next value to write.
+        while stack:
+            frame = stack[-1]
+            item = next(frame[0], _END)
+            if item is _END:
+                append("}" if frame[1] else "]")
+                active.discard(frame[3])
+                stack.pop()
+                continue
+            if frame[2]:
+                frame[2] = False
+            else:
+                append(",")
+            if frame[1]:
+                append(js_string(_key(item[0])))
+                append(":")
+                value = item[1]
+            else:
+                value = item
+            break
+        else:
+            return "".join(parts)
+
+
+_END = object()
+
+# orjson handles the common case in C. Its string escaping equals JSON.stringify's
+# (tested over every code point); it refuses lone surrogates, ints beyond 64 bits,
+# non-str keys and depth > 255, which the slow path handles. Only its float spelling
+# differs (5.0, -0.0, 1e+16, 1e-5...), so float tokens are respelt below.
+_ORJSON_OPTS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
+_FLOAT_HINT = re.compile(rb"[0-9][.eE]")
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|-?[0-9][0-9.eE+-]*')
+
+
+def _respell(m: re.Match[bytes]) -> bytes:
+    tok = m.group()
+    if tok[0] == 0x22 or not (b"." in tok or b"e" in tok or b"E" in tok):
+        return tok
+    return js_number(float(tok)).encode("ascii")
+
+
+def encode_entry(obj: Any) -> bytes:
+    """Serialise a value exactly as JavaScript's ``JSON.stringify(obj)`` would.
+
+    Pi writes each line with ``JSON.stringify(entry)`` (session-manager.ts). Rules:
+    dict insertion order, ``,``/``:`` separators, strings as :func:`js_string`,
+    numbers as :func:`js_number` (ints as exact digits, floats as JavaScript spells
+    them, NaN/±inf -> ``null``), ``None`` -> ``null``, tuples as arrays. Non-str keys
+    become ``String(key)``. Unset optional keys must simply not be in the dict (there
+    is no ``undefined``).
+
+    Args:
+        obj: a JSON-like value (dict / list / tuple / str / int / float / bool / None),
+            nested to any depth.
+
+    Returns:
+        UTF-8 bytes without a trailing newline.
+
+    Raises:
+        TypeError: a value of another type.
+        ValueError: a circular reference (JavaScript throws a TypeError).
+    """
+    try:
+        out = orjson.dumps(obj, option=_ORJSON_OPTS)
+    except (TypeError, orjson.JSONEncodeError):
+        return _encode_slow(obj).encode("utf-8")
+    if _FLOAT_HINT.search(out):
+        out = _TOKEN.sub(_respell, out)
+    return out
+
+
+def encode_line(obj: Any) -> bytes:
+    """``encode_entry(obj) + b"\\n"``: one whole line ready to append."""
+    return encode_entry(obj) + b"\n"
