@@ -1,0 +1,135 @@
+"""Timestamps as Pi handles them: JavaScript ``Date.parse`` on ISO-8601, ``toISOString``.
+
+Pi stores entry times as ``new Date().toISOString()`` (``2025-11-07T09:14:10.205Z``) and
+turns them back into epoch milliseconds with ``new Date(ts).getTime()`` (messages.ts
+``createCompactionSummaryMessage`` etc., session-manager.ts ``getTree`` sorting).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime, timedelta, timezone
+
+__all__ = ["parse_iso_ms", "now_iso", "iso_from_ms", "datetime_from_ms", "MAX_EPOCH_MS"]
+
+MAX_EPOCH_MS = 8_640_000_000_000_000
+"""ECMAScript time values are limited to ±8.64e15 ms (±100,000,000 days)."""
+
+# ECMA-262 "Date Time String Format" as V8 accepts it: 4-digit or signed 6-digit year,
+# optional month/day, optional time (HH:mm[:ss[.fff...]]) with optional Z / ±HH:mm.
+_ISO = re.compile(
+    r"([+-]\d{6}|\d{4})(?:-(\d{2})(?:-(\d{2}))?)?"
+    r"(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2})?)?"
+)
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    # Howard Hinnant's algorithm; proleptic Gregorian, valid far beyond datetime's range.
+    y -= m <= 2
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def parse_iso_ms(s: object) -> int | None:
+    """JavaScript ``Date.parse(s)`` for the ISO-8601 forms, in epoch milliseconds.
+
+    Accepted (ECMA-262 Date Time String Format, as V8 parses it):
+    ``YYYY``, ``YYYY-MM``, ``YYYY-MM-DD`` (UTC midnight), ``±YYYYYY`` years, then
+    optionally ``THH:mm``, ``THH:mm:ss``, ``THH:mm:ss.f...`` (fraction truncated to
+    milliseconds: ``.9999`` -> 999) and ``Z`` or ``±HH:mm``. Like V8, a day up to 31 is
+    accepted in any month and rolls over (``2025-02-30`` = March 2) and ``24:00`` is the
+    next midnight.
+
+    Deviation: a date-time without an offset is local time in JavaScript; here it is
+    UTC, so the result does not depend on the machine's time zone. Other strings V8's
+    legacy parser would accept (``"Dec 1 2025"``) give ``None``.
+
+    Args:
+        s: the timestamp; anything that is not a ``str`` gives ``None``
+            (``new Date(undefined)`` is NaN).
+
+    Returns:
+        Milliseconds since 1970-01-01T00:00:00Z, or ``None`` where JavaScript gives NaN
+        (invalid form, field out of range, beyond ±8.64e15 ms).
+    """
+    if not isinstance(s, str):
+        return None
+    m = _ISO.fullmatch(s)
+    if m is None:
+        return None
+    ys, mos, ds, hs, mis, ss, frac, off = m.groups()
+    if ys == "-000000":
+        return None  # ECMA-262 forbids negative zero as a year
+    year = int(ys)
+    month = int(mos) if mos else 1
+    day = int(ds) if ds else 1
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    hour = minute = sec = ms = 0
+    if hs is not None:
+        hour, minute = int(hs), int(mis)
+        sec = int(ss) if ss else 0
+        ms = int((frac + "00")[:3]) if frac else 0
+        if minute > 59 or sec > 59 or hour > 24 or (hour == 24 and (minute or sec or ms)):
+            return None
+    total = (
+        _days_from_civil(year, month, 1) + day - 1
+    ) * 86_400_000 + hour * 3_600_000 + minute * 60_000 + sec * 1000 + ms
+    if off and off != "Z":
+        oh, om = int(off[1:3]), int(off[4:6])
+        if oh > 23 or om > 59:
+            return None
+        delta = (oh * 60 + om) * 60_000
+        total = total - delta if off[0] == "+" else total + delta
+    if abs(total) > MAX_EPOCH_MS:
+        return None
+    return total
+
+
+def iso_from_ms(ms: int) -> str:
+    """Format epoch milliseconds as JavaScript's ``Date.prototype.toISOString``.
+
+    Args:
+        ms: milliseconds since the epoch, 0 <= year <= 9999 (``toISOString`` would use
+            ``±YYYYYY`` beyond; not needed for session files).
+
+    Returns:
+        ``YYYY-MM-DDTHH:mm:ss.sssZ``.
+    """
+    secs, milli = divmod(ms, 1000)
+    t = time.gmtime(secs)
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (
+        t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, milli
+    )
+
+
+def now_iso() -> str:
+    """The current UTC time as ``new Date().toISOString()`` prints it.
+
+    Returns:
+        e.g. ``"2025-11-07T09:14:10.205Z"`` (milliseconds, truncated, ``Z``).
+    """
+    return iso_from_ms(time.time_ns() // 1_000_000)
+
+
+def datetime_from_ms(ms: float | int) -> datetime | None:
+    """An aware UTC ``datetime`` for epoch milliseconds, or ``None`` if not representable.
+
+    Args:
+        ms: milliseconds since the epoch (int or float; fractions are kept to the
+            microsecond).
+
+    Returns:
+        ``datetime`` in UTC, or ``None`` for NaN/inf or years outside 1..9999.
+    """
+    try:
+        return _EPOCH + timedelta(milliseconds=ms)
+    except (OverflowError, ValueError, TypeError):
+        return None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
