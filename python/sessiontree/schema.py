@@ -1,0 +1,460 @@
+"""The typed surface of a Pi session file (format version 3).
+
+Entries stay plain ``dict``\\ s equal to ``json.loads`` of their line (API.md section 2);
+the ``TypedDict``\\ s here only describe them for type checkers and readers. Key names are
+the file's camelCase keys. Types and field rules follow Pi's
+``packages/coding-agent/src/core/session-manager.ts`` (``SessionHeader``,
+``SessionEntry``...) and ``messages.ts`` (``BashExecutionMessage``, ``CustomMessage``,
+``BranchSummaryMessage``, ``CompactionSummaryMessage``); agent messages come from
+``@mariozechner/pi-ai``. ``NotRequired`` marks keys Pi omits when unset (it never writes
+``null`` for them). Real files may hold anything: code must not trust these types.
+
+Also here: :class:`SessionTreeNode` (``getTree()`` nodes) and :class:`SessionInfo`
+(listing rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, NotRequired, TypedDict, Union
+
+
+__all__ = [
+    # header and entries
+    "SessionHeader",
+    "EntryBase",
+    "MessageEntry",
+    "CustomMessageEntry",
+    "CompactionEntry",
+    "BranchSummaryEntry",
+    "ModelChangeEntry",
+    "ThinkingLevelChangeEntry",
+    "LabelEntry",
+    "SessionInfoEntry",
+    "CustomEntry",
+    "SessionEntry",
+    "ENTRY_TYPES",
+    # content blocks
+    "TextContent",
+    "ImageContent",
+    "ThinkingContent",
+    "ToolCall",
+    "Usage",
+    "UsageCost",
+    # agent messages
+    "UserMessage",
+    "AssistantMessage",
+    "ToolResultMessage",
+    "BashExecutionMessage",
+    "CustomMessage",
+    "AgentMessage",
+    # synthesised messages
+    "CompactionSummaryMessage",
+    "BranchSummaryMessage",
+    "ContextModel",
+    # dataclasses
+    "SessionTreeNode",
+    "SessionInfo",
+]
+
+CURRENT_SESSION_VERSION = 3
+
+
+# ------------------------------------------------------------------------ header
+
+
+class SessionHeader(TypedDict):
+    """Line 1: ``{"type":"session","version":3,"id","timestamp","cwd","parentSession"?}``.
+
+    ``version`` is absent in v1 files. ``id`` is a UUID (v7 in recent Pi); ``timestamp``
+    is ISO-8601 UTC with milliseconds; ``parentSession`` is the path of the file this
+    one was forked / branched from (session-manager.ts ``SessionHeader``).
+    """
+
+    type: Literal["session"]
+    version: NotRequired[int]
+    id: str
+    timestamp: str
+    cwd: str
+    parentSession: NotRequired[str]
+
+
+# ----------------------------------------------------------------- content blocks
+
+
+class TextContent(TypedDict):
+    """``{"type":"text","text", "textSignature"?}``."""
+
+    type: Literal["text"]
+    text: str
+    textSignature: NotRequired[str]
+
+
+class ImageContent(TypedDict):
+    """``{"type":"image","data": <base64>,"mimeType"}``."""
+
+    type: Literal["image"]
+    data: str
+    mimeType: str
+
+
+class ThinkingContent(TypedDict):
+    """``{"type":"thinking","thinking","thinkingSignature"?}`` (assistant only)."""
+
+    type: Literal["thinking"]
+    thinking: str
+    thinkingSignature: NotRequired[str]
+
+
+class ToolCall(TypedDict):
+    """``{"type":"toolCall","id","name","arguments": {...}}`` (assistant only)."""
+
+    type: Literal["toolCall"]
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class UsageCost(TypedDict):
+    """Dollar costs: ``input``, ``output``, ``cacheRead``, ``cacheWrite``, ``total``."""
+
+    input: float
+    output: float
+    cacheRead: float
+    cacheWrite: float
+    total: float
+
+
+class Usage(TypedDict):
+    """Token counts of one assistant turn plus its :class:`UsageCost`."""
+
+    input: int
+    output: int
+    cacheRead: int
+    cacheWrite: int
+    totalTokens: int
+    cost: UsageCost
+
+
+# ------------------------------------------------------------------ agent messages
+
+
+class UserMessage(TypedDict):
+    """``{"role":"user","content": str | [text|image blocks],"timestamp": ms}``."""
+
+    role: Literal["user"]
+    content: str | list[TextContent | ImageContent]
+    timestamp: int
+
+
+class AssistantMessage(TypedDict):
+    """An LLM reply. ``provider``/``model`` feed the context's model (buildSessionContext).
+
+    ``stopReason`` is one of ``stop``, ``length``, ``toolUse``, ``error``, ``aborted``;
+    ``errorMessage`` accompanies ``error``/``aborted``.
+    """
+
+    role: Literal["assistant"]
+    content: list[TextContent | ThinkingContent | ToolCall]
+    api: str
+    provider: str
+    model: str
+    usage: Usage
+    stopReason: str
+    errorMessage: NotRequired[str]
+    timestamp: int
+
+
+class ToolResultMessage(TypedDict):
+    """``{"role":"toolResult","toolCallId","toolName","content","details"?,"isError","timestamp"}``."""
+
+    role: Literal["toolResult"]
+    toolCallId: str
+    toolName: str
+    content: list[TextContent | ImageContent]
+    details: NotRequired[Any]
+    isError: bool
+    timestamp: int
+
+
+class BashExecutionMessage(TypedDict):
+    """A ``!`` shell command run by the user (messages.ts ``BashExecutionMessage``).
+
+    ``convert_to_llm`` turns it into a user text message unless ``excludeFromContext``
+    is truthy (``!!`` prefix). ``exitCode`` may be absent/null (killed).
+    """
+
+    role: Literal["bashExecution"]
+    command: str
+    output: str
+    exitCode: NotRequired[int | None]
+    cancelled: bool
+    truncated: bool
+    fullOutputPath: NotRequired[str]
+    timestamp: int
+    excludeFromContext: NotRequired[bool]
+
+
+class CustomMessage(TypedDict):
+    """Extension-injected message (messages.ts ``CustomMessage``); also what a
+    ``custom_message`` entry becomes in the context (``createCustomMessage``):
+    ``{"role":"custom","customType","content","display","details"?,"timestamp": ms}``.
+    ``role`` was ``hookMessage`` in version 2 files.
+    """
+
+    role: Literal["custom"]
+    customType: str
+    content: str | list[TextContent | ImageContent]
+    display: bool
+    details: NotRequired[Any]
+    timestamp: int | None
+
+
+class CompactionSummaryMessage(TypedDict):
+    """Synthesised for the latest compaction on the path (``createCompactionSummaryMessage``):
+    ``{"role":"compactionSummary","summary","tokensBefore","timestamp": ms}``.
+
+    ``timestamp`` is the entry's ISO time in epoch ms (``None`` where JavaScript gets NaN).
+    """
+
+    role: Literal["compactionSummary"]
+    summary: str
+    tokensBefore: int
+    timestamp: int | None
+
+
+class BranchSummaryMessage(TypedDict):
+    """Synthesised for a ``branch_summary`` entry with a truthy summary
+    (``createBranchSummaryMessage``): ``{"role":"branchSummary","summary","fromId","timestamp"}``.
+    """
+
+    role: Literal["branchSummary"]
+    summary: str
+    fromId: str
+    timestamp: int | None
+
+
+AgentMessage = Union[
+    UserMessage,
+    AssistantMessage,
+    ToolResultMessage,
+    BashExecutionMessage,
+    CustomMessage,
+    CompactionSummaryMessage,
+    BranchSummaryMessage,
+]
+"""What ``SessionContext.messages`` holds (message entries' ``message`` as stored, plus the
+synthesised kinds). Unknown roles pass through the context and are dropped by
+``convert_to_llm``."""
+
+
+class ContextModel(TypedDict):
+    """``SessionContext.model``: ``{"provider","modelId"}``; a key is absent where Pi's
+    value is ``undefined`` (e.g. an assistant message without ``provider``)."""
+
+    provider: NotRequired[str]
+    modelId: NotRequired[str]
+
+
+# ------------------------------------------------------------------------- entries
+
+
+class EntryBase(TypedDict):
+    """Keys of every entry, first in this order: ``type``, ``id`` (8 lowercase hex from
+    Pi; any non-empty string accepted), ``parentId`` (``None`` = root), ``timestamp``
+    (ISO-8601 UTC, ms, ``Z``). An entry never names its children."""
+
+    type: str
+    id: str
+    parentId: str | None
+    timestamp: str
+
+
+class MessageEntry(EntryBase):
+    """``type: "message"``: one agent message, sent to the LLM as is."""
+
+    message: AgentMessage
+
+
+class CustomMessageEntry(TypedDict):
+    """``type: "custom_message"``: extension content that *does* enter the context (as a
+    ``custom`` message). Pi writes ``customType``, ``content``, ``display``, ``details``?
+    before ``id``/``parentId``/``timestamp`` (``appendCustomMessageEntry``)."""
+
+    type: Literal["custom_message"]
+    customType: str
+    content: str | list[TextContent | ImageContent]
+    display: bool
+    details: NotRequired[Any]
+    id: str
+    parentId: str | None
+    timestamp: str
+
+
+class CompactionEntry(EntryBase):
+    """``type: "compaction"``: the path before ``firstKeptEntryId`` is replaced by
+    ``summary`` in the context; the latest compaction on the path wins."""
+
+    summary: str
+    firstKeptEntryId: str
+    tokensBefore: int
+    details: NotRequired[Any]
+    fromHook: NotRequired[bool]
+
+
+class BranchSummaryEntry(EntryBase):
+    """``type: "branch_summary"``: summary of an abandoned branch (``branchWithSummary``);
+    ``fromId`` is the entry branched from, or ``"root"``."""
+
+    fromId: str
+    summary: str
+    details: NotRequired[Any]
+    fromHook: NotRequired[bool]
+
+
+class ModelChangeEntry(EntryBase):
+    """``type: "model_change"``: sets the model for later calls."""
+
+    provider: str
+    modelId: str
+
+
+class ThinkingLevelChangeEntry(EntryBase):
+    """``type: "thinking_level_change"``: ``off``, ``minimal``, ``low``, ``medium``, ``high``..."""
+
+    thinkingLevel: str
+
+
+class LabelEntry(EntryBase):
+    """``type: "label"``: bookmark ``label`` on ``targetId``; absent/empty clears it."""
+
+    targetId: str
+    label: NotRequired[str]
+
+
+class SessionInfoEntry(EntryBase):
+    """``type: "session_info"``: display name (trimmed by Pi when appended)."""
+
+    name: NotRequired[str]
+
+
+class CustomEntry(TypedDict):
+    """``type: "custom"``: extension state, never in the context. Pi writes
+    ``customType``/``data``? before ``id``/``parentId``/``timestamp``."""
+
+    type: Literal["custom"]
+    customType: str
+    data: NotRequired[Any]
+    id: str
+    parentId: str | None
+    timestamp: str
+
+
+SessionEntry = Union[
+    MessageEntry,
+    CustomMessageEntry,
+    CompactionEntry,
+    BranchSummaryEntry,
+    ModelChangeEntry,
+    ThinkingLevelChangeEntry,
+    LabelEntry,
+    SessionInfoEntry,
+    CustomEntry,
+]
+
+ENTRY_TYPES = frozenset(
+    {
+        "message",
+        "custom_message",
+        "compaction",
+        "branch_summary",
+        "model_change",
+        "thinking_level_change",
+        "label",
+        "session_info",
+        "custom",
+    }
+)
+"""The nine entry types Pi defines; others are kept and reported ``unknown_type``."""
+
+
+# --------------------------------------------------------------------- dataclasses
+
+
+@dataclass(eq=True)
+class SessionTreeNode:
+    """One node of ``get_tree()`` (session-manager.ts ``getTree``).
+
+    Attributes:
+        entry: the entry dict.
+        children: child nodes, oldest first (by parsed timestamp, stable; ties and
+            unparseable times keep file order).
+        label: the entry's current label, or ``None``.
+        label_timestamp: timestamp of the label entry that set that label, or ``None``.
+
+    Fields are meant to be read, not reassigned; ``children`` is a list so trees can be
+    built iteratively (``frozen`` would forbid that). Comparison is structural; ``repr``
+    shows only the id and child count (trees can be deep).
+    """
+
+    entry: dict[str, Any]
+    children: list[SessionTreeNode] = field(default_factory=list)
+    label: str | None = None
+    label_timestamp: str | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"SessionTreeNode(id={self.entry.get('id')!r}, type={self.entry.get('type')!r}, "
+            f"label={self.label!r}, children={len(self.children)})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        # Iterative: the dataclass default recurses and would overflow on deep trees.
+        if not isinstance(other, SessionTreeNode):
+            return NotImplemented
+        stack = [(self, other)]
+        while stack:
+            a, b = stack.pop()
+            if (
+                a.entry != b.entry
+                or a.label != b.label
+                or a.label_timestamp != b.label_timestamp
+                or len(a.children) != len(b.children)
+            ):
+                return False
+            stack.extend(zip(a.children, b.children))
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One row of ``SessionManager.list`` / ``list_all`` (session-manager.ts ``SessionInfo``,
+    ``buildSessionInfo``).
+
+    Attributes:
+        path: the session file.
+        id: the header's ``id``.
+        cwd: the header's ``cwd`` (``""`` if absent or not a string).
+        name: display name from the last ``session_info`` entry (trimmed), or ``None``.
+        parent_session_path: the header's ``parentSession``, or ``None``.
+        created: the header's time (aware, UTC); the file's mtime if unparseable.
+        modified: the last user/assistant message time, else the header time, else the
+            file's mtime (aware, UTC).
+        message_count: number of ``message`` entries (any role).
+        first_message: text of the first user message with text, or ``"(no messages)"``.
+        all_messages_text: texts of all user/assistant messages, joined by spaces.
+    """
+
+    path: str
+    id: str
+    cwd: str
+    name: str | None
+    parent_session_path: str | None
+    created: datetime
+    modified: datetime
+    message_count: int
+    first_message: str
+    all_messages_text: str
