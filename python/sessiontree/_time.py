@@ -27,7 +27,7 @@ _ISO = re.compile(
 def _days_from_civil(y: int, m: int, d: int) -> int:
     # Howard Hinnant's algorithm; proleptic Gregorian, valid far beyond datetime's range.
     y -= m <= 2
-    era = (y if y >= 0 else y - 399) // 400
+    era = y // 400  # Python floors; the C version needs (y - 399) / 400 for y < 0
     yoe = y - era * 400
     doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
