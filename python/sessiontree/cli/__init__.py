@@ -1,0 +1,102 @@
+"""The ``sessiontree`` command: inspect, check, fork, migrate and generate Pi sessions.
+
+Each subcommand lives in its own module with ``add_parser(subparsers)`` and
+``run(args, io) -> int``. Expected failures (missing file, not a session, locked file)
+print one line on stderr and exit non-zero, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from . import bench, check, context, fork, gen, info, ls, migrate, tree
+from ._common import BACKENDS, CliError, exit_for_broken_pipe, make_io, quiet_load_warnings
+
+__all__ = ["main", "build_parser"]
+
+_COMMANDS = (info, tree, context, ls, check, fork, migrate, gen, bench)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``sessiontree`` command (all subcommands)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--backend", choices=BACKENDS, default=argparse.SUPPRESS,
+                        help="index with the pure-Python or the native (Rust) backend; "
+                             "auto = native when built (default; $SESSIONTREE_BACKEND overrides)")
+    common.add_argument("--color", choices=("auto", "always", "never"), default=argparse.SUPPRESS,
+                        help="colour output: auto (on a terminal), always, never")
+    parser = argparse.ArgumentParser(
+        prog="sessiontree", parents=[common],
+        description="Inspect and manipulate Pi coding-agent session files (JSONL v3 trees).",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # Every subcommand also accepts --backend/--color after its name.
+    real_add = sub.add_parser
+
+    def add_parser(name: str, **kw):  # type: ignore[no-untyped-def]
+        kw.setdefault("parents", [common])
+        return real_add(name, **kw)
+
+    sub.add_parser = add_parser  # type: ignore[method-assign]
+    for module in _COMMANDS:
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``sessiontree`` command line.
+
+    Args:
+        argv: arguments without the program name; ``sys.argv[1:]`` when ``None``.
+
+    Returns:
+        The exit status: 0 success, 1 failure or problems found (``check``), 2 usage
+        error, 130 interrupted.
+    """
+    from ..errors import InvalidSessionError, SessionError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.backend = getattr(args, "backend", "auto")
+    args.color = getattr(args, "color", "auto")
+    for stream in (sys.stdout, sys.stderr):
+        # Session text may hold lone surrogates; show them escaped rather than crash.
+        try:
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+        except (AttributeError, ValueError):
+            pass
+    quiet_load_warnings()
+    io = make_io(args.color)
+    try:
+        return int(args.func(args, io) or 0)
+    except CliError as e:
+        _fail(io, str(e))
+        return e.code
+    except InvalidSessionError as e:
+        _fail(io, f"not a session: {e}")
+        return 1
+    except SessionError as e:  # locked, exists, stale, entry not found
+        _fail(io, str(e))
+        return 1
+    except FileNotFoundError as e:
+        _fail(io, f"{e.filename or ''}: no such file" if e.filename else str(e))
+        return 1
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        _fail(io, f"{where}{e.strerror or e}")
+        return 1
+    except KeyboardInterrupt:
+        _fail(io, "interrupted")
+        return 130
+    except BrokenPipeError:
+        exit_for_broken_pipe()
+        return 0
+
+
+def _fail(io, message: str) -> None:  # type: ignore[no-untyped-def]
+    try:
+        io.err.print(f"sessiontree: error: {message}", markup=False, highlight=False, soft_wrap=True)
+    except BrokenPipeError:  # pragma: no cover
+        pass

@@ -1,0 +1,97 @@
+"""``sessiontree bench``: open a file with both backends and compare time and memory.
+
+Each backend runs in its own fresh ``python`` process (so peak RSS is that backend's
+alone). Measured: open (index the file), the context at the leaf, the root-to-leaf
+path, the whole tree; memory held after open, and the process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from ._common import CliError, Io, human_bytes, human_seconds, require_file, spinner
+
+_ROWS = (
+    ("open", "open (index the file)", "time"),
+    ("context", "context at the leaf", "time"),
+    ("branch", "path root → leaf", "time"),
+    ("tree", "get_tree (all entries)", "time"),
+    ("heldAfterOpen", "memory held after open", "bytes"),
+    ("rssPeak", "peak RSS of the process", "bytes"),
+)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="time and memory of both backends on one file",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", help="session file (.jsonl)")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run each backend N times (fresh process each) and keep the best time (default 1)")
+    p.add_argument("--backends", default="python,native",
+                   help="comma-separated backends to compare (default python,native)")
+    p.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    p.set_defaults(func=run)
+
+
+def measure(path: str, backend: str) -> dict[str, Any]:
+    """Run one fresh interpreter that opens ``path`` with ``backend``; return its figures."""
+    env = dict(os.environ)
+    env.pop("SESSIONTREE_BACKEND", None)  # the child is told its backend explicitly
+    proc = subprocess.run([sys.executable, "-m", "sessiontree.cli._bench_child", path, backend],
+                          capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+        raise CliError(f"{path}: {backend} backend failed: {last}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run(args: argparse.Namespace, io: Io) -> int:
+    require_file(args.file)
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    results: dict[str, dict[str, Any]] = {}
+    for backend in backends:
+        best: dict[str, Any] | None = None
+        for i in range(max(1, args.repeat)):
+            with spinner(io, f"{backend} backend, run {i + 1}/{max(1, args.repeat)}"):
+                r = measure(args.file, backend)
+            if best is None:
+                best = r
+            else:
+                for key, _, kind in _ROWS:
+                    if kind == "time":
+                        best[key] = min(best[key], r[key])
+        assert best is not None
+        results[backend] = best
+    if args.json:
+        io.write_json({"file": args.file, "size": os.path.getsize(args.file), "results": results})
+        return 0
+    size = os.path.getsize(args.file)
+    first = next(iter(results.values()))
+    io.print(Text(f"{args.file}: {human_bytes(size)}, {first['entries']:,} entries, "
+                  f"path {first['pathLength']:,}, context {first['contextMessages']:,} messages", style="bold"))
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("")
+    for b in backends:
+        table.add_column(b, justify="right")
+    ratio = len(backends) == 2
+    if ratio:
+        table.add_column(f"{backends[0]} / {backends[1]}", justify="right")
+    for key, title, kind in _ROWS:
+        vals = [results[b][key] for b in backends]
+        cells = [human_seconds(v) if kind == "time" else human_bytes(v) for v in vals]
+        if ratio:
+            cells.append(f"{vals[0] / vals[1]:.1f}×" if vals[1] else "–")
+        table.add_row(title, *cells)
+    io.print(table)
+    if size:
+        io.print(Text("open throughput: " + ", ".join(
+            f"{b} {size / 1e6 / max(results[b]['open'], 1e-9):,.0f} MB/s" for b in backends), style="dim"))
+    return 0

@@ -1,0 +1,83 @@
+"""``sessiontree check``: every problem the loader found, with line numbers and offsets.
+
+Exit status 0 when every file is clean, 1 when any file has a problem or cannot be read.
+A UTF-8 BOM is reported but does not make a file unclean (Pi ignores it too).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.text import Text
+
+from ..errors import InvalidSessionError, SessionError
+from ._common import CliError, Io, load_report, open_session
+
+_INFORMATIONAL = frozenset({"bom"})
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("check", help="report damaged lines and broken links; exit 1 if any",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("files", nargs="+", metavar="FILE", help="session files (.jsonl)")
+    p.add_argument("--json", action="store_true", help="print one JSON object per file in a list")
+    p.set_defaults(func=run)
+
+
+def check_file(io: Io, path: str, backend: str) -> dict[str, Any]:
+    """Open one file and return ``{file, ok, entries, issues, error}`` (never raises for bad files)."""
+    result: dict[str, Any] = {"file": path, "ok": False, "entries": None, "issues": [], "error": None}
+    try:
+        sm, _ = open_session(io, path, backend)
+    except InvalidSessionError as e:
+        result["error"] = {"reason": e.reason, "line": e.line, "offset": e.offset, "message": str(e)}
+        return result
+    except CliError as e:
+        result["error"] = {"reason": str(e), "line": None, "offset": None, "message": str(e)}
+        return result
+    except (OSError, SessionError) as e:
+        result["error"] = {"reason": str(e), "line": None, "offset": None, "message": f"{path}: {e}"}
+        return result
+    with sm:
+        result["entries"] = len(sm)
+        issues = load_report(sm)
+    result["issues"] = [
+        {"kind": i.kind, "line": i.line, "offset": i.offset, "ids": list(i.ids), "detail": i.detail}
+        for i in issues
+    ]
+    result["ok"] = all(i.kind in _INFORMATIONAL for i in issues)
+    return result
+
+
+def run(args: argparse.Namespace, io: Io) -> int:
+    results = [check_file(io, f, args.backend) for f in args.files]
+    if args.json:
+        io.write_json(results)
+    else:
+        for r in results:
+            render(io, r)
+    return 0 if all(r["ok"] for r in results) else 1
+
+
+def render(io: Io, r: dict[str, Any]) -> None:
+    """Print one file's result: a status line, then one line per problem."""
+    path = r["file"]
+    if r["error"] is not None:
+        io.print(Text.assemble((path, "bold"), ": ", ("not a session: ", "bold red"), r["error"]["message"]))
+        return
+    issues = r["issues"]
+    serious = [i for i in issues if i["kind"] not in _INFORMATIONAL]
+    if not serious:
+        note = f", {len(issues)} note(s)" if issues else ""
+        io.print(Text.assemble((path, "bold"), ": ", ("clean", "bold green"), f" ({r['entries']:,} entries{note})"))
+    else:
+        io.print(Text.assemble((path, "bold"), ": ", (f"{len(serious)} problem(s)", "bold red"),
+                               f" ({r['entries']:,} entries kept)"))
+    for i in issues:
+        where = f"line {i['line']} (byte {i['offset']})" if i["line"] is not None else "—"
+        ids = f" [{', '.join(map(str, i['ids']))}]" if i["ids"] else ""
+        detail = f" {i['detail']}" if i["detail"] else ""
+        style = "yellow" if i["kind"] in _INFORMATIONAL else "red"
+        io.print(Text.assemble(f"  {path}:{i['line'] if i['line'] is not None else '-'}: ",
+                               (i["kind"], style), f"{ids}{detail}", (f"  ({where})", "dim")))

@@ -1,0 +1,56 @@
+"""``sessiontree generate``: write a realistic synthetic session (deterministic per seed)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import asdict
+
+from rich.text import Text
+
+from ..generate import generate_session, parse_size
+from ._common import CliError, Io, byte_progress, count_progress, human_bytes
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("generate", help="write a synthetic Pi session of a given size (deterministic per seed)")
+    p.add_argument("out", help="file to write (.jsonl); overwritten")
+    size = p.add_mutually_exclusive_group(required=True)
+    size.add_argument("--size", help="target size, e.g. 300MB, 1GiB (the file ends after the entry that reaches it)")
+    size.add_argument("--entries", type=int, metavar="N", help="number of entries (header not counted)")
+    p.add_argument("--seed", type=int, default=0, help="selects the session; same seed, same bytes (default 0)")
+    p.add_argument("--cwd", default="/home/user/project", help="working directory written in the header")
+    p.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, io: Io) -> int:
+    try:
+        size = parse_size(args.size) if args.size is not None else None
+    except ValueError as e:
+        raise CliError(str(e), code=2) from None
+    if args.entries is not None and args.entries < 0:
+        raise CliError("--entries must not be negative", code=2)
+    parent = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(parent):
+        raise CliError(f"{args.out}: folder {parent} does not exist")
+    if size is not None:
+        with byte_progress(io, f"generating {os.path.basename(args.out)}", size) as update:
+            stats = generate_session(args.out, size_bytes=size, seed=args.seed, cwd=args.cwd, on_progress=update)
+    else:
+        with count_progress(io, f"generating {os.path.basename(args.out)}"):
+            stats = generate_session(args.out, entries=args.entries, seed=args.seed, cwd=args.cwd)
+    if args.json:
+        data = asdict(stats)
+        data["mbPerSecond"] = stats.mb_per_s
+        io.write_json(data)
+        return 0
+    io.print(Text.assemble(
+        ("wrote ", ""), (args.out, "bold"),
+        f": {human_bytes(stats.bytes)} ({stats.bytes:,} bytes), {stats.entries:,} entries in "
+        f"{stats.seconds:.2f} s ({stats.mb_per_s:,.0f} MB/s)"))
+    roles = ", ".join(f"{k} {v:,}" for k, v in sorted(stats.by_role.items(), key=lambda kv: -kv[1]))
+    io.print(f"  messages: {roles}")
+    io.print(f"  {stats.branch_points:,} branch points, {stats.branch_summaries:,} branch summaries, "
+             f"{stats.compactions:,} compactions, {stats.labels:,} labels; leaf {stats.leaf_id}; seed {args.seed}")
+    return 0
