@@ -1,1 +1,105 @@
-"""sessiontree: Pi coding-agent sessions (JSONL v3) as append-only trees."""
+"""sessiontree: Pi coding-agent sessions (JSONL v3) as append-only trees.
+
+Public API (API.md): :class:`SessionManager`, the pure functions
+:func:`build_session_context` / :func:`convert_to_llm`, :class:`SessionContext`,
+:class:`SessionTreeNode`, :class:`SessionInfo`, the entry TypedDicts of
+:mod:`sessiontree.schema`, :class:`LoadIssue` / :class:`IssueKind` (items of
+``SessionManager.load_report``) and the exceptions of :mod:`sessiontree.errors`.
+"""
+
+from __future__ import annotations
+
+from ._backend import IssueKind, LoadIssue
+from ._context import SessionContext, build_session_context, convert_to_llm
+from ._manager import UNSET, FirstKeptEntryError, SessionManager
+from .errors import (
+    EntryNotFoundError,
+    InvalidSessionError,
+    LoadReportWarning,
+    SessionError,
+    SessionFileExistsError,
+    SessionLockedError,
+    StaleSessionError,
+)
+from .schema import (
+    AgentMessage,
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryEntry,
+    BranchSummaryMessage,
+    CompactionEntry,
+    CompactionSummaryMessage,
+    CustomEntry,
+    CustomMessage,
+    CustomMessageEntry,
+    LabelEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionEntry,
+    SessionHeader,
+    SessionInfo,
+    SessionInfoEntry,
+    SessionTreeNode,
+    ThinkingLevelChangeEntry,
+    ToolResultMessage,
+    UserMessage,
+)
+
+
+def _version() -> str:
+    try:
+        from ._sessiontree import __version__ as v  # the single version source (Cargo.toml)
+
+        return str(v)
+    except ImportError:
+        try:
+            from importlib.metadata import version
+
+            return version("sessiontree")
+        except Exception:
+            return "0+unknown"
+
+
+__version__ = _version()
+
+__all__ = [
+    "__version__",
+    "SessionManager",
+    "SessionContext",
+    "SessionInfo",
+    "SessionTreeNode",
+    "build_session_context",
+    "convert_to_llm",
+    "LoadIssue",
+    "IssueKind",
+    "UNSET",
+    # errors
+    "SessionError",
+    "EntryNotFoundError",
+    "InvalidSessionError",
+    "SessionLockedError",
+    "SessionFileExistsError",
+    "StaleSessionError",
+    "LoadReportWarning",
+    "FirstKeptEntryError",
+    # schema
+    "SessionHeader",
+    "SessionEntry",
+    "MessageEntry",
+    "CustomMessageEntry",
+    "CompactionEntry",
+    "BranchSummaryEntry",
+    "ModelChangeEntry",
+    "ThinkingLevelChangeEntry",
+    "LabelEntry",
+    "SessionInfoEntry",
+    "CustomEntry",
+    "AgentMessage",
+    "UserMessage",
+    "AssistantMessage",
+    "ToolResultMessage",
+    "BashExecutionMessage",
+    "CustomMessage",
+    "CompactionSummaryMessage",
+    "BranchSummaryMessage",
+]

@@ -1,0 +1,560 @@
+"""The loader rules (ARCHITECTURE.md rules 1-14) over a session image, incrementally.
+
+:class:`Loader` turns the bytes of a session image into *accepted entries* (dict, id,
+line number, line offset, byte span, resolved parent) and :class:`LoadIssue`\\ s. It is
+the python backend's open path and its growth path: ``feed`` the whole file once, then
+``feed`` whatever was appended (``refresh``) or written (``append_line``). After every
+``feed`` the state equals what one ``feed`` of the whole image would give, with one
+documented exception (see *Unterminated last line* below).
+
+Rules, in the order they are applied to a line (the rank used to order ``load_report``):
+
+1. BOM at byte 0 skipped (``bom``, informational; header stays line 1, offset 0).
+2. Blank lines (only space, tab, CR) skipped silently.
+3. Decode (``_jsonl.decode_line_ex``: ``json.loads`` values, NaN/Infinity literals
+   invalid); invalid UTF-8 replaced and reported once per line (``invalid_utf8``).
+4. Invalid JSON: the first of at most 16 positions p > 0 where ``{"type":`` starts a
+   suffix that is a complete JSON object recovers that object (``torn_fragment``); else
+   ``invalid_json``, or ``truncated`` for a final piece without LF, which then stays
+   *pending*: ``consumed`` stops before it and the next ``feed`` starts there again.
+5. Not an object: ``not_an_object``.
+6. The first object must be the header (``type == "session"``, string ``id``), else
+   :class:`InvalidSessionError` naming the first non-blank line and why.
+7. Later ``session`` objects: ``extra_header``.
+8. Entry id must be a non-empty str (``missing_id``); first definition wins
+   (``duplicate_id``).
+9. ``parentId``: ``null`` or the entry's own id -> root, silently; an id defined
+   anywhere in the image -> parent (forward references included); an undefined id ->
+   root, ``missing_parent`` (ids = (entry, parent)); anything else (absent, ``""``,
+   non-str) -> root, ``invalid_parent`` (ids = (entry,)).
+10. Parent cycles are broken at their earliest entry in file order, which becomes a
+    root (``cycle``, ids = the cycle in file order, line of that earliest entry).
+11. A compaction whose ``firstKeptEntryId`` is not a strict ancestor:
+    ``first_kept_off_path``; ids = (compaction, firstKeptEntryId) when that is a str,
+    else (compaction,).
+12. ``type`` not one of Pi's nine (including absent / non-str): kept, ``unknown_type``.
+
+``load_report`` order: by line, then by the rank above (stable).
+
+Unterminated last line: a final piece without LF that *is* a complete object (a writer
+that omits the last LF) is accepted like any line and consumed; the image then ends
+mid-line. If a later ``feed`` continues that same physical line with more bytes (another
+writer appended without starting a new line), the continuation is loaded as if it were
+the rest of the line on its own (same line number and offset); a fresh load of the whole
+file would instead keep only the last complete object of that line. Our own writer never
+produces this: it writes ``\\n`` first when the file does not end with one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._backend import IssueKind, LoadIssue
+from ._jsonl import BOM, decode_line_ex
+from .errors import InvalidSessionError
+from .schema import ENTRY_TYPES
+
+__all__ = ["Loader", "CURRENT_VERSION", "is_old_version"]
+
+CURRENT_VERSION = 3
+
+_TORN_MARK = b'{"type":'
+_MAX_TORN_CANDIDATES = 16
+_WS = b" \t\r"
+
+# Rule rank of each kind: the secondary sort key of load_report.
+_RANK = {
+    IssueKind.BOM: 1,
+    IssueKind.INVALID_UTF8: 3,
+    IssueKind.TORN_FRAGMENT: 4,
+    IssueKind.INVALID_JSON: 4,
+    IssueKind.TRUNCATED: 4,
+    IssueKind.NOT_AN_OBJECT: 5,
+    IssueKind.EXTRA_HEADER: 7,
+    IssueKind.MISSING_ID: 8,
+    IssueKind.DUPLICATE_ID: 8,
+    IssueKind.INVALID_PARENT: 9,
+    IssueKind.MISSING_PARENT: 9,
+    IssueKind.CYCLE: 10,
+    IssueKind.FIRST_KEPT_OFF_PATH: 11,
+    IssueKind.UNKNOWN_TYPE: 12,
+}
+
+# Past this many new compactions in one feed, one O(n) interval pass is cheaper than
+# walking each compaction's ancestors.
+_WALK_LIMIT = 8
+
+
+def is_old_version(header: dict[str, Any]) -> bool:
+    """Whether a header asks for migration (Pi's ``migrateToCurrentVersion``).
+
+    Pi reads ``header.version ?? 1``; a numeric version below 3 migrates. Any other
+    value (a string, a bool) is taken as current: Pi's coercions there are accidents.
+
+    Args:
+        header: the parsed header object.
+
+    Returns:
+        True when ``version`` is absent, ``null`` or a number below 3.
+    """
+    version = header.get("version")
+    if version is None:
+        return True
+    if isinstance(version, bool) or not isinstance(version, (int, float)):
+        return False
+    return version < CURRENT_VERSION
+
+
+def _issue(kind: str, line: int | None, offset: int | None, ids: tuple[str, ...] = (), detail: str = "") -> LoadIssue:
+    return LoadIssue(kind, line, offset, ids, detail)
+
+
+def _sort_key(issue: LoadIssue) -> tuple[int, int, int]:
+    if issue.line is None:
+        return (1, 0, _RANK.get(issue.kind, 99))
+    return (0, issue.line, _RANK.get(issue.kind, 99))
+
+
+class Loader:
+    """Incremental state of the loader rules over one session image.
+
+    Attributes (read by the python backend; treat as read-only):
+        path: the file, for error messages (``None`` for in-memory images).
+        header: the header dict, ``None`` until found.
+        needs_migration: the header's version is below 3; nothing after it is indexed
+            (the manager migrates the whole image and indexes the result).
+        ids, entries, raws: per accepted entry, in file order: id, dict, and the bytes
+            of its JSON text (no CR/LF; for a recovered torn line, the recovered part).
+        lines, offsets: 1-based line number and 0-based offset of the line's first byte.
+        spans: ``(start, end)`` byte range of ``raws[i]`` in the image.
+        parent: index of the parent entry, ``-1`` for a root (after cycle breaking).
+        by_id: id -> index.
+        consumed: bytes of the image consumed (``image_len``): stops before a pending
+            invalid last piece.
+        generation: bumped whenever existing parent links change (forward reference
+            resolved, cycle broken), so derived structures (children) must be rebuilt.
+    """
+
+    def __init__(self, path: str | None = None, *, stop_if_old: bool = True, records: bool = False) -> None:
+        self.path = path
+        self.stop_if_old = stop_if_old and not records
+        # Records mode (migration input): rules 1-6 only; every later object is kept
+        # in ``records`` as ``(obj, line, offset)``, extra headers included (as Pi's
+        # migration sees them), and no entry rule applies.
+        self.records: list[tuple[dict[str, Any], int, int]] | None = [] if records else None
+        self.header: dict[str, Any] | None = None
+        self.header_raw: bytes | None = None
+        self.header_pos: tuple[int, int] = (1, 0)
+        self.needs_migration = False
+        self.ids: list[str] = []
+        self.entries: list[dict[str, Any]] = []
+        self.raws: list[bytes] = []
+        self.lines: list[int] = []
+        self.offsets: list[int] = []
+        self.spans: list[tuple[int, int]] = []
+        self.parent: list[int] = []
+        self.by_id: dict[str, int] = {}
+        self.consumed = 0
+        self.generation = 0
+        # Parent links as the file states them (before cycle breaking).
+        self._natural: list[int] = []
+        self._waiting: dict[str, list[int]] = {}  # undefined parent id -> entries naming it
+        self._line_issues: list[LoadIssue] = []
+        self._missing: dict[int, LoadIssue] = {}  # entry index -> missing_parent issue
+        self._post_issues: list[LoadIssue] = []  # cycle / first_kept_off_path
+        self._kept_issues: dict[int, LoadIssue] = {}  # compaction index -> first_kept issue
+        self._tail_issue: LoadIssue | None = None
+        self._cycle_issues: list[LoadIssue] = []
+        self._tail: bytes = b""  # bytes of a pending invalid last piece
+        self._report: list[LoadIssue] | None = None
+        self._line_no = 1  # number of the line starting at ``consumed``
+        self._mid_line: tuple[int, int] | None = None  # (line, offset) of an accepted unterminated line
+        self._first_nonblank: tuple[int, int, str] | None = None
+        self._relinked = False
+        self._bom_seen = False
+        self._compactions: list[int] = []
+
+    # ------------------------------------------------------------------ public
+    @property
+    def pending(self) -> bool:
+        """An invalid last piece without LF waits for more bytes (rule 4)."""
+        return self._tail_issue is not None
+
+    @property
+    def ends_mid_line(self) -> bool:
+        """The image does not end with LF (an unconsumed last piece, or an accepted
+        unterminated line): whoever appends must write ``\\n`` first."""
+        return bool(self._tail) or self._mid_line is not None
+
+    @property
+    def tail(self) -> bytes:
+        """Bytes after ``consumed`` not consumed yet (a pending or blank last piece)."""
+        return self._tail
+
+    def report(self) -> list[LoadIssue]:
+        """Every issue so far, by line then rule rank (a new list each call)."""
+        if self._report is None:
+            issues = self._line_issues + list(self._missing.values()) + self._post_issues
+            if self._tail_issue is not None:
+                issues.append(self._tail_issue)
+            issues.sort(key=_sort_key)
+            self._report = issues
+        return list(self._report)
+
+    def finish(self) -> None:
+        """Check that a header was found (call after the first ``feed`` of a file).
+
+        Raises:
+            InvalidSessionError: no valid header (rule 6), naming the first non-blank
+                line and why, or no line at all for an empty / blank file.
+        """
+        if self.header is not None:
+            return
+        if self._first_nonblank is None:
+            raise InvalidSessionError("empty file: no session header", self.path)
+        line, offset, reason = self._first_nonblank
+        raise InvalidSessionError(f"no session header: {reason}", self.path, line, offset)
+
+    def feed(self, data: bytes) -> int:
+        """Load the bytes that follow ``consumed`` in the image.
+
+        Args:
+            data: the image from byte ``consumed`` on (the pending piece, if any, is
+                part of it again: ``consumed`` stops before it).
+
+        Returns:
+            How many entries were accepted.
+
+        Raises:
+            InvalidSessionError: the first object is not a valid header (rule 6).
+        """
+        if self.needs_migration:
+            return 0
+        n_before = len(self.ids)
+        base = self.consumed
+        self._tail_issue = None
+        self._tail = b""
+        self._report = None
+        pos = 0
+        end = len(data)
+        line_no = self._line_no
+        line_start = 0
+        if base == 0 and data.startswith(BOM):
+            if not self._bom_seen:
+                self._bom_seen = True
+                self._line_issues.append(_issue(IssueKind.BOM, 1, 0, (), "UTF-8 byte order mark ignored"))
+            pos = 3
+        if self._mid_line is not None and end:
+            # Bytes continuing a line whose complete object was already accepted.
+            m_line, m_offset = self._mid_line
+            nl = data.find(b"\n")
+            if nl < 0:
+                if data.strip(_WS):
+                    content = data[:-1] if data.endswith(b"\r") else data
+                    if self._line(content, m_line, m_offset, base, True, base + len(content)):
+                        self.consumed = base + end
+                        self._finish_batch(n_before)
+                        return len(self.ids) - n_before
+                # Pending or blank: read these bytes again next time.
+                self._tail = data
+                self._finish_batch(n_before)
+                return len(self.ids) - n_before
+            stop = nl - 1 if nl > 0 and data[nl - 1] == 13 else nl
+            if data[:stop].strip(_WS):
+                self._line(data[:stop], m_line, m_offset, base, False, base + stop)
+            self._mid_line = None
+            pos = line_start = nl + 1
+            line_no = m_line + 1
+        find = data.find
+        while pos < end:
+            nl = find(b"\n", pos)
+            if nl < 0:
+                # The tail: a final piece without LF.
+                content = data[pos:end]
+                if content.strip(_WS):
+                    stripped = content[:-1] if content.endswith(b"\r") else content
+                    if self._line(stripped, line_no, base + line_start, base + pos, True, base + pos + len(stripped)):
+                        # Accepted (or skipped for good) although unterminated.
+                        self._mid_line = (line_no, base + line_start)
+                        self.consumed = base + end
+                        self._line_no = line_no
+                        self._finish_batch(n_before)
+                        return len(self.ids) - n_before
+                # Pending (invalid) or blank: stays unconsumed, read again next feed.
+                self._tail = data[line_start:end]
+                self.consumed = base + line_start
+                self._line_no = line_no
+                self._finish_batch(n_before)
+                return len(self.ids) - n_before
+            if nl > pos:
+                first = data[pos]
+                if first == 123 or first not in _WS or data[pos:nl].strip(_WS):
+                    stop = nl - 1 if data[nl - 1] == 13 else nl
+                    self._line(data[pos:stop], line_no, base + line_start, base + pos, False, base + stop)
+            pos = nl + 1
+            line_start = pos
+            line_no += 1
+        self.consumed = base + end
+        self._line_no = line_no
+        self._finish_batch(n_before)
+        return len(self.ids) - n_before
+
+    # ----------------------------------------------------------------- one line
+    def _line(self, content: bytes, line_no: int, offset: int, start: int, is_tail: bool, stop: int) -> bool:
+        """Apply rules 3-12 to one non-blank line. Returns True if the line was handled
+        (accepted or skipped for good), False if it is a pending tail."""
+        if self.needs_migration:
+            return True
+        issues = self._line_issues
+        try:
+            obj, replaced = decode_line_ex(content)
+            raw = content
+        except (ValueError, RecursionError):
+            obj = _INVALID
+            replaced = False
+            raw = content
+        if obj is _INVALID:
+            replaced = _has_invalid_utf8(content)
+            rec = _recover_torn(content)
+            if rec is not None:
+                p, obj = rec
+                raw = content[p:]
+                start += p
+        if replaced:
+            issues.append(_issue(IssueKind.INVALID_UTF8, line_no, offset, (), "invalid UTF-8 replaced by U+FFFD"))
+        if obj is _INVALID:
+            if self._first_nonblank is None:
+                self._first_nonblank = (line_no, offset, "line is not valid JSON")
+            if is_tail:
+                self._tail_issue = _issue(
+                    IssueKind.TRUNCATED, line_no, offset, (), f"incomplete last line ({len(content)} bytes, no LF)"
+                )
+                return False
+            issues.append(_issue(IssueKind.INVALID_JSON, line_no, offset, (), "not valid JSON"))
+            return True
+        if raw is not content:
+            issues.append(
+                _issue(IssueKind.TORN_FRAGMENT, line_no, offset, (), f"{start - offset} bytes of a torn write before an entry")
+            )
+        if type(obj) is not dict:
+            if self._first_nonblank is None:
+                self._first_nonblank = (line_no, offset, "line is not a JSON object")
+            issues.append(_issue(IssueKind.NOT_AN_OBJECT, line_no, offset, (), f"JSON {type(obj).__name__}, not an object"))
+            return True
+        etype = obj.get("type")
+        if self.header is None:
+            if etype == "session" and isinstance(obj.get("id"), str):
+                self.header = obj
+                self.header_raw = raw
+                self.header_pos = (line_no, offset)
+                if self.stop_if_old and is_old_version(obj):
+                    self.needs_migration = True
+                return True
+            if self._first_nonblank is None:
+                reason = "no string id" if etype == "session" else f"type is {etype!r}, not 'session'"
+                self._first_nonblank = (line_no, offset, f"first object is not a session header ({reason})")
+            line, off, reason = self._first_nonblank
+            raise InvalidSessionError(f"no session header: {reason}", self.path, line, off)
+        if self.records is not None:
+            self.records.append((obj, line_no, offset))
+            return True
+        if etype == "session":
+            issues.append(_issue(IssueKind.EXTRA_HEADER, line_no, offset, (), "second session header ignored"))
+            return True
+        eid = obj.get("id")
+        if not isinstance(eid, str) or not eid:
+            issues.append(_issue(IssueKind.MISSING_ID, line_no, offset, (), "entry has no non-empty string id"))
+            return True
+        if eid in self.by_id:
+            issues.append(
+                _issue(IssueKind.DUPLICATE_ID, line_no, offset, (eid,), f"id {eid} already defined on line {self.lines[self.by_id[eid]]}")
+            )
+            return True
+        idx = len(self.ids)
+        self.by_id[eid] = idx
+        self.ids.append(eid)
+        self.entries.append(obj)
+        self.raws.append(raw)
+        self.lines.append(line_no)
+        self.offsets.append(offset)
+        self.spans.append((start, stop))
+        pref = obj.get("parentId", _INVALID)
+        parent = -1
+        if pref is None or pref == eid:
+            pass
+        elif isinstance(pref, str) and pref:
+            parent = self.by_id.get(pref, -1)
+            if parent < 0:
+                self._waiting.setdefault(pref, []).append(idx)
+                self._missing[idx] = _issue(
+                    IssueKind.MISSING_PARENT, line_no, offset, (eid, pref), f"parent {pref} is not in the file"
+                )
+        else:
+            what = "absent" if pref is _INVALID else repr(pref)
+            issues.append(_issue(IssueKind.INVALID_PARENT, line_no, offset, (eid,), f"parentId {what} is not an id or null"))
+        self._natural.append(parent)
+        self.parent.append(parent)
+        waiting = self._waiting.pop(eid, None)
+        if waiting is not None:
+            # Entries seen earlier named this id as parent: link them now (rule 9).
+            for child in waiting:
+                self._natural[child] = idx
+                self.parent[child] = idx
+                del self._missing[child]
+            self._relinked = True
+        if etype == "compaction":
+            self._compactions.append(idx)
+        if etype not in ENTRY_TYPES:
+            issues.append(_issue(IssueKind.UNKNOWN_TYPE, line_no, offset, (eid,), f"unknown entry type {etype!r}"))
+        return True
+
+    # -------------------------------------------------------- whole-graph rules
+    def _finish_batch(self, first_new: int) -> None:
+        if self._relinked:
+            self._relinked = False
+            self.generation += 1
+            self._analyse()
+            return
+        new = [c for c in self._compactions if c >= first_new]
+        if not new:
+            return
+        if len(new) > _WALK_LIMIT:
+            self._analyse()
+            return
+        for c in new:
+            self._check_kept_walk(c)
+        self._rebuild_post()
+
+    def _analyse(self) -> None:
+        """Rules 10 and 11 over the whole graph (after forward references resolved)."""
+        parent = list(self._natural)
+        n = len(parent)
+        cycle_issues: list[LoadIssue] = []
+        state = bytearray(n)  # 0 new, 1 on the current walk, 2 done
+        for i in range(n):
+            if state[i]:
+                continue
+            walk: list[int] = []
+            j = i
+            while j >= 0 and state[j] == 0:
+                state[j] = 1
+                walk.append(j)
+                j = parent[j]
+            if j >= 0 and state[j] == 1:
+                cycle = sorted(walk[walk.index(j):])
+                head = cycle[0]
+                parent[head] = -1
+                cycle_issues.append(
+                    _issue(
+                        IssueKind.CYCLE,
+                        self.lines[head],
+                        self.offsets[head],
+                        tuple(self.ids[c] for c in cycle),
+                        f"parent links form a cycle of {len(cycle)}; broken at {self.ids[head]}",
+                    )
+                )
+            for w in walk:
+                state[w] = 2
+        if parent != self.parent:
+            self.generation += 1
+        self.parent = parent
+        self._cycle_issues = cycle_issues
+        self._kept_issues = {}
+        if self._compactions:
+            tin, tout = self._intervals()
+            by_id = self.by_id
+            for c in self._compactions:
+                fk = self.entries[c].get("firstKeptEntryId")
+                f = by_id.get(fk, -1) if isinstance(fk, str) else -1
+                if not (f >= 0 and f != c and tin[f] <= tin[c] and tout[c] <= tout[f]):
+                    self._kept_issues[c] = self._kept_issue(c, fk)
+        self._rebuild_post()
+
+    def _rebuild_post(self) -> None:
+        self._post_issues = self._cycle_issues + list(self._kept_issues.values())
+        self._report = None
+
+    def _kept_issue(self, c: int, fk: Any) -> LoadIssue:
+        ids = (self.ids[c], fk) if isinstance(fk, str) else (self.ids[c],)
+        return _issue(
+            IssueKind.FIRST_KEPT_OFF_PATH,
+            self.lines[c],
+            self.offsets[c],
+            ids,
+            f"firstKeptEntryId {fk!r} is not before the compaction on its path: only the summary is kept",
+        )
+
+    def _check_kept_walk(self, c: int) -> None:
+        fk = self.entries[c].get("firstKeptEntryId")
+        if isinstance(fk, str):
+            ids = self.ids
+            parent = self.parent
+            j = parent[c]
+            while j >= 0:
+                if ids[j] == fk:
+                    return
+                j = parent[j]
+        self._kept_issues[c] = self._kept_issue(c, fk)
+
+    def _intervals(self) -> tuple[list[int], list[int]]:
+        """Pre/post DFS numbers over the (acyclic) forest: f is an ancestor of c iff
+        ``tin[f] <= tin[c] and tout[c] <= tout[f]``. Iterative: depth is unbounded."""
+        n = len(self.parent)
+        children: list[list[int]] = [[] for _ in range(n)]
+        roots = []
+        for i, p in enumerate(self.parent):
+            if p < 0:
+                roots.append(i)
+            else:
+                children[p].append(i)
+        tin = [0] * n
+        tout = [0] * n
+        clock = 0
+        for r in roots:
+            stack = [(r, False)]
+            while stack:
+                node, done = stack.pop()
+                if done:
+                    tout[node] = clock
+                    clock += 1
+                    continue
+                tin[node] = clock
+                clock += 1
+                stack.append((node, True))
+                stack.extend((ch, False) for ch in children[node])
+        return tin, tout
+
+
+class _Invalid:
+    __slots__ = ()
+
+
+_INVALID = _Invalid()
+
+
+def _has_invalid_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _recover_torn(content: bytes) -> tuple[int, dict[str, Any]] | None:
+    """Rule 4: the first ``{"type":`` at p > 0 (16 tries) whose suffix is an object."""
+    # A suffix can only be a complete object if the line ends with '}'.
+    if not content.rstrip(b" \t\r\n").endswith(b"}"):
+        return None
+    find = content.find
+    p = find(_TORN_MARK, 1)
+    tries = 0
+    while p > 0 and tries < _MAX_TORN_CANDIDATES:
+        tries += 1
+        try:
+            obj, _ = decode_line_ex(content[p:])
+        except (ValueError, RecursionError):
+            obj = None
+        if type(obj) is dict:
+            return p, obj
+        p = find(_TORN_MARK, p + 1)
+    return None

@@ -1,0 +1,388 @@
+"""``PythonIndex``: the pure-Python backend (``backend="python"``).
+
+Keeps the accepted entries as dicts in memory (the :class:`~sessiontree._load.Loader`'s
+lists: id, dict, raw line bytes, line number, parent index) and answers every
+:class:`~sessiontree._backend.TreeIndex` query from them. The native backend
+(``_native.NativeIndex``) must return equal values for every call; where Pi's behaviour
+is undefined this module is the reference, and the choices are written down here:
+
+* ``tree()``: children sorted by ``parse_iso_ms(timestamp)`` ascending, stable (ties
+  keep file order), as Pi's ``getTree`` sorts with ``Date.parse``. Pi's comparator
+  returns NaN for an unparseable timestamp, which makes V8's sort order depend on the
+  algorithm's internals; here an entry whose timestamp does not parse (or is not a
+  string) sorts **after** every parseable sibling, and such entries keep file order
+  among themselves. Roots are listed in file order (Pi does not sort roots).
+* Labels: label entries are applied in file order, whatever branch they are on; a
+  JavaScript-truthy ``label`` sets it (value kept as is), anything else (absent,
+  ``null``, ``""``, ``0``, ``false``) clears it; only string ``targetId``\\ s count.
+  ``labels()`` keeps JavaScript ``Map`` order (re-setting keeps the position, clearing
+  then setting moves the target to the end), as ``createBranchedSession`` iterates it.
+  ``label_timestamp`` is the ``timestamp`` of the label entry that set the current label.
+* Session name (Pi 0.73.1): the latest ``session_info`` entry in file order decides;
+  its ``name`` if that is a non-empty string, else ``None`` (an empty name clears).
+* ``context_plan(None)`` and ``context_plan(<unknown id>)`` plan an empty path.
+* Growth: ``append_line`` / ``refresh`` feed the loader the new bytes; when the image
+  does not end with LF (a pending piece, or an accepted last line without LF) the
+  appended line is taken to follow one ``b"\\n"`` (the writer writes it), so a pending
+  fragment becomes an ordinary ``invalid_json`` line.
+* Staleness: ``refresh`` raises :class:`StaleSessionError` when the file's (dev, ino)
+  changed, it shrank below ``image_len()``, or the byte before ``image_len()`` is no
+  longer the LF that ended the last consumed line (a rewrite in place).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ._backend import ContextPlan, LoadIssue
+from ._load import Loader
+from ._time import parse_iso_ms
+from .errors import StaleSessionError
+from .schema import SessionTreeNode
+
+__all__ = ["PythonIndex"]
+
+
+def js_truthy(value: Any) -> bool:
+    """JavaScript truthiness of a JSON value (``[]`` and ``{}`` are truthy there).
+
+    Args:
+        value: a ``json.loads`` value.
+
+    Returns:
+        False for ``None``, ``False``, ``0``, ``0.0``, NaN and ``""``; True otherwise.
+    """
+    if value is None or value is False:
+        return False
+    if isinstance(value, str):
+        return value != ""
+    if isinstance(value, (int, float)):
+        return value == value and value != 0
+    return True
+
+
+class PythonIndex:
+    """The pure-Python :class:`~sessiontree._backend.TreeIndex` (dicts in memory).
+
+    Build it with :meth:`open` (a file) or :meth:`from_image` (bytes). Ids are ``str``;
+    entries returned are the stored dicts (equal to ``json.loads`` of their line): do
+    not mutate them.
+    """
+
+    backend = "python"
+
+    def __init__(self, loader: Loader, path: str | None = None, ident: tuple[int, int] | None = None) -> None:
+        self._l = loader
+        self._path = path
+        self._ident = ident
+        self._children: list[list[int]] | None = None
+        self._children_gen = -1
+        self._children_n = 0
+        self._labels: dict[str, Any] = {}
+        self._label_ts: dict[str, Any] = {}
+        self._labels_n = 0
+        self._name_idx = -1
+        self._name_n = 0
+        self._ms: list[tuple[int, int]] = []
+
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def open(cls, path: str) -> PythonIndex:
+        """Index the session file at ``path`` (reads it once; never writes).
+
+        Args:
+            path: the ``.jsonl`` file.
+
+        Returns:
+            The index; ``needs_migration`` is true for a version 1/2 header (then only
+            the header is indexed).
+
+        Raises:
+            OSError: the file cannot be read (``FileNotFoundError`` if absent).
+            InvalidSessionError: no valid header (loader rule 6).
+        """
+        path = os.fspath(path)
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            data = f.read()
+        loader = Loader(path)
+        loader.feed(data)
+        loader.finish()
+        return cls(loader, path, (st.st_dev, st.st_ino))
+
+    @classmethod
+    def from_image(cls, data: bytes) -> PythonIndex:
+        """Index an in-memory image (new, in-memory or migrated session).
+
+        Args:
+            data: header line + entry lines, each ended by ``\\n``.
+
+        Raises:
+            InvalidSessionError: no valid header.
+        """
+        loader = Loader(None)
+        loader.feed(bytes(data))
+        loader.finish()
+        return cls(loader)
+
+    @property
+    def needs_migration(self) -> bool:
+        """The header's version is below 3 (only the header is indexed)."""
+        return self._l.needs_migration
+
+    # ------------------------------------------------------- whole-image facts
+    def header(self) -> dict[str, Any]:
+        """The header dict (first valid ``session`` line)."""
+        assert self._l.header is not None
+        return self._l.header
+
+    def load_report(self) -> list[LoadIssue]:
+        """Every loader issue so far, by line then rule (ARCHITECTURE.md)."""
+        return self._l.report()
+
+    def __len__(self) -> int:
+        return len(self._l.ids)
+
+    def ids(self) -> list[str]:
+        """Accepted entry ids in file order."""
+        return list(self._l.ids)
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Accepted entries in file order."""
+        return list(self._l.entries)
+
+    def last_id(self) -> str | None:
+        """The last accepted entry's id (the leaf on open), ``None`` if there is none."""
+        ids = self._l.ids
+        return ids[-1] if ids else None
+
+    def image_len(self) -> int:
+        """Bytes of the image consumed (stops before a pending last piece)."""
+        return self._l.consumed
+
+    def has_pending_tail(self) -> bool:
+        """An invalid last piece without LF waits for the rest of its line."""
+        return self._l.pending
+
+    # ----------------------------------------------------------------- lookups
+    def __contains__(self, entry_id: object) -> bool:
+        try:
+            return entry_id in self._l.by_id
+        except TypeError:  # unhashable
+            return False
+
+    def _idx(self, entry_id: object) -> int:
+        try:
+            return self._l.by_id.get(entry_id, -1)  # type: ignore[arg-type]
+        except TypeError:
+            return -1
+
+    def get(self, entry_id: str) -> dict[str, Any] | None:
+        """The entry with this id, or ``None``."""
+        i = self._idx(entry_id)
+        return self._l.entries[i] if i >= 0 else None
+
+    def raw_line(self, entry_id: str) -> bytes | None:
+        """The bytes of the entry's JSON text (no CR/LF), or ``None``."""
+        i = self._idx(entry_id)
+        return self._l.raws[i] if i >= 0 else None
+
+    def _child_lists(self) -> list[list[int]]:
+        l = self._l
+        n = len(l.ids)
+        if self._children is None or self._children_gen != l.generation:
+            self._children = [[] for _ in range(n)]
+            start = 0
+        else:
+            start = self._children_n
+            self._children.extend([] for _ in range(n - start))
+        children = self._children
+        parent = l.parent
+        for i in range(start, n):
+            p = parent[i]
+            if p >= 0:
+                children[p].append(i)
+        self._children_gen = l.generation
+        self._children_n = n
+        return children
+
+    def children(self, entry_id: str) -> list[dict[str, Any]]:
+        """Entries whose parent is ``entry_id``, in file order (Pi's ``getChildren``)."""
+        i = self._idx(entry_id)
+        if i < 0:
+            return []
+        entries = self._l.entries
+        return [entries[c] for c in self._child_lists()[i]]
+
+    def _path_idx(self, entry_id: object) -> list[int]:
+        i = self._idx(entry_id) if entry_id is not None else -1
+        parent = self._l.parent
+        out = []
+        while i >= 0:  # parent links are acyclic (loader rule 10)
+            out.append(i)
+            i = parent[i]
+        out.reverse()
+        return out
+
+    def path(self, entry_id: str | None) -> list[dict[str, Any]]:
+        """Entries from the root down to ``entry_id`` (empty for ``None`` / unknown)."""
+        entries = self._l.entries
+        return [entries[i] for i in self._path_idx(entry_id)]
+
+    def path_ids(self, entry_id: str | None) -> list[str]:
+        """Ids from the root down to ``entry_id`` (empty for ``None`` / unknown)."""
+        ids = self._l.ids
+        return [ids[i] for i in self._path_idx(entry_id)]
+
+    def _sort_keys(self) -> list[tuple[int, int]]:
+        ms = self._ms
+        entries = self._l.entries
+        for i in range(len(ms), len(entries)):
+            t = parse_iso_ms(entries[i].get("timestamp"))
+            ms.append((0, t) if t is not None else (1, 0))
+        return ms
+
+    def tree(self) -> list[SessionTreeNode]:
+        """The whole forest (Pi's ``getTree``), built iteratively; see module notes.
+
+        Returns:
+            Root nodes in file order; each node's children oldest first.
+        """
+        l = self._l
+        labels, label_ts = self._label_maps()
+        nodes = [
+            SessionTreeNode(entry=e, children=[], label=labels.get(eid), label_timestamp=label_ts.get(eid))
+            for eid, e in zip(l.ids, l.entries)
+        ]
+        keys = self._sort_keys()
+        roots = []
+        for i, kids in enumerate(self._child_lists()):
+            if l.parent[i] < 0:
+                roots.append(nodes[i])
+            if kids:
+                if len(kids) > 1:
+                    kids = sorted(kids, key=keys.__getitem__)
+                nodes[i].children.extend(nodes[c] for c in kids)
+        return roots
+
+    def _label_maps(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        l = self._l
+        labels, label_ts = self._labels, self._label_ts
+        entries = l.entries
+        for i in range(self._labels_n, len(entries)):
+            e = entries[i]
+            if e.get("type") != "label":
+                continue
+            target = e.get("targetId")
+            if not isinstance(target, str):
+                continue
+            value = e.get("label")
+            if js_truthy(value):
+                labels[target] = value
+                label_ts[target] = e.get("timestamp")
+            else:
+                labels.pop(target, None)
+                label_ts.pop(target, None)
+        self._labels_n = len(entries)
+        return labels, label_ts
+
+    def label(self, entry_id: str) -> str | None:
+        """The current label of ``entry_id``, or ``None``."""
+        try:
+            return self._label_maps()[0].get(entry_id)
+        except TypeError:
+            return None
+
+    def labels(self) -> dict[str, str]:
+        """Target id -> label, in the order Pi's ``labelsById`` map holds them."""
+        return dict(self._label_maps()[0])
+
+    def label_timestamp(self, entry_id: str) -> str | None:
+        """Timestamp of the label entry that set the current label, or ``None``."""
+        try:
+            return self._label_maps()[1].get(entry_id)
+        except TypeError:
+            return None
+
+    def session_name(self) -> str | None:
+        """The latest ``session_info`` entry's non-empty ``name``, else ``None``."""
+        entries = self._l.entries
+        for i in range(self._name_n, len(entries)):
+            if entries[i].get("type") == "session_info":
+                self._name_idx = i
+        self._name_n = len(entries)
+        if self._name_idx < 0:
+            return None
+        name = entries[self._name_idx].get("name")
+        return name if isinstance(name, str) and name else None
+
+    def context_plan(self, leaf_id: str | None) -> ContextPlan:
+        """Pi's context plan along root -> ``leaf_id`` (``_context.plan_context``)."""
+        from ._context import plan_context
+
+        return plan_context(self.path(leaf_id))
+
+    # ------------------------------------------------------------------ growth
+    def append_line(self, line: bytes) -> str:
+        """Index one entry line the caller wrote (or will write) after the image.
+
+        Args:
+            line: the entry's JSON text without LF.
+
+        Returns:
+            The new entry's id.
+
+        Raises:
+            ValueError: the line was not accepted as a new entry (the caller built a
+                bad line: it is still part of the image and reported).
+        """
+        l = self._l
+        if l.tail:
+            data = l.tail + b"\n" + line + b"\n"
+        elif l.ends_mid_line:
+            data = b"\n" + line + b"\n"
+        else:
+            data = line + b"\n"
+        if l.feed(data) != 1:
+            raise ValueError("appended line was not accepted as a new entry")
+        return l.ids[-1]
+
+    def refresh(self, path: str) -> int:
+        """Index the complete lines appended to ``path`` since ``image_len()``.
+
+        Args:
+            path: the session file.
+
+        Returns:
+            How many entries were added.
+
+        Raises:
+            StaleSessionError: the file is gone, was replaced (other dev/ino), shrank
+                below ``image_len()`` or was rewritten in place.
+        """
+        path = os.fspath(path)
+        l = self._l
+        try:
+            f = open(path, "rb")
+        except FileNotFoundError:
+            raise StaleSessionError(f"{path}: session file is gone; reopen it") from None
+        with f:
+            st = os.fstat(f.fileno())
+            ident = (st.st_dev, st.st_ino)
+            if self._ident is not None and ident != self._ident:
+                raise StaleSessionError(f"{path}: session file was replaced; reopen it")
+            if st.st_size < l.consumed:
+                raise StaleSessionError(f"{path}: session file shrank below the indexed {l.consumed} bytes; reopen it")
+            if l.consumed and not l.ends_mid_line:
+                if os.pread(f.fileno(), 1, l.consumed - 1) != b"\n":
+                    raise StaleSessionError(f"{path}: session file was rewritten; reopen it")
+            self._ident = ident
+            f.seek(l.consumed)
+            data = f.read()
+        if not data:
+            return 0
+        return l.feed(data)
+
+    def close(self) -> None:
+        """Nothing to release (the file is not held open)."""
