@@ -323,6 +323,9 @@ _THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 _LABELS = ("checkpoint", "before refactor", "works ✅", "good state", "バグ修正", "try 2", "🏷️ keep")
 _NAMES = ("Refactor the session parser", "Fix flaky tests", "セッション管理の改善", "Memory leak hunt 🐛")
 _TOOLS = ("read", "bash", "edit", "write", "grep", "find", "ls")
+# turn -> the value of the extras() draw that picks: label, custom, custom_message,
+# model_change, thinking_level_change, bash execution.
+_FORCED = {3: 0.08, 5: 0.10, 6: 0.12, 7: 0.01, 8: 0.04, 10: 0.15}
 
 
 class _Writer:
@@ -443,21 +446,23 @@ class _Writer:
 class _Session:
     """Pi's behaviour, turn by turn."""
 
-    def __init__(self, w: _Writer, rng: random.Random) -> None:
+    def __init__(self, w: _Writer, rng: random.Random, payload_scale: float) -> None:
         self.w = w
         self.rng = rng
+        self.scale = payload_scale
         self.ascii, self.mixed, self.b64 = _pools()
         self.model = _MODELS[0]
         self.thinking = "medium"
         self.call_n = 0
         self.context_tokens = 0
-        self.next_compaction = rng.randint(60, 160)
+        self.next_compaction = rng.randint(30, 60)  # the first one comes early, so small files have one
         self.since_compaction = 0
         self.named = False
         self.turn = 0
 
     # -- text -----------------------------------------------------------------------------
     def text(self, n: int, unicode_share: float = 0.15) -> str:
+        n = int(n * self.scale)
         pool = self.mixed if self.rng.random() < unicode_share else self.ascii
         return pool.take(self.rng, n)
 
@@ -654,7 +659,7 @@ class _Session:
         self.since_compaction = 0
         self.next_compaction = rng.randint(60, 160)
 
-    def branch(self) -> None:
+    def branch(self, summary: bool | None = None) -> None:
         """Go back to an earlier entry of the current path (Pi's /tree), maybe with a summary."""
         w, rng = self.w, self.rng
         n = len(w.path)
@@ -663,7 +668,7 @@ class _Session:
         back = rng.randint(2, min(n - 1, 60 if rng.random() < 0.9 else n - 1))
         target = n - 1 - back
         w.move_leaf(target)
-        if rng.random() < 0.5:
+        if summary if summary is not None else rng.random() < 0.5:
             fields: dict[str, Any] = {"fromId": w.path[target],
                                       "summary": "The user explored a different approach: "
                                       + self.pick(_ASSISTANT_CLOSERS) + "\n" + self.text(rng.randint(50, 800), 0.3)}
@@ -687,6 +692,8 @@ class _Session:
         """Occasional non-message entries between turns."""
         w, rng = self.w, self.rng
         r = rng.random()
+        # Early turns force one of each kind, so that even small files have them all.
+        r = _FORCED.get(self.turn, r)
         if r < 0.03:
             self.model = rng.choice(_MODELS)
             w.emit("model_change", {"provider": self.model[0], "modelId": self.model[2]})
@@ -742,8 +749,9 @@ class _Session:
                 return
             if self.since_compaction >= self.next_compaction:
                 self.compaction()
-            elif rng.random() < 0.04:
-                self.branch()
+            elif self.turn in (4, 9) or rng.random() < 0.05:
+                # Turns 4 and 9 always branch, so that even small files have branches.
+                self.branch(summary=None if self.turn > 9 else self.turn == 4)
             elif rng.random() < 0.0008:
                 w.move_leaf(None)  # Pi's resetLeaf: the next entry is a new root
 
@@ -763,6 +771,7 @@ def generate_session(
     entries: int | None = None,
     seed: int = 0,
     cwd: str = "/home/user/project",
+    payload_scale: float = 1.0,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> GenerateStats:
     """Write a realistic synthetic Pi session (JSONL v3) to ``path``.
@@ -777,6 +786,9 @@ def generate_session(
         entries: stop after this many entries (header excluded).
         seed: selects the session; equal seeds give byte-identical files.
         cwd: the header's working directory.
+        payload_scale: multiplies the length of generated text (tool outputs, file
+            contents, pasted code); ``0.01`` gives many small entries per megabyte, for
+            tests of deep trees.
         on_progress: called as ``on_progress(bytes_written, size_bytes or 0)`` after each
             chunk written (every few megabytes).
 
@@ -802,7 +814,7 @@ def generate_session(
         w.raw(_dumps({"type": "session", "version": 3, "id": stats.session_id,
                              "timestamp": w.iso(header_ms), "cwd": cwd}))
         if not w.full():
-            _Session(w, rng).run()
+            _Session(w, rng, payload_scale).run()
     finally:
         w.close()
     stats.bytes = Path(path).stat().st_size
