@@ -200,7 +200,10 @@ def open_session(io: Io, path: str, backend: str, *, session_dir: str | None = N
         kw: dict[str, Any] = {"backend": backend}
         if session_dir is not None:
             kw["session_dir"] = session_dir
-        sm = SessionManager.open(path, **kw)
+        try:
+            sm = SessionManager.open(path, **kw)
+        except ImportError as e:
+            raise CliError(f"the {backend} backend is not available ({e}); build it with `make build`") from None
         return sm, time.perf_counter() - t0
 
 

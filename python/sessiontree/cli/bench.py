@@ -57,21 +57,29 @@ def run(args: argparse.Namespace, io: Io) -> int:
     require_file(args.file)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     results: dict[str, dict[str, Any]] = {}
+    failed: dict[str, str] = {}
     for backend in backends:
         best: dict[str, Any] | None = None
-        for i in range(max(1, args.repeat)):
-            with spinner(io, f"{backend} backend, run {i + 1}/{max(1, args.repeat)}"):
-                r = measure(args.file, backend)
-            if best is None:
-                best = r
-            else:
-                for key, _, kind in _ROWS:
-                    if kind == "time":
-                        best[key] = min(best[key], r[key])
+        try:
+            for i in range(max(1, args.repeat)):
+                with spinner(io, f"{backend} backend, run {i + 1}/{max(1, args.repeat)}"):
+                    r = measure(args.file, backend)
+                if best is None:
+                    best = r
+                else:
+                    for key, _, kind in _ROWS:
+                        if kind == "time":
+                            best[key] = min(best[key], r[key])
+        except CliError as e:
+            failed[backend] = str(e)
+            continue
         assert best is not None
         results[backend] = best
+    if not results:
+        raise CliError("; ".join(failed.values()))
     if args.json:
-        io.write_json({"file": args.file, "size": os.path.getsize(args.file), "results": results})
+        io.write_json({"file": args.file, "size": os.path.getsize(args.file), "results": results,
+                       "failed": failed})
         return 0
     size = os.path.getsize(args.file)
     first = next(iter(results.values()))
@@ -79,9 +87,10 @@ def run(args: argparse.Namespace, io: Io) -> int:
                   f"path {first['pathLength']:,}, context {first['contextMessages']:,} messages", style="bold"))
     table = Table(box=None, header_style="bold", pad_edge=False)
     table.add_column("")
+    backends = [b for b in backends if b in results]
     for b in backends:
         table.add_column(b, justify="right")
-    ratio = len(backends) == 2
+    ratio = len(backends) == 2 and backends[0] != backends[1]
     if ratio:
         table.add_column(f"{backends[0]} / {backends[1]}", justify="right")
     for key, title, kind in _ROWS:
@@ -91,6 +100,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
             cells.append(f"{vals[0] / vals[1]:.1f}×" if vals[1] else "–")
         table.add_row(title, *cells)
     io.print(table)
+    for b, why in failed.items():
+        io.print(Text(f"{b}: not measured: {why}", style="yellow"))
     if size:
         io.print(Text("open throughput: " + ", ".join(
             f"{b} {size / 1e6 / max(results[b]['open'], 1e-9):,.0f} MB/s" for b in backends), style="dim"))

@@ -64,7 +64,8 @@ def render(io: Io, r: dict[str, Any]) -> None:
     """Print one file's result: a status line, then one line per problem."""
     path = r["file"]
     if r["error"] is not None:
-        io.print(Text.assemble((path, "bold"), ": ", ("not a session: ", "bold red"), r["error"]["message"]))
+        label = "not a session" if r["error"]["line"] is not None or "header" in r["error"]["reason"] else "cannot read"
+        io.print(Text.assemble((path, "bold"), ": ", (label, "bold red"), ": ", r["error"]["message"]))
         return
     issues = r["issues"]
     serious = [i for i in issues if i["kind"] not in _INFORMATIONAL]
@@ -75,9 +76,9 @@ def render(io: Io, r: dict[str, Any]) -> None:
         io.print(Text.assemble((path, "bold"), ": ", (f"{len(serious)} problem(s)", "bold red"),
                                f" ({r['entries']:,} entries kept)"))
     for i in issues:
-        where = f"line {i['line']} (byte {i['offset']})" if i["line"] is not None else "—"
+        line = i["line"] if i["line"] is not None else "-"
         ids = f" [{', '.join(map(str, i['ids']))}]" if i["ids"] else ""
-        detail = f" {i['detail']}" if i["detail"] else ""
+        detail = f": {i['detail']}" if i["detail"] else ""
+        offset = f"  (byte {i['offset']})" if i["offset"] is not None else ""
         style = "yellow" if i["kind"] in _INFORMATIONAL else "red"
-        io.print(Text.assemble(f"  {path}:{i['line'] if i['line'] is not None else '-'}: ",
-                               (i["kind"], style), f"{ids}{detail}", (f"  ({where})", "dim")))
+        io.print(Text.assemble(f"  {path}:{line}: ", (i["kind"], style), f"{ids}{detail}", (offset, "dim")))

@@ -78,7 +78,7 @@ def _body(text: str, max_lines: int, full: bool, style: str = "") -> Iterator[tu
         hidden = len(rows) - max_lines
         for r in rows[:max_lines]:
             yield "    " + r, style
-        yield f"    ⋯ {hidden:,} more lines ({human_bytes(len(text.encode('utf-8', 'surrogatepass')))} in all)", "dim italic"
+        yield f"    ⋯ {hidden:,} more line{'' if hidden == 1 else 's'} ({human_bytes(len(text.encode('utf-8', 'surrogatepass')))} in all)", "dim italic"
     else:
         for r in rows:
             yield "    " + r, style

@@ -8,7 +8,6 @@ import time
 from collections import Counter
 from typing import Any
 
-from rich.table import Table
 from rich.text import Text
 
 from ._common import Io, human_bytes, human_seconds, load_report, open_session
@@ -118,13 +117,11 @@ def run(args: argparse.Namespace, io: Io) -> int:
 
 def render(io: Io, d: dict[str, Any]) -> None:
     """Print ``collect``'s dict as a two-column table."""
-    t = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2, 0, 0))
-    t.add_column(style="bold", no_wrap=True)
-    t.add_column(overflow="fold")
+    rows: list[Text] = []
 
     def add(key: str, value: str, style: str = "") -> None:
-        # Text(), not markup: names and labels may contain "[...]".
-        t.add_row(key, Text(value, style=style))
+        # Text, not markup: names and labels may contain "[...]".
+        rows.append(Text.assemble((f"{key:<13}", "bold"), (value, style)))
 
     add("file", f"{d['file']}  ({human_bytes(d['fileSize'])}, {d['fileSize']:,} bytes)")
     add("opened", f"{human_seconds(d['openSeconds'])} with the {d['backend']} backend"
@@ -156,7 +153,7 @@ def render(io: Io, d: dict[str, Any]) -> None:
             + "  (details: sessiontree check)", "red")
     else:
         add("problems", "none")
-    io.print(t)
+    io.print(Text("\n").join(rows))
 
 
 def _counts(counts: dict[str, int]) -> str:

@@ -14,7 +14,7 @@ import inspect
 import os
 from typing import Any
 
-from rich.table import Table
+from rich.cells import set_cell_size
 from rich.text import Text
 
 from ..errors import SessionError
@@ -157,22 +157,23 @@ def run(args: argparse.Namespace, io: Io) -> int:
     if not sessions and not problems:
         io.err.print("no sessions found")
         return 0
-    table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
-    table.add_column("modified", no_wrap=True)
-    table.add_column("msgs", justify="right", no_wrap=True)
-    table.add_column("name / first message", overflow="ellipsis", no_wrap=True, max_width=_PREVIEW)
-    if args.all:
-        table.add_column("cwd", overflow="ellipsis", no_wrap=True)
-    table.add_column("file", overflow="ellipsis", no_wrap=True, style="dim")
+    # Fixed columns, padded by terminal cells (CJK and emoji are two wide), no
+    # trailing spaces: the same lines read well on a terminal and in a pipe.
+    header = Text.assemble((f"{'modified':<19}", "bold"), ("  msgs  ", "bold"),
+                           (set_cell_size("name / first message", _PREVIEW), "bold"),
+                           ("  cwd" if args.all else "", "bold"), ("  file", "bold"))
+    rows = [header]
     for s in sessions:
-        title = Text(fit(one_line(s.name), _PREVIEW), style="bold") if s.name else Text(
-            fit(one_line(s.first_message), _PREVIEW))
-        row = [s.modified.astimezone().strftime("%Y-%m-%d %H:%M"), f"{s.message_count:,}", title]
-        if args.all:
-            row.append(Text(s.cwd))
-        row.append(Text(os.path.basename(s.path)))
-        table.add_row(*row)
-    io.print(table)
+        title = one_line(s.name) if s.name else one_line(s.first_message)
+        rows.append(Text.assemble(
+            s.modified.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
+            f"  {s.message_count:>4,}  ",
+            (set_cell_size(fit(title, _PREVIEW), _PREVIEW), "bold" if s.name else ""),
+            (f"  {s.cwd}" if args.all else "", "cyan"),
+            ("  " + os.path.basename(s.path), "dim"),
+        ))
+    io.print(Text("\n").join(rows), crop=False, no_wrap=True, overflow="ignore")
+    io.print(Text(f"{len(sessions):,} session(s)", style="dim"))
     if problems:
         io.print(Text(f"\n{len(problems)} file(s) are not sessions:", style="bold red"))
         for p in problems:

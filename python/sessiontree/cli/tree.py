@@ -127,7 +127,7 @@ def _fold_text(kinds: Counter[str]) -> str:
     total = sum(kinds.values())
     parts = ", ".join(f"{n:,} {k}" for k, n in kinds.most_common(4))
     more = " …" if len(kinds) > 4 else ""
-    return f"⋮ {total:,} entries: {parts}{more}"
+    return f"  ⋮ {total:,} entries: {parts}{more}"
 
 
 def _width(io: Io, requested: int | None) -> int:
