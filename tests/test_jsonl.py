@@ -315,3 +315,13 @@ def test_hypothesis_decode_matches_json_loads_on_bytes(raw: bytes) -> None:
         return
     got = decode_line(raw)
     assert repr(got) == repr(want)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.floats(allow_nan=False) | st.text(alphabet="0123456789.e+-,]}\"\\ "), max_size=6))
+def test_hypothesis_fast_path_equals_slow_path(values: list) -> None:
+    """orjson + float respelling gives the same bytes as the pure-Python encoder."""
+    from sessiontree._jsonl import _encode_slow
+
+    assert encode_entry(values) == _encode_slow(values).encode("utf-8")
+    assert encode_entry({"v": values}) == _encode_slow({"v": values}).encode("utf-8")
