@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     except SessionError as e:  # locked, exists, stale, entry not found
         _fail(io, str(e))
         return 1
+    except BrokenPipeError:
+        exit_for_broken_pipe()
+        return 0
     except FileNotFoundError as e:
         _fail(io, f"{e.filename or ''}: no such file" if e.filename else str(e))
         return 1
@@ -90,9 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _fail(io, "interrupted")
         return 130
-    except BrokenPipeError:
-        exit_for_broken_pipe()
-        return 0
 
 
 def _fail(io, message: str) -> None:  # type: ignore[no-untyped-def]
