@@ -1,8 +1,383 @@
 //! The only file that touches PyO3: converts arguments, calls the core, maps errors.
+//!
+//! `Index` is frozen; its state sits behind an `RwLock` so queries take `&self` and
+//! growth (`append_line`, `refresh`) swaps in place. A thread never waits for the lock
+//! while attached to the interpreter (it detaches to wait), so a refresh that runs
+//! detached cannot deadlock against a reader that holds the GIL.
+use std::path::PathBuf;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+
+use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+
+use crate::error::Error;
+use crate::index::{kind, Index};
+
+pyo3::import_exception!(sessiontree.errors, InvalidSessionError);
+pyo3::import_exception!(sessiontree.errors, StaleSessionError);
+pyo3::import_exception!(sessiontree.errors, SessionError);
+
+fn to_py_err(e: Error, path: Option<&str>) -> PyErr {
+    match e {
+        Error::Io(io) => match io.raw_os_error() {
+            // OSError(errno, strerror, filename) picks the subclass (FileNotFoundError, ...).
+            Some(code) => {
+                let msg = std::io::Error::from_raw_os_error(code).to_string();
+                let msg = msg.split(" (os error").next().unwrap_or(&msg).to_string();
+                PyOSError::new_err((code, msg, path.map(str::to_owned)))
+            }
+            None => PyErr::from(io),
+        },
+        Error::InvalidSession {
+            reason,
+            line,
+            offset,
+        } => InvalidSessionError::new_err((reason, path.map(str::to_owned), line, offset)),
+        Error::Stale(why) => StaleSessionError::new_err(why),
+        Error::Closed => SessionError::new_err("the session index is closed"),
+    }
+}
+
+/// An id as Python `str`: bytes are UTF-8 except lone surrogates (3-byte form).
+fn id_to_py<'py>(py: Python<'py>, id: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    match std::str::from_utf8(id) {
+        Ok(s) => Ok(PyString::new(py, s).into_any()),
+        Err(_) => PyBytes::new(py, id).call_method1("decode", ("utf-8", "surrogatepass")),
+    }
+}
+
+/// A Python id as the index's bytes; `None` for anything that is not a `str`.
+fn id_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
+    let Ok(s) = obj.cast::<PyString>() else {
+        return Ok(None);
+    };
+    match s.to_str() {
+        Ok(t) => Ok(Some(t.as_bytes().to_vec())),
+        Err(_) => {
+            let b = s.call_method1("encode", ("utf-8", "surrogatepass"))?;
+            Ok(Some(b.cast::<PyBytes>()?.as_bytes().to_vec()))
+        }
+    }
+}
+
+fn path_string(path: &Bound<'_, PyAny>) -> PyResult<String> {
+    let p: PathBuf = path.extract()?;
+    Ok(p.to_string_lossy().into_owned())
+}
+
+/// The index of one session image (entries numbered 0.. in file order).
+#[pyclass(frozen, name = "Index", module = "sessiontree._sessiontree")]
+pub struct PyIndex {
+    inner: RwLock<Index>,
+    path: Option<String>,
+}
+
+impl PyIndex {
+    fn read(&self, py: Python<'_>) -> RwLockReadGuard<'_, Index> {
+        loop {
+            match self.inner.try_read() {
+                Ok(g) => return g,
+                Err(TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(TryLockError::WouldBlock) => py.detach(|| {
+                    drop(self.inner.read());
+                }),
+            }
+        }
+    }
+
+    fn write(&self, py: Python<'_>) -> RwLockWriteGuard<'_, Index> {
+        loop {
+            match self.inner.try_write() {
+                Ok(g) => return g,
+                Err(TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(TryLockError::WouldBlock) => py.detach(|| {
+                    drop(self.inner.write());
+                }),
+            }
+        }
+    }
+
+    fn err(&self, e: Error) -> PyErr {
+        to_py_err(e, self.path.as_deref())
+    }
+
+    /// A checked entry number.
+    fn entry(ix: &Index, n: i64) -> PyResult<u32> {
+        if n < 0 || n as usize >= ix.len() {
+            return Err(PyIndexError::new_err(format!(
+                "entry number {n} out of range"
+            )));
+        }
+        Ok(n as u32)
+    }
+}
+
+fn opt(n: Option<u32>) -> Option<u64> {
+    n.map(u64::from)
+}
+
+#[pymethods]
+impl PyIndex {
+    /// Map and index the session file at `path` (releases the GIL).
+    #[staticmethod]
+    fn open(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<PyIndex> {
+        let p = path_string(path)?;
+        let pb = PathBuf::from(&p);
+        let ix = py
+            .detach(move || Index::open(&pb))
+            .map_err(|e| to_py_err(e, Some(&p)))?;
+        Ok(PyIndex {
+            inner: RwLock::new(ix),
+            path: Some(p),
+        })
+    }
+
+    /// Index an in-memory image (releases the GIL).
+    #[staticmethod]
+    fn from_image(py: Python<'_>, data: &Bound<'_, PyBytes>) -> PyResult<PyIndex> {
+        let bytes = data.as_bytes().to_vec();
+        let ix = py
+            .detach(move || Index::from_image(bytes))
+            .map_err(|e| to_py_err(e, None))?;
+        Ok(PyIndex {
+            inner: RwLock::new(ix),
+            path: None,
+        })
+    }
+
+    /// The header's version is absent or < 3: only the header was indexed.
+    #[getter]
+    fn needs_migration(&self, py: Python<'_>) -> bool {
+        self.read(py).needs_migration()
+    }
+
+    /// The header line's bytes.
+    fn header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let ix = self.read(py);
+        let h = ix.header().map_err(|e| self.err(e))?;
+        Ok(PyBytes::new(py, &h))
+    }
+
+    /// `load_report` items: (kind, line, offset, ids, detail), by line then rule.
+    fn issues<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let ix = self.read(py);
+        let items = ix
+            .issues()
+            .into_iter()
+            .map(|i| -> PyResult<Bound<'py, PyTuple>> {
+                let ids = i
+                    .ids
+                    .iter()
+                    .map(|id| id_to_py(py, id))
+                    .collect::<PyResult<Vec<_>>>()?;
+                (
+                    i.kind.as_str(),
+                    i.line,
+                    i.offset,
+                    PyTuple::new(py, ids)?,
+                    i.detail,
+                )
+                    .into_pyobject(py)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.read(py).len()
+    }
+
+    /// Ids of all entries in file order.
+    fn ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let ix = self.read(py);
+        let v = (0..ix.len() as u32)
+            .map(|e| id_to_py(py, ix.id(e)))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, v)
+    }
+
+    /// The id of entry `n`.
+    fn id<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyAny>> {
+        let ix = self.read(py);
+        let e = Self::entry(&ix, n)?;
+        id_to_py(py, ix.id(e))
+    }
+
+    /// Entry number of `entry_id`, or `None` (also for a non-`str`).
+    fn find(&self, py: Python<'_>, entry_id: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
+        let Some(id) = id_from_py(entry_id)? else {
+            return Ok(None);
+        };
+        Ok(self.read(py).find(&id))
+    }
+
+    /// The line of entry `n` (no CR/LF) as a copy.
+    fn line<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyBytes>> {
+        let ix = self.read(py);
+        let e = Self::entry(&ix, n)?;
+        ix.check().map_err(|e| self.err(e))?;
+        Ok(PyBytes::new(py, ix.line_bytes(e)))
+    }
+
+    /// Lines of entries `ns` (all entries when `None`), one copy each.
+    #[pyo3(signature = (ns=None))]
+    fn lines<'py>(&self, py: Python<'py>, ns: Option<Vec<i64>>) -> PyResult<Bound<'py, PyList>> {
+        let ix = self.read(py);
+        ix.check().map_err(|e| self.err(e))?;
+        let out = match ns {
+            None => (0..ix.len() as u32)
+                .map(|e| PyBytes::new(py, ix.line_bytes(e)))
+                .collect::<Vec<_>>(),
+            Some(ns) => ns
+                .into_iter()
+                .map(|n| Ok(PyBytes::new(py, ix.line_bytes(Self::entry(&ix, n)?))))
+                .collect::<PyResult<Vec<_>>>()?,
+        };
+        PyList::new(py, out)
+    }
+
+    /// The last accepted entry (the leaf on open), or `None`.
+    fn last(&self, py: Python<'_>) -> Option<u32> {
+        self.read(py).last()
+    }
+
+    /// Bytes of the image consumed.
+    fn image_len(&self, py: Python<'_>) -> u64 {
+        self.read(py).image_len()
+    }
+
+    /// An invalid last piece without LF waits for the rest of its line.
+    fn has_pending_tail(&self, py: Python<'_>) -> bool {
+        self.read(py).has_pending_tail()
+    }
+
+    /// The image does not end with LF: an appended line follows one `b"\n"`.
+    fn ends_mid_line(&self, py: Python<'_>) -> bool {
+        self.read(py).ends_mid_line()
+    }
+
+    /// Parent of entry `n` (after cycle breaking), or `None` for a root.
+    fn parent(&self, py: Python<'_>, n: i64) -> PyResult<Option<u32>> {
+        let ix = self.read(py);
+        Ok(ix.parent_of(Self::entry(&ix, n)?))
+    }
+
+    /// Children of entry `n` in file order.
+    fn children(&self, py: Python<'_>, n: i64) -> PyResult<Vec<u32>> {
+        let ix = self.read(py);
+        Ok(ix.children(Self::entry(&ix, n)?))
+    }
+
+    /// Entry numbers from the root down to `n`.
+    fn path(&self, py: Python<'_>, n: i64) -> PyResult<Vec<u32>> {
+        let ix = self.read(py);
+        Ok(ix.path(Self::entry(&ix, n)?))
+    }
+
+    /// Lines from the root down to `n`, one copy each.
+    fn path_lines<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyList>> {
+        let ix = self.read(py);
+        let e = Self::entry(&ix, n)?;
+        ix.check().map_err(|e| self.err(e))?;
+        PyList::new(
+            py,
+            ix.path(e)
+                .into_iter()
+                .map(|x| PyBytes::new(py, ix.line_bytes(x))),
+        )
+    }
+
+    /// Ids from the root down to `n`.
+    fn path_ids<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyList>> {
+        let ix = self.read(py);
+        let e = Self::entry(&ix, n)?;
+        let v = ix
+            .path(e)
+            .into_iter()
+            .map(|x| id_to_py(py, ix.id(x)))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, v)
+    }
+
+    /// `getTree` shape: (roots in file order, start, children) where the children of
+    /// entry `e`, oldest first, are `children[start[e]:start[e + 1]]`.
+    fn tree(&self, py: Python<'_>) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+        let ix = self.read(py);
+        ix.tree()
+    }
+
+    /// Entries whose `type` is `type_name` (one of Pi's nine), in file order.
+    fn entries_of_type(&self, py: Python<'_>, type_name: &str) -> PyResult<Vec<u32>> {
+        let k = kind::from_name(type_name.as_bytes());
+        if k >= kind::UNKNOWN {
+            return Err(PyValueError::new_err(format!(
+                "not an entry type: {type_name}"
+            )));
+        }
+        Ok(self.read(py).entries_of_kind(k))
+    }
+
+    /// The context plan at `leaf` (`None`: empty): (messages, compaction, thinking,
+    /// model) as entry numbers.
+    #[allow(clippy::type_complexity)]
+    fn context_plan(
+        &self,
+        py: Python<'_>,
+        leaf: Option<i64>,
+    ) -> PyResult<(Vec<u32>, Option<u64>, Option<u64>, Option<u64>)> {
+        let ix = self.read(py);
+        let leaf = leaf.map(|n| Self::entry(&ix, n)).transpose()?;
+        let p = ix.plan(leaf);
+        Ok((p.messages, opt(p.compaction), opt(p.thinking), opt(p.model)))
+    }
+
+    /// Index one line appended to the image; returns its entry number, or `None` if
+    /// it was not accepted (then reported in `issues`).
+    fn append_line(&self, py: Python<'_>, line: &Bound<'_, PyBytes>) -> PyResult<Option<u32>> {
+        let bytes = line.as_bytes();
+        if bytes.contains(&b'\n') {
+            return Err(PyValueError::new_err(
+                "an appended line must not contain LF",
+            ));
+        }
+        let mut ix = self.write(py);
+        ix.append_line(bytes).map_err(|e| self.err(e))
+    }
+
+    /// Index complete lines appended to `path` since `image_len()`; returns how many
+    /// entries were added (releases the GIL).
+    fn refresh(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let p = path_string(path)?;
+        let pb = PathBuf::from(&p);
+        py.detach(|| {
+            let mut ix = self.inner.write().unwrap_or_else(|e| e.into_inner());
+            ix.refresh(&pb)
+        })
+        .map_err(|e| to_py_err(e, Some(&p)))
+    }
+
+    /// Release the map; later reads raise `SessionError`.
+    fn close(&self, py: Python<'_>) {
+        self.write(py).close();
+    }
+}
+
+/// Count `\n` bytes of the file at `path` (memchr over the mapped file).
+#[pyfunction]
+fn count_newlines(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let p = path_string(path)?;
+    let pb = PathBuf::from(&p);
+    py.detach(move || crate::source::count_newlines(&pb))
+        .map_err(|e| to_py_err(e, Some(&p)))
+}
 
 #[pymodule(gil_used = false)]
 mod _sessiontree {
+    #[pymodule_export]
+    use super::count_newlines;
+    #[pymodule_export]
+    use super::PyIndex;
     use pyo3::prelude::*;
 
     #[pymodule_init]

@@ -1,0 +1,270 @@
+"""``NativeIndex``: the :class:`~sessiontree._backend.TreeIndex` over the Rust core.
+
+The extension (``sessiontree._sessiontree.Index``) keeps integer columns and answers
+with entry numbers (0.. in file order) and line bytes; this adapter maps ids to entry
+numbers and turns only the lines it returns into dicts, through
+``_jsonl.decode_line`` (the one decoder both backends share). Label and session-name
+rules are decided here from the few decoded ``label`` / ``session_info`` lines, the
+same way ``_pure.py`` does (the reference where Pi is undefined).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ._backend import ContextPlan, LoadIssue
+from ._jsonl import decode_line
+from ._sessiontree import Index
+from .schema import SessionTreeNode
+
+__all__ = ["NativeIndex"]
+
+
+def _js_truthy(value: Any) -> bool:
+    # JavaScript truthiness of a JSON value (as _pure.js_truthy).
+    if value is None or value is False:
+        return False
+    if isinstance(value, str):
+        return value != ""
+    if isinstance(value, (int, float)):
+        return value == value and value != 0
+    return True
+
+
+class NativeIndex:
+    """The native :class:`~sessiontree._backend.TreeIndex` (``backend = "native"``).
+
+    Build it with :meth:`open` (a memory-mapped file) or :meth:`from_image` (bytes).
+    Entries returned are fresh dicts decoded from the line bytes on each call.
+    """
+
+    backend = "native"
+
+    def __init__(self, ix: Index) -> None:
+        self._ix = ix
+        # Label / session-name state, rebuilt when the entry count changes.
+        self._labels_n = -1
+        self._labels: dict[str, Any] = {}
+        self._label_ts: dict[str, Any] = {}
+        self._name_n = -1
+        self._name: str | None = None
+
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def open(cls, path: str) -> NativeIndex:
+        """Map and index the session file at ``path`` (read-only; never writes).
+
+        Args:
+            path: the ``.jsonl`` file.
+
+        Returns:
+            The index; ``needs_migration`` is true for a version 1/2 header.
+
+        Raises:
+            OSError: the file cannot be read (``FileNotFoundError`` if absent).
+            InvalidSessionError: no valid header (loader rule 6).
+        """
+        return cls(Index.open(os.fspath(path)))
+
+    @classmethod
+    def from_image(cls, data: bytes) -> NativeIndex:
+        """Index an in-memory image (new, in-memory or migrated session).
+
+        Args:
+            data: header line + entry lines, each ended by ``\\n``.
+
+        Raises:
+            InvalidSessionError: no valid header.
+        """
+        return cls(Index.from_image(bytes(data)))
+
+    @property
+    def needs_migration(self) -> bool:
+        """The header's version is absent or below 3 (only the header is indexed)."""
+        return self._ix.needs_migration
+
+    # ------------------------------------------------------- whole-image facts
+    def header(self) -> dict[str, Any]:
+        """The header dict (first valid ``session`` line)."""
+        return decode_line(self._ix.header())  # type: ignore[no-any-return]
+
+    def load_report(self) -> list[LoadIssue]:
+        """Every loader issue, by line then rule (ARCHITECTURE.md)."""
+        return [LoadIssue(k, line, off, ids, detail) for k, line, off, ids, detail in self._ix.issues()]
+
+    def __len__(self) -> int:
+        return len(self._ix)
+
+    def ids(self) -> list[str]:
+        """Accepted entry ids in file order."""
+        return self._ix.ids()
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Accepted entries in file order."""
+        return [decode_line(b) for b in self._ix.lines()]
+
+    def last_id(self) -> str | None:
+        """The last accepted entry's id (the leaf on open), ``None`` if there is none."""
+        n = self._ix.last()
+        return None if n is None else self._ix.id(n)
+
+    def image_len(self) -> int:
+        """Bytes of the image consumed (stops before a pending last piece)."""
+        return self._ix.image_len()
+
+    def has_pending_tail(self) -> bool:
+        """An invalid last piece without LF waits for the rest of its line."""
+        return self._ix.has_pending_tail()
+
+    # ----------------------------------------------------------------- lookups
+    def __contains__(self, entry_id: object) -> bool:
+        return self._ix.find(entry_id) is not None
+
+    def get(self, entry_id: str) -> dict[str, Any] | None:
+        """The entry with this id, or ``None``."""
+        n = self._ix.find(entry_id)
+        return None if n is None else decode_line(self._ix.line(n))
+
+    def raw_line(self, entry_id: str) -> bytes | None:
+        """The bytes of the entry's JSON text (no CR/LF), or ``None``."""
+        n = self._ix.find(entry_id)
+        return None if n is None else self._ix.line(n)
+
+    def children(self, entry_id: str) -> list[dict[str, Any]]:
+        """Entries whose parent is ``entry_id``, in file order (Pi's ``getChildren``)."""
+        n = self._ix.find(entry_id)
+        if n is None:
+            return []
+        kids = self._ix.children(n)
+        return [decode_line(b) for b in self._ix.lines(kids)] if kids else []
+
+    def path(self, entry_id: str | None) -> list[dict[str, Any]]:
+        """Entries from the root down to ``entry_id`` (empty for ``None`` / unknown)."""
+        n = None if entry_id is None else self._ix.find(entry_id)
+        return [] if n is None else [decode_line(b) for b in self._ix.path_lines(n)]
+
+    def path_ids(self, entry_id: str | None) -> list[str]:
+        """Ids from the root down to ``entry_id`` (empty for ``None`` / unknown)."""
+        n = None if entry_id is None else self._ix.find(entry_id)
+        return [] if n is None else self._ix.path_ids(n)
+
+    def tree(self) -> list[SessionTreeNode]:
+        """The whole forest (Pi's ``getTree``), built without recursion.
+
+        Returns:
+            Root nodes in file order; each node's children oldest first (unparseable
+            timestamps after the rest, in file order; see ``_pure.py``).
+        """
+        ix = self._ix
+        roots, start, kids = ix.tree()
+        labels, label_ts = self._label_maps()
+        ids = ix.ids()
+        nodes = [
+            SessionTreeNode(entry=decode_line(b), children=[], label=labels.get(eid), label_timestamp=label_ts.get(eid))
+            for eid, b in zip(ids, ix.lines())
+        ]
+        for e, node in enumerate(nodes):
+            a, b = start[e], start[e + 1]
+            if b > a:
+                node.children.extend(nodes[c] for c in kids[a:b])
+        return [nodes[r] for r in roots]
+
+    def _label_maps(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        # Labels apply in file order; a JS-truthy label sets, anything else clears.
+        n = len(self._ix)
+        if self._labels_n != n:
+            labels: dict[str, Any] = {}
+            label_ts: dict[str, Any] = {}
+            nums = self._ix.entries_of_type("label")
+            for e in (decode_line(b) for b in (self._ix.lines(nums) if nums else [])):
+                target = e.get("targetId")
+                if not isinstance(target, str):
+                    continue
+                value = e.get("label")
+                if _js_truthy(value):
+                    labels[target] = value
+                    label_ts[target] = e.get("timestamp")
+                else:
+                    labels.pop(target, None)
+                    label_ts.pop(target, None)
+            self._labels, self._label_ts, self._labels_n = labels, label_ts, n
+        return self._labels, self._label_ts
+
+    def label(self, entry_id: str) -> str | None:
+        """The current label of ``entry_id``, or ``None``."""
+        if not isinstance(entry_id, str):
+            return None
+        return self._label_maps()[0].get(entry_id)
+
+    def labels(self) -> dict[str, str]:
+        """Target id -> label, in the order Pi's ``labelsById`` map holds them."""
+        return dict(self._label_maps()[0])
+
+    def label_timestamp(self, entry_id: str) -> str | None:
+        """Timestamp of the label entry that set the current label, or ``None``."""
+        if not isinstance(entry_id, str):
+            return None
+        return self._label_maps()[1].get(entry_id)
+
+    def session_name(self) -> str | None:
+        """The latest ``session_info`` entry's non-empty ``name``, else ``None``."""
+        n = len(self._ix)
+        if self._name_n != n:
+            infos = self._ix.entries_of_type("session_info")
+            name = decode_line(self._ix.line(infos[-1])).get("name") if infos else None
+            self._name = name if isinstance(name, str) and name else None
+            self._name_n = n
+        return self._name
+
+    def context_plan(self, leaf_id: str | None) -> ContextPlan:
+        """Pi's context plan along root -> ``leaf_id`` (empty for ``None`` / unknown)."""
+        ix = self._ix
+        n = None if leaf_id is None else ix.find(leaf_id)
+        msgs, comp, thinking, model = ix.context_plan(n)
+        ident = ix.id
+        return ContextPlan(
+            message_ids=[ident(m) for m in msgs],
+            compaction_id=None if comp is None else ident(comp),
+            thinking_id=None if thinking is None else ident(thinking),
+            model_id=None if model is None else ident(model),
+        )
+
+    # ------------------------------------------------------------------ growth
+    def append_line(self, line: bytes) -> str:
+        """Index one entry line the caller wrote (or will write) after the image.
+
+        Args:
+            line: the entry's JSON text without LF (follows one ``b"\\n"`` when the
+                image does not end with LF).
+
+        Returns:
+            The new entry's id.
+
+        Raises:
+            ValueError: the line was not accepted as a new entry (it is still part of
+                the image and reported).
+        """
+        n = self._ix.append_line(bytes(line))
+        if n is None:
+            raise ValueError("appended line was not accepted as a new entry")
+        return self._ix.id(n)
+
+    def refresh(self, path: str) -> int:
+        """Index the complete lines appended to ``path`` since ``image_len()``.
+
+        Args:
+            path: the session file.
+
+        Returns:
+            How many entries were added.
+
+        Raises:
+            StaleSessionError: the file is gone, was replaced, shrank below
+                ``image_len()`` or was rewritten in place.
+        """
+        return self._ix.refresh(os.fspath(path))
+
+    def close(self) -> None:
+        """Release the memory map; later reads raise ``SessionError``."""
+        self._ix.close()

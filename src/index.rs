@@ -1,0 +1,1219 @@
+//! The index: per-entry columns, the id table, and loader rules 1–13
+//! (docs/ARCHITECTURE.md) applied to the scanner's output.
+//!
+//! Entries are numbered 0.. in file order (accepted entries only; the header is not
+//! an entry). Per entry the index keeps 8-byte line offset/end/number, the type code,
+//! the parsed timestamp, the parent entry number and the id bytes in one arena, plus
+//! ~12 bytes of id table and 8 bytes of child lists: about 80 bytes for a Pi entry.
+
+use std::ops::Range;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::scan::{self, Val, Verdict};
+use crate::source::Source;
+
+/// "No entry" in parent and entry-number columns.
+pub const NONE: u32 = u32::MAX;
+
+/// Entry type codes (the nine types Pi defines, then unknown and `session`).
+pub mod kind {
+    /// `message`.
+    pub const MESSAGE: u8 = 0;
+    /// `custom_message`.
+    pub const CUSTOM_MESSAGE: u8 = 1;
+    /// `compaction`.
+    pub const COMPACTION: u8 = 2;
+    /// `branch_summary`.
+    pub const BRANCH_SUMMARY: u8 = 3;
+    /// `model_change`.
+    pub const MODEL_CHANGE: u8 = 4;
+    /// `thinking_level_change`.
+    pub const THINKING_LEVEL_CHANGE: u8 = 5;
+    /// `label`.
+    pub const LABEL: u8 = 6;
+    /// `session_info`.
+    pub const SESSION_INFO: u8 = 7;
+    /// `custom`.
+    pub const CUSTOM: u8 = 8;
+    /// Any other `type` (or none): kept, reported `unknown_type`.
+    pub const UNKNOWN: u8 = 9;
+    /// `session` (a header line).
+    pub const SESSION: u8 = 10;
+    /// Flag bit: a `message` whose `message.role` is `"assistant"`.
+    pub const ASSISTANT: u8 = 0x80;
+    /// The type names of codes 0..=8.
+    pub const NAMES: [&str; 9] = [
+        "message",
+        "custom_message",
+        "compaction",
+        "branch_summary",
+        "model_change",
+        "thinking_level_change",
+        "label",
+        "session_info",
+        "custom",
+    ];
+
+    /// The code of a decoded `type` string.
+    pub fn from_name(name: &[u8]) -> u8 {
+        if name == b"session" {
+            return SESSION;
+        }
+        NAMES
+            .iter()
+            .position(|n| n.as_bytes() == name)
+            .map_or(UNKNOWN, |p| p as u8)
+    }
+}
+
+/// Reasons of `load_report` items (the strings of Python's `IssueKind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IssueKind {
+    /// Rule 1.
+    Bom,
+    /// Rule 3.
+    InvalidUtf8,
+    /// Rule 4, recovered entry follows.
+    TornFragment,
+    /// Rule 4.
+    InvalidJson,
+    /// Rule 4, the tail.
+    Truncated,
+    /// Rule 5.
+    NotAnObject,
+    /// Rule 7.
+    ExtraHeader,
+    /// Rule 8.
+    MissingId,
+    /// Rule 8.
+    DuplicateId,
+    /// Rule 9.
+    InvalidParent,
+    /// Rule 9.
+    MissingParent,
+    /// Rule 10.
+    Cycle,
+    /// Rule 11.
+    FirstKeptOffPath,
+    /// Rule 12.
+    UnknownType,
+}
+
+impl IssueKind {
+    /// The stable string Python's `IssueKind` uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IssueKind::Bom => "bom",
+            IssueKind::InvalidUtf8 => "invalid_utf8",
+            IssueKind::TornFragment => "torn_fragment",
+            IssueKind::InvalidJson => "invalid_json",
+            IssueKind::Truncated => "truncated",
+            IssueKind::NotAnObject => "not_an_object",
+            IssueKind::ExtraHeader => "extra_header",
+            IssueKind::MissingId => "missing_id",
+            IssueKind::DuplicateId => "duplicate_id",
+            IssueKind::InvalidParent => "invalid_parent",
+            IssueKind::MissingParent => "missing_parent",
+            IssueKind::Cycle => "cycle",
+            IssueKind::FirstKeptOffPath => "first_kept_off_path",
+            IssueKind::UnknownType => "unknown_type",
+        }
+    }
+
+    /// Position in rule order, which orders issues of one line.
+    fn rule(self) -> u8 {
+        match self {
+            IssueKind::Bom => 1,
+            IssueKind::InvalidUtf8 => 3,
+            IssueKind::TornFragment | IssueKind::InvalidJson | IssueKind::Truncated => 4,
+            IssueKind::NotAnObject => 5,
+            IssueKind::ExtraHeader => 7,
+            IssueKind::MissingId | IssueKind::DuplicateId => 8,
+            IssueKind::InvalidParent | IssueKind::MissingParent => 9,
+            IssueKind::Cycle => 10,
+            IssueKind::FirstKeptOffPath => 11,
+            IssueKind::UnknownType => 12,
+        }
+    }
+}
+
+/// One `load_report` item.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issue {
+    /// The reason.
+    pub kind: IssueKind,
+    /// 1-based physical line.
+    pub line: Option<u64>,
+    /// Byte offset of that line's first byte.
+    pub offset: Option<u64>,
+    /// Entry ids involved (decoded bytes; lone surrogates in generalized UTF-8).
+    pub ids: Vec<Vec<u8>>,
+    /// Human-readable explanation (not compared by the differential tests).
+    pub detail: String,
+}
+
+impl Issue {
+    fn at(kind: IssueKind, line: u64, offset: u64, ids: Vec<Vec<u8>>, detail: String) -> Issue {
+        Issue {
+            kind,
+            line: Some(line),
+            offset: Some(offset),
+            ids,
+            detail,
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------- id table
+
+/// Open-addressing table of entry numbers keyed by the id bytes kept in the index's
+/// arena: no `String` per id, 8 bytes per slot (32-bit hash tag + entry number + 1).
+struct IdTable {
+    slots: Vec<u64>,
+    len: usize,
+    seed: u64,
+}
+
+fn fmix(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+impl IdTable {
+    fn new() -> IdTable {
+        use std::hash::{BuildHasher, Hasher};
+        // A per-process random seed keeps a crafted file from forcing collisions.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u8(0);
+        IdTable {
+            slots: Vec::new(),
+            len: 0,
+            seed: h.finish(),
+        }
+    }
+
+    fn hash(&self, id: &[u8]) -> u64 {
+        let mut h = self.seed ^ (id.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut chunks = id.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+            h = (h ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+        }
+        let mut last = [0u8; 8];
+        last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+        fmix(h ^ u64::from_le_bytes(last))
+    }
+
+    fn find(&self, id: &[u8], ids: &IdArena) -> Option<u32> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let tag = self.hash(id) >> 32;
+        let mask = self.slots.len() - 1;
+        let mut i = tag as usize & mask;
+        loop {
+            let s = self.slots[i];
+            if s == 0 {
+                return None;
+            }
+            if s >> 32 == tag {
+                let e = (s as u32).wrapping_sub(1);
+                if ids.get(e) == id {
+                    return Some(e);
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn insert(&mut self, id: &[u8], entry: u32) {
+        if (self.len + 1) * 8 > self.slots.len() * 7 {
+            // The probe start is taken from the stored 32-bit tag, so growing needs no
+            // access to the ids.
+            let cap = (self.slots.len() * 2).max(16);
+            let old = std::mem::replace(&mut self.slots, vec![0; cap]);
+            for s in old.into_iter().filter(|&s| s != 0) {
+                self.put(s);
+            }
+        }
+        let tag = self.hash(id) >> 32;
+        self.put(tag << 32 | (entry as u64 + 1));
+        self.len += 1;
+    }
+
+    fn put(&mut self, slot: u64) {
+        let mask = self.slots.len() - 1;
+        let mut i = (slot >> 32) as usize & mask;
+        while self.slots[i] != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = slot;
+    }
+}
+
+/// Id bytes of all entries, back to back.
+#[derive(Default)]
+struct IdArena {
+    end: Vec<u64>,
+    bytes: Vec<u8>,
+}
+
+impl IdArena {
+    fn get(&self, e: u32) -> &[u8] {
+        let e = e as usize;
+        let Some(&end) = self.end.get(e) else {
+            return &[];
+        };
+        let start = if e == 0 { 0 } else { self.end[e - 1] };
+        &self.bytes[start as usize..end as usize]
+    }
+    fn push(&mut self, id: &[u8]) {
+        self.bytes.extend_from_slice(id);
+        self.end.push(self.bytes.len() as u64);
+    }
+}
+
+// ------------------------------------------------------------------------ chunk scanning
+
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// Ranges of at least this many bytes are scanned by two threads.
+const PARALLEL_MIN: usize = 16 << 20;
+
+/// A string field decoded into a chunk arena.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ref {
+    Absent,
+    Null,
+    NotStr,
+    Str(usize, usize),
+}
+
+/// An object line as the scanner saw it; the loader rules decide what it becomes.
+struct Cand {
+    line: u64,
+    line_off: u64,
+    start: u64,
+    end: u64,
+    kind: u8,
+    id: Ref,
+    parent: Ref,
+    ts: i64,
+    first_kept: Ref,
+}
+
+/// What scanning one range produced.
+#[derive(Default)]
+struct Chunk {
+    cands: Vec<Cand>,
+    arena: Vec<u8>,
+    issues: Vec<Issue>,
+    /// `\n` bytes in the range.
+    newlines: u64,
+    /// First non-blank line: (line, offset, logical range of its content).
+    first_nonblank: Option<(u64, u64, Range<u64>)>,
+    /// The final piece had no `\n`: `Some(true)` if it was accepted (valid), `Some(false)`
+    /// if it is pending (invalid, issues in `tail_issues`).
+    tail: Option<(u64, bool)>,
+    tail_issues: Vec<Issue>,
+}
+
+impl Chunk {
+    fn intern(&mut self, src: &[u8], v: Val) -> Ref {
+        match v {
+            Val::Absent => Ref::Absent,
+            Val::Null => Ref::Null,
+            Val::Str {
+                start,
+                end,
+                escaped,
+            } => {
+                let a = self.arena.len();
+                scan::decode_into(&src[start..end], escaped, &mut self.arena);
+                Ref::Str(a, self.arena.len())
+            }
+            _ => Ref::NotStr,
+        }
+    }
+
+    fn get(&self, r: Ref) -> Option<&[u8]> {
+        match r {
+            Ref::Str(a, b) => Some(&self.arena[a..b]),
+            _ => None,
+        }
+    }
+}
+
+/// Scan `bytes` (logical offset `base`, first line number `first_line`); `last` says
+/// a final piece without `\n` is the image's tail.
+fn scan_range(
+    bytes: &[u8],
+    base: u64,
+    first_line: u64,
+    first_off: Option<u64>,
+    last: bool,
+) -> Chunk {
+    let mut ch = Chunk::default();
+    let mut pos = 0usize;
+    let mut line_no = first_line;
+    while pos < bytes.len() {
+        let (content_end, next, is_tail) = match memchr::memchr(b'\n', &bytes[pos..]) {
+            Some(p) => {
+                let nl = pos + p;
+                let ce = if nl > pos && bytes[nl - 1] == b'\r' {
+                    nl - 1
+                } else {
+                    nl
+                };
+                (ce, nl + 1, false)
+            }
+            None => {
+                // Like a complete line, an accepted last line loses one trailing CR.
+                let ce = if last && bytes.ends_with(b"\r") && bytes.len() > pos {
+                    bytes.len() - 1
+                } else {
+                    bytes.len()
+                };
+                (ce, bytes.len(), last)
+            }
+        };
+        let mut cstart = pos;
+        // A continuation of an accepted unterminated line keeps that line's offset.
+        let line_off = match first_off {
+            Some(o) if pos == 0 => o,
+            _ => base + pos as u64,
+        };
+        if line_off == 0 && bytes[..content_end].starts_with(BOM) {
+            cstart = BOM.len();
+            ch.issues.push(Issue::at(
+                IssueKind::Bom,
+                line_no,
+                0,
+                Vec::new(),
+                "UTF-8 byte order mark ignored".into(),
+            ));
+        }
+        let content = &bytes[cstart.min(content_end)..content_end];
+        if !scan::is_blank(content) {
+            if ch.first_nonblank.is_none() {
+                ch.first_nonblank = Some((
+                    line_no,
+                    line_off,
+                    base + cstart as u64..base + content_end as u64,
+                ));
+            }
+            scan_one(
+                &mut ch,
+                content,
+                base + cstart as u64,
+                base + pos as u64,
+                line_no,
+                line_off,
+                is_tail,
+            );
+        } else if is_tail {
+            // A blank last piece is not consumed: it may be the start of a line.
+            ch.tail = Some((base + pos as u64, false));
+        }
+        if bytes[next - 1] == b'\n' {
+            ch.newlines += 1;
+        }
+        line_no += 1;
+        pos = next;
+    }
+    ch
+}
+
+fn scan_one(
+    ch: &mut Chunk,
+    content: &[u8],
+    cbase: u64,
+    cbase_line: u64,
+    line: u64,
+    line_off: u64,
+    is_tail: bool,
+) {
+    let ls = scan::scan_line(content);
+    let mut issues = Vec::new();
+    if ls.bad_utf8 {
+        issues.push(Issue::at(
+            IssueKind::InvalidUtf8,
+            line,
+            line_off,
+            Vec::new(),
+            "invalid UTF-8 replaced by U+FFFD".into(),
+        ));
+    }
+    match ls.verdict {
+        Verdict::Invalid => {
+            let (kind, detail) = if is_tail {
+                (
+                    IssueKind::Truncated,
+                    format!("incomplete last line ({} bytes, no LF)", content.len()),
+                )
+            } else {
+                (IssueKind::InvalidJson, "not valid JSON".to_string())
+            };
+            issues.push(Issue::at(kind, line, line_off, Vec::new(), detail));
+            if is_tail {
+                ch.tail = Some((cbase_line, false));
+                ch.tail_issues = issues;
+                return;
+            }
+        }
+        Verdict::NotObject => issues.push(Issue::at(
+            IssueKind::NotAnObject,
+            line,
+            line_off,
+            Vec::new(),
+            "valid JSON but not an object".into(),
+        )),
+        Verdict::Object => {
+            let at = ls.recovered_at;
+            if at > 0 {
+                issues.push(Issue::at(
+                    IssueKind::TornFragment,
+                    line,
+                    line_off,
+                    Vec::new(),
+                    format!("{at} bytes of a torn write before a complete entry"),
+                ));
+            }
+            let obj = &content[at..];
+            let f = &ls.fields;
+            let ty = scan::str_bytes(obj, f.ty);
+            let mut kind = ty.as_deref().map_or(kind::UNKNOWN, kind::from_name);
+            if kind == kind::MESSAGE
+                && scan::str_bytes(obj, f.role).as_deref() == Some(b"assistant".as_slice())
+            {
+                kind |= kind::ASSISTANT;
+            }
+            let ts = scan::str_bytes(obj, f.timestamp)
+                .and_then(|t| scan::parse_iso_ms(&t))
+                .unwrap_or(i64::MIN);
+            let id = ch.intern(obj, f.id);
+            let parent = ch.intern(obj, f.parent_id);
+            let first_kept = if kind == kind::COMPACTION {
+                ch.intern(obj, f.first_kept)
+            } else {
+                Ref::Absent
+            };
+            ch.cands.push(Cand {
+                line,
+                line_off,
+                start: cbase + at as u64,
+                end: cbase + content.len() as u64,
+                kind,
+                id,
+                parent,
+                ts,
+                first_kept,
+            });
+        }
+    }
+    if is_tail {
+        ch.tail = Some((line_off, true));
+    }
+    ch.issues.append(&mut issues);
+}
+
+/// Scan `bytes` with two threads when it is large: the halves meet at a `\n`.
+fn scan_parallel(
+    bytes: &[u8],
+    base: u64,
+    first_line: u64,
+    first_off: Option<u64>,
+    last: bool,
+) -> Vec<Chunk> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if bytes.len() < PARALLEL_MIN || threads < 2 {
+        return vec![scan_range(bytes, base, first_line, first_off, last)];
+    }
+    let Some(split) =
+        memchr::memchr(b'\n', &bytes[bytes.len() / 2..]).map(|p| bytes.len() / 2 + p + 1)
+    else {
+        return vec![scan_range(bytes, base, first_line, first_off, last)];
+    };
+    let (a, b) = bytes.split_at(split);
+    let (ca, mut cb) = std::thread::scope(|s| {
+        let hb = s.spawn(|| scan_range(b, base + split as u64, 0, None, last));
+        let ca = scan_range(a, base, first_line, first_off, false);
+        let cb = match hb.join() {
+            Ok(cb) => cb,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        (ca, cb)
+    });
+    // The second half numbered its lines from 0.
+    let shift = first_line + ca.newlines;
+    for c in &mut cb.cands {
+        c.line += shift;
+    }
+    for i in cb.issues.iter_mut().chain(cb.tail_issues.iter_mut()) {
+        i.line = i.line.map(|l| l + shift);
+    }
+    if let Some(f) = &mut cb.first_nonblank {
+        f.0 += shift;
+    }
+    vec![ca, cb]
+}
+
+// ------------------------------------------------------------------------------- index
+
+/// The index of one session image.
+pub struct Index {
+    pub(crate) src: Source,
+    header: Option<Range<u64>>,
+    needs_migration: bool,
+    // Per-entry columns.
+    pub(crate) start: Vec<u64>,
+    pub(crate) end: Vec<u64>,
+    pub(crate) line: Vec<u64>,
+    pub(crate) kinds: Vec<u8>,
+    pub(crate) ts: Vec<i64>,
+    pub(crate) parent: Vec<u32>,
+    ids: IdArena,
+    table: IdTable,
+    // Sparse facts.
+    /// Entries whose physical line starts before their object (torn fragment, BOM).
+    line_offs: Vec<(u32, u64)>,
+    /// Entries whose `parentId` names no entry yet (a later line may define it).
+    unresolved: Vec<(u32, Vec<u8>)>,
+    /// Cycle breakers and the link they had.
+    broken: Vec<(u32, u32)>,
+    /// Compactions and their `firstKeptEntryId` (`None`: not a string).
+    pub(crate) compactions: Vec<(u32, Option<Vec<u8>>)>,
+    /// Some entry's parent comes later in the file (only then can cycles exist).
+    has_forward: bool,
+    issues: Vec<Issue>,
+    /// `cycle` and `first_kept_off_path` items (recomputed when links change).
+    post_issues: Vec<Issue>,
+    /// Items about the pending tail (dropped when it completes).
+    tail_issues: Vec<Issue>,
+    image_len: u64,
+    next_line: u64,
+    /// `image_len` is inside a line (an accepted last line without `\n`): its offset.
+    mid_line: Option<u64>,
+    // Children (CSR) of entries `0..csr_n`; later entries are found by a scan.
+    child_start: Vec<u32>,
+    child_list: Vec<u32>,
+    csr_n: u32,
+}
+
+/// The context plan of a leaf, as entry numbers (see Python's `ContextPlan`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Entries to turn into messages, in output order.
+    pub messages: Vec<u32>,
+    /// The latest compaction on the path.
+    pub compaction: Option<u32>,
+    /// The last `thinking_level_change` on the path.
+    pub thinking: Option<u32>,
+    /// The last `model_change` or assistant message on the path.
+    pub model: Option<u32>,
+}
+
+fn reason_for_first_line(src: &Source, range: Range<u64>) -> String {
+    let bytes = src.slice(range.start, range.end);
+    let mut f = scan::Fields::default();
+    match scan::validate(bytes, &mut f) {
+        Verdict::Invalid => "header is not valid JSON".into(),
+        Verdict::NotObject => "header is not a JSON object".into(),
+        Verdict::Object => match scan::str_bytes(bytes, f.ty) {
+            Some(t) if &*t == b"session" => "header has no string id".into(),
+            Some(t) => format!(
+                "first line is not a session header (type is {})",
+                String::from_utf8_lossy(&t)
+            ),
+            None => "first line is not a session header (no type)".into(),
+        },
+    }
+}
+
+impl Index {
+    /// Map and index the session file at `path` (rules 1–13; never writes).
+    pub fn open(path: &Path) -> Result<Index> {
+        Index::build(Source::open(path)?)
+    }
+
+    /// Index an in-memory image.
+    pub fn from_image(data: Vec<u8>) -> Result<Index> {
+        Index::build(Source::from_bytes(data))
+    }
+
+    fn build(src: Source) -> Result<Index> {
+        let mut ix = Index {
+            src,
+            header: None,
+            needs_migration: false,
+            start: Vec::new(),
+            end: Vec::new(),
+            line: Vec::new(),
+            kinds: Vec::new(),
+            ts: Vec::new(),
+            parent: Vec::new(),
+            ids: IdArena::default(),
+            table: IdTable::new(),
+            line_offs: Vec::new(),
+            unresolved: Vec::new(),
+            broken: Vec::new(),
+            compactions: Vec::new(),
+            has_forward: false,
+            issues: Vec::new(),
+            post_issues: Vec::new(),
+            tail_issues: Vec::new(),
+            image_len: 0,
+            next_line: 1,
+            mid_line: None,
+            child_start: vec![0],
+            child_list: Vec::new(),
+            csr_n: 0,
+        };
+        ix.index_new()?;
+        if (ix.csr_n as usize) < ix.len() {
+            ix.build_children();
+        }
+        ix.shrink();
+        Ok(ix)
+    }
+
+    fn shrink(&mut self) {
+        self.start.shrink_to_fit();
+        self.end.shrink_to_fit();
+        self.line.shrink_to_fit();
+        self.kinds.shrink_to_fit();
+        self.ts.shrink_to_fit();
+        self.parent.shrink_to_fit();
+        self.ids.end.shrink_to_fit();
+        self.ids.bytes.shrink_to_fit();
+    }
+
+    /// Scan `[image_len, len)` and apply the loader rules to what it holds. Returns
+    /// the number of entries added.
+    fn index_new(&mut self) -> Result<usize> {
+        let total = self.src.len();
+        self.src.check(total)?;
+        let mut chunks = Vec::new();
+        let mut line = self.next_line;
+        let mut first_off = self.mid_line;
+        {
+            let segs = self.src.segments_from(self.image_len);
+            let n = segs.len();
+            for (k, (base, bytes)) in segs.into_iter().enumerate() {
+                for c in scan_parallel(bytes, base, line, first_off.take(), k + 1 == n) {
+                    line += c.newlines;
+                    chunks.push(c);
+                }
+            }
+        }
+        let total_newlines = line - self.next_line;
+        self.tail_issues.clear();
+        self.image_len = total;
+        if total_newlines > 0 {
+            self.mid_line = None;
+        }
+        self.next_line = line;
+        if let Some(last) = chunks.last_mut() {
+            match last.tail {
+                Some((off, true)) if self.mid_line.is_none() => self.mid_line = Some(off),
+                Some((_, true)) => {}
+                Some((off, false)) => {
+                    self.image_len = off;
+                    self.tail_issues = std::mem::take(&mut last.tail_issues);
+                }
+                None => {}
+            }
+        }
+        self.ingest(chunks)
+    }
+
+    fn ingest(&mut self, mut chunks: Vec<Chunk>) -> Result<usize> {
+        let before = self.start.len();
+        let mut links: Vec<(u32, usize, Ref)> = Vec::new();
+        let mut bad_header = false;
+        let mut header_line = 0;
+        'chunks: for (ci, ch) in chunks.iter_mut().enumerate() {
+            let mut issues = std::mem::take(&mut ch.issues);
+            self.issues.append(&mut issues);
+            for c in &ch.cands {
+                if self.header.is_none() {
+                    if c.kind & 0x7f != kind::SESSION || ch.get(c.id).is_none() {
+                        bad_header = true;
+                        break 'chunks;
+                    }
+                    self.accept_header(c.start..c.end);
+                    header_line = c.line;
+                    continue;
+                }
+                if self.needs_migration {
+                    continue;
+                }
+                self.accept(c, ch, ci, &mut links);
+            }
+        }
+        if bad_header || self.header.is_none() {
+            return Err(self.header_error(&chunks));
+        }
+        if self.needs_migration {
+            // Only the header is indexed: what follows is the migration's business.
+            if header_line > 0 {
+                self.issues
+                    .retain(|i| i.line.is_some_and(|l| l <= header_line));
+            }
+            self.tail_issues
+                .retain(|i| i.line.is_some_and(|l| l <= header_line));
+            return Ok(0);
+        }
+        let mut relink = false;
+        for (e, ci, r) in links {
+            let pid = chunks[ci].get(r).unwrap_or_default();
+            relink |= self.link(e, pid);
+        }
+        if self.start.len() > before && !self.unresolved.is_empty() {
+            relink |= self.retry_unresolved(before as u32);
+        }
+        if relink || (before == 0 && self.has_forward) {
+            self.relink_all();
+        } else {
+            self.check_compactions(before as u32);
+            let n = self.start.len() as u32;
+            if n - self.csr_n > 1024 + self.csr_n / 8 {
+                self.build_children();
+            }
+        }
+        Ok(self.start.len() - before)
+    }
+
+    fn header_error(&self, chunks: &[Chunk]) -> Error {
+        match chunks.iter().find_map(|c| c.first_nonblank.clone()) {
+            None => Error::InvalidSession {
+                reason: "empty file: no session header".into(),
+                line: None,
+                offset: None,
+            },
+            Some((line, off, range)) => Error::InvalidSession {
+                reason: reason_for_first_line(&self.src, range),
+                line: Some(line),
+                offset: Some(off),
+            },
+        }
+    }
+
+    fn accept_header(&mut self, range: Range<u64>) {
+        let bytes = self.src.slice(range.start, range.end);
+        let mut f = scan::Fields::default();
+        scan::validate(bytes, &mut f);
+        // `_load.is_old_version`: absent, null or a number below 3 migrates; any other
+        // value is taken as current.
+        self.needs_migration = match f.version {
+            Val::Absent | Val::Null => true,
+            Val::Num { start, end } => std::str::from_utf8(&bytes[start..end])
+                .ok()
+                .and_then(|t| t.parse::<f64>().ok())
+                .is_some_and(|v| v < 3.0),
+            _ => false,
+        };
+        self.header = Some(range);
+    }
+
+    fn accept(&mut self, c: &Cand, ch: &Chunk, ci: usize, links: &mut Vec<(u32, usize, Ref)>) {
+        let k = c.kind & 0x7f;
+        if k == kind::SESSION {
+            self.issues.push(Issue::at(
+                IssueKind::ExtraHeader,
+                c.line,
+                c.line_off,
+                Vec::new(),
+                "another session header (ignored)".into(),
+            ));
+            return;
+        }
+        let id = match ch.get(c.id) {
+            Some(id) if !id.is_empty() => id,
+            _ => {
+                self.issues.push(Issue::at(
+                    IssueKind::MissingId,
+                    c.line,
+                    c.line_off,
+                    Vec::new(),
+                    "entry has no non-empty string id".into(),
+                ));
+                return;
+            }
+        };
+        if self.table.find(id, &self.ids).is_some() {
+            self.issues.push(Issue::at(
+                IssueKind::DuplicateId,
+                c.line,
+                c.line_off,
+                vec![id.to_vec()],
+                "id already defined by an earlier line (skipped)".into(),
+            ));
+            return;
+        }
+        let e = self.start.len() as u32;
+        self.start.push(c.start);
+        self.end.push(c.end);
+        self.line.push(c.line);
+        self.kinds.push(c.kind);
+        self.ts.push(c.ts);
+        self.parent.push(NONE);
+        self.ids.push(id);
+        self.table.insert(id, e);
+        if c.line_off != c.start {
+            self.line_offs.push((e, c.line_off));
+        }
+        match c.parent {
+            Ref::Null => {}
+            Ref::Str(a, b) if b > a => links.push((e, ci, c.parent)),
+            _ => self.issues.push(Issue::at(
+                IssueKind::InvalidParent,
+                c.line,
+                c.line_off,
+                vec![id.to_vec()],
+                "parentId is absent, empty or not a string (entry is a root)".into(),
+            )),
+        }
+        if k == kind::UNKNOWN {
+            self.issues.push(Issue::at(
+                IssueKind::UnknownType,
+                c.line,
+                c.line_off,
+                vec![id.to_vec()],
+                "entry type Pi does not define (kept)".into(),
+            ));
+        }
+        if k == kind::COMPACTION {
+            self.compactions
+                .push((e, ch.get(c.first_kept).map(<[u8]>::to_vec)));
+        }
+    }
+
+    /// Resolve entry `e`'s parent id; returns true if a forward link was made.
+    fn link(&mut self, e: u32, pid: &[u8]) -> bool {
+        if pid == self.ids.get(e) {
+            return false; // Pi: a self-parented entry is a root, not an error.
+        }
+        match self.table.find(pid, &self.ids) {
+            Some(p) => {
+                self.parent[e as usize] = p;
+                if p > e {
+                    self.has_forward = true;
+                    return true;
+                }
+                false
+            }
+            None => {
+                self.issues.push(Issue::at(
+                    IssueKind::MissingParent,
+                    self.line[e as usize],
+                    self.line_off(e),
+                    vec![self.ids.get(e).to_vec(), pid.to_vec()],
+                    "parentId names no entry (entry is a root)".into(),
+                ));
+                self.unresolved.push((e, pid.to_vec()));
+                false
+            }
+        }
+    }
+
+    /// Entries added since `first_new` may define parents that earlier entries named.
+    fn retry_unresolved(&mut self, first_new: u32) -> bool {
+        let mut changed = false;
+        let pending = std::mem::take(&mut self.unresolved);
+        for (e, pid) in pending {
+            if e >= first_new {
+                self.unresolved.push((e, pid));
+                continue;
+            }
+            match self.table.find(&pid, &self.ids) {
+                Some(p) => {
+                    self.parent[e as usize] = p;
+                    self.has_forward |= p > e;
+                    let own = self.ids.get(e).to_vec();
+                    self.issues.retain(|i| {
+                        !(i.kind == IssueKind::MissingParent && i.ids.first() == Some(&own))
+                    });
+                    changed = true;
+                }
+                None => self.unresolved.push((e, pid)),
+            }
+        }
+        changed
+    }
+
+    /// Links changed in a way that may close cycles: break them again from scratch,
+    /// recheck every compaction and rebuild the child lists.
+    fn relink_all(&mut self) {
+        for (e, p) in self.broken.drain(..) {
+            self.parent[e as usize] = p;
+        }
+        self.post_issues.clear();
+        for (cycle, link) in crate::tree::break_cycles(&mut self.parent) {
+            let first = cycle[0];
+            self.broken.push((first, link));
+            self.post_issues.push(Issue::at(
+                IssueKind::Cycle,
+                self.line[first as usize],
+                self.line_off(first),
+                cycle.iter().map(|&e| self.ids.get(e).to_vec()).collect(),
+                format!(
+                    "parent links form a cycle of {} entries; broken here",
+                    cycle.len()
+                ),
+            ));
+        }
+        self.check_compactions(0);
+        self.build_children();
+    }
+
+    fn check_compactions(&mut self, from: u32) {
+        let i0 = self.compactions.partition_point(|&(e, _)| e < from);
+        for i in i0..self.compactions.len() {
+            let (c, ref fk) = self.compactions[i];
+            let target = fk.as_deref().and_then(|k| self.table.find(k, &self.ids));
+            if target.is_some_and(|k| self.is_strict_ancestor(k, c)) {
+                continue;
+            }
+            let mut ids = vec![self.ids.get(c).to_vec()];
+            if let Some(k) = fk {
+                ids.push(k.clone());
+            }
+            self.post_issues.push(Issue::at(
+                IssueKind::FirstKeptOffPath,
+                self.line[c as usize],
+                self.line_off(c),
+                ids,
+                "firstKeptEntryId is not on the compaction's path (summary only)".into(),
+            ));
+        }
+    }
+
+    /// Is `a` an ancestor of `e` (not `e` itself)?
+    pub(crate) fn is_strict_ancestor(&self, a: u32, e: u32) -> bool {
+        let mut x = self.parent[e as usize];
+        let mut steps = 0usize;
+        while x != NONE && steps <= self.parent.len() {
+            if x == a {
+                return true;
+            }
+            // Without forward links parents precede children, so the walk can stop
+            // once it passes below `a`.
+            if !self.has_forward && x < a {
+                return false;
+            }
+            x = self.parent[x as usize];
+            steps += 1;
+        }
+        false
+    }
+
+    pub(crate) fn build_children(&mut self) {
+        let n = self.parent.len();
+        let mut start = vec![0u32; n + 1];
+        for &p in &self.parent {
+            if p != NONE {
+                start[p as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut list = vec![0u32; start[n] as usize];
+        for (e, &p) in self.parent.iter().enumerate() {
+            if p != NONE {
+                list[fill[p as usize] as usize] = e as u32;
+                fill[p as usize] += 1;
+            }
+        }
+        self.child_start = start;
+        self.child_list = list;
+        self.csr_n = n as u32;
+    }
+
+    // ------------------------------------------------------------------ queries
+
+    /// Number of accepted entries.
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    /// True when no entry was accepted.
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    /// The header's `version` is absent or < 3: only the header was indexed.
+    pub fn needs_migration(&self) -> bool {
+        self.needs_migration
+    }
+
+    /// Bytes of the image consumed (complete lines and an accepted last line).
+    pub fn image_len(&self) -> u64 {
+        self.image_len
+    }
+
+    /// An invalid last piece without `\n` waits for the rest of its line (reported
+    /// `truncated`; `image_len` stops before it).
+    pub fn has_pending_tail(&self) -> bool {
+        self.tail_issues
+            .iter()
+            .any(|i| i.kind == IssueKind::Truncated)
+    }
+
+    /// The image does not end with `\n` (a pending or blank last piece, or an accepted
+    /// last line without one): whoever appends writes `\n` first.
+    pub fn ends_mid_line(&self) -> bool {
+        self.image_len < self.src.len() || self.mid_line.is_some()
+    }
+
+    /// The last accepted entry (the leaf on open).
+    pub fn last(&self) -> Option<u32> {
+        self.len().checked_sub(1).map(|n| n as u32)
+    }
+
+    /// Entry number of `id`.
+    pub fn find(&self, id: &[u8]) -> Option<u32> {
+        self.table.find(id, &self.ids)
+    }
+
+    /// The id of entry `e` (empty for an out-of-range number).
+    pub fn id(&self, e: u32) -> &[u8] {
+        self.ids.get(e)
+    }
+
+    /// The type code of `e` (see [`kind`]; the assistant flag is masked off).
+    pub fn kind(&self, e: u32) -> u8 {
+        self.kinds
+            .get(e as usize)
+            .map_or(kind::UNKNOWN, |k| k & 0x7f)
+    }
+
+    /// Offset of the physical line holding entry `e`.
+    pub fn line_off(&self, e: u32) -> u64 {
+        match self.line_offs.binary_search_by_key(&e, |&(x, _)| x) {
+            Ok(i) => self.line_offs[i].1,
+            Err(_) => self.start[e as usize],
+        }
+    }
+
+    /// The header line's bytes (copied after a staleness check).
+    pub fn header(&self) -> Result<Vec<u8>> {
+        let r = self.header.clone().unwrap_or(0..0);
+        self.src.check(r.end)?;
+        Ok(self.src.slice(r.start, r.end).to_vec())
+    }
+
+    /// Fail unless the lines of all entries can be read (one `fstat`).
+    pub fn check(&self) -> Result<()> {
+        self.src.check(self.image_len)
+    }
+
+    /// The line of entry `e` (no CR/LF). Call [`Index::check`] first; out-of-range
+    /// numbers give an empty slice.
+    pub fn line_bytes(&self, e: u32) -> &[u8] {
+        let e = e as usize;
+        match (self.start.get(e), self.end.get(e)) {
+            (Some(&s), Some(&t)) => self.src.slice(s, t),
+            _ => &[],
+        }
+    }
+
+    /// Children of `e` in file order.
+    pub fn children(&self, e: u32) -> Vec<u32> {
+        if e as usize >= self.len() {
+            return Vec::new();
+        }
+        let mut v = if e < self.csr_n {
+            let (a, b) = (
+                self.child_start[e as usize],
+                self.child_start[e as usize + 1],
+            );
+            self.child_list[a as usize..b as usize].to_vec()
+        } else {
+            Vec::new()
+        };
+        for c in self.csr_n..self.len() as u32 {
+            if self.parent[c as usize] == e {
+                v.push(c);
+            }
+        }
+        v
+    }
+
+    /// Parent of `e` after cycle breaking, if any.
+    pub fn parent_of(&self, e: u32) -> Option<u32> {
+        self.parent.get(e as usize).copied().filter(|&p| p != NONE)
+    }
+
+    /// Entries of type code `k` in file order (labels, session_info, ...).
+    pub fn entries_of_kind(&self, k: u8) -> Vec<u32> {
+        (0..self.len() as u32)
+            .filter(|&e| self.kinds[e as usize] & 0x7f == k)
+            .collect()
+    }
+
+    /// `load_report`: by line, then rule order.
+    pub fn issues(&self) -> Vec<Issue> {
+        let mut v: Vec<Issue> = self
+            .issues
+            .iter()
+            .chain(&self.post_issues)
+            .chain(&self.tail_issues)
+            .cloned()
+            .collect();
+        v.sort_by_key(|i| (i.line.is_none(), i.line, i.kind.rule()));
+        v
+    }
+
+    // ------------------------------------------------------------------ growth
+
+    /// Index one line appended to the image (the caller writes `line + "\n"`, after a
+    /// `"\n"` if [`Index::ends_mid_line`]). Returns the new entry, or `None` if the
+    /// line was not accepted (reported in `issues`).
+    pub fn append_line(&mut self, line: &[u8]) -> Result<Option<u32>> {
+        let mut bytes = Vec::with_capacity(line.len() + 2);
+        if self.ends_mid_line() {
+            bytes.push(b'\n');
+        }
+        bytes.extend_from_slice(line);
+        bytes.push(b'\n');
+        let at = self.src.len() + (bytes.len() - line.len() - 1) as u64;
+        self.src.append(self.image_len, &bytes)?;
+        let before = self.len();
+        self.index_new()?;
+        Ok(
+            (self.len() > before && self.start[self.len() - 1] >= at)
+                .then(|| self.len() as u32 - 1),
+        )
+    }
+
+    /// Index complete lines another process appended to `path`. Returns how many
+    /// entries were added.
+    pub fn refresh(&mut self, path: &Path) -> Result<usize> {
+        self.src.remap(path, self.image_len)?;
+        if self.image_len > 0 && self.mid_line.is_none() {
+            // The last consumed line must still end where it did: else the file was
+            // rewritten in place (same inode, not shorter).
+            self.src.check(self.image_len)?;
+            if self.src.slice(self.image_len - 1, self.image_len) != b"\n" {
+                return Err(Error::Stale(format!("{} was rewritten", path.display())));
+            }
+        }
+        if self.needs_migration {
+            self.image_len = self.src.len();
+            return Ok(0);
+        }
+        self.index_new()
+    }
+
+    /// Release the map.
+    pub fn close(&mut self) {
+        self.src.close();
+    }
+}

@@ -1,0 +1,783 @@
+//! Line framing, JSON validation and top-level field extraction, without a JSON value.
+//!
+//! Design (STYLE.md §5, measured here, see `MEASUREMENTS` below): the loader must
+//! accept and reject exactly the lines `json.loads` does (both backends compare
+//! `load_report`s), so unlike the early-stop scanner of STYLE §5 every line is
+//! validated to its end. The validator is one iterative state machine over the
+//! bytes: a fixed bit stack of container kinds (nesting is capped at
+//! [`MAX_DEPTH`], the limit `_jsonl.decode_line` enforces, so the stack needs no
+//! allocation), string bodies skipped 16 bytes at a time with SWAR masks for `"`,
+//! `\` and bytes < 0x20, every byte read through `get`, so no input can panic.
+//! UTF-8 is checked once per line by `std::str::from_utf8` (an ASCII fast path;
+//! invalid UTF-8 is not a JSON error, it is reported and replaced like
+//! `from_utf8_lossy`). The fields the tree needs are recorded as spans while the
+//! validator passes them (keys in any order, the last duplicate wins), and only
+//! spans that contain `\` or invalid UTF-8 are decoded.
+//!
+//! MEASUREMENTS (`cargo test --release --no-default-features -- --ignored
+//! --nocapture bench_scan`, 2-core box, 1.07 GB file of corpus lines with fresh ids,
+//! warm page cache, owned bytes so page faults are excluded):
+//! see the comment on `bench_scan` at the bottom of this file for the figures.
+
+use std::borrow::Cow;
+
+/// Deepest nesting of arrays/objects a line may have: `_jsonl.MAX_DEPTH` (orjson's
+/// limit, also enforced on its `json.loads` fallback), so both backends agree.
+pub const MAX_DEPTH: usize = 1024;
+
+/// Largest number of digits `json.loads` accepts in an integer literal (CPython's
+/// default `sys.get_int_max_str_digits()`; beyond it `int()` raises ValueError).
+pub const MAX_INT_DIGITS: usize = 4300;
+
+/// How many `{"type":` candidates rule 4 tries on an invalid line.
+pub const MAX_TORN_CANDIDATES: usize = 16;
+
+/// What a top-level field (or `message.role`) held.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Val {
+    /// The key does not occur.
+    #[default]
+    Absent,
+    /// `null`.
+    Null,
+    /// A string; `start..end` is the body between the quotes (relative to the scanned
+    /// slice); `escaped` says it contains `\`.
+    Str {
+        /// First byte of the body.
+        start: usize,
+        /// One past the last byte of the body.
+        end: usize,
+        /// The body contains a backslash escape.
+        escaped: bool,
+    },
+    /// A number; `start..end` is its text.
+    Num {
+        /// First byte.
+        start: usize,
+        /// One past the last byte.
+        end: usize,
+    },
+    /// Anything else (true/false, object, array).
+    Other,
+}
+
+/// The top-level fields the index needs, as spans into the scanned slice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fields {
+    /// `type`.
+    pub ty: Val,
+    /// `id`.
+    pub id: Val,
+    /// `parentId`.
+    pub parent_id: Val,
+    /// `timestamp`.
+    pub timestamp: Val,
+    /// `firstKeptEntryId` (compaction).
+    pub first_kept: Val,
+    /// `targetId` (label).
+    pub target_id: Val,
+    /// `version` (header).
+    pub version: Val,
+    /// `message.role`, from the last `message` key whose value is an object.
+    pub role: Val,
+}
+
+/// The verdict on one line (or a suffix of it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Valid JSON whose top-level value is an object.
+    Object,
+    /// Valid JSON, but not an object.
+    NotObject,
+    /// Not valid JSON by `json.loads` rules (NaN/Infinity rejected, depth capped).
+    Invalid,
+}
+
+/// Which field a top-level key feeds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    None,
+    Type,
+    Id,
+    ParentId,
+    Timestamp,
+    FirstKept,
+    TargetId,
+    Version,
+    Message,
+    Role,
+}
+
+fn top_slot(key: &[u8]) -> Slot {
+    match key {
+        b"type" => Slot::Type,
+        b"id" => Slot::Id,
+        b"parentId" => Slot::ParentId,
+        b"timestamp" => Slot::Timestamp,
+        b"firstKeptEntryId" => Slot::FirstKept,
+        b"targetId" => Slot::TargetId,
+        b"version" => Slot::Version,
+        b"message" => Slot::Message,
+        _ => Slot::None,
+    }
+}
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// High bit set in each byte lane of `w` that is `"`, `\` or < 0x20. The lowest set
+/// lane is always exact (borrows only propagate upwards), which is all we use.
+#[inline(always)]
+fn special_mask(w: u64) -> u64 {
+    let q = w ^ (LO * b'"' as u64);
+    let b = w ^ (LO * b'\\' as u64);
+    let has_q = q.wrapping_sub(LO) & !q;
+    let has_b = b.wrapping_sub(LO) & !b;
+    let ctl = w.wrapping_sub(LO * 0x20) & !w;
+    (has_q | has_b | ctl) & HI
+}
+
+#[inline(always)]
+fn word_at(s: &[u8], i: usize) -> Option<u64> {
+    let c: [u8; 8] = s.get(i..i.checked_add(8)?)?.try_into().ok()?;
+    Some(u64::from_le_bytes(c))
+}
+
+/// Skip a string body starting after its opening quote. Returns the index after the
+/// closing quote and whether a backslash occurred, or `None` if the string is
+/// invalid or unterminated.
+#[inline]
+fn skip_string(s: &[u8], mut i: usize) -> Option<(usize, bool)> {
+    let mut escaped = false;
+    loop {
+        // Two words per step: string bodies are most of a Pi line.
+        while let (Some(a), Some(b)) = (word_at(s, i), word_at(s, i + 8)) {
+            let ma = special_mask(a);
+            if ma != 0 {
+                i += (ma.trailing_zeros() / 8) as usize;
+                break;
+            }
+            let mb = special_mask(b);
+            if mb != 0 {
+                i += 8 + (mb.trailing_zeros() / 8) as usize;
+                break;
+            }
+            i += 16;
+        }
+        match *s.get(i)? {
+            b'"' => return Some((i + 1, escaped)),
+            b'\\' => {
+                escaped = true;
+                match *s.get(i + 1)? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                    b'u' => {
+                        let hex = s.get(i + 2..i + 6)?;
+                        if !hex.iter().all(u8::is_ascii_hexdigit) {
+                            return None;
+                        }
+                        i += 6;
+                    }
+                    _ => return None,
+                }
+            }
+            0..=0x1f => return None,
+            _ => i += 1,
+        }
+    }
+}
+
+/// Skip a number starting at `i`; `None` if malformed or an integer beyond
+/// [`MAX_INT_DIGITS`] digits.
+#[inline]
+fn skip_number(s: &[u8], mut i: usize) -> Option<usize> {
+    if s.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    let int_start = i;
+    match *s.get(i)? {
+        b'0' => i += 1,
+        b'1'..=b'9' => {
+            i += 1;
+            while s.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+        }
+        _ => return None,
+    }
+    let int_digits = i - int_start;
+    let mut is_int = true;
+    if s.get(i) == Some(&b'.') {
+        i += 1;
+        let d = i;
+        while s.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == d {
+            return None;
+        }
+        is_int = false;
+    }
+    if matches!(s.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(s.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let d = i;
+        while s.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == d {
+            return None;
+        }
+        is_int = false;
+    }
+    if is_int && int_digits > MAX_INT_DIGITS {
+        return None;
+    }
+    Some(i)
+}
+
+#[inline(always)]
+fn skip_ws(s: &[u8], mut i: usize) -> usize {
+    while matches!(s.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// Container kinds of the open containers, one bit each (1 = object).
+struct Stack {
+    bits: [u64; MAX_DEPTH / 64],
+    depth: usize,
+}
+
+impl Stack {
+    #[inline(always)]
+    fn push(&mut self, obj: bool) -> bool {
+        if self.depth >= MAX_DEPTH {
+            return false;
+        }
+        let (w, b) = (self.depth / 64, self.depth % 64);
+        if obj {
+            self.bits[w] |= 1 << b;
+        } else {
+            self.bits[w] &= !(1 << b);
+        }
+        self.depth += 1;
+        true
+    }
+    #[inline(always)]
+    fn top_is_obj(&self) -> bool {
+        let d = self.depth - 1;
+        self.bits[d / 64] >> (d % 64) & 1 == 1
+    }
+}
+
+/// Validate `s` as one JSON document by `json.loads` rules and record the top-level
+/// fields of an object into `f` (which is reset first).
+pub fn validate(s: &[u8], f: &mut Fields) -> Verdict {
+    *f = Fields::default();
+    let mut st = Stack {
+        bits: [0; MAX_DEPTH / 64],
+        depth: 0,
+    };
+    let top_obj = s.get(skip_ws(s, 0)) == Some(&b'{');
+    // Which field the value being parsed feeds; `msg_open` is true while the
+    // top-level `message` object is the container at depth 2.
+    let mut slot = Slot::None;
+    let mut msg_open = false;
+    let mut i = skip_ws(s, 0);
+    // `true` = expecting a value, `false` = just after one.
+    let mut want_value = true;
+    loop {
+        if want_value {
+            i = skip_ws(s, i);
+            let Some(&c) = s.get(i) else {
+                return Verdict::Invalid;
+            };
+            let start = i;
+            match c {
+                b'{' | b'[' => {
+                    let obj = c == b'{';
+                    if !st.push(obj) {
+                        return Verdict::Invalid;
+                    }
+                    if st.depth == 2 && slot == Slot::Message && obj {
+                        msg_open = true;
+                    }
+                    record(f, slot, Val::Other);
+                    i += 1;
+                    if obj {
+                        // Expect a key or `}`.
+                        match read_key(s, i, true) {
+                            KeyRead::End(j) => {
+                                i = j;
+                                close(&mut st, &mut msg_open);
+                                want_value = false;
+                                continue;
+                            }
+                            KeyRead::Key(j, ks, ke, esc) => {
+                                slot = key_slot(s, ks, ke, esc, st.depth, msg_open, f);
+                                i = j;
+                                continue; // want_value stays true
+                            }
+                            KeyRead::Bad => return Verdict::Invalid,
+                        }
+                    }
+                    // Array: `]` right away or a value.
+                    let j = skip_ws(s, i);
+                    if s.get(j) == Some(&b']') {
+                        i = j + 1;
+                        close(&mut st, &mut msg_open);
+                        want_value = false;
+                    } else {
+                        slot = Slot::None;
+                    }
+                    continue;
+                }
+                b'"' => {
+                    let Some((j, esc)) = skip_string(s, i + 1) else {
+                        return Verdict::Invalid;
+                    };
+                    record(
+                        f,
+                        slot,
+                        Val::Str {
+                            start: start + 1,
+                            end: j - 1,
+                            escaped: esc,
+                        },
+                    );
+                    i = j;
+                }
+                b'-' | b'0'..=b'9' => {
+                    let Some(j) = skip_number(s, i) else {
+                        return Verdict::Invalid;
+                    };
+                    record(f, slot, Val::Num { start, end: j });
+                    i = j;
+                }
+                b't' | b'f' | b'n' => {
+                    let lit: &[u8] = match c {
+                        b't' => b"true",
+                        b'f' => b"false",
+                        _ => b"null",
+                    };
+                    if s.get(i..i + lit.len()) != Some(lit) {
+                        return Verdict::Invalid;
+                    }
+                    record(f, slot, if c == b'n' { Val::Null } else { Val::Other });
+                    i += lit.len();
+                }
+                _ => return Verdict::Invalid,
+            }
+            want_value = false;
+        } else {
+            // After a value: end of document, `,`, or the container's close.
+            i = skip_ws(s, i);
+            if st.depth == 0 {
+                if i != s.len() {
+                    return Verdict::Invalid;
+                }
+                return if top_obj {
+                    Verdict::Object
+                } else {
+                    Verdict::NotObject
+                };
+            }
+            let obj = st.top_is_obj();
+            match s.get(i) {
+                Some(b',') => {
+                    i += 1;
+                    if obj {
+                        match read_key(s, i, false) {
+                            KeyRead::Key(j, ks, ke, esc) => {
+                                slot = key_slot(s, ks, ke, esc, st.depth, msg_open, f);
+                                i = j;
+                                want_value = true;
+                            }
+                            _ => return Verdict::Invalid,
+                        }
+                    } else {
+                        slot = Slot::None;
+                        want_value = true;
+                    }
+                }
+                Some(b'}') if obj => {
+                    i += 1;
+                    close(&mut st, &mut msg_open);
+                }
+                Some(b']') if !obj => {
+                    i += 1;
+                    close(&mut st, &mut msg_open);
+                }
+                _ => return Verdict::Invalid,
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn close(st: &mut Stack, msg_open: &mut bool) {
+    if st.depth == 2 {
+        *msg_open = false;
+    }
+    st.depth -= 1;
+}
+
+enum KeyRead {
+    /// `}` closed an empty object; index after it.
+    End(usize),
+    /// A key and its `:`; (index after `:`, key body start, key body end, escaped).
+    Key(usize, usize, usize, bool),
+    Bad,
+}
+
+#[inline]
+fn read_key(s: &[u8], i: usize, allow_end: bool) -> KeyRead {
+    let i = skip_ws(s, i);
+    match s.get(i) {
+        Some(b'}') if allow_end => KeyRead::End(i + 1),
+        Some(b'"') => {
+            let Some((j, esc)) = skip_string(s, i + 1) else {
+                return KeyRead::Bad;
+            };
+            let k = skip_ws(s, j);
+            if s.get(k) != Some(&b':') {
+                return KeyRead::Bad;
+            }
+            KeyRead::Key(k + 1, i + 1, j - 1, esc)
+        }
+        _ => KeyRead::Bad,
+    }
+}
+
+/// The slot a key at `depth` feeds. Also resets `role` when a new top-level
+/// `message` value starts (the last duplicate wins, even if it is not an object).
+#[inline]
+fn key_slot(
+    s: &[u8],
+    ks: usize,
+    ke: usize,
+    esc: bool,
+    depth: usize,
+    msg_open: bool,
+    f: &mut Fields,
+) -> Slot {
+    if depth > 2 || (depth == 2 && !msg_open) {
+        return Slot::None;
+    }
+    let raw = &s[ks..ke];
+    let key: Cow<'_, [u8]> = if esc {
+        let mut v = Vec::new();
+        decode_into(raw, true, &mut v);
+        Cow::Owned(v)
+    } else {
+        Cow::Borrowed(raw)
+    };
+    if depth == 2 {
+        return if &*key == b"role" {
+            Slot::Role
+        } else {
+            Slot::None
+        };
+    }
+    let slot = top_slot(&key);
+    if slot == Slot::Message {
+        f.role = Val::Absent;
+    }
+    slot
+}
+
+#[inline(always)]
+fn record(f: &mut Fields, slot: Slot, v: Val) {
+    let dst = match slot {
+        Slot::None | Slot::Message => return,
+        Slot::Type => &mut f.ty,
+        Slot::Id => &mut f.id,
+        Slot::ParentId => &mut f.parent_id,
+        Slot::Timestamp => &mut f.timestamp,
+        Slot::FirstKept => &mut f.first_kept,
+        Slot::TargetId => &mut f.target_id,
+        Slot::Version => &mut f.version,
+        Slot::Role => &mut f.role,
+    };
+    *dst = v;
+}
+
+/// Append the JSON string body `raw` decoded to `out`: escapes resolved like
+/// `json.loads` (surrogate pairs combined, a lone surrogate as its 3-byte generalized
+/// UTF-8 form, i.e. Python's `surrogatepass`), invalid UTF-8 replaced by U+FFFD like
+/// `String::from_utf8_lossy`. `raw` must be a body the validator accepted.
+pub fn decode_into(raw: &[u8], escaped: bool, out: &mut Vec<u8>) {
+    if !escaped {
+        push_lossy(raw, out);
+        return;
+    }
+    let mut i = 0;
+    while i < raw.len() {
+        let run_end = memchr::memchr(b'\\', &raw[i..]).map_or(raw.len(), |p| i + p);
+        push_lossy(&raw[i..run_end], out);
+        i = run_end;
+        if i >= raw.len() {
+            break;
+        }
+        let Some(&e) = raw.get(i + 1) else { break };
+        i += 2;
+        let c = match e {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 8,
+            b'f' => 12,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => {
+                let Some(cp) = hex4(raw, i) else { break };
+                i += 4;
+                let mut cp = cp;
+                if (0xD800..0xDC00).contains(&cp) && raw.get(i..i + 2) == Some(b"\\u") {
+                    if let Some(lo) = hex4(raw, i + 2) {
+                        if (0xDC00..0xE000).contains(&lo) {
+                            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                            i += 6;
+                        }
+                    }
+                }
+                push_cp(cp, out);
+                continue;
+            }
+            _ => break,
+        };
+        out.push(c);
+    }
+}
+
+fn hex4(raw: &[u8], i: usize) -> Option<u32> {
+    let h = raw.get(i..i + 4)?;
+    let mut v = 0u32;
+    for &c in h {
+        v = v * 16 + (c as char).to_digit(16)?;
+    }
+    Some(v)
+}
+
+/// Encode a code point (surrogates included) as generalized UTF-8.
+fn push_cp(cp: u32, out: &mut Vec<u8>) {
+    if cp < 0x80 {
+        out.push(cp as u8);
+    } else if cp < 0x800 {
+        out.extend_from_slice(&[0xC0 | (cp >> 6) as u8, 0x80 | (cp & 0x3F) as u8]);
+    } else if cp < 0x10000 {
+        out.extend_from_slice(&[
+            0xE0 | (cp >> 12) as u8,
+            0x80 | ((cp >> 6) & 0x3F) as u8,
+            0x80 | (cp & 0x3F) as u8,
+        ]);
+    } else {
+        out.extend_from_slice(&[
+            0xF0 | (cp >> 18) as u8,
+            0x80 | ((cp >> 12) & 0x3F) as u8,
+            0x80 | ((cp >> 6) & 0x3F) as u8,
+            0x80 | (cp & 0x3F) as u8,
+        ]);
+    }
+}
+
+fn push_lossy(raw: &[u8], out: &mut Vec<u8>) {
+    match String::from_utf8_lossy(raw) {
+        Cow::Borrowed(s) => out.extend_from_slice(s.as_bytes()),
+        Cow::Owned(s) => out.extend_from_slice(s.as_bytes()),
+    }
+}
+
+/// The decoded bytes of a string field, borrowing when no decoding is needed.
+pub fn str_bytes<'a>(s: &'a [u8], v: Val) -> Option<Cow<'a, [u8]>> {
+    let Val::Str {
+        start,
+        end,
+        escaped,
+    } = v
+    else {
+        return None;
+    };
+    let raw = s.get(start..end)?;
+    if !escaped && std::str::from_utf8(raw).is_ok() {
+        return Some(Cow::Borrowed(raw));
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    decode_into(raw, escaped, &mut out);
+    Some(Cow::Owned(out))
+}
+
+/// Only space, tab and CR (rule 2: skipped silently).
+pub fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|&b| matches!(b, b' ' | b'\t' | b'\r'))
+}
+
+/// The outcome of scanning one complete or tail line (rules 3–5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineScan {
+    /// The verdict on the line (or, if `recovered_at > 0`, on the recovered suffix).
+    pub verdict: Verdict,
+    /// The line contains invalid UTF-8 (reported once per line).
+    pub bad_utf8: bool,
+    /// Start of the recovered object inside the line (rule 4), else 0.
+    pub recovered_at: usize,
+    /// Fields of the object, relative to `line[recovered_at..]`.
+    pub fields: Fields,
+}
+
+/// Scan one non-blank line: UTF-8 check, validation, and torn-fragment recovery.
+pub fn scan_line(line: &[u8]) -> LineScan {
+    let bad_utf8 = std::str::from_utf8(line).is_err();
+    let mut fields = Fields::default();
+    let verdict = validate(line, &mut fields);
+    if verdict != Verdict::Invalid {
+        return LineScan {
+            verdict,
+            bad_utf8,
+            recovered_at: 0,
+            fields,
+        };
+    }
+    for p in memchr::memmem::find_iter(line, b"{\"type\":")
+        .filter(|&p| p > 0)
+        .take(MAX_TORN_CANDIDATES)
+    {
+        if validate(&line[p..], &mut fields) == Verdict::Object {
+            return LineScan {
+                verdict: Verdict::Object,
+                bad_utf8,
+                recovered_at: p,
+                fields,
+            };
+        }
+    }
+    LineScan {
+        verdict: Verdict::Invalid,
+        bad_utf8,
+        recovered_at: 0,
+        fields: Fields::default(),
+    }
+}
+
+/// Epoch milliseconds of an ISO-8601 timestamp as JavaScript `Date.parse` reads it
+/// (`_time.parse_iso_ms`): `YYYY[-MM[-DD]]` or `±YYYYYY…`, optional
+/// `THH:mm[:ss[.f+]]` (fraction truncated to ms) and `Z`/`±HH:mm`; no offset = UTC;
+/// any day 1..=31 rolls over; `24:00` is the next midnight. `None` where JS gives NaN.
+pub fn parse_iso_ms(s: &[u8]) -> Option<i64> {
+    let mut i = 0;
+    let num = |i: &mut usize, n: usize| -> Option<i64> {
+        let d = s.get(*i..*i + n)?;
+        let mut v = 0i64;
+        for &c in d {
+            if !c.is_ascii_digit() {
+                return None;
+            }
+            v = v * 10 + (c - b'0') as i64;
+        }
+        *i += n;
+        Some(v)
+    };
+    let year = match s.first()? {
+        b'+' | b'-' => {
+            let neg = s[0] == b'-';
+            i = 1;
+            let y = num(&mut i, 6)?;
+            if neg && y == 0 {
+                return None;
+            }
+            if neg {
+                -y
+            } else {
+                y
+            }
+        }
+        _ => num(&mut i, 4)?,
+    };
+    let (mut month, mut day) = (1, 1);
+    if s.get(i) == Some(&b'-') {
+        i += 1;
+        month = num(&mut i, 2)?;
+        if s.get(i) == Some(&b'-') {
+            i += 1;
+            day = num(&mut i, 2)?;
+        }
+    }
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    let (mut hour, mut minute, mut sec, mut ms) = (0, 0, 0, 0);
+    let mut offset_ms = 0i64;
+    if s.get(i) == Some(&b'T') {
+        i += 1;
+        hour = num(&mut i, 2)?;
+        if s.get(i) != Some(&b':') {
+            return None;
+        }
+        i += 1;
+        minute = num(&mut i, 2)?;
+        if s.get(i) == Some(&b':') {
+            i += 1;
+            sec = num(&mut i, 2)?;
+            if s.get(i) == Some(&b'.') {
+                i += 1;
+                let d = i;
+                let mut scale = 100;
+                while let Some(c) = s.get(i).filter(|c| c.is_ascii_digit()) {
+                    ms += (c - b'0') as i64 * scale;
+                    scale /= 10;
+                    i += 1;
+                }
+                if i == d {
+                    return None;
+                }
+            }
+        }
+        match s.get(i) {
+            Some(b'Z') => i += 1,
+            Some(&c @ (b'+' | b'-')) => {
+                i += 1;
+                let oh = num(&mut i, 2)?;
+                if s.get(i) != Some(&b':') {
+                    return None;
+                }
+                i += 1;
+                let om = num(&mut i, 2)?;
+                if oh > 23 || om > 59 {
+                    return None;
+                }
+                let d = (oh * 60 + om) * 60_000;
+                offset_ms = if c == b'+' { -d } else { d };
+            }
+            _ => {}
+        }
+        if minute > 59 || sec > 59 || hour > 24 || (hour == 24 && (minute | sec | ms) != 0) {
+            return None;
+        }
+    }
+    if i != s.len() {
+        return None;
+    }
+    let total = (days_from_civil(year, month, 1) + day - 1) * 86_400_000
+        + hour * 3_600_000
+        + minute * 60_000
+        + sec * 1000
+        + ms
+        + offset_ms;
+    (total.abs() <= 8_640_000_000_000_000).then_some(total)
+}
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,389 @@
+use super::*;
+
+fn verdict(s: &[u8]) -> Verdict {
+    validate(s, &mut Fields::default())
+}
+
+fn field(line: &[u8], pick: impl Fn(&Fields) -> Val) -> Option<Vec<u8>> {
+    let mut f = Fields::default();
+    assert_eq!(validate(line, &mut f), Verdict::Object);
+    str_bytes(line, pick(&f)).map(|c| c.into_owned())
+}
+
+#[test]
+fn literals_and_numbers() {
+    for ok in [
+        "0",
+        "-0",
+        "1e400",
+        "-1.5E+3",
+        "12.0e-1",
+        "true",
+        "false",
+        "null",
+        " \t\r\n[1] ",
+        "\"\"",
+        "[]",
+        "{}",
+        "[[],{}]",
+    ] {
+        assert_ne!(verdict(ok.as_bytes()), Verdict::Invalid, "{ok}");
+    }
+    for bad in [
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "01",
+        "1.",
+        ".5",
+        "-",
+        "+1",
+        "1e",
+        "1e+",
+        "tru",
+        "nul",
+        "[1,]",
+        "{\"a\":1,}",
+        "[1 2]",
+        "{\"a\" 1}",
+        "{1:2}",
+        "",
+        " ",
+        "\u{feff}{}",
+        "{}x",
+        "[",
+        "{\"a\":",
+        "\"abc",
+        "'a'",
+        "[1]]",
+    ] {
+        assert_eq!(verdict(bad.as_bytes()), Verdict::Invalid, "{bad:?}");
+    }
+}
+
+#[test]
+fn big_integers_follow_python_digit_limit() {
+    let ok = "1".repeat(MAX_INT_DIGITS);
+    assert_eq!(verdict(ok.as_bytes()), Verdict::NotObject);
+    assert_eq!(verdict(format!("-{ok}").as_bytes()), Verdict::NotObject);
+    let bad = "1".repeat(MAX_INT_DIGITS + 1);
+    assert_eq!(verdict(bad.as_bytes()), Verdict::Invalid);
+    // Floats have no such limit.
+    assert_eq!(verdict(format!("{bad}.0").as_bytes()), Verdict::NotObject);
+    assert_eq!(verdict(format!("{bad}e1").as_bytes()), Verdict::NotObject);
+}
+
+#[test]
+fn strings_and_escapes() {
+    for ok in [
+        r#""\"\\\/\b\f\n\r\t""#,
+        r#""\u0041\u00e9\uD83D\uDE00\udc00\uD800""#,
+        "\"raw \u{2028} \u{85} é\"",
+        "\"\x7f\"",
+    ] {
+        assert_eq!(verdict(ok.as_bytes()), Verdict::NotObject, "{ok}");
+    }
+    for bad in [
+        r#""\x""#,
+        r#""\u12""#,
+        r#""\u12G4""#,
+        r#""\'""#,
+        "\"a\u{0}\"",
+        "\"\t\"",
+        "\"\n\"",
+        "\"\u{1f}\"",
+        r#""\"#,
+    ] {
+        assert_eq!(verdict(bad.as_bytes()), Verdict::Invalid, "{bad:?}");
+    }
+    // Invalid UTF-8 inside a string is not a JSON error (it is reported separately).
+    assert_eq!(verdict(b"\"\xff\xfe\""), Verdict::NotObject);
+    assert_eq!(verdict(b"[\xff]"), Verdict::Invalid);
+}
+
+#[test]
+fn every_escape_decodes_like_json_loads() {
+    let line = br#"{"id":"a\"b\\c\/d\be\ff\ng\rh\ti\u0041\u00e9\u20ac\ud83d\ude00"}"#;
+    let got = field(line, |f| f.id).unwrap();
+    let want = "a\"b\\c/d\u{8}e\u{c}f\ng\rh\tiAé€😀".as_bytes();
+    assert_eq!(got, want);
+    // Lone surrogates: 3-byte generalized UTF-8 (Python's surrogatepass).
+    let got = field(br#"{"id":"x\ud800y\udc00\ud800\ud800"}"#, |f| f.id).unwrap();
+    assert_eq!(
+        got,
+        b"x\xed\xa0\x80y\xed\xb0\x80\xed\xa0\x80\xed\xa0\x80".to_vec()
+    );
+    // High surrogate followed by a non-low escape stays lone.
+    let got = field(br#"{"id":"\ud800\u0041"}"#, |f| f.id).unwrap();
+    assert_eq!(got, b"\xed\xa0\x80A".to_vec());
+    // Invalid UTF-8 is replaced like from_utf8_lossy, also next to escapes.
+    let got = field(b"{\"id\":\"a\xffb\\n\xe2\x82\"}", |f| f.id).unwrap();
+    assert_eq!(got, "a\u{fffd}b\n\u{fffd}".as_bytes());
+}
+
+#[test]
+fn keys_in_any_order_last_duplicate_wins() {
+    let line = br#"{"data":{"id":"inner","type":"x"},"customType":"c","type":"custom","id":"late","parentId":null}"#;
+    assert_eq!(field(line, |f| f.id).unwrap(), b"late");
+    assert_eq!(field(line, |f| f.ty).unwrap(), b"custom");
+    let mut f = Fields::default();
+    validate(line, &mut f);
+    assert_eq!(f.parent_id, Val::Null);
+    let dup = br#"{"id":"a","id":"b","parentId":"p","parentId":7}"#;
+    assert_eq!(field(dup, |f| f.id).unwrap(), b"b");
+    let mut f = Fields::default();
+    validate(dup, &mut f);
+    assert_eq!(f.parent_id, Val::Num { start: 45, end: 46 });
+    // Escaped keys are keys too.
+    assert_eq!(field(br#"{"\u0069d":"esc"}"#, |f| f.id).unwrap(), b"esc");
+}
+
+#[test]
+fn message_role_from_the_last_message_object() {
+    let l = br#"{"type":"message","message":{"content":[{"role":"user"}],"role":"assistant"}}"#;
+    assert_eq!(field(l, |f| f.role).unwrap(), b"assistant");
+    let l = br#"{"message":{"role":"assistant"},"message":"x"}"#;
+    assert_eq!(field(l, |f| f.role), None);
+    let l = br#"{"message":{"role":"user"},"message":{"x":{"role":"assistant"}}}"#;
+    assert_eq!(field(l, |f| f.role), None);
+    let l = br#"{"role":"assistant","message":{}}"#;
+    assert_eq!(field(l, |f| f.role), None);
+}
+
+#[test]
+fn nesting_is_capped_at_max_depth_without_recursion() {
+    let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+    assert_eq!(verdict(ok.as_bytes()), Verdict::NotObject);
+    let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+    assert_eq!(verdict(deep.as_bytes()), Verdict::Invalid);
+    let objs = format!("{}1{}", "{\"a\":".repeat(MAX_DEPTH), "}".repeat(MAX_DEPTH));
+    assert_eq!(verdict(objs.as_bytes()), Verdict::Object);
+    let huge = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    assert_eq!(verdict(huge.as_bytes()), Verdict::Invalid);
+    assert_eq!(verdict("[".repeat(100_000).as_bytes()), Verdict::Invalid);
+}
+
+#[test]
+fn every_truncation_is_rejected_without_panic() {
+    let line = br#"{"type":"message","id":"a1","parentId":null,"timestamp":"2025-01-01T00:00:00.000Z","message":{"role":"user","content":"h\u00e9llo \"q\" \ud83d\ude00","n":[1,-2.5e3,true,false,null,{}]}}"#;
+    assert_eq!(verdict(line), Verdict::Object);
+    for i in 0..line.len() {
+        assert_eq!(verdict(&line[..i]), Verdict::Invalid, "prefix {i}");
+        let _ = scan_line(&line[i..]);
+    }
+}
+
+#[test]
+fn scan_line_flags_utf8_and_recovers_torn_fragments() {
+    let s = scan_line(b"{\"type\":\"x\",\"id\":\"\xff\"}");
+    assert!(s.bad_utf8);
+    assert_eq!(s.verdict, Verdict::Object);
+    let torn = br#"{"type":"message","id":"a","mess{"type":"message","id":"b","parentId":null}"#;
+    let s = scan_line(torn);
+    assert_eq!(s.verdict, Verdict::Object);
+    let at = torn.len() - br#"{"type":"message","id":"b","parentId":null}"#.len();
+    assert_eq!(s.recovered_at, at);
+    assert_eq!(str_bytes(&torn[at..], s.fields.id).unwrap().as_ref(), b"b");
+    // A candidate at 0 is not a recovery; a suffix that is not an object is not one.
+    assert_eq!(scan_line(br#"{"type":"a""#).verdict, Verdict::Invalid);
+    assert_eq!(scan_line(br#"xx{"type":1}"#).recovered_at, 2);
+    // At most MAX_TORN_CANDIDATES tries.
+    let mut many = b"x".to_vec();
+    for _ in 0..MAX_TORN_CANDIDATES {
+        many.extend_from_slice(br#"{"type":"#);
+    }
+    many.extend_from_slice(br#"{"type":1}"#);
+    assert_eq!(scan_line(&many).verdict, Verdict::Invalid);
+}
+
+#[test]
+fn iso_timestamps_like_date_parse() {
+    let p = |s: &str| parse_iso_ms(s.as_bytes());
+    assert_eq!(p("1970-01-01T00:00:00.000Z"), Some(0));
+    assert_eq!(p("2025-12-01T10:00:05.000Z"), Some(1_764_583_205_000));
+    assert_eq!(p("2025-12-01T10:00:05Z"), p("2025-12-01T10:00:05.000Z"));
+    assert_eq!(
+        p("2025-12-01T11:00:04.000+02:00"),
+        p("2025-12-01T09:00:04Z")
+    );
+    assert_eq!(
+        p("2025-12-01T05:00:05.000-05:00"),
+        p("2025-12-01T10:00:05Z")
+    );
+    assert_eq!(p("2025-12-01T10:00:04.9999Z"), Some(1_764_583_204_999));
+    assert_eq!(p("2025-12-01"), p("2025-12-01T00:00Z"));
+    assert_eq!(p("2025"), p("2025-01-01T00:00:00Z"));
+    assert_eq!(p("2025-02-30"), p("2025-03-02"));
+    assert_eq!(p("2025-12-01T24:00"), p("2025-12-02"));
+    assert_eq!(p("+002025-12-01"), p("2025-12-01"));
+    assert_eq!(p("-000001-01-01"), Some(-62_198_755_200_000));
+    for bad in [
+        "",
+        "2025-13-01",
+        "2025-00-01",
+        "2025-12-32",
+        "2025-12-01T24:00:01",
+        "2025-12-01T10:60",
+        "2025-12-01T10:00:61Z",
+        "2025-12-01 10:00",
+        "Dec 1 2025",
+        "-000000-01-01",
+        "2025-12-01T10:00+24:00",
+        "2025-12-01T10:00:00.Z",
+        "2025-1-01",
+        "+275760-09-13T00:00:00.001Z",
+    ] {
+        assert_eq!(p(bad), None, "{bad}");
+    }
+    assert_eq!(
+        p("+275760-09-13T00:00:00.000Z"),
+        Some(8_640_000_000_000_000)
+    );
+}
+
+// --------------------------------------------------------------------- property test
+
+/// xorshift64*: a small deterministic generator (no proptest dependency).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const ATOMS: &[&str] = &[
+    "0",
+    "-1",
+    "1.5e3",
+    "1e400",
+    "true",
+    "false",
+    "null",
+    "\"\"",
+    "\"a\\\"b\"",
+    "\"\\u00e9\"",
+    "\"\\ud800\"",
+    "\"\\ud83d\\ude00\"",
+    "\"é€\"",
+    "\"\\n\\t\"",
+    "123456789012345678901234",
+];
+const KEYS: &[&str] = &[
+    "type",
+    "id",
+    "parentId",
+    "timestamp",
+    "message",
+    "role",
+    "\\u0069d",
+    "data",
+    "type",
+];
+
+fn gen_value(r: &mut Rng, depth: u32, out: &mut String) {
+    match if depth > 4 { 0 } else { r.below(4) } {
+        0 | 1 => out.push_str(ATOMS[r.below(ATOMS.len() as u64) as usize]),
+        2 => {
+            out.push('[');
+            for i in 0..r.below(4) {
+                if i > 0 {
+                    out.push(',');
+                }
+                gen_value(r, depth + 1, out);
+            }
+            out.push(']');
+        }
+        _ => gen_object(r, depth + 1, out),
+    }
+}
+
+fn gen_object(r: &mut Rng, depth: u32, out: &mut String) {
+    out.push('{');
+    for i in 0..r.below(6) {
+        if i > 0 {
+            out.push(',');
+        }
+        if r.below(8) == 0 {
+            out.push(' ');
+        }
+        out.push('"');
+        out.push_str(KEYS[r.below(KEYS.len() as u64) as usize]);
+        out.push_str("\":");
+        gen_value(r, depth, out);
+    }
+    out.push('}');
+}
+
+/// serde_json's view of a top-level string field (last duplicate wins there too).
+fn oracle_str(v: &serde_json::Value, key: &str) -> Option<String> {
+    v.get(key)?.as_str().map(str::to_owned)
+}
+
+#[test]
+fn scanner_agrees_with_serde_json_on_generated_and_mutated_lines() {
+    let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut checked = 0;
+    for _ in 0..20_000 {
+        let mut s = String::new();
+        gen_object(&mut r, 0, &mut s);
+        let mut bytes = s.into_bytes();
+        // Mutate a third of the lines: truncate, flip a byte, or insert a character.
+        match r.below(6) {
+            0 => bytes.truncate(r.below(bytes.len() as u64 + 1) as usize),
+            1 if !bytes.is_empty() => {
+                let i = r.below(bytes.len() as u64) as usize;
+                bytes[i] = b"{}[]\",:\\ 0x\x01\xff"[r.below(13) as usize];
+            }
+            _ => {}
+        }
+        let mut f = Fields::default();
+        let ours = validate(&bytes, &mut f);
+        // serde_json accepts big numbers and lone surrogates differently; compare on
+        // what both define identically: validity of lines without those atoms.
+        let text = String::from_utf8_lossy(&bytes);
+        let comparable = !text.contains("\\ud")
+            && !text.contains("1e400")
+            && !text.contains("123456789012345678901234");
+        let theirs = serde_json::from_slice::<serde_json::Value>(&bytes);
+        if comparable && std::str::from_utf8(&bytes).is_ok() {
+            assert_eq!(
+                ours != Verdict::Invalid,
+                theirs.is_ok(),
+                "{:?}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+        if let (Verdict::Object, Ok(v)) = (ours, &theirs) {
+            for (key, val) in [("id", f.id), ("type", f.ty), ("parentId", f.parent_id)] {
+                let got =
+                    str_bytes(&bytes, val).map(|c| String::from_utf8(c.into_owned()).unwrap());
+                let raw_key_escaped = text.contains("\\u0069d");
+                if key != "id" || !raw_key_escaped {
+                    assert_eq!(got, oracle_str(v, key), "{key} in {text}");
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 5_000, "only {checked} objects compared");
+}
+
+#[test]
+fn random_bytes_never_panic() {
+    let mut r = Rng(42);
+    for _ in 0..20_000 {
+        let n = r.below(64) as usize;
+        let v: Vec<u8> = (0..n)
+            .map(|_| b"{}[]\",:\\ 0123456789eE.+-tfnrlsua\x00\x1f\x80\xff"[r.below(36) as usize])
+            .collect();
+        let _ = scan_line(&v);
+        let _ = parse_iso_ms(&v);
+    }
+}
