@@ -171,6 +171,7 @@ class Loader:
         self._mid_line: tuple[int, int] | None = None  # (line, offset) of an accepted unterminated line
         self._first_nonblank: tuple[int, int, str] | None = None
         self._relinked = False
+        self._forward = False  # some parent link points forward in file order
         self._bom_seen = False
         self._compactions: list[int] = []
 
@@ -402,6 +403,7 @@ class Loader:
                 self.parent[child] = idx
                 del self._missing[child]
             self._relinked = True
+            self._forward = True
         if etype == "compaction":
             self._compactions.append(idx)
         if etype not in ENTRY_TYPES:
@@ -418,7 +420,7 @@ class Loader:
         new = [c for c in self._compactions if c >= first_new]
         if not new:
             return
-        if len(new) > _WALK_LIMIT:
+        if self._forward and len(new) > _WALK_LIMIT:
             self._analyse()
             return
         for c in new:
@@ -485,15 +487,23 @@ class Loader:
         )
 
     def _check_kept_walk(self, c: int) -> None:
+        """Rule 11 for one compaction by walking its ancestors. Without forward links
+        every ancestor precedes its child in file order, so the walk stops as soon as it
+        passes below the firstKept entry's position: usually a few steps."""
         fk = self.entries[c].get("firstKeptEntryId")
-        if isinstance(fk, str):
-            ids = self.ids
+        f = self.by_id.get(fk, -1) if isinstance(fk, str) else -1
+        if f >= 0:
             parent = self.parent
             j = parent[c]
-            while j >= 0:
-                if ids[j] == fk:
-                    return
-                j = parent[j]
+            if self._forward:
+                while j >= 0 and j != f:
+                    j = parent[j]
+            else:
+                while j > f:
+                    j = parent[j]
+            if j == f:
+                self._kept_issues.pop(c, None)
+                return
         self._kept_issues[c] = self._kept_issue(c, fk)
 
     def _intervals(self) -> tuple[list[int], list[int]]:
