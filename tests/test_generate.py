@@ -135,7 +135,7 @@ def test_opens_and_builds_context(small: tuple[Path, GenerateStats], backend: st
     with SessionManager.open(str(path), backend=backend) as sm:
         assert len(sm) == stats.entries
         assert sm.leaf_id == stats.leaf_id
-        assert not list(sm.load_report())
+        assert not sm.load_report
         ctx = sm.build_session_context()
         roles = {m["role"] for m in ctx.messages}
         assert "compactionSummary" in roles or stats.compactions == 0

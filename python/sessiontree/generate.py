@@ -527,8 +527,8 @@ class _Session:
                 content.append({"type": "image", "data": self.b64[start:start + n], "mimeType": "image/png"})
         self.message({"role": "user", "content": content, "timestamp": ms}, kind="user", gap=(5, 400))
 
-    def assistant(self, final: bool) -> list[tuple[str, str]]:
-        """One assistant message; returns its tool calls as (id, name)."""
+    def assistant(self, final: bool) -> list[tuple[str, str]] | None:
+        """One assistant message; returns its tool calls as (id, name), ``None`` if it failed."""
         rng = self.rng
         provider, api, model_id = self.model[:3]
         blocks: list[dict[str, Any]] = []
@@ -542,7 +542,7 @@ class _Session:
                 s = rng.randrange(0, len(self.b64) - n)
                 sig = self.b64[s:s + n]
             blocks.append({"type": "thinking", "thinking": thought, "thinkingSignature": sig})
-        calls: list[tuple[str, str]] = []
+        calls: list[tuple[str, str]] | None = []
         if final:
             blocks.append({"type": "text", "text": self.pick(_ASSISTANT_CLOSERS)})
             stop = "stop"
@@ -555,21 +555,24 @@ class _Session:
                 cid = (f"toolu_{rng.getrandbits(64):016x}{self.call_n:06d}" if provider == "anthropic"
                        else f"call_{rng.getrandbits(48):012x}_{self.call_n}")
                 blocks.append({"type": "toolCall", "id": cid, "name": name, "arguments": self.arguments(name)})
-                calls.append((cid, name))
+                calls.append((cid, name))  # type: ignore[union-attr]
             stop = "toolUse"
         out_chars = sum(len(b.get("text") or b.get("thinking") or "") for b in blocks)
         ms = self.w.tick(500, 40000)
         msg: dict[str, Any] = {"role": "assistant", "content": blocks, "api": api, "provider": provider,
                                "model": model_id, "usage": self.usage(out_chars), "stopReason": stop}
         r = rng.random()
-        if r < 0.01:
-            msg["stopReason"] = "error"
-            msg["errorMessage"] = '529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
-            calls = []
-        elif r < 0.015:
-            msg["stopReason"] = "aborted"
-            msg["errorMessage"] = "Request was aborted."
-            calls = []
+        if r < 0.015:
+            # A failed request: Pi keeps what streamed before the failure, never a tool
+            # call without its result, and the user speaks next.
+            blocks[:] = [b for b in blocks if b["type"] != "toolCall"]
+            if r < 0.01:
+                msg["stopReason"] = "error"
+                msg["errorMessage"] = '529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+            else:
+                msg["stopReason"] = "aborted"
+                msg["errorMessage"] = "Request was aborted."
+            calls = None
         msg["timestamp"] = ms
         self.message(msg, kind="assistant", gap=(5, 900))
         return calls
@@ -726,19 +729,22 @@ class _Session:
         while not w.full():
             self.turn += 1
             self.user()
+            failed = False
             for _ in range(rng.choice((0, 1, 1, 2, 2, 3, 4, 6))):
                 if w.full():
                     return
                 calls = self.assistant(final=False)
+                if calls is None:
+                    failed = True
+                    break
                 for cid, name in calls:
                     if w.full():
                         return
                     self.tool_result(cid, name)
-                if not calls:
-                    break
             if w.full():
                 return
-            self.assistant(final=True)
+            if not failed:
+                self.assistant(final=True)
             if not self.named and self.turn >= 2 and not w.full():
                 w.emit("session_info", {"name": rng.choice(_NAMES)})
                 self.named = True

@@ -25,6 +25,18 @@ def rss_now() -> int:
         return rss_peak()
 
 
+def rss_anon() -> int | None:
+    """Anonymous resident memory in bytes (heap; excludes mapped file pages), Linux only."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def rss_peak() -> int:
     """Peak resident set size of this process in bytes."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -37,10 +49,12 @@ def main(argv: list[str]) -> int:
     from sessiontree import SessionManager
 
     base = rss_now()
+    anon_base = rss_anon()
     t0 = time.perf_counter()
     sm = SessionManager.open(path, backend=backend)
     t_open = time.perf_counter() - t0
     rss_open = rss_now()
+    anon_open = rss_anon()
     t0 = time.perf_counter()
     ctx = sm.build_session_context()
     t_ctx = time.perf_counter() - t0
@@ -63,6 +77,7 @@ def main(argv: list[str]) -> int:
         "rssBase": base,
         "rssOpen": rss_open,
         "heldAfterOpen": max(0, rss_open - base),
+        "anonAfterOpen": None if anon_open is None or anon_base is None else max(0, anon_open - anon_base),
         "rssPeak": rss_peak(),
     }
     sm.close()

@@ -207,6 +207,16 @@ def open_session(io: Io, path: str, backend: str, *, session_dir: str | None = N
         return sm, time.perf_counter() - t0
 
 
+def file_version(path: str) -> Any:
+    """The ``version`` written in the file's first line (the manager reports the migrated one)."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(1 << 20)
+        return json.loads(first.decode("utf-8-sig", "replace")).get("version")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def load_report(sm: Any) -> list[Any]:
     """The manager's ``load_report`` (a method in the API; tolerate a property too)."""
     report = sm.load_report

@@ -24,7 +24,8 @@ _ROWS = (
     ("context", "context at the leaf", "time"),
     ("branch", "path root → leaf", "time"),
     ("tree", "get_tree (all entries)", "time"),
-    ("heldAfterOpen", "memory held after open", "bytes"),
+    ("heldAfterOpen", "RSS added by open", "bytes"),
+    ("anonAfterOpen", "  of which heap (not file pages)", "bytes"),
     ("rssPeak", "peak RSS of the process", "bytes"),
 )
 
@@ -51,6 +52,13 @@ def measure(path: str, backend: str) -> dict[str, Any]:
         last = (proc.stderr.strip().splitlines() or ["failed"])[-1]
         raise CliError(f"{path}: {backend} backend failed: {last}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _ratio(a: float, b: float) -> str:
+    if not b:
+        return "–"
+    r = a / b
+    return f"{r:.1f}×" if r >= 10 else f"{r:.2g}×"
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
@@ -94,10 +102,12 @@ def run(args: argparse.Namespace, io: Io) -> int:
     if ratio:
         table.add_column(f"{backends[0]} / {backends[1]}", justify="right")
     for key, title, kind in _ROWS:
-        vals = [results[b][key] for b in backends]
+        vals = [results[b].get(key) for b in backends]
+        if any(v is None for v in vals):
+            continue
         cells = [human_seconds(v) if kind == "time" else human_bytes(v) for v in vals]
         if ratio:
-            cells.append(f"{vals[0] / vals[1]:.1f}×" if vals[1] else "–")
+            cells.append(_ratio(vals[0], vals[1]))
         table.add_row(title, *cells)
     io.print(table)
     for b, why in failed.items():

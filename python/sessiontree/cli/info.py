@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ._common import Io, human_bytes, human_seconds, load_report, open_session
+from ._common import Io, file_version, human_bytes, human_seconds, load_report, open_session
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -79,6 +79,7 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
         "scanSeconds": time.perf_counter() - t0,
         "header": header,
         "version": header.get("version"),
+        "fileVersion": file_version(path),
         "sessionId": sm.session_id,
         "sessionName": sm.get_session_name(),
         "cwd": header.get("cwd"),
@@ -126,7 +127,10 @@ def render(io: Io, d: dict[str, Any]) -> None:
     add("file", f"{d['file']}  ({human_bytes(d['fileSize'])}, {d['fileSize']:,} bytes)")
     add("opened", f"{human_seconds(d['openSeconds'])} with the {d['backend']} backend"
         f" (+{human_seconds(d['scanSeconds'])} to read every entry for this summary)")
-    add("session", f"{d['sessionId']}  version {d['version']}")
+    version = f"version {d['version']}"
+    if d["fileVersion"] != d["version"]:
+        version = f"version {d['fileVersion'] or 1} on disk, migrated to {d['version']} in memory (sessiontree migrate rewrites it)"
+    add("session", f"{d['sessionId']}  {version}")
     if d["sessionName"]:
         add("name", d["sessionName"])
     add("cwd", str(d["cwd"]))

@@ -1,0 +1,300 @@
+"""Differential proof: the python and native backends agree after every step.
+
+A hypothesis state machine drives two ``SessionManager``s — one per backend, each on its
+own file in its own folder — through the same random operations: appends of every type,
+branch, reset, branch with summary, labels, compaction (valid and refused), close and
+reopen from disk, another *process* appending lines (complete ones and a torn last
+line), and refresh. Ids and timestamps come from one deterministic sequence, so the two
+files must stay byte-identical, and every query must return equal values after every
+step. Whatever one backend raises, the other must raise too (same class, same message).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from sessiontree import SessionManager
+from sessiontree._jsonl import encode_entry
+from sessiontree.errors import LoadReportWarning
+
+from conftest import native_available
+
+pytestmark = pytest.mark.skipif(not native_available(), reason="the native extension is not built")
+
+TEXT = st.text(
+    alphabet=st.sampled_from(list("abc xyz\n\t\"\\é中😀\u2028") + ["\ud800"]),
+    max_size=12,
+)
+LEVELS = st.sampled_from(["off", "low", "medium", "high"])
+
+# The external writer is a real process: it appends bytes to both files, as another
+# Pi instance (or a crashed one) would.
+_APPEND_SCRIPT = r"""
+import sys
+data = bytes.fromhex(sys.argv[1])
+for path in sys.argv[2:]:
+    with open(path, "ab") as f:
+        f.write(data)
+"""
+
+
+def external_append(paths: list[str], data: bytes) -> None:
+    subprocess.run([sys.executable, "-c", _APPEND_SCRIPT, data.hex(), *paths], check=True)
+
+
+class Clock:
+    """One id / time / session-id sequence shared by both managers of a run."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def tick(self) -> int:
+        self.n += 1
+        return self.n
+
+
+def deterministic(mgr: SessionManager, clock_py: Clock) -> SessionManager:
+    """Make ``mgr`` draw ids and times from its own copy of a deterministic sequence."""
+
+    def new_id(taken: Any) -> str:
+        while True:
+            candidate = f"{clock_py.tick():08x}"
+            if candidate not in taken:
+                return candidate
+
+    def now() -> str:
+        n = clock_py.tick()
+        # Some equal and some backwards timestamps, as real clocks give.
+        second = (n * 7) % 50
+        return f"2026-01-01T00:00:{second:02d}.{n % 1000:03d}Z"
+
+    mgr._new_id = new_id  # type: ignore[method-assign]
+    mgr._now = now  # type: ignore[method-assign]
+    mgr._new_session_id = lambda: f"0190c0de-0000-7000-8000-{clock_py.tick():012x}"  # type: ignore[method-assign]
+    return mgr
+
+
+def tree_shape(nodes: list[Any]) -> list[Any]:
+    """``get_tree()`` as nested plain data, iteratively."""
+    out: list[Any] = []
+    stack = [(n, out) for n in reversed(nodes)]
+    while stack:
+        node, sink = stack.pop()
+        children: list[Any] = []
+        sink.append((node.entry["id"], node.label, node.label_timestamp, children))
+        stack.extend((c, children) for c in reversed(node.children))
+    return out
+
+
+def outcome(fn: Any) -> tuple[str, Any]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LoadReportWarning)
+            return ("ok", fn())
+    except Exception as e:  # noqa: BLE001 - we compare whatever happens
+        return (type(e).__name__, str(e))
+
+
+class TwoBackends(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        import tempfile
+
+        self._tmp = tempfile.TemporaryDirectory()
+        root = Path(self._tmp.name)
+        self.clocks = {"python": Clock(), "native": Clock()}
+        self.dirs = {b: str(root / b) for b in self.clocks}
+        self.mgrs: dict[str, SessionManager] = {}
+        for b in self.clocks:
+            os.makedirs(self.dirs[b])
+            self.mgrs[b] = deterministic(SessionManager.create("/home/user/project", self.dirs[b], backend=b), self.clocks[b])
+            self.mgrs[b].new_session()
+        self.ext = 0
+
+    def teardown(self) -> None:
+        for m in self.mgrs.values():
+            m.close()
+        self._tmp.cleanup()
+
+    # ------------------------------------------------------------------ helpers
+    def both(self, op: Any) -> Any:
+        results = {b: outcome(lambda m=m: op(m)) for b, m in self.mgrs.items()}
+        assert results["python"] == results["native"], results
+        return results["python"]
+
+    def ids(self) -> list[str]:
+        return [e["id"] for e in self.mgrs["python"].get_entries()]
+
+    def torn(self) -> bool:
+        """Whether the files end in a partial line (an API append then starts a new line)."""
+        files = self.files()
+        if not files:
+            return False
+        with open(files[0], "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) != b"\n"
+
+    def files(self) -> list[str]:
+        return [m.session_file for m in self.mgrs.values() if m.session_file and os.path.exists(m.session_file)]
+
+    # -------------------------------------------------------------------- rules
+    @rule(text=TEXT)
+    def user(self, text: str) -> None:
+        self.both(lambda m: m.append_message({"role": "user", "content": text, "timestamp": 1}))
+
+    @rule(text=TEXT, provider=st.sampled_from(["anthropic", "openai"]))
+    def assistant(self, text: str, provider: str) -> None:
+        msg = {
+            "role": "assistant",
+            "content": [{"type": "text", "text": text}],
+            "provider": provider,
+            "model": f"{provider}-model",
+            "usage": {"input": 3, "output": 5, "cost": {"total": 0.1 + 0.2}},
+            "stopReason": "stop",
+            "timestamp": 2,
+        }
+        self.both(lambda m: m.append_message(msg))
+
+    @rule(text=TEXT, exclude=st.booleans())
+    def bash(self, text: str, exclude: bool) -> None:
+        msg = {"role": "bashExecution", "command": "ls", "output": text, "exitCode": 1, "cancelled": False,
+               "truncated": False, "timestamp": 3, "excludeFromContext": exclude}
+        self.both(lambda m: m.append_message(msg))
+
+    @rule(level=LEVELS)
+    def thinking(self, level: str) -> None:
+        self.both(lambda m: m.append_thinking_level_change(level))
+
+    @rule(provider=st.sampled_from(["anthropic", "openai"]), model=TEXT)
+    def model(self, provider: str, model: str) -> None:
+        self.both(lambda m: m.append_model_change(provider, model))
+
+    @rule(data=st.data())
+    def compaction(self, data: st.DataObject) -> None:
+        ids = self.ids()
+        choices = ids + ["nope"] if ids else ["nope"]
+        first_kept = data.draw(st.sampled_from(choices))
+        self.both(lambda m: m.append_compaction("summary " + first_kept, first_kept, 1234))
+
+    @rule(custom_type=TEXT, data=st.one_of(st.none(), st.integers(), st.just({"k": [1, 2.5, "v"]})))
+    def custom(self, custom_type: str, data: Any) -> None:
+        self.both(lambda m: m.append_custom_entry(custom_type, data))
+
+    @rule(content=TEXT, display=st.booleans())
+    def custom_message(self, content: str, display: bool) -> None:
+        self.both(lambda m: m.append_custom_message_entry("note", content, display))
+
+    @rule(name=TEXT)
+    def session_info(self, name: str) -> None:
+        self.both(lambda m: m.append_session_info(name))
+
+    @rule(data=st.data(), label=st.one_of(st.none(), st.just(""), TEXT))
+    def label(self, data: st.DataObject, label: str | None) -> None:
+        target = data.draw(st.sampled_from(self.ids() + ["missing1"]))
+        self.both(lambda m: m.append_label_change(target, label))
+
+    @precondition(lambda self: bool(self.ids()))
+    @rule(data=st.data())
+    def branch(self, data: st.DataObject) -> None:
+        target = data.draw(st.sampled_from(self.ids()))
+        self.both(lambda m: m.branch(target))
+
+    @rule()
+    def reset(self) -> None:
+        self.both(lambda m: m.reset_leaf())
+
+    @rule(data=st.data(), summary=TEXT)
+    def branch_with_summary(self, data: st.DataObject, summary: str) -> None:
+        target = data.draw(st.one_of(st.none(), st.sampled_from(self.ids() + ["missing2"])))
+        self.both(lambda m: m.branch_with_summary(target, summary))
+
+    @precondition(lambda self: bool(self.files()))
+    @rule()
+    def reopen(self) -> None:
+        for b, m in list(self.mgrs.items()):
+            path = m.session_file
+            m.close()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", LoadReportWarning)
+                self.mgrs[b] = deterministic(SessionManager.open(path, backend=b), self.clocks[b])
+
+    @precondition(lambda self: bool(self.files()))
+    @rule(data=st.data(), n=st.integers(1, 3))
+    def external_lines(self, data: st.DataObject, n: int) -> None:
+        """Another process appends complete entries (possibly after finishing a torn line)."""
+        ids = self.ids()
+        chunks = []
+        if self.torn():
+            chunks.append(b'"}}\n')  # the dead writer's line, completed: a valid entry
+        for _ in range(n):
+            self.ext += 1
+            parent = data.draw(st.sampled_from(ids + [None])) if ids else None
+            entry = {"type": "message", "id": f"e{self.ext:07x}", "parentId": parent,
+                     "timestamp": "2026-01-01T00:01:00.000Z",
+                     "message": {"role": "user", "content": f"external {self.ext}", "timestamp": 4}}
+            chunks.append(encode_entry(entry) + b"\n")
+        external_append(self.files(), b"".join(chunks))
+
+    @precondition(lambda self: bool(self.files()) and not self.torn())
+    @rule()
+    def torn_tail(self) -> None:
+        """Another process dies mid-append: a partial last line without LF."""
+        self.ext += 1
+        external_append(self.files(), b'{"type":"message","id":"t%07x","parentId":null,"message":{"role":"user","content":"cut' % self.ext)
+
+    @rule()
+    def refresh(self) -> None:
+        self.both(lambda m: m.refresh())
+
+    # ---------------------------------------------------------------- invariant
+    @invariant()
+    def agree(self) -> None:
+        py, nat = self.mgrs["python"], self.mgrs["native"]
+        assert py.backend == "python" and nat.backend == "native"
+        for query in (
+            lambda m: m.leaf_id,
+            lambda m: len(m),
+            lambda m: m.get_entries(),
+            lambda m: list(m),
+            lambda m: m.get_header(),
+            lambda m: m.get_session_name(),
+            lambda m: m.load_report,
+            lambda m: m.get_leaf_entry(),
+            lambda m: m.get_branch(),
+            lambda m: tree_shape(m.get_tree()),
+            lambda m: m.build_session_context(),
+            lambda m: m.build_session_context(None),
+            lambda m: m.is_persisted,
+        ):
+            self.both(query)
+        for entry_id in self.ids()[-6:] + ["zzzzzzzz"]:
+            self.both(lambda m: m.get_entry(entry_id))
+            self.both(lambda m: entry_id in m)
+            self.both(lambda m: [e["id"] for e in m.get_children(entry_id)])
+            self.both(lambda m: m.get_label(entry_id))
+            self.both(lambda m: [e["id"] for e in m.get_branch(entry_id)])
+            self.both(lambda m: m.build_session_context(entry_id))
+        paths = [m.session_file for m in self.mgrs.values()]
+        exists = [bool(p) and os.path.exists(p) for p in paths]
+        assert exists[0] == exists[1]
+        if exists[0]:
+            assert Path(paths[0]).read_bytes() == Path(paths[1]).read_bytes()
+
+
+TwoBackends.TestCase.settings = settings(
+    max_examples=int(os.environ.get("SESSIONTREE_DIFF_EXAMPLES", "25")),
+    stateful_step_count=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+test_two_backends = TwoBackends.TestCase
