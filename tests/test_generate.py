@@ -138,6 +138,14 @@ def test_opens_and_builds_context(small: tuple[Path, GenerateStats], backend: st
         assert not sm.load_report
         ctx = sm.build_session_context()
         roles = {m["role"] for m in ctx.messages}
-        assert "compactionSummary" in roles or stats.compactions == 0
+        on_path = any(e["type"] == "compaction" for e in sm.get_branch())
+        assert ("compactionSummary" in roles) == on_path
         assert {"user", "assistant"} <= roles
         assert ctx.model is not None
+        compactions = [e for e in sm.get_entries() if e["type"] == "compaction"]
+        assert compactions
+        for c in compactions:
+            at = sm.build_session_context(leaf_id=c["id"]).messages
+            assert at[0]["role"] == "compactionSummary" and at[0]["summary"] == c["summary"]
+            kept = sm.get_entry(c["firstKeptEntryId"])
+            assert kept["type"] == "message" and at[1] == kept["message"]
