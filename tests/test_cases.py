@@ -666,3 +666,16 @@ def test_errors_for_unknown_ids(backend: str) -> None:
         assert mgr.get_entry("zz") is None and "zz" not in mgr and mgr.get_children("zz") == []
         assert mgr.get_branch("zz") == [] and mgr.get_label("zz") is None
         assert list(mgr) == [mgr[a]]
+
+
+def test_set_session_file_to_invalid_file_changes_nothing(backend: str, tmp_path: Path) -> None:
+    good = write(tmp_path, msg("a1", None), name="good.jsonl")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"garbage\n" + json.dumps(msg("a1", None)).encode() + b"\n")
+    with open_quiet(good, backend) as mgr:
+        with pytest.raises(InvalidSessionError):
+            mgr.set_session_file(str(bad))
+        assert mgr.session_file == str(good) and mgr.leaf_id == "a1" and len(mgr) == 1
+        mgr.set_session_file(str(tmp_path / "fresh.jsonl"))
+        assert len(mgr) == 0 and mgr.session_file == str(tmp_path / "fresh.jsonl")
+    assert sorted(os.listdir(tmp_path)) == ["bad.jsonl", "good.jsonl"]

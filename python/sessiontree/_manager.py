@@ -355,33 +355,43 @@ class SessionManager:
 
     # --------------------------------------------------------------- loading
     def _load_file(self, path: str, index: TreeIndex | None) -> None:
-        """Make ``path`` the current session: load it, or start a new one there."""
-        self._drop_writer()
-        self._session_file = path
-        self._migration = None
+        """Make ``path`` the current session: load it, or start a new one there.
+
+        Nothing changes if loading raises (e.g. ``InvalidSessionError``).
+        """
+        before = _stat_ident(path)
+        if before is None:
+            if index is not None:
+                index.close()
+            self._drop_writer()
+            self._new_header(None, None)
+            self._session_file = path
+            return
         if index is None:
-            before = _stat_ident(path)
-            if before is None:
-                self._new_header(None, None)
-                self._session_file = path
-                return
             index = self._index_cls.open(path)
-        else:
-            before = _stat_ident(path)
-        report: list[LoadIssue]
-        if index.needs_migration:
+        migration = None
+        try:
+            if index.needs_migration:
+                index.close()
+                with open(path, "rb") as f:
+                    data = f.read()
+                m = migrate_image(data, path)
+                index = self._index_cls.from_image(m.image)
+                report = list(m.issues) + [self._map_issue(i, m.line_map) for i in index.load_report()]
+                report.sort(key=lambda i: (i.line is None, i.line or 0))
+                migration = (m, before[0], len(data))
+            else:
+                report = index.load_report()
+        except BaseException:
             index.close()
-            with open(path, "rb") as f:
-                data = f.read()
-            m = migrate_image(data, path)
-            index = self._index_cls.from_image(m.image)
-            report = list(m.issues) + [self._map_issue(i, m.line_map) for i in index.load_report()]
-            report.sort(key=lambda i: (i.line is None, i.line or 0))
-            self._migration = (m, before[0] if before else None, len(data))
-        else:
-            report = index.load_report()
+            raise
+        self._drop_writer()
+        if self._index is not None:
+            self._index.close()
         self._index = index
-        self._ident = before[0] if before else None
+        self._session_file = path
+        self._migration = migration
+        self._ident = before[0]
         self._session_id = index.header().get("id")
         self._leaf = index.last_id()
         self._flushed = True
@@ -491,6 +501,8 @@ class SessionManager:
         else:
             entry_id = self._index.append_line(line)
             self._image.append(line + b"\n")
+            # As Pi: the entry is in the session even if writing it fails below.
+            self._leaf = entry_id
             if self._persist and self._session_file and self._has_assistant:
                 self._flush()
         self._leaf = entry_id
