@@ -490,6 +490,8 @@ class SessionManager:
     def _append(self, entry: dict[str, Any]) -> str:
         """Index and persist one new entry (Pi's ``_appendEntry`` + ``_persist``)."""
         self._check()
+        if entry["id"] in self._index:
+            raise ValueError(f"entry id {entry['id']} is already in the session")  # a bad _new_id override
         line = encode_entry(entry)
         message = entry.get("message")
         if entry["type"] == "message" and isinstance(message, dict) and message.get("role") == "assistant":
