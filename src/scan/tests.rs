@@ -387,3 +387,53 @@ fn random_bytes_never_panic() {
         let _ = parse_iso_ms(&v);
     }
 }
+
+/// Throughput of the pieces of a scan over a big file (set `SESSIONTREE_BENCH_FILE`):
+/// `cargo test --release --no-default-features -- --ignored --nocapture bench_scan`.
+#[test]
+#[ignore]
+fn bench_scan() {
+    let Ok(path) = std::env::var("SESSIONTREE_BENCH_FILE") else {
+        return;
+    };
+    let data = std::fs::read(path).unwrap();
+    let gb = data.len() as f64 / 1e9;
+    let time = |name: &str, f: &mut dyn FnMut() -> usize| {
+        let t = std::time::Instant::now();
+        let r = f();
+        let s = t.elapsed().as_secs_f64();
+        println!("{name:<28} {:>6.3}s {:>6.2} GB/s  ({r})", s, gb / s);
+    };
+    time("memchr newlines", &mut || {
+        memchr::memchr_iter(b'\n', &data).count()
+    });
+    let lines: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
+    time("std from_utf8 per line", &mut || {
+        lines
+            .iter()
+            .filter(|l| std::str::from_utf8(l).is_ok())
+            .count()
+    });
+    time("simdutf8 per line", &mut || {
+        lines
+            .iter()
+            .filter(|l| simdutf8::basic::from_utf8(l).is_ok())
+            .count()
+    });
+    let mut f = Fields::default();
+    time("validate per line", &mut || {
+        lines
+            .iter()
+            .filter(|l| validate(l, &mut f) == Verdict::Object)
+            .count()
+    });
+    time("scan_line per line", &mut || {
+        lines
+            .iter()
+            .filter(|l| scan_line(l).verdict == Verdict::Object)
+            .count()
+    });
+    time("Index::from_image", &mut || {
+        crate::index::Index::from_image(data.clone()).map_or(0, |i| i.len())
+    });
+}

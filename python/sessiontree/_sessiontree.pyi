@@ -1,0 +1,89 @@
+"""Stub of the Rust extension ``sessiontree._sessiontree`` (hand-written; checked with
+``python -m mypy.stubtest sessiontree._sessiontree``).
+
+Entries are numbered 0.. in file order (accepted entries only; the header is not one).
+Ids are ``str`` (lone surrogates kept, as ``json.loads`` gives them). Lines leave Rust
+as ``bytes`` copies, never views of the memory map.
+"""
+
+import os
+from collections.abc import Sequence
+
+__version__: str
+
+def count_newlines(path: str | os.PathLike[str]) -> int:
+    """Count LF bytes of the file at ``path`` (memchr over the mapped file)."""
+
+class Index:
+    """The index of one session image (see ``_native.NativeIndex`` for the adapter)."""
+
+    @staticmethod
+    def open(path: str | os.PathLike[str]) -> Index:
+        """Map and index a session file (releases the GIL).
+
+        Raises:
+            OSError: the file cannot be opened or mapped.
+            InvalidSessionError: no valid header (loader rule 6).
+        """
+    @staticmethod
+    def from_image(data: bytes) -> Index:
+        """Index an in-memory image (releases the GIL).
+
+        Raises:
+            InvalidSessionError: no valid header.
+        """
+    @property
+    def needs_migration(self) -> bool:
+        """The header's ``version`` is absent, null or below 3: only it was indexed."""
+    def header(self) -> bytes:
+        """The header line's bytes."""
+    def issues(self) -> list[tuple[str, int | None, int | None, tuple[str, ...], str]]:
+        """``load_report`` items ``(kind, line, offset, ids, detail)``, by line then rule."""
+    def __len__(self) -> int: ...
+    def ids(self) -> list[str]:
+        """Ids of all entries in file order."""
+    def id(self, n: int) -> str:
+        """The id of entry ``n`` (``IndexError`` if out of range)."""
+    def find(self, entry_id: object) -> int | None:
+        """Entry number of ``entry_id``; ``None`` if absent or not a ``str``."""
+    def line(self, n: int) -> bytes:
+        """The JSON text of entry ``n`` (no CR/LF)."""
+    def lines(self, ns: Sequence[int] | None = None) -> list[bytes]:
+        """Lines of entries ``ns`` (all entries when ``None``)."""
+    def last(self) -> int | None:
+        """The last accepted entry (the leaf on open)."""
+    def image_len(self) -> int:
+        """Bytes of the image consumed (stops before a pending last piece)."""
+    def has_pending_tail(self) -> bool:
+        """An invalid last piece without LF waits for the rest of its line."""
+    def ends_mid_line(self) -> bool:
+        """The image does not end with LF: an appended line follows one ``b"\\n"``."""
+    def parent(self, n: int) -> int | None:
+        """Parent of entry ``n`` after cycle breaking, ``None`` for a root."""
+    def children(self, n: int) -> list[int]:
+        """Children of entry ``n`` in file order."""
+    def path(self, n: int) -> list[int]:
+        """Entry numbers from the root down to ``n``."""
+    def path_lines(self, n: int) -> list[bytes]:
+        """Lines from the root down to ``n``."""
+    def path_ids(self, n: int) -> list[str]:
+        """Ids from the root down to ``n``."""
+    def tree(self) -> tuple[list[int], list[int], list[int]]:
+        """``(roots, start, children)``: children of ``e``, oldest first, are
+        ``children[start[e]:start[e + 1]]``; roots in file order."""
+    def entries_of_type(self, type_name: str) -> list[int]:
+        """Entries of one of Pi's nine types, in file order (``ValueError`` otherwise)."""
+    def context_plan(self, leaf: int | None) -> tuple[list[int], int | None, int | None, int | None]:
+        """``(messages, compaction, thinking, model)`` entry numbers at ``leaf``."""
+    def append_line(self, line: bytes) -> int | None:
+        """Index one line appended to the image; its entry number, or ``None`` if it
+        was not accepted (then reported)."""
+    def refresh(self, path: str | os.PathLike[str]) -> int:
+        """Index complete lines appended to ``path``; how many entries were added.
+
+        Raises:
+            StaleSessionError: the file is gone, replaced, shorter than
+                ``image_len()`` or rewritten in place.
+        """
+    def close(self) -> None:
+        """Release the map; later reads raise ``SessionError``."""
