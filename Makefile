@@ -39,9 +39,23 @@ test: test-rust test-python
 demo: $(BUILT)
 	$(PY) -m sessiontree.demo
 
+# Benchmarks (benches/, docs/BENCHMARKS.md): sizes up to BENCH_MAX (1MB 10MB 100MB 1GiB);
+# generated sessions are cached in $$SESSIONTREE_BENCH_CACHE or ~/.cache/sessiontree-bench.
+BENCH_MAX    ?= 100MB
+BENCH_ARGS   ?=
+PROFILE_SIZE ?= 1GiB
+
 bench: $(BUILT)
-	$(PY) -m pytest -q benches --benchmark-only --benchmark-json=bench-results/latest.json
-	$(PY) benches/report.py bench-results/latest.json
+	mkdir -p bench-results
+	$(PY) -m pytest -q -p no:cacheprovider benches --benchmark-only --bench-size=$(BENCH_MAX) \
+		--benchmark-group-by=group --benchmark-sort=name --benchmark-columns=min,median,mean,stddev,rounds \
+		--benchmark-json=bench-results/latest.json $(BENCH_ARGS); rc=$$?; \
+	$(PY) benches/report.py bench-results/latest.json --command "make bench BENCH_MAX=$(BENCH_MAX)"; \
+	exit $$rc
+
+profile: $(BUILT)
+	$(PY) -m pip install -q "py-spy>=0.3"
+	$(PY) benches/profile.py --size $(PROFILE_SIZE)
 
 clean:
 	rm -rf $(VENV) target bench-results

@@ -79,21 +79,24 @@ def test_open(benchmark: Any, session_file: BenchFile, backend: str) -> None:
     set_info(benchmark, f"open · {session_file.size_label}", file=session_file, backend=backend,
              operation="open")
     holder: list[Any] = []
+    seen: list[tuple[Any, ...]] = []
 
     def target() -> SessionManager:
         sm = _open(session_file.path, backend)
         holder.append(sm)
         return sm
 
-    sm = benchmark.pedantic(target, setup=lambda: _teardown(holder), teardown=lambda: _teardown(holder),
-                            rounds=rounds_for(session_file.size_label), warmup_rounds=1)
-    try:
-        assert sm.backend == backend
-        assert len(sm) == session_file.entries
-        assert sm.leaf_id == session_file.leaf_id
-        assert not sm.load_report
-    finally:
+    def check_and_close() -> None:
+        # the asserts run on every opened session, before the teardown closes it
+        for sm in holder:
+            seen.append((sm.backend, len(sm), sm.leaf_id, len(sm.load_report)))
         _teardown(holder)
+
+    benchmark.pedantic(target, setup=lambda: _teardown(holder), teardown=check_and_close,
+                       rounds=rounds_for(session_file.size_label), warmup_rounds=1)
+    check_and_close()  # under --benchmark-disable there is no teardown
+    assert seen
+    assert set(seen) == {(backend, session_file.entries, session_file.leaf_id, 0)}, set(seen)
 
 
 @pytest.mark.parametrize("compacted", [True, False], ids=["compacted", "uncompacted"])
