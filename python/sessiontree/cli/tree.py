@@ -22,8 +22,6 @@ import os
 from collections import Counter
 from typing import Any, Iterator, NamedTuple
 
-from rich.text import Text
-
 from ._common import KIND_STYLES, Io, entry_preview, fit, open_session
 
 _KEEP_TYPES = frozenset({"compaction", "branch_summary", "session_info"})
@@ -189,25 +187,17 @@ def run(args: argparse.Namespace, io: Io) -> int:
             return 0
         width = _width(io, args.width)
         rows = iter_rows(roots, leaf_id, path_ids, full=args.full)
-        if io.color:
-            batch: list[Text] = []
-            for row in rows:
-                _, segs = format_row(row, leaf_id, width)
-                batch.append(Text.assemble(*segs))
-                if len(batch) >= 2000:
-                    io.out.print(Text("\n").join(batch), no_wrap=True, overflow="crop")
-                    batch.clear()
-            if batch:
-                io.out.print(Text("\n").join(batch), no_wrap=True, overflow="crop")
-        else:
-            out: list[str] = []
-            for row in rows:
-                out.append(format_row(row, leaf_id, width)[0])
-                if len(out) >= 4096:
-                    io.write("\n".join(out) + "\n")
-                    out.clear()
-            if out:
+        color = io.color
+        paint = io.styler()
+        out: list[str] = []
+        for row in rows:
+            plain, segs = format_row(row, leaf_id, width)
+            out.append("".join(paint(t, st) for t, st in segs) if color else plain)
+            if len(out) >= 4096:
                 io.write("\n".join(out) + "\n")
+                out.clear()
+        if out:
+            io.write("\n".join(out) + "\n")
     return 0
 
 
