@@ -292,3 +292,16 @@ def test_appends_after_foreign_append_are_indexed_in_order(backend: str, tmp_pat
         assert "f0reign1" in mgr and mgr[ours]["parentId"] == a
     with open_quiet(path, backend) as again:
         assert [e["id"] for e in again][-2:] == ["f0reign1", ours]
+
+
+def test_migrate_on_request(backend: str, tmp_path: Path) -> None:
+    path = _v1(tmp_path)
+    original = path.read_bytes()
+    with open_quiet(path, backend) as mgr:
+        ids = [e["id"] for e in mgr]
+        backup = mgr.migrate()
+        assert backup == str(path) + ".v1.bak" and Path(backup).read_bytes() == original
+        assert mgr.migrate() is None
+        assert mgr.append_message(USER) in mgr
+    with open_quiet(path, backend) as again:
+        assert [e["id"] for e in again][:2] == ids and again.migrate() is None

@@ -288,8 +288,7 @@ class Loader:
                 self._finish_batch(n_before)
                 return len(self.ids) - n_before
             if nl > pos:
-                first = data[pos]
-                if first == 123 or first not in _WS or data[pos:nl].strip(_WS):
+                if data[pos] not in _WS or data[pos:nl].strip(_WS):
                     stop = nl - 1 if data[nl - 1] == 13 else nl
                     self._line(data[pos:stop], line_no, base + line_start, base + pos, False, base + stop)
             pos = nl + 1

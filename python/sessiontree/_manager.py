@@ -174,6 +174,7 @@ class SessionManager:
         self._ident: tuple[int, int] | None = None
         self._migration: tuple[Any, tuple[int, int] | None, int] | None = None
         self._report: list[LoadIssue] = []
+        self._backup: str | None = None
         self._closed = False
 
     @classmethod
@@ -526,7 +527,7 @@ class SessionManager:
             writer = SessionWriter(self._session_file)
             if self._migration is not None:
                 m, ident, size = self._migration
-                writer.replace(m.image, f".v{int(m.from_version)}.bak", ident, size)
+                self._backup = writer.replace(m.image, f".v{int(m.from_version)}.bak", ident, size)
                 self._migration = None
             else:
                 writer.open(self._ident, self._index.image_len())
@@ -538,6 +539,24 @@ class SessionManager:
         elif self._writer.grew():
             self._catch_up()
         return self._writer
+
+    def migrate(self) -> str | None:
+        """Write a version 1/2 session's migration to disk now (else it happens just
+        before the first append): the version 3 image replaces the file atomically and
+        the original is kept as ``<name>.v<N>.bak``. Takes the writer lock.
+
+        Returns:
+            The backup's path, or ``None`` when there was nothing to migrate.
+
+        Raises:
+            SessionLockedError: another writer holds the file.
+            StaleSessionError: the file changed since it was read.
+        """
+        self._check()
+        if self._migration is None or not self._persist:
+            return None
+        self._ensure_writer()
+        return self._backup
 
     def _catch_up(self) -> None:
         if self._index.refresh(self._session_file):  # type: ignore[arg-type]
