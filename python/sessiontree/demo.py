@@ -67,36 +67,40 @@ def _generator_tag() -> str:
     return hashlib.sha256(src).hexdigest()[:10]
 
 
-def demo_file(size: int, seed: int, cache: Path, console: Console) -> Path:
+def demo_file(size_text: str, seed: int, cache: Path, console: Console) -> tuple[Path, bool]:
     """The cached synthetic session for ``(size, seed)``, generating it if needed.
 
     Args:
-        size: target size in bytes.
+        size_text: target size as given (``"300MB"``).
         seed: generator seed.
         cache: folder for the file (created).
         console: where to say what happens.
 
     Returns:
-        The path of the session file.
+        ``(path, ok)``: the session file, and whether it exists now.
     """
+    size = parse_size(size_text)
     cache.mkdir(parents=True, exist_ok=True)
     path = cache / f"demo-{size}-s{seed}-{_generator_tag()}.jsonl"
-    if path.exists():
+    # A complete file is at least `size` bytes; anything shorter is an interrupted run.
+    if path.exists() and path.stat().st_size >= size:
         console.print(Text(f"# using the cached session {path} (delete it to regenerate)", style="dim"))
-        return path
+        return path, True
     for old in cache.glob(f"demo-{size}-s{seed}-*.jsonl"):
         old.unlink(missing_ok=True)  # a previous generator's output
-    tmp = path.with_suffix(".tmp")
-    _run(console, ["generate", str(tmp), "--size", str(size), "--seed", str(seed)], shown_path=(str(tmp), str(path)))
-    os.replace(tmp, path)
-    return path
+    try:
+        status = _run(console, ["generate", str(path), "--size", size_text, "--seed", str(seed)])
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    if status != 0:
+        path.unlink(missing_ok=True)
+    return path, status == 0
 
 
-def _run(console: Console, argv: list[str], *, head: int | None = None,
-         shown_path: tuple[str, str] | None = None) -> int:
+def _run(console: Console, argv: list[str], *, head: int | None = None) -> int:
     """Print ``$ sessiontree ARGV`` then run it in this process; return its exit status."""
-    shown = [a.replace(*shown_path) if shown_path else a for a in argv]
-    line = "$ sessiontree " + " ".join(shlex.quote(a) for a in shown)
+    line = "$ sessiontree " + " ".join(shlex.quote(a) for a in argv)
     if head:
         line += f" | head -n {head}"
     console.print()
@@ -136,7 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=int(os.environ.get("SESSIONTREE_DEMO_SEED", DEFAULT_SEED)))
     p.add_argument("--cache-dir", default=None)
     args = p.parse_args(argv)
-    size = parse_size(args.size)
+    try:
+        parse_size(args.size)
+    except ValueError as e:
+        p.error(str(e))
     console = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
     t0 = time.perf_counter()
     failures: list[str] = []
@@ -146,7 +153,11 @@ def main(argv: list[str] | None = None) -> int:
             failures.append(" ".join(cmd))
 
     console.print(Rule(f"sessiontree demo: a synthetic {args.size} Pi session (seed {args.seed})"))
-    path = str(demo_file(size, args.seed, _cache_dir(args.cache_dir), console))
+    made, ok = demo_file(args.size, args.seed, _cache_dir(args.cache_dir), console)
+    if not ok:
+        console.print(Text("demo stopped: the session could not be generated", style="bold red"))
+        return 1
+    path = str(made)
     step(["info", path])
     step(["tree", path], head=HEAD_LINES)
     step(["context", path], head=HEAD_LINES)
