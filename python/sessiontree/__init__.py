@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from ._backend import IssueKind, LoadIssue
 from ._context import SessionContext, build_session_context, convert_to_llm
-from ._manager import UNSET, FirstKeptEntryError, SessionManager
+from ._manager import UNSET, SessionManager
 from .errors import (
     EntryNotFoundError,
+    FirstKeptEntryError,
     InvalidSessionError,
     LoadReportWarning,
     SessionError,

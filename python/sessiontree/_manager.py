@@ -51,6 +51,7 @@ from ._storage import SessionWriter
 from ._time import now_iso
 from .errors import (
     EntryNotFoundError,
+    FirstKeptEntryError,
     InvalidSessionError,
     LoadReportWarning,
     SessionError,
@@ -58,7 +59,7 @@ from .errors import (
 )
 from .schema import SessionInfo, SessionTreeNode
 
-__all__ = ["SessionManager", "FirstKeptEntryError", "UNSET"]
+__all__ = ["SessionManager", "UNSET"]
 
 CURRENT_SESSION_VERSION = 3
 
@@ -77,11 +78,6 @@ UNSET: Any = _Unset()
 """Default of optional entry fields: the key is left out (JavaScript ``undefined``)."""
 
 _LEAF: Any = object()
-
-
-class FirstKeptEntryError(SessionError, ValueError):
-    """``append_compaction`` was given a ``first_kept_entry_id`` that is not on the
-    current path (API.md section 5 point 4: Pi accepts it, sessiontree refuses)."""
 
 
 def _native_available() -> bool:

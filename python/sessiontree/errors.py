@@ -13,6 +13,7 @@ __all__ = [
     "SessionLockedError",
     "SessionFileExistsError",
     "StaleSessionError",
+    "FirstKeptEntryError",
     "LoadReportWarning",
 ]
 
@@ -71,6 +72,11 @@ class SessionFileExistsError(SessionError, FileExistsError):
 
 class StaleSessionError(SessionError):
     """The file was truncated or replaced under an open session; reopen it."""
+
+
+class FirstKeptEntryError(SessionError, ValueError):
+    """``append_compaction`` was given a ``first_kept_entry_id`` that is not on the
+    current path (API.md §5 point 4: Pi accepts it, sessiontree refuses)."""
 
 
 class LoadReportWarning(UserWarning):
