@@ -464,6 +464,9 @@ fn scan_one(
             };
             issues.push(Issue::at(kind, line, line_off, Vec::new(), detail));
             if is_tail {
+                // A pending line is judged whole once complete; until then only its
+                // truncation is reported (the python backend's rule too).
+                issues.retain(|i| i.kind == IssueKind::Truncated);
                 ch.tail = Some((cbase_line, false));
                 ch.tail_issues = issues;
                 return;

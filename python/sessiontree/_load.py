@@ -320,16 +320,20 @@ class Loader:
                 p, obj = rec
                 raw = content[p:]
                 start += p
+        if obj is _INVALID and is_tail:
+            # Pending: reported as truncated now, and judged in full (UTF-8 included)
+            # once the line is complete, so nothing is reported twice.
+            if self._first_nonblank is None:
+                self._first_nonblank = (line_no, offset, "line is not valid JSON")
+            self._tail_issue = _issue(
+                IssueKind.TRUNCATED, line_no, offset, (), f"incomplete last line ({len(content)} bytes, no LF)"
+            )
+            return False
         if replaced:
             issues.append(_issue(IssueKind.INVALID_UTF8, line_no, offset, (), "invalid UTF-8 replaced by U+FFFD"))
         if obj is _INVALID:
             if self._first_nonblank is None:
                 self._first_nonblank = (line_no, offset, "line is not valid JSON")
-            if is_tail:
-                self._tail_issue = _issue(
-                    IssueKind.TRUNCATED, line_no, offset, (), f"incomplete last line ({len(content)} bytes, no LF)"
-                )
-                return False
             issues.append(_issue(IssueKind.INVALID_JSON, line_no, offset, (), "not valid JSON"))
             return True
         if raw is not content:

@@ -20,7 +20,8 @@ MAX_EPOCH_MS = 8_640_000_000_000_000
 # optional month/day, optional time (HH:mm[:ss[.fff...]]) with optional Z / ±HH:mm.
 _ISO = re.compile(
     r"([+-]\d{6}|\d{4})(?:-(\d{2})(?:-(\d{2}))?)?"
-    r"(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2})?)?"
+    r"(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2})?)?",
+    re.ASCII,  # V8 and the Rust core accept ASCII digits only ("２０２５" is not a year)
 )
 
 
