@@ -19,7 +19,7 @@ $(PY):
 
 $(DEPS): $(PY) pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin>=1.9,<2" "orjson>=3.9" "rich>=13" "pytest>=8" "hypothesis>=6.100" "pytest-benchmark>=4" "matplotlib>=3.7"
+	$(PY) -m pip install -q "maturin>=1.9,<2" "orjson>=3.9" "rich>=13" "pytest>=8" "hypothesis>=6.100" "pytest-benchmark>=4" "matplotlib>=3.7" "mypy>=1.18"
 	touch $@
 
 $(BUILT): $(DEPS) $(RUST_SOURCES)
@@ -31,8 +31,12 @@ build: $(BUILT)
 test-rust:
 	cargo test --no-default-features --quiet
 
+# Tests that take the `backend` fixture run on both backends in one pass; the second
+# pass runs the command line (whose default is `auto` = native) on the python backend.
 test-python: $(BUILT)
+	$(PY) -m mypy.stubtest sessiontree._sessiontree
 	$(PY) -m pytest -q -p no:cacheprovider tests benches --benchmark-disable
+	SESSIONTREE_BACKEND=python $(PY) -m pytest -q -p no:cacheprovider tests/test_cli.py
 
 test: test-rust test-python
 

@@ -8,12 +8,15 @@ as ``bytes`` copies, never views of the memory map.
 
 import os
 from collections.abc import Sequence
+from typing import final
 
+__all__ = ["count_newlines", "Index", "__version__"]
 __version__: str
 
 def count_newlines(path: str | os.PathLike[str]) -> int:
     """Count LF bytes of the file at ``path`` (memchr over the mapped file)."""
 
+@final
 class Index:
     """The index of one session image (see ``_native.NativeIndex`` for the adapter)."""
 
