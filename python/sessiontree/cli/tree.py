@@ -38,6 +38,7 @@ class Row(NamedTuple):
     branches: int = 0
     folded: Counter[str] | None = None
     depth: int = 0
+    note: str | None = None
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -57,7 +58,16 @@ def iter_rows(roots: list[Any], leaf_id: str | None, path_ids: set[str], *, full
     main_root = next((r for r in roots if r.entry.get("id") in path_ids), roots[-1] if roots else None)
     stack: list[tuple[Any, str, str, bool, int]] = []
     ordered = [r for r in roots if r is not main_root] + ([main_root] if main_root is not None else [])
-    for root in reversed(ordered):
+    if len(ordered) > 1:
+        # Several roots (resetLeaf, orphans) are drawn like branches of an invisible
+        # top node, so a root never looks like the continuation of the tree above it.
+        yield Row("", None, False, 0, None, 0, f"{len(ordered):,} roots; the one holding the current leaf comes last")
+        for root in reversed(ordered):
+            if root is main_root:
+                stack.append((root, "└─ ", "", root.entry.get("id") in path_ids, 0))
+            else:
+                stack.append((root, "├─ ", "│  ", False, 1))
+    for root in reversed(ordered if len(ordered) == 1 else []):
         on = root is main_root and root.entry.get("id") in path_ids
         stack.append((root, "", "", on, 0))
     while stack:
@@ -143,6 +153,10 @@ def format_row(row: Row, leaf_id: str | None, width: int) -> tuple[str, list[tup
     """Plain text of a row, plus ``(segment, style)`` pairs for colour output."""
     segs: list[tuple[str, str]] = [(row.prefix, "bright_black")]
     used = len(row.prefix)
+    if row.note is not None:
+        text = fit(row.note, width - used)
+        segs.append((text, "dim italic"))
+        return row.prefix + text, segs
     if row.node is None:
         text = fit(_fold_text(row.folded or Counter()), width - used)
         segs.append((text, "dim italic"))
@@ -205,6 +219,8 @@ def _json_rows(rows: Iterator[Row], leaf_id: str | None) -> list[dict[str, Any]]
     result = []
     for row in rows:
         node = row.node
+        if node is None:
+            continue
         entry = node.entry
         kind, preview = entry_preview(entry)
         result.append({
