@@ -456,6 +456,8 @@ class _Session:
         self.w = w
         self.rng = rng
         self.scale = payload_scale
+        limit = w.size_limit
+        self.max_output = max(2000, limit // 40) if limit is not None else 1 << 62
         self.ascii, self.mixed, self.b64 = _pools()
         self.model = _MODELS[0]
         self.thinking = "medium"
@@ -478,12 +480,16 @@ class _Session:
     def output_size(self) -> int:
         r = self.rng.random()
         if r < 0.60:
-            return self.rng.randint(80, 3000)
-        if r < 0.85:
-            return self.rng.randint(3000, 30000)
-        if r < 0.97:
-            return self.rng.randint(30000, 150000)
-        return self.rng.randint(150000, 1500000)
+            n = self.rng.randint(80, 3000)
+        elif r < 0.85:
+            n = self.rng.randint(3000, 30000)
+        elif r < 0.97:
+            n = self.rng.randint(30000, 150000)
+        else:
+            n = self.rng.randint(150000, 1500000)
+        # In a small file one huge output would crowd out the turns that give it its
+        # shape (branches, compactions...): no output exceeds 1/40 of the target size.
+        return min(n, self.max_output)
 
     def usage(self, out_chars: int) -> Any:
         rng = self.rng
@@ -759,9 +765,11 @@ class _Session:
             self.extras()
             if w.full():
                 return
-            if self.since_compaction >= self.next_compaction:
-                self.compaction()
-            elif self.turn in (4, 9) or rng.random() < 0.05:
+            if self.turn == 5 or self.since_compaction >= self.next_compaction:
+                self.compaction()  # turn 5 always compacts, so that even small files have one
+            if w.full():
+                return
+            if self.turn in (4, 9) or rng.random() < 0.05:
                 # Turns 4 and 9 always branch, so that even small files have branches.
                 self.branch(summary=None if self.turn > 9 else self.turn == 4)
             elif rng.random() < 0.0008:
