@@ -252,8 +252,6 @@ def test_fork(tmp_path: Path, corpus_dir: Path) -> None:
 
 
 def test_migrate(tmp_path: Path, corpus_dir: Path) -> None:
-    if not hasattr(SessionManager, "migrate"):
-        pytest.skip("SessionManager.migrate is not in this build of the library")
     v1 = tmp_path / "old.jsonl"
     shutil.copy(corpus_dir / "raw-v1" / "handmade-v1-edge.jsonl", v1)
     original = v1.read_bytes()
@@ -264,6 +262,8 @@ def test_migrate(tmp_path: Path, corpus_dir: Path) -> None:
     assert any(b.read_bytes() == original for b in backups)
     again = run("migrate", str(v1))
     assert again.returncode == 0 and "already" in again.stdout
+    data = json.loads(run("migrate", str(v1), "--json").stdout)
+    assert data["migrated"] is False and data["backup"] is None
 
 
 def test_generate_cli(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import os
 
 from rich.text import Text
 
-from ._common import CliError, Io, open_session
+from ._common import Io, open_session
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,11 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, io: Io) -> int:
     sm, _ = open_session(io, args.file, args.backend)
     with sm:
-        migrate = getattr(sm, "migrate", None)
-        if migrate is None:
-            raise CliError("this build of the sessiontree library cannot migrate on request "
-                           "(SessionManager.migrate is missing); nothing was changed")
-        backup = migrate()
+        backup = sm.migrate()
         entries = len(sm)
     if args.json:
         io.write_json({"file": args.file, "migrated": backup is not None, "backup": backup, "entries": entries})
