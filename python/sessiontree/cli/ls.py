@@ -53,14 +53,14 @@ def _jsonl_files(folders: list[str]) -> list[str]:
     return files
 
 
-def _why_not(path: str) -> str:
+def _why_not(path: str, backend: str) -> str:
     """One line saying why ``list`` left a file out."""
     from .. import SessionManager
 
     try:
         if os.path.getsize(path) == 0:
             return "empty file"
-        with SessionManager.open(path, backend="auto"):
+        with SessionManager.open(path, backend=backend):
             return "skipped by the listing"
     except SessionError as e:
         return getattr(e, "reason", None) or str(e)
@@ -116,7 +116,7 @@ def collect(args: argparse.Namespace, io: Io) -> tuple[list[Any], list[dict[str,
     seen = {os.path.realpath(s.path) for s in sessions} | {os.path.realpath(p["path"]) for p in problems}
     for f in sorted(_jsonl_files(folders)):
         if os.path.realpath(f) not in seen:
-            problems.append({"path": f, "reason": _why_not(f), "line": None, "offset": None})
+            problems.append({"path": f, "reason": _why_not(f, args.backend), "line": None, "offset": None})
     return sessions, problems
 
 
