@@ -31,6 +31,11 @@ _ROWS = (
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register this subcommand.
+
+    Args:
+        sub: the ``sessiontree`` parser's subparsers.
+    """
     p = sub.add_parser("bench", help="time and memory of both backends on one file",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="session file (.jsonl)")
@@ -43,7 +48,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def measure(path: str, backend: str) -> dict[str, Any]:
-    """Run one fresh interpreter that opens ``path`` with ``backend``; return its figures."""
+    """Run one fresh interpreter that opens ``path`` with ``backend``.
+
+    Args:
+        path: the session file.
+        backend: ``python`` or ``native``.
+
+    Returns:
+        The child's measurements (seconds and bytes; see ``_bench_child``).
+
+    Raises:
+        CliError: the child failed (e.g. the backend is not built).
+    """
     env = dict(os.environ)
     env.pop("SESSIONTREE_BACKEND", None)  # the child is told its backend explicitly
     proc = subprocess.run([sys.executable, "-m", "sessiontree.cli._bench_child", path, backend],
@@ -62,6 +78,15 @@ def _ratio(a: float, b: float) -> str:
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
+    """Run the subcommand.
+
+    Args:
+        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
+        io: where to write.
+
+    Returns:
+        The exit status.
+    """
     require_file(args.file)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     results: dict[str, dict[str, Any]] = {}

@@ -18,6 +18,11 @@ _INFORMATIONAL = frozenset({"bom"})
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register this subcommand.
+
+    Args:
+        sub: the ``sessiontree`` parser's subparsers.
+    """
     p = sub.add_parser("check", help="report damaged lines and broken links; exit 1 if any",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE", help="session files (.jsonl)")
@@ -26,7 +31,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def check_file(io: Io, path: str, backend: str) -> dict[str, Any]:
-    """Open one file and return ``{file, ok, entries, issues, error}`` (never raises for bad files)."""
+    """Open one file and collect its load report (never raises for bad files).
+
+    Args:
+        io: where a spinner may show.
+        path: the session file.
+        backend: ``auto``, ``python`` or ``native``.
+
+    Returns:
+        ``{file, ok, entries, issues, error}``; ``ok`` is false when the file cannot be
+        opened or has a problem other than a BOM.
+    """
     result: dict[str, Any] = {"file": path, "ok": False, "entries": None, "issues": [], "error": None}
     try:
         sm, _ = open_session(io, path, backend)
@@ -51,6 +66,15 @@ def check_file(io: Io, path: str, backend: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
+    """Run the subcommand.
+
+    Args:
+        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
+        io: where to write.
+
+    Returns:
+        The exit status.
+    """
     results = [check_file(io, f, args.backend) for f in args.files]
     if args.json:
         io.write_json(results)

@@ -14,6 +14,11 @@ from ._common import KIND_STYLES, CliError, Io, human_bytes, one_line, open_sess
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register this subcommand.
+
+    Args:
+        sub: the ``sessiontree`` parser's subparsers.
+    """
     p = sub.add_parser("context", help="the LLM context at the current leaf (or --leaf ID)")
     p.add_argument("file", help="session file (.jsonl)")
     p.add_argument("--leaf", metavar="ID", help="build the context at this entry instead of the current leaf")
@@ -27,6 +32,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
+    """Run the subcommand.
+
+    Args:
+        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
+        io: where to write.
+
+    Returns:
+        The exit status.
+    """
     from .. import convert_to_llm
 
     sm, _ = open_session(io, args.file, args.backend)
@@ -91,7 +105,17 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 
 
 def render_message(i: int, msg: Any, *, full: bool, max_lines: int) -> list[tuple[str, str]]:
-    """Readable lines for one message (header line, then indented body)."""
+    """Readable lines for one message (header line, then indented body).
+
+    Args:
+        i: its 1-based position in the context.
+        msg: an agent message (or an LLM message after ``convert_to_llm``).
+        full: show long texts, tool calls and tool results whole.
+        max_lines: lines of user/assistant text before folding.
+
+    Returns:
+        ``(text, style)`` pairs, one per output line.
+    """
     if not isinstance(msg, dict):
         return [(f"[{i}] ?", "red")]
     role = str(msg.get("role", "?"))

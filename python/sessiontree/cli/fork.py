@@ -11,6 +11,11 @@ from ._common import CliError, Io, open_session
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register this subcommand.
+
+    Args:
+        sub: the ``sessiontree`` parser's subparsers.
+    """
     p = sub.add_parser("fork", help="write a new session holding only the path to --leaf ID")
     p.add_argument("file", help="session file (.jsonl)")
     p.add_argument("--leaf", required=True, metavar="ID", help="the entry whose root-to-entry path is copied")
@@ -20,6 +25,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
+    """Run the subcommand.
+
+    Args:
+        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
+        io: where to write.
+
+    Returns:
+        The exit status.
+    """
     to = args.to if args.to is not None else os.path.dirname(os.path.abspath(args.file))
     if not os.path.isdir(to):
         raise CliError(f"{to}: no such directory")

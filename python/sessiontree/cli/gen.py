@@ -13,6 +13,11 @@ from ._common import CliError, Io, byte_progress, count_progress, human_bytes
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register this subcommand.
+
+    Args:
+        sub: the ``sessiontree`` parser's subparsers.
+    """
     p = sub.add_parser("generate", help="write a synthetic Pi session of a given size (deterministic per seed)")
     p.add_argument("out", help="file to write (.jsonl); overwritten")
     size = p.add_mutually_exclusive_group(required=True)
@@ -25,6 +30,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
+    """Run the subcommand.
+
+    Args:
+        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
+        io: where to write.
+
+    Returns:
+        The exit status.
+    """
     try:
         size = parse_size(args.size) if args.size is not None else None
     except ValueError as e:

@@ -14,6 +14,11 @@ from ._common import Io, file_version, human_bytes, human_seconds, load_report, 
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register this subcommand.
+
+    Args:
+        sub: the ``sessiontree`` parser's subparsers.
+    """
     p = sub.add_parser("info", help="summary of a session file: counts, tree shape, tokens, cost")
     p.add_argument("file", help="session file (.jsonl)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -21,7 +26,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
-    """Everything ``info`` shows, as a JSON-ready dict (one pass over the entries)."""
+    """Everything ``info`` shows, as a JSON-ready dict (one pass over the entries).
+
+    Args:
+        sm: an open ``SessionManager``.
+        path: the file it was opened from.
+        open_seconds: how long opening took.
+
+    Returns:
+        The summary (keys as printed by ``info --json``).
+    """
     t0 = time.perf_counter()
     by_type: Counter[str] = Counter()
     by_role: Counter[str] = Counter()
@@ -106,6 +120,15 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
+    """Run the subcommand.
+
+    Args:
+        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
+        io: where to write.
+
+    Returns:
+        The exit status.
+    """
     sm, seconds = open_session(io, args.file, args.backend)
     with sm:
         data = collect(sm, args.file, seconds)

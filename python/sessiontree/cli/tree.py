@@ -42,6 +42,11 @@ class Row(NamedTuple):
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register this subcommand.
+
+    Args:
+        sub: the ``sessiontree`` parser's subparsers.
+    """
     p = sub.add_parser("tree", help="draw the session tree", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="session file (.jsonl)")
@@ -54,7 +59,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def iter_rows(roots: list[Any], leaf_id: str | None, path_ids: set[str], *, full: bool) -> Iterator[Row]:
-    """Yield the rows of the drawing in order (iteratively; any depth)."""
+    """Yield the rows of the drawing in order (iteratively; any depth).
+
+    Args:
+        roots: ``SessionManager.get_tree()``.
+        leaf_id: the current leaf (its branch is kept in the first column).
+        path_ids: ids on the root-to-leaf path.
+        full: no folding of linear runs.
+
+    Yields:
+        One :class:`Row` per output line.
+    """
     main_root = next((r for r in roots if r.entry.get("id") in path_ids), roots[-1] if roots else None)
     stack: list[tuple[Any, str, str, bool, int]] = []
     ordered = [r for r in roots if r is not main_root] + ([main_root] if main_root is not None else [])
@@ -150,7 +165,16 @@ def _width(io: Io, requested: int | None) -> int:
 
 
 def format_row(row: Row, leaf_id: str | None, width: int) -> tuple[str, list[tuple[str, str]]]:
-    """Plain text of a row, plus ``(segment, style)`` pairs for colour output."""
+    """Lay out one row within ``width`` cells.
+
+    Args:
+        row: from :func:`iter_rows`.
+        leaf_id: the current leaf (marked ``*`` and ``← leaf``).
+        width: total line width in terminal cells.
+
+    Returns:
+        ``(plain_text, [(segment, style), ...])``; the segments join to the plain text.
+    """
     segs: list[tuple[str, str]] = [(row.prefix, "bright_black")]
     used = len(row.prefix)
     if row.note is not None:
@@ -191,6 +215,15 @@ def format_row(row: Row, leaf_id: str | None, width: int) -> tuple[str, list[tup
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
+    """Run the subcommand.
+
+    Args:
+        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
+        io: where to write.
+
+    Returns:
+        The exit status.
+    """
     sm, _ = open_session(io, args.file, args.backend)
     with sm:
         roots = sm.get_tree()
