@@ -34,7 +34,7 @@ from rich.text import Text
 
 from . import generate as _generate
 from .cli import main as cli_main
-from .generate import generate_session, parse_size
+from .generate import parse_size
 
 DEFAULT_SIZE = "300MB"
 DEFAULT_SEED = 7

@@ -20,7 +20,6 @@ import base64
 import os
 import random
 import time
-from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path

@@ -8,7 +8,6 @@ print one line on stderr and exit non-zero, without a traceback.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from . import bench, check, context, fork, gen, info, ls, migrate, tree
