@@ -85,6 +85,10 @@ TRICKY = [
     b"[1,2,3]",
     b'{"digits in string":"1234567890123456789012345"}',
     b'{"f":0.30000000000000004,"m":1.7976931348623157e308,"d":5e-324}',
+    b'{"cost":0.0009390000000000001,"big":[18446744073709551616]}',
+    b"123456789012345678901234567890",
+    b"[-123456789012345678901234567890]",
+    b'{"x":12345678901234567890.5,"e":1e0000000000000000001}',
 ]
 
 
@@ -94,6 +98,18 @@ def test_decode_equals_json_loads(raw: bytes) -> None:
     want = json.loads(raw.decode())
     assert got == want or (json.dumps(got) == json.dumps(want))
     assert repr(got) == repr(want)  # types too: int stays int, -0.0 stays float
+
+
+def test_fraction_digits_take_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Costs like 0.0009390000000000001 are on almost every assistant line: orjson reads
+    floats exactly, so only integer digit runs may force the slow json.loads path."""
+    import sessiontree._jsonl as j
+
+    def boom(raw: bytes) -> object:
+        raise AssertionError("slow path taken")
+
+    monkeypatch.setattr(j, "_slow_decode", boom)
+    assert j.decode_line(b'{"cost":{"input":0.0009390000000000001,"total":0.0036000000000000003}}')
 
 
 @pytest.mark.parametrize(

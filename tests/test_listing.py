@@ -208,3 +208,18 @@ def test_corpus_files_list_like_pi(corpus_dir: Path, tmp_path: Path) -> None:
             entries = expected["entryIds"]
             assert info.message_count <= len(entries), name
         assert info.name == expected["sessionName"], name
+
+
+def test_manager_list_reports_files_it_leaves_out(tmp_path: Path) -> None:
+    from sessiontree import ListingProblem, SessionManager
+
+    good = tmp_path / "2026-01-01T00-00-00-000Z_good.jsonl"
+    good.write_bytes(
+        b'{"type":"session","version":3,"id":"good","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}\n'
+    )
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"type":"sess\n{"type":"message","id":"a1","parentId":null}\n')
+    problems: list[ListingProblem] = []
+    infos = SessionManager.list("/p", str(tmp_path), on_problem=problems.append)
+    assert [i.id for i in infos] == ["good"]
+    assert [(p.path, p.line, p.offset) for p in problems] == [(str(bad), 1, 0)]

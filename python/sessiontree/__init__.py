@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ._backend import IssueKind, LoadIssue
 from ._context import SessionContext, build_session_context, convert_to_llm
+from ._listing import ListingProblem
 from ._manager import UNSET, SessionManager
 from .errors import (
     EntryNotFoundError,
@@ -83,6 +84,7 @@ __all__ = [
     "StaleSessionError",
     "LoadReportWarning",
     "FirstKeptEntryError",
+    "ListingProblem",
     # schema
     "SessionHeader",
     "SessionEntry",

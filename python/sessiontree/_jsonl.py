@@ -104,10 +104,13 @@ def is_blank(raw: bytes) -> bool:
 
 # -------------------------------------------------------------------------- decoding
 
-# Maps ASCII digits to b"0" and everything else to b" ": a run of 19 digits is then a
-# substring search, ~15x faster than a regex over multi-megabyte lines.
-_DIGIT_TABLE = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
-_DIGITS19 = b"0" * 19
+# Maps ASCII digits to b"0", "." to itself and everything else to b" ": a run of 19
+# digits that does not follow a "." is then a substring search, ~15x faster than a regex
+# over multi-megabyte lines. Fraction digits are excluded because costs such as
+# 0.0009390000000000001 are common and orjson reads every float exactly; only an integer
+# token (never preceded by ".") can exceed 64 bits.
+_DIGIT_TABLE = bytes(0x30 if 0x30 <= i <= 0x39 else 0x2E if i == 0x2E else 0x20 for i in range(256))
+_DIGITS19 = b" " + b"0" * 19
 
 
 def _reject_constant(name: str) -> Any:
@@ -171,8 +174,8 @@ def _stack_depth() -> int:
 def decode_line_ex(raw: bytes | bytearray | memoryview | str) -> tuple[Any, bool]:
     """Decode one line as ``json.loads`` does, and say whether UTF-8 was repaired.
 
-    orjson is used where it is exact. A line with a run of 19 or more ASCII digits (a
-    possible integer beyond 64 bits, which orjson turns into a float) or that orjson
+    orjson is used where it is exact. A line with a run of 19 or more ASCII digits not
+    after a ``.`` (a possible integer beyond 64 bits, which orjson turns into a float) or that orjson
     rejects (lone surrogate escapes, ``1e400``, invalid UTF-8, BOM, ...) is decoded
     with ``raw.decode("utf-8", "replace")`` + ``json.loads`` instead.
 
@@ -195,7 +198,8 @@ def decode_line_ex(raw: bytes | bytearray | memoryview | str) -> tuple[Any, bool
         raw = raw.encode("utf-8", "surrogatepass")
     elif not isinstance(raw, bytes):
         raw = bytes(raw)
-    if _DIGITS19 not in raw.translate(_DIGIT_TABLE):
+    digits = raw.translate(_DIGIT_TABLE)
+    if _DIGITS19 not in digits and not digits.startswith(_DIGITS19[1:]):
         try:
             return orjson.loads(raw), False
         except orjson.JSONDecodeError as e:

@@ -43,7 +43,7 @@ from typing import Any
 from ._backend import LoadIssue, TreeIndex
 from ._context import SessionContext, assemble_context
 from ._jsonl import encode_entry
-from ._listing import js_trim, list_all_sessions, list_sessions, session_dir_for_cwd, session_file_name
+from ._listing import ListingProblem, js_trim, list_all_sessions, list_sessions, session_dir_for_cwd, session_file_name
 from ._load import Loader
 from ._migrate import migrate_image
 from ._pure import PythonIndex
@@ -313,22 +313,39 @@ class SessionManager:
 
     @staticmethod
     def list(
-        cwd: str, session_dir: str | None = None, on_progress: Callable[[int, int], None] | None = None
+        cwd: str,
+        session_dir: str | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+        *,
+        on_problem: Callable[[ListingProblem], None] | None = None,
     ) -> list[SessionInfo]:
         """Sessions of one project folder, newest ``modified`` first (Pi's ``list``).
+
+        Files that are not sessions are left out; a bad file never stops a listing.
 
         Args:
             cwd: working directory (selects Pi's default folder).
             session_dir: the folder, if not the default.
             on_progress: called ``(loaded, total)`` after each file.
+            on_problem: called with a ``ListingProblem(path, reason, line, offset)`` for
+                each ``.jsonl`` file left out.
         """
         folder = session_dir if session_dir is not None else session_dir_for_cwd(cwd)
-        return list_sessions(folder, on_progress)
+        return list_sessions(folder, on_progress, on_problem)
 
     @staticmethod
-    def list_all(on_progress: Callable[[int, int], None] | None = None) -> list[SessionInfo]:
-        """Sessions of every project folder under Pi's sessions root, newest first."""
-        return list_all_sessions(None, on_progress)
+    def list_all(
+        on_progress: Callable[[int, int], None] | None = None,
+        *,
+        on_problem: Callable[[ListingProblem], None] | None = None,
+    ) -> list[SessionInfo]:
+        """Sessions of every project folder under Pi's sessions root, newest first.
+
+        Args:
+            on_progress: called ``(loaded, total)`` after each file.
+            on_problem: as for :meth:`list`.
+        """
+        return list_all_sessions(None, on_progress, on_problem)
 
     # --------------------------------------------------------------- test hook
     def _new_id(self, taken: Container[str]) -> str:
