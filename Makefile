@@ -59,7 +59,7 @@ bench: $(BUILT)
 
 profile: $(BUILT)
 	$(PY) -m pip install -q "py-spy>=0.3"
-	$(PY) benches/profile.py --size $(PROFILE_SIZE)
+	$(PY) benches/profile_native.py --size $(PROFILE_SIZE)
 
 clean:
 	rm -rf $(VENV) target bench-results

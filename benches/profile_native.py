@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benches/profile.py [--size 1GiB] [--repeat 3] [--out bench-results/profile]
+    python benches/profile_native.py [--size 1GiB] [--repeat 3] [--out bench-results/profile]
 
 The workload (``--workload``, run in a child process under the profilers) opens the
 cached generated session with ``backend="native"``, builds the context at the leaf,
@@ -20,7 +20,9 @@ Profilers, each if available:
   adapter and the dict conversion next to the core): ``pyspy.svg`` (flame graph) and
   ``pyspy-top.txt`` (self time per function, from the raw collapsed stacks).
 
-See docs/PROFILING.md for how to read them.
+See docs/PROFILING.md for how to read them. (Not named ``profile.py``: pytest puts
+``benches/`` on ``sys.path``, where that name would shadow the standard library's
+``profile`` module, which ``cProfile`` imports.)
 """
 
 from __future__ import annotations
