@@ -20,6 +20,14 @@ from .schema import SessionTreeNode
 
 __all__ = ["NativeIndex"]
 
+# Decoded entries are kept for lookups, paths and contexts, up to this many bytes of
+# source lines (the dicts take roughly 2-3x that). Decoding is the expensive step
+# (orjson reads escape-heavy session text at ~0.2 GB/s), so a second get_branch or
+# context at the same leaf should not pay it again; past the budget the cache starts
+# over, so memory stays bounded on sessions of any size. Whole-file reads (entries(),
+# tree()) bypass it.
+_CACHE_BYTES = 128 << 20
+
 
 def _js_truthy(value: Any) -> bool:
     # JavaScript truthiness of a JSON value (as _pure.js_truthy).
@@ -36,7 +44,9 @@ class NativeIndex:
     """The native :class:`~sessiontree._backend.TreeIndex` (``backend = "native"``).
 
     Build it with :meth:`open` (a memory-mapped file) or :meth:`from_image` (bytes).
-    Entries returned are fresh dicts decoded from the line bytes on each call.
+    Entries are decoded from the line bytes when first asked for and kept in a bounded
+    cache (entries never change: the file is append-only), so callers share dicts
+    exactly as with the python backend; do not mutate them.
     """
 
     backend = "native"
@@ -49,6 +59,23 @@ class NativeIndex:
         self._label_ts: dict[str, Any] = {}
         self._name_n = -1
         self._name: str | None = None
+        self._cache: dict[int, Any] = {}
+        self._cache_bytes = 0
+
+    def _decoded(self, nums: list[int]) -> list[Any]:
+        """The entries numbered ``nums``, decoding (and caching) only the missing ones."""
+        cache = self._cache
+        missing = [n for n in nums if n not in cache]
+        if missing:
+            raws = self._ix.lines(missing)
+            size = sum(map(len, raws))
+            if self._cache_bytes + size > _CACHE_BYTES:
+                cache.clear()
+                self._cache_bytes = 0
+            for n, raw in zip(missing, raws):
+                cache[n] = decode_line(raw)
+            self._cache_bytes += size
+        return [cache[n] for n in nums]
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -124,7 +151,7 @@ class NativeIndex:
     def get(self, entry_id: str) -> dict[str, Any] | None:
         """The entry with this id, or ``None``."""
         n = self._ix.find(entry_id)
-        return None if n is None else decode_line(self._ix.line(n))
+        return None if n is None else self._decoded([n])[0]  # type: ignore[no-any-return]
 
     def raw_line(self, entry_id: str) -> bytes | None:
         """The bytes of the entry's JSON text (no CR/LF), or ``None``."""
@@ -136,13 +163,12 @@ class NativeIndex:
         n = self._ix.find(entry_id)
         if n is None:
             return []
-        kids = self._ix.children(n)
-        return [decode_line(b) for b in self._ix.lines(kids)] if kids else []
+        return self._decoded(self._ix.children(n))
 
     def path(self, entry_id: str | None) -> list[dict[str, Any]]:
         """Entries from the root down to ``entry_id`` (empty for ``None`` / unknown)."""
         n = None if entry_id is None else self._ix.find(entry_id)
-        return [] if n is None else [decode_line(b) for b in self._ix.path_lines(n)]
+        return [] if n is None else self._decoded(self._ix.path(n))
 
     def path_ids(self, entry_id: str | None) -> list[str]:
         """Ids from the root down to ``entry_id`` (empty for ``None`` / unknown)."""
