@@ -62,4 +62,4 @@ profile: $(BUILT)
 	$(PY) benches/profile_native.py --size $(PROFILE_SIZE)
 
 clean:
-	rm -rf $(VENV) target bench-results
+	rm -rf $(VENV) target bench-results/*.json bench-results/profile
