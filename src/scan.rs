@@ -34,6 +34,9 @@
 
 use std::borrow::Cow;
 
+mod block;
+use block::{Classify, Strings};
+
 /// Deepest nesting of arrays/objects a line may have: `_jsonl.MAX_DEPTH` (orjson's
 /// limit, also enforced on its `json.loads` fallback), so both backends agree.
 pub const MAX_DEPTH: usize = 1024;
@@ -135,70 +138,6 @@ fn top_slot(key: &[u8]) -> Slot {
     }
 }
 
-const LO: u64 = 0x0101_0101_0101_0101;
-const HI: u64 = 0x8080_8080_8080_8080;
-
-/// High bit set in each byte lane of `w` that is `"`, `\` or < 0x20. The lowest set
-/// lane is always exact (borrows only propagate upwards), which is all we use.
-#[inline(always)]
-fn special_mask(w: u64) -> u64 {
-    let q = w ^ (LO * b'"' as u64);
-    let b = w ^ (LO * b'\\' as u64);
-    let has_q = q.wrapping_sub(LO) & !q;
-    let has_b = b.wrapping_sub(LO) & !b;
-    let ctl = w.wrapping_sub(LO * 0x20) & !w;
-    (has_q | has_b | ctl) & HI
-}
-
-#[inline(always)]
-fn word_at(s: &[u8], i: usize) -> Option<u64> {
-    let c: [u8; 8] = s.get(i..i.checked_add(8)?)?.try_into().ok()?;
-    Some(u64::from_le_bytes(c))
-}
-
-/// Skip a string body starting after its opening quote. Returns the index after the
-/// closing quote and whether a backslash occurred, or `None` if the string is
-/// invalid or unterminated.
-#[inline]
-fn skip_string(s: &[u8], mut i: usize) -> Option<(usize, bool)> {
-    let mut escaped = false;
-    loop {
-        // Two words per step: string bodies are most of a Pi line.
-        while let (Some(a), Some(b)) = (word_at(s, i), word_at(s, i + 8)) {
-            let ma = special_mask(a);
-            if ma != 0 {
-                i += (ma.trailing_zeros() / 8) as usize;
-                break;
-            }
-            let mb = special_mask(b);
-            if mb != 0 {
-                i += 8 + (mb.trailing_zeros() / 8) as usize;
-                break;
-            }
-            i += 16;
-        }
-        match *s.get(i)? {
-            b'"' => return Some((i + 1, escaped)),
-            b'\\' => {
-                escaped = true;
-                match *s.get(i + 1)? {
-                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
-                    b'u' => {
-                        let hex = s.get(i + 2..i + 6)?;
-                        if !hex.iter().all(u8::is_ascii_hexdigit) {
-                            return None;
-                        }
-                        i += 6;
-                    }
-                    _ => return None,
-                }
-            }
-            0..=0x1f => return None,
-            _ => i += 1,
-        }
-    }
-}
-
 /// Skip a number starting at `i`; `None` if malformed or an integer beyond
 /// [`MAX_INT_DIGITS`] digits.
 #[inline]
@@ -289,11 +228,34 @@ impl Stack {
 /// Validate `s` as one JSON document by `json.loads` rules and record the top-level
 /// fields of an object into `f` (which is reset first).
 pub fn validate(s: &[u8], f: &mut Fields) -> Verdict {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(avx2) = block::Avx2::detect() {
+        // SAFETY: `avx2` exists only if the CPU supports AVX2.
+        return unsafe { validate_avx2(s, f, avx2) };
+    }
+    validate_with(s, f, block::Baseline)
+}
+
+/// [`validate`] compiled with AVX2 enabled, so the state machine and the AVX2
+/// classifier inline into one function.
+///
+/// # Safety
+/// The CPU must support AVX2 (`avx2` proves it).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn validate_avx2(s: &[u8], f: &mut Fields, avx2: block::Avx2) -> Verdict {
+    validate_with(s, f, avx2)
+}
+
+/// The state machine, over string bodies classified by `cls`.
+#[inline(always)]
+fn validate_with<C: Classify>(s: &[u8], f: &mut Fields, cls: C) -> Verdict {
     *f = Fields::default();
     let mut st = Stack {
         bits: [0; MAX_DEPTH / 64],
         depth: 0,
     };
+    let mut strs = Strings::new(cls);
     let top_obj = s.get(skip_ws(s, 0)) == Some(&b'{');
     // Which field the value being parsed feeds; `msg_open` is true while the
     // top-level `message` object is the container at depth 2.
@@ -322,7 +284,7 @@ pub fn validate(s: &[u8], f: &mut Fields) -> Verdict {
                     i += 1;
                     if obj {
                         // Expect a key or `}`.
-                        match read_key(s, i, true) {
+                        match read_key(s, i, true, &mut strs) {
                             KeyRead::End(j) => {
                                 i = j;
                                 close(&mut st, &mut msg_open);
@@ -349,7 +311,7 @@ pub fn validate(s: &[u8], f: &mut Fields) -> Verdict {
                     continue;
                 }
                 b'"' => {
-                    let Some((j, esc)) = skip_string(s, i + 1) else {
+                    let Some((j, esc)) = strs.skip_string(s, i + 1) else {
                         return Verdict::Invalid;
                     };
                     record(
@@ -403,7 +365,7 @@ pub fn validate(s: &[u8], f: &mut Fields) -> Verdict {
                 Some(b',') => {
                     i += 1;
                     if obj {
-                        match read_key(s, i, false) {
+                        match read_key(s, i, false, &mut strs) {
                             KeyRead::Key(j, ks, ke, esc) => {
                                 slot = key_slot(s, ks, ke, esc, st.depth, msg_open, f);
                                 i = j;
@@ -446,13 +408,13 @@ enum KeyRead {
     Bad,
 }
 
-#[inline]
-fn read_key(s: &[u8], i: usize, allow_end: bool) -> KeyRead {
+#[inline(always)]
+fn read_key<C: Classify>(s: &[u8], i: usize, allow_end: bool, strs: &mut Strings<C>) -> KeyRead {
     let i = skip_ws(s, i);
     match s.get(i) {
         Some(b'}') if allow_end => KeyRead::End(i + 1),
         Some(b'"') => {
-            let Some((j, esc)) = skip_string(s, i + 1) else {
+            let Some((j, esc)) = strs.skip_string(s, i + 1) else {
                 return KeyRead::Bad;
             };
             let k = skip_ws(s, j);

@@ -398,11 +398,16 @@ fn bench_scan() {
     };
     let data = std::fs::read(path).unwrap();
     let gb = data.len() as f64 / 1e9;
+    // Best of 3: the box is shared, the minimum is the least disturbed run.
     let time = |name: &str, f: &mut dyn FnMut() -> usize| {
-        let t = std::time::Instant::now();
-        let r = f();
-        let s = t.elapsed().as_secs_f64();
-        println!("{name:<28} {:>6.3}s {:>6.2} GB/s  ({r})", s, gb / s);
+        let mut best = f64::MAX;
+        let mut r = 0;
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            r = f();
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        println!("{name:<28} {:>6.3}s {:>6.2} GB/s  ({r})", best, gb / best);
     };
     time("memchr newlines", &mut || {
         memchr::memchr_iter(b'\n', &data).count()
@@ -436,4 +441,224 @@ fn bench_scan() {
     time("Index::from_image", &mut || {
         crate::index::Index::from_image(data.clone()).map_or(0, |i| i.len())
     });
+}
+
+// ------------------------------------------------------------- stage 1 (block.rs)
+
+mod stage1 {
+    use super::super::block::{self, Classes, Classify, Strings, BLOCK};
+    use super::super::{validate_with, Fields, Verdict};
+    use super::Rng;
+
+    /// Every classifier this CPU can run, against the scalar reference.
+    fn all_classifiers(b: &[u8; BLOCK]) -> Vec<(&'static str, Classes)> {
+        let mut v = vec![
+            ("swar", block::classify_swar(b)),
+            ("baseline", block::Baseline.classify(b)),
+        ];
+        #[cfg(target_arch = "x86_64")]
+        {
+            v.push(("sse2", block::classify_sse2(b)));
+            if let Some(a) = block::Avx2::detect() {
+                v.push(("avx2", a.classify(b)));
+            }
+        }
+        v
+    }
+
+    fn check_block(b: &[u8; BLOCK]) {
+        let want = block::classify_scalar(b);
+        for (name, got) in all_classifiers(b) {
+            assert_eq!(got, want, "{name} on {b:?}");
+        }
+    }
+
+    #[test]
+    fn every_byte_value_at_every_position() {
+        for fill in [b' ', b'a', b'\\', 0xff] {
+            for pos in 0..BLOCK {
+                for v in 0..=255u8 {
+                    let mut b = [fill; BLOCK];
+                    b[pos] = v;
+                    check_block(&b);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_blocks() {
+        let mut r = Rng(7);
+        let alphabet = b"\"\\/bfnrtu0aA \x00\x1f\x20\x7f\x80\xff";
+        for _ in 0..20_000 {
+            let mut b = [0u8; BLOCK];
+            let dense = r.below(2) == 0;
+            for x in &mut b {
+                *x = if dense {
+                    alphabet[r.below(alphabet.len() as u64) as usize]
+                } else {
+                    r.next() as u8
+                };
+            }
+            check_block(&b);
+        }
+    }
+
+    #[test]
+    fn escaped_matches_scalar() {
+        let mut r = Rng(11);
+        let mut cases = vec![0, u64::MAX, 1, 1 << 63, 0x5555_5555_5555_5555, ODD];
+        const ODD: u64 = 0xaaaa_aaaa_aaaa_aaaa;
+        for _ in 0..100_000 {
+            // Runs of backslashes: AND of random words makes sparse, OR dense masks.
+            let m = match r.below(3) {
+                0 => r.next(),
+                1 => r.next() & r.next(),
+                _ => r.next() | r.next(),
+            };
+            cases.push(m);
+        }
+        for m in cases {
+            for carry in [0, 1] {
+                assert_eq!(
+                    block::escaped(m, carry),
+                    block::escaped_scalar(m, carry),
+                    "{m:#x} carry {carry}"
+                );
+            }
+        }
+    }
+
+    /// Reference string skipper: one byte at a time.
+    fn skip_scalar(s: &[u8], mut i: usize) -> Option<(usize, bool)> {
+        let mut esc = false;
+        loop {
+            match *s.get(i)? {
+                b'"' => return Some((i + 1, esc)),
+                b'\\' => {
+                    esc = true;
+                    match *s.get(i + 1)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                        b'u' => {
+                            let h = s.get(i + 2..i + 6)?;
+                            if !h.iter().all(u8::is_ascii_hexdigit) {
+                                return None;
+                            }
+                            i += 6;
+                        }
+                        _ => return None,
+                    }
+                }
+                0..=0x1f => return None,
+                _ => i += 1,
+            }
+        }
+    }
+
+    fn skip_all(s: &[u8], start: usize) -> Vec<Option<(usize, bool)>> {
+        let mut v = vec![Strings::new(block::Baseline).skip_string(s, start)];
+        #[cfg(target_arch = "x86_64")]
+        if let Some(a) = block::Avx2::detect() {
+            v.push(Strings::new(a).skip_string(s, start));
+        }
+        v
+    }
+
+    #[test]
+    fn strings_across_block_boundaries() {
+        // Bodies of every length around 1-3 windows, with escapes and backslash runs
+        // placed so they straddle window edges, and every end of the line.
+        let pieces: &[&[u8]] = &[
+            b"a",
+            b"\\\\",
+            b"\\\"",
+            b"\\n",
+            b"\\u00e9",
+            b"\\\\\\\\\\\\",
+            b"\xc3\xa9",
+        ];
+        let mut r = Rng(3);
+        for _ in 0..30_000 {
+            let mut body = Vec::new();
+            let target = r.below(3 * BLOCK as u64) as usize;
+            while body.len() < target {
+                let p = if r.below(3) == 0 {
+                    pieces[r.below(pieces.len() as u64) as usize]
+                } else {
+                    b"x"
+                };
+                body.extend_from_slice(p);
+            }
+            let lead = r.below(BLOCK as u64) as usize;
+            let mut s = vec![b' '; lead];
+            s.push(b'"');
+            s.extend_from_slice(&body);
+            s.push(b'"');
+            s.extend_from_slice(b",\"next\"");
+            // Sometimes break it: cut it, or plant a control byte, stray `\`, bad `\u`.
+            match r.below(5) {
+                0 => s.truncate(lead + 1 + r.below(body.len() as u64 + 2) as usize),
+                1 => {
+                    let at = lead + 1 + r.below(body.len() as u64 + 1) as usize;
+                    let bad: &[u8] = [&b"\x01"[..], b"\\x", b"\\u12", b"\\"][r.below(4) as usize];
+                    s.splice(at..at, bad.iter().copied());
+                }
+                _ => {}
+            }
+            let want = skip_scalar(&s, lead + 1);
+            for got in skip_all(&s, lead + 1) {
+                assert_eq!(got, want, "{:?}", String::from_utf8_lossy(&s));
+            }
+        }
+    }
+
+    #[test]
+    fn short_lines_and_last_partial_block() {
+        let mut r = Rng(5);
+        let alphabet = b"\"\\nu0a \x01";
+        for _ in 0..100_000 {
+            let n = r.below(2 * BLOCK as u64 + 2) as usize;
+            let mut s: Vec<u8> = (0..n)
+                .map(|_| alphabet[r.below(alphabet.len() as u64) as usize])
+                .collect();
+            if !s.is_empty() {
+                s[0] = b'"';
+            }
+            let want = skip_scalar(&s, 1);
+            for got in skip_all(&s, 1) {
+                assert_eq!(got, want, "{:?}", String::from_utf8_lossy(&s));
+            }
+        }
+    }
+
+    #[test]
+    fn reused_window_serves_later_strings() {
+        // Many short strings in one window, some with escapes, and a backslash run
+        // ending exactly at a window edge.
+        for shift in 0..BLOCK {
+            let mut line = b"[".to_vec();
+            line.extend(std::iter::repeat_n(b' ', shift));
+            line.extend_from_slice(br#""a\\","\"","b","c\\\\\\","\u0041",1,"x"#);
+            line.extend(std::iter::repeat_n(b'\\', 2 * (shift % 5)));
+            line.extend_from_slice(br#"y",null,"\\\\"]"#);
+            let mut f = Fields::default();
+            assert_eq!(
+                validate_with(&line, &mut f, block::Baseline),
+                Verdict::NotObject,
+                "{shift}"
+            );
+            let odd = line.iter().position(|&c| c == b'y').unwrap();
+            let mut bad = line.clone();
+            bad.insert(odd, b'\\'); // `\y`: invalid escape
+            assert_eq!(
+                validate_with(&bad, &mut f, block::Baseline),
+                Verdict::Invalid
+            );
+            #[cfg(target_arch = "x86_64")]
+            if let Some(a) = block::Avx2::detect() {
+                assert_eq!(validate_with(&line, &mut f, a), Verdict::NotObject);
+                assert_eq!(validate_with(&bad, &mut f, a), Verdict::Invalid);
+            }
+        }
+    }
 }
