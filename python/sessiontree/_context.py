@@ -86,8 +86,12 @@ class SessionContext:
 # ------------------------------------------------------------------- JS helpers
 
 
-def _truthy(v: Any) -> bool:
-    """JavaScript truthiness of a JSON value (``_MISSING`` = undefined)."""
+def js_truthy(v: Any) -> bool:
+    """JavaScript truthiness of a ``json.loads`` value (``_MISSING`` = undefined).
+
+    False for undefined, ``None``, ``False``, ``0``, ``0.0``, NaN and ``""``; True for
+    everything else, empty objects and arrays included.
+    """
     if v is _MISSING or v is None or v is False:
         return False
     if isinstance(v, (int, float)):
@@ -319,7 +323,7 @@ def assemble_context(plan: ContextPlan, get: Callable[[str], Mapping[str, Any] |
                 messages.append(msg)
         elif t == "custom_message":
             messages.append(_custom_message(e))
-        elif t == "branch_summary" and _truthy(e.get("summary", _MISSING)):
+        elif t == "branch_summary" and js_truthy(e.get("summary", _MISSING)):
             messages.append(_branch_summary_message(e))
 
     thinking: str | None = "off"
@@ -387,12 +391,12 @@ def _bash_text(m: Mapping[str, Any]) -> str:
     # messages.ts bashExecutionToText, with JavaScript's String() and truthiness.
     text = "Ran `" + _js_str(m.get("command", _MISSING)) + "`\n"
     output = m.get("output", _MISSING)
-    if _truthy(output):
+    if js_truthy(output):
         text += "```\n" + _js_str(output) + "\n```"
     else:
         text += "(no output)"
     exit_code = m.get("exitCode", _MISSING)
-    if _truthy(m.get("cancelled", _MISSING)):
+    if js_truthy(m.get("cancelled", _MISSING)):
         text += "\n\n(command cancelled)"
     elif (
         exit_code is not _MISSING
@@ -400,7 +404,7 @@ def _bash_text(m: Mapping[str, Any]) -> str:
         and not (isinstance(exit_code, (int, float)) and not isinstance(exit_code, bool) and exit_code == 0)
     ):
         text += "\n\nCommand exited with code " + _js_str(exit_code)
-    if _truthy(m.get("truncated", _MISSING)) and _truthy(m.get("fullOutputPath", _MISSING)):
+    if js_truthy(m.get("truncated", _MISSING)) and js_truthy(m.get("fullOutputPath", _MISSING)):
         text += "\n\n[Output truncated. Full output: " + _js_str(m.get("fullOutputPath")) + "]"
     return text
 
@@ -424,7 +428,7 @@ def _convert_one(m: Any) -> dict[str, Any] | None:
     if role in ("user", "assistant", "toolResult"):
         return m
     if role == "bashExecution":
-        if _truthy(m.get("excludeFromContext", _MISSING)):
+        if js_truthy(m.get("excludeFromContext", _MISSING)):
             return None
         return _user([_text_block(_bash_text(m))], m)
     if role == "custom":

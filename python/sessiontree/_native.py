@@ -15,6 +15,7 @@ from typing import Any
 
 from ._backend import ContextPlan, LoadIssue
 from ._jsonl import decode_line
+from ._labels import apply_labels, session_name_of
 from ._sessiontree import Index
 from .schema import SessionTreeNode
 
@@ -27,17 +28,6 @@ __all__ = ["NativeIndex"]
 # over, so memory stays bounded on sessions of any size. Whole-file reads (entries(),
 # tree()) bypass it.
 _CACHE_BYTES = 128 << 20
-
-
-def _js_truthy(value: Any) -> bool:
-    # JavaScript truthiness of a JSON value (as _pure.js_truthy).
-    if value is None or value is False:
-        return False
-    if isinstance(value, str):
-        return value != ""
-    if isinstance(value, (int, float)):
-        return value == value and value != 0
-    return True
 
 
 class NativeIndex:
@@ -203,17 +193,7 @@ class NativeIndex:
             labels: dict[str, Any] = {}
             label_ts: dict[str, Any] = {}
             nums = self._ix.entries_of_type("label")
-            for e in (decode_line(b) for b in (self._ix.lines(nums) if nums else [])):
-                target = e.get("targetId")
-                if not isinstance(target, str):
-                    continue
-                value = e.get("label")
-                if _js_truthy(value):
-                    labels[target] = value
-                    label_ts[target] = e.get("timestamp")
-                else:
-                    labels.pop(target, None)
-                    label_ts.pop(target, None)
+            apply_labels((decode_line(b) for b in (self._ix.lines(nums) if nums else [])), labels, label_ts)
             self._labels, self._label_ts, self._labels_n = labels, label_ts, n
         return self._labels, self._label_ts
 
@@ -238,8 +218,7 @@ class NativeIndex:
         n = len(self._ix)
         if self._name_n != n:
             infos = self._ix.entries_of_type("session_info")
-            name = decode_line(self._ix.line(infos[-1])).get("name") if infos else None
-            self._name = name if isinstance(name, str) and name else None
+            self._name = session_name_of(decode_line(self._ix.line(infos[-1])) if infos else None)
             self._name_n = n
         return self._name
 

@@ -36,30 +36,13 @@ import os
 from typing import Any
 
 from ._backend import ContextPlan, LoadIssue
+from ._labels import apply_labels, session_name_of
 from ._load import Loader
 from ._time import parse_iso_ms
 from .errors import StaleSessionError
 from .schema import SessionTreeNode
 
 __all__ = ["PythonIndex"]
-
-
-def js_truthy(value: Any) -> bool:
-    """JavaScript truthiness of a JSON value (``[]`` and ``{}`` are truthy there).
-
-    Args:
-        value: a ``json.loads`` value.
-
-    Returns:
-        False for ``None``, ``False``, ``0``, ``0.0``, NaN and ``""``; True otherwise.
-    """
-    if value is None or value is False:
-        return False
-    if isinstance(value, str):
-        return value != ""
-    if isinstance(value, (int, float)):
-        return value == value and value != 0
-    return True
 
 
 class PythonIndex:
@@ -270,20 +253,9 @@ class PythonIndex:
         l = self._l
         labels, label_ts = self._labels, self._label_ts
         entries = l.entries
-        for i in range(self._labels_n, len(entries)):
-            e = entries[i]
-            if e.get("type") != "label":
-                continue
-            target = e.get("targetId")
-            if not isinstance(target, str):
-                continue
-            value = e.get("label")
-            if js_truthy(value):
-                labels[target] = value
-                label_ts[target] = e.get("timestamp")
-            else:
-                labels.pop(target, None)
-                label_ts.pop(target, None)
+        apply_labels(
+            (e for e in entries[self._labels_n :] if e.get("type") == "label"), labels, label_ts
+        )
         self._labels_n = len(entries)
         return labels, label_ts
 
@@ -312,10 +284,7 @@ class PythonIndex:
             if entries[i].get("type") == "session_info":
                 self._name_idx = i
         self._name_n = len(entries)
-        if self._name_idx < 0:
-            return None
-        name = entries[self._name_idx].get("name")
-        return name if isinstance(name, str) and name else None
+        return session_name_of(entries[self._name_idx] if self._name_idx >= 0 else None)
 
     def context_plan(self, leaf_id: str | None) -> ContextPlan:
         """Pi's context plan along root -> ``leaf_id`` (``_context.plan_context``)."""

@@ -1,0 +1,55 @@
+"""Labels and the session name: Pi's rules over decoded entries, shared by both backends.
+
+The backends differ only in how they find the ``label`` / ``session_info`` entries (a
+scan of dicts, or the Rust index's type column); what those entries mean is decided
+here, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ._context import js_truthy
+
+__all__ = ["apply_labels", "session_name_of"]
+
+
+def apply_labels(label_entries: Iterable[dict[str, Any]], labels: dict[str, Any], label_ts: dict[str, Any]) -> None:
+    """Fold ``label`` entries, in file order, into the label maps (in place).
+
+    Pi's ``_buildIndex``: a JavaScript-truthy ``label`` sets the target's label (and
+    the timestamp of the entry that set it), anything else clears it. Only string
+    ``targetId``s count. Dict order is JavaScript ``Map`` order: first time set.
+
+    Args:
+        label_entries: decoded entries of type ``label``, in file order.
+        labels: target id -> label, updated.
+        label_ts: target id -> the setting entry's ``timestamp``, updated.
+    """
+    for e in label_entries:
+        target = e.get("targetId")
+        if not isinstance(target, str):
+            continue
+        value = e.get("label")
+        if js_truthy(value):
+            labels[target] = value
+            label_ts[target] = e.get("timestamp")
+        else:
+            labels.pop(target, None)
+            label_ts.pop(target, None)
+
+
+def session_name_of(latest_session_info: dict[str, Any] | None) -> str | None:
+    """The session name given the latest ``session_info`` entry in file order.
+
+    Pi 0.73 (corpus ``hand-session-name-clear``): the latest entry decides, and an empty
+    name clears the title.
+
+    Returns:
+        Its ``name`` if a non-empty string, else ``None``.
+    """
+    if latest_session_info is None:
+        return None
+    name = latest_session_info.get("name")
+    return name if isinstance(name, str) and name else None
