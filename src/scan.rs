@@ -429,7 +429,7 @@ fn read_key<C: Classify>(s: &[u8], i: usize, allow_end: bool, strs: &mut Strings
 
 /// The slot a key at `depth` feeds. Also resets `role` when a new top-level
 /// `message` value starts (the last duplicate wins, even if it is not an object).
-#[inline]
+#[inline(always)]
 fn key_slot(
     s: &[u8],
     ks: usize,
@@ -439,9 +439,15 @@ fn key_slot(
     msg_open: bool,
     f: &mut Fields,
 ) -> Slot {
+    // Most keys of a Pi line are nested deeper: decide that without a call.
     if depth > 2 || (depth == 2 && !msg_open) {
         return Slot::None;
     }
+    key_slot_named(s, ks, ke, esc, depth, f)
+}
+
+#[inline(never)]
+fn key_slot_named(s: &[u8], ks: usize, ke: usize, esc: bool, depth: usize, f: &mut Fields) -> Slot {
     let raw = &s[ks..ke];
     let key: Cow<'_, [u8]> = if esc {
         let mut v = Vec::new();

@@ -1,6 +1,7 @@
 //! Where the image's bytes live: a read-only memory map of the session file, or owned
 //! bytes (`from_image`), plus an owned tail buffer for lines appended through the
-//! API. All `unsafe` of the crate is in this file.
+//! API. All `unsafe` of the crate is in this file, except CPU intrinsics (the SIMD
+//! classifiers of `scan/block.rs`, a cache prefetch in `index.rs`).
 //!
 //! SIGBUS: touching a mapped page past the end of a file that shrank kills the
 //! process, so every access path calls [`Source::check`] (one `fstat`) first and
