@@ -4,31 +4,46 @@
 //! accept and reject exactly the lines `json.loads` does (both backends compare
 //! `load_report`s), so unlike the early-stop scanner of STYLE §5 every line is
 //! validated to its end. The validator is one iterative state machine over the
-//! bytes: a fixed bit stack of container kinds (nesting is capped at
+//! tokens: a fixed bit stack of container kinds (nesting is capped at
 //! [`MAX_DEPTH`], the limit `_jsonl.decode_line` enforces, so the stack needs no
-//! allocation), string bodies skipped 16 bytes at a time with SWAR masks for `"`,
-//! `\` and bytes < 0x20, every byte read through `get`, so no input can panic.
-//! UTF-8 is checked once per line by `std::str::from_utf8` (an ASCII fast path;
-//! invalid UTF-8 is not a JSON error, it is reported and replaced like
-//! `from_utf8_lossy`). The fields the tree needs are recorded as spans while the
-//! validator passes them (keys in any order, the last duplicate wins), and only
-//! spans that contain `\` or invalid UTF-8 are decoded.
+//! allocation), every byte read through `get`, so no input can panic. String bodies
+//! never reach it byte by byte: `block.rs` (stage 1) classifies 64-byte windows into
+//! `"` / `\` / < 0x20 / escape-letter bitmasks (AVX2 when `is_x86_feature_detected!`
+//! says so, else SSE2 on x86_64, SWAR elsewhere), derives the escaped bytes with the
+//! odd-backslash-run trick (carried across windows), and returns the first unescaped
+//! quote; only `\u` escapes are looked at one by one. A window is reused by every
+//! string that opens inside it (no prefix-XOR in-string mask is needed: the state
+//! machine knows where strings open). `validate` picks the classifier once per line
+//! and runs an AVX2-compiled copy of the state machine when it can. UTF-8 is checked
+//! once per line by simdutf8 (invalid UTF-8 is not a JSON error, it is reported and
+//! replaced like `from_utf8_lossy`). The fields the tree needs are recorded as spans
+//! while the validator passes them (keys in any order, the last duplicate wins), and
+//! only spans that contain `\` or invalid UTF-8 are decoded.
 //!
-//! MEASUREMENTS (2-core box shared with other builds, load average 3-5, so figures
-//! vary ±50% run to run). File: 1.07 GB, 862k lines (avg 1.25 KB) of corpus entries
-//! chained with fresh ids (`/tmp/big/gen.py` in the issue notes); it is escape-dense:
-//! a `\` every 23 bytes, a `"` every 18, 3.7% non-ASCII bytes.
-//! `SESSIONTREE_BENCH_FILE=big.jsonl cargo test --release --no-default-features --
-//! --ignored --nocapture bench_scan` (owned bytes, no page faults):
-//!   memchr newlines 9.2 GB/s · std from_utf8 3.2 · simdutf8 5.5 · `validate` 0.69 ·
-//!   `scan_line` 0.49 · `Index::from_image` (2 threads, incl. 1 GB copy) 0.21.
-//! From Python (`Index.open` on the mapped file vs `count_newlines`, warm cache):
-//!   count 0.26–0.30 s (3.6–4.2 GB/s), open 2.6–3.0 s (0.36–0.42 GB/s): ~10×, not the
-//!   3× target. The SWAR skip pays on long plain runs but this data has a special
-//!   byte every ~10 bytes, so the per-special branch dominates (`skip_string` +
-//!   `validate` = 43% of an open in `perf`). The next step is a simdjson-style stage 1
-//!   (64-byte blocks: quote/backslash bitmasks, odd-backslash carry, prefix-xor string
-//!   mask, control-byte mask) feeding the same state machine only structural bytes.
+//! MEASUREMENTS (2-core box shared with other builds; during these runs another
+//! tenant kept one core at 100%, so figures vary ±30% run to run; compare within a
+//! run). File: 1.07 GB, 862k lines (avg 1.25 KB) of corpus entries chained with fresh
+//! ids (`/tmp/big/gen.py` in the issue notes); escape-dense: a `\` every 23 bytes, a
+//! `"` every 18, 3.7% non-ASCII bytes.
+//! Rust, best of 3, owned bytes: `SESSIONTREE_BENCH_FILE=big.jsonl cargo test
+//! --release --no-default-features -- --ignored --nocapture bench_scan`:
+//!   memchr newlines 12.9 GB/s · simdutf8 13.5 · `validate` 2.25 (was 0.48–0.69 with
+//!   the 16-byte SWAR skip) · `scan_line` 1.86 (was 0.44–0.49).
+//! Python, warm cache, best of 3, old and new extension loaded in one process and
+//! alternated (`count_newlines(path)` vs `Index.open(path)`):
+//!   count 0.25 s · open before 1.77 s (6.9×) · open after 1.44 s (5.6×); open alone
+//!   in quieter moments: 1.05–1.2 s (count ~0.26 s nearby). Same `issues()`, ids,
+//!   parents and lines as before on this file and on a 50 MB copy with ~20k randomly
+//!   mutated lines.
+//!   Of an open (serial): map + `MAP_POPULATE` 0.09–0.12 s, scan 0.8–0.9 s, ingest
+//!   0.16–0.2 s (was 0.3: presized id table, one probe per entry, prefetch, the
+//!   previous entry as parent shortcut).
+//! Two scan threads (`index::PARALLEL_MIN`, 16 MiB) did not pay on this box while the
+//! other core was busy (serial 1.05/1.22/1.64 s vs parallel 1.16/1.21/1.60 s,
+//! alternated); kept as it was (it lost nothing either), unproven until measured on
+//! a quiet box. Not yet 3×: what remains is the token state machine (~50% of an
+//! open: a mispredicted branch per value kind), `scan_one`'s per-line decoding and
+//! the serial ingest (id-table cache misses).
 //!   Rejected: early stop after the four header keys (STYLE §5, 23 GB/s) — it cannot
 //!   reject the lines `json.loads` rejects, and both backends must agree.
 
