@@ -57,13 +57,20 @@ pub mod kind {
 
     /// The code of a decoded `type` string.
     pub fn from_name(name: &[u8]) -> u8 {
-        if name == b"session" {
-            return SESSION;
+        // One length switch and one compare (was a linear search over `NAMES`).
+        match name {
+            b"message" => MESSAGE,
+            b"custom_message" => CUSTOM_MESSAGE,
+            b"compaction" => COMPACTION,
+            b"branch_summary" => BRANCH_SUMMARY,
+            b"model_change" => MODEL_CHANGE,
+            b"thinking_level_change" => THINKING_LEVEL_CHANGE,
+            b"label" => LABEL,
+            b"session_info" => SESSION_INFO,
+            b"custom" => CUSTOM,
+            b"session" => SESSION,
+            _ => UNKNOWN,
         }
-        NAMES
-            .iter()
-            .position(|n| n.as_bytes() == name)
-            .map_or(UNKNOWN, |p| p as u8)
     }
 }
 
@@ -373,7 +380,7 @@ struct Chunk {
 }
 
 impl Chunk {
-    fn intern(&mut self, src: &[u8], v: Val) -> Ref {
+    fn intern(&mut self, src: &[u8], v: Val, utf8_ok: bool) -> Ref {
         match v {
             Val::Absent => Ref::Absent,
             Val::Null => Ref::Null,
@@ -383,7 +390,7 @@ impl Chunk {
                 escaped,
             } => {
                 let a = self.arena.len();
-                scan::decode_into(&src[start..end], escaped, &mut self.arena);
+                scan::decode_span(&src[start..end], escaped, utf8_ok, &mut self.arena);
                 Ref::Str(a, self.arena.len())
             }
             _ => Ref::NotStr,
@@ -410,7 +417,41 @@ fn scan_range(
     let mut ch = Chunk::default();
     let mut pos = 0usize;
     let mut line_no = first_line;
+    let mut fields = scan::Fields::default();
     while pos < bytes.len() {
+        // Fast path: an object line is validated up to its `\n` without searching for
+        // that first (not the first line of the image: it may hold a BOM).
+        let line_off = match first_off {
+            Some(o) if pos == 0 => o,
+            _ => base + pos as u64,
+        };
+        if line_off != 0 {
+            if let Some(n) = scan::validate_line(&bytes[pos..], &mut fields) {
+                let nl = pos + n;
+                let ce = if nl > pos && bytes[nl - 1] == b'\r' {
+                    nl - 1
+                } else {
+                    nl
+                };
+                let content = &bytes[pos..ce];
+                if ch.first_nonblank.is_none() {
+                    ch.first_nonblank =
+                        Some((line_no, line_off, base + pos as u64..base + ce as u64));
+                }
+                let ls = scan::LineScan {
+                    verdict: Verdict::Object,
+                    bad_utf8: simdutf8::basic::from_utf8(content).is_err(),
+                    recovered_at: 0,
+                    fields,
+                };
+                let cbase = base + pos as u64;
+                scan_one(&mut ch, content, ls, cbase, cbase, line_no, line_off, false);
+                ch.newlines += 1;
+                line_no += 1;
+                pos = nl + 1;
+                continue;
+            }
+        }
         let (content_end, next, is_tail) = match memchr::memchr(b'\n', &bytes[pos..]) {
             Some(p) => {
                 let nl = pos + p;
@@ -433,10 +474,6 @@ fn scan_range(
         };
         let mut cstart = pos;
         // A continuation of an accepted unterminated line keeps that line's offset.
-        let line_off = match first_off {
-            Some(o) if pos == 0 => o,
-            _ => base + pos as u64,
-        };
         if line_off == 0 && bytes[..content_end].starts_with(BOM) {
             cstart = BOM.len();
             ch.issues.push(Issue::at(
@@ -459,6 +496,7 @@ fn scan_range(
             scan_one(
                 &mut ch,
                 content,
+                scan::scan_line(content),
                 base + cstart as u64,
                 base + pos as u64,
                 line_no,
@@ -478,16 +516,19 @@ fn scan_range(
     ch
 }
 
+/// Apply the line's scan `ls` (rules 3–5) and record a candidate or issues.
+#[allow(clippy::too_many_arguments)]
+#[inline]
 fn scan_one(
     ch: &mut Chunk,
     content: &[u8],
+    ls: scan::LineScan,
     cbase: u64,
     cbase_line: u64,
     line: u64,
     line_off: u64,
     is_tail: bool,
 ) {
-    let ls = scan::scan_line(content);
     let mut issues = Vec::new();
     if ls.bad_utf8 {
         issues.push(Issue::at(
@@ -538,20 +579,22 @@ fn scan_one(
             }
             let obj = &content[at..];
             let f = &ls.fields;
-            let ty = scan::str_bytes(obj, f.ty);
+            // A line that is valid UTF-8 needs no second check of its spans.
+            let ok = !ls.bad_utf8;
+            let ty = scan::str_bytes_of(obj, f.ty, ok);
             let mut kind = ty.as_deref().map_or(kind::UNKNOWN, kind::from_name);
             if kind == kind::MESSAGE
-                && scan::str_bytes(obj, f.role).as_deref() == Some(b"assistant".as_slice())
+                && scan::str_bytes_of(obj, f.role, ok).as_deref() == Some(b"assistant".as_slice())
             {
                 kind |= kind::ASSISTANT;
             }
-            let ts = scan::str_bytes(obj, f.timestamp)
+            let ts = scan::str_bytes_of(obj, f.timestamp, ok)
                 .and_then(|t| scan::parse_iso_ms(&t))
                 .unwrap_or(i64::MIN);
-            let id = ch.intern(obj, f.id);
-            let parent = ch.intern(obj, f.parent_id);
+            let id = ch.intern(obj, f.id, ok);
+            let parent = ch.intern(obj, f.parent_id, ok);
             let first_kept = if kind == kind::COMPACTION {
-                ch.intern(obj, f.first_kept)
+                ch.intern(obj, f.first_kept, ok)
             } else {
                 Ref::Absent
             };

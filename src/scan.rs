@@ -204,9 +204,13 @@ fn skip_number(s: &[u8], mut i: usize) -> Option<usize> {
     Some(i)
 }
 
+/// Skip JSON whitespace; in `LINE` mode `\n` is not whitespace (it ends the line).
 #[inline(always)]
-fn skip_ws(s: &[u8], mut i: usize) -> usize {
-    while matches!(s.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+fn skip_ws<const LINE: bool>(s: &[u8], mut i: usize) -> usize {
+    while let Some(&c) = s.get(i) {
+        if !(c == b' ' || c == b'\t' || c == b'\r' || (!LINE && c == b'\n')) {
+            break;
+        }
         i += 1;
     }
     i
@@ -246,9 +250,27 @@ pub fn validate(s: &[u8], f: &mut Fields) -> Verdict {
     #[cfg(target_arch = "x86_64")]
     if let Some(avx2) = block::Avx2::detect() {
         // SAFETY: `avx2` exists only if the CPU supports AVX2.
-        return unsafe { validate_avx2(s, f, avx2) };
+        return unsafe { validate_avx2::<false>(s, f, avx2) }.0;
     }
-    validate_with(s, f, block::Baseline)
+    validate_with::<_, false>(s, f, block::Baseline).0
+}
+
+/// Validate the line that starts at `s[0]` and ends at the first `\n` of `s`, without
+/// looking for that `\n` first: `Some(position of the \n)` iff the line is an object
+/// by [`validate`]'s rules (then `f` holds its fields, relative to `s`), else `None`
+/// (an invalid or non-object line, or no `\n`: the caller frames the line itself and
+/// asks [`scan_line`]). Saves the separate newline search on valid lines.
+pub fn validate_line(s: &[u8], f: &mut Fields) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    let (v, end) = if let Some(avx2) = block::Avx2::detect() {
+        // SAFETY: `avx2` exists only if the CPU supports AVX2.
+        unsafe { validate_avx2::<true>(s, f, avx2) }
+    } else {
+        validate_with::<_, true>(s, f, block::Baseline)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let (v, end) = validate_with::<_, true>(s, f, block::Baseline);
+    (v == Verdict::Object).then_some(end)
 }
 
 /// [`validate`] compiled with AVX2 enabled, so the state machine and the AVX2
@@ -258,39 +280,50 @@ pub fn validate(s: &[u8], f: &mut Fields) -> Verdict {
 /// The CPU must support AVX2 (`avx2` proves it).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn validate_avx2(s: &[u8], f: &mut Fields, avx2: block::Avx2) -> Verdict {
-    validate_with(s, f, avx2)
+unsafe fn validate_avx2<const LINE: bool>(
+    s: &[u8],
+    f: &mut Fields,
+    avx2: block::Avx2,
+) -> (Verdict, usize) {
+    validate_with::<_, LINE>(s, f, avx2)
 }
 
-/// The state machine, over string bodies classified by `cls`.
+/// The state machine, over string bodies classified by `cls`. With `LINE`, the
+/// document ends at the first `\n` (returned with the verdict; `Invalid` if there is
+/// none), else at the end of `s` (returned).
 #[inline(always)]
-fn validate_with<C: Classify>(s: &[u8], f: &mut Fields, cls: C) -> Verdict {
+fn validate_with<C: Classify, const LINE: bool>(
+    s: &[u8],
+    f: &mut Fields,
+    cls: C,
+) -> (Verdict, usize) {
+    let bad = (Verdict::Invalid, 0);
     *f = Fields::default();
     let mut st = Stack {
         bits: [0; MAX_DEPTH / 64],
         depth: 0,
     };
     let mut strs = Strings::new(cls);
-    let top_obj = s.get(skip_ws(s, 0)) == Some(&b'{');
+    let top_obj = s.get(skip_ws::<LINE>(s, 0)) == Some(&b'{');
     // Which field the value being parsed feeds; `msg_open` is true while the
     // top-level `message` object is the container at depth 2.
     let mut slot = Slot::None;
     let mut msg_open = false;
-    let mut i = skip_ws(s, 0);
+    let mut i = skip_ws::<LINE>(s, 0);
     // `true` = expecting a value, `false` = just after one.
     let mut want_value = true;
     loop {
         if want_value {
-            i = skip_ws(s, i);
+            i = skip_ws::<LINE>(s, i);
             let Some(&c) = s.get(i) else {
-                return Verdict::Invalid;
+                return bad;
             };
             let start = i;
             match c {
                 b'{' | b'[' => {
                     let obj = c == b'{';
                     if !st.push(obj) {
-                        return Verdict::Invalid;
+                        return bad;
                     }
                     if st.depth == 2 && slot == Slot::Message && obj {
                         msg_open = true;
@@ -299,7 +332,7 @@ fn validate_with<C: Classify>(s: &[u8], f: &mut Fields, cls: C) -> Verdict {
                     i += 1;
                     if obj {
                         // Expect a key or `}`.
-                        match read_key(s, i, true, &mut strs) {
+                        match read_key::<C, LINE>(s, i, true, &mut strs) {
                             KeyRead::End(j) => {
                                 i = j;
                                 close(&mut st, &mut msg_open);
@@ -311,11 +344,11 @@ fn validate_with<C: Classify>(s: &[u8], f: &mut Fields, cls: C) -> Verdict {
                                 i = j;
                                 continue; // want_value stays true
                             }
-                            KeyRead::Bad => return Verdict::Invalid,
+                            KeyRead::Bad => return bad,
                         }
                     }
                     // Array: `]` right away or a value.
-                    let j = skip_ws(s, i);
+                    let j = skip_ws::<LINE>(s, i);
                     if s.get(j) == Some(&b']') {
                         i = j + 1;
                         close(&mut st, &mut msg_open);
@@ -327,7 +360,7 @@ fn validate_with<C: Classify>(s: &[u8], f: &mut Fields, cls: C) -> Verdict {
                 }
                 b'"' => {
                     let Some((j, esc)) = strs.skip_string(s, i + 1) else {
-                        return Verdict::Invalid;
+                        return bad;
                     };
                     record(
                         f,
@@ -342,7 +375,7 @@ fn validate_with<C: Classify>(s: &[u8], f: &mut Fields, cls: C) -> Verdict {
                 }
                 b'-' | b'0'..=b'9' => {
                     let Some(j) = skip_number(s, i) else {
-                        return Verdict::Invalid;
+                        return bad;
                     };
                     record(f, slot, Val::Num { start, end: j });
                     i = j;
@@ -354,39 +387,45 @@ fn validate_with<C: Classify>(s: &[u8], f: &mut Fields, cls: C) -> Verdict {
                         _ => b"null",
                     };
                     if s.get(i..i + lit.len()) != Some(lit) {
-                        return Verdict::Invalid;
+                        return bad;
                     }
                     record(f, slot, if c == b'n' { Val::Null } else { Val::Other });
                     i += lit.len();
                 }
-                _ => return Verdict::Invalid,
+                _ => return bad,
             }
             want_value = false;
         } else {
             // After a value: end of document, `,`, or the container's close.
-            i = skip_ws(s, i);
+            i = skip_ws::<LINE>(s, i);
             if st.depth == 0 {
-                if i != s.len() {
-                    return Verdict::Invalid;
+                let end = if LINE {
+                    s.get(i) == Some(&b'\n')
+                } else {
+                    i == s.len()
+                };
+                if !end {
+                    return bad;
                 }
-                return if top_obj {
+                let v = if top_obj {
                     Verdict::Object
                 } else {
                     Verdict::NotObject
                 };
+                return (v, i);
             }
             let obj = st.top_is_obj();
             match s.get(i) {
                 Some(b',') => {
                     i += 1;
                     if obj {
-                        match read_key(s, i, false, &mut strs) {
+                        match read_key::<C, LINE>(s, i, false, &mut strs) {
                             KeyRead::Key(j, ks, ke, esc) => {
                                 slot = key_slot(s, ks, ke, esc, st.depth, msg_open, f);
                                 i = j;
                                 want_value = true;
                             }
-                            _ => return Verdict::Invalid,
+                            _ => return bad,
                         }
                     } else {
                         slot = Slot::None;
@@ -401,7 +440,7 @@ fn validate_with<C: Classify>(s: &[u8], f: &mut Fields, cls: C) -> Verdict {
                     i += 1;
                     close(&mut st, &mut msg_open);
                 }
-                _ => return Verdict::Invalid,
+                _ => return bad,
             }
         }
     }
@@ -424,15 +463,20 @@ enum KeyRead {
 }
 
 #[inline(always)]
-fn read_key<C: Classify>(s: &[u8], i: usize, allow_end: bool, strs: &mut Strings<C>) -> KeyRead {
-    let i = skip_ws(s, i);
+fn read_key<C: Classify, const LINE: bool>(
+    s: &[u8],
+    i: usize,
+    allow_end: bool,
+    strs: &mut Strings<C>,
+) -> KeyRead {
+    let i = skip_ws::<LINE>(s, i);
     match s.get(i) {
         Some(b'}') if allow_end => KeyRead::End(i + 1),
         Some(b'"') => {
             let Some((j, esc)) = strs.skip_string(s, i + 1) else {
                 return KeyRead::Bad;
             };
-            let k = skip_ws(s, j);
+            let k = skip_ws::<LINE>(s, j);
             if s.get(k) != Some(&b':') {
                 return KeyRead::Bad;
             }
@@ -506,6 +550,19 @@ fn record(f: &mut Fields, slot: Slot, v: Val) {
 /// UTF-8 form, i.e. Python's `surrogatepass`), invalid UTF-8 replaced by U+FFFD like
 /// `String::from_utf8_lossy`. `raw` must be a body the validator accepted.
 pub fn decode_into(raw: &[u8], escaped: bool, out: &mut Vec<u8>) {
+    decode_span(raw, escaped, false, out);
+}
+
+/// [`decode_into`], told whether the line holding `raw` is known to be valid UTF-8
+/// (then no byte run is checked again).
+pub fn decode_span(raw: &[u8], escaped: bool, utf8_ok: bool, out: &mut Vec<u8>) {
+    let push_lossy = |raw: &[u8], out: &mut Vec<u8>| {
+        if utf8_ok {
+            out.extend_from_slice(raw);
+        } else {
+            push_lossy(raw, out);
+        }
+    };
     if !escaped {
         push_lossy(raw, out);
         return;
@@ -590,6 +647,12 @@ fn push_lossy(raw: &[u8], out: &mut Vec<u8>) {
 
 /// The decoded bytes of a string field, borrowing when no decoding is needed.
 pub fn str_bytes<'a>(s: &'a [u8], v: Val) -> Option<Cow<'a, [u8]>> {
+    str_bytes_of(s, v, false)
+}
+
+/// [`str_bytes`], told whether `s` is known to be valid UTF-8.
+#[inline]
+pub fn str_bytes_of<'a>(s: &'a [u8], v: Val, utf8_ok: bool) -> Option<Cow<'a, [u8]>> {
     let Val::Str {
         start,
         end,
@@ -599,11 +662,11 @@ pub fn str_bytes<'a>(s: &'a [u8], v: Val) -> Option<Cow<'a, [u8]>> {
         return None;
     };
     let raw = s.get(start..end)?;
-    if !escaped && std::str::from_utf8(raw).is_ok() {
+    if !escaped && (utf8_ok || std::str::from_utf8(raw).is_ok()) {
         return Some(Cow::Borrowed(raw));
     }
     let mut out = Vec::with_capacity(raw.len());
-    decode_into(raw, escaped, &mut out);
+    decode_span(raw, escaped, utf8_ok, &mut out);
     Some(Cow::Owned(out))
 }
 

@@ -1,7 +1,36 @@
 use super::*;
 
 fn verdict(s: &[u8]) -> Verdict {
-    validate(s, &mut Fields::default())
+    let mut f = Fields::default();
+    let v = validate(s, &mut f);
+    same_as_line_mode(s, v, &f);
+    v
+}
+
+/// `validate_line` on `s` + a line ending + more lines agrees with `validate` on `s`
+/// (for an `s` without `\n`, i.e. a line): the same object verdict and fields.
+fn same_as_line_mode(s: &[u8], v: Verdict, f: &Fields) {
+    if s.contains(&b'\n') {
+        return;
+    }
+    for rest in [&b"\n"[..], b"\r\n{\"a\":1}\n", b"\n\"\\", b"\n}"] {
+        let mut buf = s.to_vec();
+        buf.extend_from_slice(rest);
+        let mut g = Fields::default();
+        let got = validate_line(&buf, &mut g);
+        let crlf = usize::from(rest.starts_with(b"\r"));
+        assert_eq!(
+            got,
+            (v == Verdict::Object).then_some(s.len() + crlf),
+            "{:?}",
+            String::from_utf8_lossy(s)
+        );
+        if got.is_some() {
+            assert_eq!(&g, f);
+        }
+    }
+    // No line ending at all: never an object in line mode.
+    assert_eq!(validate_line(s, &mut Fields::default()), None);
 }
 
 fn field(line: &[u8], pick: impl Fn(&Fields) -> Val) -> Option<Vec<u8>> {
@@ -345,6 +374,7 @@ fn scanner_agrees_with_serde_json_on_generated_and_mutated_lines() {
         }
         let mut f = Fields::default();
         let ours = validate(&bytes, &mut f);
+        same_as_line_mode(&bytes, ours, &f);
         // serde_json accepts big numbers and lone surrogates differently; compare on
         // what both define identically: validity of lines without those atoms.
         let text = String::from_utf8_lossy(&bytes);
@@ -383,8 +413,11 @@ fn random_bytes_never_panic() {
         let v: Vec<u8> = (0..n)
             .map(|_| b"{}[]\",:\\ 0123456789eE.+-tfnrlsua\x00\x1f\x80\xff"[r.below(36) as usize])
             .collect();
-        let _ = scan_line(&v);
+        let ls = scan_line(&v);
         let _ = parse_iso_ms(&v);
+        if ls.recovered_at == 0 {
+            same_as_line_mode(&v, ls.verdict, &ls.fields);
+        }
     }
 }
 
@@ -643,7 +676,7 @@ mod stage1 {
             line.extend_from_slice(br#"y",null,"\\\\"]"#);
             let mut f = Fields::default();
             assert_eq!(
-                validate_with(&line, &mut f, block::Baseline),
+                validate_with::<_, false>(&line, &mut f, block::Baseline).0,
                 Verdict::NotObject,
                 "{shift}"
             );
@@ -651,13 +684,19 @@ mod stage1 {
             let mut bad = line.clone();
             bad.insert(odd, b'\\'); // `\y`: invalid escape
             assert_eq!(
-                validate_with(&bad, &mut f, block::Baseline),
+                validate_with::<_, false>(&bad, &mut f, block::Baseline).0,
                 Verdict::Invalid
             );
             #[cfg(target_arch = "x86_64")]
             if let Some(a) = block::Avx2::detect() {
-                assert_eq!(validate_with(&line, &mut f, a), Verdict::NotObject);
-                assert_eq!(validate_with(&bad, &mut f, a), Verdict::Invalid);
+                assert_eq!(
+                    validate_with::<_, false>(&line, &mut f, a).0,
+                    Verdict::NotObject
+                );
+                assert_eq!(
+                    validate_with::<_, false>(&bad, &mut f, a).0,
+                    Verdict::Invalid
+                );
             }
         }
     }
