@@ -33,7 +33,7 @@ import pytest
 from sessiontree import InvalidSessionError, LoadReportWarning, SessionManager
 from sessiontree.errors import SessionError, StaleSessionError
 
-from conftest import native_available
+from _shared import native_available
 
 needs_native = pytest.mark.skipif(not native_available(), reason="the native extension is not built")
 

@@ -29,7 +29,7 @@ from sessiontree import (
     SessionManager,
 )
 
-from conftest import CASES
+from _shared import CASES
 
 HEADER = {"type": "session", "version": 3, "id": "s-1", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"}
 

@@ -19,7 +19,7 @@ from sessiontree._context import (
 )
 from sessiontree._jsonl import BOM, decode_line, encode_entry, is_blank, iter_lines
 
-from conftest import CORPUS
+from _shared import CORPUS
 
 CORPUS_INDEX = CORPUS / "index.json"
 

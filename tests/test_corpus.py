@@ -34,7 +34,7 @@ from sessiontree import (
 )
 from sessiontree._jsonl import encode_entry
 
-from conftest import CORPUS
+from _shared import CORPUS
 
 
 def _scenarios() -> list[dict[str, Any]]:
@@ -393,7 +393,7 @@ def test_replay_to_disk_is_byte_identical(name: str, backend: str, tmp_path: Pat
         assert a == b, f"line {i + 1} differs"
 
 
-def test_replay_refuses_off_path_compaction(backend: str) -> None:
+def test_replay_refuses_off_path_compaction(backend: str, corpus_dir: Path) -> None:
     """API.md 5.4: the corpus's hand-compaction appends off-path compactions; we refuse."""
     mgr, stopped, _ = replay(_ops("hand-compaction"), backend, None)
     assert stopped

@@ -27,7 +27,7 @@ from sessiontree import SessionManager
 from sessiontree._jsonl import encode_entry
 from sessiontree.errors import LoadReportWarning
 
-from conftest import native_available
+from _shared import native_available
 
 pytestmark = pytest.mark.skipif(not native_available(), reason="the native extension is not built")
 

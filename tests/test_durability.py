@@ -26,7 +26,7 @@ from sessiontree import (
     StaleSessionError,
 )
 
-from conftest import ROOT
+from _shared import ROOT
 
 USER = {"role": "user", "content": "hello", "timestamp": 1}
 ASSISTANT = {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "provider": "p", "model": "m", "timestamp": 2}
