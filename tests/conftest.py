@@ -2,39 +2,19 @@
 
 ``SESSIONTREE_BACKEND=python`` (or ``native``) narrows a whole run to one backend.
 The conformance data is read from ``../shared`` beside the checkout (never copied in);
-``SESSIONTREE_SHARED`` points elsewhere.
+``SESSIONTREE_SHARED`` points elsewhere. Paths live in ``_shared.py``.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("SESSIONTREE_SHARED", ROOT.parent / "shared"))
-CORPUS = SHARED / "corpus" / "pi-golden"
-CASES = SHARED / "cases"
-DATA = Path(__file__).resolve().parent / "data"
+from _shared import CASES, CORPUS, backends, native_available
 
 
-def _backends() -> list[str]:
-    chosen = os.environ.get("SESSIONTREE_BACKEND", "").strip()
-    if chosen in ("python", "native"):
-        return [chosen]
-    return ["python", "native"]
-
-
-def native_available() -> bool:
-    try:
-        import sessiontree._sessiontree  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-@pytest.fixture(params=_backends())
+@pytest.fixture(params=backends())
 def backend(request: pytest.FixtureRequest) -> str:
     """The backend name under test: ``"python"`` or ``"native"``."""
     if request.param == "native" and not native_available():
