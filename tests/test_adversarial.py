@@ -333,7 +333,10 @@ def test_bug_int_max_str_digits_splits_the_backends(limit: int, digits: int, tmp
     finally:
         sys.set_int_max_str_digits(old)
     assert results[0] == results[1]
-    assert ("b" in results[0][0]) == expect_kept
+    # The verdict is json.loads's under CPython's default limit (4,300 digits), fixed:
+    # a process setting must not change which lines a session holds.
+    del expect_kept
+    assert ("b" in results[0][0]) == (digits <= 4300)
 
 
 def test_bug_report_after_append_past_torn_tail(backend: str, tmp_path: Path) -> None:

@@ -134,6 +134,26 @@ def _depth_exceeds(obj: Any, limit: int) -> bool:
     return False
 
 
+# CPython's default limit on integer digits (PEP 651's int_max_str_digits). Applied as a
+# fixed rule, whatever sys.set_int_max_str_digits says in this process, so that which
+# lines are valid does not depend on a process setting (the Rust core uses it too).
+MAX_INT_DIGITS = 4300
+_SAFE_DIGITS = 640  # the lowest limit a process may set: int() below it never refuses
+
+
+def _parse_int(text: str) -> int:
+    digits = text.lstrip("-")
+    if len(digits) <= _SAFE_DIGITS:
+        return int(text)
+    if len(digits) > MAX_INT_DIGITS:
+        raise ValueError(f"integer of {len(digits)} digits (more than {MAX_INT_DIGITS})")
+    value = 0
+    for i in range(0, len(digits), _SAFE_DIGITS):
+        chunk = digits[i : i + _SAFE_DIGITS]
+        value = value * 10 ** len(chunk) + int(chunk)
+    return -value if text.startswith("-") else value
+
+
 def _slow_decode(raw: bytes) -> tuple[Any, bool]:
     try:
         text = raw.decode("utf-8")
@@ -149,7 +169,7 @@ def _slow_decode(raw: bytes) -> tuple[Any, bool]:
     if old_limit < need:
         sys.setrecursionlimit(need)
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
     except RecursionError:
         raise ValueError(f"nesting deeper than {MAX_DEPTH} levels") from None
     except ValueError as e:  # JSONDecodeError is a ValueError

@@ -169,7 +169,8 @@ class Loader:
         self._report: list[LoadIssue] | None = None
         self._line_no = 1  # number of the line starting at ``consumed``
         self._mid_line: tuple[int, int] | None = None  # (line, offset) of an accepted unterminated line
-        self._first_nonblank: tuple[int, int, str] | None = None
+        # (line, offset, bytes) of the first non-blank line: named if no header is found.
+        self._first_nonblank: tuple[int, int, bytes] | None = None
         self._relinked = False
         self._forward = False  # some parent link points forward in file order
         self._bom_seen = False
@@ -213,8 +214,7 @@ class Loader:
             return
         if self._first_nonblank is None:
             raise InvalidSessionError("empty file: no session header", self.path)
-        line, offset, reason = self._first_nonblank
-        raise InvalidSessionError(f"no session header: {reason}", self.path, line, offset)
+        raise header_error(self.path, *self._first_nonblank)
 
     def feed(self, data: bytes) -> int:
         """Load the bytes that follow ``consumed`` in the image.
@@ -324,7 +324,7 @@ class Loader:
             # Pending: reported as truncated now, and judged in full (UTF-8 included)
             # once the line is complete, so nothing is reported twice.
             if self._first_nonblank is None:
-                self._first_nonblank = (line_no, offset, "line is not valid JSON")
+                self._first_nonblank = (line_no, offset, content)
             self._tail_issue = _issue(
                 IssueKind.TRUNCATED, line_no, offset, (), f"incomplete last line ({len(content)} bytes, no LF)"
             )
@@ -333,7 +333,7 @@ class Loader:
             issues.append(_issue(IssueKind.INVALID_UTF8, line_no, offset, (), "invalid UTF-8 replaced by U+FFFD"))
         if obj is _INVALID:
             if self._first_nonblank is None:
-                self._first_nonblank = (line_no, offset, "line is not valid JSON")
+                self._first_nonblank = (line_no, offset, content)
             issues.append(_issue(IssueKind.INVALID_JSON, line_no, offset, (), "not valid JSON"))
             return True
         if raw is not content:
@@ -342,7 +342,7 @@ class Loader:
             )
         if type(obj) is not dict:
             if self._first_nonblank is None:
-                self._first_nonblank = (line_no, offset, "line is not a JSON object")
+                self._first_nonblank = (line_no, offset, content)
             issues.append(_issue(IssueKind.NOT_AN_OBJECT, line_no, offset, (), f"JSON {type(obj).__name__}, not an object"))
             return True
         etype = obj.get("type")
@@ -355,10 +355,8 @@ class Loader:
                     self.needs_migration = True
                 return True
             if self._first_nonblank is None:
-                reason = "no string id" if etype == "session" else f"type is {etype!r}, not 'session'"
-                self._first_nonblank = (line_no, offset, f"first object is not a session header ({reason})")
-            line, off, reason = self._first_nonblank
-            raise InvalidSessionError(f"no session header: {reason}", self.path, line, off)
+                self._first_nonblank = (line_no, offset, content)
+            raise header_error(self.path, *self._first_nonblank)
         if self.records is not None:
             self.records.append((obj, line_no, offset))
             return True
@@ -409,7 +407,7 @@ class Loader:
             self._forward = True
         if etype == "compaction":
             self._compactions.append(idx)
-        if etype not in ENTRY_TYPES:
+        if not isinstance(etype, str) or etype not in ENTRY_TYPES:
             issues.append(_issue(IssueKind.UNKNOWN_TYPE, line_no, offset, (eid,), f"unknown entry type {etype!r}"))
         return True
 
@@ -551,6 +549,27 @@ def _has_invalid_utf8(raw: bytes) -> bool:
     except UnicodeDecodeError:
         return True
     return False
+
+
+def header_error(path: str | None, line: int, offset: int, content: bytes) -> InvalidSessionError:
+    """The error for a file whose first non-blank line (``content``, no CR/LF) does not
+    lead to a session header (loader rule 6). Both backends build it here, so the same
+    bytes give the same message whichever backend read them.
+    """
+    try:
+        obj: Any = decode_line_ex(content)[0]
+    except (ValueError, RecursionError):
+        recovered = _recover_torn(content)
+        obj = _INVALID if recovered is None else recovered[1]
+    if obj is _INVALID:
+        reason = "line is not valid JSON"
+    elif type(obj) is not dict:
+        reason = "line is not a JSON object"
+    else:
+        etype = obj.get("type")
+        why = "no string id" if etype == "session" else f"type is {etype!r}, not 'session'"
+        reason = f"first object is not a session header ({why})"
+    return InvalidSessionError(f"no session header: {reason}", path, line, offset)
 
 
 def _recover_torn(content: bytes) -> tuple[int, dict[str, Any]] | None:

@@ -80,6 +80,12 @@ UNSET: Any = _Unset()
 _LEAF: Any = object()
 
 
+def _abspath(path: str | os.PathLike[str]) -> str:
+    # "~" is expanded: an unexpanded "~/x.jsonl" would silently open a new, empty session
+    # in a folder literally named "~".
+    return os.path.abspath(os.path.expanduser(os.fspath(path)))
+
+
 def _native_available() -> bool:
     try:
         import sessiontree._sessiontree  # noqa: F401
@@ -183,7 +189,7 @@ class SessionManager:
             backend: ``"auto"``, ``"python"`` or ``"native"`` (default: env
                 ``SESSIONTREE_BACKEND``, else ``auto``).
         """
-        mgr = cls(cwd, session_dir if session_dir is not None else session_dir_for_cwd(cwd), True, backend)
+        mgr = cls(cwd, _abspath(session_dir) if session_dir is not None else session_dir_for_cwd(cwd), True, backend)
         mgr.new_session()
         return mgr
 
@@ -205,7 +211,7 @@ class SessionManager:
             InvalidSessionError: the file has no valid session header (it is left as is).
             OSError: it cannot be read.
         """
-        path = os.path.abspath(os.fspath(path))
+        path = _abspath(path)
         cwd = None
         index = None
         if os.path.exists(path):
@@ -214,7 +220,7 @@ class SessionManager:
             cwd = index.header().get("cwd")
         mgr = cls(
             cwd if isinstance(cwd, str) else os.getcwd(),
-            session_dir if session_dir is not None else os.path.dirname(path),
+            _abspath(session_dir) if session_dir is not None else os.path.dirname(path),
             True,
             backend,
         )
@@ -233,7 +239,7 @@ class SessionManager:
             session_dir: the folder, if not the default.
             backend: see :meth:`create`.
         """
-        folder = session_dir if session_dir is not None else session_dir_for_cwd(cwd)
+        folder = _abspath(session_dir) if session_dir is not None else session_dir_for_cwd(cwd)
         candidates = []
         try:
             names = os.listdir(folder)
@@ -289,7 +295,7 @@ class SessionManager:
         if source.needs_migration:
             with open(source_path, "rb") as f:
                 source = index_cls.from_image(migrate_image(f.read(), os.fspath(source_path)).image)
-        folder = session_dir if session_dir is not None else session_dir_for_cwd(target_cwd)
+        folder = _abspath(session_dir) if session_dir is not None else session_dir_for_cwd(target_cwd)
         mgr = cls(target_cwd, folder, True, backend)
         session_id = mgr._new_session_id()
         timestamp = mgr._now()
@@ -330,7 +336,7 @@ class SessionManager:
             on_problem: called with a ``ListingProblem(path, reason, line, offset)`` for
                 each ``.jsonl`` file left out.
         """
-        folder = session_dir if session_dir is not None else session_dir_for_cwd(cwd)
+        folder = _abspath(session_dir) if session_dir is not None else session_dir_for_cwd(cwd)
         return list_sessions(folder, on_progress, on_problem)
 
     @staticmethod
@@ -478,7 +484,7 @@ class SessionManager:
         Raises:
             InvalidSessionError: the file exists but has no valid header (untouched).
         """
-        self._load_file(os.path.abspath(os.fspath(path)), None)
+        self._load_file(_abspath(path), None)
 
     # ------------------------------------------------------------- staleness
     def _check(self) -> None:
@@ -512,8 +518,11 @@ class SessionManager:
             self._has_assistant = True
         if self._persist and self._session_file and self._flushed:
             writer = self._ensure_writer()
+            torn = self._index.has_pending_tail()
             writer.append(line)
             entry_id = self._index.append_line(line)
+            if torn:  # the fragment is now a whole invalid line: reported as such
+                self._report = self._index.load_report()
         else:
             entry_id = self._index.append_line(line)
             self._image.append(line + b"\n")
@@ -926,10 +935,10 @@ class SessionManager:
             return 0
         last = self._index.last_id()
         added = self._index.refresh(self._session_file)
-        if added:
-            if self._leaf == last:
-                self._leaf = self._index.last_id()
-            self._report = self._index.load_report()
+        if added and self._leaf == last:
+            self._leaf = self._index.last_id()
+        # Junk lines, duplicates or a torn tail change the report without adding entries.
+        self._report = self._index.load_report()
         return added
 
     def close(self) -> None:

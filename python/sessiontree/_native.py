@@ -14,9 +14,11 @@ import os
 from typing import Any
 
 from ._backend import ContextPlan, LoadIssue
-from ._jsonl import decode_line
+from ._jsonl import BOM, decode_line
+from ._load import header_error
 from ._labels import apply_labels, session_name_of
 from ._sessiontree import Index
+from .errors import InvalidSessionError
 from .schema import SessionTreeNode
 
 __all__ = ["NativeIndex"]
@@ -28,6 +30,24 @@ __all__ = ["NativeIndex"]
 # over, so memory stays bounded on sessions of any size. Whole-file reads (entries(),
 # tree()) bypass it.
 _CACHE_BYTES = 128 << 20
+
+
+def _line_at(path: str, offset: int) -> bytes:
+    """The line starting at ``offset`` (no LF; CR stripped before an LF; BOM skipped)."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        chunk = f.read(1 << 16)
+        parts = [chunk]
+        while chunk and b"\n" not in chunk:
+            chunk = f.read(1 << 20)
+            parts.append(chunk)
+    data = b"".join(parts)
+    if offset == 0 and data.startswith(BOM):
+        data = data[len(BOM) :]
+    end = data.find(b"\n")
+    if end < 0:
+        return data
+    return data[: end - 1] if end > 0 and data[end - 1] == 13 else data[:end]
 
 
 class NativeIndex:
@@ -82,7 +102,15 @@ class NativeIndex:
             OSError: the file cannot be read (``FileNotFoundError`` if absent).
             InvalidSessionError: no valid header (loader rule 6).
         """
-        return cls(Index.open(os.fspath(path)))
+        path = os.fspath(path)
+        try:
+            return cls(Index.open(path))
+        except InvalidSessionError as e:
+            if e.line is None or e.offset is None:
+                raise
+            # The core found where the file fails; the words come from the one place
+            # both backends share, so the same bytes give the same message.
+            raise header_error(path, e.line, e.offset, _line_at(path, e.offset)) from None
 
     @classmethod
     def from_image(cls, data: bytes) -> NativeIndex:

@@ -36,6 +36,7 @@ import errno
 import fcntl
 import os
 import secrets
+import stat
 import shutil
 
 from .errors import SessionFileExistsError, SessionLockedError, StaleSessionError
@@ -246,7 +247,10 @@ class SessionWriter:
                 raise StaleSessionError(f"{self.path}: session file changed before its migration was written; reopen it")
             base = os.path.basename(self.path)
             tmp = os.path.join(folder, f".{base}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-            new_fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _O_CLOEXEC, 0o644)
+            # Created private, then given the original's mode: the rewrite must not make
+            # a 0600 session readable by others.
+            new_fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _O_CLOEXEC, 0o600)
+            os.fchmod(new_fd, stat.S_IMODE(st.st_mode))
             _lock(new_fd, tmp)
             _write_all(new_fd, data)
             os.fsync(new_fd)
