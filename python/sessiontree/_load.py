@@ -421,7 +421,9 @@ class Loader:
         new = [c for c in self._compactions if c >= first_new]
         if not new:
             return
-        if self._forward and len(new) > _WALK_LIMIT:
+        if len(new) > _WALK_LIMIT:
+            # One O(n) pass over intervals instead of a walk per compaction: walks are
+            # O(depth) each, quadratic when many compactions keep a distant entry.
             self._analyse()
             return
         for c in new:
