@@ -136,12 +136,25 @@ def _is_session_file(path: str) -> bool:
         return False
 
 
-def _stat_ident(path: str) -> tuple[tuple[int, int], int] | None:
+def _stat_ident(path: str) -> tuple[tuple[int, int], int, int] | None:
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return (st.st_dev, st.st_ino), st.st_size
+    return (st.st_dev, st.st_ino), st.st_size, st.st_mtime_ns
+
+
+# Bytes at each end of the indexed image that must stay as read: a file rewritten in
+# place (same inode, not shorter) is caught by comparing them when its size or mtime
+# changes. Appends change both, and leave these bytes alone.
+_FINGERPRINT = 4096
+
+
+def _read_fingerprint(path: str, length: int) -> bytes:
+    with open(path, "rb") as f:
+        head = f.read(min(_FINGERPRINT, length))
+        f.seek(max(0, length - _FINGERPRINT))
+        return head + f.read(min(_FINGERPRINT, length))
 
 
 class SessionManager:
@@ -174,6 +187,8 @@ class SessionManager:
         self._image: list[bytes] = []  # lines of an image not written yet
         self._writer: SessionWriter | None = None
         self._ident: tuple[int, int] | None = None
+        self._seen: tuple[int, int] | None = None  # (size, mtime_ns) last verified
+        self._fingerprint: tuple[int, bytes] | None = None  # (image length, its ends)
         self._migration: tuple[Any, tuple[int, int] | None, int] | None = None
         self._report: list[LoadIssue] = []
         self._backup: str | None = None
@@ -412,12 +427,14 @@ class SessionManager:
         self._session_file = path
         self._migration = migration
         self._ident = before[0]
+        self._seen = self._fingerprint = None
         self._session_id = index.header().get("id")
         self._leaf = index.last_id()
         self._flushed = True
         self._has_assistant = True  # an existing file: every append goes straight to disk (Pi)
         self._image = []
         self._report = report
+        self._check()  # remember the file's ends now, so a rewrite from here on is seen
         if report:
             warnings.warn(
                 f"{path}: {len(report)} problem(s) found while loading; see SessionManager.load_report",
@@ -460,6 +477,7 @@ class SessionManager:
         self._flushed = False
         self._has_assistant = has_assistant
         self._ident = None
+        self._seen = self._fingerprint = None
         self._migration = None
         self._report = []
 
@@ -495,11 +513,23 @@ class SessionManager:
         st = _stat_ident(self._session_file)
         if st is None:
             raise StaleSessionError(f"{self._session_file}: session file is gone; reopen it")
-        ident, size = st
+        ident, size, mtime = st
         if self._ident is not None and ident != self._ident:
             raise StaleSessionError(f"{self._session_file}: session file was replaced; reopen it")
-        if self._migration is None and size < self._index.image_len():
+        if self._migration is not None:
+            return
+        if size < self._index.image_len():
             raise StaleSessionError(f"{self._session_file}: session file was truncated; reopen it")
+        if (size, mtime) != self._seen:
+            try:
+                if self._fingerprint is not None and _read_fingerprint(self._session_file, self._fingerprint[0]) != self._fingerprint[1]:
+                    raise StaleSessionError(f"{self._session_file}: session file was rewritten in place; reopen it")
+                length = self._index.image_len()
+                if self._fingerprint is None or self._fingerprint[0] != length:
+                    self._fingerprint = (length, _read_fingerprint(self._session_file, length))
+            except OSError as e:
+                raise StaleSessionError(f"{self._session_file}: {e.strerror or e}; reopen it") from None
+            self._seen = (size, mtime)
 
     # --------------------------------------------------------------- writing
     def _drop_writer(self) -> None:
@@ -540,6 +570,7 @@ class SessionManager:
         writer.create(b"".join(self._image))
         self._writer = writer
         self._ident = writer.identity()
+        self._seen = self._fingerprint = None
         self._image = []
         self._flushed = True
 
@@ -558,6 +589,7 @@ class SessionManager:
                 self._catch_up()
             self._writer = writer
             self._ident = writer.identity()
+            self._seen = self._fingerprint = None
         elif self._writer.grew():
             self._catch_up()
         return self._writer
