@@ -38,12 +38,51 @@
 //!   Of an open (serial): map + `MAP_POPULATE` 0.09–0.12 s, scan 0.8–0.9 s, ingest
 //!   0.16–0.2 s (was 0.3: presized id table, one probe per entry, prefetch, the
 //!   previous entry as parent shortcut).
-//! Two scan threads (`index::PARALLEL_MIN`, 16 MiB) did not pay on this box while the
-//! other core was busy (serial 1.05/1.22/1.64 s vs parallel 1.16/1.21/1.60 s,
-//! alternated); kept as it was (it lost nothing either), unproven until measured on
-//! a quiet box. Not yet 3×: what remains is the token state machine (~50% of an
-//! open: a mispredicted branch per value kind), `scan_one`'s per-line decoding and
-//! the serial ingest (id-table cache misses).
+//! Two scan threads (`index::PARALLEL_MIN`, 16 MiB): first measured as no gain while
+//! the other core was busy (serial 1.05/1.22/1.64 s vs parallel 1.16/1.21/1.60 s).
+//!
+//! Round 2 (2026-11-30; same box, load average 2–2.7 on 2 cores throughout, so wall
+//! times swing 2×: compare only alternated runs in one process). Files: `big.jsonl`
+//! above, and `g1.jsonl` = `python -m sessiontree generate g1.jsonl --size 1GiB
+//! --seed 2` (72,811 entries, ~14 KiB/line, a `\` every 21 bytes, 0.4% non-ASCII).
+//! Script: the previous and the new extension loaded in one Python process
+//! (`importlib` on the old `.so`), per repetition `count_newlines(p)`, then for each
+//! build `Index.open(p)` and `Index.open(p)` + `context_plan(last())`; best of 5, and
+//! the process CPU time (`time.process_time`, all threads) next to the wall time:
+//!   g1   count 0.199 s · open 0.244 → 0.245 s wall (1.2×), CPU 0.38 → 0.36 s
+//!        (open+plan 0.310 → 0.237 s); in a quieter minute 0.263 → 0.240 s (1.16×).
+//!   big  count 0.23 s · open CPU 1.24 → 1.09 s (5.4× → 4.8× of count's CPU); wall
+//!        0.800 → 0.692 s (3.3× → 2.8×) with the second core free, 1.17 → 1.09 s
+//!        (5.1× → 4.8×) when another tenant held it (then the scan is serial in effect).
+//!   What changed: object lines are validated up to their `\n` in one pass
+//!   ([`validate_line`]: `\n` is not whitespace in line mode and must follow the
+//!   value; anything else falls back to framing with memchr + [`scan_line`], so the
+//!   verdicts are those of `validate` — tests check both modes on every scanner test
+//!   input); spans of a line already known to be valid UTF-8 are not checked again
+//!   (`str_bytes_of`, `decode_span`); type names by `match`.
+//!   Serial vs parallel, alternated, best of 7 (load 2.6): g1 0.322 vs 0.321 s, big
+//!   1.045 vs 0.699 s: the split pays on short-line files, costs nothing on g1; kept.
+//!   Rejected (measured): pre-faulting each thread's half with `MADV_POPULATE_READ`
+//!   instead of one `MAP_POPULATE` (1 GiB: 0.08–0.10 s either way, the page-table
+//!   work does not split across threads here; open unchanged); SWAR digit runs in
+//!   numbers (no difference above the noise).
+//!   Where an open of big.jsonl goes now (perf, 2 threads): `validate` 38%, kernel
+//!   (populate, munmap, heap faults) ~15%, serial ingest 6%, `skip_number` 5%,
+//!   simdutf8 5%, `key_slot_named` 4%, `parse_iso_ms` 2%. Not yet 3× on big with a
+//!   busy second core: the token state machine still takes a mispredicted branch per
+//!   value kind (~20 ns per string on these short-token lines). Next steps, in order
+//!   of expected gain: a structural-character mask per window so the loop jumps from
+//!   structural to structural (simdjson stage 1, with the in-string mask), ingest of
+//!   the first half overlapped with the scan of the second, a 64-byte candidate
+//!   record (line offset and `firstKeptEntryId` in side tables; now 120 B per line,
+//!   ~100 MB on big.jsonl), and skipping simdutf8 for lines whose strings are ASCII
+//!   (a movemask per window).
+//!   Growth (`source::Source::grow`, `index::scan_parallel`), median of 30 after
+//!   another writer appends one line, then `Index.refresh`: 1 MB 0.10 → 0.012 ms,
+//!   100 MB 0.28 → 0.016 ms, 1 GiB 119 → 0.009 ms (was a new `MAP_POPULATE` map of
+//!   the whole file; now `pread` of the new bytes). 2,000 `Index.append_line` calls:
+//!   59 → 1.6 µs each on a 10-entry index, 62 → 2.1 µs on 10,000 entries (every call
+//!   asked `available_parallelism`, which reads cgroup files).
 //!   Rejected: early stop after the four header keys (STYLE §5, 23 GB/s) — it cannot
 //!   reject the lines `json.loads` rejects, and both backends must agree.
 

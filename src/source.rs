@@ -218,7 +218,7 @@ impl Source {
     /// Cost O(new bytes): the new bytes are read with `pread` into the tail buffer; the
     /// map is left alone (mapping the whole file again cost 78 ms at 1 GiB, most of it
     /// `MAP_POPULATE` re-faulting every page). Only once the tail outgrows
-    /// max([`FOLD_MIN`], map length / 4) is the file mapped again, without populating
+    /// max(`FOLD_MIN`, map length / 4) is the file mapped again, without populating
     /// more than the new range, so the copying stays amortized O(new bytes) too.
     pub fn grow(&mut self, path: &Path, indexed: u64, ends_line: bool) -> Result<()> {
         if self.closed {
