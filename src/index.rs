@@ -338,6 +338,10 @@ const BOM: &[u8] = b"\xef\xbb\xbf";
 /// time per candidate).
 const PREFETCH_AHEAD: usize = 16;
 
+/// Past this many compactions to check in one batch, one O(n) interval pass is
+/// cheaper than walking each one's ancestors (`_load._WALK_LIMIT`).
+const WALK_LIMIT: usize = 8;
+
 /// Ranges of at least this many bytes are scanned by two threads.
 const PARALLEL_MIN: usize = 16 << 20;
 
@@ -722,10 +726,10 @@ pub struct Plan {
     pub model: Option<u32>,
 }
 
-fn reason_for_first_line(src: &Source, range: Range<u64>) -> String {
-    let bytes = src.slice(range.start, range.end);
+fn reason_for_first_line(src: &Source, range: Range<u64>) -> Result<String> {
+    let bytes = &src.read(range.start, range.end)?[..];
     let mut f = scan::Fields::default();
-    match scan::validate(bytes, &mut f) {
+    Ok(match scan::validate(bytes, &mut f) {
         Verdict::Invalid => "header is not valid JSON".into(),
         Verdict::NotObject => "header is not a JSON object".into(),
         Verdict::Object => match scan::str_bytes(bytes, f.ty) {
@@ -736,7 +740,7 @@ fn reason_for_first_line(src: &Source, range: Range<u64>) -> String {
             ),
             None => "first line is not a session header (no type)".into(),
         },
-    }
+    })
 }
 
 impl Index {
@@ -866,7 +870,7 @@ impl Index {
                         bad_header = true;
                         break 'chunks;
                     }
-                    self.accept_header(c.start..c.end);
+                    self.accept_header(c.start..c.end)?;
                     header_line = c.line;
                     continue;
                 }
@@ -916,16 +920,19 @@ impl Index {
                 line: None,
                 offset: None,
             },
-            Some((line, off, range)) => Error::InvalidSession {
-                reason: reason_for_first_line(&self.src, range),
-                line: Some(line),
-                offset: Some(off),
+            Some((line, off, range)) => match reason_for_first_line(&self.src, range) {
+                Ok(reason) => Error::InvalidSession {
+                    reason,
+                    line: Some(line),
+                    offset: Some(off),
+                },
+                Err(e) => e,
             },
         }
     }
 
-    fn accept_header(&mut self, range: Range<u64>) {
-        let bytes = self.src.slice(range.start, range.end);
+    fn accept_header(&mut self, range: Range<u64>) -> Result<()> {
+        let bytes = &self.src.read(range.start, range.end)?[..];
         let mut f = scan::Fields::default();
         scan::validate(bytes, &mut f);
         // `_load.is_old_version`: absent, null or a number below 3 migrates; any other
@@ -939,6 +946,7 @@ impl Index {
             _ => false,
         };
         self.header = Some(range);
+        Ok(())
     }
 
     fn accept(&mut self, c: &Cand, ch: &Chunk, ci: usize, links: &mut Vec<(u32, usize, Ref)>) {
@@ -1093,16 +1101,32 @@ impl Index {
                 ),
             ));
         }
-        self.check_compactions(0);
         self.build_children();
+        self.check_compactions(0);
     }
 
+    /// Rule 11 for the compactions numbered `from` and later. A few are checked by
+    /// walking their ancestors (usually a few steps: without forward links the walk
+    /// stops below the kept entry); more than [`WALK_LIMIT`] in one batch (open, a big
+    /// refresh, a relink) share one O(n) pass over DFS intervals, since a walk per
+    /// compaction is O(depth) and quadratic when many keep a distant entry (the python
+    /// backend's `_finish_batch` makes the same choice).
     fn check_compactions(&mut self, from: u32) {
         let i0 = self.compactions.partition_point(|&(e, _)| e < from);
+        let spans = (self.compactions.len() - i0 > WALK_LIMIT).then(|| self.intervals());
         for i in i0..self.compactions.len() {
             let (c, ref fk) = self.compactions[i];
             let target = fk.as_deref().and_then(|k| self.table.find(k, &self.ids));
-            if target.is_some_and(|k| self.is_strict_ancestor(k, c)) {
+            let kept = target.is_some_and(|k| match &spans {
+                // `k` is an ancestor of `c` or `c` itself iff its preorder range holds
+                // `c`'s preorder number.
+                Some((tin, tout)) => {
+                    let (k, c) = (k as usize, c as usize);
+                    k != c && tin[k] <= tin[c] && tin[c] < tout[k]
+                }
+                None => self.is_strict_ancestor(k, c),
+            });
+            if kept {
                 continue;
             }
             let mut ids = vec![self.ids.get(c).to_vec()];
@@ -1136,6 +1160,42 @@ impl Index {
             steps += 1;
         }
         false
+    }
+
+    /// Preorder intervals of the (acyclic) forest: entry `e`'s subtree is the preorder
+    /// numbers `tin[e]..tout[e]`. One iterative DFS over the child lists (built first
+    /// if entries were added since), O(n) whatever the depth.
+    fn intervals(&mut self) -> (Vec<u32>, Vec<u32>) {
+        if (self.csr_n as usize) < self.len() {
+            self.build_children();
+        }
+        let n = self.len();
+        let (mut tin, mut tout) = (vec![0u32; n], vec![0u32; n]);
+        let mut clock = 0u32;
+        // (entry, position of its next child in `child_list`)
+        let mut stack: Vec<(u32, u32)> = Vec::new();
+        for r in 0..n {
+            if self.parent[r] != NONE {
+                continue;
+            }
+            tin[r] = clock;
+            clock += 1;
+            stack.push((r as u32, self.child_start[r]));
+            while let Some(top) = stack.last_mut() {
+                let (v, next) = *top;
+                if next < self.child_start[v as usize + 1] {
+                    top.1 += 1;
+                    let c = self.child_list[next as usize];
+                    tin[c as usize] = clock;
+                    clock += 1;
+                    stack.push((c, self.child_start[c as usize]));
+                } else {
+                    tout[v as usize] = clock;
+                    stack.pop();
+                }
+            }
+        }
+        (tin, tout)
     }
 
     pub(crate) fn build_children(&mut self) {
@@ -1228,26 +1288,58 @@ impl Index {
         }
     }
 
-    /// The header line's bytes (copied after a staleness check).
+    /// The header line's bytes (a copy; `pread`, never the map).
     pub fn header(&self) -> Result<Vec<u8>> {
         let r = self.header.clone().unwrap_or(0..0);
         self.src.check(r.end)?;
-        Ok(self.src.slice(r.start, r.end).to_vec())
+        self.src.read(r.start, r.end)
     }
 
-    /// Fail unless the lines of all entries can be read (one `fstat`).
+    /// Fail unless the file still holds the lines of all entries (one `fstat`).
     pub fn check(&self) -> Result<()> {
         self.src.check(self.image_len)
     }
 
-    /// The line of entry `e` (no CR/LF). Call [`Index::check`] first; out-of-range
-    /// numbers give an empty slice.
-    pub fn line_bytes(&self, e: u32) -> &[u8] {
+    /// The byte range of entry `e`'s line (no CR/LF); empty for an unknown number.
+    fn range(&self, e: u32) -> (u64, u64) {
         let e = e as usize;
         match (self.start.get(e), self.end.get(e)) {
-            (Some(&s), Some(&t)) => self.src.slice(s, t),
-            _ => &[],
+            (Some(&s), Some(&t)) => (s, t),
+            _ => (0, 0),
         }
+    }
+
+    /// Length of entry `e`'s line (0 for an unknown number).
+    pub fn line_len(&self, e: u32) -> usize {
+        let (s, t) = self.range(e);
+        (t - s) as usize
+    }
+
+    /// Copy entry `e`'s line into `buf` (of [`Index::line_len`] bytes) with `pread`
+    /// (or from memory); a file that shrank gives [`Error::Stale`], never a SIGBUS.
+    pub fn read_line(&self, e: u32, buf: &mut [u8]) -> Result<()> {
+        let (s, t) = self.range(e);
+        if buf.len() as u64 != t - s {
+            return Err(Error::Stale(format!(
+                "line of entry {e} is {} bytes",
+                t - s
+            )));
+        }
+        self.src.read_into(s, buf)
+    }
+
+    /// Entry `e`'s line as a copy (see [`Index::read_line`]).
+    pub fn line(&self, e: u32) -> Result<Vec<u8>> {
+        let mut v = vec![0u8; self.line_len(e)];
+        self.read_line(e, &mut v)?;
+        Ok(v)
+    }
+
+    /// Call `f` with the line of each entry of `es`, in order (adjacent lines are read
+    /// in one `pread`; unknown numbers give empty lines).
+    pub fn for_each_line(&self, es: &[u32], f: impl FnMut(&[u8])) -> Result<()> {
+        let ranges: Vec<(u64, u64)> = es.iter().map(|&e| self.range(e)).collect();
+        self.src.read_each(&ranges, f)
     }
 
     /// Children of `e` in file order.
@@ -1422,7 +1514,7 @@ mod tests {
         let bom = format!("\u{feff}{H}\r\n{}\r\n", e("a", None, "message"));
         let ix = Index::from_image(bom.into_bytes()).unwrap();
         assert_eq!(kinds(&ix), vec![("bom", Some(1))]);
-        assert!(ix.line_bytes(0).ends_with(b"}"));
+        assert!(ix.line(0).unwrap().ends_with(b"}"));
     }
 
     #[test]
@@ -1516,7 +1608,7 @@ mod tests {
             assert_eq!(ix.src.grow_stats(), (read0 + want, remaps0), "{tag}");
             assert_eq!(ix.scanned - scanned0, want, "{tag}");
             assert_eq!(ix.path(n as u32).len(), n + 1);
-            assert_eq!(ix.line_bytes(n as u32), line.as_bytes());
+            assert_eq!(ix.line(n as u32).unwrap(), line.as_bytes());
             assert_eq!(ix.refresh(&f.0).unwrap(), 0);
             assert_eq!(ix.scanned - scanned0, want, "{tag}");
         }
@@ -1541,7 +1633,7 @@ mod tests {
         assert_eq!(ix.src.grow_stats().1, 1);
         assert!(!ix.has_pending_tail() && ix.issues().is_empty());
         assert_eq!(ix.path(ix.last().unwrap()).len(), 2010);
-        assert_eq!(ix.line_bytes(10), first.as_bytes());
+        assert_eq!(ix.line(10).unwrap(), first.as_bytes());
         assert_eq!(ix.image_len(), std::fs::metadata(&f.0).unwrap().len());
         // Appended through the API, then the file catches up (the writer's bytes).
         let own = e("own", Some("n1999"), "message");
@@ -1550,8 +1642,8 @@ mod tests {
         let next = e("next", Some("own"), "message");
         f.append(format!("{next}\n").as_bytes());
         assert_eq!(ix.refresh(&f.0).unwrap(), 1);
-        assert_eq!(ix.line_bytes(2010), own.as_bytes());
-        assert_eq!(ix.line_bytes(2011), next.as_bytes());
+        assert_eq!(ix.line(2010).unwrap(), own.as_bytes());
+        assert_eq!(ix.line(2011).unwrap(), next.as_bytes());
         assert_eq!(ix.path(2011).len(), 2012);
     }
 
@@ -1575,5 +1667,119 @@ mod tests {
             .unwrap();
         assert_eq!(kinds(&ix), vec![("invalid_json", Some(3))]);
         assert_eq!(ix.path(1), vec![0, 1]);
+    }
+
+    fn comp(id: &str, parent: Option<&str>, kept: &str) -> String {
+        let p = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
+        format!(r#"{{"type":"compaction","id":"{id}","parentId":{p},"firstKeptEntryId":"{kept}"}}"#)
+    }
+
+    /// The `first_kept_off_path` compactions, by id.
+    fn off_path(ix: &Index) -> Vec<Vec<u8>> {
+        ix.issues()
+            .into_iter()
+            .filter(|i| i.kind == IssueKind::FirstKeptOffPath)
+            .map(|i| i.ids[0].clone())
+            .collect()
+    }
+
+    #[test]
+    fn many_compactions_are_checked_in_one_linear_pass() {
+        // A chain where every second entry is a compaction keeping the root: a walk per
+        // compaction is O(n^2) (1.25e9 steps here), the interval pass O(n).
+        let n = 100_000;
+        let mut lines = vec![e("e0", None, "message")];
+        for i in 1..n {
+            let p = format!("e{}", i - 1);
+            lines.push(if i % 2 == 0 {
+                comp(&format!("e{i}"), Some(&p), "e0")
+            } else {
+                e(&format!("e{i}"), Some(&p), "message")
+            });
+        }
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let t = std::time::Instant::now();
+        let ix = ix(&refs);
+        assert!(ix.issues().is_empty());
+        assert!(t.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn interval_and_walk_verdicts_agree() {
+        // A forest with branches, forward links, a cycle, self-keeps and kept entries
+        // on other branches; checked once in one batch (intervals) and once entry by
+        // entry through `append_line` (walks).
+        let mut lines = vec![
+            e("r", None, "message"),
+            e("a", Some("r"), "message"),
+            e("b", Some("r"), "message"),
+            comp("c1", Some("a"), "r"),
+            comp("c2", Some("b"), "a"),
+            comp("c3", Some("c1"), "a"),
+            comp("c4", Some("c3"), "c4"),
+            comp("c5", Some("c4"), "nope"),
+            e("f", Some("later"), "message"),
+            comp("c6", Some("f"), "later"),
+            comp("c7", Some("f"), "f"),
+            e("later", Some("c1"), "message"),
+            comp("c8", Some("later"), "r"),
+            comp("c9", Some("c8"), "b"),
+            comp("c10", Some("c9"), "c3"),
+            e("x", Some("z"), "custom"),
+            e("y", Some("x"), "custom"),
+            e("z", Some("y"), "custom"),
+            comp("c11", Some("z"), "x"),
+            comp("c12", Some("y"), "z"),
+        ];
+        lines.push(comp("c13", Some("c12"), "c11"));
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let batch = ix(&refs);
+        let want: Vec<&[u8]> = vec![b"c2", b"c4", b"c5", b"c9", b"c10", b"c12", b"c13"];
+        assert_eq!(off_path(&batch), want);
+        assert!(kinds(&batch).contains(&("cycle", Some(17))));
+        let mut one = ix(&[]);
+        for l in &refs {
+            one.append_line(l.as_bytes()).unwrap();
+        }
+        assert_eq!(one.issues(), batch.issues());
+        // New compactions past the limit in one refresh-sized batch use intervals too.
+        let mut grown = ix(&refs[..3]);
+        let mut more = Vec::new();
+        for l in &refs[3..] {
+            more.extend_from_slice(l.as_bytes());
+            more.push(b'\n');
+        }
+        grown.src.append(grown.image_len(), &more).unwrap();
+        grown.index_new().unwrap();
+        assert_eq!(grown.issues(), batch.issues());
+    }
+
+    #[test]
+    fn reads_after_indexing_use_pread_and_a_shrunk_file_is_stale() {
+        let f = TempFile::new("shrink", &session(50, 300));
+        let ix = Index::open(&f.0).unwrap();
+        let path = ix.path(49);
+        let mut got = Vec::new();
+        ix.for_each_line(&path, |b| got.push(b.to_vec())).unwrap();
+        let want: Vec<Vec<u8>> = path.iter().map(|&e| ix.line(e).unwrap()).collect();
+        assert_eq!(got, want);
+        assert!(got[10].starts_with(br#"{"type":"message","id":"e10""#));
+        assert!(ix.header().unwrap().starts_with(br#"{"type":"session""#));
+        // Cut the file inside entry 40: earlier lines still read, later ones are stale
+        // (a short pread, where a read of the map would raise SIGBUS).
+        let cut = ix.start[40] + 10;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&f.0)
+            .unwrap()
+            .set_len(cut)
+            .unwrap();
+        assert_eq!(ix.line(39).unwrap(), want[39]);
+        assert!(matches!(ix.line(40), Err(Error::Stale(_))));
+        assert!(matches!(
+            ix.for_each_line(&path, |_| ()),
+            Err(Error::Stale(_))
+        ));
+        assert!(matches!(ix.check(), Err(Error::Stale(_))));
     }
 }

@@ -98,6 +98,19 @@ impl PyIndex {
         }
     }
 
+    /// The lines of `es` as a list of `bytes` (adjacent lines read in one `pread`).
+    fn lines_of<'py>(
+        &self,
+        py: Python<'py>,
+        ix: &Index,
+        es: &[u32],
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut out = Vec::with_capacity(es.len());
+        ix.for_each_line(es, |b| out.push(PyBytes::new(py, b)))
+            .map_err(|e| self.err(e))?;
+        PyList::new(py, out)
+    }
+
     fn err(&self, e: Error) -> PyErr {
         to_py_err(e, self.path.as_deref())
     }
@@ -212,29 +225,29 @@ impl PyIndex {
         Ok(self.read(py).find(&id))
     }
 
-    /// The line of entry `n` (no CR/LF) as a copy.
+    /// The line of entry `n` (no CR/LF) as a copy (`pread` straight into the `bytes`).
     fn line<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyBytes>> {
         let ix = self.read(py);
         let e = Self::entry(&ix, n)?;
         ix.check().map_err(|e| self.err(e))?;
-        Ok(PyBytes::new(py, ix.line_bytes(e)))
+        PyBytes::new_with(py, ix.line_len(e), |buf| {
+            ix.read_line(e, buf).map_err(|e| self.err(e))
+        })
     }
 
     /// Lines of entries `ns` (all entries when `None`), one copy each.
     #[pyo3(signature = (ns=None))]
     fn lines<'py>(&self, py: Python<'py>, ns: Option<Vec<i64>>) -> PyResult<Bound<'py, PyList>> {
         let ix = self.read(py);
-        ix.check().map_err(|e| self.err(e))?;
-        let out = match ns {
-            None => (0..ix.len() as u32)
-                .map(|e| PyBytes::new(py, ix.line_bytes(e)))
-                .collect::<Vec<_>>(),
+        let es = match ns {
+            None => (0..ix.len() as u32).collect::<Vec<_>>(),
             Some(ns) => ns
                 .into_iter()
-                .map(|n| Ok(PyBytes::new(py, ix.line_bytes(Self::entry(&ix, n)?))))
+                .map(|n| Self::entry(&ix, n))
                 .collect::<PyResult<Vec<_>>>()?,
         };
-        PyList::new(py, out)
+        ix.check().map_err(|e| self.err(e))?;
+        self.lines_of(py, &ix, &es)
     }
 
     /// The last accepted entry (the leaf on open), or `None`.
@@ -280,12 +293,7 @@ impl PyIndex {
         let ix = self.read(py);
         let e = Self::entry(&ix, n)?;
         ix.check().map_err(|e| self.err(e))?;
-        PyList::new(
-            py,
-            ix.path(e)
-                .into_iter()
-                .map(|x| PyBytes::new(py, ix.line_bytes(x))),
-        )
+        self.lines_of(py, &ix, &ix.path(e))
     }
 
     /// Ids from the root down to `n`.
