@@ -272,7 +272,7 @@ def test_generate_cli(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr and "wrote" in p.stdout
     run("generate", str(b), "--size", "1MB", "--seed", "9")
     assert a.read_bytes() == b.read_bytes() and a.stat().st_size >= 1_000_000
-    data = json.loads(run("generate", str(a), "--entries", "100", "--json").stdout)
+    data = json.loads(run("generate", str(a), "--entries", "100", "--json", "--force").stdout)
     assert data["entries"] == 100 and len(a.read_bytes().splitlines()) == 101
     assert_one_line_error(run("generate", str(a), "--size", "lots"), "not a size")
     assert run("generate", str(a)).returncode == 2  # --size or --entries is required
@@ -307,3 +307,278 @@ def test_demo_as_make_runs_it(tmp_path: Path) -> None:
     second = subprocess.run([sys.executable, "-m", "sessiontree.demo"], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=300)
     assert second.returncode == 0 and "using the cached session" in second.stdout
+
+
+# ----------------------------------------------------------------- hostile session files
+
+_HDR = {"type": "session", "version": 3, "id": "0197a0b0-0000-7000-8000-000000000000",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"}
+# Every kind of text that must never reach a terminal raw.
+EVIL = "E\x1b]0;pwned\x07\x1b[2J\x1b[31mRED\x00NUL\x08BS\rCR\x9bCSI\x85NEL\u202eRLO\u2066LRI\u2028LS\u2029PS\x7fDEL"
+_FORBIDDEN = set(map(chr, [*range(0x00, 0x20), *range(0x7f, 0xa0)])) - {"\n"}
+_FORBIDDEN |= set("\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _write_session(path: Path, entries: list[dict], header: dict | None = None) -> Path:
+    lines = [header or _HDR]
+    prev = None
+    for i, e in enumerate(entries):
+        e = {"id": e.pop("id", f"e{i:07d}"), "parentId": e.pop("parentId", prev),
+             "timestamp": f"2026-01-01T00:00:{i % 60:02d}.000Z", **e}
+        prev = e["id"]
+        lines.append(e)
+    path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def _evil_session(path: Path) -> Path:
+    usage = {"input": 5, "output": 7, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 12,
+             "cost": {"total": 0.5}}
+    entries = [
+        {"type": "message", "message": {"role": "user", "content": EVIL + "\n" + EVIL, "timestamp": 1}},
+        {"type": "message", "message": {
+            "role": "assistant", "provider": EVIL, "model": EVIL, "stopReason": "error", "errorMessage": EVIL,
+            "usage": usage, "timestamp": 2,
+            "content": [{"type": "text", "text": EVIL}, {"type": "thinking", "thinking": EVIL},
+                        {"type": "toolCall", "id": EVIL, "name": EVIL, "arguments": {EVIL: EVIL, "n": [EVIL]}},
+                        {"type": EVIL}]}},
+        {"type": "message", "message": {"role": "toolResult", "toolName": EVIL, "toolCallId": EVIL,
+                                        "content": [{"type": "text", "text": EVIL}], "isError": True,
+                                        "timestamp": 3}},
+        {"type": "message", "message": {"role": "bashExecution", "command": EVIL, "output": EVIL,
+                                        "exitCode": EVIL, "timestamp": 4}},
+        {"type": "model_change", "provider": EVIL, "modelId": EVIL},
+        {"type": "thinking_level_change", "thinkingLevel": EVIL},
+        {"type": "custom_message", "customType": EVIL, "content": EVIL, "display": True},
+        {"type": "custom", "customType": EVIL},
+        {"type": "session_info", "name": EVIL},
+        {"type": EVIL},
+        {"type": "compaction", "summary": EVIL, "firstKeptEntryId": "e0000000", "tokensBefore": EVIL},
+        {"type": "branch_summary", "summary": EVIL, "fromId": EVIL},
+        {"type": "message", "message": {"role": EVIL, "content": EVIL, "timestamp": 5}},
+        {"type": "label", "targetId": "e0000001", "label": EVIL},
+        {"type": "label", "targetId": "e0000002", "label": [EVIL]},
+        {"type": "message", "message": {"role": "user", "content": "last", "timestamp": 6}},
+    ]
+    return _write_session(path, entries, {**_HDR, "cwd": EVIL, "parentSession": EVIL})
+
+
+def _assert_terminal_safe(text: str, color: bool) -> None:
+    if color:
+        import re
+
+        assert "\x1b[" in text  # really coloured
+        text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # our own SGR styling, nothing else
+    bad = sorted({f"U+{ord(c):04X}" for c in text if c in _FORBIDDEN})
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("color", ["never", "always"])
+def test_no_terminal_injection_from_session_content(tmp_path: Path, backend: str, color: str) -> None:
+    path = _evil_session(tmp_path / "evil.jsonl")
+    (tmp_path / "junk.jsonl").write_text("{\"type\":\"session\"" + EVIL + "\n", encoding="utf-8")
+    for args in (["tree"], ["tree", "--full"], ["context"], ["context", "--full"], ["context", "--llm"],
+                 ["info"], ["check"]):
+        p = run(*args, str(path), "--backend", backend, "--color", color)
+        assert p.returncode in (0, 1) and "Traceback" not in p.stderr, (args, p.stderr)
+        if args != ["check"]:  # check echoes no content (the python backend repr()s the type)
+            assert "\\x1b" in p.stdout, args  # shown, as a visible escape
+        _assert_terminal_safe(p.stdout, color == "always")
+        _assert_terminal_safe(p.stderr, False)
+    p = run("ls", str(tmp_path), "--all", "--color", color)
+    assert p.returncode == 0 and "\\x1b" in p.stdout
+    _assert_terminal_safe(p.stdout, color == "always")
+    p = run("context", str(path), "--leaf", EVIL.replace("\x00", ""))  # errors that echo input
+    assert_one_line_error(p, "\\x1b")
+    _assert_terminal_safe(p.stderr, False)
+
+
+@pytest.mark.filterwarnings("ignore::sessiontree.LoadReportWarning")
+def test_json_output_stays_exact(tmp_path: Path, backend: str) -> None:
+    path = _evil_session(tmp_path / "evil.jsonl")
+    with SessionManager.open(str(path), backend=backend) as sm:
+        ctx = sm.build_session_context()
+        labels = {e["id"]: sm.get_label(e["id"]) for e in sm.get_entries() if sm.get_label(e["id"]) is not None}
+    p = run("context", str(path), "--json", "--backend", backend)
+    assert p.returncode == 0, p.stderr
+    _assert_terminal_safe(p.stdout, False)  # JSON escapes, \u202e and all
+    assert json.loads(p.stdout)["messages"] == ctx.messages
+    info = json.loads(run("info", str(path), "--json", "--backend", backend).stdout)
+    assert info["cwd"] == EVIL and info["sessionName"] == EVIL and info["labels"] == labels
+    rows = json.loads(run("tree", str(path), "--json", "--backend", backend).stdout)
+    assert EVIL in [r["type"] for r in rows]
+
+
+_DEEP = json.loads("[" * 900 + "1" + "]" * 900)
+
+
+@pytest.mark.parametrize("odd", [None, 1e300, 10**4000, True, [1, "x"], {"a": {"b": []}}, _DEEP],
+                         ids=["null", "float", "bigint", "bool", "list", "dict", "deep"])
+def test_any_json_type_in_any_field(tmp_path: Path, backend: str, odd: object) -> None:
+    """Every value read from an entry may be any JSON type: no command may crash on it."""
+    usage = {k: odd for k in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")}
+    usage["cost"] = {"total": odd}
+    entries = [
+        {"type": "message", "message": {"role": "user", "content": odd, "timestamp": odd}},
+        {"type": "message", "message": {
+            "role": "assistant", "provider": odd, "model": odd, "stopReason": "error", "errorMessage": odd,
+            "usage": usage, "timestamp": 2,
+            "content": [{"type": "text", "text": odd}, {"type": "thinking", "thinking": odd},
+                        {"type": "toolCall", "id": odd, "name": odd, "arguments": {"a": odd}},
+                        {"type": "image", "data": odd, "mimeType": odd}, {"type": odd}]}},
+        {"type": "message", "message": {"role": "toolResult", "toolName": odd, "toolCallId": odd,
+                                        "content": [{"type": "text", "text": odd}], "timestamp": 3}},
+        {"type": "message", "message": {"role": "bashExecution", "command": odd, "output": odd,
+                                        "exitCode": odd, "timestamp": 4}},
+        {"type": "message", "message": {"role": odd, "content": odd}},
+        {"type": "model_change", "provider": odd, "modelId": odd},
+        {"type": "thinking_level_change", "thinkingLevel": odd},
+        {"type": "custom_message", "customType": odd, "content": odd, "display": odd},
+        {"type": "session_info", "name": odd},
+        {"type": odd},
+        {"type": "compaction", "summary": odd, "firstKeptEntryId": odd, "tokensBefore": odd},
+        {"type": "branch_summary", "summary": odd, "fromId": odd},
+        {"type": "label", "targetId": "e0000001", "label": odd},
+        {"type": "label", "targetId": odd, "label": "x"},
+        {"type": "message", "message": {"role": "assistant", "content": "ok", "usage": usage, "timestamp": 9}},
+    ]
+    path = _write_session(tmp_path / "odd.jsonl", entries, {**_HDR, "cwd": odd, "parentSession": odd, "x": odd})
+    for args in (["info"], ["info", "--json"], ["tree"], ["tree", "--full"], ["tree", "--json"], ["context"],
+                 ["context", "--full"], ["context", "--json"], ["context", "--llm"], ["check"], ["ls", str(tmp_path)]):
+        where = [] if args[0] == "ls" else [str(path)]
+        p = run(*args, *where, "--backend", backend)
+        assert p.returncode in (0, 1) and "Traceback" not in p.stderr, (args, p.stderr[-2000:])
+        assert p.stdout.strip(), args
+
+
+# ----------------------------------------------------------------------- generate
+
+def test_generate_never_overwrites_without_force(tmp_path: Path) -> None:
+    out = tmp_path / "s.jsonl"
+    out.write_bytes(b"precious\n")
+    p = run("generate", str(out), "--entries", "50")
+    assert_one_line_error(p, str(out), "--force")
+    assert out.read_bytes() == b"precious\n"
+    p = run("generate", str(out), "--entries", "50", "--force")
+    assert p.returncode == 0, p.stderr
+    assert len(out.read_bytes().splitlines()) == 51
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["s.jsonl"]  # no temporary left
+    assert_one_line_error(run("generate", str(tmp_path / "z.jsonl"), "--size", "0"), "--size")
+    assert not (tmp_path / "z.jsonl").exists()
+
+
+def test_generate_interrupted_leaves_no_partial_file(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    out = tmp_path / "big.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "sessiontree", "generate", str(out), "--size", "3GB"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            files = list(tmp_path.iterdir())
+            if files and sum(f.stat().st_size for f in files) > 1_000_000:
+                break
+            time.sleep(0.05)
+        assert not out.exists() or out.stat().st_size == 0 or proc.poll() is None
+        partial_at_out = out.exists()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert not partial_at_out and not out.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- fork
+
+def _fork_leaf(src: Path) -> str:
+    raw = [json.loads(x) for x in src.read_text(encoding="utf-8").splitlines()[1:]]
+    return next(e["id"] for e in raw if e["type"] == "message" and e["message"]["role"] == "assistant")
+
+
+def test_fork_creates_to_dir_and_shows_the_new_path(tmp_path: Path, corpus_dir: Path) -> None:
+    src = tmp_path / "data" / "s.jsonl"
+    src.parent.mkdir()
+    shutil.copy(corpus_dir / "hand-branches.jsonl", src)
+    leaf = _fork_leaf(src)
+    to = tmp_path / "new" / "nested" / "dir"
+    p = run("fork", str(src), "--leaf", leaf, "--to", str(to))
+    assert p.returncode == 0, p.stderr
+    made = list(to.iterdir())
+    assert len(made) == 1
+    assert str(made[0]) in p.stdout.splitlines()  # the new file's path on a line of its own
+    # Without --to: the session's folder (Pi's createBranchedSession), said plainly.
+    p = run("fork", str(src), "--leaf", leaf)
+    assert p.returncode == 0, p.stderr
+    new = [f for f in src.parent.iterdir() if f != src]
+    assert len(new) == 1 and str(new[0]) in p.stdout.splitlines()
+    assert "source file's folder" in p.stdout
+    # A missing leaf creates nothing.
+    p = run("fork", str(src), "--leaf", "nothere1", "--to", str(tmp_path / "never"))
+    assert_one_line_error(p, "nothere1")
+    assert not (tmp_path / "never").exists()
+
+
+# ------------------------------------------------------------------ backend selection
+
+def test_bogus_backend_variable_is_an_error(corpus_dir: Path) -> None:
+    path = corpus_dir / "hand-bash.jsonl"
+    p = run("info", str(path), env={"SESSIONTREE_BACKEND": "bogus"})
+    assert_one_line_error(p, "SESSIONTREE_BACKEND", "bogus")
+    p = run("info", str(path), "--json", env={"SESSIONTREE_BACKEND": "python"})
+    assert json.loads(p.stdout)["backend"] == "python"
+    p = run("info", str(path), "--json", "--backend", "python", env={"SESSIONTREE_BACKEND": "bogus"})
+    assert p.returncode == 0 and json.loads(p.stdout)["backend"] == "python"  # the flag wins
+
+
+@pytest.mark.filterwarnings("ignore::sessiontree.LoadReportWarning")
+def test_library_names_the_bad_backend_variable(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SESSIONTREE_BACKEND", "bogus")
+    with pytest.raises(ValueError, match="SESSIONTREE_BACKEND.*bogus"):
+        SessionManager.open(str(corpus_dir / "hand-bash.jsonl"))
+    with pytest.raises(ValueError, match="'nope'"):
+        SessionManager.open(str(corpus_dir / "hand-bash.jsonl"), backend="nope")
+
+
+# ------------------------------------------------------------------------- details
+
+def test_check_names_the_file_once(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("hello\n")
+    p = subprocess.run([sys.executable, "-m", "sessiontree", "check", "bad.jsonl", "missing.jsonl"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("bad.jsonl:1: not a session") and str(bad) not in p.stdout
+    assert lines[1].startswith("missing.jsonl: cannot read") and lines[1].count("missing.jsonl") == 1
+
+
+def test_ls_empty_names_the_folder(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
+    p = subprocess.run([sys.executable, "-m", "sessiontree", "ls"], cwd=project, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0
+    assert str(tmp_path / "agent" / "sessions" / ("--" + str(project)[1:].replace("/", "-") + "--")) in p.stderr
+    p = run("ls", str(project))
+    assert str(project) in p.stderr
+
+
+def test_help_and_labels_wording(corpus_dir: Path) -> None:
+    p = run("context", "--help")
+    for key in ("leafId", "thinkingLevel", "model", "llm", "messages"):
+        assert key in p.stdout
+    out = run("info", str(corpus_dir / "hand-labels-names.jsonl")).stdout
+    assert "labelled entries 5" in out and "set by 11 label entries" in out
+
+
+def test_bad_flag_shows_the_subcommand_usage(tmp_path: Path) -> None:
+    p = run("tree", str(tmp_path / "x.jsonl"), "--bogus")
+    assert p.returncode == 2
+    assert "usage: sessiontree tree" in p.stderr and "--bogus" in p.stderr

@@ -96,7 +96,10 @@ def _native_available() -> bool:
 
 
 def _index_class(backend: str | None) -> type:
-    choice = (backend or os.environ.get("SESSIONTREE_BACKEND", "") or "auto").strip().lower()
+    from_env = not backend
+    raw = os.environ.get("SESSIONTREE_BACKEND", "") if from_env else backend
+    choice = raw.strip().lower() if isinstance(raw, str) else raw
+    choice = choice or "auto"
     if choice == "python":
         return PythonIndex
     if choice == "native":
@@ -109,6 +112,8 @@ def _index_class(backend: str | None) -> type:
 
             return NativeIndex
         return PythonIndex
+    if from_env:
+        raise ValueError(f"SESSIONTREE_BACKEND must be 'auto', 'python' or 'native', not {raw!r}")
     raise ValueError(f"backend must be 'auto', 'python' or 'native', not {backend!r}")
 
 

@@ -17,8 +17,11 @@ is a slice (or a join of slices) of a pool, picked by a seeded ``random.Random``
 from __future__ import annotations
 
 import base64
+import contextlib
+import errno
 import os
 import random
+import secrets
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -783,6 +786,39 @@ def _uuid7(rng: random.Random, ms: int) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+def _temp_beside(path: str) -> str:
+    """Create an empty, new file beside ``path`` (same folder, so a rename is atomic).
+
+    Created with mode 0666 minus the umask, like ``open(path, "wb")`` would.
+    """
+    folder, name = os.path.split(os.path.abspath(path))
+    while True:
+        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:  # pragma: no cover
+            continue
+        os.close(fd)
+        return tmp
+
+
+def _publish(tmp: str, path: str, overwrite: bool) -> None:
+    """Move the finished ``tmp`` to ``path``; without ``overwrite``, never replace a file."""
+    if overwrite:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)  # atomic and refuses an existing path, even one made meanwhile
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links here (some network or FAT file systems)
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "file exists", path) from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
+
+
 def generate_session(
     path: str | os.PathLike[str],
     *,
@@ -792,6 +828,7 @@ def generate_session(
     cwd: str = "/home/user/project",
     payload_scale: float = 1.0,
     on_progress: Callable[[int, int], None] | None = None,
+    overwrite: bool = True,
 ) -> GenerateStats:
     """Write a realistic synthetic Pi session (JSONL v3) to ``path``.
 
@@ -799,8 +836,12 @@ def generate_session(
     compact JSON, non-ASCII unescaped, one entry per line. The same arguments always
     give the same bytes.
 
+    The session is written to a temporary file in the same folder and renamed to
+    ``path`` at the end, so ``path`` never holds a partial session (an interrupted or
+    failed run removes the temporary file).
+
     Args:
-        path: the file to write (created or truncated).
+        path: the file to write.
         size_bytes: stop after the entry that makes the file at least this large.
         entries: stop after this many entries (header excluded).
         seed: selects the session; equal seeds give byte-identical files.
@@ -810,12 +851,16 @@ def generate_session(
             tests of deep trees.
         on_progress: called as ``on_progress(bytes_written, size_bytes or 0)`` after each
             chunk written (every few megabytes).
+        overwrite: replace an existing ``path`` (default); when false an existing
+            ``path`` raises :class:`FileExistsError` (checked before writing, and again,
+            atomically, when the finished file is moved into place).
 
     Returns:
         GenerateStats describing the file.
 
     Raises:
         ValueError: when neither ``size_bytes`` nor ``entries`` is given, or one is negative.
+        FileExistsError: ``path`` exists and ``overwrite`` is false.
         OSError: when the file cannot be written.
     """
     if size_bytes is None and entries is None:
@@ -824,18 +869,27 @@ def generate_session(
         raise ValueError("size_bytes and entries must not be negative")
     t0 = time.perf_counter()
     path = os.fspath(path)
+    if not overwrite and os.path.lexists(path):
+        raise FileExistsError(errno.EEXIST, "file exists", path)
     rng = random.Random(seed)
     stats = GenerateStats(path=path)
-    w = _Writer(path, rng, stats, size_bytes, entries, on_progress)
+    tmp = _temp_beside(path)
     try:
-        header_ms = w.now_ms
-        stats.session_id = _uuid7(rng, header_ms)
-        w.raw(_dumps({"type": "session", "version": 3, "id": stats.session_id,
-                             "timestamp": w.iso(header_ms), "cwd": cwd}))
-        if not w.full():
-            _Session(w, rng, payload_scale).run()
-    finally:
-        w.close()
-    stats.bytes = Path(path).stat().st_size
+        w = _Writer(tmp, rng, stats, size_bytes, entries, on_progress)
+        try:
+            header_ms = w.now_ms
+            stats.session_id = _uuid7(rng, header_ms)
+            w.raw(_dumps({"type": "session", "version": 3, "id": stats.session_id,
+                                 "timestamp": w.iso(header_ms), "cwd": cwd}))
+            if not w.full():
+                _Session(w, rng, payload_scale).run()
+        finally:
+            w.close()
+        stats.bytes = Path(tmp).stat().st_size
+        _publish(tmp, path, overwrite)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     stats.seconds = time.perf_counter() - t0
     return stats

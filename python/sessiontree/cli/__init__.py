@@ -8,10 +8,11 @@ print one line on stderr and exit non-zero, without a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import bench, check, context, fork, gen, info, ls, migrate, tree
-from ._common import BACKENDS, CliError, exit_for_broken_pipe, make_io, quiet_load_warnings
+from ._common import BACKENDS, CliError, exit_for_broken_pipe, make_io, quiet_load_warnings, safe
 
 __all__ = ["main", "build_parser"]
 
@@ -33,10 +34,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     # Every subcommand also accepts --backend/--color after its name.
     real_add = sub.add_parser
+    commands: dict[str, argparse.ArgumentParser] = {}
 
     def add_parser(name: str, **kw):  # type: ignore[no-untyped-def]
         kw.setdefault("parents", [common])
-        return real_add(name, **kw)
+        p = commands[name] = real_add(name, **kw)
+        return p
+
+    parser.set_defaults(_commands=commands)
 
     sub.add_parser = add_parser  # type: ignore[method-assign]
     for module in _COMMANDS:
@@ -57,8 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     from ..errors import InvalidSessionError, SessionError
 
     parser = build_parser()
-    args = parser.parse_args(argv)
-    args.backend = getattr(args, "backend", "auto")
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # "sessiontree info f --bogus": the error and usage of `info`, not of the whole command.
+        command = parser.get_default("_commands").get(getattr(args, "command", None), parser)
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
     args.color = getattr(args, "color", "auto")
     for stream in (sys.stdout, sys.stderr):
         # Session text may hold lone surrogates; show them escaped rather than crash.
@@ -69,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_load_warnings()
     io = make_io(args.color)
     try:
+        args.backend = _backend(args)
         return int(args.func(args, io) or 0)
     except CliError as e:
         _fail(io, str(e))
@@ -94,8 +103,22 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _backend(args: argparse.Namespace) -> str:
+    """``--backend``, else ``$SESSIONTREE_BACKEND``, else ``auto``; a bad variable is an error."""
+    flag = getattr(args, "backend", None)
+    if flag is not None:
+        return str(flag)
+    raw = os.environ.get("SESSIONTREE_BACKEND", "")
+    choice = raw.strip().lower() or "auto"
+    if choice not in BACKENDS:
+        raise CliError(f"SESSIONTREE_BACKEND={raw!r} is not a backend: use {', '.join(BACKENDS)} "
+                       "(or unset it)", code=2)
+    return choice
+
+
 def _fail(io, message: str) -> None:  # type: ignore[no-untyped-def]
+    # Messages may echo file content or paths: escape controls (one line, always).
     try:
-        io.err.print(f"sessiontree: error: {message}", markup=False, highlight=False, soft_wrap=True)
+        io.err.print(f"sessiontree: error: {safe(message)}", markup=False, highlight=False, soft_wrap=True)
     except BrokenPipeError:  # pragma: no cover
         pass

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 import time
 import warnings
@@ -102,16 +103,41 @@ class Io:
 def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
     """JSON text of ``value``; falls back to ASCII-escaped ``json`` for what orjson refuses.
 
-    orjson refuses lone surrogates and integers beyond 64 bits, which real session files
-    contain; ``json.dumps(ensure_ascii=True)`` writes both losslessly.
+    orjson refuses lone surrogates, integers beyond 64 bits and nesting deeper than 255,
+    which real session files contain; ``json.dumps(ensure_ascii=True)`` writes all of
+    them losslessly (with room on the stack for the loader's 1,024 levels).
+
+    The values stay exact, but DEL, C1 controls, bidi controls and U+2028/U+2029 (which
+    JSON allows raw inside strings) are written as ``\\uXXXX`` escapes, so that
+    ``--json`` on a terminal cannot be abused either.
     """
     import orjson
 
     try:
         opts = orjson.OPT_INDENT_2 if indent else 0
-        return orjson.dumps(value, option=opts | orjson.OPT_NON_STR_KEYS, default=_json_default)
+        data = orjson.dumps(value, option=opts | orjson.OPT_NON_STR_KEYS, default=_json_default)
     except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(value, indent=2 if indent else None, ensure_ascii=True, default=_json_default).encode()
+        old_limit = sys.getrecursionlimit()
+        need = old_limit + 10_000
+        sys.setrecursionlimit(need)
+        try:
+            text = json.dumps(value, indent=2 if indent else None, ensure_ascii=True, default=_json_default)
+        finally:
+            sys.setrecursionlimit(old_limit)
+        return text.encode()
+    if _JSON_UNSAFE_RE.search(data):
+        data = _JSON_UNSAFE_RE.sub(_json_escape, data)
+    return data
+
+
+# Raw UTF-8 of DEL, C1 (U+0080-U+009F), ALM, LRM/RLM, U+2028/U+2029, U+202A-U+202E,
+# U+2066-U+2069. Outside strings JSON holds only ASCII, so a byte-level rewrite is exact.
+_JSON_UNSAFE_RE = re.compile(
+    b"\x7f|\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8e\x8f\xa8-\xae]|\xe2\x81[\xa6-\xa9]")
+
+
+def _json_escape(m: re.Match[bytes]) -> bytes:
+    return b"\\u%04x" % ord(m.group().decode("utf-8"))
 
 
 def _json_default(value: Any) -> Any:
@@ -236,13 +262,25 @@ def open_session(io: Io, path: str, backend: str, *, session_dir: str | None = N
 
 
 def file_version(path: str) -> Any:
-    """The ``version`` written in the file's first line (the manager reports the migrated one)."""
+    """The ``version`` written in the file's first line (the manager reports the migrated one).
+
+    The line is decoded with the library's own decoder (same nesting limit, same
+    numbers), never a second JSON parser; anything odd gives ``None``.
+    """
+    from .._jsonl import decode_line
+
     try:
         with open(path, "rb") as f:
             first = f.readline(1 << 20)
-        return json.loads(first.decode("utf-8-sig", "replace")).get("version")
-    except (OSError, ValueError, AttributeError):
+        if first.startswith(b"\xef\xbb\xbf"):
+            first = first[3:]
+        header = decode_line(first)
+    except (OSError, ValueError, RecursionError):
         return None
+    version = header.get("version") if isinstance(header, dict) else None
+    if version is None:
+        return None
+    return version if number(version) is not None else safe(value_text(version, 40))
 
 
 def load_report(sm: Any) -> list[Any]:
@@ -277,10 +315,123 @@ def human_seconds(s: float) -> str:
 _PREVIEW_CHARS = 600  # no terminal line shows more; never collapse megabytes of output
 
 
-def one_line(text: str, limit: int = _PREVIEW_CHARS) -> str:
+# C0 and C1 controls (ESC, NUL, BEL, BS, CR, ...), DEL, the bidi controls (embeddings,
+# overrides, isolates, marks) and the Unicode line/paragraph separators: session text
+# is untrusted, and any of these would let it move the cursor, recolour or clear the
+# terminal, or reorder what is shown. ``safe_block`` keeps LF and TAB (rendered on
+# purpose as lines and indentation); ``safe`` escapes them too.
+_UNSAFE_OTHER = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_UNSAFE_RE = re.compile(f"[\x00-\x1f{_UNSAFE_OTHER}]")
+_UNSAFE_BLOCK_RE = re.compile(f"[\x00-\x08\x0b-\x1f{_UNSAFE_OTHER}]")  # LF (0a) and TAB (09) kept
+
+
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    ch = m.group()
+    named = _NAMED.get(ch)
+    if named is not None:
+        return named
+    o = ord(ch)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+
+
+def safe(text: str) -> str:
+    """``text`` fit for a terminal line: controls, bidi controls, U+2028/U+2029 and line
+    breaks become visible escapes (``\\x1b``, ``\\u202e``, ``\\x0a``).
+
+    Every piece of session content (and every path or message that may echo it) goes
+    through this, or :func:`safe_block`, before human output.
+    """
+    if text.isascii() and text.isprintable():
+        return text
+    return _UNSAFE_RE.sub(_escape_char, text)
+
+
+def safe_block(text: str) -> str:
+    """Like :func:`safe` but keeps LF and TAB, for text deliberately shown on several lines."""
+    if text.isascii() and text.isprintable():
+        return text
+    return _UNSAFE_BLOCK_RE.sub(_escape_char, text)
+
+
+def number(value: Any) -> int | float | None:
+    """``value`` if it is a JSON number (not a bool), else ``None``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def int_text(n: int) -> str:
+    """``str(n)``, or a short description for integers past Python's digit limit."""
+    try:
+        return str(n)
+    except ValueError:
+        return f"<{n.bit_length():,}-bit integer>"
+
+
+def num(value: Any, default: str = "-") -> str:
+    """A number with thousands separators (``1,234``); ``default`` for anything else."""
+    n = number(value)
+    if n is None:
+        return default
+    try:
+        return f"{n:,}"
+    except ValueError:  # beyond the integer digit limit
+        return int_text(n) if isinstance(n, int) else repr(n)
+
+
+def json_text(value: Any, *, indent: bool = False) -> str:
+    """Compact (or indented) JSON text of any decoded value, whatever its depth or size."""
+    return to_json_bytes(value, indent=indent).decode("utf-8", "surrogatepass")
+
+
+def value_text(value: Any, limit: int | None = _PREVIEW_CHARS, *, none: str = "") -> str:
+    """Text of any JSON value read from a session, never raising.
+
+    Strings are themselves, ``None`` is ``none``, numbers and booleans are spelled as in
+    JSON, lists and objects become (compact) JSON. At most ``limit`` characters
+    (``None``: all). The result is *not* sanitized: pass it through :func:`safe`.
+    """
+    if isinstance(value, str):
+        text = value
+    elif value is None:
+        text = none
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, int):
+        text = int_text(value)
+    elif isinstance(value, float):
+        text = repr(value)
+    else:
+        try:
+            text = json_text(value)
+        except (TypeError, ValueError, RecursionError):
+            text = f"<{type(value).__name__}>"
+    return text if limit is None else text[:limit]
+
+
+def show(value: Any, limit: int | None = _PREVIEW_CHARS, *, none: str = "") -> str:
+    """``safe(value_text(value, limit, none=none))``: any value, ready for a terminal line."""
+    return safe(value_text(value, limit, none=none))
+
+
+def _collapse(text: Any, limit: int = _PREVIEW_CHARS) -> str:
+    return " ".join(value_text(text, limit).split())
+
+
+def one_line(text: Any, limit: int = _PREVIEW_CHARS) -> str:
     """Collapse all whitespace (newlines, U+2028, tabs) into single spaces, looking at
-    no more than ``limit`` characters."""
-    return " ".join(text[:limit].split())
+    no more than ``limit`` characters, and escape what is left of controls (:func:`safe`).
+
+    ``text`` may be any JSON value (non-strings are shown as by :func:`value_text`).
+    """
+    return safe(_collapse(text, limit))
+
+
+def as_is(text: str) -> str:
+    return text
 
 
 def fit(text: str, width: int) -> str:
@@ -305,7 +456,7 @@ def fit(text: str, width: int) -> str:
 
 
 def content_text(content: Any, *, images: bool = True) -> str:
-    """Text of a message ``content`` (a string or a list of blocks)."""
+    """Text of a message ``content`` (a string or a list of blocks); not sanitized."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -316,32 +467,39 @@ def content_text(content: Any, *, images: bool = True) -> str:
             continue
         kind = block.get("type")
         if kind == "text":
-            parts.append(str(block.get("text", ""))[:_PREVIEW_CHARS])
+            parts.append(value_text(block.get("text")))
         elif kind == "image" and images:
-            parts.append(f"[image {block.get('mimeType', '')}]".replace(" ]", "]"))
+            parts.append(f"[image {value_text(block.get('mimeType'), 100)}]".replace(" ]", "]"))
     return " ".join(p for p in parts if p)
 
 
-def tool_call_preview(block: dict[str, Any], width: int = 60) -> str:
-    """``read(path='src/a.ts')``: a tool call's name and its first arguments, shortened."""
+def tool_call_preview(block: dict[str, Any], width: int = 60, clean: Any = safe) -> str:
+    """``read(path='src/a.ts')``: a tool call's name and its first arguments, shortened.
+
+    ``clean`` makes it fit for a terminal (:func:`safe`, the default); ``--json`` output
+    passes ``as_is`` and keeps the text as it is.
+    """
     args = block.get("arguments")
     shown = []
     if isinstance(args, dict):
         for key, value in list(args.items())[:3]:
             if isinstance(value, str):
-                value = one_line(value, 80)
+                value = _collapse(value, 80)
                 value = repr(value if len(value) <= 40 else value[:39] + "…")
             else:
-                value = one_line(json.dumps(value, ensure_ascii=False)[:80])[:40]
-            shown.append(f"{key}={value}")
-    return fit(f"{block.get('name', '?')}({', '.join(shown)})", width)
+                value = _collapse(value, 80)[:40]
+            shown.append(f"{_collapse(key, 80)}={value}")
+    return fit(clean(f"{_collapse(block.get('name', '?'), 200)}({', '.join(shown)})"), width)
 
 
-def message_preview(msg: Any) -> tuple[str, str]:
-    """``(kind, text)`` for an agent message: kind is its role, text its gist on one line."""
+def message_preview(msg: Any, clean: Any = safe) -> tuple[str, str]:
+    """``(kind, text)`` for an agent message: kind is its role, text its gist on one line.
+
+    Any JSON types are shown; ``clean`` (default :func:`safe`) makes both fit for a terminal.
+    """
     if not isinstance(msg, dict):
         return "message", ""
-    role = str(msg.get("role", "?"))
+    role = clean(_collapse(msg.get("role", "?"), 100))
     content = msg.get("content")
     if role == "assistant":
         texts, calls, thinking = [], [], ""
@@ -349,59 +507,70 @@ def message_preview(msg: Any) -> tuple[str, str]:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "text" and block.get("text"):
-                texts.append(str(block["text"])[:_PREVIEW_CHARS])
+                texts.append(value_text(block["text"]))
             elif block.get("type") == "toolCall":
-                calls.append("→ " + tool_call_preview(block, 50))
+                calls.append("→ " + tool_call_preview(block, 50, clean))
             elif block.get("type") == "thinking" and not thinking:
-                thinking = str(block.get("thinking") or "")[:_PREVIEW_CHARS]
+                thinking = value_text(block.get("thinking"))
         text = " ".join(texts + calls)
         if not text and thinking:
             text = f"(thinking) {thinking}"
         stop = msg.get("stopReason")
         if stop in ("error", "aborted"):
-            text = f"[{stop}] {msg.get('errorMessage') or ''} {text}"
-        return role, one_line(text)
-    if role == "toolResult":
-        name = msg.get("toolName", "?")
+            text = f"[{stop}] {value_text(msg.get('errorMessage'))} {text}"
+    elif role == "toolResult":
         err = " ✗" if msg.get("isError") else ""
-        return role, one_line(f"{name}{err}: {content_text(content)}")
-    if role == "bashExecution":
+        text = f"{value_text(msg.get('toolName', '?'), 200)}{err}: {content_text(content)}"
+    elif role == "bashExecution":
         code = msg.get("exitCode")
-        tail = f" (exit {code})" if code not in (0, None) else ""
-        return role, one_line(f"$ {msg.get('command', '')}{tail}")
-    if role in ("custom", "hookMessage"):
-        return role, one_line(f"{msg.get('customType', '')}: {content_text(content)}")
-    if role == "compactionSummary":
-        return role, one_line(str(msg.get("summary", "")))
-    if role == "branchSummary":
-        return role, one_line(str(msg.get("summary", "")))
-    return role, one_line(content_text(content))
+        tail = f" (exit {value_text(code, 40)})" if code not in (0, None) else ""
+        text = f"$ {value_text(msg.get('command'))}{tail}"
+    elif role in ("custom", "hookMessage"):
+        text = f"{value_text(msg.get('customType'), 200)}: {content_text(content)}"
+    elif role in ("compactionSummary", "branchSummary"):
+        text = value_text(msg.get("summary"))
+    else:
+        text = content_text(content)
+    return role, clean(_collapse(text))
 
 
-def entry_preview(entry: dict[str, Any]) -> tuple[str, str]:
-    """``(kind, text)`` for one entry: kind is the role for messages, else the entry type."""
+def entry_preview(entry: dict[str, Any], clean: Any = safe) -> tuple[str, str]:
+    """``(kind, text)`` for one entry: kind is the role for messages, else the entry type.
+
+    Any JSON types are shown; ``clean`` (default :func:`safe`) makes both fit for a terminal.
+    """
     etype = entry.get("type")
     if etype == "message":
-        return message_preview(entry.get("message"))
+        return message_preview(entry.get("message"), clean)
+
+    def line(text: Any, limit: int = _PREVIEW_CHARS) -> str:
+        return clean(_collapse(text, limit))
+
+    def short(value: Any) -> str:
+        return value_text(value, 100, none="None")
+
     if etype == "custom_message":
-        return "custom_message", one_line(f"{entry.get('customType', '')}: {content_text(entry.get('content'))}")
+        return "custom_message", line(f"{value_text(entry.get('customType'), 200)}: "
+                                      f"{content_text(entry.get('content'))}")
     if etype == "compaction":
-        summary = one_line(str(entry.get("summary", "")))
-        return "compaction", f"{summary} (tokensBefore {entry.get('tokensBefore')})"
+        return "compaction", f"{line(entry.get('summary'))} (tokensBefore {line(short(entry.get('tokensBefore')))})"
     if etype == "branch_summary":
-        return "branch_summary", one_line(str(entry.get("summary", ""))) or "(empty summary)"
+        return "branch_summary", line(entry.get("summary")) or "(empty summary)"
     if etype == "model_change":
-        return "model", f"{entry.get('provider')}/{entry.get('modelId')}"
+        return "model", line(f"{short(entry.get('provider'))}/{short(entry.get('modelId'))}")
     if etype == "thinking_level_change":
-        return "thinking", str(entry.get("thinkingLevel"))
+        return "thinking", line(short(entry.get("thinkingLevel")))
     if etype == "label":
         label = entry.get("label")
-        return "label", f"{entry.get('targetId')} = {label!r}" if label is not None else f"{entry.get('targetId')} cleared"
+        target = short(entry.get("targetId"))
+        if label is None:
+            return "label", line(f"{target} cleared")
+        return "label", line(f"{target} = {repr(label) if isinstance(label, str) else short(label)}")
     if etype == "session_info":
-        return "session_info", one_line(str(entry.get("name", "")))
+        return "session_info", line(entry.get("name"))
     if etype == "custom":
-        return "custom", str(entry.get("customType", ""))
-    return str(etype), ""
+        return "custom", line(entry.get("customType"), 200)
+    return line(short(etype)), ""
 
 
 KIND_STYLES = {

@@ -17,7 +17,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from ._common import CliError, Io, human_bytes, human_seconds, require_file, spinner
+from ._common import CliError, Io, human_bytes, human_seconds, require_file, safe, spinner
 
 _ROWS = (
     ("open", "open (index the file)", "time"),
@@ -116,16 +116,16 @@ def run(args: argparse.Namespace, io: Io) -> int:
         return 0
     size = os.path.getsize(args.file)
     first = next(iter(results.values()))
-    io.print(Text(f"{args.file}: {human_bytes(size)}, {first['entries']:,} entries, "
+    io.print(Text(f"{safe(args.file)}: {human_bytes(size)}, {first['entries']:,} entries, "
                   f"path {first['pathLength']:,}, context {first['contextMessages']:,} messages", style="bold"))
     table = Table(box=None, header_style="bold", pad_edge=False)
     table.add_column("")
     backends = [b for b in backends if b in results]
     for b in backends:
-        table.add_column(b, justify="right")
+        table.add_column(safe(b), justify="right")
     ratio = len(backends) == 2 and backends[0] != backends[1]
     if ratio:
-        table.add_column(f"{backends[0]} / {backends[1]}", justify="right")
+        table.add_column(safe(f"{backends[0]} / {backends[1]}"), justify="right")
     for key, title, kind in _ROWS:
         vals = [results[b].get(key) for b in backends]
         if any(v is None for v in vals):
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
         table.add_row(title, *cells)
     io.print(table)
     for b, why in failed.items():
-        io.print(Text(f"{b}: not measured: {why}", style="yellow"))
+        io.print(Text(safe(f"{b}: not measured: {why}"), style="yellow"))
     if size:
         io.print(Text("open throughput: " + ", ".join(
             f"{b} {size / 1e6 / max(results[b]['open'], 1e-9):,.0f} MB/s" for b in backends), style="dim"))

@@ -7,12 +7,13 @@ A UTF-8 BOM is reported but does not make a file unclean (Pi ignores it too).
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from rich.text import Text
 
 from ..errors import InvalidSessionError, SessionError
-from ._common import CliError, Io, load_report, open_session
+from ._common import CliError, Io, load_report, one_line, open_session, safe, show
 
 _INFORMATIONAL = frozenset({"bom"})
 
@@ -84,12 +85,30 @@ def run(args: argparse.Namespace, io: Io) -> int:
     return 0 if all(r["ok"] for r in results) else 1
 
 
+def _without_path(message: str, path: str) -> str:
+    """``message`` without a leading ``PATH: `` (relative or absolute): the path is shown once."""
+    for p in (path, os.path.abspath(path)):
+        if message.startswith(p + ": "):
+            return message[len(p) + 2:]
+    return message
+
+
 def render(io: Io, r: dict[str, Any]) -> None:
-    """Print one file's result: a status line, then one line per problem."""
-    path = r["file"]
-    if r["error"] is not None:
-        label = "not a session" if r["error"]["line"] is not None or "header" in r["error"]["reason"] else "cannot read"
-        io.print(Text.assemble((path, "bold"), ": ", (label, "bold red"), ": ", r["error"]["message"]))
+    """Print one file's result: a status line, then one line per problem.
+
+    The path is printed once per line, as given; messages from the file are escaped.
+    """
+    path = safe(r["file"])
+    err = r["error"]
+    if err is not None:
+        label = "not a session" if err["line"] is not None or "header" in err["reason"] else "cannot read"
+        if err["line"] is not None:
+            where = f"{path}:{err['line']}"
+            why = str(err["reason"]) + (f"  (byte {err['offset']})" if err["offset"] is not None else "")
+        else:
+            where = path
+            why = _without_path(str(err["message"]), r["file"])
+        io.print(Text.assemble((where, "bold"), ": ", (label, "bold red"), ": ", one_line(why, 2000)))
         return
     issues = r["issues"]
     serious = [i for i in issues if i["kind"] not in _INFORMATIONAL]
@@ -101,8 +120,8 @@ def render(io: Io, r: dict[str, Any]) -> None:
                                f" ({r['entries']:,} entries kept)"))
     for i in issues:
         line = i["line"] if i["line"] is not None else "-"
-        ids = f" [{', '.join(map(str, i['ids']))}]" if i["ids"] else ""
-        detail = f": {i['detail']}" if i["detail"] else ""
+        ids = f" [{', '.join(show(x, 200) for x in i['ids'])}]" if i["ids"] else ""
+        detail = f": {one_line(i['detail'], 2000)}" if i["detail"] else ""
         offset = f"  (byte {i['offset']})" if i["offset"] is not None else ""
         style = "yellow" if i["kind"] in _INFORMATIONAL else "red"
         io.print(Text.assemble(f"  {path}:{line}: ", (i["kind"], style), f"{ids}{detail}", (offset, "dim")))

@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
 from rich.text import Text
 
-from ._common import KIND_STYLES, CliError, Io, human_bytes, one_line, open_session, tool_call_preview
+from ._common import (
+    KIND_STYLES,
+    CliError,
+    Io,
+    human_bytes,
+    json_text,
+    num,
+    one_line,
+    open_session,
+    safe,
+    safe_block,
+    show,
+    tool_call_preview,
+    value_text,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,9 +37,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--leaf", metavar="ID", help="build the context at this entry instead of the current leaf")
     p.add_argument("--llm", action="store_true",
                    help="apply convert_to_llm: what is sent to the provider (summaries and bash runs become user turns)")
-    p.add_argument("--json", action="store_true", help="print {leafId, thinkingLevel, model, messages} as JSON")
+    p.add_argument("--json", action="store_true", help="print {leafId, thinkingLevel, model, llm, messages} as JSON "
+                        "(messages exactly as built; llm: whether --llm was given)")
     p.add_argument("--full", action="store_true", help="do not fold long texts, tool calls and tool results")
-    p.add_argument("--lines", type=int, default=12, metavar="N",
+    p.add_argument("--lines", type=_count, default=12, metavar="N",
                    help="lines of user/assistant text shown per block before folding (default 12)")
     p.set_defaults(func=run)
 
@@ -47,7 +61,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
     with sm:
         leaf = args.leaf if args.leaf is not None else sm.leaf_id
         if args.leaf is not None and args.leaf not in sm:
-            raise CliError(f"{args.file}: entry {args.leaf} not found")
+            raise CliError(f"{args.file}: entry {safe(args.leaf)} not found")
         t0 = time.perf_counter()
         ctx = sm.build_session_context(leaf_id=leaf)
         seconds = time.perf_counter() - t0
@@ -56,9 +70,14 @@ def run(args: argparse.Namespace, io: Io) -> int:
         io.write_json({"leafId": leaf, "thinkingLevel": ctx.thinking_level, "model": ctx.model,
                        "llm": bool(args.llm), "messages": messages})
         return 0
-    model = f"{ctx.model.get('provider')}/{ctx.model.get('modelId')}" if ctx.model else "none"
-    head = (f"context at {leaf}: {len(messages)} messages{' (convert_to_llm)' if args.llm else ''}, "
-            f"model {model}, thinking {ctx.thinking_level}, built in {seconds * 1e3:.1f} ms")
+    model = ctx.model
+    if isinstance(model, dict) and model:
+        model = f"{show(model.get('provider'), 100, none='None')}/{show(model.get('modelId'), 100, none='None')}"
+    else:
+        model = show(model, 100, none="none") or "none"
+    head = (f"context at {show(leaf, 100, none='None')}: {len(messages)} messages"
+            f"{' (convert_to_llm)' if args.llm else ''}, model {model}, "
+            f"thinking {show(ctx.thinking_level, 100, none='None')}, built in {seconds * 1e3:.1f} ms")
     lines = [(head, "bold")]
     for i, msg in enumerate(messages, 1):
         lines.append(("", ""))
@@ -86,16 +105,31 @@ def _when(ms: Any) -> str:
     return ""
 
 
-def _body(text: str, max_lines: int, full: bool, style: str = "") -> Iterator[tuple[str, str]]:
+def _count(text: str) -> int:
+    n = int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {n}")
+    return n
+
+
+def _body(value: Any, max_lines: int, full: bool, style: str = "") -> Iterator[tuple[str, str]]:
+    # Any JSON value; lines are split where the text breaks lines (LF, CR, U+2028, ...)
+    # and every other control is escaped (safe_block keeps only TAB).
+    text = value_text(value, None)
     rows = text.splitlines() or [""]
     if not full and len(rows) > max_lines:
         hidden = len(rows) - max_lines
         for r in rows[:max_lines]:
-            yield "    " + r, style
+            yield "    " + safe_block(r), style
         yield f"    ⋯ {hidden:,} more line{'' if hidden == 1 else 's'} ({human_bytes(len(text.encode('utf-8', 'surrogatepass')))} in all)", "dim italic"
     else:
         for r in rows:
-            yield "    " + r, style
+            yield "    " + safe_block(r), style
+
+
+def _short(value: Any) -> str:
+    """Any JSON value as a short, terminal-safe word (``None`` for null/absent)."""
+    return show(value, 120, none="None")
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -118,63 +152,65 @@ def render_message(i: int, msg: Any, *, full: bool, max_lines: int) -> list[tupl
     """
     if not isinstance(msg, dict):
         return [(f"[{i}] ?", "red")]
-    role = str(msg.get("role", "?"))
+    role = one_line(msg.get("role", "?"), 100)
     style = KIND_STYLES.get(role, "bold")
     when = _when(msg.get("timestamp"))
     out: list[tuple[str, str]] = []
     head = f"[{i}] {role}"
     if role == "assistant":
-        usage = msg.get("usage") or {}
-        head += f"  {msg.get('provider')}/{msg.get('model')}  {msg.get('stopReason')}"
+        usage = msg.get("usage")
+        head += f"  {_short(msg.get('provider'))}/{_short(msg.get('model'))}  {_short(msg.get('stopReason'))}"
         if isinstance(usage, dict) and usage:
-            head += f"  in {usage.get('input', 0):,} out {usage.get('output', 0):,}"
+            # Usage numbers may be any JSON value: anything but a number shows as "-".
+            head += f"  in {num(usage.get('input', 0))} out {num(usage.get('output', 0))}"
         if msg.get("errorMessage"):
-            head += f"  error: {one_line(str(msg['errorMessage']))[:80]}"
+            head += f"  error: {one_line(msg['errorMessage'], 200)[:80]}"
     elif role == "toolResult":
-        head += f"  {msg.get('toolName')} {msg.get('toolCallId')}" + ("  ✗ error" if msg.get("isError") else "")
+        head += f"  {_short(msg.get('toolName'))} {_short(msg.get('toolCallId'))}" + ("  ✗ error" if msg.get("isError") else "")
     elif role == "bashExecution":
-        head += f"  $ {msg.get('command')}  exit {msg.get('exitCode')}"
+        head += f"  $ {one_line(msg.get('command'), 200)}  exit {_short(msg.get('exitCode'))}"
         if msg.get("excludeFromContext"):
             head += "  (excluded from context)"
     elif role == "compactionSummary":
-        head += f"  tokensBefore {msg.get('tokensBefore')}"
+        head += f"  tokensBefore {_short(msg.get('tokensBefore'))}"
     elif role == "branchSummary":
-        head += f"  from {msg.get('fromId')}"
+        head += f"  from {_short(msg.get('fromId'))}"
     elif role in ("custom", "hookMessage"):
-        head += f"  {msg.get('customType')}" + ("" if msg.get("display") else "  (hidden)")
+        head += f"  {_short(msg.get('customType'))}" + ("" if msg.get("display") else "  (hidden)")
     if when:
         head += f"  · {when}"
     out.append((head, style))
 
     tool_lines = 3 if not full else 10**9
     if role in ("compactionSummary", "branchSummary"):
-        out.extend(_body(str(msg.get("summary", "")), max_lines, full))
+        out.extend(_body(msg.get("summary"), max_lines, full))
         return out
     if role == "bashExecution":
-        out.extend(_body(str(msg.get("output", "")), tool_lines, full, "dim"))
+        out.extend(_body(msg.get("output"), tool_lines, full, "dim"))
         return out
     for block in _blocks(msg.get("content")):
         kind = block.get("type")
         if kind == "text":
             limit = tool_lines if role == "toolResult" else max_lines
-            out.extend(_body(str(block.get("text", "")), limit, full, "dim" if role == "toolResult" else ""))
+            out.extend(_body(block.get("text"), limit, full, "dim" if role == "toolResult" else ""))
         elif kind == "thinking":
-            thought = str(block.get("thinking", ""))
+            thought = value_text(block.get("thinking"), None)
             if full:
                 out.extend(_body(thought, max_lines, True, "italic dim"))
             else:
-                out.append((f"    (thinking) {one_line(thought)[:100]}" + ("…" if len(thought) > 100 else ""),
+                out.append((f"    (thinking) {one_line(thought, 200)[:100]}" + ("…" if len(thought) > 100 else ""),
                             "italic dim"))
         elif kind == "toolCall":
             if full:
-                args = json.dumps(block.get("arguments"), ensure_ascii=False, indent=2)
-                out.append((f"    → {block.get('name')} {block.get('id')}", "bold"))
+                args = json_text(block.get("arguments"), indent=True)
+                out.append((f"    → {_short(block.get('name'))} {_short(block.get('id'))}", "bold"))
                 out.extend(_body(args, 10**9, True, "dim"))
             else:
                 out.append((f"    → {tool_call_preview(block, 100)}", "bold"))
         elif kind == "image":
-            size = len(str(block.get("data", ""))) * 3 // 4
-            out.append((f"    [image {block.get('mimeType')} {human_bytes(size)}]", "dim"))
+            data = block.get("data")
+            size = len(data) * 3 // 4 if isinstance(data, str) else 0
+            out.append((f"    [image {_short(block.get('mimeType'))} {human_bytes(size)}]", "dim"))
         else:
-            out.append((f"    [{kind}]", "dim"))
+            out.append((f"    [{_short(kind)}]", "dim"))
     return out

@@ -1,4 +1,9 @@
-"""``sessiontree fork``: a new session file holding one root-to-entry path."""
+"""``sessiontree fork``: a new session file holding one root-to-entry path.
+
+Like Pi's ``createBranchedSession``, the new file goes into the session's folder (the
+source file's folder) unless ``--to DIR`` names another one; DIR is created if missing.
+The new file's path is printed on its own line.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import os
 
 from rich.text import Text
 
-from ._common import CliError, Io, open_session
+from ._common import CliError, Io, open_session, safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -16,12 +21,42 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     Args:
         sub: the ``sessiontree`` parser's subparsers.
     """
-    p = sub.add_parser("fork", help="write a new session holding only the path to --leaf ID")
+    p = sub.add_parser("fork", help="write a new session holding only the path to --leaf ID",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="session file (.jsonl)")
     p.add_argument("--leaf", required=True, metavar="ID", help="the entry whose root-to-entry path is copied")
-    p.add_argument("--to", metavar="DIR", help="folder for the new file (default: the source file's folder)")
+    p.add_argument("--to", metavar="DIR",
+                   help="folder for the new file, created if missing (default: the source file's folder, "
+                        "as Pi's createBranchedSession does)")
     p.add_argument("--json", action="store_true", help="print {source, leafId, path, entries} as JSON")
     p.set_defaults(func=run)
+
+
+def _make_dirs(folder: str) -> list[str]:
+    """Create ``folder`` and its missing parents; return the ones created, outermost first."""
+    missing = []
+    cur = os.path.abspath(folder)
+    while not os.path.exists(cur):
+        missing.append(cur)
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            break
+        cur = parent
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except FileExistsError:
+        raise CliError(f"{safe(folder)}: exists and is not a directory") from None
+    except OSError as e:
+        raise CliError(f"{safe(folder)}: cannot create the folder: {e.strerror or e}") from None
+    return missing[::-1]
+
+
+def _remove_empty(created: list[str]) -> None:
+    for folder in reversed(created):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
@@ -34,21 +69,37 @@ def run(args: argparse.Namespace, io: Io) -> int:
     Returns:
         The exit status.
     """
-    to = args.to if args.to is not None else os.path.dirname(os.path.abspath(args.file))
-    if not os.path.isdir(to):
-        raise CliError(f"{to}: no such directory")
+    default = args.to is None
+    to = os.path.dirname(os.path.abspath(args.file)) if default else args.to
+    if os.path.exists(to) and not os.path.isdir(to):
+        raise CliError(f"{safe(to)}: exists and is not a directory")
     sm, _ = open_session(io, args.file, args.backend, session_dir=to)
-    with sm:
-        if args.leaf not in sm:
-            raise CliError(f"{args.file}: entry {args.leaf} not found")
-        new_path = sm.create_branched_session(args.leaf)
-        entries = len(sm)
-    if not new_path or not os.path.exists(new_path):
-        # Pi writes a session only once it holds an assistant message; so does sessiontree.
-        raise CliError(f"{args.file}: the path to {args.leaf} has no assistant message, "
-                       "so no session file is written (Pi's rule)")
+    created: list[str] = []
+    ok = False
+    try:
+        with sm:
+            if args.leaf not in sm:
+                raise CliError(f"{safe(args.file)}: entry {safe(args.leaf)} not found")
+            created = _make_dirs(to)
+            try:
+                new_path = sm.create_branched_session(args.leaf)
+            except PermissionError as e:
+                hint = " (choose another folder with --to DIR)" if default else ""
+                raise CliError(f"{safe(e.filename or to)}: permission denied, no session written{hint}") from None
+            entries = len(sm)
+        if not new_path or not os.path.exists(new_path):
+            # Pi writes a session only once it holds an assistant message; so does sessiontree.
+            raise CliError(f"{safe(args.file)}: the path to {safe(args.leaf)} has no assistant message, "
+                           "so no session file is written (Pi's rule)")
+        ok = True
+    finally:
+        if not ok:
+            _remove_empty(created)
     if args.json:
         io.write_json({"source": args.file, "leafId": args.leaf, "path": new_path, "entries": entries})
         return 0
-    io.print(Text.assemble("wrote ", (str(new_path), "bold"), f" ({entries:,} entries, path to {args.leaf})"))
+    where = "the source file's folder" if default else "--to"
+    io.print(Text.assemble(f"forked {entries:,} entries (the path to {safe(args.leaf)}) "
+                           f"from {safe(args.file)} into {where}; new session file:"))
+    io.print(Text(safe(os.fspath(new_path)), style="bold"))
     return 0

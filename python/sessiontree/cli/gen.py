@@ -1,4 +1,9 @@
-"""``sessiontree generate``: write a realistic synthetic session (deterministic per seed)."""
+"""``sessiontree generate``: write a realistic synthetic session (deterministic per seed).
+
+An existing OUT is never replaced unless ``--force`` is given. The session is written to
+a temporary file beside OUT and renamed at the end, so an interrupted run leaves no
+partial file at OUT.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from dataclasses import asdict
 from rich.text import Text
 
 from ..generate import generate_session, parse_size
-from ._common import CliError, Io, byte_progress, count_progress, human_bytes
+from ._common import CliError, Io, byte_progress, count_progress, human_bytes, safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -18,8 +23,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     Args:
         sub: the ``sessiontree`` parser's subparsers.
     """
-    p = sub.add_parser("generate", help="write a synthetic Pi session of a given size (deterministic per seed)")
-    p.add_argument("out", help="file to write (.jsonl); overwritten")
+    p = sub.add_parser("generate", help="write a synthetic Pi session of a given size (deterministic per seed)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("out", help="file to write (.jsonl); must not exist unless --force")
+    p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument("--size", help="target size, e.g. 300MB, 1GiB (the file ends after the entry that reaches it)")
     size.add_argument("--entries", type=int, metavar="N", help="number of entries (header not counted)")
@@ -43,28 +50,43 @@ def run(args: argparse.Namespace, io: Io) -> int:
         size = parse_size(args.size) if args.size is not None else None
     except ValueError as e:
         raise CliError(str(e), code=2) from None
+    if size == 0:
+        raise CliError(f"--size {safe(args.size)}: a session needs at least its header; give a size above 0 "
+                       "(or --entries 0 for a header-only file)", code=2)
     if args.entries is not None and args.entries < 0:
         raise CliError("--entries must not be negative", code=2)
+    out = safe(args.out)
     parent = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(parent):
-        raise CliError(f"{args.out}: folder {parent} does not exist")
-    if size is not None:
-        with byte_progress(io, f"generating {os.path.basename(args.out)}", size) as update:
-            stats = generate_session(args.out, size_bytes=size, seed=args.seed, cwd=args.cwd, on_progress=update)
-    else:
-        with count_progress(io, f"generating {os.path.basename(args.out)}"):
-            stats = generate_session(args.out, entries=args.entries, seed=args.seed, cwd=args.cwd)
+        raise CliError(f"{out}: folder {safe(parent)} does not exist")
+    if os.path.isdir(args.out):
+        raise CliError(f"{out}: is a directory")
+    if os.path.lexists(args.out) and not args.force:
+        raise CliError(f"{out}: already exists; not overwritten (use --force to replace it)")
+    try:
+        if size is not None:
+            with byte_progress(io, f"generating {os.path.basename(out)}", size) as update:
+                stats = generate_session(args.out, size_bytes=size, seed=args.seed, cwd=args.cwd,
+                                         on_progress=update, overwrite=args.force)
+        else:
+            with count_progress(io, f"generating {os.path.basename(out)}"):
+                stats = generate_session(args.out, entries=args.entries, seed=args.seed, cwd=args.cwd,
+                                         overwrite=args.force)
+    except FileExistsError:  # created by someone else while we were writing
+        raise CliError(f"{out}: already exists; not overwritten (use --force to replace it)") from None
     if args.json:
         data = asdict(stats)
         data["mbPerSecond"] = stats.mb_per_s
         io.write_json(data)
         return 0
     io.print(Text.assemble(
-        ("wrote ", ""), (args.out, "bold"),
+        ("wrote ", ""), (out, "bold"),
         f": {human_bytes(stats.bytes)} ({stats.bytes:,} bytes), {stats.entries:,} entries in "
         f"{stats.seconds:.2f} s ({stats.mb_per_s:,.0f} MB/s)"))
     roles = ", ".join(f"{k} {v:,}" for k, v in sorted(stats.by_role.items(), key=lambda kv: -kv[1]))
-    io.print(f"  messages: {roles}")
+    io.print(f"  messages: {roles or 'none'}")
+    if stats.entries == 0:
+        io.print("  header only" + (f": the header line alone reaches --size {safe(args.size)}" if size else ""))
     io.print(f"  {stats.branch_points:,} branch points, {stats.branch_summaries:,} branch summaries, "
              f"{stats.compactions:,} compactions, {stats.labels:,} labels; leaf {stats.leaf_id}; seed {args.seed}")
     return 0

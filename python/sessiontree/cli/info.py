@@ -10,7 +10,19 @@ from typing import Any
 
 from rich.text import Text
 
-from ._common import Io, file_version, human_bytes, human_seconds, load_report, open_session
+from ._common import (
+    Io,
+    file_version,
+    human_bytes,
+    human_seconds,
+    load_report,
+    num,
+    number,
+    open_session,
+    safe,
+    show,
+    value_text,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -46,8 +58,10 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
     cost = 0.0
     models: Counter[str] = Counter()
     first_ts = last_ts = None
+    # Every value read from an entry may be any JSON type: text fields go through
+    # value_text (never str(), which recurses on deep lists), sums take numbers only.
     for entry in sm:
-        etype = str(entry.get("type"))
+        etype = value_text(entry.get("type"), 100, none="None")
         by_type[etype] += 1
         eid = entry.get("id")
         ids.append(eid)
@@ -59,22 +73,26 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
             first_ts = first_ts or ts
             last_ts = ts
         if etype == "label":
-            label_targets.add(entry.get("targetId"))
+            target = entry.get("targetId")
+            if isinstance(target, str):  # Pi's rule: only string targets label anything
+                label_targets.add(target)
         elif etype == "message":
             msg = entry.get("message")
             role = msg.get("role", "?") if isinstance(msg, dict) else "?"
-            by_role[str(role)] += 1
+            by_role[value_text(role, 100, none="None")] += 1
             if role == "assistant":
                 usage = msg.get("usage")
                 if isinstance(usage, dict):
                     for key in tokens:
-                        value = usage.get(key)
-                        if isinstance(value, (int, float)) and not isinstance(value, bool):
-                            tokens[key] += value
+                        value = number(usage.get(key))
+                        if value is not None:
+                            tokens[key] = _add(tokens[key], value)
                     c = usage.get("cost")
-                    if isinstance(c, dict) and isinstance(c.get("total"), (int, float)):
-                        cost += c["total"]
-                models[f"{msg.get('provider')}/{msg.get('model')}"] += 1
+                    total = number(c.get("total")) if isinstance(c, dict) else None
+                    if total is not None:
+                        cost = _add(cost, total)
+                models[f"{value_text(msg.get('provider'), 100, none='None')}/"
+                       f"{value_text(msg.get('model'), 100, none='None')}"] += 1
     known = set(ids)
     # Children counted only for parents that exist (orphans are roots).
     kids = {p: n for p, n in child_count.items() if p in known}
@@ -112,7 +130,7 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
         "compactionsOnPath": sum(1 for e in branch if e.get("type") == "compaction"),
         "labels": labels,
         "tokens": dict(tokens),
-        "cost": round(cost, 6),
+        "cost": round(float(cost), 6),
         "models": dict(models.most_common()),
         "problems": len(report),
         "problemKinds": dict(Counter(i.kind for i in report)),
@@ -144,34 +162,41 @@ def render(io: Io, d: dict[str, Any]) -> None:
     rows: list[Text] = []
 
     def add(key: str, value: str, style: str = "") -> None:
-        # Text, not markup: names and labels may contain "[...]".
-        rows.append(Text.assemble((f"{key:<13}", "bold"), (value, style)))
+        # Text, not markup: names and labels may contain "[...]". Every value shown
+        # has been through safe()/show(): session text never reaches the terminal raw.
+        rows.append(Text.assemble((f"{key:<17}", "bold"), (value, style)))
 
-    add("file", f"{d['file']}  ({human_bytes(d['fileSize'])}, {d['fileSize']:,} bytes)")
+    add("file", f"{safe(d['file'])}  ({human_bytes(d['fileSize'])}, {d['fileSize']:,} bytes)")
     add("opened", f"{human_seconds(d['openSeconds'])} with the {d['backend']} backend"
         f" (+{human_seconds(d['scanSeconds'])} to read every entry for this summary)")
-    version = f"version {d['version']}"
+    version = f"version {show(d['version'], 40, none='None')}"
     if d["fileVersion"] != d["version"]:
-        version = f"version {d['fileVersion'] or 1} on disk, migrated to {d['version']} in memory (sessiontree migrate rewrites it)"
-    add("session", f"{d['sessionId']}  {version}")
+        version = (f"version {show(d['fileVersion'] or 1, 40)} on disk, migrated to {show(d['version'], 40)} "
+                   "in memory (sessiontree migrate rewrites it)")
+    add("session", f"{show(d['sessionId'], 200)}  {version}")
     if d["sessionName"]:
-        add("name", d["sessionName"])
-    add("cwd", str(d["cwd"]))
+        add("name", show(d["sessionName"]))
+    add("cwd", show(d["cwd"], none="None"))
     if d["parentSession"]:
-        add("forked from", str(d["parentSession"]))
-    add("time", f"{d['header'].get('timestamp')} … {d['lastTimestamp'] or '-'}")
+        add("forked from", show(d["parentSession"]))
+    add("time", f"{show(d['header'].get('timestamp'), 100, none='None')} … {show(d['lastTimestamp'], 100) or '-'}")
     add("entries", f"{d['entries']:,}  " + _counts(d["byType"]))
     add("messages", _counts(d["byRole"]) or "none")
     add("tree", f"{d['roots']:,} root(s), {d['leaves']:,} leaves, {d['branchPoints']:,} branch points")
-    add("current leaf", f"{d['leafId']}  (path of {d['pathLength']:,} entries, "
+    add("current leaf", f"{show(d['leafId'], 200, none='None')}  (path of {d['pathLength']:,} entries, "
         f"{d['compactionsOnPath']} compaction(s) on it)")
     add("compactions", f"{d['compactions']:,}")
     labels = d["labels"]
-    shown = ", ".join(f"{k}={v!r}" for k, v in list(labels.items())[:6])
-    add("labels", f"{len(labels)}" + (f"  {shown}{' …' if len(labels) > 6 else ''}" if labels else ""))
+    shown = ", ".join(f"{show(k, 100)}={safe(repr(v)) if isinstance(v, str) else show(v, 100)}"
+                      for k, v in list(labels.items())[:6])
+    # "entries" above counts label *entries* (each sets or clears one label); this row
+    # counts the entries that carry a label now.
+    set_by = d["byType"].get("label", 0)
+    add("labelled entries", f"{len(labels):,}  (set by {set_by:,} label entr{'y' if set_by == 1 else 'ies'})"
+        + (f"  {shown}{' …' if len(labels) > 6 else ''}" if labels else ""))
     tk = d["tokens"]
-    add("tokens", f"input {tk['input']:,}  output {tk['output']:,}  cache read {tk['cacheRead']:,}  "
-        f"cache write {tk['cacheWrite']:,}  total {tk['totalTokens']:,}")
+    add("tokens", f"input {num(tk['input'])}  output {num(tk['output'])}  cache read {num(tk['cacheRead'])}  "
+        f"cache write {num(tk['cacheWrite'])}  total {num(tk['totalTokens'])}")
     add("cost", f"${d['cost']:,.4f}  (sum of assistant usage.cost.total, all branches)")
     if d["models"]:
         add("models", _counts(d["models"]))
@@ -184,4 +209,12 @@ def render(io: Io, d: dict[str, Any]) -> None:
 
 
 def _counts(counts: dict[str, int]) -> str:
-    return "  ".join(f"{k} {v:,}" for k, v in counts.items())
+    return "  ".join(f"{safe(str(k))} {v:,}" for k, v in counts.items())
+
+
+def _add(total: Any, value: int | float) -> Any:
+    """``total + value``; an integer too large for a float makes the sum infinite."""
+    try:
+        return total + value
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")

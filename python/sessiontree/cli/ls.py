@@ -18,7 +18,7 @@ from rich.cells import set_cell_size
 from rich.text import Text
 
 from ..errors import SessionError
-from ._common import CliError, Io, count_progress, fit, one_line
+from ._common import CliError, Io, count_progress, fit, one_line, safe
 
 _PREVIEW = 60
 
@@ -87,6 +87,14 @@ def _call_list(fn: Any, *args: Any, on_progress: Any, problems: list[dict[str, A
     return fn(*args, on_progress=on_progress, **kw)
 
 
+def searched_folder(args: argparse.Namespace) -> str:
+    """The folder ``ls`` looks in (with ``--all``: the root it walks)."""
+    if args.dir is not None:
+        return args.dir
+    root = _default_root()
+    return root if args.all else os.path.join(root, _folder_name(os.getcwd()))
+
+
 def collect(args: argparse.Namespace, io: Io) -> tuple[list[Any], list[dict[str, Any]]]:
     """``(sessions, problems)`` for the chosen folder(s)."""
     from .. import SessionManager
@@ -104,7 +112,7 @@ def collect(args: argparse.Namespace, io: Io) -> tuple[list[Any], list[dict[str,
                 folders = [os.path.join(root, _folder_name(cwd))]
         else:
             if not os.path.isdir(args.dir):
-                raise CliError(f"{args.dir}: no such directory")
+                raise CliError(f"{safe(args.dir)}: no such directory")
             folders = _folders(args.dir, args.all)
             sessions = []
             done_before = 0
@@ -133,17 +141,16 @@ def _subdirs(root: str) -> list[str]:
 
 
 def _default_root() -> str:
-    base = os.environ.get("PI_CODING_AGENT_DIR")
-    return os.path.join(base, "sessions") if base else os.path.expanduser("~/.pi/agent/sessions")
+    from .._listing import default_session_root
+
+    return default_session_root()
 
 
 def _folder_name(cwd: str) -> str:
-    # Pi's folder per cwd (API.md, Listing); only used to find files the listing left
-    # out, so the library's own copy of this rule stays the one that matters.
-    body = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
-    for ch in "/\\:":
-        body = body.replace(ch, "-")
-    return f"--{body}--"
+    # Pi's folder per cwd (API.md, Listing): the library's rule, not a copy of it.
+    from .._listing import session_dir_for_cwd
+
+    return os.path.basename(session_dir_for_cwd(cwd, ""))
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
@@ -169,7 +176,9 @@ def run(args: argparse.Namespace, io: Io) -> int:
         })
         return 0
     if not sessions and not problems:
-        io.err.print("no sessions found")
+        where = searched_folder(args)
+        scope = " (and its subfolders)" if args.all else ""
+        io.err.print(Text(f"no sessions found in {safe(where)}{scope}"))
         return 0
     # Fixed columns, padded by terminal cells (CJK and emoji are two wide), no
     # trailing spaces: the same lines read well on a terminal and in a pipe.
@@ -183,8 +192,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
             s.modified.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
             f"  {s.message_count:>4,}  ",
             (set_cell_size(fit(title, _PREVIEW), _PREVIEW), "bold" if s.name else ""),
-            (f"  {s.cwd}" if args.all else "", "cyan"),
-            ("  " + os.path.basename(s.path), "dim"),
+            (f"  {one_line(s.cwd, 400)}" if args.all else "", "cyan"),
+            ("  " + safe(os.path.basename(s.path)), "dim"),
         ))
     io.print(Text("\n").join(rows), crop=False, no_wrap=True, overflow="ignore")
     io.print(Text(f"{len(sessions):,} session(s)", style="dim"))
@@ -192,5 +201,5 @@ def run(args: argparse.Namespace, io: Io) -> int:
         io.print(Text(f"\n{len(problems)} file(s) are not sessions:", style="bold red"))
         for p in problems:
             where = f":{p['line']}" if p.get("line") else ""
-            io.print(Text.assemble("  ", (f"{p['path']}{where}", "bold"), ": ", str(p["reason"])))
+            io.print(Text.assemble("  ", (f"{safe(str(p['path']))}{where}", "bold"), ": ", one_line(p["reason"], 400)))
     return 0

@@ -12,7 +12,7 @@ import os
 
 from rich.text import Text
 
-from ._common import Io, open_session
+from ._common import Io, open_session, safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -46,8 +46,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
         io.write_json({"file": args.file, "migrated": backup is not None, "backup": backup, "entries": entries})
         return 0
     if backup is None:
-        io.print(Text.assemble((args.file, "bold"), ": already version 3, left as it was"))
+        io.print(Text.assemble((safe(args.file), "bold"), ": already version 3, left as it was"))
     else:
-        io.print(Text.assemble((args.file, "bold"), f": migrated to version 3 ({entries:,} entries); "
-                               "original kept as ", (os.fspath(backup), "bold")))
+        io.print(Text.assemble((safe(args.file), "bold"), f": migrated to version 3 ({entries:,} entries); "
+                               "original kept as ", (safe(os.fspath(backup)), "bold")))
     return 0

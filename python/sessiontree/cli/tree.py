@@ -22,7 +22,7 @@ import os
 from collections import Counter
 from typing import Any, Iterator, NamedTuple
 
-from ._common import KIND_STYLES, Io, entry_preview, fit, open_session
+from ._common import KIND_STYLES, Io, as_is, entry_preview, fit, one_line, open_session, show
 
 _KEEP_TYPES = frozenset({"compaction", "branch_summary", "session_info"})
 _EDGE = 2  # entries kept at each end of a folded run
@@ -120,7 +120,7 @@ def _chain_rows(chain: list[Any], first_prefix: str, rest_prefix: str, on_path: 
     for i, node in enumerate(chain):
         entry = node.entry
         keep = (i < _EDGE or i >= n - _EDGE or node.label is not None
-                or entry.get("type") in _KEEP_TYPES or entry.get("id") == leaf_id)
+                or _type(entry) in _KEEP_TYPES or entry.get("id") == leaf_id)
         if not keep:
             hidden.append(node)
             continue
@@ -139,11 +139,18 @@ def _flush(hidden: list[Any], prefix: str, on_path: bool, depth: int) -> Iterato
     yield Row(prefix, None, on_path, 0, kinds, depth)
 
 
+def _type(entry: dict[str, Any]) -> str | None:
+    """The entry's ``type`` if it is a string (it may be any JSON value)."""
+    etype = entry.get("type")
+    return etype if isinstance(etype, str) else None
+
+
 def _kind(entry: dict[str, Any]) -> str:
+    """Kind shown in fold lines: the role of a message, else the entry type (terminal-safe)."""
     if entry.get("type") == "message":
         msg = entry.get("message")
-        return str(msg.get("role", "?")) if isinstance(msg, dict) else "message"
-    return str(entry.get("type"))
+        return one_line(msg.get("role", "?"), 100) if isinstance(msg, dict) else "message"
+    return show(entry.get("type"), 100, none="None")
 
 
 def _fold_text(kinds: Counter[str]) -> str:
@@ -186,14 +193,16 @@ def format_row(row: Row, leaf_id: str | None, width: int) -> tuple[str, list[tup
         segs.append((text, "dim italic"))
         return row.prefix + text, segs
     entry = row.node.entry
-    eid = str(entry.get("id"))
-    is_leaf = eid == leaf_id
+    raw_id = entry.get("id")
+    eid = show(raw_id, 100, none="None")
+    is_leaf = raw_id == leaf_id
     kind, preview = entry_preview(entry)
+    kind = fit(kind, 40)  # an entry type is whatever the file says; keep the columns
     mark = "* " if is_leaf else "  "
     head = f"{mark}{eid[:8]:<8} {kind:<14} "
     tail_parts = []
     if row.node.label is not None:
-        tail_parts.append(f"[{row.node.label}]")
+        tail_parts.append(f"[{one_line(row.node.label, 200)}]")
     if row.branches >= 2:
         tail_parts.append(f"⑂{row.branches}")
     if is_leaf:
@@ -255,7 +264,7 @@ def _json_rows(rows: Iterator[Row], leaf_id: str | None) -> list[dict[str, Any]]
         if node is None:
             continue
         entry = node.entry
-        kind, preview = entry_preview(entry)
+        kind, preview = entry_preview(entry, as_is)
         result.append({
             "id": entry.get("id"), "parentId": entry.get("parentId"), "type": entry.get("type"),
             "kind": kind, "preview": preview[:200], "label": node.label,
