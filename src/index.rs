@@ -1200,23 +1200,7 @@ impl Index {
 
     pub(crate) fn build_children(&mut self) {
         let n = self.parent.len();
-        let mut start = vec![0u32; n + 1];
-        for &p in &self.parent {
-            if p != NONE {
-                start[p as usize + 1] += 1;
-            }
-        }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let mut list = vec![0u32; start[n] as usize];
-        for (e, &p) in self.parent.iter().enumerate() {
-            if p != NONE {
-                list[fill[p as usize] as usize] = e as u32;
-                fill[p as usize] += 1;
-            }
-        }
+        let (start, list) = crate::tree::children_csr(&self.parent);
         self.child_start = start;
         self.child_list = list;
         self.csr_n = n as u32;

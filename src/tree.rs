@@ -71,27 +71,10 @@ impl Index {
     /// sorted oldest first (CSR: children of `e` are `list[start[e]..start[e+1]]`).
     pub fn tree(&self) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
         let n = self.len();
-        let mut start = vec![0u32; n + 1];
-        let mut roots = Vec::new();
-        for (e, &p) in self.parent.iter().enumerate() {
-            if p == NONE {
-                roots.push(e as u32);
-            } else {
-                start[p as usize + 1] += 1;
-            }
-        }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let mut list = vec![0u32; start[n] as usize];
-        for (e, &p) in self.parent.iter().enumerate() {
-            if p != NONE {
-                list[fill[p as usize] as usize] = e as u32;
-                fill[p as usize] += 1;
-            }
-        }
-        drop(fill);
+        let roots = (0..n as u32)
+            .filter(|&e| self.parent[e as usize] == NONE)
+            .collect();
+        let (start, mut list) = children_csr(&self.parent);
         for e in 0..n {
             let kids = &mut list[start[e] as usize..start[e + 1] as usize];
             if kids.len() > 1 {
@@ -100,4 +83,28 @@ impl Index {
         }
         (roots, start, list)
     }
+}
+
+/// Children lists of a parent column, in file order, as CSR: the children of `e` are
+/// `list[start[e]..start[e + 1]]`. Counting sort, O(n), no per-entry allocation.
+pub(crate) fn children_csr(parent: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let n = parent.len();
+    let mut start = vec![0u32; n + 1];
+    for &p in parent {
+        if p != NONE {
+            start[p as usize + 1] += 1;
+        }
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut list = vec![0u32; start[n] as usize];
+    for (e, &p) in parent.iter().enumerate() {
+        if p != NONE {
+            list[fill[p as usize] as usize] = e as u32;
+            fill[p as usize] += 1;
+        }
+    }
+    (start, list)
 }
