@@ -416,7 +416,7 @@ def test_f22_v1_legacy(backend: str, cases_dir: Path, tmp_path: Path) -> None:
 
 
 def _native_ok() -> bool:
-    from conftest import native_available
+    from _shared import native_available
 
     return native_available()
 

@@ -279,7 +279,7 @@ def test_generate_cli(tmp_path: Path) -> None:
 
 
 def test_bench(gen_file: Path) -> None:
-    from conftest import native_available
+    from _shared import native_available
 
     backends = "python,native" if native_available() else "python"
     p = run("bench", str(gen_file), "--backends", backends, "--json")
