@@ -305,3 +305,36 @@ def test_migrate_on_request(backend: str, tmp_path: Path) -> None:
         assert mgr.append_message(USER) in mgr
     with open_quiet(path, backend) as again:
         assert [e["id"] for e in again][:2] == ids and again.migrate() is None
+
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path: Path, backend: str) -> None:
+    """Opening a FIFO for reading would block until a writer appears: a session path
+    must be a regular file, for open, set_session_file, fork_from and listing alike."""
+    import threading
+
+    from sessiontree import InvalidSessionError, SessionManager
+
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    done: list[object] = []
+
+    def attempt() -> None:
+        for call in (
+            lambda: SessionManager.open(str(fifo), backend=backend),
+            lambda: SessionManager.fork_from(str(fifo), "/p", str(tmp_path / "out"), backend=backend),
+        ):
+            try:
+                call()
+            except InvalidSessionError as e:
+                done.append(e)
+        done.append(SessionManager.list("/p", str(tmp_path)))
+
+    t = threading.Thread(target=attempt, daemon=True)
+    t.start()
+    t.join(10)
+    if t.is_alive():  # unblock the reader so the test process can exit
+        with open(fifo, "wb"):
+            pass
+        pytest.fail("opening a FIFO blocked")
+    assert [type(d).__name__ for d in done] == ["InvalidSessionError", "InvalidSessionError", "list"]
+    assert done[2] == []  # the listing passed over it without opening it

@@ -12,13 +12,13 @@ trailing entry recovered, the header must be the first JSON object (``type ==
 and the first definition of an id stands (version 1 files have no ids: every entry
 counts there, as in Pi). A file that is not a session is left out and reported as a
 :class:`ListingProblem`; nothing a file holds stops a listing. Each file is read once
-(memory-mapped, streamed line by line: memory stays flat for multi-GB files) and never
-written; no folder is created.
+(one ``read``, then walked line by line; not memory-mapped, so a file truncated by its
+writer during the listing cannot crash the process) and never written; no folder is
+created; anything that is not a regular file is passed over without being opened.
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 import stat as _stat
 from collections.abc import Callable
@@ -29,6 +29,7 @@ from typing import Any
 from ._context import _js_str
 from ._jsonl import BOM, decode_line, is_blank, iter_lines
 from ._time import datetime_from_ms, parse_iso_ms
+from ._storage import require_regular_file
 from .errors import InvalidSessionError
 from .schema import SessionInfo
 
@@ -221,12 +222,15 @@ def read_session_info(path: str) -> SessionInfo:
             is not a header with a string ``id``).
         OSError: it cannot be read.
     """
+    require_regular_file(path)
     with open(path, "rb") as f:
         st = os.fstat(f.fileno())
         if st.st_size == 0:
             raise InvalidSessionError("empty file: no session header", path)
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return _build_info(path, data, st)
+        # Read, not mmap: a session another process truncates while we list it must not
+        # kill the process with SIGBUS (Python's mmap has no guard against that).
+        data = f.read()
+    return _build_info(path, data, st)
 
 
 def _build_info(path: str, data: Any, st: os.stat_result) -> SessionInfo:

@@ -47,7 +47,7 @@ from ._listing import ListingProblem, js_trim, list_all_sessions, list_sessions,
 from ._load import Loader
 from ._migrate import migrate_image
 from ._pure import PythonIndex
-from ._storage import SessionWriter
+from ._storage import SessionWriter, require_regular_file
 from ._time import now_iso
 from .errors import (
     EntryNotFoundError,
@@ -235,6 +235,7 @@ class SessionManager:
         cwd = None
         index = None
         if os.path.exists(path):
+            require_regular_file(path)
             index_cls = _index_class(backend)
             index = index_cls.open(path)
             cwd = index.header().get("cwd")
@@ -311,6 +312,7 @@ class SessionManager:
             OSError: the source cannot be read.
         """
         index_cls = _index_class(backend)
+        require_regular_file(os.fspath(source_path))
         source = index_cls.open(os.fspath(source_path))
         if source.needs_migration:
             with open(source_path, "rb") as f:
@@ -408,6 +410,7 @@ class SessionManager:
             self._session_file = path
             return
         if index is None:
+            require_regular_file(path)
             index = self._index_cls.open(path)
         migration = None
         try:

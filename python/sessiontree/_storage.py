@@ -39,7 +39,7 @@ import secrets
 import stat
 import shutil
 
-from .errors import SessionFileExistsError, SessionLockedError, StaleSessionError
+from .errors import InvalidSessionError, SessionFileExistsError, SessionLockedError, StaleSessionError
 
 __all__ = ["SessionWriter", "FSYNC_APPENDS"]
 
@@ -300,3 +300,19 @@ class SessionWriter:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)
+
+
+def require_regular_file(path: str) -> None:
+    """Refuse what is not a regular file before opening it.
+
+    Opening a FIFO for reading blocks until a writer appears, and a device can be
+    endless: a session path must be a plain file.
+
+    Raises:
+        InvalidSessionError: ``path`` exists and is not a regular file.
+        OSError: it cannot be examined (``FileNotFoundError`` if absent).
+    """
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise InvalidSessionError(f"{kind}: not a session file", path)
