@@ -27,7 +27,8 @@ from datetime import datetime
 from typing import Any
 
 from ._context import _js_str
-from ._jsonl import BOM, decode_line, is_blank, iter_lines
+from ._jsonl import BOM, is_blank, iter_lines
+from ._load import decode_line_or_recover, header_error, is_header
 from ._time import datetime_from_ms, parse_iso_ms
 from ._storage import require_regular_file
 from .errors import InvalidSessionError
@@ -165,31 +166,6 @@ def _js_max(a: float, b: float) -> float:
 
 # ---------------------------------------------------------------------- one file
 
-_TORN_MARK = b'{"type":'
-
-
-def _decode(raw: bytes) -> Any:
-    """decode_line with the loader's torn-fragment recovery (rule 4)."""
-    try:
-        return decode_line(raw)
-    except ValueError:
-        pass
-    if not raw.rstrip(b" \t\r").endswith(b"}"):
-        raise ValueError("not valid JSON")
-    p = raw.find(_TORN_MARK, 1)
-    tries = 0
-    while p > 0 and tries < 16:
-        tries += 1
-        try:
-            obj = decode_line(raw[p:])
-        except ValueError:
-            obj = None
-        if type(obj) is dict:
-            return obj
-        p = raw.find(_TORN_MARK, p + 1)
-    raise ValueError("not valid JSON")
-
-
 def _stat_mtime(st: os.stat_result) -> datetime:
     dt = datetime_from_ms(st.st_mtime_ns // 1_000_000)
     assert dt is not None
@@ -242,39 +218,32 @@ def _build_info(path: str, data: Any, st: os.stat_result) -> SessionInfo:
     texts: list[str] = []
     name: str | None = None
     last_activity: float | None = None
-    first_bad: tuple[int, int, str] | None = None  # first invalid / non-object line
+    first_line: tuple[int, int, bytes] | None = None  # named if no header is found
     start = 3 if data[:3] == BOM else 0
     for line_no, offset, raw, _tail in iter_lines(data, start):
         if line_no == 1:
             offset = 0  # the BOM belongs to line 1
         if is_blank(raw):
             continue
+        if header is None and first_line is None:
+            first_line = (line_no, offset, raw)
         try:
-            obj = _decode(raw)
+            obj = decode_line_or_recover(raw)
         except ValueError:
-            if header is None and first_bad is None:
-                first_bad = (line_no, offset, "line is not valid JSON")
             continue
         if type(obj) is not dict:
-            if header is None and first_bad is None:
-                first_bad = (line_no, offset, "line is not a JSON object")
             continue
         etype = obj.get("type")
         if header is None:
-            if etype == "session" and isinstance(obj.get("id"), str):
-                header = obj
-                version = obj.get("version")
-                old_version = version is None or (
-                    isinstance(version, (int, float)) and not isinstance(version, bool) and version < 2
-                )
-                continue
-            if first_bad is not None:
-                line_no, offset, reason = first_bad
-            else:
-                reason = "first object is not a session header (" + (
-                    "no string id" if etype == "session" else f"type is {etype!r}, not 'session'"
-                ) + ")"
-            raise InvalidSessionError(f"no session header: {reason}", path, line_no, offset)
+            if not is_header(obj):
+                assert first_line is not None
+                raise header_error(path, *first_line)
+            header = obj
+            version = obj.get("version")
+            old_version = version is None or (
+                isinstance(version, (int, float)) and not isinstance(version, bool) and version < 2
+            )
+            continue
         if etype == "session":
             continue  # extra_header
         eid = obj.get("id")
@@ -315,9 +284,8 @@ def _build_info(path: str, data: Any, st: os.stat_result) -> SessionInfo:
             first_message = text
 
     if header is None:
-        if first_bad is not None:
-            line_no, offset, reason = first_bad
-            raise InvalidSessionError(f"no session header: {reason}", path, line_no, offset)
+        if first_line is not None:
+            raise header_error(path, *first_line)
         raise InvalidSessionError("empty file: no session header", path)
 
     mtime = _stat_mtime(st)

@@ -347,7 +347,7 @@ class Loader:
             return True
         etype = obj.get("type")
         if self.header is None:
-            if etype == "session" and isinstance(obj.get("id"), str):
+            if is_header(obj):
                 self.header = obj
                 self.header_raw = raw
                 self.header_pos = (line_no, offset)
@@ -553,24 +553,43 @@ def _has_invalid_utf8(raw: bytes) -> bool:
     return False
 
 
-def header_error(path: str | None, line: int, offset: int, content: bytes) -> InvalidSessionError:
-    """The error for a file whose first non-blank line (``content``, no CR/LF) does not
-    lead to a session header (loader rule 6). Both backends build it here, so the same
-    bytes give the same message whichever backend read them.
+def decode_line_or_recover(content: bytes) -> Any:
+    """Rules 3-4 for one line, as the loader applies them: the line's JSON value, or
+    the complete entry recovered behind a torn fragment.
+
+    Raises:
+        ValueError: neither the line nor any recoverable suffix is valid JSON.
     """
     try:
-        obj: Any = decode_line_ex(content)[0]
+        return decode_line_ex(content)[0]
     except (ValueError, RecursionError):
         recovered = _recover_torn(content)
-        obj = _INVALID if recovered is None else recovered[1]
-    if obj is _INVALID:
+        if recovered is None:
+            raise ValueError("not valid JSON") from None
+        return recovered[1]
+
+
+def is_header(obj: dict[str, Any]) -> bool:
+    """Rule 6: a ``session`` object with a string ``id`` (Pi's ``loadEntriesFromFile``)."""
+    return obj.get("type") == "session" and isinstance(obj.get("id"), str)
+
+
+def header_error(path: str | None, line: int, offset: int, content: bytes) -> InvalidSessionError:
+    """The error for a file whose first non-blank line (``content``, no CR/LF) does not
+    lead to a session header (loader rule 6). Both backends and the listing build it
+    here, so the same bytes give the same message whoever read them.
+    """
+    try:
+        obj = decode_line_or_recover(content)
+    except ValueError:
         reason = "line is not valid JSON"
-    elif type(obj) is not dict:
-        reason = "line is not a JSON object"
     else:
-        etype = obj.get("type")
-        why = "no string id" if etype == "session" else f"type is {etype!r}, not 'session'"
-        reason = f"first object is not a session header ({why})"
+        if type(obj) is not dict:
+            reason = "line is not a JSON object"
+        else:
+            etype = obj.get("type")
+            why = "no string id" if etype == "session" else f"type is {etype!r}, not 'session'"
+            reason = f"first object is not a session header ({why})"
     return InvalidSessionError(f"no session header: {reason}", path, line, offset)
 
 
