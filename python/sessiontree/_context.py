@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._backend import ContextPlan
-from ._jsonl import js_number
+from ._jsonl import js_scalar_text
 from ._time import MAX_EPOCH_MS, parse_iso_ms
 
 __all__ = [
@@ -105,22 +105,9 @@ def _js_str(v: Any) -> str:
     """JavaScript ``String(v)`` of a JSON value (``_MISSING`` = undefined)."""
     if v is _MISSING:
         return "undefined"
-    if isinstance(v, str):
-        return v
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if isinstance(v, float):
-        if v != v:
-            return "NaN"
-        if v in (float("inf"), float("-inf")):
-            return "Infinity" if v > 0 else "-Infinity"
-        return js_number(v)
-    if isinstance(v, int):
-        return js_number(v)
+    text = js_scalar_text(v)
+    if text is not None:
+        return text
     if isinstance(v, dict):
         return "[object Object]"
     if isinstance(v, (list, tuple)):

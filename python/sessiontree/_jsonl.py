@@ -40,6 +40,7 @@ __all__ = [
     "encode_entry",
     "encode_line",
     "js_number",
+    "js_scalar_text",
     "js_string",
 ]
 
@@ -342,33 +343,42 @@ def js_string(s: str) -> str:
     return out
 
 
-def _key(k: Any) -> str:
-    if isinstance(k, str):
-        return k
-    # JavaScript property keys are strings: String(key).
-    if k is None:
-        return "null"
-    if k is True:
-        return "true"
-    if k is False:
-        return "false"
-    if isinstance(k, (int, float)):
-        return js_number(k)
-    raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
+def js_scalar_text(v: Any) -> str | None:
+    """JavaScript ``String(v)`` of a JSON scalar, or ``None`` for objects and arrays.
 
-
-def _scalar(v: Any) -> str | None:
+    ``null``/``true``/``false``, numbers as ``Number#toString`` (``NaN``, ``Infinity``
+    where JSON would write ``null``), strings unchanged.
+    """
     if isinstance(v, str):
-        return js_string(v)
+        return v
     if v is None:
         return "null"
     if v is True:
         return "true"
     if v is False:
         return "false"
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
     if isinstance(v, (int, float)):
         return js_number(v)
     return None
+
+
+def _key(k: Any) -> str:
+    # JavaScript property keys are strings: String(key).
+    text = js_scalar_text(k)
+    if text is None:
+        raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
+    return text
+
+
+def _scalar(v: Any) -> str | None:
+    # JSON text of a scalar: strings quoted, non-finite numbers null (JSON.stringify).
+    if isinstance(v, str):
+        return js_string(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return "null"
+    return js_scalar_text(v)
 
 
 def _encode_slow(obj: Any) -> str:
