@@ -376,7 +376,7 @@ struct Chunk {
     /// `\n` bytes in the range.
     newlines: u64,
     /// First non-blank line: (line, offset, logical range of its content).
-    first_nonblank: Option<(u64, u64, Range<u64>)>,
+    first_nonblank: Option<(u64, u64)>,
     /// The final piece had no `\n`: `Some(true)` if it was accepted (valid), `Some(false)`
     /// if it is pending (invalid, issues in `tail_issues`).
     tail: Option<(u64, bool)>,
@@ -439,8 +439,7 @@ fn scan_range(
                 };
                 let content = &bytes[pos..ce];
                 if ch.first_nonblank.is_none() {
-                    ch.first_nonblank =
-                        Some((line_no, line_off, base + pos as u64..base + ce as u64));
+                    ch.first_nonblank = Some((line_no, line_off));
                 }
                 let ls = scan::LineScan {
                     verdict: Verdict::Object,
@@ -491,11 +490,7 @@ fn scan_range(
         let content = &bytes[cstart.min(content_end)..content_end];
         if !scan::is_blank(content) {
             if ch.first_nonblank.is_none() {
-                ch.first_nonblank = Some((
-                    line_no,
-                    line_off,
-                    base + cstart as u64..base + content_end as u64,
-                ));
+                ch.first_nonblank = Some((line_no, line_off));
             }
             scan_one(
                 &mut ch,
@@ -726,23 +721,6 @@ pub struct Plan {
     pub model: Option<u32>,
 }
 
-fn reason_for_first_line(src: &Source, range: Range<u64>) -> Result<String> {
-    let bytes = &src.read(range.start, range.end)?[..];
-    let mut f = scan::Fields::default();
-    Ok(match scan::validate(bytes, &mut f) {
-        Verdict::Invalid => "header is not valid JSON".into(),
-        Verdict::NotObject => "header is not a JSON object".into(),
-        Verdict::Object => match scan::str_bytes(bytes, f.ty) {
-            Some(t) if &*t == b"session" => "header has no string id".into(),
-            Some(t) => format!(
-                "first line is not a session header (type is {})",
-                String::from_utf8_lossy(&t)
-            ),
-            None => "first line is not a session header (no type)".into(),
-        },
-    })
-}
-
 impl Index {
     /// Map and index the session file at `path` (rules 1–13; never writes).
     pub fn open(path: &Path) -> Result<Index> {
@@ -914,19 +892,18 @@ impl Index {
     }
 
     fn header_error(&self, chunks: &[Chunk]) -> Error {
-        match chunks.iter().find_map(|c| c.first_nonblank.clone()) {
+        match chunks.iter().find_map(|c| c.first_nonblank) {
             None => Error::InvalidSession {
                 reason: "empty file: no session header".into(),
                 line: None,
                 offset: None,
             },
-            Some((line, off, range)) => match reason_for_first_line(&self.src, range) {
-                Ok(reason) => Error::InvalidSession {
-                    reason,
-                    line: Some(line),
-                    offset: Some(off),
-                },
-                Err(e) => e,
+            // Where the file fails is the core's to find; the words for it are the
+            // Python layer's (`_load.header_error`), shared with the python backend.
+            Some((line, off)) => Error::InvalidSession {
+                reason: "no session header".into(),
+                line: Some(line),
+                offset: Some(off),
             },
         }
     }

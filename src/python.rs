@@ -229,7 +229,6 @@ impl PyIndex {
     fn line<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyBytes>> {
         let ix = self.read(py);
         let e = Self::entry(&ix, n)?;
-        ix.check().map_err(|e| self.err(e))?;
         PyBytes::new_with(py, ix.line_len(e), |buf| {
             ix.read_line(e, buf).map_err(|e| self.err(e))
         })
@@ -246,7 +245,6 @@ impl PyIndex {
                 .map(|n| Self::entry(&ix, n))
                 .collect::<PyResult<Vec<_>>>()?,
         };
-        ix.check().map_err(|e| self.err(e))?;
         self.lines_of(py, &ix, &es)
     }
 
@@ -292,7 +290,6 @@ impl PyIndex {
     fn path_lines<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyList>> {
         let ix = self.read(py);
         let e = Self::entry(&ix, n)?;
-        ix.check().map_err(|e| self.err(e))?;
         self.lines_of(py, &ix, &ix.path(e))
     }
 
