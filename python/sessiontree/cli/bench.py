@@ -31,11 +31,7 @@ _ROWS = (
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register this subcommand.
-
-    Args:
-        sub: the ``sessiontree`` parser's subparsers.
-    """
+    """Add ``bench`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("bench", help="time and memory of both backends on one file",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="session file (.jsonl)")
@@ -78,15 +74,7 @@ def _ratio(a: float, b: float) -> str:
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
-    """Run the subcommand.
-
-    Args:
-        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
-        io: where to write.
-
-    Returns:
-        The exit status.
-    """
+    """``sessiontree bench``: the exit status (see the module docstring)."""
     require_file(args.file)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     results: dict[str, dict[str, Any]] = {}

@@ -19,11 +19,7 @@ _INFORMATIONAL = frozenset({"bom"})
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register this subcommand.
-
-    Args:
-        sub: the ``sessiontree`` parser's subparsers.
-    """
+    """Add ``check`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("check", help="report damaged lines and broken links; exit 1 if any",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE", help="session files (.jsonl)")
@@ -67,15 +63,7 @@ def check_file(io: Io, path: str, backend: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
-    """Run the subcommand.
-
-    Args:
-        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
-        io: where to write.
-
-    Returns:
-        The exit status.
-    """
+    """``sessiontree check``: the exit status (see the module docstring)."""
     results = [check_file(io, f, args.backend) for f in args.files]
     if args.json:
         io.write_json(results)

@@ -27,11 +27,7 @@ from ._common import (
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register this subcommand.
-
-    Args:
-        sub: the ``sessiontree`` parser's subparsers.
-    """
+    """Add ``context`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("context", help="the LLM context at the current leaf (or --leaf ID)")
     p.add_argument("file", help="session file (.jsonl)")
     p.add_argument("--leaf", metavar="ID", help="build the context at this entry instead of the current leaf")
@@ -46,15 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
-    """Run the subcommand.
-
-    Args:
-        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
-        io: where to write.
-
-    Returns:
-        The exit status.
-    """
+    """``sessiontree context``: the exit status (see the module docstring)."""
     from .. import convert_to_llm
 
     sm, _ = open_session(io, args.file, args.backend)

@@ -16,11 +16,7 @@ from ._common import CliError, Io, open_session, safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register this subcommand.
-
-    Args:
-        sub: the ``sessiontree`` parser's subparsers.
-    """
+    """Add ``fork`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("fork", help="write a new session holding only the path to --leaf ID",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="session file (.jsonl)")
@@ -60,15 +56,7 @@ def _remove_empty(created: list[str]) -> None:
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
-    """Run the subcommand.
-
-    Args:
-        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
-        io: where to write.
-
-    Returns:
-        The exit status.
-    """
+    """``sessiontree fork``: the exit status (see the module docstring)."""
     default = args.to is None
     to = os.path.dirname(os.path.abspath(args.file)) if default else args.to
     if os.path.exists(to) and not os.path.isdir(to):

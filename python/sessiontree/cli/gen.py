@@ -18,11 +18,7 @@ from ._common import CliError, Io, byte_progress, count_progress, human_bytes, s
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register this subcommand.
-
-    Args:
-        sub: the ``sessiontree`` parser's subparsers.
-    """
+    """Add ``generate`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("generate", help="write a synthetic Pi session of a given size (deterministic per seed)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out", help="file to write (.jsonl); must not exist unless --force")
@@ -37,15 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
-    """Run the subcommand.
-
-    Args:
-        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
-        io: where to write.
-
-    Returns:
-        The exit status.
-    """
+    """``sessiontree generate``: the exit status (see the module docstring)."""
     try:
         size = parse_size(args.size) if args.size is not None else None
     except ValueError as e:

@@ -26,11 +26,7 @@ from ._common import (
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register this subcommand.
-
-    Args:
-        sub: the ``sessiontree`` parser's subparsers.
-    """
+    """Add ``info`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("info", help="summary of a session file: counts, tree shape, tokens, cost")
     p.add_argument("file", help="session file (.jsonl)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -138,15 +134,7 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
-    """Run the subcommand.
-
-    Args:
-        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
-        io: where to write.
-
-    Returns:
-        The exit status.
-    """
+    """``sessiontree info``: the exit status (see the module docstring)."""
     sm, seconds = open_session(io, args.file, args.backend)
     with sm:
         data = collect(sm, args.file, seconds)

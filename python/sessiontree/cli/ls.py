@@ -24,11 +24,7 @@ _PREVIEW = 60
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register this subcommand.
-
-    Args:
-        sub: the ``sessiontree`` parser's subparsers.
-    """
+    """Add ``ls`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("ls", help="list sessions like Pi's session picker",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dir", nargs="?", help="a session folder (default: this directory's folder in Pi's store)")
@@ -154,15 +150,7 @@ def _folder_name(cwd: str) -> str:
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
-    """Run the subcommand.
-
-    Args:
-        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
-        io: where to write.
-
-    Returns:
-        The exit status.
-    """
+    """``sessiontree ls``: the exit status (see the module docstring)."""
     sessions, problems = collect(args, io)
     if args.json:
         io.write_json({

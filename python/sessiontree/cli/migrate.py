@@ -16,11 +16,7 @@ from ._common import Io, open_session, safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register this subcommand.
-
-    Args:
-        sub: the ``sessiontree`` parser's subparsers.
-    """
+    """Add ``migrate`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("migrate", help="rewrite a v1/v2 session file as v3 (the original is kept)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="session file (.jsonl)")
@@ -29,15 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
-    """Run the subcommand.
-
-    Args:
-        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
-        io: where to write.
-
-    Returns:
-        The exit status.
-    """
+    """``sessiontree migrate``: the exit status (see the module docstring)."""
     sm, _ = open_session(io, args.file, args.backend)
     with sm:
         backup = sm.migrate()

@@ -42,11 +42,7 @@ class Row(NamedTuple):
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register this subcommand.
-
-    Args:
-        sub: the ``sessiontree`` parser's subparsers.
-    """
+    """Add ``tree`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("tree", help="draw the session tree", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="session file (.jsonl)")
@@ -224,15 +220,7 @@ def format_row(row: Row, leaf_id: str | None, width: int) -> tuple[str, list[tup
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
-    """Run the subcommand.
-
-    Args:
-        args: parsed arguments (``file``, ``backend``, the subcommand's flags).
-        io: where to write.
-
-    Returns:
-        The exit status.
-    """
+    """``sessiontree tree``: the exit status (see the module docstring)."""
     sm, _ = open_session(io, args.file, args.backend)
     with sm:
         roots = sm.get_tree()
