@@ -282,3 +282,14 @@ def copy_to(file: BenchFile, folder: Path) -> str:
     dst = folder / Path(file.path).name
     shutil.copyfile(file.path, dst)
     return str(dst)
+
+
+def assert_context(ctx: Any, compacted: bool) -> None:
+    """A benchmark's context must be real: non-empty, and led by the compaction summary
+    exactly when the session is the compacted variant."""
+    assert ctx.messages, "empty context"
+    roles = [m["role"] for m in ctx.messages]
+    if compacted:
+        assert roles[0] == "compactionSummary", roles[:3]
+    else:
+        assert "compactionSummary" not in roles

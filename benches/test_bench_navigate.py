@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from _benchlib import BenchFile, bench_file, opened, set_info
+from _benchlib import BenchFile, assert_context, bench_file, opened, set_info
 
 
 def test_get_entry(benchmark: Any, session_file: BenchFile, backend: str) -> None:
@@ -68,12 +68,7 @@ def test_build_session_context(benchmark: Any, size: str, backend: str, compacte
     file = bench_file(size, compacted)
     sm = opened(file, backend)
     ctx = benchmark(sm.build_session_context)
-    assert ctx.messages, "empty context"
-    roles = [m["role"] for m in ctx.messages]
-    if compacted:
-        assert roles[0] == "compactionSummary", roles[:3]
-    else:
-        assert "compactionSummary" not in roles
+    assert_context(ctx, compacted)
     kind = "compacted" if compacted else "uncompacted"
     set_info(benchmark, f"context ({kind}) · {size}", file=file, backend=backend,
              operation=f"context:{kind}", items=len(ctx.messages))

@@ -17,7 +17,7 @@ import pytest
 
 from sessiontree import SessionManager
 
-from _benchlib import BenchFile, bench_file, rounds_for, set_info
+from _benchlib import BenchFile, assert_context, bench_file, rounds_for, set_info
 
 REFERENCE_GROUPS = ("open", "open+context")
 
@@ -116,10 +116,5 @@ def test_open_and_context(benchmark: Any, size: str, backend: str, compacted: bo
     ctx = benchmark.pedantic(target, setup=lambda: _teardown(holder), teardown=lambda: _teardown(holder),
                              rounds=rounds_for(size), warmup_rounds=1)
     _teardown(holder)
-    assert ctx.messages, "empty context"
-    roles = [m["role"] for m in ctx.messages]
-    if compacted:
-        assert roles[0] == "compactionSummary", roles[:3]
-    else:
-        assert "compactionSummary" not in roles
+    assert_context(ctx, compacted)
     benchmark.extra_info["context_messages"] = len(ctx.messages)

@@ -4,7 +4,10 @@ and two modules named ``conftest`` cannot both be imported by name)."""
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
+
+from sessiontree import LoadReportWarning, SessionManager
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SESSIONTREE_SHARED", ROOT.parent / "shared"))
@@ -26,3 +29,15 @@ def native_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def open_quiet(path: Path | str, backend: str) -> SessionManager:
+    """``SessionManager.open`` without the ``LoadReportWarning`` (tests read the report)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadReportWarning)
+        return SessionManager.open(str(path), backend=backend)
+
+
+def report(mgr: SessionManager) -> list[tuple[str, int | None, int | None, tuple[str, ...]]]:
+    """The load report as comparable tuples (kind, line, offset, ids)."""
+    return [(i.kind, i.line, i.offset, i.ids) for i in mgr.load_report]

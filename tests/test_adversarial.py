@@ -33,7 +33,7 @@ import pytest
 from sessiontree import InvalidSessionError, LoadReportWarning, SessionManager
 from sessiontree.errors import SessionError, StaleSessionError
 
-from _shared import native_available
+from _shared import native_available, open_quiet, report
 
 needs_native = pytest.mark.skipif(not native_available(), reason="the native extension is not built")
 
@@ -64,14 +64,6 @@ def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def open_quiet(path: Path | str, backend: str) -> SessionManager:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LoadReportWarning)
-        return SessionManager.open(str(path), backend=backend)
-
-
-def report(mgr: SessionManager) -> list[tuple[str, int | None, int | None, tuple[str, ...]]]:
-    return [(i.kind, i.line, i.offset, i.ids) for i in mgr.load_report]
 
 
 def tree_shape(mgr: SessionManager) -> list[tuple[int, str, str | None]]:

@@ -29,7 +29,7 @@ from sessiontree import (
     SessionManager,
 )
 
-from _shared import CASES
+from _shared import CASES, open_quiet, report
 
 HEADER = {"type": "session", "version": 3, "id": "s-1", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"}
 
@@ -49,14 +49,6 @@ def case(name: str, tmp_path: Path) -> Path:
     return dst
 
 
-def open_quiet(path: Path | str, backend: str) -> SessionManager:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LoadReportWarning)
-        return SessionManager.open(str(path), backend=backend)
-
-
-def report(mgr: SessionManager) -> list[tuple[str, int | None, int | None, tuple[str, ...]]]:
-    return [(i.kind, i.line, i.offset, i.ids) for i in mgr.load_report]
 
 
 def texts(mgr: SessionManager, leaf: Any = None) -> list[tuple[str, str]]:

@@ -26,16 +26,11 @@ from sessiontree import (
     StaleSessionError,
 )
 
-from _shared import ROOT
+from _shared import ROOT, open_quiet
 
 USER = {"role": "user", "content": "hello", "timestamp": 1}
 ASSISTANT = {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "provider": "p", "model": "m", "timestamp": 2}
 
-
-def open_quiet(path: Path | str, backend: str) -> SessionManager:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LoadReportWarning)
-        return SessionManager.open(str(path), backend=backend)
 
 
 @pytest.fixture
