@@ -246,13 +246,13 @@ def _build_info(path: str, data: Any, st: os.stat_result) -> SessionInfo:
             continue
         if etype == "session":
             continue  # extra_header
-        eid = obj.get("id")
-        if isinstance(eid, str) and eid:
+        if not old_version:  # v1 records all count: migration gives each a fresh id
+            eid = obj.get("id")
+            if not (isinstance(eid, str) and eid):
+                continue  # missing_id
             if eid in seen:
                 continue  # duplicate_id: the first definition stands
             seen.add(eid)
-        elif not old_version:
-            continue  # missing_id (v1 entries have no ids and all count)
 
         if etype == "session_info":
             n = obj.get("name")

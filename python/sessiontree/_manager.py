@@ -42,7 +42,7 @@ from typing import Any
 
 from ._backend import LoadIssue, TreeIndex
 from ._context import SessionContext, assemble_context
-from ._jsonl import encode_entry
+from ._jsonl import decode_line, encode_entry
 from ._listing import ListingProblem, js_trim, list_all_sessions, list_sessions, session_dir_for_cwd, session_file_name
 from ._load import Loader
 from ._migrate import migrate_image
@@ -529,6 +529,9 @@ class SessionManager:
         if size < self._index.image_len():
             raise StaleSessionError(f"{self._session_file}: session file was truncated; reopen it")
         if (size, mtime) != self._seen:
+            if self._seen is not None and size == self._seen[0]:
+                # Written to without growing: not an append (appends only add bytes).
+                raise StaleSessionError(f"{self._session_file}: session file was rewritten in place; reopen it")
             try:
                 if self._fingerprint is not None and _read_fingerprint(self._session_file, self._fingerprint[0]) != self._fingerprint[1]:
                     raise StaleSessionError(f"{self._session_file}: session file was rewritten in place; reopen it")
@@ -551,6 +554,9 @@ class SessionManager:
         if entry["id"] in self._index:
             raise ValueError(f"entry id {entry['id']} is already in the session")  # a bad _new_id override
         line = encode_entry(entry)
+        # Refuse what the loader would skip (e.g. nesting past MAX_DEPTH) before a byte is
+        # written: an appended line must reload as the entry it claims to be.
+        decode_line(line)
         message = entry.get("message")
         if entry["type"] == "message" and isinstance(message, dict) and message.get("role") == "assistant":
             self._has_assistant = True

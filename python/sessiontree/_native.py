@@ -18,7 +18,7 @@ from ._jsonl import BOM, decode_line
 from ._load import header_error
 from ._labels import apply_labels, session_name_of
 from ._sessiontree import Index
-from .errors import InvalidSessionError
+from .errors import InvalidSessionError, StaleSessionError
 from .schema import SessionTreeNode
 
 __all__ = ["NativeIndex"]
@@ -82,8 +82,17 @@ class NativeIndex:
             if self._cache_bytes + size > _CACHE_BYTES:
                 cache.clear()
                 self._cache_bytes = 0
+            ident = self._ix.id
             for n, raw in zip(missing, raws):
-                cache[n] = decode_line(raw)
+                # The bytes come from the file now, not from when it was indexed: a line
+                # that no longer parses, or names another id, was rewritten in place.
+                try:
+                    entry = decode_line(raw)
+                except ValueError:
+                    entry = None
+                if type(entry) is not dict or entry.get("id") != ident(n):
+                    raise StaleSessionError(f"entry {ident(n)}: its line changed in the file since it was read; reopen it")
+                cache[n] = entry
             self._cache_bytes += size
         return [cache[n] for n in nums]
 
