@@ -10,7 +10,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 RUST_SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: all build demo test test-rust test-python bench profile clean
+.PHONY: all build demo test lint test-rust test-python bench profile clean
 
 all: build
 
@@ -38,7 +38,12 @@ test-python: $(BUILT)
 	$(PY) -m pytest -q -p no:cacheprovider tests benches --benchmark-disable
 	SESSIONTREE_BACKEND=python $(PY) -m pytest -q -p no:cacheprovider tests/test_cli.py
 
-test: test-rust test-python
+# The lint gate: the package type-checks with zero errors, and so do the README's examples.
+lint: $(BUILT)
+	$(PY) -m mypy python/sessiontree
+	$(PY) tests/readme_examples.py --typecheck
+
+test: lint test-rust test-python
 
 demo: $(BUILT)
 	$(PY) -m sessiontree.demo

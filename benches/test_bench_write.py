@@ -60,7 +60,8 @@ def test_append(benchmark: Any, session_file: BenchFile, backend: str, fsync: bo
     counter = itertools.count()
     with _open(path, backend) as sm:
         first = sm.append_message(_assistant_message(next(counter)))  # opens the writer (lock, catch-up)
-        assert sm._writer is not None and sm._writer._fsync is fsync  # noqa: SLF001 (the switch took effect)
+        writer = sm._file._writer  # noqa: SLF001 (the switch took effect)
+        assert writer is not None and writer._fsync is fsync
         before = len(sm)
         size_before = os.path.getsize(path)
 

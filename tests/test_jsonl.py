@@ -19,9 +19,9 @@ from sessiontree._jsonl import (
     has_invalid_utf8,
     is_blank,
     iter_lines,
-    js_number,
     js_string,
 )
+from sessiontree._js import number_text as js_number
 
 
 def _pi_written(corpus_dir: Path) -> list[Path]:

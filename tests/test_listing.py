@@ -11,16 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree._listing import (
-    ListingProblem,
-    default_session_root,
-    js_trim,
-    list_all_sessions,
-    list_sessions,
-    read_session_info,
-    session_dir_for_cwd,
-    session_file_name,
-)
+from sessiontree._js import trim as js_trim
+from sessiontree._listing import ListingProblem, list_all_sessions, list_sessions, read_session_info
+from sessiontree._places import default_session_root, session_dir_for_cwd, session_file_name
 from sessiontree.errors import InvalidSessionError
 
 HDR = {"type": "session", "version": 3, "id": "sess-1", "timestamp": "2025-12-01T10:00:00.000Z", "cwd": "/p"}

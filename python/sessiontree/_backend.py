@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from typing_extensions import Self
+
     from ._context import SessionContext
     from .schema import SessionTreeNode
 
-__all__ = ["LoadIssue", "IssueKind", "TreeIndex", "ContextPlan"]
+__all__ = ["LoadIssue", "IssueKind", "TreeIndex", "ContextPlan", "describe_issue", "make_issue", "issue_order"]
 
 
 class IssueKind:
@@ -61,6 +63,87 @@ class LoadIssue:
     detail: str = field(default="", compare=False)
 
 
+# Rule number of each kind (docs/ARCHITECTURE.md): issues of one line are reported in
+# rule order.
+_RULE = {
+    IssueKind.BOM: 1,
+    IssueKind.INVALID_UTF8: 3,
+    IssueKind.TORN_FRAGMENT: 4,
+    IssueKind.INVALID_JSON: 4,
+    IssueKind.TRUNCATED: 4,
+    IssueKind.NOT_AN_OBJECT: 5,
+    IssueKind.EXTRA_HEADER: 7,
+    IssueKind.MISSING_ID: 8,
+    IssueKind.DUPLICATE_ID: 8,
+    IssueKind.INVALID_PARENT: 9,
+    IssueKind.MISSING_PARENT: 9,
+    IssueKind.CYCLE: 10,
+    IssueKind.FIRST_KEPT_OFF_PATH: 11,
+    IssueKind.UNKNOWN_TYPE: 12,
+}
+
+
+def issue_order(issue: LoadIssue) -> tuple[int, int, int]:
+    """The sort key of ``load_report``: by line (issues without one last), then rule."""
+    if issue.line is None:
+        return (1, 0, _RULE.get(issue.kind, 99))
+    return (0, issue.line, _RULE.get(issue.kind, 99))
+
+
+def describe_issue(kind: str, ids: tuple[str, ...] = (), n: int | None = None, text: str | None = None) -> str:
+    """The words of a ``load_report`` item, the same for both backends.
+
+    Args:
+        kind: an :class:`IssueKind` string.
+        ids: the issue's ids.
+        n: the number the wording needs: ``duplicate_id`` the line of the first
+            definition, ``torn_fragment`` the bytes before the recovered entry,
+            ``truncated`` the length of the piece, ``cycle`` its number of entries.
+        text: ``unknown_type``: the ``type`` value when it is a string.
+
+    Returns:
+        One sentence.
+    """
+    if kind == IssueKind.BOM:
+        return "UTF-8 byte order mark ignored"
+    if kind == IssueKind.INVALID_UTF8:
+        return "invalid UTF-8 replaced by U+FFFD"
+    if kind == IssueKind.TORN_FRAGMENT:
+        return f"{n} bytes of a torn write before an entry"
+    if kind == IssueKind.INVALID_JSON:
+        return "not valid JSON"
+    if kind == IssueKind.TRUNCATED:
+        return f"incomplete last line ({n} bytes, no LF)"
+    if kind == IssueKind.NOT_AN_OBJECT:
+        return "valid JSON but not an object"
+    if kind == IssueKind.EXTRA_HEADER:
+        return "second session header ignored"
+    if kind == IssueKind.MISSING_ID:
+        return "entry has no non-empty string id"
+    if kind == IssueKind.DUPLICATE_ID:
+        return f"id {ids[0] if ids else '?'} already defined on line {n}"
+    if kind == IssueKind.INVALID_PARENT:
+        return "parentId is absent, empty or not a string (entry is a root)"
+    if kind == IssueKind.MISSING_PARENT:
+        return f"parent {ids[1] if len(ids) > 1 else '?'} is not in the file (entry is a root)"
+    if kind == IssueKind.CYCLE:
+        return f"parent links form a cycle of {n}; broken at {ids[0] if ids else '?'}"
+    if kind == IssueKind.FIRST_KEPT_OFF_PATH:
+        if len(ids) > 1:
+            return f"firstKeptEntryId {ids[1]!r} is not before the compaction on its path: only the summary is kept"
+        return "firstKeptEntryId is absent or not a string: only the summary is kept"
+    if kind == IssueKind.UNKNOWN_TYPE:
+        return f"unknown entry type {text!r} (kept)" if text is not None else "entry type is absent or not a string (kept)"
+    return kind
+
+
+def make_issue(
+    kind: str, line: int | None, offset: int | None, ids: tuple[str, ...] = (), n: int | None = None, text: str | None = None
+) -> LoadIssue:
+    """A :class:`LoadIssue` worded by :func:`describe_issue`."""
+    return LoadIssue(kind, line, offset, ids, describe_issue(kind, ids, n, text))
+
+
 @dataclass(frozen=True)
 class ContextPlan:
     """Which entries make up the LLM context at a leaf, in Pi's order.
@@ -92,7 +175,7 @@ class TreeIndex(Protocol):
 
     # -- construction --------------------------------------------------------------
     @classmethod
-    def open(cls, path: str) -> TreeIndex:
+    def open(cls, path: str) -> Self:
         """Index the session file at ``path`` (read-only; never writes).
 
         Raises ``FileNotFoundError``/``OSError``, or ``InvalidSessionError`` when the file
@@ -103,11 +186,14 @@ class TreeIndex(Protocol):
         ...
 
     @classmethod
-    def from_image(cls, data: bytes) -> TreeIndex:
+    def from_image(cls, data: bytes) -> Self:
         """Index an in-memory image (a new, in-memory or migrated session). Same rules."""
         ...
 
-    needs_migration: bool
+    @property
+    def needs_migration(self) -> bool:
+        """The header's version is below 3: only the header is indexed."""
+        ...
 
     # -- whole-image facts ---------------------------------------------------------
     def header(self) -> dict[str, Any]: ...

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._backend import ContextPlan
-from ._jsonl import js_scalar_text
+from ._js import UNDEFINED, string, truthy
 from ._time import MAX_EPOCH_MS, parse_iso_ms
 
 __all__ = [
@@ -50,15 +50,8 @@ COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
 BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
 BRANCH_SUMMARY_SUFFIX = "</summary>"
 
-_MISSING: Any = object()
 
 
-class _Omitted:
-    def __repr__(self) -> str:
-        return "<last entry>"
-
-
-_LAST = _Omitted()
 
 
 @dataclass(frozen=True)
@@ -83,51 +76,7 @@ class SessionContext:
     model: dict[str, Any] | None = None
 
 
-# ------------------------------------------------------------------- JS helpers
-
-
-def js_truthy(v: Any) -> bool:
-    """JavaScript truthiness of a ``json.loads`` value (``_MISSING`` = undefined).
-
-    False for undefined, ``None``, ``False``, ``0``, ``0.0``, NaN and ``""``; True for
-    everything else, empty objects and arrays included.
-    """
-    if v is _MISSING or v is None or v is False:
-        return False
-    if isinstance(v, (int, float)):
-        return v == v and v != 0
-    if isinstance(v, str):
-        return v != ""
-    return True  # objects and arrays, even empty
-
-
-def _js_str(v: Any) -> str:
-    """JavaScript ``String(v)`` of a JSON value (``_MISSING`` = undefined)."""
-    if v is _MISSING:
-        return "undefined"
-    text = js_scalar_text(v)
-    if text is not None:
-        return text
-    if isinstance(v, dict):
-        return "[object Object]"
-    if isinstance(v, (list, tuple)):
-        # Array#join: null/undefined elements are "", nested arrays join recursively;
-        # flattened with an explicit stack so no nesting depth can overflow.
-        parts: list[str] = []
-        stack: list[Any] = [iter(v)]
-        while stack:
-            item = next(stack[-1], _MISSING)
-            if item is _MISSING:
-                stack.pop()
-            elif isinstance(item, (list, tuple)):
-                if item:
-                    stack.append(iter(item))
-                else:
-                    parts.append("")
-            else:
-                parts.append("" if item is None else _js_str(item))
-        return ",".join(parts)
-    return str(v)
+# ------------------------------------------------------------------- helpers
 
 
 def _date_ms(v: Any) -> int | None:
@@ -147,8 +96,8 @@ def _date_ms(v: Any) -> int | None:
 
 def _put(dst: dict[str, Any], key: str, src: Mapping[str, Any], src_key: str) -> None:
     # JS object literals keep `key: undefined`, JSON.stringify then drops it.
-    v = src.get(src_key, _MISSING)
-    if v is not _MISSING:
+    v = src.get(src_key, UNDEFINED)
+    if v is not UNDEFINED:
         dst[key] = v
 
 
@@ -160,7 +109,7 @@ def _compaction_message(e: Mapping[str, Any]) -> dict[str, Any]:
     m: dict[str, Any] = {"role": "compactionSummary"}
     _put(m, "summary", e, "summary")
     _put(m, "tokensBefore", e, "tokensBefore")
-    m["timestamp"] = _date_ms(e.get("timestamp", _MISSING))
+    m["timestamp"] = _date_ms(e.get("timestamp", UNDEFINED))
     return m
 
 
@@ -169,7 +118,7 @@ def _branch_summary_message(e: Mapping[str, Any]) -> dict[str, Any]:
     m: dict[str, Any] = {"role": "branchSummary"}
     _put(m, "summary", e, "summary")
     _put(m, "fromId", e, "fromId")
-    m["timestamp"] = _date_ms(e.get("timestamp", _MISSING))
+    m["timestamp"] = _date_ms(e.get("timestamp", UNDEFINED))
     return m
 
 
@@ -180,7 +129,7 @@ def _custom_message(e: Mapping[str, Any]) -> dict[str, Any]:
     _put(m, "content", e, "content")
     _put(m, "display", e, "display")
     _put(m, "details", e, "details")
-    m["timestamp"] = _date_ms(e.get("timestamp", _MISSING))
+    m["timestamp"] = _date_ms(e.get("timestamp", UNDEFINED))
     return m
 
 
@@ -253,13 +202,13 @@ def plan_context(path: Sequence[Mapping[str, Any]]) -> ContextPlan:
 
     def wanted(items: Iterable[Mapping[str, Any]]) -> list[str]:
         return [
-            e.get("id") for e in items if e.get("type") in ("message", "custom_message", "branch_summary")
+            e["id"] for e in items if e.get("type") in ("message", "custom_message", "branch_summary")
         ]
 
     if comp_idx < 0:
         message_ids = wanted(path)
     else:
-        first_kept = path[comp_idx].get("firstKeptEntryId", _MISSING)
+        first_kept = path[comp_idx].get("firstKeptEntryId", UNDEFINED)
         start = comp_idx
         for i in range(comp_idx):
             if path[i].get("id") == first_kept and isinstance(first_kept, str):
@@ -303,14 +252,14 @@ def assemble_context(plan: ContextPlan, get: Callable[[str], Mapping[str, Any] |
             continue
         t = e.get("type")
         if t == "message":
-            msg = e.get("message", _MISSING)
+            msg = e.get("message", UNDEFINED)
             # Pi pushes whatever is there; undefined / null would crash its later
             # steps, so only objects enter the context here.
             if isinstance(msg, dict):
                 messages.append(msg)
         elif t == "custom_message":
             messages.append(_custom_message(e))
-        elif t == "branch_summary" and js_truthy(e.get("summary", _MISSING)):
+        elif t == "branch_summary" and truthy(e.get("summary", UNDEFINED)):
             messages.append(_branch_summary_message(e))
 
     thinking: str | None = "off"
@@ -337,7 +286,7 @@ def assemble_context(plan: ContextPlan, get: Callable[[str], Mapping[str, Any] |
 
 def build_session_context(
     entries: Sequence[Mapping[str, Any]],
-    leaf_id: str | None | _Omitted = _LAST,
+    leaf_id: Any = UNDEFINED,
     by_id: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> SessionContext:
     """Pi's ``buildSessionContext(entries, leafId, byId)`` over entry dicts.
@@ -376,29 +325,29 @@ def build_session_context(
 
 def _bash_text(m: Mapping[str, Any]) -> str:
     # messages.ts bashExecutionToText, with JavaScript's String() and truthiness.
-    text = "Ran `" + _js_str(m.get("command", _MISSING)) + "`\n"
-    output = m.get("output", _MISSING)
-    if js_truthy(output):
-        text += "```\n" + _js_str(output) + "\n```"
+    text = "Ran `" + string(m.get("command", UNDEFINED)) + "`\n"
+    output = m.get("output", UNDEFINED)
+    if truthy(output):
+        text += "```\n" + string(output) + "\n```"
     else:
         text += "(no output)"
-    exit_code = m.get("exitCode", _MISSING)
-    if js_truthy(m.get("cancelled", _MISSING)):
+    exit_code = m.get("exitCode", UNDEFINED)
+    if truthy(m.get("cancelled", UNDEFINED)):
         text += "\n\n(command cancelled)"
     elif (
-        exit_code is not _MISSING
+        exit_code is not UNDEFINED
         and exit_code is not None
         and not (isinstance(exit_code, (int, float)) and not isinstance(exit_code, bool) and exit_code == 0)
     ):
-        text += "\n\nCommand exited with code " + _js_str(exit_code)
-    if js_truthy(m.get("truncated", _MISSING)) and js_truthy(m.get("fullOutputPath", _MISSING)):
-        text += "\n\n[Output truncated. Full output: " + _js_str(m.get("fullOutputPath")) + "]"
+        text += "\n\nCommand exited with code " + string(exit_code)
+    if truthy(m.get("truncated", UNDEFINED)) and truthy(m.get("fullOutputPath", UNDEFINED)):
+        text += "\n\n[Output truncated. Full output: " + string(m.get("fullOutputPath")) + "]"
     return text
 
 
 def _user(content: Any, src: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "user"}
-    if content is not _MISSING:
+    if content is not UNDEFINED:
         out["content"] = content
     _put(out, "timestamp", src, "timestamp")
     return out
@@ -415,17 +364,17 @@ def _convert_one(m: Any) -> dict[str, Any] | None:
     if role in ("user", "assistant", "toolResult"):
         return m
     if role == "bashExecution":
-        if js_truthy(m.get("excludeFromContext", _MISSING)):
+        if truthy(m.get("excludeFromContext", UNDEFINED)):
             return None
         return _user([_text_block(_bash_text(m))], m)
     if role == "custom":
-        content = m.get("content", _MISSING)
+        content = m.get("content", UNDEFINED)
         return _user([_text_block(content)] if isinstance(content, str) else content, m)
     if role == "branchSummary":
-        text = BRANCH_SUMMARY_PREFIX + _js_str(m.get("summary", _MISSING)) + BRANCH_SUMMARY_SUFFIX
+        text = BRANCH_SUMMARY_PREFIX + string(m.get("summary", UNDEFINED)) + BRANCH_SUMMARY_SUFFIX
         return _user([_text_block(text)], m)
     if role == "compactionSummary":
-        text = COMPACTION_SUMMARY_PREFIX + _js_str(m.get("summary", _MISSING)) + COMPACTION_SUMMARY_SUFFIX
+        text = COMPACTION_SUMMARY_PREFIX + string(m.get("summary", UNDEFINED)) + COMPACTION_SUMMARY_SUFFIX
         return _user([_text_block(text)], m)
     return None  # unknown roles (e.g. v2 "hookMessage" in a v3 file, "system")
 

@@ -24,10 +24,13 @@ import math
 import re
 import sys
 from collections.abc import Iterator
+from types import FrameType
 from json.encoder import encode_basestring as _c_encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 import orjson
+
+from ._js import number_text, scalar_text
 
 __all__ = [
     "BOM",
@@ -39,8 +42,6 @@ __all__ = [
     "has_invalid_utf8",
     "encode_entry",
     "encode_line",
-    "js_number",
-    "js_scalar_text",
     "js_string",
 ]
 
@@ -184,7 +185,7 @@ def _slow_decode(raw: bytes) -> tuple[Any, bool]:
 
 
 def _stack_depth() -> int:
-    f = sys._getframe()
+    f: FrameType | None = sys._getframe()
     n = 0
     while f is not None:
         n += 1
@@ -265,57 +266,12 @@ def has_invalid_utf8(raw: bytes) -> bool:
 # -------------------------------------------------------------------------- encoding
 
 
-def js_number(value: float | int) -> str:
-    """Spell a number as JavaScript's ``Number.prototype.toString`` / ``JSON.stringify``.
-
-    Ints (not bools) are printed as exact digits (JavaScript would round beyond 2^53;
-    sessiontree keeps Python's exact value, API.md section 5 point 6). Floats follow
-    ECMA-262 Number::toString: shortest round-trip digits (Python's ``repr`` gives the
-    same digits), plain notation for 1e-7 <= |x| < 1e21, else ``d.ddde±n``; ``-0`` ->
-    ``0``; NaN and ±inf -> ``null`` (``JSON.stringify`` rule).
-
-    Args:
-        value: an int or float.
-
-    Returns:
-        The JSON text of the number.
-    """
-    if not isinstance(value, float):
-        return int.__repr__(value)
-    if value != value or value in (math.inf, -math.inf):
-        return "null"
-    if value == 0.0:
-        return "0"
-    r = float.__repr__(value)
-    if "e" not in r:
-        # Python's fixed range (1e-4 <= |x| < 1e16) lies inside JS's, same digits.
-        return r[:-2] if r.endswith(".0") else r
-    mant, _, exp = r.partition("e")
-    neg = mant.startswith("-")
-    if neg:
-        mant = mant[1:]
-    digits = mant.replace(".", "")
-    k = len(digits)
-    n = int(exp) + 1  # value = 0.digits * 10**n
-    if k <= n <= 21:
-        s = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        s = digits[:n] + "." + digits[n:]
-    elif -6 < n <= 0:
-        s = "0." + "0" * (-n) + digits
-    else:
-        e = n - 1
-        sign = "+" if e >= 0 else "-"
-        s = (digits if k == 1 else digits[0] + "." + digits[1:]) + "e" + sign + str(abs(e))
-    return "-" + s if neg else s
-
-
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 
 
 def _join_pair(m: re.Match[str]) -> str:
-    hi, lo = m.group()
+    hi, lo = m.group()[0], m.group()[1]
     return chr(0x10000 + ((ord(hi) - 0xD800) << 10) + (ord(lo) - 0xDC00))
 
 
@@ -343,30 +299,9 @@ def js_string(s: str) -> str:
     return out
 
 
-def js_scalar_text(v: Any) -> str | None:
-    """JavaScript ``String(v)`` of a JSON scalar, or ``None`` for objects and arrays.
-
-    ``null``/``true``/``false``, numbers as ``Number#toString`` (``NaN``, ``Infinity``
-    where JSON would write ``null``), strings unchanged.
-    """
-    if isinstance(v, str):
-        return v
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if isinstance(v, float) and not math.isfinite(v):
-        return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
-    if isinstance(v, (int, float)):
-        return js_number(v)
-    return None
-
-
 def _key(k: Any) -> str:
     # JavaScript property keys are strings: String(key).
-    text = js_scalar_text(k)
+    text = scalar_text(k)
     if text is None:
         raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
     return text
@@ -378,7 +313,7 @@ def _scalar(v: Any) -> str | None:
         return js_string(v)
     if isinstance(v, float) and not math.isfinite(v):
         return "null"
-    return js_scalar_text(v)
+    return scalar_text(v)
 
 
 def _encode_slow(obj: Any) -> str:
@@ -427,9 +362,10 @@ def _encode_slow(obj: Any) -> str:
             else:
                 append(",")
             if frame[1]:
-                append(js_string(_key(item[0])))
+                key: Any = item[0]  # type: ignore[index]  # a (key, value) pair of dict.items()
+                value = item[1]  # type: ignore[index]
+                append(js_string(_key(key)))
                 append(":")
-                value = item[1]
             else:
                 value = item
             break
@@ -479,7 +415,7 @@ def _respell(m: re.Match[bytes]) -> bytes:
     head, tok = m.group(1, 2)
     if not tok:
         return head
-    return head + js_number(float(tok)).encode("ascii")
+    return head + number_text(float(tok)).encode("ascii")
 
 
 def encode_entry(obj: Any) -> bytes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ._context import js_truthy
+from ._js import truthy
 
 __all__ = ["apply_labels", "session_name_of"]
 
@@ -32,7 +32,7 @@ def apply_labels(label_entries: Iterable[dict[str, Any]], labels: dict[str, Any]
         if not isinstance(target, str):
             continue
         value = e.get("label")
-        if js_truthy(value):
+        if truthy(value):
             labels[target] = value
             label_ts[target] = e.get("timestamp")
         else:

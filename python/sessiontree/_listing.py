@@ -1,8 +1,4 @@
-"""Where Pi keeps sessions, and listing them (``SessionManager.list`` / ``list_all``).
-
-Places (session-manager.ts ``getDefaultSessionDir``, ``newSession``; config.ts
-``getAgentDir``): root ``$PI_CODING_AGENT_DIR/sessions`` else ``~/.pi/agent/sessions``; one
-folder per cwd named ``--X--``; files ``<ISO time with : and . as ->_<id>.jsonl``.
+"""Listing sessions (``SessionManager.list`` / ``list_all``); places are in ``_places``.
 
 Listing follows Pi's ``buildSessionInfo`` for what a row says, and sessiontree's loader
 rules (ARCHITECTURE.md) for which lines count, so that a file lists exactly as it opens:
@@ -26,9 +22,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ._context import _js_str
+from . import _js
 from ._jsonl import BOM, is_blank, iter_lines
-from ._load import decode_line_or_recover, header_error, is_header
+from ._places import default_session_root
+from ._reader import header_error, header_problem, is_header, read_value
 from ._time import datetime_from_ms, parse_iso_ms
 from ._storage import require_regular_file
 from .errors import InvalidSessionError
@@ -36,13 +33,9 @@ from .schema import SessionInfo
 
 __all__ = [
     "ListingProblem",
-    "default_session_root",
-    "session_dir_for_cwd",
-    "session_file_name",
     "read_session_info",
     "list_sessions",
     "list_all_sessions",
-    "js_trim",
 ]
 
 ProgressCallback = Callable[[int, int], None]
@@ -69,79 +62,6 @@ class ListingProblem:
 ProblemCallback = Callable[[ListingProblem], None]
 
 
-# ------------------------------------------------------------------------ places
-
-
-def default_session_root() -> str:
-    """Pi's sessions root: ``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions``.
-
-    A leading ``~`` in the variable is expanded, as Pi's ``getAgentDir`` does.
-
-    Returns:
-        The path (not created).
-    """
-    env = os.environ.get("PI_CODING_AGENT_DIR")
-    if env:
-        agent_dir = os.path.expanduser(env) if env == "~" or env.startswith("~/") else env
-    else:
-        agent_dir = os.path.join(os.path.expanduser("~"), ".pi", "agent")
-    return os.path.join(agent_dir, "sessions")
-
-
-def session_dir_for_cwd(cwd: str, root: str | None = None) -> str:
-    """The folder Pi uses for sessions started in ``cwd`` (``getDefaultSessionDir``).
-
-    The name is ``--X--`` where X is ``cwd`` without one leading ``/`` or ``\\`` and with
-    every other ``/``, ``\\`` and ``:`` turned into ``-``
-    (``/home/u/p`` -> ``--home-u-p--``, ``C:\\x`` -> ``--C--x--``).
-
-    Args:
-        cwd: the working directory, as given (not resolved).
-        root: the sessions root; :func:`default_session_root` if ``None``.
-
-    Returns:
-        ``root/--X--`` (not created; Pi creates it, sessiontree does so only on write).
-    """
-    stripped = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
-    safe = "--" + stripped.replace("/", "-").replace("\\", "-").replace(":", "-") + "--"
-    return os.path.join(root if root is not None else default_session_root(), safe)
-
-
-def session_file_name(timestamp_iso: str, session_id: str) -> str:
-    """Pi's file name for a session: ``<timestamp with : and . as ->_<id>.jsonl``.
-
-    Args:
-        timestamp_iso: the header's timestamp, e.g. ``2025-11-07T09:14:10.205Z``.
-        session_id: the header's id.
-
-    Returns:
-        e.g. ``2025-11-07T09-14-10-205Z_<id>.jsonl``.
-    """
-    return f"{timestamp_iso.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
-
-
-# ------------------------------------------------------------------ JavaScript bits
-
-# ECMAScript WhiteSpace + LineTerminator (String.prototype.trim): not U+0085, not
-# U+001C..U+001F, which Python's str.strip() would also remove.
-_JS_WS = (
-    "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-
-
-def js_trim(s: str) -> str:
-    """JavaScript ``String.prototype.trim`` (Pi trims session names with it).
-
-    Args:
-        s: the string.
-
-    Returns:
-        ``s`` without leading/trailing ECMAScript white space and line terminators.
-    """
-    return s.strip(_JS_WS)
-
-
 def _text_of(message: dict[str, Any]) -> str:
     # session-manager.ts extractTextContent: string content, or the text blocks joined
     # by " " (Array#join prints undefined/null as "").
@@ -154,14 +74,8 @@ def _text_of(message: dict[str, Any]) -> str:
     for block in content:
         if isinstance(block, dict) and block.get("type") == "text":
             t = block.get("text")
-            texts.append("" if t is None else _js_str(t))
+            texts.append("" if t is None else _js.string(t))
     return " ".join(texts)
-
-
-def _js_max(a: float, b: float) -> float:
-    if a != a or b != b:
-        return float("nan")  # Math.max propagates NaN
-    return a if a >= b else b
 
 
 # ---------------------------------------------------------------------- one file
@@ -202,7 +116,7 @@ def read_session_info(path: str) -> SessionInfo:
     with open(path, "rb") as f:
         st = os.fstat(f.fileno())
         if st.st_size == 0:
-            raise InvalidSessionError("empty file: no session header", path)
+            raise header_error(path, None, None, ("empty", _js.UNDEFINED))
         # Read, not mmap: a session another process truncates while we list it must not
         # kill the process with SIGBUS (Python's mmap has no guard against that).
         data = f.read()
@@ -228,7 +142,7 @@ def _build_info(path: str, data: Any, st: os.stat_result) -> SessionInfo:
         if header is None and first_line is None:
             first_line = (line_no, offset, raw)
         try:
-            obj = decode_line_or_recover(raw)
+            obj = read_value(raw).value
         except ValueError:
             continue
         if type(obj) is not dict:
@@ -237,7 +151,7 @@ def _build_info(path: str, data: Any, st: os.stat_result) -> SessionInfo:
         if header is None:
             if not is_header(obj):
                 assert first_line is not None
-                raise header_error(path, *first_line)
+                raise header_error(path, first_line[0], first_line[1], header_problem(first_line[2]))
             header = obj
             version = obj.get("version")
             old_version = version is None or (
@@ -256,7 +170,7 @@ def _build_info(path: str, data: Any, st: os.stat_result) -> SessionInfo:
 
         if etype == "session_info":
             n = obj.get("name")
-            name = (js_trim(n) or None) if isinstance(n, str) else None
+            name = (_js.trim(n) or None) if isinstance(n, str) else None
             continue
         if etype != "message":
             continue
@@ -270,12 +184,12 @@ def _build_info(path: str, data: Any, st: os.stat_result) -> SessionInfo:
         # getLastActivityTime
         ts = msg.get("timestamp")
         if isinstance(ts, (int, float)) and not isinstance(ts, bool):
-            last_activity = _js_max(0 if last_activity is None else last_activity, ts)
+            last_activity = _js.math_max(0 if last_activity is None else last_activity, ts)
         else:
             ets = obj.get("timestamp")
             ms = parse_iso_ms(ets) if isinstance(ets, str) else None
             if ms is not None:
-                last_activity = _js_max(0 if last_activity is None else last_activity, ms)
+                last_activity = _js.math_max(0 if last_activity is None else last_activity, ms)
         text = _text_of(msg)
         if not text:
             continue
@@ -285,8 +199,8 @@ def _build_info(path: str, data: Any, st: os.stat_result) -> SessionInfo:
 
     if header is None:
         if first_line is not None:
-            raise header_error(path, *first_line)
-        raise InvalidSessionError("empty file: no session header", path)
+            raise header_error(path, first_line[0], first_line[1], header_problem(first_line[2]))
+        raise header_error(path, None, None, ("empty", _js.UNDEFINED))
 
     mtime = _stat_mtime(st)
     header_ms = parse_iso_ms(header.get("timestamp"))

@@ -11,15 +11,16 @@ Rules, in the order they are applied to a line (the rank used to order ``load_re
 
 1. BOM at byte 0 skipped (``bom``, informational; header stays line 1, offset 0).
 2. Blank lines (only space, tab, CR) skipped silently.
-3. Decode (``_jsonl.decode_line_ex``: ``json.loads`` values, NaN/Infinity literals
+3. Decode (``_reader.read_value``: ``json.loads`` values, NaN/Infinity literals
    invalid); invalid UTF-8 replaced and reported once per line (``invalid_utf8``).
-4. Invalid JSON: the first of at most 16 positions p > 0 where ``{"type":`` starts a
-   suffix that is a complete JSON object recovers that object (``torn_fragment``); else
-   ``invalid_json``, or ``truncated`` for a final piece without LF, which then stays
-   *pending*: ``consumed`` stops before it and the next ``feed`` starts there again.
+4. Invalid JSON: a complete object behind a torn fragment is recovered
+   (``_reader.read_value``, ``torn_fragment``); else ``invalid_json``, or ``truncated``
+   for a final piece without LF, which then stays *pending*: ``consumed`` stops before
+   it and the next ``feed`` starts there again.
 5. Not an object: ``not_an_object``.
-6. The first object must be the header (``type == "session"``, string ``id``), else
-   :class:`InvalidSessionError` naming the first non-blank line and why.
+6. The first object must be the header (``_reader.is_header``), else
+   :class:`InvalidSessionError` naming the first non-blank line and why
+   (``_reader.header_error``).
 7. Later ``session`` objects: ``extra_header``.
 8. Entry id must be a non-empty str (``missing_id``); first definition wins
    (``duplicate_id``).
@@ -34,7 +35,8 @@ Rules, in the order they are applied to a line (the rank used to order ``load_re
     else (compaction,).
 12. ``type`` not one of Pi's nine (including absent / non-str): kept, ``unknown_type``.
 
-``load_report`` order: by line, then by the rank above (stable).
+``load_report`` order: by line, then by rule (``_backend.issue_order``, stable); the
+words of each item are ``_backend.describe_issue``'s.
 
 Unterminated last line: a final piece without LF that *is* a complete object (a writer
 that omits the last LF) is accepted like any line and consumed; the image then ends
@@ -49,70 +51,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._backend import IssueKind, LoadIssue
-from ._jsonl import BOM, decode_line_ex
-from .errors import InvalidSessionError
+from ._backend import IssueKind, LoadIssue, issue_order, make_issue
+from ._js import UNDEFINED
+from ._jsonl import BOM, is_blank, iter_lines
+from ._reader import header_error, header_problem, is_header, is_old_version, read_value
 from .schema import ENTRY_TYPES
 
-__all__ = ["Loader", "CURRENT_VERSION", "is_old_version"]
+__all__ = ["Loader"]
 
-CURRENT_VERSION = 3
-
-_TORN_MARK = b'{"type":'
-_MAX_TORN_CANDIDATES = 16
 _WS = b" \t\r"
-
-# Rule rank of each kind: the secondary sort key of load_report.
-_RANK = {
-    IssueKind.BOM: 1,
-    IssueKind.INVALID_UTF8: 3,
-    IssueKind.TORN_FRAGMENT: 4,
-    IssueKind.INVALID_JSON: 4,
-    IssueKind.TRUNCATED: 4,
-    IssueKind.NOT_AN_OBJECT: 5,
-    IssueKind.EXTRA_HEADER: 7,
-    IssueKind.MISSING_ID: 8,
-    IssueKind.DUPLICATE_ID: 8,
-    IssueKind.INVALID_PARENT: 9,
-    IssueKind.MISSING_PARENT: 9,
-    IssueKind.CYCLE: 10,
-    IssueKind.FIRST_KEPT_OFF_PATH: 11,
-    IssueKind.UNKNOWN_TYPE: 12,
-}
 
 # Past this many new compactions in one feed, one O(n) interval pass is cheaper than
 # walking each compaction's ancestors.
 _WALK_LIMIT = 8
 
-
-def is_old_version(header: dict[str, Any]) -> bool:
-    """Whether a header asks for migration (Pi's ``migrateToCurrentVersion``).
-
-    Pi reads ``header.version ?? 1``; a numeric version below 3 migrates. Any other
-    value (a string, a bool) is taken as current: Pi's coercions there are accidents.
-
-    Args:
-        header: the parsed header object.
-
-    Returns:
-        True when ``version`` is absent, ``null`` or a number below 3.
-    """
-    version = header.get("version")
-    if version is None:
-        return True
-    if isinstance(version, bool) or not isinstance(version, (int, float)):
-        return False
-    return version < CURRENT_VERSION
-
-
-def _issue(kind: str, line: int | None, offset: int | None, ids: tuple[str, ...] = (), detail: str = "") -> LoadIssue:
-    return LoadIssue(kind, line, offset, ids, detail)
-
-
-def _sort_key(issue: LoadIssue) -> tuple[int, int, int]:
-    if issue.line is None:
-        return (1, 0, _RANK.get(issue.kind, 99))
-    return (0, issue.line, _RANK.get(issue.kind, 99))
+_NOT_JSON: Any = object()  # the value of a line that is not JSON
 
 
 class Loader:
@@ -199,7 +152,7 @@ class Loader:
             issues = self._line_issues + list(self._missing.values()) + self._post_issues
             if self._tail_issue is not None:
                 issues.append(self._tail_issue)
-            issues.sort(key=_sort_key)
+            issues.sort(key=issue_order)
             self._report = issues
         return list(self._report)
 
@@ -213,8 +166,13 @@ class Loader:
         if self.header is not None:
             return
         if self._first_nonblank is None:
-            raise InvalidSessionError("empty file: no session header", self.path)
-        raise header_error(self.path, *self._first_nonblank)
+            raise header_error(self.path, None, None, ("empty", UNDEFINED))
+        raise self._header_error()
+
+    def _header_error(self) -> Exception:
+        assert self._first_nonblank is not None
+        line, offset, content = self._first_nonblank
+        return header_error(self.path, line, offset, header_problem(content))
 
     def feed(self, data: bytes) -> int:
         """Load the bytes that follow ``consumed`` in the image.
@@ -243,7 +201,7 @@ class Loader:
         if base == 0 and data.startswith(BOM):
             if not self._bom_seen:
                 self._bom_seen = True
-                self._line_issues.append(_issue(IssueKind.BOM, 1, 0, (), "UTF-8 byte order mark ignored"))
+                self._line_issues.append(make_issue(IssueKind.BOM, 1, 0))
             pos = 3
         if self._mid_line is not None and end:
             # Bytes continuing a line whose complete object was already accepted.
@@ -266,34 +224,28 @@ class Loader:
             self._mid_line = None
             pos = line_start = nl + 1
             line_no = m_line + 1
-        find = data.find
-        while pos < end:
-            nl = find(b"\n", pos)
-            if nl < 0:
+        for number, off, content, is_tail in iter_lines(data, pos, line_no):
+            line_start = 0 if base == 0 and number == 1 else off  # a BOM belongs to line 1
+            if is_tail:
                 # The tail: a final piece without LF.
-                content = data[pos:end]
-                if content.strip(_WS):
+                if not is_blank(content):
                     stripped = content[:-1] if content.endswith(b"\r") else content
-                    if self._line(stripped, line_no, base + line_start, base + pos, True, base + pos + len(stripped)):
+                    if self._line(stripped, number, base + line_start, base + off, True, base + off + len(stripped)):
                         # Accepted (or skipped for good) although unterminated.
-                        self._mid_line = (line_no, base + line_start)
+                        self._mid_line = (number, base + line_start)
                         self.consumed = base + end
-                        self._line_no = line_no
+                        self._line_no = number
                         self._finish_batch(n_before)
                         return len(self.ids) - n_before
                 # Pending (invalid) or blank: stays unconsumed, read again next feed.
                 self._tail = data[line_start:end]
                 self.consumed = base + line_start
-                self._line_no = line_no
+                self._line_no = number
                 self._finish_batch(n_before)
                 return len(self.ids) - n_before
-            if nl > pos:
-                if data[pos] not in _WS or data[pos:nl].strip(_WS):
-                    stop = nl - 1 if data[nl - 1] == 13 else nl
-                    self._line(data[pos:stop], line_no, base + line_start, base + pos, False, base + stop)
-            pos = nl + 1
-            line_start = pos
-            line_no += 1
+            if not is_blank(content):
+                self._line(content, number, base + line_start, base + off, False, base + off + len(content))
+            line_no = number + 1
         self.consumed = base + end
         self._line_no = line_no
         self._finish_batch(n_before)
@@ -307,43 +259,31 @@ class Loader:
             return True
         issues = self._line_issues
         try:
-            obj, replaced = decode_line_ex(content)
-            raw = content
-        except (ValueError, RecursionError):
-            obj = _INVALID
-            replaced = False
-            raw = content
-        if obj is _INVALID:
-            replaced = _has_invalid_utf8(content)
-            rec = _recover_torn(content)
-            if rec is not None:
-                p, obj = rec
-                raw = content[p:]
-                start += p
-        if obj is _INVALID and is_tail:
-            # Pending: reported as truncated now, and judged in full (UTF-8 included)
-            # once the line is complete, so nothing is reported twice.
+            v = read_value(content)
+        except ValueError:
             if self._first_nonblank is None:
                 self._first_nonblank = (line_no, offset, content)
-            self._tail_issue = _issue(
-                IssueKind.TRUNCATED, line_no, offset, (), f"incomplete last line ({len(content)} bytes, no LF)"
-            )
-            return False
-        if replaced:
-            issues.append(_issue(IssueKind.INVALID_UTF8, line_no, offset, (), "invalid UTF-8 replaced by U+FFFD"))
-        if obj is _INVALID:
-            if self._first_nonblank is None:
-                self._first_nonblank = (line_no, offset, content)
-            issues.append(_issue(IssueKind.INVALID_JSON, line_no, offset, (), "not valid JSON"))
+            if is_tail:
+                # Pending: reported as truncated now, and judged in full (UTF-8 included)
+                # once the line is complete, so nothing is reported twice.
+                self._tail_issue = make_issue(IssueKind.TRUNCATED, line_no, offset, n=len(content))
+                return False
+            if _has_invalid_utf8(content):
+                issues.append(make_issue(IssueKind.INVALID_UTF8, line_no, offset))
+            issues.append(make_issue(IssueKind.INVALID_JSON, line_no, offset))
             return True
-        if raw is not content:
-            issues.append(
-                _issue(IssueKind.TORN_FRAGMENT, line_no, offset, (), f"{start - offset} bytes of a torn write before an entry")
-            )
+        obj = v.value
+        raw = content
+        if v.replaced:
+            issues.append(make_issue(IssueKind.INVALID_UTF8, line_no, offset))
+        if v.recovered_at:
+            raw = content[v.recovered_at :]
+            start += v.recovered_at
+            issues.append(make_issue(IssueKind.TORN_FRAGMENT, line_no, offset, n=start - offset))
         if type(obj) is not dict:
             if self._first_nonblank is None:
                 self._first_nonblank = (line_no, offset, content)
-            issues.append(_issue(IssueKind.NOT_AN_OBJECT, line_no, offset, (), f"JSON {type(obj).__name__}, not an object"))
+            issues.append(make_issue(IssueKind.NOT_AN_OBJECT, line_no, offset))
             return True
         etype = obj.get("type")
         if self.header is None:
@@ -356,21 +296,19 @@ class Loader:
                 return True
             if self._first_nonblank is None:
                 self._first_nonblank = (line_no, offset, content)
-            raise header_error(self.path, *self._first_nonblank)
+            raise self._header_error()
         if self.records is not None:
             self.records.append((obj, line_no, offset))
             return True
         if etype == "session":
-            issues.append(_issue(IssueKind.EXTRA_HEADER, line_no, offset, (), "second session header ignored"))
+            issues.append(make_issue(IssueKind.EXTRA_HEADER, line_no, offset))
             return True
         eid = obj.get("id")
         if not isinstance(eid, str) or not eid:
-            issues.append(_issue(IssueKind.MISSING_ID, line_no, offset, (), "entry has no non-empty string id"))
+            issues.append(make_issue(IssueKind.MISSING_ID, line_no, offset))
             return True
         if eid in self.by_id:
-            issues.append(
-                _issue(IssueKind.DUPLICATE_ID, line_no, offset, (eid,), f"id {eid} already defined on line {self.lines[self.by_id[eid]]}")
-            )
+            issues.append(make_issue(IssueKind.DUPLICATE_ID, line_no, offset, (eid,), n=self.lines[self.by_id[eid]]))
             return True
         idx = len(self.ids)
         self.by_id[eid] = idx
@@ -380,7 +318,7 @@ class Loader:
         self.lines.append(line_no)
         self.offsets.append(offset)
         self.spans.append((start, stop))
-        pref = obj.get("parentId", _INVALID)
+        pref = obj.get("parentId", UNDEFINED)
         parent = -1
         if pref is None or pref == eid:
             pass
@@ -388,12 +326,9 @@ class Loader:
             parent = self.by_id.get(pref, -1)
             if parent < 0:
                 self._waiting.setdefault(pref, []).append(idx)
-                self._missing[idx] = _issue(
-                    IssueKind.MISSING_PARENT, line_no, offset, (eid, pref), f"parent {pref} is not in the file"
-                )
+                self._missing[idx] = make_issue(IssueKind.MISSING_PARENT, line_no, offset, (eid, pref))
         else:
-            what = "absent" if pref is _INVALID else repr(pref)
-            issues.append(_issue(IssueKind.INVALID_PARENT, line_no, offset, (eid,), f"parentId {what} is not an id or null"))
+            issues.append(make_issue(IssueKind.INVALID_PARENT, line_no, offset, (eid,)))
         self._natural.append(parent)
         self.parent.append(parent)
         waiting = self._waiting.pop(eid, None)
@@ -408,7 +343,8 @@ class Loader:
         if etype == "compaction":
             self._compactions.append(idx)
         if not isinstance(etype, str) or etype not in ENTRY_TYPES:
-            issues.append(_issue(IssueKind.UNKNOWN_TYPE, line_no, offset, (eid,), f"unknown entry type {etype!r}"))
+            text = etype if isinstance(etype, str) else None
+            issues.append(make_issue(IssueKind.UNKNOWN_TYPE, line_no, offset, (eid,), text=text))
         return True
 
     # -------------------------------------------------------- whole-graph rules
@@ -450,12 +386,8 @@ class Loader:
                 head = cycle[0]
                 parent[head] = -1
                 cycle_issues.append(
-                    _issue(
-                        IssueKind.CYCLE,
-                        self.lines[head],
-                        self.offsets[head],
-                        tuple(self.ids[c] for c in cycle),
-                        f"parent links form a cycle of {len(cycle)}; broken at {self.ids[head]}",
+                    make_issue(
+                        IssueKind.CYCLE, self.lines[head], self.offsets[head], tuple(self.ids[c] for c in cycle), n=len(cycle)
                     )
                 )
             for w in walk:
@@ -481,13 +413,7 @@ class Loader:
 
     def _kept_issue(self, c: int, fk: Any) -> LoadIssue:
         ids = (self.ids[c], fk) if isinstance(fk, str) else (self.ids[c],)
-        return _issue(
-            IssueKind.FIRST_KEPT_OFF_PATH,
-            self.lines[c],
-            self.offsets[c],
-            ids,
-            f"firstKeptEntryId {fk!r} is not before the compaction on its path: only the summary is kept",
-        )
+        return make_issue(IssueKind.FIRST_KEPT_OFF_PATH, self.lines[c], self.offsets[c], ids)
 
     def _check_kept_walk(self, c: int) -> None:
         """Rule 11 for one compaction by walking its ancestors. Without forward links
@@ -538,76 +464,9 @@ class Loader:
         return tin, tout
 
 
-class _Invalid:
-    __slots__ = ()
-
-
-_INVALID = _Invalid()
-
-
 def _has_invalid_utf8(raw: bytes) -> bool:
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
         return True
     return False
-
-
-def decode_line_or_recover(content: bytes) -> Any:
-    """Rules 3-4 for one line, as the loader applies them: the line's JSON value, or
-    the complete entry recovered behind a torn fragment.
-
-    Raises:
-        ValueError: neither the line nor any recoverable suffix is valid JSON.
-    """
-    try:
-        return decode_line_ex(content)[0]
-    except (ValueError, RecursionError):
-        recovered = _recover_torn(content)
-        if recovered is None:
-            raise ValueError("not valid JSON") from None
-        return recovered[1]
-
-
-def is_header(obj: dict[str, Any]) -> bool:
-    """Rule 6: a ``session`` object with a string ``id`` (Pi's ``loadEntriesFromFile``)."""
-    return obj.get("type") == "session" and isinstance(obj.get("id"), str)
-
-
-def header_error(path: str | None, line: int, offset: int, content: bytes) -> InvalidSessionError:
-    """The error for a file whose first non-blank line (``content``, no CR/LF) does not
-    lead to a session header (loader rule 6). Both backends and the listing build it
-    here, so the same bytes give the same message whoever read them.
-    """
-    try:
-        obj = decode_line_or_recover(content)
-    except ValueError:
-        reason = "line is not valid JSON"
-    else:
-        if type(obj) is not dict:
-            reason = "line is not a JSON object"
-        else:
-            etype = obj.get("type")
-            why = "no string id" if etype == "session" else f"type is {etype!r}, not 'session'"
-            reason = f"first object is not a session header ({why})"
-    return InvalidSessionError(f"no session header: {reason}", path, line, offset)
-
-
-def _recover_torn(content: bytes) -> tuple[int, dict[str, Any]] | None:
-    """Rule 4: the first ``{"type":`` at p > 0 (16 tries) whose suffix is an object."""
-    # A suffix can only be a complete object if the line ends with '}'.
-    if not content.rstrip(b" \t\r\n").endswith(b"}"):
-        return None
-    find = content.find
-    p = find(_TORN_MARK, 1)
-    tries = 0
-    while p > 0 and tries < _MAX_TORN_CANDIDATES:
-        tries += 1
-        try:
-            obj, _ = decode_line_ex(content[p:])
-        except (ValueError, RecursionError):
-            obj = None
-        if type(obj) is dict:
-            return p, obj
-        p = find(_TORN_MARK, p + 1)
-    return None

@@ -1,10 +1,12 @@
-"""``SessionManager``: Pi's session API over a backend index and a writer.
+"""``SessionManager``: Pi's session API over a backend index and the session's file.
 
-The manager owns what Pi's ``SessionManager`` owns besides the entries: the leaf, the
-session file and folder, the deferred first write, and the writer lock. Everything
-about the entries (which lines count, links, labels, name, tree, context plan) comes
-from a :class:`~sessiontree._backend.TreeIndex`, so both backends behave alike by
-construction: the manager never looks inside one.
+The manager holds what Pi's ``SessionManager`` holds besides the entries: the leaf and
+the lines not written yet (nothing is written before the first assistant message).
+Everything about the entries (which lines count, links, labels, name, tree, context
+plan) comes from a :class:`~sessiontree._backend.TreeIndex`, so both backends behave
+alike by construction; everything about the file (when and how it is written, whether
+it is still the one read) is :class:`~sessiontree._persist.SessionFile`'s; line shapes
+are :mod:`sessiontree._shapes`'.
 
 Design notes (where the contract leaves a choice):
 
@@ -14,14 +16,11 @@ Design notes (where the contract leaves a choice):
   override them to replay Pi's recorded values: that is how the tests reproduce the
   corpus files byte for byte.
 * **Unset vs null.** Optional arguments (``details``, ``from_hook``, ``data``) default
-  to "unset" and are then left out of the entry; passing ``None`` writes ``null``, as
-  Pi writes JavaScript ``null`` and omits ``undefined``. ``append_label_change(id)`` or
-  ``(id, None)`` clears the label and writes no ``label`` key.
-* **Staleness** is checked here, once per public call on a persisted session that is
-  on disk: ``os.stat`` of the file must show the (dev, ino) the session was read from
-  and at least ``image_len()`` bytes, else :class:`StaleSessionError`. (The python
-  backend could not be harmed by a truncation, but the native one maps the file: one
-  check in one place keeps both backends the same.)
+  to :data:`UNSET` and are then left out of the entry; passing ``None`` writes ``null``,
+  as Pi writes JavaScript ``null`` and omits ``undefined``. ``append_label_change(id)``
+  or ``(id, None)`` clears the label and writes no ``label`` key.
+* **Staleness** is checked once per public call on a session that is on disk, the same
+  way for both backends (:mod:`sessiontree._filestate`).
 * **refresh()** moves the leaf to the new last entry only if the leaf was the last
   entry before (a viewer at the end of the session follows it); otherwise the leaf
   stays where the caller put it.
@@ -32,6 +31,7 @@ Design notes (where the contract leaves a choice):
 
 from __future__ import annotations
 
+import builtins
 import os
 import secrets
 import time
@@ -40,14 +40,19 @@ import warnings
 from collections.abc import Callable, Container, Iterator
 from typing import Any
 
-from ._backend import LoadIssue, TreeIndex
+from . import _shapes
+from ._backend import LoadIssue, TreeIndex, issue_order
 from ._context import SessionContext, assemble_context
+from ._filestate import stat_id
+from ._js import UNDEFINED, trim
 from ._jsonl import decode_line, encode_entry
-from ._listing import ListingProblem, js_trim, list_all_sessions, list_sessions, session_dir_for_cwd, session_file_name
-from ._load import Loader
+from ._listing import ListingProblem, list_all_sessions, list_sessions
 from ._migrate import migrate_image
-from ._pure import PythonIndex
-from ._storage import SessionWriter, require_regular_file
+from ._persist import SessionFile
+from ._places import session_dir_for_cwd, session_file_name
+from ._reader import CURRENT_VERSION, scan_header
+from ._select import index_class
+from ._storage import require_regular_file
 from ._time import now_iso
 from .errors import (
     EntryNotFoundError,
@@ -55,29 +60,15 @@ from .errors import (
     InvalidSessionError,
     LoadReportWarning,
     SessionError,
-    StaleSessionError,
 )
 from .schema import SessionInfo, SessionTreeNode
 
 __all__ = ["SessionManager", "UNSET"]
 
-CURRENT_SESSION_VERSION = 3
-
-
-class _Unset:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-UNSET: Any = _Unset()
+UNSET: Any = UNDEFINED
 """Default of optional entry fields: the key is left out (JavaScript ``undefined``)."""
 
-_LEAF: Any = object()
+_Entries = builtins.list[dict[str, Any]]  # `list` is a method name inside the class
 
 
 def _abspath(path: str | os.PathLike[str]) -> str:
@@ -86,80 +77,23 @@ def _abspath(path: str | os.PathLike[str]) -> str:
     return os.path.abspath(os.path.expanduser(os.fspath(path)))
 
 
-def _native_available() -> bool:
-    try:
-        import sessiontree._sessiontree  # noqa: F401
-        from . import _native  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _index_class(backend: str | None) -> type:
-    from_env = not backend
-    raw = os.environ.get("SESSIONTREE_BACKEND", "") if from_env else backend
-    choice = raw.strip().lower() if isinstance(raw, str) else raw
-    choice = choice or "auto"
-    if choice == "python":
-        return PythonIndex
-    if choice == "native":
-        from ._native import NativeIndex  # ImportError if the extension is not built
-
-        return NativeIndex
-    if choice == "auto":
-        if _native_available():
-            from ._native import NativeIndex
-
-            return NativeIndex
-        return PythonIndex
-    if from_env:
-        raise ValueError(f"SESSIONTREE_BACKEND must be 'auto', 'python' or 'native', not {raw!r}")
-    raise ValueError(f"backend must be 'auto', 'python' or 'native', not {backend!r}")
-
-
-def _uuid7() -> str:
-    ms = int(time.time() * 1000) & ((1 << 48) - 1)
+def _new_uuid7() -> str:
     rand = int.from_bytes(secrets.token_bytes(10), "big")
-    value = (ms << 80) | (0x7 << 76) | ((rand >> 68) & 0xFFF) << 64 | (0b10 << 62) | (rand & ((1 << 62) - 1))
-    return str(uuid.UUID(int=value))
+    return _shapes.uuid7(int(time.time() * 1000), rand >> 68, rand)
 
 
 def _is_session_file(path: str) -> bool:
     """Whether ``path`` has a valid header by the loader's rules (read-only)."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 20)
-            rest = b"" if len(head) < (1 << 20) else None
-            loader = Loader(path, records=True)
-            loader.feed(head)
-            if loader.header is None and rest is None:
-                loader = Loader(path, records=True)
-                f.seek(0)
-                loader.feed(f.read())
-        return loader.header is not None
+        scan_header(path)
     except (OSError, InvalidSessionError, ValueError):
         return False
+    return True
 
 
-def _stat_ident(path: str) -> tuple[tuple[int, int], int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino), st.st_size, st.st_mtime_ns
-
-
-# Bytes at each end of the indexed image that must stay as read: a file rewritten in
-# place (same inode, not shorter) is caught by comparing them when its size or mtime
-# changes. Appends change both, and leave these bytes alone.
-_FINGERPRINT = 4096
-
-
-def _read_fingerprint(path: str, length: int) -> bytes:
-    with open(path, "rb") as f:
-        head = f.read(min(_FINGERPRINT, length))
-        f.seek(max(0, length - _FINGERPRINT))
-        return head + f.read(min(_FINGERPRINT, length))
+def _copy_lines(source: TreeIndex) -> builtins.list[bytes]:
+    """Every entry line of ``source`` with its original bytes, each ended by LF."""
+    return [source.raw_line(eid) + b"\n" for eid in source.ids()]  # type: ignore[operator]
 
 
 class SessionManager:
@@ -179,24 +113,20 @@ class SessionManager:
     # ----------------------------------------------------------------- set-up
     def __init__(self, cwd: str, session_dir: str, persist: bool, backend: str | None = None) -> None:
         """Low-level constructor; use the class methods instead."""
-        self._index_cls = _index_class(backend)
+        self._index_cls = index_class(backend)
         self._cwd = cwd
         self._session_dir = session_dir
         self._persist = persist
-        self._session_file: str | None = None
         self._session_id = ""
         self._index: TreeIndex = None  # type: ignore[assignment]
         self._leaf: str | None = None
-        self._flushed = False  # the file on disk holds the image
+        self._file: SessionFile | None = None  # None: in memory, or not set yet
+        # Lines of an image not written yet (header first), and whether they hold an
+        # assistant message (the first one triggers the first write).
+        self._pending: builtins.list[bytes] = []
         self._has_assistant = False
-        self._image: list[bytes] = []  # lines of an image not written yet
-        self._writer: SessionWriter | None = None
-        self._ident: tuple[int, int] | None = None
-        self._seen: tuple[int, int] | None = None  # (size, mtime_ns) last verified
-        self._fingerprint: tuple[int, bytes] | None = None  # (image length, its ends)
-        self._migration: tuple[Any, tuple[int, int] | None, int] | None = None
-        self._report: list[LoadIssue] = []
-        self._backup: str | None = None
+        self._report: builtins.list[LoadIssue] = []
+        self._file_version: Any = CURRENT_VERSION
         self._closed = False
 
     @classmethod
@@ -208,13 +138,18 @@ class SessionManager:
             session_dir: folder of the file; Pi's default folder for ``cwd`` if ``None``.
             backend: ``"auto"``, ``"python"`` or ``"native"`` (default: env
                 ``SESSIONTREE_BACKEND``, else ``auto``).
+
+        Raises:
+            ValueError: an unknown backend name.
         """
         mgr = cls(cwd, _abspath(session_dir) if session_dir is not None else session_dir_for_cwd(cwd), True, backend)
         mgr.new_session()
         return mgr
 
     @classmethod
-    def open(cls, path: str, session_dir: str | None = None, *, backend: str | None = None) -> SessionManager:
+    def open(
+        cls, path: str | os.PathLike[str], session_dir: str | None = None, *, backend: str | None = None
+    ) -> SessionManager:
         """Open a session file (Pi's ``SessionManager.open``); reading never writes.
 
         A missing file gives a new session that will be written to ``path``. A version
@@ -236,8 +171,7 @@ class SessionManager:
         index = None
         if os.path.exists(path):
             require_regular_file(path)
-            index_cls = _index_class(backend)
-            index = index_cls.open(path)
+            index = index_class(backend).open(path)
             cwd = index.header().get("cwd")
         mgr = cls(
             cwd if isinstance(cwd, str) else os.getcwd(),
@@ -311,31 +245,27 @@ class SessionManager:
             InvalidSessionError: the source has no valid header.
             OSError: the source cannot be read.
         """
-        index_cls = _index_class(backend)
-        require_regular_file(os.fspath(source_path))
-        source = index_cls.open(os.fspath(source_path))
-        if source.needs_migration:
-            with open(source_path, "rb") as f:
-                source = index_cls.from_image(migrate_image(f.read(), os.fspath(source_path)).image)
+        index_cls = index_class(backend)
+        source_path = os.fspath(source_path)
+        require_regular_file(source_path)
+        source = index_cls.open(source_path)
+        try:
+            if source.needs_migration:
+                source.close()
+                with open(source_path, "rb") as f:
+                    source = index_cls.from_image(migrate_image(f.read(), source_path).image)
+            lines = _copy_lines(source)
+        finally:
+            source.close()
         folder = _abspath(session_dir) if session_dir is not None else session_dir_for_cwd(target_cwd)
         mgr = cls(target_cwd, folder, True, backend)
         session_id = mgr._new_session_id()
         timestamp = mgr._now()
-        header = {
-            "type": "session",
-            "version": CURRENT_SESSION_VERSION,
-            "id": session_id,
-            "timestamp": timestamp,
-            "cwd": target_cwd,
-            "parentSession": os.fspath(source_path),
-        }
-        lines = [encode_entry(header) + b"\n"]
-        lines.extend(source.raw_line(eid) + b"\n" for eid in source.ids())  # type: ignore[operator]
-        source.close()
+        header = _shapes.header(session_id, timestamp, target_cwd, source_path)
         path = os.path.join(folder, session_file_name(timestamp, session_id))
-        writer = SessionWriter(path)
-        writer.create(b"".join(lines))
-        writer.close()
+        written = SessionFile(path)
+        written.create(encode_entry(header) + b"\n" + b"".join(lines))
+        written.release()
         mgr._load_file(os.path.abspath(path), None)
         return mgr
 
@@ -346,7 +276,7 @@ class SessionManager:
         on_progress: Callable[[int, int], None] | None = None,
         *,
         on_problem: Callable[[ListingProblem], None] | None = None,
-    ) -> list[SessionInfo]:
+    ) -> builtins.list[SessionInfo]:
         """Sessions of one project folder, newest ``modified`` first (Pi's ``list``).
 
         Files that are not sessions are left out; a bad file never stops a listing.
@@ -366,7 +296,7 @@ class SessionManager:
         on_progress: Callable[[int, int], None] | None = None,
         *,
         on_problem: Callable[[ListingProblem], None] | None = None,
-    ) -> list[SessionInfo]:
+    ) -> builtins.list[SessionInfo]:
         """Sessions of every project folder under Pi's sessions root, newest first.
 
         Args:
@@ -393,7 +323,7 @@ class SessionManager:
 
     def _new_session_id(self) -> str:
         """A new session id (UUID v7, as Pi 0.73 uses). Override to inject ids."""
-        return _uuid7()
+        return _new_uuid7()
 
     # --------------------------------------------------------------- loading
     def _load_file(self, path: str, index: TreeIndex | None) -> None:
@@ -401,19 +331,20 @@ class SessionManager:
 
         Nothing changes if loading raises (e.g. ``InvalidSessionError``).
         """
-        before = _stat_ident(path)
-        if before is None:
+        ident = stat_id(path)
+        if ident is None:
             if index is not None:
                 index.close()
-            self._drop_writer()
+            self._release()
             self._new_header(None, None)
-            self._session_file = path
+            self._file = SessionFile(path)
             return
         if index is None:
             require_regular_file(path)
             index = self._index_cls.open(path)
         migration = None
         try:
+            version = index.header().get("version")
             if index.needs_migration:
                 index.close()
                 with open(path, "rb") as f:
@@ -421,26 +352,23 @@ class SessionManager:
                 m = migrate_image(data, path)
                 index = self._index_cls.from_image(m.image)
                 report = list(m.issues) + [self._map_issue(i, m.line_map) for i in index.load_report()]
-                report.sort(key=lambda i: (i.line is None, i.line or 0))
-                migration = (m, before[0], len(data))
+                report.sort(key=issue_order)
+                migration = (m, len(data))
             else:
                 report = index.load_report()
         except BaseException:
             index.close()
             raise
-        self._drop_writer()
+        self._release()
         if self._index is not None:
             self._index.close()
         self._index = index
-        self._session_file = path
-        self._migration = migration
-        self._ident = before[0]
-        self._seen = self._fingerprint = None
-        self._session_id = index.header().get("id")
+        self._file = SessionFile(path, ident, migration)
+        self._file_version = version
+        self._session_id = index.header().get("id")  # type: ignore[assignment]
         self._leaf = index.last_id()
-        self._flushed = True
+        self._pending = []
         self._has_assistant = True  # an existing file: every append goes straight to disk (Pi)
-        self._image = []
         self._report = report
         self._check()  # remember the file's ends now, so a rewrite from here on is seen
         if report:
@@ -451,7 +379,7 @@ class SessionManager:
             )
 
     @staticmethod
-    def _map_issue(issue: LoadIssue, line_map: list[tuple[int, int]]) -> LoadIssue:
+    def _map_issue(issue: LoadIssue, line_map: builtins.list[tuple[int, int]]) -> LoadIssue:
         if issue.line is not None and 1 <= issue.line <= len(line_map):
             line, offset = line_map[issue.line - 1]
             return LoadIssue(issue.kind, line, offset, issue.ids, issue.detail)
@@ -460,33 +388,18 @@ class SessionManager:
     def _new_header(self, session_id: str | None, parent_session: str | None) -> None:
         self._session_id = session_id if session_id is not None else self._new_session_id()
         timestamp = self._now()
-        header: dict[str, Any] = {
-            "type": "session",
-            "version": CURRENT_SESSION_VERSION,
-            "id": self._session_id,
-            "timestamp": timestamp,
-            "cwd": self._cwd,
-        }
-        if parent_session is not None:
-            header["parentSession"] = parent_session
-        line = encode_entry(header) + b"\n"
-        self._set_image([line], has_assistant=False)
-        if self._persist:
-            self._session_file = os.path.join(self._session_dir, session_file_name(timestamp, self._session_id))
-        else:
-            self._session_file = None
+        header = _shapes.header(self._session_id, timestamp, self._cwd, parent_session)
+        self._set_image([encode_entry(header) + b"\n"], has_assistant=False)
+        self._file = SessionFile(os.path.join(self._session_dir, session_file_name(timestamp, self._session_id))) if self._persist else None
 
-    def _set_image(self, lines: list[bytes], has_assistant: bool) -> None:
+    def _set_image(self, lines: builtins.list[bytes], has_assistant: bool) -> None:
         if self._index is not None:
             self._index.close()
         self._index = self._index_cls.from_image(b"".join(lines))
-        self._image = lines
+        self._pending = lines
         self._leaf = self._index.last_id()
-        self._flushed = False
         self._has_assistant = has_assistant
-        self._ident = None
-        self._seen = self._fingerprint = None
-        self._migration = None
+        self._file_version = CURRENT_VERSION
         self._report = []
 
     def new_session(self, id: str | None = None, parent_session: str | None = None) -> str | None:  # noqa: A002
@@ -499,9 +412,9 @@ class SessionManager:
         Returns:
             The new session file's path, or ``None`` in memory.
         """
-        self._drop_writer()
+        self._release()
         self._new_header(id, parent_session)
-        return self._session_file
+        return self.session_file
 
     def set_session_file(self, path: str) -> None:
         """Switch to another session file (Pi's ``setSessionFile``): load it if it
@@ -516,37 +429,13 @@ class SessionManager:
     def _check(self) -> None:
         if self._closed:
             raise SessionError("session manager is closed")
-        if not (self._persist and self._flushed and self._session_file):
-            return
-        st = _stat_ident(self._session_file)
-        if st is None:
-            raise StaleSessionError(f"{self._session_file}: session file is gone; reopen it")
-        ident, size, mtime = st
-        if self._ident is not None and ident != self._ident:
-            raise StaleSessionError(f"{self._session_file}: session file was replaced; reopen it")
-        if self._migration is not None:
-            return
-        if size < self._index.image_len():
-            raise StaleSessionError(f"{self._session_file}: session file was truncated; reopen it")
-        if (size, mtime) != self._seen:
-            if self._seen is not None and size == self._seen[0]:
-                # Written to without growing: not an append (appends only add bytes).
-                raise StaleSessionError(f"{self._session_file}: session file was rewritten in place; reopen it")
-            try:
-                if self._fingerprint is not None and _read_fingerprint(self._session_file, self._fingerprint[0]) != self._fingerprint[1]:
-                    raise StaleSessionError(f"{self._session_file}: session file was rewritten in place; reopen it")
-                length = self._index.image_len()
-                if self._fingerprint is None or self._fingerprint[0] != length:
-                    self._fingerprint = (length, _read_fingerprint(self._session_file, length))
-            except OSError as e:
-                raise StaleSessionError(f"{self._session_file}: {e.strerror or e}; reopen it") from None
-            self._seen = (size, mtime)
+        if self._file is not None:
+            self._file.check(self._index)
 
     # --------------------------------------------------------------- writing
-    def _drop_writer(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+    def _release(self) -> None:
+        if self._file is not None:
+            self._file.release()
 
     def _append(self, entry: dict[str, Any]) -> str:
         """Index and persist one new entry (Pi's ``_appendEntry`` + ``_persist``)."""
@@ -560,53 +449,20 @@ class SessionManager:
         message = entry.get("message")
         if entry["type"] == "message" and isinstance(message, dict) and message.get("role") == "assistant":
             self._has_assistant = True
-        if self._persist and self._session_file and self._flushed:
-            writer = self._ensure_writer()
-            torn = self._index.has_pending_tail()
-            writer.append(line)
-            entry_id = self._index.append_line(line)
-            if torn:  # the fragment is now a whole invalid line: reported as such
+        if self._file is not None and self._file.on_disk:
+            entry_id, changed = self._file.append(self._index, line)
+            if changed:
                 self._report = self._index.load_report()
         else:
             entry_id = self._index.append_line(line)
-            self._image.append(line + b"\n")
+            self._pending.append(line + b"\n")
             # As Pi: the entry is in the session even if writing it fails below.
             self._leaf = entry_id
-            if self._persist and self._session_file and self._has_assistant:
-                self._flush()
+            if self._file is not None and self._has_assistant:
+                self._file.create(b"".join(self._pending))
+                self._pending = []
         self._leaf = entry_id
         return entry_id
-
-    def _flush(self) -> None:
-        """First write of a new session: header + every pending line, one exclusive create."""
-        assert self._session_file is not None
-        writer = SessionWriter(self._session_file)
-        writer.create(b"".join(self._image))
-        self._writer = writer
-        self._ident = writer.identity()
-        self._seen = self._fingerprint = None
-        self._image = []
-        self._flushed = True
-
-    def _ensure_writer(self) -> SessionWriter:
-        assert self._session_file is not None
-        if self._writer is None:
-            writer = SessionWriter(self._session_file)
-            if self._migration is not None:
-                m, ident, size = self._migration
-                self._backup = writer.replace(m.image, f".v{int(m.from_version)}.bak", ident, size)
-                self._migration = None
-            else:
-                writer.open(self._ident, self._index.image_len())
-                # Lines another process appended since we read the file must be indexed
-                # before ours, or our offsets and ids would be wrong.
-                self._catch_up()
-            self._writer = writer
-            self._ident = writer.identity()
-            self._seen = self._fingerprint = None
-        elif self._writer.grew():
-            self._catch_up()
-        return self._writer
 
     def migrate(self) -> str | None:
         """Write a version 1/2 session's migration to disk now (else it happens just
@@ -621,17 +477,12 @@ class SessionManager:
             StaleSessionError: the file changed since it was read.
         """
         self._check()
-        if self._migration is None or not self._persist:
+        if self._file is None:
             return None
-        self._ensure_writer()
-        return self._backup
+        return self._file.migrate(self._index)
 
-    def _catch_up(self) -> None:
-        if self._index.refresh(self._session_file):  # type: ignore[arg-type]
-            self._report = self._index.load_report()
-
-    def _entry_base(self, etype: str) -> dict[str, Any]:
-        return {"type": etype, "id": self._new_id(self._index), "parentId": self._leaf, "timestamp": self._now()}
+    def _entry(self, etype: str, **fields: Any) -> dict[str, Any]:
+        return _shapes.entry(etype, self._new_id(self._index), self._leaf, self._now(), **fields)
 
     # ---------------------------------------------------------------- appends
     def append_message(self, message: dict[str, Any]) -> str:
@@ -644,22 +495,15 @@ class SessionManager:
         Returns:
             The new entry's id (the new leaf).
         """
-        entry = self._entry_base("message")
-        entry["message"] = message
-        return self._append(entry)
+        return self._append(self._entry("message", message=message))
 
     def append_thinking_level_change(self, level: str) -> str:
         """Append a ``thinking_level_change`` entry; returns its id."""
-        entry = self._entry_base("thinking_level_change")
-        entry["thinkingLevel"] = level
-        return self._append(entry)
+        return self._append(self._entry("thinking_level_change", thinkingLevel=level))
 
     def append_model_change(self, provider: str, model_id: str) -> str:
         """Append a ``model_change`` entry (``provider``, ``modelId``); returns its id."""
-        entry = self._entry_base("model_change")
-        entry["provider"] = provider
-        entry["modelId"] = model_id
-        return self._append(entry)
+        return self._append(self._entry("model_change", provider=provider, modelId=model_id))
 
     def append_compaction(
         self,
@@ -691,35 +535,28 @@ class SessionManager:
             raise FirstKeptEntryError(
                 f"firstKeptEntryId {first_kept_entry_id} is not on the current path (leaf {self._leaf})"
             )
-        entry = self._entry_base("compaction")
-        entry["summary"] = summary
-        entry["firstKeptEntryId"] = first_kept_entry_id
-        entry["tokensBefore"] = tokens_before
-        if details is not UNSET:
-            entry["details"] = details
-        if from_hook is not UNSET:
-            entry["fromHook"] = from_hook
-        return self._append(entry)
+        return self._append(
+            self._entry(
+                "compaction",
+                summary=summary,
+                firstKeptEntryId=first_kept_entry_id,
+                tokensBefore=tokens_before,
+                details=details,
+                fromHook=from_hook,
+            )
+        )
 
     def append_custom_entry(self, custom_type: str, data: Any = UNSET) -> str:
         """Append a ``custom`` entry (extension state; not in the context).
 
         Key order is Pi's: ``type, customType, data?, id, parentId, timestamp``.
         """
-        entry: dict[str, Any] = {"type": "custom", "customType": custom_type}
-        if data is not UNSET:
-            entry["data"] = data
-        base = self._entry_base("custom")
-        del base["type"]
-        entry.update(base)
-        return self._append(entry)
+        return self._append(self._entry("custom", customType=custom_type, data=data))
 
     def append_session_info(self, name: str) -> str:
         """Append a ``session_info`` entry; ``name`` is trimmed with JavaScript's
         ``String.prototype.trim`` (an empty result clears the session name)."""
-        entry = self._entry_base("session_info")
-        entry["name"] = js_trim(name)
-        return self._append(entry)
+        return self._append(self._entry("session_info", name=trim(name)))
 
     def append_custom_message_entry(self, custom_type: str, content: Any, display: bool, details: Any = UNSET) -> str:
         """Append a ``custom_message`` entry (becomes a ``custom`` message in the context).
@@ -727,13 +564,9 @@ class SessionManager:
         Key order is Pi's: ``type, customType, content, display, details?, id,
         parentId, timestamp``.
         """
-        entry: dict[str, Any] = {"type": "custom_message", "customType": custom_type, "content": content, "display": display}
-        if details is not UNSET:
-            entry["details"] = details
-        base = self._entry_base("custom_message")
-        del base["type"]
-        entry.update(base)
-        return self._append(entry)
+        return self._append(
+            self._entry("custom_message", customType=custom_type, content=content, display=display, details=details)
+        )
 
     def append_label_change(self, target_id: str, label: str | None = None) -> str:
         """Set (truthy ``label``) or clear (``None`` / ``""``) the label of an entry.
@@ -746,11 +579,7 @@ class SessionManager:
         self._check()
         if target_id not in self._index:
             raise EntryNotFoundError(target_id)
-        entry = self._entry_base("label")
-        entry["targetId"] = target_id
-        if label is not None and label is not UNSET:
-            entry["label"] = label
-        return self._append(entry)
+        return self._append(self._entry("label", targetId=target_id, label=UNSET if label is None else label))
 
     # ------------------------------------------------------------------- tree
     @property
@@ -768,7 +597,7 @@ class SessionManager:
         self._check()
         return self._index.get(entry_id)
 
-    def get_children(self, entry_id: str) -> list[dict[str, Any]]:
+    def get_children(self, entry_id: str) -> _Entries:
         """Direct children of an entry, in file order (Pi's ``getChildren``)."""
         self._check()
         return self._index.children(entry_id)
@@ -778,12 +607,12 @@ class SessionManager:
         self._check()
         return self._index.label(entry_id)
 
-    def get_branch(self, from_id: str | None = None) -> list[dict[str, Any]]:
+    def get_branch(self, from_id: str | None = None) -> _Entries:
         """Entries from the root down to ``from_id`` (default: the leaf); empty if unknown."""
         self._check()
         return self._index.path(from_id if from_id is not None else self._leaf)
 
-    def get_tree(self) -> list[SessionTreeNode]:
+    def get_tree(self) -> builtins.list[SessionTreeNode]:
         """The whole session as a forest (Pi's ``getTree``): roots in file order,
         children oldest first; orphans, cycle breaks and self-parented entries are roots."""
         self._check()
@@ -817,14 +646,15 @@ class SessionManager:
         if entry_id is not None and entry_id not in self._index:
             raise EntryNotFoundError(entry_id)
         self._leaf = entry_id
-        entry = self._entry_base("branch_summary")
-        entry["fromId"] = entry_id if entry_id is not None else "root"
-        entry["summary"] = summary
-        if details is not UNSET:
-            entry["details"] = details
-        if from_hook is not UNSET:
-            entry["fromHook"] = from_hook
-        return self._append(entry)
+        return self._append(
+            self._entry(
+                "branch_summary",
+                fromId=entry_id if entry_id is not None else "root",
+                summary=summary,
+                details=details,
+                fromHook=from_hook,
+            )
+        )
 
     def create_branched_session(self, leaf_id: str) -> str | None:
         """Continue in a new session holding only the path root -> ``leaf_id``.
@@ -859,16 +689,8 @@ class SessionManager:
                 break
         session_id = self._new_session_id()
         timestamp = self._now()
-        header: dict[str, Any] = {
-            "type": "session",
-            "version": CURRENT_SESSION_VERSION,
-            "id": session_id,
-            "timestamp": timestamp,
-            "cwd": self._cwd,
-        }
-        if self._persist and self._session_file:
-            header["parentSession"] = self._session_file
-        lines = [encode_entry(header) + b"\n"]
+        parent_session = self.session_file if self._persist else None
+        lines = [encode_entry(_shapes.header(session_id, timestamp, self._cwd, parent_session)) + b"\n"]
         lines.extend(index.raw_line(eid) + b"\n" for eid in kept)  # type: ignore[operator]
         taken = set(kept_set)
         parent = kept[-1] if kept else None
@@ -877,28 +699,24 @@ class SessionManager:
                 continue
             label_id = self._new_id(taken)
             taken.add(label_id)
-            label_entry = {
-                "type": "label",
-                "id": label_id,
-                "parentId": parent,
-                "timestamp": index.label_timestamp(target),
-                "targetId": target,
-                "label": label,
-            }
+            label_entry = _shapes.entry(
+                "label", label_id, parent, index.label_timestamp(target), targetId=target, label=label  # type: ignore[arg-type]
+            )
             lines.append(encode_entry(label_entry) + b"\n")
             parent = label_id
-        self._drop_writer()
+        self._release()
         self._session_id = session_id
         self._set_image(lines, has_assistant)
-        if self._persist:
-            self._session_file = os.path.join(self._session_dir, session_file_name(timestamp, session_id))
-            if has_assistant:
-                self._flush()
-            return self._session_file
-        self._session_file = None
-        return None
+        if not self._persist:
+            self._file = None
+            return None
+        self._file = SessionFile(os.path.join(self._session_dir, session_file_name(timestamp, session_id)))
+        if has_assistant:
+            self._file.create(b"".join(self._pending))
+            self._pending = []
+        return self._file.path
 
-    def build_session_context(self, leaf_id: Any = _LEAF) -> SessionContext:
+    def build_session_context(self, leaf_id: Any = UNDEFINED) -> SessionContext:
         """What is sent to the LLM at a leaf (Pi's ``buildSessionContext``).
 
         Args:
@@ -906,7 +724,7 @@ class SessionManager:
                 not in the session means the last entry (Pi's fallback).
         """
         self._check()
-        if leaf_id is _LEAF:
+        if leaf_id is UNDEFINED:
             leaf_id = self._leaf
         if leaf_id is None:
             return SessionContext()
@@ -917,7 +735,7 @@ class SessionManager:
         return assemble_context(self._index.context_plan(leaf_id), self._index.get)
 
     # ---------------------------------------------------------------- session
-    def get_entries(self) -> list[dict[str, Any]]:
+    def get_entries(self) -> _Entries:
         """Every entry in file order (header excluded)."""
         self._check()
         return self._index.entries()
@@ -950,7 +768,7 @@ class SessionManager:
     @property
     def session_file(self) -> str | None:
         """The session file's path (``None`` in memory); it may not exist yet."""
-        return self._session_file
+        return self._file.path if self._file is not None else None
 
     @property
     def is_persisted(self) -> bool:
@@ -958,14 +776,21 @@ class SessionManager:
         return self._persist
 
     @property
+    def file_version(self) -> Any:
+        """The header's ``version`` as the file holds it (``None`` when absent, as in
+        version 1 files); a migrated session reports the version it was migrated from.
+        A new session reports 3."""
+        return self._file_version
+
+    @property
     def backend(self) -> str:
         """``"python"`` or ``"native"``."""
         return self._index_cls.backend
 
     @property
-    def load_report(self) -> list[LoadIssue]:
+    def load_report(self) -> builtins.list[LoadIssue]:
         """Problems found when the file was loaded (and by later ``refresh`` calls)."""
-        return list(self._report)
+        return builtins.list(self._report)
 
     def refresh(self) -> int:
         """Index complete lines another process appended to the file.
@@ -977,10 +802,12 @@ class SessionManager:
             StaleSessionError: the file was truncated or replaced.
         """
         self._check()
-        if not (self._persist and self._flushed and self._session_file) or self._migration is not None:
+        if self._file is None:
             return 0
         last = self._index.last_id()
-        added = self._index.refresh(self._session_file)
+        added = self._file.refresh(self._index)
+        if not self._file.on_disk or self._file.migration_pending:
+            return 0
         if added and self._leaf == last:
             self._leaf = self._index.last_id()
         # Junk lines, duplicates or a torn tail change the report without adding entries.
@@ -989,7 +816,7 @@ class SessionManager:
 
     def close(self) -> None:
         """Release the writer lock and the index (idempotent)."""
-        self._drop_writer()
+        self._release()
         if self._index is not None and not self._closed:
             self._index.close()
         self._closed = True
@@ -1021,5 +848,5 @@ class SessionManager:
         return iter(self._index.entries())
 
     def __repr__(self) -> str:
-        where = self._session_file or "<memory>"
+        where = self.session_file or "<memory>"
         return f"<SessionManager {self._session_id} {where} backend={self.backend} entries={len(self._index)}>"

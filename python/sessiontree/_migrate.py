@@ -38,12 +38,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._backend import LoadIssue
+from ._js import UNDEFINED
 from ._jsonl import encode_entry
-from ._load import Loader, is_old_version
+from ._load import Loader
+from ._reader import is_old_version
 
 __all__ = ["Migration", "migrate_image", "migrate_records"]
 
-_ABSENT = object()
 
 
 @dataclass
@@ -119,8 +120,8 @@ def migrate_records(records: list[dict[str, Any]]) -> int | float:
                 if isinstance(index, (int, float)) and not isinstance(index, bool):
                     target = _record_at(records, index)
                     if target is not None and target.get("type") != "session":
-                        target_id = target.get("id", _ABSENT)
-                        if target_id is _ABSENT:
+                        target_id = target.get("id", UNDEFINED)
+                        if target_id is UNDEFINED:
                             # JavaScript assigns undefined: the key is not written.
                             rec.pop("firstKeptEntryId", None)
                         else:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ._backend import ContextPlan, LoadIssue
 from ._jsonl import BOM, decode_line
-from ._load import header_error
+from ._reader import header_error, header_problem
 from ._labels import apply_labels, session_name_of
 from ._sessiontree import Index
 from .errors import InvalidSessionError, StaleSessionError
@@ -119,7 +119,7 @@ class NativeIndex:
                 raise
             # The core found where the file fails; the words come from the one place
             # both backends share, so the same bytes give the same message.
-            raise header_error(path, e.line, e.offset, _line_at(path, e.offset)) from None
+            raise header_error(path, e.line, e.offset, header_problem(_line_at(path, e.offset))) from None
 
     @classmethod
     def from_image(cls, data: bytes) -> NativeIndex:

@@ -25,9 +25,8 @@ is undefined this module is the reference, and the choices are written down here
   does not end with LF (a pending piece, or an accepted last line without LF) the
   appended line is taken to follow one ``b"\\n"`` (the writer writes it), so a pending
   fragment becomes an ordinary ``invalid_json`` line.
-* Staleness: ``refresh`` raises :class:`StaleSessionError` when the file's (dev, ino)
-  changed, it shrank below ``image_len()``, or the byte before ``image_len()`` is no
-  longer the LF that ended the last consumed line (a rewrite in place).
+* Staleness is the manager's (``_filestate``): ``refresh`` reads what follows
+  ``image_len()`` in a file the caller has checked.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ from ._backend import ContextPlan, LoadIssue
 from ._labels import apply_labels, session_name_of
 from ._load import Loader
 from ._time import parse_iso_ms
-from .errors import StaleSessionError
 from .schema import SessionTreeNode
 
 __all__ = ["PythonIndex"]
@@ -55,10 +53,8 @@ class PythonIndex:
 
     backend = "python"
 
-    def __init__(self, loader: Loader, path: str | None = None, ident: tuple[int, int] | None = None) -> None:
+    def __init__(self, loader: Loader) -> None:
         self._l = loader
-        self._path = path
-        self._ident = ident
         self._children: list[list[int]] | None = None
         self._children_gen = -1
         self._children_n = 0
@@ -87,12 +83,11 @@ class PythonIndex:
         """
         path = os.fspath(path)
         with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
             data = f.read()
         loader = Loader(path)
         loader.feed(data)
         loader.finish()
-        return cls(loader, path, (st.st_dev, st.st_ino))
+        return cls(loader)
 
     @classmethod
     def from_image(cls, data: bytes) -> PythonIndex:
@@ -157,7 +152,7 @@ class PythonIndex:
 
     def _idx(self, entry_id: object) -> int:
         try:
-            return self._l.by_id.get(entry_id, -1)  # type: ignore[arg-type]
+            return self._l.by_id.get(entry_id, -1)  # type: ignore[call-overload, no-any-return]
         except TypeError:
             return -1
 
@@ -320,38 +315,19 @@ class PythonIndex:
     def refresh(self, path: str) -> int:
         """Index the complete lines appended to ``path`` since ``image_len()``.
 
+        The caller has checked that ``path`` is still the file that was indexed
+        (``_filestate``); this only reads the bytes past ``image_len()``.
+
         Args:
             path: the session file.
 
         Returns:
             How many entries were added.
-
-        Raises:
-            StaleSessionError: the file is gone, was replaced (other dev/ino), shrank
-                below ``image_len()`` or was rewritten in place.
         """
-        path = os.fspath(path)
-        l = self._l
-        try:
-            f = open(path, "rb")
-        except FileNotFoundError:
-            raise StaleSessionError(f"{path}: session file is gone; reopen it") from None
-        with f:
-            st = os.fstat(f.fileno())
-            ident = (st.st_dev, st.st_ino)
-            if self._ident is not None and ident != self._ident:
-                raise StaleSessionError(f"{path}: session file was replaced; reopen it")
-            if st.st_size < l.consumed:
-                raise StaleSessionError(f"{path}: session file shrank below the indexed {l.consumed} bytes; reopen it")
-            if l.consumed and not l.ends_mid_line:
-                if os.pread(f.fileno(), 1, l.consumed - 1) != b"\n":
-                    raise StaleSessionError(f"{path}: session file was rewritten; reopen it")
-            self._ident = ident
-            f.seek(l.consumed)
+        with open(os.fspath(path), "rb") as f:
+            f.seek(self._l.consumed)
             data = f.read()
-        if not data:
-            return 0
-        return l.feed(data)
+        return self._l.feed(data) if data else 0
 
     def close(self) -> None:
         """Nothing to release (the file is not held open)."""

@@ -39,7 +39,13 @@ import secrets
 import stat
 import shutil
 
-from .errors import InvalidSessionError, SessionFileExistsError, SessionLockedError, StaleSessionError
+from collections.abc import Callable
+
+from ._filestate import FileId, file_id
+from .errors import InvalidSessionError, SessionFileExistsError, SessionLockedError
+
+Verify = Callable[[int], os.stat_result]
+"""Checks an open descriptor before a write; returns its ``fstat`` or raises."""
 
 __all__ = ["SessionWriter", "FSYNC_APPENDS"]
 
@@ -103,11 +109,10 @@ class SessionWriter:
         """Whether the writer holds the file (and its lock)."""
         return self._fd is not None
 
-    def identity(self) -> tuple[int, int]:
-        """``(st_dev, st_ino)`` of the file this writer holds."""
+    def identity(self) -> FileId:
+        """The identity of the file this writer holds."""
         assert self._fd is not None
-        st = os.fstat(self._fd)
-        return (st.st_dev, st.st_ino)
+        return file_id(os.fstat(self._fd))
 
     def create(self, data: bytes) -> None:
         """Create the file with ``data`` (header + pending lines) in one exclusive create.
@@ -139,27 +144,23 @@ class SessionWriter:
         self._ends_lf = not data or data.endswith(b"\n")
         _fsync_dir(folder)
 
-    def open(self, expect_identity: tuple[int, int] | None = None, min_size: int = 0) -> None:
+    def open(self, verify: Verify | None = None) -> None:
         """Open an existing file for appending and take its lock.
 
         Args:
-            expect_identity: the ``(dev, ino)`` the caller indexed; another file at the
-                path means it was replaced.
-            min_size: bytes the caller indexed; a smaller file was truncated.
+            verify: called with the locked descriptor before anything is written; it
+                returns the ``fstat`` result or raises (``_filestate.FileWatch.check_fd``:
+                the file must still be the one the caller indexed).
 
         Raises:
             SessionLockedError: another writer holds the lock.
-            StaleSessionError: the file was replaced or truncated since it was read.
+            StaleSessionError: from ``verify``.
             OSError: the file cannot be opened (``FileNotFoundError`` if gone).
         """
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _O_CLOEXEC)
         try:
             _lock(fd, self.path)
-            st = os.fstat(fd)
-            if expect_identity is not None and (st.st_dev, st.st_ino) != expect_identity:
-                raise StaleSessionError(f"{self.path}: session file was replaced; reopen it")
-            if st.st_size < min_size:
-                raise StaleSessionError(f"{self.path}: session file was truncated; reopen it")
+            st = verify(fd) if verify is not None else os.fstat(fd)
             self.size = st.st_size
             self._ends_lf = self._last_byte_is_lf(st.st_size)
         except BaseException:
@@ -214,7 +215,7 @@ class SessionWriter:
         self._ends_lf = True
         return len(data)
 
-    def replace(self, data: bytes, backup_suffix: str, expect_identity: tuple[int, int] | None, expect_size: int) -> str:
+    def replace(self, data: bytes, backup_suffix: str, verify: Verify) -> str:
         """Atomically replace the file's content (a migration rewrite), keeping the original.
 
         The caller must not hold this writer open yet. On return the writer holds the
@@ -224,8 +225,8 @@ class SessionWriter:
             data: the new image (whole lines).
             backup_suffix: e.g. ``".v1.bak"``; the original is kept as path + suffix
                 (``.1``, ``.2``... appended if that exists).
-            expect_identity: ``(dev, ino)`` of the file that was migrated.
-            expect_size: its size then; any change means someone wrote meanwhile.
+            verify: called with the original's locked descriptor; raises when the
+                file changed since it was read (any change means someone wrote).
 
         Returns:
             The backup's path.
@@ -242,9 +243,7 @@ class SessionWriter:
         new_fd = None
         try:
             _lock(old_fd, self.path)
-            st = os.fstat(old_fd)
-            if (expect_identity is not None and (st.st_dev, st.st_ino) != expect_identity) or st.st_size != expect_size:
-                raise StaleSessionError(f"{self.path}: session file changed before its migration was written; reopen it")
+            st = verify(old_fd)
             base = os.path.basename(self.path)
             tmp = os.path.join(folder, f".{base}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
             # Created private, then given the original's mode: the rewrite must not make

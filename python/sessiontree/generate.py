@@ -32,7 +32,10 @@ __all__ = ["GenerateStats", "generate_session", "parse_size"]
 
 import orjson
 
-from ._jsonl import encode_entry, js_number
+from . import _shapes
+from ._js import number_text as js_number
+from ._jsonl import encode_entry
+from ._shapes import uuid7
 
 # Lines must be JSON.stringify's bytes, which ``encode_entry`` produces. It runs orjson
 # and then respells float tokens with a regex over the whole line whenever a digit is
@@ -412,15 +415,10 @@ class _Writer:
         eid = self.new_id()
         parent = self.leaf
         ts = self.iso(self.tick(*gap))
-        if custom_type is not None:  # Pi puts the payload before the id for these two types
-            entry: dict[str, Any] = {"type": etype, "customType": custom_type}
-            entry.update(fields)
-            entry["id"] = eid
-            entry["parentId"] = parent
-            entry["timestamp"] = ts
+        if custom_type is not None:
+            entry = _shapes.entry(etype, eid, parent, ts, customType=custom_type, **fields)
         else:
-            entry = {"type": etype, "id": eid, "parentId": parent, "timestamp": ts}
-            entry.update(fields)
+            entry = _shapes.entry(etype, eid, parent, ts, **fields)
         self.raw(_dumps(entry))
         st = self.stats
         st.entries += 1
@@ -461,7 +459,7 @@ class _Session:
         limit = w.size_limit
         self.max_output = max(2000, limit // 40) if limit is not None else 1 << 62
         self.ascii, self.mixed, self.b64 = _pools()
-        self.model = _MODELS[0]
+        self.model: tuple[Any, ...] = _MODELS[0]
         self.thinking = "medium"
         self.call_n = 0
         self.context_tokens = 0
@@ -780,10 +778,7 @@ class _Session:
 
 def _uuid7(rng: random.Random, ms: int) -> str:
     rand_a = rng.getrandbits(12)
-    rand_b = rng.getrandbits(62)
-    value = (ms << 80) | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b
-    h = f"{value:032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return uuid7(ms, rand_a, rng.getrandbits(62))
 
 
 def _temp_beside(path: str) -> str:
@@ -879,8 +874,7 @@ def generate_session(
         try:
             header_ms = w.now_ms
             stats.session_id = _uuid7(rng, header_ms)
-            w.raw(_dumps({"type": "session", "version": 3, "id": stats.session_id,
-                                 "timestamp": w.iso(header_ms), "cwd": cwd}))
+            w.raw(_dumps(_shapes.header(stats.session_id, w.iso(header_ms), cwd)))
             if not w.full():
                 _Session(w, rng, payload_scale).run()
         finally:

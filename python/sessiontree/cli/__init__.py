@@ -12,6 +12,7 @@ import os
 import sys
 
 from . import bench, check, context, fork, gen, info, ls, migrate, tree
+from .._select import backend_name
 from ._common import BACKENDS, CliError, exit_for_broken_pipe, make_io, quiet_load_warnings, safe
 
 __all__ = ["main", "build_parser"]
@@ -108,12 +109,12 @@ def _backend(args: argparse.Namespace) -> str:
     flag = getattr(args, "backend", None)
     if flag is not None:
         return str(flag)
-    raw = os.environ.get("SESSIONTREE_BACKEND", "")
-    choice = raw.strip().lower() or "auto"
-    if choice not in BACKENDS:
+    try:
+        return backend_name(None)
+    except ValueError:
+        raw = os.environ.get("SESSIONTREE_BACKEND", "")
         raise CliError(f"SESSIONTREE_BACKEND={raw!r} is not a backend: use {', '.join(BACKENDS)} "
-                       "(or unset it)", code=2)
-    return choice
+                       "(or unset it)", code=2) from None
 
 
 def _fail(io, message: str) -> None:  # type: ignore[no-untyped-def]

@@ -26,7 +26,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-BACKENDS = ("auto", "python", "native")
+from .._select import BACKENDS
 
 
 class CliError(Exception):
@@ -261,23 +261,11 @@ def open_session(io: Io, path: str, backend: str, *, session_dir: str | None = N
         return sm, time.perf_counter() - t0
 
 
-def file_version(path: str) -> Any:
-    """The ``version`` written in the file's first line (the manager reports the migrated one).
-
-    The line is decoded with the library's own decoder (same nesting limit, same
-    numbers), never a second JSON parser; anything odd gives ``None``.
-    """
-    from .._jsonl import decode_line
-
-    try:
-        with open(path, "rb") as f:
-            first = f.readline(1 << 20)
-        if first.startswith(b"\xef\xbb\xbf"):
-            first = first[3:]
-        header = decode_line(first)
-    except (OSError, ValueError, RecursionError):
-        return None
-    version = header.get("version") if isinstance(header, dict) else None
+def file_version(sm: Any) -> Any:
+    """The ``version`` the session's file holds (``SessionManager.file_version``: the
+    header found by the loader's rules; a migrated file's original version), shown as
+    a number, or as escaped text when it is not one."""
+    version = sm.file_version
     if version is None:
         return None
     return version if number(version) is not None else safe(value_text(version, 40))

@@ -115,8 +115,9 @@ def run(args: argparse.Namespace, io: Io) -> int:
     if ratio:
         table.add_column(safe(f"{backends[0]} / {backends[1]}"), justify="right")
     for key, title, kind in _ROWS:
-        vals = [results[b].get(key) for b in backends]
-        if any(v is None for v in vals):
+        got = [results[b].get(key) for b in backends]
+        vals = [v for v in got if v is not None]
+        if len(vals) != len(got):
             continue
         cells = [human_seconds(v) if kind == "time" else human_bytes(v) for v in vals]
         if ratio:

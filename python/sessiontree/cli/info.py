@@ -49,7 +49,7 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
     by_role: Counter[str] = Counter()
     child_count: Counter[str] = Counter()
     ids: list[str] = []
-    label_targets: set[str] = set()
+    label_targets: dict[str, None] = {}  # in file order
     tokens = Counter({"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0})
     cost = 0.0
     models: Counter[str] = Counter()
@@ -71,7 +71,7 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
         if etype == "label":
             target = entry.get("targetId")
             if isinstance(target, str):  # Pi's rule: only string targets label anything
-                label_targets.add(target)
+                label_targets[target] = None
         elif etype == "message":
             msg = entry.get("message")
             role = msg.get("role", "?") if isinstance(msg, dict) else "?"
@@ -107,7 +107,7 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
         "scanSeconds": time.perf_counter() - t0,
         "header": header,
         "version": header.get("version"),
-        "fileVersion": file_version(path),
+        "fileVersion": file_version(sm),
         "sessionId": sm.session_id,
         "sessionName": sm.get_session_name(),
         "cwd": header.get("cwd"),

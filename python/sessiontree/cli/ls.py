@@ -44,7 +44,7 @@ def _folders(root: str, recursive: bool) -> list[str]:
 
 
 def _jsonl_files(folders: list[str]) -> list[str]:
-    files = []
+    files: list[str] = []
     for folder in folders:
         try:
             names = os.listdir(folder)
@@ -72,7 +72,7 @@ def _why_not(path: str, backend: str) -> str:
 def _call_list(fn: Any, *args: Any, on_progress: Any, problems: list[dict[str, Any]], **kw: Any) -> list[Any]:
     """Call ``SessionManager.list``/``list_all``, collecting problems when it reports them."""
     try:
-        params = inspect.signature(fn).parameters
+        params: Any = inspect.signature(fn).parameters
     except (TypeError, ValueError):  # pragma: no cover
         params = {}
     if "on_problem" in params:
@@ -137,14 +137,14 @@ def _subdirs(root: str) -> list[str]:
 
 
 def _default_root() -> str:
-    from .._listing import default_session_root
+    from .._places import default_session_root
 
     return default_session_root()
 
 
 def _folder_name(cwd: str) -> str:
     # Pi's folder per cwd (API.md, Listing): the library's rule, not a copy of it.
-    from .._listing import session_dir_for_cwd
+    from .._places import session_dir_for_cwd
 
     return os.path.basename(session_dir_for_cwd(cwd, ""))
 

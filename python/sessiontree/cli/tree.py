@@ -66,7 +66,7 @@ def iter_rows(roots: list[Any], leaf_id: str | None, path_ids: set[str], *, full
     Yields:
         One :class:`Row` per output line.
     """
-    main_root = next((r for r in roots if r.entry.get("id") in path_ids), roots[-1] if roots else None)
+    main_root: Any = next((r for r in roots if r.entry.get("id") in path_ids), roots[-1] if roots else None)
     stack: list[tuple[Any, str, str, bool, int]] = []
     ordered = [r for r in roots if r is not main_root] + ([main_root] if main_root is not None else [])
     if len(ordered) > 1:

@@ -1,0 +1,140 @@
+"""File identity and staleness: is the session file still the one we indexed?
+
+One home for the rule, used by the manager once per public call (both backends alike)
+and by the writer before it appends:
+
+* **Identity** — ``(st_dev, st_ino)``. Another inode at the path means the file was
+  replaced (``StaleSessionError``); a missing path means it is gone.
+* **Truncation** — a file shorter than the indexed image was cut short.
+* **Rewrite in place** — same inode, not shorter: caught by the ends of the indexed
+  bytes (the first and last :data:`FINGERPRINT` bytes must be what was read), checked
+  whenever size or mtime changed since the last check. A change of mtime without
+  growth is taken as a rewrite, because appends only add bytes.
+
+Not caught: a rewrite that keeps the size, the bytes at both ends and the mtime.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .errors import StaleSessionError
+
+__all__ = ["FileId", "FileWatch", "FINGERPRINT", "file_id", "stat_id"]
+
+FINGERPRINT = 4096
+"""Bytes at each end of the indexed image that must stay as they were read."""
+
+
+@dataclass(frozen=True)
+class FileId:
+    """A file's identity: device and inode."""
+
+    dev: int
+    ino: int
+
+
+def file_id(st: os.stat_result) -> FileId:
+    """The :class:`FileId` of a ``stat`` result."""
+    return FileId(st.st_dev, st.st_ino)
+
+
+def stat_id(path: str) -> FileId | None:
+    """The :class:`FileId` of ``path``, or ``None`` if it cannot be stat'ed."""
+    try:
+        return file_id(os.stat(path))
+    except OSError:
+        return None
+
+
+def _ends(path: str, length: int) -> bytes:
+    with open(path, "rb") as f:
+        head = f.read(min(FINGERPRINT, length))
+        f.seek(max(0, length - FINGERPRINT))
+        return head + f.read(min(FINGERPRINT, length))
+
+
+class FileWatch:
+    """The session file as it was indexed: its identity and the bytes that must not change.
+
+    Args:
+        path: the session file.
+        ident: its identity when it was read (``None``: take it at the first check).
+    """
+
+    def __init__(self, path: str, ident: FileId | None) -> None:
+        self.path = path
+        self.ident = ident
+        self._seen: tuple[int, int] | None = None  # (size, mtime_ns) last verified
+        self._fingerprint: tuple[int, bytes] | None = None  # (image length, its ends)
+
+    def _stale(self, why: str) -> StaleSessionError:
+        return StaleSessionError(f"{self.path}: session file {why}; reopen it")
+
+    def forget(self, ident: FileId | None = None) -> None:
+        """Start over after this process wrote the file (a create, a migration rewrite):
+        the next :meth:`check` takes its size, mtime and ends as the new baseline."""
+        if ident is not None:
+            self.ident = ident
+        self._seen = self._fingerprint = None
+
+    def check_identity(self) -> os.stat_result:
+        """Fail unless ``path`` is still the file that was read.
+
+        Raises:
+            StaleSessionError: the file is gone or another file is at the path.
+        """
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            raise self._stale("is gone") from None
+        if self.ident is None:
+            self.ident = file_id(st)
+        elif file_id(st) != self.ident:
+            raise self._stale("was replaced")
+        return st
+
+    def check(self, image_len: int) -> None:
+        """Fail unless the file still holds the indexed image unchanged.
+
+        Args:
+            image_len: bytes of the file that are indexed (complete lines).
+
+        Raises:
+            StaleSessionError: gone, replaced, truncated or rewritten in place.
+        """
+        st = self.check_identity()
+        size, mtime = st.st_size, st.st_mtime_ns
+        if size < image_len:
+            raise self._stale("was truncated")
+        if (size, mtime) == self._seen:
+            return
+        if self._seen is not None and size == self._seen[0]:
+            # Written to without growing: not an append (appends only add bytes).
+            raise self._stale("was rewritten in place")
+        try:
+            if self._fingerprint is not None and _ends(self.path, self._fingerprint[0]) != self._fingerprint[1]:
+                raise self._stale("was rewritten in place")
+            if self._fingerprint is None or self._fingerprint[0] != image_len:
+                self._fingerprint = (image_len, _ends(self.path, image_len))
+        except OSError as e:
+            raise self._stale(f"cannot be read ({e.strerror or e})") from None
+        self._seen = (size, mtime)
+
+    def check_fd(self, fd: int, image_len: int, *, exact: bool = False) -> os.stat_result:
+        """Fail unless the open descriptor ``fd`` (the writer's) is the indexed file and
+        holds at least ``image_len`` bytes (exactly that many with ``exact``: a file about
+        to be replaced by its migration must not have changed at all).
+
+        Raises:
+            StaleSessionError: another file, a shorter one, or (``exact``) one that changed.
+        """
+        st = os.fstat(fd)
+        if self.ident is not None and file_id(st) != self.ident:
+            raise self._stale("was replaced")
+        if exact and st.st_size != image_len:
+            raise self._stale("changed before its migration was written")
+        if st.st_size < image_len:
+            raise self._stale("was truncated")
+        return st

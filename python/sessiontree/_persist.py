@@ -1,0 +1,150 @@
+"""The session's file on disk: when it is written, by whom, and whether it is still ours.
+
+:class:`SessionFile` is the manager's link to its file (API.md section 3). It holds the
+path, the :class:`~sessiontree._filestate.FileWatch` (identity and staleness), the
+:class:`~sessiontree._storage.SessionWriter` (taken lazily, with its lock, at the first
+write) and a pending migration rewrite. The manager decides *what* is written (Pi's
+rules); this module decides *how*:
+
+* ``create``: the first write of a new session (header + pending lines, one exclusive
+  create).
+* ``append``: one whole line, after taking the writer (migrating a version 1/2 file
+  first, or catching up with lines another process appended, so offsets stay right).
+* ``check``: once per public call, the file must still be the one indexed.
+"""
+
+from __future__ import annotations
+
+from ._backend import TreeIndex
+from ._filestate import FileId, FileWatch
+from ._migrate import Migration
+from ._storage import SessionWriter
+
+__all__ = ["SessionFile"]
+
+
+class SessionFile:
+    """A session file and this process's hold on it.
+
+    Args:
+        path: the file.
+        ident: its identity when it was read, or ``None`` for a file not written yet.
+        migration: the pending rewrite of a version 1/2 file, with the size the
+            original had when read; ``None`` otherwise.
+
+    Attributes:
+        path: the file.
+        on_disk: the file holds the session's image (it was read, or created here).
+        backup: the original's path after a migration rewrite.
+    """
+
+    def __init__(self, path: str, ident: FileId | None = None, migration: tuple[Migration, int] | None = None) -> None:
+        self.path = path
+        self.on_disk = ident is not None
+        self.backup: str | None = None
+        self._watch = FileWatch(path, ident)
+        self._writer: SessionWriter | None = None
+        self._migration = migration
+
+    @property
+    def migration_pending(self) -> bool:
+        """A version 1/2 file is migrated in memory and not yet rewritten."""
+        return self._migration is not None
+
+    def check(self, index: TreeIndex) -> None:
+        """Fail unless the file still holds the indexed image (nothing to check before
+        the first write). While a migration is pending only the identity is checked:
+        the image is the migrated one, not the file's bytes.
+
+        Raises:
+            StaleSessionError: the file is gone, replaced, truncated or rewritten.
+        """
+        if not self.on_disk:
+            return
+        if self._migration is not None:
+            self._watch.check_identity()
+        else:
+            self._watch.check(index.image_len())
+
+    def create(self, data: bytes) -> None:
+        """The first write: ``data`` (header + pending lines) in one exclusive create.
+
+        Raises:
+            SessionFileExistsError: the path exists (nothing is written).
+            OSError: the write failed.
+        """
+        writer = SessionWriter(self.path)
+        writer.create(data)
+        self._writer = writer
+        self._watch.forget(writer.identity())
+        self.on_disk = True
+
+    def append(self, index: TreeIndex, line: bytes) -> tuple[str, bool]:
+        """Write one entry line (no LF) and index it.
+
+        Takes the writer first if this process does not hold it yet: a pending
+        migration is written (atomically, original kept), or lines another process
+        appended since the file was read are indexed before ours.
+
+        Returns:
+            ``(entry id, changed)``: ``changed`` says the load report may have changed
+            apart from the new entry (lines of another process were indexed, or a torn
+            last line became a whole one).
+
+        Raises:
+            SessionLockedError: another writer holds the file.
+            StaleSessionError: the file changed under us.
+            OSError: the write failed.
+        """
+        changed = self._take_writer(index)
+        assert self._writer is not None
+        torn = index.has_pending_tail()
+        self._writer.append(line)
+        return index.append_line(line), changed or torn
+
+    def migrate(self, index: TreeIndex) -> str | None:
+        """Write a pending migration now (taking the writer).
+
+        Returns:
+            The backup's path, or ``None`` when no migration was pending.
+        """
+        if self._migration is None:
+            return None
+        self._take_writer(index)
+        return self.backup
+
+    def _take_writer(self, index: TreeIndex) -> bool:
+        if self._writer is not None:
+            return self._writer.grew() and self._catch_up(index)
+        writer = SessionWriter(self.path)
+        changed = False
+        if self._migration is not None:
+            m, size = self._migration
+            self.backup = writer.replace(
+                m.image, f".v{int(m.from_version)}.bak", lambda fd: self._watch.check_fd(fd, size, exact=True)
+            )
+            self._migration = None
+        else:
+            writer.open(lambda fd: self._watch.check_fd(fd, index.image_len()))
+            # Lines another process appended since we read the file must be indexed
+            # before ours, or our offsets and ids would be wrong.
+            changed = self._catch_up(index)
+        self._writer = writer
+        self._watch.forget(writer.identity())
+        return changed
+
+    def _catch_up(self, index: TreeIndex) -> bool:
+        return index.refresh(self.path) > 0
+
+    def refresh(self, index: TreeIndex) -> int:
+        """Index complete lines another process appended; how many entries were added
+        (0 while a migration is pending: the image is not the file's)."""
+        if not self.on_disk or self._migration is not None:
+            return 0
+        return index.refresh(self.path)
+
+    def release(self) -> None:
+        """Drop the writer and its lock (idempotent)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None

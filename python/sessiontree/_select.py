@@ -1,0 +1,76 @@
+"""Which backend a session uses: ``backend="auto" | "python" | "native"``.
+
+One home for the choice: the argument, else ``$SESSIONTREE_BACKEND``, else ``auto``;
+``auto`` is ``native`` when the extension ``sessiontree._sessiontree`` imports. The
+manager and the command line both ask here.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._backend import TreeIndex
+
+__all__ = ["BACKENDS", "backend_name", "index_class", "native_available"]
+
+BACKENDS = ("auto", "python", "native")
+"""The accepted backend names."""
+
+ENV = "SESSIONTREE_BACKEND"
+
+
+@lru_cache(maxsize=1)
+def native_available() -> bool:
+    """Whether the Rust extension is built and importable (asked once per process)."""
+    try:
+        from . import _native  # noqa: F401  (imports the extension)
+    except ImportError:
+        return False
+    return True
+
+
+def backend_name(backend: str | None = None) -> str:
+    """The backend a caller asked for, as one of :data:`BACKENDS`.
+
+    Args:
+        backend: the argument given; ``None`` or ``""`` means "not given": then
+            ``$SESSIONTREE_BACKEND`` decides, else ``"auto"``.
+
+    Returns:
+        ``"auto"``, ``"python"`` or ``"native"`` (``auto`` is not resolved here).
+
+    Raises:
+        ValueError: an unknown name, naming where it came from (the argument or the
+            environment variable).
+    """
+    from_env = not backend
+    raw = os.environ.get(ENV, "") if from_env else backend
+    choice = raw.strip().lower() if isinstance(raw, str) else raw
+    choice = choice or "auto"
+    if choice in BACKENDS:
+        return str(choice)
+    if from_env:
+        raise ValueError(f"{ENV} must be 'auto', 'python' or 'native', not {raw!r}")
+    raise ValueError(f"backend must be 'auto', 'python' or 'native', not {backend!r}")
+
+
+def index_class(backend: str | None = None) -> type[TreeIndex]:
+    """The :class:`~sessiontree._backend.TreeIndex` implementation for a choice.
+
+    Raises:
+        ValueError: an unknown name (see :func:`backend_name`).
+        ImportError: ``"native"`` was asked for and the extension is not built.
+    """
+    choice = backend_name(backend)
+    if choice == "auto":
+        choice = "native" if native_available() else "python"
+    if choice == "native":
+        from ._native import NativeIndex
+
+        return NativeIndex
+    from ._pure import PythonIndex
+
+    return PythonIndex
