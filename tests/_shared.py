@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 from sessiontree import LoadReportWarning, SessionManager
 
@@ -41,3 +42,13 @@ def open_quiet(path: Path | str, backend: str) -> SessionManager:
 def report(mgr: SessionManager) -> list[tuple[str, int | None, int | None, tuple[str, ...]]]:
     """The load report as comparable tuples (kind, line, offset, ids)."""
     return [(i.kind, i.line, i.offset, i.ids) for i in mgr.load_report]
+
+
+def as_pi_099(context: dict[str, Any]) -> dict[str, Any]:
+    """A context Pi 0.73.1 recorded, as Pi 0.99 builds it from the same file: the one
+    difference on files without 0.87+ entries is that a ``custom_message`` with no
+    ``content`` contributes ``content: []`` (``createCustomMessage(…, content ?? [], …)``)."""
+    messages = [
+        {**m, "content": []} if m.get("role") == "custom" and "content" not in m else m for m in context["messages"]
+    ]
+    return {**context, "messages": messages}

@@ -10,11 +10,20 @@ Public API (API.md): :class:`SessionManager`, the pure functions
 from __future__ import annotations
 
 from ._backend import IssueKind, LoadIssue
-from ._context import SessionContext, build_session_context, convert_to_llm
+from ._context import (
+    ProjectedEntry,
+    SessionContext,
+    SessionProjection,
+    build_session_context,
+    build_session_projection,
+    convert_to_llm,
+)
+from ._js import NULL
 from ._listing import ListingProblem
 from ._manager import UNSET, SessionManager
 from .errors import (
     EntryNotFoundError,
+    ContextEditError,
     FirstKeptEntryError,
     InvalidSessionError,
     LoadReportWarning,
@@ -68,13 +77,17 @@ __all__ = [
     "__version__",
     "SessionManager",
     "SessionContext",
+    "SessionProjection",
+    "ProjectedEntry",
     "SessionInfo",
     "SessionTreeNode",
     "build_session_context",
+    "build_session_projection",
     "convert_to_llm",
     "LoadIssue",
     "IssueKind",
     "UNSET",
+    "NULL",
     # errors
     "SessionError",
     "EntryNotFoundError",
@@ -84,6 +97,7 @@ __all__ = [
     "StaleSessionError",
     "LoadReportWarning",
     "FirstKeptEntryError",
+    "ContextEditError",
     "ListingProblem",
     # schema
     "SessionHeader",

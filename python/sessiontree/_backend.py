@@ -152,18 +152,25 @@ class ContextPlan:
     integer arrays (native) or dicts (python) and only the named entries are decoded.
 
     Attributes:
-        message_ids: ids of path entries to turn into messages, in output order (after the
-            compaction's kept range if any). Types message / custom_message / branch_summary
-            only; ``assemble_context`` drops branch summaries with an empty summary.
-        compaction_id: the latest compaction on the path, or ``None``.
+        message_ids: context entries after the leading compaction that may contribute
+            messages (types message / custom_message / branch_summary), in order;
+            ``assemble_context`` drops branch summaries with an empty summary.
+        compaction_id: the latest compaction on the path (it leads the context), or
+            ``None``.
         thinking_id: the last ``thinking_level_change`` on the path, or ``None``.
         model_id: the last ``model_change`` or assistant ``message`` on the path, or ``None``.
+        entry_ids: every context entry in order, whatever it contributes (Pi's
+            ``buildContextEntries``; the projection lists them all).
+        edits: target id -> the id of the ``context_edit`` (among the context entries)
+            that applies to it: the last one in context order.
     """
 
     message_ids: list[str]
     compaction_id: str | None
     thinking_id: str | None
     model_id: str | None
+    entry_ids: list[str] = field(default_factory=list)
+    edits: dict[str, str] = field(default_factory=dict)
 
 
 class TreeIndex(Protocol):

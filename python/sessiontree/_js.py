@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["UNDEFINED", "truthy", "string", "scalar_text", "number_text", "trim", "math_max"]
+__all__ = ["UNDEFINED", "NULL", "truthy", "string", "scalar_text", "number_text", "trim", "math_max"]
 
 
 class _Undefined:
@@ -49,6 +49,32 @@ class _Undefined:
 
 UNDEFINED: Any = _Undefined()
 """JavaScript ``undefined``: an absent property, an unset optional argument."""
+
+
+class _Null:
+    """An explicit JSON ``null`` where ``None`` would mean "not given"."""
+
+    __slots__ = ()
+    _instance: _Null | None = None
+
+    def __new__(cls) -> _Null:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "NULL"
+
+
+NULL: Any = _Null()
+"""An optional argument given as JavaScript ``null``: written as ``null`` (``None``
+leaves the key out)."""
 
 
 def truthy(v: Any) -> bool:

@@ -15,10 +15,11 @@ Design notes (where the contract leaves a choice):
   :meth:`SessionManager._new_session_id`. A subclass (or an instance attribute) may
   override them to replay Pi's recorded values: that is how the tests reproduce the
   corpus files byte for byte.
-* **Unset vs null.** Optional arguments (``details``, ``from_hook``, ``data``) default
-  to :data:`UNSET` and are then left out of the entry; passing ``None`` writes ``null``,
-  as Pi writes JavaScript ``null`` and omits ``undefined``. ``append_label_change(id)``
-  or ``(id, None)`` clears the label and writes no ``label`` key.
+* **Unset vs null.** ``None`` for an optional argument (``details``, ``from_hook``,
+  ``data``, ``usage``, ``note``, ``label``) means "not given": the key is left out, as Pi
+  leaves out ``undefined``. :data:`~sessiontree.NULL` writes an explicit ``null``.
+  ``append_label_change(id)`` or ``(id, None)`` clears the label and writes no
+  ``label`` key.
 * **Staleness** is checked once per public call on a session that is on disk, the same
   way for both backends (:mod:`sessiontree._filestate`).
 * **refresh()** moves the leaf to the new last entry only if the leaf was the last
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import re
 import secrets
 import time
 import uuid
@@ -42,9 +44,9 @@ from typing import Any
 
 from . import _shapes
 from ._backend import LoadIssue, TreeIndex, issue_order
-from ._context import SessionContext, assemble_context
+from ._context import SessionContext, SessionProjection, assemble_context, assemble_projection, current_system_message
 from ._filestate import stat_id
-from ._js import UNDEFINED, trim
+from ._js import NULL, UNDEFINED, trim
 from ._jsonl import decode_line, encode_entry
 from ._listing import ListingProblem, list_all_sessions, list_sessions
 from ._migrate import migrate_image
@@ -53,8 +55,9 @@ from ._places import session_dir_for_cwd, session_file_name
 from ._reader import CURRENT_VERSION, scan_header
 from ._select import index_class
 from ._storage import require_regular_file
-from ._time import now_iso
+from ._time import now_iso, parse_iso_ms
 from .errors import (
+    ContextEditError,
     EntryNotFoundError,
     FirstKeptEntryError,
     InvalidSessionError,
@@ -69,6 +72,30 @@ UNSET: Any = UNDEFINED
 """Default of optional entry fields: the key is left out (JavaScript ``undefined``)."""
 
 _Entries = builtins.list[dict[str, Any]]  # `list` is a method name inside the class
+
+
+_EDITABLE = frozenset({"user", "assistant", "toolResult"})
+_CRLF_RUNS = re.compile(r"[\r\n]+")
+
+
+def _optional(value: Any) -> Any:
+    """An optional argument as it is written: ``None`` / ``UNSET`` leave the key out,
+    ``NULL`` writes ``null``."""
+    if value is None or value is UNDEFINED:
+        return UNDEFINED
+    return None if value is NULL else value
+
+
+def _require(name: str, value: Any, types: type | tuple[type, ...]) -> None:
+    """Refuse an argument of the wrong type before anything is built or written."""
+    if not isinstance(value, types):
+        want = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+        raise TypeError(f"{name} must be {want}, not {type(value).__name__}")
+
+
+def _require_number(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
 
 
 def _abspath(path: str | os.PathLike[str]) -> str:
@@ -89,6 +116,11 @@ def _is_session_file(path: str) -> bool:
     except (OSError, InvalidSessionError, ValueError):
         return False
     return True
+
+
+def _is_assistant(entry: dict[str, Any] | None) -> bool:
+    message = entry.get("message") if entry is not None else None
+    return entry is not None and entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "assistant"
 
 
 def _copy_lines(source: TreeIndex) -> builtins.list[bytes]:
@@ -400,7 +432,7 @@ class SessionManager:
         self._leaf = self._index.last_id()
         self._has_assistant = has_assistant
         self._file_version = CURRENT_VERSION
-        self._report = []
+        self._report = self._index.load_report()
 
     def new_session(self, id: str | None = None, parent_session: str | None = None) -> str | None:  # noqa: A002
         """Start a new, empty session (Pi's ``newSession``); nothing is written yet.
@@ -446,8 +478,7 @@ class SessionManager:
         # Refuse what the loader would skip (e.g. nesting past MAX_DEPTH) before a byte is
         # written: an appended line must reload as the entry it claims to be.
         decode_line(line)
-        message = entry.get("message")
-        if entry["type"] == "message" and isinstance(message, dict) and message.get("role") == "assistant":
+        if _is_assistant(entry):
             self._has_assistant = True
         if self._file is not None and self._file.on_disk:
             entry_id, changed = self._file.append(self._index, line)
@@ -489,83 +520,220 @@ class SessionManager:
         """Append a ``message`` entry (Pi's ``appendMessage``).
 
         Args:
-            message: the agent message (``role`` user / assistant / toolResult /
+            message: the agent message (``role`` user / assistant / toolResult / system /
                 bashExecution / custom ...), stored as given.
 
         Returns:
             The new entry's id (the new leaf).
+
+        Raises:
+            TypeError: ``message`` is not a dict (nothing is written).
         """
+        _require("message", message, dict)
         return self._append(self._entry("message", message=message))
 
     def append_thinking_level_change(self, level: str) -> str:
-        """Append a ``thinking_level_change`` entry; returns its id."""
+        """Append a ``thinking_level_change`` entry; returns its id.
+
+        Raises:
+            TypeError: ``level`` is not a str.
+        """
+        _require("level", level, str)
         return self._append(self._entry("thinking_level_change", thinkingLevel=level))
 
     def append_model_change(self, provider: str, model_id: str) -> str:
-        """Append a ``model_change`` entry (``provider``, ``modelId``); returns its id."""
+        """Append a ``model_change`` entry (``provider``, ``modelId``); returns its id.
+
+        Raises:
+            TypeError: an argument is not a str.
+        """
+        _require("provider", provider, str)
+        _require("model_id", model_id, str)
         return self._append(self._entry("model_change", provider=provider, modelId=model_id))
 
-    def append_compaction(
-        self,
-        summary: str,
-        first_kept_entry_id: str,
-        tokens_before: int,
-        details: Any = UNSET,
-        from_hook: Any = UNSET,
+    def append_usage(
+        self, kind: str, provider: str, model: str, usage: dict[str, Any], note: str | None = None
     ) -> str:
-        """Append a ``compaction`` entry (Pi's ``appendCompaction``).
+        """Append a ``usage`` entry (Pi 0.87+ ``appendUsage``): usage not tied to a
+        message, e.g. cache warming. Not part of the context.
+
+        Key order is Pi's: ``type, id, parentId, timestamp, kind, provider, model, usage,
+        note?``; ``note`` is written only when it is a non-empty string (Pi: when truthy).
 
         Args:
-            summary: the summary text.
-            first_kept_entry_id: the first entry kept after the summary; it must be on
-                the current path (root -> leaf).
-            tokens_before: context size before compaction.
-            details: extension data (left out when not given).
-            from_hook: whether an extension produced it (left out when not given).
+            kind: what the usage was for, e.g. ``"cache_warm"``.
+            provider: the provider, e.g. ``"anthropic"``.
+            model: the model id.
+            usage: Pi's usage object (``input``, ``output``, ``cacheRead``,
+                ``cacheWrite``, ``totalTokens``, ``cost`` in dollars), stored as given.
+            note: free text, or ``None``.
 
         Returns:
             The new entry's id.
 
         Raises:
+            TypeError: an argument of the wrong type (nothing is written).
+        """
+        for name, value in (("kind", kind), ("provider", provider), ("model", model)):
+            _require(name, value, str)
+        _require("usage", usage, dict)
+        _require("note", note, (str, type(None)))
+        return self._append(
+            self._entry("usage", kind=kind, provider=provider, model=model, usage=usage, note=note or UNDEFINED)
+        )
+
+    def append_context_edit(self, target_id: str, replacement: dict[str, Any] | None) -> str:
+        """Append a ``context_edit`` entry (Pi 0.87+ ``appendContextEdit``): from here on,
+        the target contributes other content to the context, or (``None``) nothing.
+
+        Pi's checks, in Pi's order: the replacement is ``None`` or a dict whose
+        ``content`` is a str or a list; the target exists; it is on the current branch
+        (root -> leaf); it is a user, assistant or toolResult message or a
+        ``custom_message``. A string replacement for an assistant or toolResult target is
+        stored as one text block (``{"content": [{"type": "text", "text": ...}]}``); any
+        other replacement is stored as given.
+
+        Args:
+            target_id: the entry to edit.
+            replacement: ``{"content": str | list}``, or ``None`` to leave the target out.
+
+        Returns:
+            The new entry's id.
+
+        Raises:
+            TypeError: the replacement is not ``None`` or ``{"content": str | list}``.
+            EntryNotFoundError: no such entry.
+            ContextEditError: the target is not on the current branch, or contributes no
+                editable content.
+        """
+        self._check()
+        if replacement is not None and not (
+            isinstance(replacement, dict) and isinstance(replacement.get("content"), (str, list))
+        ):
+            raise TypeError("replacement must be None or a dict whose 'content' is a str or a list")
+        target = self._index.get(target_id) if isinstance(target_id, str) else None
+        if target is None:
+            raise EntryNotFoundError(target_id)
+        if target_id not in self._index.path_ids(self._leaf):
+            raise ContextEditError(f"Entry {target_id} is not on the active branch")
+        message = target.get("message")
+        role = message.get("role") if isinstance(message, dict) else None
+        if not (target.get("type") == "custom_message" or (target.get("type") == "message" and role in _EDITABLE)):
+            raise ContextEditError(f"Entry {target_id} does not contribute editable model content")
+        if replacement is not None and role in ("assistant", "toolResult") and isinstance(replacement["content"], str):
+            replacement = {"content": [{"type": "text", "text": replacement["content"]}]}
+        return self._append(self._entry("context_edit", targetId=target_id, replacement=replacement))
+
+    def append_compaction(
+        self,
+        summary: str,
+        first_kept_entry_id: str | None,
+        tokens_before: int | float,
+        details: Any = None,
+        from_hook: bool | None = None,
+        usage: dict[str, Any] | None = None,
+    ) -> str:
+        """Append a ``compaction`` entry (Pi 0.99's ``appendCompaction``).
+
+        Key order is Pi's: ``type, id, parentId, timestamp, summary, firstKeptEntryId,
+        tokensBefore, details?, usage?, fromHook?, systemMessage?``. ``systemMessage`` is
+        the system state of the current context (Pi's ``getCurrentSystemMessage``, see
+        :func:`sessiontree.current_system_message`) with the compaction's time as its
+        ``timestamp``, written when the context holds one.
+
+        Args:
+            summary: the summary text.
+            first_kept_entry_id: the first entry kept after the summary; it must be on
+                the current path (root -> leaf). ``None``: keep nothing before the
+                compaction (a self-retaining compaction: ``firstKeptEntryId`` is its own id).
+            tokens_before: context size before compaction.
+            details: extension data; ``None`` leaves it out (``NULL`` writes ``null``).
+            from_hook: whether an extension produced it; ``None`` leaves it out.
+            usage: the usage of the summarisation call; ``None`` leaves it out.
+
+        Returns:
+            The new entry's id.
+
+        Raises:
+            TypeError: an argument of the wrong type (nothing is written).
             FirstKeptEntryError: ``first_kept_entry_id`` is not on the current path
                 (Pi accepts it and then keeps no messages; API.md section 5).
         """
+        _require("summary", summary, str)
+        _require("first_kept_entry_id", first_kept_entry_id, (str, type(None)))
+        _require_number("tokens_before", tokens_before)
+        _require("usage", usage, (dict, type(None), type(NULL)))
         self._check()
-        if first_kept_entry_id not in self._index.path_ids(self._leaf):
+        if first_kept_entry_id is not None and first_kept_entry_id not in self._index.path_ids(self._leaf):
             raise FirstKeptEntryError(
                 f"firstKeptEntryId {first_kept_entry_id} is not on the current path (leaf {self._leaf})"
             )
+        entry_id = self._new_id(self._index)
+        timestamp = self._now()
+        system = current_system_message(self.build_session_projection().messages)
         return self._append(
-            self._entry(
+            _shapes.entry(
                 "compaction",
+                entry_id,
+                self._leaf,
+                timestamp,
                 summary=summary,
-                firstKeptEntryId=first_kept_entry_id,
+                firstKeptEntryId=entry_id if first_kept_entry_id is None else first_kept_entry_id,
                 tokensBefore=tokens_before,
-                details=details,
-                fromHook=from_hook,
+                details=_optional(details),
+                usage=_optional(usage),
+                fromHook=_optional(from_hook),
+                systemMessage=UNDEFINED if system is None else {**system, "timestamp": parse_iso_ms(timestamp)},
             )
         )
 
-    def append_custom_entry(self, custom_type: str, data: Any = UNSET) -> str:
+    def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
         """Append a ``custom`` entry (extension state; not in the context).
 
         Key order is Pi's: ``type, customType, data?, id, parentId, timestamp``.
+
+        Args:
+            custom_type: the extension's name for its entries.
+            data: any JSON value; ``None`` leaves it out (``NULL`` writes ``null``).
+
+        Raises:
+            TypeError: ``custom_type`` is not a str.
         """
-        return self._append(self._entry("custom", customType=custom_type, data=data))
+        _require("custom_type", custom_type, str)
+        return self._append(self._entry("custom", customType=custom_type, data=_optional(data)))
 
     def append_session_info(self, name: str) -> str:
-        """Append a ``session_info`` entry; ``name`` is trimmed with JavaScript's
-        ``String.prototype.trim`` (an empty result clears the session name)."""
-        return self._append(self._entry("session_info", name=trim(name)))
+        """Append a ``session_info`` entry (the display name), stored as Pi 0.99 stores
+        it: runs of CR/LF become one space, then JavaScript's ``trim`` (an empty result
+        clears the session name).
 
-    def append_custom_message_entry(self, custom_type: str, content: Any, display: bool, details: Any = UNSET) -> str:
+        Raises:
+            TypeError: ``name`` is not a str (nothing is written).
+        """
+        _require("name", name, str)
+        return self._append(self._entry("session_info", name=trim(_CRLF_RUNS.sub(" ", name))))
+
+    def append_custom_message_entry(self, custom_type: str, content: Any, display: bool, details: Any = None) -> str:
         """Append a ``custom_message`` entry (becomes a ``custom`` message in the context).
 
         Key order is Pi's: ``type, customType, content, display, details?, id,
         parentId, timestamp``.
+
+        Args:
+            custom_type: the extension's name for its messages.
+            content: a str or a list of content blocks.
+            display: whether Pi's interface shows it.
+            details: extension data; ``None`` leaves it out (``NULL`` writes ``null``).
+
+        Raises:
+            TypeError: ``custom_type`` is not a str or ``display`` not a bool.
         """
+        _require("custom_type", custom_type, str)
+        _require("display", display, bool)
         return self._append(
-            self._entry("custom_message", customType=custom_type, content=content, display=display, details=details)
+            self._entry(
+                "custom_message", customType=custom_type, content=content, display=display, details=_optional(details)
+            )
         )
 
     def append_label_change(self, target_id: str, label: str | None = None) -> str:
@@ -574,12 +742,14 @@ class SessionManager:
         ``None`` writes no ``label`` key; ``""`` is written as is (both clear).
 
         Raises:
+            TypeError: ``label`` is not a str or ``None``.
             EntryNotFoundError: ``target_id`` is not in the session.
         """
+        _require("label", label, (str, type(None), type(UNSET)))
         self._check()
         if target_id not in self._index:
             raise EntryNotFoundError(target_id)
-        return self._append(self._entry("label", targetId=target_id, label=UNSET if label is None else label))
+        return self._append(self._entry("label", targetId=target_id, label=_optional(label)))
 
     # ------------------------------------------------------------------- tree
     @property
@@ -634,14 +804,26 @@ class SessionManager:
         self._leaf = None
 
     def branch_with_summary(
-        self, entry_id: str | None, summary: str, details: Any = UNSET, from_hook: Any = UNSET
+        self,
+        entry_id: str | None,
+        summary: str,
+        details: Any = None,
+        from_hook: bool | None = None,
+        usage: dict[str, Any] | None = None,
     ) -> str:
         """Move the leaf to ``entry_id`` (``None``: before the first entry) and append a
-        ``branch_summary`` there (``fromId`` = ``entry_id`` or ``"root"``).
+        ``branch_summary`` there (``fromId`` = ``entry_id`` or ``"root"``, as Pi 0.73
+        writes it; docs/CONTRACT.md).
+
+        Key order is Pi's: ``type, id, parentId, timestamp, fromId, summary, details?,
+        usage?, fromHook?``; ``None`` leaves an optional field out.
 
         Raises:
+            TypeError: ``summary`` is not a str.
             EntryNotFoundError: ``entry_id`` is not ``None`` and not in the session.
         """
+        _require("summary", summary, str)
+        _require("usage", usage, (dict, type(None), type(NULL)))
         self._check()
         if entry_id is not None and entry_id not in self._index:
             raise EntryNotFoundError(entry_id)
@@ -651,21 +833,28 @@ class SessionManager:
                 "branch_summary",
                 fromId=entry_id if entry_id is not None else "root",
                 summary=summary,
-                details=details,
-                fromHook=from_hook,
+                details=_optional(details),
+                usage=_optional(usage),
+                fromHook=_optional(from_hook),
             )
         )
 
     def create_branched_session(self, leaf_id: str) -> str | None:
         """Continue in a new session holding only the path root -> ``leaf_id``.
 
-        As Pi 0.73 does: label entries are left out of the copied path; then one new
-        ``label`` entry per current label of a copied entry (in label-map order, with the
-        timestamp of the label entry that set it) is appended after the path. Copied
-        entries keep their original line bytes. The new header has ``parentSession`` =
-        this session's file (when persisted). The new file is written at once if the
-        path holds an assistant message, else at the first assistant message. This
-        manager then continues in the new session.
+        As Pi 0.99 writes it (``createBranchedSession``): label entries are left out of
+        the copied path and each copied entry's ``parentId`` becomes the previous copied
+        entry (the first one's ``null``); a compaction's ``firstKeptEntryId`` that named
+        a dropped label entry moves to the next copied entry; then one new ``label`` entry
+        per current label of a copied entry (in label-map order, with the timestamp of
+        the label entry that set it) is appended after the path. So the new file loads
+        with no missing parents. Entries copied unchanged keep their original line bytes;
+        a re-linked one is written again with its keys in their order. The new header has
+        ``parentSession`` = this session's file (when persisted). The new file is written
+        at once if the path holds an assistant message, else at the first assistant
+        message. This manager then continues in the new session; if the new session still
+        has problems (e.g. a compaction whose kept entry is off its path), a
+        :class:`LoadReportWarning` says so and ``load_report`` lists them.
 
         Returns:
             The new session file, or ``None`` in memory.
@@ -674,26 +863,42 @@ class SessionManager:
             EntryNotFoundError: no such entry.
         """
         self._check()
-        path_ids = self._index.path_ids(leaf_id)
-        if not path_ids:
+        path = self._index.path(leaf_id)
+        if not path:
             raise EntryNotFoundError(leaf_id)
         index = self._index
-        kept = [eid for eid in path_ids if index.get(eid).get("type") != "label"]  # type: ignore[union-attr]
+        lines: builtins.list[bytes] = []
+        kept: builtins.list[str] = []
+        moved_to: dict[str, str] = {}  # dropped label entry -> the next copied entry
+        dropped: builtins.list[str] = []
+        parent: str | None = None
+        for e in path:
+            eid = e["id"]
+            if e.get("type") == "label":
+                dropped.append(eid)
+                continue
+            for label_id in dropped:
+                moved_to[label_id] = eid
+            dropped.clear()
+            first_kept = e.get("firstKeptEntryId") if e.get("type") == "compaction" else None
+            new_first_kept = moved_to.get(first_kept, first_kept) if isinstance(first_kept, str) and first_kept != eid else first_kept
+            if e.get("parentId", UNDEFINED) == parent and new_first_kept == first_kept:
+                lines.append(index.raw_line(eid) + b"\n")  # type: ignore[operator]
+            else:
+                copy = dict(e)  # {...entry, parentId}: keys keep their order
+                copy["parentId"] = parent
+                if new_first_kept != first_kept:
+                    copy["firstKeptEntryId"] = new_first_kept
+                lines.append(encode_entry(copy) + b"\n")
+            kept.append(eid)
+            parent = eid
         kept_set = set(kept)
-        has_assistant = False
-        for eid in kept:
-            e = index.get(eid)
-            m = e.get("message") if e is not None else None
-            if e is not None and e.get("type") == "message" and isinstance(m, dict) and m.get("role") == "assistant":
-                has_assistant = True
-                break
+        has_assistant = any(_is_assistant(index.get(eid)) for eid in kept)
         session_id = self._new_session_id()
         timestamp = self._now()
         parent_session = self.session_file if self._persist else None
-        lines = [encode_entry(_shapes.header(session_id, timestamp, self._cwd, parent_session)) + b"\n"]
-        lines.extend(index.raw_line(eid) + b"\n" for eid in kept)  # type: ignore[operator]
+        lines.insert(0, encode_entry(_shapes.header(session_id, timestamp, self._cwd, parent_session)) + b"\n")
         taken = set(kept_set)
-        parent = kept[-1] if kept else None
         for target, label in index.labels().items():
             if target not in kept_set:
                 continue
@@ -707,6 +912,12 @@ class SessionManager:
         self._release()
         self._session_id = session_id
         self._set_image(lines, has_assistant)
+        if self._report:
+            warnings.warn(
+                f"the branched session has {len(self._report)} problem(s); see SessionManager.load_report",
+                LoadReportWarning,
+                stacklevel=2,
+            )
         if not self._persist:
             self._file = None
             return None
@@ -716,23 +927,43 @@ class SessionManager:
             self._pending = []
         return self._file.path
 
+    def _context_leaf(self, leaf_id: Any) -> str | None:
+        # Pi's buildSessionPath: null is "before the first entry"; undefined the current
+        # leaf; an id not in the session the last entry.
+        if leaf_id is UNDEFINED:
+            leaf_id = self._leaf
+        if leaf_id is None:
+            return None
+        return leaf_id if leaf_id in self._index else self._index.last_id()
+
     def build_session_context(self, leaf_id: Any = UNDEFINED) -> SessionContext:
-        """What is sent to the LLM at a leaf (Pi's ``buildSessionContext``).
+        """What is sent to the LLM at a leaf (Pi's ``buildSessionContext``): the
+        flattening of :meth:`build_session_projection`.
 
         Args:
             leaf_id: default the current leaf; ``None`` gives an empty context; an id
                 not in the session means the last entry (Pi's fallback).
         """
         self._check()
-        if leaf_id is UNDEFINED:
-            leaf_id = self._leaf
-        if leaf_id is None:
+        leaf = self._context_leaf(leaf_id)
+        if leaf is None:
             return SessionContext()
-        if leaf_id not in self._index:
-            leaf_id = self._index.last_id()
-            if leaf_id is None:
-                return SessionContext()
-        return assemble_context(self._index.context_plan(leaf_id), self._index.get)
+        return assemble_context(self._index.context_plan(leaf), self._index.get)
+
+    def build_session_projection(self, leaf_id: Any = UNDEFINED) -> SessionProjection:
+        """The context at a leaf entry by entry (Pi 0.99's ``buildSessionProjection``):
+        each context entry with the messages it contributes after the ``context_edit``
+        entries,
+        plus the flattened messages, thinking level and model.
+
+        Args:
+            leaf_id: as for :meth:`build_session_context`.
+        """
+        self._check()
+        leaf = self._context_leaf(leaf_id)
+        if leaf is None:
+            return SessionProjection()
+        return assemble_projection(self._index.context_plan(leaf), self._index.get)
 
     # ---------------------------------------------------------------- session
     def get_entries(self) -> _Entries:

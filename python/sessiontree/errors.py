@@ -14,6 +14,7 @@ __all__ = [
     "SessionFileExistsError",
     "StaleSessionError",
     "FirstKeptEntryError",
+    "ContextEditError",
     "LoadReportWarning",
 ]
 
@@ -77,6 +78,12 @@ class StaleSessionError(SessionError):
 class FirstKeptEntryError(SessionError, ValueError):
     """``append_compaction`` was given a ``first_kept_entry_id`` that is not on the
     current path (API.md §5 point 4: Pi accepts it, sessiontree refuses)."""
+
+
+class ContextEditError(SessionError, ValueError):
+    """``append_context_edit`` refused its target (Pi's checks): it is not on the current
+    branch, or it contributes no editable model content (only user, assistant and
+    toolResult messages and ``custom_message`` entries do)."""
 
 
 class LoadReportWarning(UserWarning):
