@@ -12,7 +12,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 use crate::error::Error;
-use crate::index::{kind, Index};
+use crate::index::Index;
+use crate::kind::EntryKind;
 
 pyo3::import_exception!(sessiontree.errors, InvalidSessionError);
 pyo3::import_exception!(sessiontree.errors, StaleSessionError);
@@ -314,8 +315,8 @@ impl PyIndex {
 
     /// Entries whose `type` is `type_name` (one of Pi's nine), in file order.
     fn entries_of_type(&self, py: Python<'_>, type_name: &str) -> PyResult<Vec<u32>> {
-        let k = kind::from_name(type_name.as_bytes());
-        if k >= kind::UNKNOWN {
+        let k = EntryKind::from_name(type_name.as_bytes());
+        if k.name().is_none() {
             return Err(PyValueError::new_err(format!(
                 "not an entry type: {type_name}"
             )));
@@ -373,7 +374,7 @@ impl PyIndex {
 fn count_newlines(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<u64> {
     let p = path_string(path)?;
     let pb = PathBuf::from(&p);
-    py.detach(move || crate::source::count_newlines(&pb))
+    py.detach(move || crate::count_newlines(&pb))
         .map_err(|e| to_py_err(e, Some(&p)))
 }
 

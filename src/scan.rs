@@ -685,6 +685,7 @@ fn push_lossy(raw: &[u8], out: &mut Vec<u8>) {
 }
 
 /// The decoded bytes of a string field, borrowing when no decoding is needed.
+#[cfg(test)]
 pub fn str_bytes<'a>(s: &'a [u8], v: Val) -> Option<Cow<'a, [u8]>> {
     str_bytes_of(s, v, false)
 }
@@ -761,122 +762,6 @@ pub fn scan_line(line: &[u8]) -> LineScan {
         recovered_at: 0,
         fields: Fields::default(),
     }
-}
-
-/// Epoch milliseconds of an ISO-8601 timestamp as JavaScript `Date.parse` reads it
-/// (`_time.parse_iso_ms`): `YYYY[-MM[-DD]]` or `±YYYYYY…`, optional
-/// `THH:mm[:ss[.f+]]` (fraction truncated to ms) and `Z`/`±HH:mm`; no offset = UTC;
-/// any day 1..=31 rolls over; `24:00` is the next midnight. `None` where JS gives NaN.
-pub fn parse_iso_ms(s: &[u8]) -> Option<i64> {
-    let mut i = 0;
-    let num = |i: &mut usize, n: usize| -> Option<i64> {
-        let d = s.get(*i..*i + n)?;
-        let mut v = 0i64;
-        for &c in d {
-            if !c.is_ascii_digit() {
-                return None;
-            }
-            v = v * 10 + (c - b'0') as i64;
-        }
-        *i += n;
-        Some(v)
-    };
-    let year = match s.first()? {
-        b'+' | b'-' => {
-            let neg = s[0] == b'-';
-            i = 1;
-            let y = num(&mut i, 6)?;
-            if neg && y == 0 {
-                return None;
-            }
-            if neg {
-                -y
-            } else {
-                y
-            }
-        }
-        _ => num(&mut i, 4)?,
-    };
-    let (mut month, mut day) = (1, 1);
-    if s.get(i) == Some(&b'-') {
-        i += 1;
-        month = num(&mut i, 2)?;
-        if s.get(i) == Some(&b'-') {
-            i += 1;
-            day = num(&mut i, 2)?;
-        }
-    }
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return None;
-    }
-    let (mut hour, mut minute, mut sec, mut ms) = (0, 0, 0, 0);
-    let mut offset_ms = 0i64;
-    if s.get(i) == Some(&b'T') {
-        i += 1;
-        hour = num(&mut i, 2)?;
-        if s.get(i) != Some(&b':') {
-            return None;
-        }
-        i += 1;
-        minute = num(&mut i, 2)?;
-        if s.get(i) == Some(&b':') {
-            i += 1;
-            sec = num(&mut i, 2)?;
-            if s.get(i) == Some(&b'.') {
-                i += 1;
-                let d = i;
-                let mut scale = 100;
-                while let Some(c) = s.get(i).filter(|c| c.is_ascii_digit()) {
-                    ms += (c - b'0') as i64 * scale;
-                    scale /= 10;
-                    i += 1;
-                }
-                if i == d {
-                    return None;
-                }
-            }
-        }
-        match s.get(i) {
-            Some(b'Z') => i += 1,
-            Some(&c @ (b'+' | b'-')) => {
-                i += 1;
-                let oh = num(&mut i, 2)?;
-                if s.get(i) != Some(&b':') {
-                    return None;
-                }
-                i += 1;
-                let om = num(&mut i, 2)?;
-                if oh > 23 || om > 59 {
-                    return None;
-                }
-                let d = (oh * 60 + om) * 60_000;
-                offset_ms = if c == b'+' { -d } else { d };
-            }
-            _ => {}
-        }
-        if minute > 59 || sec > 59 || hour > 24 || (hour == 24 && (minute | sec | ms) != 0) {
-            return None;
-        }
-    }
-    if i != s.len() {
-        return None;
-    }
-    let total = (days_from_civil(year, month, 1) + day - 1) * 86_400_000
-        + hour * 3_600_000
-        + minute * 60_000
-        + sec * 1000
-        + ms
-        + offset_ms;
-    (total.abs() <= 8_640_000_000_000_000).then_some(total)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

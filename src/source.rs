@@ -168,11 +168,6 @@ impl Source {
         self.tail_base + self.tail.len() as u64
     }
 
-    /// True when the image holds no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Fail with [`Error::Stale`] unless the mapped file still holds `[0, need)` of the
     /// primary segment. Owned images always pass.
     pub fn check(&self, need: u64) -> Result<()> {
@@ -405,6 +400,7 @@ impl Source {
 
     /// Bytes `grow` read with `pread`, and how many times it mapped the file again
     /// (tests use these to show that a refresh costs O(new bytes)).
+    #[cfg(test)]
     pub fn grow_stats(&self) -> (u64, u64) {
         (self.grow_read, self.remaps)
     }
