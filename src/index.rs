@@ -283,37 +283,25 @@ impl Index {
     fn accept(&mut self, c: &Cand, ch: &Chunk, ci: usize, links: &mut Vec<(u32, usize, Ref)>) {
         let k = c.kind;
         if k == EntryKind::Session {
-            self.issues.push(Issue::at(
-                IssueKind::ExtraHeader,
-                c.line,
-                c.line_off,
-                Vec::new(),
-                "another session header (ignored)".into(),
-            ));
+            self.issues
+                .push(Issue::at(IssueKind::ExtraHeader, c.line, c.line_off));
             return;
         }
         let id = match ch.get(c.id) {
             Some(id) if !id.is_empty() => id,
             _ => {
-                self.issues.push(Issue::at(
-                    IssueKind::MissingId,
-                    c.line,
-                    c.line_off,
-                    Vec::new(),
-                    "entry has no non-empty string id".into(),
-                ));
+                self.issues
+                    .push(Issue::at(IssueKind::MissingId, c.line, c.line_off));
                 return;
             }
         };
         let e = self.start.len() as u32;
-        if self.table.insert_new(id, e, &self.ids).is_some() {
-            self.issues.push(Issue::at(
-                IssueKind::DuplicateId,
-                c.line,
-                c.line_off,
-                vec![id.to_vec()],
-                "id already defined by an earlier line (skipped)".into(),
-            ));
+        if let Some(first) = self.table.insert_new(id, e, &self.ids) {
+            self.issues.push(
+                Issue::at(IssueKind::DuplicateId, c.line, c.line_off)
+                    .ids(vec![id.to_vec()])
+                    .n(self.line[first as usize]),
+            );
             return;
         }
         self.start.push(c.start);
@@ -330,26 +318,20 @@ impl Index {
         match c.parent {
             Ref::Null => {}
             Ref::Str(a, b) if b > a => links.push((e, ci, c.parent)),
-            _ => self.issues.push(Issue::at(
-                IssueKind::InvalidParent,
-                c.line,
-                c.line_off,
-                vec![id.to_vec()],
-                "parentId is absent, empty or not a string (entry is a root)".into(),
-            )),
+            _ => self.issues.push(
+                Issue::at(IssueKind::InvalidParent, c.line, c.line_off).ids(vec![id.to_vec()]),
+            ),
         }
         if k == EntryKind::Unknown {
-            self.issues.push(Issue::at(
-                IssueKind::UnknownType,
-                c.line,
-                c.line_off,
-                vec![id.to_vec()],
-                "entry type Pi does not define (kept)".into(),
-            ));
+            self.issues.push(
+                Issue::at(IssueKind::UnknownType, c.line, c.line_off)
+                    .ids(vec![id.to_vec()])
+                    .text(ch.get(c.extra).map(<[u8]>::to_vec)),
+            );
         }
         if k == EntryKind::Compaction {
             self.compactions
-                .push((e, ch.get(c.first_kept).map(<[u8]>::to_vec)));
+                .push((e, ch.get(c.extra).map(<[u8]>::to_vec)));
         }
     }
 
@@ -374,13 +356,14 @@ impl Index {
                 false
             }
             None => {
-                self.issues.push(Issue::at(
-                    IssueKind::MissingParent,
-                    self.line[e as usize],
-                    self.line_off(e),
-                    vec![self.ids.get(e).to_vec(), pid.to_vec()],
-                    "parentId names no entry (entry is a root)".into(),
-                ));
+                self.issues.push(
+                    Issue::at(
+                        IssueKind::MissingParent,
+                        self.line[e as usize],
+                        self.line_off(e),
+                    )
+                    .ids(vec![self.ids.get(e).to_vec(), pid.to_vec()]),
+                );
                 self.unresolved.push((e, pid.to_vec()));
                 false
             }
@@ -422,16 +405,15 @@ impl Index {
         for (cycle, link) in tree::break_cycles(&mut self.parent) {
             let first = cycle[0];
             self.broken.push((first, link));
-            self.post_issues.push(Issue::at(
-                IssueKind::Cycle,
-                self.line[first as usize],
-                self.line_off(first),
-                cycle.iter().map(|&e| self.ids.get(e).to_vec()).collect(),
-                format!(
-                    "parent links form a cycle of {} entries; broken here",
-                    cycle.len()
-                ),
-            ));
+            self.post_issues.push(
+                Issue::at(
+                    IssueKind::Cycle,
+                    self.line[first as usize],
+                    self.line_off(first),
+                )
+                .ids(cycle.iter().map(|&e| self.ids.get(e).to_vec()).collect())
+                .n(cycle.len() as u64),
+            );
         }
         self.build_children();
         self.check_compactions(0);
@@ -465,13 +447,14 @@ impl Index {
             if let Some(k) = fk {
                 ids.push(k.clone());
             }
-            self.post_issues.push(Issue::at(
-                IssueKind::FirstKeptOffPath,
-                self.line[c as usize],
-                self.line_off(c),
-                ids,
-                "firstKeptEntryId is not on the compaction's path (summary only)".into(),
-            ));
+            self.post_issues.push(
+                Issue::at(
+                    IssueKind::FirstKeptOffPath,
+                    self.line[c as usize],
+                    self.line_off(c),
+                )
+                .ids(ids),
+            );
         }
     }
 
@@ -945,6 +928,43 @@ mod tests {
         assert_eq!(ix.line(2010).unwrap(), own.as_bytes());
         assert_eq!(ix.line(2011).unwrap(), next.as_bytes());
         assert_eq!(ix.path(2011).len(), 2012);
+    }
+
+    #[test]
+    fn issues_carry_their_facts() {
+        type Fact = (&'static str, Option<u64>, Option<Vec<u8>>);
+        let facts = |ix: &Index| -> Vec<Fact> {
+            ix.issues()
+                .into_iter()
+                .map(|i| (i.kind.as_str(), i.n, i.text))
+                .collect()
+        };
+        let mut img = format!("\u{feff}xy{H}\n").into_bytes();
+        for l in [
+            e("a", None, "message"),
+            e("a", None, "message"),
+            format!("junk{}", e("b", Some("c"), "custom")),
+            e("c", Some("b"), "wei\\u0072d"),
+            r#"{"type":7,"id":"d","parentId":null}"#.to_string(),
+        ] {
+            img.extend_from_slice(l.as_bytes());
+            img.push(b'\n');
+        }
+        img.extend_from_slice(b"{\"type\":\r");
+        let ix = Index::from_image(img).unwrap();
+        assert_eq!(
+            facts(&ix),
+            vec![
+                ("bom", None, None),
+                ("torn_fragment", Some(5), None), // BOM + "xy": from the line's first byte
+                ("duplicate_id", Some(2), None),
+                ("torn_fragment", Some(4), None),
+                ("cycle", Some(2), None),
+                ("unknown_type", None, Some(b"weird".to_vec())),
+                ("unknown_type", None, None),
+                ("truncated", Some(8), None), // the CR is the line ending's
+            ]
+        );
     }
 
     #[test]

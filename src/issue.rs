@@ -91,7 +91,8 @@ impl IssueKind {
     }
 }
 
-/// One `load_report` item.
+/// One `load_report` item: the facts only. Its words are Python's
+/// (`_backend.describe_issue`), the same for both backends.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Issue {
     /// The reason.
@@ -102,26 +103,43 @@ pub struct Issue {
     pub offset: Option<u64>,
     /// Entry ids involved (decoded bytes; lone surrogates in generalized UTF-8).
     pub ids: Vec<Vec<u8>>,
-    /// Human-readable explanation (not compared by the differential tests).
-    pub detail: String,
+    /// A count: `duplicate_id` the line of the first definition, `torn_fragment` the
+    /// bytes before the recovered object, `truncated` the length of the piece, `cycle`
+    /// the number of entries.
+    pub n: Option<u64>,
+    /// `unknown_type`: the `type` when it is a string (decoded, like `ids`).
+    pub text: Option<Vec<u8>>,
 }
 
 impl Issue {
-    /// An item about the line `line` at `offset`.
-    pub(crate) fn at(
-        kind: IssueKind,
-        line: u64,
-        offset: u64,
-        ids: Vec<Vec<u8>>,
-        detail: String,
-    ) -> Issue {
+    /// An item about the line `line` at `offset`, with no ids, count or text.
+    pub(crate) fn at(kind: IssueKind, line: u64, offset: u64) -> Issue {
         Issue {
             kind,
             line: Some(line),
             offset: Some(offset),
-            ids,
-            detail,
+            ids: Vec::new(),
+            n: None,
+            text: None,
         }
+    }
+
+    /// With these entry ids.
+    pub(crate) fn ids(mut self, ids: Vec<Vec<u8>>) -> Issue {
+        self.ids = ids;
+        self
+    }
+
+    /// With this count.
+    pub(crate) fn n(mut self, n: u64) -> Issue {
+        self.n = Some(n);
+        self
+    }
+
+    /// With this text.
+    pub(crate) fn text(mut self, text: Option<Vec<u8>>) -> Issue {
+        self.text = text;
+        self
     }
 }
 

@@ -42,8 +42,8 @@ pub(crate) struct Cand {
     pub(crate) parent: Ref,
     /// `Date.parse(timestamp)` in ms, `i64::MIN` if it does not parse.
     pub(crate) ts: i64,
-    /// A compaction's `firstKeptEntryId` (else `Absent`).
-    pub(crate) first_kept: Ref,
+    /// A compaction's `firstKeptEntryId`, an unknown entry's `type`; else `Absent`.
+    pub(crate) extra: Ref,
 }
 
 /// What scanning one range produced.
@@ -159,13 +159,7 @@ fn scan_range(
         // A continuation of an accepted unterminated line keeps that line's offset.
         if line_off == 0 && bytes[..content_end].starts_with(BOM) {
             cstart = BOM.len();
-            ch.issues.push(Issue::at(
-                IssueKind::Bom,
-                line_no,
-                0,
-                Vec::new(),
-                "UTF-8 byte order mark ignored".into(),
-            ));
+            ch.issues.push(Issue::at(IssueKind::Bom, line_no, 0));
         }
         let content = &bytes[cstart.min(content_end)..content_end];
         if !scan::is_blank(content) {
@@ -210,25 +204,15 @@ fn scan_one(
 ) {
     let mut issues = Vec::new();
     if ls.bad_utf8 {
-        issues.push(Issue::at(
-            IssueKind::InvalidUtf8,
-            line,
-            line_off,
-            Vec::new(),
-            "invalid UTF-8 replaced by U+FFFD".into(),
-        ));
+        issues.push(Issue::at(IssueKind::InvalidUtf8, line, line_off));
     }
     match ls.verdict {
         Verdict::Invalid => {
-            let (kind, detail) = if is_tail {
-                (
-                    IssueKind::Truncated,
-                    format!("incomplete last line ({} bytes, no LF)", content.len()),
-                )
+            issues.push(if is_tail {
+                Issue::at(IssueKind::Truncated, line, line_off).n(content.len() as u64)
             } else {
-                (IssueKind::InvalidJson, "not valid JSON".to_string())
-            };
-            issues.push(Issue::at(kind, line, line_off, Vec::new(), detail));
+                Issue::at(IssueKind::InvalidJson, line, line_off)
+            });
             if is_tail {
                 // A pending line is judged whole once complete; until then only its
                 // truncation is reported (the python backend's rule too).
@@ -238,23 +222,14 @@ fn scan_one(
                 return;
             }
         }
-        Verdict::NotObject => issues.push(Issue::at(
-            IssueKind::NotAnObject,
-            line,
-            line_off,
-            Vec::new(),
-            "valid JSON but not an object".into(),
-        )),
+        Verdict::NotObject => issues.push(Issue::at(IssueKind::NotAnObject, line, line_off)),
         Verdict::Object => {
             let at = ls.recovered_at;
             if at > 0 {
-                issues.push(Issue::at(
-                    IssueKind::TornFragment,
-                    line,
-                    line_off,
-                    Vec::new(),
-                    format!("{at} bytes of a torn write before a complete entry"),
-                ));
+                // Counted from the line's first byte (a BOM or the start of a
+                // continued line included), as the python backend counts.
+                let before = cbase + at as u64 - line_off;
+                issues.push(Issue::at(IssueKind::TornFragment, line, line_off).n(before));
             }
             let obj = &content[at..];
             let f = &ls.fields;
@@ -274,10 +249,10 @@ fn scan_one(
                 .unwrap_or(i64::MIN);
             let id = ch.intern(obj, f.id, ok);
             let parent = ch.intern(obj, f.parent_id, ok);
-            let first_kept = if kind == EntryKind::Compaction {
-                ch.intern(obj, f.first_kept, ok)
-            } else {
-                Ref::Absent
+            let extra = match kind {
+                EntryKind::Compaction => ch.intern(obj, f.first_kept, ok),
+                EntryKind::Unknown => ch.intern(obj, f.ty, ok),
+                _ => Ref::Absent,
             };
             ch.cands.push(Cand {
                 line,
@@ -289,7 +264,7 @@ fn scan_one(
                 id,
                 parent,
                 ts,
-                first_kept,
+                extra,
             });
         }
     }

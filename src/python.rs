@@ -40,7 +40,8 @@ fn to_py_err(e: Error, path: Option<&str>) -> PyErr {
     }
 }
 
-/// An id as Python `str`: bytes are UTF-8 except lone surrogates (3-byte form).
+/// An id (or other decoded JSON string) as Python `str`: bytes are UTF-8 except lone
+/// surrogates (3-byte form).
 fn id_to_py<'py>(py: Python<'py>, id: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     match std::str::from_utf8(id) {
         Ok(s) => Ok(PyString::new(py, s).into_any()),
@@ -173,7 +174,7 @@ impl PyIndex {
         Ok(PyBytes::new(py, &h))
     }
 
-    /// `load_report` items: (kind, line, offset, ids, detail), by line then rule.
+    /// `load_report` items: (kind, line, offset, ids, n, text), by line then rule.
     fn issues<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let ix = self.read(py);
         let items = ix
@@ -185,12 +186,14 @@ impl PyIndex {
                     .iter()
                     .map(|id| id_to_py(py, id))
                     .collect::<PyResult<Vec<_>>>()?;
+                let text = i.text.as_deref().map(|t| id_to_py(py, t)).transpose()?;
                 (
                     i.kind.as_str(),
                     i.line,
                     i.offset,
                     PyTuple::new(py, ids)?,
-                    i.detail,
+                    i.n,
+                    text,
                 )
                     .into_pyobject(py)
             })

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ._context import SessionContext
     from .schema import SessionTreeNode
 
-__all__ = ["LoadIssue", "IssueKind", "TreeIndex", "ContextPlan"]
+__all__ = ["LoadIssue", "IssueKind", "TreeIndex", "ContextPlan", "describe_issue"]
 
 
 class IssueKind:
@@ -40,6 +40,54 @@ class IssueKind:
     CYCLE = "cycle"  # parent links form a cycle; broken at its earliest entry, which becomes a root
     FIRST_KEPT_OFF_PATH = "first_kept_off_path"  # compaction's firstKeptEntryId not on its own path
     UNKNOWN_TYPE = "unknown_type"  # entry type Pi does not define (kept)
+
+
+def describe_issue(kind: str, ids: tuple[str, ...], n: int | None, text: str | None) -> str:
+    """The ``detail`` of a load-report item, worded from its facts (the one place both
+    backends take the words from).
+
+    Args:
+        kind: one of :class:`IssueKind`'s strings.
+        ids: the item's ids.
+        n: ``duplicate_id``: line of the first definition; ``torn_fragment``: bytes
+            before the recovered object; ``truncated``: length of the piece; ``cycle``:
+            number of entries. ``None`` otherwise.
+        text: ``unknown_type``: the ``type`` when it is a string, else ``None``.
+
+    Returns:
+        A human-readable explanation.
+    """
+    if kind == IssueKind.BOM:
+        return "UTF-8 byte order mark ignored"
+    if kind == IssueKind.INVALID_UTF8:
+        return "invalid UTF-8 replaced by U+FFFD"
+    if kind == IssueKind.TORN_FRAGMENT:
+        return f"{n} bytes of a torn write before an entry"
+    if kind == IssueKind.INVALID_JSON:
+        return "not valid JSON"
+    if kind == IssueKind.TRUNCATED:
+        return f"incomplete last line ({n} bytes, no LF)"
+    if kind == IssueKind.NOT_AN_OBJECT:
+        return "valid JSON but not an object"
+    if kind == IssueKind.EXTRA_HEADER:
+        return "second session header ignored"
+    if kind == IssueKind.MISSING_ID:
+        return "entry has no non-empty string id"
+    if kind == IssueKind.DUPLICATE_ID:
+        return f"id {ids[0]} already defined on line {n}"
+    if kind == IssueKind.INVALID_PARENT:
+        return "parentId is not an id or null"
+    if kind == IssueKind.MISSING_PARENT:
+        return f"parent {ids[1]} is not in the file"
+    if kind == IssueKind.CYCLE:
+        return f"parent links form a cycle of {n}; broken at {ids[0]}"
+    if kind == IssueKind.FIRST_KEPT_OFF_PATH:
+        if len(ids) > 1:
+            return f"firstKeptEntryId {ids[1]!r} is not before the compaction on its path: only the summary is kept"
+        return "firstKeptEntryId is not a string: only the summary is kept"
+    if kind == IssueKind.UNKNOWN_TYPE:
+        return f"unknown entry type {text!r}" if text is not None else "entry type is absent or not a string"
+    return kind
 
 
 @dataclass(frozen=True)

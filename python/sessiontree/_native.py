@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._backend import ContextPlan, LoadIssue
+from ._backend import ContextPlan, LoadIssue, describe_issue
 from ._jsonl import BOM, decode_line
 from ._load import header_error
 from ._labels import apply_labels, session_name_of
@@ -145,7 +145,9 @@ class NativeIndex:
 
     def load_report(self) -> list[LoadIssue]:
         """Every loader issue, by line then rule (ARCHITECTURE.md)."""
-        return [LoadIssue(k, line, off, ids, detail) for k, line, off, ids, detail in self._ix.issues()]
+        return [
+            LoadIssue(kind, line, off, ids, describe_issue(kind, ids, n, text)) for kind, line, off, ids, n, text in self._ix.issues()
+        ]
 
     def __len__(self) -> int:
         return len(self._ix)

@@ -40,8 +40,9 @@ class Index:
         """The header's ``version`` is absent, null or below 3: only it was indexed."""
     def header(self) -> bytes:
         """The header line's bytes."""
-    def issues(self) -> list[tuple[str, int | None, int | None, tuple[str, ...], str]]:
-        """``load_report`` items ``(kind, line, offset, ids, detail)``, by line then rule."""
+    def issues(self) -> list[tuple[str, int | None, int | None, tuple[str, ...], int | None, str | None]]:
+        """``load_report`` items ``(kind, line, offset, ids, n, text)``, by line then rule:
+        the facts ``_backend.describe_issue`` words the ``detail`` from."""
     def __len__(self) -> int: ...
     def ids(self) -> list[str]:
         """Ids of all entries in file order."""
