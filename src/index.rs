@@ -13,12 +13,12 @@ use std::ops::Range;
 use std::path::Path;
 
 use crate::context::{self, Plan};
-use crate::error::{Error, Result};
+use crate::error::{Error, HeaderProblem, Result};
 use crate::ids::{IdArena, IdTable};
 use crate::issue::{self, Issue, IssueKind};
 use crate::kind::{EntryKind, Role};
 use crate::lines::{self, Cand, Chunk, Ref};
-use crate::scan::{self, Val};
+use crate::scan::{self, Val, Verdict};
 use crate::source::Source;
 use crate::tree::{self, NONE};
 
@@ -245,20 +245,22 @@ impl Index {
         Ok(self.start.len() - before)
     }
 
+    /// Rule 6 failed: the error naming the first non-blank line and why.
     fn header_error(&self, chunks: &[Chunk]) -> Error {
-        match chunks.iter().find_map(|c| c.first_nonblank) {
-            None => Error::InvalidSession {
-                reason: "empty file: no session header".into(),
+        let Some((line, offset, start, end)) = chunks.iter().find_map(|c| c.first_nonblank) else {
+            return Error::InvalidSession {
+                problem: HeaderProblem::Empty,
                 line: None,
                 offset: None,
-            },
-            // Where the file fails is the core's to find; the words for it are the
-            // Python layer's (`_load.header_error`), shared with the python backend.
-            Some((line, off)) => Error::InvalidSession {
-                reason: "no session header".into(),
+            };
+        };
+        match self.src.read(start, end) {
+            Ok(content) => Error::InvalidSession {
+                problem: header_problem(&content),
                 line: Some(line),
-                offset: Some(off),
+                offset: Some(offset),
             },
+            Err(e) => e,
         }
     }
 
@@ -714,6 +716,25 @@ impl Index {
     }
 }
 
+/// Why `content`, the first non-blank line of an image without a header, is not one:
+/// judged as `_load.header_error` judges it (a torn fragment's recovered object counts).
+fn header_problem(content: &[u8]) -> HeaderProblem {
+    let ls = scan::scan_line(content);
+    match ls.verdict {
+        Verdict::Invalid => HeaderProblem::NotJson,
+        Verdict::NotObject => HeaderProblem::NotObject,
+        Verdict::Object => {
+            let obj = &content[ls.recovered_at..];
+            let ty = scan::str_bytes(obj, ls.fields.ty);
+            if ty.is_some_and(|t| EntryKind::from_name(&t) == EntryKind::Session) {
+                HeaderProblem::NoStringId
+            } else {
+                HeaderProblem::WrongType(scan::value_text(obj, ls.fields.ty))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -798,6 +819,51 @@ mod tests {
         let ix = Index::from_image(bom.into_bytes()).unwrap();
         assert_eq!(kinds(&ix), vec![("bom", Some(1))]);
         assert!(ix.line(0).unwrap().ends_with(b"}"));
+    }
+
+    #[test]
+    fn header_problems_are_judged_like_the_python_backend() {
+        let problem = |img: &[u8]| match Index::from_image(img.to_vec()) {
+            Err(Error::InvalidSession {
+                problem,
+                line,
+                offset,
+            }) => (problem.code(), line, offset),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("accepted {:?}", String::from_utf8_lossy(img)),
+        };
+        let at = |code: &str, line, offset| (code.to_string(), Some(line), Some(offset));
+        assert_eq!(problem(b""), ("empty".to_string(), None, None));
+        assert_eq!(problem(b" \n\r\n"), ("empty".to_string(), None, None));
+        assert_eq!(problem(b"\n  \ngarbage\n"), at("not_json", 3, 4));
+        assert_eq!(problem(b"\xef\xbb\xbf[1]\r\n"), at("not_object", 1, 0));
+        assert_eq!(problem(b"{\"type\":\"sess"), at("not_json", 1, 0));
+        assert_eq!(problem(br#"{"type":"session"}"#), at("no_id", 1, 0));
+        assert_eq!(
+            problem(br#"{"type":"sess\u0069on","id":5}"#),
+            at("no_id", 1, 0)
+        );
+        assert_eq!(problem(br#"{"id":"a"}"#), at("type", 1, 0));
+        for (ty, code) in [
+            (r#""message""#, r#"type:"message""#),
+            (r#""m\u00e9""#, r#"type:"m\u00e9""#),
+            ("null", "type:null"),
+            ("true", "type:true"),
+            ("-1.5e5", "type:-1.5e5"),
+            (
+                r#" {"a" : [1, "]}\"", {}]} "#,
+                r#"type:{"a" : [1, "]}\"", {}]}"#,
+            ),
+        ] {
+            let line = format!(r#"{{"type":{ty},"id":"a"}}"#);
+            assert_eq!(problem(line.as_bytes()), at(code, 1, 0), "{ty}");
+        }
+        // A header fused to the next line by a lone CR: the recovered object counts.
+        let fused = format!("{H}\r{}\n", e("a", None, "message"));
+        assert_eq!(problem(fused.as_bytes()), at(r#"type:"message""#, 1, 0));
+        // The first non-blank line is named even when a later object is the culprit.
+        let later = format!("oops\n{}\n", e("a", None, "message"));
+        assert_eq!(problem(later.as_bytes()), at("not_json", 1, 0));
     }
 
     #[test]

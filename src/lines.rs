@@ -54,8 +54,9 @@ pub(crate) struct Chunk {
     pub(crate) issues: Vec<Issue>,
     /// `\n` bytes in the range.
     pub(crate) newlines: u64,
-    /// First non-blank line: (line, offset).
-    pub(crate) first_nonblank: Option<(u64, u64)>,
+    /// First non-blank line: (line, offset, logical range of its content: no BOM, no
+    /// CR/LF), the line a missing header is reported on.
+    pub(crate) first_nonblank: Option<(u64, u64, u64, u64)>,
     /// The final piece had no `\n`: `(offset, true)` if it was accepted (valid),
     /// `(offset, false)` if it is pending (invalid, issues in `tail_issues`).
     pub(crate) tail: Option<(u64, bool)>,
@@ -119,7 +120,8 @@ fn scan_range(
                 };
                 let content = &bytes[pos..ce];
                 if ch.first_nonblank.is_none() {
-                    ch.first_nonblank = Some((line_no, line_off));
+                    let range = (base + pos as u64, base + ce as u64);
+                    ch.first_nonblank = Some((line_no, line_off, range.0, range.1));
                 }
                 let ls = scan::LineScan {
                     verdict: Verdict::Object,
@@ -161,10 +163,12 @@ fn scan_range(
             cstart = BOM.len();
             ch.issues.push(Issue::at(IssueKind::Bom, line_no, 0));
         }
-        let content = &bytes[cstart.min(content_end)..content_end];
+        let cs = cstart.min(content_end);
+        let content = &bytes[cs..content_end];
         if !scan::is_blank(content) {
             if ch.first_nonblank.is_none() {
-                ch.first_nonblank = Some((line_no, line_off));
+                let range = (base + cs as u64, base + content_end as u64);
+                ch.first_nonblank = Some((line_no, line_off, range.0, range.1));
             }
             scan_one(
                 &mut ch,

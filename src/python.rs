@@ -30,11 +30,13 @@ fn to_py_err(e: Error, path: Option<&str>) -> PyErr {
             }
             None => PyErr::from(io),
         },
+        // The reason is a code (`HeaderProblem::code`); `_load.header_error_from_code`
+        // words it, as the python backend does.
         Error::InvalidSession {
-            reason,
+            problem,
             line,
             offset,
-        } => InvalidSessionError::new_err((reason, path.map(str::to_owned), line, offset)),
+        } => InvalidSessionError::new_err((problem.code(), path.map(str::to_owned), line, offset)),
         Error::Stale(why) => StaleSessionError::new_err(why),
         Error::Closed => SessionError::new_err("the session index is closed"),
     }

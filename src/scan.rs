@@ -127,8 +127,11 @@ pub enum Val {
         /// One past the last byte.
         end: usize,
     },
-    /// Anything else (true/false, object, array).
-    Other,
+    /// Anything else (true/false, object, array); `start` is its first byte.
+    Other {
+        /// First byte of the value.
+        start: usize,
+    },
 }
 
 /// The top-level fields the index needs, as spans into the scanned slice.
@@ -367,7 +370,7 @@ fn validate_with<C: Classify, const LINE: bool>(
                     if st.depth == 2 && slot == Slot::Message && obj {
                         msg_open = true;
                     }
-                    record(f, slot, Val::Other);
+                    record(f, slot, Val::Other { start });
                     i += 1;
                     if obj {
                         // Expect a key or `}`.
@@ -428,7 +431,12 @@ fn validate_with<C: Classify, const LINE: bool>(
                     if s.get(i..i + lit.len()) != Some(lit) {
                         return bad;
                     }
-                    record(f, slot, if c == b'n' { Val::Null } else { Val::Other });
+                    let v = if c == b'n' {
+                        Val::Null
+                    } else {
+                        Val::Other { start }
+                    };
+                    record(f, slot, v);
                     i += lit.len();
                 }
                 _ => return bad,
@@ -685,7 +693,6 @@ fn push_lossy(raw: &[u8], out: &mut Vec<u8>) {
 }
 
 /// The decoded bytes of a string field, borrowing when no decoding is needed.
-#[cfg(test)]
 pub fn str_bytes<'a>(s: &'a [u8], v: Val) -> Option<Cow<'a, [u8]>> {
     str_bytes_of(s, v, false)
 }
@@ -708,6 +715,56 @@ pub fn str_bytes_of<'a>(s: &'a [u8], v: Val, utf8_ok: bool) -> Option<Cow<'a, [u
     let mut out = Vec::with_capacity(raw.len());
     decode_span(raw, escaped, utf8_ok, &mut out);
     Some(Cow::Owned(out))
+}
+
+/// The JSON text of a field's value as it stands in `s` (a line [`validate`] accepted,
+/// which `v` came from); `None` when the key is absent. Invalid UTF-8 is replaced as
+/// `from_utf8_lossy` does, so decoding the text gives the value `json.loads` gives.
+pub fn value_text(s: &[u8], v: Val) -> Option<String> {
+    let raw = match v {
+        Val::Absent => return None,
+        Val::Null => &b"null"[..],
+        Val::Str { start, end, .. } => &s[start - 1..end + 1],
+        Val::Num { start, end } => &s[start..end],
+        Val::Other { start } => &s[start..value_end(s, start)],
+    };
+    Some(String::from_utf8_lossy(raw).into_owned())
+}
+
+/// One past the end of the literal, array or object at `s[i]`, a value of a line the
+/// validator accepted (so brackets balance outside strings and strings close).
+fn value_end(s: &[u8], i: usize) -> usize {
+    if !matches!(s.get(i), Some(b'{' | b'[')) {
+        let n = s[i..]
+            .iter()
+            .position(|c| !c.is_ascii_alphanumeric())
+            .unwrap_or(s.len() - i);
+        return i + n;
+    }
+    let (mut depth, mut in_str, mut esc) = (0usize, false, false);
+    for (k, &c) in s.iter().enumerate().skip(i) {
+        if in_str {
+            match (esc, c) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return k + 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    s.len()
 }
 
 /// Only space, tab and CR (rule 2: skipped silently).

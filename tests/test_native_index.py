@@ -244,3 +244,40 @@ def test_errors_and_close(tmp_path: Path) -> None:
         ix.get("a")
     with pytest.raises(IndexError):
         st.Index.from_image(image()).line(0)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b" \n\r\n",
+        b"\xef\xbb\xbf[1]\r\n",
+        b'{"type":{"a":[1,"]}\\""]},"id":"x"}\n',
+        b'{"type":12345678901234567890123,"id":"x"}\n',
+        b'{"type":1e400}\n',
+        b'{"type":true}\n',
+        b'{"type":null,"id":"x"}\n',
+        b'{"type":"\\ud800"}\n',
+        b'{"type":"caf\\u00e9"}\n',
+        b'\n\n{"type":"session","id":7}\n',
+        b'torn{"type":"message","id":"a"}\n' + HEADER + b"\n",
+    ],
+)
+def test_header_error_from_the_core_code_matches_the_python_backend(data: bytes, tmp_path: Path) -> None:
+    """The core returns where and why (a code); the message is the python backend's,
+    without reading the file again (``_load.header_error_from_code``)."""
+    from sessiontree._pure import PythonIndex
+
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(data)
+    got = []
+    for opener in (PythonIndex.open, NativeIndex.open):
+        with pytest.raises(InvalidSessionError) as e:
+            opener(str(p))
+        got.append((e.value.line, e.value.offset, e.value.reason, str(e.value)))
+    assert got[0] == got[1]
+    for build in (PythonIndex.from_image, NativeIndex.from_image):
+        with pytest.raises(InvalidSessionError) as e:
+            build(data)
+        got.append((e.value.line, e.value.offset, e.value.reason, str(e.value)))
+    assert got[2] == got[3]

@@ -50,7 +50,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._backend import IssueKind, LoadIssue
-from ._jsonl import BOM, decode_line_ex
+from ._jsonl import BOM, decode_line, decode_line_ex
 from .errors import InvalidSessionError
 from .schema import ENTRY_TYPES
 
@@ -590,6 +590,28 @@ def header_error(path: str | None, line: int, offset: int, content: bytes) -> In
             etype = obj.get("type")
             why = "no string id" if etype == "session" else f"type is {etype!r}, not 'session'"
             reason = f"first object is not a session header ({why})"
+    return InvalidSessionError(f"no session header: {reason}", path, line, offset)
+
+
+def header_error_from_code(path: str | None, line: int | None, offset: int | None, code: str) -> InvalidSessionError:
+    """The error :func:`header_error` gives, from the native core's verdict on the same
+    line (``code``: ``empty``, ``not_json``, ``not_object``, ``no_id``, or ``type:`` +
+    the JSON text of the first object's ``type``, ``type`` when it has none), so the
+    same bytes give the same message without reading the file again.
+    """
+    if code == "empty":
+        return InvalidSessionError("empty file: no session header", path)
+    if code == "not_json":
+        reason = "line is not valid JSON"
+    elif code == "not_object":
+        reason = "line is not a JSON object"
+    else:
+        if code == "no_id":
+            why = "no string id"
+        else:
+            etype = decode_line(code[len("type:") :]) if code.startswith("type:") else None
+            why = f"type is {etype!r}, not 'session'"
+        reason = f"first object is not a session header ({why})"
     return InvalidSessionError(f"no session header: {reason}", path, line, offset)
 
 

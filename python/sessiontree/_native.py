@@ -14,8 +14,8 @@ import os
 from typing import Any
 
 from ._backend import ContextPlan, LoadIssue, describe_issue
-from ._jsonl import BOM, decode_line
-from ._load import header_error
+from ._jsonl import decode_line
+from ._load import header_error_from_code
 from ._labels import apply_labels, session_name_of
 from ._sessiontree import Index
 from .errors import InvalidSessionError, StaleSessionError
@@ -30,24 +30,6 @@ __all__ = ["NativeIndex"]
 # over, so memory stays bounded on sessions of any size. Whole-file reads (entries(),
 # tree()) bypass it.
 _CACHE_BYTES = 128 << 20
-
-
-def _line_at(path: str, offset: int) -> bytes:
-    """The line starting at ``offset`` (no LF; CR stripped before an LF; BOM skipped)."""
-    with open(path, "rb") as f:
-        f.seek(offset)
-        chunk = f.read(1 << 16)
-        parts = [chunk]
-        while chunk and b"\n" not in chunk:
-            chunk = f.read(1 << 20)
-            parts.append(chunk)
-    data = b"".join(parts)
-    if offset == 0 and data.startswith(BOM):
-        data = data[len(BOM) :]
-    end = data.find(b"\n")
-    if end < 0:
-        return data
-    return data[: end - 1] if end > 0 and data[end - 1] == 13 else data[:end]
 
 
 class NativeIndex:
@@ -115,11 +97,8 @@ class NativeIndex:
         try:
             return cls(Index.open(path))
         except InvalidSessionError as e:
-            if e.line is None or e.offset is None:
-                raise
-            # The core found where the file fails; the words come from the one place
-            # both backends share, so the same bytes give the same message.
-            raise header_error(path, e.line, e.offset, _line_at(path, e.offset)) from None
+            # The core says where and why (a code); the words are the python backend's.
+            raise header_error_from_code(path, e.line, e.offset, e.reason) from None
 
     @classmethod
     def from_image(cls, data: bytes) -> NativeIndex:
@@ -131,7 +110,10 @@ class NativeIndex:
         Raises:
             InvalidSessionError: no valid header.
         """
-        return cls(Index.from_image(bytes(data)))
+        try:
+            return cls(Index.from_image(bytes(data)))
+        except InvalidSessionError as e:
+            raise header_error_from_code(None, e.line, e.offset, e.reason) from None
 
     @property
     def needs_migration(self) -> bool:

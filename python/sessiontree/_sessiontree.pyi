@@ -26,14 +26,16 @@ class Index:
 
         Raises:
             OSError: the file cannot be opened or mapped.
-            InvalidSessionError: no valid header (loader rule 6).
+            InvalidSessionError: no valid header (loader rule 6); ``reason`` is a code
+                (``empty``, ``not_json``, ``not_object``, ``no_id``, ``type:<JSON text
+                of the type>`` or ``type``), worded by ``_load.header_error_from_code``.
         """
     @staticmethod
     def from_image(data: bytes) -> Index:
         """Index an in-memory image (releases the GIL).
 
         Raises:
-            InvalidSessionError: no valid header.
+            InvalidSessionError: no valid header (``reason`` a code, as for ``open``).
         """
     @property
     def needs_migration(self) -> bool:
