@@ -391,8 +391,18 @@ mod _sessiontree {
     use super::PyIndex;
     use pyo3::prelude::*;
 
+    /// The core's tables, for `tests/test_tables.py` to hold equal to Python's.
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
-        m.add("__version__", env!("CARGO_PKG_VERSION"))
+        use crate::IssueKind;
+        use pyo3::types::PyTuple;
+        let py = m.py();
+        m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        m.add("ENTRY_TYPES", PyTuple::new(py, crate::ENTRY_TYPES)?)?;
+        let kinds = IssueKind::ALL.map(IssueKind::as_str);
+        m.add("ISSUE_KINDS", PyTuple::new(py, kinds)?)?;
+        m.add("MAX_DEPTH", crate::MAX_DEPTH)?;
+        m.add("MAX_INT_DIGITS", crate::MAX_INT_DIGITS)?;
+        m.add("MAX_TORN_CANDIDATES", crate::MAX_TORN_CANDIDATES)
     }
 }

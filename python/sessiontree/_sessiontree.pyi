@@ -10,8 +10,29 @@ import os
 from collections.abc import Sequence
 from typing import final
 
-__all__ = ["count_newlines", "Index", "__version__"]
+__all__ = [
+    "count_newlines",
+    "Index",
+    "__version__",
+    "ENTRY_TYPES",
+    "ISSUE_KINDS",
+    "MAX_DEPTH",
+    "MAX_INT_DIGITS",
+    "MAX_TORN_CANDIDATES",
+]
 __version__: str
+
+# The core's tables (``tests/test_tables.py`` holds them equal to Python's).
+ENTRY_TYPES: tuple[str, ...]
+"""The entry types Pi defines, in the core's table order (``schema.ENTRY_TYPES``)."""
+ISSUE_KINDS: tuple[str, ...]
+"""The load-report kinds (the string values of ``_backend.IssueKind``)."""
+MAX_DEPTH: int
+"""Deepest nesting a line may have (``_jsonl.MAX_DEPTH``)."""
+MAX_INT_DIGITS: int
+"""Most digits of an integer literal (``_jsonl.MAX_INT_DIGITS``)."""
+MAX_TORN_CANDIDATES: int
+"""``{"type":`` positions rule 4 tries on an invalid line (``_load._MAX_TORN_CANDIDATES``)."""
 
 def count_newlines(path: str | os.PathLike[str]) -> int:
     """Count LF bytes of the file at ``path`` (memchr over the mapped file)."""
