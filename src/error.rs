@@ -49,7 +49,7 @@ pub enum Error {
         /// Its byte offset.
         offset: Option<u64>,
     },
-    /// The file shrank below the indexed length or was replaced: reopen it.
+    /// The file no longer holds the indexed bytes (it shrank below them): reopen it.
     Stale(String),
     /// The index was closed.
     Closed,

@@ -696,18 +696,24 @@ impl Index {
         )
     }
 
-    /// Index complete lines another process appended to `path`. Returns how many
-    /// entries were added.
-    pub fn refresh(&mut self, path: &Path) -> Result<usize> {
-        // The last consumed line must still end where it did: else the file was
-        // rewritten in place (same inode, not shorter). Only the new bytes are read.
-        self.src
-            .grow(path, self.image_len, self.mid_line.is_none())?;
+    /// Index complete lines appended to the file since `image_len` (read from the
+    /// file descriptor held since `open` or [`Index::attach`]; an in-memory image with
+    /// no file has nothing to read). Returns how many entries were added. A file now
+    /// shorter than `image_len` is [`Error::Stale`]; whether it is still the same file
+    /// with the same bytes is the caller's to check.
+    pub fn refresh(&mut self) -> Result<usize> {
+        self.src.grow(self.image_len)?;
         if self.needs_migration {
             self.image_len = self.src.len();
             return Ok(0);
         }
         self.index_new()
+    }
+
+    /// Hold the file at `path` for later refreshes: an in-memory image (`from_image`)
+    /// that has been written there. A no-op for an index that holds a file already.
+    pub fn attach(&mut self, path: &Path) -> Result<()> {
+        self.src.attach(path)
     }
 
     /// Release the map.
@@ -952,15 +958,49 @@ mod tests {
             let scanned0 = ix.scanned;
             let line = e("new", Some(&format!("e{}", n - 1)), "message");
             f.append(format!("{line}\n").as_bytes());
-            assert_eq!(ix.refresh(&f.0).unwrap(), 1);
+            assert_eq!(ix.refresh().unwrap(), 1);
             let want = line.len() as u64 + 1;
             assert_eq!(ix.src.grow_stats(), (read0 + want, remaps0), "{tag}");
             assert_eq!(ix.scanned - scanned0, want, "{tag}");
             assert_eq!(ix.path(n as u32).len(), n + 1);
             assert_eq!(ix.line(n as u32).unwrap(), line.as_bytes());
-            assert_eq!(ix.refresh(&f.0).unwrap(), 0);
+            assert_eq!(ix.refresh().unwrap(), 0);
             assert_eq!(ix.scanned - scanned0, want, "{tag}");
         }
+    }
+
+    #[test]
+    fn refresh_reads_the_held_file_only() {
+        // Identity is the caller's to check: a path replaced or removed does not change
+        // what the index reads; a held file cut below `image_len` is stale.
+        let f = TempFile::new("held", &session(5, 10));
+        let mut ix = Index::open(&f.0).unwrap();
+        let first = ix.line(0).unwrap();
+        let other = TempFile::new("other", &session(9, 10));
+        std::fs::rename(&other.0, &f.0).unwrap();
+        assert_eq!(ix.refresh().unwrap(), 0);
+        std::fs::remove_file(&f.0).unwrap();
+        assert_eq!(ix.refresh().unwrap(), 0);
+        assert_eq!(ix.line(0).unwrap(), first);
+        let g = TempFile::new("cut", &session(5, 10));
+        let mut ix = Index::open(&g.0).unwrap();
+        let file = std::fs::OpenOptions::new().write(true).open(&g.0).unwrap();
+        file.set_len(ix.image_len() - 1).unwrap();
+        assert!(matches!(ix.refresh(), Err(Error::Stale(_))));
+    }
+
+    #[test]
+    fn an_image_attached_to_its_file_refreshes_from_it() {
+        let img = session(3, 10);
+        let mut ix = Index::from_image(img.clone()).unwrap();
+        assert_eq!(ix.refresh().unwrap(), 0); // no file: nothing to read
+        let f = TempFile::new("attach", &img);
+        ix.attach(&f.0).unwrap();
+        let line = e("x", Some("e2"), "message");
+        f.append(format!("{line}\n").as_bytes());
+        assert_eq!(ix.refresh().unwrap(), 1);
+        assert_eq!(ix.line(3).unwrap(), line.as_bytes());
+        assert_eq!(ix.path(3), vec![0, 1, 2, 3]);
     }
 
     #[test]
@@ -970,7 +1010,7 @@ mod tests {
         // A pending fragment, then its rest and more lines than the tail may hold.
         let first = e("n0", Some("e9"), "message");
         f.append(&first.as_bytes()[..20]);
-        assert_eq!(ix.refresh(&f.0).unwrap(), 0);
+        assert_eq!(ix.refresh().unwrap(), 0);
         assert!(ix.has_pending_tail());
         let mut more = format!("{}\n", &first[20..]);
         for i in 1..2000 {
@@ -978,7 +1018,7 @@ mod tests {
             more.push('\n');
         }
         f.append(more.as_bytes());
-        assert_eq!(ix.refresh(&f.0).unwrap(), 2000);
+        assert_eq!(ix.refresh().unwrap(), 2000);
         assert_eq!(ix.src.grow_stats().1, 1);
         assert!(!ix.has_pending_tail() && ix.issues().is_empty());
         assert_eq!(ix.path(ix.last().unwrap()).len(), 2010);
@@ -990,7 +1030,7 @@ mod tests {
         f.append(format!("{own}\n").as_bytes());
         let next = e("next", Some("own"), "message");
         f.append(format!("{next}\n").as_bytes());
-        assert_eq!(ix.refresh(&f.0).unwrap(), 1);
+        assert_eq!(ix.refresh().unwrap(), 1);
         assert_eq!(ix.line(2010).unwrap(), own.as_bytes());
         assert_eq!(ix.line(2011).unwrap(), next.as_bytes());
         assert_eq!(ix.path(2011).len(), 2012);

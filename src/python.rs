@@ -4,7 +4,7 @@
 //! growth (`append_line`, `refresh`) swaps in place. A thread never waits for the lock
 //! while attached to the interpreter (it detaches to wait), so a refresh that runs
 //! detached cannot deadlock against a reader that holds the GIL.
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
@@ -356,16 +356,23 @@ impl PyIndex {
         ix.append_line(bytes).map_err(|e| self.err(e))
     }
 
-    /// Index complete lines appended to `path` since `image_len()`; returns how many
-    /// entries were added (releases the GIL).
-    fn refresh(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let p = path_string(path)?;
-        let pb = PathBuf::from(&p);
+    /// Index complete lines appended to the file since `image_len()`, read from the
+    /// file descriptor the index holds; returns how many entries were added (releases
+    /// the GIL).
+    fn refresh(&self, py: Python<'_>) -> PyResult<usize> {
         py.detach(|| {
             let mut ix = self.inner.write().unwrap_or_else(|e| e.into_inner());
-            ix.refresh(&pb)
+            ix.refresh()
         })
-        .map_err(|e| to_py_err(e, Some(&p)))
+        .map_err(|e| self.err(e))
+    }
+
+    /// Hold the file at `path` for later refreshes (an image from `from_image` that has
+    /// been written there); a no-op for an index that holds a file already.
+    fn attach(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<()> {
+        let p = path_string(path)?;
+        let mut ix = self.write(py);
+        ix.attach(Path::new(&p)).map_err(|e| to_py_err(e, Some(&p)))
     }
 
     /// Release the map; later reads raise `SessionError`.

@@ -30,7 +30,6 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use memmap2::{Mmap, MmapOptions};
@@ -53,19 +52,21 @@ const GAP_MAX: u64 = 4 << 10;
 /// in cache; a longer single range is read alone).
 const BATCH_MAX: u64 = 64 << 10;
 
-struct Mapped {
-    file: File,
-    map: Option<Mmap>,
-    dev: u64,
-    ino: u64,
+/// Where `[0, primary_len)` of the image lives.
+enum Primary {
+    /// A map of the held file (`None`: the file was empty), read only by the scan.
+    Mapped(Option<Mmap>),
+    /// Owned bytes (`from_bytes`).
+    Owned(Vec<u8>),
 }
 
 /// The image: `[0, primary_len)` from the map or owned bytes, `[tail_base, len)` from
 /// the tail buffer (which may start before `primary_len` when a pending fragment was
-/// copied into it).
+/// copied into it). Growth is read from `file`, the file descriptor held since `open`
+/// (or `attach`): the core never opens a path again.
 pub struct Source {
-    mapped: Option<Mapped>,
-    owned: Vec<u8>,
+    file: Option<File>,
+    primary: Primary,
     tail: Vec<u8>,
     tail_base: u64,
     closed: bool,
@@ -125,13 +126,8 @@ impl Source {
         let map = map_file(&file, meta.len(), true)?;
         let len = map.as_ref().map_or(0, |m| m.len() as u64);
         Ok(Source {
-            mapped: Some(Mapped {
-                file,
-                map,
-                dev: meta.dev(),
-                ino: meta.ino(),
-            }),
-            owned: Vec::new(),
+            file: Some(file),
+            primary: Primary::Mapped(map),
             tail: Vec::new(),
             tail_base: len,
             closed: false,
@@ -144,8 +140,8 @@ impl Source {
     pub fn from_bytes(data: Vec<u8>) -> Source {
         let len = data.len() as u64;
         Source {
-            mapped: None,
-            owned: data,
+            file: None,
+            primary: Primary::Owned(data),
             tail: Vec::new(),
             tail_base: len,
             closed: false,
@@ -154,10 +150,23 @@ impl Source {
         }
     }
 
+    /// Hold the file at `path` for growth: an owned image that has been written there
+    /// since (the caller vouches that the file holds the image). A no-op for a source
+    /// that already holds a file.
+    pub fn attach(&mut self, path: &Path) -> Result<()> {
+        if self.closed {
+            return Err(Error::Closed);
+        }
+        if self.file.is_none() {
+            self.file = Some(File::open(path)?);
+        }
+        Ok(())
+    }
+
     fn primary(&self) -> &[u8] {
-        match &self.mapped {
-            Some(m) => m.map.as_deref().unwrap_or(&[]),
-            None => &self.owned,
+        match &self.primary {
+            Primary::Mapped(map) => map.as_deref().unwrap_or(&[]),
+            Primary::Owned(v) => v,
         }
     }
 
@@ -174,12 +183,14 @@ impl Source {
         if self.closed {
             return Err(Error::Closed);
         }
-        let Some(m) = &self.mapped else { return Ok(()) };
+        let (Primary::Mapped(_), Some(file)) = (&self.primary, &self.file) else {
+            return Ok(());
+        };
         let need = need.min(self.tail_base).min(self.primary().len() as u64);
         if need == 0 {
             return Ok(());
         }
-        let size = m.file.metadata()?.len();
+        let size = file.metadata()?.len();
         if size < need {
             return Err(Error::Stale(format!(
                 "the file is {size} bytes, {need} are indexed"
@@ -198,8 +209,8 @@ impl Source {
                 (end - self.tail_base) as usize,
             );
             Some(self.tail.get(a..b).unwrap_or(&[]))
-        } else if self.mapped.is_none() {
-            Some(self.owned.get(start as usize..end as usize).unwrap_or(&[]))
+        } else if let Primary::Owned(v) = &self.primary {
+            Some(v.get(start as usize..end as usize).unwrap_or(&[]))
         } else {
             None
         }
@@ -222,10 +233,10 @@ impl Source {
             buf.copy_from_slice(b);
             return Ok(());
         }
-        let Some(m) = &self.mapped else {
+        let Some(file) = &self.file else {
             return Ok(());
         };
-        let got = read_full(&m.file, start, buf)?;
+        let got = read_full(file, start, buf)?;
         if got < buf.len() {
             return Err(Error::Stale(format!(
                 "the file ends at {}, {end} bytes are indexed",
@@ -308,43 +319,30 @@ impl Source {
         Ok(())
     }
 
-    /// Bring the image up to the file at `path` after it grew: `[0, indexed)` stays as
-    /// it is, `[indexed, file length)` is taken from the file. When `ends_line`, the
-    /// file's byte at `indexed - 1` must still be `\n` (else it was rewritten in place).
-    /// Fails with [`Error::Stale`] if the file is gone, another file than the one
-    /// mapped, shorter than `indexed` or rewritten.
+    /// Bring the image up to the held file after it grew: `[0, indexed)` stays as it
+    /// is, `[indexed, file length)` is read from the file descriptor (`fstat` for the
+    /// length). Fails with [`Error::Stale`] if the file is shorter than `indexed` (reads
+    /// of indexed lines would come up short). Whether it is still the same file and
+    /// holds the same bytes is the caller's to check; a source without a file has
+    /// nothing to grow from.
     ///
     /// Cost O(new bytes): the new bytes are read with `pread` into the tail buffer; the
     /// map is left alone (mapping the whole file again cost 78 ms at 1 GiB, most of it
     /// `MAP_POPULATE` re-faulting every page). Only once the tail outgrows
     /// max(`FOLD_MIN`, map length / 4) is the file mapped again, without populating
     /// more than the new range, so the copying stays amortized O(new bytes) too.
-    pub fn grow(&mut self, path: &Path, indexed: u64, ends_line: bool) -> Result<()> {
+    pub fn grow(&mut self, indexed: u64) -> Result<()> {
         if self.closed {
             return Err(Error::Closed);
         }
-        let file = File::open(path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => Error::Stale(format!("{} is gone", path.display())),
-            _ => Error::Io(e),
-        })?;
-        let meta = file.metadata()?;
-        if let Some(m) = &self.mapped {
-            if (m.dev, m.ino) != (meta.dev(), meta.ino()) {
-                return Err(Error::Stale(format!("{} was replaced", path.display())));
-            }
-        }
-        let size = meta.len();
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        let size = file.metadata()?.len();
         if size < indexed {
             return Err(Error::Stale(format!(
-                "{} is {size} bytes, {indexed} are indexed",
-                path.display(),
+                "the file is {size} bytes, {indexed} are indexed"
             )));
-        }
-        if ends_line && indexed > 0 {
-            let mut b = [0u8; 1];
-            if read_full(&file, indexed - 1, &mut b)? != 1 || b != *b"\n" {
-                return Err(Error::Stale(format!("{} was rewritten", path.display())));
-            }
         }
         let plen = self.primary().len() as u64;
         // What the tail would hold: its bytes below `indexed`, then the new ones.
@@ -354,11 +352,11 @@ impl Source {
             indexed.checked_sub(self.tail_base).unwrap_or(u64::MAX)
         };
         let want = kept.saturating_add(size - indexed);
-        let fits = self.mapped.is_some()
+        let fits = matches!(self.primary, Primary::Mapped(_))
             && kept <= self.tail.len() as u64
             && want <= FOLD_MIN.max(plen / 4);
         if !fits {
-            return self.remap(file, meta, indexed);
+            return self.remap(size, indexed);
         }
         if self.tail.is_empty() {
             self.tail_base = indexed;
@@ -367,16 +365,20 @@ impl Source {
         let at = self.tail.len();
         self.tail.resize(at + (size - indexed) as usize, 0);
         // A file cut short since the `fstat` gives a short read: index what is there.
-        let got = read_full(&file, indexed, &mut self.tail[at..])?;
+        let got = read_full(file, indexed, &mut self.tail[at..])?;
         self.tail.truncate(at + got);
         self.grow_read += got as u64;
         Ok(())
     }
 
-    /// Map the file again (the tail buffer is dropped: the file holds those bytes);
-    /// only the part past `indexed` is pre-faulted.
-    fn remap(&mut self, file: File, meta: std::fs::Metadata, indexed: u64) -> Result<()> {
-        let map = map_file(&file, meta.len(), false)?;
+    /// Map the held file again (`size` bytes at the last `fstat`; the tail buffer and
+    /// owned bytes are dropped: the file holds them); only the part past `indexed` is
+    /// pre-faulted.
+    fn remap(&mut self, size: u64, indexed: u64) -> Result<()> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        let map = map_file(file, size, false)?;
         if let Some(m) = &map {
             let from = (indexed as usize).min(m.len());
             if m.len() - from >= POPULATE_MIN as usize {
@@ -385,13 +387,7 @@ impl Source {
             }
         }
         let len = map.as_ref().map_or(0, |m| m.len() as u64);
-        self.mapped = Some(Mapped {
-            file,
-            map,
-            dev: meta.dev(),
-            ino: meta.ino(),
-        });
-        self.owned = Vec::new();
+        self.primary = Primary::Mapped(map);
         self.tail = Vec::new();
         self.tail_base = len;
         self.remaps += 1;

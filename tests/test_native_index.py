@@ -216,18 +216,26 @@ def test_truncate_while_open_raises_stale(tmp_path: Path) -> None:
         ix.refresh(str(p))
 
 
-def test_replaced_or_rewritten_file_is_stale(tmp_path: Path) -> None:
+def test_refresh_reads_the_file_the_index_holds(tmp_path: Path) -> None:
+    """The core reads growth from the file descriptor it holds: a path replaced or
+    removed is the manager's staleness check (``test_guard_stale_file_is_refused``),
+    not the index's. An index built from bytes follows the file named on its first
+    refresh."""
     p = tmp_path / "s.jsonl"
     p.write_bytes(image(entry("a", None)))
     ix = NativeIndex.open(str(p))
     q = tmp_path / "t.jsonl"
     q.write_bytes(image(entry("a", None), entry("b", "a")))
     os.replace(q, p)
-    with pytest.raises(StaleSessionError):
-        ix.refresh(str(p))
+    assert ix.refresh(str(p)) == 0 and ix.ids() == ["a"]
     os.remove(p)
-    with pytest.raises(StaleSessionError):
-        ix.refresh(str(p))
+    assert ix.refresh(str(p)) == 0 and ix.get("a") is not None
+    p.write_bytes(image(entry("a", None)))
+    mem = NativeIndex.from_image(p.read_bytes())
+    with open(p, "ab") as f:
+        f.write(entry("b", "a") + b"\n")
+    assert mem.refresh(str(p)) == 1 and mem.path_ids("b") == ["a", "b"]
+    assert st.Index.from_image(image()).refresh() == 0
 
 
 def test_errors_and_close(tmp_path: Path) -> None:

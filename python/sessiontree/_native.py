@@ -43,8 +43,10 @@ class NativeIndex:
 
     backend = "native"
 
-    def __init__(self, ix: Index) -> None:
+    def __init__(self, ix: Index, *, reads_file: bool = False) -> None:
         self._ix = ix
+        # An index built from bytes holds no file until its first refresh names one.
+        self._reads_file = reads_file
         # Label / session-name state, rebuilt when the entry count changes.
         self._labels_n = -1
         self._labels: dict[str, Any] = {}
@@ -95,7 +97,7 @@ class NativeIndex:
         """
         path = os.fspath(path)
         try:
-            return cls(Index.open(path))
+            return cls(Index.open(path), reads_file=True)
         except InvalidSessionError as e:
             # The core says where and why (a code); the words are the python backend's.
             raise header_error_from_code(path, e.line, e.offset, e.reason) from None
@@ -277,7 +279,12 @@ class NativeIndex:
         return self._ix.id(n)
 
     def refresh(self, path: str) -> int:
-        """Index the complete lines appended to ``path`` since ``image_len()``.
+        """Index the complete lines appended to the file since ``image_len()``.
+
+        The core reads them from the file it holds (opened by :meth:`open`); an index
+        built by :meth:`from_image` starts holding ``path`` here, the file its image has
+        been written to. Whether that is still the same file with the same bytes is the
+        manager's staleness check.
 
         Args:
             path: the session file.
@@ -286,10 +293,12 @@ class NativeIndex:
             How many entries were added.
 
         Raises:
-            StaleSessionError: the file is gone, was replaced, shrank below
-                ``image_len()`` or was rewritten in place.
+            StaleSessionError: the file shrank below ``image_len()``.
         """
-        return self._ix.refresh(os.fspath(path))
+        if not self._reads_file:
+            self._ix.attach(os.fspath(path))
+            self._reads_file = True
+        return self._ix.refresh()
 
     def close(self) -> None:
         """Release the memory map; later reads raise ``SessionError``."""

@@ -105,12 +105,16 @@ class Index:
     def append_line(self, line: bytes) -> int | None:
         """Index one line appended to the image; its entry number, or ``None`` if it
         was not accepted (then reported)."""
-    def refresh(self, path: str | os.PathLike[str]) -> int:
-        """Index complete lines appended to ``path``; how many entries were added.
+    def refresh(self) -> int:
+        """Index complete lines appended since ``image_len()``, read from the file the
+        index holds (none for ``from_image`` until ``attach``); how many entries were
+        added. File identity is the caller's to check.
 
         Raises:
-            StaleSessionError: the file is gone, replaced, shorter than
-                ``image_len()`` or rewritten in place.
+            StaleSessionError: the file is shorter than ``image_len()``.
         """
+    def attach(self, path: str | os.PathLike[str]) -> None:
+        """Hold the file at ``path`` for later refreshes (an image from ``from_image``
+        that has been written there); a no-op when the index holds a file already."""
     def close(self) -> None:
         """Release the map; later reads raise ``SessionError``."""
