@@ -269,17 +269,6 @@ impl PyIndex {
         self.read(py).has_pending_tail()
     }
 
-    /// The image does not end with LF: an appended line follows one `b"\n"`.
-    fn ends_mid_line(&self, py: Python<'_>) -> bool {
-        self.read(py).ends_mid_line()
-    }
-
-    /// Parent of entry `n` (after cycle breaking), or `None` for a root.
-    fn parent(&self, py: Python<'_>, n: i64) -> PyResult<Option<u32>> {
-        let ix = self.read(py);
-        Ok(ix.parent_of(Self::entry(&ix, n)?))
-    }
-
     /// Children of entry `n` in file order.
     fn children(&self, py: Python<'_>, n: i64) -> PyResult<Vec<u32>> {
         let ix = self.read(py);
@@ -290,13 +279,6 @@ impl PyIndex {
     fn path(&self, py: Python<'_>, n: i64) -> PyResult<Vec<u32>> {
         let ix = self.read(py);
         Ok(ix.path(Self::entry(&ix, n)?))
-    }
-
-    /// Lines from the root down to `n`, one copy each.
-    fn path_lines<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyList>> {
-        let ix = self.read(py);
-        let e = Self::entry(&ix, n)?;
-        self.lines_of(py, &ix, &ix.path(e))
     }
 
     /// Ids from the root down to `n`.

@@ -147,8 +147,6 @@ pub struct Fields {
     pub timestamp: Val,
     /// `firstKeptEntryId` (compaction).
     pub first_kept: Val,
-    /// `targetId` (label).
-    pub target_id: Val,
     /// `version` (header).
     pub version: Val,
     /// `message.role`, from the last `message` key whose value is an object.
@@ -175,7 +173,6 @@ enum Slot {
     ParentId,
     Timestamp,
     FirstKept,
-    TargetId,
     Version,
     Message,
     Role,
@@ -188,7 +185,6 @@ fn top_slot(key: &[u8]) -> Slot {
         b"parentId" => Slot::ParentId,
         b"timestamp" => Slot::Timestamp,
         b"firstKeptEntryId" => Slot::FirstKept,
-        b"targetId" => Slot::TargetId,
         b"version" => Slot::Version,
         b"message" => Slot::Message,
         _ => Slot::None,
@@ -585,7 +581,6 @@ fn record(f: &mut Fields, slot: Slot, v: Val) {
         Slot::ParentId => &mut f.parent_id,
         Slot::Timestamp => &mut f.timestamp,
         Slot::FirstKept => &mut f.first_kept,
-        Slot::TargetId => &mut f.target_id,
         Slot::Version => &mut f.version,
         Slot::Role => &mut f.role,
     };

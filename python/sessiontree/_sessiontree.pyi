@@ -83,16 +83,10 @@ class Index:
         """Bytes of the image consumed (stops before a pending last piece)."""
     def has_pending_tail(self) -> bool:
         """An invalid last piece without LF waits for the rest of its line."""
-    def ends_mid_line(self) -> bool:
-        """The image does not end with LF: an appended line follows one ``b"\\n"``."""
-    def parent(self, n: int) -> int | None:
-        """Parent of entry ``n`` after cycle breaking, ``None`` for a root."""
     def children(self, n: int) -> list[int]:
         """Children of entry ``n`` in file order."""
     def path(self, n: int) -> list[int]:
         """Entry numbers from the root down to ``n``."""
-    def path_lines(self, n: int) -> list[bytes]:
-        """Lines from the root down to ``n``."""
     def path_ids(self, n: int) -> list[str]:
         """Ids from the root down to ``n``."""
     def tree(self) -> tuple[list[int], list[int], list[int]]:
