@@ -1,4 +1,6 @@
-//! The core's one error type; `src/python.rs` maps it to Python exceptions.
+//! The core's one error type: every failure of the core is an [`Error`]; `python.rs`
+//! maps each variant to one Python exception class of `sessiontree.errors` (or
+//! `OSError`).
 
 use std::fmt;
 use std::io;

@@ -7,7 +7,9 @@
 //! an entry). Per entry the index keeps 8-byte line offset/end/number, the kind and
 //! role bytes, the parsed timestamp, the parent entry number and the id bytes in one
 //! arena, plus ~12 bytes of id table and 8 bytes of child lists: about 80 bytes for a
-//! Pi entry. Reads after indexing copy bytes out of the file (`source.rs`).
+//! Pi entry. Reads after indexing copy bytes out of the file (`source.rs`). Walks over
+//! the parent column (`tree.rs`) and the context plan (`context.rs`) are given the
+//! columns they need; they do not know `Index`.
 
 use std::ops::Range;
 use std::path::Path;
@@ -613,7 +615,8 @@ impl Index {
         tree::path(&self.parent, e)
     }
 
-    /// The `getTree` shape (see [`tree::shape`]).
+    /// The `getTree` shape (`tree::shape`): roots in file order, children oldest
+    /// first as CSR.
     pub fn tree(&self) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
         tree::shape(&self.parent, &self.ts)
     }
@@ -660,8 +663,8 @@ impl Index {
     // ------------------------------------------------------------------ growth
 
     /// Index one line appended to the image (the caller writes `line + "\n"`, after a
-    /// `"\n"` if [`Index::ends_mid_line`]). Returns the new entry, or `None` if the
-    /// line was not accepted (reported in `issues`).
+    /// `"\n"` if the image does not end with one). Returns the new entry, or `None` if
+    /// the line was not accepted (reported in `issues`).
     pub fn append_line(&mut self, line: &[u8]) -> Result<Option<u32>> {
         let mut bytes = Vec::with_capacity(line.len() + 2);
         if self.ends_mid_line() {
@@ -1190,5 +1193,25 @@ mod tests {
             Err(Error::Stale(_))
         ));
         assert!(ix.header().is_ok()); // before the cut
+    }
+
+    /// A whole `Index::from_image` of a big file (set `SESSIONTREE_BENCH_FILE`), best
+    /// of 3: `cargo test --release --no-default-features -- --ignored --nocapture
+    /// bench_open` (`scan::tests::bench_scan` times its pieces).
+    #[test]
+    #[ignore]
+    fn bench_open() {
+        let Ok(path) = std::env::var("SESSIONTREE_BENCH_FILE") else {
+            return;
+        };
+        let data = std::fs::read(path).unwrap();
+        let mut best = f64::MAX;
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let n = Index::from_image(data.clone()).map_or(0, |i| i.len());
+            best = best.min(t.elapsed().as_secs_f64());
+            assert!(n > 0);
+        }
+        println!("Index::from_image {best:.3}s");
     }
 }

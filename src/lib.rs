@@ -1,9 +1,11 @@
 //! sessiontree core: index Pi session JSONL files without building JSON values.
 //!
-//! Data flows one way: bytes ([`source`]) → lines and their fields (`lines`, over the
-//! JSON scanner `scan`) → columns and loader rules ([`Index`]) → paths and tree
-//! (`tree`) → context plan (`context`). `python.rs` (feature `python`) is the only
-//! file that touches PyO3. Module dependencies form a DAG (docs/ARCHITECTURE.md).
+//! Data flows one way: bytes (`source`) → lines and their fields (`lines`, over the
+//! JSON scanner `scan`) → columns and loader rules ([`Index`], in `index`) → paths and
+//! tree (`tree`) → context plan (`context`). `kind`, `issue`, `ids`, `time` and `error`
+//! hold the shared vocabulary and import no other module. `python.rs` (feature
+//! `python`) is the only file that touches PyO3. `use crate::` edges form a DAG
+//! (docs/ARCHITECTURE.md lists them).
 
 mod context;
 mod error;

@@ -1,90 +1,25 @@
-//! Line framing, JSON validation and top-level field extraction, without a JSON value.
+//! The JSON validator and field extractor: one line (or suffix) in, a verdict and the
+//! spans of the top-level fields the index needs out, without building a value.
 //!
-//! Design (STYLE.md §5, measured here, see `MEASUREMENTS` below): the loader must
-//! accept and reject exactly the lines `json.loads` does (both backends compare
-//! `load_report`s), so unlike the early-stop scanner of STYLE §5 every line is
-//! validated to its end. The validator is one iterative state machine over the
-//! tokens: a fixed bit stack of container kinds (nesting is capped at
-//! [`MAX_DEPTH`], the limit `_jsonl.decode_line` enforces, so the stack needs no
-//! allocation), every byte read through `get`, so no input can panic. String bodies
-//! never reach it byte by byte: `block.rs` (stage 1) classifies 64-byte windows into
-//! `"` / `\` / < 0x20 / escape-letter bitmasks (AVX2 when `is_x86_feature_detected!`
-//! says so, else SSE2 on x86_64, SWAR elsewhere), derives the escaped bytes with the
-//! odd-backslash-run trick (carried across windows), and returns the first unescaped
-//! quote; only `\u` escapes are looked at one by one. A window is reused by every
-//! string that opens inside it (no prefix-XOR in-string mask is needed: the state
-//! machine knows where strings open). `validate` picks the classifier once per line
-//! and runs an AVX2-compiled copy of the state machine when it can. UTF-8 is checked
-//! once per line by simdutf8 (invalid UTF-8 is not a JSON error, it is reported and
-//! replaced like `from_utf8_lossy`). The fields the tree needs are recorded as spans
-//! while the validator passes them (keys in any order, the last duplicate wins), and
-//! only spans that contain `\` or invalid UTF-8 are decoded.
+//! Guarantees: [`validate`] accepts exactly the documents `json.loads` accepts, except
+//! that the `NaN`/`Infinity` literals, nesting deeper than [`MAX_DEPTH`] and integers
+//! longer than [`MAX_INT_DIGITS`] digits are invalid (`_jsonl.decode_line`'s rules, so
+//! both backends agree on every line); invalid UTF-8 is not a JSON error (it is
+//! reported and replaced like `from_utf8_lossy`). No input can panic or recurse: every
+//! byte is read through `get`, and open containers are a fixed bit stack.
+//! [`validate_line`] gives the same verdicts while it finds the line's `\n`.
+//! [`scan_line`] adds rule 4's torn-fragment recovery (at most
+//! [`MAX_TORN_CANDIDATES`] tries). Fields (`type`, `id`, `parentId`, `timestamp`,
+//! `firstKeptEntryId`, `version`, `message.role`) are recorded as spans while the
+//! validator passes them, keys in any order, the last duplicate winning; only spans
+//! that contain `\` or invalid UTF-8 are decoded ([`decode_span`]: escapes as
+//! `json.loads`, lone surrogates kept in generalized UTF-8).
 //!
-//! MEASUREMENTS (2-core box shared with other builds; during these runs another
-//! tenant kept one core at 100%, so figures vary ±30% run to run; compare within a
-//! run). File: 1.07 GB, 862k lines (avg 1.25 KB) of corpus entries chained with fresh
-//! ids (`/tmp/big/gen.py` in the issue notes); escape-dense: a `\` every 23 bytes, a
-//! `"` every 18, 3.7% non-ASCII bytes.
-//! Rust, best of 3, owned bytes: `SESSIONTREE_BENCH_FILE=big.jsonl cargo test
-//! --release --no-default-features -- --ignored --nocapture bench_scan`:
-//!   memchr newlines 12.9 GB/s · simdutf8 13.5 · `validate` 2.25 (was 0.48–0.69 with
-//!   the 16-byte SWAR skip) · `scan_line` 1.86 (was 0.44–0.49).
-//! Python, warm cache, best of 3, old and new extension loaded in one process and
-//! alternated (`count_newlines(path)` vs `Index.open(path)`):
-//!   count 0.25 s · open before 1.77 s (6.9×) · open after 1.44 s (5.6×); open alone
-//!   in quieter moments: 1.05–1.2 s (count ~0.26 s nearby). Same `issues()`, ids,
-//!   parents and lines as before on this file and on a 50 MB copy with ~20k randomly
-//!   mutated lines.
-//!   Of an open (serial): map + `MAP_POPULATE` 0.09–0.12 s, scan 0.8–0.9 s, ingest
-//!   0.16–0.2 s (was 0.3: presized id table, one probe per entry, prefetch, the
-//!   previous entry as parent shortcut).
-//! Two scan threads (`index::PARALLEL_MIN`, 16 MiB): first measured as no gain while
-//! the other core was busy (serial 1.05/1.22/1.64 s vs parallel 1.16/1.21/1.60 s).
-//!
-//! Round 2 (2026-11-30; same box, load average 2–2.7 on 2 cores throughout, so wall
-//! times swing 2×: compare only alternated runs in one process). Files: `big.jsonl`
-//! above, and `g1.jsonl` = `python -m sessiontree generate g1.jsonl --size 1GiB
-//! --seed 2` (72,811 entries, ~14 KiB/line, a `\` every 21 bytes, 0.4% non-ASCII).
-//! Script: the previous and the new extension loaded in one Python process
-//! (`importlib` on the old `.so`), per repetition `count_newlines(p)`, then for each
-//! build `Index.open(p)` and `Index.open(p)` + `context_plan(last())`; best of 5, and
-//! the process CPU time (`time.process_time`, all threads) next to the wall time:
-//!   g1   count 0.199 s · open 0.244 → 0.245 s wall (1.2×), CPU 0.38 → 0.36 s
-//!        (open+plan 0.310 → 0.237 s); in a quieter minute 0.263 → 0.240 s (1.16×).
-//!   big  count 0.23 s · open CPU 1.24 → 1.09 s (5.4× → 4.8× of count's CPU); wall
-//!        0.800 → 0.692 s (3.3× → 2.8×) with the second core free, 1.17 → 1.09 s
-//!        (5.1× → 4.8×) when another tenant held it (then the scan is serial in effect).
-//!   What changed: object lines are validated up to their `\n` in one pass
-//!   ([`validate_line`]: `\n` is not whitespace in line mode and must follow the
-//!   value; anything else falls back to framing with memchr + [`scan_line`], so the
-//!   verdicts are those of `validate` — tests check both modes on every scanner test
-//!   input); spans of a line already known to be valid UTF-8 are not checked again
-//!   (`str_bytes_of`, `decode_span`); type names by `match`.
-//!   Serial vs parallel, alternated, best of 7 (load 2.6): g1 0.322 vs 0.321 s, big
-//!   1.045 vs 0.699 s: the split pays on short-line files, costs nothing on g1; kept.
-//!   Rejected (measured): pre-faulting each thread's half with `MADV_POPULATE_READ`
-//!   instead of one `MAP_POPULATE` (1 GiB: 0.08–0.10 s either way, the page-table
-//!   work does not split across threads here; open unchanged); SWAR digit runs in
-//!   numbers (no difference above the noise).
-//!   Where an open of big.jsonl goes now (perf, 2 threads): `validate` 38%, kernel
-//!   (populate, munmap, heap faults) ~15%, serial ingest 6%, `skip_number` 5%,
-//!   simdutf8 5%, `key_slot_named` 4%, `parse_iso_ms` 2%. Not yet 3× on big with a
-//!   busy second core: the token state machine still takes a mispredicted branch per
-//!   value kind (~20 ns per string on these short-token lines). Next steps, in order
-//!   of expected gain: a structural-character mask per window so the loop jumps from
-//!   structural to structural (simdjson stage 1, with the in-string mask), ingest of
-//!   the first half overlapped with the scan of the second, a 64-byte candidate
-//!   record (line offset and `firstKeptEntryId` in side tables; now 120 B per line,
-//!   ~100 MB on big.jsonl), and skipping simdutf8 for lines whose strings are ASCII
-//!   (a movemask per window).
-//!   Growth (`source::Source::grow`, `index::scan_parallel`), median of 30 after
-//!   another writer appends one line, then `Index.refresh`: 1 MB 0.10 → 0.012 ms,
-//!   100 MB 0.28 → 0.016 ms, 1 GiB 119 → 0.009 ms (was a new `MAP_POPULATE` map of
-//!   the whole file; now `pread` of the new bytes). 2,000 `Index.append_line` calls:
-//!   59 → 1.6 µs each on a 10-entry index, 62 → 2.1 µs on 10,000 entries (every call
-//!   asked `available_parallelism`, which reads cgroup files).
-//!   Rejected: early stop after the four header keys (STYLE §5, 23 GB/s) — it cannot
-//!   reject the lines `json.loads` rejects, and both backends must agree.
+//! Design: every line is validated to its end (an early stop cannot reject what
+//! `json.loads` rejects). String bodies are skipped a 64-byte window at a time by
+//! `block.rs` (AVX2 when detected, else SSE2, SWAR elsewhere); the state machine is
+//! compiled a second time with AVX2 enabled. Measurements: docs/BENCHMARKS.md,
+//! "Core measurements (history)".
 
 use std::borrow::Cow;
 

@@ -1,9 +1,13 @@
 //! Where the image's bytes live: a read-only memory map of the session file, or owned
-//! bytes (`from_image`), plus an owned tail buffer for lines appended through the
-//! API and for bytes another process appended (`grow` reads them with `pread`, so a
-//! refresh costs O(new bytes), not a new map of the whole file). All `unsafe` of the
-//! crate is in this file, except CPU intrinsics (the SIMD classifiers of
-//! `scan/block.rs`, a cache prefetch in `index.rs`).
+//! bytes (`from_image`), plus an owned tail buffer for lines appended through the API
+//! and for bytes another process appended.
+//!
+//! Guarantees: the file is opened once (`open`, or `attach` for an owned image written
+//! to a file since) and never by path again; growth is read from that file descriptor
+//! with `pread`, O(new bytes), and a file shorter than the indexed bytes is
+//! [`Error::Stale`]. Whether the path still names the same file with the same bytes
+//! is the caller's to check (the Python manager's staleness check). Nothing is ever
+//! written.
 //!
 //! SIGBUS: touching a mapped page past the end of a file that shrank kills the
 //! process, and no check can close the window between a check and the touch (another
@@ -13,20 +17,8 @@
 //! ([`Source::read_into`]), where a file that shrank gives a short read, reported as
 //! [`Error::Stale`], never a signal. The only remaining SIGBUS window is a truncation
 //! racing the initial scan (or the scan of a refresh that mapped the file again).
-//!
-//! Cost of `pread` instead of slicing the map (release build, pages cached, best of
-//! 5, old -> new; `Index` calls from Python, so each includes making the `bytes`):
-//! - 100 MB generated session (6,958 entries, lines ~18 KB; the leaf's path is 2,492
-//!   lines / 34 MB): `line` (random entry) 2.5-3.0 µs -> 4.8 µs; `path_lines(leaf)`
-//!   4.4-4.7 ms -> 7.5 ms; `lines()` (100 MB) 13-14 ms -> 22 ms. The kernel's copy
-//!   out of the page cache runs at ~7 GB/s against ~18 GB/s for `memcpy` out of a
-//!   populated map. `line` reads straight into its `bytes`; doing so for the long
-//!   lines of a path too (no second copy) gained nothing measurable.
-//! - 100 MB of ~1.1 KB lines (88,688 entries): `line` 0.8-1.1 µs -> 1.6-2.0 µs;
-//!   `lines` of 5,000 adjacent entries (5.6 MB) 0.8-1.1 ms -> 1.1-1.3 ms: adjacent
-//!   lines share one `pread` of up to [`BATCH_MAX`] bytes (64 KiB measured fastest:
-//!   7.2 GB/s, against 4.6 at 16 KiB and 2.3 at 256 KiB, where the buffer leaves L2).
-//! - `SessionManager.get_entry`: 4-8 µs before and after (decoding dominates).
+//! All `unsafe` of the crate is here (the map), except CPU intrinsics (`scan/block.rs`,
+//! a cache prefetch in `ids.rs`). Measurements: docs/BENCHMARKS.md.
 
 use std::fs::File;
 use std::io;

@@ -376,7 +376,8 @@ fn random_bytes_never_panic() {
     }
 }
 
-/// Throughput of the pieces of a scan over a big file (set `SESSIONTREE_BENCH_FILE`):
+/// Throughput of the pieces of a scan over a big file (set `SESSIONTREE_BENCH_FILE`;
+/// `index::tests::bench_open` times a whole `Index::from_image`):
 /// `cargo test --release --no-default-features -- --ignored --nocapture bench_scan`.
 #[test]
 #[ignore]
@@ -425,9 +426,6 @@ fn bench_scan() {
             .iter()
             .filter(|l| scan_line(l).verdict == Verdict::Object)
             .count()
-    });
-    time("Index::from_image", &mut || {
-        crate::index::Index::from_image(data.clone()).map_or(0, |i| i.len())
     });
 }
 
