@@ -28,7 +28,11 @@ $(BUILT): $(DEPS) $(RUST_SOURCES)
 
 build: $(BUILT)
 
+# Lint gate first: formatting, then clippy on the core alone and with the PyO3 layer.
 test-rust:
+	cargo fmt --check
+	cargo clippy --all-targets --quiet -- -D warnings
+	cargo clippy --all-targets --features python --quiet -- -D warnings
 	cargo test --no-default-features --quiet
 
 # Tests that take the `backend` fixture run on both backends in one pass; the second

@@ -1,338 +1,28 @@
-//! The index: per-entry columns, the id table, and loader rules 1–13
-//! (docs/ARCHITECTURE.md) applied to the scanner's output.
+//! The index of one session image: per-entry columns, the id table, and loader rules
+//! 6–13 (docs/ARCHITECTURE.md) applied to the candidates `lines.rs` scanned, at open
+//! and again for each batch of growth (`append_line`, `refresh`), where the result is
+//! the index a fresh open of the grown image would give.
 //!
 //! Entries are numbered 0.. in file order (accepted entries only; the header is not
-//! an entry). Per entry the index keeps 8-byte line offset/end/number, the type code,
-//! the parsed timestamp, the parent entry number and the id bytes in one arena, plus
-//! ~12 bytes of id table and 8 bytes of child lists: about 80 bytes for a Pi entry.
+//! an entry). Per entry the index keeps 8-byte line offset/end/number, the kind and
+//! role bytes, the parsed timestamp, the parent entry number and the id bytes in one
+//! arena, plus ~12 bytes of id table and 8 bytes of child lists: about 80 bytes for a
+//! Pi entry. Reads after indexing copy bytes out of the file (`source.rs`). Walks over
+//! the parent column (`tree.rs`) and the context plan (`context.rs`) are given the
+//! columns they need; they do not know `Index`.
 
 use std::ops::Range;
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::context::{self, Plan};
+use crate::error::{Error, HeaderProblem, Result};
+use crate::ids::{IdArena, IdTable};
+use crate::issue::{self, Issue, IssueKind};
+use crate::kind::{EntryKind, Role};
+use crate::lines::{self, Cand, Chunk, Ref};
 use crate::scan::{self, Val, Verdict};
 use crate::source::Source;
-
-/// "No entry" in parent and entry-number columns.
-pub const NONE: u32 = u32::MAX;
-
-/// Entry type codes (the nine types Pi defines, then unknown and `session`).
-pub mod kind {
-    /// `message`.
-    pub const MESSAGE: u8 = 0;
-    /// `custom_message`.
-    pub const CUSTOM_MESSAGE: u8 = 1;
-    /// `compaction`.
-    pub const COMPACTION: u8 = 2;
-    /// `branch_summary`.
-    pub const BRANCH_SUMMARY: u8 = 3;
-    /// `model_change`.
-    pub const MODEL_CHANGE: u8 = 4;
-    /// `thinking_level_change`.
-    pub const THINKING_LEVEL_CHANGE: u8 = 5;
-    /// `label`.
-    pub const LABEL: u8 = 6;
-    /// `session_info`.
-    pub const SESSION_INFO: u8 = 7;
-    /// `custom`.
-    pub const CUSTOM: u8 = 8;
-    /// Any other `type` (or none): kept, reported `unknown_type`.
-    pub const UNKNOWN: u8 = 9;
-    /// `session` (a header line).
-    pub const SESSION: u8 = 10;
-    /// Flag bit: a `message` whose `message.role` is `"assistant"`.
-    pub const ASSISTANT: u8 = 0x80;
-    /// The type names of codes 0..=8.
-    pub const NAMES: [&str; 9] = [
-        "message",
-        "custom_message",
-        "compaction",
-        "branch_summary",
-        "model_change",
-        "thinking_level_change",
-        "label",
-        "session_info",
-        "custom",
-    ];
-
-    /// The code of a decoded `type` string.
-    pub fn from_name(name: &[u8]) -> u8 {
-        // One length switch and one compare (was a linear search over `NAMES`).
-        match name {
-            b"message" => MESSAGE,
-            b"custom_message" => CUSTOM_MESSAGE,
-            b"compaction" => COMPACTION,
-            b"branch_summary" => BRANCH_SUMMARY,
-            b"model_change" => MODEL_CHANGE,
-            b"thinking_level_change" => THINKING_LEVEL_CHANGE,
-            b"label" => LABEL,
-            b"session_info" => SESSION_INFO,
-            b"custom" => CUSTOM,
-            b"session" => SESSION,
-            _ => UNKNOWN,
-        }
-    }
-}
-
-/// Reasons of `load_report` items (the strings of Python's `IssueKind`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IssueKind {
-    /// Rule 1.
-    Bom,
-    /// Rule 3.
-    InvalidUtf8,
-    /// Rule 4, recovered entry follows.
-    TornFragment,
-    /// Rule 4.
-    InvalidJson,
-    /// Rule 4, the tail.
-    Truncated,
-    /// Rule 5.
-    NotAnObject,
-    /// Rule 7.
-    ExtraHeader,
-    /// Rule 8.
-    MissingId,
-    /// Rule 8.
-    DuplicateId,
-    /// Rule 9.
-    InvalidParent,
-    /// Rule 9.
-    MissingParent,
-    /// Rule 10.
-    Cycle,
-    /// Rule 11.
-    FirstKeptOffPath,
-    /// Rule 12.
-    UnknownType,
-}
-
-impl IssueKind {
-    /// The stable string Python's `IssueKind` uses.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IssueKind::Bom => "bom",
-            IssueKind::InvalidUtf8 => "invalid_utf8",
-            IssueKind::TornFragment => "torn_fragment",
-            IssueKind::InvalidJson => "invalid_json",
-            IssueKind::Truncated => "truncated",
-            IssueKind::NotAnObject => "not_an_object",
-            IssueKind::ExtraHeader => "extra_header",
-            IssueKind::MissingId => "missing_id",
-            IssueKind::DuplicateId => "duplicate_id",
-            IssueKind::InvalidParent => "invalid_parent",
-            IssueKind::MissingParent => "missing_parent",
-            IssueKind::Cycle => "cycle",
-            IssueKind::FirstKeptOffPath => "first_kept_off_path",
-            IssueKind::UnknownType => "unknown_type",
-        }
-    }
-
-    /// Position in rule order, which orders issues of one line.
-    fn rule(self) -> u8 {
-        match self {
-            IssueKind::Bom => 1,
-            IssueKind::InvalidUtf8 => 3,
-            IssueKind::TornFragment | IssueKind::InvalidJson | IssueKind::Truncated => 4,
-            IssueKind::NotAnObject => 5,
-            IssueKind::ExtraHeader => 7,
-            IssueKind::MissingId | IssueKind::DuplicateId => 8,
-            IssueKind::InvalidParent | IssueKind::MissingParent => 9,
-            IssueKind::Cycle => 10,
-            IssueKind::FirstKeptOffPath => 11,
-            IssueKind::UnknownType => 12,
-        }
-    }
-}
-
-/// One `load_report` item.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Issue {
-    /// The reason.
-    pub kind: IssueKind,
-    /// 1-based physical line.
-    pub line: Option<u64>,
-    /// Byte offset of that line's first byte.
-    pub offset: Option<u64>,
-    /// Entry ids involved (decoded bytes; lone surrogates in generalized UTF-8).
-    pub ids: Vec<Vec<u8>>,
-    /// Human-readable explanation (not compared by the differential tests).
-    pub detail: String,
-}
-
-impl Issue {
-    fn at(kind: IssueKind, line: u64, offset: u64, ids: Vec<Vec<u8>>, detail: String) -> Issue {
-        Issue {
-            kind,
-            line: Some(line),
-            offset: Some(offset),
-            ids,
-            detail,
-        }
-    }
-}
-
-// ----------------------------------------------------------------------------- id table
-
-/// Open-addressing table of entry numbers keyed by the id bytes kept in the index's
-/// arena: no `String` per id, 8 bytes per slot (32-bit hash tag + entry number + 1),
-/// load at most 1/2 (8–16 bytes per entry).
-struct IdTable {
-    slots: Vec<u64>,
-    len: usize,
-    seed: u64,
-}
-
-fn fmix(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
-}
-
-impl IdTable {
-    fn new() -> IdTable {
-        use std::hash::{BuildHasher, Hasher};
-        // A per-process random seed keeps a crafted file from forcing collisions.
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u8(0);
-        IdTable {
-            slots: Vec::new(),
-            len: 0,
-            seed: h.finish(),
-        }
-    }
-
-    fn hash(&self, id: &[u8]) -> u64 {
-        let mut h = self.seed ^ (id.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let mut chunks = id.chunks_exact(8);
-        for c in &mut chunks {
-            let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
-            h = (h ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
-        }
-        let mut last = [0u8; 8];
-        last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-        fmix(h ^ u64::from_le_bytes(last))
-    }
-
-    fn find(&self, id: &[u8], ids: &IdArena) -> Option<u32> {
-        if self.slots.is_empty() {
-            return None;
-        }
-        let tag = self.hash(id) >> 32;
-        let mask = self.slots.len() - 1;
-        let mut i = tag as usize & mask;
-        loop {
-            let s = self.slots[i];
-            if s == 0 {
-                return None;
-            }
-            if s >> 32 == tag {
-                let e = (s as u32).wrapping_sub(1);
-                if ids.get(e) == id {
-                    return Some(e);
-                }
-            }
-            i = (i + 1) & mask;
-        }
-    }
-
-    /// Hint the CPU to fetch the slot where a probe for `id` starts.
-    #[inline]
-    fn prefetch(&self, id: &[u8]) {
-        if self.slots.is_empty() {
-            return;
-        }
-        let i = (self.hash(id) >> 32) as usize & (self.slots.len() - 1);
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let p: *const u64 = &self.slots[i];
-            // SAFETY: SSE is part of the x86_64 baseline; a prefetch only hints the
-            // cache, never faults, and `p` points into `slots`.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>()) };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
-    }
-
-    /// Make room for `more` entries without growing in between (one rehash instead
-    /// of one per doubling while a big file is ingested).
-    fn reserve(&mut self, more: usize) {
-        // A linear-probing miss costs ~(1 + 1/(1-a)^2)/2 probes: 32 at load 7/8, 2.5
-        // at 1/2, so the load stays at most 1/2.
-        let want = ((self.len + more) * 2).max(16).next_power_of_two();
-        if want > self.slots.len() {
-            // The probe start is taken from the stored 32-bit tag, so growing needs no
-            // access to the ids.
-            let old = std::mem::replace(&mut self.slots, vec![0; want]);
-            for s in old.into_iter().filter(|&s| s != 0) {
-                self.put(s);
-            }
-        }
-    }
-
-    /// Insert `id` → `entry` unless the id is already there; then return the entry
-    /// that has it. One hash and one probe sequence for the duplicate check and the
-    /// insert together.
-    fn insert_new(&mut self, id: &[u8], entry: u32, ids: &IdArena) -> Option<u32> {
-        self.reserve(1);
-        let tag = self.hash(id) >> 32;
-        let mask = self.slots.len() - 1;
-        let mut i = tag as usize & mask;
-        loop {
-            let s = self.slots[i];
-            if s == 0 {
-                self.slots[i] = tag << 32 | (entry as u64 + 1);
-                self.len += 1;
-                return None;
-            }
-            if s >> 32 == tag {
-                let e = (s as u32).wrapping_sub(1);
-                if ids.get(e) == id {
-                    return Some(e);
-                }
-            }
-            i = (i + 1) & mask;
-        }
-    }
-
-    fn put(&mut self, slot: u64) {
-        let mask = self.slots.len() - 1;
-        let mut i = (slot >> 32) as usize & mask;
-        while self.slots[i] != 0 {
-            i = (i + 1) & mask;
-        }
-        self.slots[i] = slot;
-    }
-}
-
-/// Id bytes of all entries, back to back.
-#[derive(Default)]
-struct IdArena {
-    end: Vec<u64>,
-    bytes: Vec<u8>,
-}
-
-impl IdArena {
-    fn get(&self, e: u32) -> &[u8] {
-        let e = e as usize;
-        let Some(&end) = self.end.get(e) else {
-            return &[];
-        };
-        let start = if e == 0 { 0 } else { self.end[e - 1] };
-        &self.bytes[start as usize..end as usize]
-    }
-    fn push(&mut self, id: &[u8]) {
-        self.bytes.extend_from_slice(id);
-        self.end.push(self.bytes.len() as u64);
-    }
-}
-
-// ------------------------------------------------------------------------ chunk scanning
-
-const BOM: &[u8] = b"\xef\xbb\xbf";
+use crate::tree::{self, NONE};
 
 /// How many candidates ahead `ingest` prefetches id-table slots (~ DRAM latency /
 /// time per candidate).
@@ -342,342 +32,19 @@ const PREFETCH_AHEAD: usize = 16;
 /// cheaper than walking each one's ancestors (`_load._WALK_LIMIT`).
 const WALK_LIMIT: usize = 8;
 
-/// Ranges of at least this many bytes are scanned by two threads.
-const PARALLEL_MIN: usize = 16 << 20;
-
-/// A string field decoded into a chunk arena.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ref {
-    Absent,
-    Null,
-    NotStr,
-    Str(usize, usize),
-}
-
-/// An object line as the scanner saw it; the loader rules decide what it becomes.
-struct Cand {
-    line: u64,
-    line_off: u64,
-    start: u64,
-    end: u64,
-    kind: u8,
-    id: Ref,
-    parent: Ref,
-    ts: i64,
-    first_kept: Ref,
-}
-
-/// What scanning one range produced.
-#[derive(Default)]
-struct Chunk {
-    cands: Vec<Cand>,
-    arena: Vec<u8>,
-    issues: Vec<Issue>,
-    /// `\n` bytes in the range.
-    newlines: u64,
-    /// First non-blank line: (line, offset, logical range of its content).
-    first_nonblank: Option<(u64, u64)>,
-    /// The final piece had no `\n`: `Some(true)` if it was accepted (valid), `Some(false)`
-    /// if it is pending (invalid, issues in `tail_issues`).
-    tail: Option<(u64, bool)>,
-    tail_issues: Vec<Issue>,
-}
-
-impl Chunk {
-    fn intern(&mut self, src: &[u8], v: Val, utf8_ok: bool) -> Ref {
-        match v {
-            Val::Absent => Ref::Absent,
-            Val::Null => Ref::Null,
-            Val::Str {
-                start,
-                end,
-                escaped,
-            } => {
-                let a = self.arena.len();
-                scan::decode_span(&src[start..end], escaped, utf8_ok, &mut self.arena);
-                Ref::Str(a, self.arena.len())
-            }
-            _ => Ref::NotStr,
-        }
-    }
-
-    fn get(&self, r: Ref) -> Option<&[u8]> {
-        match r {
-            Ref::Str(a, b) => Some(&self.arena[a..b]),
-            _ => None,
-        }
-    }
-}
-
-/// Scan `bytes` (logical offset `base`, first line number `first_line`); `last` says
-/// a final piece without `\n` is the image's tail.
-fn scan_range(
-    bytes: &[u8],
-    base: u64,
-    first_line: u64,
-    first_off: Option<u64>,
-    last: bool,
-) -> Chunk {
-    let mut ch = Chunk::default();
-    let mut pos = 0usize;
-    let mut line_no = first_line;
-    let mut fields = scan::Fields::default();
-    while pos < bytes.len() {
-        // Fast path: an object line is validated up to its `\n` without searching for
-        // that first (not the first line of the image: it may hold a BOM).
-        let line_off = match first_off {
-            Some(o) if pos == 0 => o,
-            _ => base + pos as u64,
-        };
-        if line_off != 0 {
-            if let Some(n) = scan::validate_line(&bytes[pos..], &mut fields) {
-                let nl = pos + n;
-                let ce = if nl > pos && bytes[nl - 1] == b'\r' {
-                    nl - 1
-                } else {
-                    nl
-                };
-                let content = &bytes[pos..ce];
-                if ch.first_nonblank.is_none() {
-                    ch.first_nonblank = Some((line_no, line_off));
-                }
-                let ls = scan::LineScan {
-                    verdict: Verdict::Object,
-                    bad_utf8: simdutf8::basic::from_utf8(content).is_err(),
-                    recovered_at: 0,
-                    fields,
-                };
-                let cbase = base + pos as u64;
-                scan_one(&mut ch, content, ls, cbase, cbase, line_no, line_off, false);
-                ch.newlines += 1;
-                line_no += 1;
-                pos = nl + 1;
-                continue;
-            }
-        }
-        let (content_end, next, is_tail) = match memchr::memchr(b'\n', &bytes[pos..]) {
-            Some(p) => {
-                let nl = pos + p;
-                let ce = if nl > pos && bytes[nl - 1] == b'\r' {
-                    nl - 1
-                } else {
-                    nl
-                };
-                (ce, nl + 1, false)
-            }
-            None => {
-                // Like a complete line, an accepted last line loses one trailing CR.
-                let ce = if last && bytes.ends_with(b"\r") && bytes.len() > pos {
-                    bytes.len() - 1
-                } else {
-                    bytes.len()
-                };
-                (ce, bytes.len(), last)
-            }
-        };
-        let mut cstart = pos;
-        // A continuation of an accepted unterminated line keeps that line's offset.
-        if line_off == 0 && bytes[..content_end].starts_with(BOM) {
-            cstart = BOM.len();
-            ch.issues.push(Issue::at(
-                IssueKind::Bom,
-                line_no,
-                0,
-                Vec::new(),
-                "UTF-8 byte order mark ignored".into(),
-            ));
-        }
-        let content = &bytes[cstart.min(content_end)..content_end];
-        if !scan::is_blank(content) {
-            if ch.first_nonblank.is_none() {
-                ch.first_nonblank = Some((line_no, line_off));
-            }
-            scan_one(
-                &mut ch,
-                content,
-                scan::scan_line(content),
-                base + cstart as u64,
-                base + pos as u64,
-                line_no,
-                line_off,
-                is_tail,
-            );
-        } else if is_tail {
-            // A blank last piece is not consumed: it may be the start of a line.
-            ch.tail = Some((base + pos as u64, false));
-        }
-        if bytes[next - 1] == b'\n' {
-            ch.newlines += 1;
-        }
-        line_no += 1;
-        pos = next;
-    }
-    ch
-}
-
-/// Apply the line's scan `ls` (rules 3–5) and record a candidate or issues.
-#[allow(clippy::too_many_arguments)]
-#[inline]
-fn scan_one(
-    ch: &mut Chunk,
-    content: &[u8],
-    ls: scan::LineScan,
-    cbase: u64,
-    cbase_line: u64,
-    line: u64,
-    line_off: u64,
-    is_tail: bool,
-) {
-    let mut issues = Vec::new();
-    if ls.bad_utf8 {
-        issues.push(Issue::at(
-            IssueKind::InvalidUtf8,
-            line,
-            line_off,
-            Vec::new(),
-            "invalid UTF-8 replaced by U+FFFD".into(),
-        ));
-    }
-    match ls.verdict {
-        Verdict::Invalid => {
-            let (kind, detail) = if is_tail {
-                (
-                    IssueKind::Truncated,
-                    format!("incomplete last line ({} bytes, no LF)", content.len()),
-                )
-            } else {
-                (IssueKind::InvalidJson, "not valid JSON".to_string())
-            };
-            issues.push(Issue::at(kind, line, line_off, Vec::new(), detail));
-            if is_tail {
-                // A pending line is judged whole once complete; until then only its
-                // truncation is reported (the python backend's rule too).
-                issues.retain(|i| i.kind == IssueKind::Truncated);
-                ch.tail = Some((cbase_line, false));
-                ch.tail_issues = issues;
-                return;
-            }
-        }
-        Verdict::NotObject => issues.push(Issue::at(
-            IssueKind::NotAnObject,
-            line,
-            line_off,
-            Vec::new(),
-            "valid JSON but not an object".into(),
-        )),
-        Verdict::Object => {
-            let at = ls.recovered_at;
-            if at > 0 {
-                issues.push(Issue::at(
-                    IssueKind::TornFragment,
-                    line,
-                    line_off,
-                    Vec::new(),
-                    format!("{at} bytes of a torn write before a complete entry"),
-                ));
-            }
-            let obj = &content[at..];
-            let f = &ls.fields;
-            // A line that is valid UTF-8 needs no second check of its spans.
-            let ok = !ls.bad_utf8;
-            let ty = scan::str_bytes_of(obj, f.ty, ok);
-            let mut kind = ty.as_deref().map_or(kind::UNKNOWN, kind::from_name);
-            if kind == kind::MESSAGE
-                && scan::str_bytes_of(obj, f.role, ok).as_deref() == Some(b"assistant".as_slice())
-            {
-                kind |= kind::ASSISTANT;
-            }
-            let ts = scan::str_bytes_of(obj, f.timestamp, ok)
-                .and_then(|t| scan::parse_iso_ms(&t))
-                .unwrap_or(i64::MIN);
-            let id = ch.intern(obj, f.id, ok);
-            let parent = ch.intern(obj, f.parent_id, ok);
-            let first_kept = if kind == kind::COMPACTION {
-                ch.intern(obj, f.first_kept, ok)
-            } else {
-                Ref::Absent
-            };
-            ch.cands.push(Cand {
-                line,
-                line_off,
-                start: cbase + at as u64,
-                end: cbase + content.len() as u64,
-                kind,
-                id,
-                parent,
-                ts,
-                first_kept,
-            });
-        }
-    }
-    if is_tail {
-        ch.tail = Some((line_off, true));
-    }
-    ch.issues.append(&mut issues);
-}
-
-/// Usable CPUs, asked once per process.
-fn cpus() -> usize {
-    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *N.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
-/// Scan `bytes` with two threads when it is large: the halves meet at a `\n`.
-fn scan_parallel(
-    bytes: &[u8],
-    base: u64,
-    first_line: u64,
-    first_off: Option<u64>,
-    last: bool,
-) -> Vec<Chunk> {
-    // Size first: `available_parallelism` reads cgroup files (~50 µs), which was most
-    // of an `append_line`.
-    if bytes.len() < PARALLEL_MIN || cpus() < 2 {
-        return vec![scan_range(bytes, base, first_line, first_off, last)];
-    }
-    let Some(split) =
-        memchr::memchr(b'\n', &bytes[bytes.len() / 2..]).map(|p| bytes.len() / 2 + p + 1)
-    else {
-        return vec![scan_range(bytes, base, first_line, first_off, last)];
-    };
-    let (a, b) = bytes.split_at(split);
-    let (ca, mut cb) = std::thread::scope(|s| {
-        let hb = s.spawn(|| scan_range(b, base + split as u64, 0, None, last));
-        let ca = scan_range(a, base, first_line, first_off, false);
-        let cb = match hb.join() {
-            Ok(cb) => cb,
-            Err(panic) => std::panic::resume_unwind(panic),
-        };
-        (ca, cb)
-    });
-    // The second half numbered its lines from 0.
-    let shift = first_line + ca.newlines;
-    for c in &mut cb.cands {
-        c.line += shift;
-    }
-    for i in cb.issues.iter_mut().chain(cb.tail_issues.iter_mut()) {
-        i.line = i.line.map(|l| l + shift);
-    }
-    if let Some(f) = &mut cb.first_nonblank {
-        f.0 += shift;
-    }
-    vec![ca, cb]
-}
-
-// ------------------------------------------------------------------------------- index
-
 /// The index of one session image.
 pub struct Index {
-    pub(crate) src: Source,
+    src: Source,
     header: Option<Range<u64>>,
     needs_migration: bool,
     // Per-entry columns.
-    pub(crate) start: Vec<u64>,
-    pub(crate) end: Vec<u64>,
-    pub(crate) line: Vec<u64>,
-    pub(crate) kinds: Vec<u8>,
-    pub(crate) ts: Vec<i64>,
-    pub(crate) parent: Vec<u32>,
+    start: Vec<u64>,
+    end: Vec<u64>,
+    line: Vec<u64>,
+    kinds: Vec<EntryKind>,
+    roles: Vec<Role>,
+    ts: Vec<i64>,
+    parent: Vec<u32>,
     ids: IdArena,
     table: IdTable,
     // Sparse facts.
@@ -688,7 +55,7 @@ pub struct Index {
     /// Cycle breakers and the link they had.
     broken: Vec<(u32, u32)>,
     /// Compactions and their `firstKeptEntryId` (`None`: not a string).
-    pub(crate) compactions: Vec<(u32, Option<Vec<u8>>)>,
+    compactions: Vec<(u32, Option<Vec<u8>>)>,
     /// Some entry's parent comes later in the file (only then can cycles exist).
     has_forward: bool,
     issues: Vec<Issue>,
@@ -706,19 +73,6 @@ pub struct Index {
     csr_n: u32,
     /// Bytes handed to the scanner so far (tests: growth scans only new bytes).
     scanned: u64,
-}
-
-/// The context plan of a leaf, as entry numbers (see Python's `ContextPlan`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Plan {
-    /// Entries to turn into messages, in output order.
-    pub messages: Vec<u32>,
-    /// The latest compaction on the path.
-    pub compaction: Option<u32>,
-    /// The last `thinking_level_change` on the path.
-    pub thinking: Option<u32>,
-    /// The last `model_change` or assistant message on the path.
-    pub model: Option<u32>,
 }
 
 impl Index {
@@ -741,6 +95,7 @@ impl Index {
             end: Vec::new(),
             line: Vec::new(),
             kinds: Vec::new(),
+            roles: Vec::new(),
             ts: Vec::new(),
             parent: Vec::new(),
             ids: IdArena::default(),
@@ -774,10 +129,10 @@ impl Index {
         self.end.shrink_to_fit();
         self.line.shrink_to_fit();
         self.kinds.shrink_to_fit();
+        self.roles.shrink_to_fit();
         self.ts.shrink_to_fit();
         self.parent.shrink_to_fit();
-        self.ids.end.shrink_to_fit();
-        self.ids.bytes.shrink_to_fit();
+        self.ids.shrink_to_fit();
     }
 
     /// Scan `[image_len, len)` and apply the loader rules to what it holds. Returns
@@ -793,7 +148,7 @@ impl Index {
             let n = segs.len();
             for (k, (base, bytes)) in segs.into_iter().enumerate() {
                 self.scanned += bytes.len() as u64;
-                for c in scan_parallel(bytes, base, line, first_off.take(), k + 1 == n) {
+                for c in lines::scan_parallel(bytes, base, line, first_off.take(), k + 1 == n) {
                     line += c.newlines;
                     chunks.push(c);
                 }
@@ -828,9 +183,10 @@ impl Index {
             col.reserve(more);
         }
         self.kinds.reserve(more);
+        self.roles.reserve(more);
         self.ts.reserve(more);
         self.parent.reserve(more);
-        self.ids.end.reserve(more);
+        self.ids.reserve(more);
         let mut links: Vec<(u32, usize, Ref)> = Vec::with_capacity(more);
         let mut bad_header = false;
         let mut header_line = 0;
@@ -844,7 +200,7 @@ impl Index {
                     self.table.prefetch(id);
                 }
                 if self.header.is_none() {
-                    if c.kind & 0x7f != kind::SESSION || ch.get(c.id).is_none() {
+                    if c.kind != EntryKind::Session || ch.get(c.id).is_none() {
                         bad_header = true;
                         break 'chunks;
                     }
@@ -891,20 +247,22 @@ impl Index {
         Ok(self.start.len() - before)
     }
 
+    /// Rule 6 failed: the error naming the first non-blank line and why.
     fn header_error(&self, chunks: &[Chunk]) -> Error {
-        match chunks.iter().find_map(|c| c.first_nonblank) {
-            None => Error::InvalidSession {
-                reason: "empty file: no session header".into(),
+        let Some((line, offset, start, end)) = chunks.iter().find_map(|c| c.first_nonblank) else {
+            return Error::InvalidSession {
+                problem: HeaderProblem::Empty,
                 line: None,
                 offset: None,
-            },
-            // Where the file fails is the core's to find; the words for it are the
-            // Python layer's (`_load.header_error`), shared with the python backend.
-            Some((line, off)) => Error::InvalidSession {
-                reason: "no session header".into(),
+            };
+        };
+        match self.src.read(start, end) {
+            Ok(content) => Error::InvalidSession {
+                problem: header_problem(&content),
                 line: Some(line),
-                offset: Some(off),
+                offset: Some(offset),
             },
+            Err(e) => e,
         }
     }
 
@@ -927,45 +285,34 @@ impl Index {
     }
 
     fn accept(&mut self, c: &Cand, ch: &Chunk, ci: usize, links: &mut Vec<(u32, usize, Ref)>) {
-        let k = c.kind & 0x7f;
-        if k == kind::SESSION {
-            self.issues.push(Issue::at(
-                IssueKind::ExtraHeader,
-                c.line,
-                c.line_off,
-                Vec::new(),
-                "another session header (ignored)".into(),
-            ));
+        let k = c.kind;
+        if k == EntryKind::Session {
+            self.issues
+                .push(Issue::at(IssueKind::ExtraHeader, c.line, c.line_off));
             return;
         }
         let id = match ch.get(c.id) {
             Some(id) if !id.is_empty() => id,
             _ => {
-                self.issues.push(Issue::at(
-                    IssueKind::MissingId,
-                    c.line,
-                    c.line_off,
-                    Vec::new(),
-                    "entry has no non-empty string id".into(),
-                ));
+                self.issues
+                    .push(Issue::at(IssueKind::MissingId, c.line, c.line_off));
                 return;
             }
         };
         let e = self.start.len() as u32;
-        if self.table.insert_new(id, e, &self.ids).is_some() {
-            self.issues.push(Issue::at(
-                IssueKind::DuplicateId,
-                c.line,
-                c.line_off,
-                vec![id.to_vec()],
-                "id already defined by an earlier line (skipped)".into(),
-            ));
+        if let Some(first) = self.table.insert_new(id, e, &self.ids) {
+            self.issues.push(
+                Issue::at(IssueKind::DuplicateId, c.line, c.line_off)
+                    .ids(vec![id.to_vec()])
+                    .n(self.line[first as usize]),
+            );
             return;
         }
         self.start.push(c.start);
         self.end.push(c.end);
         self.line.push(c.line);
         self.kinds.push(c.kind);
+        self.roles.push(c.role);
         self.ts.push(c.ts);
         self.parent.push(NONE);
         self.ids.push(id);
@@ -975,26 +322,20 @@ impl Index {
         match c.parent {
             Ref::Null => {}
             Ref::Str(a, b) if b > a => links.push((e, ci, c.parent)),
-            _ => self.issues.push(Issue::at(
-                IssueKind::InvalidParent,
-                c.line,
-                c.line_off,
-                vec![id.to_vec()],
-                "parentId is absent, empty or not a string (entry is a root)".into(),
-            )),
+            _ => self.issues.push(
+                Issue::at(IssueKind::InvalidParent, c.line, c.line_off).ids(vec![id.to_vec()]),
+            ),
         }
-        if k == kind::UNKNOWN {
-            self.issues.push(Issue::at(
-                IssueKind::UnknownType,
-                c.line,
-                c.line_off,
-                vec![id.to_vec()],
-                "entry type Pi does not define (kept)".into(),
-            ));
+        if k == EntryKind::Unknown {
+            self.issues.push(
+                Issue::at(IssueKind::UnknownType, c.line, c.line_off)
+                    .ids(vec![id.to_vec()])
+                    .text(ch.get(c.extra).map(<[u8]>::to_vec)),
+            );
         }
-        if k == kind::COMPACTION {
+        if k == EntryKind::Compaction {
             self.compactions
-                .push((e, ch.get(c.first_kept).map(<[u8]>::to_vec)));
+                .push((e, ch.get(c.extra).map(<[u8]>::to_vec)));
         }
     }
 
@@ -1019,13 +360,14 @@ impl Index {
                 false
             }
             None => {
-                self.issues.push(Issue::at(
-                    IssueKind::MissingParent,
-                    self.line[e as usize],
-                    self.line_off(e),
-                    vec![self.ids.get(e).to_vec(), pid.to_vec()],
-                    "parentId names no entry (entry is a root)".into(),
-                ));
+                self.issues.push(
+                    Issue::at(
+                        IssueKind::MissingParent,
+                        self.line[e as usize],
+                        self.line_off(e),
+                    )
+                    .ids(vec![self.ids.get(e).to_vec(), pid.to_vec()]),
+                );
                 self.unresolved.push((e, pid.to_vec()));
                 false
             }
@@ -1064,19 +406,18 @@ impl Index {
             self.parent[e as usize] = p;
         }
         self.post_issues.clear();
-        for (cycle, link) in crate::tree::break_cycles(&mut self.parent) {
+        for (cycle, link) in tree::break_cycles(&mut self.parent) {
             let first = cycle[0];
             self.broken.push((first, link));
-            self.post_issues.push(Issue::at(
-                IssueKind::Cycle,
-                self.line[first as usize],
-                self.line_off(first),
-                cycle.iter().map(|&e| self.ids.get(e).to_vec()).collect(),
-                format!(
-                    "parent links form a cycle of {} entries; broken here",
-                    cycle.len()
-                ),
-            ));
+            self.post_issues.push(
+                Issue::at(
+                    IssueKind::Cycle,
+                    self.line[first as usize],
+                    self.line_off(first),
+                )
+                .ids(cycle.iter().map(|&e| self.ids.get(e).to_vec()).collect())
+                .n(cycle.len() as u64),
+            );
         }
         self.build_children();
         self.check_compactions(0);
@@ -1101,7 +442,7 @@ impl Index {
                     let (k, c) = (k as usize, c as usize);
                     k != c && tin[k] <= tin[c] && tin[c] < tout[k]
                 }
-                None => self.is_strict_ancestor(k, c),
+                None => tree::is_strict_ancestor(&self.parent, k, c, !self.has_forward),
             });
             if kept {
                 continue;
@@ -1110,74 +451,29 @@ impl Index {
             if let Some(k) = fk {
                 ids.push(k.clone());
             }
-            self.post_issues.push(Issue::at(
-                IssueKind::FirstKeptOffPath,
-                self.line[c as usize],
-                self.line_off(c),
-                ids,
-                "firstKeptEntryId is not on the compaction's path (summary only)".into(),
-            ));
+            self.post_issues.push(
+                Issue::at(
+                    IssueKind::FirstKeptOffPath,
+                    self.line[c as usize],
+                    self.line_off(c),
+                )
+                .ids(ids),
+            );
         }
     }
 
-    /// Is `a` an ancestor of `e` (not `e` itself)?
-    pub(crate) fn is_strict_ancestor(&self, a: u32, e: u32) -> bool {
-        let mut x = self.parent[e as usize];
-        let mut steps = 0usize;
-        while x != NONE && steps <= self.parent.len() {
-            if x == a {
-                return true;
-            }
-            // Without forward links parents precede children, so the walk can stop
-            // once it passes below `a`.
-            if !self.has_forward && x < a {
-                return false;
-            }
-            x = self.parent[x as usize];
-            steps += 1;
-        }
-        false
-    }
-
-    /// Preorder intervals of the (acyclic) forest: entry `e`'s subtree is the preorder
-    /// numbers `tin[e]..tout[e]`. One iterative DFS over the child lists (built first
-    /// if entries were added since), O(n) whatever the depth.
+    /// Preorder intervals of the (acyclic) forest (see [`tree::intervals`]), the child
+    /// lists built first if entries were added since.
     fn intervals(&mut self) -> (Vec<u32>, Vec<u32>) {
         if (self.csr_n as usize) < self.len() {
             self.build_children();
         }
-        let n = self.len();
-        let (mut tin, mut tout) = (vec![0u32; n], vec![0u32; n]);
-        let mut clock = 0u32;
-        // (entry, position of its next child in `child_list`)
-        let mut stack: Vec<(u32, u32)> = Vec::new();
-        for r in 0..n {
-            if self.parent[r] != NONE {
-                continue;
-            }
-            tin[r] = clock;
-            clock += 1;
-            stack.push((r as u32, self.child_start[r]));
-            while let Some(top) = stack.last_mut() {
-                let (v, next) = *top;
-                if next < self.child_start[v as usize + 1] {
-                    top.1 += 1;
-                    let c = self.child_list[next as usize];
-                    tin[c as usize] = clock;
-                    clock += 1;
-                    stack.push((c, self.child_start[c as usize]));
-                } else {
-                    tout[v as usize] = clock;
-                    stack.pop();
-                }
-            }
-        }
-        (tin, tout)
+        tree::intervals(&self.parent, &self.child_start, &self.child_list)
     }
 
-    pub(crate) fn build_children(&mut self) {
+    fn build_children(&mut self) {
         let n = self.parent.len();
-        let (start, list) = crate::tree::children_csr(&self.parent);
+        let (start, list) = tree::children_csr(&self.parent);
         self.child_start = start;
         self.child_list = list;
         self.csr_n = n as u32;
@@ -1215,7 +511,7 @@ impl Index {
 
     /// The image does not end with `\n` (a pending or blank last piece, or an accepted
     /// last line without one): whoever appends writes `\n` first.
-    pub fn ends_mid_line(&self) -> bool {
+    fn ends_mid_line(&self) -> bool {
         self.image_len < self.src.len() || self.mid_line.is_some()
     }
 
@@ -1234,15 +530,8 @@ impl Index {
         self.ids.get(e)
     }
 
-    /// The type code of `e` (see [`kind`]; the assistant flag is masked off).
-    pub fn kind(&self, e: u32) -> u8 {
-        self.kinds
-            .get(e as usize)
-            .map_or(kind::UNKNOWN, |k| k & 0x7f)
-    }
-
     /// Offset of the physical line holding entry `e`.
-    pub fn line_off(&self, e: u32) -> u64 {
+    fn line_off(&self, e: u32) -> u64 {
         match self.line_offs.binary_search_by_key(&e, |&(x, _)| x) {
             Ok(i) => self.line_offs[i].1,
             Err(_) => self.start[e as usize],
@@ -1254,11 +543,6 @@ impl Index {
         let r = self.header.clone().unwrap_or(0..0);
         self.src.check(r.end)?;
         self.src.read(r.start, r.end)
-    }
-
-    /// Fail unless the file still holds the lines of all entries (one `fstat`).
-    pub fn check(&self) -> Result<()> {
-        self.src.check(self.image_len)
     }
 
     /// The byte range of entry `e`'s line (no CR/LF); empty for an unknown number.
@@ -1290,6 +574,7 @@ impl Index {
     }
 
     /// Entry `e`'s line as a copy (see [`Index::read_line`]).
+    #[cfg(test)]
     pub fn line(&self, e: u32) -> Result<Vec<u8>> {
         let mut v = vec![0u8; self.line_len(e)];
         self.read_line(e, &mut v)?;
@@ -1325,15 +610,40 @@ impl Index {
         v
     }
 
-    /// Parent of `e` after cycle breaking, if any.
-    pub fn parent_of(&self, e: u32) -> Option<u32> {
-        self.parent.get(e as usize).copied().filter(|&p| p != NONE)
+    /// Entries from the root down to `e` (empty for an unknown number).
+    pub fn path(&self, e: u32) -> Vec<u32> {
+        tree::path(&self.parent, e)
     }
 
-    /// Entries of type code `k` in file order (labels, session_info, ...).
-    pub fn entries_of_kind(&self, k: u8) -> Vec<u32> {
+    /// The `getTree` shape (`tree::shape`): roots in file order, children oldest
+    /// first as CSR.
+    pub fn tree(&self) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+        tree::shape(&self.parent, &self.ts)
+    }
+
+    /// The context plan at leaf `e` (`None`, or an unknown number: an empty plan).
+    pub fn plan(&self, leaf: Option<u32>) -> Plan {
+        match leaf.filter(|&e| (e as usize) < self.len()) {
+            None => Plan::default(),
+            Some(e) => context::plan(&self.path(e), &self.kinds, &self.roles, |c| {
+                self.first_kept_of(c)
+            }),
+        }
+    }
+
+    /// The entry compaction `c`'s `firstKeptEntryId` names, if any.
+    fn first_kept_of(&self, c: u32) -> Option<u32> {
+        let i = self
+            .compactions
+            .binary_search_by_key(&c, |(e, _)| *e)
+            .ok()?;
+        self.find(self.compactions[i].1.as_deref()?)
+    }
+
+    /// Entries of kind `k` in file order (labels, session_info, ...).
+    pub fn entries_of_kind(&self, k: EntryKind) -> Vec<u32> {
         (0..self.len() as u32)
-            .filter(|&e| self.kinds[e as usize] & 0x7f == k)
+            .filter(|&e| self.kinds[e as usize] == k)
             .collect()
     }
 
@@ -1346,15 +656,15 @@ impl Index {
             .chain(&self.tail_issues)
             .cloned()
             .collect();
-        v.sort_by_key(|i| (i.line.is_none(), i.line, i.kind.rule()));
+        issue::sort(&mut v);
         v
     }
 
     // ------------------------------------------------------------------ growth
 
     /// Index one line appended to the image (the caller writes `line + "\n"`, after a
-    /// `"\n"` if [`Index::ends_mid_line`]). Returns the new entry, or `None` if the
-    /// line was not accepted (reported in `issues`).
+    /// `"\n"` if the image does not end with one). Returns the new entry, or `None` if
+    /// the line was not accepted (reported in `issues`).
     pub fn append_line(&mut self, line: &[u8]) -> Result<Option<u32>> {
         let mut bytes = Vec::with_capacity(line.len() + 2);
         if self.ends_mid_line() {
@@ -1372,13 +682,13 @@ impl Index {
         )
     }
 
-    /// Index complete lines another process appended to `path`. Returns how many
-    /// entries were added.
-    pub fn refresh(&mut self, path: &Path) -> Result<usize> {
-        // The last consumed line must still end where it did: else the file was
-        // rewritten in place (same inode, not shorter). Only the new bytes are read.
-        self.src
-            .grow(path, self.image_len, self.mid_line.is_none())?;
+    /// Index complete lines appended to the file since `image_len` (read from the
+    /// file descriptor held since `open` or [`Index::attach`]; an in-memory image with
+    /// no file has nothing to read). Returns how many entries were added. A file now
+    /// shorter than `image_len` is [`Error::Stale`]; whether it is still the same file
+    /// with the same bytes is the caller's to check.
+    pub fn refresh(&mut self) -> Result<usize> {
+        self.src.grow(self.image_len)?;
         if self.needs_migration {
             self.image_len = self.src.len();
             return Ok(0);
@@ -1386,9 +696,34 @@ impl Index {
         self.index_new()
     }
 
+    /// Hold the file at `path` for later refreshes: an in-memory image (`from_image`)
+    /// that has been written there. A no-op for an index that holds a file already.
+    pub fn attach(&mut self, path: &Path) -> Result<()> {
+        self.src.attach(path)
+    }
+
     /// Release the map.
     pub fn close(&mut self) {
         self.src.close();
+    }
+}
+
+/// Why `content`, the first non-blank line of an image without a header, is not one:
+/// judged as `_load.header_error` judges it (a torn fragment's recovered object counts).
+fn header_problem(content: &[u8]) -> HeaderProblem {
+    let ls = scan::scan_line(content);
+    match ls.verdict {
+        Verdict::Invalid => HeaderProblem::NotJson,
+        Verdict::NotObject => HeaderProblem::NotObject,
+        Verdict::Object => {
+            let obj = &content[ls.recovered_at..];
+            let ty = scan::str_bytes(obj, ls.fields.ty);
+            if ty.is_some_and(|t| EntryKind::from_name(&t) == EntryKind::Session) {
+                HeaderProblem::NoStringId
+            } else {
+                HeaderProblem::WrongType(scan::value_text(obj, ls.fields.ty))
+            }
+        }
     }
 }
 
@@ -1436,7 +771,7 @@ mod tests {
         assert_eq!(ix.path(ix.find(b"x").unwrap()).len(), n + 1);
         let cyc = ix_cycle();
         assert_eq!(kinds(&cyc), vec![("cycle", Some(2))]);
-        assert_eq!(cyc.parent_of(0), None);
+        assert_eq!(cyc.path(0), vec![0]); // the breaker is a root
         assert_eq!(cyc.path(2), vec![0, 1, 2]);
     }
 
@@ -1476,6 +811,51 @@ mod tests {
         let ix = Index::from_image(bom.into_bytes()).unwrap();
         assert_eq!(kinds(&ix), vec![("bom", Some(1))]);
         assert!(ix.line(0).unwrap().ends_with(b"}"));
+    }
+
+    #[test]
+    fn header_problems_are_judged_like_the_python_backend() {
+        let problem = |img: &[u8]| match Index::from_image(img.to_vec()) {
+            Err(Error::InvalidSession {
+                problem,
+                line,
+                offset,
+            }) => (problem.code(), line, offset),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("accepted {:?}", String::from_utf8_lossy(img)),
+        };
+        let at = |code: &str, line, offset| (code.to_string(), Some(line), Some(offset));
+        assert_eq!(problem(b""), ("empty".to_string(), None, None));
+        assert_eq!(problem(b" \n\r\n"), ("empty".to_string(), None, None));
+        assert_eq!(problem(b"\n  \ngarbage\n"), at("not_json", 3, 4));
+        assert_eq!(problem(b"\xef\xbb\xbf[1]\r\n"), at("not_object", 1, 0));
+        assert_eq!(problem(b"{\"type\":\"sess"), at("not_json", 1, 0));
+        assert_eq!(problem(br#"{"type":"session"}"#), at("no_id", 1, 0));
+        assert_eq!(
+            problem(br#"{"type":"sess\u0069on","id":5}"#),
+            at("no_id", 1, 0)
+        );
+        assert_eq!(problem(br#"{"id":"a"}"#), at("type", 1, 0));
+        for (ty, code) in [
+            (r#""message""#, r#"type:"message""#),
+            (r#""m\u00e9""#, r#"type:"m\u00e9""#),
+            ("null", "type:null"),
+            ("true", "type:true"),
+            ("-1.5e5", "type:-1.5e5"),
+            (
+                r#" {"a" : [1, "]}\"", {}]} "#,
+                r#"type:{"a" : [1, "]}\"", {}]}"#,
+            ),
+        ] {
+            let line = format!(r#"{{"type":{ty},"id":"a"}}"#);
+            assert_eq!(problem(line.as_bytes()), at(code, 1, 0), "{ty}");
+        }
+        // A header fused to the next line by a lone CR: the recovered object counts.
+        let fused = format!("{H}\r{}\n", e("a", None, "message"));
+        assert_eq!(problem(fused.as_bytes()), at(r#"type:"message""#, 1, 0));
+        // The first non-blank line is named even when a later object is the culprit.
+        let later = format!("oops\n{}\n", e("a", None, "message"));
+        assert_eq!(problem(later.as_bytes()), at("not_json", 1, 0));
     }
 
     #[test]
@@ -1564,15 +944,49 @@ mod tests {
             let scanned0 = ix.scanned;
             let line = e("new", Some(&format!("e{}", n - 1)), "message");
             f.append(format!("{line}\n").as_bytes());
-            assert_eq!(ix.refresh(&f.0).unwrap(), 1);
+            assert_eq!(ix.refresh().unwrap(), 1);
             let want = line.len() as u64 + 1;
             assert_eq!(ix.src.grow_stats(), (read0 + want, remaps0), "{tag}");
             assert_eq!(ix.scanned - scanned0, want, "{tag}");
             assert_eq!(ix.path(n as u32).len(), n + 1);
             assert_eq!(ix.line(n as u32).unwrap(), line.as_bytes());
-            assert_eq!(ix.refresh(&f.0).unwrap(), 0);
+            assert_eq!(ix.refresh().unwrap(), 0);
             assert_eq!(ix.scanned - scanned0, want, "{tag}");
         }
+    }
+
+    #[test]
+    fn refresh_reads_the_held_file_only() {
+        // Identity is the caller's to check: a path replaced or removed does not change
+        // what the index reads; a held file cut below `image_len` is stale.
+        let f = TempFile::new("held", &session(5, 10));
+        let mut ix = Index::open(&f.0).unwrap();
+        let first = ix.line(0).unwrap();
+        let other = TempFile::new("other", &session(9, 10));
+        std::fs::rename(&other.0, &f.0).unwrap();
+        assert_eq!(ix.refresh().unwrap(), 0);
+        std::fs::remove_file(&f.0).unwrap();
+        assert_eq!(ix.refresh().unwrap(), 0);
+        assert_eq!(ix.line(0).unwrap(), first);
+        let g = TempFile::new("cut", &session(5, 10));
+        let mut ix = Index::open(&g.0).unwrap();
+        let file = std::fs::OpenOptions::new().write(true).open(&g.0).unwrap();
+        file.set_len(ix.image_len() - 1).unwrap();
+        assert!(matches!(ix.refresh(), Err(Error::Stale(_))));
+    }
+
+    #[test]
+    fn an_image_attached_to_its_file_refreshes_from_it() {
+        let img = session(3, 10);
+        let mut ix = Index::from_image(img.clone()).unwrap();
+        assert_eq!(ix.refresh().unwrap(), 0); // no file: nothing to read
+        let f = TempFile::new("attach", &img);
+        ix.attach(&f.0).unwrap();
+        let line = e("x", Some("e2"), "message");
+        f.append(format!("{line}\n").as_bytes());
+        assert_eq!(ix.refresh().unwrap(), 1);
+        assert_eq!(ix.line(3).unwrap(), line.as_bytes());
+        assert_eq!(ix.path(3), vec![0, 1, 2, 3]);
     }
 
     #[test]
@@ -1582,7 +996,7 @@ mod tests {
         // A pending fragment, then its rest and more lines than the tail may hold.
         let first = e("n0", Some("e9"), "message");
         f.append(&first.as_bytes()[..20]);
-        assert_eq!(ix.refresh(&f.0).unwrap(), 0);
+        assert_eq!(ix.refresh().unwrap(), 0);
         assert!(ix.has_pending_tail());
         let mut more = format!("{}\n", &first[20..]);
         for i in 1..2000 {
@@ -1590,7 +1004,7 @@ mod tests {
             more.push('\n');
         }
         f.append(more.as_bytes());
-        assert_eq!(ix.refresh(&f.0).unwrap(), 2000);
+        assert_eq!(ix.refresh().unwrap(), 2000);
         assert_eq!(ix.src.grow_stats().1, 1);
         assert!(!ix.has_pending_tail() && ix.issues().is_empty());
         assert_eq!(ix.path(ix.last().unwrap()).len(), 2010);
@@ -1602,10 +1016,47 @@ mod tests {
         f.append(format!("{own}\n").as_bytes());
         let next = e("next", Some("own"), "message");
         f.append(format!("{next}\n").as_bytes());
-        assert_eq!(ix.refresh(&f.0).unwrap(), 1);
+        assert_eq!(ix.refresh().unwrap(), 1);
         assert_eq!(ix.line(2010).unwrap(), own.as_bytes());
         assert_eq!(ix.line(2011).unwrap(), next.as_bytes());
         assert_eq!(ix.path(2011).len(), 2012);
+    }
+
+    #[test]
+    fn issues_carry_their_facts() {
+        type Fact = (&'static str, Option<u64>, Option<Vec<u8>>);
+        let facts = |ix: &Index| -> Vec<Fact> {
+            ix.issues()
+                .into_iter()
+                .map(|i| (i.kind.as_str(), i.n, i.text))
+                .collect()
+        };
+        let mut img = format!("\u{feff}xy{H}\n").into_bytes();
+        for l in [
+            e("a", None, "message"),
+            e("a", None, "message"),
+            format!("junk{}", e("b", Some("c"), "custom")),
+            e("c", Some("b"), "wei\\u0072d"),
+            r#"{"type":7,"id":"d","parentId":null}"#.to_string(),
+        ] {
+            img.extend_from_slice(l.as_bytes());
+            img.push(b'\n');
+        }
+        img.extend_from_slice(b"{\"type\":\r");
+        let ix = Index::from_image(img).unwrap();
+        assert_eq!(
+            facts(&ix),
+            vec![
+                ("bom", None, None),
+                ("torn_fragment", Some(5), None), // BOM + "xy": from the line's first byte
+                ("duplicate_id", Some(2), None),
+                ("torn_fragment", Some(4), None),
+                ("cycle", Some(2), None),
+                ("unknown_type", None, Some(b"weird".to_vec())),
+                ("unknown_type", None, None),
+                ("truncated", Some(8), None), // the CR is the line ending's
+            ]
+        );
     }
 
     #[test]
@@ -1741,6 +1192,26 @@ mod tests {
             ix.for_each_line(&path, |_| ()),
             Err(Error::Stale(_))
         ));
-        assert!(matches!(ix.check(), Err(Error::Stale(_))));
+        assert!(ix.header().is_ok()); // before the cut
+    }
+
+    /// A whole `Index::from_image` of a big file (set `SESSIONTREE_BENCH_FILE`), best
+    /// of 3: `cargo test --release --no-default-features -- --ignored --nocapture
+    /// bench_open` (`scan::tests::bench_scan` times its pieces).
+    #[test]
+    #[ignore]
+    fn bench_open() {
+        let Ok(path) = std::env::var("SESSIONTREE_BENCH_FILE") else {
+            return;
+        };
+        let data = std::fs::read(path).unwrap();
+        let mut best = f64::MAX;
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let n = Index::from_image(data.clone()).map_or(0, |i| i.len());
+            best = best.min(t.elapsed().as_secs_f64());
+            assert!(n > 0);
+        }
+        println!("Index::from_image {best:.3}s");
     }
 }

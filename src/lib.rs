@@ -1,18 +1,32 @@
 //! sessiontree core: index Pi session JSONL files without building JSON values.
 //!
-//! Data flows one way: bytes ([`source`]) → lines and fields ([`scan`]) → columns and
-//! loader rules ([`index`]) → paths and tree ([`tree`]) → context plan ([`context`]).
-//! `python.rs` (feature `python`) is the only file that touches PyO3.
+//! Data flows one way: bytes (`source`) → lines and their fields (`lines`, over the
+//! JSON scanner `scan`) → columns and loader rules ([`Index`], in `index`) → paths and
+//! tree (`tree`) → context plan (`context`). `kind`, `issue`, `ids`, `time` and `error`
+//! hold the shared vocabulary and import no other module. `python.rs` (feature
+//! `python`) is the only file that touches PyO3. `use crate::` edges form a DAG
+//! (docs/ARCHITECTURE.md lists them).
 
-pub mod context;
-pub mod error;
-pub mod index;
-pub mod scan;
-pub mod source;
-pub mod tree;
+mod context;
+mod error;
+mod ids;
+mod index;
+mod issue;
+mod kind;
+mod lines;
+mod scan;
+mod source;
+mod time;
+mod tree;
 
+pub use context::Plan;
 pub use error::{Error, Result};
-pub use index::{Index, Issue, IssueKind, Plan};
+pub use index::Index;
+pub use issue::{Issue, IssueKind};
+pub use kind::{EntryKind, Role, ENTRY_TYPES};
+pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES};
+pub use source::count_newlines;
+pub use time::parse_iso_ms;
 
 #[cfg(feature = "python")]
 mod python;

@@ -4,7 +4,7 @@
 //! growth (`append_line`, `refresh`) swaps in place. A thread never waits for the lock
 //! while attached to the interpreter (it detaches to wait), so a refresh that runs
 //! detached cannot deadlock against a reader that holds the GIL.
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
@@ -12,7 +12,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 use crate::error::Error;
-use crate::index::{kind, Index};
+use crate::index::Index;
+use crate::kind::EntryKind;
 
 pyo3::import_exception!(sessiontree.errors, InvalidSessionError);
 pyo3::import_exception!(sessiontree.errors, StaleSessionError);
@@ -29,17 +30,20 @@ fn to_py_err(e: Error, path: Option<&str>) -> PyErr {
             }
             None => PyErr::from(io),
         },
+        // The reason is a code (`HeaderProblem::code`); `_load.header_error_from_code`
+        // words it, as the python backend does.
         Error::InvalidSession {
-            reason,
+            problem,
             line,
             offset,
-        } => InvalidSessionError::new_err((reason, path.map(str::to_owned), line, offset)),
+        } => InvalidSessionError::new_err((problem.code(), path.map(str::to_owned), line, offset)),
         Error::Stale(why) => StaleSessionError::new_err(why),
         Error::Closed => SessionError::new_err("the session index is closed"),
     }
 }
 
-/// An id as Python `str`: bytes are UTF-8 except lone surrogates (3-byte form).
+/// An id (or other decoded JSON string) as Python `str`: bytes are UTF-8 except lone
+/// surrogates (3-byte form).
 fn id_to_py<'py>(py: Python<'py>, id: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     match std::str::from_utf8(id) {
         Ok(s) => Ok(PyString::new(py, s).into_any()),
@@ -172,7 +176,7 @@ impl PyIndex {
         Ok(PyBytes::new(py, &h))
     }
 
-    /// `load_report` items: (kind, line, offset, ids, detail), by line then rule.
+    /// `load_report` items: (kind, line, offset, ids, n, text), by line then rule.
     fn issues<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let ix = self.read(py);
         let items = ix
@@ -184,12 +188,14 @@ impl PyIndex {
                     .iter()
                     .map(|id| id_to_py(py, id))
                     .collect::<PyResult<Vec<_>>>()?;
+                let text = i.text.as_deref().map(|t| id_to_py(py, t)).transpose()?;
                 (
                     i.kind.as_str(),
                     i.line,
                     i.offset,
                     PyTuple::new(py, ids)?,
-                    i.detail,
+                    i.n,
+                    text,
                 )
                     .into_pyobject(py)
             })
@@ -263,17 +269,6 @@ impl PyIndex {
         self.read(py).has_pending_tail()
     }
 
-    /// The image does not end with LF: an appended line follows one `b"\n"`.
-    fn ends_mid_line(&self, py: Python<'_>) -> bool {
-        self.read(py).ends_mid_line()
-    }
-
-    /// Parent of entry `n` (after cycle breaking), or `None` for a root.
-    fn parent(&self, py: Python<'_>, n: i64) -> PyResult<Option<u32>> {
-        let ix = self.read(py);
-        Ok(ix.parent_of(Self::entry(&ix, n)?))
-    }
-
     /// Children of entry `n` in file order.
     fn children(&self, py: Python<'_>, n: i64) -> PyResult<Vec<u32>> {
         let ix = self.read(py);
@@ -284,13 +279,6 @@ impl PyIndex {
     fn path(&self, py: Python<'_>, n: i64) -> PyResult<Vec<u32>> {
         let ix = self.read(py);
         Ok(ix.path(Self::entry(&ix, n)?))
-    }
-
-    /// Lines from the root down to `n`, one copy each.
-    fn path_lines<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyList>> {
-        let ix = self.read(py);
-        let e = Self::entry(&ix, n)?;
-        self.lines_of(py, &ix, &ix.path(e))
     }
 
     /// Ids from the root down to `n`.
@@ -314,8 +302,8 @@ impl PyIndex {
 
     /// Entries whose `type` is `type_name` (one of Pi's nine), in file order.
     fn entries_of_type(&self, py: Python<'_>, type_name: &str) -> PyResult<Vec<u32>> {
-        let k = kind::from_name(type_name.as_bytes());
-        if k >= kind::UNKNOWN {
+        let k = EntryKind::from_name(type_name.as_bytes());
+        if k.name().is_none() {
             return Err(PyValueError::new_err(format!(
                 "not an entry type: {type_name}"
             )));
@@ -350,16 +338,23 @@ impl PyIndex {
         ix.append_line(bytes).map_err(|e| self.err(e))
     }
 
-    /// Index complete lines appended to `path` since `image_len()`; returns how many
-    /// entries were added (releases the GIL).
-    fn refresh(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let p = path_string(path)?;
-        let pb = PathBuf::from(&p);
+    /// Index complete lines appended to the file since `image_len()`, read from the
+    /// file descriptor the index holds; returns how many entries were added (releases
+    /// the GIL).
+    fn refresh(&self, py: Python<'_>) -> PyResult<usize> {
         py.detach(|| {
             let mut ix = self.inner.write().unwrap_or_else(|e| e.into_inner());
-            ix.refresh(&pb)
+            ix.refresh()
         })
-        .map_err(|e| to_py_err(e, Some(&p)))
+        .map_err(|e| self.err(e))
+    }
+
+    /// Hold the file at `path` for later refreshes (an image from `from_image` that has
+    /// been written there); a no-op for an index that holds a file already.
+    fn attach(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<()> {
+        let p = path_string(path)?;
+        let mut ix = self.write(py);
+        ix.attach(Path::new(&p)).map_err(|e| to_py_err(e, Some(&p)))
     }
 
     /// Release the map; later reads raise `SessionError`.
@@ -373,7 +368,7 @@ impl PyIndex {
 fn count_newlines(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<u64> {
     let p = path_string(path)?;
     let pb = PathBuf::from(&p);
-    py.detach(move || crate::source::count_newlines(&pb))
+    py.detach(move || crate::count_newlines(&pb))
         .map_err(|e| to_py_err(e, Some(&p)))
 }
 
@@ -385,8 +380,18 @@ mod _sessiontree {
     use super::PyIndex;
     use pyo3::prelude::*;
 
+    /// The core's tables, for `tests/test_tables.py` to hold equal to Python's.
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
-        m.add("__version__", env!("CARGO_PKG_VERSION"))
+        use crate::IssueKind;
+        use pyo3::types::PyTuple;
+        let py = m.py();
+        m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        m.add("ENTRY_TYPES", PyTuple::new(py, crate::ENTRY_TYPES)?)?;
+        let kinds = IssueKind::ALL.map(IssueKind::as_str);
+        m.add("ISSUE_KINDS", PyTuple::new(py, kinds)?)?;
+        m.add("MAX_DEPTH", crate::MAX_DEPTH)?;
+        m.add("MAX_INT_DIGITS", crate::MAX_INT_DIGITS)?;
+        m.add("MAX_TORN_CANDIDATES", crate::MAX_TORN_CANDIDATES)
     }
 }

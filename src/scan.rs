@@ -1,90 +1,25 @@
-//! Line framing, JSON validation and top-level field extraction, without a JSON value.
+//! The JSON validator and field extractor: one line (or suffix) in, a verdict and the
+//! spans of the top-level fields the index needs out, without building a value.
 //!
-//! Design (STYLE.md §5, measured here, see `MEASUREMENTS` below): the loader must
-//! accept and reject exactly the lines `json.loads` does (both backends compare
-//! `load_report`s), so unlike the early-stop scanner of STYLE §5 every line is
-//! validated to its end. The validator is one iterative state machine over the
-//! tokens: a fixed bit stack of container kinds (nesting is capped at
-//! [`MAX_DEPTH`], the limit `_jsonl.decode_line` enforces, so the stack needs no
-//! allocation), every byte read through `get`, so no input can panic. String bodies
-//! never reach it byte by byte: `block.rs` (stage 1) classifies 64-byte windows into
-//! `"` / `\` / < 0x20 / escape-letter bitmasks (AVX2 when `is_x86_feature_detected!`
-//! says so, else SSE2 on x86_64, SWAR elsewhere), derives the escaped bytes with the
-//! odd-backslash-run trick (carried across windows), and returns the first unescaped
-//! quote; only `\u` escapes are looked at one by one. A window is reused by every
-//! string that opens inside it (no prefix-XOR in-string mask is needed: the state
-//! machine knows where strings open). `validate` picks the classifier once per line
-//! and runs an AVX2-compiled copy of the state machine when it can. UTF-8 is checked
-//! once per line by simdutf8 (invalid UTF-8 is not a JSON error, it is reported and
-//! replaced like `from_utf8_lossy`). The fields the tree needs are recorded as spans
-//! while the validator passes them (keys in any order, the last duplicate wins), and
-//! only spans that contain `\` or invalid UTF-8 are decoded.
+//! Guarantees: [`validate`] accepts exactly the documents `json.loads` accepts, except
+//! that the `NaN`/`Infinity` literals, nesting deeper than [`MAX_DEPTH`] and integers
+//! longer than [`MAX_INT_DIGITS`] digits are invalid (`_jsonl.decode_line`'s rules, so
+//! both backends agree on every line); invalid UTF-8 is not a JSON error (it is
+//! reported and replaced like `from_utf8_lossy`). No input can panic or recurse: every
+//! byte is read through `get`, and open containers are a fixed bit stack.
+//! [`validate_line`] gives the same verdicts while it finds the line's `\n`.
+//! [`scan_line`] adds rule 4's torn-fragment recovery (at most
+//! [`MAX_TORN_CANDIDATES`] tries). Fields (`type`, `id`, `parentId`, `timestamp`,
+//! `firstKeptEntryId`, `version`, `message.role`) are recorded as spans while the
+//! validator passes them, keys in any order, the last duplicate winning; only spans
+//! that contain `\` or invalid UTF-8 are decoded ([`decode_span`]: escapes as
+//! `json.loads`, lone surrogates kept in generalized UTF-8).
 //!
-//! MEASUREMENTS (2-core box shared with other builds; during these runs another
-//! tenant kept one core at 100%, so figures vary ±30% run to run; compare within a
-//! run). File: 1.07 GB, 862k lines (avg 1.25 KB) of corpus entries chained with fresh
-//! ids (`/tmp/big/gen.py` in the issue notes); escape-dense: a `\` every 23 bytes, a
-//! `"` every 18, 3.7% non-ASCII bytes.
-//! Rust, best of 3, owned bytes: `SESSIONTREE_BENCH_FILE=big.jsonl cargo test
-//! --release --no-default-features -- --ignored --nocapture bench_scan`:
-//!   memchr newlines 12.9 GB/s · simdutf8 13.5 · `validate` 2.25 (was 0.48–0.69 with
-//!   the 16-byte SWAR skip) · `scan_line` 1.86 (was 0.44–0.49).
-//! Python, warm cache, best of 3, old and new extension loaded in one process and
-//! alternated (`count_newlines(path)` vs `Index.open(path)`):
-//!   count 0.25 s · open before 1.77 s (6.9×) · open after 1.44 s (5.6×); open alone
-//!   in quieter moments: 1.05–1.2 s (count ~0.26 s nearby). Same `issues()`, ids,
-//!   parents and lines as before on this file and on a 50 MB copy with ~20k randomly
-//!   mutated lines.
-//!   Of an open (serial): map + `MAP_POPULATE` 0.09–0.12 s, scan 0.8–0.9 s, ingest
-//!   0.16–0.2 s (was 0.3: presized id table, one probe per entry, prefetch, the
-//!   previous entry as parent shortcut).
-//! Two scan threads (`index::PARALLEL_MIN`, 16 MiB): first measured as no gain while
-//! the other core was busy (serial 1.05/1.22/1.64 s vs parallel 1.16/1.21/1.60 s).
-//!
-//! Round 2 (2026-11-30; same box, load average 2–2.7 on 2 cores throughout, so wall
-//! times swing 2×: compare only alternated runs in one process). Files: `big.jsonl`
-//! above, and `g1.jsonl` = `python -m sessiontree generate g1.jsonl --size 1GiB
-//! --seed 2` (72,811 entries, ~14 KiB/line, a `\` every 21 bytes, 0.4% non-ASCII).
-//! Script: the previous and the new extension loaded in one Python process
-//! (`importlib` on the old `.so`), per repetition `count_newlines(p)`, then for each
-//! build `Index.open(p)` and `Index.open(p)` + `context_plan(last())`; best of 5, and
-//! the process CPU time (`time.process_time`, all threads) next to the wall time:
-//!   g1   count 0.199 s · open 0.244 → 0.245 s wall (1.2×), CPU 0.38 → 0.36 s
-//!        (open+plan 0.310 → 0.237 s); in a quieter minute 0.263 → 0.240 s (1.16×).
-//!   big  count 0.23 s · open CPU 1.24 → 1.09 s (5.4× → 4.8× of count's CPU); wall
-//!        0.800 → 0.692 s (3.3× → 2.8×) with the second core free, 1.17 → 1.09 s
-//!        (5.1× → 4.8×) when another tenant held it (then the scan is serial in effect).
-//!   What changed: object lines are validated up to their `\n` in one pass
-//!   ([`validate_line`]: `\n` is not whitespace in line mode and must follow the
-//!   value; anything else falls back to framing with memchr + [`scan_line`], so the
-//!   verdicts are those of `validate` — tests check both modes on every scanner test
-//!   input); spans of a line already known to be valid UTF-8 are not checked again
-//!   (`str_bytes_of`, `decode_span`); type names by `match`.
-//!   Serial vs parallel, alternated, best of 7 (load 2.6): g1 0.322 vs 0.321 s, big
-//!   1.045 vs 0.699 s: the split pays on short-line files, costs nothing on g1; kept.
-//!   Rejected (measured): pre-faulting each thread's half with `MADV_POPULATE_READ`
-//!   instead of one `MAP_POPULATE` (1 GiB: 0.08–0.10 s either way, the page-table
-//!   work does not split across threads here; open unchanged); SWAR digit runs in
-//!   numbers (no difference above the noise).
-//!   Where an open of big.jsonl goes now (perf, 2 threads): `validate` 38%, kernel
-//!   (populate, munmap, heap faults) ~15%, serial ingest 6%, `skip_number` 5%,
-//!   simdutf8 5%, `key_slot_named` 4%, `parse_iso_ms` 2%. Not yet 3× on big with a
-//!   busy second core: the token state machine still takes a mispredicted branch per
-//!   value kind (~20 ns per string on these short-token lines). Next steps, in order
-//!   of expected gain: a structural-character mask per window so the loop jumps from
-//!   structural to structural (simdjson stage 1, with the in-string mask), ingest of
-//!   the first half overlapped with the scan of the second, a 64-byte candidate
-//!   record (line offset and `firstKeptEntryId` in side tables; now 120 B per line,
-//!   ~100 MB on big.jsonl), and skipping simdutf8 for lines whose strings are ASCII
-//!   (a movemask per window).
-//!   Growth (`source::Source::grow`, `index::scan_parallel`), median of 30 after
-//!   another writer appends one line, then `Index.refresh`: 1 MB 0.10 → 0.012 ms,
-//!   100 MB 0.28 → 0.016 ms, 1 GiB 119 → 0.009 ms (was a new `MAP_POPULATE` map of
-//!   the whole file; now `pread` of the new bytes). 2,000 `Index.append_line` calls:
-//!   59 → 1.6 µs each on a 10-entry index, 62 → 2.1 µs on 10,000 entries (every call
-//!   asked `available_parallelism`, which reads cgroup files).
-//!   Rejected: early stop after the four header keys (STYLE §5, 23 GB/s) — it cannot
-//!   reject the lines `json.loads` rejects, and both backends must agree.
+//! Design: every line is validated to its end (an early stop cannot reject what
+//! `json.loads` rejects). String bodies are skipped a 64-byte window at a time by
+//! `block.rs` (AVX2 when detected, else SSE2, SWAR elsewhere); the state machine is
+//! compiled a second time with AVX2 enabled. Measurements: docs/BENCHMARKS.md,
+//! "Core measurements (history)".
 
 use std::borrow::Cow;
 
@@ -127,8 +62,11 @@ pub enum Val {
         /// One past the last byte.
         end: usize,
     },
-    /// Anything else (true/false, object, array).
-    Other,
+    /// Anything else (true/false, object, array); `start` is its first byte.
+    Other {
+        /// First byte of the value.
+        start: usize,
+    },
 }
 
 /// The top-level fields the index needs, as spans into the scanned slice.
@@ -144,8 +82,6 @@ pub struct Fields {
     pub timestamp: Val,
     /// `firstKeptEntryId` (compaction).
     pub first_kept: Val,
-    /// `targetId` (label).
-    pub target_id: Val,
     /// `version` (header).
     pub version: Val,
     /// `message.role`, from the last `message` key whose value is an object.
@@ -172,7 +108,6 @@ enum Slot {
     ParentId,
     Timestamp,
     FirstKept,
-    TargetId,
     Version,
     Message,
     Role,
@@ -185,7 +120,6 @@ fn top_slot(key: &[u8]) -> Slot {
         b"parentId" => Slot::ParentId,
         b"timestamp" => Slot::Timestamp,
         b"firstKeptEntryId" => Slot::FirstKept,
-        b"targetId" => Slot::TargetId,
         b"version" => Slot::Version,
         b"message" => Slot::Message,
         _ => Slot::None,
@@ -367,7 +301,7 @@ fn validate_with<C: Classify, const LINE: bool>(
                     if st.depth == 2 && slot == Slot::Message && obj {
                         msg_open = true;
                     }
-                    record(f, slot, Val::Other);
+                    record(f, slot, Val::Other { start });
                     i += 1;
                     if obj {
                         // Expect a key or `}`.
@@ -428,7 +362,12 @@ fn validate_with<C: Classify, const LINE: bool>(
                     if s.get(i..i + lit.len()) != Some(lit) {
                         return bad;
                     }
-                    record(f, slot, if c == b'n' { Val::Null } else { Val::Other });
+                    let v = if c == b'n' {
+                        Val::Null
+                    } else {
+                        Val::Other { start }
+                    };
+                    record(f, slot, v);
                     i += lit.len();
                 }
                 _ => return bad,
@@ -577,7 +516,6 @@ fn record(f: &mut Fields, slot: Slot, v: Val) {
         Slot::ParentId => &mut f.parent_id,
         Slot::Timestamp => &mut f.timestamp,
         Slot::FirstKept => &mut f.first_kept,
-        Slot::TargetId => &mut f.target_id,
         Slot::Version => &mut f.version,
         Slot::Role => &mut f.role,
     };
@@ -709,6 +647,56 @@ pub fn str_bytes_of<'a>(s: &'a [u8], v: Val, utf8_ok: bool) -> Option<Cow<'a, [u
     Some(Cow::Owned(out))
 }
 
+/// The JSON text of a field's value as it stands in `s` (a line [`validate`] accepted,
+/// which `v` came from); `None` when the key is absent. Invalid UTF-8 is replaced as
+/// `from_utf8_lossy` does, so decoding the text gives the value `json.loads` gives.
+pub fn value_text(s: &[u8], v: Val) -> Option<String> {
+    let raw = match v {
+        Val::Absent => return None,
+        Val::Null => &b"null"[..],
+        Val::Str { start, end, .. } => &s[start - 1..end + 1],
+        Val::Num { start, end } => &s[start..end],
+        Val::Other { start } => &s[start..value_end(s, start)],
+    };
+    Some(String::from_utf8_lossy(raw).into_owned())
+}
+
+/// One past the end of the literal, array or object at `s[i]`, a value of a line the
+/// validator accepted (so brackets balance outside strings and strings close).
+fn value_end(s: &[u8], i: usize) -> usize {
+    if !matches!(s.get(i), Some(b'{' | b'[')) {
+        let n = s[i..]
+            .iter()
+            .position(|c| !c.is_ascii_alphanumeric())
+            .unwrap_or(s.len() - i);
+        return i + n;
+    }
+    let (mut depth, mut in_str, mut esc) = (0usize, false, false);
+    for (k, &c) in s.iter().enumerate().skip(i) {
+        if in_str {
+            match (esc, c) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return k + 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    s.len()
+}
+
 /// Only space, tab and CR (rule 2: skipped silently).
 pub fn is_blank(line: &[u8]) -> bool {
     line.iter().all(|&b| matches!(b, b' ' | b'\t' | b'\r'))
@@ -761,122 +749,6 @@ pub fn scan_line(line: &[u8]) -> LineScan {
         recovered_at: 0,
         fields: Fields::default(),
     }
-}
-
-/// Epoch milliseconds of an ISO-8601 timestamp as JavaScript `Date.parse` reads it
-/// (`_time.parse_iso_ms`): `YYYY[-MM[-DD]]` or `±YYYYYY…`, optional
-/// `THH:mm[:ss[.f+]]` (fraction truncated to ms) and `Z`/`±HH:mm`; no offset = UTC;
-/// any day 1..=31 rolls over; `24:00` is the next midnight. `None` where JS gives NaN.
-pub fn parse_iso_ms(s: &[u8]) -> Option<i64> {
-    let mut i = 0;
-    let num = |i: &mut usize, n: usize| -> Option<i64> {
-        let d = s.get(*i..*i + n)?;
-        let mut v = 0i64;
-        for &c in d {
-            if !c.is_ascii_digit() {
-                return None;
-            }
-            v = v * 10 + (c - b'0') as i64;
-        }
-        *i += n;
-        Some(v)
-    };
-    let year = match s.first()? {
-        b'+' | b'-' => {
-            let neg = s[0] == b'-';
-            i = 1;
-            let y = num(&mut i, 6)?;
-            if neg && y == 0 {
-                return None;
-            }
-            if neg {
-                -y
-            } else {
-                y
-            }
-        }
-        _ => num(&mut i, 4)?,
-    };
-    let (mut month, mut day) = (1, 1);
-    if s.get(i) == Some(&b'-') {
-        i += 1;
-        month = num(&mut i, 2)?;
-        if s.get(i) == Some(&b'-') {
-            i += 1;
-            day = num(&mut i, 2)?;
-        }
-    }
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return None;
-    }
-    let (mut hour, mut minute, mut sec, mut ms) = (0, 0, 0, 0);
-    let mut offset_ms = 0i64;
-    if s.get(i) == Some(&b'T') {
-        i += 1;
-        hour = num(&mut i, 2)?;
-        if s.get(i) != Some(&b':') {
-            return None;
-        }
-        i += 1;
-        minute = num(&mut i, 2)?;
-        if s.get(i) == Some(&b':') {
-            i += 1;
-            sec = num(&mut i, 2)?;
-            if s.get(i) == Some(&b'.') {
-                i += 1;
-                let d = i;
-                let mut scale = 100;
-                while let Some(c) = s.get(i).filter(|c| c.is_ascii_digit()) {
-                    ms += (c - b'0') as i64 * scale;
-                    scale /= 10;
-                    i += 1;
-                }
-                if i == d {
-                    return None;
-                }
-            }
-        }
-        match s.get(i) {
-            Some(b'Z') => i += 1,
-            Some(&c @ (b'+' | b'-')) => {
-                i += 1;
-                let oh = num(&mut i, 2)?;
-                if s.get(i) != Some(&b':') {
-                    return None;
-                }
-                i += 1;
-                let om = num(&mut i, 2)?;
-                if oh > 23 || om > 59 {
-                    return None;
-                }
-                let d = (oh * 60 + om) * 60_000;
-                offset_ms = if c == b'+' { -d } else { d };
-            }
-            _ => {}
-        }
-        if minute > 59 || sec > 59 || hour > 24 || (hour == 24 && (minute | sec | ms) != 0) {
-            return None;
-        }
-    }
-    if i != s.len() {
-        return None;
-    }
-    let total = (days_from_civil(year, month, 1) + day - 1) * 86_400_000
-        + hour * 3_600_000
-        + minute * 60_000
-        + sec * 1000
-        + ms
-        + offset_ms;
-    (total.abs() <= 8_640_000_000_000_000).then_some(total)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

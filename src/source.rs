@@ -1,9 +1,13 @@
 //! Where the image's bytes live: a read-only memory map of the session file, or owned
-//! bytes (`from_image`), plus an owned tail buffer for lines appended through the
-//! API and for bytes another process appended (`grow` reads them with `pread`, so a
-//! refresh costs O(new bytes), not a new map of the whole file). All `unsafe` of the
-//! crate is in this file, except CPU intrinsics (the SIMD classifiers of
-//! `scan/block.rs`, a cache prefetch in `index.rs`).
+//! bytes (`from_image`), plus an owned tail buffer for lines appended through the API
+//! and for bytes another process appended.
+//!
+//! Guarantees: the file is opened once (`open`, or `attach` for an owned image written
+//! to a file since) and never by path again; growth is read from that file descriptor
+//! with `pread`, O(new bytes), and a file shorter than the indexed bytes is
+//! [`Error::Stale`]. Whether the path still names the same file with the same bytes
+//! is the caller's to check (the Python manager's staleness check). Nothing is ever
+//! written.
 //!
 //! SIGBUS: touching a mapped page past the end of a file that shrank kills the
 //! process, and no check can close the window between a check and the touch (another
@@ -13,24 +17,11 @@
 //! ([`Source::read_into`]), where a file that shrank gives a short read, reported as
 //! [`Error::Stale`], never a signal. The only remaining SIGBUS window is a truncation
 //! racing the initial scan (or the scan of a refresh that mapped the file again).
-//!
-//! Cost of `pread` instead of slicing the map (release build, pages cached, best of
-//! 5, old -> new; `Index` calls from Python, so each includes making the `bytes`):
-//! - 100 MB generated session (6,958 entries, lines ~18 KB; the leaf's path is 2,492
-//!   lines / 34 MB): `line` (random entry) 2.5-3.0 µs -> 4.8 µs; `path_lines(leaf)`
-//!   4.4-4.7 ms -> 7.5 ms; `lines()` (100 MB) 13-14 ms -> 22 ms. The kernel's copy
-//!   out of the page cache runs at ~7 GB/s against ~18 GB/s for `memcpy` out of a
-//!   populated map. `line` reads straight into its `bytes`; doing so for the long
-//!   lines of a path too (no second copy) gained nothing measurable.
-//! - 100 MB of ~1.1 KB lines (88,688 entries): `line` 0.8-1.1 µs -> 1.6-2.0 µs;
-//!   `lines` of 5,000 adjacent entries (5.6 MB) 0.8-1.1 ms -> 1.1-1.3 ms: adjacent
-//!   lines share one `pread` of up to [`BATCH_MAX`] bytes (64 KiB measured fastest:
-//!   7.2 GB/s, against 4.6 at 16 KiB and 2.3 at 256 KiB, where the buffer leaves L2).
-//! - `SessionManager.get_entry`: 4-8 µs before and after (decoding dominates).
+//! All `unsafe` of the crate is here (the map), except CPU intrinsics (`scan/block.rs`,
+//! a cache prefetch in `ids.rs`). Measurements: docs/BENCHMARKS.md.
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use memmap2::{Mmap, MmapOptions};
@@ -53,19 +44,21 @@ const GAP_MAX: u64 = 4 << 10;
 /// in cache; a longer single range is read alone).
 const BATCH_MAX: u64 = 64 << 10;
 
-struct Mapped {
-    file: File,
-    map: Option<Mmap>,
-    dev: u64,
-    ino: u64,
+/// Where `[0, primary_len)` of the image lives.
+enum Primary {
+    /// A map of the held file (`None`: the file was empty), read only by the scan.
+    Mapped(Option<Mmap>),
+    /// Owned bytes (`from_bytes`).
+    Owned(Vec<u8>),
 }
 
 /// The image: `[0, primary_len)` from the map or owned bytes, `[tail_base, len)` from
 /// the tail buffer (which may start before `primary_len` when a pending fragment was
-/// copied into it).
+/// copied into it). Growth is read from `file`, the file descriptor held since `open`
+/// (or `attach`): the core never opens a path again.
 pub struct Source {
-    mapped: Option<Mapped>,
-    owned: Vec<u8>,
+    file: Option<File>,
+    primary: Primary,
     tail: Vec<u8>,
     tail_base: u64,
     closed: bool,
@@ -125,13 +118,8 @@ impl Source {
         let map = map_file(&file, meta.len(), true)?;
         let len = map.as_ref().map_or(0, |m| m.len() as u64);
         Ok(Source {
-            mapped: Some(Mapped {
-                file,
-                map,
-                dev: meta.dev(),
-                ino: meta.ino(),
-            }),
-            owned: Vec::new(),
+            file: Some(file),
+            primary: Primary::Mapped(map),
             tail: Vec::new(),
             tail_base: len,
             closed: false,
@@ -144,8 +132,8 @@ impl Source {
     pub fn from_bytes(data: Vec<u8>) -> Source {
         let len = data.len() as u64;
         Source {
-            mapped: None,
-            owned: data,
+            file: None,
+            primary: Primary::Owned(data),
             tail: Vec::new(),
             tail_base: len,
             closed: false,
@@ -154,10 +142,23 @@ impl Source {
         }
     }
 
+    /// Hold the file at `path` for growth: an owned image that has been written there
+    /// since (the caller vouches that the file holds the image). A no-op for a source
+    /// that already holds a file.
+    pub fn attach(&mut self, path: &Path) -> Result<()> {
+        if self.closed {
+            return Err(Error::Closed);
+        }
+        if self.file.is_none() {
+            self.file = Some(File::open(path)?);
+        }
+        Ok(())
+    }
+
     fn primary(&self) -> &[u8] {
-        match &self.mapped {
-            Some(m) => m.map.as_deref().unwrap_or(&[]),
-            None => &self.owned,
+        match &self.primary {
+            Primary::Mapped(map) => map.as_deref().unwrap_or(&[]),
+            Primary::Owned(v) => v,
         }
     }
 
@@ -168,23 +169,20 @@ impl Source {
         self.tail_base + self.tail.len() as u64
     }
 
-    /// True when the image holds no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Fail with [`Error::Stale`] unless the mapped file still holds `[0, need)` of the
     /// primary segment. Owned images always pass.
     pub fn check(&self, need: u64) -> Result<()> {
         if self.closed {
             return Err(Error::Closed);
         }
-        let Some(m) = &self.mapped else { return Ok(()) };
+        let (Primary::Mapped(_), Some(file)) = (&self.primary, &self.file) else {
+            return Ok(());
+        };
         let need = need.min(self.tail_base).min(self.primary().len() as u64);
         if need == 0 {
             return Ok(());
         }
-        let size = m.file.metadata()?.len();
+        let size = file.metadata()?.len();
         if size < need {
             return Err(Error::Stale(format!(
                 "the file is {size} bytes, {need} are indexed"
@@ -203,8 +201,8 @@ impl Source {
                 (end - self.tail_base) as usize,
             );
             Some(self.tail.get(a..b).unwrap_or(&[]))
-        } else if self.mapped.is_none() {
-            Some(self.owned.get(start as usize..end as usize).unwrap_or(&[]))
+        } else if let Primary::Owned(v) = &self.primary {
+            Some(v.get(start as usize..end as usize).unwrap_or(&[]))
         } else {
             None
         }
@@ -227,10 +225,10 @@ impl Source {
             buf.copy_from_slice(b);
             return Ok(());
         }
-        let Some(m) = &self.mapped else {
+        let Some(file) = &self.file else {
             return Ok(());
         };
-        let got = read_full(&m.file, start, buf)?;
+        let got = read_full(file, start, buf)?;
         if got < buf.len() {
             return Err(Error::Stale(format!(
                 "the file ends at {}, {end} bytes are indexed",
@@ -313,43 +311,30 @@ impl Source {
         Ok(())
     }
 
-    /// Bring the image up to the file at `path` after it grew: `[0, indexed)` stays as
-    /// it is, `[indexed, file length)` is taken from the file. When `ends_line`, the
-    /// file's byte at `indexed - 1` must still be `\n` (else it was rewritten in place).
-    /// Fails with [`Error::Stale`] if the file is gone, another file than the one
-    /// mapped, shorter than `indexed` or rewritten.
+    /// Bring the image up to the held file after it grew: `[0, indexed)` stays as it
+    /// is, `[indexed, file length)` is read from the file descriptor (`fstat` for the
+    /// length). Fails with [`Error::Stale`] if the file is shorter than `indexed` (reads
+    /// of indexed lines would come up short). Whether it is still the same file and
+    /// holds the same bytes is the caller's to check; a source without a file has
+    /// nothing to grow from.
     ///
     /// Cost O(new bytes): the new bytes are read with `pread` into the tail buffer; the
     /// map is left alone (mapping the whole file again cost 78 ms at 1 GiB, most of it
     /// `MAP_POPULATE` re-faulting every page). Only once the tail outgrows
     /// max(`FOLD_MIN`, map length / 4) is the file mapped again, without populating
     /// more than the new range, so the copying stays amortized O(new bytes) too.
-    pub fn grow(&mut self, path: &Path, indexed: u64, ends_line: bool) -> Result<()> {
+    pub fn grow(&mut self, indexed: u64) -> Result<()> {
         if self.closed {
             return Err(Error::Closed);
         }
-        let file = File::open(path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => Error::Stale(format!("{} is gone", path.display())),
-            _ => Error::Io(e),
-        })?;
-        let meta = file.metadata()?;
-        if let Some(m) = &self.mapped {
-            if (m.dev, m.ino) != (meta.dev(), meta.ino()) {
-                return Err(Error::Stale(format!("{} was replaced", path.display())));
-            }
-        }
-        let size = meta.len();
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        let size = file.metadata()?.len();
         if size < indexed {
             return Err(Error::Stale(format!(
-                "{} is {size} bytes, {indexed} are indexed",
-                path.display(),
+                "the file is {size} bytes, {indexed} are indexed"
             )));
-        }
-        if ends_line && indexed > 0 {
-            let mut b = [0u8; 1];
-            if read_full(&file, indexed - 1, &mut b)? != 1 || b != *b"\n" {
-                return Err(Error::Stale(format!("{} was rewritten", path.display())));
-            }
         }
         let plen = self.primary().len() as u64;
         // What the tail would hold: its bytes below `indexed`, then the new ones.
@@ -359,11 +344,11 @@ impl Source {
             indexed.checked_sub(self.tail_base).unwrap_or(u64::MAX)
         };
         let want = kept.saturating_add(size - indexed);
-        let fits = self.mapped.is_some()
+        let fits = matches!(self.primary, Primary::Mapped(_))
             && kept <= self.tail.len() as u64
             && want <= FOLD_MIN.max(plen / 4);
         if !fits {
-            return self.remap(file, meta, indexed);
+            return self.remap(size, indexed);
         }
         if self.tail.is_empty() {
             self.tail_base = indexed;
@@ -372,16 +357,20 @@ impl Source {
         let at = self.tail.len();
         self.tail.resize(at + (size - indexed) as usize, 0);
         // A file cut short since the `fstat` gives a short read: index what is there.
-        let got = read_full(&file, indexed, &mut self.tail[at..])?;
+        let got = read_full(file, indexed, &mut self.tail[at..])?;
         self.tail.truncate(at + got);
         self.grow_read += got as u64;
         Ok(())
     }
 
-    /// Map the file again (the tail buffer is dropped: the file holds those bytes);
-    /// only the part past `indexed` is pre-faulted.
-    fn remap(&mut self, file: File, meta: std::fs::Metadata, indexed: u64) -> Result<()> {
-        let map = map_file(&file, meta.len(), false)?;
+    /// Map the held file again (`size` bytes at the last `fstat`; the tail buffer and
+    /// owned bytes are dropped: the file holds them); only the part past `indexed` is
+    /// pre-faulted.
+    fn remap(&mut self, size: u64, indexed: u64) -> Result<()> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        let map = map_file(file, size, false)?;
         if let Some(m) = &map {
             let from = (indexed as usize).min(m.len());
             if m.len() - from >= POPULATE_MIN as usize {
@@ -390,13 +379,7 @@ impl Source {
             }
         }
         let len = map.as_ref().map_or(0, |m| m.len() as u64);
-        self.mapped = Some(Mapped {
-            file,
-            map,
-            dev: meta.dev(),
-            ino: meta.ino(),
-        });
-        self.owned = Vec::new();
+        self.primary = Primary::Mapped(map);
         self.tail = Vec::new();
         self.tail_base = len;
         self.remaps += 1;
@@ -405,6 +388,7 @@ impl Source {
 
     /// Bytes `grow` read with `pread`, and how many times it mapped the file again
     /// (tests use these to show that a refresh costs O(new bytes)).
+    #[cfg(test)]
     pub fn grow_stats(&self) -> (u64, u64) {
         (self.grow_read, self.remaps)
     }

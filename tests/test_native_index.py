@@ -216,18 +216,26 @@ def test_truncate_while_open_raises_stale(tmp_path: Path) -> None:
         ix.refresh(str(p))
 
 
-def test_replaced_or_rewritten_file_is_stale(tmp_path: Path) -> None:
+def test_refresh_reads_the_file_the_index_holds(tmp_path: Path) -> None:
+    """The core reads growth from the file descriptor it holds: a path replaced or
+    removed is the manager's staleness check (``test_guard_stale_file_is_refused``),
+    not the index's. An index built from bytes follows the file named on its first
+    refresh."""
     p = tmp_path / "s.jsonl"
     p.write_bytes(image(entry("a", None)))
     ix = NativeIndex.open(str(p))
     q = tmp_path / "t.jsonl"
     q.write_bytes(image(entry("a", None), entry("b", "a")))
     os.replace(q, p)
-    with pytest.raises(StaleSessionError):
-        ix.refresh(str(p))
+    assert ix.refresh(str(p)) == 0 and ix.ids() == ["a"]
     os.remove(p)
-    with pytest.raises(StaleSessionError):
-        ix.refresh(str(p))
+    assert ix.refresh(str(p)) == 0 and ix.get("a") is not None
+    p.write_bytes(image(entry("a", None)))
+    mem = NativeIndex.from_image(p.read_bytes())
+    with open(p, "ab") as f:
+        f.write(entry("b", "a") + b"\n")
+    assert mem.refresh(str(p)) == 1 and mem.path_ids("b") == ["a", "b"]
+    assert st.Index.from_image(image()).refresh() == 0
 
 
 def test_errors_and_close(tmp_path: Path) -> None:
@@ -244,3 +252,40 @@ def test_errors_and_close(tmp_path: Path) -> None:
         ix.get("a")
     with pytest.raises(IndexError):
         st.Index.from_image(image()).line(0)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b" \n\r\n",
+        b"\xef\xbb\xbf[1]\r\n",
+        b'{"type":{"a":[1,"]}\\""]},"id":"x"}\n',
+        b'{"type":12345678901234567890123,"id":"x"}\n',
+        b'{"type":1e400}\n',
+        b'{"type":true}\n',
+        b'{"type":null,"id":"x"}\n',
+        b'{"type":"\\ud800"}\n',
+        b'{"type":"caf\\u00e9"}\n',
+        b'\n\n{"type":"session","id":7}\n',
+        b'torn{"type":"message","id":"a"}\n' + HEADER + b"\n",
+    ],
+)
+def test_header_error_from_the_core_code_matches_the_python_backend(data: bytes, tmp_path: Path) -> None:
+    """The core returns where and why (a code); the message is the python backend's,
+    without reading the file again (``_load.header_error_from_code``)."""
+    from sessiontree._pure import PythonIndex
+
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(data)
+    got = []
+    for opener in (PythonIndex.open, NativeIndex.open):
+        with pytest.raises(InvalidSessionError) as e:
+            opener(str(p))
+        got.append((e.value.line, e.value.offset, e.value.reason, str(e.value)))
+    assert got[0] == got[1]
+    for build in (PythonIndex.from_image, NativeIndex.from_image):
+        with pytest.raises(InvalidSessionError) as e:
+            build(data)
+        got.append((e.value.line, e.value.offset, e.value.reason, str(e.value)))
+    assert got[2] == got[3]

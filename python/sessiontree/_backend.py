@@ -133,7 +133,7 @@ def describe_issue(kind: str, ids: tuple[str, ...] = (), n: int | None = None, t
             return f"firstKeptEntryId {ids[1]!r} is not before the compaction on its path: only the summary is kept"
         return "firstKeptEntryId is absent or not a string: only the summary is kept"
     if kind == IssueKind.UNKNOWN_TYPE:
-        return f"unknown entry type {text!r} (kept)" if text is not None else "entry type is absent or not a string (kept)"
+        return f"unknown entry type {text!r}" if text is not None else "entry type is absent or not a string"
     return kind
 
 

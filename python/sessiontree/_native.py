@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._backend import ContextPlan, LoadIssue
-from ._jsonl import BOM, decode_line
-from ._reader import header_error, header_problem
+from ._backend import ContextPlan, LoadIssue, describe_issue
+from ._jsonl import decode_line
+from ._reader import header_error, problem_from_code
 from ._labels import apply_labels, session_name_of
 from ._sessiontree import Index
 from .errors import InvalidSessionError, StaleSessionError
@@ -32,24 +32,6 @@ __all__ = ["NativeIndex"]
 _CACHE_BYTES = 128 << 20
 
 
-def _line_at(path: str, offset: int) -> bytes:
-    """The line starting at ``offset`` (no LF; CR stripped before an LF; BOM skipped)."""
-    with open(path, "rb") as f:
-        f.seek(offset)
-        chunk = f.read(1 << 16)
-        parts = [chunk]
-        while chunk and b"\n" not in chunk:
-            chunk = f.read(1 << 20)
-            parts.append(chunk)
-    data = b"".join(parts)
-    if offset == 0 and data.startswith(BOM):
-        data = data[len(BOM) :]
-    end = data.find(b"\n")
-    if end < 0:
-        return data
-    return data[: end - 1] if end > 0 and data[end - 1] == 13 else data[:end]
-
-
 class NativeIndex:
     """The native :class:`~sessiontree._backend.TreeIndex` (``backend = "native"``).
 
@@ -61,8 +43,10 @@ class NativeIndex:
 
     backend = "native"
 
-    def __init__(self, ix: Index) -> None:
+    def __init__(self, ix: Index, *, reads_file: bool = False) -> None:
         self._ix = ix
+        # An index built from bytes holds no file until its first refresh names one.
+        self._reads_file = reads_file
         # Label / session-name state, rebuilt when the entry count changes.
         self._labels_n = -1
         self._labels: dict[str, Any] = {}
@@ -113,13 +97,10 @@ class NativeIndex:
         """
         path = os.fspath(path)
         try:
-            return cls(Index.open(path))
+            return cls(Index.open(path), reads_file=True)
         except InvalidSessionError as e:
-            if e.line is None or e.offset is None:
-                raise
-            # The core found where the file fails; the words come from the one place
-            # both backends share, so the same bytes give the same message.
-            raise header_error(path, e.line, e.offset, header_problem(_line_at(path, e.offset))) from None
+            # The core says where and why (a code); the words are the python backend's.
+            raise header_error(path, e.line, e.offset, problem_from_code(e.reason)) from None
 
     @classmethod
     def from_image(cls, data: bytes) -> NativeIndex:
@@ -131,7 +112,10 @@ class NativeIndex:
         Raises:
             InvalidSessionError: no valid header.
         """
-        return cls(Index.from_image(bytes(data)))
+        try:
+            return cls(Index.from_image(bytes(data)))
+        except InvalidSessionError as e:
+            raise header_error(None, e.line, e.offset, problem_from_code(e.reason)) from None
 
     @property
     def needs_migration(self) -> bool:
@@ -145,7 +129,9 @@ class NativeIndex:
 
     def load_report(self) -> list[LoadIssue]:
         """Every loader issue, by line then rule (ARCHITECTURE.md)."""
-        return [LoadIssue(k, line, off, ids, detail) for k, line, off, ids, detail in self._ix.issues()]
+        return [
+            LoadIssue(kind, line, off, ids, describe_issue(kind, ids, n, text)) for kind, line, off, ids, n, text in self._ix.issues()
+        ]
 
     def __len__(self) -> int:
         return len(self._ix)
@@ -293,7 +279,12 @@ class NativeIndex:
         return self._ix.id(n)
 
     def refresh(self, path: str) -> int:
-        """Index the complete lines appended to ``path`` since ``image_len()``.
+        """Index the complete lines appended to the file since ``image_len()``.
+
+        The core reads them from the file it holds (opened by :meth:`open`); an index
+        built by :meth:`from_image` starts holding ``path`` here, the file its image has
+        been written to. Whether that is still the same file with the same bytes is the
+        manager's staleness check.
 
         Args:
             path: the session file.
@@ -302,10 +293,12 @@ class NativeIndex:
             How many entries were added.
 
         Raises:
-            StaleSessionError: the file is gone, was replaced, shrank below
-                ``image_len()`` or was rewritten in place.
+            StaleSessionError: the file shrank below ``image_len()``.
         """
-        return self._ix.refresh(os.fspath(path))
+        if not self._reads_file:
+            self._ix.attach(os.fspath(path))
+            self._reads_file = True
+        return self._ix.refresh()
 
     def close(self) -> None:
         """Release the memory map; later reads raise ``SessionError``."""

@@ -10,8 +10,29 @@ import os
 from collections.abc import Sequence
 from typing import final
 
-__all__ = ["count_newlines", "Index", "__version__"]
+__all__ = [
+    "count_newlines",
+    "Index",
+    "__version__",
+    "ENTRY_TYPES",
+    "ISSUE_KINDS",
+    "MAX_DEPTH",
+    "MAX_INT_DIGITS",
+    "MAX_TORN_CANDIDATES",
+]
 __version__: str
+
+# The core's tables (``tests/test_tables.py`` holds them equal to Python's).
+ENTRY_TYPES: tuple[str, ...]
+"""The entry types Pi defines, in the core's table order (``schema.ENTRY_TYPES``)."""
+ISSUE_KINDS: tuple[str, ...]
+"""The load-report kinds (the string values of ``_backend.IssueKind``)."""
+MAX_DEPTH: int
+"""Deepest nesting a line may have (``_jsonl.MAX_DEPTH``)."""
+MAX_INT_DIGITS: int
+"""Most digits of an integer literal (``_jsonl.MAX_INT_DIGITS``)."""
+MAX_TORN_CANDIDATES: int
+"""``{"type":`` positions rule 4 tries on an invalid line (``_load._MAX_TORN_CANDIDATES``)."""
 
 def count_newlines(path: str | os.PathLike[str]) -> int:
     """Count LF bytes of the file at ``path`` (memchr over the mapped file)."""
@@ -26,22 +47,25 @@ class Index:
 
         Raises:
             OSError: the file cannot be opened or mapped.
-            InvalidSessionError: no valid header (loader rule 6).
+            InvalidSessionError: no valid header (loader rule 6); ``reason`` is a code
+                (``empty``, ``not_json``, ``not_object``, ``no_id``, ``type:<JSON text
+                of the type>`` or ``type``), worded by ``_reader.header_error`` (``problem_from_code``).
         """
     @staticmethod
     def from_image(data: bytes) -> Index:
         """Index an in-memory image (releases the GIL).
 
         Raises:
-            InvalidSessionError: no valid header.
+            InvalidSessionError: no valid header (``reason`` a code, as for ``open``).
         """
     @property
     def needs_migration(self) -> bool:
         """The header's ``version`` is absent, null or below 3: only it was indexed."""
     def header(self) -> bytes:
         """The header line's bytes."""
-    def issues(self) -> list[tuple[str, int | None, int | None, tuple[str, ...], str]]:
-        """``load_report`` items ``(kind, line, offset, ids, detail)``, by line then rule."""
+    def issues(self) -> list[tuple[str, int | None, int | None, tuple[str, ...], int | None, str | None]]:
+        """``load_report`` items ``(kind, line, offset, ids, n, text)``, by line then rule:
+        the facts ``_backend.describe_issue`` words the ``detail`` from."""
     def __len__(self) -> int: ...
     def ids(self) -> list[str]:
         """Ids of all entries in file order."""
@@ -59,16 +83,10 @@ class Index:
         """Bytes of the image consumed (stops before a pending last piece)."""
     def has_pending_tail(self) -> bool:
         """An invalid last piece without LF waits for the rest of its line."""
-    def ends_mid_line(self) -> bool:
-        """The image does not end with LF: an appended line follows one ``b"\\n"``."""
-    def parent(self, n: int) -> int | None:
-        """Parent of entry ``n`` after cycle breaking, ``None`` for a root."""
     def children(self, n: int) -> list[int]:
         """Children of entry ``n`` in file order."""
     def path(self, n: int) -> list[int]:
         """Entry numbers from the root down to ``n``."""
-    def path_lines(self, n: int) -> list[bytes]:
-        """Lines from the root down to ``n``."""
     def path_ids(self, n: int) -> list[str]:
         """Ids from the root down to ``n``."""
     def tree(self) -> tuple[list[int], list[int], list[int]]:
@@ -81,12 +99,16 @@ class Index:
     def append_line(self, line: bytes) -> int | None:
         """Index one line appended to the image; its entry number, or ``None`` if it
         was not accepted (then reported)."""
-    def refresh(self, path: str | os.PathLike[str]) -> int:
-        """Index complete lines appended to ``path``; how many entries were added.
+    def refresh(self) -> int:
+        """Index complete lines appended since ``image_len()``, read from the file the
+        index holds (none for ``from_image`` until ``attach``); how many entries were
+        added. File identity is the caller's to check.
 
         Raises:
-            StaleSessionError: the file is gone, replaced, shorter than
-                ``image_len()`` or rewritten in place.
+            StaleSessionError: the file is shorter than ``image_len()``.
         """
+    def attach(self, path: str | os.PathLike[str]) -> None:
+        """Hold the file at ``path`` for later refreshes (an image from ``from_image``
+        that has been written there); a no-op when the index holds a file already."""
     def close(self) -> None:
         """Release the map; later reads raise ``SessionError``."""

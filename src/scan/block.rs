@@ -1,8 +1,9 @@
 //! Stage 1 of the validator: string bodies a 64-byte window at a time.
 //!
-//! A window's bytes are classified into three bitmasks (bit k = byte k): `"`, `\` and
-//! bytes < 0x20, with SSE2 on x86_64 (always present there) and a SWAR fallback
-//! elsewhere; [`classify_scalar`] is the reference both are tested against. The
+//! A window's bytes are classified into bitmasks (bit k = byte k): `"`, `\`, bytes
+//! < 0x20 and the one-letter escape letters, with AVX2 when the CPU has it, SSE2
+//! otherwise on x86_64 (always present there) and a SWAR fallback elsewhere;
+//! [`classify_scalar`] is the reference the others are tested against. The
 //! odd-backslash-sequence trick (simdjson's `json_escape_scanner`) turns the backslash
 //! mask into the mask of *escaped* bytes, carrying across windows, so the closing quote
 //! of a string is the first quote that is not escaped: no byte of a body is visited

@@ -1,0 +1,27 @@
+"""One table per language, held equal: the Rust core's constants against Python's."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessiontree import _jsonl, _reader, schema
+from sessiontree._backend import IssueKind
+
+st = pytest.importorskip("sessiontree._sessiontree")
+
+
+def test_entry_types() -> None:
+    assert len(set(st.ENTRY_TYPES)) == len(st.ENTRY_TYPES)
+    assert set(st.ENTRY_TYPES) == schema.ENTRY_TYPES
+
+
+def test_issue_kinds() -> None:
+    python = [v for k, v in vars(IssueKind).items() if not k.startswith("_")]
+    assert len(set(st.ISSUE_KINDS)) == len(st.ISSUE_KINDS)
+    assert sorted(st.ISSUE_KINDS) == sorted(python)
+
+
+def test_json_limits() -> None:
+    assert st.MAX_DEPTH == _jsonl.MAX_DEPTH
+    assert st.MAX_INT_DIGITS == _jsonl.MAX_INT_DIGITS
+    assert st.MAX_TORN_CANDIDATES == _reader.MAX_TORN_CANDIDATES
