@@ -1,25 +1,33 @@
-//! The context plan: Pi's `buildSessionContext` on entry kinds and roles. Given a
-//! leaf's path it says which entries become messages (honouring the latest compaction
-//! and its `firstKeptEntryId`) and where thinking level and model come from. One walk
-//! of the path; nothing is decoded.
+//! The context plan: Pi 0.99's `buildContextEntries` / `buildSessionProjection` on entry
+//! kinds and roles. Given a leaf's path it says which entries are context entries
+//! (honouring the latest compaction, its `firstKeptEntryId`, and leaving `system`
+//! messages out of the kept range), which of them may contribute messages, which
+//! `context_edit` applies to each edited one, and where thinking level and model come
+//! from. One walk of the path; nothing is decoded.
 
 use crate::kind::{EntryKind, Role};
 
 /// The context plan of a leaf, as entry numbers (Python's `ContextPlan`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
-    /// Entries to turn into messages, in output order.
+    /// Context entries after the leading compaction that may contribute messages
+    /// (message, custom_message, branch_summary), in order.
     pub messages: Vec<u32>,
-    /// The latest compaction on the path.
+    /// The latest compaction on the path (it leads the context entries).
     pub compaction: Option<u32>,
     /// The last `thinking_level_change` on the path.
     pub thinking: Option<u32>,
     /// The last `model_change` or assistant message on the path.
     pub model: Option<u32>,
+    /// Every context entry, in order.
+    pub entries: Vec<u32>,
+    /// `(target, edit)`: the `context_edit` among the context entries that applies to
+    /// a context entry (the last one in context order), in order of first edit.
+    pub edits: Vec<(u32, u32)>,
 }
 
-/// The entry kinds that become messages.
-fn is_message(k: EntryKind) -> bool {
+/// The entry kinds that may contribute messages (besides the leading compaction).
+fn contributes(k: EntryKind) -> bool {
     matches!(
         k,
         EntryKind::Message | EntryKind::CustomMessage | EntryKind::BranchSummary
@@ -27,12 +35,14 @@ fn is_message(k: EntryKind) -> bool {
 }
 
 /// The plan along `path` (root first), where `kinds[e]` and `roles[e]` describe entry
-/// `e` and `first_kept_of(c)` is the entry a compaction's `firstKeptEntryId` names.
+/// `e`, `first_kept_of(c)` is the entry a compaction's `firstKeptEntryId` names and
+/// `target_of(x)` the entry a context edit's `targetId` names.
 pub fn plan(
     path: &[u32],
     kinds: &[EntryKind],
     roles: &[Role],
     first_kept_of: impl Fn(u32) -> Option<u32>,
+    target_of: impl Fn(u32) -> Option<u32>,
 ) -> Plan {
     let mut plan = Plan::default();
     let mut comp_at = None;
@@ -45,25 +55,55 @@ pub fn plan(
             _ => {}
         }
     }
-    let take = |range: &[u32], out: &mut Vec<u32>| {
-        out.extend(
-            range
-                .iter()
-                .copied()
-                .filter(|&e| is_message(kinds[e as usize])),
-        );
-    };
     match comp_at {
-        None => take(path, &mut plan.messages),
+        None => plan.entries.extend_from_slice(path),
         Some(ci) => {
             let c = path[ci];
             plan.compaction = Some(c);
-            // Kept from `firstKeptEntryId` if it is before the compaction on the path.
+            plan.entries.push(c);
+            // Kept from `firstKeptEntryId` if it is before the compaction on the path
+            // (a self-retaining compaction names itself: nothing), system messages out.
             let kept = first_kept_of(c).and_then(|k| path[..ci].iter().position(|&x| x == k));
             if let Some(from) = kept {
-                take(&path[from..ci], &mut plan.messages);
+                plan.entries
+                    .extend(path[from..ci].iter().copied().filter(|&e| {
+                        !(kinds[e as usize] == EntryKind::Message
+                            && roles[e as usize] == Role::System)
+                    }));
             }
-            take(&path[ci + 1..], &mut plan.messages);
+            plan.entries.extend_from_slice(&path[ci + 1..]);
+        }
+    }
+    let start = usize::from(plan.compaction.is_some());
+    plan.messages.extend(
+        plan.entries[start..]
+            .iter()
+            .copied()
+            .filter(|&e| contributes(kinds[e as usize])),
+    );
+    // Edits keyed by target over the context entries (a later one wins); only targets
+    // that are context entries can be edited. Paths are short next to the file, so a
+    // sorted copy of the entries answers "is a context entry" without a per-file table.
+    let edits: Vec<u32> = plan
+        .entries
+        .iter()
+        .copied()
+        .filter(|&x| kinds[x as usize] == EntryKind::ContextEdit)
+        .collect();
+    if edits.is_empty() {
+        return plan;
+    }
+    let mut members = plan.entries.clone();
+    members.sort_unstable();
+    let mut slot_of = std::collections::HashMap::new();
+    for x in edits {
+        if let Some(t) = target_of(x).filter(|t| members.binary_search(t).is_ok()) {
+            let slot = *slot_of.entry(t).or_insert(plan.edits.len());
+            if slot == plan.edits.len() {
+                plan.edits.push((t, x));
+            } else {
+                plan.edits[slot].1 = x;
+            }
         }
     }
     plan

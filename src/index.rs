@@ -56,6 +56,8 @@ pub struct Index {
     broken: Vec<(u32, u32)>,
     /// Compactions and their `firstKeptEntryId` (`None`: not a string).
     compactions: Vec<(u32, Option<Vec<u8>>)>,
+    /// Context edits and their `targetId` (`None`: not a string).
+    edits: Vec<(u32, Option<Vec<u8>>)>,
     /// Some entry's parent comes later in the file (only then can cycles exist).
     has_forward: bool,
     issues: Vec<Issue>,
@@ -104,6 +106,7 @@ impl Index {
             unresolved: Vec::new(),
             broken: Vec::new(),
             compactions: Vec::new(),
+            edits: Vec::new(),
             has_forward: false,
             issues: Vec::new(),
             post_issues: Vec::new(),
@@ -337,12 +340,21 @@ impl Index {
             self.compactions
                 .push((e, ch.get(c.extra).map(<[u8]>::to_vec)));
         }
+        if k == EntryKind::ContextEdit {
+            self.edits.push((e, ch.get(c.extra).map(<[u8]>::to_vec)));
+        }
     }
 
     /// Resolve entry `e`'s parent id; returns true if a forward link was made.
     fn link(&mut self, e: u32, pid: &[u8]) -> bool {
         if pid == self.ids.get(e) {
-            return false; // Pi: a self-parented entry is a root, not an error.
+            // A cycle of one: a root (as Pi makes it), reported like any other cycle.
+            self.issues.push(
+                Issue::at(IssueKind::Cycle, self.line[e as usize], self.line_off(e))
+                    .ids(vec![pid.to_vec()])
+                    .n(1),
+            );
+            return false;
         }
         // Pi chains entries: the parent is nearly always the entry just before, and
         // ids are unique, so this skips a (cache-missing) table probe.
@@ -435,14 +447,18 @@ impl Index {
         for i in i0..self.compactions.len() {
             let (c, ref fk) = self.compactions[i];
             let target = fk.as_deref().and_then(|k| self.table.find(k, &self.ids));
-            let kept = target.is_some_and(|k| match &spans {
-                // `k` is an ancestor of `c` or `c` itself iff its preorder range holds
-                // `c`'s preorder number.
-                Some((tin, tout)) => {
-                    let (k, c) = (k as usize, c as usize);
-                    k != c && tin[k] <= tin[c] && tin[c] < tout[k]
-                }
-                None => tree::is_strict_ancestor(&self.parent, k, c, !self.has_forward),
+            // A self-retaining compaction (Pi 0.87+) keeps nothing before it: valid.
+            let kept = target.is_some_and(|k| {
+                k == c
+                    || match &spans {
+                        // `k` is an ancestor of `c` or `c` itself iff its preorder range holds
+                        // `c`'s preorder number.
+                        Some((tin, tout)) => {
+                            let (k, c) = (k as usize, c as usize);
+                            k != c && tin[k] <= tin[c] && tin[c] < tout[k]
+                        }
+                        None => tree::is_strict_ancestor(&self.parent, k, c, !self.has_forward),
+                    }
             });
             if kept {
                 continue;
@@ -625,19 +641,21 @@ impl Index {
     pub fn plan(&self, leaf: Option<u32>) -> Plan {
         match leaf.filter(|&e| (e as usize) < self.len()) {
             None => Plan::default(),
-            Some(e) => context::plan(&self.path(e), &self.kinds, &self.roles, |c| {
-                self.first_kept_of(c)
-            }),
+            Some(e) => context::plan(
+                &self.path(e),
+                &self.kinds,
+                &self.roles,
+                |c| self.named_by(&self.compactions, c),
+                |x| self.named_by(&self.edits, x),
+            ),
         }
     }
 
-    /// The entry compaction `c`'s `firstKeptEntryId` names, if any.
-    fn first_kept_of(&self, c: u32) -> Option<u32> {
-        let i = self
-            .compactions
-            .binary_search_by_key(&c, |(e, _)| *e)
-            .ok()?;
-        self.find(self.compactions[i].1.as_deref()?)
+    /// The entry that the id an entry of `column` holds (a compaction's
+    /// `firstKeptEntryId`, a context edit's `targetId`) names, if any.
+    fn named_by(&self, column: &[(u32, Option<Vec<u8>>)], e: u32) -> Option<u32> {
+        let i = column.binary_search_by_key(&e, |(x, _)| *x).ok()?;
+        self.find(column[i].1.as_deref()?)
     }
 
     /// Entries of kind `k` in file order (labels, session_info, ...).
@@ -1128,7 +1146,7 @@ mod tests {
             comp("c1", Some("a"), "r"),
             comp("c2", Some("b"), "a"),
             comp("c3", Some("c1"), "a"),
-            comp("c4", Some("c3"), "c4"),
+            comp("c4", Some("c3"), "c4"), // self-retaining: valid
             comp("c5", Some("c4"), "nope"),
             e("f", Some("later"), "message"),
             comp("c6", Some("f"), "later"),
@@ -1146,7 +1164,7 @@ mod tests {
         lines.push(comp("c13", Some("c12"), "c11"));
         let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
         let batch = ix(&refs);
-        let want: Vec<&[u8]> = vec![b"c2", b"c4", b"c5", b"c9", b"c10", b"c12", b"c13"];
+        let want: Vec<&[u8]> = vec![b"c2", b"c5", b"c9", b"c10", b"c12", b"c13"];
         assert_eq!(off_path(&batch), want);
         assert!(kinds(&batch).contains(&("cycle", Some(17))));
         let mut one = ix(&[]);

@@ -72,6 +72,10 @@ entry_kinds! {
     SessionInfo = b"session_info",
     /// `custom`.
     Custom = b"custom",
+    /// `usage` (Pi 0.87+): usage not tied to a message.
+    Usage = b"usage",
+    /// `context_edit` (Pi 0.87+): an edit of what an earlier entry contributes.
+    ContextEdit = b"context_edit",
 }
 
 /// `message.role` of a `message` entry (`None` for every other entry, and for a

@@ -42,7 +42,8 @@ pub(crate) struct Cand {
     pub(crate) parent: Ref,
     /// `Date.parse(timestamp)` in ms, `i64::MIN` if it does not parse.
     pub(crate) ts: i64,
-    /// A compaction's `firstKeptEntryId`, an unknown entry's `type`; else `Absent`.
+    /// A compaction's `firstKeptEntryId`, a context edit's `targetId`, an unknown
+    /// entry's `type`; else `Absent`.
     pub(crate) extra: Ref,
 }
 
@@ -255,6 +256,7 @@ fn scan_one(
             let parent = ch.intern(obj, f.parent_id, ok);
             let extra = match kind {
                 EntryKind::Compaction => ch.intern(obj, f.first_kept, ok),
+                EntryKind::ContextEdit => ch.intern(obj, f.target_id, ok),
                 EntryKind::Unknown => ch.intern(obj, f.ty, ok),
                 _ => Ref::Absent,
             };

@@ -130,6 +130,16 @@ impl PyIndex {
     }
 }
 
+/// `context_plan`'s result: (messages, compaction, thinking, model, entries, edits).
+type PlanTuple = (
+    Vec<u32>,
+    Option<u64>,
+    Option<u64>,
+    Option<u64>,
+    Vec<u32>,
+    Vec<(u32, u32)>,
+);
+
 fn opt(n: Option<u32>) -> Option<u64> {
     n.map(u64::from)
 }
@@ -313,16 +323,18 @@ impl PyIndex {
 
     /// The context plan at `leaf` (`None`: empty): (messages, compaction, thinking,
     /// model) as entry numbers.
-    #[allow(clippy::type_complexity)]
-    fn context_plan(
-        &self,
-        py: Python<'_>,
-        leaf: Option<i64>,
-    ) -> PyResult<(Vec<u32>, Option<u64>, Option<u64>, Option<u64>)> {
+    fn context_plan(&self, py: Python<'_>, leaf: Option<i64>) -> PyResult<PlanTuple> {
         let ix = self.read(py);
         let leaf = leaf.map(|n| Self::entry(&ix, n)).transpose()?;
         let p = ix.plan(leaf);
-        Ok((p.messages, opt(p.compaction), opt(p.thinking), opt(p.model)))
+        Ok((
+            p.messages,
+            opt(p.compaction),
+            opt(p.thinking),
+            opt(p.model),
+            p.entries,
+            p.edits,
+        ))
     }
 
     /// Index one line appended to the image; returns its entry number, or `None` if

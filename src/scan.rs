@@ -82,6 +82,8 @@ pub struct Fields {
     pub timestamp: Val,
     /// `firstKeptEntryId` (compaction).
     pub first_kept: Val,
+    /// `targetId` (context_edit, label).
+    pub target_id: Val,
     /// `version` (header).
     pub version: Val,
     /// `message.role`, from the last `message` key whose value is an object.
@@ -108,6 +110,7 @@ enum Slot {
     ParentId,
     Timestamp,
     FirstKept,
+    TargetId,
     Version,
     Message,
     Role,
@@ -120,6 +123,7 @@ fn top_slot(key: &[u8]) -> Slot {
         b"parentId" => Slot::ParentId,
         b"timestamp" => Slot::Timestamp,
         b"firstKeptEntryId" => Slot::FirstKept,
+        b"targetId" => Slot::TargetId,
         b"version" => Slot::Version,
         b"message" => Slot::Message,
         _ => Slot::None,
@@ -516,6 +520,7 @@ fn record(f: &mut Fields, slot: Slot, v: Val) {
         Slot::ParentId => &mut f.parent_id,
         Slot::Timestamp => &mut f.timestamp,
         Slot::FirstKept => &mut f.first_kept,
+        Slot::TargetId => &mut f.target_id,
         Slot::Version => &mut f.version,
         Slot::Role => &mut f.role,
     };

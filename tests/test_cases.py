@@ -451,8 +451,10 @@ def test_missing_and_invalid_parents(backend: str, tmp_path: Path) -> None:
             (IssueKind.INVALID_PARENT, 4, ("a3",)),
             (IssueKind.INVALID_PARENT, 5, ("a4",)),
             (IssueKind.INVALID_PARENT, 6, ("a5",)),
+            (IssueKind.CYCLE, 7, ("a6",)),
         ]
-        # a6 is its own parent: a root, silently (Pi). a7 names a later entry: linked.
+        # a6 is its own parent: a root (as in Pi), reported as a cycle of one.
+        # a7 names a later entry: linked.
         roots = [n.entry["id"] for n in mgr.get_tree()]
         assert roots == ["a1", "a2", "a3", "a4", "a5", "a6"]
         assert [e["id"] for e in mgr.get_branch("a8")] == ["a1", "a9", "a7", "a8"]

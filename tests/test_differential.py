@@ -1,8 +1,9 @@
 """Differential proof: the python and native backends agree after every step.
 
 A hypothesis state machine drives two ``SessionManager``s — one per backend, each on its
-own file in its own folder — through the same random operations: appends of every type,
-branch, reset, branch with summary, labels, compaction (valid and refused), close and
+own file in its own folder — through the same random operations: appends of every type
+(Pi 0.87+ ``usage``, ``context_edit`` and system messages included), branch, reset,
+branch with summary, labels, compaction (valid, self-retaining and refused), close and
 reopen from disk, another *process* appending lines (complete ones and a torn last
 line), and refresh. Ids and timestamps come from one deterministic sequence, so the two
 files must stay byte-identical, and every query must return equal values after every
@@ -182,9 +183,32 @@ class TwoBackends(RuleBasedStateMachine):
     @rule(data=st.data())
     def compaction(self, data: st.DataObject) -> None:
         ids = self.ids()
-        choices = ids + ["nope"] if ids else ["nope"]
+        choices: list[Any] = ids + ["nope", None] if ids else ["nope", None]
         first_kept = data.draw(st.sampled_from(choices))
-        self.both(lambda m: m.append_compaction("summary " + first_kept, first_kept, 1234))
+        usage = data.draw(st.sampled_from([None, {"input": 9, "output": 1}]))
+        self.both(lambda m: m.append_compaction(f"summary {first_kept}", first_kept, 1234, None, None, usage))
+
+    @rule(text=TEXT, tools=st.sampled_from([None, ["read"], ["bash", "read"]]), sections=st.booleans())
+    def system(self, text: str, tools: list[str] | None, sections: bool) -> None:
+        msg: dict[str, Any] = {"role": "system", "content": text, "timestamp": 5}
+        if sections:
+            msg["sections"] = {"mode": text or None}
+        if tools is not None:
+            msg["toolsAdded"] = [{"name": t, "description": t, "parameters": {}} for t in tools]
+            msg["toolsRemoved"] = [{"name": "bash"}]
+        self.both(lambda m: m.append_message(msg))
+
+    @rule(kind=st.sampled_from(["cache_warm", "probe"]), note=st.one_of(st.none(), st.just(""), TEXT))
+    def usage(self, kind: str, note: str | None) -> None:
+        self.both(lambda m: m.append_usage(kind, "anthropic", "m", {"input": 1, "output": 2}, note))
+
+    @rule(data=st.data(), replacement=st.one_of(
+        st.none(), st.builds(lambda t: {"content": t}, TEXT), st.just({"content": [{"type": "text", "text": "r"}]}),
+        st.just({"content": 5}), st.just("bad"),
+    ))
+    def context_edit(self, data: st.DataObject, replacement: Any) -> None:
+        target = data.draw(st.sampled_from(self.ids() + ["missing3"]))
+        self.both(lambda m: m.append_context_edit(target, replacement))
 
     @rule(custom_type=TEXT, data=st.one_of(st.none(), st.integers(), st.just({"k": [1, 2.5, "v"]})))
     def custom(self, custom_type: str, data: Any) -> None:
@@ -283,6 +307,7 @@ def snapshot(m: SessionManager, sample: int = 6) -> dict[str, Any]:
         "branch": m.get_branch,
         "tree": lambda: tree_shape(m.get_tree()),
         "context": m.build_session_context,
+        "projection": m.build_session_projection,
         "context_none": lambda: m.build_session_context(None),
         "persisted": lambda: m.is_persisted,
     }
@@ -296,6 +321,7 @@ def snapshot(m: SessionManager, sample: int = 6) -> dict[str, Any]:
             outcome(lambda: m.get_label(entry_id)),
             outcome(lambda: [e["id"] for e in m.get_branch(entry_id)]),
             outcome(lambda: m.build_session_context(entry_id)),
+            outcome(lambda: m.build_session_projection(entry_id)),
         ]
     return out
 

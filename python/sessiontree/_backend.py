@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from ._context import SessionContext
     from .schema import SessionTreeNode
 
 __all__ = ["LoadIssue", "IssueKind", "TreeIndex", "ContextPlan", "describe_issue", "make_issue", "issue_order"]

@@ -282,10 +282,12 @@ def plan_context(path: Sequence[Mapping[str, Any]]) -> ContextPlan:
                 context.append(e)
         context.extend(path[comp_idx + 1 :])
     edits: dict[str, str] = {}
+    members = {e["id"] for e in context}
     for e in context:
         if e.get("type") == "context_edit":
             target = e.get("targetId")
-            if isinstance(target, str):  # a Map keyed by targetId: only a string meets an id
+            # A Map keyed by targetId, read for context entries only.
+            if isinstance(target, str) and target in members:
                 edits[target] = e["id"]
     start = 0 if compaction_id is None else 1
     return ContextPlan(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ._js import truthy
+from ._js import trim, truthy
 
 __all__ = ["apply_labels", "session_name_of"]
 
@@ -43,13 +43,14 @@ def apply_labels(label_entries: Iterable[dict[str, Any]], labels: dict[str, Any]
 def session_name_of(latest_session_info: dict[str, Any] | None) -> str | None:
     """The session name given the latest ``session_info`` entry in file order.
 
-    Pi 0.73 (corpus ``hand-session-name-clear``): the latest entry decides, and an empty
-    name clears the title.
+    Pi 0.99's ``getSessionName`` (``entry.name?.trim() || undefined``; corpus
+    ``hand-session-name-clear``): the latest entry decides, its name trimmed as
+    JavaScript trims, and an empty name clears the title.
 
     Returns:
-        Its ``name`` if a non-empty string, else ``None``.
+        Its trimmed ``name`` if that is a non-empty string, else ``None``.
     """
     if latest_session_info is None:
         return None
     name = latest_session_info.get("name")
-    return name if isinstance(name, str) and name else None
+    return (trim(name) or None) if isinstance(name, str) else None

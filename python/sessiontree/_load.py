@@ -24,15 +24,16 @@ Rules, in the order they are applied to a line (the rank used to order ``load_re
 7. Later ``session`` objects: ``extra_header``.
 8. Entry id must be a non-empty str (``missing_id``); first definition wins
    (``duplicate_id``).
-9. ``parentId``: ``null`` or the entry's own id -> root, silently; an id defined
+9. ``parentId``: ``null`` -> root, silently; the entry's own id -> root, ``cycle``
+   (a cycle of one, ids = (entry,)); an id defined
    anywhere in the image -> parent (forward references included); an undefined id ->
    root, ``missing_parent`` (ids = (entry, parent)); anything else (absent, ``""``,
    non-str) -> root, ``invalid_parent`` (ids = (entry,)).
 10. Parent cycles are broken at their earliest entry in file order, which becomes a
     root (``cycle``, ids = the cycle in file order, line of that earliest entry).
-11. A compaction whose ``firstKeptEntryId`` is not a strict ancestor:
-    ``first_kept_off_path``; ids = (compaction, firstKeptEntryId) when that is a str,
-    else (compaction,).
+11. A compaction whose ``firstKeptEntryId`` is neither a strict ancestor nor its own id
+    (self-retaining, Pi 0.87+): ``first_kept_off_path``; ids = (compaction,
+    firstKeptEntryId) when that is a str, else (compaction,).
 12. ``type`` not one of Pi's nine (including absent / non-str): kept, ``unknown_type``.
 
 ``load_report`` order: by line, then by rule (``_backend.issue_order``, stable); the
@@ -320,8 +321,11 @@ class Loader:
         self.spans.append((start, stop))
         pref = obj.get("parentId", UNDEFINED)
         parent = -1
-        if pref is None or pref == eid:
+        if pref is None:
             pass
+        elif pref == eid:
+            # A cycle of one: a root, reported like any other cycle (Pi makes it a root).
+            issues.append(make_issue(IssueKind.CYCLE, line_no, offset, (eid,), n=1))
         elif isinstance(pref, str) and pref:
             parent = self.by_id.get(pref, -1)
             if parent < 0:
@@ -403,7 +407,7 @@ class Loader:
             for c in self._compactions:
                 fk = self.entries[c].get("firstKeptEntryId")
                 f = by_id.get(fk, -1) if isinstance(fk, str) else -1
-                if not (f >= 0 and f != c and tin[f] <= tin[c] and tout[c] <= tout[f]):
+                if not (f == c or (f >= 0 and tin[f] <= tin[c] and tout[c] <= tout[f])):
                     self._kept_issues[c] = self._kept_issue(c, fk)
         self._rebuild_post()
 
@@ -421,6 +425,9 @@ class Loader:
         passes below the firstKept entry's position: usually a few steps."""
         fk = self.entries[c].get("firstKeptEntryId")
         f = self.by_id.get(fk, -1) if isinstance(fk, str) else -1
+        if f == c:  # self-retaining (Pi 0.87+): keeps nothing before it, valid
+            self._kept_issues.pop(c, None)
+            return
         if f >= 0:
             parent = self.parent
             j = parent[c]

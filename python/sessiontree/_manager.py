@@ -610,7 +610,7 @@ class SessionManager:
         if replacement is not None and not (
             isinstance(replacement, dict) and isinstance(replacement.get("content"), (str, list))
         ):
-            raise TypeError("replacement must be None or a dict whose 'content' is a str or a list")
+            raise TypeError("Context edit replacement must be null or contain string/array content")
         target = self._index.get(target_id) if isinstance(target_id, str) else None
         if target is None:
             raise EntryNotFoundError(target_id)

@@ -249,13 +249,15 @@ class NativeIndex:
         """Pi's context plan along root -> ``leaf_id`` (empty for ``None`` / unknown)."""
         ix = self._ix
         n = None if leaf_id is None else ix.find(leaf_id)
-        msgs, comp, thinking, model = ix.context_plan(n)
+        msgs, comp, thinking, model, entries, edits = ix.context_plan(n)
         ident = ix.id
         return ContextPlan(
             message_ids=[ident(m) for m in msgs],
             compaction_id=None if comp is None else ident(comp),
             thinking_id=None if thinking is None else ident(thinking),
             model_id=None if model is None else ident(model),
+            entry_ids=[ident(e) for e in entries],
+            edits={ident(t): ident(x) for t, x in edits},
         )
 
     # ------------------------------------------------------------------ growth

@@ -93,9 +93,14 @@ class Index:
         """``(roots, start, children)``: children of ``e``, oldest first, are
         ``children[start[e]:start[e + 1]]``; roots in file order."""
     def entries_of_type(self, type_name: str) -> list[int]:
-        """Entries of one of Pi's nine types, in file order (``ValueError`` otherwise)."""
-    def context_plan(self, leaf: int | None) -> tuple[list[int], int | None, int | None, int | None]:
-        """``(messages, compaction, thinking, model)`` entry numbers at ``leaf``."""
+        """Entries of one of ``ENTRY_TYPES``, in file order (``ValueError`` otherwise)."""
+    def context_plan(
+        self, leaf: int | None
+    ) -> tuple[list[int], int | None, int | None, int | None, list[int], list[tuple[int, int]]]:
+        """``(messages, compaction, thinking, model, entries, edits)`` entry numbers at
+        ``leaf``: the entries that may contribute after the leading compaction, the
+        compaction, the thinking-level and model entries, every context entry, and
+        ``(target, edit)`` pairs (the ``context_edit`` that applies to a context entry)."""
     def append_line(self, line: bytes) -> int | None:
         """Index one line appended to the image; its entry number, or ``None`` if it
         was not accepted (then reported)."""

@@ -374,9 +374,11 @@ ENTRY_TYPES = frozenset(
         "label",
         "session_info",
         "custom",
+        "usage",
+        "context_edit",
     }
 )
-"""The nine entry types Pi defines; others are kept and reported ``unknown_type``."""
+"""The entry types Pi 0.99 defines; others are kept and reported ``unknown_type``."""
 
 
 # --------------------------------------------------------------------- dataclasses

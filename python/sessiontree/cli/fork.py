@@ -75,6 +75,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
                 hint = " (choose another folder with --to DIR)" if default else ""
                 raise CliError(f"{safe(e.filename or to)}: permission denied, no session written{hint}") from None
             entries = len(sm)
+            problems = sm.load_report
         if not new_path or not os.path.exists(new_path):
             # Pi writes a session only once it holds an assistant message; so does sessiontree.
             raise CliError(f"{safe(args.file)}: the path to {safe(args.leaf)} has no assistant message, "
@@ -84,8 +85,14 @@ def run(args: argparse.Namespace, io: Io) -> int:
         if not ok:
             _remove_empty(created)
     if args.json:
-        io.write_json({"source": args.file, "leafId": args.leaf, "path": new_path, "entries": entries})
+        io.write_json({"source": args.file, "leafId": args.leaf, "path": new_path, "entries": entries,
+                       "problems": [{"kind": p.kind, "line": p.line, "ids": list(p.ids), "detail": p.detail}
+                                    for p in problems]})
         return 0
+    if problems:
+        kinds = ", ".join(sorted({p.kind for p in problems}))
+        io.err.print(Text(f"note: the new session still has {len(problems)} problem(s) from its source path "
+                          f"({safe(kinds)}); `sessiontree check {safe(os.fspath(new_path))}` lists them"))
     where = "the source file's folder" if default else "--to"
     io.print(Text.assemble(f"forked {entries:,} entries (the path to {safe(args.leaf)}) "
                            f"from {safe(args.file)} into {where}; new session file:"))
