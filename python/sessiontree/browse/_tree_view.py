@@ -53,7 +53,7 @@ class TreeView(ScrollView, can_focus=True):
     """The drawing's rows with a cursor. Posts :class:`TreeView.Moved` when it moves."""
 
     DEFAULT_CSS = """
-    TreeView { background: $surface; }
+    TreeView { background: $surface; overflow-x: hidden; }
     """
     # The browser's keys live here, so that they act only while the tree has the focus
     # (not in the search box, not on the context screen); most are the app's actions.
@@ -104,7 +104,7 @@ class TreeView(ScrollView, can_focus=True):
         self.rows = drawing.rows()
         self._index = {r.entry: i for i, r in enumerate(self.rows) if r.kind == ENTRY}
         self._texts.clear()
-        self.virtual_size = Size(self.size.width, len(self.rows))
+        self.virtual_size = Size(1, len(self.rows))  # rows are cut to the width: no horizontal scroll
         if entry is not None and entry in self._index:
             self.move_to(self._index[entry])
         elif current is not None and current.kind == ENTRY and current.entry in self._index:
@@ -131,14 +131,20 @@ class TreeView(ScrollView, can_focus=True):
             return
         i = max(0, min(i, len(self.rows) - 1))
         self.cursor = i
+        self._keep_cursor_visible()
+        # Once more after the next layout: a new virtual size is known only then.
+        self.call_after_refresh(self._keep_cursor_visible)
+        self.refresh()
+        self.post_message(self.Moved(self.rows[i]))
+
+    def _keep_cursor_visible(self) -> None:
+        i = self.cursor
         height = max(1, self.scrollable_content_region.height)
         top = round(self.scroll_y)
         if i < top:
-            self.scroll_to(y=i, animate=False)
+            self.scroll_to(y=i, animate=False, immediate=True, force=True)
         elif i >= top + height:
-            self.scroll_to(y=max(0, i - height + 1), animate=False)
-        self.refresh()
-        self.post_message(self.Moved(self.rows[i]))
+            self.scroll_to(y=max(0, i - height // 2), animate=False, immediate=True, force=True)
 
     # ------------------------------------------------------------------ keys
     def action_cursor(self, delta: int) -> None:
