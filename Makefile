@@ -10,7 +10,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 RUST_SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: all build demo test lint test-rust test-python bench profile clean
+.PHONY: all build demo test lint test-rust test-python bench profile clean browser-test
 
 all: build
 
@@ -69,6 +69,17 @@ bench: $(BUILT)
 profile: $(BUILT)
 	$(PY) -m pip install -q "py-spy>=0.3"
 	$(PY) benches/profile_native.py --size $(PROFILE_SIZE)
+
+# The parts that need a browser or a terminal multiplexer: Debian's Chromium and tmux
+# (apt, root or sudo), Playwright for Python (driving that Chromium), then the tests that
+# use them. `make test` runs the same tests and skips, with the reason, what is missing.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+browser-test: $(BUILT)
+	@command -v chromium >/dev/null && command -v tmux >/dev/null || \
+		{ $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium tmux; }
+	$(PY) -m pip install -q "playwright>=1.40"
+	$(PY) -m pytest -q -p no:cacheprovider -rs tests/test_export_browser.py tests/test_browse.py
 
 clean:
 	rm -rf $(VENV) target bench-results/*.json bench-results/profile
