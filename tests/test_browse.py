@@ -326,3 +326,23 @@ def test_session_manager_untouched_by_browsing(session: Path) -> None:
     run_app(session, keys)
     assert session.read_bytes() == before
     assert SessionManager.open(str(session)).leaf_id is not None
+
+
+def test_reload_reads_what_another_process_appended(session: Path) -> None:
+    code = ("import sys; from sessiontree import SessionManager\n"
+            "with SessionManager.open(sys.argv[1]) as sm:\n"
+            "    sm.append_message({'role': 'user', 'content': 'written by another process', 'timestamp': 5})\n")
+
+    async def keys(app: Any, pilot: Any) -> None:
+        before = len(app.st)
+        await pilot.press("r")
+        await _until(pilot, lambda: "no new entries" in screen(app), "nothing new")
+        subprocess.run([sys.executable, "-c", code, str(session)], check=True, timeout=120)
+        await pilot.press("r")
+        await _until(pilot, lambda: "1 new entry" in screen(app), "the reload")
+        assert len(app.st) == before + 1
+        await pilot.press("/", *list("another process"), "enter")
+        await _until(pilot, lambda: "match for" in screen(app), "the new entry found")
+        assert "written by another process" in detail(app)
+
+    run_app(session, keys)

@@ -190,7 +190,7 @@ class Structure:
         if resolve is not None:
             try:
                 found = resolve(text)
-            except LookupError as e:
+            except (LookupError, ValueError) as e:
                 raise AmbiguousIdError(str(e)) if "ambiguous" in str(e).lower() else KeyError(text) from None
             if found is None:
                 raise KeyError(text)

@@ -388,6 +388,22 @@ class BrowseApp(App[None]):
         self._tree().show(drawing, keep_n)
         self.say(message)
 
+    def action_reload(self) -> None:
+        """Index what another process (Pi, still running) appended since the file was read."""
+        if self.sm is None:
+            return
+        row = self._tree().current_row()
+        keep = self.st.id(row.entry) if row is not None and row.kind == ENTRY and self.st is not None else None
+        try:
+            added = self.sm.refresh()
+        except Exception as e:  # replaced or truncated under us
+            self.say(f"cannot reload: {safe(str(e))}")
+            return
+        if not added:
+            self.say("no new entries")
+            return
+        self._restructure(keep or "", f"{added:,} new entr{'ies' if added != 1 else 'y'}")
+
     def action_fork(self) -> None:
         st, n = self.st, self._selected()
         if st is None or n is None:

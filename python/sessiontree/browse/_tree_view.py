@@ -79,6 +79,7 @@ class TreeView(ScrollView, can_focus=True):
         Binding("c", "app.context", "context"),
         Binding("L", "app.label", "label"),
         Binding("f", "app.fork", "fork"),
+        Binding("r", "app.reload", "reload", show=False),
     ]
 
     class Moved(Message):
