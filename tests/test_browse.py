@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from _shared import open_quiet
-from sessiontree import SessionManager
+from sessiontree import InvalidSessionError, SessionManager
 from sessiontree.generate import generate_session
 
 pytest.importorskip("textual", reason="Textual is not installed: pip install 'sessiontree[browse]'")
@@ -241,7 +241,7 @@ def test_select_and_errors(tmp_path: Path, corpus_dir: Path) -> None:
             await _ready(app, pilot)
 
     asyncio.run(main())
-    assert app.failure is not None and "not JSON" in str(app.failure) or "header" in str(app.failure).lower()
+    assert isinstance(app.failure, InvalidSessionError), app.failure
 
 
 def test_browse_needs_a_terminal(corpus_dir: Path) -> None:

@@ -13,7 +13,9 @@ Keys (also in the footer, and `?` in the app):
   c        the context the model gets at the selected entry (Pi's rules)
   L        set or clear the selected entry's label (appends a label entry)
   f        fork: write a new session file holding root → the selected entry (asks first)
-  r        reload: read what another process appended since     q   quit
+  r        reload: read what another process appended since
+  tab      switch between the tree and the detail pane (scroll it with the arrows)
+  q        quit
 
 The tree's shape comes from the session's index; only the entries on screen are
 decoded. Needs Textual: pip install 'sessiontree[browse]'.

@@ -157,7 +157,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
             out = sys.stdout.buffer
             sys.stdout.flush()
             job = Job(leaf_id=leaf_id, out=out, **job_args)  # type: ignore[arg-type]
-            _with_structure(io, job, args)
+            _with_structure(io, job)
             fmt.write(job)
             out.flush()
             return 0
@@ -171,7 +171,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
         try:
             with os.fdopen(fd, "wb", buffering=1 << 20) as f:
                 job = Job(leaf_id=leaf_id, out=f, **job_args)  # type: ignore[arg-type]
-                _with_structure(io, job, args)
+                _with_structure(io, job)
                 with spinner(io, f"writing {os.path.basename(target)}"):
                     summary = fmt.write(job)
             os.chmod(tmp, 0o644 & ~_umask())
@@ -185,7 +185,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
     return 0
 
 
-def _with_structure(io: Io, job: Job, args: argparse.Namespace) -> None:
+def _with_structure(io: Io, job: Job) -> None:
     with spinner(io, "reading the tree"):
         job.structure  # noqa: B018 - computed here, under the spinner
 

@@ -84,7 +84,6 @@ class Item:
         meta: short facts in order (model, stop reason, usage, cost).
         label: its current label (cleaned) or ``None``.
         parts: its content.
-        tool: a tool result's tool name, a bash execution's command (for filters).
     """
 
     id: str
