@@ -94,14 +94,16 @@ JS = """
     for (var j = data.down[n]; j >= 0; j = data.down[j]) { up.push(j); }
     return up;
   }
-  function missing(n) {
+  function missing(run, tip) {
+    // One note for a run of entries this file does not hold (a "path" export).
     var a = document.createElement("article");
-    a.id = "a" + n;
-    a.className = "missing";
-    a.dataset.n = String(n);
+    a.className = "missing shown";
+    a.dataset.n = String(run[0]);
     var p = document.createElement("p");
-    p.textContent = "Entry " + data.ids[n] + " is not in this export (it holds only the chosen path of this " +
-      "large session). Export its branch: sessiontree export " + data.file + " --format html --leaf " + data.ids[n];
+    p.textContent = (run.length === 1 ? "1 entry" : run.length + " entries") + " of this branch (" +
+      data.ids[run[0]] + (run.length > 1 ? " … " + data.ids[run[run.length - 1]] : "") +
+      ") are not in this file, which holds only the chosen path of a large session. To read this branch: " +
+      "sessiontree export " + data.file + " --format html --leaf " + data.ids[tip];
     a.appendChild(p);
     return a;
   }
@@ -112,11 +114,19 @@ JS = """
     marked = [];
     var shown = conv.querySelectorAll("article.shown");
     for (i = 0; i < shown.length; i++) { shown[i].classList.remove("shown", "cur"); }
-    for (i = 0; i < path.length; i++) {
-      a = document.getElementById("a" + path[i]) || missing(path[i]);
+    var notes = conv.querySelectorAll("article.missing");
+    for (i = 0; i < notes.length; i++) { notes[i].remove(); }
+    var run = [];
+    for (i = 0; i <= path.length; i++) {
+      a = i < path.length ? document.getElementById("a" + path[i]) : null;
+      if (i < path.length && !a) { run.push(path[i]); continue; }
+      if (run.length) { conv.appendChild(missing(run, path[path.length - 1])); run = []; }
+      if (i === path.length) { break; }
       a.classList.add("shown");
       if (path[i] === n) { a.classList.add("cur"); }
       conv.appendChild(a);
+    }
+    for (i = 0; i < path.length; i++) {
       r = row(path[i]);
       if (r) { r.classList.add("sel"); marked.push(r); }
     }
