@@ -139,7 +139,7 @@ JS = """
       }
     }
     if (scroll) {
-      a = document.getElementById("a" + n);
+      a = document.getElementById("a" + n) || conv.querySelector("article.missing");
       if (a) { a.scrollIntoView({block: "start"}); }
       if (r) { r.scrollIntoView({block: "nearest"}); }
     }
