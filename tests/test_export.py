@@ -380,3 +380,22 @@ def test_export_writes_nothing_to_the_session(tmp_path: Path, corpus_dir: Path) 
     assert src.read_bytes() == before
     with SessionManager.open(str(src)) as sm:
         assert len(sm) == 22
+
+
+def test_every_corpus_and_case_file_exports(corpus_dir: Path, cases_dir: Path) -> None:
+    """Damaged and odd files (cycles, orphans, unknown types, any JSON in any field) export
+    to a page whose rows are `tree --json`'s and to Markdown with one section per entry."""
+    for path in sorted(corpus_dir.glob("*.jsonl")) + sorted(cases_dir.glob("*.jsonl")):
+        try:
+            sm = open_quiet(path, "native")
+        except Exception:
+            continue
+        with sm:
+            st = structure_of(sm)
+            out: list[str] = []
+            write_html(st, out.append, branches="all")
+            page = Page("".join(out))
+            assert len(page.rows) == len(sm) == len(page.articles), path.name
+            md: list[str] = []
+            stats = write_markdown(st, md.append)
+            assert stats.sections == stats.path == len(sm.get_branch()), path.name

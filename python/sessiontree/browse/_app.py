@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import warnings
 from typing import Any
 
 from rich.text import Text
@@ -93,11 +94,13 @@ class BrowseApp(App[None]):
 
     @work(thread=True, exclusive=True, group="open")
     def _open(self) -> None:
-        from .. import SessionManager
+        from .. import LoadReportWarning, SessionManager
 
         try:
             t0 = time.perf_counter()
-            sm = SessionManager.open(self.path, backend=self.backend)
+            with warnings.catch_warnings():  # the status line counts the load report instead
+                warnings.simplefilter("ignore", LoadReportWarning)
+                sm = SessionManager.open(self.path, backend=self.backend)
             t1 = time.perf_counter()
             self.call_from_thread(self.say, f"reading the tree of {len(sm):,} entries …")
             st = structure_of(sm)
@@ -123,8 +126,11 @@ class BrowseApp(App[None]):
             except (KeyError, AmbiguousIdError) as e:
                 note = f"  --select {safe(self.select)}: {'no such entry' if isinstance(e, KeyError) else safe(str(e))}"
         name = sm.get_session_name()
+        problems = len(sm.load_report)
         self.facts = (f"{safe(name) + ' · ' if name else ''}{len(st):,} entries · {sm.backend} · "
-                      f"opened in {human_seconds(open_s)}, tree in {human_seconds(shape_s)}")
+                      f"opened in {human_seconds(open_s)}, tree in {human_seconds(shape_s)}"
+                      + (f" · {problems:,} load problem{'s' if problems != 1 else ''} "
+                         "(sessiontree check lists them)" if problems else ""))
         self.sub_title = safe(os.path.basename(self.path))
         tree = self.query_one(TreeView)
         if start is not None:
@@ -222,10 +228,13 @@ class BrowseApp(App[None]):
             self.action_parent()
 
     def _selected(self) -> int | None:
+        """The entry under the cursor (a fold: its first entry; a row of older branches:
+        their branch point); ``None`` on a note row, said on the status line."""
         row = self._tree().current_row()
-        if row is None:
+        if row is None or row.kind not in (ENTRY, FOLD, MORE):
+            self.say("no entry on this row: move to one first")
             return None
-        return row.entry if row.kind in (ENTRY, FOLD) else None
+        return row.entry
 
     def action_parent(self) -> None:
         n = self._selected()
