@@ -465,6 +465,12 @@ def _add_usage(a: Any, b: Any) -> dict[str, Any]:
     return out
 
 
+def _problem_line(problem: str) -> int:
+    """Sort key of a problem text: its line number (``line N: ...``), else 0."""
+    head = problem.split(":", 1)[0]
+    return int(head[5:]) if head.startswith("line ") and head[5:].isdigit() else 0
+
+
 def continuation_id(entry_id: str, blocks_before: int) -> str:
     """Id of the continuation message of ``entry_id`` that starts after ``blocks_before`` blocks."""
     return derive_id("continuation", entry_id, blocks_before)
@@ -509,7 +515,7 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
             entries_added=added, entries_total=total, parent_session=plan.parent_session,
             role=plan.role, imported=dict(rep.imported), custom=dict(rep.custom),
             skipped=dict(rep.skipped), unmapped=dict(rep.unmapped), conflicts=dict(conflicts),
-            continued=continued, problems=list(rep.problems), error=error,
+            continued=continued, problems=sorted(rep.problems, key=_problem_line), error=error,
         )
 
     if plan.message_count == 0:
