@@ -65,6 +65,8 @@ pub fn is_strict_ancestor(parent: &[u32], a: u32, e: u32, ordered: bool) -> bool
     let mut x = parent[e as usize];
     let mut steps = 0usize;
     while x != NONE && steps <= parent.len() {
+        #[cfg(test)]
+        WALK_STEPS.with(|n| n.set(n.get() + 1));
         if x == a {
             return true;
         }
@@ -75,6 +77,13 @@ pub fn is_strict_ancestor(parent: &[u32], a: u32, e: u32, ordered: bool) -> bool
         steps += 1;
     }
     false
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Ancestor steps walked by [`is_strict_ancestor`] on this thread (tests count work
+    /// instead of timing it).
+    pub(crate) static WALK_STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Children lists of a parent column, in file order, as CSR: the children of `e` are
