@@ -1043,6 +1043,30 @@ class SessionManager:
         self._report = self._index.load_report()
         return added
 
+    def to_arrow(self, table: str = "entries") -> Any:
+        """One table of this session as an Arrow stream (docs/TABLES.md).
+
+        The result is a lazy ``pyarrow.RecordBatchReader``: it speaks the Arrow
+        PyCapsule stream interface (``__arrow_c_stream__``), so ``pyarrow.table(r)``,
+        ``polars.DataFrame(r)`` and DuckDB (``duckdb.sql("select * from r")``) read it
+        without a copy. The index columns come from the backend's index; the others
+        from decoding the entries, batch by batch, as the stream is read. Read it
+        before the session is closed; entries appended after the call are not in it.
+
+        Args:
+            table: ``"entries"`` (one row per entry, the current path at the leaf
+                marked), ``"tool_calls"`` (each tool call joined with its result) or
+                ``"sessions"`` (this session's one row).
+
+        Raises:
+            ValueError: an unknown table.
+            ImportError: pyarrow is not installed (``pip install 'sessiontree[arrow]'``).
+        """
+        self._check()
+        from .tables import session_reader
+
+        return session_reader(self, self._index, table)
+
     def close(self) -> None:
         """Release the writer lock and the index (idempotent)."""
         self._release()
