@@ -10,7 +10,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 RUST_SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: all build demo test lint test-rust test-python bench profile clean browser-test
+.PHONY: all build demo test lint test-rust test-python bench profile clean spark-test browser-test
 
 all: build
 
@@ -20,6 +20,7 @@ $(PY):
 $(DEPS): $(PY) pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "maturin>=1.9,<2" "orjson>=3.9" "rich>=13" "pytest>=8" "hypothesis>=6.100" "pytest-benchmark>=4" "matplotlib>=3.7" "mypy>=1.18" "textual>=8"
+	$(PY) -m pip install -q "pyarrow>=15" "duckdb>=1.1" "polars>=1.0"
 	touch $@
 
 $(BUILT): $(DEPS) $(RUST_SOURCES)
@@ -65,6 +66,12 @@ bench: $(BUILT)
 		--benchmark-json=bench-results/latest.json $(BENCH_ARGS); rc=$$?; \
 	$(PY) benches/report.py bench-results/latest.json --command "make bench BENCH_MAX=$(BENCH_MAX)"; \
 	exit $$rc
+
+# Spark reading the Parquet export (tests/test_spark.py): pyspark from PyPI (~300 MB) and
+# a Java runtime (Java 17 here; Debian: apt-get install openjdk-17-jre-headless).
+spark-test: $(BUILT)
+	$(PY) -m pip install -q "pyspark>=3.5"
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_spark.py
 
 profile: $(BUILT)
 	$(PY) -m pip install -q "py-spy>=0.3"

@@ -9,7 +9,7 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::error::Error;
 use crate::index::Index;
@@ -372,6 +372,35 @@ impl PyIndex {
     /// Release the map; later reads raise `SessionError`.
     fn close(&self, py: Python<'_>) {
         self.write(py).close();
+    }
+
+    /// The entries table's index columns (`Index::columns`) as `bytes` in Arrow
+    /// layouts, by name; `leaf` (`None`: no path) marks the current path.
+    fn table_columns<'py>(
+        &self,
+        py: Python<'py>,
+        leaf: Option<i64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let ix = self.read(py);
+        let leaf = leaf.map(|n| Self::entry(&ix, n)).transpose()?;
+        let c = ix.columns(leaf).map_err(|e| self.err(e))?;
+        let d = PyDict::new(py);
+        for (name, buf) in [
+            ("id_offsets", &c.id_offsets),
+            ("id_data", &c.id_data),
+            ("line", &c.line),
+            ("offset", &c.offset),
+            ("length", &c.length),
+            ("parent", &c.parent),
+            ("parent_valid", &c.parent_valid),
+            ("depth", &c.depth),
+            ("on_path", &c.on_path),
+            ("timestamp", &c.timestamp),
+            ("timestamp_valid", &c.timestamp_valid),
+        ] {
+            d.set_item(name, PyBytes::new(py, buf))?;
+        }
+        Ok(d)
     }
 }
 

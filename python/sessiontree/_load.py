@@ -54,7 +54,7 @@ from typing import Any
 
 from ._backend import IssueKind, LoadIssue, issue_order, make_issue
 from ._js import UNDEFINED
-from ._jsonl import BOM, is_blank, iter_lines
+from ._jsonl import BOM, has_invalid_utf8, is_blank, iter_lines
 from ._reader import header_error, header_problem, is_header, is_old_version, read_value
 from .schema import ENTRY_TYPES
 
@@ -269,7 +269,7 @@ class Loader:
                 # once the line is complete, so nothing is reported twice.
                 self._tail_issue = make_issue(IssueKind.TRUNCATED, line_no, offset, n=len(content))
                 return False
-            if _has_invalid_utf8(content):
+            if has_invalid_utf8(content):
                 issues.append(make_issue(IssueKind.INVALID_UTF8, line_no, offset))
             issues.append(make_issue(IssueKind.INVALID_JSON, line_no, offset))
             return True
@@ -469,11 +469,3 @@ class Loader:
                 stack.append((node, True))
                 stack.extend((ch, False) for ch in children[node])
         return tin, tout
-
-
-def _has_invalid_utf8(raw: bytes) -> bool:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False

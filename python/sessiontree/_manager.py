@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import builtins
 import os
-import re
 import secrets
 import time
 import uuid
@@ -46,7 +45,7 @@ from . import _shapes
 from ._backend import LoadIssue, TreeIndex, issue_order
 from ._context import SessionContext, SessionProjection, assemble_context, assemble_projection, current_system_message
 from ._filestate import stat_id
-from ._js import NULL, UNDEFINED, trim
+from ._js import NULL, UNDEFINED
 from ._jsonl import decode_line, encode_entry
 from ._listing import ListingProblem, list_all_sessions, list_sessions
 from ._migrate import migrate_image
@@ -75,7 +74,6 @@ _Entries = builtins.list[dict[str, Any]]  # `list` is a method name inside the c
 
 
 _EDITABLE = frozenset({"user", "assistant", "toolResult"})
-_CRLF_RUNS = re.compile(r"[\r\n]+")
 
 
 def _optional(value: Any) -> Any:
@@ -711,7 +709,7 @@ class SessionManager:
             TypeError: ``name`` is not a str (nothing is written).
         """
         _require("name", name, str)
-        return self._append(self._entry("session_info", name=trim(_CRLF_RUNS.sub(" ", name))))
+        return self._append(self._entry("session_info", name=_shapes.session_name(name)))
 
     def append_custom_message_entry(self, custom_type: str, content: Any, display: bool, details: Any = None) -> str:
         """Append a ``custom_message`` entry (becomes a ``custom`` message in the context).
@@ -1044,6 +1042,30 @@ class SessionManager:
         # Junk lines, duplicates or a torn tail change the report without adding entries.
         self._report = self._index.load_report()
         return added
+
+    def to_arrow(self, table: str = "entries") -> Any:
+        """One table of this session as an Arrow stream (docs/TABLES.md).
+
+        The result is a lazy ``pyarrow.RecordBatchReader``: it speaks the Arrow
+        PyCapsule stream interface (``__arrow_c_stream__``), so ``pyarrow.table(r)``,
+        ``polars.DataFrame(r)`` and DuckDB (``duckdb.sql("select * from r")``) read it
+        without a copy. The index columns come from the backend's index; the others
+        from decoding the entries, batch by batch, as the stream is read. Read it
+        before the session is closed; entries appended after the call are not in it.
+
+        Args:
+            table: ``"entries"`` (one row per entry, the current path at the leaf
+                marked), ``"tool_calls"`` (each tool call joined with its result) or
+                ``"sessions"`` (this session's one row).
+
+        Raises:
+            ValueError: an unknown table.
+            ImportError: pyarrow is not installed (``pip install 'sessiontree[arrow]'``).
+        """
+        self._check()
+        from .tables import session_reader
+
+        return session_reader(self, self._index, table)
 
     def close(self) -> None:
         """Release the writer lock and the index (idempotent)."""

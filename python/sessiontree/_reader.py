@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._js import UNDEFINED
-from ._jsonl import BOM, decode_line, decode_line_ex, is_blank, iter_lines
+from ._jsonl import BOM, decode_line, decode_line_ex, has_invalid_utf8, is_blank, iter_lines
 from .errors import InvalidSessionError
 
 __all__ = [
@@ -65,14 +65,6 @@ class Value:
     value: Any
     replaced: bool = False
     recovered_at: int = 0
-
-
-def _has_invalid_utf8(raw: bytes) -> bool:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False
 
 
 def _recover_torn(content: bytes) -> tuple[int, Any] | None:
@@ -118,7 +110,7 @@ def read_value(content: bytes) -> Value:
     rec = _recover_torn(content)
     if rec is None:
         raise ValueError("not valid JSON")
-    return Value(rec[1], _has_invalid_utf8(content), rec[0])
+    return Value(rec[1], has_invalid_utf8(content), rec[0])
 
 
 def is_header(obj: Any) -> bool:

@@ -117,3 +117,10 @@ class Index:
         that has been written there); a no-op when the index holds a file already."""
     def close(self) -> None:
         """Release the map; later reads raise ``SessionError``."""
+    def table_columns(self, leaf: int | None) -> dict[str, bytes]:
+        """The ``entries`` table's index columns as ``bytes`` in Arrow layouts
+        (little-endian; bitmaps LSB first): ``id_offsets`` (i32, n + 1) and
+        ``id_data`` (UTF-8, a lone surrogate's bytes as U+FFFD), ``line``, ``offset``,
+        ``length`` (i64: the entry's JSON text), ``parent`` (i32 entry number) and
+        ``parent_valid``, ``depth`` (i32), ``on_path`` (root -> ``leaf``),
+        ``timestamp`` (i64 ms, ``Date.parse``) and ``timestamp_valid``."""
