@@ -341,12 +341,12 @@ def test_cli_export_parquet(generated: Path, tmp_path: Path, capsys: pytest.Capt
     (agent / "sessions" / "--home-u-p0--" / "broken.jsonl").write_text("not a session\n")
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
     out = tmp_path / "out"
-    assert main(["export-parquet", "--all", "--out", str(out), "--json"]) == 1  # the broken file is reported
+    assert main(["export", "--format", "parquet", "--all", "--out", str(out), "--json"]) == 1  # the broken file is reported
     d = json.loads(capsys.readouterr().out)
     assert d["written"] == 8 and [Path(x["path"]).name for x in d["failed"]] == ["broken.jsonl"]
-    assert main(["export-parquet", str(agent / "sessions" / "--home-u-p1--"), "--out", str(out)]) == 0
+    assert main(["export", "--format", "parquet", str(agent / "sessions" / "--home-u-p1--"), "--out", str(out)]) == 0
     assert "0 sessions written" in capsys.readouterr().out
-    assert main(["export-parquet", "--out", str(out)]) == 2
+    assert main(["export", "--format", "parquet", "--out", str(out)]) == 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LoadReportWarning)
         assert duckdb.sql(f"select count(distinct session_id) from {export_sql(out, 'entries')}").fetchall()[0] == (8,)

@@ -6,9 +6,14 @@ Formats (--format):
             text, code, tool calls and results folded, images inline, model and usage
             per message, compactions and branch summaries where they sit)
   markdown  one path as Markdown, to read, share or feed to a model (--detail)
+  parquet   sessions as a Parquet dataset for DuckDB, Polars and Spark: FILE may be one
+            or more session files or folders, --all adds Pi's whole store; --out DIR is
+            the dataset's folder, updated in place (only changed sessions rewritten;
+            docs/TABLES.md); needs the `arrow` extra (pyarrow)
 
-The path is root → the current leaf, or root → --leaf ID (a unique prefix of an id is
-enough). Output goes to --out FILE (written whole or not at all), else to stdout.
+For html and markdown, the path is root → the current leaf, or root → --leaf ID (a unique
+prefix of an id is enough). Output goes to --out FILE (written whole or not at all),
+else to stdout.
 """
 
 from __future__ import annotations
@@ -69,15 +74,19 @@ class Format:
         add_options: adds the format's options to its argument group; each option's
             default must be ``None`` (so that giving it with another format is caught).
         options: the ``dest`` names of those options.
-        write: writes the export; returns a short summary (``"3,871 entries"``).
+        write: writes the export of one session; returns a short summary
+            (``"3,871 entries"``).
         binary: the output is not text (never written to a terminal).
+        run_many: instead of ``write``, a format that takes many sessions (files,
+            folders) runs the whole command itself and returns the exit status.
     """
 
     help: str
     add_options: Callable[[Any], None]
     options: tuple[str, ...]
-    write: Callable[[Job], str]
+    write: Callable[[Job], str] | None = None
     binary: bool = False
+    run_many: Callable[[argparse.Namespace, Io], int] | None = None
 
 
 def _html_options(group: Any) -> None:
@@ -111,23 +120,45 @@ def _write_markdown(job: Job) -> str:
     return f"{stats.sections:,} sections from {stats.path:,} entries on the path"
 
 
+def _parquet_options(group: Any) -> None:
+    group.add_argument("--all", dest="all_projects", action="store_const", const=True, default=None,
+                       help="every project in Pi's session store ($PI_CODING_AGENT_DIR/sessions, "
+                            "else ~/.pi/agent/sessions)")
+    group.add_argument("--json", dest="as_json", action="store_const", const=True, default=None,
+                       help="print what was done as JSON")
+
+
+def _run_parquet(args: argparse.Namespace, io: Io) -> int:
+    from .export_parquet import run_parquet
+
+    if args.out in (None, "-"):
+        raise CliError("--format parquet writes a folder: give --out DIR", code=2)
+    return run_parquet(args.paths, all_projects=bool(args.all_projects), out=args.out, backend=args.backend,
+                       as_json=bool(args.as_json), io=io)
+
+
 FORMATS: dict[str, Format] = {
     "html": Format("one offline page: tree sidebar and the conversation of a path",
                    _html_options, ("branches",), _write_html),
     "markdown": Format("one path as Markdown (--detail full | no-tools | user-only)",
                        _markdown_options, ("detail",), _write_markdown),
+    "parquet": Format("sessions as a Parquet dataset (files, folders, --all) into --out DIR",
+                      _parquet_options, ("all_projects", "as_json"), binary=True, run_many=_run_parquet),
 }
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``export`` to the ``sessiontree`` subcommands."""
-    p = sub.add_parser("export", help="write a session as HTML (tree + conversation) or Markdown (one path)",
+    p = sub.add_parser("export", help="write a session as HTML (tree + conversation) or Markdown (one path), "
+                                      "or sessions as Parquet",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("file", help="session file (.jsonl)")
+    p.add_argument("paths", nargs="*", metavar="FILE",
+                   help="session file (.jsonl); parquet also takes several files and folders")
     p.add_argument("--format", required=True, choices=tuple(FORMATS), help="the output format (see above)")
     p.add_argument("--leaf", metavar="ID", help="export the path to this entry (an id or a unique prefix) "
                                                 "instead of the path to the current leaf")
-    p.add_argument("--out", metavar="FILE", help="write to FILE (replaced whole, atomically) instead of stdout")
+    p.add_argument("--out", metavar="FILE", help="write to FILE (replaced whole, atomically) instead of stdout; "
+                                                "parquet: the dataset's folder")
     for name, fmt in FORMATS.items():
         fmt.add_options(p.add_argument_group(f"{name} options"))
     p.set_defaults(func=run)
@@ -141,8 +172,16 @@ def run(args: argparse.Namespace, io: Io) -> int:
             continue
         for dest in ofmt.options:
             if getattr(args, dest, None) is not None and dest not in fmt.options:
-                raise CliError(f"--{dest.replace('_', '-')} is an option of --format {other}, not {args.format}",
+                flag = {"all_projects": "all", "as_json": "json"}.get(dest, dest)
+                raise CliError(f"--{flag.replace('_', '-')} is an option of --format {other}, not {args.format}",
                                code=2)
+    if fmt.run_many is not None:
+        return fmt.run_many(args, io)
+    if len(args.paths) != 1:
+        raise CliError(f"--format {args.format} exports one session file: name exactly one", code=2)
+    args.file = args.paths[0]
+    write = fmt.write
+    assert write is not None  # a format has a writer or runs the command itself
     to_stdout = args.out in (None, "-")
     if to_stdout and (fmt.binary or args.format == "html") and _stdout_is_terminal():
         raise CliError(f"not writing {args.format} to a terminal: give --out FILE or redirect stdout", code=2)
@@ -158,7 +197,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
             sys.stdout.flush()
             job = Job(leaf_id=leaf_id, out=out, **job_args)  # type: ignore[arg-type]
             _with_structure(io, job)
-            fmt.write(job)
+            write(job)
             out.flush()
             return 0
         target = os.path.abspath(args.out)
@@ -173,7 +212,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
                 job = Job(leaf_id=leaf_id, out=f, **job_args)  # type: ignore[arg-type]
                 _with_structure(io, job)
                 with spinner(io, f"writing {os.path.basename(target)}"):
-                    summary = fmt.write(job)
+                    summary = write(job)
             os.chmod(tmp, 0o644 & ~_umask())
             os.replace(tmp, target)
         except BaseException:

@@ -1,38 +1,19 @@
-"""``sessiontree export-parquet``: sessions as a Parquet dataset for DuckDB, Polars and Spark.
+"""``sessiontree export --format parquet``: sessions as a Parquet dataset for DuckDB,
+Polars and Spark.
 
 PATH may be a session file or a folder of sessions; ``--all`` adds every project in
 Pi's store (``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions``). The
 dataset in OUT has three tables (``sessions``, ``entries``, ``tool_calls``),
 Hive-partitioned by project and date, zstd-compressed; run again, only the sessions
 that changed are rewritten. Schema and queries: docs/TABLES.md.
-
-(Temporary name: this becomes ``sessiontree export … --format parquet --out DIR``;
-:func:`run_parquet` is the body both call.)
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Sequence
 
 from ._common import CliError, Io, count_progress, safe
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Add ``export-parquet`` to the ``sessiontree`` subcommands."""
-    p = sub.add_parser("export-parquet", help="write sessions as a Parquet dataset (DuckDB, Polars, Spark)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="*", metavar="PATH", help="session files or folders of sessions")
-    p.add_argument("--all", action="store_true", help="every project in Pi's session store")
-    p.add_argument("--out", required=True, metavar="DIR", help="the dataset's folder (updated in place)")
-    p.add_argument("--json", action="store_true", help="print what was done as JSON")
-    p.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace, io: Io) -> int:
-    return run_parquet(args.paths, all_projects=args.all, out=args.out, backend=args.backend,
-                       as_json=args.json, io=io)  # fmt: skip
 
 
 def run_parquet(paths: Sequence[str], *, all_projects: bool, out: str, backend: str, as_json: bool, io: Io) -> int:
