@@ -680,11 +680,17 @@ impl Index {
 
     // ------------------------------------------------------------------ growth
 
-    /// Index one line appended to the image (the caller writes `line + "\n"`, after a
-    /// `"\n"` if the image does not end with one). Returns the new entry, or `None` if
+    /// Index one line appended to the image (the caller writes `line + "\n"`, after
+    /// `"#\n"` if the image ends with a pending piece, after `"\n"` if it ends with
+    /// another unterminated one: `_reader.line_prefix`). Returns the new entry, or `None` if
     /// the line was not accepted (reported in `issues`).
     pub fn append_line(&mut self, line: &[u8]) -> Result<Option<u32>> {
-        let mut bytes = Vec::with_capacity(line.len() + 2);
+        let mut bytes = Vec::with_capacity(line.len() + 3);
+        if self.has_pending_tail() {
+            // A torn last piece is sealed first, so no part of it can be recovered
+            // as an entry once it is a complete line (`lines::TORN_SEAL`).
+            bytes.push(lines::TORN_SEAL);
+        }
         if self.ends_mid_line() {
             bytes.push(b'\n');
         }

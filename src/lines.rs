@@ -11,6 +11,12 @@ use crate::time::parse_iso_ms;
 
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
+/// What an append writes after a pending (torn) last piece, before its `\n`: not JSON
+/// outside a string and unable to close one, so neither the sealed line nor any suffix
+/// of it parses, and rule 4 cannot recover a nested object of a line cut by a crash
+/// as an entry (`_reader.TORN_SEAL`).
+pub(crate) const TORN_SEAL: u8 = b'#';
+
 /// Ranges of at least this many bytes are scanned by two threads.
 const PARALLEL_MIN: usize = 16 << 20;
 
@@ -174,7 +180,7 @@ fn scan_range(
             scan_one(
                 &mut ch,
                 content,
-                scan::scan_line(content),
+                scan::scan_piece(content, !is_tail),
                 base + cstart as u64,
                 base + pos as u64,
                 line_no,

@@ -481,7 +481,12 @@ class SessionManager:
         if _is_assistant(entry):
             self._has_assistant = True
         if self._file is not None and self._file.on_disk:
-            entry_id, changed = self._file.append(self._index, line)
+            try:
+                entry_id, changed = self._file.append(self._index, line)
+            except OSError:
+                # Part of the line may be in the file, now indexed as a torn piece.
+                self._report = self._index.load_report()
+                raise
             if changed:
                 self._report = self._index.load_report()
         else:

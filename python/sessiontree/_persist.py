@@ -19,6 +19,7 @@ from ._backend import TreeIndex
 from ._filestate import FileId, FileWatch
 from ._migrate import Migration
 from ._storage import SessionWriter
+from .errors import SessionError
 
 __all__ = ["SessionFile"]
 
@@ -94,12 +95,22 @@ class SessionFile:
         Raises:
             SessionLockedError: another writer holds the file.
             StaleSessionError: the file changed under us.
-            OSError: the write failed.
+            OSError: the write failed (naming the file). Whatever part of the line
+                reached the file is indexed as the loader reads it (a pending torn
+                piece), so the index and the file agree, ``load_report`` equals a
+                reopen's and the next append seals the piece and starts a new line.
         """
         changed = self._take_writer(index)
         assert self._writer is not None
         torn = index.has_pending_tail()
-        self._writer.append(line)
+        try:
+            self._writer.append(line, after_torn=torn)
+        except OSError:
+            try:
+                self._catch_up(index)
+            except (OSError, SessionError):
+                pass  # the file changed in another way too: the next check says so
+            raise
         return index.append_line(line), changed or torn
 
     def migrate(self, index: TreeIndex) -> str | None:
