@@ -45,6 +45,8 @@ pub struct Index {
     roles: Vec<Role>,
     ts: Vec<i64>,
     parent: Vec<u32>,
+    /// `lines::line_hash` of each entry's bytes when indexed (checked on every read).
+    hashes: Vec<u32>,
     ids: IdArena,
     table: IdTable,
     // Sparse facts.
@@ -100,6 +102,7 @@ impl Index {
             roles: Vec::new(),
             ts: Vec::new(),
             parent: Vec::new(),
+            hashes: Vec::new(),
             ids: IdArena::default(),
             table: IdTable::new(),
             line_offs: Vec::new(),
@@ -135,6 +138,7 @@ impl Index {
         self.roles.shrink_to_fit();
         self.ts.shrink_to_fit();
         self.parent.shrink_to_fit();
+        self.hashes.shrink_to_fit();
         self.ids.shrink_to_fit();
     }
 
@@ -189,6 +193,7 @@ impl Index {
         self.roles.reserve(more);
         self.ts.reserve(more);
         self.parent.reserve(more);
+        self.hashes.reserve(more);
         self.ids.reserve(more);
         let mut links: Vec<(u32, usize, Ref)> = Vec::with_capacity(more);
         let mut bad_header = false;
@@ -318,6 +323,7 @@ impl Index {
         self.roles.push(c.role);
         self.ts.push(c.ts);
         self.parent.push(NONE);
+        self.hashes.push(c.hash);
         self.ids.push(id);
         if c.line_off != c.start {
             self.line_offs.push((e, c.line_off));
@@ -586,7 +592,20 @@ impl Index {
                 t - s
             )));
         }
-        self.src.read_into(s, buf)
+        self.src.read_into(s, buf)?;
+        self.verify(e, buf)
+    }
+
+    /// Entry `e`'s bytes as read now must be the bytes indexed: a line rewritten in
+    /// place since (same size, both ends of the file kept) is [`Error::Stale`].
+    fn verify(&self, e: u32, bytes: &[u8]) -> Result<()> {
+        match self.hashes.get(e as usize) {
+            Some(&h) if h != lines::line_hash(bytes) => Err(Error::Stale(format!(
+                "the line of entry {} changed in the file since it was read",
+                String::from_utf8_lossy(self.ids.get(e))
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Entry `e`'s line as a copy (see [`Index::read_line`]).
@@ -599,9 +618,18 @@ impl Index {
 
     /// Call `f` with the line of each entry of `es`, in order (adjacent lines are read
     /// in one `pread`; unknown numbers give empty lines).
-    pub fn for_each_line(&self, es: &[u32], f: impl FnMut(&[u8])) -> Result<()> {
+    pub fn for_each_line(&self, es: &[u32], mut f: impl FnMut(&[u8])) -> Result<()> {
         let ranges: Vec<(u64, u64)> = es.iter().map(|&e| self.range(e)).collect();
-        self.src.read_each(&ranges, f)
+        let mut k = 0;
+        let mut bad = Ok(());
+        self.src.read_each(&ranges, |b| {
+            if bad.is_ok() {
+                bad = es.get(k).map_or(Ok(()), |&e| self.verify(e, b));
+            }
+            k += 1;
+            f(b)
+        })?;
+        bad
     }
 
     /// Children of `e` in file order.

@@ -123,3 +123,129 @@ def test_crash_mid_line_invents_no_entry(which: str, backend: str, tmp_path: Pat
         assert again == mine, cut
         assert again["ids"] == ["u1", "a1", new]
         assert [k for k, *_ in again["report"]] == ["invalid_json"]
+
+
+APPENDER = r"""
+import json, os, sys, time
+path, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+print("ready", flush=True)
+sys.stdin.readline()
+parent = "u1"
+for i in range(n):
+    eid = f"w{i:07d}"
+    line = json.dumps({"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-01-01T00:00:01.000Z",
+                       "message": {"role": "user", "content": "z" * size, "timestamp": 1}}, separators=(",", ":"))
+    os.write(fd, line.encode() + b"\n")
+    parent = eid
+    time.sleep(0.002)
+print("done", flush=True)
+"""
+
+
+def test_appends_never_look_like_rewrites(backend: str, tmp_path: Path) -> None:
+    """Issue 11 item 2. A reader refreshing in a loop while another process only
+    appends got ``StaleSessionError("... rewritten in place")``: a write updates the
+    mtime before the new size is visible, and "mtime changed, size did not" was taken
+    for a rewrite. Appends must never look like rewrites, whatever order size and
+    mtime become visible in."""
+    p = tmp_path / "appended.jsonl"
+    p.write_bytes(HDR + user("u1", None) + b"\n")
+    n = 400
+    proc = subprocess.Popen(
+        [sys.executable, "-c", APPENDER, str(p), str(n), "60000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    assert proc.stdout.readline().strip() == "ready"
+    reader = open_quiet(p, backend)
+    try:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            reader.refresh()  # StaleSessionError here is the bug
+        assert proc.wait(timeout=30) == 0
+        reader.refresh()
+        assert len(reader) == n + 1 and reader.leaf_id == f"w{n - 1:07d}"
+        assert facts(reader) == fresh(p, backend)
+    finally:
+        reader.close()
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _chain(n: int) -> bytes:
+    out = [HDR]
+    for i in range(n):
+        out.append(user(f"{i:08x}", None if i == 0 else f"{i - 1:08x}", "x" * 100) + b"\n")
+    return b"".join(out)
+
+
+def test_middle_rewrite_then_append_never_splits_the_backends(tmp_path: Path) -> None:
+    """Issue 11 item 6. A same-length rewrite of a line in the middle, then an append:
+    the file grew, both 4 KiB ends are intact, so nothing at the file level notices.
+    Before the fix the native backend returned the rewritten entry's new bytes and the
+    python backend the old ones. Now every line the native backend reads must hash to
+    what it indexed: it raises ``StaleSessionError`` or agrees."""
+    data = _chain(200)
+    old = user("00000064", "00000063", "x" * 100)
+    off = data.index(old)
+    p = tmp_path / "s.jsonl"
+    seen: dict[str, Any] = {}
+    for backend in ("python", "native"):
+        p.write_bytes(data)
+        mgr = open_quiet(p, backend)
+        try:
+            with open(p, "r+b") as f:
+                f.seek(off)
+                f.write(old.replace(b"x" * 100, b"y" * 100))
+            with open(p, "ab") as f:
+                f.write(user("new", "000000c7") + b"\n")
+            try:
+                mgr.refresh()
+                seen[backend] = (mgr.get_entry("00000064"), [e["id"] for e in mgr.get_branch("00000064")])
+            except StaleSessionError:
+                seen[backend] = "stale"
+        finally:
+            mgr.close()
+    assert seen["python"] != "stale" and seen["python"][0]["message"]["content"] == "x" * 100
+    assert seen["native"] in ("stale", seen["python"])
+
+
+V1 = b'{"type":"session","id":"v1-sess","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"}\n'
+
+
+def _v1_line(text: str, role: str = "user") -> bytes:
+    return (
+        b'{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"'
+        + role.encode() + b'","content":"' + text.encode() + b'","timestamp":1}}\n'
+    )
+
+
+def test_refresh_of_a_pending_migration_sees_appended_lines(backend: str, tmp_path: Path) -> None:
+    """Issue 11 item 6. A version 1 session is migrated in memory and not rewritten
+    yet; another process (an old writer) appends to the file. Before the fix
+    ``refresh()`` returned 0 forever while a fresh open showed the lines."""
+    p = tmp_path / "old.jsonl"
+    p.write_bytes(V1 + _v1_line("one") + _v1_line("two", "assistant"))
+    original_ids = None
+    reader = open_quiet(p, backend)
+    try:
+        original_ids = [e["id"] for e in reader.get_entries()]
+        leaf = reader.leaf_id
+        for k in range(3):
+            with open(p, "ab") as f:
+                f.write(_v1_line(f"more {k}"))
+            assert reader.refresh() == 1
+            assert facts(reader) == fresh(p, backend)
+        assert [e["id"] for e in reader.get_entries()][:2] == original_ids
+        assert reader.leaf_id != leaf and len(reader) == 5
+        assert reader.refresh() == 0
+        # A file rewritten while the migration was pending is stale, not re-read.
+        p.write_bytes(p.read_bytes().replace(b"one", b"uno"))
+        with open(p, "ab") as f:
+            f.write(_v1_line("later"))
+        with pytest.raises(StaleSessionError):
+            reader.refresh()
+    finally:
+        reader.close()

@@ -49,7 +49,7 @@ from ._filestate import stat_id
 from ._js import NULL, UNDEFINED, trim
 from ._jsonl import decode_line, encode_entry
 from ._listing import ListingProblem, list_all_sessions, list_sessions
-from ._migrate import migrate_image
+from ._migrate import Migration, migrate_image
 from ._persist import SessionFile
 from ._places import session_dir_for_cwd, session_file_name
 from ._reader import CURRENT_VERSION, scan_header
@@ -381,10 +381,7 @@ class SessionManager:
                 index.close()
                 with open(path, "rb") as f:
                     data = f.read()
-                m = migrate_image(data, path)
-                index = self._index_cls.from_image(m.image)
-                report = list(m.issues) + [self._map_issue(i, m.line_map) for i in index.load_report()]
-                report.sort(key=issue_order)
+                index, report, m = self._migrated(data, path)
                 migration = (m, len(data))
             else:
                 report = index.load_report()
@@ -409,6 +406,33 @@ class SessionManager:
                 LoadReportWarning,
                 stacklevel=3,
             )
+
+    def _migrated(self, data: bytes, path: str) -> tuple[TreeIndex, builtins.list[LoadIssue], Migration]:
+        """The index and report of a version 1/2 file's bytes, migrated in memory."""
+        m = migrate_image(data, path)
+        index = self._index_cls.from_image(m.image)
+        report = list(m.issues) + [self._map_issue(i, m.line_map) for i in index.load_report()]
+        report.sort(key=issue_order)
+        return index, report, m
+
+    def _refresh_migrated(self) -> int:
+        """``refresh`` of a version 1/2 session not rewritten yet: another process
+        appended to the old file, so the grown file is migrated again (record ids
+        depend only on the header and the record's position: the entries read before
+        keep theirs) and its index replaces this one."""
+        assert self._file is not None
+        data = self._file.migrated_growth()
+        if data is None:
+            return 0
+        index, report, m = self._migrated(data, self._file.path)
+        last, before = self._index.last_id(), len(self._index)
+        self._index.close()
+        self._index = index
+        self._file.remigrated(m, len(data))
+        self._report = report
+        if self._leaf == last:
+            self._leaf = index.last_id()
+        return len(index) - before
 
     @staticmethod
     def _map_issue(issue: LoadIssue, line_map: builtins.list[tuple[int, int]]) -> LoadIssue:
@@ -1040,9 +1064,11 @@ class SessionManager:
         self._check()
         if self._file is None:
             return 0
+        if self._file.migration_pending:
+            return self._refresh_migrated()
         last = self._index.last_id()
         added = self._file.refresh(self._index)
-        if not self._file.on_disk or self._file.migration_pending:
+        if not self._file.on_disk:
             return 0
         if added and self._leaf == last:
             self._leaf = self._index.last_id()

@@ -15,11 +15,14 @@ rules); this module decides *how*:
 
 from __future__ import annotations
 
+import hashlib
+import os
+
 from ._backend import TreeIndex
 from ._filestate import FileId, FileWatch
 from ._migrate import Migration
 from ._storage import SessionWriter
-from .errors import SessionError
+from .errors import SessionError, StaleSessionError
 
 __all__ = ["SessionFile"]
 
@@ -146,6 +149,31 @@ class SessionFile:
 
     def _catch_up(self, index: TreeIndex) -> bool:
         return index.refresh(self.path) > 0
+
+    def migrated_growth(self) -> bytes | None:
+        """While a migration is pending: the file's bytes if another process appended
+        to it since it was read (``None`` if it did not grow).
+
+        Raises:
+            StaleSessionError: the bytes that were migrated are no longer the file's
+                first bytes (it was rewritten, e.g. migrated in place by Pi).
+        """
+        assert self._migration is not None
+        m, size = self._migration
+        try:
+            if os.stat(self.path).st_size == size:
+                return None
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise StaleSessionError(f"{self.path}: session file cannot be read ({e.strerror or e}); reopen it") from None
+        if len(data) < size or hashlib.blake2b(data[:size]).digest() != m.source_digest:
+            raise StaleSessionError(f"{self.path}: session file was rewritten while its migration was pending; reopen it")
+        return data
+
+    def remigrated(self, migration: Migration, size: int) -> None:
+        """The pending migration is now ``migration`` of the file's first ``size`` bytes."""
+        self._migration = (migration, size)
 
     def refresh(self, index: TreeIndex) -> int:
         """Index complete lines another process appended; how many entries were added
