@@ -35,9 +35,13 @@ pub(crate) const TORN_SEAL: u8 = b'#';
 /// handing over of a block costs nothing next to its scan.
 const BLOCK: u64 = if cfg!(test) { 4 << 10 } else { 256 << 10 };
 
-/// Blocks scanned ahead of the one the caller consumes (bounds the memory of a scan
-/// to a few blocks' buffers and candidates).
+/// Blocks scanned ahead of the one the caller consumes: always up to [`WINDOW`], and
+/// up to [`WINDOW_MAX`] while the candidates waiting are fewer than [`WAITING_MAX`]
+/// (bounds the memory of a scan to a few MB of candidates, yet lets the scanners run
+/// ahead freely on long lines, whose blocks hold few).
 const WINDOW: usize = 8;
+const WINDOW_MAX: usize = 4096;
+const WAITING_MAX: usize = 1 << 17;
 
 /// Bytes read at a time (at least) for a line that runs past its block.
 const PROBE: usize = 64 << 10;
@@ -468,18 +472,23 @@ pub(crate) fn scan_blocks(
         consumed: usize,
         stop: bool,
         done: Done,
+        /// Candidates in `done`.
+        waiting: usize,
     }
     let state = Mutex::new(State {
         claimed: 0,
         consumed: 0,
         stop: false,
         done: BTreeMap::new(),
+        waiting: 0,
     });
     let cv = Condvar::new();
     let lock = || state.lock().unwrap_or_else(|e| e.into_inner());
     // Claim the next block if the window allows it.
     let claim = |st: &mut State| -> Option<usize> {
-        (st.claimed < n && st.claimed < st.consumed + WINDOW && !st.stop).then(|| {
+        let room = st.claimed < st.consumed + WINDOW
+            || (st.waiting < WAITING_MAX && st.claimed < st.consumed + WINDOW_MAX);
+        (st.claimed < n && room && !st.stop).then(|| {
             st.claimed += 1;
             st.claimed - 1
         })
@@ -500,6 +509,7 @@ pub(crate) fn scan_blocks(
                     drop(st);
                     let r = blocks.scan(k, &mut buf);
                     st = lock();
+                    st.waiting += r.as_ref().map_or(0, |(c, _)| c.cands.len());
                     st.done.insert(k, r);
                     cv.notify_all();
                 }
@@ -510,6 +520,7 @@ pub(crate) fn scan_blocks(
                 let r = loop {
                     let mut st = lock();
                     if let Some(r) = st.done.remove(&k) {
+                        st.waiting -= r.as_ref().map_or(0, |(c, _)| c.cands.len());
                         st.consumed = k + 1;
                         cv.notify_all();
                         break r;
@@ -519,6 +530,7 @@ pub(crate) fn scan_blocks(
                         drop(st);
                         let r = blocks.scan(j, &mut buf);
                         let mut st = lock();
+                        st.waiting += r.as_ref().map_or(0, |(c, _)| c.cands.len());
                         st.done.insert(j, r);
                         cv.notify_all();
                         continue;
@@ -539,9 +551,15 @@ pub(crate) fn scan_blocks(
     })
 }
 
-/// Count the `\n` bytes of `[from, end)` read through `read` in blocks, as
-/// [`scan_blocks`] reads them (the benchmarks' floor).
-pub(crate) fn count_blocks(read: Reader<'_>, from: u64, end: u64) -> Result<u64> {
+/// Count the `\n` bytes of `[from, end)` (the bytes `mem` when given, else read
+/// through `read`) in blocks on all CPUs, as [`scan_blocks`] reads them (the
+/// benchmarks' floor).
+pub(crate) fn count_blocks(
+    mem: Option<&[u8]>,
+    read: Reader<'_>,
+    from: u64,
+    end: u64,
+) -> Result<u64> {
     let n = (end - from).div_ceil(BLOCK);
     let next = std::sync::atomic::AtomicU64::new(0);
     let count = |buf: &mut Vec<u8>| -> Result<u64> {
@@ -553,9 +571,15 @@ pub(crate) fn count_blocks(read: Reader<'_>, from: u64, end: u64) -> Result<u64>
             }
             let lo = from + k * BLOCK;
             let len = (end - lo).min(BLOCK) as usize;
-            buf.resize(len, 0);
-            read(lo, &mut buf[..len])?;
-            total += memchr::memchr_iter(b'\n', &buf[..len]).count() as u64;
+            let bytes = match mem {
+                Some(m) => &m[(lo - from) as usize..(lo - from) as usize + len],
+                None => {
+                    buf.resize(len, 0);
+                    read(lo, &mut buf[..len])?;
+                    &buf[..len]
+                }
+            };
+            total += memchr::memchr_iter(b'\n', bytes).count() as u64;
         }
     };
     std::thread::scope(|s| {

@@ -384,14 +384,8 @@ pub fn count_newlines(path: &Path) -> Result<u64> {
     let src = Source::open(path)?;
     let len = src.len();
     let window = src.window(0, len)?;
-    let read = |off: u64, buf: &mut [u8]| match &window {
-        Some(w) => {
-            buf.copy_from_slice(&w.bytes()[off as usize..off as usize + buf.len()]);
-            Ok(())
-        }
-        None => src.read_into(off, buf),
-    };
-    let n = crate::lines::count_blocks(&read, 0, len)?;
+    let read = |off: u64, buf: &mut [u8]| src.read_into(off, buf);
+    let n = crate::lines::count_blocks(window.as_ref().map(|w| w.bytes()), &read, 0, len)?;
     if window.is_some_and(|w| w.faulted()) {
         return Err(Error::Stale("the file shrank while it was read".into()));
     }
