@@ -10,7 +10,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 RUST_SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: all build demo test lint test-rust test-python bench profile clean spark-test browser-test
+.PHONY: all build demo test lint test-rust test-python bench profile fuzz clean spark-test browser-test
 
 all: build
 
@@ -72,6 +72,18 @@ bench: $(BUILT)
 spark-test: $(BUILT)
 	$(PY) -m pip install -q "pyspark>=3.5"
 	$(PY) -m pytest -q -p no:cacheprovider tests/test_spark.py
+
+# The long runs of the differential fuzzer and the crash harness (short runs of both are
+# part of `make test`: tests/test_fuzz_short.py). A failing fuzz case is written to
+# fuzz-failures/; FUZZ_SEED / CRASH_SEED repeat a run.
+FUZZ_RUNS  ?= 3000
+CRASH_RUNS ?= 300
+FUZZ_SEED  ?= $(shell od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+CRASH_SEED ?= $(FUZZ_SEED)
+
+fuzz: $(BUILT)
+	$(PY) tests/fuzz_differential.py --runs $(FUZZ_RUNS) --seed $(FUZZ_SEED)
+	$(PY) tests/crash_harness.py --runs $(CRASH_RUNS) --seed $(CRASH_SEED)
 
 profile: $(BUILT)
 	$(PY) -m pip install -q "py-spy>=0.3"

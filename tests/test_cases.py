@@ -130,13 +130,14 @@ def test_f01_truncated_tail(backend: str, cases_dir: Path, tmp_path: Path) -> No
         assert "a0000007" not in mgr
     assert sha(path) == digest
 
-    # Writer check: the append starts on a fresh line, never fused with the fragment.
+    # Writer check: the append starts on a fresh line, never fused with the fragment;
+    # the fragment is sealed first (`#`, issue 11), so no part of it can ever parse.
     original = path.read_bytes()
     with open_quiet(path, backend) as mgr:
         new_id = mgr.append_message({"role": "user", "content": "Continue.", "timestamp": 1})
     data = path.read_bytes()
     assert data.startswith(original)
-    assert data[len(original) : len(original) + 1] == b"\n"
+    assert data[len(original) : len(original) + 2] == b"#\n"
     lines = data.split(b"\n")
     assert len(lines) == 10 and lines[-1] == b""
     assert json.loads(lines[8])["id"] == new_id and json.loads(lines[8])["parentId"] == "a0000006"

@@ -134,7 +134,7 @@ def _build_info(path: str, data: Any, st: os.stat_result) -> SessionInfo:
     last_activity: float | None = None
     first_line: tuple[int, int, bytes] | None = None  # named if no header is found
     start = 3 if data[:3] == BOM else 0
-    for line_no, offset, raw, _tail in iter_lines(data, start):
+    for line_no, offset, raw, is_tail in iter_lines(data, start):
         if line_no == 1:
             offset = 0  # the BOM belongs to line 1
         if is_blank(raw):
@@ -142,7 +142,7 @@ def _build_info(path: str, data: Any, st: os.stat_result) -> SessionInfo:
         if header is None and first_line is None:
             first_line = (line_no, offset, raw)
         try:
-            obj = read_value(raw).value
+            obj = read_value(raw, complete=not is_tail).value
         except ValueError:
             continue
         if type(obj) is not dict:

@@ -13,10 +13,11 @@ Rules, in the order they are applied to a line (the rank used to order ``load_re
 2. Blank lines (only space, tab, CR) skipped silently.
 3. Decode (``_reader.read_value``: ``json.loads`` values, NaN/Infinity literals
    invalid); invalid UTF-8 replaced and reported once per line (``invalid_utf8``).
-4. Invalid JSON: a complete object behind a torn fragment is recovered
-   (``_reader.read_value``, ``torn_fragment``); else ``invalid_json``, or ``truncated``
-   for a final piece without LF, which then stays *pending*: ``consumed`` stops before
-   it and the next ``feed`` starts there again.
+4. Invalid JSON: on a line ended by LF, a complete object behind a torn fragment is
+   recovered (``_reader.read_value``, ``torn_fragment``); else ``invalid_json``. A
+   final piece without LF is never recovered from (it may be a line still being
+   written): it is ``truncated`` and stays *pending*: ``consumed`` stops before it and
+   the next ``feed`` starts there again.
 5. Not an object: ``not_an_object``.
 6. The first object must be the header (``_reader.is_header``), else
    :class:`InvalidSessionError` naming the first non-blank line and why
@@ -260,7 +261,7 @@ class Loader:
             return True
         issues = self._line_issues
         try:
-            v = read_value(content)
+            v = read_value(content, complete=not is_tail)
         except ValueError:
             if self._first_nonblank is None:
                 self._first_nonblank = (line_no, offset, content)

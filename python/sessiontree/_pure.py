@@ -22,9 +22,9 @@ is undefined this module is the reference, and the choices are written down here
   its ``name`` if that is a non-empty string, else ``None`` (an empty name clears).
 * ``context_plan(None)`` and ``context_plan(<unknown id>)`` plan an empty path.
 * Growth: ``append_line`` / ``refresh`` feed the loader the new bytes; when the image
-  does not end with LF (a pending piece, or an accepted last line without LF) the
-  appended line is taken to follow one ``b"\\n"`` (the writer writes it), so a pending
-  fragment becomes an ordinary ``invalid_json`` line.
+  does not end with LF the appended line is taken to follow what the writer writes
+  first (``_reader.line_prefix``: ``#`` + LF after a pending piece, LF after another
+  unterminated one), so a pending fragment becomes an ordinary ``invalid_json`` line.
 * Staleness is the manager's (``_filestate``): ``refresh`` reads what follows
   ``image_len()`` in a file the caller has checked.
 """
@@ -40,6 +40,7 @@ from typing import Any
 from ._backend import ContextPlan, LoadIssue
 from ._labels import apply_labels, session_name_of
 from ._load import Loader
+from ._reader import line_prefix
 from ._time import parse_iso_ms
 from .schema import SessionTreeNode
 
@@ -305,12 +306,7 @@ class PythonIndex:
                 bad line: it is still part of the image and reported).
         """
         l = self._l
-        if l.tail:
-            data = l.tail + b"\n" + line + b"\n"
-        elif l.ends_mid_line:
-            data = b"\n" + line + b"\n"
-        else:
-            data = line + b"\n"
+        data = l.tail + line_prefix(l.pending, l.ends_mid_line) + line + b"\n"
         if l.feed(data) != 1:
             raise ValueError("appended line was not accepted as a new entry")
         return l.ids[-1]

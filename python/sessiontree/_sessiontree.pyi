@@ -34,7 +34,7 @@ MAX_INT_DIGITS: int
 MAX_TORN_CANDIDATES: int
 """``{"type":`` positions rule 4 tries on an invalid line (``_load._MAX_TORN_CANDIDATES``)."""
 
-def count_newlines(path: str | os.PathLike[str]) -> int:
+def count_newlines(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> int:
     """Count LF bytes of the file at ``path`` (memchr over the mapped file)."""
 
 @final
@@ -42,7 +42,7 @@ class Index:
     """The index of one session image (see ``_native.NativeIndex`` for the adapter)."""
 
     @staticmethod
-    def open(path: str | os.PathLike[str]) -> Index:
+    def open(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> Index:
         """Map and index a session file (releases the GIL).
 
         Raises:
@@ -112,7 +112,7 @@ class Index:
         Raises:
             StaleSessionError: the file is shorter than ``image_len()``.
         """
-    def attach(self, path: str | os.PathLike[str]) -> None:
+    def attach(self, path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> None:
         """Hold the file at ``path`` for later refreshes (an image from ``from_image``
         that has been written there); a no-op when the index holds a file already."""
     def close(self) -> None:
