@@ -24,6 +24,8 @@
 
 use std::borrow::Cow;
 
+use crate::kind::EntryKind;
+
 mod block;
 use block::{Classify, Strings};
 
@@ -751,7 +753,9 @@ pub fn scan_piece(line: &[u8], complete: bool) -> LineScan {
         .filter(|&p| p > 0)
         .take(MAX_TORN_CANDIDATES)
     {
-        if validate(&line[p..], &mut fields) == Verdict::Object {
+        if validate(&line[p..], &mut fields) == Verdict::Object
+            && is_line_type(&line[p..], fields.ty)
+        {
             return LineScan {
                 verdict: Verdict::Object,
                 bad_utf8,
@@ -766,6 +770,16 @@ pub fn scan_piece(line: &[u8], complete: bool) -> LineScan {
         recovered_at: 0,
         fields: Fields::default(),
     }
+}
+
+/// Whether a recovered suffix's `type` names one of Pi's entry types (or `session`, a
+/// header behind a torn fragment). A content block
+/// (`text`, `toolCall`, `thinking`, `image`) cut at its end and then ended by a bare
+/// `\n` (Pi 0.84.4+ ends an unterminated last line when it loads the file) validates
+/// as "a fragment, then an object"; only an entry can have been appended behind a
+/// torn fragment. Pi itself recovers nothing: an invalid line is skipped.
+fn is_line_type(s: &[u8], ty: Val) -> bool {
+    str_bytes(s, ty).is_some_and(|t| EntryKind::from_name(&t) != EntryKind::Unknown)
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ from typing import Any
 from ._js import UNDEFINED
 from ._jsonl import BOM, decode_line, decode_line_ex, has_invalid_utf8, is_blank, iter_lines
 from .errors import InvalidSessionError
+from .schema import ENTRY_TYPES
 
 __all__ = [
     "CURRENT_VERSION",
@@ -98,8 +99,22 @@ class Value:
     recovered_at: int = 0
 
 
+def _is_line_type(value: Any) -> bool:
+    """Whether a recovered suffix's ``type`` names one of Pi's entry types (or
+    ``session``, a header behind a torn fragment).
+
+    A content block (``text``, ``toolCall``, ``thinking``, ``image``) cut at its end and
+    then ended by a bare ``\n`` (Pi 0.84.4+ ends an unterminated last line when it
+    loads the file) parses as "a fragment, then an object"; only an entry can have
+    been appended behind a torn fragment. Pi itself recovers nothing (an invalid line
+    is skipped). ``src/scan.rs`` ``is_line_type`` is the same rule.
+    """
+    return type(value) is str and (value in ENTRY_TYPES or value == "session")
+
+
 def _recover_torn(content: bytes) -> tuple[int, Any] | None:
-    """Rule 4: the first ``{"type":`` at p > 0 (16 tries) whose suffix is an object."""
+    """Rule 4: the first ``{"type":`` at p > 0 (16 tries) whose suffix is an object
+    whose ``type`` is an entry type or ``session``."""
     # A suffix can only be a complete object if the line ends with '}'.
     if not content.rstrip(b" \t\r\n").endswith(b"}"):
         return None
@@ -112,7 +127,7 @@ def _recover_torn(content: bytes) -> tuple[int, Any] | None:
             obj, _ = decode_line_ex(content[p:])
         except (ValueError, RecursionError):
             obj = None
-        if type(obj) is dict:
+        if type(obj) is dict and _is_line_type(obj.get("type")):
             return p, obj
         p = find(_TORN_MARK, p + 1)
     return None
