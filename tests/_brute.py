@@ -161,11 +161,11 @@ def matches(query: list[tuple[str, str]] | re.Pattern[str], text: str) -> bool:
     """``[("word"|"phrase", text)]`` all match, or the regex matches."""
     if isinstance(query, re.Pattern):
         return query.search(text) is not None
-    for kind, t in query:
-        if kind == "word":
-            pat = r"(?<![^\W_])" + re.escape(t)  # not after a letter or digit
-        else:
-            pat = f"[{re.escape(JS_SPACE)}]+".join(re.escape(w) for w in re.split(f"[{re.escape(JS_SPACE)}]+", t) if w)
+    for _kind, t in query:
+        # A word, or a phrase's words with any white space between: not after a letter
+        # or digit.
+        words = [w for w in re.split(f"[{re.escape(JS_SPACE)}]+", t) if w]
+        pat = r"(?<![^\W_])" + f"[{re.escape(JS_SPACE)}]+".join(re.escape(w) for w in words)
         if not re.search(pat, text, re.IGNORECASE):
             return False
     return True

@@ -12,6 +12,7 @@ import random
 import re
 import shutil
 import sqlite3
+import string
 import subprocess
 import sys
 import warnings
@@ -91,7 +92,8 @@ QUERIES: list[tuple[str, Any]] = [
     ("refactor", [("word", "refactor")]),
     ("Session parser", [("word", "Session"), ("word", "parser")]),
     ('"the session" src', [("phrase", "the session"), ("word", "src")]),
-    ('"ssion pars"', [("phrase", "ssion pars")]),
+    ('"session pars"', [("phrase", "session pars")]),
+    ('"ssion pars"', [("phrase", "ssion pars")]),  # not at a word start: no hit
     ("ts", [("word", "ts")]),
     ("テスト", [("word", "テスト")]),
     ("re:fix(ed)?\\s+the", re.compile(r"fix(ed)?\s+the", re.IGNORECASE)),
@@ -108,6 +110,62 @@ def check_search(folders: list[str], catalog_file: str) -> None:
         assert got.total == len(want)
         scores = [(h.score, -(h.time.timestamp() if h.time else 0)) for h in got.hits]
         assert scores == sorted(scores), q
+
+
+# Texts where FTS5's unicode61 and Python's re disagree about words and case: marks and
+# characters newer than SQLite's tables inside words, Turkish i, long s, sharp s, Greek.
+EDGE_TEXTS = [
+    "re\u0301sume\u0301 of the caf\u00e9 and cafe\u0301x",  # NFD: "sume", "x" start words
+    "\u0130stanbul and D\u0130YARBAKIR, \u0131stanbul",
+    "\u017fession parser, STRA\u1e9eE and stra\u00dfe",
+    "\u039a\u0391\u039b\u0397\u039c\u0395\u03a1\u0391 \u03c3\u03bf\u03c6\u03af\u03b1\u03c2 \u00b5icro",
+    "emoji\U0001fae8join and \ue000pua and x\u00b2y and a_b",
+    "\u0432\u0435\u0440\u0445 \u1c80\u0435\u0440\u0445 and \u212aelvin",
+]
+EDGE_QUERIES: list[tuple[str, Any]] = [
+    (q, [("word", q)]) for q in ("sume", "x", "istanbul", "diyarbakir", "session", "strasse", "straße",
+                                 "καλημερα", "σοφιας", "μicro", "join", "pua", "y", "b", "верх", "kelvin")
+] + [('"of the caf\u00e9"', [("phrase", "of the caf\u00e9")])]
+
+
+def test_search_where_fts5_and_python_disagree(tmp_path: Path, catalog_file: str) -> None:
+    folder = tmp_path / "edge"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadReportWarning)
+        with SessionManager.create("/home/user/edge", str(folder)) as sm:
+            for i, text in enumerate(EDGE_TEXTS):
+                sm.append_message({"role": "user", "content": text, "timestamp": 1_800_000_000_000 + i})
+                sm.append_message({"role": "assistant", "content": [{"type": "text", "text": text.upper()}],
+                                   "provider": "p", "model": "m", "timestamp": 1_800_000_000_500 + i})
+    folders = [str(folder)]
+    hits = 0
+    for q, brute_q in EDGE_QUERIES:
+        got = cat.search(q, folders, catalog=catalog_file, limit=None)
+        assert got == cat.search(q, folders, no_cache=True, limit=None), q
+        assert {(h.path, h.entry_id, h.role, h.on_path) for h in got.hits} == _brute.search(folders, brute_q), q
+        hits += got.total
+    assert hits >= 12  # the texts are found, not only agreed on
+
+
+def test_fts_text_gives_ignorecase_equals_one_spelling() -> None:
+    """Every pair of characters re.IGNORECASE holds equal has one fts_text and one
+    word rule, U+0345 aside (``_words``)."""
+    from sessiontree.catalog._words import fts_text, word_char
+
+    cased = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000
+             and (chr(c).lower() != chr(c) or chr(c).upper() != chr(c) or chr(c).casefold() != chr(c))]
+    pool = "".join(cased)
+
+    def fts(c: str) -> str:  # and FTS5's own folding of ASCII
+        return fts_text(c).translate(str.maketrans(string.ascii_uppercase, string.ascii_lowercase))
+
+    odd = set()
+    for a in cased:
+        for m in re.finditer(re.escape(a), pool, re.IGNORECASE):
+            b = m.group()
+            if fts(a) != fts(b) or word_char(a) != word_char(b):
+                odd.add(frozenset((a, b)))
+    assert {c for pair in odd for c in pair} <= {"\u0345", "\u03b9", "\u0399", "\u1fbe"}, odd
 
 
 def check_usage(folders: list[str], catalog_file: str) -> None:

@@ -9,29 +9,32 @@ error.
 
 What matches differs from Pi on purpose. Pi filters *sessions*: every term must occur
 somewhere in the session's whole text, words fuzzily (their letters in order, gaps
-allowed), which over thousands of long sessions matches nearly everything. Here a hit
-is an *entry* (see ``_extract``: user and assistant text, tool call names and
-arguments, session names), and every term must match that entry's text:
+allowed) and phrases anywhere, which over thousands of long sessions matches nearly
+everything. Here a hit is an *entry* (see ``_extract``: user and assistant text, tool
+call names and arguments, session names), and every term must match that entry's
+text, case-insensitively (Python ``re.IGNORECASE``) and at the start of a word (the
+character before it is not a letter or digit, ``_words.word_char``):
 
-* a **word** matches where it occurs, case-insensitively (Python ``re.IGNORECASE``),
-  at the start of a word of the text (the character before is not a letter, digit or
-  private-use character: ``Manager`` does not find ``SessionManager``, ``Session`` does);
-* a **phrase** matches anywhere, case-insensitively, any run of white space in it
-  standing for any run in the text (Pi's rule: both sides lower-cased, white-space runs
-  made one space);
-* ``re:`` — Python's ``re`` syntax (Pi uses JavaScript's; common patterns agree).
+* a **word** matches where it occurs: ``Session`` finds ``SessionManager``,
+  ``Manager`` does not;
+* a **phrase** matches where its words occur in order, any run of white space in it
+  standing for any run in the text (Pi's normalisation), the last word possibly
+  continuing (``"session pars"`` finds ``session parser``);
+* ``re:`` — Python's ``re`` syntax (Pi uses JavaScript's; common patterns agree), found
+  anywhere.
 
 Hits are ranked as Pi ranks relevance: by the sum over the terms of the position of
 their first match in the entry's text (earlier is better), then newest first; or
 newest first (``order="recent"``). Each hit says whether its entry is on the session's
 current path (root to the last entry).
 
-With a catalog, FTS5 narrows the entries to read: a word's tokens as a phrase whose
-last token is a prefix, a phrase's tokens after the first (which may sit inside a
-longer token); every candidate is then checked by the rules above, so the hits are
-exactly those a scan of every entry gives (``no_cache=True``). A query FTS5 cannot
-narrow (``re:``, a one-word phrase, terms without letters or digits) reads every entry
-of the scope.
+With a catalog, FTS5 narrows the entries to read: each term's tokens as an FTS5 phrase
+whose last token is a prefix, over ``_words.fts_text`` of the entries, which every
+match of the rules above satisfies (it starts at a word start, where a token of that
+text starts); every candidate is then checked by the rules, so the hits are exactly
+those a scan of every entry gives (``no_cache=True``; one exception, a lone U+0345
+found by ``ι``, in ``_words``). A query FTS5 cannot narrow (``re:``, terms without
+letters or digits) reads every entry of the scope.
 """
 
 from __future__ import annotations
@@ -39,7 +42,6 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -50,6 +52,7 @@ from .._time import datetime_from_ms
 from ._extract import entries_path, native_scanner
 from ._indexer import entries_of
 from ._store import py_text, search_text
+from ._words import fts_text, word_char
 
 __all__ = ["Query", "SearchHit", "SearchResult", "parse_query", "search_folders"]
 
@@ -132,11 +135,6 @@ def parse_query(query: str) -> Query:
 
 
 # -------------------------------------------------------------------- matching
-def _word_char(c: str) -> bool:
-    # FTS5 unicode61's token characters: categories L*, N* and Co.
-    return c.isalnum() or unicodedata.category(c) == "Co"
-
-
 class _Matcher:
     """The rules of the module docstring over one text."""
 
@@ -144,16 +142,14 @@ class _Matcher:
         self.regex = q.regex
         self.terms: list[tuple[re.Pattern[str], bool]] = []
         for t in q.terms:
-            if t.kind == "word":
-                self.terms.append((re.compile(re.escape(t.text), re.IGNORECASE), True))
-            else:
-                body = (_SPACE_CLASS + "+").join(re.escape(p) for p in _split_ws(t.text))
-                self.terms.append((re.compile(body, re.IGNORECASE), False))
+            # A word has no white space; a phrase's runs of it match any run.
+            body = (_SPACE_CLASS + "+").join(re.escape(p) for p in _split_ws(t.text))
+            self.terms.append((re.compile(body, re.IGNORECASE), True))
 
     @staticmethod
     def _finds(rx: re.Pattern[str], word: bool, text: str, pos: int = 0, end: int | None = None) -> Any:
         for m in rx.finditer(text, pos, len(text) if end is None else end):
-            if word and m.start() > 0 and _word_char(text[m.start() - 1]):
+            if word and m.start() > 0 and word_char(text[m.start() - 1]):
                 continue
             yield m
 
@@ -298,11 +294,11 @@ _TOKENIZER = "unicode61 remove_diacritics 0"
 
 
 def _tokens(conn: sqlite3.Connection, text: str) -> list[str]:
-    """FTS5's tokens of ``text`` (folded), from a scratch table of this connection."""
+    """FTS5's tokens of ``fts_text(text)``, from a scratch table of this connection."""
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_tok USING fts5(t, tokenize='{_TOKENIZER}')")
     conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_tok_v USING fts5vocab(temp, q_tok, instance)")
     conn.execute("DELETE FROM temp.q_tok")
-    conn.execute("INSERT INTO temp.q_tok (t) VALUES (?)", (search_text(text),))
+    conn.execute("INSERT INTO temp.q_tok (t) VALUES (?)", (fts_text(search_text(text)),))
     return [t for (t,) in conn.execute("SELECT term FROM temp.q_tok_v ORDER BY offset")]
 
 
@@ -314,8 +310,6 @@ def fts_expression(conn: sqlite3.Connection, q: Query) -> str | None:
     parts = []
     for t in q.terms:
         toks = _tokens(conn, t.text)
-        if t.kind == "phrase" and toks and _word_char(t.text[0]):
-            toks = toks[1:]  # the phrase may start inside a longer token
         if toks:
             parts.append('"' + " ".join(x.replace('"', '""') for x in toks) + '"*')
     return " AND ".join(parts) if parts else None

@@ -17,7 +17,7 @@ Tables:
 * ``text(file, start, body)`` — the listing text (``all_messages_text``) in pieces, one
   per scan that added some, in file order.
 * ``doc`` — searchable text per entry, indexed by ``doc_fts`` (FTS5, external content,
-  ``unicode61`` tokens, kept in step by triggers).
+  ``unicode61`` tokens of ``_words.fts_text(body)``, kept in step by triggers).
 * ``usage`` — recorded usage per entry.
 """
 
@@ -32,9 +32,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ._words import fts_text
+
 __all__ = ["SCHEMA_VERSION", "FileRow", "Store", "CatalogError"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
 
 APPLICATION_ID = 0x53547243  # "STrC"
@@ -71,10 +73,10 @@ CREATE INDEX doc_file ON doc (file, seq);
 CREATE VIRTUAL TABLE doc_fts USING fts5 (body, content='doc', content_rowid='id',
                                          tokenize='unicode61 remove_diacritics 0');
 CREATE TRIGGER doc_ai AFTER INSERT ON doc BEGIN
-    INSERT INTO doc_fts (rowid, body) VALUES (new.id, new.body);
+    INSERT INTO doc_fts (rowid, body) VALUES (new.id, fts_text(new.body));
 END;
 CREATE TRIGGER doc_ad AFTER DELETE ON doc BEGIN
-    INSERT INTO doc_fts (doc_fts, rowid, body) VALUES ('delete', old.id, old.body);
+    INSERT INTO doc_fts (doc_fts, rowid, body) VALUES ('delete', old.id, fts_text(old.body));
 END;
 CREATE TABLE usage (file INTEGER NOT NULL, seq INTEGER NOT NULL, entry NOT NULL, stamp NOT NULL,
                     time REAL, kind TEXT NOT NULL, provider NOT NULL, model NOT NULL,
@@ -177,6 +179,13 @@ def _row(values: Sequence[Any]) -> FileRow:
     return row
 
 
+def _functions(conn: sqlite3.Connection) -> sqlite3.Connection:
+    # The triggers index fts_text of a doc, not the doc (``_words``): every connection
+    # that may add or delete docs has it.
+    conn.create_function("fts_text", 1, fts_text, deterministic=True)
+    return conn
+
+
 # ---------------------------------------------------------------------- store
 class Store:
     """An open catalog database.
@@ -209,7 +218,9 @@ class Store:
             os.close(fd)
 
     def _connect(self, path: str) -> sqlite3.Connection:
-        return sqlite3.connect(path, timeout=self.busy, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(path, timeout=self.busy, isolation_level=None, check_same_thread=False)
+        _functions(conn)
+        return conn
 
     @staticmethod
     def _configure(conn: sqlite3.Connection) -> sqlite3.Connection:
@@ -266,7 +277,7 @@ class Store:
         for p in (tmp, tmp + "-wal", tmp + "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(p)
-        conn = sqlite3.connect(tmp, isolation_level=None)
+        conn = _functions(sqlite3.connect(tmp, isolation_level=None))
         try:
             # One transaction, no syncs: the file is not in use until it is renamed.
             conn.execute("PRAGMA synchronous=OFF")

@@ -1,10 +1,11 @@
 """``sessiontree search``: entries whose text matches a query, across sessions.
 
 The query syntax is Pi's ``/resume``: words, "quoted phrases", or ``re:PATTERN`` (a
-case-insensitive regular expression, Python syntax). Every term must match one entry:
-a word at the start of a word of the text, a phrase anywhere (white space matching any
-white space), both ignoring case. Searched: user and assistant text, tool call names
-and arguments, session names. Hits are ranked by where the terms first match (Pi's
+case-insensitive regular expression, Python syntax, matched anywhere). Every term must
+match one entry, ignoring case, at the start of a word of its text: a word where it
+occurs, a phrase's words in order (white space matching any white space; the last
+word may continue). Searched: user and assistant text, tool call names and arguments,
+session names. Hits are ranked by where the terms first match (Pi's
 relevance; ``--recent``: newest first) and paged (``--limit``, ``--page``); ``*`` marks
 an entry on the session's current path. Open a hit with
 ``sessiontree context FILE --leaf ENTRY``.
