@@ -165,6 +165,22 @@ impl IdArena {
         self.end.reserve(more);
     }
 
+    /// Room for exactly `total` ids of `total_bytes` bytes in all (an estimate of the
+    /// final size: no doubling slack).
+    pub(crate) fn reserve_total(&mut self, total: usize, total_bytes: usize) {
+        if let Some(more) = total.checked_sub(self.end.len()).filter(|&m| m > 0) {
+            self.end.reserve_exact(more);
+        }
+        if let Some(more) = total_bytes.checked_sub(self.bytes.len()).filter(|&m| m > 0) {
+            self.bytes.reserve_exact(more);
+        }
+    }
+
+    /// Bytes of all ids so far.
+    pub(crate) fn total_bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// Give back spare capacity.
     pub(crate) fn shrink_to_fit(&mut self) {
         self.end.shrink_to_fit();

@@ -1,6 +1,6 @@
 //! sessiontree core: index Pi session JSONL files without building JSON values.
 //!
-//! Data flows one way: bytes (`source`) → lines and their fields (`lines`, over the
+//! Data flows one way: bytes (`source`, maps read under `guard`) → lines and their fields (`lines`, over the
 //! JSON scanner `scan`) → columns and loader rules ([`Index`], in `index`) → paths and
 //! tree (`tree`) → context plan (`context`). `kind`, `issue`, `ids`, `time` and `error`
 //! hold the shared vocabulary and import no other module. `listing` is a second reader
@@ -11,6 +11,7 @@
 
 mod context;
 mod error;
+mod guard;
 mod ids;
 mod index;
 mod issue;

@@ -4,10 +4,10 @@
 //!
 //! The rules are Python's `sessiontree.catalog._extract` (the one Python home; tests
 //! hold the two equal on every corpus file, damaged case and generated folder): lines
-//! are framed and judged as the loader does (`scan::validate_line` / `scan_line`: `\n`
+//! are framed and judged as the loader does (`scan::validate_line` / `scan_piece`: `\n`
 //! only, one CR stripped, BOM before the header, blank and invalid lines skipped, torn
-//! fragments recovered); the header is the first object; later headers are ignored; an
-//! entry needs a non-empty string id and the first definition stands. What a line holds
+//! fragments recovered on lines ended by `\n`); the header is the first object; later
+//! headers are ignored; an entry needs a non-empty string id and the first definition stands. What a line holds
 //! beyond the scanner's top-level fields is read here, over the validated bytes, without
 //! building a value: duplicate keys as `json.loads` keeps them (the last value wins).
 //! A text whose JavaScript `String()` this module does not compute (a number, array or
@@ -255,7 +255,7 @@ fn scan_into(
                 st.line_no += 1;
                 st.object(line, off)
             } else {
-                st.line(line, off)
+                st.line(line, off, true)
             };
             pos += len + 1;
             st.out.end = buf_off + pos as u64;
@@ -268,7 +268,7 @@ fn scan_into(
             if !tail.is_empty() {
                 let off = buf_off + pos as u64;
                 st.out.tail = tail.len() as u64;
-                if !st.line(tail, off) {
+                if !st.line(tail, off, false) {
                     return Ok(st.finish(false));
                 }
             }
@@ -362,9 +362,10 @@ impl State {
         self.out
     }
 
-    /// One physical line (CR stripped; a tail keeps its CR) at offset `off`; false
-    /// stops the scan.
-    fn line(&mut self, line: &[u8], off: u64) -> bool {
+    /// One physical line (CR stripped; a tail keeps its CR) at offset `off`;
+    /// `complete`: ended by `\n` (rule 4 recovers torn fragments only then, as the
+    /// loader does: `scan::scan_piece`); false stops the scan.
+    fn line(&mut self, line: &[u8], off: u64, complete: bool) -> bool {
         self.line_no += 1;
         let line = if off == 0 {
             line.strip_prefix(BOM).unwrap_or(line)
@@ -377,7 +378,7 @@ impl State {
         if !self.header_found && self.first_nonblank.is_none() {
             self.first_nonblank = Some((self.line_no, off, line.to_vec()));
         }
-        let ls = scan::scan_line(line);
+        let ls = scan::scan_piece(line, complete);
         if ls.verdict != Verdict::Object {
             return true;
         }

@@ -4,12 +4,14 @@
 //! growth (`append_line`, `refresh`) swaps in place. A thread never waits for the lock
 //! while attached to the interpreter (it detaches to wait), so a refresh that runs
 //! detached cannot deadlock against a reader that holds the GIL.
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::error::Error;
 use crate::index::Index;
@@ -19,14 +21,16 @@ pyo3::import_exception!(sessiontree.errors, InvalidSessionError);
 pyo3::import_exception!(sessiontree.errors, StaleSessionError);
 pyo3::import_exception!(sessiontree.errors, SessionError);
 
-fn to_py_err(e: Error, path: Option<&str>) -> PyErr {
+/// `path` is named in the error as Python names it (`os.fsdecode` of its bytes).
+fn to_py_err(e: Error, path: Option<&Path>) -> PyErr {
+    let name = || path.map(|p| p.as_os_str().to_os_string());
     match e {
         Error::Io(io) => match io.raw_os_error() {
             // OSError(errno, strerror, filename) picks the subclass (FileNotFoundError, ...).
             Some(code) => {
                 let msg = std::io::Error::from_raw_os_error(code).to_string();
                 let msg = msg.split(" (os error").next().unwrap_or(&msg).to_string();
-                PyOSError::new_err((code, msg, path.map(str::to_owned)))
+                PyOSError::new_err((code, msg, name()))
             }
             None => PyErr::from(io),
         },
@@ -36,7 +40,7 @@ fn to_py_err(e: Error, path: Option<&str>) -> PyErr {
             problem,
             line,
             offset,
-        } => InvalidSessionError::new_err((problem.code(), path.map(str::to_owned), line, offset)),
+        } => InvalidSessionError::new_err((problem.code(), name(), line, offset)),
         Error::Stale(why) => StaleSessionError::new_err(why),
         Error::Closed => SessionError::new_err("the session index is closed"),
     }
@@ -65,16 +69,19 @@ fn id_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
     }
 }
 
-fn path_string(path: &Bound<'_, PyAny>) -> PyResult<String> {
-    let p: PathBuf = path.extract()?;
-    Ok(p.to_string_lossy().into_owned())
+/// A path as the OS bytes (`os.fsencode`: `str` with surrogate escapes, `bytes`, or a
+/// path-like), never a lossy conversion: Linux file names need not be UTF-8.
+fn os_path(path: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+    let b = path.py().import("os")?.call_method1("fsencode", (path,))?;
+    let bytes = b.cast::<PyBytes>()?.as_bytes().to_vec();
+    Ok(PathBuf::from(OsString::from_vec(bytes)))
 }
 
 /// The index of one session image (entries numbered 0.. in file order).
 #[pyclass(frozen, name = "Index", module = "sessiontree._sessiontree")]
 pub struct PyIndex {
     inner: RwLock<Index>,
-    path: Option<String>,
+    path: Option<PathBuf>,
 }
 
 impl PyIndex {
@@ -149,8 +156,8 @@ impl PyIndex {
     /// Map and index the session file at `path` (releases the GIL).
     #[staticmethod]
     fn open(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<PyIndex> {
-        let p = path_string(path)?;
-        let pb = PathBuf::from(&p);
+        let p = os_path(path)?;
+        let pb = p.clone();
         let ix = py
             .detach(move || Index::open(&pb))
             .map_err(|e| to_py_err(e, Some(&p)))?;
@@ -364,22 +371,51 @@ impl PyIndex {
     /// Hold the file at `path` for later refreshes (an image from `from_image` that has
     /// been written there); a no-op for an index that holds a file already.
     fn attach(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<()> {
-        let p = path_string(path)?;
+        let p = os_path(path)?;
         let mut ix = self.write(py);
-        ix.attach(Path::new(&p)).map_err(|e| to_py_err(e, Some(&p)))
+        ix.attach(&p).map_err(|e| to_py_err(e, Some(&p)))
     }
 
     /// Release the map; later reads raise `SessionError`.
     fn close(&self, py: Python<'_>) {
         self.write(py).close();
     }
+
+    /// The entries table's index columns (`Index::columns`) as `bytes` in Arrow
+    /// layouts, by name; `leaf` (`None`: no path) marks the current path.
+    fn table_columns<'py>(
+        &self,
+        py: Python<'py>,
+        leaf: Option<i64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let ix = self.read(py);
+        let leaf = leaf.map(|n| Self::entry(&ix, n)).transpose()?;
+        let c = ix.columns(leaf).map_err(|e| self.err(e))?;
+        let d = PyDict::new(py);
+        for (name, buf) in [
+            ("id_offsets", &c.id_offsets),
+            ("id_data", &c.id_data),
+            ("line", &c.line),
+            ("offset", &c.offset),
+            ("length", &c.length),
+            ("parent", &c.parent),
+            ("parent_valid", &c.parent_valid),
+            ("depth", &c.depth),
+            ("on_path", &c.on_path),
+            ("timestamp", &c.timestamp),
+            ("timestamp_valid", &c.timestamp_valid),
+        ] {
+            d.set_item(name, PyBytes::new(py, buf))?;
+        }
+        Ok(d)
+    }
 }
 
 /// Count `\n` bytes of the file at `path` (memchr over the mapped file).
 #[pyfunction]
 fn count_newlines(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<u64> {
-    let p = path_string(path)?;
-    let pb = PathBuf::from(&p);
+    let p = os_path(path)?;
+    let pb = p.clone();
     py.detach(move || crate::count_newlines(&pb))
         .map_err(|e| to_py_err(e, Some(&p)))
 }
@@ -397,8 +433,8 @@ fn scan_listing<'py>(
     fingerprint: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
     use crate::listing::{DocKind, Header, Name, UsageKind};
-    let p = path_string(path)?;
-    let pb = PathBuf::from(&p);
+    let p = os_path(path)?;
+    let pb = p.clone();
     let prior = prior.as_bytes().to_vec();
     let s = py
         .detach(move || crate::scan_file(&pb, start, &prior, content, limit, fingerprint))

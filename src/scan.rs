@@ -9,7 +9,8 @@
 //! byte is read through `get`, and open containers are a fixed bit stack.
 //! [`validate_line`] gives the same verdicts while it finds the line's `\n`.
 //! [`scan_line`] adds rule 4's torn-fragment recovery (at most
-//! [`MAX_TORN_CANDIDATES`] tries). Fields (`type`, `id`, `parentId`, `timestamp`,
+//! [`MAX_TORN_CANDIDATES`] tries; [`scan_piece`] keeps it off a final piece without
+//! `\n`). Fields (`type`, `id`, `parentId`, `timestamp`,
 //! `firstKeptEntryId`, `version`, `message.role`) are recorded as spans while the
 //! validator passes them, keys in any order, the last duplicate winning; only spans
 //! that contain `\` or invalid UTF-8 are decoded ([`decode_span`]: escapes as
@@ -720,14 +721,25 @@ pub struct LineScan {
     pub fields: Fields,
 }
 
-/// Scan one non-blank line: UTF-8 check, validation, and torn-fragment recovery.
+/// Scan one non-blank line ended by `\n`: UTF-8 check, validation, and torn-fragment
+/// recovery.
 pub fn scan_line(line: &[u8]) -> LineScan {
+    scan_piece(line, true)
+}
+
+/// Scan one non-blank line; `complete` says it was ended by `\n`. Rule 4 (recovery
+/// of a complete object behind a torn fragment) applies only to complete lines: a
+/// final piece may be a line still being written or cut by a crash, and a prefix of a
+/// Pi line that ends right after a nested `{"type":...}` object (every content block,
+/// a parsed session line inside a tool result) looks exactly like a fragment followed
+/// by a complete entry (`_reader.read_value`'s rule too).
+pub fn scan_piece(line: &[u8], complete: bool) -> LineScan {
     // simdutf8 (runtime-detected AVX2/SSE4.2): std's validator ran at 0.6 GB/s on
     // Pi lines with ~4% non-ASCII bytes, a third of the whole scan.
     let bad_utf8 = simdutf8::basic::from_utf8(line).is_err();
     let mut fields = Fields::default();
     let verdict = validate(line, &mut fields);
-    if verdict != Verdict::Invalid {
+    if verdict != Verdict::Invalid || !complete {
         return LineScan {
             verdict,
             bad_utf8,

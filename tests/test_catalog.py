@@ -365,6 +365,72 @@ def test_pi099_usage_entries(tmp_path: Path, catalog_file: str) -> None:
     assert r.total.records == 3
 
 
+def test_imported_sessions_list_search_and_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  catalog_file: str) -> None:
+    """Sessions imported from Claude Code and Codex, in Pi's layout: listing, search and
+    usage through the catalog equal a catalog-free read and the brute-force scan."""
+    from sessiontree.importers import import_claude, import_codex
+
+    from _import_helpers import CLAUDE, CODEX
+
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for src in sorted(CLAUDE.glob("*.jsonl")):
+            import_claude(src)
+        for src in sorted(CODEX.glob("*.jsonl")):
+            import_codex(src)
+    root = tmp_path / "agent" / "sessions"
+    folders = project_folders(str(root))
+    infos = check_listing(folders, catalog_file)
+    assert len(infos) >= 10
+    assert list_all_sessions(str(root), catalog=catalog_file) == list_all_sessions(str(root), no_cache=True)
+    words: list[str] = []
+    for info in infos:
+        for _e, _role, text in _brute.docs(_brute.entries(Path(info.path))[1]):
+            words += [w for w in re.findall(r"[A-Za-z]{5,}", text)[:1] if w not in words]
+    assert len(words) >= 5
+    hits = 0
+    for w in words[:12]:
+        got = cat.search(w, folders, catalog=catalog_file, limit=None)
+        assert got == cat.search(w, folders, no_cache=True, limit=None), w
+        assert {(h.path, h.entry_id, h.role, h.on_path) for h in got.hits} == _brute.search(folders, [("word", w)])
+        hits += got.total
+    assert hits >= len(words[:12])
+    check_usage(folders, catalog_file)
+    assert cat.usage("model", folders, catalog=catalog_file).total.records > 0
+
+
+def test_unterminated_last_line_is_not_recovered(tmp_path: Path, catalog_file: str) -> None:
+    """A last piece without LF that ends right after a nested object shaped like an
+    entry (a line still being written: a tool call carrying a session line) gives no
+    phantom entry, with a catalog, without, by brute force; once finished it counts."""
+    folders = make_root(tmp_path / "s", 3, seed=9)
+    path = Path(sorted(Path(folders[0]).glob("*.jsonl"))[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadReportWarning)
+        with SessionManager.open(str(path)) as sm:
+            leaf = sm.leaf_id
+    ghost = ('{"type":"message","id":"ghost001","parentId":null,"timestamp":"2025-11-30T00:00:00.000Z",'
+             '"message":{"role":"user","content":"phantom words","timestamp":1}}')
+    line = ('{"type":"message","id":"feedbeef","parentId":"%s","timestamp":"2025-11-30T00:00:01.000Z",'
+            '"message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"write",'
+            '"arguments":{"entry":%s}}],"provider":"p","model":"m","timestamp":2}}' % (leaf, ghost))
+    cut = line.index(ghost) + len(ghost)  # ends right after the nested entry-like object
+    with open(path, "ab") as f:
+        f.write(b"\n" if not path.read_bytes().endswith(b"\n") else b"")
+        f.write(line[:cut].encode())
+    before = check_listing(folders, catalog_file)
+    assert cat.search("phantom", folders, catalog=catalog_file).total == 0
+    assert cat.search("phantom", folders, no_cache=True).total == 0
+    with open(path, "ab") as f:
+        f.write(line[cut:].encode() + b"\n")
+    after = check_listing(folders, catalog_file)
+    assert sum(s.message_count for s in after) == sum(s.message_count for s in before) + 1
+    got = cat.search("phantom", folders, catalog=catalog_file)
+    assert got == cat.search("phantom", folders, no_cache=True) and got.total == 1  # the tool call's argument
+
+
 # ---------------------------------------------------------------- the rows
 def test_lazy_text_is_a_plain_session_info(tmp_path: Path, catalog_file: str) -> None:
     folder = tmp_path / "f"

@@ -8,10 +8,17 @@ and by the writer before it appends:
 * **Truncation** — a file shorter than the indexed image was cut short.
 * **Rewrite in place** — same inode, not shorter: caught by the ends of the indexed
   bytes (the first and last :data:`FINGERPRINT` bytes must be what was read), checked
-  whenever size or mtime changed since the last check. A change of mtime without
-  growth is taken as a rewrite, because appends only add bytes.
+  whenever size or mtime changed since the last check.
 
-Not caught: a rewrite that keeps the size, the bytes at both ends and the mtime.
+Size and mtime alone never decide that a file was rewritten: a ``write`` updates the
+mtime before the new size is visible (and the size grows page by page), so a reader
+can see "mtime changed, size did not" in the middle of a plain append. Whatever order
+the two become visible in, an append leaves the indexed bytes as they were, and that
+is what is checked. A rewrite in the middle that keeps both ends is caught, for the
+native backend, line by line: every line it reads must hash to what it indexed
+(``src/index.rs``, ``read_line``); the python backend answers from what it read.
+
+Not caught at the file level: a rewrite that keeps the bytes at both ends.
 """
 
 from __future__ import annotations
@@ -112,9 +119,6 @@ class FileWatch:
             raise self._stale("was truncated")
         if (size, mtime) == self._seen:
             return
-        if self._seen is not None and size == self._seen[0]:
-            # Written to without growing: not an append (appends only add bytes).
-            raise self._stale("was rewritten in place")
         try:
             if self._fingerprint is not None and indexed_ends(self.path, self._fingerprint[0]) != self._fingerprint[1]:
                 raise self._stale("was rewritten in place")

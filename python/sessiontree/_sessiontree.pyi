@@ -36,7 +36,7 @@ MAX_INT_DIGITS: int
 MAX_TORN_CANDIDATES: int
 """``{"type":`` positions rule 4 tries on an invalid line (``_load._MAX_TORN_CANDIDATES``)."""
 
-def count_newlines(path: str | os.PathLike[str]) -> int:
+def count_newlines(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> int:
     """Count LF bytes of the file at ``path`` (memchr over the mapped file)."""
 
 _ListingHeader = tuple[str, bytes | tuple[int, int, bytes] | None]
@@ -94,7 +94,7 @@ class Index:
     """The index of one session image (see ``_native.NativeIndex`` for the adapter)."""
 
     @staticmethod
-    def open(path: str | os.PathLike[str]) -> Index:
+    def open(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> Index:
         """Map and index a session file (releases the GIL).
 
         Raises:
@@ -164,8 +164,15 @@ class Index:
         Raises:
             StaleSessionError: the file is shorter than ``image_len()``.
         """
-    def attach(self, path: str | os.PathLike[str]) -> None:
+    def attach(self, path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> None:
         """Hold the file at ``path`` for later refreshes (an image from ``from_image``
         that has been written there); a no-op when the index holds a file already."""
     def close(self) -> None:
         """Release the map; later reads raise ``SessionError``."""
+    def table_columns(self, leaf: int | None) -> dict[str, bytes]:
+        """The ``entries`` table's index columns as ``bytes`` in Arrow layouts
+        (little-endian; bitmaps LSB first): ``id_offsets`` (i32, n + 1) and
+        ``id_data`` (UTF-8, a lone surrogate's bytes as U+FFFD), ``line``, ``offset``,
+        ``length`` (i64: the entry's JSON text), ``parent`` (i32 entry number) and
+        ``parent_valid``, ``depth`` (i32), ``on_path`` (root -> ``leaf``),
+        ``timestamp`` (i64 ms, ``Date.parse``) and ``timestamp_valid``."""

@@ -8,9 +8,9 @@ native one when the extension is built and the backend allows it.
 
 Lines are framed and judged by the loader's rules (``_jsonl.iter_lines``,
 ``_reader.read_value``, ``_reader.is_header``): ``\\n`` only, one CR stripped, BOM
-before the header, blank and invalid lines skipped, torn fragments recovered, the
-first JSON object must be the header, later headers ignored, an entry needs a
-non-empty string id and the first definition of an id stands.
+before the header, blank and invalid lines skipped, torn fragments recovered (on lines
+ended by ``\\n``), the first JSON object must be the header, later headers ignored,
+an entry needs a non-empty string id and the first definition of an id stands.
 
 What a file gives (Pi's ``buildSessionInfo``, session-manager.ts, for the listing):
 
@@ -257,8 +257,9 @@ class _Scan:
         self.docs: list[tuple[Any, ...]] = []
         self.usage: list[tuple[Any, ...]] = []
 
-    def line(self, line_no: int, offset: int, raw: bytes) -> bool:
-        """One framed line; false stops the scan."""
+    def line(self, line_no: int, offset: int, raw: bytes, complete: bool = True) -> bool:
+        """One framed line (``complete``: ended by LF, so rule 4 may recover a torn
+        fragment's object); false stops the scan."""
         if offset == 0 and raw.startswith(BOM):
             raw = raw[len(BOM):]
         if is_blank(raw):
@@ -266,7 +267,7 @@ class _Scan:
         if not self.header_found and self.first is None:
             self.first = (line_no, offset, raw)
         try:
-            v = read_value(raw)
+            v = read_value(raw, complete=complete)
         except ValueError:
             return True
         obj = v.value
@@ -360,7 +361,7 @@ def scan_stream(f: Any, start: int, prior: bytes, content: bool, limit: int) -> 
             tail = len(raw)
         else:
             end = after
-        if not st.line(line_no, offset, raw):
+        if not st.line(line_no, offset, raw, after >= 0):
             eof = False
             break
         if after >= 0 and st.header_found and end >= stop_at and not st.old_version:

@@ -8,7 +8,9 @@ the ends of the bytes read (``_filestate``'s rule: first and last
 * **grown** (same device and inode, longer, the ends of what was read unchanged, a
   header read and no unterminated last line): read from where the catalog stopped;
 * **new, replaced, truncated or rewritten** (anything else, including a change of
-  mtime without growth, as ``_filestate`` judges): read again from its start;
+  mtime without growth: an open session may take that for a moment of an append,
+  ``_filestate``, but a cache cannot check the middle of a file and reads it again):
+  read again from its start;
 * **gone**: its rows are dropped.
 
 Two tracks per file: the listing facts (``l_end``, always brought up to date) and the
