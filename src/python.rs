@@ -420,10 +420,116 @@ fn count_newlines(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<u64> {
         .map_err(|e| to_py_err(e, Some(&p)))
 }
 
+/// One call of `listing::scan_file` (releases the GIL), as the tuple
+/// `_sessiontree.pyi` describes.
+#[pyfunction]
+fn scan_listing<'py>(
+    py: Python<'py>,
+    path: &Bound<'_, PyAny>,
+    start: u64,
+    prior: &Bound<'_, PyBytes>,
+    content: bool,
+    limit: u64,
+    fingerprint: u64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    use crate::listing::{DocKind, Header, Name, UsageKind};
+    let p = os_path(path)?;
+    let pb = p.clone();
+    let prior = prior.as_bytes().to_vec();
+    let s = py
+        .detach(move || crate::scan_file(&pb, start, &prior, content, limit, fingerprint))
+        .map_err(|e| to_py_err(e, Some(&p)))?;
+    let text = |b: &[u8]| id_to_py(py, b);
+    let header = match &s.header {
+        Header::Before => ("before", py.None()).into_pyobject(py)?,
+        Header::Found(h) => ("found", PyBytes::new(py, h)).into_pyobject(py)?,
+        Header::Missing(None) => ("missing", py.None()).into_pyobject(py)?,
+        Header::Missing(Some((line, offset, b))) => {
+            ("missing", (*line, *offset, PyBytes::new(py, b))).into_pyobject(py)?
+        }
+    };
+    let name = match &s.name {
+        Name::Unset => (false, py.None().into_bound(py)),
+        Name::Set(n) => (true, text(n)?),
+        Name::Cleared => (true, py.None().into_bound(py)),
+    };
+    let docs = s
+        .docs
+        .iter()
+        .map(|d| {
+            let kind = match d.kind {
+                DocKind::User => "user",
+                DocKind::Assistant => "assistant",
+                DocKind::Name => "name",
+            };
+            (d.seq, text(&d.id)?, kind, d.time, text(&d.text)?).into_pyobject(py)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let usage = s
+        .usage
+        .iter()
+        .map(|u| {
+            let kind = match u.kind {
+                UsageKind::Message => "message",
+                UsageKind::Usage => "usage",
+                UsageKind::Compaction => "compaction",
+                UsageKind::BranchSummary => "branch_summary",
+            };
+            let n = u.numbers;
+            let row = (
+                u.seq,
+                text(&u.id)?,
+                text(&u.stamp)?,
+                u.time,
+                kind,
+                text(&u.provider)?,
+                text(&u.model)?,
+            );
+            (row, (n[0], n[1], n[2], n[3], n[4], n[5])).into_pyobject(py)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let framing = (
+        s.end,
+        s.eof,
+        s.tail,
+        s.bytes_read,
+        PyBytes::new(py, &s.ends),
+    );
+    let facts = (
+        s.message_count,
+        s.first_message.as_deref().map(text).transpose()?,
+        text(&s.texts)?,
+        name,
+        s.activity,
+    );
+    (
+        framing,
+        header,
+        s.old_version,
+        s.fallback,
+        facts,
+        PyBytes::new(py, &s.entries),
+        s.entry_count,
+        PyList::new(py, docs)?,
+        PyList::new(py, usage)?,
+    )
+        .into_pyobject(py)
+}
+
+/// `listing::entries_path`: the current path of a session's entries record.
+#[pyfunction]
+fn entries_path(entries: &Bound<'_, PyBytes>) -> Vec<u32> {
+    crate::entries_path(entries.as_bytes())
+}
+
 #[pymodule(gil_used = false)]
 mod _sessiontree {
     #[pymodule_export]
     use super::count_newlines;
+    #[pymodule_export]
+    use super::entries_path;
+    #[pymodule_export]
+    use super::scan_listing;
     #[pymodule_export]
     use super::PyIndex;
     use pyo3::prelude::*;

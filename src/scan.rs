@@ -26,7 +26,7 @@ use std::borrow::Cow;
 
 use crate::kind::EntryKind;
 
-mod block;
+pub(crate) mod block; // also read by `listing` (string ends over validated lines)
 use block::{Classify, Strings};
 
 /// Deepest nesting of arrays/objects a line may have: `_jsonl.MAX_DEPTH` (orjson's

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from .errors import StaleSessionError
 
-__all__ = ["FileId", "FileWatch", "FINGERPRINT", "file_id", "stat_id"]
+__all__ = ["FileId", "FileWatch", "FINGERPRINT", "file_id", "indexed_ends", "stat_id"]
 
 FINGERPRINT = 4096
 """Bytes at each end of the indexed image that must stay as they were read."""
@@ -55,7 +55,9 @@ def stat_id(path: str) -> FileId | None:
         return None
 
 
-def _ends(path: str, length: int) -> bytes:
+def indexed_ends(path: str, length: int) -> bytes:
+    """The first and last :data:`FINGERPRINT` bytes of the file's first ``length``
+    bytes (the indexed image): what must not change while the file only grows."""
     with open(path, "rb") as f:
         head = f.read(min(FINGERPRINT, length))
         f.seek(max(0, length - FINGERPRINT))
@@ -118,10 +120,10 @@ class FileWatch:
         if (size, mtime) == self._seen:
             return
         try:
-            if self._fingerprint is not None and _ends(self.path, self._fingerprint[0]) != self._fingerprint[1]:
+            if self._fingerprint is not None and indexed_ends(self.path, self._fingerprint[0]) != self._fingerprint[1]:
                 raise self._stale("was rewritten in place")
             if self._fingerprint is None or self._fingerprint[0] != image_len:
-                self._fingerprint = (image_len, _ends(self.path, image_len))
+                self._fingerprint = (image_len, indexed_ends(self.path, image_len))
         except OSError as e:
             raise self._stale(f"cannot be read ({e.strerror or e})") from None
         self._seen = (size, mtime)

@@ -47,7 +47,7 @@ from ._context import SessionContext, SessionProjection, assemble_context, assem
 from ._filestate import stat_id
 from ._js import NULL, UNDEFINED
 from ._jsonl import decode_line, encode_entry
-from ._listing import ListingProblem, list_all_sessions, list_sessions
+from ._listing import ListingProblem, list_all_sessions, list_sessions, project_cwd
 from ._migrate import Migration, migrate_image
 from ._persist import SessionFile
 from ._places import session_dir_for_cwd, session_file_name
@@ -337,34 +337,46 @@ class SessionManager:
         on_progress: Callable[[int, int], None] | None = None,
         *,
         on_problem: Callable[[ListingProblem], None] | None = None,
+        catalog: str | os.PathLike[str] | None = None,
+        no_cache: bool = False,
     ) -> builtins.list[SessionInfo]:
         """Sessions of one project folder, newest ``modified`` first (Pi's ``list``).
 
         Files that are not sessions are left out; a bad file never stops a listing.
+        The listing goes through the catalog (``sessiontree.catalog``): unchanged files
+        cost a ``stat``; the answer is the one reading every file gives.
 
         Args:
-            cwd: working directory (selects Pi's default folder).
+            cwd: working directory (selects Pi's default folder). Normalised as the
+                directory Pi would have recorded (``_listing.project_cwd``: ``~``
+                expanded, made absolute, ``.``/``..``/trailing ``/`` and symlinks
+                resolved).
             session_dir: the folder, if not the default.
             on_progress: called ``(loaded, total)`` after each file.
             on_problem: called with a ``ListingProblem(path, reason, line, offset)`` for
                 each ``.jsonl`` file left out.
+            catalog: the catalog file (default ``$SESSIONTREE_CATALOG``, else the cache
+                folder).
+            no_cache: read every file instead (the same answer).
         """
-        folder = _abspath(session_dir) if session_dir is not None else session_dir_for_cwd(cwd)
-        return list_sessions(folder, on_progress, on_problem)
+        folder = _abspath(session_dir) if session_dir is not None else session_dir_for_cwd(project_cwd(cwd))
+        return list_sessions(folder, on_progress, on_problem, catalog=catalog, no_cache=no_cache)
 
     @staticmethod
     def list_all(
         on_progress: Callable[[int, int], None] | None = None,
         *,
         on_problem: Callable[[ListingProblem], None] | None = None,
+        catalog: str | os.PathLike[str] | None = None,
+        no_cache: bool = False,
     ) -> builtins.list[SessionInfo]:
         """Sessions of every project folder under Pi's sessions root, newest first.
 
         Args:
             on_progress: called ``(loaded, total)`` after each file.
-            on_problem: as for :meth:`list`.
+            on_problem, catalog, no_cache: as for :meth:`list`.
         """
-        return list_all_sessions(None, on_progress, on_problem)
+        return list_all_sessions(None, on_progress, on_problem, catalog=catalog, no_cache=no_cache)
 
     # --------------------------------------------------------------- test hook
     def _new_id(self, taken: Container[str]) -> str:
