@@ -225,6 +225,9 @@ impl Index {
             line: self.next_line,
             ..Batch::default()
         };
+        if self.mid_line.is_some() {
+            check_continuation(src, self.image_len, total, self.next_line)?;
+        }
         let mut first_off = self.mid_line;
         let read = |off: u64, buf: &mut [u8]| src.read_into(off, buf);
         let segs = src.segments_from(self.image_len);
@@ -974,6 +977,33 @@ fn header_problem(content: &[u8]) -> HeaderProblem {
             }
         }
     }
+}
+
+/// Bytes appended after an accepted line that had no `\n` must start with blanks up to
+/// a `\n`: anything else means another writer glued its line onto that one, which a
+/// fresh open reads as one fused line (rule 4) and no refresh can turn the accepted
+/// entry into. `_load.Loader.feed` has the same check.
+fn check_continuation(src: &Source, from: u64, total: u64, line: u64) -> Result<()> {
+    let mut buf = [0u8; 4096];
+    let mut at = from;
+    while at < total {
+        let n = ((total - at) as usize).min(buf.len());
+        src.read_into(at, &mut buf[..n])?;
+        for &b in &buf[..n] {
+            match b {
+                b'\n' => return Ok(()),
+                b' ' | b'\t' | b'\r' => {}
+                _ => {
+                    return Err(Error::Stale(format!(
+                        "another writer continued line {line}, which had no line feed and was \
+                         already read; reopen the session"
+                    )))
+                }
+            }
+        }
+        at += n as u64;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

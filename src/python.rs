@@ -41,7 +41,10 @@ fn to_py_err(e: Error, path: Option<&Path>) -> PyErr {
             line,
             offset,
         } => InvalidSessionError::new_err((problem.code(), name(), line, offset)),
-        Error::Stale(why) => StaleSessionError::new_err(why),
+        Error::Stale(why) => StaleSessionError::new_err(match path {
+            Some(p) => format!("{}: {why}", p.to_string_lossy()),
+            None => why,
+        }),
         Error::Closed => SessionError::new_err("the session index is closed"),
     }
 }

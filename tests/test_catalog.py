@@ -614,3 +614,25 @@ def test_usage_dates_and_groups(pi_root: Path, catalog_file: str) -> None:
         assert sum(x.records for x in r.lines) == days.total.records
     with pytest.raises(ValueError):
         cat.usage("yearly", folders)  # type: ignore[arg-type]
+
+
+def test_first_read_of_a_file_larger_than_a_piece(tmp_path: Path, catalog_file: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file read in several pieces on its first indexing (a new catalog row, queued
+    in the batch of its first piece) is saved whole: the first answer is the full one.
+    Pieces of 64 KiB stand for the real 16 MiB."""
+    from sessiontree.catalog import _indexer
+
+    monkeypatch.setattr(_indexer, "CHUNK", 64 << 10)
+    folder = tmp_path / "p"
+    folder.mkdir()
+    generate_session(folder / "big.jsonl", size_bytes=1_000_000, seed=5, cwd="/p")
+    generate_session(folder / "small.jsonl", size_bytes=20_000, seed=6, cwd="/p")
+    folders = [str(folder)]
+    check_usage(folders, catalog_file)  # the first call on the new catalog included
+    for q in ("memory", "refactor parser", '"the session"'):
+        assert cat.search(q, folders, catalog=catalog_file, limit=None) == cat.search(
+            q, folders, no_cache=True, limit=None), q
+    with sqlite3.connect(catalog_file) as c:
+        assert {n: (size == end) for n, size, end in c.execute("SELECT name, size, c_end FROM file")} == {
+            "big.jsonl": True, "small.jsonl": True}

@@ -434,7 +434,18 @@ def assemble_projection(plan: ContextPlan, get: Callable[[str], Mapping[str, Any
 def _path_of(
     entries: Sequence[Mapping[str, Any]], leaf_id: Any, by_id: Mapping[str, Mapping[str, Any]] | None
 ) -> list[dict[str, Any]] | None:
-    """Pi's ``buildSessionPath``; ``None`` for an empty context."""
+    """Pi's ``buildSessionPath``; ``None`` for an empty context.
+
+    Raises:
+        TypeError: ``entries`` is not a sequence of mappings, or ``by_id`` not a mapping.
+    """
+    if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
+        raise TypeError(f"entries must be a sequence of entry dicts, not {type(entries).__name__}")
+    bad = next((e for e in entries if not isinstance(e, Mapping)), None)
+    if bad is not None:
+        raise TypeError(f"entries must hold entry dicts, not {type(bad).__name__}")
+    if by_id is not None and not isinstance(by_id, Mapping):
+        raise TypeError(f"by_id must be a mapping of id to entry, not {type(by_id).__name__}")
     if leaf_id is None:
         return None
     if by_id is None:

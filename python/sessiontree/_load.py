@@ -57,6 +57,7 @@ from ._backend import IssueKind, LoadIssue, issue_order, make_issue
 from ._js import UNDEFINED
 from ._jsonl import BOM, has_invalid_utf8, is_blank, iter_lines
 from ._reader import header_error, header_problem, is_header, is_old_version, read_value
+from .errors import StaleSessionError
 from .schema import ENTRY_TYPES
 
 __all__ = ["Loader"]
@@ -207,22 +208,20 @@ class Loader:
             pos = 3
         if self._mid_line is not None and end:
             # Bytes continuing a line whose complete object was already accepted.
-            m_line, m_offset = self._mid_line
+            m_line = self._mid_line[0]
             nl = data.find(b"\n")
+            if (data if nl < 0 else data[:nl]).strip(_WS):
+                # Another writer glued its line onto the accepted one: a fresh open
+                # reads the fused line as one (rule 4), which no refresh can turn the
+                # accepted entry into (``src/index.rs`` ``check_continuation``).
+                raise StaleSessionError(
+                    f"{self.path}: another writer continued line {m_line}, which had no line feed "
+                    "and was already read; reopen the session")
             if nl < 0:
-                if data.strip(_WS):
-                    content = data[:-1] if data.endswith(b"\r") else data
-                    if self._line(content, m_line, m_offset, base, True, base + len(content)):
-                        self.consumed = base + end
-                        self._finish_batch(n_before)
-                        return len(self.ids) - n_before
-                # Pending or blank: read these bytes again next time.
+                # Blank so far: read these bytes again next time.
                 self._tail = data
                 self._finish_batch(n_before)
                 return len(self.ids) - n_before
-            stop = nl - 1 if nl > 0 and data[nl - 1] == 13 else nl
-            if data[:stop].strip(_WS):
-                self._line(data[:stop], m_line, m_offset, base, False, base + stop)
             self._mid_line = None
             pos = line_start = nl + 1
             line_no = m_line + 1

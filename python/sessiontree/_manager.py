@@ -358,7 +358,12 @@ class SessionManager:
             catalog: the catalog file (default ``$SESSIONTREE_CATALOG``, else the cache
                 folder).
             no_cache: read every file instead (the same answer).
+
+        Raises:
+            TypeError: ``cwd`` is not a path.
         """
+        if not isinstance(cwd, (str, os.PathLike)):
+            raise TypeError(f"cwd must be a path (str), not {type(cwd).__name__}")
         folder = _abspath(session_dir) if session_dir is not None else session_dir_for_cwd(project_cwd(cwd))
         return list_sessions(folder, on_progress, on_problem, catalog=catalog, no_cache=no_cache)
 

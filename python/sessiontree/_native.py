@@ -43,10 +43,10 @@ class NativeIndex:
 
     backend = "native"
 
-    def __init__(self, ix: Index, *, reads_file: bool = False) -> None:
+    def __init__(self, ix: Index, *, file: str | None = None) -> None:
         self._ix = ix
         # An index built from bytes holds no file until its first refresh names one.
-        self._reads_file = reads_file
+        self._file = file
         # Label / session-name state, rebuilt when the entry count changes.
         self._labels_n = -1
         self._labels: dict[str, Any] = {}
@@ -75,12 +75,17 @@ class NativeIndex:
                 except ValueError:
                     entry = None
                 if type(entry) is not dict or entry.get("id") != ident(n):
-                    raise StaleSessionError(f"entry {ident(n)}: its line changed in the file since it was read; reopen it")
+                    raise self._line_changed(ident(n))
                 cache[n] = entry
             self._cache_bytes += size
         return [cache[n] for n in nums]
 
     # ------------------------------------------------------------ construction
+    def _line_changed(self, entry_id: str) -> StaleSessionError:
+        """The error for a line that no longer decodes to the entry indexed there."""
+        where = f"{self._file}: " if self._file is not None else ""
+        return StaleSessionError(f"{where}entry {entry_id}: its line changed in the file since it was read; reopen it")
+
     @classmethod
     def open(cls, path: str) -> NativeIndex:
         """Map and index the session file at ``path`` (read-only; never writes).
@@ -97,7 +102,7 @@ class NativeIndex:
         """
         path = os.fspath(path)
         try:
-            return cls(Index.open(path), reads_file=True)
+            return cls(Index.open(path), file=path)
         except InvalidSessionError as e:
             # The core says where and why (a code); the words are the python backend's.
             raise header_error(path, e.line, e.offset, problem_from_code(e.reason)) from None
@@ -297,9 +302,9 @@ class NativeIndex:
         Raises:
             StaleSessionError: the file shrank below ``image_len()``.
         """
-        if not self._reads_file:
+        if self._file is None:
             self._ix.attach(os.fspath(path))
-            self._reads_file = True
+            self._file = os.fspath(path)
         return self._ix.refresh()
 
     def close(self) -> None:
@@ -321,7 +326,7 @@ class NativeIndex:
             except ValueError:
                 entry = None
             if type(entry) is not dict or entry.get("id") != ix.id(n):
-                raise StaleSessionError(f"entry {ix.id(n)}: its line changed in the file since it was read; reopen it")
+                raise self._line_changed(ix.id(n))
             out.append(entry)
         return out
 

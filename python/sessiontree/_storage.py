@@ -478,6 +478,12 @@ class SessionWriter:
             fd, self._fd = self._fd, None
             os.close(fd)
 
+    def __del__(self) -> None:
+        # A manager dropped without close(): its lock must not outlive it (nothing can
+        # call close() on a collected object).
+        if getattr(self, "_fd", None) is not None:
+            self.close()
+
 
 def require_regular_file(path: str) -> None:
     """Refuse what is not a regular file before opening it.

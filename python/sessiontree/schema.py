@@ -459,4 +459,4 @@ class SessionInfo:
     modified: datetime
     message_count: int
     first_message: str
-    all_messages_text: str
+    all_messages_text: str = field(repr=False)  # may be megabytes: not in a printout

@@ -408,6 +408,7 @@ class Batch:
         self._pieces: list[tuple[Any, ...]] = []
         self._docs: list[tuple[Any, ...]] = []
         self._usage: list[tuple[Any, ...]] = []
+        self._lost: list[Any] = []  # noted files an early flush found taken by another process
 
     def save(self, row: FileRow, *, reset: bool, pieces: Sequence[tuple[int, str]] = (),
              docs: Sequence[tuple[Any, ...]] = (), usage: Sequence[tuple[Any, ...]] = (),
@@ -448,6 +449,12 @@ class Batch:
             # The row is written first and is where a conflict shows (an UPDATE of
             # another generation): then nothing was written.
             file = row.id
+            if any(f == file for _r, f, _v in self._inserts):
+                # A new file's later piece in the batch of its first: its row is still
+                # queued, and the UPDATE must find it.
+                self._lost.extend(self._flush_inserts())
+                if row.id is None:
+                    return False  # another process added the file first
             sets = ", ".join(f"{k} = ?" for k in values)
             cur = c.execute(f"UPDATE file SET {sets}, gen = gen + 1 WHERE id = ? AND gen = ?",
                             (*values.values(), file, row.gen))
@@ -503,7 +510,8 @@ class Batch:
         to another process's."""
         c = self.conn
         try:
-            lost = self._flush_inserts()
+            lost = self._lost + self._flush_inserts()
+            self._lost = []
             if self._pieces:
                 c.executemany("INSERT OR REPLACE INTO text (file, start, body) VALUES (?, ?, ?)", self._pieces)
             if self._docs:
@@ -533,5 +541,6 @@ class Batch:
         self._undo.clear()
         self._inserts.clear()
         self._pieces, self._docs, self._usage = [], [], []
-        found, self._found = list(self._found.values()), {}
+        found, self._found = [*self._lost, *self._found.values()], {}
+        self._lost = []
         return found

@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--backend", choices=BACKENDS, default=argparse.SUPPRESS,
                         help="index with the pure-Python or the native (Rust) backend; "
-                             "auto = native when built (default; $SESSIONTREE_BACKEND overrides)")
+                             "auto = native when built (the default, which $SESSIONTREE_BACKEND sets; this flag wins)")
     common.add_argument("--color", choices=("auto", "always", "never"), default=argparse.SUPPRESS,
                         help="colour output: auto (on a terminal), always, never")
     parser = argparse.ArgumentParser(

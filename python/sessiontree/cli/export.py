@@ -206,6 +206,9 @@ def run(args: argparse.Namespace, io: Io) -> int:
             raise CliError(f"{safe(args.out)}: is a directory")
         if not os.path.isdir(folder):
             raise CliError(f"{safe(folder)}: no such folder")
+        if os.path.exists(target) and os.path.samefile(target, args.file):
+            # --out replaces its file: never the session being exported (a typo away).
+            raise CliError(f"{safe(args.out)}: is the session being exported; give another --out", code=2)
         fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=".tmp", dir=folder)
         try:
             with os.fdopen(fd, "wb", buffering=1 << 20) as f:

@@ -47,8 +47,10 @@ def _jsonl_files(folders: list[str]) -> list[str]:
 def _why_not(path: str, backend: str) -> str:
     """One line saying why ``list`` left a file out."""
     from .. import SessionManager
+    from .._storage import require_regular_file
 
     try:
+        require_regular_file(path)  # a FIFO or device is not read (it may block or not end)
         if os.path.getsize(path) == 0:
             return "empty file"
         with SessionManager.open(path, backend=backend):

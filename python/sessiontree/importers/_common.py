@@ -16,6 +16,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ __all__ = [
     "apply_plan",
     "derive_id",
     "derive_uuid",
+    "session_id_of",
     "read_source",
     "zero_usage",
 ]
@@ -64,6 +66,20 @@ def derive_id(*parts: object) -> str:
 def derive_uuid(*parts: object) -> str:
     """A stable UUID (version 5, in a namespace of this project) for a derived session id."""
     return str(uuid.uuid5(_UUID_NS, "\x1f".join(str(p) for p in parts)))
+
+
+_FILE_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def session_id_of(source: str, value: str | None, fallback: str) -> str:
+    """The Pi session id for a source session: ``value`` when it is a plain token
+    (letters, digits, ``.``, ``_``, ``-``; at most 128; not starting with ``.`` or
+    ``-``), else a UUID derived from it (or from ``fallback`` when ``value`` is
+    ``None``). The id becomes part of a file name (``_places.session_file_name``), so
+    a ``/``, ``..`` or NUL from an untrusted transcript must never reach it."""
+    if value is not None and _FILE_SAFE_ID.fullmatch(value):
+        return value
+    return derive_uuid(source, "session-id", fallback if value is None else value)
 
 
 def iso_of(value: object) -> str | None:

@@ -40,6 +40,7 @@ from ._common import (
     make_usage,
     ms_of,
     read_source,
+    session_id_of,
     target_path,
     zero_usage,
 )
@@ -184,8 +185,7 @@ def _main_session_id(path: str, lines: list[SourceLine]) -> str:
     stem = os.path.splitext(os.path.basename(path))[0]
     if _is_uuid(stem):
         return stem
-    sid = _source_session_id(lines)
-    return sid if sid is not None else derive_uuid(SOURCE, os.path.abspath(path))
+    return session_id_of(SOURCE, _source_session_id(lines), os.path.abspath(path))
 
 
 def _main_header(path: str) -> tuple[str, str, str] | None:

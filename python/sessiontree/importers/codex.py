@@ -39,11 +39,11 @@ from ._common import (
     as_int,
     compact_json,
     derive_id,
-    derive_uuid,
     iso_of,
     make_usage,
     ms_of,
     read_source,
+    session_id_of,
     target_path,
     zero_usage,
 )
@@ -248,7 +248,7 @@ class _CodexPlanner:
         meta_line = next((ln for ln in lines if ln.kind == "session_meta" and isinstance(ln.payload, dict)), None)
         meta: dict[str, Any] = meta_line.payload if meta_line is not None else {}
         m = _ROLLOUT_ID.search(os.path.basename(path))
-        sid = _str(meta.get("id")) or (m.group(1) if m else None) or derive_uuid(SOURCE, os.path.abspath(path))
+        sid = session_id_of(SOURCE, _str(meta.get("id")) or (m.group(1) if m else None), os.path.abspath(path))
         if meta_line is None:
             report.unmapped["session_meta (absent; id from the file name)"] += 1
         ts = iso_of(meta.get("timestamp")) or next((ln.ts for ln in lines if ln.ts), None) or EPOCH_ISO
