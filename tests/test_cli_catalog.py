@@ -105,6 +105,17 @@ def test_usage_text(agent: dict[str, str]) -> None:
     assert _json(run("usage", folder, "--json", env=agent))["report"] == "daily"  # type: ignore[index]
 
 
+def test_usage_on_a_narrow_terminal_keeps_its_keys(agent: dict[str, str]) -> None:
+    data = _json(run("usage", "model", "--json", env=agent))
+    keys = [x["key"] for x in data["lines"]]  # type: ignore[index]
+    p = run("usage", "model", env={**agent, "COLUMNS": "80"})
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), lines
+    for key in keys:  # every row still says whose it is
+        assert any(line.startswith(key[:20]) for line in lines), (key, lines)
+
+
 def test_index_text_and_off(agent: dict[str, str], tmp_path: Path) -> None:
     p = run("index", env={**agent, "SESSIONTREE_CATALOG": str(tmp_path / "new.sqlite3")})
     assert p.returncode == 0 and "30 session(s)" in p.stdout and "catalog" in p.stdout

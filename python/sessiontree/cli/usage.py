@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable
 from datetime import date, timezone
+from typing import Any
 
 from rich.table import Table
 
@@ -56,6 +58,17 @@ def _num(x: float) -> str:
     return f"{x:,}" if isinstance(x, int) else f"{x:,.1f}"
 
 
+def _short(x: float) -> str:
+    """A number in at most 6 characters: ``61.5M``, ``4.6k``, ``802``."""
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.1f}{unit}"
+    return f"{x:.0f}" if isinstance(x, int) or abs(x) >= 100 else f"{x:.2f}"
+
+
+_SHORT_TITLES = {"cache read": "cache r", "cache write": "cache w", "total tokens": "total", "cost ($)": "$"}
+
+
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree usage``: 0, or 2 for a bad report name."""
     from ..catalog import usage
@@ -85,13 +98,24 @@ def run(args: argparse.Namespace, io: Io) -> int:
         return 0
     table = Table(box=None, pad_edge=False, header_style="bold")
     names = {"daily": "day", "weekly": "week", "monthly": "month"}
-    table.add_column(names.get(group, group), overflow="fold")
-    for title in ("records", "input", "output", "cache read", "cache write", "total tokens", "cost ($)"):
-        table.add_column(title, justify="right", no_wrap=True)
+    keys = [safe(x.key) for x in report.lines]
+    key_width = min(max(len(k) for k in keys), 40)
+    titles = ("records", "input", "output", "cache read", "cache write", "total tokens", "cost ($)")
+
+    def cells(x: Any, num: Callable[[float], str]) -> list[str]:
+        return [f"{x.records:,}", num(x.input), num(x.output), num(x.cache_read), num(x.cache_write),
+                num(x.total_tokens), f"{x.cost:,.4f}" if num is _num else (f"{x.cost:.2f}" if abs(x.cost) < 1e4 else _short(x.cost))]
+
+    # The key column must stay readable: on a narrow terminal numbers go short (61.5M).
+    wide = [cells(x, _num) for x in (*report.lines, report.total)]
+    widths = [max(len(t), *(len(r[i]) for r in wide)) for i, t in enumerate(titles)]
+    num = _num if key_width + sum(widths) + 2 * len(titles) <= io.out.width else _short
+    table.add_column(names.get(group, group), overflow="fold", min_width=min(key_width, 24))
+    for title in titles:
+        table.add_column(title if num is _num else _SHORT_TITLES.get(title, title), justify="right", no_wrap=True)
 
     def row(x, style: str = "") -> None:  # type: ignore[no-untyped-def]
-        table.add_row(safe(x.key), f"{x.records:,}", _num(x.input), _num(x.output), _num(x.cache_read),
-                      _num(x.cache_write), _num(x.total_tokens), f"{x.cost:,.4f}", style=style)
+        table.add_row(safe(x.key), *cells(x, num), style=style)
 
     for line in report.lines:
         row(line)
