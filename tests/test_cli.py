@@ -134,6 +134,25 @@ def test_context(corpus_dir: Path) -> None:
     assert_one_line_error(run("context", str(path), "--leaf", "deadbeef"), "deadbeef")
 
 
+def test_leaf_takes_a_unique_prefix(corpus_dir: Path, tmp_path: Path) -> None:
+    """``tree`` shows ids cut to 8 characters; ``context``/``fork --leaf`` take a prefix."""
+    path = corpus_dir / "hand-compaction.jsonl"
+    with SessionManager.open(str(path)) as sm:
+        ids = [e["id"] for e in sm.get_entries()]
+        want = sm.build_session_context(leaf_id="4aa74d4e").messages
+        assert sm.leaf_id == ids[-1]
+    prefix = next(k for k in range(1, 9) if sum(i.startswith("4aa74d4e"[:k]) for i in ids) == 1)
+    at = json.loads(run("context", str(path), "--json", "--leaf", "4aa74d4e"[:prefix]).stdout)
+    assert at["leafId"] == "4aa74d4e" and at["messages"] == want
+    leaf = ids[-1]
+    cut = next(k for k in range(1, len(leaf) + 1) if sum(i.startswith(leaf[:k]) for i in ids) == 1)
+    forked = json.loads(run("fork", str(path), "--leaf", leaf[:cut], "--to", str(tmp_path), "--json").stdout)
+    assert forked["leafId"] == leaf
+    shared = next((a[:1] for a in ids for b in ids if a != b and a[:1] == b[:1]), None)
+    if shared is not None:
+        assert_one_line_error(run("context", str(path), "--leaf", shared), "ambiguous")
+
+
 def test_context_tools_folded(corpus_dir: Path) -> None:
     p = run("context", str(corpus_dir / "hand-big-toolresult.jsonl"))
     assert p.returncode == 0, p.stderr

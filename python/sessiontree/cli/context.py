@@ -24,13 +24,14 @@ from ._common import (
     tool_call_preview,
     value_text,
 )
+from ._leaf import resolve_entry
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``context`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("context", help="the LLM context at the current leaf (or --leaf ID)")
     p.add_argument("file", help="session file (.jsonl)")
-    p.add_argument("--leaf", metavar="ID", help="build the context at this entry instead of the current leaf")
+    p.add_argument("--leaf", metavar="ID", help="build the context at this entry (an id or a unique prefix) instead of the current leaf")
     p.add_argument("--llm", action="store_true",
                    help="apply convert_to_llm: what is sent to the provider (summaries and bash runs become user turns)")
     p.add_argument("--json", action="store_true", help="print {leafId, thinkingLevel, model, llm, messages} as JSON "
@@ -47,9 +48,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
 
     sm, _ = open_session(io, args.file, args.backend)
     with sm:
-        leaf = args.leaf if args.leaf is not None else sm.leaf_id
-        if args.leaf is not None and args.leaf not in sm:
-            raise CliError(f"{args.file}: entry {safe(args.leaf)} not found")
+        leaf = resolve_entry(io, sm, args.file, args.leaf)[0] if args.leaf is not None else sm.leaf_id
         t0 = time.perf_counter()
         ctx = sm.build_session_context(leaf_id=leaf)
         seconds = time.perf_counter() - t0

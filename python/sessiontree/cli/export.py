@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from ._common import CliError, Io, human_bytes, human_seconds, open_session, safe, spinner
+from ._leaf import resolve_entry
 
 __all__ = ["add_parser", "run", "FORMATS", "Format", "Job"]
 
@@ -189,7 +190,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
     with sm:
         leaf_id, st = sm.leaf_id, None
         if args.leaf is not None:
-            leaf_id, st = _resolve(io, sm, args)
+            leaf_id, st = resolve_entry(io, sm, args.file, args.leaf)
         job_args = dict(sm=sm, args=args, source=args.file, _structure=st)
         t0 = time.perf_counter()
         if to_stdout:
@@ -230,22 +231,6 @@ def run(args: argparse.Namespace, io: Io) -> int:
 def _with_structure(io: Io, job: Job) -> None:
     with spinner(io, "reading the tree"):
         job.structure  # noqa: B018 - computed here, under the spinner
-
-
-def _resolve(io: Io, sm: Any, args: argparse.Namespace) -> tuple[str, Any]:
-    """``--leaf``'s entry id (a whole id or a unique prefix), and the structure if made."""
-    from .._structure import AmbiguousIdError, structure_of
-
-    if args.leaf in sm:
-        return str(args.leaf), None
-    with spinner(io, "reading the tree"):
-        st = structure_of(sm)
-    try:
-        return st.resolve(args.leaf), st
-    except AmbiguousIdError as e:
-        raise CliError(f"{safe(args.file)}: --leaf {safe(args.leaf)} is ambiguous ({safe(str(e))})") from None
-    except KeyError:
-        raise CliError(f"{safe(args.file)}: entry {safe(args.leaf)} not found") from None
 
 
 @functools.lru_cache(maxsize=1)

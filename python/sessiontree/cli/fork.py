@@ -13,6 +13,7 @@ import os
 from rich.text import Text
 
 from ._common import CliError, Io, open_session, safe
+from ._leaf import resolve_entry
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -20,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fork", help="write a new session holding only the path to --leaf ID",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="session file (.jsonl)")
-    p.add_argument("--leaf", required=True, metavar="ID", help="the entry whose root-to-entry path is copied")
+    p.add_argument("--leaf", required=True, metavar="ID", help="the entry (an id or a unique prefix) whose root-to-entry path is copied")
     p.add_argument("--to", metavar="DIR",
                    help="folder for the new file, created if missing (default: the source file's folder, "
                         "as Pi's createBranchedSession does)")
@@ -66,8 +67,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
     ok = False
     try:
         with sm:
-            if args.leaf not in sm:
-                raise CliError(f"{safe(args.file)}: entry {safe(args.leaf)} not found")
+            args.leaf = resolve_entry(io, sm, args.file, args.leaf)[0]
             created = _make_dirs(to)
             try:
                 new_path = sm.create_branched_session(args.leaf)

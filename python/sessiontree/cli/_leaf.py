@@ -1,0 +1,31 @@
+"""The entry an ``--leaf ID`` (or ``--select ID``) argument names: a whole id, or a
+prefix of exactly one (``tree`` shows ids cut to 8 characters)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._common import CliError, Io, safe, spinner
+
+
+def resolve_entry(io: Io, sm: Any, file: str, ident: str, option: str = "--leaf") -> tuple[str, Any]:
+    """``(entry id, structure or None)`` for ``ident`` in the open session ``sm``.
+
+    The structure (``_structure.structure_of``) is built only when ``ident`` is not a
+    whole id, and handed back so the caller need not build it again.
+
+    Raises:
+        CliError: no entry has that id or prefix, or several have the prefix.
+    """
+    from .._structure import AmbiguousIdError, structure_of
+
+    if ident in sm:
+        return str(ident), None
+    with spinner(io, "reading the tree"):
+        st = structure_of(sm)
+    try:
+        return st.resolve(ident), st
+    except AmbiguousIdError as e:
+        raise CliError(f"{safe(file)}: {option} {safe(ident)} is ambiguous ({safe(str(e))})") from None
+    except KeyError:
+        raise CliError(f"{safe(file)}: entry {safe(ident)} not found") from None
