@@ -18,6 +18,7 @@ mod scan;
 mod source;
 mod time;
 mod tree;
+mod usage;
 
 pub use context::Plan;
 pub use error::{Error, Result};
@@ -27,6 +28,7 @@ pub use kind::{EntryKind, Role, ENTRY_TYPES};
 pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES};
 pub use source::count_newlines;
 pub use time::parse_iso_ms;
+pub use usage::{Total, UsageTotals, TOKEN_KEYS};
 
 #[cfg(feature = "python")]
 mod python;
