@@ -12,7 +12,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from rich.cells import get_character_cell_size
+from rich.cells import cell_len, get_character_cell_size
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -208,9 +208,10 @@ def byte_progress(io: Io, text: str, total: int | None) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def count_progress(io: Io, text: str) -> Iterator[Any]:
-    """An ``n of m`` progress bar; yields ``update(done, total)``."""
-    if not io.interactive:
+def count_progress(io: Io, text: str, *, enabled: bool = True) -> Iterator[Any]:
+    """An ``n of m`` progress bar; yields ``update(done, total)`` (a no-op when not a
+    terminal or not ``enabled``)."""
+    if not io.interactive or not enabled:
         yield lambda done, total=None: None
         return
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -420,6 +421,11 @@ def one_line(text: Any, limit: int = _PREVIEW_CHARS) -> str:
 
 def as_is(text: str) -> str:
     return text
+
+
+def cells(text: str) -> int:
+    """Terminal cells ``text`` takes (wide CJK/emoji count 2)."""
+    return len(text) if text.isascii() else cell_len(text)
 
 
 def fit(text: str, width: int) -> str:
