@@ -35,8 +35,9 @@ __all__ = [
     "gc_paused",
 ]
 
-GC_PAUSE_MIN = 1024
-"""Bulk decodes of at least this many lines pause the cyclic GC (:func:`gc_paused`)."""
+GC_PAUSE_MIN = 64
+"""Decodes of at least this many lines pause the cyclic GC (:func:`gc_paused`): enough
+allocations that a young collection would run during them."""
 
 
 @contextmanager

@@ -26,11 +26,13 @@ What it keeps, and why:
 
 from __future__ import annotations
 
+import gc
 import os
 from array import array
 from collections import deque
 from typing import Any
 
+from ._backend import GC_PAUSE_MIN as _GC_PAUSE_MIN
 from ._backend import ContextPlan, LoadIssue, describe_issue, gc_paused
 from ._jsonl import decode_line
 from ._labels import apply_labels, session_name_of
@@ -129,6 +131,8 @@ class NativeIndex:
         self._held = 0
         self._count = 0
         self._budget = default_cache_budget()
+        self._next_miss = -1  # read-ahead of one-entry look-ups (_read_ahead)
+        self._ahead = 1
         # Label / session-name state, folded over the entries added since.
         self._labels_n = 0
         self._labels: dict[str, Any] = {}
@@ -177,8 +181,14 @@ class NativeIndex:
         ix = self._ix
         slots = self._grow_slots()
         kept, by_id = self._kept, self._by_id
+        budget = self._budget
         out: dict[int, Any] = {}
-        with gc_paused(len(nums)):
+        # Bulk decodes pause the cyclic GC (``_backend.gc_paused``): each full pass
+        # would scan every entry decoded so far, and entries hold no cycles.
+        paused = len(nums) >= _GC_PAUSE_MIN and gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
             for i in range(0, len(nums), _BATCH):
                 batch = nums[i : i + _BATCH]
                 raws = ix.lines(batch)
@@ -194,14 +204,17 @@ class NativeIndex:
                         raise StaleSessionError(f"entry {eid}: its line changed in the file since it was read; reopen it")
                     out[n] = entry
                     size = len(raw)
-                    if size <= self._budget:
+                    if size <= budget:
                         slots[n] = entry
                         by_id[eid] = entry
                         kept.append((n, size))
                         self._held += size
                         self._count += 1
-                        if self._held > self._budget:
+                        if self._held > budget:
                             self._evict()
+        finally:
+            if paused:
+                gc.enable()
         return out
 
     def _decoded(self, nums: list[int]) -> list[Any]:
@@ -213,13 +226,28 @@ class NativeIndex:
         if None not in out:
             return out
         missing = list(dict.fromkeys(n for n, e in zip(nums, out) if e is None))
-        got = self._decode(missing)
+        got = self._decode(self._read_ahead(missing) if len(missing) == 1 else missing)
         return [e if e is not None else got[n] for n, e in zip(nums, out)]
 
     def _entry_at(self, n: int) -> Any:
         slots = self._grow_slots()
         e = slots[n]
-        return e if e is not None else self._decode([n])[n]
+        return e if e is not None else self._decode(self._read_ahead([n]))[n]
+
+    def _read_ahead(self, one: list[int]) -> list[int]:
+        """What to decode for a one-entry miss. Look-ups that walk the file in order (a
+        tree walk, ``get_entry`` or ``get_children`` for every id) read ahead: each miss
+        right where the last read-ahead ended decodes twice as many of the following
+        entries, up to :data:`_BATCH`, so they cost one core call per batch and a bulk
+        decode's GC pause; a miss elsewhere decodes only its own line."""
+        n = one[0]
+        self._ahead = min(2 * self._ahead, _BATCH) if n == self._next_miss else 1
+        end = min(n + self._ahead, self._n)
+        self._next_miss = end
+        if end == n + 1:
+            return one
+        slots = self._slots
+        return [k for k in range(n, end) if slots[k] is None]
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -283,6 +311,8 @@ class NativeIndex:
 
     def entries(self) -> list[dict[str, Any]]:
         """Accepted entries in file order (decoding those not cached, in bulk)."""
+        if self._count == self._n:
+            return self._slots[:]
         out = self._grow_slots()[:]  # what is cached now: decoding may drop some of it
         if self._count < len(out):
             got = self._decode([n for n, e in enumerate(out) if e is None])
@@ -305,6 +335,11 @@ class NativeIndex:
 
     # ----------------------------------------------------------------- lookups
     def __contains__(self, entry_id: object) -> bool:
+        try:
+            if entry_id in self._by_id:  # decoded: no call into the core
+                return True
+        except TypeError:  # unhashable: no entry has it as id
+            return False
         return self._ix.find(entry_id) is not None
 
     def get(self, entry_id: str) -> dict[str, Any] | None:
@@ -316,7 +351,10 @@ class NativeIndex:
         if e is not None:
             return e  # type: ignore[no-any-return]
         n = self._ix.find(entry_id)
-        return None if n is None else self._decode([n])[n]  # type: ignore[no-any-return]
+        if n is None:
+            return None
+        self._grow_slots()
+        return self._decode(self._read_ahead([n]))[n]
 
     def raw_line(self, entry_id: str) -> bytes | None:
         """The bytes of the entry's JSON text (no CR/LF), or ``None``."""
@@ -352,21 +390,22 @@ class NativeIndex:
         roots, start, kids = ix.tree()
         labels, label_ts = self._label_maps()
         n = len(start) - 1
-        # Entries already decoded go straight into plain nodes; the rest wait.
-        nodes: list[SessionTreeNode] = [
-            LazyTreeNode(self, k, [], None, None) if e is None else SessionTreeNode(e, [], None, None)
-            for k, e in enumerate(self._grow_slots()[:n])
-        ]
-        for eid, label in labels.items():
-            e = ix.find(eid)
-            if e is not None and e < n:
-                nodes[e].label = label
-                nodes[e].label_timestamp = label_ts.get(eid)
-        for e, node in enumerate(nodes):
-            a, b = start[e], start[e + 1]
-            if b > a:
-                node.children.extend([nodes[c] for c in kids[a:b]])
-        return [nodes[r] for r in roots]
+        with gc_paused(n):  # many small objects, no cycles among them
+            # Entries already decoded go straight into plain nodes; the rest wait.
+            nodes: list[SessionTreeNode] = [
+                LazyTreeNode(self, k, [], None, None) if e is None else SessionTreeNode(e, [], None, None)
+                for k, e in enumerate(self._grow_slots()[:n])
+            ]
+            for eid, label in labels.items():
+                e = ix.find(eid)
+                if e is not None and e < n:
+                    nodes[e].label = label
+                    nodes[e].label_timestamp = label_ts.get(eid)
+            for e, node in enumerate(nodes):
+                a, b = start[e], start[e + 1]
+                if b > a:
+                    node.children.extend([nodes[c] for c in kids[a:b]])
+            return [nodes[r] for r in roots]
 
     def _label_maps(self) -> tuple[dict[str, Any], dict[str, Any]]:
         # Labels apply in file order and entries are only ever added at the end, so

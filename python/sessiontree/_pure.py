@@ -272,15 +272,16 @@ class PythonIndex:
         """
         l = self._l
         labels, label_ts = self._label_maps()
-        nodes = [
-            SessionTreeNode(entry=e, children=[], label=labels.get(eid), label_timestamp=label_ts.get(eid))
-            for eid, e in zip(l.ids, l.entries)
-        ]
-        roots, order = self._tree_order()
-        for node, kids in zip(nodes, order):
-            if kids:
-                node.children.extend([nodes[c] for c in kids])
-        return [nodes[r] for r in roots]
+        with gc_paused(len(l.ids)):  # many small objects, no cycles among them
+            nodes = [
+                SessionTreeNode(entry=e, children=[], label=labels.get(eid), label_timestamp=label_ts.get(eid))
+                for eid, e in zip(l.ids, l.entries)
+            ]
+            roots, order = self._tree_order()
+            for node, kids in zip(nodes, order):
+                if kids:
+                    node.children.extend([nodes[c] for c in kids])
+            return [nodes[r] for r in roots]
 
     def _label_maps(self) -> tuple[dict[str, Any], dict[str, Any]]:
         l = self._l
