@@ -124,3 +124,33 @@ def test_branches_view_summarizes_each_tip(tmp_path: Path, backend: str) -> None
     tip = next(line for line in p.stdout.splitlines() if "b3" in line)
     assert "◇ b3" in tip and "(+2)" in tip and "3 entries" in tip and "try the other way" in tip
     assert "b2" not in p.stdout  # inside a branch: counted, not drawn
+
+
+def test_deeply_nested_branches_fold_to_one_line(tmp_path: Path, backend: str) -> None:
+    """By default abandoned branches are drawn two deep; below that each branch point's
+    branches are one line saying how many and the --from that opens them."""
+    path = nested(tmp_path / "deep.jsonl", 6)
+    p = run("tree", str(path), "--color", "never", "--backend", backend)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "s02" in out and "s03" not in out and "t03" not in out
+    assert "⑂ 1 more branch here (tree --from s02)" in out
+    assert "* m2" in out and "◇ t01" in out and "◇ t02" in out
+    p = run("tree", str(path), "--color", "never", "--nested", "1", "--backend", backend)
+    assert "s02" not in p.stdout and "⑂ 1 more branch here (tree --from s01)" in p.stdout
+    p = run("tree", str(path), "--color", "never", "--from", "s02", "--backend", backend)
+    assert "s03" in p.stdout and "◇ t03" in p.stdout  # opened where the line said
+    for args in (["--nested", "100"], ["--full"], ["--branches"]):
+        p = run("tree", str(path), "--color", "never", *args, "--backend", backend)
+        assert all(f"◇ t{k:02d}" in p.stdout for k in range(1, 7)), args
+
+
+def test_one_cell_characters_agree_with_rich() -> None:
+    """``cells`` measures texts of the characters it counts as one cell by ``len``."""
+    from sessiontree.cli._common import _ONE_CELL_RE, cells, fit
+
+    one = [chr(c) for c in range(0x3000) if _ONE_CELL_RE.fullmatch(chr(c))]
+    assert len(one) > 1000 and all(cell_len(ch) == 1 for ch in one)
+    text = "".join(one)
+    assert cells(text) == cell_len(text) == len(text)
+    assert cell_len(fit(text, 50)) <= 50 and cell_len(fit("日本語" * 30 + "abc", 50)) <= 50

@@ -315,9 +315,11 @@ def snapshot(m: SessionManager, sample: int = 6) -> dict[str, Any]:
         "path_ids": m.get_path_ids,
         "usage": m.get_usage_totals,
         "tree_nodes": m.get_tree,  # lazy native nodes compare equal to the python dicts
+        "labels": lambda: list(m.get_labels().items()),
     }
     out = {k: outcome(q) for k, q in queries.items()}
     ids = [e["id"] for e in m.get_entries()]
+    out["by_id"] = outcome(lambda: m.get_entries_by_id(ids[::-3] + ["zzzzzzzz"]))
     for entry_id in ids[-sample:] + ["zzzzzzzz"]:
         out[entry_id] = [
             outcome(lambda: m.get_entry(entry_id)),

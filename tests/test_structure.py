@@ -1,8 +1,9 @@
 """The structure API (``get_shape``, ``parent_of``, ``get_children_ids``,
 ``get_path_ids``, ``get_leaf_ids``, ``get_entry_type``, ``resolve_id``,
-``get_usage_totals``) on both backends, each held against a brute force over
-``get_entries()`` written here from the contract (not from either backend's code), and
-the two backends against each other."""
+``get_usage_totals``) and the bulk look-ups (``get_labels``, ``get_entries_by_id``) on
+both backends, each held against a brute force over ``get_entries()`` written here
+from the contract (not from either backend's code), and the two backends against each
+other."""
 
 from __future__ import annotations
 
@@ -54,6 +55,12 @@ def odd_tree(tmp: Path) -> Path:
         {"type": 5, "id": "w2", "parentId": "w1"},
         {"type": "message", "id": "w3", "parentId": "w2", "message": "not an object"},
         {"type": "label", "id": "l1", "parentId": "w3", "targetId": "aa02", "label": "x"},
+        {"type": "label", "id": "l2", "parentId": "l1", "targetId": "aa03", "label": "y"},
+        {"type": "label", "id": "l3", "parentId": "l2", "targetId": "aa02", "label": "x again"},  # keeps its place
+        {"type": "label", "id": "l4", "parentId": "l3", "targetId": "gone", "label": "z"},  # not an entry
+        {"type": "label", "id": "l5", "parentId": "l4", "targetId": "aa04", "label": 0},  # clears nothing set
+        {"type": "label", "id": "l6", "parentId": "l5", "targetId": "aa03", "label": ""},  # clears y
+        {"type": "label", "id": "l7", "parentId": "l6", "targetId": 5, "label": "not a string target"},
         m("later", "aa03", role={"r": 1}),
         # Duplicate keys: the last one counts (json.loads).
         '{"type":"message","id":"dup","parentId":null,"message":{"role":"user"},"message":3}',
@@ -126,6 +133,26 @@ def brute_usage(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], Any, int
     return tokens, cost, count
 
 
+def js_truthy(v: Any) -> bool:
+    return not (v is None or v is False or v == "" or (type(v) in (int, float) and (v == 0 or v != v)))
+
+
+def brute_labels(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Pi's labelsById: label entries in file order, on any branch; a truthy label sets
+    it (a Map keeps the place of a key set again), anything else deletes it; only
+    string targets."""
+    labels: dict[str, Any] = {}
+    for e in entries:
+        target = e.get("targetId")
+        if e.get("type") != "label" or not isinstance(target, str):
+            continue
+        if js_truthy(e.get("label")):
+            labels[target] = e["label"]
+        else:
+            labels.pop(target, None)
+    return labels
+
+
 def check_against_brute_force(sm: SessionManager) -> TreeShape:
     entries = sm.get_entries()
     ids = [e["id"] for e in entries]
@@ -175,6 +202,11 @@ def check_against_brute_force(sm: SessionManager) -> TreeShape:
         shape.children(n)
     assert sm.get_entry_type("no such id") is None
     assert sm.get_children_ids("no such id") == [] and sm.get_path_ids("no such id") == []
+    asked = ids[::-1] + ["no such id", ids[0] if ids else "x"]
+    assert sm.get_entries_by_id(asked) == [sm.get_entry(i) for i in asked]
+    labels = brute_labels(entries)
+    assert sm.get_labels() == labels and list(sm.get_labels()) == list(labels)
+    assert all(sm.get_label(t) == v for t, v in labels.items())
     tokens, cost, count = brute_usage(entries)
     usage = sm.get_usage_totals()
     assert usage.tokens == tokens and usage.cost == cost and usage.messages == count
@@ -230,6 +262,7 @@ def test_odd_tree_facts(tmp_path: Path, backend: str) -> None:
         assert shape.timestamps_ms[at("aa04")] is None and shape.timestamps_ms[at("aa05")] is None
         assert sm.get_entry_type("w2") == "?" and sm.get_entry_type("nope") is None
         assert shape.depth(at("fwd")) == 3  # aa01 → aa03 → later → fwd
+        assert list(sm.get_labels().items()) == [("aa02", "x again"), ("gone", "z")]
 
 
 def test_resolve_id(tmp_path: Path, backend: str) -> None:

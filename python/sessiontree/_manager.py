@@ -39,7 +39,7 @@ import secrets
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from typing import Any
 
 from . import _shapes
@@ -767,6 +767,13 @@ class SessionManager:
         self._check()
         return self._index.get(entry_id)
 
+    def get_entries_by_id(self, entry_ids: Iterable[str]) -> builtins.list[dict[str, Any] | None]:
+        """The entries with these ids, in the order given (``None`` for an id not in the
+        session): what :meth:`get_entry` gives for each, in one call (one staleness
+        check; the native backend decodes the lines not decoded yet in one batch)."""
+        self._check()
+        return self._index.get_many(builtins.list(entry_ids))
+
     def get_children(self, entry_id: str) -> _Entries:
         """Direct children of an entry, in file order (Pi's ``getChildren``)."""
         self._check()
@@ -776,6 +783,13 @@ class SessionManager:
         """The entry's current label, or ``None``."""
         self._check()
         return self._index.label(entry_id)
+
+    def get_labels(self) -> dict[str, str]:
+        """Every current label: target id -> label, in the order Pi's ``labelsById`` map
+        holds them (setting a label again keeps its place; clearing removes it). A
+        target need not be an entry of the session (Pi labels any id)."""
+        self._check()
+        return self._index.labels()
 
     def get_branch(self, from_id: str | None = None) -> _Entries:
         """Entries from the root down to ``from_id`` (default: the leaf); empty if unknown."""

@@ -356,6 +356,29 @@ class NativeIndex:
         self._grow_slots()
         return self._decode(self._read_ahead([n]))[n]
 
+    def get_many(self, entry_ids: list[str]) -> list[dict[str, Any] | None]:
+        """The entries with these ids in order (``None`` for an unknown id), the ones not
+        decoded yet in one bulk decode."""
+        by_id, find = self._by_id, self._ix.find
+        out: list[Any] = []
+        at: list[tuple[int, int]] = []  # (position in out, entry number) still to decode
+        for k, eid in enumerate(entry_ids):
+            try:
+                e = by_id.get(eid)
+            except TypeError:
+                e = None
+            if e is None:
+                n = find(eid)
+                if n is not None:
+                    at.append((k, n))
+            out.append(e)
+        if at:
+            self._grow_slots()
+            got = self._decode(list(dict.fromkeys(n for _, n in at)))
+            for k, n in at:
+                out[k] = got[n]
+        return out
+
     def raw_line(self, entry_id: str) -> bytes | None:
         """The bytes of the entry's JSON text (no CR/LF), or ``None``."""
         n = self._ix.find(entry_id)

@@ -176,6 +176,11 @@ class PythonIndex:
         i = self._idx(entry_id)
         return self._l.entries[i] if i >= 0 else None
 
+    def get_many(self, entry_ids: list[str]) -> list[dict[str, Any] | None]:
+        """The entries with these ids in order (``None`` for an unknown id)."""
+        get = self.get
+        return [get(eid) for eid in entry_ids]
+
     def raw_line(self, entry_id: str) -> bytes | None:
         """The bytes of the entry's JSON text (no CR/LF), or ``None``."""
         i = self._idx(entry_id)

@@ -33,6 +33,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _in(shape: Any, entry_id: str) -> bool:
+    try:
+        shape.index(entry_id)
+    except KeyError:
+        return False
+    return True
+
+
 def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
     """Everything ``info`` shows, as a JSON-ready dict, from the index: the tree's shape
     (``get_shape``), the usage sums (``get_usage_totals``: the native core reads only
@@ -56,8 +64,8 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
     by_type: Counter[str] = Counter(shape.types)
     unknown = by_type.pop("?", 0)
     if unknown:
-        for i in (i for i, t in enumerate(shape.types) if t == "?"):
-            by_type[value_text(sm.get_entry(ids[i]).get("type"), 100, none="None")] += 1
+        for e in sm.get_entries_by_id([ids[i] for i, t in enumerate(shape.types) if t == "?"]):
+            by_type[value_text(e.get("type") if e is not None else None, 100, none="None")] += 1
     by_role: Counter[str] = Counter(shape.roles)  # None: not a message, or no string role
     by_role.pop(None, None)  # type: ignore[call-overload]
     no_role = by_type.get("message", 0) - sum(by_role.values())
@@ -65,19 +73,13 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
         by_role["?"] = no_role
     child_count = Counter(shape.parents)
     child_count.pop(-1, None)
-    label_targets: dict[str, None] = {}  # in file order
-    for i in (i for i, t in enumerate(shape.types) if t == "label"):
-        target = sm.get_entry(ids[i]).get("targetId")
-        if isinstance(target, str):  # Pi's rule: only string targets label anything
-            label_targets[target] = None
     path_ids = sm.get_path_ids()
     on_path = []  # entry numbers root -> leaf, from the parent column
     x = shape.index(sm.leaf_id) if sm.leaf_id is not None else -1
     while x >= 0:
         on_path.append(x)
         x = shape.parents[x]
-    labels = {t: sm.get_label(t) for t in label_targets if t in sm}
-    labels = {t: v for t, v in labels.items() if v is not None}
+    labels = {t: v for t, v in sm.get_labels().items() if _in(shape, t)}  # entries that carry one
     usage = sm.get_usage_totals()
     models: Counter[str] = Counter()
     for provider, model, count in usage.models:

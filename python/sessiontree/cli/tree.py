@@ -17,11 +17,13 @@ How to read it:
   (``‹12›``) instead of more guides, so no line is wider than the width.
 * Long runs of entries with one child each are folded to one ``⋮`` line, except
   entries worth seeing (compactions, branch summaries, session names, labelled
-  entries, the leaf) and the first and last two of each run. ``--full`` shows every
-  entry; ``--from ID`` draws only the part below one entry (an id or a unique
-  prefix, as git takes commits), ``--depth N`` stops N entries below the start, and
-  ``--branches`` shows only roots, branch points and tips, each tip with the size of
-  its branch and its first user message.
+  entries, the leaf) and the first and last two of each run; abandoned branches are
+  drawn nested two deep, deeper ones as one ``⑂ N more branches here`` line each.
+  ``--full`` shows every entry; ``--from ID`` draws only the part below one entry
+  (an id or a unique prefix, as git takes commits), ``--depth N`` stops N entries
+  below the start, ``--nested N`` draws branches nested N deep, and ``--branches``
+  shows only roots, branch points and tips, each tip with the size of its branch and
+  its first user message.
 
 Only the rows shown are decoded: the structure comes from the index
 (``SessionManager.get_shape``). Everything is iterative, so depth does not matter.
@@ -33,6 +35,7 @@ import argparse
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
+from itertools import islice
 from typing import Any, NamedTuple
 
 from ._common import (
@@ -54,7 +57,8 @@ from ._common import (
 _KEEP_TYPES = frozenset({"compaction", "branch_summary", "session_info"})
 _EDGE = 2  # entries kept at each end of a folded run
 _MIN_FOLD = 3  # a fold line must hide at least this many entries
-_SPINE, _FORK, _LAST, _PIPE, _GAP = "│ ", "├─ ", "└─ ", "│  ", "   "
+_SPINE, _FORK, _LAST, _PIPE, _GAP, _MORE = "│ ", "├─ ", "└─ ", "│  ", "   ", "└┄ "
+_NESTED = 2  # abandoned branches drawn nested this deep unless --nested / --full say otherwise
 _MIN_TEXT = 44  # columns left for mark, id, kind and some preview at the deepest guide
 _PROGRESS_ROWS = 2000  # decoding this many rows for a pipe shows a progress bar
 
@@ -83,6 +87,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="draw only the entry ID (or a unique prefix of it) and what lies below it")
     p.add_argument("--depth", type=int, default=None, metavar="N",
                    help="show at most N entries below the start (the roots, or --from); deeper parts are counted")
+    p.add_argument("--nested", type=int, default=None, metavar="N",
+                   help=f"draw abandoned branches nested up to N deep, deeper ones as one line each "
+                        f"(default {_NESTED}; all with --full and --branches)")
     p.add_argument("--branches", action="store_true",
                    help="only roots, branch points and tips, with each tip's branch size and first user message")
     p.add_argument("--width", type=int, default=None,
@@ -94,15 +101,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 class Layout:
     """What the drawing needs to know about the tree: the shape (no entry decoded), the
-    leaf, the labelled entries, ``--depth`` (-1: none) and ``entry(i)``, which decodes
-    entry ``i`` (only for rows shown)."""
+    leaf, the labelled entries, ``--depth`` and ``--nested`` (-1: no limit) and
+    ``entry(i)``, which decodes entry ``i`` (only for rows shown)."""
 
     def __init__(self, shape: Any, leaf: int | None, labelled: set[int], max_depth: int,
-                 entry: Callable[[int], dict[str, Any]]) -> None:
+                 entry: Callable[[int], dict[str, Any]], nest: int = -1) -> None:
         self.shape = shape
         self.leaf = leaf
         self.labelled = labelled
         self.max_depth = max_depth
+        self.nest = nest
         self.entry = entry
         # Plain lists of the columns the drawing reads per entry (one pass each), the
         # child counts and, for entries with one child, that child.
@@ -187,6 +195,9 @@ def iter_rows(lay: Layout, roots: list[int], *, full: bool, branches: bool, cap:
                                          "in the first column")
     if main_root is not None:
         stack.append((main_root, (), (), 0, False))
+    if others and lay.nest == 0:
+        yield Row((_SPINE, _MORE), None, False, 1, note=_more(len(others), "root", None))
+        others = []
     for k in range(len(others) - 1, -1, -1):
         last = k == len(others) - 1
         stack.append((others[k], (_SPINE, _LAST if last else _FORK), (_SPINE, _GAP if last else _PIPE), 1, True))
@@ -226,10 +237,21 @@ def _column(lay: Layout, v: int, first_guides: tuple[str, ...], guides: tuple[st
     main = lay.main_child(kids)
     stack.append((main, guides, guides, depth, False))
     sides = [c for c in kids if c != main]
+    if lay.nest >= 0 and depth + 1 > lay.nest:
+        # Deeper than --nested: one line says what is there and how to open it.
+        yield Row(_guides((*guides, _SPINE, _MORE), cap, depth + 1), None, end in lay.on_path, depth + 1,
+                  note=_more(len(sides), "branch", shape.ids[end]))
+        return
     for k in range(len(sides) - 1, -1, -1):
         last = k == len(sides) - 1
         stack.append((sides[k], (*guides, _SPINE, _LAST if last else _FORK),
                       (*guides, _SPINE, _GAP if last else _PIPE), depth + 1, True))
+
+
+def _more(n: int, what: str, at: str | None) -> str:
+    plural = f"{n:,} more {what}{'es' if what == 'branch' else 's'}" if n != 1 else f"1 more {what}"
+    where = f" here (tree --from {at[:12]})" if at is not None else " (tree --nested 1)"
+    return f"⑂ {plural}{where}"
 
 
 def _run_rows(lay: Layout, run: list[int], g_first: tuple[str, ...], g_rest: tuple[str, ...], depth: int,
@@ -383,18 +405,18 @@ def run(args: argparse.Namespace, io: Io) -> int:
         with spinner(io, "reading the tree"):
             shape = sm.get_shape()
             leaf = shape.index(sm.leaf_id) if sm.leaf_id is not None else None
+            labels = sm.get_labels()
             labelled = set()
-            for i in (i for i, t in enumerate(shape.types) if t == "label"):
-                target = sm.get_entry(shape.ids[i]).get("targetId")
-                if isinstance(target, str) and target in sm and sm.get_label(target) is not None:
-                    labelled.add(shape.index(target))
-        ids = shape.ids
-
-        def entry(i: int) -> dict[str, Any]:
-            e = sm.get_entry(ids[i])
-            return e if isinstance(e, dict) else {}
-
-        lay = Layout(shape, leaf, labelled, -1 if args.depth is None else args.depth, entry)
+            for t in labels:
+                try:
+                    labelled.add(shape.index(t))
+                except KeyError:
+                    pass  # Pi labels any id, one not in the session too
+        entries = _Entries(sm, shape.ids)
+        full = args.full or args.json
+        # --branches lists every tip: nesting there is what the view is for.
+        nest = args.nested if args.nested is not None else -1 if full or args.branches else _NESTED
+        lay = Layout(shape, leaf, labelled, -1 if args.depth is None else args.depth, entries, nest)
         roots = list(shape.roots)
         start_depth = 0
         if args.start is not None:
@@ -405,11 +427,10 @@ def run(args: argparse.Namespace, io: Io) -> int:
             roots, start_depth = [start], shape.depth(start)
         width = _width(io, args.width)
         cap = max(1, (width - _MIN_TEXT) // 5)
-        full = args.full or args.json
         rows = iter_rows(lay, roots, full=full, branches=args.branches and not args.json, cap=cap,
                          start_depth=start_depth)
         if args.json:
-            io.write_json(_json_rows(rows, lay, sm, io))
+            io.write_json(_json_rows(rows, lay, labels, io))
             return 0
         color = io.color
         paint = io.styler()
@@ -417,8 +438,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
         # Drawing into a pipe or file: say how far it got on the terminal, when it is long.
         long = not io.out.is_terminal and (full or args.branches) and len(shape) > _PROGRESS_ROWS
         with count_progress(io, "drawing the tree", enabled=long) as update:
-            for k, row in enumerate(rows):
-                label = sm.get_label(shape.ids[row.at]) if row.at is not None and row.at in labelled else None
+            for k, row in enumerate(entries.prefetching(rows)):
+                label = labels.get(shape.ids[row.at]) if row.at is not None and row.at in labelled else None
                 plain, segs = format_row(row, lay, label, width)
                 out.append("".join(paint(t, st) for t, st in segs) if color else plain)
                 if len(out) >= 4096:
@@ -431,11 +452,40 @@ def run(args: argparse.Namespace, io: Io) -> int:
     return 0
 
 
-def _json_rows(rows: Iterator[Row], lay: Layout, sm: Any, io: Io) -> list[dict[str, Any]]:
+class _Entries:
+    """``Layout.entry``: the decoded entries of the rows about to be drawn, fetched from
+    the manager a chunk of rows at a time (one call, one bulk decode per chunk)."""
+
+    CHUNK = 512
+
+    def __init__(self, sm: Any, ids: Any) -> None:
+        self.sm = sm
+        self.ids = ids
+        self.got: dict[int, Any] = {}
+
+    def prefetching(self, rows: Iterator[Row]) -> Iterator[Row]:
+        """``rows`` again, fetching the entries of each chunk before yielding it."""
+        while True:
+            chunk = list(islice(rows, self.CHUNK))
+            if not chunk:
+                return
+            want = [r.at for r in chunk if r.at is not None]
+            self.got = dict(zip(want, self.sm.get_entries_by_id([self.ids[i] for i in want])))
+            yield from chunk
+
+    def __call__(self, i: int) -> dict[str, Any]:
+        e = self.got.get(i)
+        if e is None:
+            e = self.sm.get_entry(self.ids[i])
+        return e if isinstance(e, dict) else {}
+
+
+def _json_rows(rows: Iterator[Row], lay: Layout, labels: dict[str, str], io: Io) -> list[dict[str, Any]]:
     result = []
     shape = lay.shape
+    assert isinstance(lay.entry, _Entries)
     with count_progress(io, "reading the entries", enabled=len(shape) > _PROGRESS_ROWS) as update:
-        for row in rows:
+        for row in lay.entry.prefetching(rows):
             i = row.at
             if i is None:
                 continue
@@ -443,7 +493,7 @@ def _json_rows(rows: Iterator[Row], lay: Layout, sm: Any, io: Io) -> list[dict[s
             kind, preview = entry_preview(entry, as_is)
             result.append({
                 "id": entry.get("id"), "parentId": entry.get("parentId"), "type": entry.get("type"),
-                "kind": kind, "preview": preview[:200], "label": sm.get_label(shape.ids[i]),
+                "kind": kind, "preview": preview[:200], "label": labels.get(shape.ids[i]),
                 "children": len(lay.kids(i)), "depth": row.depth, "onPath": row.on_path, "leaf": i == lay.leaf,
             })
             if len(result) % 1024 == 0:
