@@ -297,3 +297,13 @@ def test_shape_is_a_snapshot(tmp_path: Path, backend: str) -> None:
         assert list(after.children(1)) == [2] and list(before.children(1)) == []
         assert sm.get_leaf_ids() == [after.ids[2]]
         assert repr(before) == "TreeShape(2 entries, 1 roots)"
+        new = after.ids[2]
+        with pytest.raises(EntryNotFoundError):
+            before.index(new)  # appended after the snapshot
+        assert after.index(new) == 2 and before.index("b") == 1
+        with pytest.raises(EntryNotFoundError):
+            before.index(5)  # type: ignore[arg-type]
+    # A shape outlives its session.
+    assert [before.index(i) for i in ("b", "a")] == [1, 0] and after.index(new) == 2
+    with pytest.raises(EntryNotFoundError):
+        after.index("zz")

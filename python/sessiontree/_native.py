@@ -496,6 +496,7 @@ class NativeIndex:
             timestamps_ms=TimeColumn(array("q", ts)),
             _start=array("I", start),
             _kids=array("I", kids),
+            _find=self._ix.find,
         )
 
     def parent_id(self, entry_id: str) -> str | None:

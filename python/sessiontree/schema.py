@@ -17,7 +17,7 @@ tree by ids, types and links, without entries), :class:`UsageTotals` and
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NotRequired, TypedDict, Union, overload
@@ -597,6 +597,10 @@ class TreeShape:
     _start: Sequence[int] = field(default_factory=lambda: array("I", [0]))
     _kids: Sequence[int] = field(default_factory=lambda: array("I"))
     _memo: dict[str, Any] = field(default_factory=dict, compare=False)
+    # The backend's own id look-up (entry number or None; numbers past the snapshot are
+    # later appends), so that index() builds no dict of every id; may fail once the
+    # session is closed, and then the dict is built.
+    _find: Callable[[str], int | None] | None = field(default=None, compare=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -627,6 +631,15 @@ class TreeShape:
             EntryNotFoundError: no such id (a ``KeyError``).
         """
         by_id = self._memo.get("by_id")
+        if by_id is None and self._find is not None and isinstance(entry_id, str):
+            try:
+                n = self._find(entry_id)
+            except Exception:  # noqa: BLE001 - the index is gone: answer from the ids
+                object.__setattr__(self, "_find", None)
+            else:
+                if n is None or n >= len(self.ids):
+                    raise EntryNotFoundError(entry_id)
+                return n
         if by_id is None:
             by_id = self._memo["by_id"] = dict(zip(self.ids, range(len(self.ids))))
         try:
