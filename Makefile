@@ -10,7 +10,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 RUST_SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: all build demo test lint test-rust test-python bench profile clean
+.PHONY: all build demo test lint test-rust test-python bench profile fuzz clean spark-test browser-test
 
 all: build
 
@@ -19,7 +19,8 @@ $(PY):
 
 $(DEPS): $(PY) pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin>=1.9,<2" "orjson>=3.9" "rich>=13" "pytest>=8" "hypothesis>=6.100" "pytest-benchmark>=4" "matplotlib>=3.7" "mypy>=1.18"
+	$(PY) -m pip install -q "maturin>=1.9,<2" "orjson>=3.9" "rich>=13" "pytest>=8" "hypothesis>=6.100" "pytest-benchmark>=4" "matplotlib>=3.7" "mypy>=1.18" "textual>=8"
+	$(PY) -m pip install -q "pyarrow>=15" "duckdb>=1.1" "polars>=1.0"
 	touch $@
 
 $(BUILT): $(DEPS) $(RUST_SOURCES)
@@ -66,9 +67,38 @@ bench: $(BUILT)
 	$(PY) benches/report.py bench-results/latest.json --command "make bench BENCH_MAX=$(BENCH_MAX)"; \
 	exit $$rc
 
+# Spark reading the Parquet export (tests/test_spark.py): pyspark from PyPI (~300 MB) and
+# a Java runtime (Java 17 here; Debian: apt-get install openjdk-17-jre-headless).
+spark-test: $(BUILT)
+	$(PY) -m pip install -q "pyspark>=3.5"
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_spark.py
+
+# The long runs of the differential fuzzer and the crash harness (short runs of both are
+# part of `make test`: tests/test_fuzz_short.py). A failing fuzz case is written to
+# fuzz-failures/; FUZZ_SEED / CRASH_SEED repeat a run.
+FUZZ_RUNS  ?= 3000
+CRASH_RUNS ?= 300
+FUZZ_SEED  ?= $(shell od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+CRASH_SEED ?= $(FUZZ_SEED)
+
+fuzz: $(BUILT)
+	$(PY) tests/fuzz_differential.py --runs $(FUZZ_RUNS) --seed $(FUZZ_SEED)
+	$(PY) tests/crash_harness.py --runs $(CRASH_RUNS) --seed $(CRASH_SEED)
+
 profile: $(BUILT)
 	$(PY) -m pip install -q "py-spy>=0.3"
 	$(PY) benches/profile_native.py --size $(PROFILE_SIZE)
+
+# The parts that need a browser or a terminal multiplexer: Debian's Chromium and tmux
+# (apt, root or sudo), Playwright for Python (driving that Chromium), then the tests that
+# use them. `make test` runs the same tests and skips, with the reason, what is missing.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+browser-test: $(BUILT)
+	@command -v chromium >/dev/null && command -v tmux >/dev/null || \
+		{ $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium tmux; }
+	$(PY) -m pip install -q "playwright>=1.40"
+	$(PY) -m pytest -q -p no:cacheprovider -rs tests/test_export_browser.py tests/test_browse.py
 
 clean:
 	rm -rf $(VENV) target bench-results/*.json bench-results/profile

@@ -20,6 +20,7 @@ The cold ``open_s`` / ``context_s`` (first call in a fresh process) are in it to
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from _benchlib import BenchFile, drop_opened, set_info
+from sessiontree.generate import parse_size
 
 CHILD = Path(__file__).with_name("_memchild.py")
 
@@ -101,3 +103,49 @@ def test_memory(benchmark: Any, session_file: BenchFile, backend: str) -> None:
              file_rss=file_rss, index_anon_per_entry=index_anon / n, peak_anon_per_entry=peak_anon / n,
              peak_rss_per_entry=peak_rss / n, context_messages=report["context_messages"],
              cold_open_s=report["open_s"], cold_context_s=report["context_s"], raw=report)
+
+
+def _short_lines(size_label: str) -> tuple[str, int]:
+    """A session of many short entries (~55 B each: ``custom`` entries in one chain)
+    about ``size_label`` bytes long, cached beside the generated sessions. The shape
+    where the scan's per-line records, not the file, set the peak (issue 11, item 5:
+    10 million such lines used to peak at 5.8x the file)."""
+    from _benchlib import cache_dir
+
+    target = parse_size(size_label)
+    header = b'{"type":"session","version":3,"id":"short-lines","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}\n'
+    per = len(b'{"type":"custom","id":"00000000","parentId":"00000000"}\n')
+    n = max(1, (target - len(header)) // per)
+    path = cache_dir() / f"short-lines-{size_label}-v1.jsonl"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            f.write(header)
+            f.write(b'{"type":"custom","id":"00000000","parentId":null}\n')
+            step = 1 << 16
+            for lo in range(1, n, step):
+                f.write(b"".join(b'{"type":"custom","id":"%08x","parentId":"%08x"}\n' % (i, i - 1) for i in range(lo, min(n, lo + step))))
+        tmp.rename(path)
+    return str(path), n
+
+
+def test_memory_short_lines(benchmark: Any, size: str) -> None:
+    """Peak memory of a native open of a file of short lines: it stays near the settled
+    index plus the file. ``peak_rss`` is the kernel's exact peak (``VmHWM``) when the
+    open returned, over the baseline: the index plus the map's file pages while the
+    scan read them (the map is gone after the scan). The context step that follows in
+    the child is not part of it (its plan is a list of every id on the path)."""
+    drop_opened()
+    path, n = _short_lines(size)
+    report = benchmark.pedantic(measure, args=(path, "native"), rounds=1, warmup_rounds=0)
+    assert report["entries"] == n
+    base, after_open = report["base"], report["after_open"]
+    index_anon = after_open["RssAnon"] - base["RssAnon"]
+    peak_rss = after_open["VmHWM"] - base["VmRSS"]
+    file_bytes = os.path.getsize(path)
+    # The scan holds a few blocks' records, not one per line of the file.
+    assert peak_rss < index_anon + file_bytes + (64 << 20), (peak_rss, index_anon, file_bytes)
+    set_info(benchmark, f"memory, short lines (fresh process) · {size}", backend="native", operation="memory-short-lines",
+             entries=n, file_bytes=file_bytes, index_anon=index_anon, peak_rss=peak_rss,
+             index_anon_per_entry=index_anon / n, peak_rss_per_file_byte=peak_rss / file_bytes,
+             cold_open_s=report["open_s"], raw=report)

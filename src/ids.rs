@@ -49,18 +49,26 @@ impl IdTable {
         if self.slots.is_empty() {
             return None;
         }
+        self.probe(id, ids).1.ok()
+    }
+
+    /// Follow the probe sequence of `id` (the table must have slots): its tag, and
+    /// `Ok(entry)` where it is stored or `Err(slot)` for the empty slot that ends the
+    /// sequence, where it would go.
+    #[inline]
+    fn probe(&self, id: &[u8], ids: &IdArena) -> (u64, Result<u32, usize>) {
         let tag = self.hash(id) >> 32;
         let mask = self.slots.len() - 1;
         let mut i = tag as usize & mask;
         loop {
             let s = self.slots[i];
             if s == 0 {
-                return None;
+                return (tag, Err(i));
             }
             if s >> 32 == tag {
                 let e = (s as u32).wrapping_sub(1);
                 if ids.get(e) == id {
-                    return Some(e);
+                    return (tag, Ok(e));
                 }
             }
             i = (i + 1) & mask;
@@ -107,23 +115,13 @@ impl IdTable {
     /// insert together.
     pub(crate) fn insert_new(&mut self, id: &[u8], entry: u32, ids: &IdArena) -> Option<u32> {
         self.reserve(1);
-        let tag = self.hash(id) >> 32;
-        let mask = self.slots.len() - 1;
-        let mut i = tag as usize & mask;
-        loop {
-            let s = self.slots[i];
-            if s == 0 {
+        match self.probe(id, ids) {
+            (_, Ok(e)) => Some(e),
+            (tag, Err(i)) => {
                 self.slots[i] = tag << 32 | (entry as u64 + 1);
                 self.len += 1;
-                return None;
+                None
             }
-            if s >> 32 == tag {
-                let e = (s as u32).wrapping_sub(1);
-                if ids.get(e) == id {
-                    return Some(e);
-                }
-            }
-            i = (i + 1) & mask;
         }
     }
 
@@ -163,6 +161,22 @@ impl IdArena {
     /// Room for `more` ids (of unknown length).
     pub(crate) fn reserve(&mut self, more: usize) {
         self.end.reserve(more);
+    }
+
+    /// Room for exactly `total` ids of `total_bytes` bytes in all (an estimate of the
+    /// final size: no doubling slack).
+    pub(crate) fn reserve_total(&mut self, total: usize, total_bytes: usize) {
+        if let Some(more) = total.checked_sub(self.end.len()).filter(|&m| m > 0) {
+            self.end.reserve_exact(more);
+        }
+        if let Some(more) = total_bytes.checked_sub(self.bytes.len()).filter(|&m| m > 0) {
+            self.bytes.reserve_exact(more);
+        }
+    }
+
+    /// Bytes of all ids so far.
+    pub(crate) fn total_bytes(&self) -> usize {
+        self.bytes.len()
     }
 
     /// Give back spare capacity.

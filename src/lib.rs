@@ -1,19 +1,23 @@
 //! sessiontree core: index Pi session JSONL files without building JSON values.
 //!
-//! Data flows one way: bytes (`source`) → lines and their fields (`lines`, over the
+//! Data flows one way: bytes (`source`, maps read under `guard`) → lines and their fields (`lines`, over the
 //! JSON scanner `scan`) → columns and loader rules ([`Index`], in `index`) → paths and
 //! tree (`tree`) → context plan (`context`). `kind`, `issue`, `ids`, `time` and `error`
-//! hold the shared vocabulary and import no other module. `python.rs` (feature
+//! hold the shared vocabulary and import no other module. `listing` is a second reader
+//! of the same lines, for a catalog: one pass per file from an offset, listing facts,
+//! search text and usage (over `scan`, `ids`, `tree`, `time`). `python.rs` (feature
 //! `python`) is the only file that touches PyO3. `use crate::` edges form a DAG
 //! (docs/ARCHITECTURE.md lists them).
 
 mod context;
 mod error;
+mod guard;
 mod ids;
 mod index;
 mod issue;
 mod kind;
 mod lines;
+mod listing;
 mod scan;
 mod source;
 mod time;
@@ -25,6 +29,7 @@ pub use error::{Error, Result};
 pub use index::Index;
 pub use issue::{Issue, IssueKind};
 pub use kind::{EntryKind, Role, ENTRY_TYPES};
+pub use listing::{entries_path, scan_file, Doc, DocKind, Header, Name, Scan, UsageKind, UsageRow};
 pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES};
 pub use source::count_newlines;
 pub use time::parse_iso_ms;

@@ -1,9 +1,22 @@
 //! Scanning a byte range of the image into candidates and issues: line framing,
 //! rules 1–5 (BOM, blank lines, UTF-8, JSON validity with torn-fragment recovery,
-//! objects only) and the fields the index needs from each object line. Large ranges
-//! are scanned by two threads that meet at a `\n`; the result is the same as one
-//! serial scan. Which candidates become entries (rules 6–13) is `index.rs`'s business.
+//! objects only) and the fields the index needs from each object line. Which
+//! candidates become entries (rules 6–13) is `index.rs`'s business.
+//!
+//! A range is read and scanned in blocks ([`scan_blocks`]): block `k` holds the lines
+//! that *start* in the `k`-th [`BLOCK`] bytes of the range, so each block finds its
+//! own bounds from the bytes alone (after the first `\n` before its start, up to the
+//! `\n` that ends its last line) and blocks are scanned in parallel without
+//! coordination. The caller gets the blocks' chunks in file order, at most
+//! [`WINDOW`] ahead of the one it is consuming: the candidates of a whole file never
+//! exist at once (they were 5.8x the file on short lines), and every block is copied
+//! into a buffer with `pread`, never mapped (a file cut short under a map kills the
+//! process with SIGBUS). The result is the same as one serial scan.
 
+use std::collections::BTreeMap;
+use std::sync::{Condvar, Mutex};
+
+use crate::error::Result;
 use crate::issue::{Issue, IssueKind};
 use crate::kind::{EntryKind, Role};
 use crate::scan::{self, Val, Verdict};
@@ -11,8 +24,31 @@ use crate::time::parse_iso_ms;
 
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
-/// Ranges of at least this many bytes are scanned by two threads.
-const PARALLEL_MIN: usize = 16 << 20;
+/// What an append writes after a pending (torn) last piece, before its `\n`: not JSON
+/// outside a string and unable to close one, so neither the sealed line nor any suffix
+/// of it parses, and rule 4 cannot recover a nested object of a line cut by a crash
+/// as an entry (`_reader.TORN_SEAL`).
+pub(crate) const TORN_SEAL: u8 = b'#';
+
+/// Bytes of a range per block: lines starting in them are scanned together. Small
+/// enough to stay in cache between the copy and the scan, large enough that the
+/// handing over of a block costs nothing next to its scan.
+const BLOCK: u64 = if cfg!(test) { 4 << 10 } else { 256 << 10 };
+
+/// Blocks scanned ahead of the one the caller consumes: always up to [`WINDOW`], and
+/// up to [`WINDOW_MAX`] while the candidates waiting are fewer than [`WAITING_MAX`]
+/// (bounds the memory of a scan to a few MB of candidates, yet lets the scanners run
+/// ahead freely on long lines, whose blocks hold few).
+const WINDOW: usize = 8;
+const WINDOW_MAX: usize = 4096;
+const WAITING_MAX: usize = 1 << 17;
+
+/// Bytes read at a time (at least) for a line that runs past its block.
+const PROBE: usize = 64 << 10;
+
+/// Reads `buf.len()` bytes of the image at an offset (an error if they are not all
+/// there: the file shrank).
+pub(crate) type Reader<'a> = &'a (dyn Fn(u64, &mut [u8]) -> Result<()> + Sync);
 
 /// A string field decoded into a chunk arena.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +81,17 @@ pub(crate) struct Cand {
     /// A compaction's `firstKeptEntryId`, a context edit's `targetId`, an unknown
     /// entry's `type`; else `Absent`.
     pub(crate) extra: Ref,
+    /// [`line_hash`] of the object's bytes.
+    pub(crate) hash: u32,
+}
+
+/// The hash of an entry's bytes kept by the index: every later read of the line must
+/// hash the same, so a line rewritten in place after indexing is noticed when it is
+/// read (xxh3, folded to 32 bits: ~0.05 ms per MB read; a change goes unnoticed with
+/// probability 2^-32).
+pub(crate) fn line_hash(bytes: &[u8]) -> u32 {
+    let h = xxhash_rust::xxh3::xxh3_64(bytes);
+    (h ^ (h >> 32)) as u32
 }
 
 /// What scanning one range produced.
@@ -93,18 +140,22 @@ impl Chunk {
 
 /// Scan `bytes` (logical offset `base`, first line number `first_line`); `last` says
 /// a final piece without `\n` is the image's tail.
+///
+/// Only the lines that start before `soft_end` are scanned (the last of them runs to
+/// its `\n`, wherever that is); returns the chunk and the bytes it covered.
 fn scan_range(
     bytes: &[u8],
     base: u64,
     first_line: u64,
     first_off: Option<u64>,
     last: bool,
-) -> Chunk {
+    soft_end: usize,
+) -> (Chunk, usize) {
     let mut ch = Chunk::default();
     let mut pos = 0usize;
     let mut line_no = first_line;
     let mut fields = scan::Fields::default();
-    while pos < bytes.len() {
+    while pos < bytes.len() && pos < soft_end {
         // Fast path: an object line is validated up to its `\n` without searching for
         // that first (not the first line of the image: it may hold a BOM).
         let line_off = match first_off {
@@ -174,7 +225,7 @@ fn scan_range(
             scan_one(
                 &mut ch,
                 content,
-                scan::scan_line(content),
+                scan::scan_piece(content, !is_tail),
                 base + cstart as u64,
                 base + pos as u64,
                 line_no,
@@ -191,7 +242,7 @@ fn scan_range(
         line_no += 1;
         pos = next;
     }
-    ch
+    (ch, pos)
 }
 
 /// Apply the line's scan `ls` (rules 3–5) and record a candidate or issues.
@@ -271,6 +322,7 @@ fn scan_one(
                 parent,
                 ts,
                 extra,
+                hash: line_hash(obj),
             });
         }
     }
@@ -286,47 +338,413 @@ fn cpus() -> usize {
     *N.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// Scan `bytes` (logical offset `base`; its first line is number `first_line` and, if
-/// `first_off` is given, continues an accepted line that starts there); `last` says a
-/// final piece without `\n` is the image's tail. Two threads when `bytes` is large:
-/// the halves meet at a `\n`, and the chunks come back in file order.
-pub(crate) fn scan_parallel(
-    bytes: &[u8],
-    base: u64,
-    first_line: u64,
+/// One range `[from, end)` split into blocks.
+struct Blocks<'a> {
+    /// The range's bytes when they are in memory (a guarded map, owned bytes).
+    mem: Option<&'a [u8]>,
+    read: Reader<'a>,
+    from: u64,
+    end: u64,
     first_off: Option<u64>,
     last: bool,
-) -> Vec<Chunk> {
-    // Size first: `available_parallelism` reads cgroup files (~50 µs), which was most
-    // of an `append_line`.
-    if bytes.len() < PARALLEL_MIN || cpus() < 2 {
-        return vec![scan_range(bytes, base, first_line, first_off, last)];
+}
+
+impl Blocks<'_> {
+    fn count(&self) -> usize {
+        (self.end - self.from).div_ceil(BLOCK) as usize
     }
-    let Some(split) =
-        memchr::memchr(b'\n', &bytes[bytes.len() / 2..]).map(|p| bytes.len() / 2 + p + 1)
-    else {
-        return vec![scan_range(bytes, base, first_line, first_off, last)];
-    };
-    let (a, b) = bytes.split_at(split);
-    let (ca, mut cb) = std::thread::scope(|s| {
-        let hb = s.spawn(|| scan_range(b, base + split as u64, 0, None, last));
-        let ca = scan_range(a, base, first_line, first_off, false);
-        let cb = match hb.join() {
-            Ok(cb) => cb,
-            Err(panic) => std::panic::resume_unwind(panic),
+
+    /// Read block `k` into `buf`: the lines that start in `[from + k * BLOCK,
+    /// from + (k + 1) * BLOCK)`, each through its `\n`, at `buf[at..]`. Returns
+    /// `(at, offset of buf[at])`, or `None` for a block inside a line that started
+    /// before it. One `pread` of the block (from the byte before it, to see whether a
+    /// line starts at its first byte), then more only for the line that runs past it.
+    fn read(&self, k: usize, buf: &mut Vec<u8>) -> Result<Option<(usize, u64)>> {
+        let lo = self.from + k as u64 * BLOCK;
+        let hi = (lo + BLOCK).min(self.end);
+        let base = if k == 0 { lo } else { lo - 1 };
+        buf.clear();
+        buf.resize((hi - base) as usize, 0);
+        (self.read)(base, buf)?;
+        let at = if k == 0 {
+            0
+        } else {
+            // The first line starting in the block follows the first `\n` from `lo - 1`.
+            match memchr::memchr(b'\n', &buf[..buf.len() - 1]) {
+                Some(p) => p + 1,
+                None => return Ok(None),
+            }
         };
-        (ca, cb)
+        if hi < self.end {
+            // Through the `\n` that ends the line holding byte `hi - 1`.
+            let mut look = buf.len() - 1;
+            loop {
+                if let Some(p) = memchr::memchr(b'\n', &buf[look..]) {
+                    buf.truncate(look + p + 1);
+                    break;
+                }
+                let pos = base + buf.len() as u64;
+                if pos >= self.end {
+                    break;
+                }
+                look = buf.len();
+                let n = (self.end - pos).min((PROBE as u64).max(buf.len() as u64 / 2));
+                buf.resize(look + n as usize, 0);
+                (self.read)(pos, &mut buf[look..])?;
+            }
+        }
+        Ok(Some((at, base + at as u64)))
+    }
+
+    /// Read and scan block `k` (lines numbered from 0; the caller shifts them).
+    /// Block `k` of a range in memory (the same bounds as [`Blocks::read`]): the rest
+    /// of the range from the block's first line start, and how far into it the
+    /// block's lines start (the scan runs the last of them to its end).
+    fn slice<'m>(&self, k: usize, m: &'m [u8]) -> Option<(u64, &'m [u8], usize)> {
+        let lo = k as u64 * BLOCK;
+        let hi = (lo + BLOCK).min(m.len() as u64) as usize;
+        let lo = lo as usize;
+        let start = if k == 0 {
+            0
+        } else {
+            lo + memchr::memchr(b'\n', &m[lo - 1..hi - 1])?
+        };
+        Some((self.from + start as u64, &m[start..], hi - start))
+    }
+
+    fn scan(&self, k: usize, buf: &mut Vec<u8>) -> Result<(Chunk, u64)> {
+        let (start, bytes, soft) = match self.mem {
+            Some(m) => match self.slice(k, m) {
+                Some(b) => b,
+                None => return Ok((Chunk::default(), 0)),
+            },
+            None => match self.read(k, buf)? {
+                Some((at, start)) => (start, &buf[at..], buf.len() - at),
+                None => return Ok((Chunk::default(), 0)),
+            },
+        };
+        let first_off = if k == 0 { self.first_off } else { None };
+        let last = self.last && start + bytes.len() as u64 == self.end;
+        let (ch, n) = scan_range(bytes, start, 0, first_off, last, soft);
+        Ok((ch, n as u64))
+    }
+}
+
+/// Read and scan `[from, end)` of the image (the bytes `mem` when given, else through
+/// `read`), block by block, and hand
+/// each block's chunk (lines numbered from 0, `newlines` to shift the next by; the
+/// bytes it covered) to `sink` in file order. `first_off` says the range starts inside
+/// an accepted line that starts there; `last` that a final piece without `\n` is the
+/// image's tail. Blocks are scanned by all CPUs, at most [`WINDOW`] ahead of `sink`;
+/// `sink` returns `false` to stop early (the rest is not read).
+pub(crate) fn scan_blocks(
+    mem: Option<&[u8]>,
+    read: Reader<'_>,
+    from: u64,
+    end: u64,
+    first_off: Option<u64>,
+    last: bool,
+    sink: &mut dyn FnMut(Chunk, u64) -> Result<bool>,
+) -> Result<()> {
+    let blocks = Blocks {
+        mem,
+        read,
+        from,
+        end,
+        first_off,
+        last,
+    };
+    let n = blocks.count();
+    let mut buf = Vec::new();
+    let workers = cpus().min(n).saturating_sub(1);
+    if workers == 0 {
+        for k in 0..n {
+            let (ch, bytes) = blocks.scan(k, &mut buf)?;
+            if !sink(ch, bytes)? {
+                break;
+            }
+        }
+        return Ok(());
+    }
+    type Done = BTreeMap<usize, Result<(Chunk, u64)>>;
+    struct State {
+        claimed: usize,
+        consumed: usize,
+        stop: bool,
+        done: Done,
+        /// Candidates in `done`.
+        waiting: usize,
+    }
+    let state = Mutex::new(State {
+        claimed: 0,
+        consumed: 0,
+        stop: false,
+        done: BTreeMap::new(),
+        waiting: 0,
     });
-    // The second half numbered its lines from 0.
-    let shift = first_line + ca.newlines;
-    for c in &mut cb.cands {
-        c.line += shift;
+    let cv = Condvar::new();
+    let lock = || state.lock().unwrap_or_else(|e| e.into_inner());
+    // Claim the next block if the window allows it.
+    let claim = |st: &mut State| -> Option<usize> {
+        let room = st.claimed < st.consumed + WINDOW
+            || (st.waiting < WAITING_MAX && st.claimed < st.consumed + WINDOW_MAX);
+        (st.claimed < n && room && !st.stop).then(|| {
+            st.claimed += 1;
+            st.claimed - 1
+        })
+    };
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                let mut buf = Vec::new();
+                let mut st = lock();
+                loop {
+                    if st.stop || st.claimed >= n {
+                        return;
+                    }
+                    let Some(k) = claim(&mut st) else {
+                        st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                        continue;
+                    };
+                    drop(st);
+                    let r = blocks.scan(k, &mut buf);
+                    st = lock();
+                    st.waiting += r.as_ref().map_or(0, |(c, _)| c.cands.len());
+                    st.done.insert(k, r);
+                    cv.notify_all();
+                }
+            });
+        }
+        let mut run = || -> Result<()> {
+            for k in 0..n {
+                let r = loop {
+                    let mut st = lock();
+                    if let Some(r) = st.done.remove(&k) {
+                        st.waiting -= r.as_ref().map_or(0, |(c, _)| c.cands.len());
+                        st.consumed = k + 1;
+                        cv.notify_all();
+                        break r;
+                    }
+                    // Not there yet: scan a block here too rather than wait.
+                    if let Some(j) = claim(&mut st) {
+                        drop(st);
+                        let r = blocks.scan(j, &mut buf);
+                        let mut st = lock();
+                        st.waiting += r.as_ref().map_or(0, |(c, _)| c.cands.len());
+                        st.done.insert(j, r);
+                        cv.notify_all();
+                        continue;
+                    }
+                    drop(cv.wait(st).unwrap_or_else(|e| e.into_inner()));
+                };
+                let (ch, bytes) = r?;
+                if !sink(ch, bytes)? {
+                    break;
+                }
+            }
+            Ok(())
+        };
+        let out = run();
+        lock().stop = true;
+        cv.notify_all();
+        out
+    })
+}
+
+/// Count the `\n` bytes of `[from, end)` (the bytes `mem` when given, else read
+/// through `read`) in blocks on all CPUs, as [`scan_blocks`] reads them (the
+/// benchmarks' floor).
+pub(crate) fn count_blocks(
+    mem: Option<&[u8]>,
+    read: Reader<'_>,
+    from: u64,
+    end: u64,
+) -> Result<u64> {
+    let n = (end - from).div_ceil(BLOCK);
+    let next = std::sync::atomic::AtomicU64::new(0);
+    let count = |buf: &mut Vec<u8>| -> Result<u64> {
+        let mut total = 0;
+        loop {
+            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if k >= n {
+                return Ok(total);
+            }
+            let lo = from + k * BLOCK;
+            let len = (end - lo).min(BLOCK) as usize;
+            let bytes = match mem {
+                Some(m) => &m[(lo - from) as usize..(lo - from) as usize + len],
+                None => {
+                    buf.resize(len, 0);
+                    read(lo, &mut buf[..len])?;
+                    &buf[..len]
+                }
+            };
+            total += memchr::memchr_iter(b'\n', bytes).count() as u64;
+        }
+    };
+    std::thread::scope(|s| {
+        let others: Vec<_> = (1..cpus().min(n as usize).max(1))
+            .map(|_| s.spawn(|| count(&mut Vec::new())))
+            .collect();
+        let mut total = count(&mut Vec::new())?;
+        for h in others {
+            total += h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+        }
+        Ok(total)
+    })
+}
+
+#[cfg(test)]
+mod bench_hash {
+    /// `SESSIONTREE_BENCH_FILE=... cargo test --release --no-default-features -- --ignored --nocapture bench_hash`
+    #[test]
+    #[ignore]
+    fn bench_hash() {
+        let Ok(path) = std::env::var("SESSIONTREE_BENCH_FILE") else {
+            return;
+        };
+        let data = std::fs::read(path).unwrap();
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let mut x = 0u32;
+            for line in data.split(|&b| b == b'\n') {
+                x ^= super::line_hash(line);
+            }
+            println!("hash per line: {:?} ({x})", t.elapsed());
+            let t = std::time::Instant::now();
+            let h = xxhash_rust::xxh3::xxh3_64(&data);
+            println!("xxh3 whole: {:?} ({h})", t.elapsed());
+            let t = std::time::Instant::now();
+            let mut s = 0u64;
+            for c in data.chunks_exact(8) {
+                s = s
+                    .wrapping_add(u64::from_le_bytes(c.try_into().unwrap()))
+                    .rotate_left(5);
+            }
+            println!("sum: {:?} ({s})", t.elapsed());
+            let t = std::time::Instant::now();
+            let n = memchr::memchr_iter(b'\n', &data).count();
+            println!("memchr: {:?} ({n})", t.elapsed());
+        }
     }
-    for i in cb.issues.iter_mut().chain(cb.tail_issues.iter_mut()) {
-        i.line = i.line.map(|l| l + shift);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Seen = (
+        Vec<(u64, u64, u64, u64, u32)>,
+        Vec<(IssueKind, Option<u64>)>,
+        Option<(u64, bool)>,
+        u64,
+        u64,
+    );
+
+    /// Everything a scan reports, lines shifted to absolute numbers, as one scan.
+    fn by_blocks(img: &[u8], from: u64, in_memory: bool, last: bool) -> Seen {
+        let read = |off: u64, buf: &mut [u8]| {
+            buf.copy_from_slice(&img[off as usize..off as usize + buf.len()]);
+            Ok(())
+        };
+        let mem = in_memory.then_some(&img[from as usize..]);
+        let (mut cands, mut issues, mut tail, mut line, mut covered) =
+            (vec![], vec![], None, 1u64, 0);
+        scan_blocks(
+            mem,
+            &read,
+            from,
+            img.len() as u64,
+            None,
+            last,
+            &mut |ch, bytes| {
+                covered += bytes;
+                for c in &ch.cands {
+                    cands.push((c.line + line, c.line_off, c.start, c.end, c.hash));
+                }
+                for i in ch.issues.iter().chain(&ch.tail_issues) {
+                    issues.push((i.kind, i.line.map(|l| l + line)));
+                }
+                if ch.tail.is_some() {
+                    tail = ch.tail;
+                }
+                line += ch.newlines;
+                Ok(true)
+            },
+        )
+        .unwrap();
+        (cands, issues, tail, line, covered)
     }
-    if let Some(f) = &mut cb.first_nonblank {
-        f.0 += shift;
+
+    fn at_once(img: &[u8], from: u64, last: bool) -> Seen {
+        let bytes = &img[from as usize..];
+        let (ch, n) = scan_range(bytes, from, 1, None, last, bytes.len());
+        let cands = ch
+            .cands
+            .iter()
+            .map(|c| (c.line, c.line_off, c.start, c.end, c.hash))
+            .collect();
+        let issues = ch
+            .issues
+            .iter()
+            .chain(&ch.tail_issues)
+            .map(|i| (i.kind, i.line))
+            .collect();
+        (cands, issues, ch.tail, 1 + ch.newlines, n as u64)
     }
-    vec![ca, cb]
+
+    #[test]
+    fn blocks_give_what_one_scan_gives() {
+        // Lines shorter and longer than a block (4 KiB in tests), blank and invalid
+        // ones, CRLF, torn fragments, and endings with and without a final LF.
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        for round in 0..60 {
+            let mut img = Vec::new();
+            for i in 0..next(40) + 1 {
+                let pad = "x".repeat(match next(6) {
+                    0 => 9000 + next(20000) as usize,
+                    1 => 3000 + next(3000) as usize,
+                    _ => next(200) as usize,
+                });
+                let obj =
+                    format!(r#"{{"type":"message","id":"e{i}","parentId":null,"p":"{pad}"}}"#);
+                match next(7) {
+                    0 => img.extend_from_slice(b"  \n"),
+                    1 => img.extend_from_slice(format!("garbage {pad}\n").as_bytes()),
+                    2 => img.extend_from_slice(format!("{obj}\r\n").as_bytes()),
+                    3 => img.extend_from_slice(format!("{{\"type\":\"mess{obj}\n").as_bytes()),
+                    _ => img.extend_from_slice(format!("{obj}\n").as_bytes()),
+                }
+            }
+            if round % 3 == 0 {
+                img.extend_from_slice(br#"{"type":"message","id":"t","p":"unfinished"#);
+            }
+            let from = if round % 4 == 1 {
+                img.iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(0, |p| p as u64 + 1)
+            } else {
+                0
+            };
+            for last in [true, false] {
+                let want = at_once(&img, from, last);
+                assert_eq!(
+                    by_blocks(&img, from, true, last),
+                    want,
+                    "round {round} in memory"
+                );
+                assert_eq!(
+                    by_blocks(&img, from, false, last),
+                    want,
+                    "round {round} read"
+                );
+            }
+        }
+    }
 }

@@ -5,12 +5,14 @@
 //! while attached to the interpreter (it detaches to wait), so a refresh that runs
 //! detached cannot deadlock against a reader that holds the GIL.
 use std::borrow::Cow;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::error::Error;
 use crate::index::Index;
@@ -21,14 +23,16 @@ pyo3::import_exception!(sessiontree.errors, InvalidSessionError);
 pyo3::import_exception!(sessiontree.errors, StaleSessionError);
 pyo3::import_exception!(sessiontree.errors, SessionError);
 
-fn to_py_err(e: Error, path: Option<&str>) -> PyErr {
+/// `path` is named in the error as Python names it (`os.fsdecode` of its bytes).
+fn to_py_err(e: Error, path: Option<&Path>) -> PyErr {
+    let name = || path.map(|p| p.as_os_str().to_os_string());
     match e {
         Error::Io(io) => match io.raw_os_error() {
             // OSError(errno, strerror, filename) picks the subclass (FileNotFoundError, ...).
             Some(code) => {
                 let msg = std::io::Error::from_raw_os_error(code).to_string();
                 let msg = msg.split(" (os error").next().unwrap_or(&msg).to_string();
-                PyOSError::new_err((code, msg, path.map(str::to_owned)))
+                PyOSError::new_err((code, msg, name()))
             }
             None => PyErr::from(io),
         },
@@ -38,7 +42,7 @@ fn to_py_err(e: Error, path: Option<&str>) -> PyErr {
             problem,
             line,
             offset,
-        } => InvalidSessionError::new_err((problem.code(), path.map(str::to_owned), line, offset)),
+        } => InvalidSessionError::new_err((problem.code(), name(), line, offset)),
         Error::Stale(why) => StaleSessionError::new_err(why),
         Error::Closed => SessionError::new_err("the session index is closed"),
     }
@@ -68,9 +72,12 @@ fn id_from_py<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<Option<Cow<'a, [u8]>>> 
     }
 }
 
-fn path_string(path: &Bound<'_, PyAny>) -> PyResult<String> {
-    let p: PathBuf = path.extract()?;
-    Ok(p.to_string_lossy().into_owned())
+/// A path as the OS bytes (`os.fsencode`: `str` with surrogate escapes, `bytes`, or a
+/// path-like), never a lossy conversion: Linux file names need not be UTF-8.
+fn os_path(path: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+    let b = path.py().import("os")?.call_method1("fsencode", (path,))?;
+    let bytes = b.cast::<PyBytes>()?.as_bytes().to_vec();
+    Ok(PathBuf::from(OsString::from_vec(bytes)))
 }
 
 /// A column as `bytes`, each item by `f` (native byte order), in one allocation.
@@ -98,7 +105,7 @@ fn total_to_py(py: Python<'_>, t: Total) -> PyResult<Bound<'_, PyAny>> {
 #[pyclass(frozen, name = "Index", module = "sessiontree._sessiontree")]
 pub struct PyIndex {
     inner: RwLock<Index>,
-    path: Option<String>,
+    path: Option<PathBuf>,
 }
 
 impl PyIndex {
@@ -173,8 +180,8 @@ impl PyIndex {
     /// Map and index the session file at `path` (releases the GIL).
     #[staticmethod]
     fn open(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<PyIndex> {
-        let p = path_string(path)?;
-        let pb = PathBuf::from(&p);
+        let p = os_path(path)?;
+        let pb = p.clone();
         let ix = py
             .detach(move || Index::open(&pb))
             .map_err(|e| to_py_err(e, Some(&p)))?;
@@ -519,30 +526,165 @@ impl PyIndex {
     /// Hold the file at `path` for later refreshes (an image from `from_image` that has
     /// been written there); a no-op for an index that holds a file already.
     fn attach(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<()> {
-        let p = path_string(path)?;
+        let p = os_path(path)?;
         let mut ix = self.write(py);
-        ix.attach(Path::new(&p)).map_err(|e| to_py_err(e, Some(&p)))
+        ix.attach(&p).map_err(|e| to_py_err(e, Some(&p)))
     }
 
     /// Release the map; later reads raise `SessionError`.
     fn close(&self, py: Python<'_>) {
         self.write(py).close();
     }
+
+    /// The entries table's index columns (`Index::columns`) as `bytes` in Arrow
+    /// layouts, by name; `leaf` (`None`: no path) marks the current path.
+    fn table_columns<'py>(
+        &self,
+        py: Python<'py>,
+        leaf: Option<i64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let ix = self.read(py);
+        let leaf = leaf.map(|n| Self::entry(&ix, n)).transpose()?;
+        let c = ix.columns(leaf).map_err(|e| self.err(e))?;
+        let d = PyDict::new(py);
+        for (name, buf) in [
+            ("id_offsets", &c.id_offsets),
+            ("id_data", &c.id_data),
+            ("line", &c.line),
+            ("offset", &c.offset),
+            ("length", &c.length),
+            ("parent", &c.parent),
+            ("parent_valid", &c.parent_valid),
+            ("depth", &c.depth),
+            ("on_path", &c.on_path),
+            ("timestamp", &c.timestamp),
+            ("timestamp_valid", &c.timestamp_valid),
+        ] {
+            d.set_item(name, PyBytes::new(py, buf))?;
+        }
+        Ok(d)
+    }
 }
 
 /// Count `\n` bytes of the file at `path` (memchr over the mapped file).
 #[pyfunction]
 fn count_newlines(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<u64> {
-    let p = path_string(path)?;
-    let pb = PathBuf::from(&p);
+    let p = os_path(path)?;
+    let pb = p.clone();
     py.detach(move || crate::count_newlines(&pb))
         .map_err(|e| to_py_err(e, Some(&p)))
+}
+
+/// One call of `listing::scan_file` (releases the GIL), as the tuple
+/// `_sessiontree.pyi` describes.
+#[pyfunction]
+fn scan_listing<'py>(
+    py: Python<'py>,
+    path: &Bound<'_, PyAny>,
+    start: u64,
+    prior: &Bound<'_, PyBytes>,
+    content: bool,
+    limit: u64,
+    fingerprint: u64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    use crate::listing::{DocKind, Header, Name, UsageKind};
+    let p = os_path(path)?;
+    let pb = p.clone();
+    let prior = prior.as_bytes().to_vec();
+    let s = py
+        .detach(move || crate::scan_file(&pb, start, &prior, content, limit, fingerprint))
+        .map_err(|e| to_py_err(e, Some(&p)))?;
+    let text = |b: &[u8]| id_to_py(py, b);
+    let header = match &s.header {
+        Header::Before => ("before", py.None()).into_pyobject(py)?,
+        Header::Found(h) => ("found", PyBytes::new(py, h)).into_pyobject(py)?,
+        Header::Missing(None) => ("missing", py.None()).into_pyobject(py)?,
+        Header::Missing(Some((line, offset, b))) => {
+            ("missing", (*line, *offset, PyBytes::new(py, b))).into_pyobject(py)?
+        }
+    };
+    let name = match &s.name {
+        Name::Unset => (false, py.None().into_bound(py)),
+        Name::Set(n) => (true, text(n)?),
+        Name::Cleared => (true, py.None().into_bound(py)),
+    };
+    let docs = s
+        .docs
+        .iter()
+        .map(|d| {
+            let kind = match d.kind {
+                DocKind::User => "user",
+                DocKind::Assistant => "assistant",
+                DocKind::Name => "name",
+            };
+            (d.seq, text(&d.id)?, kind, d.time, text(&d.text)?).into_pyobject(py)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let usage = s
+        .usage
+        .iter()
+        .map(|u| {
+            let kind = match u.kind {
+                UsageKind::Message => "message",
+                UsageKind::Usage => "usage",
+                UsageKind::Compaction => "compaction",
+                UsageKind::BranchSummary => "branch_summary",
+            };
+            let n = u.numbers;
+            let row = (
+                u.seq,
+                text(&u.id)?,
+                text(&u.stamp)?,
+                u.time,
+                kind,
+                text(&u.provider)?,
+                text(&u.model)?,
+            );
+            (row, (n[0], n[1], n[2], n[3], n[4], n[5])).into_pyobject(py)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let framing = (
+        s.end,
+        s.eof,
+        s.tail,
+        s.bytes_read,
+        PyBytes::new(py, &s.ends),
+    );
+    let facts = (
+        s.message_count,
+        s.first_message.as_deref().map(text).transpose()?,
+        text(&s.texts)?,
+        name,
+        s.activity,
+    );
+    (
+        framing,
+        header,
+        s.old_version,
+        s.fallback,
+        facts,
+        PyBytes::new(py, &s.entries),
+        s.entry_count,
+        PyList::new(py, docs)?,
+        PyList::new(py, usage)?,
+    )
+        .into_pyobject(py)
+}
+
+/// `listing::entries_path`: the current path of a session's entries record.
+#[pyfunction]
+fn entries_path(entries: &Bound<'_, PyBytes>) -> Vec<u32> {
+    crate::entries_path(entries.as_bytes())
 }
 
 #[pymodule(gil_used = false)]
 mod _sessiontree {
     #[pymodule_export]
     use super::count_newlines;
+    #[pymodule_export]
+    use super::entries_path;
+    #[pymodule_export]
+    use super::scan_listing;
     #[pymodule_export]
     use super::PyIndex;
     use pyo3::prelude::*;

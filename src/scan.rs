@@ -9,7 +9,8 @@
 //! byte is read through `get`, and open containers are a fixed bit stack.
 //! [`validate_line`] gives the same verdicts while it finds the line's `\n`.
 //! [`scan_line`] adds rule 4's torn-fragment recovery (at most
-//! [`MAX_TORN_CANDIDATES`] tries). Fields (`type`, `id`, `parentId`, `timestamp`,
+//! [`MAX_TORN_CANDIDATES`] tries; [`scan_piece`] keeps it off a final piece without
+//! `\n`). Fields (`type`, `id`, `parentId`, `timestamp`,
 //! `firstKeptEntryId`, `version`, `message.role`) are recorded as spans while the
 //! validator passes them, keys in any order, the last duplicate winning; only spans
 //! that contain `\` or invalid UTF-8 are decoded ([`decode_span`]: escapes as
@@ -23,7 +24,9 @@
 
 use std::borrow::Cow;
 
-mod block;
+use crate::kind::EntryKind;
+
+pub(crate) mod block; // also read by `listing` (string ends over validated lines)
 pub(crate) use block::{Baseline, Classify, Strings};
 
 /// Deepest nesting of arrays/objects a line may have: `_jsonl.MAX_DEPTH` (orjson's
@@ -720,14 +723,25 @@ pub struct LineScan {
     pub fields: Fields,
 }
 
-/// Scan one non-blank line: UTF-8 check, validation, and torn-fragment recovery.
+/// Scan one non-blank line ended by `\n`: UTF-8 check, validation, and torn-fragment
+/// recovery.
 pub fn scan_line(line: &[u8]) -> LineScan {
+    scan_piece(line, true)
+}
+
+/// Scan one non-blank line; `complete` says it was ended by `\n`. Rule 4 (recovery
+/// of a complete object behind a torn fragment) applies only to complete lines: a
+/// final piece may be a line still being written or cut by a crash, and a prefix of a
+/// Pi line that ends right after a nested `{"type":...}` object (every content block,
+/// a parsed session line inside a tool result) looks exactly like a fragment followed
+/// by a complete entry (`_reader.read_value`'s rule too).
+pub fn scan_piece(line: &[u8], complete: bool) -> LineScan {
     // simdutf8 (runtime-detected AVX2/SSE4.2): std's validator ran at 0.6 GB/s on
     // Pi lines with ~4% non-ASCII bytes, a third of the whole scan.
     let bad_utf8 = simdutf8::basic::from_utf8(line).is_err();
     let mut fields = Fields::default();
     let verdict = validate(line, &mut fields);
-    if verdict != Verdict::Invalid {
+    if verdict != Verdict::Invalid || !complete {
         return LineScan {
             verdict,
             bad_utf8,
@@ -739,7 +753,9 @@ pub fn scan_line(line: &[u8]) -> LineScan {
         .filter(|&p| p > 0)
         .take(MAX_TORN_CANDIDATES)
     {
-        if validate(&line[p..], &mut fields) == Verdict::Object {
+        if validate(&line[p..], &mut fields) == Verdict::Object
+            && is_line_type(&line[p..], fields.ty)
+        {
             return LineScan {
                 verdict: Verdict::Object,
                 bad_utf8,
@@ -754,6 +770,16 @@ pub fn scan_line(line: &[u8]) -> LineScan {
         recovered_at: 0,
         fields: Fields::default(),
     }
+}
+
+/// Whether a recovered suffix's `type` names one of Pi's entry types (or `session`, a
+/// header behind a torn fragment). A content block
+/// (`text`, `toolCall`, `thinking`, `image`) cut at its end and then ended by a bare
+/// `\n` (Pi 0.84.4+ ends an unterminated last line when it loads the file) validates
+/// as "a fragment, then an object"; only an entry can have been appended behind a
+/// torn fragment. Pi itself recovers nothing: an invalid line is skipped.
+fn is_line_type(s: &[u8], ty: Val) -> bool {
+    str_bytes(s, ty).is_some_and(|t| EntryKind::from_name(&t) != EntryKind::Unknown)
 }
 
 #[cfg(test)]

@@ -65,6 +65,8 @@ pub fn is_strict_ancestor(parent: &[u32], a: u32, e: u32, ordered: bool) -> bool
     let mut x = parent[e as usize];
     let mut steps = 0usize;
     while x != NONE && steps <= parent.len() {
+        #[cfg(test)]
+        WALK_STEPS.with(|n| n.set(n.get() + 1));
         if x == a {
             return true;
         }
@@ -75,6 +77,13 @@ pub fn is_strict_ancestor(parent: &[u32], a: u32, e: u32, ordered: bool) -> bool
         steps += 1;
     }
     false
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Ancestor steps walked by [`is_strict_ancestor`] on this thread (tests count work
+    /// instead of timing it).
+    pub(crate) static WALK_STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Children lists of a parent column, in file order, as CSR: the children of `e` are
@@ -165,6 +174,32 @@ pub fn shape(parent: &[u32], ts: &[i64]) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
     (roots, start, list)
 }
 
+/// Depth of every entry of an acyclic forest (a root is 0). Each entry is resolved
+/// once: a walk up to the first entry whose depth is known, then numbered back down,
+/// so the whole column is O(n) whatever the order of parents and children.
+pub fn depths(parent: &[u32]) -> Vec<u32> {
+    let n = parent.len();
+    let mut depth = vec![NONE; n];
+    let mut walk = Vec::new();
+    for s in 0..n as u32 {
+        let mut x = s;
+        while x != NONE && depth[x as usize] == NONE && walk.len() <= n {
+            walk.push(x);
+            x = parent[x as usize];
+        }
+        let mut d = if x == NONE {
+            0
+        } else {
+            depth[x as usize].saturating_add(1)
+        };
+        while let Some(y) = walk.pop() {
+            depth[y as usize] = d;
+            d = d.saturating_add(1);
+        }
+    }
+    depth
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,5 +236,16 @@ mod tests {
         let (roots, start, list) = shape(&parent, &ts);
         assert_eq!(roots, vec![0, 4]);
         assert_eq!(&list[start[0] as usize..start[1] as usize], &[2, 1]);
+    }
+
+    #[test]
+    fn depths_follow_forward_and_backward_links() {
+        // 0 <- 1 <- 2, root 3, 4 -> 6 (forward) -> 5 -> 3.
+        let parent = vec![NONE, 0, 1, NONE, 6, 3, 5];
+        assert_eq!(depths(&parent), vec![0, 1, 2, 0, 3, 1, 2]);
+        let chain: Vec<u32> = (0..100_000u32)
+            .map(|i| if i == 0 { NONE } else { i - 1 })
+            .collect();
+        assert_eq!(depths(&chain)[99_999], 99_999);
     }
 }

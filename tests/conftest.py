@@ -7,11 +7,25 @@ The conformance data is read from ``../shared`` beside the checkout (never copie
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from _shared import CASES, CORPUS, backends, native_available
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Listings in tests use a catalog of their own, never the user's cache."""
+    old = os.environ.get("SESSIONTREE_CATALOG")
+    os.environ["SESSIONTREE_CATALOG"] = str(tmp_path_factory.mktemp("catalog") / "catalog.sqlite3")
+    yield
+    if old is None:
+        os.environ.pop("SESSIONTREE_CATALOG", None)
+    else:
+        os.environ["SESSIONTREE_CATALOG"] = old
 
 
 @pytest.fixture(params=backends())

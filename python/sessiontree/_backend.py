@@ -288,3 +288,21 @@ class TreeIndex(Protocol):
         ...
 
     def close(self) -> None: ...
+
+    # -- tables (``sessiontree.tables``) -----------------------------------------------
+    def entries_range(self, start: int, stop: int) -> list[dict[str, Any]]:
+        """Entries numbered ``start`` to ``stop - 1`` in file order (a whole-file pass
+        reads them batch by batch; native decodes them on each call)."""
+        ...
+
+    def table_columns(self, leaf_id: str | None) -> dict[str, bytes]:
+        """The index's per-entry columns of the ``entries`` table, in Arrow layouts
+        (little-endian values; validity and boolean bitmaps LSB first, 1 = valid/true),
+        entries in file order: ``id_offsets`` (i32, n + 1) and ``id_data`` (UTF-8; a
+        lone surrogate's bytes become U+FFFD each, as ``decode("utf-8", "replace")`` of
+        its ``surrogatepass`` form); ``line``, ``offset``, ``length`` (i64: 1-based line,
+        byte offset and length of the entry's JSON text in the image); ``parent`` (i32
+        entry number, 0 where null) and ``parent_valid``; ``depth`` (i32, roots 0);
+        ``on_path`` (on root -> ``leaf_id``; none for ``None`` / unknown); ``timestamp``
+        (i64 ms, ``parse_iso_ms``, 0 where null) and ``timestamp_valid``."""
+        ...

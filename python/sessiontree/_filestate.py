@@ -8,10 +8,17 @@ and by the writer before it appends:
 * **Truncation** — a file shorter than the indexed image was cut short.
 * **Rewrite in place** — same inode, not shorter: caught by the ends of the indexed
   bytes (the first and last :data:`FINGERPRINT` bytes must be what was read), checked
-  whenever size or mtime changed since the last check. A change of mtime without
-  growth is taken as a rewrite, because appends only add bytes.
+  whenever size or mtime changed since the last check.
 
-Not caught: a rewrite that keeps the size, the bytes at both ends and the mtime.
+Size and mtime alone never decide that a file was rewritten: a ``write`` updates the
+mtime before the new size is visible (and the size grows page by page), so a reader
+can see "mtime changed, size did not" in the middle of a plain append. Whatever order
+the two become visible in, an append leaves the indexed bytes as they were, and that
+is what is checked. A rewrite in the middle that keeps both ends is caught, for the
+native backend, line by line: every line it reads must hash to what it indexed
+(``src/index.rs``, ``read_line``); the python backend answers from what it read.
+
+Not caught at the file level: a rewrite that keeps the bytes at both ends.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from dataclasses import dataclass
 
 from .errors import StaleSessionError
 
-__all__ = ["FileId", "FileWatch", "FINGERPRINT", "file_id", "stat_id"]
+__all__ = ["FileId", "FileWatch", "FINGERPRINT", "file_id", "indexed_ends", "stat_id"]
 
 FINGERPRINT = 4096
 """Bytes at each end of the indexed image that must stay as they were read."""
@@ -48,7 +55,9 @@ def stat_id(path: str) -> FileId | None:
         return None
 
 
-def _ends(path: str, length: int) -> bytes:
+def indexed_ends(path: str, length: int) -> bytes:
+    """The first and last :data:`FINGERPRINT` bytes of the file's first ``length``
+    bytes (the indexed image): what must not change while the file only grows."""
     with open(path, "rb") as f:
         head = f.read(min(FINGERPRINT, length))
         f.seek(max(0, length - FINGERPRINT))
@@ -110,14 +119,11 @@ class FileWatch:
             raise self._stale("was truncated")
         if (size, mtime) == self._seen:
             return
-        if self._seen is not None and size == self._seen[0]:
-            # Written to without growing: not an append (appends only add bytes).
-            raise self._stale("was rewritten in place")
         try:
-            if self._fingerprint is not None and _ends(self.path, self._fingerprint[0]) != self._fingerprint[1]:
+            if self._fingerprint is not None and indexed_ends(self.path, self._fingerprint[0]) != self._fingerprint[1]:
                 raise self._stale("was rewritten in place")
             if self._fingerprint is None or self._fingerprint[0] != image_len:
-                self._fingerprint = (image_len, _ends(self.path, image_len))
+                self._fingerprint = (image_len, indexed_ends(self.path, image_len))
         except OSError as e:
             raise self._stale(f"cannot be read ({e.strerror or e})") from None
         self._seen = (size, mtime)

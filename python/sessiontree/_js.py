@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["UNDEFINED", "NULL", "truthy", "string", "scalar_text", "number_text", "trim", "math_max"]
+__all__ = ["UNDEFINED", "NULL", "WHITESPACE", "truthy", "string", "scalar_text", "number_text", "trim", "math_max"]
 
 
 class _Undefined:
@@ -205,6 +205,8 @@ _WHITESPACE = (
     "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
+WHITESPACE = _WHITESPACE
+"""The same characters: what a JavaScript ``RegExp`` ``\\s`` matches."""
 
 
 def trim(s: str) -> str:

@@ -1,41 +1,43 @@
 """Listing sessions (``SessionManager.list`` / ``list_all``); places are in ``_places``.
 
 Listing follows Pi's ``buildSessionInfo`` for what a row says, and sessiontree's loader
-rules (ARCHITECTURE.md) for which lines count, so that a file lists exactly as it opens:
-BOM skipped, CR of CRLF stripped, blank/invalid lines skipped, a torn fragment's
-trailing entry recovered, the header must be the first JSON object (``type ==
-"session"``, string ``id``), later headers ignored, entries need a non-empty string id
-and the first definition of an id stands (version 1 files have no ids: every entry
-counts there, as in Pi). A file that is not a session is left out and reported as a
-:class:`ListingProblem`; nothing a file holds stops a listing. Each file is read once
-(one ``read``, then walked line by line; not memory-mapped, so a file truncated by its
-writer during the listing cannot crash the process) and never written; no folder is
-created; anything that is not a regular file is passed over without being opened.
+rules (ARCHITECTURE.md) for which lines count, so that a file lists exactly as it opens
+(the rules: ``catalog._extract``; the row: :func:`session_info`). A file that is not a
+session is left out and reported as a :class:`ListingProblem`; nothing a file holds
+stops a listing. Files are read, never memory-mapped (a file truncated by its writer
+during the listing cannot crash the process) and never written; no folder is created;
+anything that is not a regular file is passed over without being opened.
+
+A listing goes through the catalog (``sessiontree.catalog``): an unchanged file costs a
+``stat``, a grown one its new bytes; the answer is the same as reading every file
+(``no_cache=True``), which is what happens when the catalog is turned off or cannot be
+used. ``all_messages_text`` is read from the catalog only when first used.
 """
 
 from __future__ import annotations
 
 import os
-import stat as _stat
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
+import re
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 from . import _js
-from ._jsonl import BOM, is_blank, iter_lines
-from ._places import default_session_root
-from ._reader import header_error, header_problem, is_header, read_value
-from ._time import datetime_from_ms, parse_iso_ms
+from ._reader import header_error, header_problem, read_value
 from ._storage import require_regular_file
-from .errors import InvalidSessionError
+from ._time import datetime_from_ms, parse_iso_ms
 from .schema import SessionInfo
 
 __all__ = [
     "ListingProblem",
     "read_session_info",
+    "session_info",
     "list_sessions",
     "list_all_sessions",
+    "list_folders",
+    "project_cwd",
+    "project_folders",
 ]
 
 ProgressCallback = Callable[[int, int], None]
@@ -62,44 +64,91 @@ class ListingProblem:
 ProblemCallback = Callable[[ListingProblem], None]
 
 
-def _text_of(message: dict[str, Any]) -> str:
-    # session-manager.ts extractTextContent: string content, or the text blocks joined
-    # by " " (Array#join prints undefined/null as "").
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""  # Pi would throw and drop the whole file; one odd message is not fatal
-    texts = []
-    for block in content:
-        if isinstance(block, dict) and block.get("type") == "text":
-            t = block.get("text")
-            texts.append("" if t is None else _js.string(t))
-    return " ".join(texts)
+# ---------------------------------------------------------------------- one row
+def session_info(path: str, row: Any, text: str | Callable[[], str]) -> SessionInfo:
+    """The listing row of a session from its facts (Pi's ``buildSessionInfo``).
 
-
-# ---------------------------------------------------------------------- one file
-
-def _stat_mtime(st: os.stat_result) -> datetime:
-    dt = datetime_from_ms(st.st_mtime_ns // 1_000_000)
-    assert dt is not None
-    return dt
-
-
-def read_session_info(path: str) -> SessionInfo:
-    """Build one listing row from a session file (Pi's ``buildSessionInfo``).
-
-    Row rules (Pi's): ``message_count`` counts ``message`` entries of any role; user and
-    assistant messages with ``content`` give their text (string content, or their text
-    blocks joined by a space) to ``all_messages_text`` (joined by spaces; empty texts
-    skipped) and the first user one is ``first_message`` (else ``"(no messages)"``);
+    Row rules (Pi's): ``message_count`` counts ``message`` entries of any role;
+    ``all_messages_text`` joins the non-empty texts of user and assistant messages by
+    spaces and the first user one is ``first_message`` (else ``"(no messages)"``);
     ``name`` is the last ``session_info`` entry's name, trimmed as JavaScript trims, and
     an empty / whitespace-only / absent name clears it (Pi 0.73.1 ``getSessionName``,
     corpus ``hand-session-name-clear``); ``modified`` is the latest user/assistant
-    message time (its numeric ``timestamp``, else its entry's ISO time; Pi's
-    ``Math.max`` so one NaN poisons it) if > 0, else the header time, else the file
+    message time (``getLastActivityTime``) if > 0, else the header time, else the file
     mtime; ``created`` is the header time (the mtime if unparseable: Python has no
     Invalid Date). Times are aware UTC datetimes.
+
+    Args:
+        path: the file, as the listing names it.
+        row: a ``catalog.FileRow`` (``sid``, ``cwd``, ``parent``, ``created_ms``,
+            ``message_count``, ``first_message``, ``title``, ``activity``, ``mtime_ns``).
+        text: ``all_messages_text``, or a function that reads it when first used.
+    """
+    mtime = datetime_from_ms(row.mtime_ns // 1_000_000)
+    assert mtime is not None
+    header_dt = datetime_from_ms(row.created_ms) if row.created_ms is not None else None
+    modified = None
+    if row.activity is not None and row.activity > 0:
+        modified = datetime_from_ms(row.activity)  # None for inf: JS Invalid Date
+    if modified is None:
+        modified = header_dt or mtime
+    values = dict(
+        path=path,
+        id=row.sid,
+        cwd=row.cwd,
+        name=row.title,
+        parent_session_path=row.parent,
+        created=header_dt or mtime,
+        modified=modified,
+        message_count=row.message_count,
+        first_message=row.first_message or "(no messages)",
+    )
+    if isinstance(text, str):
+        return SessionInfo(**values, all_messages_text=text)
+    return _LazyInfo.make(values, text)
+
+
+class _LazyInfo(SessionInfo):
+    """A :class:`SessionInfo` whose ``all_messages_text`` (the largest field, needed by
+    a search but not by a picker) is read when first used. Equal to, hashed, printed
+    and pickled as the plain :class:`SessionInfo` with the same fields."""
+
+    @classmethod
+    def make(cls, values: dict[str, Any], load: Callable[[], str]) -> _LazyInfo:
+        obj = cls.__new__(cls)
+        obj.__dict__.update(values)  # frozen: no __setattr__
+        obj.__dict__["_load"] = load
+        return obj
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "all_messages_text":
+            raise AttributeError(name)
+        text = self.__dict__["_load"]()
+        object.__setattr__(self, "all_messages_text", text)
+        return text
+
+    def _astuple(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f.name) for f in fields(SessionInfo))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionInfo):
+            return NotImplemented
+        return self._astuple() == tuple(getattr(other, f.name) for f in fields(SessionInfo))
+
+    def __hash__(self) -> int:
+        return hash(self._astuple())
+
+    def __repr__(self) -> str:
+        return "SessionInfo(" + ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(SessionInfo)) + ")"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (SessionInfo, self._astuple())
+
+
+def read_session_info(path: str) -> SessionInfo:
+    """Build one listing row from a session file, reading all of it (no catalog).
+
+    See :func:`session_info` for the row rules.
 
     Args:
         path: the ``.jsonl`` file.
@@ -112,206 +161,190 @@ def read_session_info(path: str) -> SessionInfo:
             is not a header with a string ``id``).
         OSError: it cannot be read.
     """
+    from .catalog._extract import native_scanner, scan_file
+
     require_regular_file(path)
-    with open(path, "rb") as f:
-        st = os.fstat(f.fileno())
-        if st.st_size == 0:
+    st = os.stat(path)
+    r = scan_file(path, 0, b"", False, 1 << 62, native=native_scanner())
+    row = _Row(st.st_mtime_ns)
+    kind, value = r[1]
+    if kind != "found":
+        if value is None:
             raise header_error(path, None, None, ("empty", _js.UNDEFINED))
-        # Read, not mmap: a session another process truncates while we list it must not
-        # kill the process with SIGBUS (Python's mmap has no guard against that).
-        data = f.read()
-    return _build_info(path, data, st)
+        line, offset, raw = value
+        raise header_error(path, line, offset, header_problem(raw))
+    row.header(read_value(value).value)
+    row.facts(r[4])
+    return session_info(path, row, r[4][2])
 
 
-def _build_info(path: str, data: Any, st: os.stat_result) -> SessionInfo:
-    header: dict[str, Any] | None = None
-    old_version = False
-    seen: set[str] = set()
+class _Row:
+    """The facts :func:`session_info` reads, for a file read without a catalog."""
+
+    sid: str | None = None
+    cwd: str | None = None
+    parent: str | None = None
+    created_ms: int | None = None
     message_count = 0
-    first_message = ""
-    texts: list[str] = []
-    name: str | None = None
-    last_activity: float | None = None
-    first_line: tuple[int, int, bytes] | None = None  # named if no header is found
-    start = 3 if data[:3] == BOM else 0
-    for line_no, offset, raw, _tail in iter_lines(data, start):
-        if line_no == 1:
-            offset = 0  # the BOM belongs to line 1
-        if is_blank(raw):
-            continue
-        if header is None and first_line is None:
-            first_line = (line_no, offset, raw)
-        try:
-            obj = read_value(raw).value
-        except ValueError:
-            continue
-        if type(obj) is not dict:
-            continue
-        etype = obj.get("type")
-        if header is None:
-            if not is_header(obj):
-                assert first_line is not None
-                raise header_error(path, first_line[0], first_line[1], header_problem(first_line[2]))
-            header = obj
-            version = obj.get("version")
-            old_version = version is None or (
-                isinstance(version, (int, float)) and not isinstance(version, bool) and version < 2
-            )
-            continue
-        if etype == "session":
-            continue  # extra_header
-        if not old_version:  # v1 records all count: migration gives each a fresh id
-            eid = obj.get("id")
-            if not (isinstance(eid, str) and eid):
-                continue  # missing_id
-            if eid in seen:
-                continue  # duplicate_id: the first definition stands
-            seen.add(eid)
+    first_message: str | None = None
+    title: str | None = None
+    activity: float | None = None
 
-        if etype == "session_info":
-            n = obj.get("name")
-            name = (_js.trim(n) or None) if isinstance(n, str) else None
-            continue
-        if etype != "message":
-            continue
-        message_count += 1
-        msg = obj.get("message")
-        if not (isinstance(msg, dict) and isinstance(msg.get("role"), str) and "content" in msg):
-            continue
-        role = msg["role"]
-        if role != "user" and role != "assistant":
-            continue
-        # getLastActivityTime
-        ts = msg.get("timestamp")
-        if isinstance(ts, (int, float)) and not isinstance(ts, bool):
-            last_activity = _js.math_max(0 if last_activity is None else last_activity, ts)
-        else:
-            ets = obj.get("timestamp")
-            ms = parse_iso_ms(ets) if isinstance(ets, str) else None
-            if ms is not None:
-                last_activity = _js.math_max(0 if last_activity is None else last_activity, ms)
-        text = _text_of(msg)
-        if not text:
-            continue
-        texts.append(text)
-        if not first_message and role == "user":
-            first_message = text
+    def __init__(self, mtime_ns: int) -> None:
+        self.mtime_ns = mtime_ns
 
-    if header is None:
-        if first_line is not None:
-            raise header_error(path, first_line[0], first_line[1], header_problem(first_line[2]))
-        raise header_error(path, None, None, ("empty", _js.UNDEFINED))
+    def header(self, h: dict[str, Any]) -> None:
+        cwd, parent = h.get("cwd"), h.get("parentSession")
+        self.sid = h["id"]
+        self.cwd = cwd if isinstance(cwd, str) else ""
+        self.parent = parent if isinstance(parent, str) else None
+        self.created_ms = parse_iso_ms(h.get("timestamp"))
 
-    mtime = _stat_mtime(st)
-    header_ms = parse_iso_ms(header.get("timestamp"))
-    header_dt = datetime_from_ms(header_ms) if header_ms is not None else None
-    modified = None
-    if last_activity is not None and last_activity > 0:
-        modified = datetime_from_ms(last_activity)  # None for inf: JS Invalid Date
-    if modified is None:
-        modified = header_dt or mtime
-    cwd = header.get("cwd")
-    parent = header.get("parentSession")
-    return SessionInfo(
-        path=path,
-        id=header["id"],
-        cwd=cwd if isinstance(cwd, str) else "",
-        name=name,
-        parent_session_path=parent if isinstance(parent, str) else None,
-        created=header_dt or mtime,
-        modified=modified,
-        message_count=message_count,
-        first_message=first_message or "(no messages)",
-        all_messages_text=" ".join(texts),
-    )
+    def facts(self, facts: tuple[Any, ...]) -> None:
+        count, first, _texts, (seen, name), activity = facts
+        self.message_count = count
+        self.first_message = first
+        self.title = (_js.trim(name) or None) if seen and isinstance(name, str) else None
+        self.activity = activity
 
 
 # ----------------------------------------------------------------------- listing
+_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 
 
-def _jsonl_files(folder: str) -> list[str]:
+def project_cwd(cwd: str) -> str:
+    """The working directory as Pi would have recorded it, for finding its folder.
+
+    Pi records ``process.cwd()``: absolute, normalised, symlinks resolved. So ``~`` is
+    expanded and the path made absolute and resolved (a trailing ``/``, ``.`` and
+    ``..`` then name the same folder). A Windows path (``C:\\x``) is left as given.
+    """
+    if _DRIVE.match(cwd) or "\\" in cwd:
+        return cwd
+    return os.path.realpath(os.path.expanduser(cwd))
+
+
+def project_folders(root: str) -> list[str]:
+    """The project folders of a sessions root: its direct subfolders (symlinks
+    followed), sorted (files directly in the root are not listed, as in Pi)."""
     try:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".jsonl"))
+        return sorted(e.path for e in os.scandir(root) if e.is_dir(follow_symlinks=True))
     except OSError:
         return []
-    out = []
-    for n in names:
-        p = os.path.join(folder, n)
-        try:
-            if _stat.S_ISREG(os.stat(p).st_mode):
-                out.append(p)
-        except OSError:
-            out.append(p)  # reported when it cannot be read
-    return out
 
 
-def _collect(
-    files: list[str], on_progress: ProgressCallback | None, on_problem: ProblemCallback | None
+def list_folders(
+    folders: Sequence[str],
+    on_progress: ProgressCallback | None = None,
+    on_problem: ProblemCallback | None = None,
+    *,
+    catalog: str | os.PathLike[str] | None = None,
+    no_cache: bool = False,
 ) -> list[SessionInfo]:
-    sessions: list[SessionInfo] = []
-    total = len(files)
-    for i, p in enumerate(files, 1):
-        try:
-            sessions.append(read_session_info(p))
-        except InvalidSessionError as e:
-            if on_problem is not None:
-                on_problem(ListingProblem(p, e.reason, e.line, e.offset))
-        except (OSError, ValueError) as e:
-            if on_problem is not None:
-                on_problem(ListingProblem(p, f"cannot read: {e}"))
-        if on_progress is not None:
-            on_progress(i, total)
+    """The sessions of several folders (their ``*.jsonl`` regular files), newest first.
+
+    Args:
+        folders: the folders, as given (each file's ``path`` is joined to it).
+        on_progress: called ``(loaded, total)`` after each file, over all folders.
+        on_problem: called with a :class:`ListingProblem` for each ``.jsonl`` file left
+            out (not a session, unreadable).
+        catalog: the catalog file (default: ``$SESSIONTREE_CATALOG``, else the cache
+            folder; see ``sessiontree.catalog``).
+        no_cache: read every file, without a catalog (the same answer).
+
+    Returns:
+        One :class:`SessionInfo` per session file, newest ``modified`` first (ties in
+        folder, then file-name order).
+    """
+    from .catalog import refresh_for, run
+
+    def op(store: Any) -> list[SessionInfo]:
+        sessions: list[SessionInfo] = []
+        problems: list[ListingProblem] = []
+        for f in refresh_for(store, folders, on_progress=on_progress):
+            if f.error is not None or f.row is None:
+                problems.append(ListingProblem(f.path, f.error or "cannot read"))
+                continue
+            row = f.row
+            if row.problem is not None:
+                problems.append(ListingProblem(f.path, row.problem, row.problem_line, row.problem_offset))
+                continue
+            sessions.append(session_info(f.path, row, _text_source(store, f)))
+        if on_problem is not None:
+            for p in problems:
+                on_problem(p)
+        return sessions
+
+    sessions = run(op, catalog=catalog, no_cache=no_cache)
     # Newest first; sort is stable, so ties keep file-name order.
     sessions.sort(key=lambda s: s.modified, reverse=True)
     return sessions
+
+
+def _text_source(store: Any, f: Any) -> str | Callable[[], str]:
+    """``all_messages_text`` of a listed file: from the catalog when first used, or what
+    this listing read (a file it could not save)."""
+    row = f.row
+    if f.saved and store is not None and row.id is not None:
+        file_id, below, path = row.id, row.l_end + 1, f.path
+
+        def load() -> str:
+            try:
+                return str(store.text(file_id, below))
+            except sqlite3.Error:  # the catalog went bad since: read the file
+                return read_session_info(path).all_messages_text
+
+        return load
+    if f.base in (None, 0) or store is None or row.id is None:
+        return " ".join(t for t in f.pieces if t) if f.base is not None else ""
+    before = store.text(row.id, f.base)
+    return " ".join(t for t in (before, *f.pieces) if t)
 
 
 def list_sessions(
     directory: str,
     on_progress: ProgressCallback | None = None,
     on_problem: ProblemCallback | None = None,
+    *,
+    catalog: str | os.PathLike[str] | None = None,
+    no_cache: bool = False,
 ) -> list[SessionInfo]:
     """List the sessions in one folder (Pi's ``SessionManager.list`` for a session dir).
 
     Args:
         directory: the folder; its ``*.jsonl`` regular files are read (not subfolders).
             A missing folder lists nothing.
-        on_progress: called ``(loaded, total)`` after each file.
-        on_problem: called with a :class:`ListingProblem` for each ``.jsonl`` file left
-            out (not a session, unreadable).
+        on_progress, on_problem, catalog, no_cache: as for :func:`list_folders`.
 
     Returns:
         One :class:`SessionInfo` per session file, newest ``modified`` first (ties in
         file-name order).
     """
-    return _collect(_jsonl_files(directory), on_progress, on_problem)
+    return list_folders([directory], on_progress, on_problem, catalog=catalog, no_cache=no_cache)
 
 
 def list_all_sessions(
     root: str | None = None,
     on_progress: ProgressCallback | None = None,
     on_problem: ProblemCallback | None = None,
+    *,
+    catalog: str | os.PathLike[str] | None = None,
+    no_cache: bool = False,
 ) -> list[SessionInfo]:
     """List the sessions of every project folder under the root (Pi's ``listAll``).
 
     Args:
-        root: the sessions root; :func:`default_session_root` if ``None``. Its direct
-            subfolders are read (files directly in the root are not, as in Pi).
+        root: the sessions root; ``_places.default_session_root()`` if ``None``. Its
+            direct subfolders are read (files directly in the root are not, as in Pi).
         on_progress: called ``(loaded, total)`` after each file, ``total`` counting the
             ``.jsonl`` files of all folders.
-        on_problem: see :func:`list_sessions`.
+        on_problem, catalog, no_cache: as for :func:`list_folders`.
 
     Returns:
         All sessions, newest ``modified`` first.
     """
-    root = root if root is not None else default_session_root()
-    try:
-        subdirs = sorted(
-            e.path for e in os.scandir(root) if e.is_dir(follow_symlinks=True)
-        )
-    except OSError:
-        return []
-    files: list[str] = []
-    for d in subdirs:
-        files.extend(_jsonl_files(d))
-    return _collect(files, on_progress, on_problem)
+    from ._places import default_session_root
+
+    folders = project_folders(root if root is not None else default_session_root())
+    return list_folders(folders, on_progress, on_problem, catalog=catalog, no_cache=no_cache)
+

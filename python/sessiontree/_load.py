@@ -13,10 +13,11 @@ Rules, in the order they are applied to a line (the rank used to order ``load_re
 2. Blank lines (only space, tab, CR) skipped silently.
 3. Decode (``_reader.read_value``: ``json.loads`` values, NaN/Infinity literals
    invalid); invalid UTF-8 replaced and reported once per line (``invalid_utf8``).
-4. Invalid JSON: a complete object behind a torn fragment is recovered
-   (``_reader.read_value``, ``torn_fragment``); else ``invalid_json``, or ``truncated``
-   for a final piece without LF, which then stays *pending*: ``consumed`` stops before
-   it and the next ``feed`` starts there again.
+4. Invalid JSON: on a line ended by LF, a complete object behind a torn fragment is
+   recovered (``_reader.read_value``, ``torn_fragment``); else ``invalid_json``. A
+   final piece without LF is never recovered from (it may be a line still being
+   written): it is ``truncated`` and stays *pending*: ``consumed`` stops before it and
+   the next ``feed`` starts there again.
 5. Not an object: ``not_an_object``.
 6. The first object must be the header (``_reader.is_header``), else
    :class:`InvalidSessionError` naming the first non-blank line and why
@@ -54,7 +55,7 @@ from typing import Any
 
 from ._backend import IssueKind, LoadIssue, issue_order, make_issue
 from ._js import UNDEFINED
-from ._jsonl import BOM, is_blank, iter_lines
+from ._jsonl import BOM, has_invalid_utf8, is_blank, iter_lines
 from ._reader import header_error, header_problem, is_header, is_old_version, read_value
 from .schema import ENTRY_TYPES
 
@@ -260,7 +261,7 @@ class Loader:
             return True
         issues = self._line_issues
         try:
-            v = read_value(content)
+            v = read_value(content, complete=not is_tail)
         except ValueError:
             if self._first_nonblank is None:
                 self._first_nonblank = (line_no, offset, content)
@@ -269,7 +270,7 @@ class Loader:
                 # once the line is complete, so nothing is reported twice.
                 self._tail_issue = make_issue(IssueKind.TRUNCATED, line_no, offset, n=len(content))
                 return False
-            if _has_invalid_utf8(content):
+            if has_invalid_utf8(content):
                 issues.append(make_issue(IssueKind.INVALID_UTF8, line_no, offset))
             issues.append(make_issue(IssueKind.INVALID_JSON, line_no, offset))
             return True
@@ -469,11 +470,3 @@ class Loader:
                 stack.append((node, True))
                 stack.extend((ch, False) for ch in children[node])
         return tin, tout
-
-
-def _has_invalid_utf8(raw: bytes) -> bool:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import builtins
 import os
-import re
 import secrets
 import time
 import uuid
@@ -46,10 +45,10 @@ from . import _shapes
 from ._backend import LoadIssue, TreeIndex, issue_order
 from ._context import SessionContext, SessionProjection, assemble_context, assemble_projection, current_system_message
 from ._filestate import stat_id
-from ._js import NULL, UNDEFINED, trim
+from ._js import NULL, UNDEFINED
 from ._jsonl import decode_line, encode_entry
-from ._listing import ListingProblem, list_all_sessions, list_sessions
-from ._migrate import migrate_image
+from ._listing import ListingProblem, list_all_sessions, list_sessions, project_cwd
+from ._migrate import Migration, migrate_image
 from ._persist import SessionFile
 from ._places import session_dir_for_cwd, session_file_name
 from ._reader import CURRENT_VERSION, scan_header
@@ -75,7 +74,6 @@ _Entries = builtins.list[dict[str, Any]]  # `list` is a method name inside the c
 
 
 _EDITABLE = frozenset({"user", "assistant", "toolResult"})
-_CRLF_RUNS = re.compile(r"[\r\n]+")
 
 
 def _optional(value: Any) -> Any:
@@ -89,7 +87,18 @@ def _optional(value: Any) -> Any:
 def _require(name: str, value: Any, types: type | tuple[type, ...]) -> None:
     """Refuse an argument of the wrong type before anything is built or written."""
     if not isinstance(value, types):
-        want = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+        want = " or ".join(
+            "None" if t is type(None) else t.__name__ for t in (types if isinstance(types, tuple) else (types,))
+        )
+        raise TypeError(f"{name} must be {want}, not {type(value).__name__}")
+
+
+def _require_path(name: str, value: Any, optional: bool = False) -> None:
+    """A path argument: ``str`` or ``os.PathLike`` (``None`` too when ``optional``)."""
+    if optional and value is None:
+        return
+    if not isinstance(value, (str, os.PathLike)):
+        want = "a str or os.PathLike" + (" or None" if optional else "")
         raise TypeError(f"{name} must be {want}, not {type(value).__name__}")
 
 
@@ -172,8 +181,11 @@ class SessionManager:
                 ``SESSIONTREE_BACKEND``, else ``auto``).
 
         Raises:
+            TypeError: ``cwd`` is not a str or ``session_dir`` not a path or ``None``.
             ValueError: an unknown backend name.
         """
+        _require("cwd", cwd, str)
+        _require_path("session_dir", session_dir, optional=True)
         mgr = cls(cwd, _abspath(session_dir) if session_dir is not None else session_dir_for_cwd(cwd), True, backend)
         mgr.new_session()
         return mgr
@@ -195,9 +207,12 @@ class SessionManager:
             backend: see :meth:`create`.
 
         Raises:
+            TypeError: ``path`` is not a path or ``session_dir`` not a path or ``None``.
             InvalidSessionError: the file has no valid session header (it is left as is).
             OSError: it cannot be read.
         """
+        _require_path("path", path)
+        _require_path("session_dir", session_dir, optional=True)
         path = _abspath(path)
         cwd = None
         index = None
@@ -225,7 +240,12 @@ class SessionManager:
             cwd: working directory (selects Pi's default folder).
             session_dir: the folder, if not the default.
             backend: see :meth:`create`.
+
+        Raises:
+            TypeError: ``cwd`` is not a str or ``session_dir`` not a path or ``None``.
         """
+        _require("cwd", cwd, str)
+        _require_path("session_dir", session_dir, optional=True)
         folder = _abspath(session_dir) if session_dir is not None else session_dir_for_cwd(cwd)
         candidates = []
         try:
@@ -257,7 +277,11 @@ class SessionManager:
         Args:
             cwd: working directory for the header; the process's if ``None``.
             backend: see :meth:`create`.
+
+        Raises:
+            TypeError: ``cwd`` is not a str or ``None``.
         """
+        _require("cwd", cwd, (str, type(None)))
         mgr = cls(cwd if cwd is not None else os.getcwd(), "", False, backend)
         mgr.new_session()
         return mgr
@@ -274,9 +298,14 @@ class SessionManager:
         as Pi does.
 
         Raises:
+            TypeError: an argument of the wrong type (nothing is written).
             InvalidSessionError: the source has no valid header.
-            OSError: the source cannot be read.
+            OSError: the source cannot be read, or the new file written (naming it;
+                nothing is left at its name).
         """
+        _require_path("source_path", source_path)
+        _require("target_cwd", target_cwd, str)
+        _require_path("session_dir", session_dir, optional=True)
         index_cls = index_class(backend)
         source_path = os.fspath(source_path)
         require_regular_file(source_path)
@@ -308,34 +337,46 @@ class SessionManager:
         on_progress: Callable[[int, int], None] | None = None,
         *,
         on_problem: Callable[[ListingProblem], None] | None = None,
+        catalog: str | os.PathLike[str] | None = None,
+        no_cache: bool = False,
     ) -> builtins.list[SessionInfo]:
         """Sessions of one project folder, newest ``modified`` first (Pi's ``list``).
 
         Files that are not sessions are left out; a bad file never stops a listing.
+        The listing goes through the catalog (``sessiontree.catalog``): unchanged files
+        cost a ``stat``; the answer is the one reading every file gives.
 
         Args:
-            cwd: working directory (selects Pi's default folder).
+            cwd: working directory (selects Pi's default folder). Normalised as the
+                directory Pi would have recorded (``_listing.project_cwd``: ``~``
+                expanded, made absolute, ``.``/``..``/trailing ``/`` and symlinks
+                resolved).
             session_dir: the folder, if not the default.
             on_progress: called ``(loaded, total)`` after each file.
             on_problem: called with a ``ListingProblem(path, reason, line, offset)`` for
                 each ``.jsonl`` file left out.
+            catalog: the catalog file (default ``$SESSIONTREE_CATALOG``, else the cache
+                folder).
+            no_cache: read every file instead (the same answer).
         """
-        folder = _abspath(session_dir) if session_dir is not None else session_dir_for_cwd(cwd)
-        return list_sessions(folder, on_progress, on_problem)
+        folder = _abspath(session_dir) if session_dir is not None else session_dir_for_cwd(project_cwd(cwd))
+        return list_sessions(folder, on_progress, on_problem, catalog=catalog, no_cache=no_cache)
 
     @staticmethod
     def list_all(
         on_progress: Callable[[int, int], None] | None = None,
         *,
         on_problem: Callable[[ListingProblem], None] | None = None,
+        catalog: str | os.PathLike[str] | None = None,
+        no_cache: bool = False,
     ) -> builtins.list[SessionInfo]:
         """Sessions of every project folder under Pi's sessions root, newest first.
 
         Args:
             on_progress: called ``(loaded, total)`` after each file.
-            on_problem: as for :meth:`list`.
+            on_problem, catalog, no_cache: as for :meth:`list`.
         """
-        return list_all_sessions(None, on_progress, on_problem)
+        return list_all_sessions(None, on_progress, on_problem, catalog=catalog, no_cache=no_cache)
 
     # --------------------------------------------------------------- test hook
     def _new_id(self, taken: Container[str]) -> str:
@@ -381,10 +422,7 @@ class SessionManager:
                 index.close()
                 with open(path, "rb") as f:
                     data = f.read()
-                m = migrate_image(data, path)
-                index = self._index_cls.from_image(m.image)
-                report = list(m.issues) + [self._map_issue(i, m.line_map) for i in index.load_report()]
-                report.sort(key=issue_order)
+                index, report, m = self._migrated(data, path)
                 migration = (m, len(data))
             else:
                 report = index.load_report()
@@ -409,6 +447,33 @@ class SessionManager:
                 LoadReportWarning,
                 stacklevel=3,
             )
+
+    def _migrated(self, data: bytes, path: str) -> tuple[TreeIndex, builtins.list[LoadIssue], Migration]:
+        """The index and report of a version 1/2 file's bytes, migrated in memory."""
+        m = migrate_image(data, path)
+        index = self._index_cls.from_image(m.image)
+        report = list(m.issues) + [self._map_issue(i, m.line_map) for i in index.load_report()]
+        report.sort(key=issue_order)
+        return index, report, m
+
+    def _refresh_migrated(self) -> int:
+        """``refresh`` of a version 1/2 session not rewritten yet: another process
+        appended to the old file, so the grown file is migrated again (record ids
+        depend only on the header and the record's position: the entries read before
+        keep theirs) and its index replaces this one."""
+        assert self._file is not None
+        data = self._file.migrated_growth()
+        if data is None:
+            return 0
+        index, report, m = self._migrated(data, self._file.path)
+        last, before = self._index.last_id(), len(self._index)
+        self._index.close()
+        self._index = index
+        self._file.remigrated(m, len(data))
+        self._report = report
+        if self._leaf == last:
+            self._leaf = index.last_id()
+        return len(index) - before
 
     @staticmethod
     def _map_issue(issue: LoadIssue, line_map: builtins.list[tuple[int, int]]) -> LoadIssue:
@@ -443,7 +508,12 @@ class SessionManager:
 
         Returns:
             The new session file's path, or ``None`` in memory.
+
+        Raises:
+            TypeError: ``id`` or ``parent_session`` is not a str or ``None``.
         """
+        _require("id", id, (str, type(None)))
+        _require("parent_session", parent_session, (str, type(None)))
         self._release()
         self._new_header(id, parent_session)
         return self.session_file
@@ -453,8 +523,10 @@ class SessionManager:
         exists, else start a new session that will be written there.
 
         Raises:
+            TypeError: ``path`` is not a path.
             InvalidSessionError: the file exists but has no valid header (untouched).
         """
+        _require_path("path", path)
         self._load_file(_abspath(path), None)
 
     # ------------------------------------------------------------- staleness
@@ -481,7 +553,12 @@ class SessionManager:
         if _is_assistant(entry):
             self._has_assistant = True
         if self._file is not None and self._file.on_disk:
-            entry_id, changed = self._file.append(self._index, line)
+            try:
+                entry_id, changed = self._file.append(self._index, line)
+            except OSError:
+                # Part of the line may be in the file, now indexed as a torn piece.
+                self._report = self._index.load_report()
+                raise
             if changed:
                 self._report = self._index.load_report()
         else:
@@ -611,7 +688,8 @@ class SessionManager:
             isinstance(replacement, dict) and isinstance(replacement.get("content"), (str, list))
         ):
             raise TypeError("Context edit replacement must be null or contain string/array content")
-        target = self._index.get(target_id) if isinstance(target_id, str) else None
+        _require("target_id", target_id, str)
+        target = self._index.get(target_id)
         if target is None:
             raise EntryNotFoundError(target_id)
         if target_id not in self._index.path_ids(self._leaf):
@@ -663,6 +741,7 @@ class SessionManager:
         _require("first_kept_entry_id", first_kept_entry_id, (str, type(None)))
         _require_number("tokens_before", tokens_before)
         _require("usage", usage, (dict, type(None), type(NULL)))
+        _require("from_hook", from_hook, (bool, type(None), type(NULL)))
         self._check()
         if first_kept_entry_id is not None and first_kept_entry_id not in self._index.path_ids(self._leaf):
             raise FirstKeptEntryError(
@@ -711,7 +790,7 @@ class SessionManager:
             TypeError: ``name`` is not a str (nothing is written).
         """
         _require("name", name, str)
-        return self._append(self._entry("session_info", name=trim(_CRLF_RUNS.sub(" ", name))))
+        return self._append(self._entry("session_info", name=_shapes.session_name(name)))
 
     def append_custom_message_entry(self, custom_type: str, content: Any, display: bool, details: Any = None) -> str:
         """Append a ``custom_message`` entry (becomes a ``custom`` message in the context).
@@ -726,9 +805,11 @@ class SessionManager:
             details: extension data; ``None`` leaves it out (``NULL`` writes ``null``).
 
         Raises:
-            TypeError: ``custom_type`` is not a str or ``display`` not a bool.
+            TypeError: ``custom_type`` is not a str, ``content`` not a str or list, or
+                ``display`` not a bool (nothing is written).
         """
         _require("custom_type", custom_type, str)
+        _require("content", content, (str, list))
         _require("display", display, bool)
         return self._append(
             self._entry(
@@ -742,9 +823,10 @@ class SessionManager:
         ``None`` writes no ``label`` key; ``""`` is written as is (both clear).
 
         Raises:
-            TypeError: ``label`` is not a str or ``None``.
+            TypeError: ``target_id`` is not a str or ``label`` not a str or ``None``.
             EntryNotFoundError: ``target_id`` is not in the session.
         """
+        _require("target_id", target_id, str)
         _require("label", label, (str, type(None), type(UNSET)))
         self._check()
         if target_id not in self._index:
@@ -903,8 +985,10 @@ class SessionManager:
         """Move the leaf to an existing entry; the next append starts a new branch.
 
         Raises:
+            TypeError: ``entry_id`` is not a str.
             EntryNotFoundError: no such entry.
         """
+        _require("entry_id", entry_id, str)
         self._check()
         if entry_id not in self._index:
             raise EntryNotFoundError(entry_id)
@@ -930,11 +1014,13 @@ class SessionManager:
         usage?, fromHook?``; ``None`` leaves an optional field out.
 
         Raises:
-            TypeError: ``summary`` is not a str.
+            TypeError: an argument of the wrong type (nothing is written).
             EntryNotFoundError: ``entry_id`` is not ``None`` and not in the session.
         """
+        _require("entry_id", entry_id, (str, type(None)))
         _require("summary", summary, str)
         _require("usage", usage, (dict, type(None), type(NULL)))
+        _require("from_hook", from_hook, (bool, type(None), type(NULL)))
         self._check()
         if entry_id is not None and entry_id not in self._index:
             raise EntryNotFoundError(entry_id)
@@ -971,8 +1057,12 @@ class SessionManager:
             The new session file, or ``None`` in memory.
 
         Raises:
+            TypeError: ``leaf_id`` is not a str.
             EntryNotFoundError: no such entry.
+            OSError: the new file cannot be written (naming it; nothing is left at its
+                name, and the next append writes it).
         """
+        _require("leaf_id", leaf_id, str)
         self._check()
         path = self._index.path(leaf_id)
         if not path:
@@ -1146,15 +1236,41 @@ class SessionManager:
         self._check()
         if self._file is None:
             return 0
+        if self._file.migration_pending:
+            return self._refresh_migrated()
         last = self._index.last_id()
         added = self._file.refresh(self._index)
-        if not self._file.on_disk or self._file.migration_pending:
+        if not self._file.on_disk:
             return 0
         if added and self._leaf == last:
             self._leaf = self._index.last_id()
         # Junk lines, duplicates or a torn tail change the report without adding entries.
         self._report = self._index.load_report()
         return added
+
+    def to_arrow(self, table: str = "entries") -> Any:
+        """One table of this session as an Arrow stream (docs/TABLES.md).
+
+        The result is a lazy ``pyarrow.RecordBatchReader``: it speaks the Arrow
+        PyCapsule stream interface (``__arrow_c_stream__``), so ``pyarrow.table(r)``,
+        ``polars.DataFrame(r)`` and DuckDB (``duckdb.sql("select * from r")``) read it
+        without a copy. The index columns come from the backend's index; the others
+        from decoding the entries, batch by batch, as the stream is read. Read it
+        before the session is closed; entries appended after the call are not in it.
+
+        Args:
+            table: ``"entries"`` (one row per entry, the current path at the leaf
+                marked), ``"tool_calls"`` (each tool call joined with its result) or
+                ``"sessions"`` (this session's one row).
+
+        Raises:
+            ValueError: an unknown table.
+            ImportError: pyarrow is not installed (``pip install 'sessiontree[arrow]'``).
+        """
+        self._check()
+        from .tables import session_reader
+
+        return session_reader(self, self._index, table)
 
     def close(self) -> None:
         """Release the writer lock and the index (idempotent)."""

@@ -57,12 +57,15 @@ class Migration:
         issues: problems found reading the input (line numbers of the input).
         line_map: for each line of ``image`` (index 0 = line 1, the header), the
             ``(line, offset)`` of the input line it came from.
+        source_digest: BLAKE2b of the input bytes (a pending migration checks that
+            the file still starts with them before it migrates a grown file again).
     """
 
     image: bytes
     from_version: int | float
     issues: list[LoadIssue]
     line_map: list[tuple[int, int]]
+    source_digest: bytes = b""
 
 
 def _new_id(seed: str, position: int, used: set[str]) -> str:
@@ -159,4 +162,10 @@ def migrate_image(data: bytes, path: str | None = None) -> Migration:
     line_map = [loader.header_pos] + [(line, offset) for _, line, offset in loader.records]
     version = migrate_records(records)
     image = b"".join(encode_entry(rec) + b"\n" for rec in records)
-    return Migration(image=image, from_version=version, issues=loader.report(), line_map=line_map)
+    return Migration(
+        image=image,
+        from_version=version,
+        issues=loader.report(),
+        line_map=line_map,
+        source_digest=hashlib.blake2b(bytes(data)).digest(),
+    )

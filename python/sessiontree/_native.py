@@ -593,3 +593,28 @@ class NativeIndex:
     def close(self) -> None:
         """Release the memory map; later reads raise ``SessionError``."""
         self._ix.close()
+
+    def entries_range(self, start: int, stop: int) -> list[dict[str, Any]]:
+        """Entries numbered ``start`` to ``stop - 1``, decoded on each call (not cached:
+        whole-file passes stay bounded by their batch).
+
+        Raises:
+            StaleSessionError: a line no longer decodes to the entry indexed there.
+        """
+        ix = self._ix
+        out = []
+        for n, raw in zip(range(start, stop), ix.lines(list(range(start, stop)))):
+            try:
+                entry = decode_line(raw)
+            except ValueError:
+                entry = None
+            if type(entry) is not dict or entry.get("id") != ix.id(n):
+                raise StaleSessionError(f"entry {ix.id(n)}: its line changed in the file since it was read; reopen it")
+            out.append(entry)
+        return out
+
+    def table_columns(self, leaf_id: str | None) -> dict[str, bytes]:
+        """The ``entries`` table's index columns in Arrow layouts, computed by the core
+        (``Index.table_columns``; see ``_backend.TreeIndex.table_columns``)."""
+        n = None if leaf_id is None else self._ix.find(leaf_id)
+        return self._ix.table_columns(n)

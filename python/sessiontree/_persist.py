@@ -15,10 +15,14 @@ rules); this module decides *how*:
 
 from __future__ import annotations
 
+import hashlib
+import os
+
 from ._backend import TreeIndex
 from ._filestate import FileId, FileWatch
 from ._migrate import Migration
 from ._storage import SessionWriter
+from .errors import SessionError, StaleSessionError
 
 __all__ = ["SessionFile"]
 
@@ -94,12 +98,22 @@ class SessionFile:
         Raises:
             SessionLockedError: another writer holds the file.
             StaleSessionError: the file changed under us.
-            OSError: the write failed.
+            OSError: the write failed (naming the file). Whatever part of the line
+                reached the file is indexed as the loader reads it (a pending torn
+                piece), so the index and the file agree, ``load_report`` equals a
+                reopen's and the next append seals the piece and starts a new line.
         """
         changed = self._take_writer(index)
         assert self._writer is not None
         torn = index.has_pending_tail()
-        self._writer.append(line)
+        try:
+            self._writer.append(line, after_torn=torn)
+        except OSError:
+            try:
+                self._catch_up(index)
+            except (OSError, SessionError):
+                pass  # the file changed in another way too: the next check says so
+            raise
         return index.append_line(line), changed or torn
 
     def migrate(self, index: TreeIndex) -> str | None:
@@ -135,6 +149,31 @@ class SessionFile:
 
     def _catch_up(self, index: TreeIndex) -> bool:
         return index.refresh(self.path) > 0
+
+    def migrated_growth(self) -> bytes | None:
+        """While a migration is pending: the file's bytes if another process appended
+        to it since it was read (``None`` if it did not grow).
+
+        Raises:
+            StaleSessionError: the bytes that were migrated are no longer the file's
+                first bytes (it was rewritten, e.g. migrated in place by Pi).
+        """
+        assert self._migration is not None
+        m, size = self._migration
+        try:
+            if os.stat(self.path).st_size == size:
+                return None
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise StaleSessionError(f"{self.path}: session file cannot be read ({e.strerror or e}); reopen it") from None
+        if len(data) < size or hashlib.blake2b(data[:size]).digest() != m.source_digest:
+            raise StaleSessionError(f"{self.path}: session file was rewritten while its migration was pending; reopen it")
+        return data
+
+    def remigrated(self, migration: Migration, size: int) -> None:
+        """The pending migration is now ``migration`` of the file's first ``size`` bytes."""
+        self._migration = (migration, size)
 
     def refresh(self, index: TreeIndex) -> int:
         """Index complete lines another process appended; how many entries were added

@@ -22,9 +22,9 @@ is undefined this module is the reference, and the choices are written down here
   its ``name`` if that is a non-empty string, else ``None`` (an empty name clears).
 * ``context_plan(None)`` and ``context_plan(<unknown id>)`` plan an empty path.
 * Growth: ``append_line`` / ``refresh`` feed the loader the new bytes; when the image
-  does not end with LF (a pending piece, or an accepted last line without LF) the
-  appended line is taken to follow one ``b"\\n"`` (the writer writes it), so a pending
-  fragment becomes an ordinary ``invalid_json`` line.
+  does not end with LF the appended line is taken to follow what the writer writes
+  first (``_reader.line_prefix``: ``#`` + LF after a pending piece, LF after another
+  unterminated one), so a pending fragment becomes an ordinary ``invalid_json`` line.
 * Staleness is the manager's (``_filestate``): ``refresh`` reads what follows
   ``image_len()`` in a file the caller has checked.
 """
@@ -32,12 +32,15 @@ is undefined this module is the reference, and the choices are written down here
 from __future__ import annotations
 
 import os
+import sys
 from array import array
+from collections.abc import Iterable
 from typing import Any
 
 from ._backend import ContextPlan, LoadIssue, gc_paused
 from ._labels import apply_labels, session_name_of
 from ._load import Loader
+from ._reader import line_prefix
 from ._time import parse_iso_ms
 from ._usage import usage_totals
 from .schema import ENTRY_TYPES, MESSAGE_ROLES, CodeColumn, SessionTreeNode, TimeColumn, TreeShape, UsageTotals
@@ -408,12 +411,7 @@ class PythonIndex:
                 bad line: it is still part of the image and reported).
         """
         l = self._l
-        if l.tail:
-            data = l.tail + b"\n" + line + b"\n"
-        elif l.ends_mid_line:
-            data = b"\n" + line + b"\n"
-        else:
-            data = line + b"\n"
+        data = l.tail + line_prefix(l.pending, l.ends_mid_line) + line + b"\n"
         if l.feed(data) != 1:
             raise ValueError("appended line was not accepted as a new entry")
         return l.ids[-1]
@@ -437,3 +435,81 @@ class PythonIndex:
 
     def close(self) -> None:
         """Nothing to release (the file is not held open)."""
+
+    def entries_range(self, start: int, stop: int) -> list[dict[str, Any]]:
+        """Entries numbered ``start`` to ``stop - 1`` (file order)."""
+        return self._l.entries[start:stop]
+
+    def table_columns(self, leaf_id: str | None) -> dict[str, bytes]:
+        """The ``entries`` table's index columns in Arrow layouts (the native core's
+        ``Index.table_columns``, which ``tests/test_tables_arrow.py`` holds equal).
+
+        Args:
+            leaf_id: marks the path root -> leaf (``None`` / unknown: no path).
+
+        Returns:
+            Buffers by name; see ``_backend.TreeIndex.table_columns``.
+        """
+        l = self._l
+        n = len(l.ids)
+        id_offsets = array("i", [0])
+        id_data = bytearray()
+        for eid in l.ids:
+            try:
+                id_data += eid.encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates: each byte of their form is U+FFFD
+                id_data += eid.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode("utf-8")
+            id_offsets.append(len(id_data))
+        parent = l.parent
+        depth = [-1] * n
+        walk: list[int] = []
+        for s in range(n):
+            x = s
+            while x >= 0 and depth[x] < 0:
+                walk.append(x)
+                x = parent[x]
+            d = 0 if x < 0 else depth[x] + 1
+            while walk:
+                depth[walk.pop()] = d
+                d += 1
+        on_path = [False] * n
+        for i in self._path_idx(leaf_id):
+            on_path[i] = True
+        ms = [parse_iso_ms(e.get("timestamp")) for e in l.entries]
+        return {
+            "id_offsets": _le("i", id_offsets),
+            "id_data": bytes(id_data),
+            "line": _le("q", l.lines),
+            "offset": _le("q", (a for a, _ in l.spans)),
+            "length": _le("q", (b - a for a, b in l.spans)),
+            "parent": _le("i", (max(p, 0) for p in parent)),
+            "parent_valid": _bitmap(p >= 0 for p in parent),
+            "depth": _le("i", depth),
+            "on_path": _bitmap(on_path),
+            "timestamp": _le("q", (0 if t is None else t for t in ms)),
+            "timestamp_valid": _bitmap(t is not None for t in ms),
+        }
+
+
+def _le(code: str, values: Iterable[int]) -> bytes:
+    """Values as a little-endian array of C type ``code``."""
+    a = array(code, values)
+    if sys.byteorder == "big":
+        a.byteswap()
+    return a.tobytes()
+
+
+def _bitmap(flags: Iterable[bool]) -> bytes:
+    """An Arrow bitmap (LSB first) of ``flags``."""
+    out = bytearray()
+    byte = bit = 0
+    for f in flags:
+        if f:
+            byte |= 1 << bit
+        bit += 1
+        if bit == 8:
+            out.append(byte)
+            byte = bit = 0
+    if bit:
+        out.append(byte)
+    return bytes(out)

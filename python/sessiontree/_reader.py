@@ -25,14 +25,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._js import UNDEFINED
-from ._jsonl import BOM, decode_line, decode_line_ex, is_blank, iter_lines
+from ._jsonl import BOM, decode_line, decode_line_ex, has_invalid_utf8, is_blank, iter_lines
 from .errors import InvalidSessionError
+from .schema import ENTRY_TYPES
 
 __all__ = [
     "CURRENT_VERSION",
     "MAX_TORN_CANDIDATES",
     "Value",
     "read_value",
+    "TORN_SEAL",
+    "line_prefix",
     "is_header",
     "header_problem",
     "problem_from_code",
@@ -49,6 +52,35 @@ MAX_TORN_CANDIDATES = 16
 """How many ``{"type":`` positions rule 4 tries on an invalid line."""
 
 _TORN_MARK = b'{"type":'
+
+TORN_SEAL = b"#"
+"""What an append writes after a pending (torn) last piece, before its ``\n``.
+
+A line cut by a crash (or by a full disk) stays pending until something ends it; ended
+by a bare ``\n`` it would become a complete line, and rule 4 could then recover a
+nested ``{"type":...}`` object of it (a content block, a parsed session line inside a
+tool result) as an entry that was never a line of the file. ``#`` is not JSON outside
+a string and cannot close one, so neither the line nor any suffix of it can parse:
+the fragment is reported ``invalid_json`` and nothing more. (``src/lines.rs``
+``TORN_SEAL`` is the same byte.)
+"""
+
+
+def line_prefix(pending: bool, ends_mid_line: bool) -> bytes:
+    """The bytes an append writes before its line.
+
+    Args:
+        pending: the image ends with a pending (invalid, unterminated) piece.
+        ends_mid_line: the image does not end with ``\n`` (a pending or blank last
+            piece, or an accepted last line without ``\n``).
+
+    Returns:
+        ``TORN_SEAL + b"\n"`` after a pending piece, ``b"\n"`` after any other
+        unterminated one, else ``b""``.
+    """
+    if pending:
+        return TORN_SEAL + b"\n"
+    return b"\n" if ends_mid_line else b""
 
 
 @dataclass(frozen=True)
@@ -67,16 +99,22 @@ class Value:
     recovered_at: int = 0
 
 
-def _has_invalid_utf8(raw: bytes) -> bool:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False
+def _is_line_type(value: Any) -> bool:
+    """Whether a recovered suffix's ``type`` names one of Pi's entry types (or
+    ``session``, a header behind a torn fragment).
+
+    A content block (``text``, ``toolCall``, ``thinking``, ``image``) cut at its end and
+    then ended by a bare ``\n`` (Pi 0.84.4+ ends an unterminated last line when it
+    loads the file) parses as "a fragment, then an object"; only an entry can have
+    been appended behind a torn fragment. Pi itself recovers nothing (an invalid line
+    is skipped). ``src/scan.rs`` ``is_line_type`` is the same rule.
+    """
+    return type(value) is str and (value in ENTRY_TYPES or value == "session")
 
 
 def _recover_torn(content: bytes) -> tuple[int, Any] | None:
-    """Rule 4: the first ``{"type":`` at p > 0 (16 tries) whose suffix is an object."""
+    """Rule 4: the first ``{"type":`` at p > 0 (16 tries) whose suffix is an object
+    whose ``type`` is an entry type or ``session``."""
     # A suffix can only be a complete object if the line ends with '}'.
     if not content.rstrip(b" \t\r\n").endswith(b"}"):
         return None
@@ -89,36 +127,43 @@ def _recover_torn(content: bytes) -> tuple[int, Any] | None:
             obj, _ = decode_line_ex(content[p:])
         except (ValueError, RecursionError):
             obj = None
-        if type(obj) is dict:
+        if type(obj) is dict and _is_line_type(obj.get("type")):
             return p, obj
         p = find(_TORN_MARK, p + 1)
     return None
 
 
-def read_value(content: bytes) -> Value:
+def read_value(content: bytes, *, complete: bool = True) -> Value:
     """Rules 3–4 for one non-blank line.
 
     Args:
         content: the line's bytes without LF (and without the CR before it).
+        complete: the line was ended by LF. Rule 4 applies only then: a final piece
+            without LF may be a line still being written (or cut by a crash), and a
+            prefix of a Pi line that ends right after a nested ``{"type":...}`` object
+            (a content block, a parsed session line inside a tool result) looks
+            exactly like "a fragment, then a complete entry".
 
     Returns:
-        The :class:`Value`. A line that is not JSON but holds a complete object behind a
-        torn fragment gives that object with ``recovered_at`` > 0; ``replaced`` then
-        says whether the *whole* line had invalid UTF-8 (it is reported once per line).
+        The :class:`Value`. A complete line that is not JSON but holds a complete
+        object behind a torn fragment gives that object with ``recovered_at`` > 0;
+        ``replaced`` then says whether the *whole* line had invalid UTF-8 (it is
+        reported once per line).
 
     Raises:
-        ValueError: neither the line nor a recoverable suffix is valid JSON
-            (``NaN``/``Infinity`` literals and nesting past 1,024 levels included).
+        ValueError: neither the line nor (on a complete line) a recoverable suffix is
+            valid JSON (``NaN``/``Infinity`` literals and nesting past 1,024 levels
+            included).
     """
     try:
         value, replaced = decode_line_ex(content)
         return Value(value, replaced)
     except (ValueError, RecursionError):
         pass
-    rec = _recover_torn(content)
+    rec = _recover_torn(content) if complete else None
     if rec is None:
         raise ValueError("not valid JSON")
-    return Value(rec[1], _has_invalid_utf8(content), rec[0])
+    return Value(rec[1], has_invalid_utf8(content), rec[0])
 
 
 def is_header(obj: Any) -> bool:
@@ -275,7 +320,7 @@ def scan_header(path: str | os.PathLike[str]) -> HeaderScan:
                 if first is None:
                     first = (number, at, content)
                 try:
-                    obj = read_value(content).value
+                    obj = read_value(content, complete=not is_tail).value
                 except ValueError:
                     continue
                 if type(obj) is not dict:

@@ -12,6 +12,8 @@ from typing import final
 
 __all__ = [
     "count_newlines",
+    "entries_path",
+    "scan_listing",
     "Index",
     "__version__",
     "ENTRY_TYPES",
@@ -40,15 +42,65 @@ MAX_INT_DIGITS: int
 MAX_TORN_CANDIDATES: int
 """``{"type":`` positions rule 4 tries on an invalid line (``_load._MAX_TORN_CANDIDATES``)."""
 
-def count_newlines(path: str | os.PathLike[str]) -> int:
+def count_newlines(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> int:
     """Count LF bytes of the file at ``path`` (memchr over the mapped file)."""
+
+_ListingHeader = tuple[str, bytes | tuple[int, int, bytes] | None]
+_ListingFacts = tuple[int, str | None, str, tuple[bool, str | None], float | None]
+_ListingDoc = tuple[int, str, str, float | None, str]
+_ListingUsage = tuple[
+    tuple[int, str, str, float | None, str, str, str], tuple[float, float, float, float, float, float]
+]
+_ListingScan = tuple[
+    tuple[int, bool, int, int, bytes],
+    _ListingHeader,
+    bool,
+    str | None,
+    _ListingFacts,
+    bytes,
+    int,
+    list[_ListingDoc],
+    list[_ListingUsage],
+]
+
+def scan_listing(
+    path: str | os.PathLike[str], start: int, prior: bytes, content: bool, limit: int, fingerprint: int
+) -> _ListingScan:
+    """One pass over a session file from ``start`` for a catalog (``src/listing.rs``;
+    the rules are ``catalog._extract``'s; releases the GIL).
+
+    ``prior``: the entries record of the lines before ``start`` (the earlier calls'
+    ``entries`` concatenated). ``content``: collect docs and usage too. Stops at the
+    first line end at or past ``start + limit`` once the header is found.
+    ``fingerprint``: bytes at each end of ``[0, end)`` to return (``_filestate.FINGERPRINT``).
+
+    Returns:
+        ``((end, eof, tail, bytes_read, ends), header, old_version, fallback, facts, entries,
+        entry_count, docs, usage)``: ``end`` where the next call starts, ``eof`` the
+        data ran out, ``tail`` the length of an unterminated last piece that was read;
+        ``header`` ``("before", None)`` (resumed), ``("found", bytes)`` or ``("missing",
+        (line, offset, bytes) | None)``; ``old_version`` a version 1 header (the scan
+        stopped there); ``fallback`` why the Python rules must read this file, or
+        ``None``; ``facts`` ``(message_count, first_message, texts, (name_seen, name),
+        activity)``; ``entries`` this call's entries record; ``entry_count`` entries so
+        far; ``docs`` ``(seq, id, kind, time, text)``; ``usage`` ``((seq, id, stamp, time,
+        kind, provider, model), (input, output, cacheRead, cacheWrite, totalTokens,
+        cost))``.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+
+def entries_path(entries: bytes) -> list[int]:
+    """Entry numbers from the root to the last entry of an entries record (the
+    current path, by the loader's parent and cycle rules)."""
 
 @final
 class Index:
     """The index of one session image (see ``_native.NativeIndex`` for the adapter)."""
 
     @staticmethod
-    def open(path: str | os.PathLike[str]) -> Index:
+    def open(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> Index:
         """Map and index a session file (releases the GIL).
 
         Raises:
@@ -142,8 +194,15 @@ class Index:
         Raises:
             StaleSessionError: the file is shorter than ``image_len()``.
         """
-    def attach(self, path: str | os.PathLike[str]) -> None:
+    def attach(self, path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> None:
         """Hold the file at ``path`` for later refreshes (an image from ``from_image``
         that has been written there); a no-op when the index holds a file already."""
     def close(self) -> None:
         """Release the map; later reads raise ``SessionError``."""
+    def table_columns(self, leaf: int | None) -> dict[str, bytes]:
+        """The ``entries`` table's index columns as ``bytes`` in Arrow layouts
+        (little-endian; bitmaps LSB first): ``id_offsets`` (i32, n + 1) and
+        ``id_data`` (UTF-8, a lone surrogate's bytes as U+FFFD), ``line``, ``offset``,
+        ``length`` (i64: the entry's JSON text), ``parent`` (i32 entry number) and
+        ``parent_valid``, ``depth`` (i32), ``on_path`` (root -> ``leaf``),
+        ``timestamp`` (i64 ms, ``Date.parse``) and ``timestamp_valid``."""

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._js import UNDEFINED
+import re
+
+from ._js import UNDEFINED, trim
 from ._reader import CURRENT_VERSION
 
-__all__ = ["header", "entry", "uuid7"]
+__all__ = ["header", "entry", "session_name", "uuid7"]
 
 # Types whose literal starts with the payload (appendCustomEntry, appendCustomMessageEntry).
 _PAYLOAD_FIRST = frozenset({"custom", "custom_message"})
@@ -74,6 +76,15 @@ def entry(etype: str, entry_id: str, parent_id: str | None, timestamp: str, **fi
     e.update(payload)
     return e
 
+
+
+_CRLF_RUNS = re.compile(r"[\r\n]+")
+
+
+def session_name(name: str) -> str:
+    """A session name as Pi 0.99's ``appendSessionInfo`` stores it: runs of CR/LF become
+    one space, then JavaScript's ``trim``."""
+    return trim(_CRLF_RUNS.sub(" ", name))
 
 
 def uuid7(ms: int, rand_a: int, rand_b: int) -> str:

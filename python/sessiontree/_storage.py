@@ -2,13 +2,23 @@
 
 Rules it keeps:
 
-* **Create** is one ``O_CREAT | O_EXCL`` open: an existing path raises
-  :class:`SessionFileExistsError` and is left alone. The header and every pending line
-  go out in one ``write`` loop, then the file and its folder are fsynced.
+* **New files appear whole or not at all.** A create (the first write of a session, a
+  fork, a branched session) writes header + pending lines to a temporary file in the
+  same folder (``O_EXCL``, locked), fsyncs it, then puts it at its name *without
+  replacing anything* (a hard link, else ``renameat2(RENAME_NOREPLACE)``, else an
+  exclusive placeholder renamed over), removes the temporary name and fsyncs the
+  folder. An existing path raises :class:`SessionFileExistsError` and is left alone; a
+  failure (a full disk) or a crash leaves no file at the name, so the next attempt
+  can create it.
 * **Append** is one ``os.write`` of one whole line on an ``O_APPEND`` descriptor
   (looping only on short writes), so a concurrent reader sees either nothing or a
-  prefix of the line, never an interleaving. If the file does not end with LF (a torn
-  last line), the first append writes ``\\n`` first, in the same ``write``.
+  prefix of the line, never an interleaving. If the file does not end with LF, the
+  append writes ``_reader.line_prefix`` first, in the same ``write``: ``#`` + LF after
+  a torn (pending) last piece, so no part of that piece can be read as an entry, LF
+  after another unterminated one. A failed append may leave part of its line in the
+  file: the writer re-reads the file's end, and the caller indexes those bytes as the
+  loader reads them (``_persist.SessionFile.append``), so memory and file agree and
+  the next append seals them.
 * **Never truncate**: no ``O_TRUNC``, no ``ftruncate``, no write at an offset.
 * **Lock**: ``fcntl.flock(LOCK_EX | LOCK_NB)`` on the file, taken before the first byte
   is written and held until :meth:`close`. A second writer (another process, or another
@@ -21,6 +31,10 @@ Rules it keeps:
   temporary file is renamed over the original and the folder is fsynced. A crash at any
   point leaves the complete original or the complete new file (plus the backup); a
   failure removes the temporary file.
+* **Temporary files** are named ``.<name>.<pid>.<8 hex>.tmp`` and locked while
+  written. One left by a process that died (killed mid-write) is removed by the next
+  writer in that folder (:func:`sweep_temps`): its process is gone and its lock is free.
+* **Errors name the file**: an ``OSError`` from a write carries the session's path.
 
 fsync policy: create and migration always fsync (file and folder). Appends fsync the
 file after each line when :data:`FSYNC_APPENDS` is true (the default; set the
@@ -32,16 +46,19 @@ cache), just not of the machine.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import os
+import re
 import secrets
 import stat
 import shutil
-
+import time
 from collections.abc import Callable
 
 from ._filestate import FileId, file_id
+from ._reader import line_prefix
 from .errors import InvalidSessionError, SessionFileExistsError, SessionLockedError
 
 Verify = Callable[[int], os.stat_result]
@@ -66,6 +83,133 @@ def _fsync_dir(path: str) -> None:
         pass  # some filesystems refuse fsync on folders; the data itself is synced
     finally:
         os.close(fd)
+
+
+def _named(e: OSError, path: str, what: str) -> OSError:
+    """``e`` as an ``OSError`` (same errno, so the same subclass) naming ``path``."""
+    if e.errno is None:
+        return OSError(f"{path}: {what}: {e}")
+    return OSError(e.errno, f"{what}: {e.strerror or e}", path)
+
+
+_TEMP = re.compile(r"\.(?P<base>.+)\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp")
+
+# A temporary file of a live process is left alone even if its lock looks free (it is
+# taken right after the exclusive create); past this age its process is presumed gone.
+_TEMP_GRACE_S = 600.0
+
+
+def _temp_path(path: str) -> str:
+    folder, base = os.path.split(path)
+    return os.path.join(folder, f".{base}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by another user
+    return True
+
+
+def sweep_temps(folder: str) -> list[str]:
+    """Remove temporary files this module left in ``folder`` when their writer died.
+
+    A temporary file (``.<name>.<pid>.<8 hex>.tmp``) is removed when nobody holds its
+    lock and its process is gone (or it is older than ten minutes: a process id may be
+    reused). Anything else, and every error, is left alone: sweeping never fails a write.
+
+    Returns:
+        The paths removed.
+    """
+    removed: list[str] = []
+    try:
+        names = os.listdir(folder or ".")
+    except OSError:
+        return removed
+    me = os.getpid()
+    for name in names:
+        m = _TEMP.fullmatch(name)
+        if m is None:
+            continue
+        pid = int(m["pid"])
+        p = os.path.join(folder, name)
+        try:
+            st = os.lstat(p)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if pid == me or (_alive(pid) and time.time() - st.st_mtime < _TEMP_GRACE_S):
+                continue
+            fd = os.open(p, os.O_RDONLY | _O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if file_id(os.fstat(fd)) == file_id(os.lstat(p)):
+                os.unlink(p)
+                removed.append(p)
+        except OSError:
+            pass  # locked by a live writer, or already gone
+        finally:
+            os.close(fd)
+    return removed
+
+
+_RENAME_NOREPLACE = 1
+_renameat2: Callable[..., int] | None | bool = False  # False: not looked up yet
+
+
+def _rename_noreplace(src: str, dst: str) -> bool:
+    """``renameat2(src, dst, RENAME_NOREPLACE)``; False when the system has no such call.
+
+    Raises:
+        FileExistsError: ``dst`` exists.
+        OSError: another failure.
+    """
+    global _renameat2
+    if _renameat2 is False:
+        try:
+            fn = ctypes.CDLL(None, use_errno=True).renameat2
+            fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            fn.restype = ctypes.c_int
+            _renameat2 = fn
+        except (OSError, AttributeError):
+            _renameat2 = None
+    if not _renameat2 or not callable(_renameat2):
+        return False
+    at_fdcwd = -100
+    if _renameat2(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), dst)
+
+
+def _place(tmp: str, path: str) -> None:
+    """Give the complete file ``tmp`` the name ``path`` without replacing anything,
+    and drop the name ``tmp``.
+
+    Raises:
+        FileExistsError: ``path`` exists (``tmp`` is left for the caller to remove).
+    """
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError:
+        pass  # no hard links here (some FUSE / network filesystems)
+    else:
+        os.unlink(tmp)
+        return
+    if _rename_noreplace(tmp, path):
+        return
+    # Last resort: claim the name with an empty placeholder of our own, then rename
+    # over it. A crash in between leaves an empty file, never a partial session.
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o600))
+    os.rename(tmp, path)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -115,30 +259,46 @@ class SessionWriter:
         return file_id(os.fstat(self._fd))
 
     def create(self, data: bytes) -> None:
-        """Create the file with ``data`` (header + pending lines) in one exclusive create.
+        """Create the file with ``data`` (header + pending lines): written aside in the
+        same folder, fsynced, then put at its name without replacing anything.
 
         Args:
             data: whole lines, each ended by LF.
 
         Raises:
             SessionFileExistsError: the path exists (it is not touched).
-            SessionLockedError: another writer locked the new file first.
-            OSError: the folder cannot be created or the file written.
+            OSError: the folder cannot be created or the file written (naming the
+                path); nothing is left at the path, so a later create can succeed.
         """
         folder = os.path.dirname(self.path)
         if folder:
             os.makedirs(folder, exist_ok=True)
+        if os.path.lexists(self.path):
+            raise SessionFileExistsError(f"{self.path}: refusing to overwrite an existing file")
+        sweep_temps(folder)
+        tmp = _temp_path(self.path)
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _O_CLOEXEC, 0o644)
-        except FileExistsError:
-            raise SessionFileExistsError(f"{self.path}: refusing to overwrite an existing file") from None
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise _named(e, self.path, "cannot create the session file") from e
+        placed = False
         try:
             _lock(fd, self.path)
             _write_all(fd, data)
             os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            raise
+            _place(tmp, self.path)
+            placed = True
+        except FileExistsError:
+            raise SessionFileExistsError(f"{self.path}: refusing to overwrite an existing file") from None
+        except OSError as e:
+            raise _named(e, self.path, "cannot create the session file") from e
+        finally:
+            if not placed:
+                os.close(fd)
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
         self._fd = fd
         self.size = len(data)
         self._ends_lf = not data or data.endswith(b"\n")
@@ -158,6 +318,7 @@ class SessionWriter:
             OSError: the file cannot be opened (``FileNotFoundError`` if gone).
         """
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _O_CLOEXEC)
+        sweep_temps(os.path.dirname(self.path))
         try:
             _lock(fd, self.path)
             st = verify(fd) if verify is not None else os.fstat(fd)
@@ -187,33 +348,48 @@ class SessionWriter:
         return True
 
     # ----------------------------------------------------------------- writing
-    def append(self, line: bytes) -> int:
+    def append(self, line: bytes, *, after_torn: bool = False) -> int:
         """Append one entry line (without LF) as one write of one whole line.
 
         Args:
             line: the entry's JSON text.
+            after_torn: the file ends with a pending (torn) piece, as the caller's
+                index says: it is sealed first (``_reader.line_prefix``).
 
         Returns:
-            Bytes written (``len(line) + 1``, plus 1 when a torn tail needed an LF).
+            Bytes written (``len(line) + 1``, plus the prefix when the file did not end
+            with LF).
 
         Raises:
-            OSError: the write failed; the next append re-checks the file's last byte.
+            OSError: the write failed (naming the file). Part of the bytes may be in
+                the file: the writer has re-read where the file ends, and the caller
+                must index what is there before the next append.
         """
         assert self._fd is not None, "writer is not open"
-        data = line + b"\n" if self._ends_lf else b"\n" + line + b"\n"
+        data = line_prefix(after_torn and not self._ends_lf, not self._ends_lf) + line + b"\n"
         try:
             _write_all(self._fd, data)
             if self._fsync:
                 os.fsync(self._fd)
+        except OSError as e:
+            self._reread_end()
+            raise _named(e, self.path, "cannot append to the session file") from e
         except BaseException:
-            # Part of the line may be on disk: find out before the next append.
-            st = os.fstat(self._fd)
-            self.size = st.st_size
-            self._ends_lf = self._last_byte_is_lf(st.st_size)
+            self._reread_end()
             raise
         self.size += len(data)
         self._ends_lf = True
         return len(data)
+
+    def _reread_end(self) -> None:
+        """Part of a line may be on disk: find out before the next append."""
+        assert self._fd is not None
+        try:
+            st = os.fstat(self._fd)
+            self.size = st.st_size
+            self._ends_lf = self._last_byte_is_lf(st.st_size)
+        except OSError:
+            self._ends_lf = False  # unknown: the next append starts a fresh line
 
     def replace(self, data: bytes, backup_suffix: str, verify: Verify) -> str:
         """Atomically replace the file's content (a migration rewrite), keeping the original.
@@ -244,8 +420,8 @@ class SessionWriter:
         try:
             _lock(old_fd, self.path)
             st = verify(old_fd)
-            base = os.path.basename(self.path)
-            tmp = os.path.join(folder, f".{base}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+            sweep_temps(folder)
+            tmp = _temp_path(self.path)
             # Created private, then given the original's mode: the rewrite must not make
             # a 0600 session readable by others.
             new_fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _O_CLOEXEC, 0o600)
@@ -257,7 +433,7 @@ class SessionWriter:
             os.rename(tmp, self.path)
             tmp = None
             _fsync_dir(folder)
-        except BaseException:
+        except BaseException as e:
             if new_fd is not None:
                 os.close(new_fd)
             if tmp is not None:
@@ -265,6 +441,8 @@ class SessionWriter:
                     os.unlink(tmp)
                 except OSError:
                     pass
+            if isinstance(e, OSError) and tmp is not None:
+                raise _named(e, self.path, "cannot write the migrated session file") from e
             raise
         finally:
             os.close(old_fd)  # releases the original's lock; it now lives only as the backup

@@ -215,13 +215,22 @@ fn scan_line_flags_utf8_and_recovers_torn_fragments() {
     assert_eq!(str_bytes(&torn[at..], s.fields.id).unwrap().as_ref(), b"b");
     // A candidate at 0 is not a recovery; a suffix that is not an object is not one.
     assert_eq!(scan_line(br#"{"type":"a""#).verdict, Verdict::Invalid);
-    assert_eq!(scan_line(br#"xx{"type":1}"#).recovered_at, 2);
+    assert_eq!(scan_line(br#"xx{"type":"label"}"#).recovered_at, 2);
+    // Only an object whose type names an entry type is recovered: not a content block
+    // (a line cut right after one, then ended by a bare LF), not a non-string type.
+    assert_eq!(scan_line(br#"xx{"type":1}"#).verdict, Verdict::Invalid);
+    let cut = br#"{"type":"message","id":"a","message":{"content":[{"type":"toolCall","id":"c"}"#;
+    assert_eq!(scan_line(cut).verdict, Verdict::Invalid);
+    assert_eq!(
+        scan_line(br#"xx{"type":"session","id":"h"}"#).recovered_at,
+        2
+    );
     // At most MAX_TORN_CANDIDATES tries.
     let mut many = b"x".to_vec();
     for _ in 0..MAX_TORN_CANDIDATES {
         many.extend_from_slice(br#"{"type":"#);
     }
-    many.extend_from_slice(br#"{"type":1}"#);
+    many.extend_from_slice(br#"{"type":"label"}"#);
     assert_eq!(scan_line(&many).verdict, Verdict::Invalid);
 }
 

@@ -11,13 +11,13 @@ import argparse
 import os
 import sys
 
-from . import bench, check, context, fork, gen, info, ls, migrate, tree
 from .._select import backend_name
+from . import bench, browse, check, context, export, fork, gen, import_, index, info, ls, migrate, search, tree, usage
 from ._common import BACKENDS, CliError, exit_for_broken_pipe, make_io, quiet_load_warnings, safe
 
 __all__ = ["main", "build_parser"]
 
-_COMMANDS = (info, tree, context, ls, check, fork, migrate, gen, bench)
+_COMMANDS = (info, tree, context, ls, search, usage, index, check, fork, migrate, gen, bench, import_, browse, export)
 
 
 def build_parser() -> argparse.ArgumentParser:

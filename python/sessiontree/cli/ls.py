@@ -1,16 +1,16 @@
 """``sessiontree ls``: the sessions a session picker shows, newest first.
 
-Without DIR: the sessions of the current directory, in Pi's session folder
-(``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions``). With DIR: the
-``.jsonl`` files in DIR. ``--all``: every project (with DIR: DIR and its subfolders).
-Files that are not sessions are listed as problems at the end; they never stop the
-listing.
+Without DIR: the sessions of the current directory (``--cwd PATH``: of PATH), in Pi's
+session folder (``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions``). With
+DIR: the ``.jsonl`` files in DIR. ``--all``: every project (with DIR: DIR and its
+subfolders). Files that are not sessions are listed as problems at the end; they never
+stop the listing. The listing goes through the catalog (``sessiontree index``):
+unchanged files are not read again; ``--no-cache`` reads them all (the same answer).
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
 import os
 from typing import Any
 
@@ -18,7 +18,8 @@ from rich.cells import set_cell_size
 from rich.text import Text
 
 from ..errors import SessionError
-from ._common import CliError, Io, count_progress, fit, one_line, safe
+from . import _scope
+from ._common import Io, count_progress, fit, one_line, safe
 
 _PREVIEW = 60
 
@@ -27,20 +28,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``ls`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("ls", help="list sessions like Pi's session picker",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("dir", nargs="?", help="a session folder (default: this directory's folder in Pi's store)")
-    p.add_argument("--all", action="store_true", help="all projects, not only the current directory's")
+    _scope.add_arguments(p)
     p.add_argument("--json", action="store_true", help="print sessions and problems as JSON")
     p.set_defaults(func=run)
-
-
-def _folders(root: str, recursive: bool) -> list[str]:
-    if not recursive:
-        return [root]
-    out = [root]
-    for dirpath, dirnames, _ in os.walk(root):
-        dirnames.sort()
-        out.extend(os.path.join(dirpath, d) for d in dirnames)
-    return out
 
 
 def _jsonl_files(folders: list[str]) -> list[str]:
@@ -69,84 +59,30 @@ def _why_not(path: str, backend: str) -> str:
         return e.strerror or str(e)
 
 
-def _call_list(fn: Any, *args: Any, on_progress: Any, problems: list[dict[str, Any]], **kw: Any) -> list[Any]:
-    """Call ``SessionManager.list``/``list_all``, collecting problems when it reports them."""
-    try:
-        params: Any = inspect.signature(fn).parameters
-    except (TypeError, ValueError):  # pragma: no cover
-        params = {}
-    if "on_problem" in params:
-        def on_problem(p: Any) -> None:
-            problems.append({"path": p.path, "reason": p.reason, "line": p.line, "offset": p.offset})
-
-        kw["on_problem"] = on_problem
-    return fn(*args, on_progress=on_progress, **kw)
-
-
 def searched_folder(args: argparse.Namespace) -> str:
     """The folder ``ls`` looks in (with ``--all``: the root it walks)."""
-    if args.dir is not None:
-        return args.dir
-    root = _default_root()
-    return root if args.all else os.path.join(root, _folder_name(os.getcwd()))
+    return _scope.where(args)
 
 
 def collect(args: argparse.Namespace, io: Io) -> tuple[list[Any], list[dict[str, Any]]]:
     """``(sessions, problems)`` for the chosen folder(s)."""
-    from .. import SessionManager
+    from .._listing import ListingProblem, list_folders
 
-    cwd = os.getcwd()
+    folders = _scope.folders(args)
     problems: list[dict[str, Any]] = []
-    with count_progress(io, "reading sessions") as update:
-        if args.dir is None:
-            root = _default_root()
-            if args.all:
-                sessions = _call_list(SessionManager.list_all, on_progress=update, problems=problems)
-                folders = [os.path.join(root, d) for d in _subdirs(root)]
-            else:
-                sessions = _call_list(SessionManager.list, cwd, on_progress=update, problems=problems)
-                folders = [os.path.join(root, _folder_name(cwd))]
-        else:
-            if not os.path.isdir(args.dir):
-                raise CliError(f"{safe(args.dir)}: no such directory")
-            folders = _folders(args.dir, args.all)
-            sessions = []
-            done_before = 0
-            for folder in folders:
-                def folder_progress(done: int, total: int, base: int = done_before) -> None:
-                    update(base + done, None)
 
-                found = _call_list(SessionManager.list, cwd, session_dir=folder,
-                                   on_progress=folder_progress, problems=problems)
-                done_before += len(found)
-                sessions.extend(found)
-            sessions.sort(key=lambda s: s.modified, reverse=True)
-    # Whatever the listing neither listed nor reported is a problem too.
+    def on_problem(p: ListingProblem) -> None:
+        problems.append({"path": p.path, "reason": p.reason, "line": p.line, "offset": p.offset})
+
+    with count_progress(io, "reading sessions") as update:
+        sessions = list_folders(folders, update, on_problem, **_scope.catalog_options(args))
+    # Whatever the listing neither listed nor reported (a folder named *.jsonl, a FIFO)
+    # is a problem too.
     seen = {os.path.realpath(s.path) for s in sessions} | {os.path.realpath(p["path"]) for p in problems}
     for f in sorted(_jsonl_files(folders)):
         if os.path.realpath(f) not in seen:
             problems.append({"path": f, "reason": _why_not(f, args.backend), "line": None, "offset": None})
     return sessions, problems
-
-
-def _subdirs(root: str) -> list[str]:
-    try:
-        return sorted(e.name for e in os.scandir(root) if e.is_dir())
-    except OSError:
-        return []
-
-
-def _default_root() -> str:
-    from .._places import default_session_root
-
-    return default_session_root()
-
-
-def _folder_name(cwd: str) -> str:
-    # Pi's folder per cwd (API.md, Listing): the library's rule, not a copy of it.
-    from .._places import session_dir_for_cwd
-
-    return os.path.basename(session_dir_for_cwd(cwd, ""))
 
 
 def run(args: argparse.Namespace, io: Io) -> int:

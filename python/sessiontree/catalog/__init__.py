@@ -1,0 +1,278 @@
+"""The catalog: a persistent cache of what the sessions under a root say, for instant
+listing, full-text search and usage reports over thousands of sessions.
+
+An SQLite database (standard library, FTS5) outside Pi's folders
+(``$SESSIONTREE_CATALOG``, else ``$XDG_CACHE_HOME/sessiontree/catalog.sqlite3``, else
+``~/.cache/sessiontree/catalog.sqlite3``; ``SESSIONTREE_CATALOG=off`` turns it off).
+It is a cache: deleting it loses nothing, a damaged, foreign or older-version file is
+rebuilt, never trusted, and every answer is the one reading the files gives
+(``no_cache=True``). See docs/CONTRACT.md §7 for its promises, ``_indexer`` for how a
+file is kept current, ``_search`` and ``_usage`` for the two reports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from dataclasses import dataclass
+from datetime import date, tzinfo
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from ._indexer import ContentSink, Found, refresh
+from ._location import ENV, default_path, resolve
+from ._search import Order, Query, SearchHit, SearchResult, parse_query, search_folders
+from ._store import CatalogError, Store
+from ._usage import Group, UsageLine, UsageReport, usage_folders
+
+T = TypeVar("T")
+
+__all__ = [
+    "ENV",
+    "CatalogError",
+    "Found",
+    "IndexSummary",
+    "Query",
+    "SearchHit",
+    "SearchResult",
+    "Store",
+    "UsageLine",
+    "UsageReport",
+    "default_path",
+    "index",
+    "open_store",
+    "parse_query",
+    "refresh_for",
+    "run",
+    "search",
+    "usage",
+]
+
+
+def open_store(catalog: str | os.PathLike[str] | None = None, *, required: bool = False,
+               busy: float = 30.0) -> Store | None:
+    """Open (or create) the catalog.
+
+    Args:
+        catalog: the database file; ``None`` for the default place (:func:`default_path`).
+        required: raise instead of returning ``None`` when it cannot be used.
+        busy: seconds a write waits for another process's.
+
+    Returns:
+        The :class:`Store`, or ``None`` when the catalog is turned off
+        (``$SESSIONTREE_CATALOG=off``) or, unless ``required``, cannot be used here.
+
+    Raises:
+        ValueError: the path is inside Pi's folders.
+        CatalogError: ``required`` and it cannot be opened or created.
+    """
+    path = resolve(catalog)
+    if path is None:
+        if required:
+            raise CatalogError(f"the catalog is turned off (${ENV})")
+        return None
+    try:
+        return Store(path, busy=busy)
+    except CatalogError:
+        if required:
+            raise
+        return None
+
+
+def _busy(e: sqlite3.Error) -> bool:
+    """Another process holds the catalog (SQLITE_BUSY / SQLITE_LOCKED), not damage."""
+    code = getattr(e, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(e) or "busy" in str(e)
+
+
+def run(
+    op: Callable[[Store | None], T],
+    *,
+    catalog: str | os.PathLike[str] | None = None,
+    no_cache: bool = False,
+    required: bool = False,
+    wait: bool = False,
+) -> T:
+    """Run ``op(store)`` on the catalog: a damaged database found on the way (any
+    ``sqlite3.DatabaseError`` that is not "busy") is rebuilt, never trusted, and ``op``
+    run again; a catalog that cannot be used (turned off, unwritable, busy for longer
+    than the wait) gives ``op(None)``: the answer of reading the files. ``op`` must
+    give the same answer either way.
+
+    Args:
+        op: the work, given the store or ``None``.
+        catalog: the catalog file (``None``: the default place).
+        no_cache: run ``op(None)`` only.
+        required: raise instead of answering without the catalog.
+        wait: wait up to 30 s for another process's write (else 5 s).
+    """
+    store = None if no_cache else open_store(catalog, required=required, busy=30.0 if wait or required else 5.0)
+    if store is None:
+        return op(None)
+    try:
+        return op(store)
+    except sqlite3.DatabaseError as e:
+        if _busy(e):
+            if required:
+                raise
+            return op(None)
+        # "database disk image is malformed", "file is not a database", a vanished
+        # table: rebuilt and read again.
+        try:
+            store.rebuild()
+        except CatalogError:
+            if required:
+                raise
+            return op(None)
+        return op(store)
+
+
+def refresh_for(store: Store | None, folders: Sequence[str], *, content: bool = False,
+                on_progress: Callable[[int, int], None] | None = None,
+                on_bytes: Callable[[int, int], None] | None = None,
+                sink: ContentSink | None = None) -> list[Found]:
+    """``_indexer.refresh`` as the commands use it: docs must be in the catalog to be
+    searched, so a content refresh waits for a busy catalog (and raises if it stays
+    busy, which :func:`run` answers by reading the files); a listing does not wait."""
+    return refresh(store, folders, content=content, on_progress=on_progress, on_bytes=on_bytes, sink=sink,
+                   must_save=content)
+
+
+def _folders(folders: Sequence[str] | None, root: str | None) -> list[str]:
+    from .._listing import project_folders
+    from .._places import default_session_root
+
+    if folders is not None:
+        return list(folders)
+    return project_folders(root if root is not None else default_session_root())
+
+
+def search(
+    query: str | Query,
+    folders: Sequence[str] | None = None,
+    *,
+    root: str | None = None,
+    order: Order = "relevance",
+    limit: int | None = 20,
+    offset: int = 0,
+    catalog: str | os.PathLike[str] | None = None,
+    no_cache: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+    on_bytes: Callable[[int, int], None] | None = None,
+) -> SearchResult:
+    """Search sessions with Pi's ``/resume`` query syntax (rules: ``_search``).
+
+    Args:
+        query: words, ``"quoted phrases"``, or ``re:PATTERN``.
+        folders: session folders; ``None``: every project folder of ``root``.
+        root: the sessions root (default Pi's: ``$PI_CODING_AGENT_DIR/sessions``, else
+            ``~/.pi/agent/sessions``).
+        order: ``"relevance"`` (Pi's: earliest matches first) or ``"recent"``.
+        limit: hits per page (``None``: all); offset: hits to skip.
+        catalog: the catalog file (default place when ``None``).
+        no_cache: read every file (the same hits).
+        on_progress, on_bytes: progress while the catalog is brought up to date.
+
+    Returns:
+        A :class:`SearchResult` (``hits``, ``total``, ``offset``, ``files``).
+
+    Raises:
+        ValueError: an empty query, or an empty or invalid ``re:`` pattern.
+    """
+    return search_folders(query, _folders(folders, root), catalog=catalog, no_cache=no_cache, order=order,
+                          limit=limit, offset=offset, on_progress=on_progress, on_bytes=on_bytes)
+
+
+def usage(
+    group: Group = "daily",
+    folders: Sequence[str] | None = None,
+    *,
+    root: str | None = None,
+    since: date | None = None,
+    until: date | None = None,
+    active_path: bool = False,
+    tz: tzinfo | None = None,
+    catalog: str | os.PathLike[str] | None = None,
+    no_cache: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+    on_bytes: Callable[[int, int], None] | None = None,
+) -> UsageReport:
+    """Tokens and cost by day, ISO week, month, session, model or project (rules:
+    ``_usage``: each entry once, copies in forked sessions too).
+
+    Args:
+        group: ``daily``, ``weekly``, ``monthly``, ``session``, ``model`` or ``project``.
+        folders, root: as for :func:`search`.
+        since, until: inclusive dates in ``tz``.
+        active_path: count only what the sessions' current paths hold.
+        tz: time zone of days, weeks and months (``None``: this machine's).
+        catalog, no_cache, on_progress, on_bytes: as for :func:`search`.
+
+    Returns:
+        A :class:`UsageReport`.
+
+    Raises:
+        ValueError: an unknown ``group``.
+    """
+    return usage_folders(_folders(folders, root), group, since=since, until=until, active_path=active_path, tz=tz,
+                         catalog=catalog, no_cache=no_cache, on_progress=on_progress, on_bytes=on_bytes)
+
+
+@dataclass(frozen=True)
+class IndexSummary:
+    """What :func:`index` did.
+
+    Attributes:
+        files: ``.jsonl`` files seen.
+        sessions: of which sessions.
+        problems: of which not sessions or unreadable.
+        read: files read (the others were unchanged).
+        bytes_read: bytes read.
+        catalog: the catalog file (``None`` without one).
+        catalog_bytes: its size with its write-ahead log.
+    """
+
+    files: int
+    sessions: int
+    problems: int
+    read: int
+    bytes_read: int
+    catalog: str | None
+    catalog_bytes: int
+
+
+def index(
+    folders: Sequence[str] | None = None,
+    *,
+    root: str | None = None,
+    catalog: str | os.PathLike[str] | None = None,
+    no_cache: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+    on_bytes: Callable[[int, int], None] | None = None,
+) -> IndexSummary:
+    """Build or bring up to date the catalog of ``folders``: listing facts, full-text
+    index and usage (what :func:`search` and :func:`usage` would do first).
+
+    Raises:
+        CatalogError: the catalog cannot be used here (unless ``no_cache``: then the
+            files are read and nothing is kept).
+    """
+    chosen = _folders(folders, root)
+
+    def op(store: Store | None) -> IndexSummary:
+        found = refresh(store, chosen, content=True, on_progress=on_progress, on_bytes=on_bytes, must_save=True)
+        size = 0
+        if store is not None:
+            with contextlib.suppress(sqlite3.Error):
+                store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            for suffix in ("", "-wal"):
+                with contextlib.suppress(OSError):
+                    size += os.path.getsize(store.path + suffix)
+        sessions = sum(1 for f in found if f.row is not None and f.error is None and f.row.problem is None)
+        return IndexSummary(len(found), sessions, len(found) - sessions, sum(1 for f in found if f.base is not None),
+                            sum(f.bytes_read for f in found), store.path if store is not None else None, size)
+
+    return run(op, catalog=catalog, no_cache=no_cache, required=not no_cache)

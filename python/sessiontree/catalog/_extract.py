@@ -1,0 +1,440 @@
+"""One pass over a session file from an offset: the catalog's reader (Python rules).
+
+The one Python home of what a session file tells a picker, a search and a usage
+report; ``src/listing.rs`` (``_sessiontree.scan_listing``) applies the same rules in
+Rust and returns the same tuple (``tests/test_catalog_extract.py`` holds the two equal
+on the corpus, the damaged cases and generated files). :func:`scan_file` picks the
+native one when the extension is built and the backend allows it.
+
+Lines are framed and judged by the loader's rules (``_jsonl.iter_lines``,
+``_reader.read_value``, ``_reader.is_header``): ``\\n`` only, one CR stripped, BOM
+before the header, blank and invalid lines skipped, torn fragments recovered (on lines
+ended by ``\\n``), the first JSON object must be the header, later headers ignored,
+an entry needs a non-empty string id and the first definition of an id stands.
+
+What a file gives (Pi's ``buildSessionInfo``, session-manager.ts, for the listing):
+
+* **listing facts** — ``message_count`` (``message`` entries, any role); for user and
+  assistant messages that have ``content``: their text (``extractTextContent``: a
+  string, or the text blocks' ``text`` joined by a space, JavaScript ``String()`` of a
+  non-string, ``""`` for null/absent) joined by spaces when non-empty, the first user
+  one as ``first_message``, and the activity time (the message's numeric
+  ``timestamp``, else the entry's ISO time; the largest, at least 0); the last
+  ``session_info`` entry's ``name`` (not trimmed here).
+* **docs** — the searchable text of an entry: a user message's text; an assistant
+  message's text, then each ``toolCall`` block's ``name`` and the strings inside its
+  ``arguments`` (in ``json.loads`` order); a ``session_info`` name. Non-empty parts are
+  joined by ``\\n``; an entry with no text has no doc. Thinking, tool results, bash
+  output and summaries are not searched.
+* **usage** — an assistant message's ``usage`` object (with the message's
+  ``provider``/``model``), a ``usage`` entry's (its ``provider``/``model``), a
+  compaction's or branch summary's (no model): ``input``, ``output``, ``cacheRead``,
+  ``cacheWrite``, ``totalTokens`` and ``cost.total`` as floats (a JSON number's value,
+  else 0).
+
+An entry's *time* is a message's numeric ``timestamp``, else the entry's
+``timestamp`` parsed as ``Date.parse`` does, in epoch ms (``None`` if neither).
+
+The entries seen travel between calls as an *entries record*: per accepted entry,
+a little-endian ``u32`` length and the id's UTF-8 bytes (lone surrogates as
+``surrogatepass`` writes them), then the ``parentId`` likewise, or ``0xFFFFFFFF`` when
+it is not a non-empty string.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+from .. import _js
+from .._filestate import FINGERPRINT
+from .._jsonl import BOM, is_blank
+from .._reader import is_header, read_value
+from .._time import parse_iso_ms
+
+__all__ = ["ScanResult", "scan_file", "scan_stream", "entries_path", "native_scanner", "records"]
+
+ScanResult = tuple[Any, ...]
+"""The tuple ``_sessiontree.scan_listing`` returns (see its stub)."""
+
+_BLOCK = 1 << 20
+_NO_PARENT = 0xFFFFFFFF
+_U32 = struct.Struct("<I")
+
+
+# --------------------------------------------------------------------- values
+def _text_of(message: dict[str, Any]) -> str:
+    # session-manager.ts extractTextContent: string content, or the text blocks joined
+    # by " " (Array#join prints undefined/null as "").
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""  # Pi would throw and drop the whole file; one odd message is not fatal
+    texts = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "text":
+            t = block.get("text")
+            texts.append("" if t is None else _js.string(t))
+    return " ".join(texts)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """The strings inside a JSON value, in ``json.loads`` order (no recursion)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+
+
+def _calls_text(content: Any) -> str:
+    parts: list[str] = []
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                name = block.get("name")
+                if isinstance(name, str):
+                    parts.append(name)
+                if "arguments" in block:
+                    parts.extend(_strings(block["arguments"]))
+    return "\n".join(p for p in parts if p)
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        return float(v)
+    except OverflowError:  # an integer beyond the float range, as Rust reads it
+        return float("inf") if v > 0 else float("-inf")
+
+
+_USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+
+
+def _usage_numbers(usage: dict[str, Any]) -> tuple[float, ...]:
+    nums = [_number(usage.get(k)) or 0.0 for k in _USAGE_KEYS]
+    cost = usage.get("cost")
+    nums.append((_number(cost.get("total")) or 0.0) if isinstance(cost, dict) else 0.0)
+    return tuple(nums)
+
+
+def _str(v: Any) -> str:
+    return v if isinstance(v, str) else ""
+
+
+# ------------------------------------------------------------ entries record
+def _enc(s: str) -> bytes:
+    return s.encode("utf-8", "surrogatepass")
+
+
+def _record(eid: str, parent: str | None) -> bytes:
+    b = _enc(eid)
+    out = _U32.pack(len(b)) + b
+    if parent is None:
+        return out + _U32.pack(_NO_PARENT)
+    p = _enc(parent)
+    return out + _U32.pack(len(p)) + p
+
+
+def records(entries: bytes) -> Iterator[tuple[str, str | None]]:
+    """``(id, parentId)`` of each record (a malformed end stops the walk)."""
+    pos, end = 0, len(entries)
+    while pos + 4 <= end:
+        (n,) = _U32.unpack_from(entries, pos)
+        pos += 4
+        if n == _NO_PARENT or pos + n > end:
+            return
+        eid = entries[pos:pos + n].decode("utf-8", "surrogatepass")
+        pos += n
+        if pos + 4 > end:
+            return
+        (m,) = _U32.unpack_from(entries, pos)
+        pos += 4
+        parent = None
+        if m != _NO_PARENT:
+            if pos + m > end:
+                return
+            parent = entries[pos:pos + m].decode("utf-8", "surrogatepass")
+            pos += m
+        yield eid, parent
+
+
+def _entries_path_py(entries: bytes) -> list[int]:
+    number: dict[str, int] = {}
+    parents: list[str | None] = []
+    for eid, parent in records(entries):
+        if eid not in number:
+            number[eid] = len(parents)
+            parents.append(parent)
+    n = len(parents)
+    column = [-1] * n
+    for e, p in enumerate(parents):
+        q = number.get(p, -1) if p is not None else -1
+        column[e] = q if q != e else -1
+    # Rule 10: break each cycle at its earliest entry (tree.rs break_cycles).
+    mark = [0] * n
+    for s in range(n):
+        if mark[s]:
+            continue
+        walk = s + 1
+        x = s
+        while x != -1 and not mark[x]:
+            mark[x] = walk
+            x = column[x]
+        if x == -1 or mark[x] != walk:
+            continue
+        members = [x]
+        y = column[x]
+        while y != x:
+            members.append(y)
+            y = column[y]
+        column[min(members)] = -1
+    if not n:
+        return []
+    path: list[int] = []
+    x = n - 1
+    while x != -1 and len(path) <= n:
+        path.append(x)
+        x = column[x]
+    path.reverse()
+    return path
+
+
+# ------------------------------------------------------------------ the scan
+def _lines(f: Any, start: int, counter: list[int]) -> Iterator[tuple[int, bytes, int]]:
+    """``(offset, content, next)`` from ``start``: content without LF and without the
+    CR before it (a tail keeps its CR), as ``iter_lines`` frames them; ``next`` is the
+    offset of the following line, -1 for a tail."""
+    f.seek(start)
+    data = b""
+    base = start
+    while True:
+        chunk = f.read(_BLOCK)
+        counter[0] += len(chunk)
+        if not chunk:
+            if data:
+                yield base, data, -1
+            return
+        data = data + chunk if data else chunk
+        pos = 0
+        find = data.find
+        while True:
+            nl = find(b"\n", pos)
+            if nl < 0:
+                break
+            stop = nl - 1 if nl > pos and data[nl - 1] == 13 else nl
+            yield base + pos, data[pos:stop], base + nl + 1
+            pos = nl + 1
+        data = data[pos:]
+        base += pos
+
+
+class _Scan:
+    """One call's state, line by line (``src/listing.rs``'s ``State``)."""
+
+    def __init__(self, prior: bytes, start: int, content: bool) -> None:
+        self.seen = {eid for eid, _ in records(prior)}
+        self.count = len(self.seen)
+        self.content = content
+        self.header_found = start > 0
+        self.header: tuple[str, Any] = ("before", None)
+        self.first: tuple[int, int, bytes] | None = None
+        self.old_version = False
+        self.message_count = 0
+        self.first_message: str | None = None
+        self.texts: list[str] = []
+        self.name: tuple[bool, str | None] = (False, None)
+        self.activity: float | None = None
+        self.entries: list[bytes] = []
+        self.docs: list[tuple[Any, ...]] = []
+        self.usage: list[tuple[Any, ...]] = []
+
+    def line(self, line_no: int, offset: int, raw: bytes, complete: bool = True) -> bool:
+        """One framed line (``complete``: ended by LF, so rule 4 may recover a torn
+        fragment's object); false stops the scan."""
+        if offset == 0 and raw.startswith(BOM):
+            raw = raw[len(BOM):]
+        if is_blank(raw):
+            return True
+        if not self.header_found and self.first is None:
+            self.first = (line_no, offset, raw)
+        try:
+            v = read_value(raw, complete=complete)
+        except ValueError:
+            return True
+        obj = v.value
+        if type(obj) is not dict:
+            return True
+        if not self.header_found:
+            if not is_header(obj):
+                self.header = ("missing", self.first)
+                return False
+            self.header_found = True
+            self.header = ("found", raw[v.recovered_at:])
+            version = obj.get("version")
+            self.old_version = version is None or (
+                isinstance(version, (int, float)) and not isinstance(version, bool) and version < 2
+            )
+            return True
+        if obj.get("type") == "session":
+            return True  # a later header
+        if self.old_version:
+            # Version 1 entries have no ids: every one counts (migration gives each an
+            # id), as in Pi's listing; no docs or usage (the catalog reads those from
+            # the migrated image).
+            self.facts(obj, -1, "", None, None)
+            return True
+        eid = obj.get("id")
+        if not (isinstance(eid, str) and eid) or eid in self.seen:
+            return True
+        self.seen.add(eid)
+        seq = self.count
+        self.count += 1
+        parent = obj.get("parentId")
+        self.entries.append(_record(eid, parent if isinstance(parent, str) and parent else None))
+        stamp = obj.get("timestamp")
+        ms = parse_iso_ms(stamp) if isinstance(stamp, str) else None
+        self.facts(obj, seq, eid, stamp, float(ms) if ms is not None else None)
+        return True
+
+    def facts(self, obj: dict[str, Any], seq: int, eid: str, stamp: Any, entry_ms: float | None) -> None:
+        content = self.content and seq >= 0
+        etype = obj.get("type")
+        if etype == "message":
+            self.message_count += 1
+            msg = obj.get("message")
+            role = msg.get("role") if isinstance(msg, dict) else None
+            if not isinstance(msg, dict) or (role != "user" and role != "assistant"):
+                return
+            t = _number(msg.get("timestamp"))
+            time = t if t is not None else entry_ms
+            u = msg.get("usage")
+            if content and role == "assistant" and isinstance(u, dict):
+                row = (seq, eid, _str(stamp), time, "message", _str(msg.get("provider")), _str(msg.get("model")))
+                self.usage.append((row, _usage_numbers(u)))
+            if "content" not in msg:
+                return
+            if time is not None:
+                self.activity = max(0.0 if self.activity is None else self.activity, time)
+            text = _text_of(msg)
+            if text:
+                self.texts.append(text)
+                if role == "user" and self.first_message is None:
+                    self.first_message = text
+            if content:
+                calls = _calls_text(msg["content"]) if role == "assistant" else ""
+                doc = "\n".join(x for x in (text, calls) if x)
+                if doc:
+                    self.docs.append((seq, eid, role, time, doc))
+        elif etype == "session_info":
+            n = obj.get("name")
+            self.name = (True, n if isinstance(n, str) else None)
+            if content and isinstance(n, str):
+                self.docs.append((seq, eid, "name", entry_ms, n))
+        elif content and etype in ("usage", "compaction", "branch_summary"):
+            u = obj.get("usage")
+            if isinstance(u, dict):
+                mine = etype == "usage"
+                row = (seq, eid, _str(stamp), entry_ms, etype, _str(obj.get("provider")) if mine else "",
+                       _str(obj.get("model")) if mine else "")
+                self.usage.append((row, _usage_numbers(u)))
+
+
+def scan_stream(f: Any, start: int, prior: bytes, content: bool, limit: int) -> ScanResult:
+    """:func:`scan_file` with the Python rules over an open binary file (or
+    ``io.BytesIO``, e.g. a migrated image); a version 1 file is read to its end with
+    version 1 rules."""
+    st = _Scan(prior, start, content)
+    end, tail, read = start, 0, [0]
+    eof = True
+    stop_at = start + limit
+    for line_no, (offset, raw, after) in enumerate(_lines(f, start, read), 1):
+        if after < 0:
+            tail = len(raw)
+        else:
+            end = after
+        if not st.line(line_no, offset, raw, after >= 0):
+            eof = False
+            break
+        if after >= 0 and st.header_found and end >= stop_at and not st.old_version:
+            eof = False
+            break
+    if not st.header_found:
+        st.header = ("missing", st.first)
+    n = min(FINGERPRINT, end)
+    f.seek(0)
+    ends = f.read(n)
+    f.seek(end - n)
+    ends += f.read(n)
+    framing = (end, eof, tail, read[0], ends)
+    facts = (st.message_count, st.first_message, " ".join(st.texts), st.name, st.activity)
+    return (framing, st.header, st.old_version, None, facts, b"".join(st.entries), st.count, st.docs, st.usage)
+
+
+# ------------------------------------------------------------------- choice
+def native_scanner() -> Any:
+    """``_sessiontree`` when the native reader is to be used, else ``None``
+    (``$SESSIONTREE_BACKEND=python`` or no extension)."""
+    from .._select import backend_name
+
+    try:
+        if backend_name(None) == "python":
+            return None
+    except ValueError:
+        pass
+    try:
+        from .. import _sessiontree
+    except ImportError:
+        return None
+    return _sessiontree
+
+
+def scan_file(path: str | os.PathLike[str], start: int, prior: bytes, content: bool, limit: int,
+              *, native: Any = None) -> ScanResult:
+    """One call's scan of ``path`` from ``start`` (a line start: 0 or an earlier call's
+    ``end``), with the rules above.
+
+    Args:
+        path: the session file.
+        start: where to start.
+        prior: the entries record of everything before ``start``.
+        content: collect docs and usage rows too.
+        limit: return at the first line end at or past ``start + limit`` (after the
+            header).
+        native: ``_sessiontree`` to read in Rust (see :func:`native_scanner`), else the
+            Python rules read.
+
+    Returns:
+        The tuple ``_sessiontree.scan_listing`` documents (``ends`` with
+        ``_filestate.FINGERPRINT`` bytes at each end). The Rust reader stops at a
+        version 1 header and reports a ``fallback`` for a text whose ``String()`` it does
+        not compute; then this reads the file with the Python rules (the same call). A
+        version 1 file is read to its end (``old_version`` true, no entries record).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    path = os.fspath(path)
+    if native is not None:
+        r = native.scan_listing(path, start, prior, content, limit, FINGERPRINT)
+        if r[3] is None and not r[2]:
+            return r  # type: ignore[no-any-return]
+    with open(path, "rb") as f:
+        return scan_stream(f, start, prior, content, limit)
+
+
+def entries_path(entries: bytes, *, native: Any = None) -> list[int]:
+    """Entry numbers from the root to the last entry of an entries record: the
+    session's current path (loader rules 9–10: parents anywhere in the file, unknown
+    or own id a root, cycles broken at their earliest entry)."""
+    if native is not None:
+        return native.entries_path(entries)  # type: ignore[no-any-return]
+    return _entries_path_py(entries)

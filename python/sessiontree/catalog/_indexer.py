@@ -1,0 +1,491 @@
+"""Bringing the catalog up to date with the ``.jsonl`` files of some folders.
+
+Each file is keyed by its identity when it was read (device, inode, size, mtime) and
+the ends of the bytes read (``_filestate``'s rule: first and last
+``FINGERPRINT`` bytes). On a refresh a file is
+
+* **unchanged** (same identity): it costs a ``stat``;
+* **grown** (same device and inode, longer, the ends of what was read unchanged, a
+  header read and no unterminated last line): read from where the catalog stopped;
+* **new, replaced, truncated or rewritten** (anything else, including a change of
+  mtime without growth: an open session may take that for a moment of an append,
+  ``_filestate``, but a cache cannot check the middle of a file and reads it again):
+  read again from its start;
+* **gone**: its rows are dropped.
+
+Two tracks per file: the listing facts (``l_end``, always brought up to date) and the
+docs and usage rows (``c_end``, brought up to date only when asked: a first listing
+does not pay for a full-text index). When both stand at the same offset, one pass
+advances both. Reads run in a thread pool (the native reader releases the GIL) and are
+cut into pieces of at most :data:`CHUNK` bytes when they collect docs, so memory does
+not grow with the largest file; each piece is saved in one transaction.
+
+With no store (``--no-cache``) the same passes run from offset 0 and their results
+stay in memory (docs and usage go to a callback).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import queue
+import sqlite3
+import stat as _stat
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import _js
+from .._filestate import indexed_ends
+from .._reader import header_error, header_problem, read_value
+from .._time import parse_iso_ms
+from ..errors import InvalidSessionError
+from ._extract import ScanResult, native_scanner, scan_file, scan_stream
+from ._store import Batch, FileRow, Store
+
+__all__ = ["CHUNK", "Found", "ContentSink", "entries_of", "refresh", "folder_files"]
+
+CHUNK = 16 << 20
+"""Most bytes one scan that collects docs reads before its results are saved."""
+
+ContentSink = Callable[["Found", Sequence[tuple[Any, ...]], Sequence[tuple[Any, ...]]], None]
+"""``sink(found, docs, usage)``: content of a file read without a store."""
+
+
+@dataclass
+class Found:
+    """One ``.jsonl`` file of a listed folder and what is known of it.
+
+    Attributes:
+        path: the file, as the folder was given joined with its name.
+        name: the file name.
+        folder: the folder's catalog id (``None`` without a store).
+        st: its ``stat`` (``None`` if it could not be taken).
+        row: the catalog row after the refresh (``None``: could not be read).
+        error: why it could not be read (an ``OSError``'s words), else ``None``.
+        saved: the row in the catalog is this one (else it lives in this process only).
+        bytes_read: bytes this refresh read of it.
+        base: where this refresh started reading it (its ``l_end`` before; 0 when read
+            from its start; ``None`` when not read).
+        pieces: the listing-text pieces this refresh read, in order.
+    """
+
+    path: str
+    name: str
+    folder: int | None
+    st: os.stat_result | None
+    row: FileRow | None = None
+    error: str | None = None
+    saved: bool = True
+    bytes_read: int = 0
+    base: int | None = None
+    pieces: list[str] = field(default_factory=list)
+    _reset: bool = field(default=False, repr=False)
+
+
+def folder_files(folder: str) -> list[tuple[str, str, os.stat_result | OSError]]:
+    """The ``*.jsonl`` files of a folder that are regular files (or cannot be
+    ``stat``-ed: reported later), in name order: ``(name, path, stat or error)``, the
+    path the folder as given joined with the name, the ``stat`` with symlinks followed.
+    """
+    try:
+        # scandir joins the paths in C: a second listing of thousands of files is
+        # mostly this loop.
+        with os.scandir(folder) as it:
+            names = sorted((e.name, e.path) for e in it if e.name.endswith(".jsonl"))
+    except OSError:
+        return []
+    out: list[tuple[str, str, os.stat_result | OSError]] = []
+    for n, path in names:
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            out.append((n, path, e))
+            continue
+        if _stat.S_ISREG(st.st_mode):
+            out.append((n, path, st))
+    return out
+
+
+def entries_of(store: Store | None, f: Found) -> bytes:
+    """The entries record of a listed session (read from the catalog when not in hand)."""
+    row = f.row
+    assert row is not None
+    if row.entries is None:
+        row.entries = store.entries(row.id) if store is not None and row.id is not None else b""
+    return row.entries
+
+
+def _digest(ends: bytes) -> bytes:
+    """What the catalog keeps of the ends of the bytes read (``indexed_ends``)."""
+    return hashlib.blake2b(ends, digest_size=16).digest()
+
+
+# ------------------------------------------------------------------ planning
+@dataclass
+class _Plan:
+    """What to read of one file."""
+
+    found: Found
+    row: FileRow
+    start: int | None  # main pass from here (0: from scratch), None: no main pass
+    main_content: bool = False
+    catchup: tuple[int, int] | None = None  # content-only pass [from, to)
+    v1_content: bool = False
+
+
+def _fresh(found: Found, folder: int) -> FileRow:
+    st = found.st
+    assert st is not None
+    return FileRow(folder=folder, name=found.name, dev=st.st_dev, ino=st.st_ino, size=st.st_size,
+                   mtime_ns=st.st_mtime_ns, entries=b"")
+
+
+def _plan(found: Found, row: FileRow | None, want_content: bool, store: bool) -> _Plan | None:
+    st = found.st
+    assert st is not None
+    if row is None or not store:
+        new = _fresh(found, found.folder or 0)
+        if row is not None:
+            new.id, new.gen = row.id, row.gen
+        found._reset = row is not None
+        return _Plan(found, new, 0, want_content)
+    ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    same = ident == (row.dev, row.ino, row.size, row.mtime_ns)
+    wants_catchup = want_content and row.problem is None and (row.c_end is None or row.c_end < row.l_end)
+    if row.problem is not None or row.old or not row.resumable:
+        if same:
+            if not want_content or row.problem is not None or row.c_end is not None:
+                return None
+            if row.old:
+                return _Plan(found, row, None, v1_content=True)
+            # An unterminated last line: no resuming, read it all with its content.
+            fresh = _fresh(found, row.folder)
+            fresh.id, fresh.gen = row.id, row.gen
+            found._reset = True
+            return _Plan(found, fresh, 0, True)
+    elif same and row.l_end >= st.st_size:
+        if wants_catchup:
+            return _Plan(found, row, None, catchup=(row.c_end or 0, row.l_end))
+        return None
+    elif ((st.st_dev, st.st_ino) == (row.dev, row.ino) and st.st_size >= row.l_end
+          and not (st.st_size == row.size and st.st_mtime_ns != row.mtime_ns)
+          and _same_ends(found.path, row)):
+        # It grew (or a read was cut short): go on from where the catalog stopped.
+        content_now = row.c_end == row.l_end
+        row.dev, row.ino, row.size, row.mtime_ns = ident
+        catchup = (row.c_end or 0, row.l_end) if wants_catchup else None
+        return _Plan(found, row, row.l_end, want_content or content_now, catchup)
+    # New content under an old name: read it all again.
+    fresh = _fresh(found, row.folder)
+    fresh.id, fresh.gen = row.id, row.gen
+    found._reset = True
+    return _Plan(found, fresh, 0, want_content)
+
+
+def _same_ends(path: str, row: FileRow) -> bool:
+    try:
+        return row.ends is not None and _digest(indexed_ends(path, row.l_end)) == row.ends
+    except OSError:
+        return False
+
+
+# ------------------------------------------------------------------ reading
+_DONE = object()
+
+
+def _v1_content(path: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], bytes, int]:
+    """Docs, usage and the entries record of a version 1 file, read from its migrated
+    image (the ids a reader sees are those the migration gives)."""
+    from .._migrate import migrate_image
+
+    with open(path, "rb") as f:
+        data = f.read()
+    image = migrate_image(data, path).image
+    r = scan_stream(io.BytesIO(image), 0, b"", True, 1 << 62)
+    return r[7], r[8], r[5], r[6]
+
+
+def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int) -> None:
+    """Run a plan's reads in a worker thread; each result goes to ``out``."""
+    path = plan.found.path
+    row = plan.row
+    try:
+        if plan.v1_content:
+            out.put((plan, "v1", _v1_content(path)))
+        if plan.catchup is not None:
+            start, stop = plan.catchup
+            prior = (row.entries or b"")[:row.c_entries]
+            while start < stop:
+                r = scan_file(path, start, prior, True, min(limit_content, stop - start), native=native)
+                out.put((plan, "catchup", (start, r, None)))
+                if r[0][0] <= start:
+                    break
+                prior += r[5]
+                start = r[0][0]
+        if plan.start is not None:
+            start = plan.start
+            prior = (row.entries or b"") if start else b""
+            limit = limit_content if plan.main_content else 1 << 62
+            while True:
+                r = scan_file(path, start, prior, plan.main_content, limit, native=native)
+                out.put((plan, "main", (start, r, _digest(r[0][4]))))
+                if r[2] and plan.main_content:  # a version 1 file: its content comes migrated
+                    out.put((plan, "v1", _v1_content(path)))
+                end, eof = r[0][0], r[0][1]
+                if eof or r[1][0] == "missing" or r[2] or end <= start:
+                    break
+                prior += r[5]
+                start = end
+    except OSError as e:
+        out.put((plan, "error", e))
+    except BaseException as e:  # a bug: the main thread raises it (never waits forever)
+        out.put((plan, "crash", e))
+    finally:
+        out.put((plan, "done", _DONE))
+
+
+# ------------------------------------------------------------------ applying
+def _apply_main(plan: _Plan, start: int, r: ScanResult) -> tuple[list[tuple[int, str]], bool]:
+    """Fold one main-pass result into the plan's row; the listing-text piece to save
+    and whether the row's old derived rows must go."""
+    row = plan.row
+    found = plan.found
+    (end, eof, tail, _read, _ends), header, old, _fb, facts, entries, count, _docs, _usage = r
+    reset = False
+    if start == 0:
+        reset = found._reset
+        row.l_end = 0
+        row.problem = row.problem_line = row.problem_offset = None
+        row.message_count, row.first_message, row.title, row.activity = 0, None, None, None
+        row.entries, row.entry_count = b"", 0
+        row.c_end, row.c_entries, row.c_count = None, 0, 0
+        row.old = False
+        kind, value = header
+        if kind == "found":
+            h = read_value(value).value
+            cwd, parent = h.get("cwd"), h.get("parentSession")
+            row.sid = h["id"]
+            row.cwd = cwd if isinstance(cwd, str) else ""
+            row.parent = parent if isinstance(parent, str) else None
+            row.created_ms = parse_iso_ms(h.get("timestamp"))
+        else:
+            if value is None:
+                err = header_error(found.path, None, None, ("empty", _js.UNDEFINED))
+            else:
+                line, offset, raw = value
+                err = header_error(found.path, line, offset, header_problem(raw))
+            row.problem, row.problem_line, row.problem_offset = _problem(err)
+            row.sid = row.cwd = row.parent = None
+            row.created_ms = None
+    count_messages, first_message, texts, (name_seen, name), activity = facts
+    row.old = row.old or bool(old)
+    row.message_count += count_messages
+    if row.first_message is None:
+        row.first_message = first_message
+    if name_seen:
+        row.title = (_js.trim(name) or None) if isinstance(name, str) else None
+    if activity is not None:
+        row.activity = activity if row.activity is None else _js.math_max(row.activity, activity)
+    row.entries = (row.entries or b"") + entries
+    row.entry_count = count
+    row.l_end = end
+    row.resumable = row.problem is None and not row.old and tail == 0
+    if plan.main_content and row.problem is None and not row.old:
+        row.c_end, row.c_entries, row.c_count = end, len(row.entries), count
+    pieces = [(start, texts)] if texts else []
+    return pieces, reset
+
+
+def _problem(err: InvalidSessionError) -> tuple[str, int | None, int | None]:
+    return (getattr(err, "reason", None) or str(err), getattr(err, "line", None), getattr(err, "offset", None))
+
+
+def _usage_rows(rows: Sequence[Any]) -> list[tuple[Any, ...]]:
+    return [(*meta, *nums) for meta, nums in rows]
+
+
+def refresh(
+    store: Store | None,
+    folders: Sequence[str],
+    *,
+    content: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+    on_bytes: Callable[[int, int], None] | None = None,
+    sink: ContentSink | None = None,
+    workers: int | None = None,
+    must_save: bool = False,
+) -> list[Found]:
+    """Bring the catalog up to date with the ``.jsonl`` files of ``folders``.
+
+    Args:
+        store: the catalog, or ``None`` to read every file from its start and keep
+            the results in memory.
+        folders: folders as given (their files' paths are joined to them as given).
+        content: also bring docs and usage rows up to date (with no store: pass them
+            to ``sink``).
+        on_progress: ``(files done, files)`` after each file.
+        on_bytes: ``(bytes read so far, bytes to read at most)`` after each read.
+        sink: with no store, receives each file's docs and usage as they are read.
+        workers: reader threads (default: the CPU count, at most 4; 1 for the Python
+            rules, which gain nothing from threads).
+        must_save: a catalog that stays busy (another process writing) raises
+            ``sqlite3.OperationalError``; otherwise the rest of the results stay in
+            memory (a listing never waits long).
+
+    Returns:
+        Every file, folder by folder in the order given, files in name order.
+    """
+    native = native_scanner()
+    if workers is None:
+        workers = min(4, os.cpu_count() or 1) if native is not None else 1
+    found: list[Found] = []
+    plans: list[_Plan] = []
+    gone: list[int] = []
+    for folder in folders:
+        key = os.path.abspath(folder)
+        listing = folder_files(folder)
+        fid = None
+        if store is not None:
+            try:
+                fid = store.folder_id(key, create=bool(listing))
+            except sqlite3.OperationalError:
+                if must_save:
+                    raise  # busy: a listing goes on without saving this folder
+        rows = store.files(fid) if store is not None and fid is not None else {}
+        keep = store is not None and (fid is not None or not listing)
+        present = set()
+        for name, path, st in listing:
+            f = Found(path, name, fid, st if isinstance(st, os.stat_result) else None, saved=keep)
+            found.append(f)
+            present.add(name)
+            if isinstance(st, OSError):
+                f.error = f"cannot read: {st}"
+                continue
+            row = rows.get(name)
+            p = _plan(f, row, content, keep)
+            f.row = p.row if p is not None else row
+            if p is not None:
+                plans.append(p)
+        gone.extend(r.id for n, r in rows.items() if n not in present and r.id is not None)
+    if store is not None and gone:
+        try:
+            store.drop(gone)
+        except sqlite3.OperationalError:
+            if must_save:
+                raise  # a listing lists what is there; the rows of gone files go next time
+    total = len(found)
+    done = 0
+    for _ in range(total - len(plans)):
+        done += 1
+        if on_progress is not None:
+            on_progress(done, total)  # Pi's progress: one call per file, in order
+    if not plans:
+        return found
+    if store is not None:
+        for p in plans:  # the entries before where a read starts
+            if (p.catchup is not None or p.start) and p.row.entries is None and p.row.id is not None:
+                p.row.entries = store.entries(p.row.id)
+    budget = sum(max(0, (p.found.st.st_size if p.found.st else 0) - (p.start or 0)) for p in plans)
+    read_so_far = 0
+    saving = store is not None
+    batch: Batch | None = None
+    out: queue.Queue[Any] = queue.Queue(maxsize=4 * workers)
+    todo: Iterator[_Plan] = iter(plans)
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                p = next(todo, None)
+            if p is None:
+                return
+            _work(p, native, out, CHUNK)
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(workers, len(plans)))]
+    for t in threads:
+        t.start()
+    running = len(plans)
+    try:
+        while running:
+            plan, kind, value = out.get()
+            f = plan.found
+            if kind == "done":
+                running -= 1
+                done += 1
+                if on_progress is not None:
+                    on_progress(done, total)
+                continue
+            if kind == "crash":
+                raise value
+            if kind == "error":
+                f.error = f"cannot read: {value}"
+                f.row = None
+                continue
+            if f.row is None:
+                continue  # an earlier read of this file failed
+            row = plan.row
+            pieces: list[tuple[int, str]] = []
+            docs: Sequence[tuple[Any, ...]] = ()
+            usage: list[tuple[Any, ...]] = []
+            reset = False
+            if kind == "v1":
+                docs, usage = value[0], _usage_rows(value[1])
+                row.c_end = row.l_end
+                row.entries, row.entry_count = value[2], value[3]  # the ids readers see
+            else:
+                start, r, ends = value
+                read = r[0][3]
+                f.bytes_read += read
+                read_so_far += read
+                if on_bytes is not None:
+                    on_bytes(read_so_far, budget)
+                if kind == "main":
+                    if f.base is None:
+                        f.base = start
+                    pieces, reset = _apply_main(plan, start, r)
+                    row.ends = ends
+                    f._reset = False
+                    f.pieces.extend(t for _, t in pieces)
+                    if plan.main_content:
+                        docs, usage = r[7], _usage_rows(r[8])
+                else:  # catchup: docs and usage only
+                    docs, usage = r[7], _usage_rows(r[8])
+                    row.c_end = r[0][0]
+                    row.c_entries += len(r[5])
+                    row.c_count = r[6]
+            if store is None:
+                if sink is not None and (docs or usage):
+                    sink(f, docs, usage)
+                f.saved = False
+                continue
+            if not (f.saved and saving):
+                f.saved = False
+                continue
+            try:
+                if batch is None:
+                    batch = store.batch()
+                if not batch.save(row, reset=reset, pieces=pieces, docs=docs, usage=usage, found=f):
+                    f.saved = False  # another process got there first: this result stays here
+                if batch.full():
+                    for lost in batch.commit():
+                        lost.saved = False
+                    batch = None
+            except sqlite3.OperationalError:
+                if batch is not None:
+                    for undone in batch.abandon():
+                        undone.saved = False
+                    batch = None
+                if must_save:
+                    raise
+                saving = f.saved = False  # the catalog stayed busy: the rest stays here
+        if batch is not None:
+            for lost in batch.commit():
+                lost.saved = False
+            batch = None
+    finally:
+        if batch is not None:
+            batch.abandon()
+    return found

@@ -1,0 +1,537 @@
+"""The catalog's database: schema, opening (a damaged or foreign file is rebuilt, never
+trusted), rows in and out.
+
+SQLite through the standard library, WAL journal (readers never wait for a writer),
+``synchronous=NORMAL`` (a cache may lose its last transactions in a power cut, never
+its consistency), a busy timeout for writers. Every change to one file's rows is one
+transaction that first checks the row is still the one the change was computed from
+(``gen``), so two processes refreshing the same file cannot both apply their growth.
+
+Tables:
+
+* ``folder(id, path)`` — absolute folder paths.
+* ``file`` — one row per ``.jsonl`` file: its identity when read (dev, inode, size,
+  mtime) and the digest of the ends of the bytes read (``_filestate``'s rule), the
+  listing facts of ``[0, l_end)``, the entries record, and how far docs and usage go
+  (``c_end``); or why it is not a session (``problem``).
+* ``text(file, start, body)`` — the listing text (``all_messages_text``) in pieces, one
+  per scan that added some, in file order.
+* ``doc`` — searchable text per entry, indexed by ``doc_fts`` (FTS5, external content,
+  ``unicode61`` tokens of ``_words.fts_text(body)``, kept in step by triggers).
+* ``usage`` — recorded usage per entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ._words import fts_text
+
+__all__ = ["SCHEMA_VERSION", "FileRow", "Store", "CatalogError"]
+
+SCHEMA_VERSION = 2
+"""Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
+
+APPLICATION_ID = 0x53547243  # "STrC"
+
+_TABLES = ("meta", "folder", "file", "text", "doc", "doc_fts", "usage")
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE folder (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
+CREATE TABLE file (
+    id INTEGER PRIMARY KEY,
+    folder INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    dev INTEGER NOT NULL, ino INTEGER NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    ends BLOB,
+    gen INTEGER NOT NULL DEFAULT 0,
+    l_end INTEGER NOT NULL,
+    resumable INTEGER NOT NULL,
+    old INTEGER NOT NULL DEFAULT 0,
+    problem TEXT, problem_line INTEGER, problem_offset INTEGER,
+    sid, cwd, parent, created_ms INTEGER,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    first_message, title, activity REAL,
+    entries BLOB NOT NULL DEFAULT x'',
+    entry_count INTEGER NOT NULL DEFAULT 0,
+    c_end INTEGER, c_entries INTEGER NOT NULL DEFAULT 0, c_count INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (folder, name)
+);
+CREATE TABLE text (file INTEGER NOT NULL, start INTEGER NOT NULL, body NOT NULL,
+                   PRIMARY KEY (file, start)) WITHOUT ROWID;
+CREATE TABLE doc (id INTEGER PRIMARY KEY, file INTEGER NOT NULL, seq INTEGER NOT NULL,
+                  entry NOT NULL, role TEXT NOT NULL, time REAL, body TEXT NOT NULL);
+CREATE INDEX doc_file ON doc (file, seq);
+CREATE VIRTUAL TABLE doc_fts USING fts5 (body, content='doc', content_rowid='id',
+                                         tokenize='unicode61 remove_diacritics 0');
+CREATE TRIGGER doc_ai AFTER INSERT ON doc BEGIN
+    INSERT INTO doc_fts (rowid, body) VALUES (new.id, fts_text(new.body));
+END;
+CREATE TRIGGER doc_ad AFTER DELETE ON doc BEGIN
+    INSERT INTO doc_fts (doc_fts, rowid, body) VALUES ('delete', old.id, fts_text(old.body));
+END;
+CREATE TABLE usage (file INTEGER NOT NULL, seq INTEGER NOT NULL, entry NOT NULL, stamp NOT NULL,
+                    time REAL, kind TEXT NOT NULL, provider NOT NULL, model NOT NULL,
+                    input REAL, output REAL, cache_read REAL, cache_write REAL,
+                    total_tokens REAL, cost REAL);
+CREATE INDEX usage_file ON usage (file, seq);
+"""
+
+
+class CatalogError(Exception):
+    """The catalog cannot be used (it cannot be created or written here)."""
+
+
+
+
+# ---------------------------------------------------------------- text values
+def db_text(s: str | None) -> str | bytes | None:
+    """A ``str`` as SQLite can store it: as is, or (lone surrogates) the UTF-8 bytes
+    ``surrogatepass`` gives, stored as a BLOB and turned back by :func:`py_text`."""
+    if s is None or s.isascii():
+        return s
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "surrogatepass")
+    return s
+
+
+def py_text(v: Any) -> Any:
+    """Undo :func:`db_text`."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "surrogatepass")
+    return v
+
+
+def search_text(s: str) -> str:
+    """A doc's text as it is searched and stored: lone surrogates (which FTS5 cannot
+    hold) replaced by U+FFFD, everything else as it is."""
+    if s.isascii():
+        return s
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return s
+
+
+# ------------------------------------------------------------------ file rows
+@dataclass
+class FileRow:
+    """One ``file`` row (see the module docstring); ``id`` is ``None`` until saved."""
+
+    folder: int
+    name: str
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    l_end: int = 0
+    resumable: bool = False
+    id: int | None = None
+    ends: bytes | None = None
+    gen: int = 0
+    old: bool = False
+    problem: str | None = None
+    problem_line: int | None = None
+    problem_offset: int | None = None
+    sid: str | None = None
+    cwd: str | None = None
+    parent: str | None = None
+    created_ms: int | None = None
+    message_count: int = 0
+    first_message: str | None = None
+    title: str | None = None
+    activity: float | None = None
+    entry_count: int = 0
+    c_end: int | None = None
+    c_entries: int = 0
+    c_count: int = 0
+    entries: bytes | None = None  # None: not read from the catalog (Store.entries)
+
+
+_COLUMNS = tuple(f.name for f in fields(FileRow))
+_TEXT_COLUMNS = frozenset({"sid", "cwd", "parent", "first_message", "title", "problem"})
+# A listing reads every row; the entries record (the largest column) only when needed.
+_ROW_COLUMNS = tuple(c for c in _COLUMNS if c != "entries")
+_TEXT_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in _TEXT_COLUMNS)
+
+
+assert _ROW_COLUMNS == _COLUMNS[:-1]  # FileRow(*values of _ROW_COLUMNS) leaves entries unread
+
+
+def _row(values: Sequence[Any]) -> FileRow:
+    row = FileRow(*values)
+    for i in _TEXT_AT:
+        if isinstance(values[i], bytes):
+            setattr(row, _ROW_COLUMNS[i], py_text(values[i]))
+    row.resumable = bool(row.resumable)
+    row.old = bool(row.old)
+    return row
+
+
+def _functions(conn: sqlite3.Connection) -> sqlite3.Connection:
+    # The triggers index fts_text of a doc, not the doc (``_words``): every connection
+    # that may add or delete docs has it.
+    conn.create_function("fts_text", 1, fts_text, deterministic=True)
+    return conn
+
+
+# ---------------------------------------------------------------------- store
+class Store:
+    """An open catalog database.
+
+    Args:
+        path: the database file (created, with its folder, if missing).
+        busy: seconds a write waits for another process's write to finish.
+
+    Raises:
+        CatalogError: it cannot be opened or created.
+    """
+
+    def __init__(self, path: str, busy: float = 30.0) -> None:
+        self.path = path
+        self.busy = busy
+        try:
+            self.conn = self._open()
+        except (OSError, sqlite3.Error) as e:
+            raise CatalogError(f"{path}: cannot use the catalog ({e})") from e
+
+    # -- opening -----------------------------------------------------------------
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        """The exclusive lock under which a catalog file is created or replaced."""
+        fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _connect(self, path: str) -> sqlite3.Connection:
+        conn = sqlite3.connect(path, timeout=self.busy, isolation_level=None, check_same_thread=False)
+        _functions(conn)
+        return conn
+
+    @staticmethod
+    def _configure(conn: sqlite3.Connection) -> sqlite3.Connection:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        return conn
+
+    def _valid(self, conn: sqlite3.Connection) -> bool:
+        # Only reads: a damaged or foreign file is judged before anything is written
+        # to it (setting the journal mode of an empty file would wait for other
+        # connections to the file it replaced).
+        try:
+            app = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        except sqlite3.DatabaseError:
+            return False
+        return app == APPLICATION_ID and version == SCHEMA_VERSION and all(t in names for t in _TABLES)
+
+    def _try(self) -> sqlite3.Connection | None:
+        """A connection to ``path`` if it holds a valid catalog."""
+        if not os.path.exists(self.path):
+            return None
+        try:
+            conn = self._connect(self.path)
+        except sqlite3.DatabaseError:
+            return None
+        if self._valid(conn):
+            return self._configure(conn)
+        conn.close()
+        return None
+
+    def _open(self) -> sqlite3.Connection:
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        conn = self._try()
+        if conn is not None:
+            return conn
+        with self._lock():
+            conn = self._try()  # another process may have made it meanwhile
+            if conn is not None:
+                return conn
+            self._create()
+        conn = self._try()
+        if conn is None:
+            raise CatalogError(f"{self.path}: the new catalog does not read back")
+        return conn
+
+    def _create(self) -> None:
+        """A new empty catalog at ``path``, replacing whatever is there (under the lock).
+
+        Built beside it and renamed into place, so no process opens a half-made one.
+        """
+        tmp = f"{self.path}.{os.getpid()}.new"
+        for p in (tmp, tmp + "-wal", tmp + "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(p)
+        conn = _functions(sqlite3.connect(tmp, isolation_level=None))
+        try:
+            # One transaction, no syncs: the file is not in use until it is renamed.
+            conn.execute("PRAGMA synchronous=OFF")
+            conn.execute("PRAGMA journal_mode=MEMORY")
+            conn.executescript("BEGIN;" + _SCHEMA + f"PRAGMA application_id={APPLICATION_ID};"
+                               f"PRAGMA user_version={SCHEMA_VERSION};"
+                               f"INSERT INTO meta VALUES ('created', {time.time()!r}); COMMIT;")
+        finally:
+            conn.close()
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path + suffix)
+        os.replace(tmp, self.path)
+
+    def rebuild(self) -> None:
+        """Throw the catalog away and start an empty one (a damaged database)."""
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.close()
+        with self._lock():
+            self._create()
+        conn = self._try()
+        if conn is None:
+            raise CatalogError(f"{self.path}: the new catalog does not read back")
+        self.conn = conn
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.close()
+
+    # -- reading -----------------------------------------------------------------
+    def folder_id(self, path: str, create: bool) -> int | None:
+        """The id of folder ``path`` (absolute), made if ``create`` and missing."""
+        r = self.conn.execute("SELECT id FROM folder WHERE path = ?", (db_text(path),)).fetchone()
+        if r is not None or not create:
+            return None if r is None else int(r[0])
+        with self.write():
+            self.conn.execute("INSERT OR IGNORE INTO folder (path) VALUES (?)", (db_text(path),))
+        r = self.conn.execute("SELECT id FROM folder WHERE path = ?", (db_text(path),)).fetchone()
+        return int(r[0])
+
+    def folders(self) -> dict[str, int]:
+        return {py_text(p): i for i, p in self.conn.execute("SELECT id, path FROM folder")}
+
+    def files(self, folder: int) -> dict[str, FileRow]:
+        """The rows of a folder's files, by name (``entries`` not read: ``None``)."""
+        cols = ", ".join(_ROW_COLUMNS)
+        rows = self.conn.execute(f"SELECT {cols} FROM file WHERE folder = ?", (folder,))
+        return {r.name: r for r in map(_row, rows)}
+
+    def entries(self, file: int) -> bytes:
+        """The entries record of a file (``_extract``)."""
+        r = self.conn.execute("SELECT entries FROM file WHERE id = ?", (file,)).fetchone()
+        return bytes(r[0]) if r is not None and r[0] is not None else b""
+
+    def text(self, file: int, below: int) -> str:
+        """The listing text of ``file`` up to ``below`` bytes (its pieces, joined)."""
+        rows = self.conn.execute(
+            "SELECT body FROM text WHERE file = ? AND start < ? ORDER BY start", (file, below))
+        return " ".join(py_text(b) for (b,) in rows if b)
+
+    # -- writing -----------------------------------------------------------------
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``: it waits up to ``busy`` seconds
+        for another writer), committed on success, rolled back on any error."""
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            yield c
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+        c.execute("COMMIT")
+
+    def save(self, row: FileRow, *, reset: bool, pieces: Sequence[tuple[int, str]] = (),
+             docs: Sequence[tuple[Any, ...]] = (), usage: Sequence[tuple[Any, ...]] = ()) -> bool:
+        """Write one file's row and new rows in a transaction of their own (see
+        :meth:`Batch.save`)."""
+        b = self.batch()
+        try:
+            ok = b.save(row, reset=reset, pieces=pieces, docs=docs, usage=usage, found=row)
+        except BaseException:
+            b.abandon()
+            raise
+        return ok and not b.commit()
+
+    def batch(self) -> Batch:
+        """A write transaction for the changes of several files (``BEGIN IMMEDIATE``:
+        it waits up to ``busy`` seconds for another writer).
+
+        Raises:
+            sqlite3.OperationalError: the catalog stayed busy.
+        """
+        return Batch(self)
+
+
+    def drop(self, ids: Sequence[int]) -> None:
+        """Forget files (they are gone): their rows and everything derived from them."""
+        if not ids:
+            return
+        with self.write() as c:
+            for table, key in (("text", "file"), ("doc", "file"), ("usage", "file"), ("file", "id")):
+                c.executemany(f"DELETE FROM {table} WHERE {key} = ?", [(i,) for i in ids])
+
+
+class Batch:
+    """One write transaction holding the changes of several files (a file another
+    process changed first is left out, the others stay). Small files are saved many to
+    a transaction and their rows inserted together (``executemany``), which is most of
+    a first listing's writing cost; :meth:`full` says when to commit. Rows of new files
+    get their ids here (the transaction holds the write lock)."""
+
+    MAX_FILES = 512
+    MAX_ROWS = 20_000
+    MAX_SECONDS = 0.25
+
+    def __init__(self, store: Store) -> None:
+        self.conn = store.conn
+        self.conn.execute("BEGIN IMMEDIATE")
+        self.next_id = int(self.conn.execute("SELECT coalesce(max(id), 0) FROM file").fetchone()[0]) + 1
+        self.started = time.monotonic()
+        self.files = 0
+        self.rows = 0
+        self._undo: list[tuple[FileRow, int | None, int]] = []
+        self._found: dict[int, Any] = {}
+        self._inserts: list[tuple[FileRow, int, tuple[Any, ...]]] = []
+        self._insert_cols: tuple[str, ...] | None = None
+        self._pieces: list[tuple[Any, ...]] = []
+        self._docs: list[tuple[Any, ...]] = []
+        self._usage: list[tuple[Any, ...]] = []
+
+    def save(self, row: FileRow, *, reset: bool, pieces: Sequence[tuple[int, str]] = (),
+             docs: Sequence[tuple[Any, ...]] = (), usage: Sequence[tuple[Any, ...]] = (),
+             found: Any = None) -> bool:
+        """Write one file's row and new rows.
+
+        Args:
+            row: the row as it is now (``row.gen`` is the generation it was read at;
+                ``row.id`` ``None`` for a new file; ``row.entries`` ``None``: unchanged).
+            reset: the file was read again from its start: its old text, doc and usage
+                rows go first.
+            pieces: ``(start, text)`` listing-text pieces to add.
+            docs: ``(seq, entry, role, time, text)`` to add.
+            usage: ``(seq, entry, stamp, time, kind, provider, model, input, output,
+                cacheRead, cacheWrite, totalTokens, cost)`` to add.
+            found: the caller's note of the file: :meth:`commit` and :meth:`abandon`
+                return those whose saves did not happen.
+
+        Returns:
+            False if another process changed the row since it was read (nothing of this
+            file written; ``row`` as it was).
+        """
+        values = {k: getattr(row, k) for k in _COLUMNS if k not in ("id", "gen")}
+        if values["entries"] is None:
+            del values["entries"]
+        for k in _TEXT_COLUMNS:
+            values[k] = db_text(values[k])
+        c = self.conn
+        if row.id is None:
+            file = self.next_id
+            self.next_id += 1
+            cols = tuple(values)
+            if self._insert_cols not in (None, cols):
+                self._flush_inserts()
+            self._insert_cols = cols
+            self._inserts.append((row, file, tuple(values.values())))
+        else:
+            # The row is written first and is where a conflict shows (an UPDATE of
+            # another generation): then nothing was written.
+            file = row.id
+            sets = ", ".join(f"{k} = ?" for k in values)
+            cur = c.execute(f"UPDATE file SET {sets}, gen = gen + 1 WHERE id = ? AND gen = ?",
+                            (*values.values(), file, row.gen))
+            if cur.rowcount != 1:
+                return False
+            if reset:
+                for table in ("text", "doc", "usage"):
+                    c.execute(f"DELETE FROM {table} WHERE file = ?", (file,))
+        self._pieces.extend((file, s, db_text(t)) for s, t in pieces)
+        self._docs.extend((file, d[0], db_text(d[1]), d[2], d[3], search_text(d[4])) for d in docs)
+        self._usage.extend((file, u[0], db_text(u[1]), db_text(u[2]), *u[3:5], db_text(u[5]), db_text(u[6]), *u[7:])
+                           for u in usage)
+        self._undo.append((row, row.id, row.gen))
+        row.id = file
+        row.gen += 1
+        if found is not None:
+            self._found[file] = found
+        self.files += 1
+        self.rows += len(docs) + len(usage) + len(pieces)
+        return True
+
+    def full(self) -> bool:
+        return (self.files >= self.MAX_FILES or self.rows >= self.MAX_ROWS
+                or time.monotonic() - self.started >= self.MAX_SECONDS)
+
+    def _flush_inserts(self) -> list[Any]:
+        """Insert the new files' rows; those another process added first (a name taken
+        between our read and our write lock) are dropped with their derived rows."""
+        if not self._inserts:
+            return []
+        cols = self._insert_cols or ()
+        sql = f"INSERT INTO file (id, {', '.join(cols)}, gen) VALUES (?, {', '.join('?' * len(cols))}, 1)"
+        lost: set[int] = set()
+        try:
+            self.conn.executemany(sql, [(file, *vals) for _row, file, vals in self._inserts])
+        except sqlite3.IntegrityError:
+            for row, file, vals in self._inserts:
+                try:
+                    self.conn.execute(sql, (file, *vals))
+                except sqlite3.IntegrityError:
+                    lost.add(file)
+                    row.id, row.gen = None, 0
+        self._inserts.clear()
+        if not lost:
+            return []
+        self._pieces = [x for x in self._pieces if x[0] not in lost]
+        self._docs = [x for x in self._docs if x[0] not in lost]
+        self._usage = [x for x in self._usage if x[0] not in lost]
+        return [self._found.pop(f) for f in lost if f in self._found]
+
+    def commit(self) -> list[Any]:
+        """Write what is queued and commit; the files (as noted) whose saves were lost
+        to another process's."""
+        c = self.conn
+        try:
+            lost = self._flush_inserts()
+            if self._pieces:
+                c.executemany("INSERT OR REPLACE INTO text (file, start, body) VALUES (?, ?, ?)", self._pieces)
+            if self._docs:
+                c.executemany("INSERT INTO doc (file, seq, entry, role, time, body) VALUES (?, ?, ?, ?, ?, ?)",
+                              self._docs)
+            if self._usage:
+                c.executemany(
+                    "INSERT INTO usage (file, seq, entry, stamp, time, kind, provider, model, input, output,"
+                    " cache_read, cache_write, total_tokens, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    self._usage)
+            c.execute("COMMIT")
+        except BaseException:
+            self.abandon()
+            raise
+        self._undo.clear()
+        self._found.clear()
+        self._pieces, self._docs, self._usage = [], [], []
+        return lost
+
+    def abandon(self) -> list[Any]:
+        """Roll back; the rows get their ids and generations back; returns the files
+        noted (their saves did not happen)."""
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.execute("ROLLBACK")
+        for row, rid, gen in reversed(self._undo):
+            row.id, row.gen = rid, gen
+        self._undo.clear()
+        self._inserts.clear()
+        self._pieces, self._docs, self._usage = [], [], []
+        found, self._found = list(self._found.values()), {}
+        return found

@@ -1,0 +1,105 @@
+"""The folders a catalog command reads and the catalog options, shared by ``ls``,
+``search``, ``usage`` and ``index``.
+
+Without DIR: the current directory's folder in Pi's store (``--cwd PATH`` names another
+directory), or with ``--all`` every project folder of the store
+(``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions``). With DIR: the
+``.jsonl`` files in DIR, or with ``--all`` DIR and all its subfolders. ``usage`` and
+``index`` read every project when given neither DIR nor ``--cwd`` (``--this``: the
+current directory's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from ._common import CliError, safe
+
+
+def add_arguments(p: argparse.ArgumentParser, *, dir_arg: bool = True, default_all: bool = False) -> None:
+    """Add DIR (unless ``dir_arg`` is false), ``--all``, ``--cwd``, ``--catalog`` and
+    ``--no-cache`` to a subcommand's parser."""
+    if dir_arg:
+        p.add_argument("dir", nargs="?", help="a session folder (default: this directory's folder in Pi's store)")
+    p.add_argument("--all", action="store_true",
+                   help="every project (with DIR: DIR and its subfolders)" + ("" if default_all else
+                        ", not only the current directory's"))
+    if default_all:
+        p.add_argument("--this", action="store_true",
+                       help="only the current directory's sessions (default without DIR: every project)")
+    p.set_defaults(_default_all=default_all)
+    p.add_argument("--cwd", metavar="PATH", help="the sessions of this working directory (default: the current one)")
+    p.add_argument("--catalog", metavar="FILE",
+                   help="the catalog database (default: $SESSIONTREE_CATALOG, else $XDG_CACHE_HOME/sessiontree/"
+                        "catalog.sqlite3, else ~/.cache/sessiontree/catalog.sqlite3)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="read every file instead of the catalog (the same answer, slower)")
+
+
+def walk(root: str) -> list[str]:
+    """``root`` and every folder under it, sorted at each level."""
+    out = [root]
+    for dirpath, dirnames, _ in os.walk(root):
+        dirnames.sort()
+        out.extend(os.path.join(dirpath, d) for d in dirnames)
+    return out
+
+
+def _all(args: argparse.Namespace) -> bool:
+    if args.all:
+        return True
+    return bool(getattr(args, "_default_all", False)) and getattr(args, "dir", None) is None and not (
+        getattr(args, "this", False) or getattr(args, "cwd", None) is not None)
+
+
+def folders(args: argparse.Namespace) -> list[str]:
+    """The folders the command reads (module docstring).
+
+    Raises:
+        CliError: DIR is not a folder, or ``--cwd`` is given with DIR.
+    """
+    from .._listing import project_cwd, project_folders
+    from .._places import default_session_root, session_dir_for_cwd
+
+    directory = getattr(args, "dir", None)
+    if directory is not None:
+        if getattr(args, "cwd", None) is not None:
+            raise CliError("give DIR or --cwd, not both", code=2)
+        if not os.path.isdir(directory):
+            raise CliError(f"{safe(directory)}: no such directory")
+        return walk(directory) if _all(args) else [directory]
+    root = default_session_root()
+    if _all(args):
+        return project_folders(root)
+    return [session_dir_for_cwd(project_cwd(args.cwd if args.cwd is not None else os.getcwd()), root)]
+
+
+def where(args: argparse.Namespace) -> str:
+    """The folder (or root) the command reads, in words."""
+    from .._listing import project_cwd
+    from .._places import default_session_root, session_dir_for_cwd
+
+    directory = getattr(args, "dir", None)
+    if directory is not None:
+        return directory
+    root = default_session_root()
+    if _all(args):
+        return root
+    return session_dir_for_cwd(project_cwd(args.cwd if args.cwd is not None else os.getcwd()), root)
+
+
+def catalog_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``catalog`` and ``no_cache`` for the library calls.
+
+    Raises:
+        CliError: the catalog path is inside Pi's folders.
+    """
+    from ..catalog._location import resolve
+
+    try:
+        resolve(args.catalog)
+    except ValueError as e:
+        raise CliError(str(e), code=2) from None
+    return {"catalog": args.catalog, "no_cache": args.no_cache}

@@ -1,0 +1,259 @@
+"""``sessiontree export``: a session in another format.
+
+Formats (--format):
+  html      one self-contained page that works offline: the tree in a sidebar (click
+            any entry to read its branch) and the conversation of one path (Markdown
+            text, code, tool calls and results folded, images inline, model and usage
+            per message, compactions and branch summaries where they sit)
+  markdown  one path as Markdown, to read, share or feed to a model (--detail)
+  parquet   sessions as a Parquet dataset for DuckDB, Polars and Spark: FILE may be one
+            or more session files or folders, --all adds Pi's whole store; --out DIR is
+            the dataset's folder, updated in place (only changed sessions rewritten;
+            docs/TABLES.md); needs the `arrow` extra (pyarrow)
+
+For html and markdown, the path is root → the current leaf, or root → --leaf ID (a unique
+prefix of an id is enough). Output goes to --out FILE (written whole or not at all),
+else to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from ._common import CliError, Io, human_bytes, human_seconds, open_session, safe, spinner
+
+__all__ = ["add_parser", "run", "FORMATS", "Format", "Job"]
+
+
+@dataclass
+class Job:
+    """One export: what a format's writer gets.
+
+    Attributes:
+        sm: the open ``SessionManager``.
+        args: the parsed command line (the format's own options included).
+        leaf_id: the last entry of the path to export (``None``: the session has none).
+        out: where the bytes go (binary, buffered).
+        source: the session file as the user named it.
+    """
+
+    sm: Any
+    args: argparse.Namespace
+    leaf_id: str | None
+    out: BinaryIO
+    source: str
+    _structure: Any = field(default=None, repr=False)
+
+    @property
+    def structure(self) -> Any:
+        """The session's ``_structure.Structure`` (made on first use)."""
+        if self._structure is None:
+            from .._structure import structure_of
+
+            self._structure = structure_of(self.sm)
+        return self._structure
+
+    def write_text(self, text: str) -> None:
+        self.out.write(text.encode("utf-8", "backslashreplace"))
+
+
+@dataclass(frozen=True)
+class Format:
+    """One ``--format``: its help, its own options and its writer.
+
+    Attributes:
+        help: one line for ``--help``.
+        add_options: adds the format's options to its argument group; each option's
+            default must be ``None`` (so that giving it with another format is caught).
+        options: the ``dest`` names of those options.
+        write: writes the export of one session; returns a short summary
+            (``"3,871 entries"``).
+        binary: the output is not text (never written to a terminal).
+        run_many: instead of ``write``, a format that takes many sessions (files,
+            folders) runs the whole command itself and returns the exit status.
+    """
+
+    help: str
+    add_options: Callable[[Any], None]
+    options: tuple[str, ...]
+    write: Callable[[Job], str] | None = None
+    binary: bool = False
+    run_many: Callable[[argparse.Namespace, Io], int] | None = None
+
+
+def _html_options(group: Any) -> None:
+    group.add_argument("--branches", choices=("auto", "all", "path"), default=None,
+                       help="which entries the page holds: all (every branch readable), path (only the chosen "
+                            "path; for big sessions), auto = all for session files up to 32 MiB (default)")
+
+
+def _write_html(job: Job) -> str:
+    from ..export.html import write_html
+
+    st = job.structure
+    leaf = st.number(job.leaf_id) if job.leaf_id is not None else None
+    stats = write_html(st, job.write_text, leaf=leaf, branches=job.args.branches or "auto", source=job.source)
+    return (f"{stats.entries:,} entries in the tree, {stats.rendered:,} rendered "
+            f"({'every branch' if stats.branches == 'all' else 'the path'}), {stats.path:,} on the path")
+
+
+def _markdown_options(group: Any) -> None:
+    group.add_argument("--detail", choices=("full", "no-tools", "user-only"), default=None,
+                       help="full: everything on the path (default); no-tools: the conversation's text "
+                            "without thinking, tool calls and results; user-only: what the user wrote")
+
+
+def _write_markdown(job: Job) -> str:
+    from ..export.markdown import write_markdown
+
+    st = job.structure
+    leaf = st.number(job.leaf_id) if job.leaf_id is not None else None
+    stats = write_markdown(st, job.write_text, leaf=leaf, detail=job.args.detail or "full", source=job.source)
+    return f"{stats.sections:,} sections from {stats.path:,} entries on the path"
+
+
+def _parquet_options(group: Any) -> None:
+    group.add_argument("--all", dest="all_projects", action="store_const", const=True, default=None,
+                       help="every project in Pi's session store ($PI_CODING_AGENT_DIR/sessions, "
+                            "else ~/.pi/agent/sessions)")
+    group.add_argument("--json", dest="as_json", action="store_const", const=True, default=None,
+                       help="print what was done as JSON")
+
+
+def _run_parquet(args: argparse.Namespace, io: Io) -> int:
+    from .export_parquet import run_parquet
+
+    if args.out in (None, "-"):
+        raise CliError("--format parquet writes a folder: give --out DIR", code=2)
+    return run_parquet(args.paths, all_projects=bool(args.all_projects), out=args.out, backend=args.backend,
+                       as_json=bool(args.as_json), io=io)
+
+
+FORMATS: dict[str, Format] = {
+    "html": Format("one offline page: tree sidebar and the conversation of a path",
+                   _html_options, ("branches",), _write_html),
+    "markdown": Format("one path as Markdown (--detail full | no-tools | user-only)",
+                       _markdown_options, ("detail",), _write_markdown),
+    "parquet": Format("sessions as a Parquet dataset (files, folders, --all) into --out DIR",
+                      _parquet_options, ("all_projects", "as_json"), binary=True, run_many=_run_parquet),
+}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``export`` to the ``sessiontree`` subcommands."""
+    p = sub.add_parser("export", help="write a session as HTML (tree + conversation) or Markdown (one path), "
+                                      "or sessions as Parquet",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="*", metavar="FILE",
+                   help="session file (.jsonl); parquet also takes several files and folders")
+    p.add_argument("--format", required=True, choices=tuple(FORMATS), help="the output format (see above)")
+    p.add_argument("--leaf", metavar="ID", help="export the path to this entry (an id or a unique prefix) "
+                                                "instead of the path to the current leaf")
+    p.add_argument("--out", metavar="FILE", help="write to FILE (replaced whole, atomically) instead of stdout; "
+                                                "parquet: the dataset's folder")
+    for name, fmt in FORMATS.items():
+        fmt.add_options(p.add_argument_group(f"{name} options"))
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, io: Io) -> int:
+    """``sessiontree export``: the exit status."""
+    fmt = FORMATS[args.format]
+    for other, ofmt in FORMATS.items():
+        if other == args.format:
+            continue
+        for dest in ofmt.options:
+            if getattr(args, dest, None) is not None and dest not in fmt.options:
+                flag = {"all_projects": "all", "as_json": "json"}.get(dest, dest)
+                raise CliError(f"--{flag.replace('_', '-')} is an option of --format {other}, not {args.format}",
+                               code=2)
+    if fmt.run_many is not None:
+        return fmt.run_many(args, io)
+    if len(args.paths) != 1:
+        raise CliError(f"--format {args.format} exports one session file: name exactly one", code=2)
+    args.file = args.paths[0]
+    write = fmt.write
+    assert write is not None  # a format has a writer or runs the command itself
+    to_stdout = args.out in (None, "-")
+    if to_stdout and (fmt.binary or args.format == "html") and _stdout_is_terminal():
+        raise CliError(f"not writing {args.format} to a terminal: give --out FILE or redirect stdout", code=2)
+    sm, _ = open_session(io, args.file, args.backend)
+    with sm:
+        leaf_id, st = sm.leaf_id, None
+        if args.leaf is not None:
+            leaf_id, st = _resolve(io, sm, args)
+        job_args = dict(sm=sm, args=args, source=args.file, _structure=st)
+        t0 = time.perf_counter()
+        if to_stdout:
+            out = sys.stdout.buffer
+            sys.stdout.flush()
+            job = Job(leaf_id=leaf_id, out=out, **job_args)  # type: ignore[arg-type]
+            _with_structure(io, job)
+            write(job)
+            out.flush()
+            return 0
+        target = os.path.abspath(args.out)
+        folder = os.path.dirname(target)
+        if os.path.isdir(target):
+            raise CliError(f"{safe(args.out)}: is a directory")
+        if not os.path.isdir(folder):
+            raise CliError(f"{safe(folder)}: no such folder")
+        fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "wb", buffering=1 << 20) as f:
+                job = Job(leaf_id=leaf_id, out=f, **job_args)  # type: ignore[arg-type]
+                _with_structure(io, job)
+                with spinner(io, f"writing {os.path.basename(target)}"):
+                    summary = write(job)
+            os.chmod(tmp, 0o644 & ~_umask())
+            os.replace(tmp, target)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        size = os.path.getsize(target)
+        io.print(f"wrote {safe(args.out)} ({args.format}, {human_bytes(size)}, {summary}) "
+                 f"in {human_seconds(time.perf_counter() - t0)}", markup=False, highlight=False)
+    return 0
+
+
+def _with_structure(io: Io, job: Job) -> None:
+    with spinner(io, "reading the tree"):
+        job.structure  # noqa: B018 - computed here, under the spinner
+
+
+def _resolve(io: Io, sm: Any, args: argparse.Namespace) -> tuple[str, Any]:
+    """``--leaf``'s entry id (a whole id or a unique prefix), and the structure if made."""
+    from .._structure import AmbiguousIdError, structure_of
+
+    if args.leaf in sm:
+        return str(args.leaf), None
+    with spinner(io, "reading the tree"):
+        st = structure_of(sm)
+    try:
+        return st.resolve(args.leaf), st
+    except AmbiguousIdError as e:
+        raise CliError(f"{safe(args.file)}: --leaf {safe(args.leaf)} is ambiguous ({safe(str(e))})") from None
+    except KeyError:
+        raise CliError(f"{safe(args.file)}: entry {safe(args.leaf)} not found") from None
+
+
+@functools.lru_cache(maxsize=1)
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _stdout_is_terminal() -> bool:
+    try:
+        return os.isatty(sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False

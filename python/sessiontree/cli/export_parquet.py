@@ -1,0 +1,52 @@
+"""``sessiontree export --format parquet``: sessions as a Parquet dataset for DuckDB,
+Polars and Spark.
+
+PATH may be a session file or a folder of sessions; ``--all`` adds every project in
+Pi's store (``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions``). The
+dataset in OUT has three tables (``sessions``, ``entries``, ``tool_calls``),
+Hive-partitioned by project and date, zstd-compressed; run again, only the sessions
+that changed are rewritten. Schema and queries: docs/TABLES.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from ._common import CliError, Io, count_progress, safe
+
+
+def run_parquet(paths: Sequence[str], *, all_projects: bool, out: str, backend: str, as_json: bool, io: Io) -> int:
+    """Export ``paths`` (files, folders) and, with ``all_projects``, Pi's whole store to
+    the dataset in ``out``; print a summary. Exit status 1 if a named path or a
+    session could not be exported, else 0.
+
+    Raises:
+        CliError: nothing to export, or pyarrow is missing.
+    """
+    if not paths and not all_projects:
+        raise CliError("name session files or folders, or --all", code=2)
+    try:
+        from ..tables import export_parquet, session_paths
+    except ImportError as e:
+        raise CliError(str(e)) from None
+    problems: list[tuple[str, str]] = []
+    sessions = session_paths(paths, all_projects=all_projects, on_problem=lambda p, r: problems.append((p, r)))
+    with count_progress(io, "exporting") as update:
+        result = export_parquet(sessions, out, backend=backend, on_progress=lambda d, t, _p: update(d, t))
+    failed = problems + result.failed
+    mb = result.bytes_read / 1e6
+    if as_json:
+        io.write(json.dumps({
+            "out": out, "written": len(result.written), "skipped": result.skipped, "removed": result.removed,
+            "failed": [{"path": p, "reason": r} for p, r in failed], "bytesRead": result.bytes_read,
+            "seconds": round(result.seconds, 3),
+        }) + "\n")  # fmt: skip
+    else:
+        speed = f", {mb / result.seconds:.0f} MB/s" if result.seconds > 0 and result.written else ""
+        io.out.print(f"{safe(out)}: {len(result.written)} sessions written ({mb:,.1f} MB read{speed}), "
+                     f"{result.skipped} unchanged, {result.removed} removed, {len(failed)} failed "
+                     f"({result.seconds:.2f} s)", markup=False, highlight=False)  # fmt: skip
+        for p, r in failed:
+            io.err.print(f"  skipped {safe(p)}: {safe(r)}", markup=False, highlight=False)
+    return 1 if failed else 0

@@ -1,0 +1,111 @@
+"""``sessiontree import``: Claude Code transcripts and Codex rollouts as Pi session trees.
+
+    sessiontree import claude [PATH ...] [--all] [--to DIR] [--json]
+    sessiontree import codex  [PATH ...] [--all] [--to DIR] [--json]
+
+``--all`` imports every source under ``~/.claude/projects`` (``$CLAUDE_CONFIG_DIR``) or
+``~/.codex/sessions`` (``$CODEX_HOME``). Each session is written as a new Pi v3 file in
+Pi's folder for its cwd (``--to DIR`` to choose one); sources are only read. Running it
+again changes nothing, or appends what the sources gained since. One report line per
+session, then counts of what could not be mapped, per record type. Exit status 0 when
+every source was read (problems in a source are reported, not fatal), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from rich.text import Text
+
+from ._common import CliError, Io, safe
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``import`` to the ``sessiontree`` subcommands."""
+    p = sub.add_parser("import", help="import Claude Code / Codex sessions as Pi session trees",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("source", choices=("claude", "codex"), help="which agent's history to import")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="source .jsonl files (default with --all: every one)")
+    p.add_argument("--all", action="store_true", help="import every session of that agent on this machine")
+    p.add_argument("--to", metavar="DIR", help="folder for the imported files (default: Pi's folder for each cwd)")
+    p.add_argument("--include-incomplete", action="store_true",
+                   help="codex: also import a model response a rollout ends in the middle of")
+    p.add_argument("--json", action="store_true", help="print one JSON object per imported session, in a list")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, io: Io) -> int:
+    """``sessiontree import``: the exit status (see the module docstring)."""
+    from ..importers import claude_sources, codex_sources, import_claude, import_codex
+
+    paths = list(args.paths)
+    if args.all:
+        paths += claude_sources() if args.source == "claude" else codex_sources()
+    if not paths:
+        raise CliError("name source files, or --all for every one", code=2)
+    for p in args.paths:
+        if not os.path.isfile(os.path.expanduser(p)):
+            raise CliError(f"{safe(p)}: no such file")
+    backend = None if args.backend == "auto" else args.backend
+    results = []
+    seen: set[str] = set()
+    for p in paths:
+        ap = os.path.abspath(os.path.expanduser(p))
+        if ap in seen:
+            continue
+        seen.add(ap)
+        if args.source == "claude":
+            rs = import_claude(ap, to=args.to, backend=backend)
+            seen.update(r.source for r in rs)
+        else:
+            rs = import_codex(ap, to=args.to, backend=backend, include_incomplete=args.include_incomplete)
+        results.extend(rs)
+    if args.json:
+        io.write_json([r.to_json() for r in results])
+    else:
+        for r in results:
+            _render(io, r.to_json())
+        _summary(io, [r.to_json() for r in results])
+    failed = [r for r in results if r.path is None and r.error and "holds no message" not in r.error]
+    return 1 if failed else 0
+
+
+def _counts(d: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in sorted(d.items()))
+
+
+def _render(io: Io, r: dict[str, Any]) -> None:
+    src = safe(r["source"])
+    if r["path"] is None:
+        io.print(Text.assemble((src, "bold"), ": ", ("not imported", "yellow"), f": {safe(r['error'] or '')}"))
+        return
+    state = "new" if r["created"] else ("updated" if r["entriesAdded"] else "unchanged")
+    role = f" [{r['role']}]" if r["role"] != "main" else ""
+    io.print(Text.assemble((src, "bold"), role, " -> ", safe(r["path"]), "  ",
+                           (state, "green" if state != "unchanged" else "dim"),
+                           f" (+{r['entriesAdded']} entries, {r['entriesTotal']} in file)"))
+    if r["parentSession"]:
+        io.print(Text(f"  parentSession: {safe(r['parentSession'])}"))
+    for label, key in (("kept as custom", "custom"), ("skipped", "skipped"), ("not mapped", "unmapped"),
+                       ("conflicts (left as they are)", "conflicts")):
+        if r[key]:
+            io.print(Text(f"  {label}: {safe(_counts(r[key]))}"))
+    if r["continued"]:
+        io.print(Text(f"  continued: {r['continued']} response(s) that grew since the last import"))
+    for prob in r["problems"][:10]:
+        io.print(Text(f"  problem: {safe(prob)}", style="yellow"))
+
+
+def _summary(io: Io, rs: list[dict[str, Any]]) -> None:
+    written = [r for r in rs if r["path"]]
+    added = sum(r["entriesAdded"] for r in rs)
+    unmapped: dict[str, int] = {}
+    for r in rs:
+        for k, v in r["unmapped"].items():
+            unmapped[k] = unmapped.get(k, 0) + v
+    io.print(Text(f"{len(written)} session(s) imported, {added} entries added, "
+                  f"{len(rs) - len(written)} not imported"))
+    if unmapped:
+        io.print(Text("not mapped, per record type: " + safe(_counts(unmapped))))

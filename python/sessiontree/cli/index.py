@@ -1,0 +1,54 @@
+"""``sessiontree index``: build or bring up to date the catalog of a folder of sessions:
+the listing facts (``ls``), the full-text index (``search``) and the usage
+(``usage``), so that later commands read only what changed.
+
+The catalog is a cache (``$SESSIONTREE_CATALOG``, else
+``$XDG_CACHE_HOME/sessiontree/catalog.sqlite3``, else
+``~/.cache/sessiontree/catalog.sqlite3``; ``--catalog FILE`` for another): deleting it
+loses nothing. Unchanged files cost a ``stat``, grown files their new bytes; replaced,
+truncated or rewritten files are read again, vanished ones dropped. ``--no-cache``
+reads every file and keeps nothing.
+
+Scope: every project (``--this``: the current directory's sessions; DIR a folder,
+``--all`` with its subfolders).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from . import _scope
+from ._common import CliError, Io, byte_progress, human_bytes, human_seconds
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``index`` to the ``sessiontree`` subcommands."""
+    p = sub.add_parser("index", help="build or update the catalog (listing, full-text search, usage)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dir", nargs="?", help="a session folder (default: every project in Pi's store)")
+    _scope.add_arguments(p, dir_arg=False, default_all=True)
+    p.add_argument("--json", action="store_true", help="print what was done as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, io: Io) -> int:
+    """``sessiontree index``: 0, or 1 when the catalog cannot be used."""
+    from ..catalog import CatalogError, index
+
+    t0 = time.perf_counter()
+    with byte_progress(io, "indexing sessions", None) as update:
+        try:
+            s = index(_scope.folders(args), on_bytes=update, **_scope.catalog_options(args))
+        except CatalogError as e:
+            raise CliError(str(e)) from None
+    seconds = time.perf_counter() - t0
+    if args.json:
+        io.write_json({"files": s.files, "sessions": s.sessions, "problems": s.problems, "read": s.read,
+                       "bytesRead": s.bytes_read, "seconds": round(seconds, 3), "catalog": s.catalog,
+                       "catalogBytes": s.catalog_bytes})
+        return 0
+    where = f"; catalog {s.catalog} ({human_bytes(s.catalog_bytes)})" if s.catalog else " (no catalog)"
+    io.print(f"{s.files:,} file(s), {s.sessions:,} session(s), {s.problems:,} not session(s); read {s.read:,} "
+             f"({human_bytes(s.bytes_read)}) in {human_seconds(seconds)}{where}", markup=False, highlight=False)
+    return 0

@@ -1,0 +1,104 @@
+"""``sessiontree usage``: tokens and cost from what Pi recorded, by day, week, month,
+session, model or project.
+
+Counted: the ``usage`` of assistant messages, of ``usage`` entries (Pi 0.87+) and of
+compaction and branch summaries, with the cost Pi wrote (no price table). Each entry
+counts once, however many branches share it; a forked or branched session's copies of
+its source's entries count once too, charged to the oldest session holding them.
+``--active-path`` counts only what each session's current path holds: the difference
+is what abandoned branches cost. Days, weeks (ISO) and months are in this machine's
+time zone (``--utc``: UTC); ``--since``/``--until`` are inclusive dates.
+
+Scope: every project (``--this``: the current directory's sessions, ``--cwd PATH``:
+PATH's; DIR a folder, ``--all`` with its subfolders).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from datetime import date, timezone
+
+from rich.table import Table
+
+from . import _scope
+from ._common import CliError, Io, byte_progress, safe
+
+_GROUPS = ("daily", "weekly", "monthly", "session", "model", "project")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``usage`` to the ``sessiontree`` subcommands."""
+    p = sub.add_parser("usage", help="token and cost report (by day, week, month, session, model, project)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("report", nargs="?", metavar="REPORT", help=f"{' | '.join(_GROUPS)} (default daily)")
+    p.add_argument("dir", nargs="?", help="a session folder (default: every project in Pi's store)")
+    _scope.add_arguments(p, dir_arg=False, default_all=True)
+    p.add_argument("--since", type=_date, metavar="DATE", help="from this day on (YYYY-MM-DD or YYYYMMDD)")
+    p.add_argument("--until", type=_date, metavar="DATE", help="up to and including this day")
+    p.add_argument("--active-path", action="store_true", help="only what each session's current path holds")
+    p.add_argument("--utc", action="store_true", help="days, weeks and months in UTC (default: local time)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=run)
+
+
+def _date(text: str) -> date:
+    m = re.fullmatch(r"(\d{4})-?(\d{2})-?(\d{2})", text.strip())
+    if m is None:
+        raise argparse.ArgumentTypeError(f"not a date: {text!r} (use YYYY-MM-DD)")
+    try:
+        return date(int(m[1]), int(m[2]), int(m[3]))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not a date: {text!r} ({e})") from None
+
+
+def _num(x: float) -> str:
+    return f"{x:,}" if isinstance(x, int) else f"{x:,.1f}"
+
+
+def run(args: argparse.Namespace, io: Io) -> int:
+    """``sessiontree usage``: 0, or 2 for a bad report name."""
+    from ..catalog import usage
+
+    if args.report is not None and args.report not in _GROUPS:
+        if args.dir is None:  # `usage DIR`: the report is the default one
+            args.report, args.dir = None, args.report
+        else:
+            raise CliError(f"unknown report {args.report!r}: use one of {', '.join(_GROUPS)}", code=2)
+    group = args.report or "daily"
+    with byte_progress(io, "indexing sessions", None) as update:
+        report = usage(group, _scope.folders(args), since=args.since, until=args.until,  # type: ignore[arg-type]
+                       active_path=args.active_path, tz=timezone.utc if args.utc else None, on_bytes=update,
+                       **_scope.catalog_options(args))
+    if args.json:
+        io.write_json({
+            "report": group, "activePath": args.active_path,
+            "since": args.since.isoformat() if args.since else None,
+            "until": args.until.isoformat() if args.until else None,
+            "timeZone": "UTC" if args.utc else "local", "files": report.files,
+            "lines": [x.as_dict() for x in report.lines], "total": report.total.as_dict(),
+        })
+        return 0
+    if not report.lines:
+        io.err.print(f"no recorded usage in {report.files:,} session(s) of {safe(_scope.where(args))}",
+                     markup=False, highlight=False)
+        return 0
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    names = {"daily": "day", "weekly": "week", "monthly": "month"}
+    table.add_column(names.get(group, group), overflow="fold")
+    for title in ("records", "input", "output", "cache read", "cache write", "total tokens", "cost ($)"):
+        table.add_column(title, justify="right", no_wrap=True)
+
+    def row(x, style: str = "") -> None:  # type: ignore[no-untyped-def]
+        table.add_row(safe(x.key), f"{x.records:,}", _num(x.input), _num(x.output), _num(x.cache_read),
+                      _num(x.cache_write), _num(x.total_tokens), f"{x.cost:,.4f}", style=style)
+
+    for line in report.lines:
+        row(line)
+    table.add_section()
+    row(report.total, "bold")
+    io.print(table)
+    scope = "current paths only" if args.active_path else "every branch"
+    io.print(f"{report.files:,} session(s); {scope}; each entry counted once", style="dim", markup=False,
+             highlight=False)
+    return 0

@@ -1,0 +1,260 @@
+"""What one entry shows, for every viewer: an :class:`Item` of :class:`Part` s.
+
+The HTML and Markdown exports and the browser's detail pane all show an entry through
+:func:`item_of`, so a message reads the same everywhere: its kind, time, model, usage,
+label, then its parts (text, thinking, tool calls, tool results, images, command
+output, summaries, notes). Every string in an item has been through :func:`clean`:
+session text is untrusted, and control characters, bidi controls and lone surrogates
+become visible escapes (``\\u202e``) here, once, before any format sees them. Each
+format still escapes for its own syntax (HTML entities, Markdown fences).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from ..cli._common import human_bytes, json_text, num, number, tool_call_preview, value_text
+
+__all__ = ["Part", "Item", "item_of", "clean", "one_line", "usage_text", "IMAGE_TYPES"]
+
+# C0 controls but LF and TAB, DEL, C1, ALM, LRM/RLM, the embeddings, overrides and
+# isolates (U+202A-U+202E, U+2066-U+2069), lone surrogates: shown as escapes. CR and the
+# Unicode line/paragraph separators are line breaks.
+_UNSAFE_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_BREAK_RE = re.compile("\r\n?|[\u2028\u2029]")
+_CHECK_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+_BASE64_RE = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
+def _escape(m: re.Match[str]) -> str:
+    o = ord(m.group())
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+
+
+def clean(value: Any) -> str:
+    """Any JSON value as text fit for any viewer: controls, bidi controls and lone
+    surrogates escaped (``\\x1b``, ``\\u202e``, ``\\udc80``), CR / CRLF / U+2028 / U+2029
+    as LF. LF and TAB stay."""
+    text = value_text(value, None)
+    if _CHECK_RE.search(text) is None:
+        return text
+    return _UNSAFE_RE.sub(_escape, _BREAK_RE.sub("\n", text))
+
+
+def one_line(value: Any, limit: int = 200) -> str:
+    """:func:`clean` text on one line (whitespace runs as one space), at most ``limit`` chars."""
+    text = " ".join(clean(value_text(value, limit * 4)).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class Part:
+    """One piece of an entry's content.
+
+    Attributes:
+        kind: ``text`` (Markdown), ``thinking`` (Markdown), ``tool_call`` (``title`` the
+            call, ``text`` its arguments as JSON), ``tool_result`` text (``title`` the
+            tool, ``error``), ``image`` (``mime`` one of :data:`IMAGE_TYPES`, ``data``
+            base64; an image that is neither is a ``note``), ``output`` (command output,
+            verbatim), ``summary`` (Markdown), ``json`` (a value shown as JSON, ``title``
+            what it is), ``note`` (one line).
+    """
+
+    kind: str
+    text: str = ""
+    title: str = ""
+    mime: str = ""
+    data: str = ""
+    error: bool = False
+
+
+@dataclass
+class Item:
+    """One entry as shown.
+
+    Attributes:
+        id: the entry's id (raw; formats escape it).
+        kind: the role of a message, else the entry type (cleaned).
+        when: its time, ``YYYY-MM-DD HH:MM:SS`` UTC, or ``""``.
+        meta: short facts in order (model, stop reason, usage, cost).
+        label: its current label (cleaned) or ``None``.
+        parts: its content.
+    """
+
+    id: str
+    kind: str
+    when: str = ""
+    meta: list[str] = field(default_factory=list)
+    label: str | None = None
+    parts: list[Part] = field(default_factory=list)
+
+
+def _when(entry: dict[str, Any]) -> str:
+    ts = entry.get("timestamp")
+    if isinstance(ts, str):
+        return one_line(ts.replace("T", " ")[:19], 40)
+    return ""
+
+
+def _message_when(msg: dict[str, Any]) -> str:
+    ms = number(msg.get("timestamp"))
+    if ms is None:
+        return ""
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return ""
+
+
+def usage_text(usage: Any) -> list[str]:
+    """``["in 1,234 · out 567 · cache 12,000 read, 0 written", "$0.0123"]`` from a
+    ``usage`` dict (any JSON value: what is not a number is left out)."""
+    if not isinstance(usage, dict):
+        return []
+    parts = []
+    for key, word in (("input", "in"), ("output", "out")):
+        if number(usage.get(key)) is not None:
+            parts.append(f"{word} {num(usage[key])}")
+    cr, cw = number(usage.get("cacheRead")), number(usage.get("cacheWrite"))
+    if cr or cw:
+        parts.append(f"cache {num(cr or 0)} read, {num(cw or 0)} written")
+    out = [" · ".join(parts)] if parts else []
+    cost = usage.get("cost")
+    total = number(cost.get("total")) if isinstance(cost, dict) else None
+    if total is not None:
+        out.append(f"${total:.4f}")
+    return out
+
+
+def _content_parts(content: Any, kind: str = "text", *, error: bool = False) -> list[Part]:
+    """Parts of a message ``content`` (a string or content blocks)."""
+    if isinstance(content, str):
+        return [Part(kind, clean(content), error=error)]
+    if not isinstance(content, list):
+        return [] if content is None else [Part("json", clean(json_text(content, indent=True)), "content")]
+    parts: list[Part] = []
+    for block in content:
+        if not isinstance(block, dict):
+            parts.append(Part("json", clean(json_text(block, indent=True)), "content block"))
+            continue
+        btype = block.get("type")
+        if btype == "text":
+            parts.append(Part(kind, clean(block.get("text")), error=error))
+        elif btype == "thinking":
+            if block.get("redacted") and not block.get("thinking"):
+                parts.append(Part("note", "(redacted thinking)"))
+            else:
+                parts.append(Part("thinking", clean(block.get("thinking"))))
+        elif btype == "toolCall":
+            parts.append(Part("tool_call", clean(json_text(block.get("arguments"), indent=True)),
+                              tool_call_preview(block, 120, clean)))
+        elif btype == "image":
+            parts.append(_image(block))
+        else:
+            parts.append(Part("json", clean(json_text(block, indent=True)), one_line(btype, 60) or "block"))
+    return parts
+
+
+def _image(block: dict[str, Any]) -> Part:
+    mime, data = block.get("mimeType"), block.get("data")
+    size = len(data) * 3 // 4 if isinstance(data, str) else 0
+    if mime in IMAGE_TYPES and isinstance(data, str) and _BASE64_RE.fullmatch(data):
+        return Part("image", mime=str(mime), data=data, title=f"image {mime} {human_bytes(size)}")
+    return Part("note", f"[image {one_line(mime, 60)} {human_bytes(size)}, not shown: not a PNG, JPEG, GIF or "
+                        "WebP in base64]")
+
+
+def item_of(entry: dict[str, Any], label: str | None = None) -> Item:
+    """The :class:`Item` of one decoded entry (any JSON: nothing here raises)."""
+    etype = entry.get("type")
+    item = Item(id=value_text(entry.get("id"), None), kind=one_line(etype, 60),
+                when=_when(entry), label=clean(label) if label is not None else None)
+    if etype == "message":
+        msg = entry.get("message")
+        if not isinstance(msg, dict):
+            item.kind = "message"
+            item.parts.append(Part("json", clean(json_text(msg, indent=True)), "message"))
+            return item
+        _message(item, msg)
+        return item
+    short = lambda v: one_line(v, 120)  # noqa: E731
+    if etype == "custom_message":
+        item.meta.append(short(entry.get("customType")) + ("" if entry.get("display") else " (hidden from the user)"))
+        item.parts.extend(_content_parts(entry.get("content")))
+    elif etype == "compaction":
+        item.meta.append(f"{num(entry.get('tokensBefore'))} tokens before")
+        item.meta.append(f"keeps from {short(entry.get('firstKeptEntryId'))}")
+        item.meta.extend(usage_text(entry.get("usage")))
+        item.parts.append(Part("summary", clean(entry.get("summary"))))
+    elif etype == "branch_summary":
+        item.meta.append(f"from {short(entry.get('fromId'))}")
+        item.meta.extend(usage_text(entry.get("usage")))
+        item.parts.append(Part("summary", clean(entry.get("summary")) or "(empty summary)"))
+    elif etype == "model_change":
+        item.parts.append(Part("note", f"model → {short(entry.get('provider'))}/{short(entry.get('modelId'))}"))
+    elif etype == "thinking_level_change":
+        item.parts.append(Part("note", f"thinking level → {short(entry.get('thinkingLevel'))}"))
+    elif etype == "label":
+        lab = entry.get("label")
+        what = f"label {short(lab)!r}" if isinstance(lab, str) and lab else "label cleared"
+        item.parts.append(Part("note", f"{what} on {short(entry.get('targetId'))}"))
+    elif etype == "session_info":
+        item.parts.append(Part("note", f"session name: {short(entry.get('name'))}"))
+    elif etype == "custom":
+        item.meta.append(short(entry.get("customType")))
+        if "data" in entry:
+            item.parts.append(Part("json", clean(json_text(entry.get("data"), indent=True)), "extension state"))
+    elif etype == "usage":
+        item.meta.append(f"{short(entry.get('kind'))} · {short(entry.get('provider'))}/{short(entry.get('model'))}")
+        item.meta.extend(usage_text(entry.get("usage")))
+        if entry.get("note"):
+            item.parts.append(Part("note", short(entry.get("note"))))
+    elif etype == "context_edit":
+        replacement = entry.get("replacement")
+        verb = "removes" if replacement is None else "replaces the content of"
+        item.parts.append(Part("note", f"{verb} {short(entry.get('targetId'))} in the context"))
+        if replacement is not None:
+            item.parts.append(Part("json", clean(json_text(replacement, indent=True)), "replacement"))
+    else:
+        item.parts.append(Part("json", clean(json_text(entry, indent=True)), "entry"))
+    return item
+
+
+def _message(item: Item, msg: dict[str, Any]) -> None:
+    role = msg.get("role")
+    item.kind = one_line(role, 60) if role is not None else "message"
+    item.when = _message_when(msg) or item.when
+    if role == "assistant":
+        model = f"{one_line(msg.get('provider'), 80)}/{one_line(msg.get('model'), 120)}".strip("/")
+        if model:
+            item.meta.append(model)
+        stop = msg.get("stopReason")
+        if stop not in (None, "stop", "toolUse"):
+            item.meta.append(f"stop: {one_line(stop, 60)}")
+        item.meta.extend(usage_text(msg.get("usage")))
+        if msg.get("errorMessage"):
+            item.parts.append(Part("note", f"error: {one_line(msg.get('errorMessage'), 500)}"))
+        item.parts.extend(_content_parts(msg.get("content")))
+    elif role == "toolResult":
+        error = bool(msg.get("isError"))
+        item.meta.append(one_line(msg.get("toolName"), 80) + (" ✗ error" if error else ""))
+        item.parts.extend(_content_parts(msg.get("content"), "tool_result", error=error))
+    elif role == "bashExecution":
+        code = msg.get("exitCode")
+        item.meta.append(f"exit {one_line(code, 20)}" if code is not None else "no exit code")
+        if msg.get("excludeFromContext"):
+            item.meta.append("excluded from the context")
+        item.parts.append(Part("note", f"$ {one_line(msg.get('command'), 2000)}"))
+        item.parts.append(Part("output", clean(msg.get("output")), error=code not in (0, None)))
+    elif role in ("custom", "hookMessage"):
+        item.meta.append(one_line(msg.get("customType"), 120))
+        item.parts.extend(_content_parts(msg.get("content")))
+    elif role in ("compactionSummary", "branchSummary"):
+        item.parts.append(Part("summary", clean(msg.get("summary"))))
+    else:  # user, system, and roles Pi does not define
+        item.parts.extend(_content_parts(msg.get("content")))

@@ -1,0 +1,313 @@
+"""``sessiontree export --format html``: one self-contained HTML page of a session.
+
+The page works offline and alone: a tree sidebar (drawn as ``sessiontree tree`` draws
+it, from the shape: branch points ``⑂n``, tips, the leaf, folded runs and older
+siblings behind ``<details>``, each other branch foldable, the chosen path in bold) and
+the conversation of the chosen path (Markdown text, code blocks, collapsible thinking,
+tool calls and results, images inline as ``data:`` URIs, model and usage per message,
+compactions and branch summaries where they sit; entries a compaction summarized are
+dimmed and marked as outside the model's context). Clicking any row shows the branch
+through it (root → that entry, then down its newest line to a tip).
+
+How much it holds (``branches``): ``all`` renders every entry, so every branch can be
+read; ``path`` renders only the chosen path (the sidebar still shows the whole tree; a
+click on another branch says how to export it); ``auto`` is ``all`` for session files
+up to :data:`AUTO_ALL_BYTES`, else ``path``. The page is written as it is made: the
+sidebar comes from the shape, and each rendered entry is decoded, written and dropped,
+so a 1 GiB session exports without being held in memory.
+
+Session text is untrusted. Every string is escaped (:func:`html.escape` after
+``_render.clean``, which makes control and bidi characters visible); Markdown is
+rendered by markdown-it-py with raw HTML off, links only to ``http``, ``https`` and
+``mailto`` (anything else stays text) and Markdown images shown as links, never loaded;
+the data the script reads is JSON with ``<``, ``>`` and ``&`` escaped; and a
+Content-Security-Policy allows only the page's own style and script (by hash) and
+``data:`` images, so even a missed escape could not run a script or reach the network.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from markdown_it import MarkdownIt
+
+from .._drawing import CLOSE, ENTRY, FOLD, MAX_SIBLINGS, NOTE, OPEN, Drawing, fold_text
+from .._structure import Structure
+from ..cli._common import entry_preview, human_bytes, to_json_bytes
+from ._page import CSS, JS, csp
+from ._render import Item, Part, clean, item_of, one_line
+
+__all__ = ["write_html", "HtmlStats", "AUTO_ALL_BYTES", "BRANCHES"]
+
+AUTO_ALL_BYTES = 32 * 1024 * 1024
+BRANCHES = ("auto", "all", "path")
+
+# Kinds with a style of their own; any other kind (whatever the file says) gets none.
+_KINDS = frozenset({"user", "assistant", "toolResult", "bashExecution", "custom", "system", "compaction",
+                    "compactionSummary", "branch_summary", "branchSummary", "custom_message", "model_change",
+                    "thinking_level_change", "label", "session_info", "usage", "context_edit"})
+_LINK_RE = re.compile(r"(?i)(?:https?://|mailto:)")
+_THINKING_OPEN = 600  # thinking shorter than this many characters is shown open
+_OUTPUT_OPEN = 20  # command output of at most this many lines is shown open
+
+
+def h(text: str) -> str:
+    """``text`` escaped for HTML text and attribute values (already :func:`clean`)."""
+    return html.escape(text, quote=True)
+
+
+@dataclass
+class HtmlStats:
+    """What an export wrote: entries drawn and rendered, the path's length, seconds."""
+
+    entries: int = 0
+    rendered: int = 0
+    path: int = 0
+    branches: str = "path"
+    seconds: float = 0.0
+
+
+def _markdown() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    md.validateLink = lambda url: _LINK_RE.match(url) is not None  # type: ignore[method-assign]
+
+    def link_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+        tokens[idx].attrSet("rel", "noopener noreferrer nofollow")
+        return str(self.renderToken(tokens, idx, options, env))
+
+    def image(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+        # Never load what a message points at: show the image as a link to it.
+        token = tokens[idx]
+        alt = self.renderInlineAsText(token.children or [], options, env)
+        src = token.attrGet("src") or ""
+        return (f'<a class="mdimg" href="{h(str(src))}" rel="noopener noreferrer nofollow">'
+                f"[image: {h(alt)}]</a>")
+
+    md.add_render_rule("link_open", link_open)
+    md.add_render_rule("image", image)
+    return md
+
+
+def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None = None,
+               branches: str = "auto", source: str = "") -> HtmlStats:
+    """Write the page of ``st``'s session through ``write`` (called with text chunks).
+
+    Args:
+        st: the session's structure (``_structure.structure_of``).
+        write: where the page goes, chunk by chunk.
+        leaf: the entry whose path is shown (default the current leaf).
+        branches: ``auto``, ``all`` or ``path`` (module docstring).
+        source: the session file as the user named it (shown, and in the hint for
+            exporting another branch).
+
+    Raises:
+        ValueError: ``branches`` is not one of :data:`BRANCHES`.
+    """
+    if branches not in BRANCHES:
+        raise ValueError(f"branches must be one of {BRANCHES}, not {branches!r}")
+    t0 = time.perf_counter()
+    if leaf is not None and leaf != st.leaf:
+        st = st.with_leaf(leaf)
+    sm = st.sm
+    if branches == "auto":
+        size = os.path.getsize(sm.session_file) if sm.session_file and os.path.exists(sm.session_file) else 0
+        branches = "all" if size <= AUTO_ALL_BYTES else "path"
+    drawing = Drawing(st)
+    shape = st.shape
+    path = st.path
+    every = branches == "all"
+    stats = HtmlStats(entries=len(st), path=len(path), branches=branches)
+    outside = _outside_context(st)
+
+    name = sm.get_session_name()
+    title = one_line(name, 200) if name else f"Session {one_line(sm.session_id, 80)}"
+    facts = [f"{len(st):,} entries", f"{len(path):,} on the path shown"]
+    if st.leaf is not None:
+        facts.append(f"to {one_line(st.id(st.leaf), 80)}")
+    if source:
+        facts.append(one_line(os.path.basename(source), 200))
+    facts.append(f"cwd {one_line(sm.cwd, 200)}")
+    if not every:
+        facts.append("only this path's entries are in this file (export another with --leaf ID)")
+    write("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+          f'<meta http-equiv="Content-Security-Policy" content="{h(csp())}">\n'
+          '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+          '<meta name="referrer" content="no-referrer">\n'
+          f"<title>{h(title)}</title>\n<style>{CSS}</style></head>\n<body class=\"dp\">\n"
+          f"<header><h1>{h(title)}</h1><p>{h(' · '.join(facts))}</p></header>\n")
+
+    _write_tree(drawing, write, every)
+    write('<main id="conv">\n')
+    md = _markdown()
+    for n in path:
+        write(_article(st, n, md, shown=True, out=n in outside))
+        stats.rendered += 1
+    if every:
+        on = st.on_path
+        for n in drawing.order():
+            if n not in on:
+                write(_article(st, n, md, shown=False, out=False))
+                stats.rendered += 1
+    if not path:
+        write('<p class="note">The session has no entries.</p>\n')
+    write("</main>\n")
+
+    children = shape.children
+    on_path = st.on_path
+    down = []
+    for i in range(len(shape)):
+        kids = children(i)
+        if not kids or i == st.leaf:
+            down.append(-1)
+        else:
+            down.append(next((c for c in kids if c in on_path), kids[-1]))
+    data = {"ids": [clean(eid) for eid in shape.ids], "parents": list(shape.parents), "down": down,
+            "leaf": st.leaf if st.leaf is not None else -1, "file": clean(source or sm.session_file or "FILE")}
+    write('<script type="application/json" id="st-data">')
+    write(_script_json(data))
+    write(f"</script>\n<script>{JS}</script>\n</body></html>\n")
+    stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+def _script_json(value: Any) -> str:
+    """JSON that cannot end its ``<script>`` element or open a comment in it."""
+    text = to_json_bytes(value, indent=False).decode("utf-8", "surrogatepass")
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _outside_context(st: Structure) -> set[int]:
+    """Path entries the model does not see at the leaf (before a compaction's kept part)."""
+    if st.leaf is None:
+        return set()
+    projection = st.sm.build_session_projection(st.id(st.leaf))
+    seen = {p.source.get("id") for p in projection.entries}
+    return {n for n in st.path if st.id(n) not in seen}
+
+
+# ----------------------------------------------------------------------- sidebar
+
+
+def _write_tree(drawing: Drawing, write: Callable[[str], Any], every: bool) -> None:
+    st = drawing.st
+    for i in range(len(st)):
+        if len(st.children(i)) > MAX_SIBLINGS + 1:
+            drawing.expand(("more", i))  # all siblings drawn; the older ones closed below
+    write('<nav id="tree" aria-label="session tree">\n<p class="hint">Click an entry to read its branch. '
+          "▾ folds a branch; ⋮ rows open folded runs. ⑂n: a branch point with n branches; "
+          "tip: the end of a branch; ← leaf: the session's current leaf.</p>\n")
+    in_summary = False
+    out: list[str] = []
+    for row in drawing.iter_rows(markers=True):
+        kind = row.kind
+        if kind == OPEN:
+            opened = "" if drawing.sibling_folded(row.entry) else " open"
+            out.append(f'<details class="br"{opened}><summary>')
+            in_summary = True
+        elif kind == CLOSE:
+            out.append("</details>\n")
+        elif kind == ENTRY:
+            out.append(_row(st, row.entry, row.prefix, preview=True, toggle=in_summary))
+            if in_summary:
+                out.append("</summary>")
+                in_summary = False
+        elif kind == FOLD:
+            text = fold_text(drawing.kinds(row.hidden))
+            out.append(f'<details class="fold"><summary>{h(row.prefix)}  {h(clean(text))}</summary>')
+            out.extend(_row(st, n, row.prefix, preview=every) for n in row.hidden)
+            out.append("</details>\n")
+        elif kind == NOTE:
+            out.append(f'<p class="hint">{h(row.note)}</p>\n')
+        if len(out) >= 512:
+            write("".join(out))
+            out.clear()
+    write("".join(out) + "</nav>\n")
+
+
+def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = False) -> str:
+    kind = st.kind(n)
+    css = "r on" if n in st.on_path else "r"
+    text = ""
+    if preview:
+        _, text = entry_preview(st.entry(n), clean)
+        text = one_line(text, 110)
+    marks = []
+    label = st.labels.get(n)
+    if label is not None:
+        marks.append(f'<span class="lb">[{h(one_line(label, 80))}]</span>')
+    branches = len(st.children(n))
+    if branches >= 2:
+        marks.append(f'<span class="mk">⑂{branches}</span>')
+    elif branches == 0 and n != st.session_leaf:
+        marks.append('<span class="mk">tip</span>')
+    if n == st.session_leaf:
+        marks.append('<span class="mk">← leaf</span>')
+    k = one_line(kind, 40)
+    kcls = f" k-{k}" if k in _KINDS else ""
+    tg = '<span class="tg"></span>' if toggle else ""
+    return (f'<a class="{css}" id="t{n}" href="#a{n}" data-n="{n}"><span class="px">{h(prefix)}</span>{tg}'
+            f'{h(one_line(st.id(n), 12)[:8])} <span class="k{kcls}">{h(k)}</span> <span class="pv">{h(text)}</span>'
+            f'{" " + " ".join(marks) if marks else ""}</a>\n')
+
+
+# ----------------------------------------------------------------------- articles
+
+
+def _article(st: Structure, n: int, md: MarkdownIt, *, shown: bool, out: bool) -> str:
+    item = item_of(st.entry(n), st.labels.get(n))
+    kcls = f" k-{item.kind}" if item.kind in _KINDS else ""
+    classes = "m" + (f" m-{item.kind}" if kcls else "") + (" shown" if shown else "") + (" out" if out else "")
+    parts = [f'<article id="a{n}" class="{classes}" data-n="{n}"><header><span class="k{kcls}">{h(item.kind)}</span>']
+    if item.when:
+        parts.append(f"<span>{h(item.when)}</span>")
+    if item.meta:
+        parts.append(f"<span>{h(' · '.join(m for m in item.meta if m))}</span>")
+    if item.label is not None:
+        parts.append(f'<span class="lb">[{h(one_line(item.label, 200))}]</span>')
+    parts.append(f'<a class="eid" href="#a{n}">{h(one_line(item.id, 80))}</a></header>')
+    if out:
+        parts.append('<p class="outnote">summarized by a later compaction: not in the model\'s context at this leaf</p>')
+    role = item.kind
+    for part in item.parts:
+        parts.append(_part(part, md, role, item))
+    parts.append("</article>\n")
+    return "".join(parts)
+
+
+def _lines(text: str) -> str:
+    n = text.count("\n") + 1 if text else 0
+    return f"{n:,} line{'' if n == 1 else 's'}, {human_bytes(len(text.encode('utf-8', 'surrogatepass')))}"
+
+
+def _part(part: Part, md: MarkdownIt, role: str, item: Item) -> str:
+    kind = part.kind
+    if kind in ("text", "summary"):
+        return f'<div class="md">{md.render(part.text)}</div>'
+    if kind == "thinking":
+        opened = " open" if len(part.text) < _THINKING_OPEN else ""
+        return (f'<details class="js"{opened}><summary>thinking</summary>'
+                f'<div class="thinking md">{md.render(part.text)}</div></details>')
+    if kind == "tool_call":
+        return f'<details class="tc"><summary>→ {h(part.title)}</summary><pre><code>{h(part.text)}</code></pre></details>'
+    if kind == "tool_result":
+        tool = item.meta[0] if item.meta else "result"
+        err = " err" if part.error else ""
+        return (f'<details class="tr{err}"><summary>← {h(tool)} · {_lines(part.text)}</summary>'
+                f"<pre>{h(part.text)}</pre></details>")
+    if kind == "image":
+        return f'<img class="im" alt="{h(part.title)}" src="data:{part.mime};base64,{part.data}">'
+    if kind == "output":
+        err = " err" if part.error else ""
+        opened = " open" if part.text.count("\n") < _OUTPUT_OPEN else ""
+        return (f'<details class="tr{err}"{opened}><summary>output · {_lines(part.text)}</summary>'
+                f"<pre>{h(part.text)}</pre></details>")
+    if kind == "json":
+        return f'<details class="js"><summary>{h(part.title)}</summary><pre>{h(part.text)}</pre></details>'
+    return f'<p class="note">{h(part.text)}</p>'

@@ -1,0 +1,139 @@
+"""Import Claude Code transcripts and Codex rollouts as Pi session trees.
+
+Each source session becomes one Pi v3 session file written through
+:class:`~sessiontree.SessionManager` (never touching the source), in Pi's folder for the
+session's cwd or in ``to``. Re-importing is idempotent: the same source gives the same
+ids and file, and a source that grew is brought up to date by appending. See
+``docs/IMPORT.md`` for the mapping.
+
+Example::
+
+    from sessiontree.importers import import_claude, import_codex
+    for r in import_claude("~/.claude/projects/-home-me-proj/3f2c....jsonl", to="/tmp/pi"):
+        print(r.path, r.entries_added, r.unmapped)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable
+
+from . import claude, codex
+from ._common import ImportResult, Report, SessionPlan, apply_plan, unique_paths
+
+__all__ = [
+    "ImportResult",
+    "SessionPlan",
+    "import_claude",
+    "import_codex",
+    "import_sources",
+    "claude_sources",
+    "codex_sources",
+    "plan_claude",
+    "plan_codex",
+]
+
+plan_claude = claude.plan_claude
+plan_codex = codex.plan_codex
+
+
+def claude_sources(home: str | None = None) -> list[str]:
+    """Claude Code transcripts under ``home`` (default ``$CLAUDE_CONFIG_DIR`` or
+    ``~/.claude``): ``projects/*/*.jsonl`` and ``projects/*/*/subagents/*.jsonl``."""
+    return claude.default_sources(home)
+
+
+def codex_sources(home: str | None = None) -> list[str]:
+    """Codex rollouts under ``home`` (default ``$CODEX_HOME`` or ``~/.codex``):
+    ``sessions/YYYY/MM/DD/rollout-*.jsonl``."""
+    return codex.default_sources(home)
+
+
+def _failed(path: str, error: str) -> ImportResult:
+    return ImportResult(source=os.path.abspath(path), session_id="", path=None, created=False, entries_added=0,
+                        entries_total=0, parent_session=None, role="main", imported={}, custom={}, skipped={},
+                        unmapped={}, conflicts={}, continued=0, problems=[], error=error)
+
+
+def import_claude(path: str | os.PathLike[str], *, to: str | os.PathLike[str] | None = None,
+                  backend: str | None = None, subagents: bool = True) -> list[ImportResult]:
+    """Import one Claude Code transcript (and, by default, its subagent transcripts).
+
+    Args:
+        path: a ``.jsonl`` transcript: a session (``<uuid>.jsonl``) or a subagent's
+            (``agent-<id>.jsonl``).
+        to: folder for the imported files; default Pi's folder for each session's cwd
+            (``$PI_CODING_AGENT_DIR/sessions/--<cwd>--`` or ``~/.pi/agent/sessions/...``).
+        backend: ``auto`` / ``python`` / ``native`` (the manager that writes).
+        subagents: also import ``<stem>/subagents/*.jsonl`` beside a session file.
+
+    Returns:
+        One :class:`ImportResult` per Pi session: the main session first, then each
+        sidechain / subagent (``role``), with ``parent_session`` naming the main one's
+        file. A result with ``path=None`` says in ``error`` why nothing was written.
+        Bad content never raises: it is skipped and counted.
+    """
+    src = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    files = claude.session_files_for(src) if subagents else [src]
+    results: list[ImportResult] = []
+    for f in files:
+        try:
+            plans = claude.plan_claude(f, to)
+        except OSError as e:
+            results.append(_failed(f, f"{f}: {e.strerror or e}"))
+            continue
+        for plan in plans:
+            results.append(apply_plan(plan, to, backend=backend))
+    return results
+
+
+def import_codex(path: str | os.PathLike[str], *, to: str | os.PathLike[str] | None = None,
+                 backend: str | None = None, include_incomplete: bool = False) -> list[ImportResult]:
+    """Import one Codex rollout.
+
+    Args:
+        path: a ``rollout-*.jsonl`` file.
+        to: folder for the imported file; default Pi's folder for the session's cwd.
+        backend: ``auto`` / ``python`` / ``native``.
+        include_incomplete: import a model response the rollout ends in the middle of
+            (default: held back and reported until it is complete).
+
+    Returns:
+        A list with one :class:`ImportResult` (``role`` ``main``, ``fork`` or
+        ``subagent``; ``parent_session`` names the parent thread's imported file when
+        its rollout is found).
+    """
+    src = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    try:
+        plans = codex.plan_codex(src, to, include_incomplete=include_incomplete)
+    except OSError as e:
+        return [_failed(src, f"{src}: {e.strerror or e}")]
+    return [apply_plan(p, to, backend=backend) for p in plans]
+
+
+def import_sources(kind: str, paths: Iterable[str | os.PathLike[str]], *, to: str | os.PathLike[str] | None = None,
+                   backend: str | None = None) -> list[ImportResult]:
+    """Import many sources of one kind (``"claude"`` or ``"codex"``), each once.
+
+    Raises:
+        ValueError: ``kind`` is neither.
+    """
+    if kind not in ("claude", "codex"):
+        raise ValueError(f"kind must be 'claude' or 'codex', not {kind!r}")
+    results: list[ImportResult] = []
+    done: set[str] = set()
+    for p in unique_paths([os.path.expanduser(os.fspath(x)) for x in paths]):
+        if p in done:
+            continue
+        if kind == "claude":
+            files = claude.session_files_for(p)
+            done.update(os.path.abspath(f) for f in files)
+            results.extend(import_claude(p, to=to, backend=backend))
+        else:
+            done.add(p)
+            results.extend(import_codex(p, to=to, backend=backend))
+    return results
+
+
+# keep names used in docs importable
+_ = (Report, SessionPlan)

@@ -1,0 +1,333 @@
+"""Sessions to a Hive-partitioned Parquet dataset, incrementally (docs/TABLES.md).
+
+Layout under the output folder::
+
+    sessions/project=P/date=D/sessions.parquet      every session of that partition
+    entries/project=P/date=D/<key>.parquet          one file per session
+    tool_calls/project=P/date=D/<key>.parquet       one file per session (if it has calls)
+    _sessiontree_manifest.json                      what each file was made from
+
+``P`` is the session's project (the name of Pi's folder for its ``cwd``, ``--home-u-p--``,
+with any character other than ``A-Z a-z 0-9 . _ -`` as ``_``), ``D`` the UTC date of
+its header's time. Files are zstd-compressed, in row groups of up to
+:data:`ROW_GROUP_ROWS` rows. A session is the unit of change: the manifest keeps each
+source file's identity (device, inode, size, mtime); a run skips a session whose file
+has the same identity as when it was exported, rewrites those that changed, and drops
+those whose file is gone. Every file is written under a temporary name and renamed
+into place; names beginning with ``.`` or ``_`` are ignored by Spark, DuckDB's
+``*.parquet`` globs and Polars.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .._places import session_dir_for_cwd
+from ..errors import InvalidSessionError, LoadReportWarning, SessionError
+from . import _fields
+from ._build import SessionTables, Source, sessions_table
+from ._schema import SCHEMAS
+
+__all__ = ["ExportResult", "export_parquet", "session_paths", "ROW_GROUP_ROWS", "ROW_GROUP_BYTES", "MANIFEST"]
+
+ROW_GROUP_ROWS = 122_880
+"""Most rows of a row group (DuckDB's own row-group size: one unit of its parallel scan)."""
+ROW_GROUP_BYTES = 128 << 20
+"""Most bytes of Arrow data buffered for one row group."""
+MANIFEST = "_sessiontree_manifest.json"
+_LOCK = ".sessiontree-export.lock"
+# Changes whenever the tables would come out differently: a manifest written under
+# another format is ignored, and every session is exported again.
+_FORMAT = hashlib.sha256(
+    repr(([str(s) for s in SCHEMAS.values()], _fields.MAX_TEXT, _fields.MAX_RESULT, _fields.MAX_ARGUMENTS,
+          _fields.MAX_FIELD, 1)).encode()
+).hexdigest()[:16]  # fmt: skip
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+@dataclass
+class ExportResult:
+    """What one :func:`export_parquet` run did.
+
+    Attributes:
+        written: session files exported (new or changed), in the order given.
+        skipped: sessions unchanged since the last run (their files kept).
+        removed: sessions whose file no longer exists (their Parquet files deleted).
+        failed: ``(path, reason)`` of files that could not be exported (not sessions,
+            unreadable); any earlier export of them is deleted.
+        bytes_read: bytes of session files read (the ``bytes`` of the written ones).
+        seconds: wall time of the run.
+    """
+
+    written: list[str] = field(default_factory=list)
+    skipped: int = 0
+    removed: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    bytes_read: int = 0
+    seconds: float = 0.0
+
+
+def session_paths(paths: Sequence[str] = (), *, all_projects: bool = False,
+                  on_problem: Callable[[str, str], None] | None = None) -> list[str]:  # fmt: skip
+    """The session files to export: each file in ``paths`` as it is, the sessions of
+    each folder in ``paths`` (``SessionManager.list``), and with ``all_projects`` every
+    project's sessions (``SessionManager.list_all``: ``$PI_CODING_AGENT_DIR/sessions``,
+    else ``~/.pi/agent/sessions``). Absolute paths, each once, in that order.
+
+    Args:
+        on_problem: called ``(path, reason)`` for each ``.jsonl`` file a listing left
+            out, and for each path that does not exist.
+    """
+    from .. import SessionManager
+
+    def problem(p: Any) -> None:
+        if on_problem is not None:
+            on_problem(p.path, p.reason)
+
+    out: dict[str, None] = {}
+    for p in paths:
+        full = os.path.abspath(os.path.expanduser(p))
+        if os.path.isdir(full):
+            out.update((i.path, None) for i in SessionManager.list("", full, on_problem=problem))
+        elif os.path.exists(full):
+            out[full] = None
+        elif on_problem is not None:
+            on_problem(full, "no such file or folder")
+    if all_projects:
+        out.update((i.path, None) for i in SessionManager.list_all(on_problem=problem))
+    return list(out)
+
+
+def _identity(st: os.stat_result) -> list[int]:
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def _project(cwd: Any) -> str:
+    if type(cwd) is not str or not cwd:
+        return "unknown"
+    return _UNSAFE.sub("_", os.path.basename(session_dir_for_cwd(cwd, root="")))[:200] or "unknown"
+
+
+def _date(ms: int | None, st: os.stat_result) -> str:
+    if ms is None or not -62135596800000 <= ms <= 253402300799999:  # years 1..9999
+        ms = st.st_mtime_ns // 1_000_000
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d")
+
+
+def _key(path: str) -> str:
+    stem = _UNSAFE.sub("_", os.path.splitext(os.path.basename(path))[0])[:120]
+    return f"{stem}-{hashlib.sha256(path.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
+
+
+class _Writer:
+    """One Parquet file written under a temporary name, row groups buffered to
+    :data:`ROW_GROUP_ROWS` rows / :data:`ROW_GROUP_BYTES` bytes, renamed on close."""
+
+    def __init__(self, path: str, schema: pa.Schema) -> None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self.path = path
+        self.tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+        self.schema = schema
+        self.w = pq.ParquetWriter(self.tmp, schema, compression="zstd")
+        self.buf: list[pa.RecordBatch] = []
+        self.rows = self.bytes = 0
+
+    def write(self, batches: Iterable[pa.RecordBatch]) -> None:
+        for b in batches:
+            if self.buf and (self.rows + b.num_rows > ROW_GROUP_ROWS or self.bytes + b.nbytes > ROW_GROUP_BYTES):
+                self._flush()
+            self.buf.append(b)
+            self.rows += b.num_rows
+            self.bytes += b.nbytes
+
+    def _flush(self) -> None:
+        if self.buf:
+            self.w.write_table(pa.Table.from_batches(self.buf, self.schema), row_group_size=ROW_GROUP_ROWS)
+        self.buf, self.rows, self.bytes = [], 0, 0
+
+    def close(self) -> None:
+        self._flush()
+        self.w.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        with contextlib.suppress(Exception):
+            self.w.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.tmp)
+
+
+def _write(path: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> None:
+    w = _Writer(path, schema)
+    try:
+        w.write(batches)
+    except BaseException:
+        w.abort()
+        raise
+    w.close()
+
+
+def _export_one(path: str, out: str, backend: str | None) -> dict[str, Any]:
+    """Write one session's entries and tool_calls files; its manifest record."""
+    from .. import SessionManager
+
+    st = os.stat(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadReportWarning)
+        sm = SessionManager.open(path, backend=backend)
+    with sm:
+        tables = SessionTables(Source.of(sm, sm._index))
+        row = tables.session_row()
+        part = f"project={_project(sm.get_header().get('cwd'))}/date={_date(row['created'], st)}"
+        key = _key(path)
+        files = []
+        if row["entry_count"]:
+            rel = f"entries/{part}/{key}.parquet"
+            _write(os.path.join(out, rel), SCHEMAS["entries"], tables.entries())
+            files.append(rel)
+        calls = tables.tool_calls()
+        if calls.num_rows:
+            rel = f"tool_calls/{part}/{key}.parquet"
+            _write(os.path.join(out, rel), SCHEMAS["tool_calls"], calls.to_batches())
+            files.append(rel)
+    return {"identity": _identity(st), "partition": part, "files": files, "row": row}
+
+
+class _Manifest:
+    def __init__(self, out: str) -> None:
+        self.path = os.path.join(out, MANIFEST)
+        self.sessions: dict[str, dict[str, Any]] = {}
+        try:
+            with open(self.path, "rb") as f:
+                d = json.load(f)
+            if d.get("format") == _FORMAT:
+                self.sessions = d["sessions"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+
+    def save(self) -> None:
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8", errors="surrogatepass") as f:
+            json.dump({"format": _FORMAT, "sessions": self.sessions}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+
+def _unlink_all(out: str, files: Iterable[str]) -> None:
+    for rel in files:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(out, rel))
+
+
+def _write_sessions(out: str, manifest: _Manifest, partitions: Iterable[str]) -> None:
+    by_part: dict[str, list[dict[str, Any]]] = {}
+    for rec in manifest.sessions.values():
+        by_part.setdefault(rec["partition"], []).append(rec["row"])
+    for part in sorted(set(partitions)):
+        target = os.path.join(out, "sessions", part, "sessions.parquet")
+        rows = sorted(by_part.get(part, []), key=lambda r: (r["created"] or 0, r["path"] or ""))
+        if rows:
+            _write(target, SCHEMAS["sessions"], sessions_table(rows).to_batches())
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target)
+
+
+@contextlib.contextmanager
+def _locked(out: str) -> Iterator[None]:
+    fd = os.open(os.path.join(out, _LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SessionError(f"{out}: another export into this folder is running") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def export_parquet(
+    sessions: Iterable[str],
+    out: str,
+    *,
+    backend: str | None = None,
+    on_progress: Callable[[int, int, str], None] | None = None,
+) -> ExportResult:
+    """Export session files to the Parquet dataset in ``out`` (created if needed).
+
+    Args:
+        sessions: session files (see :func:`session_paths` for folders and ``--all``).
+        out: the dataset's folder; earlier exports there are updated in place.
+        backend: index backend (default: ``$SESSIONTREE_BACKEND``, else ``auto``).
+        on_progress: called ``(done, total, path)`` after each session.
+
+    Returns:
+        What was written, skipped, removed and failed.
+
+    Raises:
+        SessionError: another export into ``out`` is running.
+        OSError: ``out`` cannot be written.
+    """
+    t0 = time.perf_counter()
+    out = os.path.abspath(out)
+    os.makedirs(out, exist_ok=True)
+    result = ExportResult()
+    paths = list(dict.fromkeys(os.path.abspath(p) for p in sessions))
+    with _locked(out):
+        manifest = _Manifest(out)
+        touched: set[str] = set()
+        last_save = time.monotonic()
+        for done, path in enumerate(paths, 1):
+            old = manifest.sessions.get(path)
+            try:
+                st = os.stat(path)
+                if old is not None and old["identity"] == _identity(st) and all(
+                    os.path.exists(os.path.join(out, f)) for f in old["files"]
+                ):
+                    result.skipped += 1
+                    continue
+                rec = _export_one(path, out, backend)
+            except (InvalidSessionError, SessionError, OSError, ValueError) as e:
+                result.failed.append((path, str(e)))
+                if old is not None:
+                    _unlink_all(out, old["files"])
+                    touched.add(old["partition"])
+                    del manifest.sessions[path]
+                continue
+            finally:
+                if on_progress is not None:
+                    on_progress(done, len(paths), path)
+            if old is not None:
+                _unlink_all(out, set(old["files"]) - set(rec["files"]))
+                touched.add(old["partition"])
+            manifest.sessions[path] = rec
+            touched.add(rec["partition"])
+            result.written.append(path)
+            result.bytes_read += rec["row"]["bytes"]
+            if time.monotonic() - last_save > 30:  # a long run that dies keeps most of its work
+                manifest.save()
+                last_save = time.monotonic()
+        for path in [p for p in manifest.sessions if not os.path.exists(p)]:
+            rec = manifest.sessions.pop(path)
+            _unlink_all(out, rec["files"])
+            touched.add(rec["partition"])
+            result.removed += 1
+        _write_sessions(out, manifest, touched)
+        manifest.save()
+    result.seconds = time.perf_counter() - t0
+    return result

@@ -1,0 +1,1059 @@
+//! One pass over a session file for a catalog: what a session picker shows (Pi's
+//! `buildSessionInfo`), the text search needs and the usage a report sums, read from
+//! a given offset so that a file that grew costs only its new bytes.
+//!
+//! The rules are Python's `sessiontree.catalog._extract` (the one Python home; tests
+//! hold the two equal on every corpus file, damaged case and generated folder): lines
+//! are framed and judged as the loader does (`scan::validate_line` / `scan_piece`: `\n`
+//! only, one CR stripped, BOM before the header, blank and invalid lines skipped, torn
+//! fragments recovered on lines ended by `\n`); the header is the first object; later
+//! headers are ignored; an entry needs a non-empty string id and the first definition stands. What a line holds
+//! beyond the scanner's top-level fields is read here, over the validated bytes, without
+//! building a value: duplicate keys as `json.loads` keeps them (the last value wins).
+//! A text whose JavaScript `String()` this module does not compute (a number, array or
+//! object where Pi writes a string) makes the scan report [`Scan::fallback`], and the
+//! caller reads that file with the Python rules instead.
+//!
+//! Reading is `pread` into a buffer that holds at most one read block plus the longest
+//! line (never a memory map: a file cut short while it is read gives a short read, not
+//! SIGBUS), so memory does not grow with the file. Each call stops at the first line end
+//! past `limit` bytes; the entries seen so far travel between calls as a byte string
+//! (see [`entries_path`] for its layout), so a long file is read in bounded pieces.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use crate::error::Result;
+use crate::ids::{IdArena, IdTable};
+use crate::scan::block::{Baseline, Strings};
+use crate::scan::{self, Fields, Val, Verdict};
+use crate::time::parse_iso_ms;
+use crate::tree;
+
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// Bytes asked of the file per read.
+const BLOCK: usize = 1 << 20;
+
+/// The header as one scan saw it.
+#[derive(Debug, Default, PartialEq)]
+pub enum Header {
+    /// The scan started after the header (a resumed scan).
+    #[default]
+    Before,
+    /// The header object's bytes (after a BOM or a torn fragment).
+    Found(Vec<u8>),
+    /// No header: the file's first non-blank line `(line, offset, bytes)` (CR and BOM
+    /// stripped), or `None` when it has none. The caller words why.
+    Missing(Option<(u64, u64, Vec<u8>)>),
+}
+
+/// What a scan saw of `session_info` names.
+#[derive(Debug, Default, PartialEq)]
+pub enum Name {
+    /// No `session_info` entry.
+    #[default]
+    Unset,
+    /// The last one's `name` (decoded, not trimmed).
+    Set(Vec<u8>),
+    /// The last one's `name` is not a string.
+    Cleared,
+}
+
+/// Which entry a [`Doc`] (a piece of searchable text) comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DocKind {
+    /// A user message: its text.
+    User,
+    /// An assistant message: its text, then each tool call's name and arguments.
+    Assistant,
+    /// A `session_info` entry: the name.
+    Name,
+}
+
+/// The searchable text of one entry.
+#[derive(Debug, PartialEq)]
+pub struct Doc {
+    /// Entry number (accepted entries in file order, from 0).
+    pub seq: u32,
+    /// The entry's id.
+    pub id: Vec<u8>,
+    /// Where the text comes from.
+    pub kind: DocKind,
+    /// The entry's time in epoch ms ([`Scan`] explains which).
+    pub time: Option<f64>,
+    /// The text: parts joined by `\n` (generalized UTF-8: lone surrogates kept).
+    pub text: Vec<u8>,
+}
+
+/// Which entry a [`UsageRow`] comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UsageKind {
+    /// An assistant message's `usage`.
+    Message,
+    /// A `usage` entry (Pi 0.87+).
+    Usage,
+    /// A compaction's `usage`.
+    Compaction,
+    /// A branch summary's `usage`.
+    BranchSummary,
+}
+
+/// One recorded usage: token counts and the cost Pi recorded.
+#[derive(Debug, PartialEq)]
+pub struct UsageRow {
+    /// Entry number.
+    pub seq: u32,
+    /// The entry's id.
+    pub id: Vec<u8>,
+    /// The entry's `timestamp` string as written (empty if it is not a string).
+    pub stamp: Vec<u8>,
+    /// The entry's time in epoch ms.
+    pub time: Option<f64>,
+    /// Where the usage is recorded.
+    pub kind: UsageKind,
+    /// `provider` (the message's, or the usage entry's), empty if not a string.
+    pub provider: Vec<u8>,
+    /// `model`, likewise.
+    pub model: Vec<u8>,
+    /// `input`, `output`, `cacheRead`, `cacheWrite`, `totalTokens` and `cost.total`:
+    /// a JSON number's value, 0 for anything else.
+    pub numbers: [f64; 6],
+}
+
+/// What one call of [`scan_file`] saw.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Offset after the last complete (`\n`-ended) line taken: where the next call
+    /// starts.
+    pub end: u64,
+    /// The data ran out: no line is left after `end` but the unterminated piece, if
+    /// any, which was taken too (see `tail`).
+    pub eof: bool,
+    /// Length of an unterminated last piece that was taken (0 if none). A later scan
+    /// must read it again: it may be completed.
+    pub tail: u64,
+    /// Bytes read from the file by this call (the lines; not `ends`).
+    pub bytes_read: u64,
+    /// The first and the last `fingerprint` bytes of the file's first `end` bytes
+    /// (`_filestate.indexed_ends`: what must not change while the file only grows),
+    /// read once the scan is done.
+    pub ends: Vec<u8>,
+    /// The header (only a scan from offset 0 looks for it).
+    pub header: Header,
+    /// The header's `version` is absent, null or a number below 2 (a version 1 file:
+    /// entries have no ids). The scan stops at the header.
+    pub old_version: bool,
+    /// Something the rules here do not compute was met (a text's JavaScript
+    /// `String()`); the scan stopped and the caller reads the file with the Python rules.
+    pub fallback: Option<&'static str>,
+    /// `message` entries.
+    pub message_count: u64,
+    /// Text of the first user message with non-empty text.
+    pub first_message: Option<Vec<u8>>,
+    /// Non-empty user/assistant texts, joined by spaces.
+    pub texts: Vec<u8>,
+    /// The last `session_info` name.
+    pub name: Name,
+    /// Largest user/assistant message time (the message's numeric `timestamp`, else
+    /// the entry's ISO time), at least 0, if any.
+    pub activity: Option<f64>,
+    /// The accepted entries, in [`entries_path`]'s layout (this call's only).
+    pub entries: Vec<u8>,
+    /// Entries accepted so far, with the prior ones.
+    pub entry_count: u32,
+    /// Searchable texts (only with `content`).
+    pub docs: Vec<Doc>,
+    /// Recorded usage (only with `content`).
+    pub usage: Vec<UsageRow>,
+}
+
+/// Scan the file at `path` from `start` (0, or a previous call's [`Scan::end`]).
+///
+/// `prior` holds the entries before `start` (the previous calls' [`Scan::entries`]
+/// concatenated; empty for `start == 0`); `content` adds docs and usage rows; the call
+/// returns at the first line end at or past `start + limit` (the header is always
+/// found first); `fingerprint` sizes [`Scan::ends`].
+///
+/// # Errors
+/// The file cannot be opened or read.
+pub fn scan_file(
+    path: &Path,
+    start: u64,
+    prior: &[u8],
+    content: bool,
+    limit: u64,
+    fingerprint: u64,
+) -> Result<Scan> {
+    // One buffer per thread, kept between files: a fresh one per file costs its
+    // zeroing and page faults, a large share of a small file's scan.
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let file = File::open(path)?;
+    let mut scan = BUF.with(|b| {
+        let mut buf = b.take();
+        let r = scan_into(&file, start, prior, content, limit, &mut buf);
+        if buf.len() <= 4 * BLOCK {
+            b.replace(buf);
+        }
+        r
+    })?;
+    let n = fingerprint.min(scan.end) as usize;
+    let mut ends = vec![0u8; 2 * n];
+    let (head, tail) = ends.split_at_mut(n);
+    let got = read_full(&file, head, 0)? + read_full(&file, tail, scan.end - n as u64)?;
+    ends.truncate(got);
+    scan.ends = ends;
+    Ok(scan)
+}
+
+/// [`scan_file`] with `buf` (any contents) as the read buffer: `buf[..filled]` holds
+/// the file's bytes from `buf_off`; `buf` only grows (to the longest line).
+fn scan_into(
+    file: &File,
+    start: u64,
+    prior: &[u8],
+    content: bool,
+    limit: u64,
+    buf: &mut Vec<u8>,
+) -> Result<Scan> {
+    // A small file gets a small first read; a file that grows while it is read is
+    // read on, block by block.
+    let mut block = (file.metadata()?.len().saturating_sub(start) as usize + 1).clamp(4096, BLOCK);
+    let mut st = State::new(prior, start, content);
+    let mut buf_off = start; // file offset of buf[0]
+    let mut filled = 0usize; // valid bytes in buf
+    let mut pos = 0usize; // next line start in buf
+    let mut eof = false;
+    let stop_at = start.saturating_add(limit);
+    loop {
+        while pos < filled {
+            let off = buf_off + pos as u64;
+            let rest = &buf[pos..filled];
+            // An object line is validated up to its `\n` without a search for it first
+            // (not line 1: it may start with a BOM).
+            let (len, fast) = if off != 0 {
+                match scan::validate_line(rest, &mut st.fields) {
+                    Some(n) => (n, true),
+                    None => match memchr::memchr(b'\n', rest) {
+                        Some(n) => (n, false),
+                        None => break,
+                    },
+                }
+            } else {
+                match memchr::memchr(b'\n', rest) {
+                    Some(n) => (n, false),
+                    None => break,
+                }
+            };
+            let line = &rest[..len];
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let go = if fast {
+                st.line_no += 1;
+                st.object(line, off)
+            } else {
+                st.line(line, off, true)
+            };
+            pos += len + 1;
+            st.out.end = buf_off + pos as u64;
+            if !go || (st.header_found && st.out.end >= stop_at) {
+                return Ok(st.finish(false));
+            }
+        }
+        if eof {
+            let tail = &buf[pos..filled];
+            if !tail.is_empty() {
+                let off = buf_off + pos as u64;
+                st.out.tail = tail.len() as u64;
+                if !st.line(tail, off, false) {
+                    return Ok(st.finish(false));
+                }
+            }
+            return Ok(st.finish(true));
+        }
+        buf.copy_within(pos..filled, 0);
+        filled -= pos;
+        buf_off += pos as u64;
+        pos = 0;
+        let want = block.max(filled);
+        block = BLOCK;
+        if buf.len() < filled + want {
+            buf.resize(filled + want, 0);
+        }
+        let n = read_full(
+            file,
+            &mut buf[filled..filled + want],
+            buf_off + filled as u64,
+        )?;
+        st.out.bytes_read += n as u64;
+        filled += n;
+        eof = n < want;
+    }
+}
+
+/// Read until `buf` is full or the file ends.
+fn read_full(file: &File, buf: &mut [u8], mut at: u64) -> Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], at) {
+            Ok(0) => break,
+            Ok(n) => {
+                got += n;
+                at += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(got)
+}
+
+struct State {
+    arena: IdArena,
+    table: IdTable,
+    header_found: bool,
+    line_no: u64,
+    first_nonblank: Option<(u64, u64, Vec<u8>)>,
+    fields: Fields,
+    content: bool,
+    out: Scan,
+}
+
+impl State {
+    fn new(prior: &[u8], start: u64, content: bool) -> State {
+        let mut st = State {
+            arena: IdArena::default(),
+            table: IdTable::new(),
+            header_found: start > 0,
+            line_no: 0,
+            first_nonblank: None,
+            fields: Fields::default(),
+            content,
+            out: Scan {
+                end: start,
+                ..Scan::default()
+            },
+        };
+        for (id, _) in Records(prior) {
+            st.accept(id);
+        }
+        st
+    }
+
+    /// Record an id; false if it was already there (the first definition stands).
+    fn accept(&mut self, id: &[u8]) -> bool {
+        let n = self.out.entry_count;
+        if self.table.insert_new(id, n, &self.arena).is_some() {
+            return false;
+        }
+        self.arena.push(id);
+        self.out.entry_count += 1;
+        true
+    }
+
+    fn finish(mut self, eof: bool) -> Scan {
+        self.out.eof = eof && self.out.fallback.is_none() && !self.out.old_version;
+        if !self.header_found && self.out.header == Header::Before {
+            self.out.header = Header::Missing(self.first_nonblank.take());
+        }
+        self.out
+    }
+
+    /// One physical line (CR stripped; a tail keeps its CR) at offset `off`;
+    /// `complete`: ended by `\n` (rule 4 recovers torn fragments only then, as the
+    /// loader does: `scan::scan_piece`); false stops the scan.
+    fn line(&mut self, line: &[u8], off: u64, complete: bool) -> bool {
+        self.line_no += 1;
+        let line = if off == 0 {
+            line.strip_prefix(BOM).unwrap_or(line)
+        } else {
+            line
+        };
+        if scan::is_blank(line) {
+            return true;
+        }
+        if !self.header_found && self.first_nonblank.is_none() {
+            self.first_nonblank = Some((self.line_no, off, line.to_vec()));
+        }
+        let ls = scan::scan_piece(line, complete);
+        if ls.verdict != Verdict::Object {
+            return true;
+        }
+        self.fields = ls.fields;
+        self.object(&line[ls.recovered_at..], off)
+    }
+
+    /// An object (its fields in `self.fields`) on the line at offset `off`.
+    fn object(&mut self, obj: &[u8], off: u64) -> bool {
+        let f = self.fields;
+        let ty = str_of(obj, f.ty);
+        if !self.header_found {
+            if self.first_nonblank.is_none() {
+                self.first_nonblank = Some((self.line_no, off, obj.to_vec()));
+            }
+            let is_header = ty.as_deref() == Some(b"session") && matches!(f.id, Val::Str { .. });
+            if !is_header {
+                self.out.header = Header::Missing(self.first_nonblank.take());
+                return false;
+            }
+            self.header_found = true;
+            self.out.header = Header::Found(obj.to_vec());
+            self.out.old_version = match f.version {
+                Val::Absent | Val::Null => true,
+                Val::Num { start, end } => number(&obj[start..end]) < 2.0,
+                _ => false,
+            };
+            return !self.out.old_version;
+        }
+        let Some(ty) = ty else {
+            return self.entry(obj, b"", &f);
+        };
+        if &*ty == b"session" {
+            return true; // a later header
+        }
+        let ty = ty.into_owned();
+        self.entry(obj, &ty, &f)
+    }
+
+    fn entry(&mut self, obj: &[u8], ty: &[u8], f: &Fields) -> bool {
+        let Some(id) = str_of(obj, f.id) else {
+            return true;
+        };
+        if id.is_empty() {
+            return true;
+        }
+        if !self.accept(&id) {
+            return true;
+        }
+        let seq = self.out.entry_count - 1;
+        let parent = str_of(obj, f.parent_id).filter(|p| !p.is_empty());
+        push_record(&mut self.out.entries, &id, parent.as_deref());
+        let stamp = str_of(obj, f.timestamp);
+        let entry_ms = stamp.as_deref().and_then(parse_iso_ms).map(|ms| ms as f64);
+        match ty {
+            b"message" => self.message(obj, seq, &id, entry_ms, stamp.as_deref()),
+            b"session_info" => {
+                let name = member(obj, ws(obj, 0), b"name");
+                self.out.name = match name.and_then(|v| string(obj, v)) {
+                    Some(n) => Name::Set(n.into_owned()),
+                    None => Name::Cleared,
+                };
+                if let (true, Name::Set(n)) = (self.content, &self.out.name) {
+                    let text = n.clone();
+                    self.out.docs.push(Doc {
+                        seq,
+                        id: id.into_owned(),
+                        kind: DocKind::Name,
+                        time: entry_ms,
+                        text,
+                    });
+                }
+                true
+            }
+            b"usage" | b"compaction" | b"branch_summary" if self.content => {
+                let kind = match ty {
+                    b"usage" => UsageKind::Usage,
+                    b"compaction" => UsageKind::Compaction,
+                    _ => UsageKind::BranchSummary,
+                };
+                let m = Members::of(obj, ws(obj, 0), &[b"usage", b"provider", b"model"]);
+                if let Some(u) = m.get(0).filter(|&u| obj.get(u) == Some(&b'{')) {
+                    let (provider, model) = if kind == UsageKind::Usage {
+                        (m.text(obj, 1), m.text(obj, 2))
+                    } else {
+                        (Vec::new(), Vec::new())
+                    };
+                    self.out.usage.push(UsageRow {
+                        seq,
+                        id: id.into_owned(),
+                        stamp: stamp.map(Cow::into_owned).unwrap_or_default(),
+                        time: entry_ms,
+                        kind,
+                        provider,
+                        model,
+                        numbers: usage_numbers(obj, u),
+                    });
+                }
+                true
+            }
+            _ => true,
+        }
+    }
+
+    fn message(
+        &mut self,
+        obj: &[u8],
+        seq: u32,
+        id: &[u8],
+        entry_ms: Option<f64>,
+        stamp: Option<&[u8]>,
+    ) -> bool {
+        self.out.message_count += 1;
+        // Only user and assistant messages say more (tool results, the bulk, are
+        // skipped on the scanner's `message.role`).
+        if !matches!(
+            str_of(obj, self.fields.role).as_deref(),
+            Some(b"user" | b"assistant")
+        ) {
+            return true;
+        }
+        let Some(mv) = member(obj, ws(obj, 0), b"message").filter(|&v| obj.get(v) == Some(&b'{'))
+        else {
+            return true;
+        };
+        // One walk over the message: `content` (the bulk) is read where it stands, not
+        // skipped first and read again; a repeated key's last value wins.
+        let mut text = Vec::new();
+        let mut calls = Vec::new();
+        let mut has_content = false;
+        let mut fallback = false;
+        let m = Members::walk(
+            obj,
+            mv,
+            &[
+                b"role",
+                b"content",
+                b"timestamp",
+                b"usage",
+                b"provider",
+                b"model",
+            ],
+            |k, v| {
+                if k != 1 {
+                    return None;
+                }
+                has_content = true;
+                text.clear();
+                calls.clear();
+                let end = text_of(obj, v, &mut text, self.content.then_some(&mut calls));
+                fallback = end.is_none();
+                end
+            },
+        );
+        let user = match m.get(0).and_then(|v| string(obj, v)).as_deref() {
+            Some(b"user") => true,
+            Some(b"assistant") => false,
+            _ => return true,
+        };
+        // getLastActivityTime: the message's numeric timestamp, else the entry's time.
+        let time = match m.get(2).map(|v| value(obj, v)) {
+            Some(Val::Num { start, end }) => Some(number(&obj[start..end])),
+            _ => entry_ms,
+        };
+        if !user && self.content {
+            if let Some(u) = m.get(3).filter(|&u| obj.get(u) == Some(&b'{')) {
+                self.out.usage.push(UsageRow {
+                    seq,
+                    id: id.to_vec(),
+                    stamp: stamp.map(<[u8]>::to_vec).unwrap_or_default(),
+                    time,
+                    kind: UsageKind::Message,
+                    provider: m.text(obj, 4),
+                    model: m.text(obj, 5),
+                    numbers: usage_numbers(obj, u),
+                });
+            }
+        }
+        if !has_content {
+            return true; // no "content" key
+        }
+        if let Some(t) = time {
+            self.out.activity = Some(self.out.activity.unwrap_or(0.0).max(t));
+        }
+        if fallback {
+            self.out.fallback = Some("a text that is not a string");
+            return false;
+        }
+        if user {
+            calls.clear();
+        }
+        if !text.is_empty() {
+            if !self.out.texts.is_empty() {
+                self.out.texts.push(b' ');
+            }
+            self.out.texts.extend_from_slice(&text);
+            if user && self.out.first_message.is_none() {
+                self.out.first_message = Some(text.clone());
+            }
+        }
+        if self.content {
+            if !calls.is_empty() {
+                if !text.is_empty() {
+                    text.push(b'\n');
+                }
+                text.extend_from_slice(&calls);
+            }
+            if !text.is_empty() {
+                self.out.docs.push(Doc {
+                    seq,
+                    id: id.to_vec(),
+                    kind: if user {
+                        DocKind::User
+                    } else {
+                        DocKind::Assistant
+                    },
+                    time,
+                    text,
+                });
+            }
+        }
+        true
+    }
+}
+
+// ------------------------------------------------------------ reading a validated value
+//
+// Every function below reads a line the validator accepted, so brackets balance and
+// strings close; all the same, every byte is read through `get` and a short line ends
+// a walk instead of panicking.
+
+#[inline]
+fn ws(s: &[u8], mut i: usize) -> usize {
+    while matches!(s.get(i), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+        i += 1;
+    }
+    i
+}
+
+/// One past the closing quote of the string whose opening quote is `s[i]`, and whether
+/// its body holds a backslash. A string without escapes ends at the first quote (most
+/// keys and values); one with escapes is skipped by the validator's 64-byte windows
+/// (`scan::block`: quotes and escapes as bitmasks), as Pi's text is dense with both
+/// (`\n`, `\"`) and a byte search restarted at each costs more than the string.
+#[inline]
+fn skip_str_esc(s: &[u8], i: usize) -> (usize, bool) {
+    let Some(body) = s.get(i + 1..) else {
+        return (s.len(), false);
+    };
+    match memchr::memchr2(b'"', b'\\', body) {
+        Some(p) if body[p] == b'"' => return (i + 2 + p, false),
+        None => return (s.len(), false),
+        Some(_) => {}
+    }
+    let mut strings = Strings::new(Baseline);
+    strings.skip_string(s, i + 1).unwrap_or((s.len(), true))
+}
+
+#[inline]
+fn skip_str(s: &[u8], i: usize) -> usize {
+    skip_str_esc(s, i).0
+}
+
+/// The body of the string whose opening quote is `s[i]` and whether it holds a
+/// backslash.
+#[inline]
+fn str_body(s: &[u8], i: usize) -> (usize, usize, bool) {
+    let (end, esc) = skip_str_esc(s, i);
+    (i + 1, end.saturating_sub(1).max(i + 1), esc)
+}
+
+/// One past the value that starts at `s[i]`.
+fn skip_value(s: &[u8], i: usize) -> usize {
+    match s.get(i) {
+        Some(b'"') => skip_str(s, i),
+        Some(b'{' | b'[') => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while let Some(&c) = s.get(j) {
+                match c {
+                    b'"' => {
+                        j = skip_str(s, j);
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return j + 1;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            s.len()
+        }
+        Some(_) => {
+            let mut j = i;
+            while s
+                .get(j)
+                .is_some_and(|c| !matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n'))
+            {
+                j += 1;
+            }
+            j
+        }
+        None => s.len(),
+    }
+}
+
+/// The scanner's view of the value at `s[i]`.
+fn value(s: &[u8], i: usize) -> Val {
+    match s.get(i) {
+        Some(b'"') => {
+            let (start, end, escaped) = str_body(s, i);
+            Val::Str {
+                start,
+                end,
+                escaped,
+            }
+        }
+        Some(b'-' | b'0'..=b'9') => Val::Num {
+            start: i,
+            end: skip_value(s, i),
+        },
+        Some(b'n') => Val::Null,
+        Some(_) => Val::Other { start: i },
+        None => Val::Absent,
+    }
+}
+
+/// The decoded string at `s[i]`, if the value there is a string.
+fn string(s: &[u8], i: usize) -> Option<Cow<'_, [u8]>> {
+    scan::str_bytes(s, value(s, i))
+}
+
+/// A field's decoded string.
+fn str_of(s: &[u8], v: Val) -> Option<Cow<'_, [u8]>> {
+    scan::str_bytes(s, v)
+}
+
+/// A JSON number's value as `float()` reads its text (out of range: ±inf).
+fn number(text: &[u8]) -> f64 {
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.parse::<f64>().ok())
+        .unwrap_or(0.0)
+}
+
+/// The value positions of the last member named by each of `keys` in the object at
+/// `s[i]` (`json.loads` keeps the last of duplicate keys).
+struct Members {
+    at: [Option<usize>; 8],
+    /// One past the value.
+    end: usize,
+}
+
+impl Members {
+    fn of(s: &[u8], i: usize, keys: &[&[u8]]) -> Members {
+        Members::walk(s, i, keys, |_, _| None)
+    }
+
+    /// [`Members::of`], calling `read(k, value)` at each member named `keys[k]`: it
+    /// may read the value itself and return where the value ends.
+    fn walk(
+        s: &[u8],
+        i: usize,
+        keys: &[&[u8]],
+        mut read: impl FnMut(usize, usize) -> Option<usize>,
+    ) -> Members {
+        let mut m = Members {
+            at: [None; 8],
+            end: s.len(),
+        };
+        if s.get(i) != Some(&b'{') {
+            m.end = skip_value(s, i);
+            return m;
+        }
+        let mut j = ws(s, i + 1);
+        let mut key = Vec::new();
+        while s.get(j) == Some(&b'"') {
+            let (ks, ke, esc) = str_body(s, j);
+            let raw = s.get(ks..ke).unwrap_or_default();
+            let ke = ke + 1;
+            let name: &[u8] = if esc {
+                key.clear();
+                scan::decode_into(raw, true, &mut key);
+                &key
+            } else {
+                raw
+            };
+            let v = ws(s, ws(s, ke) + 1);
+            let mut end = None;
+            if let Some(k) = keys.iter().position(|&k| k == name) {
+                m.at[k] = Some(v);
+                end = read(k, v);
+            }
+            j = ws(s, end.unwrap_or_else(|| skip_value(s, v)));
+            if s.get(j) != Some(&b',') {
+                break;
+            }
+            j = ws(s, j + 1);
+        }
+        if s.get(j) == Some(&b'}') {
+            m.end = j + 1;
+        }
+        m
+    }
+
+    fn get(&self, k: usize) -> Option<usize> {
+        self.at[k]
+    }
+
+    /// Key `k`'s decoded string, empty when absent or not a string.
+    fn text(&self, s: &[u8], k: usize) -> Vec<u8> {
+        self.get(k)
+            .and_then(|v| string(s, v))
+            .map(Cow::into_owned)
+            .unwrap_or_default()
+    }
+}
+
+/// The first member of the object at `s[i]` named `key` (the last one, if repeated).
+fn member(s: &[u8], i: usize, key: &[u8]) -> Option<usize> {
+    Members::of(s, i, &[key]).get(0)
+}
+
+/// Visit the elements of the array at `s[i]` (`f` returns where each ends, `None` to
+/// stop); one past the array, or `None` if `f` stopped.
+fn elements(s: &[u8], i: usize, mut f: impl FnMut(usize) -> Option<usize>) -> Option<usize> {
+    if s.get(i) != Some(&b'[') {
+        return Some(skip_value(s, i));
+    }
+    let mut j = ws(s, i + 1);
+    if s.get(j) == Some(&b']') {
+        return Some(j + 1);
+    }
+    while j < s.len() {
+        j = ws(s, f(j)?);
+        if s.get(j) != Some(&b',') {
+            break;
+        }
+        j = ws(s, j + 1);
+    }
+    Some(j + 1)
+}
+
+/// `extractTextContent` of a message's `content` at `s[v]` into `out` (a string, or
+/// the text blocks' texts joined by a space, `null`/absent texts as ""); with `calls`,
+/// each tool call's name and the strings of its arguments go there, joined by `\n`.
+/// Returns one past the value, or `None` if a text is a value whose `String()` is not
+/// computed here.
+fn text_of(
+    s: &[u8],
+    v: usize,
+    out: &mut Vec<u8>,
+    mut calls: Option<&mut Vec<u8>>,
+) -> Option<usize> {
+    match s.get(v) {
+        Some(b'"') => {
+            if let Some(t) = string(s, v) {
+                out.extend_from_slice(&t);
+            }
+            Some(skip_str(s, v))
+        }
+        Some(b'[') => {
+            let mut first = true;
+            elements(s, v, |e| {
+                let b = Members::of(s, e, &[b"type", b"text", b"name", b"arguments"]);
+                let ty = b.get(0).and_then(|t| string(s, t));
+                match ty.as_deref() {
+                    Some(b"text") => {
+                        if !first {
+                            out.push(b' ');
+                        }
+                        first = false;
+                        match b.get(1).map(|t| value(s, t)) {
+                            None | Some(Val::Null) | Some(Val::Absent) => {}
+                            Some(t @ Val::Str { .. }) => {
+                                if let Some(t) = scan::str_bytes(s, t) {
+                                    out.extend_from_slice(&t);
+                                }
+                            }
+                            Some(Val::Other { start }) if s[start..].starts_with(b"true") => {
+                                out.extend_from_slice(b"true")
+                            }
+                            Some(Val::Other { start }) if s[start..].starts_with(b"false") => {
+                                out.extend_from_slice(b"false")
+                            }
+                            Some(_) => return None,
+                        }
+                    }
+                    Some(b"toolCall") => {
+                        if let Some(c) = calls.as_deref_mut() {
+                            if let Some(n) = b.get(2).and_then(|n| string(s, n)) {
+                                part(c, &n);
+                            }
+                            if let Some(a) = b.get(3) {
+                                leaves(s, a, c, 0);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                Some(b.end)
+            })
+        }
+        _ => Some(skip_value(s, v)),
+    }
+}
+
+/// Add a non-empty `text` to `out`, after a `\n` if `out` holds some.
+fn part(out: &mut Vec<u8>, text: &[u8]) {
+    if text.is_empty() {
+        return;
+    }
+    if !out.is_empty() {
+        out.push(b'\n');
+    }
+    out.extend_from_slice(text);
+}
+
+/// The strings of the value at `s[v]` in `json.loads` order (an object's keys where
+/// they first occur, with their last values), each a [`part`].
+fn leaves(s: &[u8], v: usize, out: &mut Vec<u8>, depth: usize) {
+    if depth > scan::MAX_DEPTH {
+        return;
+    }
+    match s.get(v) {
+        Some(b'"') => {
+            if let Some(t) = string(s, v) {
+                part(out, &t);
+            }
+        }
+        Some(b'[') => {
+            elements(s, v, |e| {
+                leaves(s, e, out, depth + 1);
+                Some(skip_value(s, e))
+            });
+        }
+        Some(b'{') => {
+            // Keys in first-occurrence order, each with its last value.
+            let mut slots: Vec<(Cow<'_, [u8]>, usize)> = Vec::new();
+            let mut j = ws(s, v + 1);
+            while s.get(j) == Some(&b'"') {
+                let (ks, ke, esc) = str_body(s, j);
+                let raw = s.get(ks..ke).unwrap_or_default();
+                let ke = ke + 1;
+                let key: Cow<'_, [u8]> = if esc {
+                    let mut k = Vec::new();
+                    scan::decode_into(raw, true, &mut k);
+                    Cow::Owned(k)
+                } else {
+                    Cow::Borrowed(raw)
+                };
+                let val = ws(s, ws(s, ke) + 1);
+                match slots.iter_mut().find(|(k, _)| *k == key) {
+                    Some(slot) => slot.1 = val,
+                    None => slots.push((key, val)),
+                }
+                j = ws(s, skip_value(s, val));
+                if s.get(j) != Some(&b',') {
+                    break;
+                }
+                j = ws(s, j + 1);
+            }
+            for (_, val) in slots {
+                leaves(s, val, out, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `input`, `output`, `cacheRead`, `cacheWrite`, `totalTokens`, `cost.total` of the
+/// usage object at `s[u]`.
+fn usage_numbers(s: &[u8], u: usize) -> [f64; 6] {
+    let m = Members::of(
+        s,
+        u,
+        &[
+            b"input",
+            b"output",
+            b"cacheRead",
+            b"cacheWrite",
+            b"totalTokens",
+            b"cost",
+        ],
+    );
+    let num = |at: Option<usize>| match at.map(|v| value(s, v)) {
+        Some(Val::Num { start, end }) => number(&s[start..end]),
+        _ => 0.0,
+    };
+    let mut out = [0.0; 6];
+    for (k, o) in out.iter_mut().enumerate().take(5) {
+        *o = num(m.get(k));
+    }
+    out[5] = num(m.get(5).and_then(|c| member(s, c, b"total")));
+    out
+}
+
+// ---------------------------------------------------------------- the entries record
+
+const NO_PARENT: u32 = u32::MAX;
+
+fn push_record(out: &mut Vec<u8>, id: &[u8], parent: Option<&[u8]>) {
+    out.extend_from_slice(&(id.len() as u32).to_le_bytes());
+    out.extend_from_slice(id);
+    match parent {
+        Some(p) => {
+            out.extend_from_slice(&(p.len() as u32).to_le_bytes());
+            out.extend_from_slice(p);
+        }
+        None => out.extend_from_slice(&NO_PARENT.to_le_bytes()),
+    }
+}
+
+/// The records of an entries byte string: `(id, parent)`; a malformed end stops it.
+struct Records<'a>(&'a [u8]);
+
+impl<'a> Iterator for Records<'a> {
+    type Item = (&'a [u8], Option<&'a [u8]>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let take = |b: &mut &'a [u8]| -> Option<Option<&'a [u8]>> {
+            let n = u32::from_le_bytes(b.get(..4)?.try_into().ok()?);
+            *b = &b[4..];
+            if n == NO_PARENT {
+                return Some(None);
+            }
+            let v = b.get(..n as usize)?;
+            *b = &b[n as usize..];
+            Some(Some(v))
+        };
+        let mut b = self.0;
+        let id = take(&mut b)??;
+        let parent = take(&mut b)?;
+        self.0 = b;
+        Some((id, parent))
+    }
+}
+
+/// The current path of a session given its entries (all of a file's [`Scan::entries`]
+/// concatenated: per entry, in file order, a little-endian `u32` length and the id
+/// bytes, then the `parentId` the same way or `u32::MAX` when it is not a non-empty
+/// string): entry numbers from the root down to the last entry (the leaf on open),
+/// by the loader's rules (a parent names an entry anywhere in the file, an unknown or
+/// own id makes a root, cycles are broken at their earliest entry).
+pub fn entries_path(entries: &[u8]) -> Vec<u32> {
+    let mut arena = IdArena::default();
+    let mut table = IdTable::new();
+    let mut parents = Vec::new();
+    let mut n = 0u32;
+    for (id, parent) in Records(entries) {
+        if table.insert_new(id, n, &arena).is_none() {
+            arena.push(id);
+            parents.push(parent);
+            n += 1;
+        }
+    }
+    let mut column: Vec<u32> = parents
+        .iter()
+        .enumerate()
+        .map(|(e, p)| match p.and_then(|p| table.find(p, &arena)) {
+            Some(q) if q as usize != e => q,
+            _ => tree::NONE,
+        })
+        .collect();
+    tree::break_cycles(&mut column);
+    match n.checked_sub(1) {
+        Some(leaf) => tree::path(&column, leaf),
+        None => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

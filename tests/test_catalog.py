@@ -1,0 +1,616 @@
+"""The catalog: listings, searches and usage reports through it equal a catalog-free
+read and a brute-force scan, on thousands of generated sessions in Pi's layout, on the
+corpus and the damaged cases, and after files change, grow and disappear; an append
+costs only its bytes; damaged catalogs are rebuilt; two processes can use one catalog."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import random
+import re
+import shutil
+import sqlite3
+import string
+import subprocess
+import sys
+import warnings
+from datetime import date, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import _brute
+from sessiontree import LoadReportWarning, SessionManager
+from sessiontree import catalog as cat
+from sessiontree._listing import list_all_sessions, list_folders, list_sessions, project_folders, read_session_info
+from sessiontree._places import session_dir_for_cwd
+from sessiontree.catalog._indexer import refresh
+from sessiontree.catalog._store import Store
+from sessiontree.generate import generate_session
+from sessiontree.schema import SessionInfo
+
+from _shared import CASES, CORPUS, DATA
+
+N_SESSIONS = 2000
+PROJECTS = 40
+
+
+def make_root(root: Path, n: int, seed: int = 11) -> list[str]:
+    """``n`` small generated sessions in Pi's layout, a few forked and branched."""
+    rng = random.Random(seed)
+    for i in range(n):
+        cwd = f"/home/user/proj{i % PROJECTS}"
+        folder = Path(session_dir_for_cwd(cwd, str(root)))
+        folder.mkdir(parents=True, exist_ok=True)
+        generate_session(folder / f"2025-11-{1 + i % 28:02d}T00-00-00-000Z_s{i:05d}.jsonl",
+                         size_bytes=rng.randint(1_500, 25_000), seed=1000 + i, cwd=cwd,
+                         payload_scale=rng.choice([0.02, 0.1, 0.4]))
+    folders = project_folders(str(root))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadReportWarning)
+        for k, folder in enumerate(folders[:5]):
+            src = sorted(Path(folder).glob("*.jsonl"))[0]
+            with SessionManager.open(str(src)) as sm:  # a branched copy of a path: same ids
+                leaf = sm.get_branch()[len(sm.get_branch()) // 2]["id"]
+                sm.create_branched_session(leaf)
+            SessionManager.fork_from(str(src), f"/home/user/proj{k}", session_dir=folder)  # a whole copy
+    return folders
+
+
+@pytest.fixture(scope="module")
+def pi_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("pi") / "sessions"
+    make_root(root, N_SESSIONS)
+    return root
+
+
+@pytest.fixture
+def catalog_file(tmp_path: Path) -> str:
+    return str(tmp_path / "cache" / "catalog.sqlite3")
+
+
+def fields(s: SessionInfo) -> dict[str, Any]:
+    return {f.name: getattr(s, f.name) for f in dataclasses.fields(SessionInfo)}
+
+
+def check_listing(folders: list[str], catalog_file: str) -> list[SessionInfo]:
+    """Catalog == no catalog == per-file reference == brute force, every field."""
+    got = list_folders(folders, catalog=catalog_file)
+    plain = list_folders(folders, no_cache=True)
+    assert [fields(s) for s in got] == [fields(s) for s in plain]
+    ref = [read_session_info(s.path) for s in plain]
+    assert [fields(s) for s in got] == [fields(s) for s in ref]
+    brute = _brute.listing(folders)
+    assert [fields(s) for s in got] == brute
+    return got
+
+
+QUERIES: list[tuple[str, Any]] = [
+    ("refactor", [("word", "refactor")]),
+    ("Session parser", [("word", "Session"), ("word", "parser")]),
+    ('"the session" src', [("phrase", "the session"), ("word", "src")]),
+    ('"session pars"', [("phrase", "session pars")]),
+    ('"ssion pars"', [("phrase", "ssion pars")]),  # not at a word start: no hit
+    ("ts", [("word", "ts")]),
+    ("テスト", [("word", "テスト")]),
+    ("re:fix(ed)?\\s+the", re.compile(r"fix(ed)?\s+the", re.IGNORECASE)),
+]
+
+
+def check_search(folders: list[str], catalog_file: str) -> None:
+    for q, brute_q in QUERIES:
+        got = cat.search(q, folders, catalog=catalog_file, limit=None)
+        plain = cat.search(q, folders, no_cache=True, limit=None)
+        assert got == plain, q
+        want = _brute.search(folders, brute_q)
+        assert {(h.path, h.entry_id, h.role, h.on_path) for h in got.hits} == want, q
+        assert got.total == len(want)
+        scores = [(h.score, -(h.time.timestamp() if h.time else 0)) for h in got.hits]
+        assert scores == sorted(scores), q
+
+
+# Texts where FTS5's unicode61 and Python's re disagree about words and case: marks and
+# characters newer than SQLite's tables inside words, Turkish i, long s, sharp s, Greek.
+EDGE_TEXTS = [
+    "re\u0301sume\u0301 of the caf\u00e9 and cafe\u0301x",  # NFD: "sume", "x" start words
+    "\u0130stanbul and D\u0130YARBAKIR, \u0131stanbul",
+    "\u017fession parser, STRA\u1e9eE and stra\u00dfe",
+    "\u039a\u0391\u039b\u0397\u039c\u0395\u03a1\u0391 \u03c3\u03bf\u03c6\u03af\u03b1\u03c2 \u00b5icro",
+    "emoji\U0001fae8join and \ue000pua and x\u00b2y and a_b",
+    "\u0432\u0435\u0440\u0445 \u1c80\u0435\u0440\u0445 and \u212aelvin",
+]
+EDGE_QUERIES: list[tuple[str, Any]] = [
+    (q, [("word", q)]) for q in ("sume", "x", "istanbul", "diyarbakir", "session", "strasse", "straße",
+                                 "καλημερα", "σοφιας", "μicro", "join", "pua", "y", "b", "верх", "kelvin")
+] + [('"of the caf\u00e9"', [("phrase", "of the caf\u00e9")])]
+
+
+def test_search_where_fts5_and_python_disagree(tmp_path: Path, catalog_file: str) -> None:
+    folder = tmp_path / "edge"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadReportWarning)
+        with SessionManager.create("/home/user/edge", str(folder)) as sm:
+            for i, text in enumerate(EDGE_TEXTS):
+                sm.append_message({"role": "user", "content": text, "timestamp": 1_800_000_000_000 + i})
+                sm.append_message({"role": "assistant", "content": [{"type": "text", "text": text.upper()}],
+                                   "provider": "p", "model": "m", "timestamp": 1_800_000_000_500 + i})
+    folders = [str(folder)]
+    hits = 0
+    for q, brute_q in EDGE_QUERIES:
+        got = cat.search(q, folders, catalog=catalog_file, limit=None)
+        assert got == cat.search(q, folders, no_cache=True, limit=None), q
+        assert {(h.path, h.entry_id, h.role, h.on_path) for h in got.hits} == _brute.search(folders, brute_q), q
+        hits += got.total
+    assert hits >= 12  # the texts are found, not only agreed on
+
+
+def test_fts_text_gives_ignorecase_equals_one_spelling() -> None:
+    """Every pair of characters re.IGNORECASE holds equal has one fts_text and one
+    word rule, U+0345 aside (``_words``)."""
+    from sessiontree.catalog._words import fts_text, word_char
+
+    cased = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000
+             and (chr(c).lower() != chr(c) or chr(c).upper() != chr(c) or chr(c).casefold() != chr(c))]
+    pool = "".join(cased)
+
+    def fts(c: str) -> str:  # and FTS5's own folding of ASCII
+        return fts_text(c).translate(str.maketrans(string.ascii_uppercase, string.ascii_lowercase))
+
+    odd = set()
+    for a in cased:
+        for m in re.finditer(re.escape(a), pool, re.IGNORECASE):
+            b = m.group()
+            if fts(a) != fts(b) or word_char(a) != word_char(b):
+                odd.add(frozenset((a, b)))
+    assert {c for pair in odd for c in pair} <= {"\u0345", "\u03b9", "\u0399", "\u1fbe"}, odd
+
+
+def check_usage(folders: list[str], catalog_file: str) -> None:
+    for active in (False, True):
+        got = cat.usage("daily", folders, tz=timezone.utc, active_path=active, catalog=catalog_file)
+        assert got == cat.usage("daily", folders, tz=timezone.utc, active_path=active, no_cache=True)
+        want = _brute.usage(folders, active)
+        assert {x.key: (x.records, x.input, x.output, x.cost) for x in got.lines} == want
+        assert got.total.records == sum(v[0] for v in want.values())
+
+
+# ------------------------------------------------------------------ the big folder
+def test_thousands_of_sessions(pi_root: Path, catalog_file: str) -> None:
+    folders = project_folders(str(pi_root))
+    assert len(folders) == PROJECTS and sum(len(os.listdir(f)) for f in folders) >= N_SESSIONS
+    first = check_listing(folders, catalog_file)
+    assert len(first) >= N_SESSIONS
+    assert list_all_sessions(str(pi_root), catalog=catalog_file) == first
+    check_search(folders, catalog_file)
+    check_usage(folders, catalog_file)
+    # An unchanged folder is not read again: listing, search, usage.
+    found = _refresh(folders, catalog_file, content=True)
+    assert sum(f.bytes_read for f in found) == 0 and all(f.base is None for f in found)
+
+
+def test_copies_count_once(pi_root: Path, catalog_file: str) -> None:
+    folders = project_folders(str(pi_root))[:5]
+    report = cat.usage("session", folders, catalog=catalog_file)
+    per_file: dict[str, int] = {}
+    for folder in folders:
+        for p in Path(folder).glob("*.jsonl"):
+            per_file[str(p)] = sum(1 for line in _brute.entries(p)[1] if _has_usage(line))
+    # Counting every file's records would count the forks' copies again.
+    assert report.total.records < sum(per_file.values())
+    assert report.total.records == sum(v[0] for v in _brute.usage(folders).values())
+    forks = [p for p in per_file if "_s" not in os.path.basename(p)]
+    assert forks and all(next((x for x in report.lines if x.key == p), None) is None for p in forks)
+
+
+def _has_usage(e: dict[str, Any]) -> bool:
+    if e["type"] == "message":
+        return e["message"]["role"] == "assistant" and isinstance(e["message"].get("usage"), dict)
+    return e["type"] in ("usage", "compaction", "branch_summary") and isinstance(e.get("usage"), dict)
+
+
+def _refresh(folders: list[str], catalog_file: str, content: bool = False) -> list[Any]:
+    store = Store(catalog_file)
+    try:
+        return refresh(store, folders, content=content)
+    finally:
+        store.close()
+
+
+# ----------------------------------------------------------------- changes
+def _append(path: Path, text: str) -> int:
+    before = path.stat().st_size
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadReportWarning)
+        with SessionManager.open(str(path)) as sm:
+            sm.append_message({"role": "user", "content": text, "timestamp": 1_800_000_000_000})
+            sm.append_message({"role": "assistant", "content": [{"type": "text", "text": "ok " + text}],
+                               "provider": "p", "model": "m", "timestamp": 1_800_000_001_000,
+                               "usage": {"input": 5, "output": 7, "cacheRead": 0, "cacheWrite": 0,
+                                         "totalTokens": 12, "cost": {"total": 0.5}}})
+    return path.stat().st_size - before
+
+
+def test_files_change_grow_and_disappear(tmp_path: Path, catalog_file: str) -> None:
+    root = tmp_path / "sessions"
+    folders = make_root(root, 300, seed=5)
+    check_listing(folders, catalog_file)
+    check_search(folders, catalog_file)
+    check_usage(folders, catalog_file)
+    rng = random.Random(3)
+    files = sorted(Path(f) / n for f in folders for n in os.listdir(f))
+    for round_ in range(3):
+        picks = rng.sample(files, 12)
+        grown = picks[0:3]
+        for p in grown:
+            _append(p, f"refactor round {round_}")
+        data = picks[3].read_bytes()  # truncated at a line end
+        picks[3].write_bytes(data[: data.rfind(b"\n", 0, len(data) // 2) + 1])
+        picks[4].unlink()  # gone
+        files.remove(picks[4])
+        tmp = picks[5].with_suffix(".tmp")  # replaced (another inode)
+        generate_session(tmp, size_bytes=5_000, seed=9000 + round_, cwd="/home/user/replaced")
+        os.replace(tmp, picks[5])
+        b = bytearray(picks[6].read_bytes())  # rewritten in place, same size
+        i = b.index(b'"text":"') + 8
+        b[i:i + 1] = b"Z" if b[i:i + 1] != b"Z" else b"Y"
+        picks[6].write_bytes(bytes(b))
+        os.utime(picks[7], ns=(picks[7].stat().st_atime_ns, picks[7].stat().st_mtime_ns + 10**9))  # touched
+        new = Path(folders[round_]) / f"new{round_}.jsonl"  # new
+        generate_session(new, size_bytes=8_000, seed=7000 + round_, cwd="/home/user/new")
+        files.append(new)
+        with open(picks[8], "ab") as f:  # a torn last line, then completed
+            f.write(b'{"type":"message","id":"torn0001","parentId":null,"timestamp":"2025-01-01T00:00:00.000Z",')
+        check_listing(folders, catalog_file)
+        with open(picks[8], "ab") as f:
+            f.write(b'"message":{"role":"user","content":"completed refactor"}}\n')
+        check_listing(folders, catalog_file)
+        check_search(folders, catalog_file)
+        check_usage(folders, catalog_file)
+        files = [p for p in files if p.exists()]
+
+
+def test_growth_reads_only_new_bytes(tmp_path: Path, catalog_file: str) -> None:
+    root = tmp_path / "sessions"
+    folders = make_root(root, 60, seed=8)
+    big = Path(folders[0]) / "big.jsonl"
+    generate_session(big, size_bytes=3_000_000, seed=4, cwd="/home/user/proj0")
+    for content in (False, True):
+        _refresh(folders, catalog_file, content=content)  # everything read once
+        added = _append(big, f"grown {content}")
+        io_before = _rchar()
+        found = _refresh(folders, catalog_file, content=content)
+        io_after = _rchar()
+        read = {f.path: f.bytes_read for f in found if f.bytes_read}
+        assert read == {str(big): added}, read
+        # Independent of the code's own count: all the bytes this process read (the
+        # catalog's pages, the ends the growth check reads, the new lines) stay far
+        # below the file (3 MB).
+        assert io_after - io_before < added + 600_000
+    check_listing(folders, catalog_file)
+
+
+def _rchar() -> int:
+    with open("/proc/self/io") as f:
+        return int(next(line for line in f if line.startswith("rchar:")).split()[1])
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_growth_reads_only_new_bytes_strace(tmp_path: Path, catalog_file: str) -> None:
+    """The kernel's view: a new process lists a folder after one append; the only reads
+    of the grown file are its new bytes and those of the growth check."""
+    root = tmp_path / "sessions"
+    folders = make_root(root, 20, seed=9)
+    big = Path(folders[0]) / "big.jsonl"
+    generate_session(big, size_bytes=2_000_000, seed=4, cwd="/home/user/proj0")
+    list_folders(folders, catalog=catalog_file)
+    added = _append(big, "traced")
+    log = tmp_path / "strace.log"
+    code = f"from sessiontree._listing import list_folders; list_folders({folders!r}, catalog={catalog_file!r})"
+    subprocess.run(["strace", "-f", "-s", "400", "-e", "trace=openat,read,pread64", "-o", str(log),
+                    sys.executable, "-c", code],
+                   check=True, env={**os.environ})
+    fds: dict[tuple[str, int], bool] = {}
+    total = 0
+    for line in log.read_text().splitlines():
+        m = re.match(r"(\d+)\s+openat\(.*\"(.*?)\".*= (\d+)$", line)
+        if m:
+            fds[(m[1], int(m[3]))] = m[2] == str(big)
+            continue
+        m = re.match(r"(\d+)\s+(?:read|pread64)\((\d+),.*= (\d+)", line)
+        if m and fds.get((m[1], int(m[2]))):
+            total += int(m[3])
+    # The growth check reads the first and last 4 KiB of what was read before, through
+    # Python's buffered reader (up to 8 KiB per read).
+    assert added <= total <= added + 4 * 4096, (added, total)
+
+
+# ---------------------------------------------------------- corpus and cases
+def test_corpus_and_cases_list_the_same(tmp_path: Path, catalog_file: str) -> None:
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    for d in (CORPUS, CASES, DATA / "pi099"):
+        if d.is_dir():
+            for p in d.glob("*.jsonl"):
+                shutil.copy(p, folder / f"{d.name}-{p.name}")
+    (folder / "empty.jsonl").write_bytes(b"")
+    (folder / "dir.jsonl").mkdir()
+    problems: list[Any] = []
+    plain_problems: list[Any] = []
+    for _ in range(2):  # a first listing, then one from the catalog
+        problems.clear()
+        got = list_sessions(str(folder), on_problem=problems.append, catalog=catalog_file)
+    plain = list_sessions(str(folder), on_problem=plain_problems.append, no_cache=True)
+    assert [fields(s) for s in got] == [fields(s) for s in plain]
+    assert problems == plain_problems and problems
+    for s in plain:
+        assert fields(read_session_info(s.path)) == fields(s)
+    for q in ("hello", '"the user"', "re:\\d{3}"):
+        assert cat.search(q, [str(folder)], catalog=catalog_file, limit=None) == cat.search(
+            q, [str(folder)], no_cache=True, limit=None)
+    for g in ("daily", "model", "session"):
+        assert cat.usage(g, [str(folder)], catalog=catalog_file) == cat.usage(g, [str(folder)], no_cache=True)
+
+
+def test_pi099_usage_entries(tmp_path: Path, catalog_file: str) -> None:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    shutil.copy(DATA / "pi099" / "usage-entries.jsonl", folder)
+    r = cat.usage("model", [str(folder)], catalog=catalog_file)
+    by = {x.key: x for x in r.lines}
+    assert by["anthropic/claude-sonnet-5-5"].cost == pytest.approx(0.01656)
+    assert by["openai/gpt-6-sol"].input == 1200 and by["openrouter/jev-latest"].records == 1
+    assert r.total.records == 3
+
+
+def test_imported_sessions_list_search_and_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  catalog_file: str) -> None:
+    """Sessions imported from Claude Code and Codex, in Pi's layout: listing, search and
+    usage through the catalog equal a catalog-free read and the brute-force scan."""
+    from sessiontree.importers import import_claude, import_codex
+
+    from _import_helpers import CLAUDE, CODEX
+
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for src in sorted(CLAUDE.glob("*.jsonl")):
+            import_claude(src)
+        for src in sorted(CODEX.glob("*.jsonl")):
+            import_codex(src)
+    root = tmp_path / "agent" / "sessions"
+    folders = project_folders(str(root))
+    infos = check_listing(folders, catalog_file)
+    assert len(infos) >= 10
+    assert list_all_sessions(str(root), catalog=catalog_file) == list_all_sessions(str(root), no_cache=True)
+    words: list[str] = []
+    for info in infos:
+        for _e, _role, text in _brute.docs(_brute.entries(Path(info.path))[1]):
+            words += [w for w in re.findall(r"[A-Za-z]{5,}", text)[:1] if w not in words]
+    assert len(words) >= 5
+    hits = 0
+    for w in words[:12]:
+        got = cat.search(w, folders, catalog=catalog_file, limit=None)
+        assert got == cat.search(w, folders, no_cache=True, limit=None), w
+        assert {(h.path, h.entry_id, h.role, h.on_path) for h in got.hits} == _brute.search(folders, [("word", w)])
+        hits += got.total
+    assert hits >= len(words[:12])
+    check_usage(folders, catalog_file)
+    assert cat.usage("model", folders, catalog=catalog_file).total.records > 0
+
+
+def test_unterminated_last_line_is_not_recovered(tmp_path: Path, catalog_file: str) -> None:
+    """A last piece without LF that ends right after a nested object shaped like an
+    entry (a line still being written: a tool call carrying a session line) gives no
+    phantom entry, with a catalog, without, by brute force; once finished it counts."""
+    folders = make_root(tmp_path / "s", 3, seed=9)
+    path = Path(sorted(Path(folders[0]).glob("*.jsonl"))[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadReportWarning)
+        with SessionManager.open(str(path)) as sm:
+            leaf = sm.leaf_id
+    ghost = ('{"type":"message","id":"ghost001","parentId":null,"timestamp":"2025-11-30T00:00:00.000Z",'
+             '"message":{"role":"user","content":"phantom words","timestamp":1}}')
+    line = ('{"type":"message","id":"feedbeef","parentId":"%s","timestamp":"2025-11-30T00:00:01.000Z",'
+            '"message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"write",'
+            '"arguments":{"entry":%s}}],"provider":"p","model":"m","timestamp":2}}' % (leaf, ghost))
+    cut = line.index(ghost) + len(ghost)  # ends right after the nested entry-like object
+    with open(path, "ab") as f:
+        f.write(b"\n" if not path.read_bytes().endswith(b"\n") else b"")
+        f.write(line[:cut].encode())
+    before = check_listing(folders, catalog_file)
+    assert cat.search("phantom", folders, catalog=catalog_file).total == 0
+    assert cat.search("phantom", folders, no_cache=True).total == 0
+    with open(path, "ab") as f:
+        f.write(line[cut:].encode() + b"\n")
+    after = check_listing(folders, catalog_file)
+    assert sum(s.message_count for s in after) == sum(s.message_count for s in before) + 1
+    got = cat.search("phantom", folders, catalog=catalog_file)
+    assert got == cat.search("phantom", folders, no_cache=True) and got.total == 1  # the tool call's argument
+
+
+# ---------------------------------------------------------------- the rows
+def test_lazy_text_is_a_plain_session_info(tmp_path: Path, catalog_file: str) -> None:
+    folder = tmp_path / "f"
+    folders = make_root(folder, 5, seed=2)
+    lazy = list_folders(folders, catalog=catalog_file)
+    lazy = list_folders(folders, catalog=catalog_file)  # from the catalog
+    plain = list_folders(folders, no_cache=True)
+    a, b = lazy[0], plain[0]
+    assert "all_messages_text" not in vars(a)  # not read yet
+    assert a == b and b == a and hash(a) == hash(b) and repr(a) == repr(b)
+    assert pickle.loads(pickle.dumps(a)) == b and type(pickle.loads(pickle.dumps(a))) is SessionInfo
+    assert dataclasses.asdict(a) == dataclasses.asdict(b)
+    assert dataclasses.replace(a, name="x").name == "x"
+    assert isinstance(a, SessionInfo)
+
+
+def test_list_normalises_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_file: str) -> None:
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    monkeypatch.setenv("SESSIONTREE_CATALOG", catalog_file)
+    project = tmp_path / "work" / "proj"
+    (project / "sub").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(project)
+    real = os.path.realpath(project)
+    folder = Path(session_dir_for_cwd(real))
+    folder.mkdir(parents=True)
+    generate_session(folder / "a.jsonl", size_bytes=3000, seed=1, cwd=real)
+    monkeypatch.chdir(project / "sub")
+    for cwd in (real, real + "/", real + "/.", real + "/sub/..", str(link), "..", str(link) + "/sub/../"):
+        assert [s.cwd for s in SessionManager.list(cwd)] == [real], cwd
+    assert SessionManager.list(real, no_cache=True) == SessionManager.list(real)
+
+
+# ------------------------------------------------------------- damaged catalogs
+def _valid_catalog(path: str) -> bool:
+    c = sqlite3.connect(path)
+    try:
+        return c.execute("PRAGMA application_id").fetchone()[0] == 0x53547243
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "version", "foreign", "empty", "pages"])
+def test_damaged_catalog_is_rebuilt(tmp_path: Path, catalog_file: str, damage: str) -> None:
+    folders = make_root(tmp_path / "s", 30, seed=6)
+    want = list_folders(folders, no_cache=True)
+    assert list_folders(folders, catalog=catalog_file) == want
+    cat.search("refactor", folders, catalog=catalog_file)
+    size = os.path.getsize(catalog_file)
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(catalog_file + suffix):
+            c = sqlite3.connect(catalog_file)
+            c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            c.close()
+    if damage == "garbage":
+        Path(catalog_file).write_bytes(os.urandom(size))
+    elif damage == "truncated":
+        with open(catalog_file, "r+b") as f:
+            f.truncate(size // 3)
+    elif damage == "version":
+        c = sqlite3.connect(catalog_file)
+        c.execute("PRAGMA user_version=999")
+        c.close()
+    elif damage == "foreign":
+        os.unlink(catalog_file)
+        c = sqlite3.connect(catalog_file)
+        c.execute("CREATE TABLE file (x)")
+        c.execute("INSERT INTO file VALUES ('not ours')")
+        c.commit()
+        c.close()
+    elif damage == "empty":
+        Path(catalog_file).write_bytes(b"")
+    else:  # pages in the middle overwritten: found only when read
+        with open(catalog_file, "r+b") as f:
+            f.seek(8 * 4096)
+            f.write(os.urandom(size - 8 * 4096))
+    assert list_folders(folders, catalog=catalog_file) == want
+    assert cat.search("refactor", folders, catalog=catalog_file) == cat.search("refactor", folders, no_cache=True)
+    assert _valid_catalog(catalog_file)
+
+
+def test_catalog_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sessiontree.catalog._location import default_path, resolve
+
+    monkeypatch.delenv("SESSIONTREE_CATALOG", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_path() == str(tmp_path / "xdg" / "sessiontree" / "catalog.sqlite3")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative")  # not absolute: ignored (XDG spec)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_path() == str(tmp_path / "home" / ".cache" / "sessiontree" / "catalog.sqlite3")
+    monkeypatch.setenv("SESSIONTREE_CATALOG", "off")
+    assert default_path() is None
+    folders = make_root(tmp_path / "s", 3, seed=1)
+    assert list_folders(folders) == list_folders(folders, no_cache=True)  # off: read the files
+    assert not (tmp_path / "home" / ".cache").exists()
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    with pytest.raises(ValueError, match="inside Pi's folder"):
+        resolve(tmp_path / "agent" / "sessions" / "c.sqlite3")
+    with pytest.raises(ValueError, match="inside Pi's folder"):
+        resolve(tmp_path / "agent" / "x.sqlite3")
+    assert resolve(tmp_path / "elsewhere.sqlite3") == str(tmp_path / "elsewhere.sqlite3")
+
+
+def test_unwritable_catalog_falls_back(tmp_path: Path) -> None:
+    folders = make_root(tmp_path / "s", 5, seed=1)
+    blocked = tmp_path / "file-not-dir"
+    blocked.write_text("x")
+    got = list_folders(folders, catalog=str(blocked / "catalog.sqlite3"))
+    assert got == list_folders(folders, no_cache=True)
+    with pytest.raises(cat.CatalogError):
+        cat.index(folders, catalog=str(blocked / "catalog.sqlite3"))
+
+
+# ------------------------------------------------------------- two processes
+_INDEXER = """
+import sys
+from sessiontree import catalog
+for _ in range(int(sys.argv[3])):
+    catalog.index([sys.argv[1]], catalog=sys.argv[2])
+"""
+
+
+def test_listing_while_another_process_indexes(tmp_path: Path, catalog_file: str) -> None:
+    folder = tmp_path / "s" / "--p--"
+    folder.mkdir(parents=True)
+    for i in range(40):
+        generate_session(folder / f"s{i}.jsonl", size_bytes=30_000 + 2_000 * i, seed=i, cwd="/p")
+    generate_session(folder / "big.jsonl", size_bytes=20_000_000, seed=3, cwd="/p")
+    want = list_sessions(str(folder), no_cache=True)
+    proc = subprocess.Popen([sys.executable, "-c", _INDEXER, str(folder), catalog_file, "3"])
+    try:
+        seen = 0
+        while proc.poll() is None or seen == 0:
+            assert list_sessions(str(folder), catalog=catalog_file) == want
+            seen += 1
+    finally:
+        assert proc.wait(timeout=600) == 0
+    assert seen > 1
+    assert cat.search("refactor", [str(folder)], catalog=catalog_file) == cat.search(
+        "refactor", [str(folder)], no_cache=True)
+
+
+def test_two_processes_index_at_once(tmp_path: Path, catalog_file: str) -> None:
+    folders = make_root(tmp_path / "s", 200, seed=12)
+    procs = [subprocess.Popen([sys.executable, "-c", _INDEXER, f, catalog_file, "1"])
+             for f in folders[:8] for _ in range(2)]
+    for f in folders[:8]:
+        _append(next(Path(f).glob("*.jsonl")), "while indexing")  # a writer too
+    assert all(p.wait(timeout=600) == 0 for p in procs)
+    check_listing(folders, catalog_file)
+    check_search(folders, catalog_file)
+    check_usage(folders, catalog_file)
+
+
+# ------------------------------------------------------------------ queries
+def test_query_syntax() -> None:
+    from sessiontree.catalog import parse_query
+
+    q = parse_query('  foo "node  cve" bar ')
+    assert [(t.kind, t.text) for t in q.terms] == [("word", "foo"), ("phrase", "node  cve"), ("word", "bar")]
+    q = parse_query('foo "unclosed bar')  # Pi: an open quote splits on white space, quotes kept
+    assert [(t.kind, t.text) for t in q.terms] == [("word", "foo"), ("word", '"unclosed'), ("word", "bar")]
+    assert parse_query("re: a+b ").regex is not None and parse_query("re: a+b ").regex.pattern == "a+b"
+    assert [t.text for t in parse_query('a"b c"d').terms] == ["a", "b c", "d"]
+    for bad in ("", "   ", "re:", "re:  ", "re:(", '""'):
+        with pytest.raises(ValueError):
+            parse_query(bad)
+
+
+def test_usage_dates_and_groups(pi_root: Path, catalog_file: str) -> None:
+    folders = project_folders(str(pi_root))[:6]
+    days = cat.usage("daily", folders, tz=timezone.utc, catalog=catalog_file)
+    keys = [x.key for x in days.lines]
+    mid = date.fromisoformat(keys[len(keys) // 2])
+    part = cat.usage("daily", folders, tz=timezone.utc, since=mid, until=mid, catalog=catalog_file)
+    assert [x.key for x in part.lines] == [mid.isoformat()]
+    assert part.lines[0] == next(x for x in days.lines if x.key == mid.isoformat())
+    for g in ("weekly", "monthly", "model", "project", "session"):
+        r = cat.usage(g, folders, tz=timezone.utc, catalog=catalog_file)  # type: ignore[arg-type]
+        assert r.total == days.total, g
+        assert sum(x.records for x in r.lines) == days.total.records
+    with pytest.raises(ValueError):
+        cat.usage("yearly", folders)  # type: ignore[arg-type]

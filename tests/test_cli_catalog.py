@@ -1,0 +1,114 @@
+"""``sessiontree ls``, ``search``, ``usage`` and ``index`` as real subprocesses: the same
+answers with and without the catalog, ``--cwd`` normalised, hits that ``context``
+opens, clear errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sessiontree._places import session_dir_for_cwd
+from sessiontree.generate import generate_session
+
+
+def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    full = dict(os.environ)
+    full.pop("COLUMNS", None)
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-m", "sessiontree", *args], capture_output=True, text=True, env=full,
+                          cwd=cwd, timeout=300, encoding="utf-8", errors="replace")
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A Pi agent folder with sessions of three projects, and a catalog of its own."""
+    base = tmp_path_factory.mktemp("agent")
+    for i in range(30):
+        cwd = f"/home/user/p{i % 3}"
+        folder = Path(session_dir_for_cwd(cwd, str(base / "agent" / "sessions")))
+        folder.mkdir(parents=True, exist_ok=True)
+        generate_session(folder / f"s{i:02d}.jsonl", size_bytes=4_000 + 700 * i, seed=40 + i, cwd=cwd)
+    return {"PI_CODING_AGENT_DIR": str(base / "agent"), "SESSIONTREE_CATALOG": str(base / "cache" / "c.sqlite3")}
+
+
+def _json(p: subprocess.CompletedProcess[str]) -> object:
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_same_answers_without_the_catalog(agent: dict[str, str]) -> None:
+    for args in (["ls", "--all"], ["search", "refactor", "--all", "--limit", "0"],
+                 ["search", '"the session" src', "--all", "--recent"], ["usage", "--utc"],
+                 ["usage", "model"], ["usage", "project", "--active-path"], ["usage", "weekly", "--utc"]):
+        first = _json(run(*args, "--json", env=agent))
+        again = _json(run(*args, "--json", env=agent))
+        plain = _json(run(*args, "--json", "--no-cache", env=agent))
+        assert first == again == plain, args
+    index = _json(run("index", "--json", env=agent))
+    assert index["sessions"] == 30 and index["read"] == 0  # everything was read already
+    assert index["catalog"] == agent["SESSIONTREE_CATALOG"] and index["catalogBytes"] > 0
+
+
+def test_ls_cwd_is_normalised(agent: dict[str, str], tmp_path: Path) -> None:
+    want = _json(run("ls", "--cwd", "/home/user/p1", "--json", env=agent))
+    assert len(want["sessions"]) == 10  # type: ignore[index]
+    for spelling in ("/home/user/p1/", "/home/user/p1/.", "/home/user/p0/../p1", "/home/user//p1"):
+        assert _json(run("ls", "--cwd", spelling, "--json", env=agent)) == want, spelling
+    assert _json(run("search", "refactor", "--cwd", "/home/user/p1/", "--json", env=agent))["files"] == 10  # type: ignore[index]
+    p = run("ls", "/tmp", "--cwd", "/x", env=agent)
+    assert p.returncode == 2 and "DIR or --cwd" in p.stderr
+
+
+def test_search_output_and_hits_open(agent: dict[str, str]) -> None:
+    data = _json(run("search", "the", "--all", "--json", "--limit", "5", env=agent))
+    hits = data["hits"]  # type: ignore[index]
+    assert 0 < len(hits) <= 5 and data["total"] >= len(hits)  # type: ignore[index]
+    for h in hits:
+        assert {"path", "entryId", "role", "time", "onPath", "snippet", "marks", "sessionId"} <= set(h)
+        s, e = h["marks"][0]
+        assert h["snippet"][s:e].lower() == "the"
+        p = run("context", h["path"], "--leaf", h["entryId"], "--json")
+        assert p.returncode == 0, p.stderr
+        assert json.loads(p.stdout)["leafId"] == h["entryId"]
+    page2 = _json(run("search", "the", "--all", "--json", "--limit", "5", "--page", "2", env=agent))
+    assert page2["offset"] == 5 and not {h["entryId"] for h in page2["hits"]} & {h["entryId"] for h in hits}  # type: ignore[index]
+    text = run("search", "the", "--all", "--limit", "3", env=agent)
+    assert text.returncode == 0 and "hits 1–3 of" in text.stdout and "--page 2" in text.stdout
+
+
+def test_bad_input(agent: dict[str, str]) -> None:
+    for args, needle in ((["search", "re:("], "bad query"), (["search", "  "], "bad query"),
+                         (["usage", "yearly", "/tmp"], "unknown report"), (["usage", "--since", "2025-13-01"], "not a date"),
+                         (["search", "x", "--limit", "-1"], "--limit")):
+        p = run(*args, env=agent)
+        assert p.returncode == 2 and needle in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
+    inside = str(Path(agent["PI_CODING_AGENT_DIR"]) / "catalog.sqlite3")
+    p = run("ls", "--all", "--catalog", inside, env=agent)
+    assert p.returncode == 2 and "inside Pi's folder" in p.stderr
+
+
+def test_usage_text(agent: dict[str, str]) -> None:
+    p = run("usage", "daily", "--utc", "--since", "20250101", env=agent)
+    assert p.returncode == 0 and "total" in p.stdout and "cost ($)" in p.stdout
+    data = _json(run("usage", "daily", "--utc", "--json", env=agent))
+    day = data["lines"][0]["key"]  # type: ignore[index]
+    one = _json(run("usage", "--utc", "--since", day, "--until", day, "--json", env=agent))
+    assert [x["key"] for x in one["lines"]] == [day]  # type: ignore[index]
+    folder = session_dir_for_cwd("/home/user/p2", str(Path(agent["PI_CODING_AGENT_DIR"]) / "sessions"))
+    by_dir = _json(run("usage", "session", folder, "--json", env=agent))
+    assert {Path(x["key"]).parent for x in by_dir["lines"]} == {Path(folder)}  # type: ignore[index]
+    assert _json(run("usage", folder, "--json", env=agent))["report"] == "daily"  # type: ignore[index]
+
+
+def test_index_text_and_off(agent: dict[str, str], tmp_path: Path) -> None:
+    p = run("index", env={**agent, "SESSIONTREE_CATALOG": str(tmp_path / "new.sqlite3")})
+    assert p.returncode == 0 and "30 session(s)" in p.stdout and "catalog" in p.stdout
+    p = run("index", env={**agent, "SESSIONTREE_CATALOG": "off"})
+    assert p.returncode == 1 and "turned off" in p.stderr
+    p = run("ls", "--all", "--json", env={**agent, "SESSIONTREE_CATALOG": "off"})
+    assert len(json.loads(p.stdout)["sessions"]) == 30

@@ -1,0 +1,64 @@
+"""``sessiontree import`` as a real subprocess, then ``check`` / ``tree`` / ``context`` on the result."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from _import_helpers import CLAUDE, CODEX
+from test_cli import run
+
+
+def test_import_claude_paths_json_and_idempotent(tmp_path: Path) -> None:
+    out = tmp_path / "pi"
+    src = CLAUDE / "multiblock.jsonl"
+    p = run("import", "claude", str(src), str(CLAUDE / "damaged.jsonl"), "--to", str(out), "--json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert [r["created"] for r in rows] == [True, True]
+    damaged = rows[1]
+    assert damaged["skipped"]["invalid JSON"] == 1 and damaged["unmapped"]["parentUuid cycle (broken)"] == 1
+    files = sorted(out.glob("*.jsonl"))
+    assert len(files) == 2
+    c = run("check", *map(str, files))
+    assert c.returncode == 0, c.stdout
+    t = run("tree", rows[0]["path"])
+    assert t.returncode == 0 and "Bash" in t.stdout and "leaf" in t.stdout
+    ctx = run("context", rows[0]["path"], "--json")
+    assert ctx.returncode == 0 and "Two files" in ctx.stdout
+    again = run("import", "claude", str(src), "--to", str(out), "--json")
+    assert json.loads(again.stdout)[0]["entriesAdded"] == 0
+
+
+def test_import_codex_all_from_codex_home(tmp_path: Path) -> None:
+    home = tmp_path / "codex"
+    shutil.copytree(CODEX, home / "sessions" / "2025" / "10" / "02")
+    out = tmp_path / "pi"
+    p = run("import", "codex", "--all", "--to", str(out), env={"CODEX_HOME": str(home)})
+    assert p.returncode == 0, p.stderr
+    assert "9 session(s) imported" in p.stdout
+    assert "not mapped, per record type:" in p.stdout and "kept as custom" in p.stdout
+    assert "parentSession:" in p.stdout  # the fork and the subagent
+    c = run("check", *map(str, sorted(out.glob("*.jsonl"))))
+    assert c.returncode == 0, c.stdout
+
+
+def test_import_claude_all_writes_into_pi_layout(tmp_path: Path) -> None:
+    claude = tmp_path / "claude"
+    shutil.copytree(CLAUDE, claude / "projects" / "-home-dev-proj")
+    pi = tmp_path / "pi-agent"
+    p = run("import", "claude", "--all", env={"CLAUDE_CONFIG_DIR": str(claude), "PI_CODING_AGENT_DIR": str(pi)})
+    assert p.returncode == 0, p.stderr
+    folder = pi / "sessions" / "--home-dev-proj--"
+    files = sorted(folder.glob("*.jsonl"))
+    assert len(files) == 12  # 10 session files, the inline sidechain of one, the subagent of another
+    ls = run("ls", str(folder), "--json")
+    assert ls.returncode == 0 and len(json.loads(ls.stdout)["sessions"]) == len(files)
+
+
+def test_import_errors_are_one_line(tmp_path: Path) -> None:
+    p = run("import", "claude", str(tmp_path / "missing.jsonl"))
+    assert p.returncode == 1 and "no such file" in p.stderr and "Traceback" not in p.stderr
+    p = run("import", "codex")
+    assert p.returncode == 2 and "--all" in p.stderr
