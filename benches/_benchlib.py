@@ -10,8 +10,8 @@ import functools
 import gc
 import hashlib
 import inspect
+import json
 import os
-import re
 import shutil
 import warnings
 from dataclasses import dataclass
@@ -34,6 +34,12 @@ size the path to the leaf holds a compaction (the compacted-context case; with s
 the 1 GiB session's leaf sits 22 entries below a reset leaf, with no compaction)."""
 
 BACKENDS: tuple[str, ...] = ("python", "native")
+
+GENERATORS: tuple[str, ...] = ("project", "corpus")
+"""Where a benchmark session comes from: ``project`` = ``sessiontree.generate`` (the
+generator the code was tuned against), ``corpus`` = ``benches/corpus_gen.py`` (Pi's own
+entries from the conformance corpus in another model of a session; needs
+``../shared``)."""
 
 LISTING_SESSIONS = 500
 """Sessions in the folder that ``list`` runs over."""
@@ -124,18 +130,20 @@ class BenchFile:
 
 
 SAMPLE_IDS = 64
-_ID_RE = re.compile(rb'"id":"([^"]+)"')
 
 
-def _scan_ids(path: Path) -> list[str]:
-    """Every entry id of a generated file, in file order (header skipped)."""
+def scan_ids(path: Path) -> list[str]:
+    """Every entry id of a generated file, in file order (header skipped), by a plain
+    decode of each line (no backend involved: the corpus generator's lines may hold
+    nested ``id`` keys before the entry's own)."""
     ids = []
     with open(path, "rb") as f:
         f.readline()
         for line in f:
-            m = _ID_RE.search(line)  # first "id" key: the entry's own (nested ids come later)
-            if m:
-                ids.append(m.group(1).decode())
+            try:
+                ids.append(orjson.loads(line)["id"])
+            except orjson.JSONDecodeError:  # lone surrogates: json.loads keeps them
+                ids.append(json.loads(line)["id"])
     return ids
 
 
@@ -167,6 +175,25 @@ def _uncompacted_cached(size_label: str) -> Path:
     return target
 
 
+def _corpus_cached(size_label: str) -> Path:
+    import corpus_gen
+
+    if not corpus_gen.CORPUS.is_dir():
+        import pytest
+
+        pytest.skip(f"the conformance corpus is not at {corpus_gen.CORPUS} (the corpus generator needs it)")
+    h = hashlib.sha256(inspect.getsource(corpus_gen).encode())
+    for f in sorted(corpus_gen.CORPUS.glob("*.jsonl")):
+        h.update(f"{f.name}:{f.stat().st_size}".encode())
+    target = cache_dir() / f"corpus-{size_label}-seed{SEED}-{h.hexdigest()[:10]}.jsonl"
+    if target.exists():
+        return target
+    with _Lock(target):
+        if not target.exists():
+            corpus_gen.generate(target, parse_size(size_label), seed=SEED)
+    return target
+
+
 def _describe(path: Path, size_label: str, compacted: bool) -> BenchFile:
     meta = path.with_name(path.name + ".meta.json")
     if meta.exists():
@@ -176,7 +203,7 @@ def _describe(path: Path, size_label: str, compacted: bool) -> BenchFile:
             warnings.simplefilter("ignore")
             with SessionManager.open(str(path), backend=_fast_backend()) as sm:
                 d = {"entries": len(sm), "leaf_id": sm.leaf_id}
-        ids = _scan_ids(path)
+        ids = scan_ids(path)
         assert len(ids) == d["entries"], (path, len(ids), d["entries"])
         step = max(1, len(ids) // SAMPLE_IDS)
         d["sample_ids"] = ids[step // 2::step][:SAMPLE_IDS]
@@ -193,14 +220,19 @@ def _fast_backend() -> str:
     return "native"
 
 
-_FILES: dict[tuple[str, bool], BenchFile] = {}
+_FILES: dict[tuple[str, bool, str], BenchFile] = {}
 
 
-def bench_file(size_label: str, compacted: bool = True) -> BenchFile:
-    """The cached session of ``size_label`` (generated on first use)."""
-    key = (size_label, compacted)
+def bench_file(size_label: str, compacted: bool = True, gen: str = "project") -> BenchFile:
+    """The cached session of ``size_label`` from generator ``gen`` (:data:`GENERATORS`;
+    generated on first use). ``compacted=False``: the project's session with every
+    compaction turned into a ``custom`` entry."""
+    key = (size_label, compacted, gen)
     if key not in _FILES:
-        path = _generate_cached(size_label) if compacted else _uncompacted_cached(size_label)
+        if gen == "corpus":
+            path = _corpus_cached(size_label)
+        else:
+            path = _generate_cached(size_label) if compacted else _uncompacted_cached(size_label)
         _FILES[key] = _describe(path, size_label, compacted)
     return _FILES[key]
 
@@ -246,6 +278,19 @@ def opened(file: BenchFile, backend: str) -> SessionManager:
     sm = _OPEN[key]
     assert sm.backend == backend
     return sm
+
+
+def opened_pair(file: BenchFile, backends: list[str]) -> dict[str, SessionManager]:
+    """The session opened read-only in each of ``backends`` at once (kept, like
+    :func:`opened`, for the next test that wants the same file)."""
+    keys = [(file.path, b) for b in backends]
+    if any(k not in _OPEN for k in keys) or len(_OPEN) != len(keys):
+        drop_opened()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for k in keys:
+                _OPEN[k] = SessionManager.open(file.path, backend=k[1])
+    return {k[1]: _OPEN[k] for k in keys}
 
 
 def drop_opened() -> None:

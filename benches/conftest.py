@@ -30,7 +30,17 @@ from pathlib import Path
 
 import pytest
 
-from _benchlib import BACKENDS, DEFAULT_MAX, SIZES, BenchFile, active_backends, active_sizes, bench_file, drop_opened
+from _benchlib import (
+    BACKENDS,
+    DEFAULT_MAX,
+    GENERATORS,
+    SIZES,
+    BenchFile,
+    active_backends,
+    active_sizes,
+    bench_file,
+    drop_opened,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -56,20 +66,23 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Run the benches size by size, smallest first (stable within a size).
+    """Run the benches size by size, smallest first, then by generator and backend, the
+    repeated-call rows of one session before the first-call rows (stable otherwise).
 
     Small results are then complete before the long 1 GiB part starts, and the opened
     session cache (:func:`opened`) can reuse one large session for consecutive tests.
     """
 
-    def key(item: pytest.Item) -> tuple[int, int, int]:
+    def key(item: pytest.Item) -> tuple[int, int, int, int]:
         params = getattr(item, "callspec", None)
         p = params.params if params is not None else {}
         size = p.get("size")
         rank = SIZES.index(size) if size in SIZES else -1
+        gen = p.get("gen")
+        g = GENERATORS.index(gen) if gen in GENERATORS else -1
         backend = p.get("backend")
         b = BACKENDS.index(backend) if backend in BACKENDS else -1
-        return (rank, b, 0)
+        return (rank, g, b, 1 if p.get("phase") == "first" else 0)
 
     def here(item: pytest.Item) -> bool:
         return Path(str(item.fspath)).resolve().parent == HERE

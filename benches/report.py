@@ -109,6 +109,12 @@ class Results:
         b = self.get(op, size, backend)
         return b["stats"]["min"] if b else None
 
+    def best(self, op: str, size: str, backend: str) -> float | None:
+        """A both-backend row's (``test_bench_calls.py``) best time of ``backend``."""
+        b = self.get(op, size, "both")
+        times = b["extra_info"].get("times", {}).get(backend) if b else None
+        return min(times) if times else None
+
     def med(self, op: str, size: str, backend: str) -> float | None:
         b = self.get(op, size, backend)
         return b["stats"]["median"] if b else None
@@ -196,6 +202,77 @@ def _list_size(r: Results) -> str:
         if op == "list":
             return size
     return ""
+
+
+def calls_table(r: Results) -> list[str]:
+    """``test_bench_calls.py``: one table per generator, a row per call and phase, for
+    each size python / native / python ÷ native."""
+    out: list[str] = []
+    gens = sorted({k[0].split(":")[1] for k in r.rows if k[0].startswith("call:")},
+                  key=lambda g: (g != "project", g))
+    sizes = [s for s in r.sizes() if any(k[0].startswith("call:") and k[1] == s for k in r.rows)]
+    if not gens or not sizes:
+        return out
+    worst: list[tuple[float, str]] = []
+    for gen in gens:
+        entries = {s: r.info(f"call:{gen}:open:first", s, "both", "entries") for s in sizes}
+        out += [f"**{gen} generator** ("
+                + ", ".join(f"{s}: {fmt_int(entries[s])} entries" for s in sizes if entries[s]) + ")", ""]
+        head = "| call | " + " | ".join(f"{s} python | {s} native | {s} py ÷ nat" for s in sizes) + " |"
+        out += [head, "|---|" + "--:|--:|--:|" * len(sizes)]
+        calls = []
+        for (op, _, _) in r.rows:
+            if op.startswith(f"call:{gen}:"):
+                _, _, call, phase = op.split(":")
+                if (call, phase) not in calls:
+                    calls.append((call, phase))
+        order = {"first": 0, "again": 1}
+        calls.sort(key=lambda cp: (order.get(cp[1], 2), _CALL_ORDER.index(cp[0]) if cp[0] in _CALL_ORDER else 99))
+        for call, phase in calls:
+            op = f"call:{gen}:{call}:{phase}"
+            label = f"open + {call}" if phase == "first" and call != "open" else call if call == "open" else f"{call}, again"
+            cells = []
+            for size in sizes:
+                tp, tn = r.best(op, size, "python"), r.best(op, size, "native")
+                ratio = _div(tp, tn)
+                if ratio is not None:
+                    worst.append((ratio, f"{label} ({gen}, {size})"))
+                cells.append(f"{fmt_time(tp)} | {fmt_time(tn)} | {fmt_ratio(ratio)}")
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+        out.append("")
+    if worst:
+        worst.sort()
+        out.append(f"Lowest python ÷ native: {fmt_ratio(worst[0][0])} ({worst[0][1]}); rows below 1: "
+                   f"{sum(1 for x, _ in worst if x < 1)} of {len(worst)}.")
+        out.append("")
+    return out
+
+
+_CALL_ORDER = ["open", "get_tree", "get_tree+walk", "get_entries", "iterate", "get_entry every id", "in every id",
+               "[id] every id", "get_children every id", "get_branch", "contexts at leaves", "labels every id",
+               "user script"]
+
+
+def cli_table(r: Results) -> list[str]:
+    """``test_bench_cli.py``: info and tree in a fresh process."""
+    rows = [k for k in r.rows if k[0].startswith("cli:")]
+    if not rows:
+        return []
+    out = ["| command | generator | size | backend | wall time | peak RSS (VmHWM) | peak private (RssAnon) |",
+           "|---|---|---|---|--:|--:|--:|"]
+    keys = sorted({(k[0], k[1]) for k in rows}, key=lambda k: (k[0].split(":")[2], k[0].split(":")[1] != "project",
+                                                              SIZES.index(k[1]) if k[1] in SIZES else 9))
+    for op, size in keys:
+        _, gen, command = op.split(":")
+        b = r.get(op, size, "both")
+        runs = b["extra_info"].get("runs", {}) if b else {}
+        for backend in BACKENDS:
+            e = runs.get(backend)
+            if not e:
+                continue
+            out.append(f"| `sessiontree {command}` | {gen} | {size} | {backend} | {fmt_time(e['seconds'])} | "
+                       f"{fmt_bytes(e['peak_rss'])} | {fmt_bytes(e['peak_anon'])} |")
+    return out
 
 
 def memory_table(r: Results) -> list[str]:
@@ -337,6 +414,16 @@ def render(r: Results, command: str, plot_name: str | None) -> str:
         "## Time per operation",
         "",
         *time_table(r),
+        "",
+        "## Every read call, first and again (both generators)",
+        "",
+        "*first* = open + the call on a fresh session; *again* = the call repeated on a session "
+        "that made it before (best of N).",
+        "",
+        *calls_table(r),
+        "## Command line (fresh process per figure)",
+        "",
+        *cli_table(r),
         "",
         "## Writing, refresh and listing",
         "",

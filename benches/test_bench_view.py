@@ -1,8 +1,7 @@
 """The viewers (``sessiontree browse``, ``sessiontree export``) on an opened session.
 
 * ``structure``: the shape of the whole tree (``_structure.structure_of``): the index's
-  ``get_shape`` when the manager has it, else a full ``get_tree`` (which decodes every
-  entry); ``extra_info["via"]`` says which was timed.
+  ``get_shape`` and the labels, no entry decoded but the label lines.
 * ``browse first screen``: from a shape to the first screen's rows: the drawing around
   the leaf and the text of 50 rows (their entries decoded), as the tree pane makes them.
 * ``export html (path)`` / ``export markdown``: the page or the text of the leaf's path
@@ -16,8 +15,8 @@ from typing import Any
 from _benchlib import BenchFile, opened, set_info
 from sessiontree._drawing import ENTRY, Drawing
 from sessiontree._structure import structure_of
+from sessiontree.cli.tree import Layout, format_row
 from sessiontree.cli.tree import Row as TreeRow
-from sessiontree.cli.tree import format_row
 from sessiontree.export.html import write_html
 from sessiontree.export.markdown import write_markdown
 
@@ -30,38 +29,28 @@ class _Counter:
         self.n += len(text.encode("utf-8", "backslashreplace"))
 
 
-class _Node:
-    def __init__(self, entry: dict[str, Any], label: str | None) -> None:
-        self.entry, self.label, self.children = entry, label, []
-
-
-def _via(sm: Any) -> str:
-    return "get_shape" if hasattr(sm, "get_shape") else "get_tree"
-
-
 def test_structure(benchmark: Any, session_file: BenchFile, backend: str) -> None:
     sm = opened(session_file, backend)
     st = benchmark.pedantic(structure_of, args=(sm,), rounds=1 if session_file.size_label == "1GiB" else 3)
     assert len(st) == session_file.entries and st.id(st.session_leaf) == session_file.leaf_id
     set_info(benchmark, f"structure · {session_file.size_label}", file=session_file, backend=backend,
-             operation="structure", via=_via(sm))
+             operation="structure")
 
 
 def test_browse_first_screen(benchmark: Any, session_file: BenchFile, backend: str) -> None:
     sm = opened(session_file, backend)
     st = structure_of(sm)
-    leaf_id = sm.leaf_id
 
     def first_screen() -> int:
         drawing = Drawing(st)
+        lay = Layout(st.shape, st.session_leaf, set(st.labels), -1, st.entry)  # the tree pane's, once
         drawing.reveal(st.session_leaf)
         rows = drawing.rows()
         at = next(i for i, r in enumerate(rows) if r.kind == ENTRY and r.entry == st.session_leaf)
         shown = 0
         for r in rows[max(0, at - 49): at + 1]:
             if r.kind == ENTRY:
-                node = _Node(st.entry(r.entry), st.labels.get(r.entry))
-                format_row(TreeRow(r.prefix, node, r.on_path, len(st.children(r.entry)), None, r.depth), leaf_id, 100)
+                format_row(TreeRow((r.prefix,), r.entry, r.on_path, r.depth), lay, st.labels.get(r.entry), 100)
                 shown += 1
         return shown
 

@@ -23,6 +23,7 @@ use crate::lines::{self, Cand, Chunk, Ref};
 use crate::scan::{self, Val, Verdict};
 use crate::source::Source;
 use crate::tree::{self, NONE};
+use crate::usage::UsageTotals;
 
 /// How many candidates ahead `ingest` prefetches id-table slots (~ DRAM latency /
 /// time per candidate).
@@ -799,11 +800,111 @@ impl Index {
         self.find(column[i].1.as_deref()?)
     }
 
-    /// Entries of kind `k` in file order (labels, session_info, ...).
-    pub fn entries_of_kind(&self, k: EntryKind) -> Vec<u32> {
-        (0..self.len() as u32)
+    /// Entries of kind `k` numbered `from` or later, in file order (labels,
+    /// session_info, ...: callers that keep what they folded ask only for new ones).
+    pub fn entries_of_kind(&self, k: EntryKind, from: u32) -> Vec<u32> {
+        (from.min(self.len() as u32)..self.len() as u32)
             .filter(|&e| self.kinds[e as usize] == k)
             .collect()
+    }
+
+    // ---------------------------------------------------------------- structure
+
+    /// The parent column: `parents()[e]` is `e`'s parent after cycle breaking, [`NONE`]
+    /// for a root.
+    pub fn parents(&self) -> &[u32] {
+        &self.parent
+    }
+
+    /// The kind column (file order).
+    pub fn kinds(&self) -> &[EntryKind] {
+        &self.kinds
+    }
+
+    /// The role column (file order; [`Role::None`] for entries that are not messages).
+    pub fn roles(&self) -> &[Role] {
+        &self.roles
+    }
+
+    /// The timestamp column: `Date.parse(timestamp)` in ms, `i64::MIN` when it does not
+    /// parse (or is not a string).
+    pub fn timestamps(&self) -> &[i64] {
+        &self.ts
+    }
+
+    /// The parent of `e` (`None` for a root or an unknown number).
+    pub fn parent_of(&self, e: u32) -> Option<u32> {
+        self.parent.get(e as usize).copied().filter(|&p| p != NONE)
+    }
+
+    /// The kind of `e` (`None` for an unknown number).
+    pub fn kind_of(&self, e: u32) -> Option<EntryKind> {
+        self.kinds.get(e as usize).copied()
+    }
+
+    /// Entries without children, in file order.
+    pub fn leaves(&self) -> Vec<u32> {
+        let mut has_child = vec![false; self.len()];
+        for &p in &self.parent {
+            if p != NONE {
+                has_child[p as usize] = true;
+            }
+        }
+        (0..self.len() as u32)
+            .filter(|&e| !has_child[e as usize])
+            .collect()
+    }
+
+    /// Entries whose id starts with `prefix` (bytes of the decoded id): the first
+    /// `limit` of them in file order, and how many there are in all.
+    pub fn with_prefix(&self, prefix: &[u8], limit: usize) -> (Vec<u32>, usize) {
+        let mut first = Vec::new();
+        let mut count = 0;
+        for e in 0..self.len() as u32 {
+            if self.ids.get(e).starts_with(prefix) {
+                if first.len() < limit {
+                    first.push(e);
+                }
+                count += 1;
+            }
+        }
+        (first, count)
+    }
+
+    /// The `message.role` strings the role column holds as [`Role::Other`], read from
+    /// those entries' lines (rare: Pi writes seven roles): `(entry, role bytes)` in file
+    /// order. A line whose role is no longer a string (rewritten) is left out.
+    pub fn other_roles(&self) -> Result<Vec<(u32, Vec<u8>)>> {
+        let es: Vec<u32> = (0..self.len() as u32)
+            .filter(|&e| self.roles[e as usize] == Role::Other)
+            .collect();
+        let mut out = Vec::with_capacity(es.len());
+        let mut k = 0;
+        self.for_each_line(&es, |line| {
+            let mut f = scan::Fields::default();
+            if scan::validate(line, &mut f) == Verdict::Object {
+                if let Some(r) = scan::str_bytes(line, f.role) {
+                    out.push((es[k], r.into_owned()));
+                }
+            }
+            k += 1;
+        })?;
+        Ok(out)
+    }
+
+    /// Token and cost totals of every assistant message on every branch
+    /// ([`usage::UsageTotals`]), reading only the assistant entries' lines. `None` when
+    /// a line holds a number the walker cannot sum exactly (the caller sums in Python).
+    pub fn usage_totals(&self) -> Result<Option<UsageTotals>> {
+        let es: Vec<u32> = (0..self.len() as u32)
+            .filter(|&e| self.roles[e as usize] == Role::Assistant)
+            .collect();
+        let mut t = UsageTotals::default();
+        let mut exact = true;
+        self.for_each_line(&es, |line| {
+            exact = exact && t.add(line);
+        })?;
+        Ok(exact.then_some(t))
     }
 
     /// `load_report`: by line, then rule order.
@@ -1165,6 +1266,44 @@ mod tests {
         assert!(p.messages.is_empty()); // firstKept off path: summary only
         assert_eq!(kinds(&ix), vec![("first_kept_off_path", Some(10))]);
         assert_eq!(ix.plan(None), Plan::default());
+    }
+
+    #[test]
+    fn structure_queries() {
+        let msg = |id: &str, parent: Option<&str>, role: &str| {
+            let p = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
+            format!(
+                r#"{{"type":"message","id":"{id}","parentId":{p},"message":{{"role":"{role}"}}}}"#
+            )
+        };
+        let ix = ix(&[
+            &msg("ab1", None, "user"),
+            &msg("ab2", Some("ab1"), "hookMessage"),
+            &msg("ac3", Some("ab1"), "assistant"),
+            &e("x", Some("ac3"), "weird"),
+            &e("y", Some("zz"), "label"),
+        ]);
+        assert_eq!(ix.parent_of(1), Some(0));
+        assert_eq!(ix.parent_of(4), None); // an orphan is a root
+        assert_eq!(ix.parent_of(9), None);
+        assert_eq!(ix.kind_of(3), Some(EntryKind::Unknown));
+        assert_eq!(ix.kind_of(4), Some(EntryKind::Label));
+        assert_eq!(ix.leaves(), vec![1, 3, 4]);
+        assert_eq!(ix.with_prefix(b"ab", 1), (vec![0], 2));
+        assert_eq!(ix.with_prefix(b"a", 5), (vec![0, 1, 2], 3));
+        assert_eq!(ix.with_prefix(b"q", 5), (vec![], 0));
+        assert_eq!(
+            ix.other_roles().unwrap(),
+            vec![(1, b"hookMessage".to_vec())]
+        );
+        assert_eq!(ix.roles()[2], Role::Assistant);
+        assert_eq!(ix.entries_of_kind(EntryKind::Message, 1), vec![1, 2]);
+        assert_eq!(
+            ix.entries_of_kind(EntryKind::Message, 99),
+            Vec::<u32>::new()
+        );
+        let t = ix.usage_totals().unwrap().unwrap();
+        assert_eq!(t.messages, 1);
     }
 
     /// A temporary session file holding `img` (removed on drop).

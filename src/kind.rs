@@ -103,6 +103,17 @@ pub enum Role {
 }
 
 impl Role {
+    /// The names of the roles after `None`, in variant order (`Other` is any other
+    /// string): `Role as u8` is 1 + the index here.
+    pub const NAMES: [&'static str; 6] = [
+        "user",
+        "assistant",
+        "toolResult",
+        "bashExecution",
+        "custom",
+        "system",
+    ];
+
     /// The role of a decoded `message.role` string (`None`: not a string).
     #[inline]
     pub fn from_name(name: Option<&[u8]>) -> Role {
@@ -143,5 +154,9 @@ mod tests {
         assert_eq!(Role::from_name(Some(b"system")), Role::System);
         assert_eq!(Role::from_name(Some(b"hookMessage")), Role::Other);
         assert_eq!(Role::from_name(None), Role::None);
+        for (i, name) in Role::NAMES.iter().enumerate() {
+            assert_eq!(Role::from_name(Some(name.as_bytes())) as usize, i + 1);
+        }
+        assert_eq!(Role::Other as usize, Role::NAMES.len() + 1);
     }
 }

@@ -22,6 +22,7 @@ mod scan;
 mod source;
 mod time;
 mod tree;
+mod usage;
 
 pub use context::Plan;
 pub use error::{Error, Result};
@@ -32,6 +33,7 @@ pub use listing::{entries_path, scan_file, Doc, DocKind, Header, Name, Scan, Usa
 pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES};
 pub use source::count_newlines;
 pub use time::parse_iso_ms;
+pub use usage::{Total, UsageTotals, TOKEN_KEYS};
 
 #[cfg(feature = "python")]
 mod python;

@@ -4,6 +4,7 @@
 //! growth (`append_line`, `refresh`) swaps in place. A thread never waits for the lock
 //! while attached to the interpreter (it detaches to wait), so a refresh that runs
 //! detached cannot deadlock against a reader that holds the GIL.
+use std::borrow::Cow;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use crate::error::Error;
 use crate::index::Index;
 use crate::kind::EntryKind;
+use crate::usage::Total;
 
 pyo3::import_exception!(sessiontree.errors, InvalidSessionError);
 pyo3::import_exception!(sessiontree.errors, StaleSessionError);
@@ -58,16 +60,17 @@ fn id_to_py<'py>(py: Python<'py>, id: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     }
 }
 
-/// A Python id as the index's bytes; `None` for anything that is not a `str`.
-fn id_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
+/// A Python id as the index's bytes (borrowed from the `str`'s UTF-8 form unless it
+/// holds lone surrogates); `None` for anything that is not a `str`.
+fn id_from_py<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<Option<Cow<'a, [u8]>>> {
     let Ok(s) = obj.cast::<PyString>() else {
         return Ok(None);
     };
     match s.to_str() {
-        Ok(t) => Ok(Some(t.as_bytes().to_vec())),
+        Ok(t) => Ok(Some(Cow::Borrowed(t.as_bytes()))),
         Err(_) => {
             let b = s.call_method1("encode", ("utf-8", "surrogatepass"))?;
-            Ok(Some(b.cast::<PyBytes>()?.as_bytes().to_vec()))
+            Ok(Some(Cow::Owned(b.cast::<PyBytes>()?.as_bytes().to_vec())))
         }
     }
 }
@@ -78,6 +81,27 @@ fn os_path(path: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
     let b = path.py().import("os")?.call_method1("fsencode", (path,))?;
     let bytes = b.cast::<PyBytes>()?.as_bytes().to_vec();
     Ok(PathBuf::from(OsString::from_vec(bytes)))
+}
+
+/// A column as `bytes`, each item by `f` (native byte order), in one allocation.
+fn packed<'py, T: Copy, const N: usize>(
+    py: Python<'py>,
+    v: &[T],
+    f: impl Fn(T) -> [u8; N],
+) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(v.len() * N);
+    for &x in v {
+        out.extend_from_slice(&f(x));
+    }
+    PyBytes::new(py, &out)
+}
+
+/// A usage sum as Python's `int` or `float`.
+fn total_to_py(py: Python<'_>, t: Total) -> PyResult<Bound<'_, PyAny>> {
+    Ok(match t {
+        Total::Int(i) => i.into_pyobject(py)?.into_any(),
+        Total::Float(x) => x.into_pyobject(py)?.into_any(),
+    })
 }
 
 /// The index of one session image (entries numbered 0.. in file order).
@@ -227,12 +251,19 @@ impl PyIndex {
         self.read(py).len()
     }
 
-    /// Ids of all entries in file order.
-    fn ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    /// Ids of entries `ns` (all entries in file order when `None`).
+    #[pyo3(signature = (ns=None))]
+    fn ids<'py>(&self, py: Python<'py>, ns: Option<Vec<i64>>) -> PyResult<Bound<'py, PyList>> {
         let ix = self.read(py);
-        let v = (0..ix.len() as u32)
-            .map(|e| id_to_py(py, ix.id(e)))
-            .collect::<PyResult<Vec<_>>>()?;
+        let v = match ns {
+            None => (0..ix.len() as u32)
+                .map(|e| id_to_py(py, ix.id(e)))
+                .collect::<PyResult<Vec<_>>>()?,
+            Some(ns) => ns
+                .into_iter()
+                .map(|n| id_to_py(py, ix.id(Self::entry(&ix, n)?)))
+                .collect::<PyResult<Vec<_>>>()?,
+        };
         PyList::new(py, v)
     }
 
@@ -320,15 +351,139 @@ impl PyIndex {
         ix.tree()
     }
 
-    /// Entries whose `type` is `type_name` (one of Pi's nine), in file order.
-    fn entries_of_type(&self, py: Python<'_>, type_name: &str) -> PyResult<Vec<u32>> {
+    /// Entries whose `type` is `type_name` (one of `ENTRY_TYPES`) numbered `start` or
+    /// later, in file order.
+    #[pyo3(signature = (type_name, start=0))]
+    fn entries_of_type(&self, py: Python<'_>, type_name: &str, start: i64) -> PyResult<Vec<u32>> {
         let k = EntryKind::from_name(type_name.as_bytes());
         if k.name().is_none() {
             return Err(PyValueError::new_err(format!(
                 "not an entry type: {type_name}"
             )));
         }
-        Ok(self.read(py).entries_of_kind(k))
+        let from = u32::try_from(start.max(0)).unwrap_or(u32::MAX);
+        Ok(self.read(py).entries_of_kind(k, from))
+    }
+
+    /// The tree's shape as packed columns in native byte order, one item per entry in
+    /// file order unless said: `(parents` i32, -1 for a root; `kinds` u8, the index in
+    /// `ENTRY_TYPES` (`len(ENTRY_TYPES)`: another type); `roles` u8, 0 none, `1 + ` the
+    /// index in `ROLES`, `len(ROLES) + 1` another string; `timestamps` i64 ms,
+    /// `-2**63` none; `roots` u32 in file order; `start` u32, n + 1 items; `children`
+    /// u32, oldest first (`getTree` order)`)` and the other role strings as
+    /// `[(entry, role)]`.
+    #[allow(clippy::type_complexity)]
+    fn shape<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyList>,
+    )> {
+        let ix = self.read(py);
+        let (roots, start, kids) = ix.tree();
+        let kinds: Vec<u8> = ix.kinds().iter().map(|&k| k as u8).collect();
+        let roles: Vec<u8> = ix.roles().iter().map(|&r| r as u8).collect();
+        let others = ix
+            .other_roles()
+            .map_err(|e| self.err(e))?
+            .into_iter()
+            .map(|(e, r)| -> PyResult<Bound<'py, PyTuple>> {
+                (e, id_to_py(py, &r)?).into_pyobject(py)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok((
+            packed(py, ix.parents(), |p| p.to_ne_bytes()),
+            PyBytes::new(py, &kinds),
+            PyBytes::new(py, &roles),
+            packed(py, ix.timestamps(), |t| t.to_ne_bytes()),
+            packed(py, &roots, |x| x.to_ne_bytes()),
+            packed(py, &start, |x| x.to_ne_bytes()),
+            packed(py, &kids, |x| x.to_ne_bytes()),
+            PyList::new(py, others)?,
+        ))
+    }
+
+    /// The parent of entry `n`, `None` for a root.
+    fn parent(&self, py: Python<'_>, n: i64) -> PyResult<Option<u32>> {
+        let ix = self.read(py);
+        Ok(ix.parent_of(Self::entry(&ix, n)?))
+    }
+
+    /// The `type` of entry `n` when it is one of `ENTRY_TYPES`, else `None`.
+    fn kind(&self, py: Python<'_>, n: i64) -> PyResult<Option<&'static str>> {
+        let ix = self.read(py);
+        Ok(ix.kind_of(Self::entry(&ix, n)?).and_then(EntryKind::name))
+    }
+
+    /// Entries without children, in file order.
+    fn leaves(&self, py: Python<'_>) -> Vec<u32> {
+        self.read(py).leaves()
+    }
+
+    /// Entries whose id starts with `prefix`: the first `limit` in file order and how
+    /// many there are (`([], 0)` for a non-`str`).
+    fn with_prefix(
+        &self,
+        py: Python<'_>,
+        prefix: &Bound<'_, PyAny>,
+        limit: usize,
+    ) -> PyResult<(Vec<u32>, usize)> {
+        let Some(p) = id_from_py(prefix)? else {
+            return Ok((Vec::new(), 0));
+        };
+        Ok(self.read(py).with_prefix(&p, limit))
+    }
+
+    /// Token and cost totals of the assistant messages, reading only their lines:
+    /// `((input, output, cacheRead, cacheWrite, totalTokens), cost, [(provider JSON,
+    /// model JSON, count)], messages)` (`None` for an absent key), or `None` when a
+    /// number cannot be summed exactly here.
+    #[allow(clippy::type_complexity)]
+    fn usage_totals<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<
+        Option<(
+            Bound<'py, PyTuple>,
+            Bound<'py, PyAny>,
+            Bound<'py, PyList>,
+            u64,
+        )>,
+    > {
+        let ix = self.read(py);
+        let index: &Index = &ix;
+        let Some(t) = py
+            .detach(|| index.usage_totals())
+            .map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
+        let tokens = t
+            .tokens
+            .iter()
+            .map(|&x| total_to_py(py, x))
+            .collect::<PyResult<Vec<_>>>()?;
+        let models = t
+            .models
+            .iter()
+            .map(|((p, m), n)| -> PyResult<Bound<'py, PyTuple>> {
+                let text = |b: &Option<Vec<u8>>| b.as_deref().map(|b| PyBytes::new(py, b));
+                (text(p), text(m), *n).into_pyobject(py)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(Some((
+            PyTuple::new(py, tokens)?,
+            total_to_py(py, t.cost)?,
+            PyList::new(py, models)?,
+            t.messages,
+        )))
     }
 
     /// The context plan at `leaf` (`None`: empty): (messages, compaction, thinking,
@@ -545,6 +700,9 @@ mod _sessiontree {
         let py = m.py();
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         m.add("ENTRY_TYPES", PyTuple::new(py, crate::ENTRY_TYPES)?)?;
+        m.add("ROLES", PyTuple::new(py, crate::Role::NAMES)?)?;
+        let keys = crate::TOKEN_KEYS.map(|k| String::from_utf8_lossy(k).into_owned());
+        m.add("TOKEN_KEYS", PyTuple::new(py, keys)?)?;
         let kinds = IssueKind::ALL.map(IssueKind::as_str);
         m.add("ISSUE_KINDS", PyTuple::new(py, kinds)?)?;
         m.add("MAX_DEPTH", crate::MAX_DEPTH)?;

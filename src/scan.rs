@@ -27,7 +27,7 @@ use std::borrow::Cow;
 use crate::kind::EntryKind;
 
 pub(crate) mod block; // also read by `listing` (string ends over validated lines)
-use block::{Classify, Strings};
+pub(crate) use block::{Baseline, Classify, Strings};
 
 /// Deepest nesting of arrays/objects a line may have: `_jsonl.MAX_DEPTH` (orjson's
 /// limit, also enforced on its `json.loads` fallback), so both backends agree.

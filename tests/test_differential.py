@@ -310,9 +310,16 @@ def snapshot(m: SessionManager, sample: int = 6) -> dict[str, Any]:
         "projection": m.build_session_projection,
         "context_none": lambda: m.build_session_context(None),
         "persisted": lambda: m.is_persisted,
+        "shape": m.get_shape,
+        "leaf_ids": m.get_leaf_ids,
+        "path_ids": m.get_path_ids,
+        "usage": m.get_usage_totals,
+        "tree_nodes": m.get_tree,  # lazy native nodes compare equal to the python dicts
+        "labels": lambda: list(m.get_labels().items()),
     }
     out = {k: outcome(q) for k, q in queries.items()}
     ids = [e["id"] for e in m.get_entries()]
+    out["by_id"] = outcome(lambda: m.get_entries_by_id(ids[::-3] + ["zzzzzzzz"]))
     for entry_id in ids[-sample:] + ["zzzzzzzz"]:
         out[entry_id] = [
             outcome(lambda: m.get_entry(entry_id)),
@@ -322,6 +329,11 @@ def snapshot(m: SessionManager, sample: int = 6) -> dict[str, Any]:
             outcome(lambda: [e["id"] for e in m.get_branch(entry_id)]),
             outcome(lambda: m.build_session_context(entry_id)),
             outcome(lambda: m.build_session_projection(entry_id)),
+            outcome(lambda: m.parent_of(entry_id)),
+            outcome(lambda: m.get_children_ids(entry_id)),
+            outcome(lambda: m.get_path_ids(entry_id)),
+            outcome(lambda: m.get_entry_type(entry_id)),
+            outcome(lambda: m.resolve_id(entry_id[:3])),
         ]
     return out
 

@@ -15,6 +15,16 @@ def test_entry_types() -> None:
     assert set(st.ENTRY_TYPES) == schema.ENTRY_TYPES
 
 
+def test_message_roles() -> None:
+    assert st.ROLES == schema.MESSAGE_ROLES
+
+
+def test_usage_keys() -> None:
+    from sessiontree._usage import TOKEN_KEYS
+
+    assert st.TOKEN_KEYS == TOKEN_KEYS
+
+
 def test_issue_kinds() -> None:
     python = [v for k, v in vars(IssueKind).items() if not k.startswith("_")]
     assert len(set(st.ISSUE_KINDS)) == len(st.ISSUE_KINDS)

@@ -2,7 +2,7 @@
 
 Public API (API.md): :class:`SessionManager`, the pure functions
 :func:`build_session_context` / :func:`convert_to_llm`, :class:`SessionContext`,
-:class:`SessionTreeNode`, :class:`SessionInfo`, the entry TypedDicts of
+:class:`SessionTreeNode`, :class:`TreeShape`, :class:`UsageTotals`, :class:`SessionInfo`, the entry TypedDicts of
 :mod:`sessiontree.schema`, :class:`LoadIssue` / :class:`IssueKind` (items of
 ``SessionManager.load_report``) and the exceptions of :mod:`sessiontree.errors`.
 """
@@ -53,6 +53,8 @@ from .schema import (
     SessionTreeNode,
     ThinkingLevelChangeEntry,
     ToolResultMessage,
+    TreeShape,
+    UsageTotals,
     UserMessage,
 )
 
@@ -81,6 +83,8 @@ __all__ = [
     "ProjectedEntry",
     "SessionInfo",
     "SessionTreeNode",
+    "TreeShape",
+    "UsageTotals",
     "build_session_context",
     "build_session_projection",
     "convert_to_llm",

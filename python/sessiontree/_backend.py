@@ -13,15 +13,51 @@ memory. Appends through the API extend the image by exactly the bytes written to
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from .schema import SessionTreeNode
+    from .schema import SessionTreeNode, TreeShape, UsageTotals
 
-__all__ = ["LoadIssue", "IssueKind", "TreeIndex", "ContextPlan", "describe_issue", "make_issue", "issue_order"]
+__all__ = [
+    "LoadIssue",
+    "IssueKind",
+    "TreeIndex",
+    "ContextPlan",
+    "describe_issue",
+    "make_issue",
+    "issue_order",
+    "gc_paused",
+]
+
+GC_PAUSE_MIN = 64
+"""Decodes of at least this many lines pause the cyclic GC (:func:`gc_paused`): enough
+allocations that a young collection would run during them."""
+
+
+@contextmanager
+def gc_paused(lines: int = GC_PAUSE_MIN) -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while ``lines`` lines become dicts.
+
+    Decoded entries form no reference cycles, so the young-generation collections that
+    millions of new dicts trigger find nothing to free and only cost time; both
+    backends' bulk decodes run under this (measured in docs/BENCHMARKS.md, "Pausing
+    the cyclic GC"). Fewer than :data:`GC_PAUSE_MIN` lines, or a GC already disabled
+    by the caller: nothing changes.
+    """
+    if lines < GC_PAUSE_MIN or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class IssueKind:
@@ -214,6 +250,7 @@ class TreeIndex(Protocol):
     # -- lookups ---------------------------------------------------------------------
     def __contains__(self, entry_id: object) -> bool: ...
     def get(self, entry_id: str) -> dict[str, Any] | None: ...
+    def get_many(self, entry_ids: list[str]) -> list[dict[str, Any] | None]: ...  # None: unknown
     def raw_line(self, entry_id: str) -> bytes | None: ...  # the line's bytes, no CR/LF
     def children(self, entry_id: str) -> list[dict[str, Any]]: ...  # file order
     def path(self, entry_id: str | None) -> list[dict[str, Any]]: ...  # root -> entry
@@ -224,6 +261,15 @@ class TreeIndex(Protocol):
     def label_timestamp(self, entry_id: str) -> str | None: ...  # of the label entry that set it
     def session_name(self) -> str | None: ...
     def context_plan(self, leaf_id: str | None) -> ContextPlan: ...
+
+    # -- structure (answered from the index, no entry decoded) ----------------------
+    def shape(self) -> TreeShape: ...
+    def parent_id(self, entry_id: str) -> str | None: ...  # None: a root or unknown
+    def children_ids(self, entry_id: str) -> list[str]: ...  # file order
+    def leaf_ids(self) -> list[str]: ...  # entries without children, file order
+    def entry_type(self, entry_id: str) -> str | None: ...  # "?" another type, None unknown id
+    def ids_with_prefix(self, prefix: str, limit: int) -> tuple[list[str], int]: ...
+    def usage_totals(self) -> UsageTotals: ...
 
     # -- growth ------------------------------------------------------------------------
     def append_line(self, line: bytes) -> str:

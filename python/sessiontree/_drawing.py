@@ -1,12 +1,14 @@
 """The session tree drawn as rows, from the shape alone (``browse`` and the HTML sidebar).
 
-The layout is ``sessiontree tree``'s (``cli/tree.py`` states it): a run of entries with
-one child each is one column; at a branch point the other branches come first, each
-behind ``├─`` one level deeper, and the branch holding the current leaf (else the
-newest) continues in the parent's column behind ``└─``; several roots are drawn as
-branches of an invisible top node. With everything expanded the rows are exactly
-``tree --full``'s, in the same order at the same depths (``tests/test_drawing.py``
-compares them with ``tree --json``).
+The rows are ``sessiontree tree``'s (``cli/tree.py`` states the rules): a run of
+entries with one child each is one column; at a branch point the other branches come
+first, each one level deeper, and the branch holding the current leaf (else the newest)
+continues in the parent's column; several roots are drawn as branches of an invisible
+top node. With everything expanded the rows are exactly ``tree --full``'s, in the same
+order at the same depths, and folded they fold the same runs
+(``tests/test_view_structure.py`` compares them with ``tree --json`` and ``iter_rows``).
+The guides are the viewers' own (``├─`` / ``└─`` per level); ``tree`` hangs a branch
+point's abandoned branches from a spine of their own and caps the nesting it draws.
 
 Folding, which a viewer can undo row by row:
 

@@ -38,7 +38,7 @@ import secrets
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from typing import Any
 
 from . import _shapes
@@ -63,7 +63,7 @@ from .errors import (
     LoadReportWarning,
     SessionError,
 )
-from .schema import SessionInfo, SessionTreeNode
+from .schema import SessionInfo, SessionTreeNode, TreeShape, UsageTotals
 
 __all__ = ["SessionManager", "UNSET"]
 
@@ -854,6 +854,13 @@ class SessionManager:
         self._check()
         return self._index.get(entry_id)
 
+    def get_entries_by_id(self, entry_ids: Iterable[str]) -> builtins.list[dict[str, Any] | None]:
+        """The entries with these ids, in the order given (``None`` for an id not in the
+        session): what :meth:`get_entry` gives for each, in one call (one staleness
+        check; the native backend decodes the lines not decoded yet in one batch)."""
+        self._check()
+        return self._index.get_many(builtins.list(entry_ids))
+
     def get_children(self, entry_id: str) -> _Entries:
         """Direct children of an entry, in file order (Pi's ``getChildren``)."""
         self._check()
@@ -863,6 +870,13 @@ class SessionManager:
         """The entry's current label, or ``None``."""
         self._check()
         return self._index.label(entry_id)
+
+    def get_labels(self) -> dict[str, str]:
+        """Every current label: target id -> label, in the order Pi's ``labelsById`` map
+        holds them (setting a label again keeps its place; clearing removes it). A
+        target need not be an entry of the session (Pi labels any id)."""
+        self._check()
+        return self._index.labels()
 
     def get_branch(self, from_id: str | None = None) -> _Entries:
         """Entries from the root down to ``from_id`` (default: the leaf); empty if unknown."""
@@ -874,6 +888,103 @@ class SessionManager:
         children oldest first; orphans, cycle breaks and self-parented entries are roots."""
         self._check()
         return self._index.tree()
+
+    # -------------------------------------------------------------- structure
+    # Answered from the index without decoding entries (the native backend reads its
+    # columns; the python backend its loader's lists): tree questions at index speed.
+
+    def get_shape(self) -> TreeShape:
+        """The whole tree by ids, types, roles, links and times, decoding no entry.
+
+        Returns:
+            A :class:`~sessiontree.TreeShape` snapshot: entries numbered in file order,
+            ``parents`` after cycle breaking (-1 for a root), ``roots`` in file order,
+            ``children(i)`` in :meth:`get_tree` order (oldest first). Later appends do
+            not change it.
+        """
+        self._check()
+        return self._index.shape()
+
+    def parent_of(self, entry_id: str) -> str | None:
+        """The id of the entry's parent in the tree (after cycle breaking, so an orphan
+        or the entry that breaks a cycle has none).
+
+        Returns:
+            The parent's id, ``None`` for a root.
+
+        Raises:
+            EntryNotFoundError: no such entry.
+        """
+        self._check()
+        if entry_id not in self._index:
+            raise EntryNotFoundError(entry_id)
+        return self._index.parent_id(entry_id)
+
+    def get_children_ids(self, entry_id: str) -> builtins.list[str]:
+        """Ids of the entry's direct children in file order (:meth:`get_children`'s
+        order); empty for a leaf or an unknown id."""
+        self._check()
+        return self._index.children_ids(entry_id)
+
+    def get_path_ids(self, from_id: str | None = None) -> builtins.list[str]:
+        """Ids from the root down to ``from_id`` (default: the leaf), as
+        :meth:`get_branch` lists the entries; empty if unknown (or no leaf)."""
+        self._check()
+        return self._index.path_ids(from_id if from_id is not None else self._leaf)
+
+    def get_leaf_ids(self) -> builtins.list[str]:
+        """Ids of every entry without children (the tips of all branches, the current
+        leaf among them when it has none), in file order."""
+        self._check()
+        return self._index.leaf_ids()
+
+    def get_entry_type(self, entry_id: str) -> str | None:
+        """The entry's ``type``: the string as written when it is one of Pi's entry
+        types (``schema.ENTRY_TYPES``), ``"?"`` for any other value; ``None`` when there
+        is no such entry."""
+        self._check()
+        return self._index.entry_type(entry_id)
+
+    def resolve_id(self, prefix: str) -> str:
+        """The id of the one entry whose id starts with ``prefix`` (as git resolves an
+        abbreviated commit); an exact id always wins.
+
+        Raises:
+            TypeError: ``prefix`` is not a str.
+            EntryNotFoundError: no id starts with it.
+            ValueError: several do (the message says how many).
+        """
+        _require("prefix", prefix, str)
+        self._check()
+        if prefix in self._index:
+            return prefix
+        found, count = self._index.ids_with_prefix(prefix, 1)
+        if count == 0:
+            raise EntryNotFoundError(prefix)
+        if count > 1:
+            raise ValueError(f"id prefix {prefix!r} is ambiguous: {count:,} entries start with it")
+        return found[0]
+
+    def get_usage_totals(self) -> UsageTotals:
+        """Tokens and cost of every assistant message on every branch, summed as
+        :class:`~sessiontree.UsageTotals` says (the native backend reads only the
+        assistant lines and builds no dicts)."""
+        self._check()
+        return self._index.usage_totals()
+
+    @property
+    def cache_budget(self) -> int | None:
+        """Native backend: bytes of source lines whose decoded entries it keeps
+        (default 2 GiB or ``$SESSIONTREE_CACHE_BYTES``; the dicts take 2-3x that).
+        Settable; lowering it drops the oldest entries. It belongs to the current
+        index: a migrated or branched session starts with the default again. ``None``
+        for the python backend, which keeps every entry."""
+        return getattr(self._index, "cache_budget", None)
+
+    @cache_budget.setter
+    def cache_budget(self, value: int) -> None:
+        if hasattr(self._index, "cache_budget"):
+            self._index.cache_budget = value  # type: ignore[attr-defined]
 
     def branch(self, entry_id: str) -> None:
         """Move the leaf to an existing entry; the next append starts a new branch.

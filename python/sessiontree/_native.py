@@ -6,39 +6,110 @@ numbers and turns only the lines it returns into dicts, through
 ``_jsonl.decode_line`` (the one decoder both backends share). Label and session-name
 rules are decided here from the few decoded ``label`` / ``session_info`` lines, the
 same way ``_pure.py`` does (the reference where Pi is undefined).
+
+What it keeps, and why:
+
+* **Decoded entries**, in one slot per entry number, up to a budget of source-line
+  bytes (:data:`DEFAULT_CACHE_BYTES`, ``$SESSIONTREE_CACHE_BYTES``, or
+  :attr:`NativeIndex.cache_budget`). Decoding is the expensive step (orjson reads
+  escape-heavy session text at ~0.2 GB/s), so a second ``get_branch``, context or
+  pass over the entries must not pay it again. Past the budget the entries decoded
+  longest ago are dropped first, one by one (never the whole cache at once); a call
+  returns what it decoded even when the budget cannot hold it. Entries never change
+  (the file is append-only), so callers share dicts exactly as with the python
+  backend.
+* **Tree nodes** whose ``entry`` is decoded when first read (:class:`LazyTreeNode`):
+  ``get_tree`` builds small objects from the core's shape, not a decode of the file.
+* **Labels and the session name**, folded incrementally over the entries added since
+  the last look-up (a UI that appends labels and shows them stays linear).
 """
 
 from __future__ import annotations
 
+import gc
 import os
+from array import array
+from collections import deque
 from typing import Any
 
-from ._backend import ContextPlan, LoadIssue, describe_issue
+from ._backend import GC_PAUSE_MIN as _GC_PAUSE_MIN
+from ._backend import ContextPlan, LoadIssue, describe_issue, gc_paused
 from ._jsonl import decode_line
-from ._reader import header_error, problem_from_code
 from ._labels import apply_labels, session_name_of
-from ._sessiontree import Index
+from ._reader import header_error, problem_from_code
+from ._sessiontree import ENTRY_TYPES, ROLES, Index
+from ._usage import TOKEN_KEYS, merge_models, usage_totals
 from .errors import InvalidSessionError, StaleSessionError
-from .schema import SessionTreeNode
+from .schema import CodeColumn, SessionTreeNode, TimeColumn, TreeShape, UsageTotals
 
-__all__ = ["NativeIndex"]
+__all__ = ["NativeIndex", "LazyTreeNode", "DEFAULT_CACHE_BYTES", "CACHE_ENV"]
 
-# Decoded entries are kept for lookups, paths and contexts, up to this many bytes of
-# source lines (the dicts take roughly 2-3x that). Decoding is the expensive step
-# (orjson reads escape-heavy session text at ~0.2 GB/s), so a second get_branch or
-# context at the same leaf should not pay it again; past the budget the cache starts
-# over, so memory stays bounded on sessions of any size. Whole-file reads (entries(),
-# tree()) bypass it.
-_CACHE_BYTES = 128 << 20
+DEFAULT_CACHE_BYTES = 2 << 30
+"""Default budget of the decoded-entry cache, in bytes of the entries' lines (the dicts
+take about 2-3x that in memory). Large enough that every entry of a 1 GiB session stays
+decoded after a first pass, as the python backend keeps them all."""
+
+CACHE_ENV = "SESSIONTREE_CACHE_BYTES"
+"""Environment variable that sets the default budget (``"512MiB"``, ``"0"``, bytes)."""
+
+_TYPE_NAMES = (*ENTRY_TYPES, "?")  # kind codes of the core's table; the last is "another type"
+_ROLE_NAMES = (None, *ROLES, "?")  # role codes: 0 none, then ROLES, then "another string"
+
+_BATCH = 256  # lines read and decoded per core call in bulk decodes (bounds the bytes held)
+
+
+def default_cache_budget() -> int:
+    """The budget from ``$SESSIONTREE_CACHE_BYTES`` (a size such as ``512MiB``), else
+    :data:`DEFAULT_CACHE_BYTES`.
+
+    Raises:
+        ValueError: the variable is set to something that is not a size.
+    """
+    text = os.environ.get(CACHE_ENV, "").strip()
+    if not text:
+        return DEFAULT_CACHE_BYTES
+    from .generate import parse_size  # only when the variable is set
+
+    try:
+        return parse_size(text)
+    except ValueError:
+        raise ValueError(f"{CACHE_ENV} must be a size such as 512MiB or 0, not {text!r}") from None
+
+
+class LazyTreeNode(SessionTreeNode):
+    """A ``get_tree`` node whose ``entry`` is decoded from the index when first read
+    (then kept in the node). Equal to, and used like, any :class:`SessionTreeNode`."""
+
+    __slots__ = ("_owner", "_n")
+
+    def __init__(
+        self, owner: NativeIndex, n: int, children: list[SessionTreeNode], label: Any, label_timestamp: Any
+    ) -> None:
+        # Not the dataclass __init__: it would set ``entry``.
+        self._owner = owner
+        self._n = n
+        self.children = children
+        self.label = label
+        self.label_timestamp = label_timestamp
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only while ``entry`` is not in the instance dict yet.
+        if name != "entry":
+            raise AttributeError(name)
+        entry = self._owner._entry_at(self._n)
+        self.entry = entry
+        return entry
+
+    def __repr__(self) -> str:
+        return f"SessionTreeNode(id={self._owner._ix.id(self._n)!r}, label={self.label!r}, children={len(self.children)})"
 
 
 class NativeIndex:
     """The native :class:`~sessiontree._backend.TreeIndex` (``backend = "native"``).
 
     Build it with :meth:`open` (a memory-mapped file) or :meth:`from_image` (bytes).
-    Entries are decoded from the line bytes when first asked for and kept in a bounded
-    cache (entries never change: the file is append-only), so callers share dicts
-    exactly as with the python backend; do not mutate them.
+    Entries are decoded from the line bytes when first asked for and kept within
+    :attr:`cache_budget` (see the module notes); do not mutate them.
     """
 
     backend = "native"
@@ -47,38 +118,136 @@ class NativeIndex:
         self._ix = ix
         # An index built from bytes holds no file until its first refresh names one.
         self._file = file
-        # Label / session-name state, rebuilt when the entry count changes.
-        self._labels_n = -1
+        # What the core says after each change (open, append_line, refresh), kept here
+        # because the manager asks on every call (its staleness check).
+        self._image_len = ix.image_len()
+        self._n = len(ix)
+        # Decoded entries: one slot per entry number (None: not decoded), the same by id
+        # (a hit costs one dict look-up, no call into the core), the order in which
+        # they were kept with their line sizes, and the bytes held.
+        self._slots: list[Any] = []
+        self._by_id: dict[str, Any] = {}
+        self._kept: deque[tuple[int, int]] = deque()
+        self._held = 0
+        self._count = 0
+        self._budget = default_cache_budget()
+        self._next_miss = -1  # read-ahead of one-entry look-ups (_read_ahead)
+        self._ahead = 1
+        # Label / session-name state, folded over the entries added since.
+        self._labels_n = 0
         self._labels: dict[str, Any] = {}
         self._label_ts: dict[str, Any] = {}
-        self._name_n = -1
+        self._name_n = 0
+        self._name_entry: int | None = None
         self._name: str | None = None
-        self._cache: dict[int, Any] = {}
-        self._cache_bytes = 0
+
+    # ------------------------------------------------------------ the cache
+    @property
+    def cache_budget(self) -> int:
+        """Bytes of source lines whose decoded entries are kept (settable; ``0`` keeps
+        none). Lowering it drops the oldest entries at once."""
+        return self._budget
+
+    @cache_budget.setter
+    def cache_budget(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"cache_budget must be an int >= 0, not {value!r}")
+        self._budget = value
+        self._evict()
+
+    def cache_held(self) -> tuple[int, int]:
+        """``(entries, bytes of their lines)`` held in the decoded-entry cache."""
+        return self._count, self._held
+
+    def _grow_slots(self) -> list[Any]:
+        slots = self._slots
+        n = self._n
+        if len(slots) < n:
+            slots.extend([None] * (n - len(slots)))
+        return slots
+
+    def _evict(self) -> None:
+        slots, kept, by_id = self._slots, self._kept, self._by_id
+        while self._held > self._budget and kept:
+            n, size = kept.popleft()
+            del by_id[slots[n]["id"]]
+            slots[n] = None
+            self._held -= size
+            self._count -= 1
+
+    def _decode(self, nums: list[int]) -> dict[int, Any]:
+        """Decode the lines of ``nums`` (numbers not cached, no repeats) and keep them
+        within the budget; returns number -> entry for every one of them."""
+        ix = self._ix
+        slots = self._grow_slots()
+        kept, by_id = self._kept, self._by_id
+        budget = self._budget
+        out: dict[int, Any] = {}
+        # Bulk decodes pause the cyclic GC (``_backend.gc_paused``): each full pass
+        # would scan every entry decoded so far, and entries hold no cycles.
+        paused = len(nums) >= _GC_PAUSE_MIN and gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            for i in range(0, len(nums), _BATCH):
+                batch = nums[i : i + _BATCH]
+                raws = ix.lines(batch)
+                ids = ix.ids(batch)
+                for n, raw, eid in zip(batch, raws, ids):
+                    # The bytes come from the file now, not from when it was indexed: a
+                    # line that no longer parses, or names another id, was rewritten.
+                    try:
+                        entry = decode_line(raw)
+                    except ValueError:
+                        entry = None
+                    if type(entry) is not dict or entry.get("id") != eid:
+                        raise self._line_changed(eid)
+                    out[n] = entry
+                    size = len(raw)
+                    if size <= budget:
+                        slots[n] = entry
+                        by_id[eid] = entry
+                        kept.append((n, size))
+                        self._held += size
+                        self._count += 1
+                        if self._held > budget:
+                            self._evict()
+        finally:
+            if paused:
+                gc.enable()
+        return out
 
     def _decoded(self, nums: list[int]) -> list[Any]:
-        """The entries numbered ``nums``, decoding (and caching) only the missing ones."""
-        cache = self._cache
-        missing = [n for n in nums if n not in cache]
-        if missing:
-            raws = self._ix.lines(missing)
-            size = sum(map(len, raws))
-            if self._cache_bytes + size > _CACHE_BYTES:
-                cache.clear()
-                self._cache_bytes = 0
-            ident = self._ix.id
-            for n, raw in zip(missing, raws):
-                # The bytes come from the file now, not from when it was indexed: a line
-                # that no longer parses, or names another id, was rewritten in place.
-                try:
-                    entry = decode_line(raw)
-                except ValueError:
-                    entry = None
-                if type(entry) is not dict or entry.get("id") != ident(n):
-                    raise self._line_changed(ident(n))
-                cache[n] = entry
-            self._cache_bytes += size
-        return [cache[n] for n in nums]
+        """The entries numbered ``nums``, decoding only the missing ones. The result is
+        built from what was decoded, never read back from the cache (which may have
+        dropped some of them meanwhile)."""
+        slots = self._grow_slots()
+        out = [slots[n] for n in nums]
+        if None not in out:
+            return out
+        missing = list(dict.fromkeys(n for n, e in zip(nums, out) if e is None))
+        got = self._decode(self._read_ahead(missing) if len(missing) == 1 else missing)
+        return [e if e is not None else got[n] for n, e in zip(nums, out)]
+
+    def _entry_at(self, n: int) -> Any:
+        slots = self._grow_slots()
+        e = slots[n]
+        return e if e is not None else self._decode(self._read_ahead([n]))[n]
+
+    def _read_ahead(self, one: list[int]) -> list[int]:
+        """What to decode for a one-entry miss. Look-ups that walk the file in order (a
+        tree walk, ``get_entry`` or ``get_children`` for every id) read ahead: each miss
+        right where the last read-ahead ended decodes twice as many of the following
+        entries, up to :data:`_BATCH`, so they cost one core call per batch and a bulk
+        decode's GC pause; a miss elsewhere decodes only its own line."""
+        n = one[0]
+        self._ahead = min(2 * self._ahead, _BATCH) if n == self._next_miss else 1
+        end = min(n + self._ahead, self._n)
+        self._next_miss = end
+        if end == n + 1:
+            return one
+        slots = self._slots
+        return [k for k in range(n, end) if slots[k] is None]
 
     # ------------------------------------------------------------ construction
     def _line_changed(self, entry_id: str) -> StaleSessionError:
@@ -139,15 +308,22 @@ class NativeIndex:
         ]
 
     def __len__(self) -> int:
-        return len(self._ix)
+        return self._n
 
     def ids(self) -> list[str]:
         """Accepted entry ids in file order."""
         return self._ix.ids()
 
     def entries(self) -> list[dict[str, Any]]:
-        """Accepted entries in file order."""
-        return [decode_line(b) for b in self._ix.lines()]
+        """Accepted entries in file order (decoding those not cached, in bulk)."""
+        if self._count == self._n:
+            return self._slots[:]
+        out = self._grow_slots()[:]  # what is cached now: decoding may drop some of it
+        if self._count < len(out):
+            got = self._decode([n for n, e in enumerate(out) if e is None])
+            for n, e in got.items():
+                out[n] = e
+        return out
 
     def last_id(self) -> str | None:
         """The last accepted entry's id (the leaf on open), ``None`` if there is none."""
@@ -156,7 +332,7 @@ class NativeIndex:
 
     def image_len(self) -> int:
         """Bytes of the image consumed (stops before a pending last piece)."""
-        return self._ix.image_len()
+        return self._image_len
 
     def has_pending_tail(self) -> bool:
         """An invalid last piece without LF waits for the rest of its line."""
@@ -164,12 +340,49 @@ class NativeIndex:
 
     # ----------------------------------------------------------------- lookups
     def __contains__(self, entry_id: object) -> bool:
+        try:
+            if entry_id in self._by_id:  # decoded: no call into the core
+                return True
+        except TypeError:  # unhashable: no entry has it as id
+            return False
         return self._ix.find(entry_id) is not None
 
     def get(self, entry_id: str) -> dict[str, Any] | None:
         """The entry with this id, or ``None``."""
+        try:
+            e = self._by_id.get(entry_id)
+        except TypeError:  # unhashable: no entry has it as id
+            return None
+        if e is not None:
+            return e  # type: ignore[no-any-return]
         n = self._ix.find(entry_id)
-        return None if n is None else self._decoded([n])[0]  # type: ignore[no-any-return]
+        if n is None:
+            return None
+        self._grow_slots()
+        return self._decode(self._read_ahead([n]))[n]
+
+    def get_many(self, entry_ids: list[str]) -> list[dict[str, Any] | None]:
+        """The entries with these ids in order (``None`` for an unknown id), the ones not
+        decoded yet in one bulk decode."""
+        by_id, find = self._by_id, self._ix.find
+        out: list[Any] = []
+        at: list[tuple[int, int]] = []  # (position in out, entry number) still to decode
+        for k, eid in enumerate(entry_ids):
+            try:
+                e = by_id.get(eid)
+            except TypeError:
+                e = None
+            if e is None:
+                n = find(eid)
+                if n is not None:
+                    at.append((k, n))
+            out.append(e)
+        if at:
+            self._grow_slots()
+            got = self._decode(list(dict.fromkeys(n for _, n in at)))
+            for k, n in at:
+                out[k] = got[n]
+        return out
 
     def raw_line(self, entry_id: str) -> bytes | None:
         """The bytes of the entry's JSON text (no CR/LF), or ``None``."""
@@ -194,7 +407,8 @@ class NativeIndex:
         return [] if n is None else self._ix.path_ids(n)
 
     def tree(self) -> list[SessionTreeNode]:
-        """The whole forest (Pi's ``getTree``), built without recursion.
+        """The whole forest (Pi's ``getTree``), built without recursion; each node's
+        ``entry`` is decoded when first read.
 
         Returns:
             Root nodes in file order; each node's children oldest first (unparseable
@@ -203,26 +417,33 @@ class NativeIndex:
         ix = self._ix
         roots, start, kids = ix.tree()
         labels, label_ts = self._label_maps()
-        ids = ix.ids()
-        nodes = [
-            SessionTreeNode(entry=decode_line(b), children=[], label=labels.get(eid), label_timestamp=label_ts.get(eid))
-            for eid, b in zip(ids, ix.lines())
-        ]
-        for e, node in enumerate(nodes):
-            a, b = start[e], start[e + 1]
-            if b > a:
-                node.children.extend(nodes[c] for c in kids[a:b])
-        return [nodes[r] for r in roots]
+        n = len(start) - 1
+        with gc_paused(n):  # many small objects, no cycles among them
+            # Entries already decoded go straight into plain nodes; the rest wait.
+            nodes: list[SessionTreeNode] = [
+                LazyTreeNode(self, k, [], None, None) if e is None else SessionTreeNode(e, [], None, None)
+                for k, e in enumerate(self._grow_slots()[:n])
+            ]
+            for eid, label in labels.items():
+                e = ix.find(eid)
+                if e is not None and e < n:
+                    nodes[e].label = label
+                    nodes[e].label_timestamp = label_ts.get(eid)
+            for e, node in enumerate(nodes):
+                a, b = start[e], start[e + 1]
+                if b > a:
+                    node.children.extend([nodes[c] for c in kids[a:b]])
+            return [nodes[r] for r in roots]
 
     def _label_maps(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        # Labels apply in file order; a JS-truthy label sets, anything else clears.
-        n = len(self._ix)
-        if self._labels_n != n:
-            labels: dict[str, Any] = {}
-            label_ts: dict[str, Any] = {}
-            nums = self._ix.entries_of_type("label")
-            apply_labels((decode_line(b) for b in (self._ix.lines(nums) if nums else [])), labels, label_ts)
-            self._labels, self._label_ts, self._labels_n = labels, label_ts, n
+        # Labels apply in file order and entries are only ever added at the end, so
+        # folding the new label lines into the maps gives what a fold of all would.
+        n = self._n
+        if self._labels_n < n:
+            nums = self._ix.entries_of_type("label", self._labels_n)
+            if nums:
+                apply_labels(self._decoded(nums), self._labels, self._label_ts)
+            self._labels_n = n
         return self._labels, self._label_ts
 
     def label(self, entry_id: str) -> str | None:
@@ -243,10 +464,12 @@ class NativeIndex:
 
     def session_name(self) -> str | None:
         """The latest ``session_info`` entry's non-empty ``name``, else ``None``."""
-        n = len(self._ix)
-        if self._name_n != n:
-            infos = self._ix.entries_of_type("session_info")
-            self._name = session_name_of(decode_line(self._ix.line(infos[-1])) if infos else None)
+        n = self._n
+        if self._name_n < n:
+            infos = self._ix.entries_of_type("session_info", self._name_n)
+            if infos and infos[-1] != self._name_entry:
+                self._name_entry = infos[-1]
+                self._name = session_name_of(self._entry_at(infos[-1]))
             self._name_n = n
         return self._name
 
@@ -257,13 +480,70 @@ class NativeIndex:
         msgs, comp, thinking, model, entries, edits = ix.context_plan(n)
         ident = ix.id
         return ContextPlan(
-            message_ids=[ident(m) for m in msgs],
+            message_ids=ix.ids(msgs),
             compaction_id=None if comp is None else ident(comp),
             thinking_id=None if thinking is None else ident(thinking),
             model_id=None if model is None else ident(model),
-            entry_ids=[ident(e) for e in entries],
+            entry_ids=ix.ids(entries),
             edits={ident(t): ident(x) for t, x in edits},
         )
+
+    # --------------------------------------------------------------- structure
+    def shape(self) -> TreeShape:
+        """The tree's shape from the core's columns (one copy of each per call)."""
+        parents, kinds, roles, ts, roots, start, kids, others = self._ix.shape()
+        return TreeShape(
+            ids=self._ix.ids(),
+            types=CodeColumn(kinds, _TYPE_NAMES),
+            roles=CodeColumn(roles, _ROLE_NAMES, dict(others)),
+            parents=array("i", parents),
+            roots=array("I", roots),
+            timestamps_ms=TimeColumn(array("q", ts)),
+            _start=array("I", start),
+            _kids=array("I", kids),
+            _find=self._ix.find,
+        )
+
+    def parent_id(self, entry_id: str) -> str | None:
+        """The parent's id after cycle breaking (``None`` for a root or unknown id)."""
+        n = self._ix.find(entry_id)
+        p = None if n is None else self._ix.parent(n)
+        return None if p is None else self._ix.id(p)
+
+    def children_ids(self, entry_id: str) -> list[str]:
+        """Ids of the children of ``entry_id`` in file order (empty if unknown)."""
+        n = self._ix.find(entry_id)
+        if n is None:
+            return []
+        return self._ix.ids(self._ix.children(n))
+
+    def leaf_ids(self) -> list[str]:
+        """Ids of the entries without children, in file order."""
+        return self._ix.ids(self._ix.leaves())
+
+    def entry_type(self, entry_id: str) -> str | None:
+        """The entry's ``type`` if one of ``ENTRY_TYPES``, ``"?"`` for another, ``None``
+        for an unknown id."""
+        n = self._ix.find(entry_id)
+        if n is None:
+            return None
+        kind = self._ix.kind(n)
+        return "?" if kind is None else kind
+
+    def ids_with_prefix(self, prefix: str, limit: int) -> tuple[list[str], int]:
+        """The first ``limit`` ids (file order) starting with ``prefix``, and how many do."""
+        nums, count = self._ix.with_prefix(prefix, limit)
+        return self._ix.ids(nums), count
+
+    def usage_totals(self) -> UsageTotals:
+        """Assistant usage summed by the core from the assistant lines (``src/usage.rs``);
+        where it cannot sum exactly, by ``_usage.usage_totals`` over decoded messages."""
+        got = self._ix.usage_totals()
+        if got is None:
+            return usage_totals(self._decoded(self._ix.entries_of_type("message")))
+        tokens, cost, models, messages = got
+        rows = [(None if p is None else decode_line(p), None if m is None else decode_line(m), k) for p, m, k in models]
+        return UsageTotals(tokens=dict(zip(TOKEN_KEYS, tokens)), cost=cost, models=merge_models(rows), messages=messages)
 
     # ------------------------------------------------------------------ growth
     def append_line(self, line: bytes) -> str:
@@ -280,7 +560,11 @@ class NativeIndex:
             ValueError: the line was not accepted as a new entry (it is still part of
                 the image and reported).
         """
-        n = self._ix.append_line(bytes(line))
+        try:
+            n = self._ix.append_line(bytes(line))
+        finally:
+            self._image_len = self._ix.image_len()
+            self._n = len(self._ix)
         if n is None:
             raise ValueError("appended line was not accepted as a new entry")
         return self._ix.id(n)
@@ -305,7 +589,11 @@ class NativeIndex:
         if self._file is None:
             self._ix.attach(os.fspath(path))
             self._file = os.fspath(path)
-        return self._ix.refresh()
+        try:
+            return self._ix.refresh()
+        finally:
+            self._image_len = self._ix.image_len()
+            self._n = len(self._ix)
 
     def close(self) -> None:
         """Release the memory map; later reads raise ``SessionError``."""

@@ -37,14 +37,21 @@ from array import array
 from collections.abc import Iterable
 from typing import Any
 
-from ._backend import ContextPlan, LoadIssue
+from ._backend import ContextPlan, LoadIssue, gc_paused
 from ._labels import apply_labels, session_name_of
 from ._load import Loader
 from ._reader import line_prefix
 from ._time import parse_iso_ms
-from .schema import SessionTreeNode
+from ._usage import usage_totals
+from .schema import ENTRY_TYPES, MESSAGE_ROLES, CodeColumn, SessionTreeNode, TimeColumn, TreeShape, UsageTotals
 
 __all__ = ["PythonIndex"]
+
+_NO_TIME = -(1 << 63)  # timestamps_ms item for a timestamp that does not parse
+_TYPE_NAMES = (*sorted(ENTRY_TYPES), "?")
+_TYPE_CODE = {t: i for i, t in enumerate(_TYPE_NAMES[:-1])}
+_ROLE_NAMES = (None, *MESSAGE_ROLES, "?")
+_ROLE_CODE = {r: i for i, r in enumerate(_ROLE_NAMES) if isinstance(r, str)}
 
 
 class PythonIndex:
@@ -67,7 +74,12 @@ class PythonIndex:
         self._labels_n = 0
         self._name_idx = -1
         self._name_n = 0
-        self._ms: list[tuple[int, int]] = []
+        # Per entry, filled as entries are added: parse_iso_ms(timestamp) (_NO_TIME:
+        # none), the type and role codes of the shape, roles outside MESSAGE_ROLES.
+        self._ms = array("q")
+        self._types = bytearray()
+        self._roles = bytearray()
+        self._other_roles: dict[int, str] = {}
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -89,7 +101,8 @@ class PythonIndex:
         with open(path, "rb") as f:
             data = f.read()
         loader = Loader(path)
-        loader.feed(data)
+        with gc_paused():  # many new dicts and no cycles among them
+            loader.feed(data)
         loader.finish()
         return cls(loader)
 
@@ -104,7 +117,8 @@ class PythonIndex:
             InvalidSessionError: no valid header.
         """
         loader = Loader(None)
-        loader.feed(bytes(data))
+        with gc_paused():
+            loader.feed(bytes(data))
         loader.finish()
         return cls(loader)
 
@@ -165,6 +179,11 @@ class PythonIndex:
         i = self._idx(entry_id)
         return self._l.entries[i] if i >= 0 else None
 
+    def get_many(self, entry_ids: list[str]) -> list[dict[str, Any] | None]:
+        """The entries with these ids in order (``None`` for an unknown id)."""
+        get = self.get
+        return [get(eid) for eid in entry_ids]
+
     def raw_line(self, entry_id: str) -> bytes | None:
         """The bytes of the entry's JSON text (no CR/LF), or ``None``."""
         i = self._idx(entry_id)
@@ -217,13 +236,41 @@ class PythonIndex:
         ids = self._l.ids
         return [ids[i] for i in self._path_idx(entry_id)]
 
-    def _sort_keys(self) -> list[tuple[int, int]]:
-        ms = self._ms
+    def _columns(self) -> array[int]:
+        """Bring the per-entry columns up to date; returns the timestamp column."""
+        ms, types, roles = self._ms, self._types, self._roles
         entries = self._l.entries
+        other_type = len(_TYPE_NAMES) - 1
+        other_role = len(_ROLE_NAMES) - 1
         for i in range(len(ms), len(entries)):
-            t = parse_iso_ms(entries[i].get("timestamp"))
-            ms.append((0, t) if t is not None else (1, 0))
+            e = entries[i]
+            t = parse_iso_ms(e.get("timestamp"))
+            ms.append(_NO_TIME if t is None else t)
+            etype = e.get("type")
+            types.append(_TYPE_CODE.get(etype, other_type) if isinstance(etype, str) else other_type)
+            msg = e.get("message") if etype == "message" else None
+            role = msg.get("role") if isinstance(msg, dict) else None
+            if isinstance(role, str):
+                code = _ROLE_CODE.get(role, other_role)
+                if code == other_role:
+                    self._other_roles[i] = role
+                roles.append(code)
+            else:
+                roles.append(0)
         return ms
+
+    def _tree_order(self) -> tuple[list[int], list[list[int]]]:
+        """Roots in file order and each entry's children in ``getTree`` order."""
+        ms = self._columns()
+        parent = self._l.parent
+
+        def key(c: int) -> tuple[bool, int]:
+            # Unparseable times sort after every parseable sibling, in file order.
+            t = ms[c]
+            return (t == _NO_TIME, t)
+
+        roots = [i for i, p in enumerate(parent) if p < 0]
+        return roots, [sorted(kids, key=key) if len(kids) > 1 else kids for kids in self._child_lists()]
 
     def tree(self) -> list[SessionTreeNode]:
         """The whole forest (Pi's ``getTree``), built iteratively; see module notes.
@@ -233,20 +280,16 @@ class PythonIndex:
         """
         l = self._l
         labels, label_ts = self._label_maps()
-        nodes = [
-            SessionTreeNode(entry=e, children=[], label=labels.get(eid), label_timestamp=label_ts.get(eid))
-            for eid, e in zip(l.ids, l.entries)
-        ]
-        keys = self._sort_keys()
-        roots = []
-        for i, kids in enumerate(self._child_lists()):
-            if l.parent[i] < 0:
-                roots.append(nodes[i])
-            if kids:
-                if len(kids) > 1:
-                    kids = sorted(kids, key=keys.__getitem__)
-                nodes[i].children.extend(nodes[c] for c in kids)
-        return roots
+        with gc_paused(len(l.ids)):  # many small objects, no cycles among them
+            nodes = [
+                SessionTreeNode(entry=e, children=[], label=labels.get(eid), label_timestamp=label_ts.get(eid))
+                for eid, e in zip(l.ids, l.entries)
+            ]
+            roots, order = self._tree_order()
+            for node, kids in zip(nodes, order):
+                if kids:
+                    node.children.extend([nodes[c] for c in kids])
+            return [nodes[r] for r in roots]
 
     def _label_maps(self) -> tuple[dict[str, Any], dict[str, Any]]:
         l = self._l
@@ -290,6 +333,68 @@ class PythonIndex:
         from ._context import plan_context
 
         return plan_context(self.path(leaf_id))
+
+    # --------------------------------------------------------------- structure
+    def shape(self) -> TreeShape:
+        """The tree's shape, from the loader's columns (no entry is read again but for
+        columns not built yet)."""
+        l = self._l
+        ms = self._columns()
+        roots, order = self._tree_order()
+        start = array("I", [0])
+        kids = array("I")
+        for ch in order:
+            kids.extend(ch)
+            start.append(len(kids))
+        return TreeShape(
+            ids=list(l.ids),
+            types=CodeColumn(bytes(self._types), _TYPE_NAMES),
+            roles=CodeColumn(bytes(self._roles), _ROLE_NAMES, dict(self._other_roles)),
+            parents=array("i", l.parent),
+            roots=array("I", roots),
+            timestamps_ms=TimeColumn(array("q", ms)),
+            _start=start,
+            _kids=kids,
+        )
+
+    def parent_id(self, entry_id: str) -> str | None:
+        """The parent's id after cycle breaking (``None`` for a root or unknown id)."""
+        i = self._idx(entry_id)
+        p = self._l.parent[i] if i >= 0 else -1
+        return self._l.ids[p] if p >= 0 else None
+
+    def children_ids(self, entry_id: str) -> list[str]:
+        """Ids of the children of ``entry_id`` in file order (empty if unknown)."""
+        i = self._idx(entry_id)
+        if i < 0:
+            return []
+        ids = self._l.ids
+        return [ids[c] for c in self._child_lists()[i]]
+
+    def leaf_ids(self) -> list[str]:
+        """Ids of the entries without children, in file order."""
+        ids = self._l.ids
+        return [ids[i] for i, kids in enumerate(self._child_lists()) if not kids]
+
+    def entry_type(self, entry_id: str) -> str | None:
+        """The entry's ``type`` if one of ``ENTRY_TYPES``, ``"?"`` for another, ``None``
+        for an unknown id."""
+        i = self._idx(entry_id)
+        if i < 0:
+            return None
+        etype = self._l.entries[i].get("type")
+        return etype if isinstance(etype, str) and etype in ENTRY_TYPES else "?"
+
+    def ids_with_prefix(self, prefix: str, limit: int) -> tuple[list[str], int]:
+        """The first ``limit`` ids (file order) starting with ``prefix``, and how many do."""
+        if not isinstance(prefix, str):
+            return [], 0
+        found = [eid for eid in self._l.ids if eid.startswith(prefix)]
+        return found[:limit], len(found)
+
+    def usage_totals(self) -> UsageTotals:
+        """Assistant usage summed over the entries (``_usage.usage_totals``)."""
+        return usage_totals(self._l.entries)
 
     # ------------------------------------------------------------------ growth
     def append_line(self, line: bytes) -> str:

@@ -17,6 +17,8 @@ __all__ = [
     "Index",
     "__version__",
     "ENTRY_TYPES",
+    "ROLES",
+    "TOKEN_KEYS",
     "ISSUE_KINDS",
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
@@ -27,6 +29,10 @@ __version__: str
 # The core's tables (``tests/test_tables.py`` holds them equal to Python's).
 ENTRY_TYPES: tuple[str, ...]
 """The entry types Pi defines, in the core's table order (``schema.ENTRY_TYPES``)."""
+ROLES: tuple[str, ...]
+"""The message roles the role column names (``schema.MESSAGE_ROLES``)."""
+TOKEN_KEYS: tuple[str, ...]
+"""The ``message.usage`` fields ``Index.usage_totals`` sums, in order (``_usage.TOKEN_KEYS``)."""
 ISSUE_KINDS: tuple[str, ...]
 """The load-report kinds (the string values of ``_backend.IssueKind``)."""
 MAX_DEPTH: int
@@ -119,8 +125,8 @@ class Index:
         """``load_report`` items ``(kind, line, offset, ids, n, text)``, by line then rule:
         the facts ``_backend.describe_issue`` words the ``detail`` from."""
     def __len__(self) -> int: ...
-    def ids(self) -> list[str]:
-        """Ids of all entries in file order."""
+    def ids(self, ns: Sequence[int] | None = None) -> list[str]:
+        """Ids of entries ``ns`` (all entries in file order when ``None``)."""
     def id(self, n: int) -> str:
         """The id of entry ``n`` (``IndexError`` if out of range)."""
     def find(self, entry_id: object) -> int | None:
@@ -144,8 +150,32 @@ class Index:
     def tree(self) -> tuple[list[int], list[int], list[int]]:
         """``(roots, start, children)``: children of ``e``, oldest first, are
         ``children[start[e]:start[e + 1]]``; roots in file order."""
-    def entries_of_type(self, type_name: str) -> list[int]:
-        """Entries of one of ``ENTRY_TYPES``, in file order (``ValueError`` otherwise)."""
+    def entries_of_type(self, type_name: str, start: int = 0) -> list[int]:
+        """Entries of one of ``ENTRY_TYPES`` numbered ``start`` or later, in file order
+        (``ValueError`` for another type)."""
+    def shape(self) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes, list[tuple[int, str]]]:
+        """The tree's shape as packed columns in native byte order: ``(parents`` i32,
+        -1 for a root; ``kinds`` u8, the index in ``ENTRY_TYPES`` (``len(ENTRY_TYPES)``:
+        another type); ``roles`` u8, 0 none, 1 + the index in ``ROLES``,
+        ``len(ROLES) + 1`` another string; ``timestamps`` i64 ms, ``-2**63`` none;
+        ``roots`` u32; ``start`` u32 (n + 1 items); ``children`` u32 in ``getTree``
+        order ``)``, and the other role strings as ``[(entry, role)]``."""
+    def parent(self, n: int) -> int | None:
+        """The parent of entry ``n`` (``None`` for a root)."""
+    def kind(self, n: int) -> str | None:
+        """The ``type`` of entry ``n`` when it is one of ``ENTRY_TYPES``, else ``None``."""
+    def leaves(self) -> list[int]:
+        """Entries without children, in file order."""
+    def with_prefix(self, prefix: object, limit: int) -> tuple[list[int], int]:
+        """The first ``limit`` entries whose id starts with ``prefix`` (file order) and
+        how many there are; ``([], 0)`` for a non-``str``."""
+    def usage_totals(
+        self,
+    ) -> tuple[tuple[int | float, ...], int | float, list[tuple[bytes | None, bytes | None, int]], int] | None:
+        """``((input, output, cacheRead, cacheWrite, totalTokens), cost, [(provider,
+        model, count)], messages)`` over the assistant lines (provider and model as
+        JSON text, ``None`` when absent), or ``None`` when a number cannot be summed
+        exactly here (``src/usage.rs``)."""
     def context_plan(
         self, leaf: int | None
     ) -> tuple[list[int], int | None, int | None, int | None, list[int], list[tuple[int, int]]]:

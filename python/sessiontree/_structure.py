@@ -1,18 +1,15 @@
 """A session's structure for the viewers (``sessiontree browse``, ``sessiontree export``).
 
 The viewers need the tree's *shape* (ids, types, roles, parent links, child order) for
-every entry, and the decoded entry only for what they show. ``SessionManager`` is
-gaining index-speed structure methods (``get_shape()`` returning a ``TreeShape``);
-:func:`structure_of` uses them when the manager has them and otherwise computes the
-same shape from ``get_tree()`` (which decodes every entry: the same answer, at the cost
-of a full decode). Everything else here (paths, leaves, branch points, prefixes) is
-computed from the shape, so both give equal results; ``tests/test_structure.py`` holds
-the two equal once ``get_shape`` exists.
+every entry, and the decoded entry only for what they show: :func:`structure_of` takes
+it from ``SessionManager.get_shape()`` (the index: no entry decoded) and the labels
+from ``get_labels()``; everything else here (paths, leaves, branch points, prefixes) is
+computed from the shape. ``tests/test_view_structure.py`` holds it against
+``get_tree``, ``get_branch`` and ``get_label``.
 
-Entries are numbered by their position in the shape (``0 .. len - 1``). The
-manager's ``TreeShape`` numbers them in file order; the computed one in ``get_tree``
-preorder. Nothing here depends on which: order among siblings is ``children(i)``
-(``get_tree`` order: oldest first) and among roots ``roots`` (file order).
+Entries are numbered as the shape numbers them (file order, ``0 .. len - 1``); order
+among siblings is ``children(i)`` (``get_tree`` order: oldest first) and among roots
+``roots`` (file order).
 """
 
 from __future__ import annotations
@@ -20,13 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ._time import parse_iso_ms
 
-__all__ = ["Shape", "ComputedShape", "Structure", "structure_of", "AmbiguousIdError"]
+__all__ = ["Shape", "Structure", "structure_of", "AmbiguousIdError"]
 
 
 class Shape(Protocol):
-    """What the viewers read of a ``TreeShape`` (the manager's or :class:`ComputedShape`).
+    """What the viewers read of the manager's ``TreeShape``.
 
     Attributes:
         ids: entry ids.
@@ -54,49 +50,6 @@ class Shape(Protocol):
     def children(self, i: int) -> Sequence[int]: ...
     def index(self, entry_id: str) -> Any: ...
     def __len__(self) -> int: ...
-
-
-class ComputedShape:
-    """A :class:`Shape` built from ``get_tree()`` nodes (numbered in preorder)."""
-
-    def __init__(self, roots: list[Any]) -> None:
-        self.ids: list[str] = []
-        self.types: list[Any] = []
-        self.roles: list[Any] = []
-        self.parents: list[int] = []
-        self.timestamps_ms: list[int | None] = []
-        self.labels: dict[int, str] = {}
-        self._children: list[list[int]] = []
-        self.roots: list[int] = []
-        stack: list[tuple[Any, int]] = [(node, -1) for node in reversed(roots)]
-        while stack:
-            node, parent = stack.pop()
-            i = len(self.ids)
-            entry = node.entry
-            self.ids.append(entry["id"])
-            self.types.append(entry.get("type"))
-            msg = entry.get("message")
-            self.roles.append(msg.get("role") if entry.get("type") == "message" and isinstance(msg, dict) else None)
-            self.parents.append(parent)
-            self.timestamps_ms.append(parse_iso_ms(entry.get("timestamp")))
-            self._children.append([])
-            if node.label is not None:
-                self.labels[i] = node.label
-            if parent < 0:
-                self.roots.append(i)
-            else:
-                self._children[parent].append(i)
-            stack.extend((child, i) for child in reversed(node.children))
-        self._numbers = {eid: i for i, eid in enumerate(self.ids)}
-
-    def children(self, i: int) -> list[int]:
-        return self._children[i]
-
-    def index(self, entry_id: str) -> int | None:
-        return self._numbers.get(entry_id)
-
-    def __len__(self) -> int:
-        return len(self.ids)
 
 
 class AmbiguousIdError(LookupError):
@@ -186,55 +139,27 @@ class Structure:
         """
         if self.number(text) is not None:
             return text
-        resolve = getattr(self.sm, "resolve_id", None)
-        if resolve is not None:
-            try:
-                found = resolve(text)
-            except (LookupError, ValueError) as e:
-                raise AmbiguousIdError(str(e)) if "ambiguous" in str(e).lower() else KeyError(text) from None
-            if found is None:
-                raise KeyError(text)
-            return str(found)
-        matches = [eid for eid in self.shape.ids if eid.startswith(text)] if text else []
-        if not matches:
-            raise KeyError(text)
-        if len(matches) > 1:
-            raise AmbiguousIdError(f"{len(matches):,} entries start with {text!r}")
-        return matches[0]
+        try:
+            return str(self.sm.resolve_id(text))
+        except (LookupError, ValueError) as e:
+            raise AmbiguousIdError(str(e)) if "ambiguous" in str(e).lower() else KeyError(text) from None
 
 
 def structure_of(sm: Any) -> Structure:
-    """The :class:`Structure` of an open ``SessionManager`` (call again after a write).
-
-    Uses ``sm.get_shape()`` when the manager has it (the index: no entry decoded but
-    the few ``label`` entries), else computes the shape from ``sm.get_tree()``.
-    """
-    get_shape = getattr(sm, "get_shape", None)
-    if get_shape is None:
-        shape = ComputedShape(sm.get_tree())
-        return Structure(sm, shape, shape.labels)
-    shape = get_shape()
+    """The :class:`Structure` of an open ``SessionManager`` (call again after a write):
+    the shape from ``get_shape()``, the labels from ``get_labels()``; no entry is
+    decoded but the ``label`` lines."""
+    shape = sm.get_shape()
     return Structure(sm, shape, _labels(sm, shape))
 
 
 def _labels(sm: Any, shape: Shape) -> dict[int, str]:
-    """Entry number → label, asking the manager (the label rules' home) about each
-    entry a ``label`` entry targets."""
-    targets: dict[str, None] = {}
-    for i, etype in enumerate(shape.types):
-        if etype == "label":
-            entry = sm.get_entry(shape.ids[i])
-            target = entry.get("targetId") if entry is not None else None
-            if isinstance(target, str):
-                targets[target] = None
+    """Entry number → its current label (the manager holds the label rules; a label of
+    an id that is not an entry is left out)."""
     out: dict[int, str] = {}
-    for target in targets:
-        label = sm.get_label(target)
-        if label is not None:
-            try:
-                n = shape.index(target)
-            except (KeyError, ValueError, IndexError):
-                continue
-            if isinstance(n, int) and n >= 0:
-                out[n] = label
+    for target, label in sm.get_labels().items():
+        try:
+            out[shape.index(target)] = label
+        except KeyError:
+            continue
     return out

@@ -9,15 +9,20 @@ the file's camelCase keys. Types and field rules follow Pi's
 ``@mariozechner/pi-ai``. ``NotRequired`` marks keys Pi omits when unset (it never writes
 ``null`` for them). Real files may hold anything: code must not trust these types.
 
-Also here: :class:`SessionTreeNode` (``getTree()`` nodes) and :class:`SessionInfo`
-(listing rows).
+Also here: :class:`SessionTreeNode` (``getTree()`` nodes), :class:`TreeShape` (the
+tree by ids, types and links, without entries), :class:`UsageTotals` and
+:class:`SessionInfo` (listing rows).
 """
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, NotRequired, TypedDict, Union
+from typing import Any, Literal, NotRequired, TypedDict, Union, overload
+
+from .errors import EntryNotFoundError
 
 
 __all__ = [
@@ -35,6 +40,7 @@ __all__ = [
     "CustomEntry",
     "SessionEntry",
     "ENTRY_TYPES",
+    "MESSAGE_ROLES",
     # content blocks
     "TextContent",
     "ImageContent",
@@ -55,6 +61,8 @@ __all__ = [
     "ContextModel",
     # dataclasses
     "SessionTreeNode",
+    "TreeShape",
+    "UsageTotals",
     "SessionInfo",
 ]
 
@@ -380,6 +388,10 @@ ENTRY_TYPES = frozenset(
 )
 """The entry types Pi 0.99 defines; others are kept and reported ``unknown_type``."""
 
+MESSAGE_ROLES = ("user", "assistant", "toolResult", "bashExecution", "custom", "system")
+"""The ``message.role`` values Pi writes (``src/kind.rs``'s ``Role``; ``tests/test_tables.py``
+holds the two equal); :attr:`TreeShape.roles` shows any other string as it is."""
+
 
 # --------------------------------------------------------------------- dataclasses
 
@@ -460,3 +472,227 @@ class SessionInfo:
     message_count: int
     first_message: str
     all_messages_text: str = field(repr=False)  # may be megabytes: not in a printout
+
+
+# ---------------------------------------------------------------------- tree shape
+
+
+_NO_TIME = -(1 << 63)
+"""``timestamps_ms`` item for an entry whose timestamp does not parse (stored as i64)."""
+
+
+class CodeColumn(Sequence[Any]):
+    """One small code per entry shown as a name: ``names[code]``, or for code
+    ``len(names) - 1`` when ``others`` is given, the entry's own string in ``others``.
+
+    Backs :attr:`TreeShape.types` and :attr:`TreeShape.roles` with one byte per entry.
+    Equal to any sequence holding the same names in the same order.
+    """
+
+    __slots__ = ("_codes", "_names", "_others")
+
+    def __init__(self, codes: bytes, names: tuple[Any, ...], others: dict[int, str] | None = None) -> None:
+        self._codes = codes
+        self._names = names
+        self._others = others
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        c = self._codes[i]
+        if self._others is not None and c == len(self._names) - 1:
+            return self._others[i if i >= 0 else i + len(self._codes)]
+        return self._names[c]
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self._others:
+            return map(self._names.__getitem__, self._codes)
+        return (self[i] for i in range(len(self._codes)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"CodeColumn({len(self)} entries)"
+
+
+class TimeColumn(Sequence["int | None"]):
+    """``Date.parse(timestamp)`` per entry in ms (``None``: it does not parse), over an
+    ``array('q')``. Equal to any sequence holding the same values."""
+
+    __slots__ = ("_ms",)
+
+    def __init__(self, ms: array[int]) -> None:
+        self._ms = ms
+
+    def __len__(self) -> int:
+        return len(self._ms)
+
+    @overload
+    def __getitem__(self, i: int) -> int | None: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[int | None]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [None if t == _NO_TIME else t for t in self._ms[i]]
+        t = self._ms[i]
+        return None if t == _NO_TIME else t
+
+    def __iter__(self) -> Iterator[int | None]:
+        return (None if t == _NO_TIME else t for t in self._ms)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TimeColumn):
+            return self._ms == other._ms
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"TimeColumn({len(self)} entries)"
+
+
+@dataclass(frozen=True, repr=False)
+class TreeShape:
+    """The session tree by ids, types and links, without decoding any entry
+    (``SessionManager.get_shape``). Entries are numbered ``0 .. len - 1`` in file order;
+    every sequence has one item per entry unless said.
+
+    Attributes:
+        ids: entry ids in file order.
+        types: each entry's ``type`` when it is one of :data:`ENTRY_TYPES`, else ``"?"``.
+        roles: ``message.role`` of a ``message`` entry whose role is a string, else
+            ``None``.
+        parents: the number of each entry's parent after cycle breaking (loader rule
+            10), ``-1`` for a root.
+        roots: the roots' numbers in file order (as ``get_tree`` lists them).
+        timestamps_ms: ``Date.parse(timestamp)`` in epoch milliseconds, ``None`` when the
+            timestamp is absent or does not parse.
+
+    Compact arrays back it (one byte per entry for ``types`` and ``roles``); it is a
+    snapshot, unchanged by later appends. Two shapes are equal when every column and
+    every child order is.
+    """
+
+    ids: Sequence[str]
+    types: Sequence[str]
+    roles: Sequence[str | None]
+    parents: Sequence[int]
+    roots: Sequence[int]
+    timestamps_ms: Sequence[int | None]
+    # Children in get_tree order as CSR: those of i are _kids[_start[i]:_start[i + 1]].
+    _start: Sequence[int] = field(default_factory=lambda: array("I", [0]))
+    _kids: Sequence[int] = field(default_factory=lambda: array("I"))
+    _memo: dict[str, Any] = field(default_factory=dict, compare=False)
+    # The backend's own id look-up (entry number or None; numbers past the snapshot are
+    # later appends), so that index() builds no dict of every id; may fail once the
+    # session is closed, and then the dict is built.
+    _find: Callable[[str], int | None] | None = field(default=None, compare=False)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __repr__(self) -> str:
+        return f"TreeShape({len(self.ids)} entries, {len(self.roots)} roots)"
+
+    def _entry(self, i: int) -> int:
+        n = len(self.ids)
+        if not isinstance(i, int) or not -n <= i < n:
+            raise IndexError(f"entry number {i!r} out of range for {n} entries")
+        return i + n if i < 0 else i
+
+    def children(self, i: int) -> Sequence[int]:
+        """The children of entry ``i``, in ``get_tree`` order: oldest first by
+        ``timestamps_ms`` (stable; unparseable times after the rest, in file order).
+
+        Raises:
+            IndexError: ``i`` is not an entry number.
+        """
+        i = self._entry(i)
+        return self._kids[self._start[i] : self._start[i + 1]]
+
+    def index(self, entry_id: str) -> int:
+        """The number of the entry with this id.
+
+        Raises:
+            EntryNotFoundError: no such id (a ``KeyError``).
+        """
+        by_id = self._memo.get("by_id")
+        if by_id is None and self._find is not None and isinstance(entry_id, str):
+            try:
+                n = self._find(entry_id)
+            except Exception:  # noqa: BLE001 - the index is gone: answer from the ids
+                object.__setattr__(self, "_find", None)
+            else:
+                if n is None or n >= len(self.ids):
+                    raise EntryNotFoundError(entry_id)
+                return n
+        if by_id is None:
+            by_id = self._memo["by_id"] = dict(zip(self.ids, range(len(self.ids))))
+        try:
+            return by_id[entry_id]  # type: ignore[no-any-return]
+        except (KeyError, TypeError):
+            raise EntryNotFoundError(entry_id) from None
+
+    def depth(self, i: int) -> int:
+        """How many ancestors entry ``i`` has (0 for a root).
+
+        Raises:
+            IndexError: ``i`` is not an entry number.
+        """
+        i = self._entry(i)
+        depths = self._memo.get("depth")
+        if depths is None:
+            depths = self._memo["depth"] = self._depths()
+        return depths[i]  # type: ignore[no-any-return]
+
+    def _depths(self) -> array[int]:
+        depths = array("i", bytes(4 * len(self.ids)))
+        start, kids = self._start, self._kids
+        order = list(self.roots)
+        for v in order:  # breadth first; grows while it runs
+            a, b = start[v], start[v + 1]
+            if b > a:
+                d = depths[v] + 1
+                for c in kids[a:b]:
+                    depths[c] = d
+                order.extend(kids[a:b])
+        return depths
+
+
+@dataclass(frozen=True)
+class UsageTotals:
+    """What the assistant messages of a session spent, on every branch
+    (``SessionManager.get_usage_totals``).
+
+    For each ``message`` entry whose ``message.role`` is ``"assistant"``, in file order:
+    the JSON numbers (not booleans) among ``message.usage``'s ``input``, ``output``,
+    ``cacheRead``, ``cacheWrite`` and ``totalTokens`` and ``message.usage.cost.total``
+    are summed as Python sums them (integers exactly; once a float joins, in floating
+    point; an integer too large for a float makes a float sum infinite).
+
+    Attributes:
+        tokens: ``{"input", "output", "cacheRead", "cacheWrite", "totalTokens"}`` sums.
+        cost: the ``cost.total`` sum (dollars, as Pi records it).
+        models: ``(provider, model, count)`` per distinct pair of ``message.provider`` and
+            ``message.model`` values (``None`` when absent), in order of first use.
+        messages: assistant messages counted.
+    """
+
+    tokens: dict[str, int | float]
+    cost: int | float
+    models: list[tuple[Any, Any, int]]
+    messages: int

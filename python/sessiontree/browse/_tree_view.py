@@ -2,8 +2,10 @@
 
 A Line-API widget: only the rows on screen are turned into text, and only their
 entries are decoded (``Structure.entry`` → ``SessionManager.get_entry``). Row texts are
-``sessiontree tree``'s (``cli.tree.format_row``), plus the browser's own marks: ``tip``
-(the end of a branch other than the leaf) and ``▸ n entries`` on a collapsed branch.
+``sessiontree tree``'s (``cli.tree.format_row`` over a ``cli.tree.Layout`` of the same
+shape: marks ``*`` for the leaf and ``◇`` for other tips), plus the browser's own
+marks: ``tip`` (the end of a branch other than the leaf) and ``▸ n entries`` on a
+collapsed branch.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from textual.strip import Strip
 
 from .._drawing import ENTRY, FOLD, MORE, NOTE, Drawing, Row
 from ..cli._common import safe
+from ..cli.tree import Layout, format_row
 from ..cli.tree import Row as TreeRow
-from ..cli.tree import format_row
 
 __all__ = ["TreeView"]
 
@@ -36,17 +38,6 @@ def _style(name: str) -> Style:
     if st is None:
         st = _STYLES[name] = Style.parse(name) if name else Style()
     return st
-
-
-class _Node:
-    """What ``format_row`` reads of a tree node: the entry and its label."""
-
-    __slots__ = ("entry", "label", "children")
-
-    def __init__(self, entry: dict[str, Any], label: str | None) -> None:
-        self.entry = entry
-        self.label = label
-        self.children: list[Any] = []
 
 
 class TreeView(ScrollView, can_focus=True):
@@ -96,6 +87,7 @@ class TreeView(ScrollView, can_focus=True):
         self.cursor = 0
         self._texts: OrderedDict[tuple[int, int], Text] = OrderedDict()
         self._index: dict[int, int] = {}
+        self._layout: tuple[Any, Layout] | None = None  # (structure, its layout for format_row)
 
     # ------------------------------------------------------------------ model
     def show(self, drawing: Drawing, entry: int | None = None) -> None:
@@ -182,14 +174,15 @@ class TreeView(ScrollView, can_focus=True):
         drawing = self.drawing
         assert drawing is not None
         st = drawing.st
-        leaf_id = st.id(st.session_leaf) if st.session_leaf is not None else None
+        if self._layout is None or self._layout[0] is not st:
+            self._layout = (st, Layout(st.shape, st.session_leaf, set(st.labels), -1, st.entry))
+        lay = self._layout[1]
         if row.kind == NOTE:
-            tree_row = TreeRow(row.prefix, None, False, 0, None, row.depth, row.note)
-            _, segs = format_row(tree_row, leaf_id, width)
+            _, segs = format_row(TreeRow((row.prefix,), None, False, row.depth, note=row.note), lay, None, width)
             return _text(segs)
         if row.kind == FOLD:
             kinds: Counter[str] = Counter({safe(k): n for k, n in drawing.kinds(row.hidden).items()})
-            _, segs = format_row(TreeRow(row.prefix, None, row.on_path, 0, kinds, row.depth), leaf_id, width)
+            _, segs = format_row(TreeRow((row.prefix,), None, row.on_path, row.depth, folded=kinds), lay, None, width)
             return _text(segs + [("  (enter: unfold)", "dim")])
         if row.kind == MORE:
             n = len(row.hidden)
@@ -203,9 +196,8 @@ class TreeView(ScrollView, can_focus=True):
         elif st.is_tip(n) and n != st.session_leaf:
             extra.append(("  tip", "bold magenta"))
         room = width - sum(len(t) for t, _ in extra)
-        node = _Node(st.entry(n), st.labels.get(n))
-        tree_row = TreeRow(row.prefix, node, row.on_path, len(st.children(n)), None, row.depth)
-        _, segs = format_row(tree_row, leaf_id, max(20, room))
+        tree_row = TreeRow((row.prefix,), n, row.on_path, row.depth)
+        _, segs = format_row(tree_row, lay, st.labels.get(n), max(20, room))
         return _text(segs + extra)
 
 

@@ -12,7 +12,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from rich.cells import get_character_cell_size
+from rich.cells import cell_len, get_character_cell_size
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -208,9 +208,10 @@ def byte_progress(io: Io, text: str, total: int | None) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def count_progress(io: Io, text: str) -> Iterator[Any]:
-    """An ``n of m`` progress bar; yields ``update(done, total)``."""
-    if not io.interactive:
+def count_progress(io: Io, text: str, *, enabled: bool = True) -> Iterator[Any]:
+    """An ``n of m`` progress bar; yields ``update(done, total)`` (a no-op when not a
+    terminal or not ``enabled``)."""
+    if not io.interactive or not enabled:
         yield lambda done, total=None: None
         return
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -422,11 +423,24 @@ def as_is(text: str) -> str:
     return text
 
 
+# Characters that take one terminal cell each, so that a text made only of them is
+# measured by len(): Latin, Greek and Cyrillic, punctuation, arrows, box drawing and the
+# geometric shapes the tree draws with (combining marks and the few emoji among them
+# left out; tests/test_cli_tree.py holds the set against rich's cell_len).
+_ONE_CELL_RE = re.compile("[ -~\u00a0-\u02ff\u0370-\u0482\u048a-\u052f\u2010-\u2027\u2030-\u205e\u2190-\u21ff"
+                          "\u2440-\u244a\u2500-\u257f\u25a0-\u25fc]*")
+
+
+def cells(text: str) -> int:
+    """Terminal cells ``text`` takes (wide CJK/emoji count 2)."""
+    return len(text) if text.isascii() or _ONE_CELL_RE.fullmatch(text) else cell_len(text)
+
+
 def fit(text: str, width: int) -> str:
     """Cut ``text`` to ``width`` terminal cells (wide CJK/emoji count 2), ending in ``…``."""
     if width <= 0:
         return ""
-    if text.isascii():
+    if text.isascii() or _ONE_CELL_RE.fullmatch(text, 0, width + 1):
         return text if len(text) <= width else text[: width - 1].rstrip() + "…"
     if len(text) <= width // 2:
         return text  # even if every character is two cells wide

@@ -17,10 +17,10 @@ from ._common import (
     human_seconds,
     load_report,
     num,
-    number,
     open_session,
     safe,
     show,
+    spinner,
     value_text,
 )
 
@@ -33,8 +33,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _in(shape: Any, entry_id: str) -> bool:
+    try:
+        shape.index(entry_id)
+    except KeyError:
+        return False
+    return True
+
+
 def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
-    """Everything ``info`` shows, as a JSON-ready dict (one pass over the entries).
+    """Everything ``info`` shows, as a JSON-ready dict, from the index: the tree's shape
+    (``get_shape``), the usage sums (``get_usage_totals``: the native core reads only
+    the assistant lines) and the few lines the summary names (label entries, the first
+    and last entries with a timestamp, entries of types Pi does not define).
 
     Args:
         sm: an open ``SessionManager``.
@@ -45,58 +56,34 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
         The summary (keys as printed by ``info --json``).
     """
     t0 = time.perf_counter()
-    by_type: Counter[str] = Counter()
-    by_role: Counter[str] = Counter()
-    child_count: Counter[str] = Counter()
-    ids: list[str] = []
-    label_targets: dict[str, None] = {}  # in file order
-    tokens = Counter({"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0})
-    cost = 0.0
-    models: Counter[str] = Counter()
-    first_ts = last_ts = None
+    shape = sm.get_shape()
+    ids = shape.ids
+    n = len(shape)
     # Every value read from an entry may be any JSON type: text fields go through
     # value_text (never str(), which recurses on deep lists), sums take numbers only.
-    for entry in sm:
-        etype = value_text(entry.get("type"), 100, none="None")
-        by_type[etype] += 1
-        eid = entry.get("id")
-        ids.append(eid)
-        parent = entry.get("parentId")
-        if isinstance(parent, str) and parent != eid:
-            child_count[parent] += 1
-        ts = entry.get("timestamp")
-        if isinstance(ts, str):
-            first_ts = first_ts or ts
-            last_ts = ts
-        if etype == "label":
-            target = entry.get("targetId")
-            if isinstance(target, str):  # Pi's rule: only string targets label anything
-                label_targets[target] = None
-        elif etype == "message":
-            msg = entry.get("message")
-            role = msg.get("role", "?") if isinstance(msg, dict) else "?"
-            by_role[value_text(role, 100, none="None")] += 1
-            if role == "assistant":
-                usage = msg.get("usage")
-                if isinstance(usage, dict):
-                    for key in tokens:
-                        value = number(usage.get(key))
-                        if value is not None:
-                            tokens[key] = _add(tokens[key], value)
-                    c = usage.get("cost")
-                    total = number(c.get("total")) if isinstance(c, dict) else None
-                    if total is not None:
-                        cost = _add(cost, total)
-                models[f"{value_text(msg.get('provider'), 100, none='None')}/"
-                       f"{value_text(msg.get('model'), 100, none='None')}"] += 1
-    known = set(ids)
-    # Children counted only for parents that exist (orphans are roots).
-    kids = {p: n for p, n in child_count.items() if p in known}
-    leaves = sum(1 for i in ids if i not in kids)
-    branch_points = sum(1 for n in kids.values() if n >= 2)
-    branch = sm.get_branch() if sm.leaf_id is not None else []
-    labels = {t: sm.get_label(t) for t in label_targets if t in known}
-    labels = {t: v for t, v in labels.items() if v is not None}
+    by_type: Counter[str] = Counter(shape.types)
+    unknown = by_type.pop("?", 0)
+    if unknown:
+        for e in sm.get_entries_by_id([ids[i] for i, t in enumerate(shape.types) if t == "?"]):
+            by_type[value_text(e.get("type") if e is not None else None, 100, none="None")] += 1
+    by_role: Counter[str] = Counter(shape.roles)  # None: not a message, or no string role
+    by_role.pop(None, None)  # type: ignore[call-overload]
+    no_role = by_type.get("message", 0) - sum(by_role.values())
+    if no_role:
+        by_role["?"] = no_role
+    child_count = Counter(shape.parents)
+    child_count.pop(-1, None)
+    path_ids = sm.get_path_ids()
+    on_path = []  # entry numbers root -> leaf, from the parent column
+    x = shape.index(sm.leaf_id) if sm.leaf_id is not None else -1
+    while x >= 0:
+        on_path.append(x)
+        x = shape.parents[x]
+    labels = {t: v for t, v in sm.get_labels().items() if _in(shape, t)}  # entries that carry one
+    usage = sm.get_usage_totals()
+    models: Counter[str] = Counter()
+    for provider, model, count in usage.models:
+        models[f"{value_text(provider, 100, none='None')}/{value_text(model, 100, none='None')}"] += count
     report = load_report(sm)
     header = sm.get_header() or {}
     return {
@@ -112,31 +99,55 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
         "sessionName": sm.get_session_name(),
         "cwd": header.get("cwd"),
         "parentSession": header.get("parentSession"),
-        "firstTimestamp": first_ts,
-        "lastTimestamp": last_ts,
-        "entries": len(ids),
+        "firstTimestamp": _timestamp(sm, shape, range(n)),
+        "lastTimestamp": _timestamp(sm, shape, range(n - 1, -1, -1)),
+        "entries": n,
         "byType": dict(by_type.most_common()),
         "byRole": dict(by_role.most_common()),
-        "leaves": leaves,
-        "branchPoints": branch_points,
-        "roots": len(ids) - sum(kids.values()),
+        "leaves": n - len(child_count),
+        "branchPoints": sum(1 for k in child_count.values() if k >= 2),
+        "roots": len(shape.roots),
         "leafId": sm.leaf_id,
-        "pathLength": len(branch),
+        "pathLength": len(path_ids),
         "compactions": by_type.get("compaction", 0),
-        "compactionsOnPath": sum(1 for e in branch if e.get("type") == "compaction"),
+        "compactionsOnPath": sum(1 for i in on_path if shape.types[i] == "compaction"),
         "labels": labels,
-        "tokens": dict(tokens),
-        "cost": round(float(cost), 6),
+        "tokens": dict(usage.tokens),
+        "cost": round(float(_finite(usage.cost)), 6),
         "models": dict(models.most_common()),
         "problems": len(report),
         "problemKinds": dict(Counter(i.kind for i in report)),
     }
 
 
+def _timestamp(sm: Any, shape: Any, order: range) -> str | None:
+    """The ``timestamp`` string of the first entry in ``order`` that has one. Entries
+    whose time parses have one; the few before the first of those are read to see
+    whether theirs is a string that does not parse."""
+    ids, times = shape.ids, shape.timestamps_ms
+    for i in order:
+        if times[i] is not None:
+            ts = sm.get_entry(ids[i]).get("timestamp")
+            return ts if isinstance(ts, str) else None
+        ts = sm.get_entry(ids[i]).get("timestamp")
+        if isinstance(ts, str):
+            return ts
+    return None
+
+
+def _finite(x: Any) -> Any:
+    """``float(x)`` would raise for an integer beyond a float's range: make it ±inf."""
+    try:
+        float(x)
+    except OverflowError:
+        return float("inf") if x > 0 else float("-inf")
+    return x
+
+
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree info``: the exit status (see the module docstring)."""
     sm, seconds = open_session(io, args.file, args.backend)
-    with sm:
+    with sm, spinner(io, "summarizing"):
         data = collect(sm, args.file, seconds)
     if args.json:
         io.write_json(data)
@@ -156,7 +167,7 @@ def render(io: Io, d: dict[str, Any]) -> None:
 
     add("file", f"{safe(d['file'])}  ({human_bytes(d['fileSize'])}, {d['fileSize']:,} bytes)")
     add("opened", f"{human_seconds(d['openSeconds'])} with the {d['backend']} backend"
-        f" (+{human_seconds(d['scanSeconds'])} to read every entry for this summary)")
+        f" (+{human_seconds(d['scanSeconds'])} for this summary)")
     version = f"version {show(d['version'], 40, none='None')}"
     if d["fileVersion"] != d["version"]:
         version = (f"version {show(d['fileVersion'] or 1, 40)} on disk, migrated to {show(d['version'], 40)} "
@@ -198,11 +209,3 @@ def render(io: Io, d: dict[str, Any]) -> None:
 
 def _counts(counts: dict[str, int]) -> str:
     return "  ".join(f"{safe(str(k))} {v:,}" for k, v in counts.items())
-
-
-def _add(total: Any, value: int | float) -> Any:
-    """``total + value``; an integer too large for a float makes the sum infinite."""
-    try:
-        return total + value
-    except OverflowError:
-        return float("inf") if value > 0 else float("-inf")

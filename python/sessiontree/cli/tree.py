@@ -1,18 +1,32 @@
 """``sessiontree tree``: the session tree drawn like a file tree.
 
-Layout rules, chosen so that a 100,000-entry linear session stays readable and a deep
-tree never walks off the right edge:
+How to read it:
 
-* A run of entries with one child each is one column (no indentation per entry).
-* At a branch point the other branches are drawn first, each behind ``├─`` and indented
-  by one level; the branch holding the current leaf (else the newest) comes last behind
-  ``└─`` and continues in the parent's column. Indentation therefore grows only with
-  branches nested inside abandoned branches.
-* Long linear runs are folded to one ``⋮`` line, except entries worth seeing
-  (compactions, branch summaries, session names, labelled entries, the leaf) and the
-  first and last two entries of each run. ``--full`` shows every entry.
+* Entries in one column follow each other: each is the child of the row above it in
+  that column. The branch holding the current leaf (else the newest) stays in the
+  first column, whatever its length.
+* A branch point (``⑂N``: N children) keeps its continuing child in its own column;
+  its other children start abandoned branches, drawn first, behind ``├─`` / ``└─``
+  and hanging from a ``│`` spine that joins the branch point to its continuation.
+  Siblings share one connector column; a branch point further down draws its own
+  spine, so its branches never read as siblings of earlier ones.
+* Every leaf is marked: ``*`` the current leaf (also ``← leaf``), ``◇`` the tip of
+  another branch (marks, not only colour: they show in a pipe and with
+  ``--color never``).
+* Branches nested deeper than the width allows show their depth as a number
+  (``‹12›``) instead of more guides, so no line is wider than the width.
+* Long runs of entries with one child each are folded to one ``⋮`` line, except
+  entries worth seeing (compactions, branch summaries, session names, labelled
+  entries, the leaf) and the first and last two of each run; abandoned branches are
+  drawn nested two deep, deeper ones as one ``⑂ N more branches here`` line each.
+  ``--full`` shows every entry; ``--from ID`` draws only the part below one entry
+  (an id or a unique prefix, as git takes commits), ``--depth N`` stops N entries
+  below the start, ``--nested N`` draws branches nested N deep, and ``--branches``
+  shows only roots, branch points and tips, each tip with the size of its branch and
+  its first user message.
 
-Everything is iterative (explicit stacks), so depth does not matter.
+Only the rows shown are decoded: the structure comes from the index
+(``SessionManager.get_shape``). Everything is iterative, so depth does not matter.
 """
 
 from __future__ import annotations
@@ -20,25 +34,47 @@ from __future__ import annotations
 import argparse
 import os
 from collections import Counter
-from typing import Any, Iterator, NamedTuple
+from collections.abc import Callable, Iterator
+from itertools import islice
+from typing import Any, NamedTuple
 
-from ._common import KIND_STYLES, Io, as_is, entry_preview, fit, one_line, open_session, show
+from ._common import (
+    KIND_STYLES,
+    cells,
+    CliError,
+    Io,
+    as_is,
+    content_text,
+    count_progress,
+    entry_preview,
+    fit,
+    one_line,
+    open_session,
+    show,
+    spinner,
+)
 
 _KEEP_TYPES = frozenset({"compaction", "branch_summary", "session_info"})
 _EDGE = 2  # entries kept at each end of a folded run
 _MIN_FOLD = 3  # a fold line must hide at least this many entries
+_SPINE, _FORK, _LAST, _PIPE, _GAP, _MORE = "│ ", "├─ ", "└─ ", "│  ", "   ", "└┄ "
+_NESTED = 2  # abandoned branches drawn nested this deep unless --nested / --full say otherwise
+_MIN_TEXT = 44  # columns left for mark, id, kind and some preview at the deepest guide
+_PROGRESS_ROWS = 2000  # decoding this many rows for a pipe shows a progress bar
 
 
 class Row(NamedTuple):
-    """One output line: an entry (``node`` set) or a fold (``folded`` set)."""
+    """One output line: an entry (``at`` set: its number), a fold (``folded``) or a note."""
 
-    prefix: str
-    node: Any | None
+    guides: tuple[str, ...]
+    at: int | None
     on_path: bool
-    branches: int = 0
+    depth: int = 0  # abandoned branches this row is nested in
     folded: Counter[str] | None = None
-    depth: int = 0
     note: str | None = None
+    hidden: int = 0  # --branches: entries of this stretch not shown before this row
+    summary: str | None = None  # --branches, a tip: the first user text of its branch
+    size: int = 0  # --branches, a tip: entries of its branch (after the branch point)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -47,106 +83,241 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="session file (.jsonl)")
     p.add_argument("--full", action="store_true", help="show every entry (no folding of linear runs)")
+    p.add_argument("--from", dest="start", metavar="ID", default=None,
+                   help="draw only the entry ID (or a unique prefix of it) and what lies below it")
+    p.add_argument("--depth", type=int, default=None, metavar="N",
+                   help="show at most N entries below the start (the roots, or --from); deeper parts are counted")
+    p.add_argument("--nested", type=int, default=None, metavar="N",
+                   help=f"draw abandoned branches nested up to N deep, deeper ones as one line each "
+                        f"(default {_NESTED}; all with --full and --branches)")
+    p.add_argument("--branches", action="store_true",
+                   help="only roots, branch points and tips, with each tip's branch size and first user message")
     p.add_argument("--width", type=int, default=None,
-                   help="line width (default: the terminal's, else $COLUMNS, else 120)")
+                   help="line width (default: the terminal's, else $COLUMNS, else 120); never exceeded")
     p.add_argument("--json", action="store_true",
                    help="flat JSON list of nodes in drawing order (id, parentId, kind, preview, label, depth, ...)")
     p.set_defaults(func=run)
 
 
-def iter_rows(roots: list[Any], leaf_id: str | None, path_ids: set[str], *, full: bool) -> Iterator[Row]:
+class Layout:
+    """What the drawing needs to know about the tree: the shape (no entry decoded), the
+    leaf, the labelled entries, ``--depth`` and ``--nested`` (-1: no limit) and
+    ``entry(i)``, which decodes entry ``i`` (only for rows shown)."""
+
+    def __init__(self, shape: Any, leaf: int | None, labelled: set[int], max_depth: int,
+                 entry: Callable[[int], dict[str, Any]], nest: int = -1) -> None:
+        self.shape = shape
+        self.leaf = leaf
+        self.labelled = labelled
+        self.max_depth = max_depth
+        self.nest = nest
+        self.entry = entry
+        # Plain lists of the columns the drawing reads per entry (one pass each), the
+        # child counts and, for entries with one child, that child.
+        self.types: list[str] = list(shape.types)
+        parents = shape.parents
+        self.count = [0] * len(parents)
+        self.only = [-1] * len(parents)
+        for c, p in enumerate(parents):
+            if p >= 0:
+                self.count[p] += 1
+                self.only[p] = c
+        self.on_path: set[int] = set()
+        x = leaf
+        while x is not None and x >= 0 and x not in self.on_path:
+            self.on_path.add(x)
+            x = parents[x]
+        names: dict[Any, str] = {None: "message"}
+        self._kinds = [
+            t if t != "message" else names.get(r) or names.setdefault(r, one_line(r, 100))
+            for t, r in zip(self.types, shape.roles)
+        ]
+
+    def kids(self, i: int) -> Any:
+        """Children of ``i`` in ``get_tree`` order."""
+        n = self.count[i]
+        if n == 0:
+            return ()
+        if n == 1:
+            return (self.only[i],)
+        return self.shape.children(i)
+
+    def main_child(self, kids: Any) -> int:
+        """The child that continues in the column: the one on the leaf's path, else the newest."""
+        for c in kids:
+            if c in self.on_path:
+                return c  # type: ignore[no-any-return]
+        return kids[-1]  # type: ignore[no-any-return]
+
+    def keep(self, i: int) -> bool:
+        return i == self.leaf or i in self.labelled or self.types[i] in _KEEP_TYPES
+
+    def kind(self, i: int) -> str:
+        """Kind shown in fold lines: a message's role, else the entry type."""
+        return self._kinds[i]
+
+
+def _guides(depth_cells: tuple[str, ...], cap: int, depth: int) -> tuple[str, ...]:
+    """The guide cells of a row, at most ``cap`` nesting levels drawn: deeper ones are
+    replaced by the depth as a number."""
+    if depth <= cap:
+        return depth_cells
+    # Each nesting level is two cells (spine + connector); keep the outer levels and
+    # the row's own connector.
+    keep = 2 * (cap - 1)
+    return (*depth_cells[:keep], f"‹{depth}›".ljust(6), depth_cells[-1])
+
+
+def iter_rows(lay: Layout, roots: list[int], *, full: bool, branches: bool, cap: int,
+              start_depth: int = 0) -> Iterator[Row]:
     """Yield the rows of the drawing in order (iteratively; any depth).
 
     Args:
-        roots: ``SessionManager.get_tree()``.
-        leaf_id: the current leaf (its branch is kept in the first column).
-        path_ids: ids on the root-to-leaf path.
+        lay: the tree.
+        roots: where to start (the shape's roots, or the ``--from`` entry).
         full: no folding of linear runs.
+        branches: only roots, branch points and tips.
+        cap: nesting levels drawn before the depth is shown as a number.
+        start_depth: ``shape.depth`` of the start (``--depth`` counts from it).
 
     Yields:
         One :class:`Row` per output line.
     """
-    main_root: Any = next((r for r in roots if r.entry.get("id") in path_ids), roots[-1] if roots else None)
-    stack: list[tuple[Any, str, str, bool, int]] = []
-    ordered = [r for r in roots if r is not main_root] + ([main_root] if main_root is not None else [])
-    if len(ordered) > 1:
-        # Several roots (resetLeaf, orphans) are drawn like branches of an invisible
-        # top node, so a root never looks like the continuation of the tree above it.
-        yield Row("", None, False, 0, None, 0, f"{len(ordered):,} roots; the one holding the current leaf comes last")
-        for root in reversed(ordered):
-            if root is main_root:
-                stack.append((root, "└─ ", "", root.entry.get("id") in path_ids, 0))
-            else:
-                stack.append((root, "├─ ", "│  ", False, 1))
-    for root in reversed(ordered if len(ordered) == 1 else []):
-        on = root is main_root and root.entry.get("id") in path_ids
-        stack.append((root, "", "", on, 0))
+    # A task draws one column: (first entry, guides of its first row, guides of the
+    # rows after it, nesting depth, is it the start of an abandoned branch).
+    stack: list[tuple[int, tuple[str, ...], tuple[str, ...], int, bool]] = []
+    main_root = lay.main_child(roots) if roots else None
+    others = [r for r in roots if r != main_root]
+    if others:
+        # Several roots (resetLeaf, orphans) hang from an invisible top like abandoned
+        # branches; the one holding the current leaf continues in the first column.
+        yield Row((), None, False, note=f"{len(roots):,} roots; the one holding the current leaf is drawn last, "
+                                         "in the first column")
+    if main_root is not None:
+        stack.append((main_root, (), (), 0, False))
+    if others and lay.nest == 0:
+        yield Row((_SPINE, _MORE), None, False, 1, note=_more(len(others), "root", None))
+        others = []
+    for k in range(len(others) - 1, -1, -1):
+        last = k == len(others) - 1
+        stack.append((others[k], (_SPINE, _LAST if last else _FORK), (_SPINE, _GAP if last else _PIPE), 1, True))
     while stack:
-        node, first_prefix, rest_prefix, on_path, depth = stack.pop()
-        chain = [node]
-        while len(chain[-1].children) == 1:
-            chain.append(chain[-1].children[0])
-        yield from _chain_rows(chain, first_prefix, rest_prefix, on_path, depth, leaf_id, full)
-        end = chain[-1]
-        if len(end.children) >= 2:
-            kids = end.children
-            main = None
-            if on_path:
-                main = next((c for c in kids if c.entry.get("id") in path_ids), None)
-            if main is None:
-                main = kids[-1]
-            stack.append((main, rest_prefix + "└─ ", rest_prefix, on_path and main.entry.get("id") in path_ids, depth))
-            for child in reversed([c for c in kids if c is not main]):
-                stack.append((child, rest_prefix + "├─ ", rest_prefix + "│  ", False, depth + 1))
+        first, first_guides, guides, depth, side = stack.pop()
+        yield from _column(lay, first, first_guides, guides, depth, side, stack, full=full, branches=branches,
+                           cap=cap, start_depth=start_depth)
 
 
-def _chain_rows(chain: list[Any], first_prefix: str, rest_prefix: str, on_path: bool, depth: int,
-                leaf_id: str | None, full: bool) -> Iterator[Row]:
-    n = len(chain)
-
-    def row(i: int) -> Row:
-        node = chain[i]
-        return Row(first_prefix if i == 0 else rest_prefix, node, on_path, len(node.children), None, depth)
-
-    if full or n <= 2 * _EDGE + _MIN_FOLD:
-        for i in range(n):
-            yield row(i)
+def _column(lay: Layout, v: int, first_guides: tuple[str, ...], guides: tuple[str, ...], depth: int, side: bool,
+            stack: list[Any], *, full: bool, branches: bool, cap: int, start_depth: int) -> Iterator[Row]:
+    """The rows of one column, up to its first branch point (whose branches and
+    continuation are pushed on ``stack``) or its tip."""
+    shape = lay.shape
+    run = [v]
+    count, only, limit = lay.count, lay.only, lay.max_depth
+    cut = limit >= 0 and shape.depth(v) - start_depth >= limit
+    while count[v] == 1 and not cut:
+        v = only[v]
+        run.append(v)
+        cut = limit >= 0 and shape.depth(v) - start_depth >= limit
+    kids = lay.kids(v)
+    g_first = _guides(first_guides, cap, depth)
+    g_rest = _guides(guides, cap, depth)
+    if branches:
+        yield from _branch_rows(lay, run, g_first, g_rest, depth, len(kids))
+    else:
+        yield from _run_rows(lay, run, g_first, g_rest, depth, full)
+    end = run[-1]
+    if cut and len(kids):
+        below = _subtree_size(lay, end) - 1
+        yield Row(g_rest, None, end in lay.on_path, depth,
+                  note=f"⋯ {below:,} more entr{'y' if below == 1 else 'ies'} below (tree --from {shape.ids[end][:12]})")
         return
-    hidden: list[Any] = []
-    for i, node in enumerate(chain):
-        entry = node.entry
-        keep = (i < _EDGE or i >= n - _EDGE or node.label is not None
-                or _type(entry) in _KEEP_TYPES or entry.get("id") == leaf_id)
-        if not keep:
-            hidden.append(node)
+    if len(kids) < 2:
+        return
+    main = lay.main_child(kids)
+    stack.append((main, guides, guides, depth, False))
+    sides = [c for c in kids if c != main]
+    if lay.nest >= 0 and depth + 1 > lay.nest:
+        # Deeper than --nested: one line says what is there and how to open it.
+        yield Row(_guides((*guides, _SPINE, _MORE), cap, depth + 1), None, end in lay.on_path, depth + 1,
+                  note=_more(len(sides), "branch", shape.ids[end]))
+        return
+    for k in range(len(sides) - 1, -1, -1):
+        last = k == len(sides) - 1
+        stack.append((sides[k], (*guides, _SPINE, _LAST if last else _FORK),
+                      (*guides, _SPINE, _GAP if last else _PIPE), depth + 1, True))
+
+
+def _more(n: int, what: str, at: str | None) -> str:
+    plural = f"{n:,} more {what}{'es' if what == 'branch' else 's'}" if n != 1 else f"1 more {what}"
+    where = f" here (tree --from {at[:12]})" if at is not None else " (tree --nested 1)"
+    return f"⑂ {plural}{where}"
+
+
+def _run_rows(lay: Layout, run: list[int], g_first: tuple[str, ...], g_rest: tuple[str, ...], depth: int,
+              full: bool) -> Iterator[Row]:
+    n = len(run)
+    path = lay.on_path
+    if full or n <= 2 * _EDGE + _MIN_FOLD:
+        for k, i in enumerate(run):
+            yield Row(g_first if k == 0 else g_rest, i, i in path, depth)
+        return
+    hidden: list[int] = []
+    for k, i in enumerate(run):
+        if not (k < _EDGE or k >= n - _EDGE or lay.keep(i)):
+            hidden.append(i)
             continue
         if hidden:
-            yield from _flush(hidden, rest_prefix, on_path, depth)
+            yield from _flush(lay, hidden, g_rest, depth)
             hidden = []
-        yield row(i)
+        yield Row(g_first if k == 0 else g_rest, i, i in path, depth)
 
 
-def _flush(hidden: list[Any], prefix: str, on_path: bool, depth: int) -> Iterator[Row]:
+def _flush(lay: Layout, hidden: list[int], guides: tuple[str, ...], depth: int) -> Iterator[Row]:
     if len(hidden) < _MIN_FOLD:
-        for node in hidden:
-            yield Row(prefix, node, on_path, len(node.children), None, depth)
+        for i in hidden:
+            yield Row(guides, i, i in lay.on_path, depth)
         return
-    kinds: Counter[str] = Counter(_kind(n.entry) for n in hidden)
-    yield Row(prefix, None, on_path, 0, kinds, depth)
+    yield Row(guides, None, hidden[0] in lay.on_path, depth, folded=Counter(lay.kind(i) for i in hidden))
 
 
-def _type(entry: dict[str, Any]) -> str | None:
-    """The entry's ``type`` if it is a string (it may be any JSON value)."""
-    etype = entry.get("type")
-    return etype if isinstance(etype, str) else None
+def _branch_rows(lay: Layout, run: list[int], g_first: tuple[str, ...], g_rest: tuple[str, ...], depth: int,
+                 n_kids: int) -> Iterator[Row]:
+    """``--branches``: of a column's stretch up to its end (a branch point or a tip),
+    a root, the current leaf and the end. A stretch starts after a branch point (or at
+    a root), so a tip's branch is exactly its stretch."""
+    hidden = 0
+    guides = g_first
+    for k, i in enumerate(run):
+        last = k == len(run) - 1
+        if last or i == lay.leaf or (k == 0 and lay.shape.parents[i] < 0):
+            tip = last and n_kids == 0
+            yield Row(guides, i, i in lay.on_path, depth, hidden=hidden,
+                      summary=_first_user_text(lay, run) if tip else None, size=len(run) if tip else 0)
+            hidden = 0
+            guides = g_rest
+        else:
+            hidden += 1
 
 
-def _kind(entry: dict[str, Any]) -> str:
-    """Kind shown in fold lines: the role of a message, else the entry type (terminal-safe)."""
-    if entry.get("type") == "message":
-        msg = entry.get("message")
-        return one_line(msg.get("role", "?"), 100) if isinstance(msg, dict) else "message"
-    return show(entry.get("type"), 100, none="None")
+def _first_user_text(lay: Layout, run: list[int]) -> str:
+    """What the user asked first on this stretch of branch (decoding user lines only)."""
+    for i in run:
+        if lay.shape.roles[i] == "user":
+            msg = lay.entry(i).get("message")
+            text = one_line(content_text(msg.get("content"), images=False), 200) if isinstance(msg, dict) else ""
+            if text:
+                return text
+    return ""
+
+
+def _subtree_size(lay: Layout, v: int) -> int:
+    n, stack = 0, [v]
+    while stack:
+        x = stack.pop()
+        n += 1
+        stack.extend(lay.kids(x))
+    return n
 
 
 def _fold_text(kinds: Counter[str]) -> str:
@@ -167,95 +338,164 @@ def _width(io: Io, requested: int | None) -> int:
         return 120
 
 
-def format_row(row: Row, leaf_id: str | None, width: int) -> tuple[str, list[tuple[str, str]]]:
+def format_row(row: Row, lay: Layout, label: Any, width: int) -> tuple[str, list[tuple[str, str]]]:
     """Lay out one row within ``width`` cells.
 
     Args:
         row: from :func:`iter_rows`.
-        leaf_id: the current leaf (marked ``*`` and ``← leaf``).
+        lay: the tree (the entry's shape facts; ``lay.entry`` decodes it).
+        label: the entry's label, or ``None``.
         width: total line width in terminal cells.
 
     Returns:
         ``(plain_text, [(segment, style), ...])``; the segments join to the plain text.
     """
-    segs: list[tuple[str, str]] = [(row.prefix, "bright_black")]
-    used = len(row.prefix)
-    if row.note is not None:
-        text = fit(row.note, width - used)
+    prefix = fit("".join(row.guides), max(0, width - 8))
+    segs: list[tuple[str, str]] = [(prefix, "bright_black")]
+    used = cells(prefix)
+    if row.at is None:
+        text = fit(row.note if row.note is not None else _fold_text(row.folded or Counter()), width - used)
         segs.append((text, "dim italic"))
-        return row.prefix + text, segs
-    if row.node is None:
-        text = fit(_fold_text(row.folded or Counter()), width - used)
-        segs.append((text, "dim italic"))
-        return row.prefix + text, segs
-    entry = row.node.entry
-    raw_id = entry.get("id")
-    eid = show(raw_id, 100, none="None")
-    is_leaf = raw_id == leaf_id
+        return prefix + text, segs
+    i = row.at
+    entry = lay.entry(i)
+    eid = show(entry.get("id"), 100, none="None")
+    is_leaf = i == lay.leaf
+    n_kids = len(lay.kids(i))
     kind, preview = entry_preview(entry)
+    if row.summary:
+        preview = f"“{row.summary}”"
     kind = fit(kind, 40)  # an entry type is whatever the file says; keep the columns
-    mark = "* " if is_leaf else "  "
+    mark = "* " if is_leaf else "◇ " if n_kids == 0 else "  "
     head = f"{mark}{eid[:8]:<8} {kind:<14} "
     tail_parts = []
-    if row.node.label is not None:
-        tail_parts.append(f"[{one_line(row.node.label, 200)}]")
-    if row.branches >= 2:
-        tail_parts.append(f"⑂{row.branches}")
+    if row.hidden:
+        tail_parts.append(f"(+{row.hidden:,})")
+    if row.summary is not None:
+        tail_parts.append(f"{row.size:,} entr{'y' if row.size == 1 else 'ies'}")
+    if label is not None:
+        tail_parts.append(f"[{one_line(label, 200)}]")
+    if n_kids >= 2:
+        tail_parts.append(f"⑂{n_kids}")
     if is_leaf:
         tail_parts.append("← leaf")
     tail = ("  " + " ".join(tail_parts)) if tail_parts else ""
-    room = width - used - len(head) - len(tail)
+    room = width - used - cells(head) - cells(tail)
     # Labels and markers matter more than the preview: shrink the preview first.
     preview = fit(preview, max(room, 0))
     if room < 0:
-        tail = fit(tail, max(0, width - used - len(head)))
+        tail = fit(tail, max(0, width - used - cells(head)))
+        head = fit(head, max(0, width - used - cells(tail)))
     dim = "" if row.on_path else " dim"
-    segs.append((mark, "bold reverse green" if is_leaf else ""))
-    segs.append((f"{eid[:8]:<8} ", "bright_black"))
-    segs.append((f"{kind:<14} ", (KIND_STYLES.get(kind, "") + dim).strip()))
+    segs.append((head[:2], "bold reverse green" if is_leaf else "bold" if n_kids == 0 else ""))
+    segs.append((head[2:11], "bright_black"))
+    segs.append((head[11:], (KIND_STYLES.get(kind, "") + dim).strip()))
     segs.append((preview, "dim" if not row.on_path else ""))
     if tail:
         segs.append((tail, "bold yellow"))
-    return row.prefix + head + preview + tail, segs
+    return prefix + head + preview + tail, segs
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree tree``: the exit status (see the module docstring)."""
+    if args.depth is not None and args.depth < 0:
+        raise CliError("--depth must be 0 or more")
     sm, _ = open_session(io, args.file, args.backend)
     with sm:
-        roots = sm.get_tree()
-        leaf_id = sm.leaf_id
-        path_ids = {e["id"] for e in sm.get_branch()} if leaf_id is not None else set()
-        if args.json:
-            io.write_json(_json_rows(iter_rows(roots, leaf_id, path_ids, full=True), leaf_id))
-            return 0
+        with spinner(io, "reading the tree"):
+            shape = sm.get_shape()
+            leaf = shape.index(sm.leaf_id) if sm.leaf_id is not None else None
+            labels = sm.get_labels()
+            labelled = set()
+            for t in labels:
+                try:
+                    labelled.add(shape.index(t))
+                except KeyError:
+                    pass  # Pi labels any id, one not in the session too
+        entries = _Entries(sm, shape.ids)
+        full = args.full or args.json
+        # --branches lists every tip: nesting there is what the view is for.
+        nest = args.nested if args.nested is not None else -1 if full or args.branches else _NESTED
+        lay = Layout(shape, leaf, labelled, -1 if args.depth is None else args.depth, entries, nest)
+        roots = list(shape.roots)
+        start_depth = 0
+        if args.start is not None:
+            try:
+                start = shape.index(sm.resolve_id(args.start))
+            except (KeyError, ValueError) as e:
+                raise CliError(f"--from {show(args.start, 100)}: {show(str(e).strip(chr(39)), 200)}") from None
+            roots, start_depth = [start], shape.depth(start)
         width = _width(io, args.width)
-        rows = iter_rows(roots, leaf_id, path_ids, full=args.full)
+        cap = max(1, (width - _MIN_TEXT) // 5)
+        rows = iter_rows(lay, roots, full=full, branches=args.branches and not args.json, cap=cap,
+                         start_depth=start_depth)
+        if args.json:
+            io.write_json(_json_rows(rows, lay, labels, io))
+            return 0
         color = io.color
         paint = io.styler()
         out: list[str] = []
-        for row in rows:
-            plain, segs = format_row(row, leaf_id, width)
-            out.append("".join(paint(t, st) for t, st in segs) if color else plain)
-            if len(out) >= 4096:
-                io.write("\n".join(out) + "\n")
-                out.clear()
+        # Drawing into a pipe or file: say how far it got on the terminal, when it is long.
+        long = not io.out.is_terminal and (full or args.branches) and len(shape) > _PROGRESS_ROWS
+        with count_progress(io, "drawing the tree", enabled=long) as update:
+            for k, row in enumerate(entries.prefetching(rows)):
+                label = labels.get(shape.ids[row.at]) if row.at is not None and row.at in labelled else None
+                plain, segs = format_row(row, lay, label, width)
+                out.append("".join(paint(t, st) for t, st in segs) if color else plain)
+                if len(out) >= 4096:
+                    io.write("\n".join(out) + "\n")
+                    out.clear()
+                if k % 1024 == 0:
+                    update(k, len(shape))
         if out:
             io.write("\n".join(out) + "\n")
     return 0
 
 
-def _json_rows(rows: Iterator[Row], leaf_id: str | None) -> list[dict[str, Any]]:
+class _Entries:
+    """``Layout.entry``: the decoded entries of the rows about to be drawn, fetched from
+    the manager a chunk of rows at a time (one call, one bulk decode per chunk)."""
+
+    CHUNK = 512
+
+    def __init__(self, sm: Any, ids: Any) -> None:
+        self.sm = sm
+        self.ids = ids
+        self.got: dict[int, Any] = {}
+
+    def prefetching(self, rows: Iterator[Row]) -> Iterator[Row]:
+        """``rows`` again, fetching the entries of each chunk before yielding it."""
+        while True:
+            chunk = list(islice(rows, self.CHUNK))
+            if not chunk:
+                return
+            want = [r.at for r in chunk if r.at is not None]
+            self.got = dict(zip(want, self.sm.get_entries_by_id([self.ids[i] for i in want])))
+            yield from chunk
+
+    def __call__(self, i: int) -> dict[str, Any]:
+        e = self.got.get(i)
+        if e is None:
+            e = self.sm.get_entry(self.ids[i])
+        return e if isinstance(e, dict) else {}
+
+
+def _json_rows(rows: Iterator[Row], lay: Layout, labels: dict[str, str], io: Io) -> list[dict[str, Any]]:
     result = []
-    for row in rows:
-        node = row.node
-        if node is None:
-            continue
-        entry = node.entry
-        kind, preview = entry_preview(entry, as_is)
-        result.append({
-            "id": entry.get("id"), "parentId": entry.get("parentId"), "type": entry.get("type"),
-            "kind": kind, "preview": preview[:200], "label": node.label,
-            "children": len(node.children), "depth": row.depth, "onPath": row.on_path, "leaf": entry.get("id") == leaf_id,
-        })
+    shape = lay.shape
+    assert isinstance(lay.entry, _Entries)
+    with count_progress(io, "reading the entries", enabled=len(shape) > _PROGRESS_ROWS) as update:
+        for row in lay.entry.prefetching(rows):
+            i = row.at
+            if i is None:
+                continue
+            entry = lay.entry(i)
+            kind, preview = entry_preview(entry, as_is)
+            result.append({
+                "id": entry.get("id"), "parentId": entry.get("parentId"), "type": entry.get("type"),
+                "kind": kind, "preview": preview[:200], "label": labels.get(shape.ids[i]),
+                "children": len(lay.kids(i)), "depth": row.depth, "onPath": row.on_path, "leaf": i == lay.leaf,
+            })
+            if len(result) % 1024 == 0:
+                update(len(result), len(shape))
     return result

@@ -1,0 +1,156 @@
+"""``sessiontree tree`` read as people read it (issue 10 item 4): parent and sibling
+unmistakable, every leaf marked in the text, the width never exceeded however deep the
+abandoned branches nest, and ``--from``, ``--depth``, ``--branches``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.cells import cell_len
+
+HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"}
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    return subprocess.run([sys.executable, "-m", "sessiontree", *args], capture_output=True, text=True, env=env,
+                          timeout=120, encoding="utf-8")
+
+
+def write(path: Path, entries: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in [HEADER, *entries]), encoding="utf-8")
+    return path
+
+
+_clock = [0]
+
+
+def msg(eid: str, parent: str | None, text: str, role: str = "user") -> dict[str, Any]:
+    _clock[0] += 1
+    t = _clock[0]
+    return {"type": "message", "id": eid, "parentId": parent,
+            "timestamp": f"2026-01-01T{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}.000Z",
+            "message": {"role": role, "content": [{"type": "text", "text": text}], "timestamp": t}}
+
+
+def nested(path: Path, levels: int) -> Path:
+    """A main branch r -> m1 -> m2 (the leaf), and at r an abandoned branch s1 whose
+    branch point s1 holds an abandoned branch s2 ... down to ``levels`` nested ones;
+    each s_k also continues to its own tip t_k."""
+    entries = [msg("r", None, "root")]
+    parent = "r"
+    for k in range(1, levels + 1):
+        entries.append(msg(f"s{k:02d}", parent, f"abandoned {k}"))  # older: an abandoned branch of parent
+        parent = f"s{k:02d}"
+    for k in range(1, levels + 1):
+        entries.append(msg(f"t{k:02d}", f"s{k:02d}", f"tip {k}", role="assistant"))  # newer: continues s_k
+    entries += [msg("m1", "r", "main"), msg("m2", "m1", "leaf", role="assistant")]
+    return write(path, entries)
+
+
+def widths(text: str) -> list[int]:
+    return [cell_len(line) for line in text.splitlines()]
+
+
+@pytest.mark.parametrize("width", [60, 100, 160])
+def test_sixty_nested_branches_keep_the_width(tmp_path: Path, width: int, backend: str) -> None:
+    path = nested(tmp_path / "deep.jsonl", 60)
+    p = run("tree", str(path), "--full", "--width", str(width), "--backend", backend)
+    assert p.returncode == 0, p.stderr
+    assert max(widths(p.stdout)) <= width
+    assert "‹60›" in p.stdout  # past the cap, the depth is a number
+    lines = p.stdout.splitlines()
+    assert len(lines) == 2 * 60 + 3  # one line per entry, nothing else
+    # Every leaf is marked in the text: 60 tips and the current leaf.
+    assert sum(line.split("s1 ")[0].count("◇ ") for line in lines) == 60
+    assert sum("* " in line and "← leaf" in line for line in lines) == 1
+
+
+def test_parent_and_sibling_are_unmistakable(tmp_path: Path, backend: str) -> None:
+    """Two branch points on the main branch, one after the other: each one's abandoned
+    branch hangs from its own spine, and the main branch continues in column 0."""
+    path = write(tmp_path / "two.jsonl", [
+        msg("a1", None, "first"), msg("b1", "a1", "tried"), msg("a2", "a1", "second", "assistant"),
+        msg("c1", "a2", "tried again"), msg("a3", "a2", "third"), msg("a4", "a3", "done", "assistant"),
+    ])
+    out = run("tree", str(path), "--full", "--color", "never", "--backend", backend).stdout.splitlines()
+    col = {eid: next(line for line in out if f" {eid} " in line) for eid in ("a1", "a2", "a3", "b1", "c1")}
+    assert [line[:2] for line in out] == ["  ", "│ ", "  ", "│ ", "  ", "* "]
+    assert col["b1"].startswith("│ └─ ◇ b1") and col["c1"].startswith("│ └─ ◇ c1")
+    assert col["a2"].startswith("  a2") and col["a3"].startswith("  a3")  # continuations in column 0
+    assert "⑂2" in col["a1"] and "⑂2" in col["a2"]
+
+
+def test_from_depth_and_branches(tmp_path: Path, backend: str) -> None:
+    path = nested(tmp_path / "deep.jsonl", 5)
+    p = run("tree", str(path), "--from", "s03", "--full", "--backend", backend)
+    assert p.returncode == 0, p.stderr
+    ids = [w for line in p.stdout.splitlines() for w in line.split() if w[:1] in "rstm" and w[1:3].isdigit()]
+    assert ids[0] == "s03" and "s02" not in ids and "r" not in ids and set(ids) == {"s03", "s04", "s05", "t03",
+                                                                                    "t04", "t05"}
+    p = run("tree", str(path), "--from", "s0", "--backend", backend)
+    assert p.returncode != 0 and "ambiguous" in p.stderr and "Traceback" not in p.stderr
+    p = run("tree", str(path), "--from", "zz", "--backend", backend)
+    assert p.returncode != 0 and "zz" in p.stderr and "Traceback" not in p.stderr
+    p = run("tree", str(path), "--depth", "1", "--full", "--backend", backend)
+    assert p.returncode == 0, p.stderr
+    assert "s02" not in p.stdout and "m2" not in p.stdout
+    assert "⋯ 9 more entries below (tree --from s01)" in p.stdout and "⋯ 1 more entry below (tree --from m1)" in p.stdout
+    p = run("tree", str(path), "--branches", "--backend", backend)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    tips = {line.split("◇ ")[1].split()[0]: line for line in lines if "◇ " in line}
+    assert sorted(tips) == ["t01", "t02", "t03", "t04", "t05"]
+    assert all("  1 entry" in tips[t] for t in ("t01", "t02", "t03", "t04"))
+    assert "(+1) 2 entries" in tips["t05"] and "“abandoned 5”" in tips["t05"]  # s05 then t05
+    assert "s05" not in p.stdout  # inside a branch: counted, not drawn
+    assert any("* m2" in line and "← leaf" in line and "(+1) 2 entries" in line for line in lines)
+
+
+def test_branches_view_summarizes_each_tip(tmp_path: Path, backend: str) -> None:
+    path = write(tmp_path / "b.jsonl", [
+        msg("a1", None, "start"), msg("a2", "a1", "ok", "assistant"),
+        msg("b1", "a2", "try the other way"), msg("b2", "b1", "did it", "assistant"), msg("b3", "b2", "more", "assistant"),
+        msg("a3", "a2", "go on"), msg("a4", "a3", "fine", "assistant"),
+    ])
+    p = run("tree", str(path), "--branches", "--color", "never", "--backend", backend)
+    assert p.returncode == 0, p.stderr
+    tip = next(line for line in p.stdout.splitlines() if "b3" in line)
+    assert "◇ b3" in tip and "(+2)" in tip and "3 entries" in tip and "try the other way" in tip
+    assert "b2" not in p.stdout  # inside a branch: counted, not drawn
+
+
+def test_deeply_nested_branches_fold_to_one_line(tmp_path: Path, backend: str) -> None:
+    """By default abandoned branches are drawn two deep; below that each branch point's
+    branches are one line saying how many and the --from that opens them."""
+    path = nested(tmp_path / "deep.jsonl", 6)
+    p = run("tree", str(path), "--color", "never", "--backend", backend)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "s02" in out and "s03" not in out and "t03" not in out
+    assert "⑂ 1 more branch here (tree --from s02)" in out
+    assert "* m2" in out and "◇ t01" in out and "◇ t02" in out
+    p = run("tree", str(path), "--color", "never", "--nested", "1", "--backend", backend)
+    assert "s02" not in p.stdout and "⑂ 1 more branch here (tree --from s01)" in p.stdout
+    p = run("tree", str(path), "--color", "never", "--from", "s02", "--backend", backend)
+    assert "s03" in p.stdout and "◇ t03" in p.stdout  # opened where the line said
+    for args in (["--nested", "100"], ["--full"], ["--branches"]):
+        p = run("tree", str(path), "--color", "never", *args, "--backend", backend)
+        assert all(f"◇ t{k:02d}" in p.stdout for k in range(1, 7)), args
+
+
+def test_one_cell_characters_agree_with_rich() -> None:
+    """``cells`` measures texts of the characters it counts as one cell by ``len``."""
+    from sessiontree.cli._common import _ONE_CELL_RE, cells, fit
+
+    one = [chr(c) for c in range(0x3000) if _ONE_CELL_RE.fullmatch(chr(c))]
+    assert len(one) > 1000 and all(cell_len(ch) == 1 for ch in one)
+    text = "".join(one)
+    assert cells(text) == cell_len(text) == len(text)
+    assert cell_len(fit(text, 50)) <= 50 and cell_len(fit("日本語" * 30 + "abc", 50)) <= 50
