@@ -27,8 +27,7 @@ use std::path::Path;
 
 use crate::error::Result;
 use crate::ids::{IdArena, IdTable};
-use crate::scan::block::{Baseline, Strings};
-use crate::scan::{self, Fields, Val, Verdict};
+use crate::scan::{self, skip_str, skip_str_esc, skip_value, Fields, Val, Verdict};
 use crate::time::parse_iso_ms;
 use crate::tree;
 
@@ -618,76 +617,12 @@ fn ws(s: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// One past the closing quote of the string whose opening quote is `s[i]`, and whether
-/// its body holds a backslash. A string without escapes ends at the first quote (most
-/// keys and values); one with escapes is skipped by the validator's 64-byte windows
-/// (`scan::block`: quotes and escapes as bitmasks), as Pi's text is dense with both
-/// (`\n`, `\"`) and a byte search restarted at each costs more than the string.
-#[inline]
-fn skip_str_esc(s: &[u8], i: usize) -> (usize, bool) {
-    let Some(body) = s.get(i + 1..) else {
-        return (s.len(), false);
-    };
-    match memchr::memchr2(b'"', b'\\', body) {
-        Some(p) if body[p] == b'"' => return (i + 2 + p, false),
-        None => return (s.len(), false),
-        Some(_) => {}
-    }
-    let mut strings = Strings::new(Baseline);
-    strings.skip_string(s, i + 1).unwrap_or((s.len(), true))
-}
-
-#[inline]
-fn skip_str(s: &[u8], i: usize) -> usize {
-    skip_str_esc(s, i).0
-}
-
 /// The body of the string whose opening quote is `s[i]` and whether it holds a
 /// backslash.
 #[inline]
 fn str_body(s: &[u8], i: usize) -> (usize, usize, bool) {
     let (end, esc) = skip_str_esc(s, i);
     (i + 1, end.saturating_sub(1).max(i + 1), esc)
-}
-
-/// One past the value that starts at `s[i]`.
-fn skip_value(s: &[u8], i: usize) -> usize {
-    match s.get(i) {
-        Some(b'"') => skip_str(s, i),
-        Some(b'{' | b'[') => {
-            let mut depth = 0usize;
-            let mut j = i;
-            while let Some(&c) = s.get(j) {
-                match c {
-                    b'"' => {
-                        j = skip_str(s, j);
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return j + 1;
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            s.len()
-        }
-        Some(_) => {
-            let mut j = i;
-            while s
-                .get(j)
-                .is_some_and(|c| !matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n'))
-            {
-                j += 1;
-            }
-            j
-        }
-        None => s.len(),
-    }
 }
 
 /// The scanner's view of the value at `s[i]`.

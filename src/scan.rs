@@ -664,45 +664,73 @@ pub fn value_text(s: &[u8], v: Val) -> Option<String> {
         Val::Null => &b"null"[..],
         Val::Str { start, end, .. } => &s[start - 1..end + 1],
         Val::Num { start, end } => &s[start..end],
-        Val::Other { start } => &s[start..value_end(s, start)],
+        Val::Other { start } => &s[start..skip_value(s, start)],
     };
     Some(String::from_utf8_lossy(raw).into_owned())
 }
 
-/// One past the end of the literal, array or object at `s[i]`, a value of a line the
-/// validator accepted (so brackets balance outside strings and strings close).
-fn value_end(s: &[u8], i: usize) -> usize {
-    if !matches!(s.get(i), Some(b'{' | b'[')) {
-        let n = s[i..]
-            .iter()
-            .position(|c| !c.is_ascii_alphanumeric())
-            .unwrap_or(s.len() - i);
-        return i + n;
+/// One past the closing quote of the string whose opening quote is `s[i]`, and whether
+/// its body holds a backslash. A string without escapes ends at the first quote (most
+/// keys and values); one with escapes is skipped by the validator's 64-byte windows
+/// (`block`: quotes and escapes as bitmasks), as Pi's text is dense with both
+/// (`\n`, `\"`) and a byte search restarted at each costs more than the string.
+#[inline]
+pub(crate) fn skip_str_esc(s: &[u8], i: usize) -> (usize, bool) {
+    let Some(body) = s.get(i + 1..) else {
+        return (s.len(), false);
+    };
+    match memchr::memchr2(b'"', b'\\', body) {
+        Some(p) if body[p] == b'"' => return (i + 2 + p, false),
+        None => return (s.len(), false),
+        Some(_) => {}
     }
-    let (mut depth, mut in_str, mut esc) = (0usize, false, false);
-    for (k, &c) in s.iter().enumerate().skip(i) {
-        if in_str {
-            match (esc, c) {
-                (true, _) => esc = false,
-                (false, b'\\') => esc = true,
-                (false, b'"') => in_str = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            b'"' => in_str = true,
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                depth -= 1;
-                if depth == 0 {
-                    return k + 1;
+    let mut strings = Strings::new(Baseline);
+    strings.skip_string(s, i + 1).unwrap_or((s.len(), true))
+}
+
+#[inline]
+pub(crate) fn skip_str(s: &[u8], i: usize) -> usize {
+    skip_str_esc(s, i).0
+}
+
+/// One past the value that starts at `s[i]`.
+pub(crate) fn skip_value(s: &[u8], i: usize) -> usize {
+    match s.get(i) {
+        Some(b'"') => skip_str(s, i),
+        Some(b'{' | b'[') => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while let Some(&c) = s.get(j) {
+                match c {
+                    b'"' => {
+                        j = skip_str(s, j);
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return j + 1;
+                        }
+                    }
+                    _ => {}
                 }
+                j += 1;
             }
-            _ => {}
+            s.len()
         }
+        Some(_) => {
+            let mut j = i;
+            while s
+                .get(j)
+                .is_some_and(|c| !matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n'))
+            {
+                j += 1;
+            }
+            j
+        }
+        None => s.len(),
     }
-    s.len()
 }
 
 /// Only space, tab and CR (rule 2: skipped silently).

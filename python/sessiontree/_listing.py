@@ -139,7 +139,8 @@ class _LazyInfo(SessionInfo):
         return hash(self._astuple())
 
     def __repr__(self) -> str:
-        return "SessionInfo(" + ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(SessionInfo)) + ")"
+        shown = (f for f in fields(SessionInfo) if f.repr)  # as the dataclass prints (no text)
+        return "SessionInfo(" + ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in shown) + ")"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (SessionInfo, self._astuple())

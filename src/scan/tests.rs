@@ -663,3 +663,16 @@ mod stage1 {
         }
     }
 }
+
+#[test]
+fn value_text_spells_numbers_and_literals_whole() {
+    // A header's non-string `type` is named in the error (`type is -1.5e+3`): a number's
+    // sign, point and exponent are part of it.
+    let s = br#"{"type":-1.5e+3,"id":"h"}"#;
+    let mut f = Fields::default();
+    assert_eq!(validate(s, &mut f), Verdict::Object);
+    assert_eq!(value_text(s, f.ty).as_deref(), Some("-1.5e+3"));
+    let s = br#"{"type":[1,{"a":"]"}],"id":"h"}"#;
+    assert_eq!(validate(s, &mut f), Verdict::Object);
+    assert_eq!(value_text(s, f.ty).as_deref(), Some(r#"[1,{"a":"]"}]"#));
+}
