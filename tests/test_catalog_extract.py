@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from _brute import _strings
+
 from sessiontree._filestate import indexed_ends
 from sessiontree.catalog._extract import entries_path, records, scan_file
 from sessiontree.generate import generate_session
@@ -151,14 +153,6 @@ def _text_of(msg: dict[str, Any]) -> str:
                     for b in c if isinstance(b, dict) and b.get("type") == "text")
 
 
-def _strings(v: Any) -> list[str]:
-    if isinstance(v, str):
-        return [v]
-    if isinstance(v, dict):
-        return [s for x in v.values() for s in _strings(x)]
-    if isinstance(v, list):
-        return [s for x in v for s in _strings(x)]
-    return []
 
 
 def brute(path: Path) -> dict[str, Any]:

@@ -398,6 +398,7 @@ class Batch:
         self.conn = store.conn
         self.conn.execute("BEGIN IMMEDIATE")
         self.next_id = int(self.conn.execute("SELECT coalesce(max(id), 0) FROM file").fetchone()[0]) + 1
+        self._first_new = self.next_id  # ids from here on are this batch's new files
         self.started = time.monotonic()
         self.files = 0
         self.rows = 0
@@ -449,7 +450,7 @@ class Batch:
             # The row is written first and is where a conflict shows (an UPDATE of
             # another generation): then nothing was written.
             file = row.id
-            if any(f == file for _r, f, _v in self._inserts):
+            if self._inserts and file >= self._first_new:
                 # A new file's later piece in the batch of its first: its row is still
                 # queued, and the UPDATE must find it.
                 self._lost.extend(self._flush_inserts())

@@ -62,6 +62,11 @@ class Job:
             self._structure = structure_of(self.sm)
         return self._structure
 
+    @property
+    def leaf(self) -> int | None:
+        """The leaf's entry number in :attr:`structure` (``None``: no leaf)."""
+        return self.structure.number(self.leaf_id) if self.leaf_id is not None else None
+
     def write_text(self, text: str) -> None:
         self.out.write(text.encode("utf-8", "backslashreplace"))
 
@@ -99,9 +104,7 @@ def _html_options(group: Any) -> None:
 def _write_html(job: Job) -> str:
     from ..export.html import write_html
 
-    st = job.structure
-    leaf = st.number(job.leaf_id) if job.leaf_id is not None else None
-    stats = write_html(st, job.write_text, leaf=leaf, branches=job.args.branches or "auto", source=job.source)
+    stats = write_html(job.structure, job.write_text, leaf=job.leaf, branches=job.args.branches or "auto", source=job.source)
     return (f"{stats.entries:,} entries in the tree, {stats.rendered:,} rendered "
             f"({'every branch' if stats.branches == 'all' else 'the path'}), {stats.path:,} on the path")
 
@@ -115,9 +118,7 @@ def _markdown_options(group: Any) -> None:
 def _write_markdown(job: Job) -> str:
     from ..export.markdown import write_markdown
 
-    st = job.structure
-    leaf = st.number(job.leaf_id) if job.leaf_id is not None else None
-    stats = write_markdown(st, job.write_text, leaf=leaf, detail=job.args.detail or "full", source=job.source)
+    stats = write_markdown(job.structure, job.write_text, leaf=job.leaf, detail=job.args.detail or "full", source=job.source)
     return f"{stats.sections:,} sections from {stats.path:,} entries on the path"
 
 
