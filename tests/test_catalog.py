@@ -636,3 +636,22 @@ def test_first_read_of_a_file_larger_than_a_piece(tmp_path: Path, catalog_file: 
     with sqlite3.connect(catalog_file) as c:
         assert {n: (size == end) for n, size, end in c.execute("SELECT name, size, c_end FROM file")} == {
             "big.jsonl": True, "small.jsonl": True}
+
+
+def test_unchanged_listing_reads_rows_not_entries_records(tmp_path: Path, catalog_file: str) -> None:
+    """A listing of unchanged files reads the small ``file`` rows, never the entries
+    records that grow with each session (kept apart, ``_store``): all the bytes this
+    process reads stay far below the records' size."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for i in range(3):
+        generate_session(folder / f"s{i}.jsonl", size_bytes=4_000_000, seed=20 + i, cwd="/p", payload_scale=0.02)
+    first = list_folders([str(folder)], catalog=catalog_file)
+    with sqlite3.connect(catalog_file) as c:
+        records = c.execute("SELECT sum(length(record)) FROM entries").fetchone()[0]
+    assert records > 200_000
+    before = _rchar()
+    again = list_folders([str(folder)], catalog=catalog_file)
+    read = _rchar() - before
+    assert again == first
+    assert read < records // 4, (read, records)

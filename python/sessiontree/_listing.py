@@ -84,21 +84,22 @@ def session_info(path: str, row: Any, text: str | Callable[[], str]) -> SessionI
             ``message_count``, ``first_message``, ``title``, ``activity``, ``mtime_ns``).
         text: ``all_messages_text``, or a function that reads it when first used.
     """
-    mtime = datetime_from_ms(row.mtime_ns // 1_000_000)
-    assert mtime is not None
     header_dt = datetime_from_ms(row.created_ms) if row.created_ms is not None else None
     modified = None
     if row.activity is not None and row.activity > 0:
         modified = datetime_from_ms(row.activity)  # None for inf: JS Invalid Date
-    if modified is None:
-        modified = header_dt or mtime
+    if header_dt is None or modified is None:
+        mtime = datetime_from_ms(row.mtime_ns // 1_000_000)
+        assert mtime is not None
+        header_dt = header_dt or mtime
+        modified = modified or header_dt
     values = dict(
         path=path,
         id=row.sid,
         cwd=row.cwd,
         name=row.title,
         parent_session_path=row.parent,
-        created=header_dt or mtime,
+        created=header_dt,
         modified=modified,
         message_count=row.message_count,
         first_message=row.first_message or "(no messages)",

@@ -18,13 +18,31 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import date, tzinfo
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._indexer import ContentSink, Found, refresh
 from ._location import ENV, default_path, resolve
-from ._search import Order, Query, SearchHit, SearchResult, parse_query, search_folders
 from ._store import CatalogError, Store
-from ._usage import Group, UsageLine, UsageReport, usage_folders
+
+if TYPE_CHECKING:
+    from ._search import Order, Query, SearchHit, SearchResult, parse_query
+    from ._usage import Group, UsageLine, UsageReport
+
+# Search and usage are imported when first used: a listing (the call a picker waits
+# on, in a new process each time) does not pay for them.
+_LAZY = {"Query": "_search", "SearchHit": "_search", "SearchResult": "_search", "parse_query": "_search",
+         "UsageLine": "_usage", "UsageReport": "_usage"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 T = TypeVar("T")
 
@@ -182,6 +200,8 @@ def search(
     Raises:
         ValueError: an empty query, or an empty or invalid ``re:`` pattern.
     """
+    from ._search import search_folders
+
     return search_folders(query, _folders(folders, root), catalog=catalog, no_cache=no_cache, order=order,
                           limit=limit, offset=offset, on_progress=on_progress, on_bytes=on_bytes)
 
@@ -217,6 +237,8 @@ def usage(
     Raises:
         ValueError: an unknown ``group``.
     """
+    from ._usage import usage_folders
+
     return usage_folders(_folders(folders, root), group, since=since, until=until, active_path=active_path, tz=tz,
                          catalog=catalog, no_cache=no_cache, on_progress=on_progress, on_bytes=on_bytes)
 

@@ -12,8 +12,11 @@ Tables:
 * ``folder(id, path)`` — absolute folder paths.
 * ``file`` — one row per ``.jsonl`` file: its identity when read (dev, inode, size,
   mtime) and the digest of the ends of the bytes read (``_filestate``'s rule), the
-  listing facts of ``[0, l_end)``, the entries record, and how far docs and usage go
-  (``c_end``); or why it is not a session (``problem``).
+  listing facts of ``[0, l_end)`` and how far docs and usage go (``c_end``); or why it
+  is not a session (``problem``). Small, so a listing reads few pages.
+* ``entries(file, record)`` — the entries record of a file (``_extract``), which grows
+  with the session: apart, so that reading a ``file`` row never walks its overflow
+  pages.
 * ``text(file, start, body)`` — the listing text (``all_messages_text``) in pieces, one
   per scan that added some, in file order.
 * ``doc`` — searchable text per entry, indexed by ``doc_fts`` (FTS5, external content,
@@ -36,12 +39,12 @@ from ._words import fts_text
 
 __all__ = ["SCHEMA_VERSION", "FileRow", "Store", "CatalogError"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
 
 APPLICATION_ID = 0x53547243  # "STrC"
 
-_TABLES = ("meta", "folder", "file", "text", "doc", "doc_fts", "usage")
+_TABLES = ("meta", "folder", "file", "entries", "text", "doc", "doc_fts", "usage")
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -60,11 +63,11 @@ CREATE TABLE file (
     sid, cwd, parent, created_ms INTEGER,
     message_count INTEGER NOT NULL DEFAULT 0,
     first_message, title, activity REAL,
-    entries BLOB NOT NULL DEFAULT x'',
     entry_count INTEGER NOT NULL DEFAULT 0,
     c_end INTEGER, c_entries INTEGER NOT NULL DEFAULT 0, c_count INTEGER NOT NULL DEFAULT 0,
     UNIQUE (folder, name)
 );
+CREATE TABLE entries (file INTEGER PRIMARY KEY, record BLOB NOT NULL);
 CREATE TABLE text (file INTEGER NOT NULL, start INTEGER NOT NULL, body NOT NULL,
                    PRIMARY KEY (file, start)) WITHOUT ROWID;
 CREATE TABLE doc (id INTEGER PRIMARY KEY, file INTEGER NOT NULL, seq INTEGER NOT NULL,
@@ -159,14 +162,14 @@ class FileRow:
     entries: bytes | None = None  # None: not read from the catalog (Store.entries)
 
 
-_COLUMNS = tuple(f.name for f in fields(FileRow))
 _TEXT_COLUMNS = frozenset({"sid", "cwd", "parent", "first_message", "title", "problem"})
-# A listing reads every row; the entries record (the largest column) only when needed.
-_ROW_COLUMNS = tuple(c for c in _COLUMNS if c != "entries")
+# The ``file`` table's columns: every field but the entries record (its own table, read
+# only when needed), which is last, so FileRow(*values) leaves it unread.
+_ROW_COLUMNS = tuple(f.name for f in fields(FileRow))[:-1]
 _TEXT_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in _TEXT_COLUMNS)
+_SAVED_COLUMNS = tuple(c for c in _ROW_COLUMNS if c not in ("id", "gen"))
 
-
-assert _ROW_COLUMNS == _COLUMNS[:-1]  # FileRow(*values of _ROW_COLUMNS) leaves entries unread
+assert fields(FileRow)[-1].name == "entries"
 
 
 def _row(values: Sequence[Any]) -> FileRow:
@@ -329,7 +332,7 @@ class Store:
 
     def entries(self, file: int) -> bytes:
         """The entries record of a file (``_extract``)."""
-        r = self.conn.execute("SELECT entries FROM file WHERE id = ?", (file,)).fetchone()
+        r = self.conn.execute("SELECT record FROM entries WHERE file = ?", (file,)).fetchone()
         return bytes(r[0]) if r is not None and r[0] is not None else b""
 
     def text(self, file: int, below: int) -> str:
@@ -379,7 +382,8 @@ class Store:
         if not ids:
             return
         with self.write() as c:
-            for table, key in (("text", "file"), ("doc", "file"), ("usage", "file"), ("file", "id")):
+            for table, key in (("entries", "file"), ("text", "file"), ("doc", "file"), ("usage", "file"),
+                               ("file", "id")):
                 c.executemany(f"DELETE FROM {table} WHERE {key} = ?", [(i,) for i in ids])
 
 
@@ -406,6 +410,7 @@ class Batch:
         self._found: dict[int, Any] = {}
         self._inserts: list[tuple[FileRow, int, tuple[Any, ...]]] = []
         self._insert_cols: tuple[str, ...] | None = None
+        self._entries: list[tuple[int, bytes]] = []
         self._pieces: list[tuple[Any, ...]] = []
         self._docs: list[tuple[Any, ...]] = []
         self._usage: list[tuple[Any, ...]] = []
@@ -432,9 +437,7 @@ class Batch:
             False if another process changed the row since it was read (nothing of this
             file written; ``row`` as it was).
         """
-        values = {k: getattr(row, k) for k in _COLUMNS if k not in ("id", "gen")}
-        if values["entries"] is None:
-            del values["entries"]
+        values = {k: getattr(row, k) for k in _SAVED_COLUMNS}
         for k in _TEXT_COLUMNS:
             values[k] = db_text(values[k])
         c = self.conn
@@ -464,6 +467,8 @@ class Batch:
             if reset:
                 for table in ("text", "doc", "usage"):
                     c.execute(f"DELETE FROM {table} WHERE file = ?", (file,))
+        if row.entries is not None:
+            self._entries.append((file, row.entries))
         self._pieces.extend((file, s, db_text(t)) for s, t in pieces)
         self._docs.extend((file, d[0], db_text(d[1]), d[2], d[3], search_text(d[4])) for d in docs)
         self._usage.extend((file, u[0], db_text(u[1]), db_text(u[2]), *u[3:5], db_text(u[5]), db_text(u[6]), *u[7:])
@@ -501,6 +506,7 @@ class Batch:
         self._inserts.clear()
         if not lost:
             return []
+        self._entries = [x for x in self._entries if x[0] not in lost]
         self._pieces = [x for x in self._pieces if x[0] not in lost]
         self._docs = [x for x in self._docs if x[0] not in lost]
         self._usage = [x for x in self._usage if x[0] not in lost]
@@ -513,6 +519,8 @@ class Batch:
         try:
             lost = self._lost + self._flush_inserts()
             self._lost = []
+            if self._entries:
+                c.executemany("INSERT OR REPLACE INTO entries (file, record) VALUES (?, ?)", self._entries)
             if self._pieces:
                 c.executemany("INSERT OR REPLACE INTO text (file, start, body) VALUES (?, ?, ?)", self._pieces)
             if self._docs:
@@ -529,7 +537,7 @@ class Batch:
             raise
         self._undo.clear()
         self._found.clear()
-        self._pieces, self._docs, self._usage = [], [], []
+        self._entries, self._pieces, self._docs, self._usage = [], [], [], []
         return lost
 
     def abandon(self) -> list[Any]:
@@ -541,7 +549,7 @@ class Batch:
             row.id, row.gen = rid, gen
         self._undo.clear()
         self._inserts.clear()
-        self._pieces, self._docs, self._usage = [], [], []
+        self._entries, self._pieces, self._docs, self._usage = [], [], [], []
         found, self._found = [*self._lost, *self._found.values()], {}
         self._lost = []
         return found

@@ -79,10 +79,10 @@ def collect(args: argparse.Namespace, io: Io) -> tuple[list[Any], list[dict[str,
     with count_progress(io, "reading sessions") as update:
         sessions = list_folders(folders, update, on_problem, **_scope.catalog_options(args))
     # Whatever the listing neither listed nor reported (a folder named *.jsonl, a FIFO)
-    # is a problem too.
-    seen = {os.path.realpath(s.path) for s in sessions} | {os.path.realpath(p["path"]) for p in problems}
+    # is a problem too. Both name a file as its folder (as given) joined with its name.
+    seen = {s.path for s in sessions} | {p["path"] for p in problems}
     for f in sorted(_jsonl_files(folders)):
-        if os.path.realpath(f) not in seen:
+        if f not in seen:
             problems.append({"path": f, "reason": _why_not(f, args.backend), "line": None, "offset": None})
     return sessions, problems
 
@@ -108,21 +108,22 @@ def run(args: argparse.Namespace, io: Io) -> int:
         return 0
     # Fixed columns, padded by terminal cells (CJK and emoji are two wide), no
     # trailing spaces: the same lines read well on a terminal and in a pipe.
-    header = Text.assemble((f"{'modified':<19}", "bold"), ("  msgs  ", "bold"),
-                           (set_cell_size("name / first message", _PREVIEW), "bold"),
-                           ("  cwd" if args.all else "", "bold"), ("  file", "bold"))
-    rows = [header]
+    # Styled segments written as strings: a picker's thousands of rows through
+    # Console.print would cost more than the listing (Io.styler).
+    paint = io.styler()
+    lines = [paint(f"{'modified':<19}  msgs  {set_cell_size('name / first message', _PREVIEW)}"
+                   f"{'  cwd' if args.all else ''}  file", "bold")]
     for s in sessions:
         title = one_line(s.name) if s.name else one_line(s.first_message)
-        rows.append(Text.assemble(
+        lines.append("".join((
             s.modified.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
             f"  {s.message_count:>4,}  ",
-            (set_cell_size(fit(title, _PREVIEW), _PREVIEW), "bold" if s.name else ""),
-            (f"  {one_line(s.cwd, 400)}" if args.all else "", "cyan"),
-            ("  " + safe(os.path.basename(s.path)), "dim"),
-        ))
-    io.print(Text("\n").join(rows), crop=False, no_wrap=True, overflow="ignore")
-    io.print(Text(f"{len(sessions):,} session(s)", style="dim"))
+            paint(set_cell_size(fit(title, _PREVIEW), _PREVIEW), "bold" if s.name else ""),
+            paint(f"  {one_line(s.cwd, 400)}", "cyan") if args.all else "",
+            paint("  " + safe(os.path.basename(s.path)), "dim"),
+        )))
+    lines.append(paint(f"{len(sessions):,} session(s)", "dim"))
+    io.write("\n".join(lines) + "\n")
     if problems:
         io.print(Text(f"\n{len(problems)} file(s) are not sessions:", style="bold red"))
         for p in problems:
