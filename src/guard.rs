@@ -136,11 +136,17 @@ impl Guard {
                 if libc::sigaction(libc::SIGBUS, &act, &mut old) != 0 {
                     return None;
                 }
-                if old.sa_sigaction != handler_ptr() {
+                let kept = PREVIOUS.load(Ordering::Acquire);
+                let same = !kept.is_null()
+                    && (*kept).sa_sigaction == old.sa_sigaction
+                    && (*kept).sa_flags == old.sa_flags;
+                if old.sa_sigaction != handler_ptr() && !same {
                     let prev = Box::into_raw(Box::new(old));
                     let was = PREVIOUS.swap(prev, Ordering::AcqRel);
                     // The old copy may still be read by a handler on another thread:
-                    // it is leaked, one struct per install.
+                    // it is leaked, one struct per change of the handler found (a
+                    // listing installs once per file, and the handler it finds is
+                    // the same each time).
                     let _ = was;
                 }
             }

@@ -52,6 +52,23 @@ impl Window {
     }
 }
 
+/// A guarded map of `[from, end)` of `file` (`from < end`) for one scan, or `None`
+/// when no guard is free: then the scan copies the range with `pread`.
+///
+/// # Errors
+/// The map cannot be made.
+pub fn map_guarded(file: &File, from: u64, end: u64) -> Result<Option<Window>> {
+    let mut opts = MmapOptions::new();
+    opts.offset(from).len((end - from) as usize).populate();
+    // SAFETY: a read-only private map, read only by this one scan while `Guard`
+    // turns a fault past a new end of file into a flag (`guard.rs`); the scan
+    // never trusts two reads of one byte to agree, and nothing borrows from the
+    // map after the scan.
+    let map = unsafe { opts.map(file) }?;
+    let _ = map.advise(memmap2::Advice::Sequential);
+    Ok(Guard::new(map.as_ptr(), map.len()).map(|guard| Window { guard, map }))
+}
+
 /// `read_each` reads two file ranges in one `pread` when at most this many bytes lie
 /// between them (reading them costs less than a second system call).
 const GAP_MAX: u64 = 4 << 10;
@@ -314,15 +331,7 @@ impl Source {
         if end - from < MAP_MIN || end > *plen.min(&self.tail_base) {
             return Ok(None);
         }
-        let mut opts = MmapOptions::new();
-        opts.offset(from).len((end - from) as usize).populate();
-        // SAFETY: a read-only private map, read only by this one scan while `Guard`
-        // turns a fault past a new end of file into a flag (`guard.rs`); the scan
-        // never trusts two reads of one byte to agree, and nothing borrows from the
-        // map after the scan: lines are read later with `pread`.
-        let map = unsafe { opts.map(file) }?;
-        let _ = map.advise(memmap2::Advice::Sequential);
-        Ok(Guard::new(map.as_ptr(), map.len()).map(|guard| Window { guard, map }))
+        map_guarded(file, from, end)
     }
 
     /// Append `bytes` at the logical end. A pending fragment `[pending_from, len)` of

@@ -29,15 +29,18 @@ _READER = textwrap.dedent(
     r"""
     import sys, time
     from sessiontree import SessionError
-    from sessiontree._sessiontree import Index, count_newlines
-    path, seconds = sys.argv[1], float(sys.argv[2])
+    from sessiontree._sessiontree import Index, count_newlines, scan_listing
+    path, seconds, what = sys.argv[1], float(sys.argv[2]), sys.argv[3]
     print("ready", flush=True)
     end = time.monotonic() + seconds
     n = 0
     while time.monotonic() < end:
         try:
-            Index.open(path).close()
-            count_newlines(path)
+            if what == "open":
+                Index.open(path).close()
+                count_newlines(path)
+            else:  # the catalog's pass over a file (src/listing.rs)
+                scan_listing(path, 0, b"", True, 1 << 62, 4096)
         except (SessionError, OSError, ValueError):
             pass  # stale (or no header at that instant): fine, a signal is not
         n += 1
@@ -53,8 +56,9 @@ def _big(n_lines: int, size: int) -> bytes:
     return HDR + body
 
 
-def _race(path: Path, data: bytes, seconds: float = 3.0) -> tuple[int, int]:
-    proc = subprocess.Popen([sys.executable, "-c", _READER, str(path), str(seconds)], stdout=subprocess.PIPE, text=True)
+def _race(path: Path, data: bytes, seconds: float = 3.0, what: str = "open") -> tuple[int, int]:
+    proc = subprocess.Popen([sys.executable, "-c", _READER, str(path), str(seconds), what], stdout=subprocess.PIPE,
+                            text=True)
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
     fd = os.open(path, os.O_WRONLY)
@@ -83,6 +87,15 @@ def test_truncation_while_opening_never_kills(tmp_path: Path) -> None:
     p.write_bytes(data)
     opens, cuts = _race(p, data)
     assert opens > 0 and cuts > 0
+
+
+def test_truncation_while_listing_never_kills(tmp_path: Path) -> None:
+    """The catalog's pass maps a file of 1 MiB or more under the same guard."""
+    data = _big(400, 30_000)  # 12 MB
+    p = tmp_path / "listed.jsonl"
+    p.write_bytes(data)
+    scans, cuts = _race(p, data, what="listing")
+    assert scans > 0 and cuts > 0
 
 
 _REFRESHER = textwrap.dedent(

@@ -146,3 +146,64 @@ fn string_ends_match_a_byte_walk() {
         assert_eq!(str_body(&s, pad).2, body.contains(&b'\\'));
     }
 }
+
+/// The mapped scan (`MAP_MIN` is 4 KiB under test) gives what copying every block
+/// gives, from any line start, with any limit, with an unterminated last piece.
+#[test]
+fn mapped_scan_equals_copied_scan() {
+    let mut data = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"cwd\":\"/p\"}\n".to_vec();
+    let mut starts = vec![0u64];
+    for i in 0..300 {
+        let p = if i == 0 {
+            "null".to_string()
+        } else {
+            format!("\"e{}\"", i - 1)
+        };
+        let role = if i % 3 == 0 { "assistant" } else { "user" };
+        data.extend_from_slice(format!(
+            "{{\"type\":\"message\",\"id\":\"e{i}\",\"parentId\":{p},\"message\":{{\"role\":\"{role}\",\"content\":\"text {i} \\u00e9\\n\",\"timestamp\":{i}}}}}\n"
+        ).as_bytes());
+        if i % 37 == 0 {
+            data.extend_from_slice(b"not json\n\n");
+        }
+        starts.push(data.len() as u64);
+    }
+    data.extend_from_slice(b"{\"type\":\"message\",\"id\":\"torn");
+    let path = std::env::temp_dir().join(format!("st-listing-mapped-{}", std::process::id()));
+    std::fs::write(&path, &data).unwrap();
+    let file = File::open(&path).unwrap();
+    let prior_at = |start: u64| {
+        let mut buf = Vec::new();
+        scan_into(&file, 0, &[], false, start, &mut buf, u64::MAX)
+            .unwrap()
+            .entries
+    };
+    for &start in starts.iter().step_by(23) {
+        let prior = if start == 0 {
+            Vec::new()
+        } else {
+            prior_at(start)
+        };
+        for limit in [1u64, 700, 5000, u64::MAX] {
+            let (mut b1, mut b2) = (Vec::new(), Vec::new());
+            let mapped = scan_into(&file, start, &prior, true, limit, &mut b1, 4096).unwrap();
+            let copied = scan_into(&file, start, &prior, true, limit, &mut b2, u64::MAX).unwrap();
+            let key = |s: &Scan| {
+                (
+                    s.end,
+                    s.eof,
+                    s.tail,
+                    s.message_count,
+                    s.texts.clone(),
+                    s.entries.clone(),
+                    s.entry_count,
+                    s.docs.len(),
+                    s.activity,
+                    s.first_message.clone(),
+                )
+            };
+            assert_eq!(key(&mapped), key(&copied), "start {start} limit {limit}");
+        }
+    }
+    std::fs::remove_file(&path).unwrap();
+}
