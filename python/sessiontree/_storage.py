@@ -46,12 +46,10 @@ cache), just not of the machine.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import os
 import re
-import secrets
 import stat
 import shutil
 import time
@@ -101,7 +99,7 @@ _TEMP_GRACE_S = 600.0
 
 def _temp_path(path: str) -> str:
     folder, base = os.path.split(path)
-    return os.path.join(folder, f".{base}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    return os.path.join(folder, f".{base}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
 
 
 def _alive(pid: int) -> bool:
@@ -169,6 +167,8 @@ def _rename_noreplace(src: str, dst: str) -> bool:
         OSError: another failure.
     """
     global _renameat2
+    import ctypes  # here: every import of the package would pay for it
+
     if _renameat2 is False:
         try:
             fn = ctypes.CDLL(None, use_errno=True).renameat2
