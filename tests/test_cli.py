@@ -601,3 +601,16 @@ def test_bad_flag_shows_the_subcommand_usage(tmp_path: Path) -> None:
     p = run("tree", str(tmp_path / "x.jsonl"), "--bogus")
     assert p.returncode == 2
     assert "usage: sessiontree tree" in p.stderr and "--bogus" in p.stderr
+
+
+def test_version() -> None:
+    from importlib.metadata import version
+
+    p = run("--version")
+    assert p.returncode == 0 and p.stdout == f"sessiontree {version('sessiontree')}\n", p
+
+
+def test_generate_json_keys_are_camel_case(tmp_path: Path) -> None:
+    data = json.loads(run("generate", str(tmp_path / "g.jsonl"), "--entries", "30", "--json").stdout)
+    assert {"byType", "byRole", "branchPoints", "leafId", "sessionId", "mbPerSecond"} <= set(data)
+    assert not [k for k in data if "_" in k]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from .._select import backend_name
 from . import bench, browse, check, context, export, fork, gen, import_, index, info, ls, migrate, search, tree, usage
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="sessiontree", parents=[common],
         description="Inspect and manipulate Pi coding-agent session files (JSONL v3 trees).",
     )
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     # Every subcommand also accepts --backend/--color after its name.
     real_add = sub.add_parser
@@ -48,6 +50,25 @@ def build_parser() -> argparse.ArgumentParser:
     for module in _COMMANDS:
         module.add_parser(sub)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked (``importlib.metadata`` costs ~20 ms,
+    and every command starts through this parser)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("sessiontree")
+        except PackageNotFoundError:  # a source tree that was never installed
+            found = "unknown"
+        sys.stdout.write(f"sessiontree {found}\n")  # stdout, as argparse's own version action
+        parser.exit()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -63,7 +63,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
     except FileExistsError:  # created by someone else while we were writing
         raise CliError(f"{out}: already exists; not overwritten (use --force to replace it)") from None
     if args.json:
-        data = asdict(stats)
+        # camelCase keys, as every --json of the command line and the file's dicts.
+        data = {_camel(k): v for k, v in asdict(stats).items()}
         data["mbPerSecond"] = stats.mb_per_s
         io.write_json(data)
         return 0
@@ -78,3 +79,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
     io.print(f"  {stats.branch_points:,} branch points, {stats.branch_summaries:,} branch summaries, "
              f"{stats.compactions:,} compactions, {stats.labels:,} labels; leaf {stats.leaf_id}; seed {args.seed}")
     return 0
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w.title() for w in rest)
