@@ -614,3 +614,10 @@ def test_generate_json_keys_are_camel_case(tmp_path: Path) -> None:
     data = json.loads(run("generate", str(tmp_path / "g.jsonl"), "--entries", "30", "--json").stdout)
     assert {"byType", "byRole", "branchPoints", "leafId", "sessionId", "mbPerSecond"} <= set(data)
     assert not [k for k in data if "_" in k]
+
+
+def test_help_has_no_rst_literals() -> None:
+    for command in ("info", "tree", "context", "ls", "search", "usage", "index", "check", "fork", "migrate",
+                    "generate", "bench", "import", "browse", "export"):
+        p = run(command, "--help")
+        assert p.returncode == 0 and "``" not in p.stdout, command

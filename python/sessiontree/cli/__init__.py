@@ -41,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add_parser(name: str, **kw):  # type: ignore[no-untyped-def]
         kw.setdefault("parents", [common])
+        if kw.get("description"):  # the module docstrings, without their RST literal quotes
+            kw["description"] = kw["description"].replace("``", "")
         p = commands[name] = real_add(name, **kw)
         return p
 
