@@ -18,6 +18,7 @@ import json
 import os
 import re
 import uuid
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -28,7 +29,7 @@ from .._shapes import session_name
 from .._manager import SessionManager
 from .._storage import SessionWriter
 from .._time import iso_from_ms, parse_iso_ms
-from ..errors import SessionError
+from ..errors import LoadReportWarning, SessionError
 
 __all__ = [
     "ImportResult",
@@ -567,6 +568,7 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
         return result(None, 0, f"{path}: {e}")
 
     remap: dict[str, str] = {}
+    before = len(mgr)  # entries the file held (a new file: none yet)
     try:
         with mgr:
             for p in plan.entries:
@@ -609,10 +611,25 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
             total = len(mgr)
             written = mgr.session_file
     except (OSError, SessionError) as e:
+        # What this run added is what the file holds now: appends before the failure
+        # are on disk, entries Pi's writer still held in memory (before the first
+        # assistant message) are not.
+        added = max(0, _entries_on_disk(path, backend) - before)
         return result(None, 0, f"{path}: {e}")
     if written is None or not os.path.exists(written):  # pragma: no cover - guarded above
         return result(None, 0, "nothing was written")
     return result(written, total)
+
+
+def _entries_on_disk(path: str, backend: str | None) -> int:
+    """Entries the file at ``path`` holds (0 if it cannot be read)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LoadReportWarning)
+            with SessionManager.open(path, backend=backend) as sm:
+                return len(sm)
+    except (OSError, SessionError):
+        return 0
 
 
 def _continue(mgr: _Writer, p: PlannedEntry, existing: dict[str, Any], remap: dict[str, str]) -> str:
