@@ -211,6 +211,7 @@ def test_search_label_and_help(session: Path, backend: str) -> None:
         await _until(pilot, lambda: "label of" in screen(app), "the label written")
         results["labelled"] = selected(app)
         assert "[found it]" in screen(app)
+        assert f"{before + 1:,} entries" in str(app.query_one("#status").render()), "the status counts the label"
         await pilot.press("L")
         await _until(pilot, lambda: "Label of" in screen(app), "the label question")
         await pilot.press("escape")
@@ -375,3 +376,26 @@ def test_damaged_and_odd_sessions_browse(corpus_dir: Path, cases_dir: Path) -> N
 
         run_app(path, keys)
     assert tried >= 8
+
+
+def test_fork_question_wraps_in_a_small_terminal(session: Path) -> None:
+    """At 120×35 the fork question (with its long destination folder) wraps inside its
+    box instead of being cut."""
+    from textual.widgets import Label
+
+    app = BrowseApp(str(session))
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 35)) as pilot:
+            await _ready(app, pilot)
+            await pilot.press("f")
+            await _until(pilot, lambda: "Fork: write a new session file" in screen(app), "the fork question")
+            question = app.screen.query(Label).first()
+            text = str(question.render())
+            assert "This session stays as it is." in text
+            box = question.parent
+            assert question.region.right <= box.content_region.right, (question.region, box.content_region)
+            assert question.region.height >= 2, question.region  # wrapped, all of it shown
+            await pilot.press("n")
+
+    asyncio.run(main())

@@ -125,12 +125,7 @@ class BrowseApp(App[None]):
                 start = st.number(st.resolve(self.select))
             except (KeyError, AmbiguousIdError) as e:
                 note = f"  --select {safe(self.select)}: {'no such entry' if isinstance(e, KeyError) else safe(str(e))}"
-        name = sm.get_session_name()
-        problems = len(sm.load_report)
-        self.facts = (f"{safe(name) + ' · ' if name else ''}{len(st):,} entries · {sm.backend} · "
-                      f"opened in {human_seconds(open_s)}, tree in {human_seconds(shape_s)}"
-                      + (f" · {problems:,} load problem{'s' if problems != 1 else ''} "
-                         "(sessiontree check lists them)" if problems else ""))
+        self.facts = self._facts_line()
         self.sub_title = safe(os.path.basename(self.path))
         tree = self.query_one(TreeView)
         if start is not None:
@@ -141,6 +136,17 @@ class BrowseApp(App[None]):
         self.timings["first_screen"] = time.perf_counter()
 
     # ------------------------------------------------------------------ status and detail
+    def _facts_line(self) -> str:
+        """The status line's facts: name, entries, backend, timings, load problems."""
+        sm, st = self.sm, self.st
+        assert sm is not None and st is not None
+        name = sm.get_session_name()
+        problems = len(sm.load_report)
+        return (f"{safe(name) + ' · ' if name else ''}{len(st):,} entries · {sm.backend} · "
+                f"opened in {human_seconds(self.timings['open'])}, tree in {human_seconds(self.timings['shape'])}"
+                + (f" · {problems:,} load problem{'s' if problems != 1 else ''} "
+                   "(sessiontree check lists them)" if problems else ""))
+
     def say(self, message: str) -> None:
         self.query_one("#status", Static).update(Text(f"{self.facts}  │  {message}" if self.facts else message))
 
@@ -395,6 +401,7 @@ class BrowseApp(App[None]):
         if keep_n is not None:
             drawing.reveal(keep_n)
         self._tree().show(drawing, keep_n)
+        self.facts = self._facts_line()  # the entry count (and a new name) changed
         self.say(message)
 
     def action_reload(self) -> None:

@@ -139,6 +139,7 @@ class ConfirmScreen(ModalScreen[bool]):
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical { width: 80%; max-width: 110; height: auto; border: thick $warning; padding: 1 2;
                                background: $surface; }
+    ConfirmScreen Label { width: 100%; }
     """
 
     def __init__(self, question: str) -> None:
