@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Static
 
 from _shared import open_quiet
 from sessiontree import InvalidSessionError, SessionManager
@@ -217,6 +218,7 @@ def test_search_label_and_help(session: Path, backend: str) -> None:
         await pilot.press("escape")
         await pilot.press("question_mark")
         await _until(pilot, lambda: "next / previous branch point" in screen(app), "the help")
+        assert "sessiontree browse:" in str(app.screen.query_one(Static).render())  # not ``sessiontree browse``
         await pilot.press("escape")
 
     run_app(session, keys, backend)

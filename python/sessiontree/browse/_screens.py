@@ -167,9 +167,10 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         from ..cli import browse
+        from ..cli._common import plain_doc
 
         with Vertical():
-            yield Static(Text((browse.__doc__ or "").strip()))
+            yield Static(Text(plain_doc(browse.__doc__)))  # as `browse --help` shows it
 
     def action_close(self) -> None:
         self.dismiss()

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._select import backend_name
 from . import bench, browse, check, context, export, fork, gen, import_, index, info, ls, migrate, search, tree, usage
-from ._common import BACKENDS, CliError, exit_for_broken_pipe, make_io, quiet_load_warnings, safe
+from ._common import BACKENDS, CliError, exit_for_broken_pipe, make_io, plain_doc, quiet_load_warnings, safe
 
 __all__ = ["main", "build_parser"]
 
@@ -41,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add_parser(name: str, **kw):  # type: ignore[no-untyped-def]
         kw.setdefault("parents", [common])
-        if kw.get("description"):  # the module docstrings, without their RST literal quotes
-            kw["description"] = kw["description"].replace("``", "")
+        if kw.get("description"):
+            kw["description"] = plain_doc(kw["description"])
         p = commands[name] = real_add(name, **kw)
         return p
 

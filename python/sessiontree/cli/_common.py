@@ -326,6 +326,11 @@ def _escape_char(m: re.Match[str]) -> str:
     return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
 
 
+def plain_doc(doc: str | None) -> str:
+    """A module docstring as a terminal shows it: without its RST literal quotes."""
+    return (doc or "").strip().replace("``", "")
+
+
 def safe(text: str) -> str:
     """``text`` fit for a terminal line: controls, bidi controls, U+2028/U+2029 and line
     breaks become visible escapes (``\\x1b``, ``\\u202e``, ``\\x0a``).
