@@ -14,7 +14,6 @@ import subprocess
 import sys
 from typing import Any
 
-from rich.table import Table
 from rich.text import Text
 
 from ._common import CliError, Io, human_bytes, human_seconds, require_file, safe, spinner
@@ -106,6 +105,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
     first = next(iter(results.values()))
     io.print(Text(f"{safe(args.file)}: {human_bytes(size)}, {first['entries']:,} entries, "
                   f"path {first['pathLength']:,}, context {first['contextMessages']:,} messages", style="bold"))
+    from rich.table import Table  # here: every command starts by importing this module
+
     table = Table(box=None, header_style="bold", pad_edge=False)
     table.add_column("")
     backends = [b for b in backends if b in results]

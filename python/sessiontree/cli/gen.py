@@ -13,7 +13,6 @@ from dataclasses import asdict
 
 from rich.text import Text
 
-from ..generate import generate_session, parse_size
 from ._common import CliError, Io, byte_progress, count_progress, human_bytes, safe
 
 
@@ -34,6 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree generate``: the exit status (see the module docstring)."""
+    from ..generate import generate_session, parse_size  # here: every command imports this module
+
     try:
         size = parse_size(args.size) if args.size is not None else None
     except ValueError as e:

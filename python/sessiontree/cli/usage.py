@@ -21,7 +21,6 @@ from collections.abc import Callable
 from datetime import date, timezone
 from typing import Any
 
-from rich.table import Table
 
 from . import _scope
 from ._common import CliError, Io, byte_progress, safe
@@ -96,6 +95,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
         io.err.print(f"no recorded usage in {report.files:,} session(s) of {safe(_scope.where(args))}",
                      markup=False, highlight=False)
         return 0
+    from rich.table import Table  # here: every command starts by importing this module
+
     table = Table(box=None, pad_edge=False, header_style="bold")
     names = {"daily": "day", "weekly": "week", "monthly": "month"}
     keys = [safe(x.key) for x in report.lines]
