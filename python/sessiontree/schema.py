@@ -17,9 +17,11 @@ tree by ids, types and links, without entries), :class:`UsageTotals` and
 from __future__ import annotations
 
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import sub
 from typing import Any, Literal, NotRequired, TypedDict, Union, overload
 
 from .errors import EntryNotFoundError
@@ -523,6 +525,28 @@ class CodeColumn(Sequence[Any]):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def counts(self) -> Counter[Any]:
+        """``Counter(self)`` (same counts, same order: first occurrence), counted over
+        the codes (``bytes.count``) rather than by iterating every entry's name."""
+        codes, names = self._codes, self._names
+        other = len(names) - 1 if self._others is not None else -1
+        firsts: list[tuple[int, Any, int]] = []
+        for c in set(codes):
+            if c != other:
+                firsts.append((codes.find(c), names[c], codes.count(c)))
+        if other >= 0 and other in codes:
+            assert self._others is not None
+            if len(self._others) != codes.count(other):
+                return Counter(iter(self))  # as iterating would (or fail as it would)
+            seen: dict[str, list[int]] = {}
+            for i, name in sorted(self._others.items()):
+                seen.setdefault(name, [i, 0])[1] += 1
+            firsts.extend((i, name, k) for name, (i, k) in seen.items())
+        out: Counter[Any] = Counter()
+        for _, name, k in sorted(firsts, key=lambda f: f[0]):
+            out[name] += k  # two codes may show as one name ("?" and an other role "?")
+        return out
+
     def __repr__(self) -> str:
         return f"CodeColumn({len(self)} entries)"
 
@@ -623,6 +647,11 @@ class TreeShape:
         """
         i = self._entry(i)
         return self._kids[self._start[i] : self._start[i + 1]]
+
+    def child_counts(self) -> array[int]:
+        """How many children each entry has (one item per entry, file order)."""
+        start = self._start
+        return array("I", map(sub, start[1:], start[:-1]))
 
     def index(self, entry_id: str) -> int:
         """The number of the entry with this id.
