@@ -251,6 +251,7 @@ def test_code_column_counts_are_counter() -> None:
         assert col.counts() == want and list(col.counts()) == list(want)
     others = {1: "x", 3: "y", 4: "x", 6: "?"}
     col = CodeColumn(b"\x00\x03\x01\x03\x03\x02\x03", names, others)
+    assert list(col) == [col[i] for i in range(len(col))] == ["a", "x", "b", "y", "x", None, "?"]
     want = Counter(col)
     assert want == {"a": 1, "x": 2, "b": 1, "y": 1, None: 1, "?": 1}
     assert col.counts() == want and list(col.counts()) == list(want)
@@ -261,4 +262,6 @@ def test_child_counts(tmp_path: Path, backend: str) -> None:
     with open_quiet(path, backend) as sm:
         shape = sm.get_shape()
         assert list(shape.child_counts()) == [len(shape.children(i)) for i in range(len(shape))]
+        start, kids = shape.children_table()
+        assert all(list(kids[start[i]:start[i + 1]]) == list(shape.children(i)) for i in range(len(shape)))
         assert list(shape.child_counts()).count(0) == len(sm.get_leaf_ids())
