@@ -128,6 +128,9 @@ pub struct Index {
     scanned: u64,
     /// What the assistant messages accepted so far spent (`usage.rs`).
     usage: UsageTotals,
+    /// Entries whose line has a number with a long digit run (`scan::LONG_DIGITS`),
+    /// ascending: rare, so kept as a list.
+    long_numbers: Vec<u32>,
 }
 
 impl Index {
@@ -173,6 +176,7 @@ impl Index {
             csr_n: 0,
             scanned: 0,
             usage: UsageTotals::default(),
+            long_numbers: Vec::new(),
         };
         ix.index_new()?;
         if (ix.csr_n as usize) < ix.len() {
@@ -470,6 +474,9 @@ impl Index {
         self.ids.push(id);
         if c.line_off != c.start {
             self.line_offs.push((e, c.line_off));
+        }
+        if c.long_number {
+            self.long_numbers.push(e);
         }
         if let Some((n, provider, model)) = ch.spent(c) {
             self.usage.add(n, provider, model);
@@ -919,6 +926,19 @@ impl Index {
             k += 1;
         })?;
         Ok(out)
+    }
+
+    /// The entries of `es` whose line has a number with a run of `scan::LONG_DIGITS`
+    /// digits not after a `.` (where orjson may not be exact), in the order of `es`:
+    /// `_jsonl.decode_line` looks for such runs only in these lines.
+    pub fn long_numbers(&self, es: &[u32]) -> Vec<u32> {
+        if self.long_numbers.is_empty() {
+            return Vec::new();
+        }
+        es.iter()
+            .copied()
+            .filter(|e| self.long_numbers.binary_search(e).is_ok())
+            .collect()
     }
 
     /// The fields Pi's label rule reads (`_labels.apply_labels`) from the label entries
@@ -1381,6 +1401,25 @@ mod tests {
         );
         assert_eq!(ix.label_fields(3).unwrap().len(), 1);
         assert!(ix.label_fields(4).unwrap().is_empty());
+    }
+
+    #[test]
+    fn long_numbers_are_the_accepted_entries_with_long_digit_runs() {
+        let big = |id: &str, v: &str| {
+            format!(r#"{{"type":"custom","id":"{id}","parentId":null,"data":{v}}}"#)
+        };
+        let mut ix = ix(&[
+            &big("a", "1"),
+            &big("b", "12345678901234567890"),
+            &big("b", "1"),
+            &big("c", "[0.12345678901234567890]"),
+            &format!("{{\"x\":{}", big("d", "{\"k\":-99999999999999999999}")),
+        ]);
+        assert_eq!(ix.long_numbers(&[0, 1, 2, 3]), vec![1, 3]);
+        assert_eq!(ix.id(3), b"d"); // recovered behind a torn fragment
+        ix.append_line(big("e", "1e0000000000000000009").as_bytes())
+            .unwrap();
+        assert_eq!(ix.long_numbers(&[4, 3, 0]), vec![4, 3]);
     }
 
     #[test]

@@ -86,6 +86,8 @@ pub(crate) struct Cand {
     pub(crate) hash: u32,
     /// An assistant message's usage: its row of [`Chunk::spent`].
     pub(crate) spent: Option<u32>,
+    /// `scan::Fields::long_number` of the object.
+    pub(crate) long_number: bool,
 }
 
 /// The hash of an entry's bytes kept by the index: every later read of the line must
@@ -361,6 +363,7 @@ fn scan_one(
                 extra,
                 hash: line_hash(obj),
                 spent,
+                long_number: f.long_number,
             });
         }
     }

@@ -365,6 +365,17 @@ impl PyIndex {
         Ok(self.read(py).entries_of_kind(k, from))
     }
 
+    /// Those of entries `ns` whose line has a number with 19 or more digits in a run not
+    /// after `.` (`_jsonl.decode_line` looks for such runs only in these), in order.
+    fn long_numbers(&self, py: Python<'_>, ns: Vec<i64>) -> PyResult<Vec<u32>> {
+        let ix = self.read(py);
+        let es = ns
+            .iter()
+            .map(|&n| Self::entry(&ix, n))
+            .collect::<PyResult<Vec<u32>>>()?;
+        Ok(ix.long_numbers(&es))
+    }
+
     /// The label entries numbered `start` or later, in file order, as `(entry,
     /// targetId, label, timestamp)`: a string value as `str`, another as its JSON text
     /// (`bytes`), `None` for an absent key. Raises `StaleSessionError` for a line

@@ -105,6 +105,33 @@ pub struct Fields {
     pub tokens: [Val; 5],
     /// `message.usage.cost.total` (as `tokens`, from the last `cost` object).
     pub cost_total: Val,
+    /// Some number of the document has a run of [`LONG_DIGITS`] or more digits not
+    /// after a `.` (an integer orjson cannot decode exactly): `_jsonl.decode_line`
+    /// takes its exact path for such a line, and need not look for one in the others.
+    pub long_number: bool,
+}
+
+/// Digits in a run that make `_jsonl.decode_line` take its exact path
+/// (`_jsonl._DIGITS19`).
+pub const LONG_DIGITS: usize = 19;
+
+/// Whether the number text `num` has a run of [`LONG_DIGITS`] digits not after `.`.
+fn long_digit_run(num: &[u8]) -> bool {
+    let (mut run, mut counts) = (0, false);
+    for (k, &c) in num.iter().enumerate() {
+        if !c.is_ascii_digit() {
+            run = 0;
+            continue;
+        }
+        if run == 0 {
+            counts = k == 0 || num[k - 1] != b'.';
+        }
+        run += 1;
+        if counts && run >= LONG_DIGITS {
+            return true;
+        }
+    }
+    false
 }
 
 /// The verdict on one line (or a suffix of it).
@@ -381,6 +408,9 @@ fn validate_with<C: Classify, const LINE: bool>(
                     let Some(j) = skip_number(s, i) else {
                         return bad;
                     };
+                    if j - start >= LONG_DIGITS && long_digit_run(&s[start..j]) {
+                        f.long_number = true;
+                    }
                     record(f, slot, Val::Num { start, end: j });
                     i = j;
                 }

@@ -265,3 +265,34 @@ def test_child_counts(tmp_path: Path, backend: str) -> None:
         start, kids = shape.children_table()
         assert all(list(kids[start[i]:start[i + 1]]) == list(shape.children(i)) for i in range(len(shape)))
         assert list(shape.child_counts()).count(0) == len(sm.get_leaf_ids())
+
+
+def test_entries_with_long_numbers_decode_exactly(tmp_path: Path, backend: str) -> None:
+    """The native index tells ``decode_line`` which lines have a number with 19+ digits
+    in a run (orjson would round such an integer to a float); every other line skips the
+    digit scan. Each line here must still decode to ``json.loads`` of it."""
+    def custom(eid: str, data: str) -> str:
+        return f'{{"type":"custom","customType":"x","data":{data},"id":"{eid}","parentId":null,{TS}}}'
+
+    lines = [
+        HDR,
+        custom("c1", "18446744073709551616"),
+        custom("c2", '{"deep":[[-123456789012345678901234567890]]}'),
+        custom("c3", "[1e0000000000000000001, 0.12345678901234567890123, 123456789012345678]"),
+        custom("c4", '"12345678901234567890 in a string"'),
+        '{"type":"custom","id":"torn",' + custom("c5", '{"n":99999999999999999999}'),
+        custom("c6", f"{2**64 + 1}"),
+    ]
+    path = write(tmp_path / "s.jsonl", lines)
+    want = {e["id"]: e for e in (json.loads(text[text.index('{"type"', 1):] if text.startswith('{"type":"custom","id":"torn"') else text)
+                                 for text in lines[1:])}
+    with open_quiet(path, backend) as sm:
+        sm.append_custom_entry("x", {"n": 2**70, "m": -(2**65)})
+        got = sm.get_entries()
+        assert [e["id"] for e in got][:-1] == list(want)
+        for e in got[:-1]:
+            assert e == want[e["id"]] and type(e["data"]) is type(want[e["id"]]["data"])
+        assert got[-1]["data"] == {"n": 2**70, "m": -(2**65)} and type(got[-1]["data"]["n"]) is int
+        assert sm.get_entry("c6")["data"] == 2**64 + 1
+    with open_quiet(path, backend) as sm:  # appended line, read back
+        assert sm.get_entries()[-1]["data"] == {"n": 2**70, "m": -(2**65)}

@@ -206,11 +206,15 @@ class NativeIndex:
                 batch = nums[i : i + _BATCH]
                 raws = ix.lines(batch)
                 ids = ix.ids(batch)
+                # The scanner saw every number: only these lines need decode_line's
+                # exact path for long integers (the others skip its digit scan).
+                long = ix.long_numbers(batch)
+                exact = set(long) if long else ()
                 for n, raw, eid in zip(batch, raws, ids):
                     # The bytes come from the file now, not from when it was indexed: a
                     # line that no longer parses, or names another id, was rewritten.
                     try:
-                        entry = decode_line(raw)
+                        entry = decode_line(raw, long_numbers=n in exact)
                     except ValueError:
                         entry = None
                     if type(entry) is not dict or entry.get("id") != eid:
@@ -622,9 +626,11 @@ class NativeIndex:
         """
         ix = self._ix
         out = []
-        for n, raw in zip(range(start, stop), ix.lines(list(range(start, stop)))):
+        nums = list(range(start, stop))
+        exact = set(ix.long_numbers(nums))
+        for n, raw in zip(nums, ix.lines(nums)):
             try:
-                entry = decode_line(raw)
+                entry = decode_line(raw, long_numbers=n in exact)
             except ValueError:
                 entry = None
             if type(entry) is not dict or entry.get("id") != ix.id(n):

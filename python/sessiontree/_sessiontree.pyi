@@ -153,6 +153,10 @@ class Index:
     def entries_of_type(self, type_name: str, start: int = 0) -> list[int]:
         """Entries of one of ``ENTRY_TYPES`` numbered ``start`` or later, in file order
         (``ValueError`` for another type)."""
+    def long_numbers(self, ns: list[int]) -> list[int]:
+        """Those of entries ``ns`` whose line has a number with a run of 19 or more
+        digits not after ``.`` (``_jsonl.decode_line`` looks for such runs only in
+        these), in the order given."""
     def label_fields(self, start: int = 0) -> list[tuple[int, str | bytes | None, str | bytes | None, str | bytes | None]]:
         """``(entry, targetId, label, timestamp)`` of the label entries numbered ``start``
         or later, in file order: a string value as ``str``, another as its JSON text
