@@ -58,6 +58,29 @@ struct Batch {
     cands: usize,
 }
 
+/// One value read from a line: a string decoded (`json.loads`' escapes, lone
+/// surrogates in generalized UTF-8, invalid UTF-8 replaced), else its JSON text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// A JSON string's decoded bytes.
+    Str(Vec<u8>),
+    /// Any other value's JSON text, unchanged.
+    Json(Vec<u8>),
+}
+
+impl Value {
+    fn of(line: &[u8], v: Val) -> Option<Value> {
+        match v {
+            Val::Str { .. } => scan::str_bytes(line, v).map(|b| Value::Str(b.into_owned())),
+            _ => scan::value_raw(line, v).map(|t| Value::Json(t.to_vec())),
+        }
+    }
+}
+
+/// A label entry's number and its `targetId`, `label` and `timestamp` (`None`: key
+/// absent) ([`Index::label_fields`]).
+pub type LabelFields = (u32, [Option<Value>; 3]);
+
 /// The index of one session image.
 pub struct Index {
     src: Source,
@@ -103,6 +126,11 @@ pub struct Index {
     csr_n: u32,
     /// Bytes handed to the scanner so far (tests: growth scans only new bytes).
     scanned: u64,
+    /// What the assistant messages accepted so far spent (`usage.rs`).
+    usage: UsageTotals,
+    /// Entries whose line has a number with a long digit run (`scan::LONG_DIGITS`),
+    /// ascending: rare, so kept as a list.
+    long_numbers: Vec<u32>,
 }
 
 impl Index {
@@ -147,6 +175,8 @@ impl Index {
             child_list: Vec::new(),
             csr_n: 0,
             scanned: 0,
+            usage: UsageTotals::default(),
+            long_numbers: Vec::new(),
         };
         ix.index_new()?;
         if (ix.csr_n as usize) < ix.len() {
@@ -444,6 +474,12 @@ impl Index {
         self.ids.push(id);
         if c.line_off != c.start {
             self.line_offs.push((e, c.line_off));
+        }
+        if c.long_number {
+            self.long_numbers.push(e);
+        }
+        if let Some((n, provider, model)) = ch.spent(c) {
+            self.usage.add(n, provider, model);
         }
         match c.parent {
             Ref::Null => {}
@@ -892,19 +928,53 @@ impl Index {
         Ok(out)
     }
 
-    /// Token and cost totals of every assistant message on every branch
-    /// ([`usage::UsageTotals`]), reading only the assistant entries' lines. `None` when
-    /// a line holds a number the walker cannot sum exactly (the caller sums in Python).
-    pub fn usage_totals(&self) -> Result<Option<UsageTotals>> {
-        let es: Vec<u32> = (0..self.len() as u32)
-            .filter(|&e| self.roles[e as usize] == Role::Assistant)
-            .collect();
-        let mut t = UsageTotals::default();
-        let mut exact = true;
+    /// The entries of `es` whose line has a number with a run of `scan::LONG_DIGITS`
+    /// digits not after a `.` (where orjson may not be exact), in the order of `es`:
+    /// `_jsonl.decode_line` looks for such runs only in these lines.
+    pub fn long_numbers(&self, es: &[u32]) -> Vec<u32> {
+        if self.long_numbers.is_empty() {
+            return Vec::new();
+        }
+        es.iter()
+            .copied()
+            .filter(|e| self.long_numbers.binary_search(e).is_ok())
+            .collect()
+    }
+
+    /// The fields Pi's label rule reads (`_labels.apply_labels`) from the label entries
+    /// numbered `from` or later, in file order: `(entry, [targetId, label, timestamp])`
+    /// ([`Value`]; `None`: key absent). Only those lines are read (each checked against
+    /// its hash), and only these values leave them.
+    pub fn label_fields(&self, from: u32) -> Result<Vec<LabelFields>> {
+        let es = self.entries_of_kind(EntryKind::Label, from);
+        let mut out = Vec::with_capacity(es.len());
+        let mut k = 0;
+        let mut changed = false;
         self.for_each_line(&es, |line| {
-            exact = exact && t.add(line);
+            let mut f = scan::Fields::default();
+            if scan::validate(line, &mut f) == Verdict::Object {
+                let v = |v| Value::of(line, v);
+                out.push((es[k], [v(f.target_id), v(f.label), v(f.timestamp)]));
+            } else {
+                changed = true;
+            }
+            k += 1;
         })?;
-        Ok(exact.then_some(t))
+        if changed {
+            // Unreachable unless the hash missed a rewrite: a line no longer an object.
+            return Err(Error::Stale(
+                "a label line changed in the file since it was read".into(),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Token and cost totals of every assistant message on every branch
+    /// ([`usage::UsageTotals`]), summed as the entries were indexed: nothing is read.
+    /// `None` when a line holds a number that cannot be summed exactly here (the
+    /// caller sums in Python).
+    pub fn usage_totals(&self) -> Option<&UsageTotals> {
+        self.usage.exact.then_some(&self.usage)
     }
 
     /// `load_report`: by line, then rule order.
@@ -1110,6 +1180,7 @@ fn check_continuation(src: &Source, from: u64, total: u64, line: u64) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::usage::Total;
 
     const H: &str =
         r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00Z","cwd":"/"}"#;
@@ -1302,8 +1373,72 @@ mod tests {
             ix.entries_of_kind(EntryKind::Message, 99),
             Vec::<u32>::new()
         );
-        let t = ix.usage_totals().unwrap().unwrap();
+        let t = ix.usage_totals().unwrap();
         assert_eq!(t.messages, 1);
+    }
+
+    #[test]
+    fn label_fields_are_the_json_texts_of_the_label_lines() {
+        let ix = ix(&[
+            &e("a", None, "message"),
+            r#"{"type":"label","id":"l1","parentId":"a","targetId":"a","label":"x\u0079","timestamp":"t"}"#,
+            r#"{"type":"label","id":"l2","parentId":"l1","targetId":7,"label":{"k":[1]}}"#,
+            r#"{"label":null,"type":"label","id":"l3","parentId":"l2","label":"last","targetId":"a"}"#,
+        ]);
+        let v = |t: &str| match t.strip_prefix('"') {
+            _ if t.is_empty() => None,
+            Some(s) => Some(Value::Str(s.as_bytes().to_vec())),
+            None => Some(Value::Json(t.as_bytes().to_vec())),
+        };
+        let got: Vec<_> = ix.label_fields(0).unwrap().into_iter().collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, [v("\"a"), v("\"xy"), v("\"t")]),
+                (2, [v("7"), v(r#"{"k":[1]}"#), None]),
+                (3, [v("\"a"), v("\"last"), None]),
+            ]
+        );
+        assert_eq!(ix.label_fields(3).unwrap().len(), 1);
+        assert!(ix.label_fields(4).unwrap().is_empty());
+    }
+
+    #[test]
+    fn long_numbers_are_the_accepted_entries_with_long_digit_runs() {
+        let big = |id: &str, v: &str| {
+            format!(r#"{{"type":"custom","id":"{id}","parentId":null,"data":{v}}}"#)
+        };
+        let mut ix = ix(&[
+            &big("a", "1"),
+            &big("b", "12345678901234567890"),
+            &big("b", "1"),
+            &big("c", "[0.12345678901234567890]"),
+            &format!("{{\"x\":{}", big("d", "{\"k\":-99999999999999999999}")),
+        ]);
+        assert_eq!(ix.long_numbers(&[0, 1, 2, 3]), vec![1, 3]);
+        assert_eq!(ix.id(3), b"d"); // recovered behind a torn fragment
+        ix.append_line(big("e", "1e0000000000000000009").as_bytes())
+            .unwrap();
+        assert_eq!(ix.long_numbers(&[4, 3, 0]), vec![4, 3]);
+    }
+
+    #[test]
+    fn usage_totals_count_accepted_assistant_entries_as_they_are_indexed() {
+        let spend = |id: &str, input: &str| {
+            format!(
+                r#"{{"type":"message","id":"{id}","parentId":null,"message":{{"role":"assistant","provider":"p","usage":{{"input":{input}}}}}}}"#
+            )
+        };
+        let mut ix = ix(&[&spend("a", "1"), &spend("a", "10"), &spend("b", "2")]);
+        let t = ix.usage_totals().unwrap();
+        assert_eq!((t.messages, t.tokens[0]), (2, Total::Int(3))); // the duplicate id is skipped
+        ix.append_line(spend("c", "0.5").as_bytes()).unwrap();
+        let t = ix.usage_totals().unwrap();
+        assert_eq!((t.messages, t.tokens[0]), (3, Total::Float(3.5)));
+        assert_eq!(t.models, vec![((Some(b"\"p\"".to_vec()), None), 3)]);
+        ix.append_line(spend("d", &"9".repeat(40)).as_bytes())
+            .unwrap();
+        assert!(ix.usage_totals().is_none()); // beyond 128 bits: Python sums it
     }
 
     /// A temporary session file holding `img` (removed on drop).

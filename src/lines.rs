@@ -21,6 +21,7 @@ use crate::issue::{Issue, IssueKind};
 use crate::kind::{EntryKind, Role};
 use crate::scan::{self, Val, Verdict};
 use crate::time::parse_iso_ms;
+use crate::usage::{self, Numbers};
 
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
@@ -83,6 +84,10 @@ pub(crate) struct Cand {
     pub(crate) extra: Ref,
     /// [`line_hash`] of the object's bytes.
     pub(crate) hash: u32,
+    /// An assistant message's usage: its row of [`Chunk::spent`].
+    pub(crate) spent: Option<u32>,
+    /// `scan::Fields::long_number` of the object.
+    pub(crate) long_number: bool,
 }
 
 /// The hash of an entry's bytes kept by the index: every later read of the line must
@@ -93,6 +98,9 @@ pub(crate) fn line_hash(bytes: &[u8]) -> u32 {
     let h = xxhash_rust::xxh3::xxh3_64(bytes);
     (h ^ (h >> 32)) as u32
 }
+
+/// An assistant line's usage numbers and the JSON texts of its `provider` and `model`.
+pub(crate) type Spent<'a> = (&'a Numbers, Option<&'a [u8]>, Option<&'a [u8]>);
 
 /// What scanning one range produced.
 #[derive(Default)]
@@ -109,6 +117,9 @@ pub(crate) struct Chunk {
     /// `(offset, false)` if it is pending (invalid, issues in `tail_issues`).
     pub(crate) tail: Option<(u64, bool)>,
     pub(crate) tail_issues: Vec<Issue>,
+    /// Assistant messages' usage numbers and the JSON texts (in the arena) of their
+    /// `provider` and `model` (`usage.rs`).
+    spent: Vec<(Numbers, Ref, Ref)>,
 }
 
 impl Chunk {
@@ -136,6 +147,29 @@ impl Chunk {
             _ => None,
         }
     }
+
+    /// Keep what an assistant message spent (`obj`: its object, `f`: its fields).
+    fn add_spent(&mut self, obj: &[u8], f: &scan::Fields) -> u32 {
+        let numbers = usage::numbers(obj, f);
+        let mut text = |v: Val| match scan::value_raw(obj, v) {
+            None => Ref::Absent,
+            Some(t) => {
+                let a = self.arena.len();
+                self.arena.extend_from_slice(t);
+                Ref::Str(a, self.arena.len())
+            }
+        };
+        let row = (numbers, text(f.provider), text(f.model));
+        self.spent.push(row);
+        (self.spent.len() - 1) as u32
+    }
+
+    /// Candidate `c`'s usage numbers and `provider` / `model` JSON texts, if it is an
+    /// assistant message.
+    pub(crate) fn spent(&self, c: &Cand) -> Option<Spent<'_>> {
+        let (n, p, m) = self.spent.get(c.spent? as usize)?;
+        Some((n, self.get(*p), self.get(*m)))
+    }
 }
 
 /// Scan `bytes` (logical offset `base`, first line number `first_line`); `last` says
@@ -154,7 +188,14 @@ fn scan_range(
     let mut ch = Chunk::default();
     let mut pos = 0usize;
     let mut line_no = first_line;
-    let mut fields = scan::Fields::default();
+    // The fast path's scan, its fields written in place (a `Fields` is a few hundred
+    // bytes: copying it per line showed in profiles).
+    let mut ls = scan::LineScan {
+        verdict: Verdict::Object,
+        bad_utf8: false,
+        recovered_at: 0,
+        fields: scan::Fields::default(),
+    };
     while pos < bytes.len() && pos < soft_end {
         // Fast path: an object line is validated up to its `\n` without searching for
         // that first (not the first line of the image: it may hold a BOM).
@@ -163,7 +204,7 @@ fn scan_range(
             _ => base + pos as u64,
         };
         if line_off != 0 {
-            if let Some(n) = scan::validate_line(&bytes[pos..], &mut fields) {
+            if let Some(n) = scan::validate_line(&bytes[pos..], &mut ls.fields) {
                 let nl = pos + n;
                 let ce = if nl > pos && bytes[nl - 1] == b'\r' {
                     nl - 1
@@ -175,14 +216,11 @@ fn scan_range(
                     let range = (base + pos as u64, base + ce as u64);
                     ch.first_nonblank = Some((line_no, line_off, range.0, range.1));
                 }
-                let ls = scan::LineScan {
-                    verdict: Verdict::Object,
-                    bad_utf8: simdutf8::basic::from_utf8(content).is_err(),
-                    recovered_at: 0,
-                    fields,
-                };
+                ls.bad_utf8 = simdutf8::basic::from_utf8(content).is_err();
                 let cbase = base + pos as u64;
-                scan_one(&mut ch, content, ls, cbase, cbase, line_no, line_off, false);
+                scan_one(
+                    &mut ch, content, &ls, cbase, cbase, line_no, line_off, false,
+                );
                 ch.newlines += 1;
                 line_no += 1;
                 pos = nl + 1;
@@ -225,7 +263,7 @@ fn scan_range(
             scan_one(
                 &mut ch,
                 content,
-                scan::scan_piece(content, !is_tail),
+                &scan::scan_piece(content, !is_tail),
                 base + cstart as u64,
                 base + pos as u64,
                 line_no,
@@ -251,7 +289,7 @@ fn scan_range(
 fn scan_one(
     ch: &mut Chunk,
     content: &[u8],
-    ls: scan::LineScan,
+    ls: &scan::LineScan,
     cbase: u64,
     cbase_line: u64,
     line: u64,
@@ -305,6 +343,7 @@ fn scan_one(
                 .unwrap_or(i64::MIN);
             let id = ch.intern(obj, f.id, ok);
             let parent = ch.intern(obj, f.parent_id, ok);
+            let spent = (role == Role::Assistant).then(|| ch.add_spent(obj, f));
             let extra = match kind {
                 EntryKind::Compaction => ch.intern(obj, f.first_kept, ok),
                 EntryKind::ContextEdit => ch.intern(obj, f.target_id, ok),
@@ -323,6 +362,8 @@ fn scan_one(
                 ts,
                 extra,
                 hash: line_hash(obj),
+                spent,
+                long_number: f.long_number,
             });
         }
     }

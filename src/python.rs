@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::error::Error;
-use crate::index::Index;
+use crate::index::{Index, Value};
 use crate::kind::EntryKind;
 use crate::usage::Total;
 
@@ -365,6 +365,39 @@ impl PyIndex {
         Ok(self.read(py).entries_of_kind(k, from))
     }
 
+    /// Those of entries `ns` whose line has a number with 19 or more digits in a run not
+    /// after `.` (`_jsonl.decode_line` looks for such runs only in these), in order.
+    fn long_numbers(&self, py: Python<'_>, ns: Vec<i64>) -> PyResult<Vec<u32>> {
+        let ix = self.read(py);
+        let es = ns
+            .iter()
+            .map(|&n| Self::entry(&ix, n))
+            .collect::<PyResult<Vec<u32>>>()?;
+        Ok(ix.long_numbers(&es))
+    }
+
+    /// The label entries numbered `start` or later, in file order, as `(entry,
+    /// targetId, label, timestamp)`: a string value as `str`, another as its JSON text
+    /// (`bytes`), `None` for an absent key. Raises `StaleSessionError` for a line
+    /// changed in the file.
+    #[pyo3(signature = (start=0))]
+    fn label_fields<'py>(&self, py: Python<'py>, start: i64) -> PyResult<Bound<'py, PyList>> {
+        let from = u32::try_from(start.max(0)).unwrap_or(u32::MAX);
+        let got = self.read(py).label_fields(from).map_err(|e| self.err(e))?;
+        let value = |v: &Option<Value>| -> PyResult<Option<Bound<'py, PyAny>>> {
+            Ok(match v {
+                None => None,
+                Some(Value::Str(s)) => Some(id_to_py(py, s)?),
+                Some(Value::Json(t)) => Some(PyBytes::new(py, t).into_any()),
+            })
+        };
+        let rows = got
+            .iter()
+            .map(|(e, [t, l, ts])| (*e, value(t)?, value(l)?, value(ts)?).into_pyobject(py))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, rows)
+    }
+
     /// The tree's shape as packed columns in native byte order, one item per entry in
     /// file order unless said: `(parents` i32, -1 for a root; `kinds` u8, the index in
     /// `ENTRY_TYPES` (`len(ENTRY_TYPES)`: another type); `roles` u8, 0 none, `1 + ` the
@@ -458,11 +491,7 @@ impl PyIndex {
         )>,
     > {
         let ix = self.read(py);
-        let index: &Index = &ix;
-        let Some(t) = py
-            .detach(|| index.usage_totals())
-            .map_err(|e| self.err(e))?
-        else {
+        let Some(t) = ix.usage_totals() else {
             return Ok(None);
         };
         let tokens = t

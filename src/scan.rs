@@ -11,8 +11,11 @@
 //! [`scan_line`] adds rule 4's torn-fragment recovery (at most
 //! [`MAX_TORN_CANDIDATES`] tries; [`scan_piece`] keeps it off a final piece without
 //! `\n`). Fields (`type`, `id`, `parentId`, `timestamp`,
-//! `firstKeptEntryId`, `version`, `message.role`) are recorded as spans while the
-//! validator passes them, keys in any order, the last duplicate winning; only spans
+//! `firstKeptEntryId`, `version`, `label`, and `message`'s `role`, `provider`,
+//! `model` and the numbers of `usage` that `usage.rs` sums) are recorded as spans
+//! while the validator passes them, keys in any order, the last duplicate winning
+//! (nested fields from the last duplicate of each enclosing key, as `json.loads`
+//! keeps them); only spans
 //! that contain `\` or invalid UTF-8 are decoded ([`decode_span`]: escapes as
 //! `json.loads`, lone surrogates kept in generalized UTF-8).
 //!
@@ -89,8 +92,46 @@ pub struct Fields {
     pub target_id: Val,
     /// `version` (header).
     pub version: Val,
+    /// `label` (label).
+    pub label: Val,
     /// `message.role`, from the last `message` key whose value is an object.
     pub role: Val,
+    /// `message.provider` (as `role`).
+    pub provider: Val,
+    /// `message.model` (as `role`).
+    pub model: Val,
+    /// `message.usage`'s `usage::TOKEN_KEYS` fields, from its last `usage` key whose
+    /// value is an object: what an assistant message spent is summed at indexing time.
+    pub tokens: [Val; 5],
+    /// `message.usage.cost.total` (as `tokens`, from the last `cost` object).
+    pub cost_total: Val,
+    /// Some number of the document has a run of [`LONG_DIGITS`] or more digits not
+    /// after a `.` (an integer orjson cannot decode exactly): `_jsonl.decode_line`
+    /// takes its exact path for such a line, and need not look for one in the others.
+    pub long_number: bool,
+}
+
+/// Digits in a run that make `_jsonl.decode_line` take its exact path
+/// (`_jsonl._DIGITS19`).
+pub const LONG_DIGITS: usize = 19;
+
+/// Whether the number text `num` has a run of [`LONG_DIGITS`] digits not after `.`.
+fn long_digit_run(num: &[u8]) -> bool {
+    let (mut run, mut counts) = (0, false);
+    for (k, &c) in num.iter().enumerate() {
+        if !c.is_ascii_digit() {
+            run = 0;
+            continue;
+        }
+        if run == 0 {
+            counts = k == 0 || num[k - 1] != b'.';
+        }
+        run += 1;
+        if counts && run >= LONG_DIGITS {
+            return true;
+        }
+    }
+    false
 }
 
 /// The verdict on one line (or a suffix of it).
@@ -115,8 +156,16 @@ enum Slot {
     FirstKept,
     TargetId,
     Version,
+    Label,
     Message,
     Role,
+    Usage,
+    Provider,
+    Model,
+    /// A field of `message.usage`: `usage::TOKEN_KEYS[k]`.
+    Token(u8),
+    Cost,
+    CostTotal,
 }
 
 fn top_slot(key: &[u8]) -> Slot {
@@ -128,6 +177,7 @@ fn top_slot(key: &[u8]) -> Slot {
         b"firstKeptEntryId" => Slot::FirstKept,
         b"targetId" => Slot::TargetId,
         b"version" => Slot::Version,
+        b"label" => Slot::Label,
         b"message" => Slot::Message,
         _ => Slot::None,
     }
@@ -285,10 +335,11 @@ fn validate_with<C: Classify, const LINE: bool>(
     };
     let mut strs = Strings::new(cls);
     let top_obj = s.get(skip_ws::<LINE>(s, 0)) == Some(&b'{');
-    // Which field the value being parsed feeds; `msg_open` is true while the
-    // top-level `message` object is the container at depth 2.
+    // Which field the value being parsed feeds; bit d of `open` is set while the
+    // container at depth d holds recorded fields: the top-level object (1), its
+    // `message` (2), that one's `usage` (3) and the usage's `cost` (4).
     let mut slot = Slot::None;
-    let mut msg_open = false;
+    let mut open: u8 = 0b10;
     let mut i = skip_ws::<LINE>(s, 0);
     // `true` = expecting a value, `false` = just after one.
     let mut want_value = true;
@@ -305,8 +356,8 @@ fn validate_with<C: Classify, const LINE: bool>(
                     if !st.push(obj) {
                         return bad;
                     }
-                    if st.depth == 2 && slot == Slot::Message && obj {
-                        msg_open = true;
+                    if obj && opens(slot, st.depth) {
+                        open |= 1 << st.depth;
                     }
                     record(f, slot, Val::Other { start });
                     i += 1;
@@ -315,12 +366,12 @@ fn validate_with<C: Classify, const LINE: bool>(
                         match read_key::<C, LINE>(s, i, true, &mut strs) {
                             KeyRead::End(j) => {
                                 i = j;
-                                close(&mut st, &mut msg_open);
+                                close(&mut st, &mut open);
                                 want_value = false;
                                 continue;
                             }
                             KeyRead::Key(j, ks, ke, esc) => {
-                                slot = key_slot(s, ks, ke, esc, st.depth, msg_open, f);
+                                slot = key_slot(s, ks, ke, esc, st.depth, open, f);
                                 i = j;
                                 continue; // want_value stays true
                             }
@@ -331,7 +382,7 @@ fn validate_with<C: Classify, const LINE: bool>(
                     let j = skip_ws::<LINE>(s, i);
                     if s.get(j) == Some(&b']') {
                         i = j + 1;
-                        close(&mut st, &mut msg_open);
+                        close(&mut st, &mut open);
                         want_value = false;
                     } else {
                         slot = Slot::None;
@@ -357,6 +408,9 @@ fn validate_with<C: Classify, const LINE: bool>(
                     let Some(j) = skip_number(s, i) else {
                         return bad;
                     };
+                    if j - start >= LONG_DIGITS && long_digit_run(&s[start..j]) {
+                        f.long_number = true;
+                    }
                     record(f, slot, Val::Num { start, end: j });
                     i = j;
                 }
@@ -406,7 +460,7 @@ fn validate_with<C: Classify, const LINE: bool>(
                     if obj {
                         match read_key::<C, LINE>(s, i, false, &mut strs) {
                             KeyRead::Key(j, ks, ke, esc) => {
-                                slot = key_slot(s, ks, ke, esc, st.depth, msg_open, f);
+                                slot = key_slot(s, ks, ke, esc, st.depth, open, f);
                                 i = j;
                                 want_value = true;
                             }
@@ -419,11 +473,11 @@ fn validate_with<C: Classify, const LINE: bool>(
                 }
                 Some(b'}') if obj => {
                     i += 1;
-                    close(&mut st, &mut msg_open);
+                    close(&mut st, &mut open);
                 }
                 Some(b']') if !obj => {
                     i += 1;
-                    close(&mut st, &mut msg_open);
+                    close(&mut st, &mut open);
                 }
                 _ => return bad,
             }
@@ -432,11 +486,20 @@ fn validate_with<C: Classify, const LINE: bool>(
 }
 
 #[inline(always)]
-fn close(st: &mut Stack, msg_open: &mut bool) {
-    if st.depth == 2 {
-        *msg_open = false;
+fn close(st: &mut Stack, open: &mut u8) {
+    if st.depth <= 4 {
+        *open &= !(1 << st.depth);
     }
     st.depth -= 1;
+}
+
+/// Whether an object that is the value of `slot`, at `depth`, holds recorded fields.
+#[inline(always)]
+fn opens(slot: Slot, depth: usize) -> bool {
+    matches!(
+        (slot, depth),
+        (Slot::Message, 2) | (Slot::Usage, 3) | (Slot::Cost, 4)
+    )
 }
 
 enum KeyRead {
@@ -471,8 +534,9 @@ fn read_key<C: Classify, const LINE: bool>(
     }
 }
 
-/// The slot a key at `depth` feeds. Also resets `role` when a new top-level
-/// `message` value starts (the last duplicate wins, even if it is not an object).
+/// The slot a key at `depth` feeds. Also resets the `message` fields when a new
+/// top-level `message` value starts (the last duplicate wins, even if it is not an
+/// object).
 #[inline(always)]
 fn key_slot(
     s: &[u8],
@@ -480,11 +544,11 @@ fn key_slot(
     ke: usize,
     esc: bool,
     depth: usize,
-    msg_open: bool,
+    open: u8,
     f: &mut Fields,
 ) -> Slot {
     // Most keys of a Pi line are nested deeper: decide that without a call.
-    if depth > 2 || (depth == 2 && !msg_open) {
+    if depth > 4 || open >> depth & 1 == 0 {
         return Slot::None;
     }
     key_slot_named(s, ks, ke, esc, depth, f)
@@ -500,24 +564,46 @@ fn key_slot_named(s: &[u8], ks: usize, ke: usize, esc: bool, depth: usize, f: &m
     } else {
         Cow::Borrowed(raw)
     };
-    if depth == 2 {
-        return if &*key == b"role" {
-            Slot::Role
-        } else {
-            Slot::None
-        };
+    match depth {
+        1 => {
+            let slot = top_slot(&key);
+            if slot == Slot::Message {
+                f.role = Val::Absent;
+                f.provider = Val::Absent;
+                f.model = Val::Absent;
+                f.tokens = [Val::Absent; 5];
+                f.cost_total = Val::Absent;
+            }
+            slot
+        }
+        2 => match &*key {
+            b"role" => Slot::Role,
+            b"provider" => Slot::Provider,
+            b"model" => Slot::Model,
+            b"usage" => {
+                f.tokens = [Val::Absent; 5];
+                f.cost_total = Val::Absent;
+                Slot::Usage
+            }
+            _ => Slot::None,
+        },
+        3 => match crate::usage::TOKEN_KEYS.iter().position(|&t| t == &*key) {
+            Some(k) => Slot::Token(k as u8),
+            None if &*key == b"cost" => {
+                f.cost_total = Val::Absent;
+                Slot::Cost
+            }
+            None => Slot::None,
+        },
+        _ if &*key == b"total" => Slot::CostTotal,
+        _ => Slot::None,
     }
-    let slot = top_slot(&key);
-    if slot == Slot::Message {
-        f.role = Val::Absent;
-    }
-    slot
 }
 
 #[inline(always)]
 fn record(f: &mut Fields, slot: Slot, v: Val) {
     let dst = match slot {
-        Slot::None | Slot::Message => return,
+        Slot::None | Slot::Message | Slot::Usage | Slot::Cost => return,
         Slot::Type => &mut f.ty,
         Slot::Id => &mut f.id,
         Slot::ParentId => &mut f.parent_id,
@@ -525,7 +611,12 @@ fn record(f: &mut Fields, slot: Slot, v: Val) {
         Slot::FirstKept => &mut f.first_kept,
         Slot::TargetId => &mut f.target_id,
         Slot::Version => &mut f.version,
+        Slot::Label => &mut f.label,
         Slot::Role => &mut f.role,
+        Slot::Provider => &mut f.provider,
+        Slot::Model => &mut f.model,
+        Slot::Token(k) => &mut f.tokens[k as usize],
+        Slot::CostTotal => &mut f.cost_total,
     };
     *dst = v;
 }
@@ -659,14 +750,19 @@ pub fn str_bytes_of<'a>(s: &'a [u8], v: Val, utf8_ok: bool) -> Option<Cow<'a, [u
 /// which `v` came from); `None` when the key is absent. Invalid UTF-8 is replaced as
 /// `from_utf8_lossy` does, so decoding the text gives the value `json.loads` gives.
 pub fn value_text(s: &[u8], v: Val) -> Option<String> {
-    let raw = match v {
+    value_raw(s, v).map(|raw| String::from_utf8_lossy(raw).into_owned())
+}
+
+/// The JSON text of a field's value as it stands in `s` (a line [`validate`] accepted,
+/// which `v` came from), unchanged bytes; `None` when the key is absent.
+pub fn value_raw(s: &[u8], v: Val) -> Option<&[u8]> {
+    Some(match v {
         Val::Absent => return None,
-        Val::Null => &b"null"[..],
-        Val::Str { start, end, .. } => &s[start - 1..end + 1],
-        Val::Num { start, end } => &s[start..end],
-        Val::Other { start } => &s[start..skip_value(s, start)],
-    };
-    Some(String::from_utf8_lossy(raw).into_owned())
+        Val::Null => b"null",
+        Val::Str { start, end, .. } => s.get(start - 1..end + 1)?,
+        Val::Num { start, end } => s.get(start..end)?,
+        Val::Other { start } => s.get(start..skip_value(s, start))?,
+    })
 }
 
 /// One past the closing quote of the string whose opening quote is `s[i]`, and whether

@@ -4,8 +4,9 @@ The extension (``sessiontree._sessiontree.Index``) keeps integer columns and ans
 with entry numbers (0.. in file order) and line bytes; this adapter maps ids to entry
 numbers and turns only the lines it returns into dicts, through
 ``_jsonl.decode_line`` (the one decoder both backends share). Label and session-name
-rules are decided here from the few decoded ``label`` / ``session_info`` lines, the
-same way ``_pure.py`` does (the reference where Pi is undefined).
+rules are decided by ``_labels`` as for ``_pure.py`` (the reference where Pi is
+undefined): over the three fields of each ``label`` line the core extracts, and the
+decoded ``session_info`` line.
 
 What it keeps, and why:
 
@@ -30,6 +31,7 @@ import gc
 import os
 from array import array
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 from ._backend import GC_PAUSE_MIN as _GC_PAUSE_MIN
@@ -74,6 +76,17 @@ def default_cache_budget() -> int:
         return parse_size(text)
     except ValueError:
         raise ValueError(f"{CACHE_ENV} must be a size such as 512MiB or 0, not {text!r}") from None
+
+
+_LABEL_KEYS = ("targetId", "label", "timestamp")
+
+
+def _label_entries(rows: list[tuple[int, str | bytes | None, str | bytes | None, str | bytes | None]]) -> Iterator[dict[str, Any]]:
+    """Label entries holding only the fields ``apply_labels`` reads, from what
+    ``Index.label_fields`` gives (strings decoded by the core, as it decodes ids; other
+    values as JSON text, decoded here; an absent key stays absent)."""
+    for _, *values in rows:
+        yield {k: v if type(v) is str else decode_line(v) for k, v in zip(_LABEL_KEYS, values) if v is not None}
 
 
 class LazyTreeNode(SessionTreeNode):
@@ -193,11 +206,15 @@ class NativeIndex:
                 batch = nums[i : i + _BATCH]
                 raws = ix.lines(batch)
                 ids = ix.ids(batch)
+                # The scanner saw every number: only these lines need decode_line's
+                # exact path for long integers (the others skip its digit scan).
+                long = ix.long_numbers(batch)
+                exact = set(long) if long else ()
                 for n, raw, eid in zip(batch, raws, ids):
                     # The bytes come from the file now, not from when it was indexed: a
                     # line that no longer parses, or names another id, was rewritten.
                     try:
-                        entry = decode_line(raw)
+                        entry = decode_line(raw, long_numbers=n in exact)
                     except ValueError:
                         entry = None
                     if type(entry) is not dict or entry.get("id") != eid:
@@ -438,11 +455,11 @@ class NativeIndex:
     def _label_maps(self) -> tuple[dict[str, Any], dict[str, Any]]:
         # Labels apply in file order and entries are only ever added at the end, so
         # folding the new label lines into the maps gives what a fold of all would.
+        # Only the three values the rule reads leave the core (a session may hold tens
+        # of thousands of label lines: decoding them whole cost 0.4 s on a 1 GiB one).
         n = self._n
         if self._labels_n < n:
-            nums = self._ix.entries_of_type("label", self._labels_n)
-            if nums:
-                apply_labels(self._decoded(nums), self._labels, self._label_ts)
+            apply_labels(_label_entries(self._ix.label_fields(self._labels_n)), self._labels, self._label_ts)
             self._labels_n = n
         return self._labels, self._label_ts
 
@@ -536,8 +553,9 @@ class NativeIndex:
         return self._ix.ids(nums), count
 
     def usage_totals(self) -> UsageTotals:
-        """Assistant usage summed by the core from the assistant lines (``src/usage.rs``);
-        where it cannot sum exactly, by ``_usage.usage_totals`` over decoded messages."""
+        """Assistant usage as the core summed it while indexing (``src/usage.rs``: nothing
+        is read); where it cannot sum exactly, by ``_usage.usage_totals`` over decoded
+        messages."""
         got = self._ix.usage_totals()
         if got is None:
             return usage_totals(self._decoded(self._ix.entries_of_type("message")))
@@ -608,9 +626,11 @@ class NativeIndex:
         """
         ix = self._ix
         out = []
-        for n, raw in zip(range(start, stop), ix.lines(list(range(start, stop)))):
+        nums = list(range(start, stop))
+        exact = set(ix.long_numbers(nums))
+        for n, raw in zip(nums, ix.lines(nums)):
             try:
-                entry = decode_line(raw)
+                entry = decode_line(raw, long_numbers=n in exact)
             except ValueError:
                 entry = None
             if type(entry) is not dict or entry.get("id") != ix.id(n):

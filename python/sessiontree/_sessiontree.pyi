@@ -153,6 +153,15 @@ class Index:
     def entries_of_type(self, type_name: str, start: int = 0) -> list[int]:
         """Entries of one of ``ENTRY_TYPES`` numbered ``start`` or later, in file order
         (``ValueError`` for another type)."""
+    def long_numbers(self, ns: list[int]) -> list[int]:
+        """Those of entries ``ns`` whose line has a number with a run of 19 or more
+        digits not after ``.`` (``_jsonl.decode_line`` looks for such runs only in
+        these), in the order given."""
+    def label_fields(self, start: int = 0) -> list[tuple[int, str | bytes | None, str | bytes | None, str | bytes | None]]:
+        """``(entry, targetId, label, timestamp)`` of the label entries numbered ``start``
+        or later, in file order: a string value as ``str``, another as its JSON text
+        (``bytes``), ``None`` when the key is absent (only those lines are read;
+        ``StaleSessionError`` for one changed in the file)."""
     def shape(self) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes, list[tuple[int, str]]]:
         """The tree's shape as packed columns in native byte order: ``(parents`` i32,
         -1 for a root; ``kinds`` u8, the index in ``ENTRY_TYPES`` (``len(ENTRY_TYPES)``:
@@ -174,8 +183,9 @@ class Index:
     ) -> tuple[tuple[int | float, ...], int | float, list[tuple[bytes | None, bytes | None, int]], int] | None:
         """``((input, output, cacheRead, cacheWrite, totalTokens), cost, [(provider,
         model, count)], messages)`` over the assistant lines (provider and model as
-        JSON text, ``None`` when absent), or ``None`` when a number cannot be summed
-        exactly here (``src/usage.rs``)."""
+        JSON text, ``None`` when absent), summed while the lines were indexed (nothing
+        is read), or ``None`` when a number cannot be summed exactly there
+        (``src/usage.rs``)."""
     def context_plan(
         self, leaf: int | None
     ) -> tuple[list[int], int | None, int | None, int | None, list[int], list[tuple[int, int]]]:

@@ -676,3 +676,20 @@ fn value_text_spells_numbers_and_literals_whole() {
     assert_eq!(validate(s, &mut f), Verdict::Object);
     assert_eq!(value_text(s, f.ty).as_deref(), Some(r#"[1,{"a":"]"}]"#));
 }
+
+#[test]
+fn long_number_flags_the_digit_runs_decode_line_looks_for() {
+    let long = |s: &str| {
+        let mut f = Fields::default();
+        assert_eq!(validate(s.as_bytes(), &mut f), Verdict::Object, "{s}");
+        f.long_number
+    };
+    assert!(long(r#"{"a":1234567890123456789}"#));
+    assert!(long(r#"{"a":[-12345678901234567890]}"#));
+    assert!(long(r#"{"a":1e1234567890123456789}"#));
+    assert!(long(r#"{"a":{"b":1.5e-0000000000000000001}}"#));
+    assert!(!long(r#"{"a":123456789012345678}"#)); // 18 digits: orjson is exact
+    assert!(!long(r#"{"a":0.1234567890123456789012}"#)); // after `.`: a float either way
+    assert!(!long(r#"{"a":"12345678901234567890123"}"#)); // in a string
+    assert!(!long(r#"{"1234567890123456789012":1}"#));
+}

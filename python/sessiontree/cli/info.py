@@ -10,6 +10,8 @@ from typing import Any
 
 from rich.text import Text
 
+from ..schema import CodeColumn
+
 from ._common import (
     Io,
     file_version,
@@ -61,18 +63,18 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
     n = len(shape)
     # Every value read from an entry may be any JSON type: text fields go through
     # value_text (never str(), which recurses on deep lists), sums take numbers only.
-    by_type: Counter[str] = Counter(shape.types)
+    by_type: Counter[str] = _counts_of(shape.types)
     unknown = by_type.pop("?", 0)
     if unknown:
         for e in sm.get_entries_by_id([ids[i] for i, t in enumerate(shape.types) if t == "?"]):
             by_type[value_text(e.get("type") if e is not None else None, 100, none="None")] += 1
-    by_role: Counter[str] = Counter(shape.roles)  # None: not a message, or no string role
+    by_role: Counter[str] = _counts_of(shape.roles)  # None: not a message, or no string role
     by_role.pop(None, None)  # type: ignore[call-overload]
     no_role = by_type.get("message", 0) - sum(by_role.values())
     if no_role:
         by_role["?"] = no_role
-    child_count = Counter(shape.parents)
-    child_count.pop(-1, None)
+    kids = shape.child_counts()
+    leaves = kids.count(0)
     path_ids = sm.get_path_ids()
     on_path = []  # entry numbers root -> leaf, from the parent column
     x = shape.index(sm.leaf_id) if sm.leaf_id is not None else -1
@@ -104,8 +106,8 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
         "entries": n,
         "byType": dict(by_type.most_common()),
         "byRole": dict(by_role.most_common()),
-        "leaves": n - len(child_count),
-        "branchPoints": sum(1 for k in child_count.values() if k >= 2),
+        "leaves": leaves,
+        "branchPoints": n - leaves - kids.count(1),
         "roots": len(shape.roots),
         "leafId": sm.leaf_id,
         "pathLength": len(path_ids),
@@ -118,6 +120,12 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
         "problems": len(report),
         "problemKinds": dict(Counter(i.kind for i in report)),
     }
+
+
+def _counts_of(column: Any) -> Counter[Any]:
+    """``Counter(column)``; a shape's code column counts its codes (800k entries: 0.1 s
+    less per column)."""
+    return column.counts() if isinstance(column, CodeColumn) else Counter(column)
 
 
 def _timestamp(sm: Any, shape: Any, order: range) -> str | None:
