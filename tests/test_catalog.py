@@ -6,6 +6,7 @@ costs only its bytes; damaged catalogs are rebuilt; two processes can use one ca
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import pickle
 import random
@@ -474,7 +475,12 @@ def _valid_catalog(path: str) -> bool:
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "version", "foreign", "empty", "pages"])
-def test_damaged_catalog_is_rebuilt(tmp_path: Path, catalog_file: str, damage: str) -> None:
+def test_damaged_catalog_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str) -> None:
+    """At the catalog's own place anything that is not a valid catalog is replaced."""
+    from sessiontree.catalog._location import cache_path
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    catalog_file = cache_path()
     folders = make_root(tmp_path / "s", 30, seed=6)
     want = list_folders(folders, no_cache=True)
     assert list_folders(folders, catalog=catalog_file) == want
@@ -510,6 +516,58 @@ def test_damaged_catalog_is_rebuilt(tmp_path: Path, catalog_file: str, damage: s
     assert list_folders(folders, catalog=catalog_file) == want
     assert cat.search("refactor", folders, catalog=catalog_file) == cat.search("refactor", folders, no_cache=True)
     assert _valid_catalog(catalog_file)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "version", "pages", "empty"])
+def test_damaged_catalog_elsewhere_is_rebuilt(tmp_path: Path, catalog_file: str, damage: str) -> None:
+    """At a place given by the user, a file is replaced only if its header says it is a
+    catalog (or it is empty)."""
+    folders = make_root(tmp_path / "s", 10, seed=6)
+    want = list_folders(folders, no_cache=True)
+    assert list_folders(folders, catalog=catalog_file) == want
+    c = sqlite3.connect(catalog_file)
+    c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    c.close()
+    size = os.path.getsize(catalog_file)
+    with open(catalog_file, "r+b") as f:
+        if damage == "truncated":
+            f.truncate(size // 3)
+        elif damage == "pages":
+            f.seek(2 * 4096)
+            f.write(os.urandom(size - 2 * 4096))
+        elif damage == "empty":
+            f.truncate(0)
+    if damage == "version":
+        c = sqlite3.connect(catalog_file)
+        c.execute("PRAGMA user_version=999")
+        c.close()
+    assert list_folders(folders, catalog=catalog_file) == want
+    assert _valid_catalog(catalog_file)
+
+
+@pytest.mark.parametrize("what", ["session", "garbage", "foreign"])
+def test_a_file_that_is_not_a_catalog_is_never_replaced(tmp_path: Path, what: str) -> None:
+    """``--catalog`` naming a session file (a slip of the keyboard), or another
+    program's database, leaves it as it was: a listing reads the files, ``index``
+    refuses with one message."""
+    folders = make_root(tmp_path / "s", 5, seed=2)
+    target = tmp_path / "target"
+    if what == "session":
+        target = Path(sorted(Path(folders[0]).glob("*.jsonl"))[0])
+    elif what == "garbage":
+        target.write_bytes(os.urandom(10_000))
+    else:
+        c = sqlite3.connect(target)
+        c.execute("CREATE TABLE file (x)")
+        c.commit()
+        c.close()
+    before = target.read_bytes()
+    want = list_folders(folders, no_cache=True)
+    assert list_folders(folders, catalog=str(target)) == want
+    with pytest.raises(cat.CatalogError, match="not a sessiontree catalog"):
+        cat.index(folders, catalog=str(target))
+    assert target.read_bytes() == before
+    assert not Path(str(target) + ".lock").exists()
 
 
 def test_catalog_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -655,3 +713,44 @@ def test_unchanged_listing_reads_rows_not_entries_records(tmp_path: Path, catalo
     read = _rchar() - before
     assert again == first
     assert read < records // 4, (read, records)
+
+
+def test_file_name_that_is_not_utf8(tmp_path: Path, catalog_file: str) -> None:
+    """Names are bytes on Linux: a session named with byte 0xff is listed, searched and
+    counted through the catalog as without it."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    generate_session(folder / "plain.jsonl", size_bytes=20_000, seed=3, cwd="/p")
+    odd = os.path.join(os.fsencode(folder), b"bad\xffname.jsonl")
+    generate_session(os.fsdecode(odd), size_bytes=20_000, seed=4, cwd="/p")
+    folders = [str(folder)]
+    for _ in range(2):  # a new catalog, then the saved one
+        got = list_folders(folders, catalog=catalog_file)
+        assert got == list_folders(folders, no_cache=True)
+        assert os.fsdecode(odd) in {s.path for s in got}
+        assert cat.search("the", folders, catalog=catalog_file, limit=None) == cat.search(
+            "the", folders, no_cache=True, limit=None)
+
+
+@pytest.mark.parametrize("then", ["grow", "search"])
+def test_missing_entries_records_are_damage(tmp_path: Path, catalog_file: str, then: str) -> None:
+    """Rows of the entries table deleted behind the catalog's back: found when needed
+    (a growth, a search's current paths) and rebuilt, never read as empty."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for i in range(3):
+        generate_session(folder / f"s{i}.jsonl", size_bytes=30_000, seed=30 + i, cwd="/p")
+    folders = [str(folder)]
+    cat.index(folders, catalog=catalog_file)
+    with sqlite3.connect(catalog_file) as c:
+        c.execute("DELETE FROM entries")
+    if then == "grow":  # a line that reuses an id: a duplicate, to be skipped
+        target = folder / "s0.jsonl"
+        first = json.loads(target.read_bytes().splitlines()[1])
+        with open(target, "ab") as f:
+            f.write(json.dumps({**first, "message": {"role": "user", "content": "dup", "timestamp": 9}}).encode() + b"\n")
+    assert list_folders(folders, catalog=catalog_file) == list_folders(folders, no_cache=True)
+    assert cat.search("the", folders, catalog=catalog_file, limit=None) == cat.search(
+        "the", folders, no_cache=True, limit=None)
+    assert cat.usage("session", folders, catalog=catalog_file, active_path=True) == cat.usage(
+        "session", folders, no_cache=True, active_path=True)

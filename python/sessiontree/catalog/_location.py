@@ -8,7 +8,7 @@ import os
 
 from .._places import default_session_root
 
-__all__ = ["ENV", "OFF", "default_path", "resolve"]
+__all__ = ["ENV", "OFF", "cache_path", "default_path", "resolve"]
 
 ENV = "SESSIONTREE_CATALOG"
 """The environment variable that moves the catalog (a file path), or turns it off."""
@@ -33,6 +33,13 @@ def default_path() -> str | None:
         if env.strip().lower() in OFF:
             return None
         return os.path.abspath(os.path.expanduser(env))
+    return cache_path()
+
+
+def cache_path() -> str:
+    """The catalog's own place: ``$XDG_CACHE_HOME/sessiontree/`` (absolute only), else
+    ``~/.cache/sessiontree/``, with :data:`FILE_NAME`. Whatever is there is the
+    catalog's (a damaged file there is replaced, ``_store``)."""
     cache = os.environ.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(cache):
         cache = os.path.join(os.path.expanduser("~"), ".cache")

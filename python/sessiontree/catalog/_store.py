@@ -43,6 +43,7 @@ SCHEMA_VERSION = 3
 """Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
 
 APPLICATION_ID = 0x53547243  # "STrC"
+_SQLITE_MAGIC = b"SQLite format 3\x00"  # the file header; the application id is at offset 68
 
 _TABLES = ("meta", "folder", "file", "entries", "text", "doc", "doc_fts", "usage")
 
@@ -162,7 +163,7 @@ class FileRow:
     entries: bytes | None = None  # None: not read from the catalog (Store.entries)
 
 
-_TEXT_COLUMNS = frozenset({"sid", "cwd", "parent", "first_message", "title", "problem"})
+_TEXT_COLUMNS = frozenset({"name", "sid", "cwd", "parent", "first_message", "title", "problem"})
 # The ``file`` table's columns: every field but the entries record (its own table, read
 # only when needed), which is last, so FileRow(*values) leaves it unread.
 _ROW_COLUMNS = tuple(f.name for f in fields(FileRow))[:-1]
@@ -256,11 +257,35 @@ class Store:
         conn.close()
         return None
 
+    def _replaceable(self) -> bool:
+        """Whether the file at ``path``, not a valid catalog, may be replaced by a new one:
+        nothing is there (missing or empty), its SQLite header carries this catalog's
+        application id (one of ours, of another schema or damaged past its header), or
+        it is at the catalog's own place (``_location.cache_path``). Anything else, a
+        session file or another program's database named by mistake, is not ours."""
+        from ._location import cache_path
+
+        try:
+            with open(self.path, "rb") as f:
+                head = f.read(100)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return os.path.abspath(self.path) == cache_path()
+        if not head or os.path.abspath(self.path) == cache_path():
+            return True
+        return head[:16] == _SQLITE_MAGIC and int.from_bytes(head[68:72], "big") == APPLICATION_ID
+
+    def _refuse(self) -> None:
+        if not self._replaceable():
+            raise CatalogError(f"{self.path}: not a sessiontree catalog; not replaced (give another --catalog)")
+
     def _open(self) -> sqlite3.Connection:
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
         conn = self._try()
         if conn is not None:
             return conn
+        self._refuse()
         with self._lock():
             conn = self._try()  # another process may have made it meanwhile
             if conn is not None:
@@ -299,6 +324,7 @@ class Store:
         """Throw the catalog away and start an empty one (a damaged database)."""
         with contextlib.suppress(sqlite3.Error):
             self.conn.close()
+        self._refuse()
         with self._lock():
             self._create()
         conn = self._try()
@@ -333,7 +359,13 @@ class Store:
     def entries(self, file: int) -> bytes:
         """The entries record of a file (``_extract``)."""
         r = self.conn.execute("SELECT record FROM entries WHERE file = ?", (file,)).fetchone()
-        return bytes(r[0]) if r is not None and r[0] is not None else b""
+        if r is not None and r[0] is not None:
+            return bytes(r[0])
+        n = self.conn.execute("SELECT entry_count FROM file WHERE id = ?", (file,)).fetchone()
+        if n is not None and n[0]:
+            # Every saved file has its record: one missing is damage (run() rebuilds).
+            raise sqlite3.DatabaseError(f"catalog damaged: file {file} has no entries record")
+        return b""
 
     def text(self, file: int, below: int) -> str:
         """The listing text of ``file`` up to ``below`` bytes (its pieces, joined)."""
