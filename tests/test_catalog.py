@@ -754,3 +754,53 @@ def test_missing_entries_records_are_damage(tmp_path: Path, catalog_file: str, t
         "the", folders, no_cache=True, limit=None)
     assert cat.usage("session", folders, catalog=catalog_file, active_path=True) == cat.usage(
         "session", folders, no_cache=True, active_path=True)
+
+
+_LISTER = """
+import sys
+from sessiontree._listing import list_folders
+list_folders(sys.argv[2:], catalog=sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize("report", ["search", "usage"])
+def test_a_report_whose_saves_another_process_won(tmp_path: Path, catalog_file: str,
+                                                  monkeypatch: pytest.MonkeyPatch, report: str) -> None:
+    """A listing in another process saves the files' rows (listing facts only) between
+    this search's reads and its first save: this process's saves lose, and it must not
+    answer from rows that hold no docs or usage."""
+    folders = make_root(tmp_path / "s", 12, seed=3)
+    real = Store.batch
+    ran: list[int] = []
+
+    def batch(self: Store) -> Any:
+        if not ran:
+            ran.append(1)
+            subprocess.run([sys.executable, "-c", _LISTER, catalog_file, *folders], check=True)
+        return real(self)
+
+    monkeypatch.setattr(Store, "batch", batch)
+    if report == "search":
+        got: Any = cat.search("the", folders, catalog=catalog_file, limit=None)
+        want: Any = cat.search("the", folders, no_cache=True, limit=None)
+    else:
+        got = cat.usage("session", folders, catalog=catalog_file)
+        want = cat.usage("session", folders, no_cache=True)
+    assert ran and got == want
+
+
+def test_damaged_again_after_its_rebuild_the_files_answer(catalog_file: str) -> None:
+    """Another process keeps breaking the catalog: the rebuilt one fails too, and the
+    answer comes from the files (a command that needs the catalog gets one error)."""
+    calls: list[bool] = []
+
+    def op(store: Any) -> str:
+        calls.append(store is not None)
+        if store is not None:
+            raise sqlite3.DatabaseError("database disk image is malformed")
+        return "from the files"
+
+    assert cat.run(op, catalog=catalog_file) == "from the files"
+    assert calls == [True, True, False]
+    with pytest.raises(cat.CatalogError, match="malformed"):
+        cat.run(op, catalog=catalog_file, required=True)

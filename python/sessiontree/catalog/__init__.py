@@ -126,6 +126,10 @@ def run(
         no_cache: run ``op(None)`` only.
         required: raise instead of answering without the catalog.
         wait: wait up to 30 s for another process's write (else 5 s).
+
+    Raises:
+        CatalogError: ``required`` and the catalog cannot be used (busy, or damaged
+            again after its rebuild).
     """
     store = None if no_cache else open_store(catalog, required=required, busy=30.0 if wait or required else 5.0)
     if store is None:
@@ -135,28 +139,46 @@ def run(
     except sqlite3.DatabaseError as e:
         if _busy(e):
             if required:
-                raise
+                raise CatalogError(f"{store.path}: the catalog stayed busy ({e})") from e
             return op(None)
         # "database disk image is malformed", "file is not a database", a vanished
         # table: rebuilt and read again.
         try:
             store.rebuild()
-        except CatalogError:
+            return op(store)
+        except (CatalogError, sqlite3.DatabaseError) as again:
+            # Damaged again at once (another process is breaking or replacing it):
+            # the files answer.
             if required:
-                raise
+                raise CatalogError(f"{store.path}: cannot use the catalog ({again})") from again
             return op(None)
-        return op(store)
 
 
 def refresh_for(store: Store | None, folders: Sequence[str], *, content: bool = False,
                 on_progress: Callable[[int, int], None] | None = None,
                 on_bytes: Callable[[int, int], None] | None = None,
                 sink: ContentSink | None = None) -> list[Found]:
-    """``_indexer.refresh`` as the commands use it: docs must be in the catalog to be
-    searched, so a content refresh waits for a busy catalog (and raises if it stays
-    busy, which :func:`run` answers by reading the files); a listing does not wait."""
-    return refresh(store, folders, content=content, on_progress=on_progress, on_bytes=on_bytes, sink=sink,
-                   must_save=content)
+    """``_indexer.refresh`` as the commands use it. A listing answers from what it read
+    and does not wait for a busy catalog. Docs and usage must be in the catalog to be
+    searched or summed, so a content refresh waits for a busy catalog (and raises if it
+    stays busy, which :func:`run` answers by reading the files), and a file whose save
+    another process's won (that process may have saved a listing only) is refreshed
+    again from what the catalog now holds, until every file's rows are current.
+
+    Raises:
+        sqlite3.OperationalError: (content) the catalog stayed busy, or other processes
+            kept changing the same files for :data:`CONTENT_ROUNDS` rounds.
+    """
+    for _ in range(CONTENT_ROUNDS if content and store is not None else 1):
+        found = refresh(store, folders, content=content, on_progress=on_progress, on_bytes=on_bytes, sink=sink,
+                        must_save=content)
+        if not content or store is None or all(f.saved or f.row is None for f in found):
+            return found
+    raise sqlite3.OperationalError("database is locked: other processes kept changing the files' rows")
+
+
+CONTENT_ROUNDS = 5
+"""Refreshes a search, a report or ``index`` makes before it reads the files instead."""
 
 
 def _folders(folders: Sequence[str] | None, root: str | None) -> list[str]:
@@ -285,7 +307,7 @@ def index(
     chosen = _folders(folders, root)
 
     def op(store: Store | None) -> IndexSummary:
-        found = refresh(store, chosen, content=True, on_progress=on_progress, on_bytes=on_bytes, must_save=True)
+        found = refresh_for(store, chosen, content=True, on_progress=on_progress, on_bytes=on_bytes)
         size = 0
         if store is not None:
             with contextlib.suppress(sqlite3.Error):
