@@ -123,3 +123,25 @@ def test_index_text_and_off(agent: dict[str, str], tmp_path: Path) -> None:
     assert p.returncode == 1 and "turned off" in p.stderr
     p = run("ls", "--all", "--json", env={**agent, "SESSIONTREE_CATALOG": "off"})
     assert len(json.loads(p.stdout)["sessions"]) == 30
+
+
+@pytest.mark.parametrize(("tz", "ms", "iso"), [("Asia/Tokyo", 253402300799999, "9999-12-31T23:59:59.999Z"),
+                                               ("America/New_York", -62135596800000, "0001-01-01T00:00:00.000Z")])
+def test_times_at_the_ends_of_the_calendar(tmp_path: Path, tz: str, ms: int, iso: str) -> None:
+    """A message time whose local date is outside years 1..9999 is shown and grouped in
+    UTC instead of stopping the command."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    lines = [{"type": "session", "version": 3, "id": "s1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"},
+             {"type": "message", "id": "a1", "parentId": None, "timestamp": iso,
+              "message": {"role": "assistant", "content": [{"type": "text", "text": "edge answer"}],
+                          "usage": {"input": 1, "output": 1, "cost": {"total": 1}}, "provider": "p", "model": "m",
+                          "timestamp": ms}}]
+    (folder / "s.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    env = {"TZ": tz, "SESSIONTREE_CATALOG": str(tmp_path / "c.sqlite3")}
+    for args in (["ls", str(folder)], ["search", "edge", str(folder)], ["usage", "daily", str(folder)],
+                 ["usage", "weekly", str(folder), "--json"], ["usage", "monthly", str(folder)]):
+        p = run(*args, env=env)
+        assert p.returncode == 0 and "Traceback" not in p.stderr, (args, p.stderr)
+    if ms > 0:  # the last activity (Pi counts only times > 0), shown in UTC
+        assert iso[:10] in run("ls", str(folder), env=env).stdout

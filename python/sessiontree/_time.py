@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 
 __all__ = ["parse_iso_ms", "now_iso", "iso_from_ms", "datetime_from_ms", "MAX_EPOCH_MS"]
 
@@ -134,3 +134,17 @@ def datetime_from_ms(ms: float | int) -> datetime | None:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def local_time(dt: datetime, tz: tzinfo | None = None) -> datetime:
+    """``dt`` (aware) in ``tz`` (``None``: this machine's zone), for showing or grouping.
+
+    Returns:
+        The shifted time, or ``dt`` as it is when that falls outside years 1..9999
+        (9999-12-31T23:00Z east of UTC, 0001-01-01T00:00Z west of it): a session may
+        hold any representable time, and one of them must not stop a listing.
+    """
+    try:
+        return dt.astimezone(tz)
+    except (OverflowError, ValueError):
+        return dt

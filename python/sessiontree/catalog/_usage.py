@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import date, tzinfo
 from typing import Any, Literal
 
-from .._time import datetime_from_ms
+from .._time import datetime_from_ms, local_time
 from ._extract import entries_path, native_scanner
 from ._indexer import entries_of
 from ._store import py_text
@@ -98,7 +98,7 @@ def _bucket(group: str, ms: float | None, tz: tzinfo | None) -> str | None:
     dt = datetime_from_ms(ms)
     if dt is None:
         return None
-    local = dt.astimezone(tz)
+    local = local_time(dt, tz)
     if group == "daily":
         return local.strftime("%Y-%m-%d")
     if group == "weekly":

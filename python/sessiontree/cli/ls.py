@@ -17,6 +17,7 @@ from typing import Any
 from rich.cells import set_cell_size
 from rich.text import Text
 
+from .._time import local_time
 from ..errors import SessionError
 from . import _scope
 from ._common import Io, count_progress, fit, one_line, safe
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
     for s in sessions:
         title = one_line(s.name) if s.name else one_line(s.first_message)
         lines.append("".join((
-            s.modified.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
+            local_time(s.modified).strftime("%Y-%m-%d %H:%M:%S"),
             f"  {s.message_count:>4,}  ",
             paint(set_cell_size(fit(title, _PREVIEW), _PREVIEW), "bold" if s.name else ""),
             paint(f"  {one_line(s.cwd, 400)}", "cyan") if args.all else "",

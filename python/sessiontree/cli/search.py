@@ -23,6 +23,7 @@ from typing import Any
 
 from rich.text import Text
 
+from .._time import local_time
 from . import _scope
 from ._common import CliError, Io, byte_progress, one_line, safe
 
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
         io.err.print(Text(msg))
         return 0
     for h in result.hits:
-        when = h.time.astimezone().strftime("%Y-%m-%d %H:%M") if h.time is not None else "-" * 16
+        when = local_time(h.time).strftime("%Y-%m-%d %H:%M") if h.time is not None else "-" * 16
         io.print(Text.assemble(
             (when, "dim"), "  ", (f"{h.role:<9}", "cyan"), ("*" if h.on_path else " ", "bold green"), " ",
             (safe(h.path), "bold"), "  ", (safe(h.entry_id), "yellow"),
