@@ -804,3 +804,23 @@ def test_damaged_again_after_its_rebuild_the_files_answer(catalog_file: str) -> 
     assert calls == [True, True, False]
     with pytest.raises(cat.CatalogError, match="malformed"):
         cat.run(op, catalog=catalog_file, required=True)
+
+
+def test_a_rewrite_with_its_mtime_put_back_is_read_again(tmp_path: Path, catalog_file: str) -> None:
+    """Same size, same mtime (``touch -r``, ``cp -p``), other bytes at the ends: the ctime
+    changed, so the ends are checked and the file read again."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    path = folder / "s.jsonl"
+    generate_session(path, entries=30, seed=5, cwd="/p")
+    with SessionManager.open(str(path)) as sm:
+        sm.append_session_info("name-AAAA")
+    folders = [str(folder)]
+    assert list_folders(folders, catalog=catalog_file)[0].name == "name-AAAA"
+    st = path.stat()
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"name-AAAA", b"name-BBBB"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    assert list_folders(folders, catalog=catalog_file) == list_folders(folders, no_cache=True)
+    assert list_folders(folders, catalog=catalog_file)[0].name == "name-BBBB"

@@ -1,10 +1,12 @@
 """Bringing the catalog up to date with the ``.jsonl`` files of some folders.
 
-Each file is keyed by its identity when it was read (device, inode, size, mtime) and
-the ends of the bytes read (``_filestate``'s rule: first and last
+Each file is keyed by its identity when it was read (device, inode, size, mtime,
+ctime) and the ends of the bytes read (``_filestate``'s rule: first and last
 ``FINGERPRINT`` bytes). On a refresh a file is
 
 * **unchanged** (same identity): it costs a ``stat``;
+* **touched** (only the ctime changed: a chmod, or a rewrite whose mtime was put back
+  with ``utime``, which cannot restore a ctime): its ends are checked as for growth;
 * **grown** (same device and inode, longer, the ends of what was read unchanged, a
   header read and no unterminated last line): read from where the catalog stopped;
 * **new, replaced, truncated or rewritten** (anything else, including a change of
@@ -140,7 +142,7 @@ def _fresh(found: Found, folder: int) -> FileRow:
     st = found.st
     assert st is not None
     return FileRow(folder=folder, name=found.name, dev=st.st_dev, ino=st.st_ino, size=st.st_size,
-                   mtime_ns=st.st_mtime_ns, entries=b"")
+                   mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns, entries=b"")
 
 
 def _plan(found: Found, row: FileRow | None, want_content: bool, store: bool) -> _Plan | None:
@@ -152,8 +154,8 @@ def _plan(found: Found, row: FileRow | None, want_content: bool, store: bool) ->
             new.id, new.gen = row.id, row.gen
         found._reset = row is not None
         return _Plan(found, new, 0, want_content)
-    ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    same = ident == (row.dev, row.ino, row.size, row.mtime_ns)
+    ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    same = ident == (row.dev, row.ino, row.size, row.mtime_ns, row.ctime_ns)
     wants_catchup = want_content and row.problem is None and (row.c_end is None or row.c_end < row.l_end)
     if row.problem is not None or row.old or not row.resumable:
         if same:
@@ -175,7 +177,7 @@ def _plan(found: Found, row: FileRow | None, want_content: bool, store: bool) ->
           and _same_ends(found.path, row)):
         # It grew (or a read was cut short): go on from where the catalog stopped.
         content_now = row.c_end == row.l_end
-        row.dev, row.ino, row.size, row.mtime_ns = ident
+        row.dev, row.ino, row.size, row.mtime_ns, row.ctime_ns = ident
         catchup = (row.c_end or 0, row.l_end) if wants_catchup else None
         return _Plan(found, row, row.l_end, want_content or content_now, catchup)
     # New content under an old name: read it all again.

@@ -11,7 +11,7 @@ Tables:
 
 * ``folder(id, path)`` — absolute folder paths.
 * ``file`` — one row per ``.jsonl`` file: its identity when read (dev, inode, size,
-  mtime) and the digest of the ends of the bytes read (``_filestate``'s rule), the
+  mtime, ctime) and the digest of the ends of the bytes read (``_filestate``'s rule), the
   listing facts of ``[0, l_end)`` and how far docs and usage go (``c_end``); or why it
   is not a session (``problem``). Small, so a listing reads few pages.
 * ``entries(file, record)`` — the entries record of a file (``_extract``), which grows
@@ -55,6 +55,7 @@ CREATE TABLE file (
     folder INTEGER NOT NULL,
     name TEXT NOT NULL,
     dev INTEGER NOT NULL, ino INTEGER NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL DEFAULT 0,
     ends BLOB,
     gen INTEGER NOT NULL DEFAULT 0,
     l_end INTEGER NOT NULL,
@@ -139,6 +140,7 @@ class FileRow:
     ino: int
     size: int
     mtime_ns: int
+    ctime_ns: int = 0  # utime() restores an mtime, never a ctime
     l_end: int = 0
     resumable: bool = False
     id: int | None = None
