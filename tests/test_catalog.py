@@ -824,3 +824,15 @@ def test_a_rewrite_with_its_mtime_put_back_is_read_again(tmp_path: Path, catalog
     assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
     assert list_folders(folders, catalog=catalog_file) == list_folders(folders, no_cache=True)
     assert list_folders(folders, catalog=catalog_file)[0].name == "name-BBBB"
+
+
+def test_a_lone_surrogate_is_searched_as_one_replacement_character(tmp_path: Path, catalog_file: str) -> None:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    lines = ['{"type":"session","version":3,"id":"s1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"}',
+             '{"type":"message","id":"u1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z",'
+             '"message":{"role":"user","content":"nm \\ud800 x","timestamp":1}}']
+    (folder / "s.jsonl").write_text("\n".join(lines) + "\n")
+    for kw in ({"catalog": catalog_file}, {"no_cache": True}):
+        hits = cat.search("re:nm \ufffd x", [str(folder)], **kw).hits  # type: ignore[arg-type]
+        assert [h.entry_id for h in hits] == ["u1"], kw

@@ -621,3 +621,11 @@ def test_help_has_no_rst_literals() -> None:
                     "generate", "bench", "import", "browse", "export"):
         p = run(command, "--help")
         assert p.returncode == 0 and "``" not in p.stdout, command
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_version_to_a_full_disk() -> None:
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "sessiontree", "--version"], stdout=full, stderr=subprocess.PIPE,
+                           text=True, timeout=60)
+    assert p.returncode == 1 and p.stderr.strip().splitlines() == ["sessiontree: error: No space left on device"], p

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -117,15 +118,18 @@ def py_text(v: Any) -> Any:
     return v
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a pair is one code point in a str
+
+
 def search_text(s: str) -> str:
-    """A doc's text as it is searched and stored: lone surrogates (which FTS5 cannot
-    hold) replaced by U+FFFD, everything else as it is."""
+    """A doc's text as it is searched and stored: each lone surrogate (which FTS5 cannot
+    hold) replaced by one U+FFFD, everything else as it is."""
     if s.isascii():
         return s
     try:
         s.encode("utf-8")
     except UnicodeEncodeError:
-        return s.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return _LONE_SURROGATE.sub("\ufffd", s)
     return s
 
 

@@ -69,7 +69,13 @@ class _Version(argparse.Action):
             found = version("sessiontree")
         except PackageNotFoundError:  # a source tree that was never installed
             found = "unknown"
-        sys.stdout.write(f"sessiontree {found}\n")  # stdout, as argparse's own version action
+        try:
+            sys.stdout.write(f"sessiontree {found}\n")  # stdout, as argparse's own version action
+            sys.stdout.flush()
+        except BrokenPipeError:
+            exit_for_broken_pipe()
+        except OSError as e:  # a full disk, /dev/full: one line, as every command says it
+            parser.exit(1, f"sessiontree: error: {e.strerror or e}\n")
         parser.exit()
 
 
