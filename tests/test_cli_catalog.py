@@ -145,3 +145,32 @@ def test_times_at_the_ends_of_the_calendar(tmp_path: Path, tz: str, ms: int, iso
         assert p.returncode == 0 and "Traceback" not in p.stderr, (args, p.stderr)
     if ms > 0:  # the last activity (Pi counts only times > 0), shown in UTC
         assert iso[:10] in run("ls", str(folder), env=env).stdout
+
+
+def test_ls_columns_line_up_whatever_the_sessions_hold(tmp_path: Path) -> None:
+    """Names with lone surrogates, invisible format characters and wide CJK, cwds of
+    any length and 10,000+ messages: every row's file column starts at one cell."""
+    from rich.cells import cell_len
+
+    root = tmp_path / "root"
+    specs = [("a", "/p", "\ud800 hidden\u200bword \U000e0041tag", 3), ("b", "/a/much/longer/working/dir", "漢字の名前", 3),
+             ("c", "/q", "plain", 10_001)]
+    for sub, cwd, name, n in specs:
+        (root / sub).mkdir(parents=True)
+        lines = [{"type": "session", "version": 3, "id": sub, "timestamp": "2025-01-01T00:00:00.000Z", "cwd": cwd}]
+        parent = None
+        for i in range(n):
+            lines.append({"type": "message", "id": f"{sub}{i}", "parentId": parent, "timestamp": "2025-01-01T00:00:01.000Z",
+                          "message": {"role": "user", "content": "hi", "timestamp": 1000 + i}})
+            parent = f"{sub}{i}"
+        lines.append({"type": "session_info", "id": f"{sub}n", "parentId": parent, "timestamp": "2025-01-01T00:00:02.000Z",
+                      "name": name})
+        (root / sub / f"{sub}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    p = run("ls", str(root), "--all", "--no-cache", "--color", "never")
+    assert p.returncode == 0, p.stderr
+    rows = [line for line in p.stdout.splitlines() if line.endswith(".jsonl")]
+    assert len(rows) == 3
+    starts = {cell_len(r[: r.rindex(" ") + 1]) for r in rows}
+    assert len(starts) == 1, p.stdout
+    assert "\\ud800" in p.stdout and "\\u200b" in p.stdout and "\\U000e0041" in p.stdout
+    assert "10,001" in p.stdout

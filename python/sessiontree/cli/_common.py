@@ -307,9 +307,15 @@ _PREVIEW_CHARS = 600  # no terminal line shows more; never collapse megabytes of
 # C0 and C1 controls (ESC, NUL, BEL, BS, CR, ...), DEL, the bidi controls (embeddings,
 # overrides, isolates, marks) and the Unicode line/paragraph separators: session text
 # is untrusted, and any of these would let it move the cursor, recolour or clear the
-# terminal, or reorder what is shown. ``safe_block`` keeps LF and TAB (rendered on
-# purpose as lines and indentation); ``safe`` escapes them too.
-_UNSAFE_OTHER = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+# terminal, or reorder what is shown. Also the invisible format characters a terminal
+# draws as nothing or as a box (soft hyphen, zero-width space, word joiner, BOM, the
+# deprecated format controls, interlinear annotation, tags), which would hide text or
+# shift columns, and lone surrogates (the stream would print them as six characters
+# the width count did not see); ZWJ/ZWNJ and variation selectors stay, as emoji and
+# scripts need them. ``safe_block`` keeps LF and TAB (rendered on purpose as lines and
+# indentation); ``safe`` escapes them too.
+_UNSAFE_OTHER = ("\x7f-\x9f\xad\u034f\u061c\u180e\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
+                 "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f")
 _UNSAFE_RE = re.compile(f"[\x00-\x1f{_UNSAFE_OTHER}]")
 _UNSAFE_BLOCK_RE = re.compile(f"[\x00-\x08\x0b-\x1f{_UNSAFE_OTHER}]")  # LF (0a) and TAB (09) kept
 
@@ -323,7 +329,7 @@ def _escape_char(m: re.Match[str]) -> str:
     if named is not None:
         return named
     o = ord(ch)
-    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
 
 
 def plain_doc(doc: str | None) -> str:

@@ -20,9 +20,10 @@ from rich.text import Text
 from .._time import local_time
 from ..errors import SessionError
 from . import _scope
-from ._common import Io, count_progress, fit, one_line, safe
+from ._common import Io, cells, count_progress, fit, one_line, safe
 
 _PREVIEW = 60
+_CWD_MAX = 60  # cells of the cwd column (--all); a longer cwd is cut with …
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -112,15 +113,19 @@ def run(args: argparse.Namespace, io: Io) -> int:
     # Styled segments written as strings: a picker's thousands of rows through
     # Console.print would cost more than the listing (Io.styler).
     paint = io.styler()
-    lines = [paint(f"{'modified':<19}  msgs  {set_cell_size('name / first message', _PREVIEW)}"
-                   f"{'  cwd' if args.all else ''}  file", "bold")]
-    for s in sessions:
+    counts = [f"{s.message_count:,}" for s in sessions]
+    count_w = max(4, *map(len, counts))
+    cwds = [one_line(s.cwd, 400) for s in sessions] if args.all else []
+    cwd_w = min(_CWD_MAX, max(map(cells, cwds))) if cwds else 0
+    lines = [paint(f"{'modified':<19}  {'msgs':>{count_w}}  {set_cell_size('name / first message', _PREVIEW)}"
+                   f"{'  ' + set_cell_size('cwd', cwd_w) if args.all else ''}  file", "bold")]
+    for k, s in enumerate(sessions):
         title = one_line(s.name) if s.name else one_line(s.first_message)
         lines.append("".join((
             local_time(s.modified).strftime("%Y-%m-%d %H:%M:%S"),
-            f"  {s.message_count:>4,}  ",
+            f"  {counts[k]:>{count_w}}  ",
             paint(set_cell_size(fit(title, _PREVIEW), _PREVIEW), "bold" if s.name else ""),
-            paint(f"  {one_line(s.cwd, 400)}", "cyan") if args.all else "",
+            paint("  " + set_cell_size(fit(cwds[k], cwd_w), cwd_w), "cyan") if args.all else "",
             paint("  " + safe(os.path.basename(s.path)), "dim"),
         )))
     lines.append(paint(f"{len(sessions):,} session(s)", "dim"))
