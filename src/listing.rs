@@ -47,6 +47,9 @@ const BLOCK: usize = 1 << 20;
 /// 2–4 MiB 822–1,126 vs 1,104–1,204 MB/s.
 const MAP_MIN: u64 = if cfg!(test) { 4 << 10 } else { 1 << 20 };
 
+/// Most bytes one map of the listing pass covers (the pages a scan holds mapped).
+const MAP_WINDOW: u64 = if cfg!(test) { 16 << 10 } else { 64 << 20 };
+
 /// The header as one scan saw it.
 #[derive(Debug, Default, PartialEq)]
 pub enum Header {
@@ -242,28 +245,40 @@ fn scan_into(
     let stop_at = start.saturating_add(limit);
     let mut st = State::new(prior, start, content);
     let mut from = start;
-    if size.saturating_sub(start) >= map_min {
-        if let Some(window) = source::map_guarded(file, start, size)? {
-            let bytes = window.bytes();
-            let mut pos = 0usize;
-            let mut done = false;
-            while let Some((n, go)) = take_line(&mut st, &bytes[pos..], start + pos as u64) {
-                pos += n;
-                st.out.end = start + pos as u64;
-                if !go || (st.header_found && st.out.end >= stop_at) {
-                    done = true;
-                    break;
-                }
+    // Windows of at most MAP_WINDOW bytes, none past where a limited call stops (plus a
+    // block for its last line), so the pages mapped stay bounded whatever the file.
+    let window_end = |from: u64| {
+        size.min(from + MAP_WINDOW)
+            .min(stop_at.saturating_add(BLOCK as u64))
+    };
+    while window_end(from).saturating_sub(from) >= map_min {
+        let Some(window) = source::map_guarded(file, from, window_end(from))? else {
+            break;
+        };
+        let bytes = window.bytes();
+        let mut pos = 0usize;
+        let mut done = false;
+        while let Some((n, go)) = take_line(&mut st, &bytes[pos..], from + pos as u64) {
+            pos += n;
+            st.out.end = from + pos as u64;
+            if !go || (st.header_found && st.out.end >= stop_at) {
+                done = true;
+                break;
             }
-            if window.faulted() {
-                st = State::new(prior, start, content);
-            } else {
-                st.out.bytes_read = pos as u64;
-                if done {
-                    return Ok(st.finish(false));
-                }
-                from = start + pos as u64;
-            }
+        }
+        if window.faulted() {
+            // The file shrank under the map: all of it again, copied.
+            st = State::new(prior, start, content);
+            from = start;
+            break;
+        }
+        st.out.bytes_read += pos as u64;
+        from += pos as u64;
+        if done {
+            return Ok(st.finish(false));
+        }
+        if pos == 0 {
+            break; // a line longer than the window: copied, the buffer grows to it
         }
     }
     // A small file gets a small first read; a file that grows while it is read is
