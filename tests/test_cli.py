@@ -136,8 +136,10 @@ def test_context(corpus_dir: Path) -> None:
 
 def test_leaf_takes_a_unique_prefix(corpus_dir: Path, tmp_path: Path) -> None:
     """``tree`` shows ids cut to 8 characters; ``context``/``fork --leaf`` take a prefix."""
-    path = corpus_dir / "hand-compaction.jsonl"
-    with SessionManager.open(str(path)) as sm:
+    from _shared import open_quiet
+
+    path = corpus_dir / "hand-compaction.jsonl"  # its load report is not this test's
+    with open_quiet(path, "auto") as sm:
         ids = [e["id"] for e in sm.get_entries()]
         want = sm.build_session_context(leaf_id="4aa74d4e").messages
         assert sm.leaf_id == ids[-1]
