@@ -3,7 +3,7 @@ asserted) and a real terminal run under tmux.
 
 The "done when" of the issue is walked as a person would: open a session, find an
 abandoned branch, read it, see its context, fork it, using the keys the help lists.
-Skipped with the reason when Textual (``pip install 'sessiontree[browse]'``) or tmux is
+Skipped with the reason when Textual (``pip install textual``) or tmux is
 not installed.
 """
 
@@ -25,7 +25,7 @@ from _shared import open_quiet
 from sessiontree import InvalidSessionError, SessionManager
 from sessiontree.generate import generate_session
 
-pytest.importorskip("textual", reason="Textual is not installed: pip install 'sessiontree[browse]'")
+pytest.importorskip("textual", reason="Textual is not installed: pip install textual")
 
 from sessiontree.browse import BrowseApp  # noqa: E402
 
@@ -313,7 +313,7 @@ def test_textual_missing_is_one_line(tmp_path: Path, corpus_dir: Path) -> None:
     p = subprocess.run([sys.executable, "-m", "sessiontree", "browse", str(corpus_dir / "hand-labels-names.jsonl")],
                        capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 1 and "Traceback" not in p.stderr
-    assert "pip install 'sessiontree[browse]'" in p.stderr
+    assert "pip install textual" in p.stderr
     # The rest of the command line works without it.
     e = subprocess.run([sys.executable, "-m", "sessiontree", "export", str(corpus_dir / "hand-labels-names.jsonl"),
                         "--format", "markdown"], capture_output=True, text=True, timeout=120, env=env)

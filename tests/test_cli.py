@@ -533,6 +533,7 @@ def test_fork_creates_to_dir_and_shows_the_new_path(tmp_path: Path, corpus_dir: 
     made = list(to.iterdir())
     assert len(made) == 1
     assert str(made[0]) in p.stdout.splitlines()  # the new file's path on a line of its own
+    assert f"into {to};" in p.stdout  # the folder, not the option's name
     # Without --to: the session's folder (Pi's createBranchedSession), said plainly.
     p = run("fork", str(src), "--leaf", leaf)
     assert p.returncode == 0, p.stderr
@@ -631,3 +632,10 @@ def test_version_to_a_full_disk() -> None:
         p = subprocess.run([sys.executable, "-m", "sessiontree", "--version"], stdout=full, stderr=subprocess.PIPE,
                            text=True, timeout=60)
     assert p.returncode == 1 and p.stderr.strip().splitlines() == ["sessiontree: error: No space left on device"], p
+
+
+def test_usage_report_names_and_folders() -> None:
+    p = run("usage", "yearly")
+    assert p.returncode == 2 and "unknown report 'yearly'" in p.stderr, p.stderr
+    p = run("usage", "/no/such/folder")
+    assert p.returncode == 1 and "/no/such/folder: no such directory" in p.stderr, p.stderr

@@ -62,3 +62,9 @@ def test_import_errors_are_one_line(tmp_path: Path) -> None:
     assert p.returncode == 1 and "no such file" in p.stderr and "Traceback" not in p.stderr
     p = run("import", "codex")
     assert p.returncode == 2 and "--all" in p.stderr
+
+
+def test_import_all_with_nothing_to_import_says_where_it_looked(tmp_path: Path) -> None:
+    for source, var in (("claude", "CLAUDE_CONFIG_DIR"), ("codex", "CODEX_HOME")):
+        p = run("import", source, "--all", "--to", str(tmp_path / "out"), env={var: str(tmp_path / "none")})
+        assert p.returncode == 1 and f"no {source} transcripts found" in p.stderr, p.stderr

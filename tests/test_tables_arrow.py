@@ -22,7 +22,7 @@ from sessiontree.generate import generate_session
 
 from _shared import CASES, CORPUS, native_available, open_quiet
 
-pa = pytest.importorskip("pyarrow", reason="the arrow extra (pyarrow) is not installed: pip install 'sessiontree[arrow]'")
+pa = pytest.importorskip("pyarrow", reason="the arrow extra (pyarrow) is not installed: pip install pyarrow")
 duckdb = pytest.importorskip("duckdb", reason="duckdb is not installed (the test-tables extra)")
 pl = pytest.importorskip("polars", reason="polars is not installed (the test-tables extra)")
 

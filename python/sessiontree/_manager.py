@@ -1270,7 +1270,7 @@ class SessionManager:
 
         Raises:
             ValueError: an unknown table.
-            ImportError: pyarrow is not installed (``pip install 'sessiontree[arrow]'``).
+            ImportError: pyarrow is not installed (``pip install pyarrow``).
         """
         self._check()
         from .tables import session_reader

@@ -18,7 +18,7 @@ Keys (also in the footer, and `?` in the app):
   q        quit
 
 The tree's shape comes from the session's index; only the entries on screen are
-decoded. Needs Textual: pip install 'sessiontree[browse]'.
+decoded. Needs Textual: pip install textual (in a checkout: pip install '.[browse]').
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 from ._common import CliError, Io, require_file
 
-INSTALL_HINT = "pip install 'sessiontree[browse]' (or: pip install textual)"
+INSTALL_HINT = "pip install textual (in a checkout: pip install '.[browse]')"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
         kinds = ", ".join(sorted({p.kind for p in problems}))
         io.err.print(Text(f"note: the new session still has {len(problems)} problem(s) from its source path "
                           f"({safe(kinds)}); `sessiontree check {safe(os.fspath(new_path))}` lists them"))
-    where = "the source file's folder" if default else "--to"
+    where = "the source file's folder" if default else safe(os.path.dirname(os.path.abspath(new_path)))
     io.print(Text.assemble(f"forked {entries:,} entries (the path to {safe(args.leaf)}) "
                            f"from {safe(args.file)} into {where}; new session file:"))
     io.print(Text(safe(os.fspath(new_path)), style="bold"))

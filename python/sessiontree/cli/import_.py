@@ -42,7 +42,12 @@ def run(args: argparse.Namespace, io: Io) -> int:
 
     paths = list(args.paths)
     if args.all:
-        paths += claude_sources() if args.source == "claude" else codex_sources()
+        found = claude_sources() if args.source == "claude" else codex_sources()
+        if not found and not paths:
+            where = "$CLAUDE_CONFIG_DIR/projects (~/.claude/projects)" if args.source == "claude" \
+                else "$CODEX_HOME/sessions (~/.codex/sessions)"
+            raise CliError(f"--all: no {args.source} transcripts found under {where}")
+        paths += found
     if not paths:
         raise CliError("name source files, or --all for every one", code=2)
     for p in args.paths:

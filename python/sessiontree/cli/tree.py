@@ -94,7 +94,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--branches", action="store_true",
                    help="only roots, branch points and tips, with each tip's branch size and first user message")
     p.add_argument("--width", type=int, default=None,
-                   help="line width (default: the terminal's, else $COLUMNS, else 120); never exceeded")
+                   help="line width, at least 20 (default: the terminal's, else $COLUMNS, else 120); never exceeded")
     p.add_argument("--json", action="store_true",
                    help="flat JSON list of nodes in drawing order (id, parentId, kind, preview, label, depth, ...)")
     p.set_defaults(func=run)

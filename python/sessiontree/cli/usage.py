@@ -16,6 +16,7 @@ PATH's; DIR a folder, ``--all`` with its subfolders).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from collections.abc import Callable
 from datetime import date, timezone
@@ -73,8 +74,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
     from ..catalog import usage
 
     if args.report is not None and args.report not in _GROUPS:
-        if args.dir is None:  # `usage DIR`: the report is the default one
-            args.report, args.dir = None, args.report
+        if args.dir is None and (os.sep in args.report or os.path.isdir(os.path.expanduser(args.report))):
+            args.report, args.dir = None, args.report  # `usage DIR`: the report is the default one
         else:
             raise CliError(f"unknown report {args.report!r}: use one of {', '.join(_GROUPS)}", code=2)
     group = args.report or "daily"

@@ -8,7 +8,7 @@ without a copy); :func:`export_parquet` writes a folder of sessions (or the whol
 history) as a Hive-partitioned Parquet dataset and, run again, rewrites only the
 sessions that changed.
 
-Needs pyarrow: ``pip install 'sessiontree[arrow]'`` (docs/TABLES.md says why).
+Needs pyarrow: ``pip install pyarrow`` (the ``arrow`` extra: ``pip install '.[arrow]'`` in a checkout; docs/TABLES.md says why).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ try:
     import pyarrow as _pa
 except ImportError as e:  # pragma: no cover - the extra is missing
     raise ImportError(
-        "sessiontree.tables needs pyarrow: pip install 'sessiontree[arrow]' (or pyarrow>=15)"
+        "sessiontree.tables needs pyarrow: pip install 'pyarrow>=15' (in a checkout: pip install '.[arrow]')"
     ) from e
 
 from ._build import SessionTables, Source, sessions_table
