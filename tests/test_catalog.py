@@ -13,6 +13,7 @@ import random
 import re
 import shutil
 import sqlite3
+import stat
 import string
 import subprocess
 import sys
@@ -564,7 +565,7 @@ def test_a_file_that_is_not_a_catalog_is_never_replaced(tmp_path: Path, what: st
     before = target.read_bytes()
     want = list_folders(folders, no_cache=True)
     assert list_folders(folders, catalog=str(target)) == want
-    with pytest.raises(cat.CatalogError, match="not a sessiontree catalog"):
+    with pytest.raises(cat.CatalogError, match="not recognised as a sessiontree catalog"):
         cat.index(folders, catalog=str(target))
     assert target.read_bytes() == before
     assert not Path(str(target) + ".lock").exists()
@@ -836,3 +837,46 @@ def test_a_lone_surrogate_is_searched_as_one_replacement_character(tmp_path: Pat
     for kw in ({"catalog": catalog_file}, {"no_cache": True}):
         hits = cat.search("re:nm \ufffd x", [str(folder)], **kw).hits  # type: ignore[arg-type]
         assert [h.entry_id for h in hits] == ["u1"], kw
+
+
+@pytest.mark.parametrize("what", ["fifo", "device", "symlink-to-device", "symlink-to-session"])
+def test_a_catalog_path_that_is_not_a_regular_file(tmp_path: Path, what: str) -> None:
+    """A FIFO is never opened (a read would wait for a writer forever), a device or a
+    symlink never replaced (``--catalog /dev/null`` must not replace /dev/null): the
+    listing reads the files, ``index`` refuses in one line. In a child process, so a
+    hang fails the test instead of stopping the suite."""
+    folders = make_root(tmp_path / "s", 4, seed=2)
+    target = tmp_path / "target"
+    if what == "fifo":
+        os.mkfifo(target)
+    elif what == "device":
+        try:
+            os.mknod(target, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a copy of /dev/null
+        except PermissionError:
+            pytest.skip("mknod needs root")
+    elif what == "symlink-to-device":
+        target.symlink_to("/dev/null")
+    else:
+        target.symlink_to(sorted(Path(folders[0]).glob("*.jsonl"))[0])
+    before = os.lstat(target)
+    code = ("import sys\nfrom sessiontree._listing import list_folders\nfrom sessiontree import catalog\n"
+            "n = len(list_folders(sys.argv[2:], catalog=sys.argv[1]))\n"
+            "try:\n    catalog.index(sys.argv[2:], catalog=sys.argv[1])\nexcept catalog.CatalogError as e:\n"
+            "    print(n, 'refused:', e)\n")
+    p = subprocess.run([sys.executable, "-c", code, str(target), *folders], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(f"{len(list_folders(folders, no_cache=True))} refused:"), p.stdout
+    after = os.lstat(target)
+    assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)
+
+
+@pytest.mark.parametrize("damage", ["UPDATE file SET name = x'ff'", "UPDATE file SET cwd = x'c3'",
+                                    "UPDATE file SET l_end = 'x'", "UPDATE file SET c_end = 'zz'"])
+def test_damaged_values_in_rows_are_rebuilt(tmp_path: Path, catalog_file: str, damage: str) -> None:
+    folders = make_root(tmp_path / "s", 6, seed=4)
+    cat.index(folders, catalog=catalog_file)
+    with sqlite3.connect(catalog_file) as c:
+        c.execute(damage + " WHERE id = (SELECT min(id) FROM file)")
+    assert list_folders(folders, catalog=catalog_file) == list_folders(folders, no_cache=True)
+    assert cat.search("the", folders, catalog=catalog_file, limit=None) == cat.search(
+        "the", folders, no_cache=True, limit=None)

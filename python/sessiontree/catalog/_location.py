@@ -13,7 +13,7 @@ __all__ = ["ENV", "OFF", "cache_path", "default_path", "resolve"]
 ENV = "SESSIONTREE_CATALOG"
 """The environment variable that moves the catalog (a file path), or turns it off."""
 
-OFF = frozenset({"", "0", "off", "none", "no"})
+OFF = frozenset({"", "0", "off", "none", "no", "false"})
 """Values of :data:`ENV` that turn the catalog off (every command then reads the files)."""
 
 FILE_NAME = "catalog.sqlite3"

@@ -31,6 +31,7 @@ import fcntl
 import os
 import re
 import sqlite3
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
@@ -114,7 +115,10 @@ def db_text(s: str | None) -> str | bytes | None:
 def py_text(v: Any) -> Any:
     """Undo :func:`db_text`."""
     if isinstance(v, bytes):
-        return v.decode("utf-8", "surrogatepass")
+        try:
+            return v.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError as e:  # db_text never writes such bytes: damage (run() rebuilds)
+            raise sqlite3.DatabaseError(f"catalog damaged: a text that is not UTF-8 ({e})") from e
     return v
 
 
@@ -179,7 +183,18 @@ _SAVED_COLUMNS = tuple(c for c in _ROW_COLUMNS if c not in ("id", "gen"))
 assert fields(FileRow)[-1].name == "entries"
 
 
+_INT_COLUMNS = frozenset({"folder", "dev", "ino", "size", "mtime_ns", "ctime_ns", "l_end", "resumable", "gen",
+                          "old", "message_count", "entry_count", "c_entries", "c_count"})
+_OPTIONAL_INT_COLUMNS = frozenset({"id", "problem_line", "problem_offset", "created_ms", "c_end"})
+_INT_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in _INT_COLUMNS)
+_OPTIONAL_INT_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in _OPTIONAL_INT_COLUMNS)
+
+
 def _row(values: Sequence[Any]) -> FileRow:
+    # Every value was written by Batch.save: another type is damage (run() rebuilds).
+    if not all(type(values[i]) is int for i in _INT_AT) or not all(
+            values[i] is None or type(values[i]) is int for i in _OPTIONAL_INT_AT):
+        raise sqlite3.DatabaseError("catalog damaged: a file row holds a value of the wrong type")
     row = FileRow(*values)
     for i in _TEXT_AT:
         if isinstance(values[i], bytes):
@@ -251,8 +266,12 @@ class Store:
         return app == APPLICATION_ID and version == SCHEMA_VERSION and all(t in names for t in _TABLES)
 
     def _try(self) -> sqlite3.Connection | None:
-        """A connection to ``path`` if it holds a valid catalog."""
-        if not os.path.exists(self.path):
+        """A connection to ``path`` if it holds a valid catalog (a regular file: SQLite
+        is never pointed at a FIFO or a device, whose reads may block or never end)."""
+        try:
+            if not stat.S_ISREG(os.stat(self.path).st_mode):
+                return None
+        except OSError:
             return None
         try:
             conn = self._connect(self.path)
@@ -263,28 +282,39 @@ class Store:
         conn.close()
         return None
 
-    def _replaceable(self) -> bool:
-        """Whether the file at ``path``, not a valid catalog, may be replaced by a new one:
-        nothing is there (missing or empty), its SQLite header carries this catalog's
-        application id (one of ours, of another schema or damaged past its header), or
-        it is at the catalog's own place (``_location.cache_path``). Anything else, a
-        session file or another program's database named by mistake, is not ours."""
+    def _replaceable(self) -> str | None:
+        """Why the file at ``path``, not a valid catalog, must not be replaced by a new
+        one, or ``None`` when it may be: nothing is there, or a regular file (not a
+        symlink) that is empty, at the catalog's own place (``_location.cache_path``),
+        or whose SQLite header carries this catalog's application id (one of ours, of
+        another schema or damaged past its header). Anything else, a session file or
+        another program's database named by mistake, a device, a FIFO, is not ours."""
         from ._location import cache_path
 
         try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            return f"cannot be read ({e.strerror or e})"
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file"
+        if st.st_size == 0 or os.path.abspath(self.path) == cache_path():
+            return None
+        try:
             with open(self.path, "rb") as f:
                 head = f.read(100)
-        except FileNotFoundError:
-            return True
-        except OSError:
-            return os.path.abspath(self.path) == cache_path()
-        if not head or os.path.abspath(self.path) == cache_path():
-            return True
-        return head[:16] == _SQLITE_MAGIC and int.from_bytes(head[68:72], "big") == APPLICATION_ID
+        except OSError as e:
+            return f"cannot be read ({e.strerror or e})"
+        if head[:16] == _SQLITE_MAGIC and int.from_bytes(head[68:72], "big") == APPLICATION_ID:
+            return None
+        return "not recognised as a sessiontree catalog"
 
     def _refuse(self) -> None:
-        if not self._replaceable():
-            raise CatalogError(f"{self.path}: not a sessiontree catalog; not replaced (give another --catalog)")
+        why = self._replaceable()
+        if why is not None:
+            raise CatalogError(f"{self.path}: {why}; not replaced (delete it, or choose another catalog file: "
+                               "--catalog, $SESSIONTREE_CATALOG)")
 
     def _open(self) -> sqlite3.Connection:
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
