@@ -639,3 +639,19 @@ def test_usage_report_names_and_folders() -> None:
     assert p.returncode == 2 and "unknown report 'yearly'" in p.stderr, p.stderr
     p = run("usage", "/no/such/folder")
     assert p.returncode == 1 and "/no/such/folder: no such directory" in p.stderr, p.stderr
+
+
+def test_a_reader_that_stops_early_ends_every_command_with_0(tmp_path: Path) -> None:
+    """``sessiontree … | head``: rich's console (search) and plain writes (ls, tree) end
+    the same way, quietly and with status 0, so ``set -o pipefail`` scripts work."""
+    path = tmp_path / "s.jsonl"
+    run("generate", str(path), "--entries", "400", "--seed", "3")
+    for args in (["search", "the", str(tmp_path), "--no-cache", "--limit", "200"], ["ls", str(tmp_path), "--no-cache"],
+                 ["tree", str(path)]):
+        proc = subprocess.Popen([sys.executable, "-m", "sessiontree", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.read(10)
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 0 and "Traceback" not in err, (args, err)

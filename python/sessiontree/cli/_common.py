@@ -148,14 +148,24 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
+class _Console(Console):
+    """rich's console, but a reader that stops reading (``| head``) ends the command
+    as every other output path does (:func:`exit_for_broken_pipe`, status 0); rich's
+    own handler exits with 1."""
+
+    def on_broken_pipe(self) -> None:
+        exit_for_broken_pipe()
+        raise SystemExit(0)
+
+
 def make_io(color: str = "auto") -> Io:
     """Consoles for stdout/stderr. ``color``: ``auto`` (terminal only), ``always``, ``never``."""
     force = {"always": True, "never": False}.get(color)
     kw: dict[str, Any] = {"highlight": False}
     if color == "never":
         kw["no_color"] = True
-    out = Console(force_terminal=force, **kw)
-    err = Console(stderr=True, force_terminal=force, **kw)
+    out = _Console(force_terminal=force, **kw)
+    err = _Console(stderr=True, force_terminal=force, **kw)
     for console in (out, err):
         if not console.is_terminal:
             # Piped output is for files and scripts: no wrapping at 80 columns.
