@@ -174,3 +174,24 @@ def test_ls_columns_line_up_whatever_the_sessions_hold(tmp_path: Path) -> None:
     assert len(starts) == 1, p.stdout
     assert "\\ud800" in p.stdout and "\\u200b" in p.stdout and "\\U000e0041" in p.stdout
     assert "10,001" in p.stdout
+
+
+def test_a_named_catalog_that_cannot_be_used_is_said_once(tmp_path: Path) -> None:
+    """``--catalog`` (or ``$SESSIONTREE_CATALOG``) naming a file that is not a catalog:
+    ``ls``, ``search`` and ``usage`` answer from the files and say so in one note."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    run("generate", str(folder / "s.jsonl"), "--entries", "60", "--seed", "4")
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"not a database at all")
+    for args, extra, env in ((["ls", str(folder)], ["--catalog", str(bad)], {}),
+                             (["search", "the", str(folder)], ["--catalog", str(bad)], {}),
+                             (["usage", "daily", str(folder)], [], {"SESSIONTREE_CATALOG": str(bad)})):
+        p = run(*args, *extra, env=env)
+        plain = run(*args, "--no-cache")
+        assert p.returncode == 0 and p.stdout == plain.stdout, (args, p.stderr)
+        notes = [line for line in p.stderr.splitlines() if line.startswith("note: ")]
+        assert len(notes) == 1 and "reading the files instead" in notes[0], p.stderr
+    assert bad.read_bytes() == b"not a database at all"
+    good = run("ls", str(folder), "--catalog", str(tmp_path / "good.sqlite3"))
+    assert good.returncode == 0 and "note:" not in good.stderr

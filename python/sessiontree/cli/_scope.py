@@ -15,7 +15,9 @@ import argparse
 import os
 from typing import Any
 
-from ._common import CliError, safe
+from rich.text import Text
+
+from ._common import CliError, Io, safe
 
 
 def add_arguments(p: argparse.ArgumentParser, *, dir_arg: bool = True, default_all: bool = False) -> None:
@@ -90,16 +92,31 @@ def where(args: argparse.Namespace) -> str:
     return session_dir_for_cwd(project_cwd(args.cwd if args.cwd is not None else os.getcwd()), root)
 
 
-def catalog_options(args: argparse.Namespace) -> dict[str, Any]:
+def catalog_options(args: argparse.Namespace, io: Io | None = None) -> dict[str, Any]:
     """``catalog`` and ``no_cache`` for the library calls.
+
+    With ``io``: a catalog the user named (``--catalog``, ``$SESSIONTREE_CATALOG``) that
+    cannot be used (not a catalog, unwritable) is said in one note on stderr, and the
+    files are read; the library would read them silently.
 
     Raises:
         CliError: the catalog path is inside Pi's folders.
     """
-    from ..catalog._location import resolve
+    from ..catalog._location import ENV, resolve
 
     try:
-        resolve(args.catalog)
+        path = resolve(args.catalog)
     except ValueError as e:
         raise CliError(str(e), code=2) from None
+    named = args.catalog is not None or os.environ.get(ENV) is not None
+    if io is not None and named and path is not None and not args.no_cache:
+        from ..catalog import CatalogError, open_store
+
+        try:
+            store = open_store(path, required=True, busy=5.0)
+        except CatalogError as e:
+            io.err.print(Text(f"note: {safe(str(e))}; reading the files instead"))
+            return {"catalog": args.catalog, "no_cache": True}
+        if store is not None:
+            store.close()
     return {"catalog": args.catalog, "no_cache": args.no_cache}

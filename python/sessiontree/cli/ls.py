@@ -79,7 +79,7 @@ def collect(args: argparse.Namespace, io: Io) -> tuple[list[Any], list[dict[str,
         problems.append({"path": p.path, "reason": p.reason, "line": p.line, "offset": p.offset})
 
     with count_progress(io, "reading sessions") as update:
-        sessions = list_folders(folders, update, on_problem, **_scope.catalog_options(args))
+        sessions = list_folders(folders, update, on_problem, **_scope.catalog_options(args, io))
     # Whatever the listing neither listed nor reported (a folder named *.jsonl, a FIFO)
     # is a problem too. Both name a file as its folder (as given) joined with its name.
     seen = {s.path for s in sessions} | {p["path"] for p in problems}

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
     with byte_progress(io, "indexing sessions", None) as update:
         try:
             result = search(args.query, _scope.folders(args), order="recent" if args.recent else "relevance",
-                            limit=limit, offset=offset, on_bytes=update, **_scope.catalog_options(args))
+                            limit=limit, offset=offset, on_bytes=update, **_scope.catalog_options(args, io))
         except ValueError as e:
             raise CliError(f"bad query: {e}", code=2) from None
     if args.json:

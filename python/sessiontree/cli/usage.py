@@ -82,7 +82,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
     with byte_progress(io, "indexing sessions", None) as update:
         report = usage(group, _scope.folders(args), since=args.since, until=args.until,  # type: ignore[arg-type]
                        active_path=args.active_path, tz=timezone.utc if args.utc else None, on_bytes=update,
-                       **_scope.catalog_options(args))
+                       **_scope.catalog_options(args, io))
     if args.json:
         io.write_json({
             "report": group, "activePath": args.active_path,
