@@ -25,6 +25,14 @@ def _transcript(path, sid):
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
 
 
+def _all_written_in(results, out):
+    written = [r.path for r in results if r.path]
+    assert written, results
+    for p in written:
+        assert os.path.dirname(os.path.realpath(p)) == os.path.realpath(out), \
+            f"import wrote {p}, outside --to {out}"
+
+
 @pytest.mark.parametrize("sid", ["../../../escaped", "a/b"])
 @pytest.mark.parametrize("backend", ["native", "python"])
 def test_import_stays_in_target_dir(tmp_path, monkeypatch, sid, backend):
@@ -35,11 +43,7 @@ def test_import_stays_in_target_dir(tmp_path, monkeypatch, sid, backend):
     _transcript(src, sid)
     out = deep / "out"
     results = import_claude(str(src), to=str(out))
-    written = [r.path for r in results if r.path]
-    assert written, results
-    for p in written:
-        assert os.path.dirname(os.path.realpath(p)) == os.path.realpath(out), \
-            f"import wrote {p}, outside --to {out}"
+    _all_written_in(results, out)
 
 
 @pytest.mark.parametrize("backend", ["native", "python"])
@@ -60,8 +64,4 @@ def test_codex_import_stays_in_target_dir(tmp_path, monkeypatch, backend):
     out = tmp_path / "a" / "b" / "out"
     out.mkdir(parents=True)
     results = import_codex(str(src), to=str(out))
-    written = [r.path for r in results if r.path]
-    assert written, results
-    for p in written:
-        assert os.path.dirname(os.path.realpath(p)) == os.path.realpath(out), \
-            f"import wrote {p}, outside --to {out}"
+    _all_written_in(results, out)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import warnings
 
+import pytest
+
 from sessiontree import SessionManager, StaleSessionError
 
 H = '{"type":"session","version":3,"id":"x","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"}'
@@ -36,26 +38,15 @@ def _rewrite_middle(p):
     os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
-def test_native_stale_error_names_the_file(tmp_path):
+@pytest.mark.parametrize("read", [lambda sm: sm.get_entry("m50"), lambda sm: sm.build_session_context("m50")],
+                         ids=["get_entry", "context"])
+def test_native_stale_error_names_the_file(tmp_path, read):
     p = tmp_path / "s.jsonl"
     _make(p)
     sm = SessionManager.open(str(p), backend="native")
     _rewrite_middle(p)
     try:
-        sm.get_entry("m50")
-    except StaleSessionError as e:
-        assert str(p) in str(e), f"no file named in: {e}"
-    else:
-        raise AssertionError("rewrite not detected")
-
-
-def test_native_stale_error_in_context_names_the_file(tmp_path):
-    p = tmp_path / "s.jsonl"
-    _make(p)
-    sm = SessionManager.open(str(p), backend="native")
-    _rewrite_middle(p)
-    try:
-        sm.build_session_context("m50")
+        read(sm)
     except StaleSessionError as e:
         assert str(p) in str(e), f"no file named in: {e}"
     else:

@@ -154,6 +154,10 @@ def run(
             return op(None)
 
 
+CONTENT_ROUNDS = 5
+"""Refreshes a search, a report or ``index`` makes before it reads the files instead."""
+
+
 def refresh_for(store: Store | None, folders: Sequence[str], *, content: bool = False,
                 on_progress: Callable[[int, int], None] | None = None,
                 on_bytes: Callable[[int, int], None] | None = None,
@@ -175,10 +179,6 @@ def refresh_for(store: Store | None, folders: Sequence[str], *, content: bool = 
         if not content or store is None or all(f.saved or f.row is None for f in found):
             return found
     raise sqlite3.OperationalError("database is locked: other processes kept changing the files' rows")
-
-
-CONTENT_ROUNDS = 5
-"""Refreshes a search, a report or ``index`` makes before it reads the files instead."""
 
 
 def _folders(folders: Sequence[str] | None, root: str | None) -> list[str]:
