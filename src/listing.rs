@@ -226,9 +226,9 @@ pub fn scan_file(
 /// [`scan_file`] with `buf` (any contents) as the read buffer: `buf[..filled]` holds
 /// the file's bytes from `buf_off`; `buf` only grows (to the longest line).
 ///
-/// A range of at least `map_min` bytes is first scanned through a guarded map (`source::map_guarded`: no
-/// copy, which cost as much CPU as the rest of the pass; measured in
-/// docs/BENCHMARKS.md); what follows its last whole line (an unterminated piece, or
+/// A range of at least `map_min` bytes is first scanned through guarded maps
+/// (`source::map_guarded`: no copy, which was 16% of the pass's CPU; measured in
+/// docs/BENCHMARKS.md); what follows the last whole line (an unterminated piece, or
 /// growth since) is read with `pread`. A file that shrank under the map (a page
 /// faulted) is scanned again with `pread` only, so the answer is the one a short read
 /// gives.

@@ -183,11 +183,9 @@ _SAVED_COLUMNS = tuple(c for c in _ROW_COLUMNS if c not in ("id", "gen"))
 assert fields(FileRow)[-1].name == "entries"
 
 
-_INT_COLUMNS = frozenset({"folder", "dev", "ino", "size", "mtime_ns", "ctime_ns", "l_end", "resumable", "gen",
-                          "old", "message_count", "entry_count", "c_entries", "c_count"})
-_OPTIONAL_INT_COLUMNS = frozenset({"id", "problem_line", "problem_offset", "created_ms", "c_end"})
-_INT_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in _INT_COLUMNS)
-_OPTIONAL_INT_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in _OPTIONAL_INT_COLUMNS)
+# Integer columns, from FileRow's annotations (a bool is stored as 0/1).
+_INT_AT = tuple(i for i, f in enumerate(fields(FileRow)[:-1]) if f.type in ("int", "bool"))
+_OPTIONAL_INT_AT = tuple(i for i, f in enumerate(fields(FileRow)[:-1]) if f.type == "int | None")
 
 
 def _row(values: Sequence[Any]) -> FileRow:
