@@ -29,7 +29,9 @@ pub use error::{Error, Result};
 pub use index::Index;
 pub use issue::{Issue, IssueKind};
 pub use kind::{EntryKind, Role, ENTRY_TYPES};
-pub use listing::{entries_path, scan_file, Doc, DocKind, Header, Name, Scan, UsageKind, UsageRow};
+pub use listing::{
+    entries_path, scan_file, Collect, Doc, DocKind, Header, Name, Scan, UsageKind, UsageRow,
+};
 pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES};
 pub use source::count_newlines;
 pub use time::parse_iso_ms;

@@ -15,10 +15,10 @@
 //! caller reads that file with the Python rules instead.
 //!
 //! Reading is `pread` into a buffer that holds at most one read block plus the longest
-//! line, so memory does not grow with the file, except that a range of at least
-//! [`MAP_MIN`] bytes is first scanned through a memory map under the SIGBUS guard
-//! (`guard.rs`; its pages are the page cache's, not this process's): a file cut short
-//! while it is mapped is scanned again with `pread`, whose short read is the answer.
+//! line, so memory does not grow with the file, and a file cut short while it is read
+//! gives what its short read gives. (Mapping files of 64 KiB or 1 MiB and more instead
+//! was measured slower in the threaded listing, its `munmap`s costing more than the
+//! copy: docs/BENCHMARKS.md.)
 //! Each call stops at the first line end
 //! past `limit` bytes; the entries seen so far travel between calls as a byte string
 //! (see [`entries_path`] for its layout), so a long file is read in bounded pieces.
@@ -31,7 +31,6 @@ use std::path::Path;
 use crate::error::Result;
 use crate::ids::{IdArena, IdTable};
 use crate::scan::{self, skip_str, skip_str_esc, skip_value, Fields, Val, Verdict};
-use crate::source;
 use crate::time::parse_iso_ms;
 use crate::tree;
 
@@ -39,16 +38,6 @@ const BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// Bytes asked of the file per read.
 const BLOCK: usize = 1 << 20;
-
-/// Ranges at least this long are scanned through a guarded map, not copied. Measured
-/// (the listing pass alone over 40 files of each size class of the catalog bench's
-/// folder, CPU time, best of 7, page cache warm, Linux 6.18): 256 KiB–1 MiB files
-/// 717 MB/s copied vs 719 MB/s mapped, 1–2 MiB 781–877 vs 1,226–1,229 MB/s,
-/// 2–4 MiB 822–1,126 vs 1,104–1,204 MB/s.
-const MAP_MIN: u64 = if cfg!(test) { 4 << 10 } else { 1 << 20 };
-
-/// Most bytes one map of the listing pass covers (the pages a scan holds mapped).
-const MAP_WINDOW: u64 = if cfg!(test) { 16 << 10 } else { 64 << 20 };
 
 /// The header as one scan saw it.
 #[derive(Debug, Default, PartialEq)]
@@ -166,7 +155,7 @@ pub struct Scan {
     pub message_count: u64,
     /// Text of the first user message with non-empty text.
     pub first_message: Option<Vec<u8>>,
-    /// Non-empty user/assistant texts, joined by spaces.
+    /// Non-empty user/assistant texts, joined by spaces (only with [`Collect::texts`]).
     pub texts: Vec<u8>,
     /// The last `session_info` name.
     pub name: Name,
@@ -183,10 +172,20 @@ pub struct Scan {
     pub usage: Vec<UsageRow>,
 }
 
+/// What a scan collects beyond the listing facts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Collect {
+    /// Docs and usage rows.
+    pub content: bool,
+    /// [`Scan::texts`] (`all_messages_text`, read only when a caller asks for it: the
+    /// messages' content is then walked, which is most of a listing pass's work).
+    pub texts: bool,
+}
+
 /// Scan the file at `path` from `start` (0, or a previous call's [`Scan::end`]).
 ///
 /// `prior` holds the entries before `start` (the previous calls' [`Scan::entries`]
-/// concatenated; empty for `start == 0`); `content` adds docs and usage rows; the call
+/// concatenated; empty for `start == 0`); `collect` says what else to gather; the call
 /// returns at the first line end at or past `start + limit` (the header is always
 /// found first); `fingerprint` sizes [`Scan::ends`].
 ///
@@ -196,7 +195,7 @@ pub fn scan_file(
     path: &Path,
     start: u64,
     prior: &[u8],
-    content: bool,
+    collect: Collect,
     limit: u64,
     fingerprint: u64,
 ) -> Result<Scan> {
@@ -208,7 +207,7 @@ pub fn scan_file(
     let file = File::open(path)?;
     let mut scan = BUF.with(|b| {
         let mut buf = b.take();
-        let r = scan_into(&file, start, prior, content, limit, &mut buf, MAP_MIN);
+        let r = scan_into(&file, start, prior, collect, limit, &mut buf);
         if buf.len() <= 4 * BLOCK {
             b.replace(buf);
         }
@@ -225,66 +224,21 @@ pub fn scan_file(
 
 /// [`scan_file`] with `buf` (any contents) as the read buffer: `buf[..filled]` holds
 /// the file's bytes from `buf_off`; `buf` only grows (to the longest line).
-///
-/// A range of at least `map_min` bytes is first scanned through guarded maps
-/// (`source::map_guarded`: no copy, which was 16% of the pass's CPU; measured in
-/// docs/BENCHMARKS.md); what follows the last whole line (an unterminated piece, or
-/// growth since) is read with `pread`. A file that shrank under the map (a page
-/// faulted) is scanned again with `pread` only, so the answer is the one a short read
-/// gives.
 fn scan_into(
     file: &File,
     start: u64,
     prior: &[u8],
-    content: bool,
+    collect: Collect,
     limit: u64,
     buf: &mut Vec<u8>,
-    map_min: u64,
 ) -> Result<Scan> {
     let size = file.metadata()?.len();
     let stop_at = start.saturating_add(limit);
-    let mut st = State::new(prior, start, content);
-    let mut from = start;
-    // Windows of at most MAP_WINDOW bytes, none past where a limited call stops (plus a
-    // block for its last line), so the pages mapped stay bounded whatever the file.
-    let window_end = |from: u64| {
-        size.min(from + MAP_WINDOW)
-            .min(stop_at.saturating_add(BLOCK as u64))
-    };
-    while window_end(from).saturating_sub(from) >= map_min {
-        let Some(window) = source::map_guarded(file, from, window_end(from))? else {
-            break;
-        };
-        let bytes = window.bytes();
-        let mut pos = 0usize;
-        let mut done = false;
-        while let Some((n, go)) = take_line(&mut st, &bytes[pos..], from + pos as u64) {
-            pos += n;
-            st.out.end = from + pos as u64;
-            if !go || (st.header_found && st.out.end >= stop_at) {
-                done = true;
-                break;
-            }
-        }
-        if window.faulted() {
-            // The file shrank under the map: all of it again, copied.
-            st = State::new(prior, start, content);
-            from = start;
-            break;
-        }
-        st.out.bytes_read += pos as u64;
-        from += pos as u64;
-        if done {
-            return Ok(st.finish(false));
-        }
-        if pos == 0 {
-            break; // a line longer than the window: copied, the buffer grows to it
-        }
-    }
+    let mut st = State::new(prior, start, collect);
     // A small file gets a small first read; a file that grows while it is read is
     // read on, block by block.
-    let mut block = (size.saturating_sub(from) as usize + 1).clamp(4096, BLOCK);
-    let mut buf_off = from; // file offset of buf[0]
+    let mut block = (size.saturating_sub(start) as usize + 1).clamp(4096, BLOCK);
+    let mut buf_off = start; // file offset of buf[0]
     let mut filled = 0usize; // valid bytes in buf
     let mut pos = 0usize; // next line start in buf
     let mut eof = false;
@@ -380,11 +334,12 @@ struct State {
     first_nonblank: Option<(u64, u64, Vec<u8>)>,
     fields: Fields,
     content: bool,
+    texts: bool,
     out: Scan,
 }
 
 impl State {
-    fn new(prior: &[u8], start: u64, content: bool) -> State {
+    fn new(prior: &[u8], start: u64, collect: Collect) -> State {
         let mut st = State {
             arena: IdArena::default(),
             table: IdTable::new(),
@@ -392,7 +347,8 @@ impl State {
             line_no: 0,
             first_nonblank: None,
             fields: Fields::default(),
-            content,
+            content: collect.content,
+            texts: collect.texts,
             out: Scan {
                 end: start,
                 ..Scan::default()
@@ -544,6 +500,13 @@ impl State {
         }
     }
 
+    /// getLastActivityTime: the largest user/assistant message time, at least 0.
+    fn activity(&mut self, time: Option<f64>) {
+        if let Some(t) = time {
+            self.out.activity = Some(self.out.activity.unwrap_or(0.0).max(t));
+        }
+    }
+
     fn message(
         &mut self,
         obj: &[u8],
@@ -555,11 +518,22 @@ impl State {
         self.out.message_count += 1;
         // Only user and assistant messages say more (tool results, the bulk, are
         // skipped on the scanner's `message.role`).
-        if !matches!(
-            str_of(obj, self.fields.role).as_deref(),
-            Some(b"user" | b"assistant")
-        ) {
-            return true;
+        let user = match str_of(obj, self.fields.role).as_deref() {
+            Some(b"user") => true,
+            Some(b"assistant") => false,
+            _ => return true,
+        };
+        // getLastActivityTime: the message's numeric timestamp, else the entry's time,
+        // for a message with `content`.
+        let time = match self.fields.msg_timestamp {
+            Val::Num { start, end } => Some(number(&obj[start..end])),
+            _ => entry_ms,
+        };
+        if self.fields.content != Val::Absent {
+            self.activity(time);
+        }
+        if !(self.content || self.texts || user && self.out.first_message.is_none()) {
+            return true; // no text wanted: the walk below is 35–45% of a listing pass's CPU
         }
         let Some(mv) = member(obj, ws(obj, 0), b"message").filter(|&v| obj.get(v) == Some(&b'{'))
         else {
@@ -569,24 +543,15 @@ impl State {
         // skipped first and read again; a repeated key's last value wins.
         let mut text = Vec::new();
         let mut calls = Vec::new();
-        let mut has_content = false;
         let mut fallback = false;
         let m = Members::walk(
             obj,
             mv,
-            &[
-                b"role",
-                b"content",
-                b"timestamp",
-                b"usage",
-                b"provider",
-                b"model",
-            ],
+            &[b"content", b"usage", b"provider", b"model"],
             |k, v| {
-                if k != 1 {
+                if k != 0 {
                     return None;
                 }
-                has_content = true;
                 text.clear();
                 calls.clear();
                 let end = text_of(obj, v, &mut text, self.content.then_some(&mut calls));
@@ -594,35 +559,22 @@ impl State {
                 end
             },
         );
-        let user = match m.get(0).and_then(|v| string(obj, v)).as_deref() {
-            Some(b"user") => true,
-            Some(b"assistant") => false,
-            _ => return true,
-        };
-        // getLastActivityTime: the message's numeric timestamp, else the entry's time.
-        let time = match m.get(2).map(|v| value(obj, v)) {
-            Some(Val::Num { start, end }) => Some(number(&obj[start..end])),
-            _ => entry_ms,
-        };
         if !user && self.content {
-            if let Some(u) = m.get(3).filter(|&u| obj.get(u) == Some(&b'{')) {
+            if let Some(u) = m.get(1).filter(|&u| obj.get(u) == Some(&b'{')) {
                 self.out.usage.push(UsageRow {
                     seq,
                     id: id.to_vec(),
                     stamp: stamp.map(<[u8]>::to_vec).unwrap_or_default(),
                     time,
                     kind: UsageKind::Message,
-                    provider: m.text(obj, 4),
-                    model: m.text(obj, 5),
+                    provider: m.text(obj, 2),
+                    model: m.text(obj, 3),
                     numbers: usage_numbers(obj, u),
                 });
             }
         }
-        if !has_content {
-            return true; // no "content" key
-        }
-        if let Some(t) = time {
-            self.out.activity = Some(self.out.activity.unwrap_or(0.0).max(t));
+        if self.fields.content == Val::Absent {
+            return true;
         }
         if fallback {
             self.out.fallback = Some("a text that is not a string");
@@ -632,10 +584,12 @@ impl State {
             calls.clear();
         }
         if !text.is_empty() {
-            if !self.out.texts.is_empty() {
-                self.out.texts.push(b' ');
+            if self.texts {
+                if !self.out.texts.is_empty() {
+                    self.out.texts.push(b' ');
+                }
+                self.out.texts.extend_from_slice(&text);
             }
-            self.out.texts.extend_from_slice(&text);
             if user && self.out.first_message.is_none() {
                 self.out.first_message = Some(text.clone());
             }

@@ -610,6 +610,7 @@ fn count_newlines(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<u64> {
 /// One call of `listing::scan_file` (releases the GIL), as the tuple
 /// `_sessiontree.pyi` describes.
 #[pyfunction]
+#[allow(clippy::too_many_arguments)] // the Python signature's, one argument each
 fn scan_listing<'py>(
     py: Python<'py>,
     path: &Bound<'_, PyAny>,
@@ -618,13 +619,23 @@ fn scan_listing<'py>(
     content: bool,
     limit: u64,
     fingerprint: u64,
+    texts: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     use crate::listing::{DocKind, Header, Name, UsageKind};
     let p = os_path(path)?;
     let pb = p.clone();
     let prior = prior.as_bytes().to_vec();
     let s = py
-        .detach(move || crate::scan_file(&pb, start, &prior, content, limit, fingerprint))
+        .detach(move || {
+            crate::scan_file(
+                &pb,
+                start,
+                &prior,
+                crate::Collect { content, texts },
+                limit,
+                fingerprint,
+            )
+        })
         .map_err(|e| to_py_err(e, Some(&p)))?;
     let text = |b: &[u8]| id_to_py(py, b);
     let header = match &s.header {

@@ -12,7 +12,7 @@
 //! [`MAX_TORN_CANDIDATES`] tries; [`scan_piece`] keeps it off a final piece without
 //! `\n`). Fields (`type`, `id`, `parentId`, `timestamp`,
 //! `firstKeptEntryId`, `version`, `label`, and `message`'s `role`, `provider`,
-//! `model` and the numbers of `usage` that `usage.rs` sums) are recorded as spans
+//! `model`, `timestamp`, `content` (where it starts) and the numbers of `usage` that `usage.rs` sums) are recorded as spans
 //! while the validator passes them, keys in any order, the last duplicate winning
 //! (nested fields from the last duplicate of each enclosing key, as `json.loads`
 //! keeps them); only spans
@@ -100,6 +100,10 @@ pub struct Fields {
     pub provider: Val,
     /// `message.model` (as `role`).
     pub model: Val,
+    /// `message.timestamp` (as `role`).
+    pub msg_timestamp: Val,
+    /// `message.content` (as `role`): where its value starts, `Absent` if it has none.
+    pub content: Val,
     /// `message.usage`'s `usage::TOKEN_KEYS` fields, from its last `usage` key whose
     /// value is an object: what an assistant message spent is summed at indexing time.
     pub tokens: [Val; 5],
@@ -162,6 +166,8 @@ enum Slot {
     Usage,
     Provider,
     Model,
+    MsgTimestamp,
+    Content,
     /// A field of `message.usage`: `usage::TOKEN_KEYS[k]`.
     Token(u8),
     Cost,
@@ -571,6 +577,8 @@ fn key_slot_named(s: &[u8], ks: usize, ke: usize, esc: bool, depth: usize, f: &m
                 f.role = Val::Absent;
                 f.provider = Val::Absent;
                 f.model = Val::Absent;
+                f.msg_timestamp = Val::Absent;
+                f.content = Val::Absent;
                 f.tokens = [Val::Absent; 5];
                 f.cost_total = Val::Absent;
             }
@@ -580,6 +588,8 @@ fn key_slot_named(s: &[u8], ks: usize, ke: usize, esc: bool, depth: usize, f: &m
             b"role" => Slot::Role,
             b"provider" => Slot::Provider,
             b"model" => Slot::Model,
+            b"timestamp" => Slot::MsgTimestamp,
+            b"content" => Slot::Content,
             b"usage" => {
                 f.tokens = [Val::Absent; 5];
                 f.cost_total = Val::Absent;
@@ -615,6 +625,8 @@ fn record(f: &mut Fields, slot: Slot, v: Val) {
         Slot::Role => &mut f.role,
         Slot::Provider => &mut f.provider,
         Slot::Model => &mut f.model,
+        Slot::MsgTimestamp => &mut f.msg_timestamp,
+        Slot::Content => &mut f.content,
         Slot::Token(k) => &mut f.tokens[k as usize],
         Slot::CostTotal => &mut f.cost_total,
     };

@@ -449,6 +449,33 @@ def test_lazy_text_is_a_plain_session_info(tmp_path: Path, catalog_file: str) ->
     assert isinstance(a, SessionInfo)
 
 
+def test_lazy_text_is_the_listings(tmp_path: Path, catalog_file: str) -> None:
+    """``all_messages_text`` is read from the file when first used: of the bytes the
+    listing read when the file only grew since, of the file as it is when it was
+    rewritten, an OSError when it is gone; each equal to the brute-force scan's."""
+    for mode in ("first", "second", "no cache"):
+        folder = tmp_path / mode
+        folders = make_root(folder, 6, seed=3)
+        if mode == "second":
+            list_folders(folders, catalog=catalog_file)
+        listing = list_folders(folders, catalog=catalog_file, no_cache=mode == "no cache")
+        want = {b["path"]: b["all_messages_text"] for b in _brute.listing(folders)}
+        by_path = {s.path: s for s in listing}
+        grown, rewritten, gone, other, *rest = sorted(by_path)
+        with open(grown, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"type": "message", "id": "late1", "parentId": None, "timestamp": "2025-12-01T00:00:00Z",
+                                "message": {"role": "user", "content": "written after the listing"}}) + "\n")
+        shutil.copyfile(other, rewritten)
+        os.unlink(gone)
+        assert by_path[grown].all_messages_text == want[grown]
+        assert "written after the listing" not in want[grown]
+        assert by_path[rewritten].all_messages_text == want[other]
+        with pytest.raises(FileNotFoundError):
+            by_path[gone].all_messages_text  # noqa: B018
+        for p in [other, *rest]:
+            assert by_path[p].all_messages_text == want[p]
+
+
 def test_list_normalises_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_file: str) -> None:
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     monkeypatch.setenv("SESSIONTREE_CATALOG", catalog_file)

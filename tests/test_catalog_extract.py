@@ -43,8 +43,8 @@ def _comparable(r: Any) -> list[Any]:
     return r
 
 
-def _full(path: str, content: bool, native: Any) -> Any:
-    return scan_file(path, 0, b"", content, ALL, native=native)
+def _full(path: str, content: bool, native: Any, texts: bool = True) -> Any:
+    return scan_file(path, 0, b"", content, ALL, texts=texts, native=native)
 
 
 def _pieces(path: str, content: bool, native: Any, limit: int) -> dict[str, Any]:
@@ -55,7 +55,7 @@ def _pieces(path: str, content: bool, native: Any, limit: int) -> dict[str, Any]
     usage: list[Any] = []
     header = None
     while True:
-        r = scan_file(path, start, prior, content, limit, native=native)
+        r = scan_file(path, start, prior, content, limit, texts=True, native=native)
         (end, eof, tail, _read, _ends), h, old, _fb, facts, entries, n, d, u = r
         header = header or h
         c, f1, t, nm, act = facts
@@ -79,12 +79,13 @@ def _pieces(path: str, content: bool, native: Any, limit: int) -> dict[str, Any]
 
 @needs_native
 @pytest.mark.parametrize("content", [False, True])
-def test_rust_equals_python_on_every_file(content: bool) -> None:
+@pytest.mark.parametrize("texts", [False, True])
+def test_rust_equals_python_on_every_file(content: bool, texts: bool) -> None:
     files = _files()
     assert files, "no conformance data"
     for p in files:
-        a = _full(str(p), content, NATIVE)
-        b = _full(str(p), content, None)
+        a = _full(str(p), content, NATIVE, texts)
+        b = _full(str(p), content, None, texts)
         assert _comparable(a) == _comparable(b), p.name
         assert entries_path(a[5], native=NATIVE) == entries_path(a[5]), p.name
         assert a[0][4] == indexed_ends(str(p), a[0][0]), p.name  # _filestate's fingerprint
@@ -122,7 +123,26 @@ def test_pieces_equal_one_scan(tmp_path: Path, native: bool) -> None:
 def test_rust_equals_python_on_generated(tmp_path: Path) -> None:
     for p in _generated(tmp_path):
         for content in (False, True):
-            assert _comparable(_full(str(p), content, NATIVE)) == _comparable(_full(str(p), content, None)), p.name
+            for texts in (False, True):
+                a, b = _full(str(p), content, NATIVE, texts), _full(str(p), content, None, texts)
+                assert _comparable(a) == _comparable(b), p.name
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_texts_change_nothing_else(tmp_path: Path, native: bool) -> None:
+    """Without the listing text (the Rust scan then reads the activity time from the
+    validator's fields and walks no message past the first user text) every other
+    fact, entry, doc and usage row is the same."""
+    if native and NATIVE is None:
+        pytest.skip("the native extension is not built")
+    nat = NATIVE if native else None
+    for p in _generated(tmp_path, 6) + _files():
+        for content in (False, True):
+            with_texts = _comparable(_full(str(p), content, nat, True))
+            without = _comparable(_full(str(p), content, nat, False))
+            assert without[4][2] == ""
+            with_texts[4] = (*with_texts[4][:2], "", *with_texts[4][3:])
+            assert without == with_texts, (p.name, content)
 
 
 @pytest.mark.parametrize("native", [False, True])
@@ -274,7 +294,7 @@ def test_text_that_is_not_a_string_falls_back(tmp_path: Path) -> None:
     r = _full(str(p), False, NATIVE)
     assert r[4][2] == "1,2,,[object Object] 7.5"  # JavaScript String()
     if NATIVE is not None:
-        assert NATIVE.scan_listing(str(p), 0, b"", False, ALL, 4096)[3] is not None  # Rust hands it over
+        assert NATIVE.scan_listing(str(p), 0, b"", False, ALL, 4096, True)[3] is not None  # Rust hands it over
 
 
 def test_headers_and_tails(tmp_path: Path) -> None:
@@ -313,6 +333,6 @@ def test_memory_reads_are_bounded(tmp_path: Path) -> None:
         f.write(HDR + "\n")
         for i in range(40):
             f.write(line.replace('"id":"x"', f'"id":"x{i}"') + "\n")
-    r = NATIVE.scan_listing(str(p), 0, b"", True, 4 << 20, 4096)
+    r = NATIVE.scan_listing(str(p), 0, b"", True, 4 << 20, 4096, True)
     assert r[0][3] < 8 << 20 and not r[0][1]
     assert os.path.getsize(p) > 40_000_000

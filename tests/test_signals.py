@@ -40,7 +40,7 @@ _READER = textwrap.dedent(
                 Index.open(path).close()
                 count_newlines(path)
             else:  # the catalog's pass over a file (src/listing.rs)
-                scan_listing(path, 0, b"", True, 1 << 62, 4096)
+                scan_listing(path, 0, b"", True, 1 << 62, 4096, True)
         except (SessionError, OSError, ValueError):
             pass  # stale (or no header at that instant): fine, a signal is not
         n += 1

@@ -11,14 +11,15 @@ anything that is not a regular file is passed over without being opened.
 A listing goes through the catalog (``sessiontree.catalog``): an unchanged file costs a
 ``stat``, a grown one its new bytes; the answer is the same as reading every file
 (``no_cache=True``), which is what happens when the catalog is turned off or cannot be
-used. ``all_messages_text`` is read from the catalog only when first used.
+used. ``all_messages_text`` (most of what a listing would otherwise read: every user
+and assistant message's content) is read from the file when first used, of the bytes
+the listing read (:func:`text_loader`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -148,7 +149,8 @@ class _LazyInfo(SessionInfo):
 
 
 def read_session_info(path: str) -> SessionInfo:
-    """Build one listing row from a session file, reading all of it (no catalog).
+    """Build one listing row from a session file, reading all of it (no catalog;
+    ``all_messages_text`` is read again when first used, see :func:`text_loader`).
 
     See :func:`session_info` for the row rules.
 
@@ -177,7 +179,10 @@ def read_session_info(path: str) -> SessionInfo:
         raise header_error(path, line, offset, header_problem(raw))
     row.header(read_value(value).value)
     row.facts(r[4])
-    return session_info(path, row, r[4][2])
+    from .catalog._indexer import ends_digest
+
+    (end, _eof, tail, _read, ends) = r[0]
+    return session_info(path, row, text_loader(path, end, ends_digest(ends) if tail == 0 else None))
 
 
 class _Row:
@@ -271,7 +276,8 @@ def list_folders(
             if row.problem is not None:
                 problems.append(ListingProblem(f.path, row.problem, row.problem_line, row.problem_offset))
                 continue
-            sessions.append(session_info(f.path, row, _text_source(store, f)))
+            ends = row.ends if row.resumable else None
+            sessions.append(session_info(f.path, row, text_loader(f.path, row.l_end, ends)))
         if on_problem is not None:
             for p in problems:
                 on_problem(p)
@@ -283,24 +289,17 @@ def list_folders(
     return sessions
 
 
-def _text_source(store: Any, f: Any) -> str | Callable[[], str]:
-    """``all_messages_text`` of a listed file: from the catalog when first used, or what
-    this listing read (a file it could not save)."""
-    row = f.row
-    if f.saved and store is not None and row.id is not None:
-        file_id, below, path = row.id, row.l_end + 1, f.path
+def text_loader(path: str, end: int, ends: bytes | None) -> Callable[[], str]:
+    """A function that reads the ``all_messages_text`` of a listed file from it
+    (``catalog._indexer.listed_text``: what the listing read of it, ``end`` bytes whose
+    ends' digest was ``ends``, when the file only grew since)."""
 
-        def load() -> str:
-            try:
-                return str(store.text(file_id, below))
-            except sqlite3.Error:  # the catalog went bad since: read the file
-                return read_session_info(path).all_messages_text
+    def load() -> str:
+        from .catalog._indexer import listed_text
 
-        return load
-    if f.base in (None, 0) or store is None or row.id is None:
-        return " ".join(t for t in f.pieces if t) if f.base is not None else ""
-    before = store.text(row.id, f.base)
-    return " ".join(t for t in (before, *f.pieces) if t)
+        return listed_text(path, end, ends)
+
+    return load
 
 
 def list_sessions(

@@ -64,7 +64,8 @@ _ListingScan = tuple[
 ]
 
 def scan_listing(
-    path: str | os.PathLike[str], start: int, prior: bytes, content: bool, limit: int, fingerprint: int
+    path: str | os.PathLike[str], start: int, prior: bytes, content: bool, limit: int, fingerprint: int,
+    texts: bool,
 ) -> _ListingScan:
     """One pass over a session file from ``start`` for a catalog (``src/listing.rs``;
     the rules are ``catalog._extract``'s; releases the GIL).
@@ -73,6 +74,7 @@ def scan_listing(
     ``entries`` concatenated). ``content``: collect docs and usage too. Stops at the
     first line end at or past ``start + limit`` once the header is found.
     ``fingerprint``: bytes at each end of ``[0, end)`` to return (``_filestate.FINGERPRINT``).
+    ``texts``: collect the listing text (else ``facts``' ``texts`` is ``""``).
 
     Returns:
         ``((end, eof, tail, bytes_read, ends), header, old_version, fallback, facts, entries,

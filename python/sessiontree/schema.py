@@ -461,7 +461,9 @@ class SessionInfo:
             file's mtime (aware, UTC).
         message_count: number of ``message`` entries (any role).
         first_message: text of the first user message with text, or ``"(no messages)"``.
-        all_messages_text: texts of all user/assistant messages, joined by spaces.
+        all_messages_text: texts of all user/assistant messages, joined by spaces. A
+            listing reads it from the file when it is first used (of the bytes the
+            listing read; ``OSError`` if the file can no longer be read).
     """
 
     path: str

@@ -1,10 +1,22 @@
 use super::*;
 
+/// Everything a scan can collect (`content`: docs and usage too).
+fn all(content: bool) -> Collect {
+    Collect {
+        content,
+        texts: true,
+    }
+}
+
 fn scan_bytes(data: &[u8], content: bool) -> Scan {
+    scan_with(data, all(content))
+}
+
+fn scan_with(data: &[u8], collect: Collect) -> Scan {
     let dir =
         std::env::temp_dir().join(format!("st-listing-{}-{}", std::process::id(), data.len()));
     std::fs::write(&dir, data).unwrap();
-    let s = scan_file(&dir, 0, &[], content, u64::MAX, 4096).unwrap();
+    let s = scan_file(&dir, 0, &[], collect, u64::MAX, 4096).unwrap();
     std::fs::remove_file(&dir).unwrap();
     s
 }
@@ -34,6 +46,48 @@ fn basic_listing() {
 }
 
 #[test]
+fn facts_without_texts_are_the_same() {
+    // The listing facts read from the scanner's fields (no walk of the messages) equal
+    // those of the walk: duplicate keys (the last wins), a message without content, a
+    // non-numeric message timestamp, a first user message with empty text.
+    let lines: [&[u8]; 7] = [
+        br#"{"type":"session","version":3,"id":"s"}"#,
+        br#"{"type":"message","id":"a","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":[],"timestamp":"9"}}"#,
+        br#"{"type":"message","id":"b","message":{"role":"user","content":"q","timestamp":99e9}}"#,
+        br#"{"type":"message","id":"c","message":{"role":"assistant","timestamp":5e13}}"#,
+        br#"{"type":"message","id":"d","message":{"role":"assistant","content":1,"timestamp":4e13,"timestamp":3}}"#,
+        br#"{"type":"message","id":"e","message":{"timestamp":6e13},"message":{"role":"assistant","content":null}}"#,
+        br#"{"type":"message","id":"f","message":{"role":"assistant","content":"x","timestamp":7e13},"message":1}"#,
+    ];
+    let data: Vec<u8> = lines.iter().flat_map(|l| [*l, b"\n"].concat()).collect();
+    let walked = scan_bytes(&data, false);
+    let fast = scan_with(&data, Collect::default());
+    assert_eq!(walked.fallback, None);
+    assert_eq!(
+        (fast.message_count, &fast.first_message, fast.activity),
+        (walked.message_count, &walked.first_message, walked.activity)
+    );
+    assert_eq!(fast.message_count, 6);
+    assert_eq!(fast.first_message.as_deref(), Some(&b"q"[..]));
+    // a's entry time (its message's is a string); c has no content, d's last timestamp
+    // is 3, e has no time, f's last message is no object.
+    assert_eq!(fast.activity, Some(1_735_689_601_000.0));
+    assert!(fast.texts.is_empty());
+    assert_eq!(walked.texts, b"q");
+    // A text whose String() is not computed here matters only where texts are read.
+    let mut odd = data.clone();
+    odd.extend_from_slice(
+        b"{\"type\":\"message\",\"id\":\"g\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":5}]}}\n",
+    );
+    assert!(scan_bytes(&odd, false).fallback.is_some());
+    let fast = scan_with(&odd, Collect::default());
+    assert_eq!(
+        (fast.fallback, fast.eof, fast.message_count),
+        (None, true, 7)
+    );
+}
+
+#[test]
 fn resume_and_limit() {
     let mut data = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n".to_vec();
     for i in 0..100 {
@@ -53,7 +107,7 @@ fn resume_and_limit() {
     let mut count = 0;
     let mut texts = Vec::new();
     loop {
-        let s = scan_file(&path, start, &prior, true, 500, 4096).unwrap();
+        let s = scan_file(&path, start, &prior, all(true), 500, 4096).unwrap();
         count += s.message_count;
         if !s.texts.is_empty() {
             if !texts.is_empty() {
@@ -145,65 +199,4 @@ fn string_ends_match_a_byte_walk() {
         assert_eq!(skip_str(&s, pad), j + 1);
         assert_eq!(str_body(&s, pad).2, body.contains(&b'\\'));
     }
-}
-
-/// The mapped scan (`MAP_MIN` is 4 KiB under test) gives what copying every block
-/// gives, from any line start, with any limit, with an unterminated last piece.
-#[test]
-fn mapped_scan_equals_copied_scan() {
-    let mut data = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"cwd\":\"/p\"}\n".to_vec();
-    let mut starts = vec![0u64];
-    for i in 0..300 {
-        let p = if i == 0 {
-            "null".to_string()
-        } else {
-            format!("\"e{}\"", i - 1)
-        };
-        let role = if i % 3 == 0 { "assistant" } else { "user" };
-        data.extend_from_slice(format!(
-            "{{\"type\":\"message\",\"id\":\"e{i}\",\"parentId\":{p},\"message\":{{\"role\":\"{role}\",\"content\":\"text {i} \\u00e9\\n\",\"timestamp\":{i}}}}}\n"
-        ).as_bytes());
-        if i % 37 == 0 {
-            data.extend_from_slice(b"not json\n\n");
-        }
-        starts.push(data.len() as u64);
-    }
-    data.extend_from_slice(b"{\"type\":\"message\",\"id\":\"torn");
-    let path = std::env::temp_dir().join(format!("st-listing-mapped-{}", std::process::id()));
-    std::fs::write(&path, &data).unwrap();
-    let file = File::open(&path).unwrap();
-    let prior_at = |start: u64| {
-        let mut buf = Vec::new();
-        scan_into(&file, 0, &[], false, start, &mut buf, u64::MAX)
-            .unwrap()
-            .entries
-    };
-    for &start in starts.iter().step_by(23) {
-        let prior = if start == 0 {
-            Vec::new()
-        } else {
-            prior_at(start)
-        };
-        for limit in [1u64, 700, 5000, u64::MAX] {
-            let (mut b1, mut b2) = (Vec::new(), Vec::new());
-            let mapped = scan_into(&file, start, &prior, true, limit, &mut b1, 4096).unwrap();
-            let copied = scan_into(&file, start, &prior, true, limit, &mut b2, u64::MAX).unwrap();
-            let key = |s: &Scan| {
-                (
-                    s.end,
-                    s.eof,
-                    s.tail,
-                    s.message_count,
-                    s.texts.clone(),
-                    s.entries.clone(),
-                    s.entry_count,
-                    s.docs.len(),
-                    s.activity,
-                    s.first_message.clone(),
-                )
-            };
-            assert_eq!(key(&mapped), key(&copied), "start {start} limit {limit}");
-        }
-    }
-    std::fs::remove_file(&path).unwrap();
 }

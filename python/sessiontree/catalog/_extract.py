@@ -240,10 +240,11 @@ def _lines(f: Any, start: int, counter: list[int]) -> Iterator[tuple[int, bytes,
 class _Scan:
     """One call's state, line by line (``src/listing.rs``'s ``State``)."""
 
-    def __init__(self, prior: bytes, start: int, content: bool) -> None:
+    def __init__(self, prior: bytes, start: int, content: bool, texts: bool) -> None:
         self.seen = {eid for eid, _ in records(prior)}
         self.count = len(self.seen)
         self.content = content
+        self.want_texts = texts
         self.header_found = start > 0
         self.header: tuple[str, Any] = ("before", None)
         self.first: tuple[int, int, bytes] | None = None
@@ -326,7 +327,8 @@ class _Scan:
                 self.activity = max(0.0 if self.activity is None else self.activity, time)
             text = _text_of(msg)
             if text:
-                self.texts.append(text)
+                if self.want_texts:
+                    self.texts.append(text)
                 if role == "user" and self.first_message is None:
                     self.first_message = text
             if content:
@@ -348,11 +350,11 @@ class _Scan:
                 self.usage.append((row, _usage_numbers(u)))
 
 
-def scan_stream(f: Any, start: int, prior: bytes, content: bool, limit: int) -> ScanResult:
+def scan_stream(f: Any, start: int, prior: bytes, content: bool, limit: int, texts: bool = False) -> ScanResult:
     """:func:`scan_file` with the Python rules over an open binary file (or
     ``io.BytesIO``, e.g. a migrated image); a version 1 file is read to its end with
     version 1 rules."""
-    st = _Scan(prior, start, content)
+    st = _Scan(prior, start, content, texts)
     end, tail, read = start, 0, [0]
     eof = True
     stop_at = start + limit
@@ -398,7 +400,7 @@ def native_scanner() -> Any:
 
 
 def scan_file(path: str | os.PathLike[str], start: int, prior: bytes, content: bool, limit: int,
-              *, native: Any = None) -> ScanResult:
+              *, texts: bool = False, native: Any = None) -> ScanResult:
     """One call's scan of ``path`` from ``start`` (a line start: 0 or an earlier call's
     ``end``), with the rules above.
 
@@ -407,6 +409,9 @@ def scan_file(path: str | os.PathLike[str], start: int, prior: bytes, content: b
         start: where to start.
         prior: the entries record of everything before ``start``.
         content: collect docs and usage rows too.
+        texts: collect the listing text (``all_messages_text``, else ``""``): the one
+            part of the listing facts that needs every user and assistant message's
+            content read, which is most of a listing's work.
         limit: return at the first line end at or past ``start + limit`` (after the
             header).
         native: ``_sessiontree`` to read in Rust (see :func:`native_scanner`), else the
@@ -424,11 +429,11 @@ def scan_file(path: str | os.PathLike[str], start: int, prior: bytes, content: b
     """
     path = os.fspath(path)
     if native is not None:
-        r = native.scan_listing(path, start, prior, content, limit, FINGERPRINT)
+        r = native.scan_listing(path, start, prior, content, limit, FINGERPRINT, texts)
         if r[3] is None and not r[2]:
             return r  # type: ignore[no-any-return]
     with open(path, "rb") as f:
-        return scan_stream(f, start, prior, content, limit)
+        return scan_stream(f, start, prior, content, limit, texts)
 
 
 def entries_path(entries: bytes, *, native: Any = None) -> list[int]:

@@ -47,7 +47,7 @@ from ..errors import InvalidSessionError
 from ._extract import ScanResult, native_scanner, scan_file, scan_stream
 from ._store import Batch, FileRow, Store
 
-__all__ = ["CHUNK", "Found", "ContentSink", "entries_of", "refresh", "folder_files"]
+__all__ = ["CHUNK", "Found", "ContentSink", "entries_of", "ends_digest", "listed_text", "refresh", "folder_files"]
 
 CHUNK = 16 << 20
 """Most bytes one scan that collects docs reads before its results are saved."""
@@ -71,7 +71,6 @@ class Found:
         bytes_read: bytes this refresh read of it.
         base: where this refresh started reading it (its ``l_end`` before; 0 when read
             from its start; ``None`` when not read).
-        pieces: the listing-text pieces this refresh read, in order.
     """
 
     path: str
@@ -83,7 +82,6 @@ class Found:
     saved: bool = True
     bytes_read: int = 0
     base: int | None = None
-    pieces: list[str] = field(default_factory=list)
     _reset: bool = field(default=False, repr=False)
 
 
@@ -120,7 +118,7 @@ def entries_of(store: Store | None, f: Found) -> bytes:
     return row.entries
 
 
-def _digest(ends: bytes) -> bytes:
+def ends_digest(ends: bytes) -> bytes:
     """What the catalog keeps of the ends of the bytes read (``indexed_ends``)."""
     return hashlib.blake2b(ends, digest_size=16).digest()
 
@@ -174,7 +172,7 @@ def _plan(found: Found, row: FileRow | None, want_content: bool, store: bool) ->
         return None
     elif ((st.st_dev, st.st_ino) == (row.dev, row.ino) and st.st_size >= row.l_end
           and not (st.st_size == row.size and st.st_mtime_ns != row.mtime_ns)
-          and _same_ends(found.path, row)):
+          and _same_ends(found.path, row.l_end, row.ends)):
         # It grew (or a read was cut short): go on from where the catalog stopped.
         content_now = row.c_end == row.l_end
         row.dev, row.ino, row.size, row.mtime_ns, row.ctime_ns = ident
@@ -187,11 +185,26 @@ def _plan(found: Found, row: FileRow | None, want_content: bool, store: bool) ->
     return _Plan(found, fresh, 0, want_content)
 
 
-def _same_ends(path: str, row: FileRow) -> bool:
+def _same_ends(path: str, end: int, ends: bytes | None) -> bool:
+    """Whether the file's first ``end`` bytes may be those read when their ends' digest
+    was ``ends`` (it only grew since; ``_filestate``'s rule)."""
     try:
-        return row.ends is not None and _digest(indexed_ends(path, row.l_end)) == row.ends
+        return ends is not None and ends_digest(indexed_ends(path, end)) == ends
     except OSError:
         return False
+
+
+def listed_text(path: str, end: int, ends: bytes | None) -> str:
+    """The ``all_messages_text`` of a listed file, read from it now: of its first
+    ``end`` bytes if the file only grew since the listing read them (``ends``: the
+    digest of their ends; ``None`` when they were not whole lines), so that it is the
+    listing's; else of all of the file as it now is.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    limit = end if _same_ends(path, end, ends) else 1 << 62
+    return str(scan_file(path, 0, b"", False, limit, texts=True, native=native_scanner())[4][2])
 
 
 # ------------------------------------------------------------------ reading
@@ -233,7 +246,7 @@ def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int) -
             limit = limit_content if plan.main_content else 1 << 62
             while True:
                 r = scan_file(path, start, prior, plan.main_content, limit, native=native)
-                out.put((plan, "main", (start, r, _digest(r[0][4]))))
+                out.put((plan, "main", (start, r, ends_digest(r[0][4]))))
                 if r[2] and plan.main_content:  # a version 1 file: its content comes migrated
                     out.put((plan, "v1", _v1_content(path)))
                 end, eof = r[0][0], r[0][1]
@@ -250,9 +263,9 @@ def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int) -
 
 
 # ------------------------------------------------------------------ applying
-def _apply_main(plan: _Plan, start: int, r: ScanResult) -> tuple[list[tuple[int, str]], bool]:
-    """Fold one main-pass result into the plan's row; the listing-text piece to save
-    and whether the row's old derived rows must go."""
+def _apply_main(plan: _Plan, start: int, r: ScanResult) -> bool:
+    """Fold one main-pass result into the plan's row; whether the row's old derived
+    rows must go."""
     row = plan.row
     found = plan.found
     (end, eof, tail, _read, _ends), header, old, _fb, facts, entries, count, _docs, _usage = r
@@ -282,7 +295,7 @@ def _apply_main(plan: _Plan, start: int, r: ScanResult) -> tuple[list[tuple[int,
             row.problem, row.problem_line, row.problem_offset = _problem(err)
             row.sid = row.cwd = row.parent = None
             row.created_ms = None
-    count_messages, first_message, texts, (name_seen, name), activity = facts
+    count_messages, first_message, _texts, (name_seen, name), activity = facts
     row.old = row.old or bool(old)
     row.message_count += count_messages
     if row.first_message is None:
@@ -297,8 +310,7 @@ def _apply_main(plan: _Plan, start: int, r: ScanResult) -> tuple[list[tuple[int,
     row.resumable = row.problem is None and not row.old and tail == 0
     if plan.main_content and row.problem is None and not row.old:
         row.c_end, row.c_entries, row.c_count = end, len(row.entries), count
-    pieces = [(start, texts)] if texts else []
-    return pieces, reset
+    return reset
 
 
 def _problem(err: InvalidSessionError) -> tuple[str, int | None, int | None]:
@@ -429,7 +441,6 @@ def refresh(
             if f.row is None:
                 continue  # an earlier read of this file failed
             row = plan.row
-            pieces: list[tuple[int, str]] = []
             docs: Sequence[tuple[Any, ...]] = ()
             usage: list[tuple[Any, ...]] = []
             reset = False
@@ -447,10 +458,9 @@ def refresh(
                 if kind == "main":
                     if f.base is None:
                         f.base = start
-                    pieces, reset = _apply_main(plan, start, r)
+                    reset = _apply_main(plan, start, r)
                     row.ends = ends
                     f._reset = False
-                    f.pieces.extend(t for _, t in pieces)
                     if plan.main_content:
                         docs, usage = r[7], _usage_rows(r[8])
                 else:  # catchup: docs and usage only
@@ -469,7 +479,7 @@ def refresh(
             try:
                 if batch is None:
                     batch = store.batch()
-                if not batch.save(row, reset=reset, pieces=pieces, docs=docs, usage=usage, found=f):
+                if not batch.save(row, reset=reset, docs=docs, usage=usage, found=f):
                     f.saved = False  # another process got there first: this result stays here
                 if batch.full():
                     for lost in batch.commit():

@@ -17,8 +17,6 @@ Tables:
 * ``entries(file, record)`` — the entries record of a file (``_extract``), which grows
   with the session: apart, so that reading a ``file`` row never walks its overflow
   pages.
-* ``text(file, start, body)`` — the listing text (``all_messages_text``) in pieces, one
-  per scan that added some, in file order.
 * ``doc`` — searchable text per entry, indexed by ``doc_fts`` (FTS5, external content,
   ``unicode61`` tokens of ``_words.fts_text(body)``, kept in step by triggers).
 * ``usage`` — recorded usage per entry.
@@ -41,13 +39,13 @@ from ._words import fts_text
 
 __all__ = ["SCHEMA_VERSION", "FileRow", "Store", "CatalogError"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
 
 APPLICATION_ID = 0x53547243  # "STrC"
 _SQLITE_MAGIC = b"SQLite format 3\x00"  # the file header; the application id is at offset 68
 
-_TABLES = ("meta", "folder", "file", "entries", "text", "doc", "doc_fts", "usage")
+_TABLES = ("meta", "folder", "file", "entries", "doc", "doc_fts", "usage")
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -72,8 +70,6 @@ CREATE TABLE file (
     UNIQUE (folder, name)
 );
 CREATE TABLE entries (file INTEGER PRIMARY KEY, record BLOB NOT NULL);
-CREATE TABLE text (file INTEGER NOT NULL, start INTEGER NOT NULL, body NOT NULL,
-                   PRIMARY KEY (file, start)) WITHOUT ROWID;
 CREATE TABLE doc (id INTEGER PRIMARY KEY, file INTEGER NOT NULL, seq INTEGER NOT NULL,
                   entry NOT NULL, role TEXT NOT NULL, time REAL, body TEXT NOT NULL);
 CREATE INDEX doc_file ON doc (file, seq);
@@ -401,12 +397,6 @@ class Store:
             raise sqlite3.DatabaseError(f"catalog damaged: file {file} has no entries record")
         return b""
 
-    def text(self, file: int, below: int) -> str:
-        """The listing text of ``file`` up to ``below`` bytes (its pieces, joined)."""
-        rows = self.conn.execute(
-            "SELECT body FROM text WHERE file = ? AND start < ? ORDER BY start", (file, below))
-        return " ".join(py_text(b) for (b,) in rows if b)
-
     # -- writing -----------------------------------------------------------------
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -421,13 +411,13 @@ class Store:
             raise
         c.execute("COMMIT")
 
-    def save(self, row: FileRow, *, reset: bool, pieces: Sequence[tuple[int, str]] = (),
-             docs: Sequence[tuple[Any, ...]] = (), usage: Sequence[tuple[Any, ...]] = ()) -> bool:
+    def save(self, row: FileRow, *, reset: bool, docs: Sequence[tuple[Any, ...]] = (),
+             usage: Sequence[tuple[Any, ...]] = ()) -> bool:
         """Write one file's row and new rows in a transaction of their own (see
         :meth:`Batch.save`)."""
         b = self.batch()
         try:
-            ok = b.save(row, reset=reset, pieces=pieces, docs=docs, usage=usage, found=row)
+            ok = b.save(row, reset=reset, docs=docs, usage=usage, found=row)
         except BaseException:
             b.abandon()
             raise
@@ -448,8 +438,7 @@ class Store:
         if not ids:
             return
         with self.write() as c:
-            for table, key in (("entries", "file"), ("text", "file"), ("doc", "file"), ("usage", "file"),
-                               ("file", "id")):
+            for table, key in (("entries", "file"), ("doc", "file"), ("usage", "file"), ("file", "id")):
                 c.executemany(f"DELETE FROM {table} WHERE {key} = ?", [(i,) for i in ids])
 
 
@@ -477,22 +466,19 @@ class Batch:
         self._inserts: list[tuple[FileRow, int, tuple[Any, ...]]] = []
         self._insert_cols: tuple[str, ...] | None = None
         self._entries: list[tuple[int, bytes]] = []
-        self._pieces: list[tuple[Any, ...]] = []
         self._docs: list[tuple[Any, ...]] = []
         self._usage: list[tuple[Any, ...]] = []
         self._lost: list[Any] = []  # noted files an early flush found taken by another process
 
-    def save(self, row: FileRow, *, reset: bool, pieces: Sequence[tuple[int, str]] = (),
-             docs: Sequence[tuple[Any, ...]] = (), usage: Sequence[tuple[Any, ...]] = (),
-             found: Any = None) -> bool:
+    def save(self, row: FileRow, *, reset: bool, docs: Sequence[tuple[Any, ...]] = (),
+             usage: Sequence[tuple[Any, ...]] = (), found: Any = None) -> bool:
         """Write one file's row and new rows.
 
         Args:
             row: the row as it is now (``row.gen`` is the generation it was read at;
                 ``row.id`` ``None`` for a new file; ``row.entries`` ``None``: unchanged).
-            reset: the file was read again from its start: its old text, doc and usage
-                rows go first.
-            pieces: ``(start, text)`` listing-text pieces to add.
+            reset: the file was read again from its start: its old doc and usage rows
+                go first.
             docs: ``(seq, entry, role, time, text)`` to add.
             usage: ``(seq, entry, stamp, time, kind, provider, model, input, output,
                 cacheRead, cacheWrite, totalTokens, cost)`` to add.
@@ -531,11 +517,10 @@ class Batch:
             if cur.rowcount != 1:
                 return False
             if reset:
-                for table in ("text", "doc", "usage"):
+                for table in ("doc", "usage"):
                     c.execute(f"DELETE FROM {table} WHERE file = ?", (file,))
         if row.entries is not None:
             self._entries.append((file, row.entries))
-        self._pieces.extend((file, s, db_text(t)) for s, t in pieces)
         self._docs.extend((file, d[0], db_text(d[1]), d[2], d[3], search_text(d[4])) for d in docs)
         self._usage.extend((file, u[0], db_text(u[1]), db_text(u[2]), *u[3:5], db_text(u[5]), db_text(u[6]), *u[7:])
                            for u in usage)
@@ -545,7 +530,7 @@ class Batch:
         if found is not None:
             self._found[file] = found
         self.files += 1
-        self.rows += len(docs) + len(usage) + len(pieces)
+        self.rows += len(docs) + len(usage)
         return True
 
     def full(self) -> bool:
@@ -573,7 +558,6 @@ class Batch:
         if not lost:
             return []
         self._entries = [x for x in self._entries if x[0] not in lost]
-        self._pieces = [x for x in self._pieces if x[0] not in lost]
         self._docs = [x for x in self._docs if x[0] not in lost]
         self._usage = [x for x in self._usage if x[0] not in lost]
         return [self._found.pop(f) for f in lost if f in self._found]
@@ -587,8 +571,6 @@ class Batch:
             self._lost = []
             if self._entries:
                 c.executemany("INSERT OR REPLACE INTO entries (file, record) VALUES (?, ?)", self._entries)
-            if self._pieces:
-                c.executemany("INSERT OR REPLACE INTO text (file, start, body) VALUES (?, ?, ?)", self._pieces)
             if self._docs:
                 c.executemany("INSERT INTO doc (file, seq, entry, role, time, body) VALUES (?, ?, ?, ?, ?, ?)",
                               self._docs)
@@ -603,7 +585,7 @@ class Batch:
             raise
         self._undo.clear()
         self._found.clear()
-        self._entries, self._pieces, self._docs, self._usage = [], [], [], []
+        self._entries, self._docs, self._usage = [], [], []
         return lost
 
     def abandon(self) -> list[Any]:
@@ -615,7 +597,7 @@ class Batch:
             row.id, row.gen = rid, gen
         self._undo.clear()
         self._inserts.clear()
-        self._entries, self._pieces, self._docs, self._usage = [], [], [], []
+        self._entries, self._docs, self._usage = [], [], []
         found, self._found = [*self._lost, *self._found.values()], {}
         self._lost = []
         return found
