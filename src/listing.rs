@@ -204,7 +204,7 @@ pub fn scan_file(
     thread_local! {
         static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    let file = File::open(path)?;
+    let file = open_regular(path)?;
     let mut scan = BUF.with(|b| {
         let mut buf = b.take();
         let r = scan_into(&file, start, prior, collect, limit, &mut buf);
@@ -220,6 +220,22 @@ pub fn scan_file(
     ends.truncate(got);
     scan.ends = ends;
     Ok(scan)
+}
+
+/// Open `path` for reading if it is a regular file, checked on the open file: a FIFO
+/// put in its place after the caller's `stat` cannot block the open (`O_NONBLOCK`), and
+/// a device is not read without end.
+fn open_regular(path: &Path) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file");
+        return Err(e.into());
+    }
+    Ok(file)
 }
 
 /// [`scan_file`] with `buf` (any contents) as the read buffer: `buf[..filled]` holds

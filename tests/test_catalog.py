@@ -476,6 +476,105 @@ def test_lazy_text_is_the_listings(tmp_path: Path, catalog_file: str) -> None:
             assert by_path[p].all_messages_text == want[p]
 
 
+def test_lazy_text_of_a_last_line_finished_later(tmp_path: Path, catalog_file: str) -> None:
+    """A listing that found a half-written last line: its text is what the listing read
+    (the piece as it was judged then), however the writer finished the line since."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    path = folder / "s.jsonl"
+
+    def line(i: int, text: str) -> str:
+        return json.dumps({"type": "message", "id": f"m{i}", "parentId": None, "timestamp": "2025-01-02T00:00:00Z",
+                           "message": {"role": "user", "content": text, "timestamp": 1_800_000_000_000 + i}})
+
+    head = json.dumps({"type": "session", "version": 3, "id": "S", "timestamp": "2025-01-01T00:00:00Z", "cwd": "/p"})
+    for mode in ("catalog", "no cache", "whole piece"):
+        second = line(2, "two")
+        piece = second if mode == "whole piece" else second[:40]  # a valid last line without LF counts
+        path.write_text(head + "\n" + line(1, "one") + "\n" + piece)
+        [s] = list_sessions(str(folder), catalog=catalog_file, no_cache=mode == "no cache")
+        want = "one two" if mode == "whole piece" else "one"
+        assert s.message_count == len(want.split())
+        with open(path, "a") as f:
+            f.write(second[len(piece):] + "\n" + line(3, "three") + "\n")
+        assert s.all_messages_text == want, mode
+        [again] = list_sessions(str(folder), catalog=catalog_file, no_cache=mode == "no cache")
+        assert again.all_messages_text == "one two three"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_what_replaces_a_listed_file_is_never_read_endlessly(tmp_path: Path, catalog_file: str) -> None:
+    """A FIFO or a device put where a listed file was: reading its text raises OSError
+    (no open that blocks, no endless read); one put there between a listing's stat and
+    its read is reported as a file that cannot be read."""
+    import threading
+
+    sub = max(make_root(tmp_path / "p", 4, seed=5), key=lambda f: len(os.listdir(f)))
+    assert len(os.listdir(sub)) >= 2
+    for replace in ("fifo", "dev"):
+        rows = list_folders([sub], catalog=catalog_file)
+        victim = rows[0].path
+        os.unlink(victim)
+        os.mkfifo(victim) if replace == "fifo" else os.symlink("/dev/zero", victim)
+        with pytest.raises(OSError, match="not a regular file"):
+            rows[0].all_messages_text  # noqa: B018
+        os.unlink(victim)
+        shutil.copyfile(rows[1].path, victim)
+
+    from sessiontree.catalog import _indexer
+
+    listed = _indexer.folder_files(sub)
+    victim = listed[0][1]
+
+    def swapped(_folder: str) -> Any:
+        os.unlink(victim)
+        os.mkfifo(victim)
+        return listed
+
+    problems: list[Any] = []
+    done: list[Any] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_indexer, "folder_files", swapped)
+        t = threading.Thread(target=lambda: done.append(
+            list_folders([sub], on_problem=problems.append, no_cache=True)), daemon=True)
+        t.start()
+        t.join(60)
+    assert done, "the listing blocked on a FIFO"
+    assert [p.path for p in problems] == [victim] and "not a regular file" in problems[0].reason
+
+
+def test_a_row_saved_by_another_process_meanwhile_is_not_mixed(tmp_path: Path, catalog_file: str) -> None:
+    """Another process saves a file's growth between this refresh's reading of the rows
+    and of the entries record: this listing reads the file again (it never resumes from
+    the old offset with the newer record, which would drop the new entries)."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    path = folder / "s.jsonl"
+
+    def line(k: int) -> str:
+        return json.dumps({"type": "message", "id": f"e{k}", "parentId": None, "timestamp": "2025-01-02T00:00:00Z",
+                           "message": {"role": "user", "content": f"m{k}", "timestamp": 1_800_000_000_000 + k}}) + "\n"
+
+    head = json.dumps({"type": "session", "version": 3, "id": "S", "timestamp": "2025-01-01T00:00:00Z", "cwd": "/p"})
+    path.write_text(head + "\n" + line(1) + line(2) + line(3))
+    list_sessions(str(folder), catalog=catalog_file)
+    with open(path, "a") as f:
+        f.write(line(4) + line(5))
+    other = f"from sessiontree._listing import list_sessions; list_sessions({str(folder)!r}, catalog={catalog_file!r})"
+    real = Store.entries
+
+    def entries(self: Store, file: int, gen: int | None = None) -> Any:
+        subprocess.run([sys.executable, "-c", other], check=True)  # the other process, now
+        return real(self, file, gen)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Store, "entries", entries)
+        [s] = list_sessions(str(folder), catalog=catalog_file)
+    [plain] = list_sessions(str(folder), no_cache=True)
+    assert (s.message_count, s.modified, s.all_messages_text) == (5, plain.modified, "m1 m2 m3 m4 m5")
+    assert list_sessions(str(folder), catalog=catalog_file) == [plain]
+
+
 def test_list_normalises_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_file: str) -> None:
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     monkeypatch.setenv("SESSIONTREE_CATALOG", catalog_file)
@@ -835,8 +934,8 @@ def test_damaged_again_after_its_rebuild_the_files_answer(catalog_file: str) -> 
 
 
 def test_a_rewrite_with_its_mtime_put_back_is_read_again(tmp_path: Path, catalog_file: str) -> None:
-    """Same size, same mtime (``touch -r``, ``cp -p``), other bytes at the ends: the ctime
-    changed, so the ends are checked and the file read again."""
+    """Same size, same mtime (``touch -r``, ``cp -p``), other bytes at the ends or only
+    in the middle: the ctime changed, so the file is read again."""
     folder = tmp_path / "p"
     folder.mkdir()
     path = folder / "s.jsonl"
@@ -852,6 +951,17 @@ def test_a_rewrite_with_its_mtime_put_back_is_read_again(tmp_path: Path, catalog
     assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
     assert list_folders(folders, catalog=catalog_file) == list_folders(folders, no_cache=True)
     assert list_folders(folders, catalog=catalog_file)[0].name == "name-BBBB"
+    cat.index(folders, catalog=catalog_file)
+    st = path.stat()
+    data = path.read_bytes()
+    # A word of a user text in the middle, away from both fingerprinted ends.
+    at = next(m.start(1) for m in re.finditer(rb'"role":"user","content":"([A-Za-z]{3}) ', data)
+              if 4096 < m.start() < len(data) - 4096)
+    path.write_bytes(data[:at] + b"Zqx" + data[at + 3:])
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    got = cat.search("zqx", folders, catalog=catalog_file)
+    assert got == cat.search("zqx", folders, no_cache=True) and got.total == 1
 
 
 def test_a_lone_surrogate_is_searched_as_one_replacement_character(tmp_path: Path, catalog_file: str) -> None:
@@ -898,7 +1008,11 @@ def test_a_catalog_path_that_is_not_a_regular_file(tmp_path: Path, what: str) ->
 
 
 @pytest.mark.parametrize("damage", ["UPDATE file SET name = x'ff'", "UPDATE file SET cwd = x'c3'",
-                                    "UPDATE file SET l_end = 'x'", "UPDATE file SET c_end = 'zz'"])
+                                    "UPDATE file SET l_end = 'x'", "UPDATE file SET c_end = 'zz'",
+                                    "UPDATE file SET activity = 'abc'", "UPDATE file SET activity = x'00'",
+                                    "UPDATE file SET l_end = -5", "UPDATE file SET tail = -1",
+                                    "UPDATE file SET first_message = 5", "UPDATE file SET sid = 5",
+                                    "UPDATE file SET title = 1.5", "UPDATE file SET ends = 'x'"])
 def test_damaged_values_in_rows_are_rebuilt(tmp_path: Path, catalog_file: str, damage: str) -> None:
     folders = make_root(tmp_path / "s", 6, seed=4)
     cat.index(folders, catalog=catalog_file)

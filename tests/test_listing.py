@@ -161,6 +161,22 @@ def test_v1_file_counts_entries_without_ids(cases_dir: Path, tmp_path: Path) -> 
     assert info.message_count > 0 and info.first_message != "(no messages)"
 
 
+def test_v1_entry_times_count_for_modified(tmp_path: Path) -> None:
+    """Pi's listing reads a version 1 file's entries as they are (buildSessionInfo,
+    getLastActivityTime): a message without a numeric timestamp counts its entry's."""
+    (tmp_path / "p").mkdir()
+    p = _write(tmp_path / "p" / "v1.jsonl", [
+        _line({"type": "session", "id": "v1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}),
+        _line({"type": "message", "timestamp": "2025-06-01T00:00:00.000Z", "message": {"role": "user", "content": "hi"}}),
+        _line({"type": "message", "timestamp": "2025-05-01T00:00:00.000Z", "message": {"role": "assistant"}}),
+    ])
+    june = datetime(2025, 6, 1, tzinfo=timezone.utc)
+    assert read_session_info(str(p)).modified == june
+    for kw in ({"no_cache": True}, {"catalog": str(tmp_path / "c.sqlite3")}):
+        [info] = list_sessions(str(tmp_path / "p"), **kw)  # type: ignore[arg-type]
+        assert (info.modified, info.all_messages_text) == (june, "hi")
+
+
 def test_invalid_raises(tmp_path: Path) -> None:
     (tmp_path / "e.jsonl").write_bytes(b"")
     with pytest.raises(InvalidSessionError):

@@ -24,7 +24,9 @@ Not caught at the file level: a rewrite that keeps the bytes at both ends.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from .errors import StaleSessionError
 
@@ -55,10 +57,32 @@ def stat_id(path: str) -> FileId | None:
         return None
 
 
+def open_regular(path: str) -> BinaryIO:
+    """Open ``path`` for reading if it is a regular file, checked on the open file: a
+    FIFO put in its place after a ``stat`` cannot block the open (``O_NONBLOCK``) and a
+    device is not read without end.
+
+    Raises:
+        OSError: it cannot be opened, or is not a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"not a regular file: {path}")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def indexed_ends(path: str, length: int) -> bytes:
     """The first and last :data:`FINGERPRINT` bytes of the file's first ``length``
-    bytes (the indexed image): what must not change while the file only grows."""
-    with open(path, "rb") as f:
+    bytes (the indexed image): what must not change while the file only grows.
+
+    Raises:
+        OSError: it cannot be read, or is not a regular file.
+    """
+    with open_regular(path) as f:
         head = f.read(min(FINGERPRINT, length))
         f.seek(max(0, length - FINGERPRINT))
         return head + f.read(min(FINGERPRINT, length))

@@ -6,7 +6,8 @@ rules (ARCHITECTURE.md) for which lines count, so that a file lists exactly as i
 session is left out and reported as a :class:`ListingProblem`; nothing a file holds
 stops a listing. Files are read, never memory-mapped (a file truncated by its writer
 during the listing cannot crash the process) and never written; no folder is created;
-anything that is not a regular file is passed over without being opened.
+anything that is not a regular file is passed over without being opened (and one put
+in a file's place after its ``stat`` is refused on the open file: ``_filestate.open_regular``).
 
 A listing goes through the catalog (``sessiontree.catalog``): an unchanged file costs a
 ``stat``, a grown one its new bytes; the answer is the same as reading every file
@@ -182,7 +183,7 @@ def read_session_info(path: str) -> SessionInfo:
     from .catalog._indexer import ends_digest
 
     (end, _eof, tail, _read, ends) = r[0]
-    return session_info(path, row, text_loader(path, end, ends_digest(ends) if tail == 0 else None))
+    return session_info(path, row, text_loader(path, end, None if r[2] else ends_digest(ends), tail))
 
 
 class _Row:
@@ -276,8 +277,8 @@ def list_folders(
             if row.problem is not None:
                 problems.append(ListingProblem(f.path, row.problem, row.problem_line, row.problem_offset))
                 continue
-            ends = row.ends if row.resumable else None
-            sessions.append(session_info(f.path, row, text_loader(f.path, row.l_end, ends)))
+            ends = None if row.old else row.ends
+            sessions.append(session_info(f.path, row, text_loader(f.path, row.l_end, ends, row.tail)))
         if on_problem is not None:
             for p in problems:
                 on_problem(p)
@@ -289,15 +290,15 @@ def list_folders(
     return sessions
 
 
-def text_loader(path: str, end: int, ends: bytes | None) -> Callable[[], str]:
+def text_loader(path: str, end: int, ends: bytes | None, tail: int) -> Callable[[], str]:
     """A function that reads the ``all_messages_text`` of a listed file from it
-    (``catalog._indexer.listed_text``: what the listing read of it, ``end`` bytes whose
-    ends' digest was ``ends``, when the file only grew since)."""
+    (``catalog._indexer.listed_text``, whose arguments these are: what the listing read
+    of it when the file only grew since)."""
 
     def load() -> str:
         from .catalog._indexer import listed_text
 
-        return listed_text(path, end, ends)
+        return listed_text(path, end, ends, tail)
 
     return load
 

@@ -49,12 +49,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import _js
-from .._filestate import FINGERPRINT
+from .._filestate import FINGERPRINT, open_regular
 from .._jsonl import BOM, is_blank
 from .._reader import is_header, read_value
 from .._time import parse_iso_ms
 
-__all__ = ["ScanResult", "scan_file", "scan_stream", "entries_path", "native_scanner", "records"]
+__all__ = ["ScanResult", "scan_file", "scan_stream", "tail_text", "entries_path", "native_scanner", "records"]
 
 ScanResult = tuple[Any, ...]
 """The tuple ``_sessiontree.scan_listing`` returns (see its stub)."""
@@ -287,11 +287,14 @@ class _Scan:
             return True
         if obj.get("type") == "session":
             return True  # a later header
+        stamp = obj.get("timestamp")
+        ms = parse_iso_ms(stamp) if isinstance(stamp, str) else None
+        entry_ms = float(ms) if ms is not None else None
         if self.old_version:
             # Version 1 entries have no ids: every one counts (migration gives each an
-            # id), as in Pi's listing; no docs or usage (the catalog reads those from
-            # the migrated image).
-            self.facts(obj, -1, "", None, None)
+            # id), as in Pi's listing, which reads them unmigrated (their times count
+            # too); no docs or usage (the catalog reads those from the migrated image).
+            self.facts(obj, -1, "", stamp, entry_ms)
             return True
         eid = obj.get("id")
         if not (isinstance(eid, str) and eid) or eid in self.seen:
@@ -301,9 +304,7 @@ class _Scan:
         self.count += 1
         parent = obj.get("parentId")
         self.entries.append(_record(eid, parent if isinstance(parent, str) and parent else None))
-        stamp = obj.get("timestamp")
-        ms = parse_iso_ms(stamp) if isinstance(stamp, str) else None
-        self.facts(obj, seq, eid, stamp, float(ms) if ms is not None else None)
+        self.facts(obj, seq, eid, stamp, entry_ms)
         return True
 
     def facts(self, obj: dict[str, Any], seq: int, eid: str, stamp: Any, entry_ms: float | None) -> None:
@@ -348,6 +349,15 @@ class _Scan:
                 row = (seq, eid, _str(stamp), entry_ms, etype, _str(obj.get("provider")) if mine else "",
                        _str(obj.get("model")) if mine else "")
                 self.usage.append((row, _usage_numbers(u)))
+
+
+def tail_text(piece: bytes, offset: int, prior: bytes) -> str:
+    """The listing text of ``piece`` as an unterminated last piece at ``offset`` (a CR
+    kept, no torn fragment recovered), after the entries of ``prior``: what a scan
+    that found the file ending there took of it."""
+    st = _Scan(prior, offset, False, True)
+    st.line(0, offset, piece, complete=False)
+    return " ".join(st.texts)
 
 
 def scan_stream(f: Any, start: int, prior: bytes, content: bool, limit: int, texts: bool = False) -> ScanResult:
@@ -432,7 +442,7 @@ def scan_file(path: str | os.PathLike[str], start: int, prior: bytes, content: b
         r = native.scan_listing(path, start, prior, content, limit, FINGERPRINT, texts)
         if r[3] is None and not r[2]:
             return r  # type: ignore[no-any-return]
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         return scan_stream(f, start, prior, content, limit, texts)
 
 

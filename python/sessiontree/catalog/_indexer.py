@@ -5,14 +5,13 @@ ctime) and the ends of the bytes read (``_filestate``'s rule: first and last
 ``FINGERPRINT`` bytes). On a refresh a file is
 
 * **unchanged** (same identity): it costs a ``stat``;
-* **touched** (only the ctime changed: a chmod, or a rewrite whose mtime was put back
-  with ``utime``, which cannot restore a ctime): its ends are checked as for growth;
 * **grown** (same device and inode, longer, the ends of what was read unchanged, a
   header read and no unterminated last line): read from where the catalog stopped;
 * **new, replaced, truncated or rewritten** (anything else, including a change of
-  mtime without growth: an open session may take that for a moment of an append,
-  ``_filestate``, but a cache cannot check the middle of a file and reads it again):
-  read again from its start;
+  mtime or ctime without growth: an open session may take that for a moment of an
+  append, ``_filestate``, but a cache cannot check the middle of a file; a rewrite
+  whose mtime was put back with ``utime`` cannot put its ctime back, and a chmod that
+  costs one read is rare): read again from its start;
 * **gone**: its rows are dropped.
 
 Two tracks per file: the listing facts (``l_end``, always brought up to date) and the
@@ -40,11 +39,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _js
-from .._filestate import indexed_ends
+from .._filestate import indexed_ends, open_regular
 from .._reader import header_error, header_problem, read_value
 from .._time import parse_iso_ms
 from ..errors import InvalidSessionError
-from ._extract import ScanResult, native_scanner, scan_file, scan_stream
+from ._extract import ScanResult, native_scanner, scan_file, scan_stream, tail_text
 from ._store import Batch, FileRow, Store
 
 __all__ = ["CHUNK", "Found", "ContentSink", "entries_of", "ends_digest", "listed_text", "refresh", "folder_files"]
@@ -114,7 +113,7 @@ def entries_of(store: Store | None, f: Found) -> bytes:
     row = f.row
     assert row is not None
     if row.entries is None:
-        row.entries = store.entries(row.id) if store is not None and row.id is not None else b""
+        row.entries = (store.entries(row.id) or b"") if store is not None and row.id is not None else b""
     return row.entries
 
 
@@ -171,7 +170,7 @@ def _plan(found: Found, row: FileRow | None, want_content: bool, store: bool) ->
             return _Plan(found, row, None, catchup=(row.c_end or 0, row.l_end))
         return None
     elif ((st.st_dev, st.st_ino) == (row.dev, row.ino) and st.st_size >= row.l_end
-          and not (st.st_size == row.size and st.st_mtime_ns != row.mtime_ns)
+          and not (st.st_size == row.size and (st.st_mtime_ns, st.st_ctime_ns) != (row.mtime_ns, row.ctime_ns))
           and _same_ends(found.path, row.l_end, row.ends)):
         # It grew (or a read was cut short): go on from where the catalog stopped.
         content_now = row.c_end == row.l_end
@@ -194,17 +193,37 @@ def _same_ends(path: str, end: int, ends: bytes | None) -> bool:
         return False
 
 
-def listed_text(path: str, end: int, ends: bytes | None) -> str:
-    """The ``all_messages_text`` of a listed file, read from it now: of its first
-    ``end`` bytes if the file only grew since the listing read them (``ends``: the
-    digest of their ends; ``None`` when they were not whole lines), so that it is the
-    listing's; else of all of the file as it now is.
+def listed_text(path: str, end: int, ends: bytes | None, tail: int = 0) -> str:
+    """The ``all_messages_text`` of a listed file, read from it now.
+
+    Args:
+        path: the file.
+        end: where the listing's last whole line ended.
+        ends: the digest of the ends of the first ``end`` bytes when they were read
+            (:func:`ends_digest`); ``None`` for a version 1 file.
+        tail: bytes of an unterminated last piece the listing read after ``end``.
+
+    Returns:
+        If the file only grew since (the ends unchanged), the text of what the listing
+        read: ``end`` bytes of whole lines, then the ``tail`` bytes after them judged as
+        a last piece, however that line was finished since. Else the text of all of the
+        file as it now is.
 
     Raises:
-        OSError: the file cannot be read.
+        OSError: the file cannot be read, or is not a regular file.
     """
-    limit = end if _same_ends(path, end, ends) else 1 << 62
-    return str(scan_file(path, 0, b"", False, limit, texts=True, native=native_scanner())[4][2])
+    native = native_scanner()
+    if not _same_ends(path, end, ends):
+        return str(scan_file(path, 0, b"", False, 1 << 62, texts=True, native=native)[4][2])
+    r = scan_file(path, 0, b"", False, end, texts=True, native=native)
+    text = str(r[4][2])
+    if tail:
+        with open_regular(path) as f:
+            f.seek(end)
+            piece = f.read(tail)
+        more = tail_text(piece, end, r[5])
+        text = " ".join(t for t in (text, more) if t)
+    return text
 
 
 # ------------------------------------------------------------------ reading
@@ -216,7 +235,7 @@ def _v1_content(path: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]
     image (the ids a reader sees are those the migration gives)."""
     from .._migrate import migrate_image
 
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         data = f.read()
     image = migrate_image(data, path).image
     r = scan_stream(io.BytesIO(image), 0, b"", True, 1 << 62)
@@ -306,7 +325,7 @@ def _apply_main(plan: _Plan, start: int, r: ScanResult) -> bool:
         row.activity = activity if row.activity is None else _js.math_max(row.activity, activity)
     row.entries = (row.entries or b"") + entries
     row.entry_count = count
-    row.l_end = end
+    row.l_end, row.tail = end, tail
     row.resumable = row.problem is None and not row.old and tail == 0
     if plan.main_content and row.problem is None and not row.old:
         row.c_end, row.c_entries, row.c_count = end, len(row.entries), count
@@ -399,9 +418,13 @@ def refresh(
     if not plans:
         return found
     if store is not None:
-        for p in plans:  # the entries before where a read starts
+        for k, p in enumerate(plans):  # the entries before where a read starts
             if (p.catchup is not None or p.start) and p.row.entries is None and p.row.id is not None:
-                p.row.entries = store.entries(p.row.id)
+                p.row.entries = store.entries(p.row.id, p.row.gen)
+                if p.row.entries is None:  # saved by another process since its row was read
+                    again = _plan(p.found, p.row, content, False)  # from its start, kept here
+                    assert again is not None
+                    plans[k], p.found.row = again, again.row
     budget = sum(max(0, (p.found.st.st_size if p.found.st else 0) - (p.start or 0)) for p in plans)
     read_so_far = 0
     saving = store is not None

@@ -39,7 +39,7 @@ from ._words import fts_text
 
 __all__ = ["SCHEMA_VERSION", "FileRow", "Store", "CatalogError"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
 
 APPLICATION_ID = 0x53547243  # "STrC"
@@ -59,6 +59,7 @@ CREATE TABLE file (
     ends BLOB,
     gen INTEGER NOT NULL DEFAULT 0,
     l_end INTEGER NOT NULL,
+    tail INTEGER NOT NULL DEFAULT 0,
     resumable INTEGER NOT NULL,
     old INTEGER NOT NULL DEFAULT 0,
     problem TEXT, problem_line INTEGER, problem_offset INTEGER,
@@ -146,6 +147,7 @@ class FileRow:
     mtime_ns: int
     ctime_ns: int = 0  # utime() restores an mtime, never a ctime
     l_end: int = 0
+    tail: int = 0  # bytes of an unterminated last piece read after l_end
     resumable: bool = False
     id: int | None = None
     ends: bytes | None = None
@@ -179,15 +181,25 @@ _SAVED_COLUMNS = tuple(c for c in _ROW_COLUMNS if c not in ("id", "gen"))
 assert fields(FileRow)[-1].name == "entries"
 
 
-# Integer columns, from FileRow's annotations (a bool is stored as 0/1).
-_INT_AT = tuple(i for i, f in enumerate(fields(FileRow)[:-1]) if f.type in ("int", "bool"))
-_OPTIONAL_INT_AT = tuple(i for i, f in enumerate(fields(FileRow)[:-1]) if f.type == "int | None")
+# The types each column's values may have, from FileRow's annotations (a bool is
+# stored as 0/1, a text with a lone surrogate as a BLOB, a float that is whole may come
+# back as an int).
+_STORED: dict[str, tuple[type, ...]] = {
+    "int": (int,), "bool": (int,), "int | None": (int, type(None)), "str": (str, bytes),
+    "str | None": (str, bytes, type(None)), "float | None": (float, int, type(None)),
+    "bytes | None": (bytes, type(None)),
+}
+_TYPES_AT = tuple((i, _STORED[str(f.type)]) for i, f in enumerate(fields(FileRow)[:-1]))
+# Offsets and counts, never negative.
+_COUNTS_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in (
+    "size", "l_end", "tail", "gen", "message_count", "entry_count", "c_end", "c_entries", "c_count", "problem_line",
+    "problem_offset"))
 
 
 def _row(values: Sequence[Any]) -> FileRow:
     # Every value was written by Batch.save: another type is damage (run() rebuilds).
-    if not all(type(values[i]) is int for i in _INT_AT) or not all(
-            values[i] is None or type(values[i]) is int for i in _OPTIONAL_INT_AT):
+    if not all(type(values[i]) in types for i, types in _TYPES_AT) or any(
+            values[i] is not None and values[i] < 0 for i in _COUNTS_AT):
         raise sqlite3.DatabaseError("catalog damaged: a file row holds a value of the wrong type")
     row = FileRow(*values)
     for i in _TEXT_AT:
@@ -307,8 +319,9 @@ class Store:
     def _refuse(self) -> None:
         why = self._replaceable()
         if why is not None:
-            raise CatalogError(f"{self.path}: {why}; not replaced (delete it, or choose another catalog file: "
-                               "--catalog, $SESSIONTREE_CATALOG)")
+            # Not "delete it": the likeliest file here is a session named by mistake.
+            raise CatalogError(f"{self.path}: {why}; not replaced (choose another catalog file: --catalog, "
+                               "$SESSIONTREE_CATALOG)")
 
     def _open(self) -> sqlite3.Connection:
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
@@ -386,13 +399,20 @@ class Store:
         rows = self.conn.execute(f"SELECT {cols} FROM file WHERE folder = ?", (folder,))
         return {r.name: r for r in map(_row, rows)}
 
-    def entries(self, file: int) -> bytes:
-        """The entries record of a file (``_extract``)."""
-        r = self.conn.execute("SELECT record FROM entries WHERE file = ?", (file,)).fetchone()
-        if r is not None and r[0] is not None:
-            return bytes(r[0])
-        n = self.conn.execute("SELECT entry_count FROM file WHERE id = ?", (file,)).fetchone()
-        if n is not None and n[0]:
+    def entries(self, file: int, gen: int | None = None) -> bytes | None:
+        """The entries record of a file (``_extract``); with ``gen``, ``None`` if the row
+        is no longer that generation (another process saved it since it was read: the
+        record goes with the newer row). One statement, so row and record agree."""
+        r = self.conn.execute(
+            "SELECT file.gen, file.entry_count, entries.record FROM file LEFT JOIN entries"
+            " ON entries.file = file.id WHERE file.id = ?", (file,)).fetchone()
+        if r is None:
+            return None if gen is not None else b""  # dropped since
+        if gen is not None and r[0] != gen:
+            return None
+        if r[2] is not None:
+            return bytes(r[2])
+        if r[1]:
             # Every saved file has its record: one missing is damage (run() rebuilds).
             raise sqlite3.DatabaseError(f"catalog damaged: file {file} has no entries record")
         return b""
