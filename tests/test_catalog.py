@@ -1012,7 +1012,9 @@ def test_a_catalog_path_that_is_not_a_regular_file(tmp_path: Path, what: str) ->
                                     "UPDATE file SET activity = 'abc'", "UPDATE file SET activity = x'00'",
                                     "UPDATE file SET l_end = -5", "UPDATE file SET tail = -1",
                                     "UPDATE file SET first_message = 5", "UPDATE file SET sid = 5",
-                                    "UPDATE file SET title = 1.5", "UPDATE file SET ends = 'x'"])
+                                    "UPDATE file SET title = 1.5", "UPDATE file SET ends = 'x'",
+                                    "UPDATE file SET tail = 9223372036854775807",
+                                    "UPDATE file SET c_end = l_end + 5"])
 def test_damaged_values_in_rows_are_rebuilt(tmp_path: Path, catalog_file: str, damage: str) -> None:
     folders = make_root(tmp_path / "s", 6, seed=4)
     cat.index(folders, catalog=catalog_file)

@@ -20,3 +20,14 @@ def test_ls_names_fifo_as_not_regular(tmp_path, backend):
     assert set(probs) == {"f.jsonl", "z.jsonl"}
     for name, reason in probs.items():
         assert "regular" in reason, f"{name}: {reason!r}"
+
+
+def test_ls_of_a_folder_with_no_session_reports_its_files(tmp_path, backend):
+    """Only files that are not sessions: no table, the count and the problems (no
+    crash on an empty table)."""
+    (tmp_path / "x.jsonl").write_text("not json\n")
+    for extra in ([], ["--no-cache"]):
+        out = subprocess.run([CLI, "--backend", backend, "ls", str(tmp_path), *extra],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("0 session(s)\n") and "x.jsonl:1: no session header" in out.stdout

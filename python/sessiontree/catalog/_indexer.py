@@ -206,8 +206,9 @@ def listed_text(path: str, end: int, ends: bytes | None, tail: int = 0) -> str:
     Returns:
         If the file only grew since (the ends unchanged), the text of what the listing
         read: ``end`` bytes of whole lines, then the ``tail`` bytes after them judged as
-        a last piece, however that line was finished since. Else the text of all of the
-        file as it now is.
+        a last piece, however that line was finished since (those bytes are not
+        fingerprinted: rewritten in place, they are read as they now are). Else, and
+        for a version 1 file, the text of all of the file as it now is.
 
     Raises:
         OSError: the file cannot be read, or is not a regular file.
@@ -219,6 +220,8 @@ def listed_text(path: str, end: int, ends: bytes | None, tail: int = 0) -> str:
     text = str(r[4][2])
     if tail:
         with open_regular(path) as f:
+            if os.fstat(f.fileno()).st_size < end + tail:  # cut back since: as it now is
+                return str(scan_file(path, 0, b"", False, 1 << 62, texts=True, native=native)[4][2])
             f.seek(end)
             piece = f.read(tail)
         more = tail_text(piece, end, r[5])

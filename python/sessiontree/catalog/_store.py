@@ -196,10 +196,14 @@ _COUNTS_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in (
     "problem_offset"))
 
 
+_L_END_AT, _C_END_AT = _ROW_COLUMNS.index("l_end"), _ROW_COLUMNS.index("c_end")  # docs never pass listing
+
+
 def _row(values: Sequence[Any]) -> FileRow:
     # Every value was written by Batch.save: another type is damage (run() rebuilds).
     if not all(type(values[i]) in types for i, types in _TYPES_AT) or any(
-            values[i] is not None and values[i] < 0 for i in _COUNTS_AT):
+            values[i] is not None and values[i] < 0 for i in _COUNTS_AT) or (
+            values[_C_END_AT] is not None and values[_C_END_AT] > values[_L_END_AT]):
         raise sqlite3.DatabaseError("catalog damaged: a file row holds a value of the wrong type")
     row = FileRow(*values)
     for i in _TEXT_AT:

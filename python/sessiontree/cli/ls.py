@@ -114,11 +114,11 @@ def run(args: argparse.Namespace, io: Io) -> int:
     # Console.print would cost more than the listing (Io.styler).
     paint = io.styler()
     counts = [f"{s.message_count:,}" for s in sessions]
-    count_w = max(4, *map(len, counts))
+    count_w = max([4, *map(len, counts)])
     cwds = [one_line(s.cwd, 400) for s in sessions] if args.all else []
     cwd_w = min(_CWD_MAX, max(map(cells, cwds))) if cwds else 0
     lines = [paint(f"{'modified':<19}  {'msgs':>{count_w}}  {set_cell_size('name / first message', _PREVIEW)}"
-                   f"{'  ' + set_cell_size('cwd', cwd_w) if args.all else ''}  file", "bold")]
+                   f"{'  ' + set_cell_size('cwd', cwd_w) if args.all else ''}  file", "bold")] if sessions else []
     for k, s in enumerate(sessions):
         title = one_line(s.name) if s.name else one_line(s.first_message)
         lines.append("".join((
