@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -149,3 +150,56 @@ def test_opens_and_builds_context(small: tuple[Path, GenerateStats], backend: st
             assert at[0]["role"] == "compactionSummary" and at[0]["summary"] == c["summary"]
             kept = sm.get_entry(c["firstKeptEntryId"])
             assert kept["type"] == "message" and at[1] == kept["message"]
+
+
+def test_generate_root_writes_a_history_in_pis_layout(tmp_path: Path) -> None:
+    """N sessions spread over project folders named as Pi names them, each file named
+    after its own header (Pi's session_file_name), about the total size, the same bytes
+    for the same seed, nothing ever replaced; listed and checked like any session."""
+    import json as _json
+
+    from sessiontree._listing import list_all_sessions
+    from sessiontree._places import session_dir_for_cwd, session_file_name
+    from sessiontree.generate import generate_root
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    written = generate_root(a, sessions=12, total_bytes=600_000, projects=3, seed=4)
+    generate_root(b, sessions=12, total_bytes=600_000, projects=3, seed=4)
+    assert len(written) == 12 and 0.9 * 600_000 < sum(s.bytes for s in written) < 1.3 * 600_000
+    for i, s in enumerate(written):
+        header = _json.loads(Path(s.path).read_text().split("\n", 1)[0])
+        assert header["cwd"] == f"/home/user/project{i % 3}"
+        assert s.path == os.path.join(session_dir_for_cwd(header["cwd"], str(a)),
+                                      session_file_name(header["timestamp"], header["id"]))
+        assert Path(s.path).read_bytes() == (b / Path(s.path).relative_to(a)).read_bytes()
+    infos = list_all_sessions(str(a), no_cache=True)
+    assert sorted(i.path for i in infos) == sorted(s.path for s in written)
+    assert sorted(os.listdir(a)) == ["--home-user-project0--", "--home-user-project1--", "--home-user-project2--"]
+    before = {p: p.stat().st_mtime_ns for p in a.rglob("*.jsonl")}
+    with pytest.raises(FileExistsError):
+        generate_root(a, sessions=12, total_bytes=600_000, projects=3, seed=4)
+    assert {p: p.stat().st_mtime_ns for p in a.rglob("*.jsonl")} == before
+    assert not [p for p in a.rglob("*") if p.name.startswith(".generating")]
+    with pytest.raises(ValueError):
+        generate_root(a, sessions=0, total_bytes=10_000)
+
+
+def test_generate_sessions_command(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    cli = os.path.join(os.path.dirname(sys.executable), "sessiontree")
+    root = tmp_path / "root"
+    run = [cli, "generate", str(root), "--sessions", "5", "--size", "50KB", "--projects", "2"]
+    out = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("wrote 5 sessions") and "in 2 project folder(s)" in out.stdout
+    ls = subprocess.run([cli, "ls", str(root), "--all", "--json", "--no-cache"], capture_output=True, text=True,
+                        timeout=120)
+    assert len(json.loads(ls.stdout)["sessions"]) == 5
+    again = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 1 and "already exists; not overwritten" in again.stderr
+    for bad in (["--entries", "3"], ["--size", "2KB"], ["--size", "50KB", "--projects", "0"]):
+        r = subprocess.run([cli, "generate", str(tmp_path / "x"), "--sessions", "5", *bad], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 2 and r.stderr.startswith("sessiontree: error:"), (bad, r.stderr)

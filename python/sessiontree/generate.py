@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["GenerateStats", "generate_session", "parse_size"]
+__all__ = ["GenerateStats", "generate_session", "generate_root", "parse_size"]
 
 import orjson
 
@@ -887,3 +887,71 @@ def generate_session(
         raise
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+def generate_root(
+    root: str | os.PathLike[str],
+    *,
+    sessions: int,
+    total_bytes: int,
+    projects: int = 10,
+    seed: int = 0,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[GenerateStats]:
+    """Write synthetic sessions into a sessions root in Pi's layout, as a history of
+    many sessions looks (for trying listings, search and usage reports).
+
+    Session ``i`` is :func:`generate_session` with seed ``seed * 1_000_003 + i`` and the
+    working directory ``/home/user/project{i % projects}``, in that directory's folder
+    (``_places.session_dir_for_cwd``: ``--home-user-projectK--``) under the name Pi gives
+    it (``_places.session_file_name`` of its header's time and id). Sizes spread
+    log-uniformly over a 600-fold range and add up to about ``total_bytes``. The same
+    arguments give the same files.
+
+    Args:
+        root: the sessions root (created if missing).
+        sessions: how many sessions (at least 1).
+        total_bytes: their size together, about (at least 1 KB a session).
+        projects: how many project folders they are spread over (at least 1).
+        seed: selects the sessions.
+        on_progress: called ``(sessions written, sessions)`` after each.
+
+    Returns:
+        Each session's :class:`GenerateStats`, in order.
+
+    Raises:
+        ValueError: a count or size out of range.
+        FileExistsError: a session's file exists (nothing is ever replaced).
+        OSError: a file cannot be written.
+    """
+    from ._places import session_dir_for_cwd, session_file_name
+
+    if sessions < 1 or projects < 1:
+        raise ValueError("sessions and projects must be at least 1")
+    if total_bytes < 1000 * sessions:
+        raise ValueError("total_bytes must be at least 1 KB a session")
+    rng = random.Random(seed)
+    weights = [600 ** rng.random() for _ in range(sessions)]
+    scale = total_bytes / sum(weights)
+    out = []
+    for i, w in enumerate(weights):
+        cwd = f"/home/user/project{i % projects}"
+        folder = session_dir_for_cwd(cwd, os.fspath(root))
+        os.makedirs(folder, exist_ok=True)
+        tmp = os.path.join(folder, f".generating-{i}.part")  # not *.jsonl: a listing passes it over
+        stats = generate_session(tmp, size_bytes=max(1000, int(w * scale)), seed=seed * 1_000_003 + i, cwd=cwd,
+                                 overwrite=False)
+        with open(tmp, "rb") as f:
+            header = orjson.loads(f.readline())
+        final = os.path.join(folder, session_file_name(header["timestamp"], header["id"]))
+        try:
+            os.link(tmp, final)  # fails if the name exists: never replaces
+        except FileExistsError:
+            raise FileExistsError(errno.EEXIST, "file exists", final) from None
+        finally:
+            os.unlink(tmp)
+        stats.path = final
+        out.append(stats)
+        if on_progress is not None:
+            on_progress(i + 1, sessions)
+    return out

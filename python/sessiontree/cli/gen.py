@@ -1,6 +1,9 @@
 """``sessiontree generate``: write a realistic synthetic session (deterministic per seed).
 
-An existing OUT is never replaced unless ``--force`` is given. The session is written to
+An existing OUT is never replaced unless ``--force`` is given. With ``--sessions N``,
+OUT is a sessions root and N sessions of about ``--size`` bytes together are written
+into it in Pi's layout (one folder per project, Pi's file names; nothing replaced),
+for trying ``ls``, ``search`` and ``usage`` on a history. The session is written to
 a temporary file beside OUT and renamed at the end, so an interrupted run leaves no
 partial file at OUT.
 """
@@ -20,13 +23,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``generate`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("generate", help="write a synthetic Pi session of a given size (deterministic per seed)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("out", help="file to write (.jsonl); must not exist unless --force")
+    p.add_argument("out", help="file to write (.jsonl), or with --sessions the sessions root to fill")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument("--size", help="target size, e.g. 300MB, 1GiB (the file ends after the entry that reaches it)")
     size.add_argument("--entries", type=int, metavar="N", help="number of entries (header not counted)")
     p.add_argument("--seed", type=int, default=0, help="selects the session; same seed, same bytes (default 0)")
     p.add_argument("--cwd", default="/home/user/project", help="working directory written in the header")
+    p.add_argument("--sessions", type=int, metavar="N",
+                   help="write N sessions of about --size bytes together into the root OUT, in Pi's layout")
+    p.add_argument("--projects", type=int, default=10, metavar="K",
+                   help="with --sessions: spread them over K project folders (default 10)")
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
     p.set_defaults(func=run)
 
@@ -44,6 +51,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
                        "(or --entries 0 for a header-only file)", code=2)
     if args.entries is not None and args.entries < 0:
         raise CliError("--entries must not be negative", code=2)
+    if args.sessions is not None:
+        return _root(args, io, size)
     out = safe(args.out)
     parent = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(parent):
@@ -79,6 +88,36 @@ def run(args: argparse.Namespace, io: Io) -> int:
         io.print("  header only" + (f": the header line alone reaches --size {safe(args.size)}" if size else ""))
     io.print(f"  {stats.branch_points:,} branch points, {stats.branch_summaries:,} branch summaries, "
              f"{stats.compactions:,} compactions, {stats.labels:,} labels; leaf {stats.leaf_id}; seed {args.seed}")
+    return 0
+
+
+def _root(args: argparse.Namespace, io: Io, size: int | None) -> int:
+    """``generate --sessions N ROOT``: a history in Pi's layout."""
+    from ..generate import generate_root
+
+    if size is None or args.force:
+        raise CliError("--sessions takes --size (their size together), not --entries or --force", code=2)
+    if args.sessions < 1 or args.projects < 1:
+        raise CliError("--sessions and --projects must be at least 1", code=2)
+    if size < 1000 * args.sessions:
+        raise CliError(f"--size {safe(args.size)} is too small for {args.sessions:,} sessions (1 KB each at least)",
+                       code=2)
+    if os.path.lexists(args.out) and not os.path.isdir(args.out):
+        raise CliError(f"{safe(args.out)}: exists and is not a folder")
+    try:
+        with count_progress(io, "generating sessions") as update:
+            written = generate_root(args.out, sessions=args.sessions, total_bytes=size, projects=args.projects,
+                                    seed=args.seed, on_progress=update)
+    except FileExistsError as e:
+        raise CliError(f"{safe(str(e.filename))}: already exists; not overwritten") from None
+    total = sum(s.bytes for s in written)
+    if args.json:
+        io.write_json({"root": args.out, "sessions": len(written), "bytes": total,
+                       "files": [s.path for s in written]})
+        return 0
+    io.print(Text.assemble(("wrote ", ""), (f"{len(written):,} sessions", "bold"),
+                           f" ({human_bytes(total)}) in {min(args.projects, len(written))} project folder(s) under ",
+                           (safe(args.out), "bold")))
     return 0
 
 
