@@ -12,10 +12,20 @@ from typing import Any
 
 from ._js import trim, truthy
 
-__all__ = ["apply_labels", "session_name_of"]
+__all__ = ["LabelFields", "apply_labels", "label_fields", "session_name_of"]
 
 
-def apply_labels(label_entries: Iterable[dict[str, Any]], labels: dict[str, Any], label_ts: dict[str, Any]) -> None:
+LabelFields = tuple[Any, Any, Any]
+"""A ``label`` entry's ``(targetId, label, timestamp)``, each its decoded value, ``None``
+when absent (the rule reads nothing else, so no backend builds the entry for it)."""
+
+
+def label_fields(entry: dict[str, Any]) -> LabelFields:
+    """The :data:`LabelFields` of a decoded ``label`` entry."""
+    return entry.get("targetId"), entry.get("label"), entry.get("timestamp")
+
+
+def apply_labels(label_entries: Iterable[LabelFields], labels: dict[str, Any], label_ts: dict[str, Any]) -> None:
     """Fold ``label`` entries, in file order, into the label maps (in place).
 
     Pi's ``_buildIndex``: a JavaScript-truthy ``label`` sets the target's label (and
@@ -23,18 +33,16 @@ def apply_labels(label_entries: Iterable[dict[str, Any]], labels: dict[str, Any]
     ``targetId``s count. Dict order is JavaScript ``Map`` order: first time set.
 
     Args:
-        label_entries: decoded entries of type ``label``, in file order.
+        label_entries: the :data:`LabelFields` of the ``label`` entries, in file order.
         labels: target id -> label, updated.
         label_ts: target id -> the setting entry's ``timestamp``, updated.
     """
-    for e in label_entries:
-        target = e.get("targetId")
+    for target, value, stamp in label_entries:
         if not isinstance(target, str):
             continue
-        value = e.get("label")
         if truthy(value):
             labels[target] = value
-            label_ts[target] = e.get("timestamp")
+            label_ts[target] = stamp
         else:
             labels.pop(target, None)
             label_ts.pop(target, None)

@@ -37,7 +37,7 @@ from typing import Any
 from ._backend import GC_PAUSE_MIN as _GC_PAUSE_MIN
 from ._backend import ContextPlan, LoadIssue, describe_issue, gc_paused
 from ._jsonl import decode_line
-from ._labels import apply_labels, session_name_of
+from ._labels import LabelFields, apply_labels, session_name_of
 from ._reader import header_error, problem_from_code
 from ._sessiontree import ENTRY_TYPES, ROLES, Index
 from ._usage import TOKEN_KEYS, merge_models, usage_totals
@@ -78,15 +78,14 @@ def default_cache_budget() -> int:
         raise ValueError(f"{CACHE_ENV} must be a size such as 512MiB or 0, not {text!r}") from None
 
 
-_LABEL_KEYS = ("targetId", "label", "timestamp")
-
-
-def _label_entries(rows: list[tuple[int, str | bytes | None, str | bytes | None, str | bytes | None]]) -> Iterator[dict[str, Any]]:
-    """Label entries holding only the fields ``apply_labels`` reads, from what
-    ``Index.label_fields`` gives (strings decoded by the core, as it decodes ids; other
-    values as JSON text, decoded here; an absent key stays absent)."""
-    for _, *values in rows:
-        yield {k: v if type(v) is str else decode_line(v) for k, v in zip(_LABEL_KEYS, values) if v is not None}
+def _label_fields(rows: list[tuple[int, str | bytes | None, str | bytes | None, str | bytes | None]]) -> Iterator[LabelFields]:
+    """The ``LabelFields`` of label entries from what ``Index.label_fields`` gives
+    (strings decoded by the core, as it decodes ids; other values as JSON text, decoded
+    here, except a ``targetId``'s: only a string one counts; absent: ``None``)."""
+    for _, target, value, stamp in rows:
+        yield (target if type(target) is str else None,
+               decode_line(value) if type(value) is bytes else value,
+               decode_line(stamp) if type(stamp) is bytes else stamp)
 
 
 class LazyTreeNode(SessionTreeNode):
@@ -459,7 +458,7 @@ class NativeIndex:
         # of thousands of label lines: decoding them whole cost 0.4 s on a 1 GiB one).
         n = self._n
         if self._labels_n < n:
-            apply_labels(_label_entries(self._ix.label_fields(self._labels_n)), self._labels, self._label_ts)
+            apply_labels(_label_fields(self._ix.label_fields(self._labels_n)), self._labels, self._label_ts)
             self._labels_n = n
         return self._labels, self._label_ts
 

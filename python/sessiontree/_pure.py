@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ._backend import ContextPlan, LoadIssue, gc_paused
-from ._labels import apply_labels, session_name_of
+from ._labels import apply_labels, label_fields, session_name_of
 from ._load import Loader
 from ._reader import line_prefix
 from ._time import parse_iso_ms
@@ -296,7 +296,7 @@ class PythonIndex:
         labels, label_ts = self._labels, self._label_ts
         entries = l.entries
         apply_labels(
-            (e for e in entries[self._labels_n :] if e.get("type") == "label"), labels, label_ts
+            (label_fields(e) for e in entries[self._labels_n :] if e.get("type") == "label"), labels, label_ts
         )
         self._labels_n = len(entries)
         return labels, label_ts
