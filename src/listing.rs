@@ -349,8 +349,7 @@ struct State {
     line_no: u64,
     first_nonblank: Option<(u64, u64, Vec<u8>)>,
     fields: Fields,
-    content: bool,
-    texts: bool,
+    collect: Collect,
     out: Scan,
 }
 
@@ -363,8 +362,7 @@ impl State {
             line_no: 0,
             first_nonblank: None,
             fields: Fields::default(),
-            content: collect.content,
-            texts: collect.texts,
+            collect,
             out: Scan {
                 end: start,
                 ..Scan::default()
@@ -474,7 +472,7 @@ impl State {
                     Some(n) => Name::Set(n.into_owned()),
                     None => Name::Cleared,
                 };
-                if let (true, Name::Set(n)) = (self.content, &self.out.name) {
+                if let (true, Name::Set(n)) = (self.collect.content, &self.out.name) {
                     let text = n.clone();
                     self.out.docs.push(Doc {
                         seq,
@@ -486,7 +484,7 @@ impl State {
                 }
                 true
             }
-            b"usage" | b"compaction" | b"branch_summary" if self.content => {
+            b"usage" | b"compaction" | b"branch_summary" if self.collect.content => {
                 let kind = match ty {
                     b"usage" => UsageKind::Usage,
                     b"compaction" => UsageKind::Compaction,
@@ -516,13 +514,6 @@ impl State {
         }
     }
 
-    /// getLastActivityTime: the largest user/assistant message time, at least 0.
-    fn activity(&mut self, time: Option<f64>) {
-        if let Some(t) = time {
-            self.out.activity = Some(self.out.activity.unwrap_or(0.0).max(t));
-        }
-    }
-
     fn message(
         &mut self,
         obj: &[u8],
@@ -539,16 +530,17 @@ impl State {
             Some(b"assistant") => false,
             _ => return true,
         };
-        // getLastActivityTime: the message's numeric timestamp, else the entry's time,
-        // for a message with `content`.
+        // getLastActivityTime: the largest of the message's numeric timestamp, else the
+        // entry's time, over messages with `content`; at least 0.
         let time = match self.fields.msg_timestamp {
             Val::Num { start, end } => Some(number(&obj[start..end])),
             _ => entry_ms,
         };
-        if self.fields.content != Val::Absent {
-            self.activity(time);
+        if let (Some(t), true) = (time, self.fields.content != Val::Absent) {
+            self.out.activity = Some(self.out.activity.unwrap_or(0.0).max(t));
         }
-        if !(self.content || self.texts || user && self.out.first_message.is_none()) {
+        if !(self.collect.content || self.collect.texts || user && self.out.first_message.is_none())
+        {
             return true; // no text wanted: the walk below is 35–45% of a listing pass's CPU
         }
         let Some(mv) = member(obj, ws(obj, 0), b"message").filter(|&v| obj.get(v) == Some(&b'{'))
@@ -570,12 +562,17 @@ impl State {
                 }
                 text.clear();
                 calls.clear();
-                let end = text_of(obj, v, &mut text, self.content.then_some(&mut calls));
+                let end = text_of(
+                    obj,
+                    v,
+                    &mut text,
+                    self.collect.content.then_some(&mut calls),
+                );
                 fallback = end.is_none();
                 end
             },
         );
-        if !user && self.content {
+        if !user && self.collect.content {
             if let Some(u) = m.get(1).filter(|&u| obj.get(u) == Some(&b'{')) {
                 self.out.usage.push(UsageRow {
                     seq,
@@ -600,7 +597,7 @@ impl State {
             calls.clear();
         }
         if !text.is_empty() {
-            if self.texts {
+            if self.collect.texts {
                 if !self.out.texts.is_empty() {
                     self.out.texts.push(b' ');
                 }
@@ -610,7 +607,7 @@ impl State {
                 self.out.first_message = Some(text.clone());
             }
         }
-        if self.content {
+        if self.collect.content {
             if !calls.is_empty() {
                 if !text.is_empty() {
                     text.push(b'\n');

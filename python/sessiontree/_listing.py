@@ -14,7 +14,7 @@ A listing goes through the catalog (``sessiontree.catalog``): an unchanged file 
 (``no_cache=True``), which is what happens when the catalog is turned off or cannot be
 used. ``all_messages_text`` (most of what a listing would otherwise read: every user
 and assistant message's content) is read from the file when first used, of the bytes
-the listing read (:func:`text_loader`).
+the listing read (``catalog._indexer.listed_text``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
+from functools import partial
 from typing import Any
 
 from . import _js
@@ -151,7 +152,7 @@ class _LazyInfo(SessionInfo):
 
 def read_session_info(path: str) -> SessionInfo:
     """Build one listing row from a session file, reading all of it (no catalog;
-    ``all_messages_text`` is read again when first used, see :func:`text_loader`).
+    ``all_messages_text`` is read again when first used: ``catalog._indexer.listed_text``).
 
     See :func:`session_info` for the row rules.
 
@@ -180,10 +181,10 @@ def read_session_info(path: str) -> SessionInfo:
         raise header_error(path, line, offset, header_problem(raw))
     row.header(read_value(value).value)
     row.facts(r[4])
-    from .catalog._indexer import ends_digest
+    from .catalog._indexer import ends_digest, listed_text
 
     (end, _eof, tail, _read, ends) = r[0]
-    return session_info(path, row, text_loader(path, end, None if r[2] else ends_digest(ends), tail))
+    return session_info(path, row, partial(listed_text, path, end, ends_digest(ends), tail))
 
 
 class _Row:
@@ -265,6 +266,7 @@ def list_folders(
         folder, then file-name order).
     """
     from .catalog import refresh_for, run
+    from .catalog._indexer import listed_text
 
     def op(store: Any) -> list[SessionInfo]:
         sessions: list[SessionInfo] = []
@@ -277,8 +279,7 @@ def list_folders(
             if row.problem is not None:
                 problems.append(ListingProblem(f.path, row.problem, row.problem_line, row.problem_offset))
                 continue
-            ends = None if row.old else row.ends
-            sessions.append(session_info(f.path, row, text_loader(f.path, row.l_end, ends, row.tail)))
+            sessions.append(session_info(f.path, row, partial(listed_text, f.path, row.l_end, row.ends, row.tail)))
         if on_problem is not None:
             for p in problems:
                 on_problem(p)
@@ -288,19 +289,6 @@ def list_folders(
     # Newest first; sort is stable, so ties keep file-name order.
     sessions.sort(key=lambda s: s.modified, reverse=True)
     return sessions
-
-
-def text_loader(path: str, end: int, ends: bytes | None, tail: int) -> Callable[[], str]:
-    """A function that reads the ``all_messages_text`` of a listed file from it
-    (``catalog._indexer.listed_text``, whose arguments these are: what the listing read
-    of it when the file only grew since)."""
-
-    def load() -> str:
-        from .catalog._indexer import listed_text
-
-        return listed_text(path, end, ends, tail)
-
-    return load
 
 
 def list_sessions(

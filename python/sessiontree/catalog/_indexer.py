@@ -200,7 +200,7 @@ def listed_text(path: str, end: int, ends: bytes | None, tail: int = 0) -> str:
         path: the file.
         end: where the listing's last whole line ended.
         ends: the digest of the ends of the first ``end`` bytes when they were read
-            (:func:`ends_digest`); ``None`` for a version 1 file.
+            (:func:`ends_digest`).
         tail: bytes of an unterminated last piece the listing read after ``end``.
 
     Returns:
@@ -214,19 +214,23 @@ def listed_text(path: str, end: int, ends: bytes | None, tail: int = 0) -> str:
         OSError: the file cannot be read, or is not a regular file.
     """
     native = native_scanner()
+
+    def text_upto(limit: int) -> tuple[str, ScanResult]:
+        r = scan_file(path, 0, b"", False, limit, texts=True, native=native)
+        return str(r[4][2]), r
+
     if not _same_ends(path, end, ends):
-        return str(scan_file(path, 0, b"", False, 1 << 62, texts=True, native=native)[4][2])
-    r = scan_file(path, 0, b"", False, end, texts=True, native=native)
-    text = str(r[4][2])
-    if tail:
-        with open_regular(path) as f:
-            if os.fstat(f.fileno()).st_size < end + tail:  # cut back since: as it now is
-                return str(scan_file(path, 0, b"", False, 1 << 62, texts=True, native=native)[4][2])
-            f.seek(end)
-            piece = f.read(tail)
-        more = tail_text(piece, end, r[5])
-        text = " ".join(t for t in (text, more) if t)
-    return text
+        return text_upto(1 << 62)[0]
+    text, r = text_upto(end)
+    if not tail or r[2]:  # a version 1 file is read to its end whatever the limit
+        return text
+    with open_regular(path) as f:
+        if os.fstat(f.fileno()).st_size < end + tail:  # cut back since: as it now is
+            return text_upto(1 << 62)[0]
+        f.seek(end)
+        piece = f.read(tail)
+    more = tail_text(piece, end, r[5])
+    return " ".join(t for t in (text, more) if t)
 
 
 # ------------------------------------------------------------------ reading

@@ -190,21 +190,20 @@ _STORED: dict[str, tuple[type, ...]] = {
     "bytes | None": (bytes, type(None)),
 }
 _TYPES_AT = tuple((i, _STORED[str(f.type)]) for i, f in enumerate(fields(FileRow)[:-1]))
-# Offsets and counts, never negative.
+# Offsets and counts, never negative; docs never pass the listing (c_end <= l_end).
 _COUNTS_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in (
     "size", "l_end", "tail", "gen", "message_count", "entry_count", "c_end", "c_entries", "c_count", "problem_line",
     "problem_offset"))
-
-
-_L_END_AT, _C_END_AT = _ROW_COLUMNS.index("l_end"), _ROW_COLUMNS.index("c_end")  # docs never pass listing
+_L_END_AT, _C_END_AT = _ROW_COLUMNS.index("l_end"), _ROW_COLUMNS.index("c_end")
 
 
 def _row(values: Sequence[Any]) -> FileRow:
-    # Every value was written by Batch.save: another type is damage (run() rebuilds).
-    if not all(type(values[i]) in types for i, types in _TYPES_AT) or any(
-            values[i] is not None and values[i] < 0 for i in _COUNTS_AT) or (
-            values[_C_END_AT] is not None and values[_C_END_AT] > values[_L_END_AT]):
-        raise sqlite3.DatabaseError("catalog damaged: a file row holds a value of the wrong type")
+    # Every value was written by Batch.save: any other is damage (run() rebuilds).
+    c_end = values[_C_END_AT]
+    if (not all(type(values[i]) in types for i, types in _TYPES_AT)
+            or any(values[i] is not None and values[i] < 0 for i in _COUNTS_AT)
+            or (c_end is not None and c_end > values[_L_END_AT])):
+        raise sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
     row = FileRow(*values)
     for i in _TEXT_AT:
         if isinstance(values[i], bytes):
