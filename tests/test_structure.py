@@ -307,3 +307,28 @@ def test_shape_is_a_snapshot(tmp_path: Path, backend: str) -> None:
     assert [before.index(i) for i in ("b", "a")] == [1, 0] and after.index(new) == 2
     with pytest.raises(EntryNotFoundError):
         after.index("zz")
+
+
+def test_shape_ids_read_like_a_list(tmp_path: Path, backend: str) -> None:
+    # The native shape reads its ids from the core when asked (schema.IdColumn): every
+    # way of reading them gives what a list of the ids gives, before and after close,
+    # and ids appended after the snapshot are not part of it.
+    path = write(tmp_path / "s.jsonl", [m("a", None), m("b", "a", role="assistant"), m("c", "b")])
+    with open_quiet(path, backend) as sm:
+        shape = sm.get_shape()
+        sm.append_message({"role": "user", "content": "d", "timestamp": 4})
+        fresh = sm.get_shape()
+    want, ids = ["a", "b", "c"], shape.ids
+    # One at a time first (before anything reads them all), after the session closed.
+    assert len(ids) == 3
+    assert [ids[0], ids[2], ids[-1], ids[-3]] == ["a", "c", "c", "a"]
+    for bad in (3, -4, 10**20):
+        with pytest.raises(IndexError):
+            ids[bad]
+    with pytest.raises(TypeError):
+        ids["0"]  # type: ignore[call-overload]
+    assert shape.ids[1:] == ["b", "c"] and shape.ids[::-1] == want[::-1]
+    assert list(shape.ids) == want and shape.ids == want and want == list(shape.ids)
+    assert "b" in shape.ids and "d" not in shape.ids and shape.ids.index("c") == 2
+    assert shape.ids != ["a", "b"] and shape.ids != fresh.ids and len(fresh.ids) == 4
+    assert fresh.ids[3] not in want and fresh.ids[:3] == want

@@ -42,7 +42,7 @@ from ._reader import header_error, problem_from_code
 from ._sessiontree import ENTRY_TYPES, ROLES, Index
 from ._usage import TOKEN_KEYS, merge_models, usage_totals
 from .errors import InvalidSessionError, StaleSessionError
-from .schema import CodeColumn, SessionTreeNode, TimeColumn, TreeShape, UsageTotals
+from .schema import CodeColumn, IdColumn, SessionTreeNode, TimeColumn, TreeShape, UsageTotals
 
 __all__ = ["NativeIndex", "LazyTreeNode", "DEFAULT_CACHE_BYTES", "CACHE_ENV"]
 
@@ -506,10 +506,12 @@ class NativeIndex:
 
     # --------------------------------------------------------------- structure
     def shape(self) -> TreeShape:
-        """The tree's shape from the core's columns (one copy of each per call)."""
-        parents, kinds, roles, ts, roots, start, kids, others = self._ix.shape()
+        """The tree's shape from the core's columns (one copy of each per call; the ids
+        are read from the core when first asked for)."""
+        ix = self._ix
+        parents, kinds, roles, ts, roots, start, kids, counts, others = ix.shape()
         return TreeShape(
-            ids=self._ix.ids(),
+            ids=IdColumn(len(kinds), ix.id, ix.ids),
             types=CodeColumn(kinds, _TYPE_NAMES),
             roles=CodeColumn(roles, _ROLE_NAMES, dict(others)),
             parents=array("i", parents),
@@ -517,7 +519,8 @@ class NativeIndex:
             timestamps_ms=TimeColumn(array("q", ts)),
             _start=array("I", start),
             _kids=array("I", kids),
-            _find=self._ix.find,
+            _counts=array("I", counts),
+            _find=ix.find,
         )
 
     def parent_id(self, entry_id: str) -> str | None:

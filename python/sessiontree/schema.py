@@ -599,6 +599,61 @@ class TimeColumn(Sequence["int | None"]):
         return f"TimeColumn({len(self)} entries)"
 
 
+class IdColumn(Sequence[str]):
+    """Entry ids ``0 .. n - 1`` read from a backend's index when asked: one id at a time
+    by ``one(i)``, or all of them by ``many()`` on the first iteration or slice (then
+    kept). Backs :attr:`TreeShape.ids` for the native backend, whose 800k-entry shape
+    cost 0.1 s in building every id string that ``info`` and ``tree`` never read.
+    Equal to any sequence holding the same ids in the same order.
+
+    Args:
+        n: how many entries (the snapshot: later entries are not part of it).
+        one: the id of entry ``i`` (``0 <= i < n``).
+        many: the ids of at least the first ``n`` entries, in file order.
+    """
+
+    __slots__ = ("_n", "_one", "_many", "_all")
+
+    def __init__(self, n: int, one: Callable[[int], str], many: Callable[[], Sequence[str]]) -> None:
+        self._n = n
+        self._one = one
+        self._many = many
+        self._all: list[str] | None = None
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _list(self) -> list[str]:
+        if self._all is None:
+            self._all = list(self._many()[: self._n])
+        return self._all
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if self._all is not None or isinstance(i, slice):
+            return self._list()[i]
+        n = self._n
+        if not -n <= i < n:  # also raises TypeError for a non-int, as a list does
+            raise IndexError("entry number out of range")
+        return self._one(i + n if i < 0 else i)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._list())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and self._list() == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"IdColumn({self._n} entries)"
+
+
 @dataclass(frozen=True, repr=False)
 class TreeShape:
     """The session tree by ids, types and links, without decoding any entry
@@ -630,6 +685,8 @@ class TreeShape:
     # Children in get_tree order as CSR: those of i are _kids[_start[i]:_start[i + 1]].
     _start: Sequence[int] = field(default_factory=lambda: array("I", [0]))
     _kids: Sequence[int] = field(default_factory=lambda: array("I"))
+    # How many children each entry has, when the backend counted them (else from _start).
+    _counts: Sequence[int] | None = field(default=None, compare=False)
     _memo: dict[str, Any] = field(default_factory=dict, compare=False)
     # The backend's own id look-up (entry number or None; numbers past the snapshot are
     # later appends), so that index() builds no dict of every id; may fail once the
@@ -666,6 +723,8 @@ class TreeShape:
 
     def child_counts(self) -> array[int]:
         """How many children each entry has (one item per entry, file order)."""
+        if self._counts is not None:
+            return array("I", self._counts)
         start = self._start
         return array("I", map(sub, start[1:], start[:-1]))
 
