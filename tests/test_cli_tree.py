@@ -154,3 +154,67 @@ def test_one_cell_characters_agree_with_rich() -> None:
     text = "".join(one)
     assert cells(text) == cell_len(text) == len(text)
     assert cell_len(fit(text, 50)) <= 50 and cell_len(fit("日本語" * 30 + "abc", 50)) <= 50
+
+
+def test_fold_kinds_and_kept_entries_match_naming_each_entry(tmp_path: Path, backend: str) -> None:
+    # Layout names kinds and finds the entries a fold keeps over the shape's code
+    # columns; naming every entry one by one must give the same counts in the same
+    # order (the fold line's ties keep first occurrence), whatever the roles and types.
+    import random
+    from collections import Counter
+
+    from sessiontree import SessionManager
+    from sessiontree.cli._common import one_line
+    from sessiontree.cli.tree import Layout
+
+    entries: list[dict[str, Any]] = []
+    parent = None
+    odd = ["user", "assistant", "toolResult", "bashExecution", "custom", "system", "lead\nrole", "ünï", "", None, 7]
+    for k in range(300):
+        eid = f"e{k:03d}"
+        kind = k % 9
+        if kind < 6:
+            e = msg(eid, parent, f"text {k}", role="user")
+            e["message"]["role"] = odd[(k * 7) % len(odd)]
+            if k % 50 == 3:
+                del e["message"]["role"]
+        elif kind == 6:
+            e = {"type": ["compaction", "branch_summary", "session_info"][k % 3], "id": eid, "parentId": parent,
+                 "timestamp": "2026-01-01T00:00:00.000Z", "summary": "s", "fromId": parent, "name": "n",
+                 "firstKeptEntryId": parent, "tokensBefore": 1}
+        elif kind == 7:
+            e = {"type": "zap" if k % 2 else "custom", "id": eid, "parentId": parent, "customType": "x",
+                 "timestamp": "2026-01-01T00:00:00.000Z"}
+        else:
+            e = {"type": "model_change", "id": eid, "parentId": parent, "provider": "p", "modelId": "m",
+                 "timestamp": "2026-01-01T00:00:00.000Z"}
+        entries.append(e)
+        parent = eid
+    path = write(tmp_path / "kinds.jsonl", entries)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = SessionManager.open(str(path), backend=backend)
+    with sm:
+        shape = sm.get_shape()
+        leaf = shape.index(sm.leaf_id)
+        labelled = {5, 77}
+        lay = Layout(shape, leaf, labelled, -1, lambda i: {})
+        types, roles = list(shape.types), list(shape.roles)
+
+    def named(i: int) -> str:
+        if types[i] == "message":
+            return "message" if roles[i] is None else one_line(roles[i], 100)
+        return types[i]
+
+    every = list(range(len(types)))
+    assert {named(i) for i in every} >= {"lead role", "ünï", "", "?", "message", "custom", "model_change", "compaction"}
+    rng = random.Random(1)
+    for numbers in [every, every[::-1], rng.sample(every, 40), [i for i in every if roles[i] is None], []]:
+        want = Counter(named(i) for i in numbers)
+        assert list(lay.kinds(numbers).items()) == list(want.items())
+        assert [lay.kind(i) for i in numbers] == [named(i) for i in numbers]
+    keep = {i for i in every if types[i] in ("compaction", "branch_summary", "session_info")} | labelled | {leaf}
+    assert {i for i in every if lay.keep(i)} == keep
+    assert lay.kept_in(every) == sorted(keep) and lay.kept_in([1, 2, 3]) == []

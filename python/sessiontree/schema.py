@@ -503,6 +503,22 @@ class CodeColumn(Sequence[Any]):
     def __len__(self) -> int:
         return len(self._codes)
 
+    @property
+    def codes(self) -> bytes:
+        """One code per entry: ``names[code]`` is its name, except the ``others`` code."""
+        return self._codes
+
+    @property
+    def names(self) -> tuple[Any, ...]:
+        """The name of each code; with ``others``, the last code's name is a placeholder."""
+        return self._names
+
+    @property
+    def others(self) -> dict[int, str] | None:
+        """Entry number -> its own string, for the entries with the last code (``None``:
+        that code is a name like the others)."""
+        return self._others
+
     @overload
     def __getitem__(self, i: int) -> Any: ...
     @overload

@@ -36,9 +36,9 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from itertools import islice
-from operator import getitem
 from typing import Any, NamedTuple
 
+from ..schema import CodeColumn
 from ._common import (
     KIND_STYLES,
     cells,
@@ -113,23 +113,30 @@ class Layout:
         self.max_depth = max_depth
         self.nest = nest
         self.entry = entry
-        # Plain lists of the columns the drawing reads per entry (one pass each) and the
-        # children as the shape holds them: those of i are child[first[i]:first[i + 1]].
-        self.types: list[str] = list(shape.types)
-        parents = shape.parents
         self.first, self.child = shape.children_table()
+        parents = shape.parents
         self.on_path: set[int] = set()
         x = leaf
         while x is not None and x >= 0 and x not in self.on_path:
             self.on_path.add(x)
             x = parents[x]
-        # A message's role, else its type: named once per distinct (type, role) and
-        # looked up per entry in C (by_type[t][r] through map), not by a Python
-        # expression per entry (0.3 s per 800k entries). Only messages have a role.
-        roles = list(shape.roles)
-        by_type: dict[str, dict[Any, str]] = {t: {None: t} for t in set(self.types)}
-        by_type["message"] = {r: "message" if r is None else one_line(r, 100) for r in set(roles)}
-        self._kinds = list(map(getitem, map(by_type.__getitem__, self.types), roles))
+        # The entries a fold never hides, and every entry's kind as a code
+        # (_kind_names[code]): found in C over the shape's code columns, not by Python
+        # code per entry (0.3 s per 800k entries).
+        self._kind_codes, self._kind_names, self._keep, self._odd = _kind_table(shape)
+        self._prefixes: dict[tuple[tuple[str, ...], int], tuple[str, int]] = {}
+        self._keep.update(labelled)
+        if leaf is not None:
+            self._keep.add(leaf)
+
+    def prefix(self, guides: tuple[str, ...], width: int) -> tuple[str, int]:
+        """A row's guides cut to leave 8 cells of ``width``, and the cells they take (the
+        rows of a column share their guides: worked out once per column)."""
+        got = self._prefixes.get((guides, width))
+        if got is None:
+            text = fit("".join(guides), max(0, width - 8))
+            got = self._prefixes[(guides, width)] = (text, cells(text))
+        return got
 
     def kids(self, i: int) -> Any:
         """Children of ``i`` in ``get_tree`` order."""
@@ -146,11 +153,70 @@ class Layout:
         return kids[-1]  # type: ignore[no-any-return]
 
     def keep(self, i: int) -> bool:
-        return i == self.leaf or i in self.labelled or self.types[i] in _KEEP_TYPES
+        """Shown even inside a folded run: the leaf, a labelled entry, a compaction, a
+        branch summary, a session name."""
+        return i in self._keep
+
+    def kept_in(self, numbers: list[int]) -> list[int]:
+        """The positions in ``numbers`` of the entries :meth:`keep` keeps, ascending."""
+        keep = self._keep
+        if keep.isdisjoint(numbers):
+            return []
+        return [k for k, i in enumerate(numbers) if i in keep]
 
     def kind(self, i: int) -> str:
         """Kind shown in fold lines: a message's role, else the entry type."""
-        return self._kinds[i]
+        odd = self._odd.get(i)
+        return odd if odd is not None else self._kind_names[self._kind_codes[i]]
+
+    def kinds(self, numbers: list[int]) -> Counter[str]:
+        """``Counter(kind(i) for i in numbers)``, in the same order (first occurrence),
+        counted over the codes in C."""
+        if self._odd and not self._odd.keys().isdisjoint(numbers):
+            return Counter(map(self.kind, numbers))
+        out: Counter[str] = Counter()
+        for code, k in Counter(map(self._kind_codes.__getitem__, numbers)).items():
+            out[self._kind_names[code]] += k  # two codes may have one name
+        return out
+
+
+def _kind(etype: Any, role: Any) -> str:
+    """A message's role, else its entry type (as ``sessiontree tree`` folds them)."""
+    if etype == "message":
+        return "message" if role is None else one_line(role, 100)
+    return etype if isinstance(etype, str) else str(etype)
+
+
+def _kind_table(shape: Any) -> tuple[Any, list[str], set[int], dict[int, str]]:
+    """``(codes, names, keep, odd)``: every entry's kind is ``names[codes[i]]`` unless
+    ``odd`` names it (a role Pi does not write, spelled by the entry); ``keep`` holds
+    the entries of the types a fold never hides."""
+    types, roles = shape.types, shape.roles
+    if not (isinstance(types, CodeColumn) and isinstance(roles, CodeColumn)
+            and len(types.names) <= 16 and len(roles.names) <= 16 and types.others is None):
+        kinds = list(map(_kind, types, roles))
+        names = list(dict.fromkeys(kinds))
+        code_of = {k: c for c, k in enumerate(names)}
+        return [code_of[k] for k in kinds], names, {i for i, t in enumerate(types) if t in _KEEP_TYPES}, {}
+    t, r = types.codes, roles.codes
+    # Code = role code << 4 | type code, byte by byte: one OR of the two columns read
+    # as integers (the nibbles do not overlap, so nothing carries).
+    high = r.translate(bytes(b << 4 & 0xFF for b in range(256)))
+    codes = (int.from_bytes(t, "little") | int.from_bytes(high, "little")).to_bytes(len(t), "little")
+    names = [""] * 256
+    for rc, role in enumerate(roles.names):
+        for tc, etype in enumerate(types.names):
+            names[rc << 4 | tc] = _kind(etype, role)
+    odd = {i: _kind("message", role) for i, role in (roles.others or {}).items()}
+    keep: set[int] = set()
+    for tc, etype in enumerate(types.names):
+        if etype in _KEEP_TYPES:
+            code = bytes((tc,))
+            at = t.find(code)
+            while at >= 0:
+                keep.add(at)
+                at = t.find(code, at + 1)
+    return codes, names, keep, odd
 
 
 def _guides(depth_cells: tuple[str, ...], cap: int, depth: int) -> tuple[str, ...]:
@@ -210,11 +276,18 @@ def _column(lay: Layout, v: int, first_guides: tuple[str, ...], guides: tuple[st
     shape = lay.shape
     run = [v]
     first, child, limit = lay.first, lay.child, lay.max_depth
-    cut = limit >= 0 and shape.depth(v) - start_depth >= limit
-    while first[v + 1] - first[v] == 1 and not cut:
-        v = child[first[v]]
-        run.append(v)
-        cut = limit >= 0 and shape.depth(v) - start_depth >= limit
+    if limit < 0:
+        cut, at = False, first[v]
+        while first[v + 1] - at == 1:  # the walk of every entry: kept lean
+            v = child[at]
+            run.append(v)
+            at = first[v]
+    else:
+        cut = shape.depth(v) - start_depth >= limit
+        while first[v + 1] - first[v] == 1 and not cut:
+            v = child[first[v]]
+            run.append(v)
+            cut = shape.depth(v) - start_depth >= limit
     kids = lay.kids(v)
     g_first = _guides(first_guides, cap, depth)
     g_rest = _guides(guides, cap, depth)
@@ -258,15 +331,19 @@ def _run_rows(lay: Layout, run: list[int], g_first: tuple[str, ...], g_rest: tup
         for k, i in enumerate(run):
             yield Row(g_first if k == 0 else g_rest, i, i in path, depth)
         return
-    hidden: list[int] = []
-    for k, i in enumerate(run):
-        if not (k < _EDGE or k >= n - _EDGE or lay.keep(i)):
-            hidden.append(i)
-            continue
-        if hidden:
-            yield from _flush(lay, hidden, g_rest, depth)
-            hidden = []
-        yield Row(g_first if k == 0 else g_rest, i, i in path, depth)
+    for k in range(_EDGE):
+        yield Row(g_first if k == 0 else g_rest, run[k], run[k] in path, depth)
+    inner = run[_EDGE : n - _EDGE]
+    start = 0
+    for k in lay.kept_in(inner):
+        if k > start:
+            yield from _flush(lay, inner[start:k], g_rest, depth)
+        yield Row(g_rest, inner[k], inner[k] in path, depth)
+        start = k + 1
+    if start < len(inner):
+        yield from _flush(lay, inner[start:], g_rest, depth)
+    for i in run[n - _EDGE :]:
+        yield Row(g_rest, i, i in path, depth)
 
 
 def _flush(lay: Layout, hidden: list[int], guides: tuple[str, ...], depth: int) -> Iterator[Row]:
@@ -274,7 +351,7 @@ def _flush(lay: Layout, hidden: list[int], guides: tuple[str, ...], depth: int) 
         for i in hidden:
             yield Row(guides, i, i in lay.on_path, depth)
         return
-    yield Row(guides, None, hidden[0] in lay.on_path, depth, folded=Counter(lay.kind(i) for i in hidden))
+    yield Row(guides, None, hidden[0] in lay.on_path, depth, folded=lay.kinds(hidden))
 
 
 def _branch_rows(lay: Layout, run: list[int], g_first: tuple[str, ...], g_rest: tuple[str, ...], depth: int,
@@ -346,9 +423,8 @@ def format_row(row: Row, lay: Layout, label: Any, width: int) -> tuple[str, list
     Returns:
         ``(plain_text, [(segment, style), ...])``; the segments join to the plain text.
     """
-    prefix = fit("".join(row.guides), max(0, width - 8))
+    prefix, used = lay.prefix(row.guides, width)
     segs: list[tuple[str, str]] = [(prefix, "bright_black")]
-    used = cells(prefix)
     if row.at is None:
         text = fit(row.note if row.note is not None else _fold_text(row.folded or Counter()), width - used)
         segs.append((text, "dim italic"))
@@ -357,7 +433,7 @@ def format_row(row: Row, lay: Layout, label: Any, width: int) -> tuple[str, list
     entry = lay.entry(i)
     eid = show(entry.get("id"), 100, none="None")
     is_leaf = i == lay.leaf
-    n_kids = len(lay.kids(i))
+    n_kids = lay.first[i + 1] - lay.first[i]
     kind, preview = entry_preview(entry)
     if row.summary:
         preview = f"“{row.summary}”"
