@@ -123,3 +123,61 @@ def test_entries_equal_whatever_is_cached(tmp_path: Path) -> None:
         sm.append_message({"role": "user", "content": "new", "timestamp": 1})
         py_new = py.get_entries()
         assert len(sm.get_entries()) == len(py_new) + 1
+
+
+def write_bushy(path: Path, branches: int, length: int) -> None:
+    """A root with ``branches`` chains of ``length`` messages each, one after another."""
+    head = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}
+    lines: list[dict[str, Any]] = [head, {"type": "message", "id": "root", "parentId": None,
+                                          "timestamp": "2025-01-01T00:00:01.000Z",
+                                          "message": {"role": "user", "content": "r"}}]
+    for b in range(branches):
+        parent = "root"
+        for k in range(length):
+            eid = f"b{b:03d}-{k:04d}"
+            lines.append({"type": "message", "id": eid, "parentId": parent, "timestamp": "2025-01-01T00:00:02.000Z",
+                          "message": {"role": "assistant" if k % 2 else "user", "content": f"{b} {k}"}})
+            parent = eid
+    path.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines))
+
+
+def test_a_tree_walk_reads_ahead_only_while_it_descends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A node read after its parent decodes ahead in its subtree, so a whole walk (depth
+    # or breadth first, either child order) takes few core reads; reading only the tips
+    # or a node whose parent was not read decodes just what it reads.
+    write_bushy(tmp_path / "s.jsonl", 20, 300)
+    with open_quiet(tmp_path / "s.jsonl", "python") as py:
+        want = py.get_tree()
+        every = sorted(e["id"] for e in py.get_entries())
+    for order in ("dfs", "dfs-reversed", "bfs"):
+        with open_quiet(tmp_path / "s.jsonl", "native") as sm:
+            index: Any = sm._index
+            reads: list[int] = []
+            real = index._decode
+            monkeypatch.setattr(index, "_decode", lambda nums: (reads.append(len(nums)), real(nums))[1])
+            roots = sm.get_tree()
+            queue, seen = list(roots), []
+            while queue:
+                node = queue.pop(0) if order == "bfs" else queue.pop()
+                seen.append(node.entry["id"])
+                kids = node.children if order != "dfs" else node.children[::-1]
+                queue.extend(kids)
+            assert len(seen) == 6001 and sorted(seen) == every
+            assert roots == want
+            assert len(reads) < 6001 // 20, (order, len(reads))  # one read per entry was 6001
+    with open_quiet(tmp_path / "s.jsonl", "native") as sm:
+        index = sm._index
+        roots = sm.get_tree()
+        tips = []
+        stack = list(roots)
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children)
+            if not node.children:
+                tips.append(node)
+        assert [t.entry["id"] for t in tips][:2] == ["b019-0299", "b018-0299"]
+        assert index.cache_held()[0] == 20  # the tips alone
+        assert roots[0].children[5].entry["id"] == "b005-0000"
+        assert index.cache_held()[0] == 21  # its parent (the root) was never read
+        assert roots[0].entry["id"] == "root" and roots[0].children[7].entry["id"] == "b007-0000"
+        assert index.cache_held()[0] == 24  # the root, then a descent: the child and one ahead
