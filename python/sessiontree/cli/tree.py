@@ -474,6 +474,9 @@ def run(args: argparse.Namespace, io: Io) -> int:
         raise CliError("--depth must be 0 or more")
     sm, _ = open_session(io, args.file, args.backend)
     with sm:
+        # Each row's entry is decoded once, a chunk at a time (_Entries): keeping them
+        # in the native cache would only grow the memory with the rows drawn.
+        sm.cache_budget = 0
         with spinner(io, "reading the tree"):
             shape = sm.get_shape()
             leaf = shape.index(sm.leaf_id) if sm.leaf_id is not None else None
