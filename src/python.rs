@@ -403,8 +403,8 @@ impl PyIndex {
     /// `ENTRY_TYPES` (`len(ENTRY_TYPES)`: another type); `roles` u8, 0 none, `1 + ` the
     /// index in `ROLES`, `len(ROLES) + 1` another string; `timestamps` i64 ms,
     /// `-2**63` none; `roots` u32 in file order; `start` u32, n + 1 items; `children`
-    /// u32, oldest first (`getTree` order); `counts` u32, each entry's number of
-    /// children`)` and the other role strings as `[(entry, role)]`.
+    /// u32, oldest first (`getTree` order)`)` and the other role strings as
+    /// `[(entry, role)]`.
     #[allow(clippy::type_complexity)]
     fn shape<'py>(
         &self,
@@ -417,12 +417,10 @@ impl PyIndex {
         Bound<'py, PyBytes>,
         Bound<'py, PyBytes>,
         Bound<'py, PyBytes>,
-        Bound<'py, PyBytes>,
         Bound<'py, PyList>,
     )> {
         let ix = self.read(py);
         let (roots, start, kids) = ix.tree();
-        let counts: Vec<u32> = start.windows(2).map(|w| w[1] - w[0]).collect();
         let kinds: Vec<u8> = ix.kinds().iter().map(|&k| k as u8).collect();
         let roles: Vec<u8> = ix.roles().iter().map(|&r| r as u8).collect();
         let others = ix
@@ -441,7 +439,6 @@ impl PyIndex {
             packed(py, &roots, |x| x.to_ne_bytes()),
             packed(py, &start, |x| x.to_ne_bytes()),
             packed(py, &kids, |x| x.to_ne_bytes()),
-            packed(py, &counts, |x| x.to_ne_bytes()),
             PyList::new(py, others)?,
         ))
     }

@@ -563,7 +563,7 @@ class NativeIndex:
         """The tree's shape from the core's columns (one copy of each per call; the ids
         are read from the core when first asked for)."""
         ix = self._ix
-        parents, kinds, roles, ts, roots, start, kids, counts, others = ix.shape()
+        parents, kinds, roles, ts, roots, start, kids, others = ix.shape()
         return TreeShape(
             ids=IdColumn(len(kinds), ix.id, ix.ids),
             types=CodeColumn(kinds, _TYPE_NAMES),
@@ -573,7 +573,6 @@ class NativeIndex:
             timestamps_ms=TimeColumn(array("q", ts)),
             _start=array("I", start),
             _kids=array("I", kids),
-            _counts=array("I", counts),
             _find=ix.find,
         )
 

@@ -164,14 +164,13 @@ class Index:
         or later, in file order: a string value as ``str``, another as its JSON text
         (``bytes``), ``None`` when the key is absent (only those lines are read;
         ``StaleSessionError`` for one changed in the file)."""
-    def shape(self) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, list[tuple[int, str]]]:
+    def shape(self) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes, list[tuple[int, str]]]:
         """The tree's shape as packed columns in native byte order: ``(parents`` i32,
         -1 for a root; ``kinds`` u8, the index in ``ENTRY_TYPES`` (``len(ENTRY_TYPES)``:
         another type); ``roles`` u8, 0 none, 1 + the index in ``ROLES``,
         ``len(ROLES) + 1`` another string; ``timestamps`` i64 ms, ``-2**63`` none;
         ``roots`` u32; ``start`` u32 (n + 1 items); ``children`` u32 in ``getTree``
-        order; ``counts`` u32, each entry's number of children ``)``, and the other
-        role strings as ``[(entry, role)]``."""
+        order ``)``, and the other role strings as ``[(entry, role)]``."""
     def parent(self, n: int) -> int | None:
         """The parent of entry ``n`` (``None`` for a root)."""
     def kind(self, n: int) -> str | None:

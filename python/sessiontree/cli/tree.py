@@ -109,7 +109,6 @@ class Layout:
                  entry: Callable[[int], dict[str, Any]], nest: int = -1) -> None:
         self.shape = shape
         self.leaf = leaf
-        self.labelled = labelled
         self.max_depth = max_depth
         self.nest = nest
         self.entry = entry
