@@ -5,7 +5,8 @@
 //! tree (`tree`) → context plan (`context`). `kind`, `issue`, `ids`, `time` and `error`
 //! hold the shared vocabulary and import no other module. `listing` is a second reader
 //! of the same lines, for a catalog: one pass per file from an offset, listing facts,
-//! search text and usage (over `scan`, `ids`, `tree`, `time`). `python.rs` (feature
+//! search text and usage (over `scan`, `ids`, `tree`, `time`). `stat` answers the
+//! staleness check's early return (the rule is in Python). `python.rs` (feature
 //! `python`) is the only file that touches PyO3. `use crate::` edges form a DAG
 //! (docs/ARCHITECTURE.md lists them).
 
@@ -20,6 +21,7 @@ mod lines;
 mod listing;
 mod scan;
 mod source;
+mod stat;
 mod time;
 mod tree;
 mod usage;
@@ -34,6 +36,7 @@ pub use listing::{
 };
 pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES};
 pub use source::count_newlines;
+pub use stat::{unchanged as stat_unchanged, Seen};
 pub use time::parse_iso_ms;
 pub use usage::{Total, UsageTotals, TOKEN_KEYS};
 

@@ -164,6 +164,21 @@ impl PyIndex {
     }
 }
 
+/// `items[k]` for each `k` of `nums` when every one is set, else `None`: the adapter's
+/// decoded entries (a list indexed by entry number, `None` = not decoded) picked in one
+/// call, where building the numbers as Python ints and testing the picks for `None`
+/// took longer than the python backend's walk (`_native.NativeIndex.path`).
+fn gather<'py>(items: &Bound<'py, PyList>, nums: &[u32]) -> PyResult<Option<Bound<'py, PyList>>> {
+    let mut out = Vec::with_capacity(nums.len());
+    for &k in nums {
+        match items.get_item(k as usize) {
+            Ok(item) if !item.is_none() => out.push(item),
+            _ => return Ok(None),
+        }
+    }
+    PyList::new(items.py(), out).map(Some)
+}
+
 /// `context_plan`'s result: (messages, compaction, thinking, model, entries, edits).
 type PlanTuple = (
     Vec<u32>,
@@ -330,6 +345,36 @@ impl PyIndex {
     fn path(&self, py: Python<'_>, n: i64) -> PyResult<Vec<u32>> {
         let ix = self.read(py);
         Ok(ix.path(Self::entry(&ix, n)?))
+    }
+
+    /// `items[k]` for each entry `k` from the root down to `n`, or `None` if one of them
+    /// is `None` or past the end of `items` (see [`gather`]).
+    fn path_in<'py>(
+        &self,
+        py: Python<'py>,
+        n: i64,
+        items: &Bound<'py, PyList>,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        let nums = {
+            let ix = self.read(py);
+            ix.path(Self::entry(&ix, n)?)
+        };
+        gather(items, &nums)
+    }
+
+    /// `items[k]` for each child `k` of entry `n` in file order, or `None` (see
+    /// [`gather`]).
+    fn children_in<'py>(
+        &self,
+        py: Python<'py>,
+        n: i64,
+        items: &Bound<'py, PyList>,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        let nums = {
+            let ix = self.read(py);
+            ix.children(Self::entry(&ix, n)?)
+        };
+        gather(items, &nums)
     }
 
     /// Ids from the root down to `n`.
@@ -714,6 +759,28 @@ fn scan_listing<'py>(
         .into_pyobject(py)
 }
 
+/// `stat::unchanged`: `stat(path)` still shows this device, inode, size and mtime
+/// (`_filestate.FileWatch.check`'s early return). The wait for `stat` is detached, as
+/// `os.stat` releases the GIL.
+#[pyfunction]
+fn stat_unchanged(
+    py: Python<'_>,
+    path: &Bound<'_, PyBytes>,
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+) -> bool {
+    let seen = crate::Seen {
+        dev,
+        ino,
+        size,
+        mtime_ns,
+    };
+    let name = path.as_bytes();
+    py.detach(|| crate::stat_unchanged(name, &seen))
+}
+
 /// `listing::entries_path`: the current path of a session's entries record.
 #[pyfunction]
 fn entries_path(entries: &Bound<'_, PyBytes>) -> Vec<u32> {
@@ -728,6 +795,8 @@ mod _sessiontree {
     use super::entries_path;
     #[pymodule_export]
     use super::scan_listing;
+    #[pymodule_export]
+    use super::stat_unchanged;
     #[pymodule_export]
     use super::PyIndex;
     use pyo3::prelude::*;

@@ -181,3 +181,37 @@ def test_a_tree_walk_reads_ahead_only_while_it_descends(tmp_path: Path, monkeypa
         assert index.cache_held()[0] == 21  # its parent (the root) was never read
         assert roots[0].entry["id"] == "root" and roots[0].children[7].entry["id"] == "b007-0000"
         assert index.cache_held()[0] == 24  # the root, then a descent: the child and one ahead
+
+
+def test_paths_and_children_picked_from_the_cache_equal_a_decode(tmp_path: Path) -> None:
+    """``path_in`` / ``children_in`` hand back the cached entries themselves when every
+    one on the path (or every child) is decoded, else ``None`` (the adapter decodes):
+    with random parts of the file decoded, the answers equal the python backend's."""
+    import random
+
+    p = tmp_path / "s.jsonl"
+    ids = write_chain(p, 300, 50)
+    with p.open("a") as f:  # a fork at every 10th entry: children lists of two
+        for i in range(0, 300, 10):
+            f.write(json.dumps({"type": "label", "id": f"l{i}", "parentId": ids[i], "timestamp": "2025-01-01T00:00:02.000Z",
+                                "targetId": ids[i], "label": "x"}, separators=(",", ":")) + "\n")
+    rng = random.Random(7)
+    with open_quiet(p, "python") as py:
+        every = [e["id"] for e in py.get_entries()]
+        for _ in range(20):
+            with open_quiet(p, "native") as sm:
+                sm.get_entries_by_id(rng.sample(every, rng.randrange(len(every))))
+                ix = sm._index
+                slots = ix._grow_slots()
+                for eid in rng.sample(every, 40):
+                    n = ix._ix.find(eid)
+                    picked = ix._ix.path_in(n, slots)
+                    on_path = ix._ix.path(n)
+                    assert (picked is None) == any(slots[k] is None for k in on_path)
+                    if picked is not None:
+                        assert all(a is slots[k] for a, k in zip(picked, on_path, strict=True))
+                    assert sm.get_branch(eid) == py.get_branch(eid)
+                    assert sm.get_children(eid) == py.get_children(eid)
+                assert ix._ix.path_in(0, []) is None
+                with pytest.raises(IndexError):
+                    ix._ix.children_in(len(every), slots)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from ._filestate import StatUnchanged
     from .schema import SessionTreeNode, TreeShape, UsageTotals
 
 __all__ = [
@@ -214,6 +215,12 @@ class TreeIndex(Protocol):
     unless stated."""
 
     backend: str  # "python" or "native"
+
+    @property
+    def stat_unchanged(self) -> StatUnchanged | None:
+        """The staleness check's early return in one call (``FileWatch.check``), or
+        ``None``: the check stats the path with ``os.stat``."""
+        ...
 
     # -- construction --------------------------------------------------------------
     @classmethod

@@ -1,7 +1,8 @@
 """File identity and staleness: is the session file still the one we indexed?
 
-One home for the rule, used by the manager once per public call (both backends alike)
-and by the writer before it appends:
+One home for the rule, used by the manager once per public call (both backends alike;
+the native one answers the early return, "nothing changed since the last check", in one
+call to the core: :class:`StatUnchanged`) and by the writer before it appends:
 
 * **Identity** — ``(st_dev, st_ino)``. Another inode at the path means the file was
   replaced (``StaleSessionError``); a missing path means it is gone.
@@ -25,11 +26,11 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple, Protocol
 
 from .errors import StaleSessionError
 
-__all__ = ["FileId", "FileWatch", "FINGERPRINT", "file_id", "indexed_ends", "stat_id"]
+__all__ = ["FileId", "FileWatch", "FINGERPRINT", "StatUnchanged", "file_id", "indexed_ends", "stat_id"]
 
 FINGERPRINT = 4096
 """Bytes at each end of the indexed image that must stay as they were read."""
@@ -87,6 +88,15 @@ def indexed_ends(path: str, length: int) -> bytes:
         return head + f.read(min(FINGERPRINT, length))
 
 
+class StatUnchanged(Protocol):
+    """A backend's early return for :meth:`FileWatch.check`, in one call: ``True`` iff
+    ``stat`` of ``path`` (``os.fsencode`` bytes) shows exactly this device, inode, size
+    and ``st_mtime_ns``; anything else (a change, an error) is ``False``. The native
+    backend's is ``_sessiontree.stat_unchanged`` (``src/stat.rs``)."""
+
+    def __call__(self, path: bytes, dev: int, ino: int, size: int, mtime_ns: int, /) -> bool: ...
+
+
 class FileWatch:
     """The session file as it was indexed: its identity and the bytes that must not change.
 
@@ -99,6 +109,8 @@ class FileWatch:
         self.path = path
         self.ident = ident
         self._seen: tuple[int, int] | None = None  # (size, mtime_ns) last verified
+        # The arguments of a StatUnchanged for what was last verified.
+        self._verified: tuple[bytes, int, int, int, int] | None = None
         self._fingerprint: tuple[int, bytes] | None = None  # (image length, its ends)
 
     def _stale(self, why: str) -> StaleSessionError:
@@ -109,7 +121,7 @@ class FileWatch:
         the next :meth:`check` takes its size, mtime and ends as the new baseline."""
         if ident is not None:
             self.ident = ident
-        self._seen = self._fingerprint = None
+        self._seen = self._verified = self._fingerprint = None
 
     def check_identity(self) -> os.stat_result:
         """Fail unless ``path`` is still the file that was read.
@@ -127,15 +139,21 @@ class FileWatch:
             raise self._stale("was replaced")
         return st
 
-    def check(self, image_len: int) -> None:
+    def check(self, image_len: int, unchanged: StatUnchanged | None = None) -> None:
         """Fail unless the file still holds the indexed image unchanged.
 
         Args:
             image_len: bytes of the file that are indexed (complete lines).
+            unchanged: the backend's one-call form of the early return below (the same
+                decision: identity, size and mtime as last verified, and that size
+                holds the image), or ``None`` to take it here from ``os.stat``.
 
         Raises:
             StaleSessionError: gone, replaced, truncated or rewritten in place.
         """
+        verified = self._verified
+        if unchanged is not None and verified is not None and image_len <= verified[3] and unchanged(*verified):
+            return
         st = self.check_identity()
         size, mtime = st.st_size, st.st_mtime_ns
         if size < image_len:
@@ -150,6 +168,7 @@ class FileWatch:
         except OSError as e:
             raise self._stale(f"cannot be read ({e.strerror or e})") from None
         self._seen = (size, mtime)
+        self._verified = (os.fsencode(self.path), st.st_dev, st.st_ino, size, mtime)
 
     def check_fd(self, fd: int, image_len: int, *, exact: bool = False) -> os.stat_result:
         """Fail unless the open descriptor ``fd`` (the writer's) is the indexed file and

@@ -68,7 +68,7 @@ class SessionFile:
         if self._migration is not None:
             self._watch.check_identity()
         else:
-            self._watch.check(index.image_len())
+            self._watch.check(index.image_len(), index.stat_unchanged)
 
     def create(self, data: bytes) -> None:
         """The first write: ``data`` (header + pending lines) in one exclusive create.

@@ -63,6 +63,7 @@ class PythonIndex:
     """
 
     backend = "python"
+    stat_unchanged = None  # FileWatch.check stats the path with os.stat
 
     def __init__(self, loader: Loader) -> None:
         self._l = loader

@@ -8,12 +8,13 @@ as ``bytes`` copies, never views of the memory map.
 
 import os
 from collections.abc import Sequence
-from typing import final
+from typing import Any, final
 
 __all__ = [
     "count_newlines",
     "entries_path",
     "scan_listing",
+    "stat_unchanged",
     "Index",
     "__version__",
     "ENTRY_TYPES",
@@ -93,6 +94,15 @@ def scan_listing(
         OSError: the file cannot be read.
     """
 
+def stat_unchanged(path: bytes, dev: int, ino: int, size: int, mtime_ns: int) -> bool:
+    """``True`` iff ``stat`` of ``path`` succeeds and shows exactly this ``st_dev``,
+    ``st_ino``, ``st_size`` and ``st_mtime_ns`` (``src/stat.rs``); a change, an error,
+    or a name ``stat`` cannot take (a NUL, over 4095 bytes) is ``False``.
+
+    Raises:
+        OverflowError: a number outside the field's range (negative dev/ino/size).
+    """
+
 def entries_path(entries: bytes) -> list[int]:
     """Entry numbers from the root to the last entry of an entries record (the
     current path, by the loader's parent and cycle rules)."""
@@ -147,6 +157,20 @@ class Index:
         """Children of entry ``n`` in file order."""
     def path(self, n: int) -> list[int]:
         """Entry numbers from the root down to ``n``."""
+    def path_in(self, n: int, items: list[Any]) -> list[Any] | None:
+        """``items[k]`` for each entry ``k`` from the root down to ``n``, or ``None`` if
+        one of them is ``None`` or past the end of ``items``.
+
+        Raises:
+            IndexError: ``n`` is out of range.
+        """
+    def children_in(self, n: int, items: list[Any]) -> list[Any] | None:
+        """``items[k]`` for each child ``k`` of entry ``n`` in file order, or ``None`` if
+        one of them is ``None`` or past the end of ``items``.
+
+        Raises:
+            IndexError: ``n`` is out of range.
+        """
     def path_ids(self, n: int) -> list[str]:
         """Ids from the root down to ``n``."""
     def tree(self) -> tuple[list[int], list[int], list[int]]:
