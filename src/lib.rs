@@ -6,10 +6,12 @@
 //! hold the shared vocabulary and import no other module. `listing` is a second reader
 //! of the same lines, for a catalog: one pass per file from an offset, listing facts,
 //! search text and usage (over `scan`, `ids`, `tree`, `time`). `stat` answers the
-//! staleness check's early return (the rule is in Python). `python.rs` (feature
+//! staleness check's early return (the rule is in Python); `clip` cuts a line's long
+//! string values for previews. `python.rs` (feature
 //! `python`) is the only file that touches PyO3. `use crate::` edges form a DAG
 //! (docs/ARCHITECTURE.md lists them).
 
+mod clip;
 mod context;
 mod error;
 mod guard;
@@ -26,6 +28,7 @@ mod time;
 mod tree;
 mod usage;
 
+pub use clip::{clip_strings, WHOLE as CLIP_WHOLE_KEYS};
 pub use context::Plan;
 pub use error::{Error, Result};
 pub use index::Index;

@@ -320,6 +320,29 @@ impl PyIndex {
         self.lines_of(py, &ix, &es)
     }
 
+    /// The lines of entries `ns` as `lines` reads them (checked against the index),
+    /// each with its string values cut to `keep` characters (`clip::clip_strings`).
+    fn lines_clipped<'py>(
+        &self,
+        py: Python<'py>,
+        ns: Vec<i64>,
+        keep: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let ix = self.read(py);
+        let es = ns
+            .into_iter()
+            .map(|n| Self::entry(&ix, n))
+            .collect::<PyResult<Vec<_>>>()?;
+        let mut out = Vec::with_capacity(es.len());
+        let mut buf = Vec::new();
+        ix.for_each_line(&es, |b| {
+            crate::clip_strings(b, keep, &mut buf);
+            out.push(PyBytes::new(py, &buf));
+        })
+        .map_err(|e| self.err(e))?;
+        PyList::new(py, out)
+    }
+
     /// The last accepted entry (the leaf on open), or `None`.
     fn last(&self, py: Python<'_>) -> Option<u32> {
         self.read(py).last()
@@ -816,6 +839,8 @@ mod _sessiontree {
         m.add("ISSUE_KINDS", PyTuple::new(py, kinds)?)?;
         m.add("MAX_DEPTH", crate::MAX_DEPTH)?;
         m.add("MAX_INT_DIGITS", crate::MAX_INT_DIGITS)?;
-        m.add("MAX_TORN_CANDIDATES", crate::MAX_TORN_CANDIDATES)
+        m.add("MAX_TORN_CANDIDATES", crate::MAX_TORN_CANDIDATES)?;
+        let whole = crate::CLIP_WHOLE_KEYS.map(|k| String::from_utf8_lossy(k).into_owned());
+        m.add("CLIP_WHOLE_KEYS", PyTuple::new(py, whole)?)
     }
 }

@@ -35,3 +35,9 @@ def test_json_limits() -> None:
     assert st.MAX_DEPTH == _jsonl.MAX_DEPTH
     assert st.MAX_INT_DIGITS == _jsonl.MAX_INT_DIGITS
     assert st.MAX_TORN_CANDIDATES == _reader.MAX_TORN_CANDIDATES
+
+
+def test_clip_whole_keys() -> None:
+    from sessiontree._clip import WHOLE_KEYS
+
+    assert set(st.CLIP_WHOLE_KEYS) == WHOLE_KEYS

@@ -854,12 +854,32 @@ class SessionManager:
         self._check()
         return self._index.get(entry_id)
 
-    def get_entries_by_id(self, entry_ids: Iterable[str]) -> builtins.list[dict[str, Any] | None]:
+    def get_entries_by_id(self, entry_ids: Iterable[str], *, clip: int | None = None) -> builtins.list[dict[str, Any] | None]:
         """The entries with these ids, in the order given (``None`` for an id not in the
         session): what :meth:`get_entry` gives for each, in one call (one staleness
-        check; the native backend decodes the lines not decoded yet in one batch)."""
+        check; the native backend decodes the lines not decoded yet in one batch).
+
+        Args:
+            entry_ids: ids (any iterable of them).
+            clip: for viewers that show only the start of each entry: every string
+                value of more than ``clip`` characters (code points) is cut to its first
+                ``clip``; object keys and the top-level ``id``, ``parentId`` and ``type``
+                stay whole. The entries are then copies, and the native backend cuts
+                the lines before it decodes them (a fraction of the decode on long tool
+                output). ``None``: the entries as they are.
+
+        Raises:
+            TypeError: ``clip`` is not an int.
+            ValueError: ``clip`` is negative.
+        """
+        if clip is not None:
+            if isinstance(clip, bool) or not isinstance(clip, int):
+                raise TypeError(f"clip must be an int or None, not {type(clip).__name__}")
+            if clip < 0:
+                raise ValueError(f"clip must be 0 or more, not {clip}")
         self._check()
-        return self._index.get_many(builtins.list(entry_ids))
+        ids = builtins.list(entry_ids)
+        return self._index.get_many(ids) if clip is None else self._index.get_many_clipped(ids, clip)
 
     def get_children(self, entry_id: str) -> _Entries:
         """Direct children of an entry, in file order (Pi's ``getChildren``)."""

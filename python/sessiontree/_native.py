@@ -27,15 +27,14 @@ What it keeps, and why:
 
 from __future__ import annotations
 
-import gc
 import os
 from array import array
 from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-from ._backend import GC_PAUSE_MIN as _GC_PAUSE_MIN
 from ._backend import ContextPlan, LoadIssue, describe_issue, gc_paused
+from ._clip import clip_entry
 from ._jsonl import decode_line
 from ._labels import LabelFields, apply_labels, session_name_of
 from ._reader import header_error, problem_from_code
@@ -246,48 +245,51 @@ class NativeIndex:
     def _decode(self, nums: list[int]) -> dict[int, Any]:
         """Decode the lines of ``nums`` (numbers not cached, no repeats) and keep them
         within the budget; returns number -> entry for every one of them."""
-        ix = self._ix
         slots = self._grow_slots()
         kept, by_id = self._kept, self._by_id
         budget = self._budget
         out: dict[int, Any] = {}
         # Bulk decodes pause the cyclic GC (``_backend.gc_paused``): each full pass
         # would scan every entry decoded so far, and entries hold no cycles.
-        paused = len(nums) >= _GC_PAUSE_MIN and gc.isenabled()
-        if paused:
-            gc.disable()
-        try:
-            for i in range(0, len(nums), _BATCH):
-                batch = nums[i : i + _BATCH]
-                raws = ix.lines(batch)
-                ids = ix.ids(batch)
-                # The scanner saw every number: only these lines need decode_line's
-                # exact path for long integers (the others skip its digit scan).
-                long = ix.long_numbers(batch)
-                exact = set(long) if long else ()
-                for n, raw, eid in zip(batch, raws, ids):
-                    # The bytes come from the file now, not from when it was indexed: a
-                    # line that no longer parses, or names another id, was rewritten.
-                    try:
-                        entry = decode_line(raw, long_numbers=n in exact)
-                    except ValueError:
-                        entry = None
-                    if type(entry) is not dict or entry.get("id") != eid:
-                        raise self._line_changed(eid)
-                    out[n] = entry
-                    size = len(raw)
-                    if size <= budget:
-                        slots[n] = entry
-                        by_id[eid] = entry
-                        kept.append((n, size))
-                        self._held += size
-                        self._count += 1
-                        if self._held > budget:
-                            self._evict()
-        finally:
-            if paused:
-                gc.enable()
+        with gc_paused(len(nums)):
+            for n, eid, size, entry in self._read(nums, None):
+                out[n] = entry
+                if size <= budget:
+                    slots[n] = entry
+                    by_id[eid] = entry
+                    kept.append((n, size))
+                    self._held += size
+                    self._count += 1
+                    if self._held > budget:
+                        self._evict()
         return out
+
+    def _read(self, nums: list[int], clip: int | None) -> Iterator[tuple[int, str, int, dict[str, Any]]]:
+        """``(number, id, bytes of the line, entry)`` for the lines of ``nums``, read from
+        the file a batch at a time, each cut by the clip rule first when ``clip`` is set.
+
+        Raises:
+            StaleSessionError: a line no longer decodes to the entry indexed there.
+        """
+        ix = self._ix
+        for i in range(0, len(nums), _BATCH):
+            batch = nums[i : i + _BATCH]
+            raws = ix.lines(batch) if clip is None else ix.lines_clipped(batch, clip)
+            ids = ix.ids(batch)
+            # The scanner saw every number: only these lines need decode_line's exact
+            # path for long integers (the others skip its digit scan).
+            long = ix.long_numbers(batch)
+            exact = set(long) if long else ()
+            for n, raw, eid in zip(batch, raws, ids):
+                # The bytes come from the file now, not from when it was indexed: a line
+                # that no longer parses, or names another id, was rewritten.
+                try:
+                    entry = decode_line(raw, long_numbers=n in exact)
+                except ValueError:
+                    entry = None
+                if type(entry) is not dict or entry.get("id") != eid:
+                    raise self._line_changed(eid)
+                yield n, eid, len(raw), entry
 
     def _decoded(self, nums: list[int]) -> list[Any]:
         """The entries numbered ``nums``, decoding only the missing ones. The result is
@@ -452,6 +454,33 @@ class NativeIndex:
         if at:
             self._grow_slots()
             got = self._decode(list(dict.fromkeys(n for _, n in at)))
+            for k, n in at:
+                out[k] = got[n]
+        return out
+
+    def get_many_clipped(self, entry_ids: list[str], clip: int) -> list[dict[str, Any] | None]:
+        """:meth:`get_many` with every entry cut by the clip rule (``_clip.py``): cached
+        entries are cut here, the others read cut by the core (``src/clip.rs``) and
+        decoded without being cached."""
+        by_id, find = self._by_id, self._ix.find
+        out: list[Any] = []
+        at: list[tuple[int, int]] = []  # (position in out, entry number) still to read
+        for k, eid in enumerate(entry_ids):
+            try:
+                e = by_id.get(eid)
+            except TypeError:
+                e = None
+            if e is not None:
+                e = clip_entry(e, clip)
+            else:
+                n = find(eid)
+                if n is not None:
+                    at.append((k, n))
+            out.append(e)
+        if at:
+            nums = list(dict.fromkeys(n for _, n in at))
+            with gc_paused(len(nums)):
+                got = {n: entry for n, _, _, entry in self._read(nums, clip)}
             for k, n in at:
                 out[k] = got[n]
         return out

@@ -38,6 +38,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ._backend import ContextPlan, LoadIssue, gc_paused
+from ._clip import clip_entry
 from ._labels import apply_labels, label_fields, session_name_of
 from ._load import Loader
 from ._reader import line_prefix
@@ -184,6 +185,10 @@ class PythonIndex:
         """The entries with these ids in order (``None`` for an unknown id)."""
         get = self.get
         return [get(eid) for eid in entry_ids]
+
+    def get_many_clipped(self, entry_ids: list[str], clip: int) -> list[dict[str, Any] | None]:
+        """:meth:`get_many` with every entry cut by the clip rule (``_clip.py``)."""
+        return [None if e is None else clip_entry(e, clip) for e in self.get_many(entry_ids)]
 
     def raw_line(self, entry_id: str) -> bytes | None:
         """The bytes of the entry's JSON text (no CR/LF), or ``None``."""

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
     "MAX_TORN_CANDIDATES",
+    "CLIP_WHOLE_KEYS",
 ]
 __version__: str
 
@@ -41,6 +42,8 @@ MAX_DEPTH: int
 MAX_INT_DIGITS: int
 """Most digits of an integer literal (``_jsonl.MAX_INT_DIGITS``)."""
 MAX_TORN_CANDIDATES: int
+CLIP_WHOLE_KEYS: tuple[str, ...]
+"""Top-level keys whose values ``Index.lines_clipped`` never cuts (``_clip.WHOLE_KEYS``)."""
 """``{"type":`` positions rule 4 tries on an invalid line (``_load._MAX_TORN_CANDIDATES``)."""
 
 def count_newlines(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> int:
@@ -147,6 +150,17 @@ class Index:
         """The JSON text of entry ``n`` (no CR/LF)."""
     def lines(self, ns: Sequence[int] | None = None) -> list[bytes]:
         """Lines of entries ``ns`` (all entries when ``None``)."""
+    def lines_clipped(self, ns: Sequence[int], keep: int) -> list[bytes]:
+        """Lines of entries ``ns`` (read and checked as :meth:`lines` reads them) with
+        every string value of more than ``keep`` characters cut to its first ``keep``;
+        object keys and the top-level ``id``, ``parentId`` and ``type`` stay whole, and
+        a line that is not valid UTF-8 is left whole (``src/clip.rs``).
+
+        Raises:
+            IndexError: a number is out of range.
+            OverflowError: ``keep`` is negative.
+            StaleSessionError: a line no longer holds the bytes indexed.
+        """
     def last(self) -> int | None:
         """The last accepted entry (the leaf on open)."""
     def image_len(self) -> int:

@@ -312,6 +312,10 @@ def human_seconds(s: float) -> str:
 
 
 _PREVIEW_CHARS = 600  # no terminal line shows more; never collapse megabytes of output
+PREVIEW_CLIP = _PREVIEW_CHARS
+"""The previews here read no more than this many characters of any string of an
+entry, so an entry fetched with ``get_entries_by_id(..., clip=PREVIEW_CLIP)`` previews
+as the whole entry does (``tests/test_clip.py``)."""
 
 
 # C0 and C1 controls (ESC, NUL, BEL, BS, CR, ...), DEL, the bidi controls (embeddings,
@@ -588,7 +592,9 @@ def entry_preview(entry: dict[str, Any], clean: Any = safe) -> tuple[str, str]:
         target = short(entry.get("targetId"))
         if label is None:
             return "label", line(f"{target} cleared")
-        return "label", line(f"{target} = {repr(label) if isinstance(label, str) else short(label)}")
+        # repr of the label's start: its quotes must not depend on text past the clip.
+        shown = repr(label[:_PREVIEW_CHARS]) if isinstance(label, str) else short(label)
+        return "label", line(f"{target} = {shown}")
     if etype == "session_info":
         return "session_info", line(entry.get("name"))
     if etype == "custom":

@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 from ..schema import CodeColumn
 from ._common import (
     KIND_STYLES,
+    PREVIEW_CLIP,
     cells,
     CliError,
     Io,
@@ -544,7 +545,9 @@ class _Entries:
             if not chunk:
                 return
             want = [r.at for r in chunk if r.at is not None]
-            self.got = dict(zip(want, self.sm.get_entries_by_id([self.ids[i] for i in want])))
+            # Cut to what a preview reads: the lines drawn are mostly tool output.
+            got = self.sm.get_entries_by_id([self.ids[i] for i in want], clip=PREVIEW_CLIP)
+            self.got = dict(zip(want, got))
             yield from chunk
 
     def __call__(self, i: int) -> dict[str, Any]:
