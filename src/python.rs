@@ -149,6 +149,21 @@ impl PyIndex {
         PyList::new(py, out)
     }
 
+    /// [`gather`] over the entry numbers `nums_of` gives for entry `n` (checked).
+    fn gather_of<'py>(
+        &self,
+        py: Python<'py>,
+        n: i64,
+        items: &Bound<'py, PyList>,
+        nums_of: fn(&Index, u32) -> Vec<u32>,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        let nums = {
+            let ix = self.read(py);
+            nums_of(&ix, Self::entry(&ix, n)?)
+        };
+        gather(items, &nums)
+    }
+
     fn err(&self, e: Error) -> PyErr {
         to_py_err(e, self.path.as_deref())
     }
@@ -378,11 +393,7 @@ impl PyIndex {
         n: i64,
         items: &Bound<'py, PyList>,
     ) -> PyResult<Option<Bound<'py, PyList>>> {
-        let nums = {
-            let ix = self.read(py);
-            ix.path(Self::entry(&ix, n)?)
-        };
-        gather(items, &nums)
+        self.gather_of(py, n, items, Index::path)
     }
 
     /// `items[k]` for each child `k` of entry `n` in file order, or `None` (see
@@ -393,11 +404,7 @@ impl PyIndex {
         n: i64,
         items: &Bound<'py, PyList>,
     ) -> PyResult<Option<Bound<'py, PyList>>> {
-        let nums = {
-            let ix = self.read(py);
-            ix.children(Self::entry(&ix, n)?)
-        };
-        gather(items, &nums)
+        self.gather_of(py, n, items, Index::children)
     }
 
     /// Ids from the root down to `n`.

@@ -143,5 +143,13 @@ def test_a_wrong_clip_is_refused(tmp_path: Path, backend: str) -> None:
                 sm.get_entries_by_id(["a"], clip=bad)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="clip"):
             sm.get_entries_by_id(["a"], clip=-1)
+        with pytest.raises(TypeError, match="entry_ids"):
+            sm.get_entries_by_id("a", clip=3)
         assert sm.get_entries_by_id(["a"], clip=100) == sm.get_entries_by_id(["a"])
+        assert sm.get_entries_by_id(["a"], clip=2**70) == sm.get_entries_by_id(["a"])  # not cached yet
+        for bad_budget in ("1", 1.5, None, True):
+            with pytest.raises(TypeError, match="cache_budget"):
+                sm.cache_budget = bad_budget  # type: ignore[assignment]
+        with pytest.raises(ValueError, match="cache_budget"):
+            sm.cache_budget = -1
         assert sm.get_entries_by_id(["a"], clip=0)[0]["timestamp"] == ""

@@ -257,8 +257,7 @@ class TreeIndex(Protocol):
     # -- lookups ---------------------------------------------------------------------
     def __contains__(self, entry_id: object) -> bool: ...
     def get(self, entry_id: str) -> dict[str, Any] | None: ...
-    def get_many(self, entry_ids: list[str]) -> list[dict[str, Any] | None]: ...  # None: unknown
-    def get_many_clipped(self, entry_ids: list[str], clip: int) -> list[dict[str, Any] | None]: ...  # _clip.py's rule
+    def get_many(self, entry_ids: list[str], clip: int | None = None) -> list[dict[str, Any] | None]: ...  # None: unknown; clip: _clip.py
     def raw_line(self, entry_id: str) -> bytes | None: ...  # the line's bytes, no CR/LF
     def children(self, entry_id: str) -> list[dict[str, Any]]: ...  # file order
     def path(self, entry_id: str | None) -> list[dict[str, Any]]: ...  # root -> entry

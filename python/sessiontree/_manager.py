@@ -35,6 +35,7 @@ from __future__ import annotations
 import builtins
 import os
 import secrets
+import sys
 import time
 import uuid
 import warnings
@@ -869,17 +870,20 @@ class SessionManager:
                 output). ``None``: the entries as they are.
 
         Raises:
-            TypeError: ``clip`` is not an int.
+            TypeError: ``entry_ids`` is a single ``str``/``bytes``, or ``clip`` is not an int.
             ValueError: ``clip`` is negative.
         """
+        if isinstance(entry_ids, (str, bytes)):
+            raise TypeError("entry_ids must be an iterable of ids, not one id")
         if clip is not None:
             if isinstance(clip, bool) or not isinstance(clip, int):
                 raise TypeError(f"clip must be an int or None, not {type(clip).__name__}")
             if clip < 0:
                 raise ValueError(f"clip must be 0 or more, not {clip}")
+            clip = min(clip, sys.maxsize)  # no string is longer; the core takes a machine word
         self._check()
         ids = builtins.list(entry_ids)
-        return self._index.get_many(ids) if clip is None else self._index.get_many_clipped(ids, clip)
+        return self._index.get_many(ids, clip)
 
     def get_children(self, entry_id: str) -> _Entries:
         """Direct children of an entry, in file order (Pi's ``getChildren``)."""
@@ -1003,6 +1007,11 @@ class SessionManager:
 
     @cache_budget.setter
     def cache_budget(self, value: int) -> None:
+        """Raises ``TypeError`` (not an int) or ``ValueError`` (negative), on both backends."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"cache_budget must be an int, not {type(value).__name__}")
+        if value < 0:
+            raise ValueError(f"cache_budget must be 0 or more, not {value}")
         if hasattr(self._index, "cache_budget"):
             self._index.cache_budget = value  # type: ignore[attr-defined]
 

@@ -435,9 +435,11 @@ class NativeIndex:
         self._grow_slots()
         return self._decode(self._read_ahead([n]))[n]
 
-    def get_many(self, entry_ids: list[str]) -> list[dict[str, Any] | None]:
+    def get_many(self, entry_ids: list[str], clip: int | None = None) -> list[dict[str, Any] | None]:
         """The entries with these ids in order (``None`` for an unknown id), the ones not
-        decoded yet in one bulk decode."""
+        decoded yet in one bulk decode. With ``clip``, cut by the clip rule
+        (``_clip.py``): cached entries are cut here, the others read cut by the core
+        (``src/clip.rs``) and decoded without being cached."""
         by_id, find = self._by_id, self._ix.find
         out: list[Any] = []
         at: list[tuple[int, int]] = []  # (position in out, entry number) still to decode
@@ -450,37 +452,17 @@ class NativeIndex:
                 n = find(eid)
                 if n is not None:
                     at.append((k, n))
-            out.append(e)
-        if at:
-            self._grow_slots()
-            got = self._decode(list(dict.fromkeys(n for _, n in at)))
-            for k, n in at:
-                out[k] = got[n]
-        return out
-
-    def get_many_clipped(self, entry_ids: list[str], clip: int) -> list[dict[str, Any] | None]:
-        """:meth:`get_many` with every entry cut by the clip rule (``_clip.py``): cached
-        entries are cut here, the others read cut by the core (``src/clip.rs``) and
-        decoded without being cached."""
-        by_id, find = self._by_id, self._ix.find
-        out: list[Any] = []
-        at: list[tuple[int, int]] = []  # (position in out, entry number) still to read
-        for k, eid in enumerate(entry_ids):
-            try:
-                e = by_id.get(eid)
-            except TypeError:
-                e = None
-            if e is not None:
+            elif clip is not None:
                 e = clip_entry(e, clip)
-            else:
-                n = find(eid)
-                if n is not None:
-                    at.append((k, n))
             out.append(e)
         if at:
             nums = list(dict.fromkeys(n for _, n in at))
-            with gc_paused(len(nums)):
-                got = {n: entry for n, _, _, entry in self._read(nums, clip)}
+            if clip is None:
+                self._grow_slots()
+                got = self._decode(nums)
+            else:
+                with gc_paused(len(nums)):
+                    got = {n: entry for n, _, _, entry in self._read(nums, clip)}
             for k, n in at:
                 out[k] = got[n]
         return out

@@ -181,14 +181,13 @@ class PythonIndex:
         i = self._idx(entry_id)
         return self._l.entries[i] if i >= 0 else None
 
-    def get_many(self, entry_ids: list[str]) -> list[dict[str, Any] | None]:
-        """The entries with these ids in order (``None`` for an unknown id)."""
+    def get_many(self, entry_ids: list[str], clip: int | None = None) -> list[dict[str, Any] | None]:
+        """The entries with these ids in order (``None`` for an unknown id); with
+        ``clip``, copies cut by the clip rule (``_clip.py``)."""
         get = self.get
-        return [get(eid) for eid in entry_ids]
-
-    def get_many_clipped(self, entry_ids: list[str], clip: int) -> list[dict[str, Any] | None]:
-        """:meth:`get_many` with every entry cut by the clip rule (``_clip.py``)."""
-        return [None if e is None else clip_entry(e, clip) for e in self.get_many(entry_ids)]
+        if clip is None:
+            return [get(eid) for eid in entry_ids]
+        return [None if e is None else clip_entry(e, clip) for e in map(get, entry_ids)]
 
     def raw_line(self, entry_id: str) -> bytes | None:
         """The bytes of the entry's JSON text (no CR/LF), or ``None``."""
