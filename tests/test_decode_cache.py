@@ -215,3 +215,36 @@ def test_paths_and_children_picked_from_the_cache_equal_a_decode(tmp_path: Path)
                 assert ix._ix.path_in(0, []) is None
                 with pytest.raises(IndexError):
                     ix._ix.children_in(len(every), slots)
+
+
+def test_iteration_is_a_snapshot_whatever_is_cached(tmp_path: Path) -> None:
+    """Iterating a fully cached session runs over a kept tuple (``iter_entries``): an
+    iterator taken before an append, an eviction or a refresh still yields what was
+    there, and a new one sees the change, as the python backend's copy does."""
+    import shutil
+
+    ids = write_chain(tmp_path / "s.jsonl", 50, 100)
+    shutil.copy(tmp_path / "s.jsonl", tmp_path / "p.jsonl")
+    with open_quiet(tmp_path / "s.jsonl", "native") as sm, open_quiet(tmp_path / "p.jsonl", "python") as py:
+        assert list(sm) == list(py) == py.get_entries()
+        again = list(sm)
+        assert all(a is b for a, b in zip(again, list(sm), strict=True))  # the kept tuple
+        before, py_before = iter(sm), iter(py)
+        sm.append_label_change(ids[3], "x")
+        py.append_label_change(ids[3], "x")
+        assert list(before) == list(py_before) == again  # taken before the append
+        now = list(sm)
+        assert len(now) == 51 and now[:50] == again and now[50]["type"] == "label"
+        kept = iter(sm)
+        sm.cache_budget = 500  # most entries leave the cache
+        assert list(kept) == now
+        assert list(sm) == now and sm.get_entries() == now
+        sm.cache_budget = 10**9
+        sm.get_entries()
+        with (tmp_path / "s.jsonl").open("a") as f:  # another process appends
+            f.write(json.dumps({"type": "custom", "id": "zz", "parentId": ids[-1],
+                                "timestamp": "2025-01-01T00:00:03.000Z", "customType": "t"}) + "\n")
+        kept = iter(sm)
+        assert sm.refresh() == 1
+        assert list(kept) == now
+        assert [e["id"] for e in sm][-1] == "zz" and len(list(sm)) == 52
