@@ -37,7 +37,7 @@ static PREVIOUS: AtomicPtr<libc::sigaction> = AtomicPtr::new(std::ptr::null_mut(
 /// Guarded scans running (installs and restores happen under this lock).
 static ACTIVE: Mutex<usize> = Mutex::new(0);
 
-fn page_size() -> usize {
+pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if n > 0 {

@@ -267,6 +267,7 @@ impl Index {
         for (k, (from, end)) in segs.into_iter().enumerate() {
             let window = src.window(from, end)?;
             let mem = window.as_ref().map(|w| w.bytes());
+            let mut done = 0u64;
             lines::scan_blocks(
                 mem,
                 &read,
@@ -276,6 +277,13 @@ impl Index {
                 k + 1 == n,
                 &mut |ch, bytes| {
                     self.scanned += bytes;
+                    // Blocks are handed over in file order and the ones still being
+                    // scanned start past what is done (a block reads from the byte
+                    // before its start): the map's pages behind them can go.
+                    done += bytes;
+                    if let Some(w) = &window {
+                        w.release(done.saturating_sub(lines::BLOCK) as usize);
+                    }
                     self.ingest_chunk(src, ch, bytes, &mut batch)
                 },
             )?;
@@ -1746,6 +1754,29 @@ mod tests {
             Err(Error::Stale(_))
         ));
         assert!(ix.header().is_ok()); // before the cut
+    }
+
+    #[test]
+    fn an_open_through_a_released_map_is_the_scan_of_the_bytes() {
+        // Long enough to be mapped and given back many times (test sizes: 64 KiB map
+        // minimum, 4 KiB blocks, 16 KiB release steps), with damage spread through it.
+        let mut img = session(3000, 200);
+        for k in (1000..img.len() - 100).step_by(40_000) {
+            img[k] = b'{';
+        }
+        let f = TempFile::new("released", &img);
+        let opened = Index::open(&f.0).unwrap();
+        let owned = Index::from_image(img.clone()).unwrap();
+        assert_eq!(opened.len(), owned.len());
+        assert!(!owned.issues().is_empty());
+        assert_eq!(opened.issues(), owned.issues());
+        assert_eq!(opened.start, owned.start);
+        assert_eq!(opened.parent, owned.parent);
+        let src = Source::open(&f.0).unwrap();
+        let w = src.window(0, img.len() as u64).unwrap().unwrap();
+        assert_eq!(w.bytes(), &img[..]);
+        w.release(img.len());
+        assert_eq!(w.bytes(), &img[..]); // read again from the file
     }
 
     /// A whole `Index::from_image` of a big file (set `SESSIONTREE_BENCH_FILE`), best

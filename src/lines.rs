@@ -34,7 +34,7 @@ pub(crate) const TORN_SEAL: u8 = b'#';
 /// Bytes of a range per block: lines starting in them are scanned together. Small
 /// enough to stay in cache between the copy and the scan, large enough that the
 /// handing over of a block costs nothing next to its scan.
-const BLOCK: u64 = if cfg!(test) { 4 << 10 } else { 256 << 10 };
+pub(crate) const BLOCK: u64 = if cfg!(test) { 4 << 10 } else { 256 << 10 };
 
 /// Blocks scanned ahead of the one the caller consumes: always up to [`WINDOW`], and
 /// up to [`WINDOW_MAX`] while the candidates waiting are fewer than [`WAITING_MAX`]

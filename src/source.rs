@@ -14,8 +14,9 @@
 //! reader of a map is the scan of a long range ([`Source::window`]), under a guard
 //! that turns such a fault into [`Error::Stale`] (`guard.rs`); short ranges are copied
 //! into buffers with `pread`, and so is every read after indexing: a file that shrank
-//! gives a short read, reported as [`Error::Stale`]. Measurements: docs/BENCHMARKS.md,
-//! "Reading the file". The crate's `unsafe` is this map, the guard's signal handler,
+//! gives a short read, reported as [`Error::Stale`]. The scan gives the map's pages
+//! back behind it ([`Window::release`]): an open never holds the whole file resident.
+//! Measurements: docs/BENCHMARKS.md, "Reading the file". The crate's `unsafe` is this map, the guard's signal handler,
 //! CPU intrinsics (`scan/block.rs`) and a cache prefetch (`ids.rs`).
 
 use std::fs::File;
@@ -25,7 +26,7 @@ use std::path::Path;
 use memmap2::{Mmap, MmapOptions};
 
 use crate::error::{Error, Result};
-use crate::guard::Guard;
+use crate::guard::{page_size, Guard};
 
 /// Ranges of the file at least this long are scanned through a guarded map
 /// ([`Window`]) rather than copied with `pread` (the copy doubled an open's CPU time).
@@ -38,12 +39,43 @@ pub struct Window {
     // Drop order: the guard (unregisters the range) before the map (unmaps it).
     guard: Guard,
     map: Mmap,
+    /// Bytes at the start of the map whose pages were given back ([`Window::release`]).
+    released: std::sync::atomic::AtomicUsize,
 }
+
+/// Pages are given back [`RELEASE_STEP`] bytes at a time at least (one `madvise`
+/// each).
+const RELEASE_STEP: usize = if cfg!(test) { 16 << 10 } else { 8 << 20 };
 
 impl Window {
     /// The mapped bytes.
     pub fn bytes(&self) -> &[u8] {
         &self.map
+    }
+
+    /// The scan is done with the first `upto` bytes of the map: their pages leave this
+    /// process (`MADV_DONTNEED`; the file's pages stay in the page cache), so a scan's
+    /// resident memory is the part of the map it is reading, not the whole file. A
+    /// page touched again is read again from the file: only a cost, never a change
+    /// of what the scan sees (a map of a file shows its current bytes either way).
+    pub fn release(&self, upto: usize) {
+        use std::sync::atomic::Ordering;
+        let page = page_size();
+        let upto = upto.min(self.map.len()) & !(page - 1);
+        let done = self.released.load(Ordering::Relaxed);
+        if upto < done + RELEASE_STEP {
+            return;
+        }
+        // SAFETY: the map is read-only and private: dropping its pages makes the next
+        // read of them fault them in from the file again, and nothing holds on to
+        // their old contents (the scan reads each byte through the map when needed).
+        let ok = unsafe {
+            self.map
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, done, upto - done)
+        };
+        if ok.is_ok() {
+            self.released.store(upto, Ordering::Relaxed);
+        }
     }
 
     /// A page faulted: what was read is not the file's, and the file is stale.
@@ -58,15 +90,23 @@ impl Window {
 /// # Errors
 /// The map cannot be made.
 pub fn map_guarded(file: &File, from: u64, end: u64) -> Result<Option<Window>> {
+    // Not populated: the scan threads fault in the pages they read (fault-around maps
+    // 16 pages a fault) and [`Window::release`] drops those behind them, so the whole
+    // file is never resident in this process at once (it was: 1.1 GB of RSS for an
+    // open of a 1 GiB file).
     let mut opts = MmapOptions::new();
-    opts.offset(from).len((end - from) as usize).populate();
+    opts.offset(from).len((end - from) as usize);
     // SAFETY: a read-only private map, read only by this one scan while `Guard`
     // turns a fault past a new end of file into a flag (`guard.rs`); the scan
     // never trusts two reads of one byte to agree, and nothing borrows from the
     // map after the scan.
     let map = unsafe { opts.map(file) }?;
     let _ = map.advise(memmap2::Advice::Sequential);
-    Ok(Guard::new(map.as_ptr(), map.len()).map(|guard| Window { guard, map }))
+    Ok(Guard::new(map.as_ptr(), map.len()).map(|guard| Window {
+        guard,
+        map,
+        released: Default::default(),
+    }))
 }
 
 /// `read_each` reads two file ranges in one `pread` when at most this many bytes lie
