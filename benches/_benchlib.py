@@ -280,19 +280,6 @@ def opened(file: BenchFile, backend: str) -> SessionManager:
     return sm
 
 
-def opened_pair(file: BenchFile, backends: list[str]) -> dict[str, SessionManager]:
-    """The session opened read-only in each of ``backends`` at once (kept, like
-    :func:`opened`, for the next test that wants the same file)."""
-    keys = [(file.path, b) for b in backends]
-    if any(k not in _OPEN for k in keys) or len(_OPEN) != len(keys):
-        drop_opened()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for k in keys:
-                _OPEN[k] = SessionManager.open(file.path, backend=k[1])
-    return {k[1]: _OPEN[k] for k in keys}
-
-
 def drop_opened() -> None:
     for sm in _OPEN.values():
         sm.close()

@@ -218,9 +218,8 @@ def test_paths_and_children_picked_from_the_cache_equal_a_decode(tmp_path: Path)
 
 
 def test_iteration_is_a_snapshot_whatever_is_cached(tmp_path: Path) -> None:
-    """Iterating a fully cached session runs over a kept tuple (``iter_entries``): an
-    iterator taken before an append, an eviction or a refresh still yields what was
-    there, and a new one sees the change, as the python backend's copy does."""
+    """An iterator taken before an append, an eviction or a refresh still yields what
+    was there, and a new one sees the change, on both backends."""
     import shutil
 
     ids = write_chain(tmp_path / "s.jsonl", 50, 100)
@@ -228,7 +227,6 @@ def test_iteration_is_a_snapshot_whatever_is_cached(tmp_path: Path) -> None:
     with open_quiet(tmp_path / "s.jsonl", "native") as sm, open_quiet(tmp_path / "p.jsonl", "python") as py:
         assert list(sm) == list(py) == py.get_entries()
         again = list(sm)
-        assert all(a is b for a, b in zip(again, list(sm), strict=True))  # the kept tuple
         before, py_before = iter(sm), iter(py)
         sm.append_label_change(ids[3], "x")
         py.append_label_change(ids[3], "x")

@@ -250,7 +250,6 @@ class TreeIndex(Protocol):
     def __len__(self) -> int: ...  # accepted entries
     def ids(self) -> list[str]: ...  # file order
     def entries(self) -> list[dict[str, Any]]: ...  # file order
-    def iter_entries(self) -> Iterator[dict[str, Any]]: ...  # file order, a snapshot of now
     def last_id(self) -> str | None: ...  # last accepted entry (the leaf on open)
     def image_len(self) -> int: ...  # bytes of the image consumed (complete lines only)
     def has_pending_tail(self) -> bool: ...  # a partial last line (no LF) is waiting

@@ -1337,7 +1337,7 @@ class SessionManager:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         self._check()
-        return self._index.iter_entries()
+        return iter(self._index.entries())
 
     def __repr__(self) -> str:
         where = self.session_file or "<memory>"

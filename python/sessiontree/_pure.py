@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import sys
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from ._backend import ContextPlan, LoadIssue, gc_paused
@@ -149,10 +149,6 @@ class PythonIndex:
     def entries(self) -> list[dict[str, Any]]:
         """Accepted entries in file order."""
         return list(self._l.entries)
-
-    def iter_entries(self) -> Iterator[dict[str, Any]]:
-        """An iterator over the entries in file order as they are now."""
-        return iter(list(self._l.entries))
 
     def last_id(self) -> str | None:
         """The last accepted entry's id (the leaf on open), ``None`` if there is none."""
