@@ -66,29 +66,46 @@ def run_command(args: list[str]) -> dict[str, Any]:
     return report
 
 
+def warm(path: str) -> None:
+    """Read the file once, so that each child meets it in the page cache (the stated
+    condition of every figure; this guest's DAMON reclaims idle page cache)."""
+    with open(path, "rb", buffering=0) as f:
+        buf = bytearray(8 << 20)
+        while f.readinto(buf):
+            pass
+
+
 @pytest.mark.parametrize("gen", GENERATORS)
 @pytest.mark.parametrize("command", ["info", "tree"])
 def test_cli(benchmark: Any, size: str, gen: str, command: str) -> None:
-    """Both backends in one test, one child each, python first; pytest-benchmark times
-    the native child."""
+    """Both backends in one test, each child after a read of the file: the python child
+    once (a minute at 1 GiB), then the native one three times (pytest-benchmark times
+    those rounds). A backend's figures are its fastest run's time and the highest peaks
+    of its runs."""
     drop_opened()  # free this process's sessions for the children
     file = bench_file(size, True, gen)
     runs: dict[str, dict[str, Any]] = {}
     backends = active_backends()
 
     def child(backend: str) -> dict[str, Any]:
+        warm(file.path)
         report = run_command([command, file.path, "--backend", backend])
-        runs[backend] = {"seconds": report["seconds"], "peak_rss": report["VmHWM"],
-                         "peak_anon": report["peak_anon"], "file_rss": report["RssFile"]}
+        got = {"seconds": report["seconds"], "peak_rss": report["VmHWM"], "peak_anon": report["peak_anon"],
+               "file_rss": report["RssFile"]}
+        old = runs.get(backend)
+        if old is not None:
+            got = {"seconds": min(old["seconds"], got["seconds"]),
+                   **{k: max(old[k], got[k]) for k in ("peak_rss", "peak_anon", "file_rss")}}
+        runs[backend] = got
         return report
 
     def setup() -> None:
         for b in backends:
-            if b != "native":
+            if b != "native" and b not in runs:
                 child(b)
 
-    benchmark.pedantic(lambda: child("native") if "native" in backends else None, setup=setup, rounds=1,
-                       warmup_rounds=0)
+    benchmark.pedantic(lambda: child("native") if "native" in backends else None, setup=setup,
+                       rounds=3 if "native" in backends else 1, warmup_rounds=0)
     set_info(benchmark, f"sessiontree {command} ({gen}, fresh process) · {size}", file=file, backend="both",
              operation=f"cli:{gen}:{command}", generator=gen, runs=runs)
     assert set(runs) == set(backends) and all(r["seconds"] > 0 for r in runs.values())
