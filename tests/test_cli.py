@@ -309,8 +309,14 @@ def test_bench(gen_file: Path) -> None:
     for b in backends.split(","):
         r = data["results"][b]
         assert r["backend"] == b and r["open"] > 0 and r["rssPeak"] > 0 and r["entries"] > 0
+        # Each time row counts from the start of the open (a call's own time would
+        # compare a python call on decoded dicts with a native first decode).
+        steps = ("open", "context", "branch", "tree")
+        assert list(r["elapsed"]) == list(steps)
+        assert [r["elapsed"][k] for k in steps] == pytest.approx([sum(r[x] for x in steps[: i + 1])
+                                                                  for i in range(4)])
     text = run("bench", str(gen_file), "--backends", backends)
-    assert "open (index the file)" in text.stdout and "peak RSS" in text.stdout
+    assert "open (index the file)" in text.stdout and "+ get_tree" in text.stdout and "peak RSS" in text.stdout
 
 
 def test_demo_as_make_runs_it(tmp_path: Path) -> None:

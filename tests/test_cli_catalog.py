@@ -195,3 +195,17 @@ def test_a_named_catalog_that_cannot_be_used_is_said_once(tmp_path: Path) -> Non
     assert bad.read_bytes() == b"not a database at all"
     good = run("ls", str(folder), "--catalog", str(tmp_path / "good.sqlite3"))
     assert good.returncode == 0 and "note:" not in good.stderr
+
+
+def test_a_root_named_without_all_says_to_add_it(agent: dict[str, str]) -> None:
+    """Pi's sessions root holds one folder per project: named as DIR without --all, each
+    command says where the sessions are instead of answering as if there were none."""
+    root = str(Path(agent["PI_CODING_AGENT_DIR"]) / "sessions")
+    hint = "its subfolders hold session files: add --all"
+    for args in (["ls", root], ["search", "refactor", root], ["usage", root], ["index", root]):
+        p = run(*args, env=agent)
+        assert p.returncode == 0 and hint in p.stderr, (args, p.stderr)
+        assert hint not in run(*args, "--all", env=agent).stderr, args
+    folder = session_dir_for_cwd("/home/user/p1", root)  # holds sessions itself: no hint
+    for args in (["ls", folder], ["search", "zzzqqq", folder], ["index", folder]):
+        assert hint not in run(*args, env=agent).stderr, args

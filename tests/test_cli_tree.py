@@ -58,6 +58,19 @@ def widths(text: str) -> list[int]:
     return [cell_len(line) for line in text.splitlines()]
 
 
+def test_out_of_range_numbers_are_refused_in_one_line(tmp_path: Path) -> None:
+    path = nested(tmp_path / "deep.jsonl", 2)
+    for args, words in ((["--width", "19"], "--width must be at least 20, not 19"),
+                        (["--width", "0"], "--width must be at least 20, not 0"),
+                        (["--nested", "-1"], "--nested must be 0 or more"),
+                        (["--depth", "-1"], "--depth must be 0 or more")):
+        p = run("tree", str(path), *args)
+        assert p.returncode == 1 and p.stdout == "" and p.stderr.strip().endswith(words), (args, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1
+    p = run("tree", str(path), "--width", "20", "--full")
+    assert p.returncode == 0 and max(widths(p.stdout)) <= 20
+
+
 @pytest.mark.parametrize("width", [60, 100, 160])
 def test_sixty_nested_branches_keep_the_width(tmp_path: Path, width: int, backend: str) -> None:
     path = nested(tmp_path / "deep.jsonl", 60)
@@ -154,6 +167,15 @@ def test_one_cell_characters_agree_with_rich() -> None:
     text = "".join(one)
     assert cells(text) == cell_len(text) == len(text)
     assert cell_len(fit(text, 50)) <= 50 and cell_len(fit("日本語" * 30 + "abc", 50)) <= 50
+
+
+def test_a_text_already_cut_is_marked_once() -> None:
+    from sessiontree.cli._common import fit
+
+    for text in ("content='✓ packag…', path='a'", "content='日本語…', path='a'", "abcdef…ghij"):
+        for width in range(2, len(text)):
+            got = fit(text, width)
+            assert "……" not in got and got.endswith("…") and cell_len(got) <= width, (text, width, got)
 
 
 def test_fold_kinds_and_kept_entries_match_naming_each_entry(tmp_path: Path, backend: str) -> None:

@@ -466,7 +466,7 @@ def fit(text: str, width: int) -> str:
     if width <= 0:
         return ""
     if text.isascii() or _ONE_CELL_RE.fullmatch(text, 0, width + 1):
-        return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+        return text if len(text) <= width else _cut(text[: width - 1])
     if len(text) <= width // 2:
         return text  # even if every character is two cells wide
     cells = 0
@@ -478,8 +478,14 @@ def fit(text: str, width: int) -> str:
         if cut is None and cells > width - 1:
             cut = i  # text[:i] fits in width - 1 cells, leaving one for "…"
         if cells > width:
-            return text[:cut].rstrip() + "…"
+            return _cut(text[:cut])
     return text
+
+
+def _cut(kept: str) -> str:
+    """``kept`` ending in one ``…`` (a text already cut, such as an argument preview,
+    is not marked twice)."""
+    return kept.rstrip().rstrip("…") + "…"
 
 
 def content_text(content: Any, *, images: bool = True) -> str:

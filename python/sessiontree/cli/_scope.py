@@ -92,6 +92,27 @@ def where(args: argparse.Namespace) -> str:
     return session_dir_for_cwd(project_cwd(args.cwd if args.cwd is not None else os.getcwd()), root)
 
 
+def subfolder_hint(args: argparse.Namespace) -> str:
+    """``"; its subfolders hold session files: add --all"`` when the command was given a
+    DIR without ``--all`` that holds no ``.jsonl`` file while a folder below it does
+    (Pi's sessions root, one folder per project); else ``""``."""
+    directory = getattr(args, "dir", None)
+    if directory is None or _all(args):
+        return ""
+
+    def holds_sessions(folder: str) -> bool:
+        try:
+            with os.scandir(folder) as it:
+                return any(e.name.endswith(".jsonl") for e in it)
+        except OSError:
+            return False
+
+    if holds_sessions(directory):
+        return ""
+    below = walk(directory)[1:]
+    return "; its subfolders hold session files: add --all" if any(map(holds_sessions, below)) else ""
+
+
 def catalog_options(args: argparse.Namespace, io: Io | None = None) -> dict[str, Any]:
     """``catalog`` and ``no_cache`` for the library calls.
 

@@ -51,4 +51,6 @@ def run(args: argparse.Namespace, io: Io) -> int:
     where = f"; catalog {s.catalog} ({human_bytes(s.catalog_bytes)})" if s.catalog else " (no catalog)"
     io.print(f"{s.files:,} file(s), {s.sessions:,} session(s), {s.problems:,} not session(s); read {s.read:,} "
              f"({human_bytes(s.bytes_read)}) in {human_seconds(seconds)}{where}", markup=False, highlight=False)
+    if not s.files and (hint := _scope.subfolder_hint(args)):
+        io.err.print(f"nothing indexed{hint}", markup=False, highlight=False)
     return 0

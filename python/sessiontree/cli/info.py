@@ -190,8 +190,11 @@ def render(io: Io, d: dict[str, Any]) -> None:
     add("entries", f"{d['entries']:,}  " + _counts(d["byType"]))
     add("messages", _counts(d["byRole"]) or "none")
     add("tree", f"{d['roots']:,} root(s), {d['leaves']:,} leaves, {d['branchPoints']:,} branch points")
-    add("current leaf", f"{show(d['leafId'], 200, none='None')}  (path of {d['pathLength']:,} entries, "
-        f"{d['compactionsOnPath']} compaction(s) on it)")
+    if d["leafId"] is None:
+        add("current leaf", "none (no entries)")
+    else:
+        add("current leaf", f"{show(d['leafId'], 200)}  (path of {d['pathLength']:,} entries, "
+            f"{d['compactionsOnPath']} compaction(s) on it)")
     add("compactions", f"{d['compactions']:,}")
     labels = d["labels"]
     shown = ", ".join(f"{show(k, 100)}={safe(repr(v)) if isinstance(v, str) else show(v, 100)}"

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
     if not sessions and not problems:
         where = searched_folder(args)
         scope = " (and its subfolders)" if args.all else ""
-        io.err.print(Text(f"no sessions found in {safe(where)}{scope}"))
+        io.err.print(Text(f"no sessions found in {safe(where)}{scope}{_scope.subfolder_hint(args)}"))
         return 0
     # Fixed columns, padded by terminal cells (CJK and emoji are two wide), no
     # trailing spaces: the same lines read well on a terminal and in a pipe.

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
         })
         return 0
     if not result.hits:
-        msg = f"no hits in {result.files:,} session(s) of {safe(_scope.where(args))}"
+        msg = f"no hits in {result.files:,} session(s) of {safe(_scope.where(args))}{_scope.subfolder_hint(args)}"
         if result.total:
             msg = f"no hits on page {args.page} ({result.total:,} in all)"
         io.err.print(Text(msg))

@@ -401,8 +401,8 @@ def _fold_text(kinds: Counter[str]) -> str:
 
 
 def _width(io: Io, requested: int | None) -> int:
-    if requested:
-        return max(20, requested)
+    if requested is not None:
+        return requested
     if io.out.is_terminal:
         return io.out.width
     try:
@@ -472,6 +472,10 @@ def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree tree``: the exit status (see the module docstring)."""
     if args.depth is not None and args.depth < 0:
         raise CliError("--depth must be 0 or more")
+    if args.nested is not None and args.nested < 0:
+        raise CliError("--nested must be 0 or more")
+    if args.width is not None and args.width < 20:
+        raise CliError(f"--width must be at least 20, not {args.width}")
     sm, _ = open_session(io, args.file, args.backend)
     with sm:
         # Each row's entry is decoded once, a chunk at a time (_Entries): keeping them

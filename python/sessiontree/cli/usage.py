@@ -93,7 +93,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
         })
         return 0
     if not report.lines:
-        io.err.print(f"no recorded usage in {report.files:,} session(s) of {safe(_scope.where(args))}",
+        io.err.print(f"no recorded usage in {report.files:,} session(s) of {safe(_scope.where(args))}{_scope.subfolder_hint(args)}",
                      markup=False, highlight=False)
         return 0
     from rich.table import Table  # here: every command starts by importing this module
