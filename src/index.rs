@@ -676,6 +676,15 @@ impl Index {
         self.needs_migration
     }
 
+    /// `(st_dev, st_ino)` of the file the index reads (`None` for an owned image): the
+    /// manager compares it with what the path names after an open.
+    ///
+    /// # Errors
+    /// `fstat` fails.
+    pub fn file_id(&self) -> Result<Option<(u64, u64)>> {
+        self.src.file_id()
+    }
+
     /// Bytes of the image consumed (complete lines and an accepted last line).
     pub fn image_len(&self) -> u64 {
         self.image_len

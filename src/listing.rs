@@ -31,6 +31,7 @@ use std::path::Path;
 use crate::error::Result;
 use crate::ids::{IdArena, IdTable};
 use crate::scan::{self, skip_str, skip_str_esc, skip_value, Fields, Val, Verdict};
+use crate::source::open_regular;
 use crate::time::parse_iso_ms;
 use crate::tree;
 
@@ -220,22 +221,6 @@ pub fn scan_file(
     ends.truncate(got);
     scan.ends = ends;
     Ok(scan)
-}
-
-/// Open `path` for reading if it is a regular file, checked on the open file: a FIFO
-/// put in its place after the caller's `stat` cannot block the open (`O_NONBLOCK`), and
-/// a device is not read without end.
-fn open_regular(path: &Path) -> Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file");
-        return Err(e.into());
-    }
-    Ok(file)
 }
 
 /// [`scan_file`] with `buf` (any contents) as the read buffer: `buf[..filled]` holds

@@ -363,6 +363,11 @@ impl PyIndex {
         self.read(py).last()
     }
 
+    /// `(st_dev, st_ino)` of the file the index reads; `None` for an image in memory.
+    fn file_id(&self, py: Python<'_>) -> PyResult<Option<(u64, u64)>> {
+        self.read(py).file_id().map_err(|e| self.err(e))
+    }
+
     /// Bytes of the image consumed.
     fn image_len(&self, py: Python<'_>) -> u64 {
         self.read(py).image_len()

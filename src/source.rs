@@ -142,6 +142,25 @@ pub struct Source {
     file_read: std::sync::atomic::AtomicU64,
 }
 
+/// Open `path` for reading if it is a regular file, checked on the open file: a FIFO
+/// put at the path after the caller's `stat` cannot block the open (`O_NONBLOCK`, which
+/// changes nothing for a regular file's reads) and a device or a directory is refused.
+///
+/// # Errors
+/// It cannot be opened (`NotFound`, ...), or is not a regular file (`InvalidInput`).
+pub(crate) fn open_regular(path: &Path) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        let what = format!("{}: not a regular file", path.display());
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, what).into());
+    }
+    Ok(file)
+}
+
 /// `pread` into `buf` from `off` until it is full or the file ends; the bytes read.
 fn read_full(file: &File, off: u64, buf: &mut [u8]) -> io::Result<usize> {
     use std::os::unix::fs::FileExt;
@@ -160,15 +179,8 @@ fn read_full(file: &File, off: u64, buf: &mut [u8]) -> io::Result<usize> {
 impl Source {
     /// Hold the file at `path` (read-only) as the image.
     pub fn open(path: &Path) -> Result<Source> {
-        let file = File::open(path)?;
-        let meta = file.metadata()?;
-        if meta.is_dir() {
-            return Err(Error::Io(io::Error::new(
-                io::ErrorKind::IsADirectory,
-                format!("{} is a directory", path.display()),
-            )));
-        }
-        let len = meta.len();
+        let file = open_regular(path)?;
+        let len = file.metadata()?.len();
         Ok(Source {
             file: Some(file),
             primary: Primary::File(len),
@@ -418,6 +430,22 @@ impl Source {
     #[cfg(test)]
     pub fn file_read(&self) -> u64 {
         self.file_read.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// `(st_dev, st_ino)` of the held file (`None`: an owned image, or closed): the file
+    /// these bytes were read from, whatever the path names now.
+    ///
+    /// # Errors
+    /// `fstat` fails.
+    pub fn file_id(&self) -> Result<Option<(u64, u64)>> {
+        use std::os::unix::fs::MetadataExt;
+        match &self.file {
+            Some(f) if !self.closed => {
+                let m = f.metadata()?;
+                Ok(Some((m.dev(), m.ino())))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// Drop the file and buffers.

@@ -14,6 +14,7 @@ memory. Appends through the API extend the image by exactly the bytes written to
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from ._filestate import StatUnchanged
+    from ._filestate import FileId, StatUnchanged
     from .schema import SessionTreeNode, TreeShape, UsageTotals
 
 __all__ = [
@@ -34,6 +35,9 @@ __all__ = [
     "make_issue",
     "issue_order",
     "gc_paused",
+    "CACHE_ENV",
+    "DEFAULT_CACHE_BYTES",
+    "default_cache_budget",
 ]
 
 GC_PAUSE_MIN = 64
@@ -59,6 +63,32 @@ def gc_paused(lines: int = GC_PAUSE_MIN) -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+DEFAULT_CACHE_BYTES = 2 << 30
+"""Default budget of the decoded-entry cache, in bytes of the entries' lines (the dicts
+take about 2-3x that in memory). Large enough that every entry of a 1 GiB session stays
+decoded after a first pass, as the python backend keeps them all."""
+
+CACHE_ENV = "SESSIONTREE_CACHE_BYTES"
+"""Environment variable that sets the default budget (``"512MiB"``, ``"0"``, bytes)."""
+
+def default_cache_budget() -> int:
+    """The budget from ``$SESSIONTREE_CACHE_BYTES`` (a size such as ``512MiB``), else
+    :data:`DEFAULT_CACHE_BYTES`.
+
+    Raises:
+        ValueError: the variable is set to something that is not a size.
+    """
+    text = os.environ.get(CACHE_ENV, "").strip()
+    if not text:
+        return DEFAULT_CACHE_BYTES
+    from .generate import parse_size  # only when the variable is set
+
+    try:
+        return parse_size(text)
+    except ValueError:
+        raise ValueError(f"{CACHE_ENV} must be a size such as 512MiB or 0, not {text!r}") from None
 
 
 class IssueKind:
@@ -242,6 +272,18 @@ class TreeIndex(Protocol):
     @property
     def needs_migration(self) -> bool:
         """The header's version is below 3: only the header is indexed."""
+        ...
+
+    # -- the file it read --------------------------------------------------------------
+    def file_id(self) -> FileId | None:
+        """The identity of the file :meth:`open` read, taken from the open file (not the
+        path); ``None`` for an image in memory."""
+        ...
+
+    def check_ends(self) -> None:
+        """Raise ``StaleSessionError`` if the first or the last accepted entry's line no
+        longer holds the bytes indexed (the file was rewritten while it was read); no
+        entries, or an image in memory: nothing to check."""
         ...
 
     # -- whole-image facts ---------------------------------------------------------

@@ -50,11 +50,10 @@ from ._js import NULL, UNDEFINED
 from ._jsonl import decode_line, encode_entry
 from ._listing import ListingProblem, list_all_sessions, list_sessions, project_cwd
 from ._migrate import Migration, migrate_image
-from ._persist import SessionFile
+from ._persist import SessionFile, open_index, read_file
 from ._places import session_dir_for_cwd, session_file_name
 from ._reader import CURRENT_VERSION, scan_header
 from ._select import index_class
-from ._storage import require_regular_file
 from ._time import now_iso, parse_iso_ms
 from .errors import (
     ContextEditError,
@@ -218,8 +217,7 @@ class SessionManager:
         cwd = None
         index = None
         if os.path.exists(path):
-            require_regular_file(path)
-            index = index_class(backend).open(path)
+            index = open_index(index_class(backend), path)
             cwd = index.header().get("cwd")
         mgr = cls(
             cwd if isinstance(cwd, str) else os.getcwd(),
@@ -309,13 +307,13 @@ class SessionManager:
         _require_path("session_dir", session_dir, optional=True)
         index_cls = index_class(backend)
         source_path = os.fspath(source_path)
-        require_regular_file(source_path)
-        source = index_cls.open(source_path)
+        source = open_index(index_cls, source_path)
         try:
             if source.needs_migration:
+                ident = source.file_id()
                 source.close()
-                with open(source_path, "rb") as f:
-                    source = index_cls.from_image(migrate_image(f.read(), source_path).image)
+                data = read_file(source_path, ident)
+                source = index_cls.from_image(migrate_image(data, source_path).image)
             lines = _copy_lines(source)
         finally:
             source.close()
@@ -419,15 +417,14 @@ class SessionManager:
             self._file = SessionFile(path)
             return
         if index is None:
-            require_regular_file(path)
-            index = self._index_cls.open(path)
+            index = open_index(self._index_cls, path)
+        ident = index.file_id() or ident  # the file the index read
         migration = None
         try:
             version = index.header().get("version")
             if index.needs_migration:
                 index.close()
-                with open(path, "rb") as f:
-                    data = f.read()
+                data = read_file(path, ident)
                 index, report, m = self._migrated(data, path)
                 migration = (m, len(data))
             else:
@@ -909,7 +906,10 @@ class SessionManager:
 
     def get_tree(self) -> builtins.list[SessionTreeNode]:
         """The whole session as a forest (Pi's ``getTree``): roots in file order,
-        children oldest first; orphans, cycle breaks and self-parented entries are roots."""
+        children oldest first; orphans, cycle breaks and self-parented entries are roots.
+
+        On the native backend a node's ``entry`` is decoded when first read; read after
+        :meth:`close`, one not read before raises ``SessionError``."""
         self._check()
         return self._index.tree()
 
@@ -1307,7 +1307,8 @@ class SessionManager:
         return session_reader(self, self._index, table)
 
     def close(self) -> None:
-        """Release the writer lock and the index (idempotent)."""
+        """Release the writer lock and the index, with the entries it decoded
+        (idempotent)."""
         self._release()
         if self._index is not None and not self._closed:
             self._index.close()

@@ -11,7 +11,7 @@ decoded ``session_info`` line.
 What it keeps, and why:
 
 * **Decoded entries**, in one slot per entry number, up to a budget of source-line
-  bytes (:data:`DEFAULT_CACHE_BYTES`, ``$SESSIONTREE_CACHE_BYTES``, or
+  bytes (:data:`~sessiontree._backend.DEFAULT_CACHE_BYTES`, ``$SESSIONTREE_CACHE_BYTES``, or
   :attr:`NativeIndex.cache_budget`). Decoding is the expensive step (orjson reads
   escape-heavy session text at ~0.2 GB/s), so a second ``get_branch``, context or
   pass over the entries must not pay it again. Past the budget the entries decoded
@@ -33,8 +33,9 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-from ._backend import ContextPlan, LoadIssue, describe_issue, gc_paused
+from ._backend import ContextPlan, LoadIssue, default_cache_budget, describe_issue, gc_paused
 from ._clip import clip_entry
+from ._filestate import FileId
 from ._jsonl import decode_line
 from ._labels import LabelFields, apply_labels, session_name_of
 from ._reader import header_error, problem_from_code
@@ -43,38 +44,12 @@ from ._usage import TOKEN_KEYS, merge_models, usage_totals
 from .errors import InvalidSessionError, StaleSessionError
 from .schema import CodeColumn, IdColumn, SessionTreeNode, TimeColumn, TreeShape, UsageTotals
 
-__all__ = ["NativeIndex", "LazyTreeNode", "DEFAULT_CACHE_BYTES", "CACHE_ENV"]
-
-DEFAULT_CACHE_BYTES = 2 << 30
-"""Default budget of the decoded-entry cache, in bytes of the entries' lines (the dicts
-take about 2-3x that in memory). Large enough that every entry of a 1 GiB session stays
-decoded after a first pass, as the python backend keeps them all."""
-
-CACHE_ENV = "SESSIONTREE_CACHE_BYTES"
-"""Environment variable that sets the default budget (``"512MiB"``, ``"0"``, bytes)."""
+__all__ = ["NativeIndex", "LazyTreeNode"]
 
 _TYPE_NAMES = (*ENTRY_TYPES, "?")  # kind codes of the core's table; the last is "another type"
 _ROLE_NAMES = (None, *ROLES, "?")  # role codes: 0 none, then ROLES, then "another string"
 
 _BATCH = 256  # lines read and decoded per core call in bulk decodes (bounds the bytes held)
-
-
-def default_cache_budget() -> int:
-    """The budget from ``$SESSIONTREE_CACHE_BYTES`` (a size such as ``512MiB``), else
-    :data:`DEFAULT_CACHE_BYTES`.
-
-    Raises:
-        ValueError: the variable is set to something that is not a size.
-    """
-    text = os.environ.get(CACHE_ENV, "").strip()
-    if not text:
-        return DEFAULT_CACHE_BYTES
-    from .generate import parse_size  # only when the variable is set
-
-    try:
-        return parse_size(text)
-    except ValueError:
-        raise ValueError(f"{CACHE_ENV} must be a size such as 512MiB or 0, not {text!r}") from None
 
 
 def _label_fields(rows: list[tuple[int, str | bytes | None, str | bytes | None, str | bytes | None]]) -> Iterator[LabelFields]:
@@ -322,6 +297,22 @@ class NativeIndex:
             return one
         slots = self._slots
         return [k for k in range(n, end) if slots[k] is None]
+
+    # ------------------------------------------------------------ the file
+    def file_id(self) -> FileId | None:
+        """The identity of the file the core holds open (``None``: an image in memory)."""
+        got = self._ix.file_id()
+        return None if got is None else FileId(*got)
+
+    def check_ends(self) -> None:
+        """The first and last entries' lines must still hash to what was indexed (the
+        core's hash check on a read).
+
+        Raises:
+            StaleSessionError: they no longer do.
+        """
+        if self._file is not None and self._n:
+            self._ix.lines(sorted({0, self._n - 1}))
 
     # ------------------------------------------------------------ construction
     def _line_changed(self, entry_id: str) -> StaleSessionError:
@@ -687,8 +678,13 @@ class NativeIndex:
             self._n = len(self._ix)
 
     def close(self) -> None:
-        """Release the memory map; later reads raise ``SessionError``."""
+        """Release the file and the decoded entries; later reads raise ``SessionError``
+        (``get_tree`` nodes included, whatever was cached: only a node whose ``entry``
+        was read before answers)."""
         self._ix.close()
+        self._slots, self._by_id = [], {}
+        self._kept.clear()
+        self._held = self._count = 0
 
     def entries_range(self, start: int, stop: int) -> list[dict[str, Any]]:
         """Entries numbered ``start`` to ``stop - 1``, decoded on each call (not cached:

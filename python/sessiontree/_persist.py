@@ -11,6 +11,10 @@ rules); this module decides *how*:
 * ``append``: one whole line, after taking the writer (migrating a version 1/2 file
   first, or catching up with lines another process appended, so offsets stay right).
 * ``check``: once per public call, the file must still be the one indexed.
+
+:func:`open_index` opens a file's index so that it is the file's as it then is: the
+path still names the file read, and its first and last entries still hold what was
+indexed (a file replaced or rewritten while it was read is read again).
 """
 
 from __future__ import annotations
@@ -19,12 +23,60 @@ import hashlib
 import os
 
 from ._backend import TreeIndex
-from ._filestate import FileId, FileWatch
+from ._filestate import FileId, FileWatch, file_id, open_regular, stat_id
 from ._migrate import Migration
-from ._storage import SessionWriter
+from ._storage import SessionWriter, require_regular_file
 from .errors import SessionError, StaleSessionError
 
-__all__ = ["SessionFile"]
+__all__ = ["OPEN_TRIES", "SessionFile", "open_index", "read_file"]
+
+OPEN_TRIES = 3
+"""Opens of one file that met a replacement or a rewrite before :func:`open_index`
+gives up."""
+
+
+def open_index(index_cls: type[TreeIndex], path: str) -> TreeIndex:
+    """``index_cls.open(path)``, checked after the read: the path still names the file
+    the index read (``file_id``) and its first and last entries still hold the bytes
+    indexed (``check_ends``). An open that met another file renamed over the path, or
+    a rewrite of an end, is done again, up to :data:`OPEN_TRIES` times.
+
+    Raises:
+        InvalidSessionError: not a regular file, or no valid header.
+        OSError: it cannot be read.
+        StaleSessionError: it changed under every one of the tries.
+    """
+    for attempt in range(1, OPEN_TRIES + 1):
+        require_regular_file(path)
+        index = index_cls.open(path)
+        try:
+            if stat_id(path) != index.file_id():
+                raise StaleSessionError(f"{path}: replaced while it was read")
+            index.check_ends()
+            return index
+        except StaleSessionError as e:
+            index.close()
+            if attempt == OPEN_TRIES:
+                raise StaleSessionError(f"{path}: replaced or rewritten while it was read, {OPEN_TRIES} times "
+                                        "in a row; try again when it stops changing") from e
+        except BaseException:
+            index.close()
+            raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def read_file(path: str, ident: FileId | None) -> bytes:
+    """The whole file at ``path``, which must still be the file ``ident`` names (a
+    version 1/2 file read again to be migrated).
+
+    Raises:
+        StaleSessionError: the path names another file now.
+        OSError: it cannot be read, or is not a regular file.
+    """
+    with open_regular(path) as f:
+        if ident is not None and file_id(os.fstat(f.fileno())) != ident:
+            raise StaleSessionError(f"{path}: replaced while it was read; reopen it")
+        return f.read()
 
 
 class SessionFile:

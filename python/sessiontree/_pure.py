@@ -39,11 +39,13 @@ from typing import Any
 
 from ._backend import ContextPlan, LoadIssue, gc_paused
 from ._clip import clip_entry
+from ._filestate import FileId, file_id, open_regular
 from ._labels import apply_labels, label_fields, session_name_of
 from ._load import Loader
 from ._reader import line_prefix
 from ._time import parse_iso_ms
 from ._usage import usage_totals
+from .errors import StaleSessionError
 from .schema import ENTRY_TYPES, MESSAGE_ROLES, CodeColumn, SessionTreeNode, TimeColumn, TreeShape, UsageTotals
 
 __all__ = ["PythonIndex"]
@@ -82,6 +84,9 @@ class PythonIndex:
         self._types = bytearray()
         self._roles = bytearray()
         self._other_roles: dict[int, str] = {}
+        # The file open() read and its identity (None: an image in memory).
+        self._path: str | None = None
+        self._file_id: FileId | None = None
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -100,13 +105,16 @@ class PythonIndex:
             InvalidSessionError: no valid header (loader rule 6).
         """
         path = os.fspath(path)
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
+            ident = file_id(os.fstat(f.fileno()))
             data = f.read()
         loader = Loader(path)
         with gc_paused():  # many new dicts and no cycles among them
             loader.feed(data)
         loader.finish()
-        return cls(loader)
+        index = cls(loader)
+        index._path, index._file_id = path, ident
+        return index
 
     @classmethod
     def from_image(cls, data: bytes) -> PythonIndex:
@@ -130,6 +138,28 @@ class PythonIndex:
         return self._l.needs_migration
 
     # ------------------------------------------------------- whole-image facts
+    def file_id(self) -> FileId | None:
+        """The identity of the file :meth:`open` read (from the open file)."""
+        return self._file_id
+
+    def check_ends(self) -> None:
+        """The first and last entries' lines must still hold the bytes read (the file
+        read again, at their spans).
+
+        Raises:
+            StaleSessionError: they differ, or the path no longer names that file.
+        """
+        l, path = self._l, self._path
+        if path is None or not l.raws:
+            return
+        with open_regular(path) as f:
+            if file_id(os.fstat(f.fileno())) != self._file_id:
+                raise StaleSessionError(f"{path}: replaced while it was read; reopen it")
+            for k in {0, len(l.raws) - 1}:
+                start, stop = l.spans[k]
+                if os.pread(f.fileno(), stop - start, start) != l.raws[k]:
+                    raise StaleSessionError(f"{path}: rewritten while it was read (entry {l.ids[k]}); reopen it")
+
     def header(self) -> dict[str, Any]:
         """The header dict (first valid ``session`` line)."""
         assert self._l.header is not None

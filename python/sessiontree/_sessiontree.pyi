@@ -163,6 +163,8 @@ class Index:
         """
     def last(self) -> int | None:
         """The last accepted entry (the leaf on open)."""
+    def file_id(self) -> tuple[int, int] | None:
+        """``(st_dev, st_ino)`` of the file the index reads; ``None`` for an image in memory."""
     def image_len(self) -> int:
         """Bytes of the image consumed (stops before a pending last piece)."""
     def has_pending_tail(self) -> bool:

@@ -133,7 +133,7 @@ def parse_size(text: str) -> int:
     if unit not in _UNITS or not number:
         raise ValueError(f"not a size: {text!r} (try 300MB, 1GiB, 512KiB)")
     value = float(number)
-    if value < 0:
+    if not 0 <= value < float("inf"):  # also NaN
         raise ValueError(f"not a size: {text!r}")
     return int(value * _UNITS[unit])
 

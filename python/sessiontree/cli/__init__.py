@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     io = make_io(args.color)
     try:
         args.backend = _backend(args)
+        _cache_budget()
         return int(args.func(args, io) or 0)
     except CliError as e:
         _fail(io, str(e))
@@ -144,6 +145,16 @@ def _backend(args: argparse.Namespace) -> str:
         raw = os.environ.get("SESSIONTREE_BACKEND", "")
         raise CliError(f"SESSIONTREE_BACKEND={raw!r} is not a backend: use {', '.join(BACKENDS)} "
                        "(or unset it)", code=2) from None
+
+
+def _cache_budget() -> None:
+    """A bad ``$SESSIONTREE_CACHE_BYTES`` is a usage error before anything is opened."""
+    from .._backend import default_cache_budget
+
+    try:
+        default_cache_budget()
+    except ValueError as e:
+        raise CliError(f"{e} (or unset it)", code=2) from None
 
 
 def _fail(io, message: str) -> None:  # type: ignore[no-untyped-def]
