@@ -81,10 +81,62 @@ impl Value {
 /// absent) ([`Index::label_fields`]).
 pub type LabelFields = (u32, [Option<Value>; 3]);
 
+/// Why a read of the header line fails when its bytes changed after the scan.
+const HEADER_CHANGED: &str = "the header line changed in the file since it was read";
+
+/// The bytes at the ends of an open's image as the scan read them: the first
+/// `lines::FINGERPRINT` of the file and a rolling window of the last
+/// `2 * lines::FINGERPRINT` bytes covered so far, ending at `last_end`.
+#[derive(Default)]
+struct Ends {
+    head: Vec<u8>,
+    last: Vec<u8>,
+    last_end: u64,
+}
+
+impl Ends {
+    /// Take a chunk's ends; `end` is where the bytes covered so far end.
+    fn take(&mut self, ch: &mut Chunk, end: u64) {
+        if self.head.is_empty() {
+            self.head = std::mem::take(&mut ch.first_bytes);
+        }
+        let window = 2 * lines::FINGERPRINT;
+        if ch.last_bytes.len() >= window || self.last.is_empty() {
+            self.last = std::mem::take(&mut ch.last_bytes);
+        } else {
+            self.last.extend_from_slice(&ch.last_bytes);
+            let cut = self.last.len().saturating_sub(window);
+            self.last.drain(..cut);
+        }
+        self.last_end = end;
+    }
+
+    /// The fingerprint of the image's first `len` bytes, if the bytes kept hold it.
+    fn fingerprint(&self, len: u64) -> Option<Vec<u8>> {
+        let fp = lines::FINGERPRINT as u64;
+        let head = len.min(fp) as usize;
+        let last_start = self.last_end.checked_sub(self.last.len() as u64)?;
+        let tail_start = len.saturating_sub(fp);
+        if self.head.len() < head || tail_start < last_start || len > self.last_end {
+            return None;
+        }
+        let a = (tail_start - last_start) as usize;
+        let b = (len - last_start) as usize;
+        let mut out = self.head[..head].to_vec();
+        out.extend_from_slice(&self.last[a..b]);
+        Some(out)
+    }
+}
+
 /// The index of one session image.
 pub struct Index {
     src: Source,
     header: Option<Range<u64>>,
+    /// `lines::line_hash` of the header line when scanned (checked on every read).
+    header_hash: u32,
+    /// The open's image length and its first and last `lines::FINGERPRINT` bytes, as
+    /// the scan read them ([`Index::fingerprint`]).
+    fingerprint: Option<(u64, Vec<u8>)>,
     needs_migration: bool,
     // Per-entry columns.
     start: Vec<u64>,
@@ -148,6 +200,8 @@ impl Index {
         let mut ix = Index {
             src,
             header: None,
+            header_hash: 0,
+            fingerprint: None,
             needs_migration: false,
             start: Vec::new(),
             end: Vec::new(),
@@ -264,6 +318,7 @@ impl Index {
         let segs = src.segments_from(self.image_len);
         batch.total = segs.iter().map(|&(a, b)| b - a).sum();
         let n = segs.len();
+        let mut ends = Ends::default();
         for (k, (from, end)) in segs.into_iter().enumerate() {
             let window = src.window(from, end)?;
             let mem = window.as_ref().map(|w| w.bytes());
@@ -275,7 +330,7 @@ impl Index {
                 end,
                 first_off.take(),
                 k + 1 == n,
-                &mut |ch, bytes| {
+                &mut |mut ch, bytes| {
                     self.scanned += bytes;
                     // Blocks are handed over in file order and the ones still being
                     // scanned start past what is done (a block reads from the byte
@@ -283,6 +338,9 @@ impl Index {
                     done += bytes;
                     if let Some(w) = &window {
                         w.release(done.saturating_sub(lines::BLOCK) as usize);
+                    }
+                    if from == 0 && bytes > 0 {
+                        ends.take(&mut ch, done);
                     }
                     self.ingest_chunk(src, ch, bytes, &mut batch)
                 },
@@ -314,6 +372,11 @@ impl Index {
                 self.tail_issues = std::mem::take(&mut batch.tail_issues);
             }
             None => {}
+        }
+        if batch.before == 0 && self.fingerprint.is_none() {
+            self.fingerprint = ends
+                .fingerprint(self.image_len)
+                .map(|f| (self.image_len, f));
         }
         if self.needs_migration {
             // Only the header is indexed: what follows is the migration's business.
@@ -393,7 +456,7 @@ impl Index {
                     b.stopped = true;
                     return Ok(false);
                 }
-                self.accept_header(src, c.start..c.end)?;
+                self.accept_header(src, c.start..c.end, c.hash)?;
                 b.header_line = c.line;
                 continue;
             }
@@ -429,8 +492,11 @@ impl Index {
         }
     }
 
-    fn accept_header(&mut self, src: &Source, range: Range<u64>) -> Result<()> {
+    fn accept_header(&mut self, src: &Source, range: Range<u64>, hash: u32) -> Result<()> {
         let bytes = &src.read(range.start, range.end)?[..];
+        if lines::line_hash(bytes) != hash {
+            return Err(Error::Stale(HEADER_CHANGED.into()));
+        }
         let mut f = scan::Fields::default();
         scan::validate(bytes, &mut f);
         // `_load.is_old_version`: absent, null or a number below 3 migrates; any other
@@ -444,6 +510,7 @@ impl Index {
             _ => false,
         };
         self.header = Some(range);
+        self.header_hash = hash;
         Ok(())
     }
 
@@ -727,11 +794,32 @@ impl Index {
         }
     }
 
-    /// The header line's bytes (a copy; `pread`, never the map).
+    /// The header line's bytes (a copy; `pread`, never the map), checked against the
+    /// hash it had when scanned.
+    ///
+    /// # Errors
+    /// [`Error::Stale`]: the file shrank, or the line's bytes changed.
     pub fn header(&self) -> Result<Vec<u8>> {
-        let r = self.header.clone().unwrap_or(0..0);
+        let Some(r) = self.header.clone() else {
+            return Ok(Vec::new());
+        };
         self.src.check(r.end)?;
-        self.src.read(r.start, r.end)
+        let bytes = self.src.read(r.start, r.end)?;
+        if lines::line_hash(&bytes) != self.header_hash {
+            return Err(Error::Stale(HEADER_CHANGED.into()));
+        }
+        Ok(bytes)
+    }
+
+    /// The image length of the open and the first and last `lines::FINGERPRINT` bytes
+    /// of that many (as `_filestate.indexed_ends` reads them from a file), as the scan
+    /// read them; `None` for an image in memory, or when the scan did not keep them (a
+    /// pending last piece longer than the fingerprint).
+    pub fn fingerprint(&self) -> Option<(u64, &[u8])> {
+        match (&self.fingerprint, self.src.file_id()) {
+            (Some((n, f)), Ok(Some(_))) => Some((*n, f)),
+            _ => None,
+        }
     }
 
     /// The byte range of entry `e`'s line (no CR/LF); empty for an unknown number.
@@ -1786,6 +1874,41 @@ mod tests {
         assert_eq!(w.bytes(), &img[..]);
         w.release(img.len());
         assert_eq!(w.bytes(), &img[..]); // read again from the file
+    }
+
+    #[test]
+    fn the_fingerprint_is_the_ends_of_the_image_as_scanned() {
+        // `_filestate.indexed_ends` of the file's first image_len bytes, for images of
+        // one block and of many (test blocks are 4 KiB), mapped or read, with a short
+        // and a long pending last piece (the long one is past what the scan keeps).
+        let fp = lines::FINGERPRINT;
+        let ends = |img: &[u8], n: usize| {
+            let mut out = img[..n.min(fp)].to_vec();
+            out.extend_from_slice(&img[n.saturating_sub(fp)..n]);
+            out
+        };
+        for (lines_n, pad, tail) in [
+            (3, 10, 0),
+            (40, 300, 0),
+            (3000, 200, 0),
+            (3000, 200, 100),
+            (500, 50, 3 * fp),
+        ] {
+            let mut img = session(lines_n, pad);
+            let full = img.len();
+            img.extend(std::iter::repeat_n(b'x', tail)); // an invalid last piece without LF
+            let f = TempFile::new("fingerprint", &img);
+            let ix = Index::open(&f.0).unwrap();
+            assert_eq!(ix.image_len() as usize, full);
+            match ix.fingerprint() {
+                Some((n, got)) => {
+                    assert_eq!(n as usize, full);
+                    assert_eq!(got, &ends(&img, full)[..]);
+                }
+                None => assert!(tail > fp, "{lines_n} {pad} {tail}"),
+            }
+            assert!(Index::from_image(img).unwrap().fingerprint().is_none());
+        }
     }
 
     /// A whole `Index::from_image` of a big file (set `SESSIONTREE_BENCH_FILE`), best

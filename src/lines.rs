@@ -31,6 +31,11 @@ const BOM: &[u8] = b"\xef\xbb\xbf";
 /// as an entry (`_reader.TORN_SEAL`).
 pub(crate) const TORN_SEAL: u8 = b'#';
 
+/// Bytes at each end of an opened image that the manager's staleness check holds the
+/// file to (`_filestate.FINGERPRINT`): a scan from offset 0 keeps them as it read them,
+/// so a rewrite between the scan and the first check is seen.
+pub const FINGERPRINT: usize = 4096;
+
 /// Bytes of a range per block: lines starting in them are scanned together. Small
 /// enough to stay in cache between the copy and the scan, large enough that the
 /// handing over of a block costs nothing next to its scan.
@@ -120,6 +125,10 @@ pub(crate) struct Chunk {
     /// Assistant messages' usage numbers and the JSON texts (in the arena) of their
     /// `provider` and `model` (`usage.rs`).
     spent: Vec<(Numbers, Ref, Ref)>,
+    /// A range scanned from offset 0 (an open): the first [`FINGERPRINT`] bytes the
+    /// chunk covers (its first block only) and its last `2 * FINGERPRINT`, as read.
+    pub(crate) first_bytes: Vec<u8>,
+    pub(crate) last_bytes: Vec<u8>,
 }
 
 impl Chunk {
@@ -466,7 +475,14 @@ impl Blocks<'_> {
         };
         let first_off = if k == 0 { self.first_off } else { None };
         let last = self.last && start + bytes.len() as u64 == self.end;
-        let (ch, n) = scan_range(bytes, start, 0, first_off, last, soft);
+        let (mut ch, n) = scan_range(bytes, start, 0, first_off, last, soft);
+        if self.from == 0 {
+            let covered = &bytes[..n];
+            if k == 0 {
+                ch.first_bytes = covered[..n.min(FINGERPRINT)].to_vec();
+            }
+            ch.last_bytes = covered[n - n.min(2 * FINGERPRINT)..].to_vec();
+        }
         Ok((ch, n as u64))
     }
 }

@@ -368,6 +368,13 @@ impl PyIndex {
         self.read(py).file_id().map_err(|e| self.err(e))
     }
 
+    /// `(image length, first and last FINGERPRINT bytes of it)` as the open's scan
+    /// read them; `None` for an image in memory or when the scan did not keep them.
+    fn fingerprint<'py>(&self, py: Python<'py>) -> Option<(u64, Bound<'py, PyBytes>)> {
+        let ix = self.read(py);
+        ix.fingerprint().map(|(n, f)| (n, PyBytes::new(py, f)))
+    }
+
     /// Bytes of the image consumed.
     fn image_len(&self, py: Python<'_>) -> u64 {
         self.read(py).image_len()
@@ -852,6 +859,7 @@ mod _sessiontree {
         m.add("MAX_DEPTH", crate::MAX_DEPTH)?;
         m.add("MAX_INT_DIGITS", crate::MAX_INT_DIGITS)?;
         m.add("MAX_TORN_CANDIDATES", crate::MAX_TORN_CANDIDATES)?;
+        m.add("FINGERPRINT", crate::FINGERPRINT)?;
         let whole = crate::CLIP_WHOLE_KEYS.map(|k| String::from_utf8_lossy(k).into_owned());
         m.add("CLIP_WHOLE_KEYS", PyTuple::new(py, whole)?)
     }

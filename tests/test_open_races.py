@@ -1,8 +1,9 @@
 """An open meets another process: a file renamed over the path, a rewrite in place, a
 FIFO put at the path. The index is the file's as it then is, or ``StaleSessionError``;
 never a mix of two files, a session bound to a file the path no longer names, or a hang
-(``_persist.open_index``: the identity of the file read, its first and last entries
-checked after the read; ``open_regular`` on the open file in both backends).
+(``_persist.open_index``, ``SessionManager._loaded``: the identity of the file read and
+its ends as the read saw them are what the first staleness check holds the file to;
+``open_regular`` on the open file in both backends).
 """
 
 from __future__ import annotations
@@ -204,3 +205,80 @@ def test_a_bad_cache_budget_variable_is_one_line(tmp_path: Path, value: str) -> 
     assert p.returncode == 2 and p.stdout == "", p
     assert p.stderr.strip().splitlines() == [
         f"sessiontree: error: SESSIONTREE_CACHE_BYTES must be a size such as 512MiB or 0, not {value!r} (or unset it)"]
+
+
+def _pwrite(path: Path, offset: int, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.pwrite(fd, data, offset)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("where", ["header", "second entry", "last bytes"])
+def test_bytes_at_an_end_rewritten_right_after_the_read_are_read_again(
+        tmp_path: Path, backend: str, where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any byte of the first or last 4 KiB (not only the first and last entries' lines),
+    rewritten in place between the backend's read and the manager's check: the check
+    holds the file to the ends as the read saw them, so the open reads it again."""
+    path = tmp_path / "s.jsonl"
+    ids = write_session(path, "a", 1000)
+    data = path.read_bytes()
+    at = {"header": data.index(b'"a-session"') + 1,
+          "second entry": data.index(ids[1].encode()),
+          "last bytes": len(data) - 20}[where]
+    assert at < 4096 or at > len(data) - 4096
+
+    def rewrite_once(k: int) -> None:
+        if k == 1:
+            _pwrite(path, at, b"Z")
+
+    after_each_read(monkeypatch, backend, rewrite_once)
+    with open_quiet(path, backend) as sm:
+        fresh = open_quiet(path, "python")
+        assert sm.session_id == fresh.session_id and sm.get_entries() == fresh.get_entries()
+        assert sm.get_header() == fresh.get_header()
+        sm.refresh()  # no further change: nothing stale
+        fresh.close()
+
+
+def test_a_header_turned_to_garbage_after_every_read_is_stale_not_a_decode_error(
+        tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.jsonl"
+    write_session(path, "a", 10)
+    good = path.read_bytes()[:8]
+    cls = index_class(backend)
+    real = cls.open.__func__  # type: ignore[attr-defined]
+
+    def open_then_break(klass: Any, p: str) -> Any:
+        _pwrite(path, 0, good)  # this read sees a header...
+        index = real(klass, p)
+        _pwrite(path, 0, b"XXXXXXXX")  # ...that is garbage right after it
+        return index
+
+    monkeypatch.setattr(cls, "open", classmethod(open_then_break))
+    with pytest.raises(StaleSessionError, match="while it was read"):
+        open_quiet(path, backend)
+
+
+def test_an_old_file_rewritten_while_it_is_read_for_migration_is_read_again(
+        tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A version 1 file is read twice (its header, then all of it to migrate): rewritten
+    as a version 3 file in between, it is read again and opened as what it now is."""
+    path, v3 = tmp_path / "s.jsonl", tmp_path / "v3.jsonl"
+    path.write_text(json.dumps({"type": "session", "id": "old", "timestamp": "2025-01-01T00:00:00.000Z",
+                                "cwd": "/p"}) + "\n"
+                    + json.dumps({"type": "message", "timestamp": "2025-01-01T00:00:01.000Z",
+                                  "message": {"role": "user", "content": "hi"}}) + "\n")
+    new_ids = write_session(v3, "b", 5)
+
+    def rewrite_once(k: int) -> None:
+        if k == 1:
+            with path.open("r+b") as f:
+                f.write(v3.read_bytes())
+                f.truncate()
+
+    after_each_read(monkeypatch, backend, rewrite_once)
+    with open_quiet(path, backend) as sm:
+        assert sm.session_id == "b-session" and sm.file_version == 3
+        assert [e["id"] for e in sm.get_entries()] == new_ids

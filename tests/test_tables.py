@@ -37,6 +37,12 @@ def test_json_limits() -> None:
     assert st.MAX_TORN_CANDIDATES == _reader.MAX_TORN_CANDIDATES
 
 
+def test_fingerprint_size() -> None:
+    from sessiontree import _filestate
+
+    assert st.FINGERPRINT == _filestate.FINGERPRINT
+
+
 def test_clip_whole_keys() -> None:
     from sessiontree._clip import WHOLE_KEYS
 

@@ -280,10 +280,11 @@ class TreeIndex(Protocol):
         path); ``None`` for an image in memory."""
         ...
 
-    def check_ends(self) -> None:
-        """Raise ``StaleSessionError`` if the first or the last accepted entry's line no
-        longer holds the bytes indexed (the file was rewritten while it was read); no
-        entries, or an image in memory: nothing to check."""
+    def read_ends(self) -> tuple[int, bytes] | None:
+        """``(n, ends)``: the length of the image :meth:`open` indexed and its first and
+        last ``_filestate.FINGERPRINT`` bytes as they were read (``indexed_ends`` of a
+        file holding them gives the same), the staleness check's first baseline;
+        ``None`` for an image in memory or when the read did not keep them."""
         ...
 
     # -- whole-image facts ---------------------------------------------------------

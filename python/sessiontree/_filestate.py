@@ -19,6 +19,10 @@ is what is checked. A rewrite in the middle that keeps both ends is caught, for 
 native backend, line by line: every line it reads must hash to what it indexed
 (``src/index.rs``, ``read_line``); the python backend answers from what it read.
 
+The first baseline is what the index read, not the file when first checked
+(``FileWatch(ends=...)``, from ``TreeIndex.read_ends``): a rewrite between the read and
+the first check is caught like any later one.
+
 Not caught at the file level: a rewrite that keeps the bytes at both ends.
 """
 
@@ -103,15 +107,19 @@ class FileWatch:
     Args:
         path: the session file.
         ident: its identity when it was read (``None``: take it at the first check).
+        ends: ``(n, the first and last FINGERPRINT bytes of n)`` as the index read them
+            (``TreeIndex.read_ends``): the first check holds the file to them, so a
+            rewrite between the read and that check is seen. ``None``: the first check
+            takes them from the file.
     """
 
-    def __init__(self, path: str, ident: FileId | None) -> None:
+    def __init__(self, path: str, ident: FileId | None, ends: tuple[int, bytes] | None = None) -> None:
         self.path = path
         self.ident = ident
         self._seen: tuple[int, int] | None = None  # (size, mtime_ns) last verified
         # The arguments of a StatUnchanged for what was last verified.
         self._verified: tuple[bytes, int, int, int, int] | None = None
-        self._fingerprint: tuple[int, bytes] | None = None  # (image length, its ends)
+        self._fingerprint: tuple[int, bytes] | None = ends  # (image length, its ends)
 
     def _stale(self, why: str) -> StaleSessionError:
         return StaleSessionError(f"{self.path}: session file {why}; reopen it")

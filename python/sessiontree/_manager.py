@@ -50,7 +50,7 @@ from ._js import NULL, UNDEFINED
 from ._jsonl import decode_line, encode_entry
 from ._listing import ListingProblem, list_all_sessions, list_sessions, project_cwd
 from ._migrate import Migration, migrate_image
-from ._persist import SessionFile, open_index, read_file
+from ._persist import SessionFile, open_checked, open_index, read_file, retried
 from ._places import session_dir_for_cwd, session_file_name
 from ._reader import CURRENT_VERSION, scan_header
 from ._select import index_class
@@ -62,6 +62,7 @@ from .errors import (
     InvalidSessionError,
     LoadReportWarning,
     SessionError,
+    StaleSessionError,
 )
 from .schema import SessionInfo, SessionTreeNode, TreeShape, UsageTotals
 
@@ -416,40 +417,64 @@ class SessionManager:
             self._new_header(None, None)
             self._file = SessionFile(path)
             return
-        if index is None:
-            index = open_index(self._index_cls, path)
-        ident = index.file_id() or ident  # the file the index read
-        migration = None
-        try:
-            version = index.header().get("version")
-            if index.needs_migration:
-                index.close()
-                data = read_file(path, ident)
-                index, report, m = self._migrated(data, path)
-                migration = (m, len(data))
-            else:
-                report = index.load_report()
-        except BaseException:
-            index.close()
-            raise
+        given = [index] if index is not None else []
+
+        def attempt() -> tuple[TreeIndex, SessionFile, Any, builtins.list[LoadIssue]]:
+            ix = given.pop() if given else open_checked(self._index_cls, path)
+            try:
+                return self._loaded(path, ix)
+            except BaseException:
+                ix.close()
+                raise
+
+        # A file renamed over the path, or rewritten, while it was read is read again.
+        index, file, version, report = retried(path, attempt)
         self._release()
         if self._index is not None:
             self._index.close()
         self._index = index
-        self._file = SessionFile(path, ident, migration)
+        self._file = file
         self._file_version = version
         self._session_id = index.header().get("id")  # type: ignore[assignment]
         self._leaf = index.last_id()
         self._pending = []
         self._has_assistant = True  # an existing file: every append goes straight to disk (Pi)
         self._report = report
-        self._check()  # remember the file's ends now, so a rewrite from here on is seen
         if report:
             warnings.warn(
                 f"{path}: {len(report)} problem(s) found while loading; see SessionManager.load_report",
                 LoadReportWarning,
                 stacklevel=3,
             )
+
+    def _loaded(self, path: str, index: TreeIndex) -> tuple[TreeIndex, SessionFile, Any,
+                                                             builtins.list[LoadIssue]]:
+        """What a session read from ``path`` by ``index`` is: ``(index, file, header's
+        version, load report)``, held to the file as it is now (the staleness check
+        against what the read saw). A version 1/2 file is read again whole and migrated
+        in memory; its index then replaces ``index`` (closed).
+
+        Raises:
+            StaleSessionError: the file changed since ``index`` read it.
+        """
+        ident = index.file_id()
+        header = index.header()  # native: checked against the scan's hash
+        if not index.needs_migration:
+            file = SessionFile(path, ident, None, index.read_ends())
+            file.check(index)
+            return index, file, header.get("version"), index.load_report()
+        index.close()
+        data = read_file(path, ident)
+        migrated, report, m = self._migrated(data, path)
+        try:
+            if m.header != header:  # the bytes migrated are not the file whose header was read
+                raise StaleSessionError(f"{path}: rewritten while it was read")
+            file = SessionFile(path, ident, (m, len(data)))
+            file.check(migrated)
+        except BaseException:
+            migrated.close()
+            raise
+        return migrated, file, header.get("version"), report
 
     def _migrated(self, data: bytes, path: str) -> tuple[TreeIndex, builtins.list[LoadIssue], Migration]:
         """The index and report of a version 1/2 file's bytes, migrated in memory."""

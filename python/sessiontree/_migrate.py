@@ -34,7 +34,7 @@ Differences from Pi, on purpose:
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._backend import LoadIssue
@@ -59,6 +59,7 @@ class Migration:
             ``(line, offset)`` of the input line it came from.
         source_digest: BLAKE2b of the input bytes (a pending migration checks that
             the file still starts with them before it migrates a grown file again).
+        header: the input's header as it was read, before migration.
     """
 
     image: bytes
@@ -66,6 +67,7 @@ class Migration:
     issues: list[LoadIssue]
     line_map: list[tuple[int, int]]
     source_digest: bytes = b""
+    header: dict[str, Any] = field(default_factory=dict)
 
 
 def _new_id(seed: str, position: int, used: set[str]) -> str:
@@ -158,6 +160,7 @@ def migrate_image(data: bytes, path: str | None = None) -> Migration:
     loader.feed(bytes(data))
     loader.finish()
     assert loader.header is not None and loader.records is not None
+    header = dict(loader.header)  # before migrate_records changes it in place
     records = [loader.header] + [obj for obj, _, _ in loader.records]
     line_map = [loader.header_pos] + [(line, offset) for _, line, offset in loader.records]
     version = migrate_records(records)
@@ -168,4 +171,5 @@ def migrate_image(data: bytes, path: str | None = None) -> Migration:
         issues=loader.report(),
         line_map=line_map,
         source_digest=hashlib.blake2b(bytes(data)).digest(),
+        header=header,
     )

@@ -310,15 +310,10 @@ class NativeIndex:
         got = self._ix.file_id()
         return None if got is None else FileId(*got)
 
-    def check_ends(self) -> None:
-        """The first and last entries' lines must still hash to what was indexed (the
-        core's hash check on a read).
-
-        Raises:
-            StaleSessionError: they no longer do.
-        """
-        if self._file is not None and self._n:
-            self._ix.lines(sorted({0, self._n - 1}))
+    def read_ends(self) -> tuple[int, bytes] | None:
+        """The indexed length at open and its first and last ``FINGERPRINT`` bytes, as the
+        core's scan read them."""
+        return self._ix.fingerprint()
 
     # ------------------------------------------------------------ construction
     def _line_changed(self, entry_id: str) -> StaleSessionError:

@@ -13,22 +13,26 @@ rules); this module decides *how*:
 * ``check``: once per public call, the file must still be the one indexed.
 
 :func:`open_index` opens a file's index so that it is the file's as it then is: the
-path still names the file read, and its first and last entries still hold what was
-indexed (a file replaced or rewritten while it was read is read again).
+path still names the file read, and the file's ends still hold what was read (a file
+replaced or rewritten while it was read is read again).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
+from typing import TypeVar
 
 from ._backend import TreeIndex
-from ._filestate import FileId, FileWatch, file_id, open_regular, stat_id
+from ._filestate import FileId, FileWatch, file_id, open_regular
 from ._migrate import Migration
 from ._storage import SessionWriter, require_regular_file
 from .errors import SessionError, StaleSessionError
 
-__all__ = ["OPEN_TRIES", "SessionFile", "open_index", "read_file"]
+__all__ = ["OPEN_TRIES", "SessionFile", "check_read", "open_checked", "open_index", "read_file", "retried"]
+
+T = TypeVar("T")
 
 OPEN_TRIES = 3
 """Opens of one file that met a replacement or a rewrite before :func:`open_index`
@@ -36,32 +40,59 @@ gives up."""
 
 
 def open_index(index_cls: type[TreeIndex], path: str) -> TreeIndex:
-    """``index_cls.open(path)``, checked after the read: the path still names the file
-    the index read (``file_id``) and its first and last entries still hold the bytes
-    indexed (``check_ends``). An open that met another file renamed over the path, or
-    a rewrite of an end, is done again, up to :data:`OPEN_TRIES` times.
+    """``index_cls.open(path)``, checked after the read (:func:`check_read`); an open
+    that met another file renamed over the path, or a rewrite of an end, is done again,
+    up to :data:`OPEN_TRIES` times.
 
     Raises:
         InvalidSessionError: not a regular file, or no valid header.
         OSError: it cannot be read.
         StaleSessionError: it changed under every one of the tries.
     """
-    for attempt in range(1, OPEN_TRIES + 1):
-        require_regular_file(path)
-        index = index_cls.open(path)
+    return retried(path, lambda: open_checked(index_cls, path))
+
+
+def open_checked(index_cls: type[TreeIndex], path: str) -> TreeIndex:
+    """One try of :func:`open_index`.
+
+    Raises:
+        StaleSessionError: the file changed while it was read.
+    """
+    require_regular_file(path)
+    index = index_cls.open(path)
+    try:
+        check_read(path, index)
+    except BaseException:
+        index.close()
+        raise
+    return index
+
+
+def check_read(path: str, index: TreeIndex) -> None:
+    """The staleness check (:class:`FileWatch`) against what ``index`` read: the path
+    still names that file (``file_id``, taken from the open file) and the file's ends
+    are still what the read saw (``read_ends``).
+
+    Raises:
+        StaleSessionError: another file is at the path, or it was truncated or rewritten.
+    """
+    FileWatch(path, index.file_id(), index.read_ends()).check(index.image_len())
+
+
+def retried(path: str, attempt: Callable[[], T]) -> T:
+    """``attempt()``, made again when it raises ``StaleSessionError`` (the file changed
+    while it was read), :data:`OPEN_TRIES` times at most.
+
+    Raises:
+        StaleSessionError: every try met a change.
+    """
+    for k in range(1, OPEN_TRIES + 1):
         try:
-            if stat_id(path) != index.file_id():
-                raise StaleSessionError(f"{path}: replaced while it was read")
-            index.check_ends()
-            return index
+            return attempt()
         except StaleSessionError as e:
-            index.close()
-            if attempt == OPEN_TRIES:
+            if k == OPEN_TRIES:
                 raise StaleSessionError(f"{path}: replaced or rewritten while it was read, {OPEN_TRIES} times "
                                         "in a row; try again when it stops changing") from e
-        except BaseException:
-            index.close()
-            raise
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -87,6 +118,7 @@ class SessionFile:
         ident: its identity when it was read, or ``None`` for a file not written yet.
         migration: the pending rewrite of a version 1/2 file, with the size the
             original had when read; ``None`` otherwise.
+        ends: the index's ``read_ends()``: what the first check holds the file to.
 
     Attributes:
         path: the file.
@@ -94,11 +126,12 @@ class SessionFile:
         backup: the original's path after a migration rewrite.
     """
 
-    def __init__(self, path: str, ident: FileId | None = None, migration: tuple[Migration, int] | None = None) -> None:
+    def __init__(self, path: str, ident: FileId | None = None, migration: tuple[Migration, int] | None = None,
+                 ends: tuple[int, bytes] | None = None) -> None:
         self.path = path
         self.on_disk = ident is not None
         self.backup: str | None = None
-        self._watch = FileWatch(path, ident)
+        self._watch = FileWatch(path, ident, ends)
         self._writer: SessionWriter | None = None
         self._migration = migration
 

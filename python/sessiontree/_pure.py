@@ -39,13 +39,12 @@ from typing import Any
 
 from ._backend import ContextPlan, LoadIssue, gc_paused
 from ._clip import clip_entry
-from ._filestate import FileId, file_id, open_regular
+from ._filestate import FINGERPRINT, FileId, file_id, open_regular
 from ._labels import apply_labels, label_fields, session_name_of
 from ._load import Loader
 from ._reader import line_prefix
 from ._time import parse_iso_ms
 from ._usage import usage_totals
-from .errors import StaleSessionError
 from .schema import ENTRY_TYPES, MESSAGE_ROLES, CodeColumn, SessionTreeNode, TimeColumn, TreeShape, UsageTotals
 
 __all__ = ["PythonIndex"]
@@ -84,9 +83,10 @@ class PythonIndex:
         self._types = bytearray()
         self._roles = bytearray()
         self._other_roles: dict[int, str] = {}
-        # The file open() read and its identity (None: an image in memory).
-        self._path: str | None = None
+        # The identity of the file open() read and the ends of what it indexed, as
+        # read (None: an image in memory).
         self._file_id: FileId | None = None
+        self._ends: tuple[int, bytes] | None = None
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -113,7 +113,9 @@ class PythonIndex:
             loader.feed(data)
         loader.finish()
         index = cls(loader)
-        index._path, index._file_id = path, ident
+        n = loader.consumed
+        index._file_id = ident
+        index._ends = (n, data[: min(FINGERPRINT, n)] + data[max(0, n - FINGERPRINT) : n])
         return index
 
     @classmethod
@@ -142,23 +144,9 @@ class PythonIndex:
         """The identity of the file :meth:`open` read (from the open file)."""
         return self._file_id
 
-    def check_ends(self) -> None:
-        """The first and last entries' lines must still hold the bytes read (the file
-        read again, at their spans).
-
-        Raises:
-            StaleSessionError: they differ, or the path no longer names that file.
-        """
-        l, path = self._l, self._path
-        if path is None or not l.raws:
-            return
-        with open_regular(path) as f:
-            if file_id(os.fstat(f.fileno())) != self._file_id:
-                raise StaleSessionError(f"{path}: replaced while it was read; reopen it")
-            for k in {0, len(l.raws) - 1}:
-                start, stop = l.spans[k]
-                if os.pread(f.fileno(), stop - start, start) != l.raws[k]:
-                    raise StaleSessionError(f"{path}: rewritten while it was read (entry {l.ids[k]}); reopen it")
+    def read_ends(self) -> tuple[int, bytes] | None:
+        """The indexed length at open and its first and last ``FINGERPRINT`` bytes, as read."""
+        return self._ends
 
     def header(self) -> dict[str, Any]:
         """The header dict (first valid ``session`` line)."""

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
     "MAX_TORN_CANDIDATES",
+    "FINGERPRINT",
     "CLIP_WHOLE_KEYS",
 ]
 __version__: str
@@ -42,9 +43,11 @@ MAX_DEPTH: int
 MAX_INT_DIGITS: int
 """Most digits of an integer literal (``_jsonl.MAX_INT_DIGITS``)."""
 MAX_TORN_CANDIDATES: int
+"""``{"type":`` positions rule 4 tries on an invalid line (``_load._MAX_TORN_CANDIDATES``)."""
+FINGERPRINT: int
+"""Bytes at each end of an opened image the staleness check holds the file to (``_filestate.FINGERPRINT``)."""
 CLIP_WHOLE_KEYS: tuple[str, ...]
 """Top-level keys whose values ``Index.lines_clipped`` never cuts (``_clip.WHOLE_KEYS``)."""
-"""``{"type":`` positions rule 4 tries on an invalid line (``_load._MAX_TORN_CANDIDATES``)."""
 
 def count_newlines(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> int:
     """Count LF bytes of the file at ``path`` (memchr over the mapped file)."""
@@ -165,6 +168,9 @@ class Index:
         """The last accepted entry (the leaf on open)."""
     def file_id(self) -> tuple[int, int] | None:
         """``(st_dev, st_ino)`` of the file the index reads; ``None`` for an image in memory."""
+    def fingerprint(self) -> tuple[int, bytes] | None:
+        """``(image length, its first and last FINGERPRINT bytes)`` as the open's scan read
+        them; ``None`` for an image in memory or when the scan did not keep them."""
     def image_len(self) -> int:
         """Bytes of the image consumed (stops before a pending last piece)."""
     def has_pending_tail(self) -> bool:
