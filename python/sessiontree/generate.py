@@ -130,8 +130,10 @@ def parse_size(text: str) -> int:
     while i and s[i - 1].isalpha():
         i -= 1
     number, unit = s[:i], s[i:]
-    if unit not in _UNITS or not number:
+    if unit not in _UNITS or not number or not number.isascii():
         raise ValueError(f"not a size: {text!r} (try 300MB, 1GiB, 512KiB)")
+    if number.isdigit():  # exact, however large
+        return int(number) * _UNITS[unit]
     value = float(number)
     if not 0 <= value < float("inf"):  # also NaN
         raise ValueError(f"not a size: {text!r}")
