@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from _benchlib import GENERATORS, active_backends, bench_file, drop_opened, set_info
+from _benchlib import GENERATORS, active_backends, bench_file, drop_opened, read_once, set_info
 
 CHILD = Path(__file__).with_name("_clichild.py")
 
@@ -66,15 +66,6 @@ def run_command(args: list[str]) -> dict[str, Any]:
     return report
 
 
-def warm(path: str) -> None:
-    """Read the file once, so that each child meets it in the page cache (the stated
-    condition of every figure; this guest's DAMON reclaims idle page cache)."""
-    with open(path, "rb", buffering=0) as f:
-        buf = bytearray(8 << 20)
-        while f.readinto(buf):
-            pass
-
-
 @pytest.mark.parametrize("gen", GENERATORS)
 @pytest.mark.parametrize("command", ["info", "tree"])
 def test_cli(benchmark: Any, size: str, gen: str, command: str) -> None:
@@ -88,7 +79,7 @@ def test_cli(benchmark: Any, size: str, gen: str, command: str) -> None:
     backends = active_backends()
 
     def child(backend: str) -> dict[str, Any]:
-        warm(file.path)
+        read_once(file.path)  # each child meets the file in the page cache (this guest reclaims idle pages)
         report = run_command([command, file.path, "--backend", backend])
         got = {"seconds": report["seconds"], "peak_rss": report["VmHWM"], "peak_anon": report["peak_anon"],
                "file_rss": report["RssFile"]}

@@ -17,7 +17,7 @@ import pytest
 
 from sessiontree import SessionManager
 
-from _benchlib import BenchFile, assert_context, bench_file, rounds_for, set_info
+from _benchlib import BenchFile, assert_context, bench_file, read_once, rounds_for, set_info
 
 REFERENCE_GROUPS = ("open", "open+context")
 
@@ -28,17 +28,6 @@ def _native_count_newlines() -> Any:
     except ImportError:
         return None
     return count_newlines
-
-
-def _read_once(path: str, buf: bytearray) -> int:
-    total = 0
-    with open(path, "rb", buffering=0) as f:
-        view = memoryview(buf)
-        while True:
-            n = f.readinto(view)
-            if not n:
-                return total
-            total += n
 
 
 def _open(path: str, backend: str) -> SessionManager:
@@ -70,7 +59,7 @@ def test_scan_limit(benchmark: Any, session_file: BenchFile, reference: str, gro
         assert n == session_file.entries + 1
     else:
         buf = bytearray(8 << 20)
-        n = benchmark(_read_once, session_file.path, buf)
+        n = benchmark(read_once, session_file.path, buf)
         assert n == os.path.getsize(session_file.path)
 
 

@@ -85,8 +85,9 @@ pub type LabelFields = (u32, [Option<Value>; 3]);
 const HEADER_CHANGED: &str = "the header line changed in the file since it was read";
 
 /// The bytes at the ends of an open's image as the scan read them: the first
-/// `lines::FINGERPRINT` of the file and a rolling window of the last
-/// `2 * lines::FINGERPRINT` bytes covered so far, ending at `last_end`.
+/// `lines::FINGERPRINT` of the file and the scanned range's last `2 *
+/// lines::FINGERPRINT` bytes, ending at `last_end` (the chunks hand over consecutive
+/// pieces of both).
 #[derive(Default)]
 struct Ends {
     head: Vec<u8>,
@@ -100,14 +101,7 @@ impl Ends {
         if self.head.is_empty() {
             self.head = std::mem::take(&mut ch.first_bytes);
         }
-        let window = 2 * lines::FINGERPRINT;
-        if ch.last_bytes.len() >= window || self.last.is_empty() {
-            self.last = std::mem::take(&mut ch.last_bytes);
-        } else {
-            self.last.extend_from_slice(&ch.last_bytes);
-            let cut = self.last.len().saturating_sub(window);
-            self.last.drain(..cut);
-        }
+        self.last.append(&mut ch.last_bytes);
         self.last_end = end;
     }
 
@@ -373,7 +367,7 @@ impl Index {
             }
             None => {}
         }
-        if batch.before == 0 && self.fingerprint.is_none() {
+        if batch.before == 0 && self.fingerprint.is_none() && src.holds_file() {
             self.fingerprint = ends
                 .fingerprint(self.image_len)
                 .map(|f| (self.image_len, f));
@@ -816,10 +810,7 @@ impl Index {
     /// read them; `None` for an image in memory, or when the scan did not keep them (a
     /// pending last piece longer than the fingerprint).
     pub fn fingerprint(&self) -> Option<(u64, &[u8])> {
-        match (&self.fingerprint, self.src.file_id()) {
-            (Some((n, f)), Ok(Some(_))) => Some((*n, f)),
-            _ => None,
-        }
+        self.fingerprint.as_ref().map(|(n, f)| (*n, &f[..]))
     }
 
     /// The byte range of entry `e`'s line (no CR/LF); empty for an unknown number.

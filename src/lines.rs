@@ -126,7 +126,8 @@ pub(crate) struct Chunk {
     /// `provider` and `model` (`usage.rs`).
     spent: Vec<(Numbers, Ref, Ref)>,
     /// A range scanned from offset 0 (an open): the first [`FINGERPRINT`] bytes the
-    /// chunk covers (its first block only) and its last `2 * FINGERPRINT`, as read.
+    /// chunk covers (its first block only) and those of its bytes among the range's
+    /// last `2 * FINGERPRINT` (empty for all but the last chunk or two), as read.
     pub(crate) first_bytes: Vec<u8>,
     pub(crate) last_bytes: Vec<u8>,
 }
@@ -481,7 +482,10 @@ impl Blocks<'_> {
             if k == 0 {
                 ch.first_bytes = covered[..n.min(FINGERPRINT)].to_vec();
             }
-            ch.last_bytes = covered[n - n.min(2 * FINGERPRINT)..].to_vec();
+            // A chunk covers no byte past the range's end.
+            let near_end = self.end.saturating_sub(2 * FINGERPRINT as u64);
+            let skip = near_end.saturating_sub(start).min(n as u64) as usize;
+            ch.last_bytes = covered[skip..].to_vec();
         }
         Ok((ch, n as u64))
     }

@@ -432,6 +432,11 @@ impl Source {
         self.file_read.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// The image's first segment is a file (not owned bytes).
+    pub fn holds_file(&self) -> bool {
+        matches!(self.primary, Primary::File(_))
+    }
+
     /// `(st_dev, st_ino)` of the held file (`None`: an owned image, or closed): the file
     /// these bytes were read from, whatever the path names now.
     ///

@@ -50,7 +50,7 @@ from ._js import NULL, UNDEFINED
 from ._jsonl import decode_line, encode_entry
 from ._listing import ListingProblem, list_all_sessions, list_sessions, project_cwd
 from ._migrate import Migration, migrate_image
-from ._persist import SessionFile, open_checked, open_index, read_file, retried
+from ._persist import SessionFile, open_file, open_index, read_file, retried
 from ._places import session_dir_for_cwd, session_file_name
 from ._reader import CURRENT_VERSION, scan_header
 from ._select import index_class
@@ -215,18 +215,13 @@ class SessionManager:
         _require_path("path", path)
         _require_path("session_dir", session_dir, optional=True)
         path = _abspath(path)
-        cwd = None
-        index = None
-        if os.path.exists(path):
-            index = open_index(index_class(backend), path)
-            cwd = index.header().get("cwd")
-        mgr = cls(
-            cwd if isinstance(cwd, str) else os.getcwd(),
-            _abspath(session_dir) if session_dir is not None else os.path.dirname(path),
-            True,
-            backend,
-        )
-        mgr._load_file(path, index)
+        mgr = cls(os.getcwd(), _abspath(session_dir) if session_dir is not None else os.path.dirname(path), True,
+                  backend)
+        mgr._load_file(path)
+        if mgr._file is not None and mgr._file.on_disk:
+            cwd = mgr._index.header().get("cwd")  # the cwd of the file read (a new one: this one)
+            if isinstance(cwd, str):
+                mgr._cwd = cwd
         return mgr
 
     @classmethod
@@ -266,7 +261,7 @@ class SessionManager:
         for _, p in candidates:
             if _is_session_file(p):
                 mgr = cls(cwd, folder, True, backend)
-                mgr._load_file(os.path.abspath(p), None)
+                mgr._load_file(os.path.abspath(p))
                 return mgr
         return cls.create(cwd, folder, backend=backend)
 
@@ -327,7 +322,7 @@ class SessionManager:
         written = SessionFile(path)
         written.create(encode_entry(header) + b"\n" + b"".join(lines))
         written.release()
-        mgr._load_file(os.path.abspath(path), None)
+        mgr._load_file(os.path.abspath(path))
         return mgr
 
     @staticmethod
@@ -404,23 +399,19 @@ class SessionManager:
         return _new_uuid7()
 
     # --------------------------------------------------------------- loading
-    def _load_file(self, path: str, index: TreeIndex | None) -> None:
+    def _load_file(self, path: str) -> None:
         """Make ``path`` the current session: load it, or start a new one there.
 
         Nothing changes if loading raises (e.g. ``InvalidSessionError``).
         """
-        ident = stat_id(path)
-        if ident is None:
-            if index is not None:
-                index.close()
+        if stat_id(path) is None:
             self._release()
             self._new_header(None, None)
             self._file = SessionFile(path)
             return
-        given = [index] if index is not None else []
 
         def attempt() -> tuple[TreeIndex, SessionFile, Any, builtins.list[LoadIssue]]:
-            ix = given.pop() if given else open_checked(self._index_cls, path)
+            ix = open_file(self._index_cls, path)
             try:
                 return self._loaded(path, ix)
             except BaseException:
@@ -555,7 +546,7 @@ class SessionManager:
             InvalidSessionError: the file exists but has no valid header (untouched).
         """
         _require_path("path", path)
-        self._load_file(_abspath(path), None)
+        self._load_file(_abspath(path))
 
     # ------------------------------------------------------------- staleness
     def _check(self) -> None:

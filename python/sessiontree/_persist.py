@@ -30,7 +30,7 @@ from ._migrate import Migration
 from ._storage import SessionWriter, require_regular_file
 from .errors import SessionError, StaleSessionError
 
-__all__ = ["OPEN_TRIES", "SessionFile", "check_read", "open_checked", "open_index", "read_file", "retried"]
+__all__ = ["OPEN_TRIES", "SessionFile", "check_read", "open_file", "open_index", "read_file", "retried"]
 
 T = TypeVar("T")
 
@@ -49,23 +49,28 @@ def open_index(index_cls: type[TreeIndex], path: str) -> TreeIndex:
         OSError: it cannot be read.
         StaleSessionError: it changed under every one of the tries.
     """
-    return retried(path, lambda: open_checked(index_cls, path))
+    def attempt() -> TreeIndex:
+        index = open_file(index_cls, path)
+        try:
+            check_read(path, index)
+        except BaseException:
+            index.close()
+            raise
+        return index
+
+    return retried(path, attempt)
 
 
-def open_checked(index_cls: type[TreeIndex], path: str) -> TreeIndex:
-    """One try of :func:`open_index`.
+def open_file(index_cls: type[TreeIndex], path: str) -> TreeIndex:
+    """``index_cls.open(path)`` of a regular file, not checked (the caller holds it to
+    the file with :func:`check_read` or a :class:`SessionFile`).
 
     Raises:
-        StaleSessionError: the file changed while it was read.
+        InvalidSessionError: not a regular file, or no valid header.
+        OSError: it cannot be read.
     """
     require_regular_file(path)
-    index = index_cls.open(path)
-    try:
-        check_read(path, index)
-    except BaseException:
-        index.close()
-        raise
-    return index
+    return index_cls.open(path)
 
 
 def check_read(path: str, index: TreeIndex) -> None:

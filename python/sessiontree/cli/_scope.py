@@ -109,7 +109,7 @@ def subfolder_hint(args: argparse.Namespace) -> str:
 
     if holds_sessions(directory):
         return ""
-    below = walk(directory)[1:]
+    below = (os.path.join(top, d) for top, dirs, _ in os.walk(directory) for d in dirs)  # stops at the first
     return "; its subfolders hold session files: add --all" if any(map(holds_sessions, below)) else ""
 
 
