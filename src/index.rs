@@ -177,6 +177,10 @@ pub struct Index {
     /// Entries whose line has a number with a long digit run (`scan::LONG_DIGITS`),
     /// ascending: rare, so kept as a list.
     long_numbers: Vec<u32>,
+    /// The leaf after the entries accepted so far (rule 13): the last entry, or what
+    /// the last `leaf` entry with a valid `targetId` moved it to (`None`: before the
+    /// first entry).
+    leaf: Option<u32>,
 }
 
 impl Index {
@@ -225,6 +229,7 @@ impl Index {
             scanned: 0,
             usage: UsageTotals::default(),
             long_numbers: Vec::new(),
+            leaf: None,
         };
         ix.index_new()?;
         if (ix.csr_n as usize) < ix.len() {
@@ -571,6 +576,25 @@ impl Index {
         if k == EntryKind::ContextEdit {
             self.edits.push((e, ch.get(c.extra).map(<[u8]>::to_vec)));
         }
+        if k != EntryKind::Leaf {
+            self.leaf = Some(e);
+        } else if c.extra == Ref::Null {
+            self.leaf = None;
+        } else {
+            // The target must be an entry accepted before this one (agent-core's
+            // `setLeafId` moves only to an existing entry); else the move is reported
+            // and moves nothing.
+            let target = ch.get(c.extra);
+            match target.and_then(|t| self.find(t)).filter(|&t| t != e) {
+                Some(t) => self.leaf = Some(t),
+                None => {
+                    let mut ids = vec![id.to_vec()];
+                    ids.extend(target.map(<[u8]>::to_vec));
+                    self.issues
+                        .push(Issue::at(IssueKind::InvalidLeafTarget, c.line, c.line_off).ids(ids));
+                }
+            }
+        }
     }
 
     /// Resolve entry `e`'s parent id; returns true if a forward link was made.
@@ -765,9 +789,15 @@ impl Index {
         self.image_len < self.src.len() || self.mid_line.is_some()
     }
 
-    /// The last accepted entry (the leaf on open).
+    /// The last accepted entry.
     pub fn last(&self) -> Option<u32> {
         self.len().checked_sub(1).map(|n| n as u32)
+    }
+
+    /// The leaf on open (rule 13): after a `leaf` entry its `targetId` (`None`: before
+    /// the first entry), after any other entry that entry.
+    pub fn file_leaf(&self) -> Option<u32> {
+        self.leaf
     }
 
     /// Entry number of `id`.
@@ -1433,6 +1463,49 @@ mod tests {
         assert!(p.messages.is_empty()); // firstKept off path: summary only
         assert_eq!(kinds(&ix), vec![("first_kept_off_path", Some(10))]);
         assert_eq!(ix.plan(None), Plan::default());
+    }
+
+    #[test]
+    fn leaf_entries_move_the_leaf_on_open_and_on_append() {
+        let leaf = |id: &str, parent: &str, target: &str| {
+            format!(r#"{{"type":"leaf","id":"{id}","parentId":"{parent}","targetId":{target}}}"#)
+        };
+        let tools =
+            r#"{"type":"active_tools_change","id":"t","parentId":"a","activeToolNames":["read"]}"#;
+        let mut ix = ix(&[
+            &e("a", None, "message"),
+            tools,
+            &e("b", Some("t"), "message"),
+            &leaf("L1", "b", r#""t""#),
+        ]);
+        assert_eq!(ix.file_leaf(), ix.find(b"t"));
+        assert_eq!(ix.last(), ix.find(b"L1"));
+        assert!(kinds(&ix).is_empty());
+        assert_eq!(ix.plan(ix.find(b"b")).active_tools, ix.find(b"t"));
+        assert_eq!(ix.plan(ix.find(b"a")).active_tools, None);
+        // null: before the first entry; then an entry is the leaf again.
+        ix.append_line(leaf("L2", "t", "null").as_bytes()).unwrap();
+        assert_eq!(ix.file_leaf(), None);
+        ix.append_line(e("c", None, "message").as_bytes()).unwrap();
+        assert_eq!(ix.file_leaf(), ix.find(b"c"));
+        // A target that is no earlier entry (a later one, itself, none) or not a string
+        // is reported and moves nothing.
+        for (id, target) in [("M1", r#""zz""#), ("M2", "5"), ("M3", r#""""#)] {
+            ix.append_line(leaf(id, "c", target).as_bytes()).unwrap();
+        }
+        ix.append_line(leaf("L4", "c", r#""L4""#).as_bytes())
+            .unwrap();
+        ix.append_line(br#"{"type":"leaf","id":"L5","parentId":"c"}"#)
+            .unwrap();
+        assert_eq!(ix.file_leaf(), ix.find(b"c"));
+        let bad: Vec<_> = ix
+            .issues()
+            .iter()
+            .filter(|i| i.kind == IssueKind::InvalidLeafTarget)
+            .map(|i| i.ids.clone())
+            .collect();
+        assert_eq!(bad.last(), Some(&vec![b"L5".to_vec()]));
+        assert!(bad.contains(&vec![b"L4".to_vec(), b"L4".to_vec()]));
     }
 
     #[test]

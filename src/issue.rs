@@ -33,11 +33,13 @@ pub enum IssueKind {
     FirstKeptOffPath,
     /// Rule 12.
     UnknownType,
+    /// Rule 13: a `leaf` entry whose `targetId` is neither `null` nor an earlier entry.
+    InvalidLeafTarget,
 }
 
 impl IssueKind {
     /// Every kind, in declaration order.
-    pub const ALL: [IssueKind; 14] = [
+    pub const ALL: [IssueKind; 15] = [
         IssueKind::Bom,
         IssueKind::InvalidUtf8,
         IssueKind::TornFragment,
@@ -52,6 +54,7 @@ impl IssueKind {
         IssueKind::Cycle,
         IssueKind::FirstKeptOffPath,
         IssueKind::UnknownType,
+        IssueKind::InvalidLeafTarget,
     ];
 
     /// The stable string Python's `IssueKind` uses.
@@ -71,6 +74,7 @@ impl IssueKind {
             IssueKind::Cycle => "cycle",
             IssueKind::FirstKeptOffPath => "first_kept_off_path",
             IssueKind::UnknownType => "unknown_type",
+            IssueKind::InvalidLeafTarget => "invalid_leaf_target",
         }
     }
 
@@ -87,6 +91,7 @@ impl IssueKind {
             IssueKind::Cycle => 10,
             IssueKind::FirstKeptOffPath => 11,
             IssueKind::UnknownType => 12,
+            IssueKind::InvalidLeafTarget => 13,
         }
     }
 }
@@ -158,6 +163,9 @@ mod tests {
         for (i, k) in IssueKind::ALL.iter().enumerate() {
             assert_eq!(*k as usize, i);
         }
-        assert_eq!(IssueKind::ALL.len(), IssueKind::UnknownType as usize + 1);
+        assert_eq!(
+            IssueKind::ALL.len(),
+            IssueKind::InvalidLeafTarget as usize + 1
+        );
     }
 }

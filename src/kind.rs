@@ -76,6 +76,11 @@ entry_kinds! {
     Usage = b"usage",
     /// `context_edit` (Pi 0.87+): an edit of what an earlier entry contributes.
     ContextEdit = b"context_edit",
+    /// `active_tools_change` (agent-core's harness): the active tool names, context state.
+    ActiveToolsChange = b"active_tools_change",
+    /// `leaf` (agent-core's harness): a persisted leaf move; after it the leaf is its
+    /// `targetId` (`null`: before the first entry). Itself a tree node.
+    Leaf = b"leaf",
 }
 
 /// `message.role` of a `message` entry (`None` for every other entry, and for a

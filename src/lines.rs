@@ -84,8 +84,8 @@ pub(crate) struct Cand {
     pub(crate) parent: Ref,
     /// `Date.parse(timestamp)` in ms, `i64::MIN` if it does not parse.
     pub(crate) ts: i64,
-    /// A compaction's `firstKeptEntryId`, a context edit's `targetId`, an unknown
-    /// entry's `type`; else `Absent`.
+    /// A compaction's `firstKeptEntryId`, a context edit's or a leaf move's
+    /// `targetId`, an unknown entry's `type`; else `Absent`.
     pub(crate) extra: Ref,
     /// [`line_hash`] of the object's bytes.
     pub(crate) hash: u32,
@@ -356,7 +356,7 @@ fn scan_one(
             let spent = (role == Role::Assistant).then(|| ch.add_spent(obj, f));
             let extra = match kind {
                 EntryKind::Compaction => ch.intern(obj, f.first_kept, ok),
-                EntryKind::ContextEdit => ch.intern(obj, f.target_id, ok),
+                EntryKind::ContextEdit | EntryKind::Leaf => ch.intern(obj, f.target_id, ok),
                 EntryKind::Unknown => ch.intern(obj, f.ty, ok),
                 _ => Ref::Absent,
             };

@@ -353,7 +353,7 @@ impl State {
                 ..Scan::default()
             },
         };
-        for (id, _) in Records(prior) {
+        for (id, _, _) in Records(prior) {
             st.accept(id);
         }
         st
@@ -446,7 +446,13 @@ impl State {
         }
         let seq = self.out.entry_count - 1;
         let parent = str_of(obj, f.parent_id).filter(|p| !p.is_empty());
-        push_record(&mut self.out.entries, &id, parent.as_deref());
+        let target = str_of(obj, f.target_id);
+        let mv = match (ty, f.target_id) {
+            (b"leaf", Val::Null) => Move::ToNull,
+            (b"leaf", _) => target.as_deref().map_or(Move::Nothing, Move::To),
+            _ => Move::Not,
+        };
+        push_record(&mut self.out.entries, &id, parent.as_deref(), mv);
         let stamp = str_of(obj, f.timestamp);
         let entry_ms = stamp.as_deref().and_then(parse_iso_ms).map(|ms| ms as f64);
         match ty {
@@ -934,58 +940,107 @@ fn usage_numbers(s: &[u8], u: usize) -> [f64; 6] {
 
 const NO_PARENT: u32 = u32::MAX;
 
-fn push_record(out: &mut Vec<u8>, id: &[u8], parent: Option<&[u8]>) {
-    out.extend_from_slice(&(id.len() as u32).to_le_bytes());
-    out.extend_from_slice(id);
+/// An entry's leaf move in the entries record (loader rule 13): after the id and the
+/// parent, `NOT_A_MOVE` for any entry but `leaf`; for a `leaf` entry `MOVE_TO_NULL`
+/// (`targetId` null), `MOVES_NOTHING` (`targetId` absent or not a string), else the
+/// target's length and bytes.
+const NOT_A_MOVE: u32 = u32::MAX;
+const MOVE_TO_NULL: u32 = u32::MAX - 1;
+const MOVES_NOTHING: u32 = u32::MAX - 2;
+
+/// A record's leaf move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Move<'a> {
+    /// Not a `leaf` entry: the leaf becomes the entry.
+    Not,
+    /// `targetId` null: the leaf is before the first entry.
+    ToNull,
+    /// `targetId` absent or not a string: the leaf stays.
+    Nothing,
+    /// `targetId`: the leaf moves there if it names an earlier entry, else stays.
+    To(&'a [u8]),
+}
+
+fn push_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+fn push_record(out: &mut Vec<u8>, id: &[u8], parent: Option<&[u8]>, mv: Move<'_>) {
+    push_bytes(out, id);
     match parent {
-        Some(p) => {
-            out.extend_from_slice(&(p.len() as u32).to_le_bytes());
-            out.extend_from_slice(p);
-        }
+        Some(p) => push_bytes(out, p),
         None => out.extend_from_slice(&NO_PARENT.to_le_bytes()),
+    }
+    match mv {
+        Move::Not => out.extend_from_slice(&NOT_A_MOVE.to_le_bytes()),
+        Move::ToNull => out.extend_from_slice(&MOVE_TO_NULL.to_le_bytes()),
+        Move::Nothing => out.extend_from_slice(&MOVES_NOTHING.to_le_bytes()),
+        Move::To(t) => push_bytes(out, t),
     }
 }
 
-/// The records of an entries byte string: `(id, parent)`; a malformed end stops it.
+/// The records of an entries byte string: `(id, parent, move)`; a malformed end stops
+/// it.
 struct Records<'a>(&'a [u8]);
 
 impl<'a> Iterator for Records<'a> {
-    type Item = (&'a [u8], Option<&'a [u8]>);
+    type Item = (&'a [u8], Option<&'a [u8]>, Move<'a>);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let take = |b: &mut &'a [u8]| -> Option<Option<&'a [u8]>> {
+        // A length, or one of the markers (`None` past the end).
+        let take = |b: &mut &'a [u8]| -> Option<std::result::Result<&'a [u8], u32>> {
             let n = u32::from_le_bytes(b.get(..4)?.try_into().ok()?);
             *b = &b[4..];
-            if n == NO_PARENT {
-                return Some(None);
+            if n >= MOVES_NOTHING {
+                return Some(Err(n));
             }
             let v = b.get(..n as usize)?;
             *b = &b[n as usize..];
-            Some(Some(v))
+            Some(Ok(v))
         };
         let mut b = self.0;
-        let id = take(&mut b)??;
-        let parent = take(&mut b)?;
+        let id = take(&mut b)?.ok()?;
+        let parent = match take(&mut b)? {
+            Ok(p) => Some(p),
+            Err(NO_PARENT) => None,
+            Err(_) => return None,
+        };
+        let mv = match take(&mut b)? {
+            Ok(t) => Move::To(t),
+            Err(NOT_A_MOVE) => Move::Not,
+            Err(MOVE_TO_NULL) => Move::ToNull,
+            Err(_) => Move::Nothing,
+        };
         self.0 = b;
-        Some((id, parent))
+        Some((id, parent, mv))
     }
 }
 
 /// The current path of a session given its entries (all of a file's [`Scan::entries`]
 /// concatenated: per entry, in file order, a little-endian `u32` length and the id
 /// bytes, then the `parentId` the same way or `u32::MAX` when it is not a non-empty
-/// string): entry numbers from the root down to the last entry (the leaf on open),
-/// by the loader's rules (a parent names an entry anywhere in the file, an unknown or
-/// own id makes a root, cycles are broken at their earliest entry).
+/// string, then its leaf move, [`Move`]): entry numbers from the root down to the leaf
+/// on open, by the loader's rules (a parent names an entry anywhere in the file, an
+/// unknown or own id makes a root, cycles are broken at their earliest entry; rule 13:
+/// after a `leaf` entry the leaf is its `targetId` if that is `null` or an earlier
+/// entry, after any other entry that entry).
 pub fn entries_path(entries: &[u8]) -> Vec<u32> {
     let mut arena = IdArena::default();
     let mut table = IdTable::new();
     let mut parents = Vec::new();
     let mut n = 0u32;
-    for (id, parent) in Records(entries) {
+    let mut leaf: Option<u32> = None;
+    for (id, parent, mv) in Records(entries) {
         if table.insert_new(id, n, &arena).is_none() {
             arena.push(id);
             parents.push(parent);
+            leaf = match mv {
+                Move::Not => Some(n),
+                Move::ToNull => None,
+                Move::Nothing => leaf,
+                Move::To(t) => table.find(t, &arena).filter(|&t| t != n).or(leaf),
+            };
             n += 1;
         }
     }
@@ -998,7 +1053,7 @@ pub fn entries_path(entries: &[u8]) -> Vec<u32> {
         })
         .collect();
     tree::break_cycles(&mut column);
-    match n.checked_sub(1) {
+    match leaf {
         Some(leaf) => tree::path(&column, leaf),
         None => Vec::new(),
     }

@@ -194,7 +194,8 @@ fn gather<'py>(items: &Bound<'py, PyList>, nums: &[u32]) -> PyResult<Option<Boun
     PyList::new(items.py(), out).map(Some)
 }
 
-/// `context_plan`'s result: (messages, compaction, thinking, model, entries, edits).
+/// `context_plan`'s result: (messages, compaction, thinking, model, entries, edits,
+/// active tools).
 type PlanTuple = (
     Vec<u32>,
     Option<u64>,
@@ -202,6 +203,7 @@ type PlanTuple = (
     Option<u64>,
     Vec<u32>,
     Vec<(u32, u32)>,
+    Option<u64>,
 );
 
 fn opt(n: Option<u32>) -> Option<u64> {
@@ -358,9 +360,14 @@ impl PyIndex {
         PyList::new(py, out)
     }
 
-    /// The last accepted entry (the leaf on open), or `None`.
+    /// The last accepted entry, or `None`.
     fn last(&self, py: Python<'_>) -> Option<u32> {
         self.read(py).last()
+    }
+
+    /// The leaf on open (rule 13), or `None` (before the first entry).
+    fn file_leaf(&self, py: Python<'_>) -> Option<u32> {
+        self.read(py).file_leaf()
     }
 
     /// `(st_dev, st_ino)` of the file the index reads; `None` for an image in memory.
@@ -603,7 +610,7 @@ impl PyIndex {
     }
 
     /// The context plan at `leaf` (`None`: empty): (messages, compaction, thinking,
-    /// model) as entry numbers.
+    /// model, entries, edits, active tools) as entry numbers.
     fn context_plan(&self, py: Python<'_>, leaf: Option<i64>) -> PyResult<PlanTuple> {
         let ix = self.read(py);
         let leaf = leaf.map(|n| Self::entry(&ix, n)).transpose()?;
@@ -615,6 +622,7 @@ impl PyIndex {
             opt(p.model),
             p.entries,
             p.edits,
+            opt(p.active_tools),
         ))
     }
 

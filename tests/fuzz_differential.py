@@ -6,7 +6,8 @@ damaged at random: cut short, a torn fragment glued in front of a line, two line
 into one, invalid UTF-8, NUL and CR bytes, a BOM, blank and junk lines, NaN, duplicate
 ids, a huge line (past the native scanner's block and map sizes). For every case:
 
-* both backends open it and agree on everything a reader sees (entries, report, leaf,
+* both backends open it and agree on everything a reader sees (entries, report, leaf
+  by loader rule 13 (agent-core's `leaf` entries among the types), the storage view,
   tree, branch, context, name), or both raise ``InvalidSessionError`` at the same line;
 * the file is byte-identical afterwards (reading never writes);
 * grown in random pieces, a reader that refreshes after each piece equals a fresh open
@@ -54,7 +55,8 @@ def session(rng: random.Random, n: int) -> list[bytes]:
         eid = f"{rng.randrange(1 << 32):08x}" if rng.random() > 0.05 or not ids else rng.choice(ids)
         parent = None if not ids else (ids[-1] if rng.random() > 0.15 else rng.choice(ids))
         ts = f"2026-01-01T00:{k // 60 % 60:02d}:{k % 60:02d}.000Z"
-        kind = rng.choice(["user", "assistant", "assistant", "tool", "label", "compaction", "custom", "info", "model"])
+        kind = rng.choice(["user", "assistant", "assistant", "tool", "label", "compaction", "custom", "info", "model",
+                           "leaf", "tools"])
         base: dict[str, Any] = {"type": "message", "id": eid, "parentId": parent, "timestamp": ts}
         if kind == "user":
             base["message"] = {"role": "user", "content": rng.choice(["hi", "é中\u2028x", "a" * rng.randrange(300)]), "timestamp": k}
@@ -78,6 +80,14 @@ def session(rng: random.Random, n: int) -> list[bytes]:
                     "firstKeptEntryId": rng.choice(ids + [eid]), "tokensBefore": 5}
         elif kind == "custom":
             base = {"type": "custom", "customType": "x", "data": {"k": [1, 2]}, "id": eid, "parentId": parent, "timestamp": ts}
+        elif kind == "leaf":  # agent-core's leaf move: to an entry, null, or nothing earlier
+            target = rng.choice(ids + [None, eid, "nowhere", 3]) if ids else rng.choice([None, eid])
+            base = {"type": "leaf", "id": eid, "parentId": parent, "timestamp": ts, "targetId": target}
+            if rng.random() < 0.05:
+                del base["targetId"]
+        elif kind == "tools":
+            base = {"type": "active_tools_change", "id": eid, "parentId": parent, "timestamp": ts,
+                    "activeToolNames": rng.choice([["read"], [], ["bash", "edit"], "not a list"])}
         elif kind == "info":
             base = {"type": "session_info", "id": eid, "parentId": parent, "timestamp": ts, "name": rng.choice(["n", " x ", ""])}
         else:
@@ -159,9 +169,12 @@ def facts(mgr: SessionManager) -> dict[str, Any]:
         "header": mgr.get_header(),
         "tree": _tree(mgr),
         "branch": [e["id"] for e in mgr.get_branch()],
-        "context": (ctx.messages, ctx.thinking_level, ctx.model),
+        "context": (ctx.messages, ctx.thinking_level, ctx.model, ctx.active_tool_names),
         "name": mgr.get_session_name(),
         "labels": {e["id"]: mgr.get_label(e["id"]) for e in mgr.get_entries()},
+        # agent-core's storage view of the same session (`_session_storage`).
+        "storage": (mgr.storage.get_leaf_id(), [e["id"] for e in mgr.storage.get_path_to_root(mgr.storage.get_leaf_id())],
+                    {e["id"]: mgr.storage.get_label(e["id"]) for e in mgr.get_entries()}),
     }
 
 

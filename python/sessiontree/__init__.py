@@ -21,7 +21,9 @@ from ._context import (
 from ._js import NULL
 from ._listing import ListingProblem
 from ._manager import UNSET, SessionManager
+from ._session_storage import InMemorySessionStorage, JsonlSessionStorage, SessionMetadata, SessionStorage
 from .errors import (
+    EntryExistsError,
     EntryNotFoundError,
     ContextEditError,
     FirstKeptEntryError,
@@ -43,7 +45,9 @@ from .schema import (
     CustomEntry,
     CustomMessage,
     CustomMessageEntry,
+    ActiveToolsChangeEntry,
     LabelEntry,
+    LeafEntry,
     MessageEntry,
     ModelChangeEntry,
     SessionEntry,
@@ -78,6 +82,10 @@ __version__ = _version()
 __all__ = [
     "__version__",
     "SessionManager",
+    "SessionStorage",
+    "JsonlSessionStorage",
+    "InMemorySessionStorage",
+    "SessionMetadata",
     "SessionContext",
     "SessionProjection",
     "ProjectedEntry",
@@ -95,6 +103,7 @@ __all__ = [
     # errors
     "SessionError",
     "EntryNotFoundError",
+    "EntryExistsError",
     "InvalidSessionError",
     "SessionLockedError",
     "SessionFileExistsError",
@@ -115,6 +124,8 @@ __all__ = [
     "LabelEntry",
     "SessionInfoEntry",
     "CustomEntry",
+    "ActiveToolsChangeEntry",
+    "LeafEntry",
     "AgentMessage",
     "UserMessage",
     "AssistantMessage",

@@ -108,6 +108,7 @@ class IssueKind:
     CYCLE = "cycle"  # parent links form a cycle; broken at its earliest entry, which becomes a root
     FIRST_KEPT_OFF_PATH = "first_kept_off_path"  # compaction's firstKeptEntryId not on its own path
     UNKNOWN_TYPE = "unknown_type"  # entry type Pi does not define (kept)
+    INVALID_LEAF_TARGET = "invalid_leaf_target"  # a ``leaf`` entry's targetId: not null nor an earlier entry (moves nothing)
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,7 @@ _RULE = {
     IssueKind.CYCLE: 10,
     IssueKind.FIRST_KEPT_OFF_PATH: 11,
     IssueKind.UNKNOWN_TYPE: 12,
+    IssueKind.INVALID_LEAF_TARGET: 13,
 }
 
 
@@ -200,6 +202,10 @@ def describe_issue(kind: str, ids: tuple[str, ...] = (), n: int | None = None, t
         return "firstKeptEntryId is absent or not a string: only the summary is kept"
     if kind == IssueKind.UNKNOWN_TYPE:
         return f"unknown entry type {text!r}" if text is not None else "entry type is absent or not a string"
+    if kind == IssueKind.INVALID_LEAF_TARGET:
+        if len(ids) > 1:
+            return f"leaf move to {ids[1]!r}, which is not an earlier entry: the leaf stays"
+        return "leaf move whose targetId is absent or not a string: the leaf stays"
     return kind
 
 
@@ -229,6 +235,8 @@ class ContextPlan:
             ``buildContextEntries``; the projection lists them all).
         edits: target id -> the id of the ``context_edit`` (among the context entries)
             that applies to it: the last one in context order.
+        active_tools_id: the last ``active_tools_change`` on the path (agent-core's
+            harness), or ``None``.
     """
 
     message_ids: list[str]
@@ -237,6 +245,7 @@ class ContextPlan:
     model_id: str | None
     entry_ids: list[str] = field(default_factory=list)
     edits: dict[str, str] = field(default_factory=dict)
+    active_tools_id: str | None = None
 
 
 class TreeIndex(Protocol):
@@ -293,7 +302,8 @@ class TreeIndex(Protocol):
     def __len__(self) -> int: ...  # accepted entries
     def ids(self) -> list[str]: ...  # file order
     def entries(self) -> list[dict[str, Any]]: ...  # file order
-    def last_id(self) -> str | None: ...  # last accepted entry (the leaf on open)
+    def last_id(self) -> str | None: ...  # last accepted entry
+    def file_leaf(self) -> str | None: ...  # the leaf on open (rule 13; None: before the first entry)
     def image_len(self) -> int: ...  # bytes of the image consumed (complete lines only)
     def has_pending_tail(self) -> bool: ...  # a partial last line (no LF) is waiting
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ._js import trim, truthy
 
-__all__ = ["LabelFields", "apply_labels", "label_fields", "session_name_of"]
+__all__ = ["LabelFields", "agent_core_label", "apply_labels", "label_fields", "session_name_of"]
 
 
 LabelFields = tuple[Any, Any, Any]
@@ -62,3 +62,20 @@ def session_name_of(latest_session_info: dict[str, Any] | None) -> str | None:
         return None
     name = latest_session_info.get("name")
     return (trim(name) or None) if isinstance(name, str) else None
+
+
+def agent_core_label(label: Any) -> str | None:
+    """A target's label as agent-core's storages give it (``packages/agent/src/harness/
+    session/jsonl-storage.ts`` ``updateLabelCache``: the latest ``label`` entry's
+    ``label?.trim()`` sets it when not empty, else clears it).
+
+    Args:
+        label: the target's label by :func:`apply_labels` (the latest truthy one, or
+            ``None``). Trimming after that gives agent-core's answer: a later label that
+            trims to empty is truthy there, so it is the one seen here.
+
+    Returns:
+        The label trimmed as JavaScript trims, ``None`` if that is empty or it is not a
+        string.
+    """
+    return (trim(label) or None) if isinstance(label, str) else None

@@ -35,7 +35,13 @@ Rules, in the order they are applied to a line (the rank used to order ``load_re
 11. A compaction whose ``firstKeptEntryId`` is neither a strict ancestor nor its own id
     (self-retaining, Pi 0.87+): ``first_kept_off_path``; ids = (compaction,
     firstKeptEntryId) when that is a str, else (compaction,).
-12. ``type`` not one of Pi's nine (including absent / non-str): kept, ``unknown_type``.
+12. ``type`` not one of ``schema.ENTRY_TYPES`` (including absent / non-str): kept,
+    ``unknown_type``.
+13. The leaf (agent-core's ``leafIdAfterEntry``): after a ``leaf`` entry its
+    ``targetId`` when that is ``null`` (before the first entry) or names an entry
+    accepted before it; any other ``targetId`` is ``invalid_leaf_target`` (ids =
+    (entry, targetId) when that is a str, else (entry,)) and moves nothing. After any
+    other entry, that entry.
 
 ``load_report`` order: by line, then by rule (``_backend.issue_order``, stable); the
 words of each item are ``_backend.describe_issue``'s.
@@ -85,6 +91,8 @@ class Loader:
         spans: ``(start, end)`` byte range of ``raws[i]`` in the image.
         parent: index of the parent entry, ``-1`` for a root (after cycle breaking).
         by_id: id -> index.
+        leaf: index of the leaf after the entries so far (rule 13), ``-1`` before the
+            first entry.
         consumed: bytes of the image consumed (``image_len``): stops before a pending
             invalid last piece.
         generation: bumped whenever existing parent links change (forward reference
@@ -110,6 +118,7 @@ class Loader:
         self.spans: list[tuple[int, int]] = []
         self.parent: list[int] = []
         self.by_id: dict[str, int] = {}
+        self.leaf = -1
         self.consumed = 0
         self.generation = 0
         # Parent links as the file states them (before cycle breaking).
@@ -349,6 +358,17 @@ class Loader:
         if not isinstance(etype, str) or etype not in ENTRY_TYPES:
             text = etype if isinstance(etype, str) else None
             issues.append(make_issue(IssueKind.UNKNOWN_TYPE, line_no, offset, (eid,), text=text))
+        if etype != "leaf":
+            self.leaf = idx
+        else:
+            target = obj.get("targetId", UNDEFINED)
+            if target is None:
+                self.leaf = -1
+            elif isinstance(target, str) and self.by_id.get(target, idx) != idx:
+                self.leaf = self.by_id[target]
+            else:
+                ids = (eid, target) if isinstance(target, str) else (eid,)
+                issues.append(make_issue(IssueKind.INVALID_LEAF_TARGET, line_no, offset, ids))
         return True
 
     # -------------------------------------------------------- whole-graph rules

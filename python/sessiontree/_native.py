@@ -391,8 +391,13 @@ class NativeIndex:
         return out
 
     def last_id(self) -> str | None:
-        """The last accepted entry's id (the leaf on open), ``None`` if there is none."""
+        """The last accepted entry's id, ``None`` if there is none."""
         n = self._ix.last()
+        return None if n is None else self._ix.id(n)
+
+    def file_leaf(self) -> str | None:
+        """The leaf on open (loader rule 13), ``None`` before the first entry."""
+        n = self._ix.file_leaf()
         return None if n is None else self._ix.id(n)
 
     def image_len(self) -> int:
@@ -556,7 +561,7 @@ class NativeIndex:
         """Pi's context plan along root -> ``leaf_id`` (empty for ``None`` / unknown)."""
         ix = self._ix
         n = None if leaf_id is None else ix.find(leaf_id)
-        msgs, comp, thinking, model, entries, edits = ix.context_plan(n)
+        msgs, comp, thinking, model, entries, edits, tools = ix.context_plan(n)
         ident = ix.id
         return ContextPlan(
             message_ids=ix.ids(msgs),
@@ -565,6 +570,7 @@ class NativeIndex:
             model_id=None if model is None else ident(model),
             entry_ids=ix.ids(entries),
             edits={ident(t): ident(x) for t, x in edits},
+            active_tools_id=None if tools is None else ident(tools),
         )
 
     # --------------------------------------------------------------- structure

@@ -169,9 +169,14 @@ class PythonIndex:
         return list(self._l.entries)
 
     def last_id(self) -> str | None:
-        """The last accepted entry's id (the leaf on open), ``None`` if there is none."""
+        """The last accepted entry's id, ``None`` if there is none."""
         ids = self._l.ids
         return ids[-1] if ids else None
+
+    def file_leaf(self) -> str | None:
+        """The leaf on open (loader rule 13), ``None`` before the first entry."""
+        n = self._l.leaf
+        return None if n < 0 else self._l.ids[n]
 
     def image_len(self) -> int:
         """Bytes of the image consumed (stops before a pending last piece)."""

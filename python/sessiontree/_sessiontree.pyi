@@ -165,7 +165,10 @@ class Index:
             StaleSessionError: a line no longer holds the bytes indexed.
         """
     def last(self) -> int | None:
-        """The last accepted entry (the leaf on open)."""
+        """The last accepted entry."""
+    def file_leaf(self) -> int | None:
+        """The leaf on open (loader rule 13): after a ``leaf`` entry its ``targetId``
+        (``None``: before the first entry), after any other entry that entry."""
     def file_id(self) -> tuple[int, int] | None:
         """``(st_dev, st_ino)`` of the file the index reads; ``None`` for an image in memory."""
     def fingerprint(self) -> tuple[int, bytes] | None:
@@ -236,11 +239,12 @@ class Index:
         (``src/usage.rs``)."""
     def context_plan(
         self, leaf: int | None
-    ) -> tuple[list[int], int | None, int | None, int | None, list[int], list[tuple[int, int]]]:
-        """``(messages, compaction, thinking, model, entries, edits)`` entry numbers at
-        ``leaf``: the entries that may contribute after the leading compaction, the
-        compaction, the thinking-level and model entries, every context entry, and
-        ``(target, edit)`` pairs (the ``context_edit`` that applies to a context entry)."""
+    ) -> tuple[list[int], int | None, int | None, int | None, list[int], list[tuple[int, int]], int | None]:
+        """``(messages, compaction, thinking, model, entries, edits, active_tools)``
+        entry numbers at ``leaf``: the entries that may contribute after the leading
+        compaction, the compaction, the thinking-level and model entries, every context
+        entry, ``(target, edit)`` pairs (the ``context_edit`` that applies to a context
+        entry) and the last ``active_tools_change`` on the path."""
     def append_line(self, line: bytes) -> int | None:
         """Index one line appended to the image; its entry number, or ``None`` if it
         was not accepted (then reported)."""

@@ -80,7 +80,8 @@ class GenerateStats:
         compactions: compaction entries.
         branch_summaries: branch_summary entries.
         labels: label entries.
-        leaf_id: the last entry's id (the leaf when the file is opened).
+        leaf_id: the leaf when the file is opened (the last entry's id, or where the
+            last ``leaf`` entry of a ``harness`` file moved it).
         session_id: the header's id.
         seconds: wall time spent.
     """
@@ -346,7 +347,8 @@ class _Writer:
 
     def __init__(self, path: str, rng: random.Random, stats: GenerateStats,
                  size_limit: int | None, entry_limit: int | None,
-                 on_progress: Callable[[int, int], None] | None) -> None:
+                 on_progress: Callable[[int, int], None] | None, harness: bool = False) -> None:
+        self.harness = harness
         self.f = open(path, "wb")
         self.rng = rng
         self.stats = stats
@@ -442,13 +444,23 @@ class _Writer:
         return eid
 
     def move_leaf(self, index: int | None) -> None:
-        """Make ``path[index]`` the leaf (``None``: before the first entry, a new root)."""
+        """Make ``path[index]`` the leaf (``None``: before the first entry, a new root).
+
+        With agent-core's semantics (``harness``) the move is written as a ``leaf``
+        entry, a child of the leaf before it (``setLeafId``)."""
+        if self.harness:
+            target = None if index is None else self.path[index]
+            old_path, old_kind, old_comp = list(self.path), list(self.path_kind), list(self.compaction_at)
+            self.emit("leaf", {"targetId": target}, gap=(200, 5000))
+            self.path, self.path_kind, self.compaction_at = old_path, old_kind, old_comp
         keep = 0 if index is None else index + 1
         del self.path[keep:]
         del self.path_kind[keep:]
         while self.compaction_at and self.compaction_at[-1] >= keep:
             self.compaction_at.pop()
         self.leaf = self.path[-1] if self.path else None
+        if self.harness:
+            self.stats.leaf_id = self.leaf
 
 
 class _Session:
@@ -733,6 +745,8 @@ class _Session:
             self.bash_execution()
         elif r < 0.165:
             w.emit("session_info", {"name": rng.choice(_NAMES)})
+        elif w.harness and r < 0.19:
+            w.emit("active_tools_change", {"activeToolNames": rng.sample(_TOOLS, rng.randint(0, 4))})
 
     def run(self) -> None:
         w, rng = self.w, self.rng
@@ -826,6 +840,7 @@ def generate_session(
     payload_scale: float = 1.0,
     on_progress: Callable[[int, int], None] | None = None,
     overwrite: bool = True,
+    harness: bool = False,
 ) -> GenerateStats:
     """Write a realistic synthetic Pi session (JSONL v3) to ``path``.
 
@@ -851,6 +866,9 @@ def generate_session(
         overwrite: replace an existing ``path`` (default); when false an existing
             ``path`` raises :class:`FileExistsError` (checked before writing, and again,
             atomically, when the finished file is moved into place).
+        harness: write as agent-core's harness does (``packages/agent/src/harness/
+            session/jsonl-storage.ts``): every leaf move is a ``leaf`` entry, and some
+            turns change the active tools (``active_tools_change``).
 
     Returns:
         GenerateStats describing the file.
@@ -872,7 +890,7 @@ def generate_session(
     stats = GenerateStats(path=path)
     tmp = _temp_beside(path)
     try:
-        w = _Writer(tmp, rng, stats, size_bytes, entries, on_progress)
+        w = _Writer(tmp, rng, stats, size_bytes, entries, on_progress, harness)
         try:
             header_ms = w.now_ms
             stats.session_id = _uuid7(rng, header_ms)

@@ -40,6 +40,10 @@ __all__ = [
     "LabelEntry",
     "SessionInfoEntry",
     "CustomEntry",
+    "UsageEntry",
+    "ContextEditEntry",
+    "ActiveToolsChangeEntry",
+    "LeafEntry",
     "SessionEntry",
     "ENTRY_TYPES",
     "MESSAGE_ROLES",
@@ -79,7 +83,9 @@ class SessionHeader(TypedDict):
 
     ``version`` is absent in v1 files. ``id`` is a UUID (v7 in recent Pi); ``timestamp``
     is ISO-8601 UTC with milliseconds; ``parentSession`` is the path of the file this
-    one was forked / branched from (session-manager.ts ``SessionHeader``).
+    one was forked / branched from (session-manager.ts ``SessionHeader``). ``metadata``
+    is agent-core's (``packages/agent/src/harness/session/jsonl-storage.ts``
+    ``SessionHeader``): an object the host keeps with the session.
     """
 
     type: Literal["session"]
@@ -88,6 +94,7 @@ class SessionHeader(TypedDict):
     timestamp: str
     cwd: str
     parentSession: NotRequired[str]
+    metadata: NotRequired[dict[str, Any]]
 
 
 # ----------------------------------------------------------------- content blocks
@@ -361,6 +368,41 @@ class CustomEntry(TypedDict):
     timestamp: str
 
 
+class UsageEntry(EntryBase):
+    """``type: "usage"`` (Pi 0.87+ ``appendUsage``): usage not tied to a message."""
+
+    kind: str
+    provider: str
+    model: str
+    usage: Usage
+    note: NotRequired[str]
+
+
+class ContextEditEntry(EntryBase):
+    """``type: "context_edit"`` (Pi 0.87+ ``appendContextEdit``): from here on, the
+    target contributes ``replacement["content"]`` to the context, or (``None``) nothing."""
+
+    targetId: str
+    replacement: dict[str, Any] | None
+
+
+class ActiveToolsChangeEntry(EntryBase):
+    """``type: "active_tools_change"`` (agent-core's harness, ``packages/agent/src/
+    harness/types.ts`` ``ActiveToolsChangeEntry``): the tools the model may call from
+    here on; the last one on the path is the context's ``active_tool_names``."""
+
+    activeToolNames: list[str]
+
+
+class LeafEntry(EntryBase):
+    """``type: "leaf"`` (agent-core's harness, ``LeafEntry``): a persisted leaf move,
+    written by ``setLeafId`` with ``parentId`` = the leaf before the move. After it the
+    leaf is ``targetId`` (``None``: before the first entry); it is a tree node like any
+    entry, with no children of its own (the next entry's parent is the target)."""
+
+    targetId: str | None
+
+
 SessionEntry = Union[
     MessageEntry,
     CustomMessageEntry,
@@ -371,6 +413,10 @@ SessionEntry = Union[
     LabelEntry,
     SessionInfoEntry,
     CustomEntry,
+    UsageEntry,
+    ContextEditEntry,
+    ActiveToolsChangeEntry,
+    LeafEntry,
 ]
 
 ENTRY_TYPES = frozenset(
@@ -386,9 +432,13 @@ ENTRY_TYPES = frozenset(
         "custom",
         "usage",
         "context_edit",
+        "active_tools_change",
+        "leaf",
     }
 )
-"""The entry types Pi 0.99 defines; others are kept and reported ``unknown_type``."""
+"""The entry types Pi 0.99's coding agent and agent-core's harness define (the
+harness's ``SessionTreeEntry`` adds ``active_tools_change`` and ``leaf``); others are
+kept and reported ``unknown_type``."""
 
 MESSAGE_ROLES = ("user", "assistant", "toolResult", "bashExecution", "custom", "system")
 """The ``message.role`` values Pi writes (``src/kind.rs``'s ``Role``; ``tests/test_tables.py``

@@ -135,45 +135,89 @@ def _enc(s: str) -> bytes:
     return s.encode("utf-8", "surrogatepass")
 
 
-def _record(eid: str, parent: str | None) -> bytes:
+# An entry's leaf move after its parent (loader rule 13; `src/listing.rs`'s `Move`):
+# not a `leaf` entry, a move to null, a `leaf` entry whose targetId is not a string
+# (it moves nothing), else the target's length and bytes.
+_NOT_A_MOVE = 0xFFFFFFFF
+_MOVE_TO_NULL = 0xFFFFFFFE
+_MOVES_NOTHING = 0xFFFFFFFD
+
+_NOT: Any = object()  # records(): not a leaf move
+_NOTHING: Any = object()  # records(): a leaf move that moves nothing
+
+
+def _record(eid: str, parent: str | None, move: Any = _NOT) -> bytes:
+    """One entry of an entries record; ``move`` is :func:`leaf_move`'s."""
     b = _enc(eid)
     out = _U32.pack(len(b)) + b
     if parent is None:
-        return out + _U32.pack(_NO_PARENT)
-    p = _enc(parent)
-    return out + _U32.pack(len(p)) + p
+        out += _U32.pack(_NO_PARENT)
+    else:
+        p = _enc(parent)
+        out += _U32.pack(len(p)) + p
+    if move is _NOT:
+        return out + _U32.pack(_NOT_A_MOVE)
+    if move is None:
+        return out + _U32.pack(_MOVE_TO_NULL)
+    if move is _NOTHING:
+        return out + _U32.pack(_MOVES_NOTHING)
+    t = _enc(move)
+    return out + _U32.pack(len(t)) + t
 
 
-def records(entries: bytes) -> Iterator[tuple[str, str | None]]:
-    """``(id, parentId)`` of each record (a malformed end stops the walk)."""
+def leaf_move(obj: dict[str, Any]) -> Any:
+    """What an entry does to the leaf (rule 13): ``_NOT`` (any entry but ``leaf``: it is
+    the leaf), ``None`` (to before the first entry), a target id, or ``_NOTHING``."""
+    if obj.get("type") != "leaf":
+        return _NOT
+    target = obj.get("targetId", _js.UNDEFINED)
+    return target if target is None or isinstance(target, str) else _NOTHING
+
+
+def records(entries: bytes) -> Iterator[tuple[str, str | None, Any]]:
+    """``(id, parentId, move)`` of each record (a malformed end stops the walk)."""
     pos, end = 0, len(entries)
-    while pos + 4 <= end:
-        (n,) = _U32.unpack_from(entries, pos)
-        pos += 4
-        if n == _NO_PARENT or pos + n > end:
-            return
-        eid = entries[pos:pos + n].decode("utf-8", "surrogatepass")
-        pos += n
+
+    def take() -> tuple[str | int | None, int]:
+        # (the decoded bytes, or the marker; new position); None past the end.
         if pos + 4 > end:
+            return None, pos
+        (n,) = _U32.unpack_from(entries, pos)
+        at = pos + 4
+        if n >= _MOVES_NOTHING:
+            return n, at
+        if at + n > end:
+            return None, at
+        return entries[at:at + n].decode("utf-8", "surrogatepass"), at + n
+
+    while True:
+        eid, pos = take()
+        if not isinstance(eid, str):
             return
-        (m,) = _U32.unpack_from(entries, pos)
-        pos += 4
-        parent = None
-        if m != _NO_PARENT:
-            if pos + m > end:
-                return
-            parent = entries[pos:pos + m].decode("utf-8", "surrogatepass")
-            pos += m
-        yield eid, parent
+        parent, pos = take()
+        if parent is None:
+            return
+        move, pos = take()
+        if move is None:
+            return
+        yield (eid, None if parent == _NO_PARENT else parent,  # type: ignore[misc]
+               _NOT if move == _NOT_A_MOVE else None if move == _MOVE_TO_NULL else _NOTHING if move == _MOVES_NOTHING else move)
 
 
 def _entries_path_py(entries: bytes) -> list[int]:
     number: dict[str, int] = {}
     parents: list[str | None] = []
-    for eid, parent in records(entries):
+    leaf = -1
+    for eid, parent, move in records(entries):
         if eid not in number:
-            number[eid] = len(parents)
+            e = number[eid] = len(parents)
             parents.append(parent)
+            if move is _NOT:
+                leaf = e
+            elif move is None:
+                leaf = -1
+            elif move is not _NOTHING and number.get(move, e) != e:
+                leaf = number[move]
     n = len(parents)
     column = [-1] * n
     for e, p in enumerate(parents):
@@ -197,10 +241,10 @@ def _entries_path_py(entries: bytes) -> list[int]:
             members.append(y)
             y = column[y]
         column[min(members)] = -1
-    if not n:
+    if leaf < 0:
         return []
     path: list[int] = []
-    x = n - 1
+    x = leaf
     while x != -1 and len(path) <= n:
         path.append(x)
         x = column[x]
@@ -241,7 +285,7 @@ class _Scan:
     """One call's state, line by line (``src/listing.rs``'s ``State``)."""
 
     def __init__(self, prior: bytes, start: int, content: bool, texts: bool) -> None:
-        self.seen = {eid for eid, _ in records(prior)}
+        self.seen = {eid for eid, _, _ in records(prior)}
         self.count = len(self.seen)
         self.content = content
         self.want_texts = texts
@@ -303,7 +347,7 @@ class _Scan:
         seq = self.count
         self.count += 1
         parent = obj.get("parentId")
-        self.entries.append(_record(eid, parent if isinstance(parent, str) and parent else None))
+        self.entries.append(_record(eid, parent if isinstance(parent, str) and parent else None, leaf_move(obj)))
         self.facts(obj, seq, eid, stamp, entry_ms)
         return True
 
@@ -447,9 +491,10 @@ def scan_file(path: str | os.PathLike[str], start: int, prior: bytes, content: b
 
 
 def entries_path(entries: bytes, *, native: Any = None) -> list[int]:
-    """Entry numbers from the root to the last entry of an entries record: the
-    session's current path (loader rules 9–10: parents anywhere in the file, unknown
-    or own id a root, cycles broken at their earliest entry)."""
+    """Entry numbers from the root to the leaf of an entries record: the session's
+    current path (loader rules 9–10: parents anywhere in the file, unknown or own id a
+    root, cycles broken at their earliest entry; rule 13: the leaf is the last entry,
+    or where a ``leaf`` entry moved it)."""
     if native is not None:
         return native.entries_path(entries)  # type: ignore[no-any-return]
     return _entries_path_py(entries)

@@ -39,7 +39,7 @@ from ._words import fts_text
 
 __all__ = ["SCHEMA_VERSION", "FileRow", "Store", "CatalogError"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
 
 APPLICATION_ID = 0x53547243  # "STrC"

@@ -605,6 +605,12 @@ def entry_preview(entry: dict[str, Any], clean: Any = safe) -> tuple[str, str]:
         return "session_info", line(entry.get("name"))
     if etype == "custom":
         return "custom", line(entry.get("customType"), 200)
+    if etype == "active_tools_change":
+        names = entry.get("activeToolNames")
+        return "tools", line(", ".join(map(short, names)) if isinstance(names, list) else short(names))
+    if etype == "leaf":
+        moved_to = entry.get("targetId")
+        return "leaf", line("→ " + ("(before the first entry)" if moved_to is None else short(moved_to)))
     return line(short(etype)), ""
 
 
@@ -621,6 +627,8 @@ KIND_STYLES = {
     "branchSummary": "bold magenta",
     "model": "bright_blue",
     "thinking": "bright_blue",
+    "tools": "bright_blue",
+    "leaf": "bright_black",
     "label": "bright_black",
     "session_info": "bright_black",
 }

@@ -220,6 +220,14 @@ def item_of(entry: dict[str, Any], label: str | None = None) -> Item:
         item.parts.append(Part("note", f"{verb} {short(entry.get('targetId'))} in the context"))
         if replacement is not None:
             item.parts.append(Part("json", clean(json_text(replacement, indent=True)), "replacement"))
+    elif etype == "active_tools_change":
+        names = entry.get("activeToolNames")
+        text = ", ".join(short(n) for n in names) if isinstance(names, list) else short(names)
+        item.parts.append(Part("note", f"active tools → {text or '(none)'}"))
+    elif etype == "leaf":
+        target = entry.get("targetId")
+        where = "before the first entry" if target is None else short(target)
+        item.parts.append(Part("note", f"leaf moved → {where}"))
     else:
         item.parts.append(Part("json", clean(json_text(entry, indent=True)), "entry"))
     return item

@@ -165,8 +165,8 @@ def entry_fields(e: Any) -> tuple[Any, ...]:
     ``custom_message`` gives customType, text and images of its content; ``compaction``
     and ``branch_summary`` their summary as text, their usage, and firstKeptEntryId /
     tokensBefore; ``model_change`` provider and modelId; ``usage`` provider, model and
-    usage; ``label`` targetId and label; ``context_edit`` targetId; ``custom``
-    customType.
+    usage; ``label`` targetId and label; ``context_edit`` and ``leaf`` targetId;
+    ``custom`` customType.
     """
     if type(e) is not dict:
         e = {}
@@ -209,7 +209,7 @@ def entry_fields(e: Any) -> tuple[Any, ...]:
         usage = _usage(e.get("usage"))
     elif etype == "label":
         target, label = e.get("targetId"), e.get("label")
-    elif etype == "context_edit":
+    elif etype == "context_edit" or etype == "leaf":
         target = e.get("targetId")
     elif etype == "custom":
         custom = e.get("customType")
