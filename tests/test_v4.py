@@ -120,14 +120,14 @@ def test_lines_the_codec_would_refuse_are_skipped_and_reported(tmp_path: Path) -
     w = Writer()
     w.entry("u1", "message", message=user("a"))
     w.lines.append({"kind": "entry", "lane": "main", "type": "message", "id": "u1", "parentId": "u1", "seq": 2,
-                    "timestamp": 5})  # a duplicate id
-    w.lines.append({"kind": "entry", "lane": "main", "type": "message", "id": "z", "parentId": "nope", "seq": 2,
+                    "timestamp": 5})  # a duplicate id (its seq still counts)
+    w.lines.append({"kind": "entry", "lane": "main", "type": "message", "id": "z", "parentId": "nope", "seq": 3,
                     "timestamp": 5})  # a parent that is no entry
     w.lines.append({"kind": "lane", "seq": 9, "lane": "x", "leafId": None})  # seq out of order
-    w.lines.append({"kind": "record", "id": "r", "lane": "ghost", "type": "usage", "seq": 2, "timestamp": 5})
-    w.lines.append({"kind": "fact", "seq": 2, "fact": "label", "targetId": "nope", "label": "l"})
-    w.lines.append({"kind": "mystery", "seq": 2})
-    w.lines.append({"kind": "fact", "seq": 2, "fact": "name", "name": "n"})  # fine: seq 2
+    w.lines.append({"kind": "record", "id": "r", "lane": "ghost", "type": "usage", "seq": 4, "timestamp": 5})
+    w.lines.append({"kind": "fact", "seq": 5, "fact": "label", "targetId": "nope", "label": "l"})
+    w.lines.append({"kind": "mystery", "seq": 6})
+    w.lines.append({"kind": "fact", "seq": 7, "fact": "name", "name": "n"})  # fine
     p = w.write(tmp_path / "bad.jsonl", tail=b'{"kind":"entry","lane":"main","ty')
     s = read_v4(p)
     assert s.name == "n" and [e["id"] for e in s.entries] == ["u1"]

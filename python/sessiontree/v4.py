@@ -19,7 +19,8 @@ Upstream has moved agent-core's JSONL storage to a "v4" line format (earendil-wo
 * ``{"kind":"fact","seq","fact":"name","name"}`` / ``{"kind":"fact","seq","fact":"label",
   "targetId","label"?}``: the session name, a label (absent: cleared).
 
-``seq`` is shared by every line after the header and counts up by one. Replaying a file
+``seq`` is shared by every line after the header and counts up by one (a refused line
+with the next ``seq`` still takes it). Replaying a file
 (``applyMutation``): an entry's or record's id must be new, an entry's ``parentId``
 ``null`` or an earlier entry, a record's lane an existing one, a lane's ``leafId`` and a
 label's ``targetId`` earlier entries. Upstream throws on a line that breaks one of these
@@ -28,8 +29,9 @@ label's ``targetId`` earlier entries. Upstream throws on a line that breaks one 
 Why a Python reader and not the native index: the format is read-only here until
 upstream settles; its lines have another shape (``kind``, lanes, facts, ``seq``,
 millisecond timestamps) that the index's columns and the catalog do not hold; and a
-harness file is a session's operations, not years of history. Measured by
-``benches/v4_read.py`` (docs/BENCHMARKS.md).
+harness file is a session's operations, not years of history. ``benches/v4_read.py``
+measured it at about 4x the native open of the same session as v3, and faster than the
+python backend's open (docs/BENCHMARKS.md, "Version 4 files").
 """
 
 from __future__ import annotations
@@ -248,8 +250,11 @@ def read_v4(path: str | os.PathLike[str]) -> V4Session:
     seq = 0
     for line_no, offset, raw, complete in lines:
         problem = _apply(s, raw, seq, used)
-        if problem is None:
+        if problem is None or problem[0] == "invalid_line" and not problem[1].startswith("seq "):
+            # A line with the next seq takes it even when the codec would refuse the
+            # rest: one bad line does not make every later one bad.
             seq += 1
+        if problem is None:
             continue
         kind, why = problem
         if kind == "invalid_json" and not complete:
