@@ -222,9 +222,7 @@ def _export_one(path: str, out: str, backend: str | None) -> dict[str, Any]:
     from .. import SessionManager
 
     st = os.stat(path)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LoadReportWarning)
-        sm = SessionManager.open(path, backend=backend)
+    sm = SessionManager.open(path, backend=backend)  # its LoadReportWarning: see export_parquet
     with sm:
         tables = SessionTables(Source.of(sm, sm._index))
         part = f"project={_project(sm.get_header().get('cwd'))}/date={_date(parse_iso_ms(sm.get_header().get('timestamp')), st)}"
@@ -346,6 +344,12 @@ def export_parquet(
         # Sessions are exported side by side (the core's decoding and the Parquet
         # writer release the GIL) and recorded in order, by this thread.
         pool = ThreadPoolExecutor(_workers())
+        # The load report is `sessions.load_issues`: no warning per session. The filter is
+        # set here, for the whole run (`catch_warnings` in each worker thread would undo
+        # another's: the filters are the process's).
+        quiet = warnings.catch_warnings()
+        quiet.__enter__()
+        warnings.simplefilter("ignore", LoadReportWarning)
         try:
             for done, (path, rec) in enumerate(zip(paths, pool.map(one, paths)), 1):
                 old = olds[path]
@@ -373,6 +377,7 @@ def export_parquet(
                     last_save = time.monotonic()
         finally:  # an interrupted run waits for the sessions being written, no others
             pool.shutdown(wait=True, cancel_futures=True)
+            quiet.__exit__(None, None, None)
         for path in [p for p in manifest.sessions if not os.path.exists(p)]:
             rec = manifest.sessions.pop(path)
             _unlink_all(out, rec["files"])
