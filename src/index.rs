@@ -1257,6 +1257,31 @@ impl Index {
     }
 }
 
+impl Index {
+    /// The decoded columns of entries `a..b` (`rows::Rows`: the `entries` and
+    /// `tool_calls` tables' columns that are not the index's), from their lines as read
+    /// now.
+    ///
+    /// # Errors
+    /// [`Error::Stale`]: a line changed since it was indexed; I/O errors.
+    pub fn rows(&self, a: u32, b: u32) -> Result<crate::rows::Rows> {
+        let es: Vec<u32> = (a..b.min(self.len() as u32)).collect();
+        let mut rows = crate::rows::Rows::default();
+        let mut k = 0;
+        let mut bad = Ok(());
+        let ranges: Vec<(u64, u64)> = es.iter().map(|&e| self.range(e)).collect();
+        self.src.read_each(&ranges, |line| {
+            if bad.is_ok() {
+                bad = es.get(k).map_or(Ok(()), |&e| self.verify(e, line));
+            }
+            k += 1;
+            // A changed line is never decoded: the rows are discarded with the error.
+            rows.push(if bad.is_ok() { line } else { b"{}" });
+        })?;
+        bad.map(|()| rows)
+    }
+}
+
 /// Why `content`, the first non-blank line of an image without a header, is not one:
 /// judged as `_load.header_error` judges it (a torn fragment's recovered object counts).
 fn header_problem(content: &[u8]) -> HeaderProblem {

@@ -21,6 +21,7 @@ mod issue;
 mod kind;
 mod lines;
 mod listing;
+pub mod rows;
 mod scan;
 mod source;
 mod stat;

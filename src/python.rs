@@ -691,6 +691,107 @@ impl PyIndex {
         }
         Ok(d)
     }
+
+    /// The decoded columns of entries `start..stop` (`Index::rows`, read and decoded
+    /// with the GIL released) as `bytes` in Arrow layouts, by name: per column of
+    /// `rows::STRING_COLUMNS` `NAME.offsets` (i32, or i64 past 2 GiB), `NAME.data`, `NAME.valid`; per
+    /// column of `rows::INT_COLUMNS`, `cost` (f64) and `is_error` (bitmap)
+    /// `NAME.values`, `NAME.valid`; `images.offsets` (i32, per entry) and
+    /// `image_data.*`, `image_mime.*` (per image); `call.entry` (i32, entry number from
+    /// `start`), `call_id.*`, `tool_name.*`, `arguments.*`, `arguments_bytes.*`;
+    /// `result.entry`, `result_call.*`, `result_text.*`, `result_text_bytes.*`,
+    /// `result_is_error.*`. Bitmaps are LSB first, 1 = valid/true.
+    fn table_rows<'py>(
+        &self,
+        py: Python<'py>,
+        start: i64,
+        stop: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (a, b) = (start.max(0) as u32, stop.max(0) as u32);
+        let rows = py
+            .detach(|| {
+                let ix = self.inner.read().unwrap_or_else(|e| e.into_inner());
+                ix.rows(a, b)
+            })
+            .map_err(|e| self.err(e))?;
+        let d = PyDict::new(py);
+        let put = |name: &str, buf: &[u8]| d.set_item(name, PyBytes::new(py, buf));
+        let bits = |v: &[bool]| {
+            let mut out = vec![0u8; v.len().div_ceil(8)];
+            for (i, _) in v.iter().enumerate().filter(|(_, &b)| b) {
+                out[i / 8] |= 1 << (i % 8);
+            }
+            out
+        };
+        let le = |v: &mut dyn Iterator<Item = [u8; 8]>| v.flatten().collect::<Vec<u8>>();
+        let strs = |name: &str, c: &crate::rows::Strs| -> PyResult<()> {
+            let offsets: &[i64] = if c.offsets.is_empty() {
+                &[0]
+            } else {
+                &c.offsets
+            };
+            // i32 (Arrow's `string`) unless the values pass 2 GiB (then i64: `large_string`).
+            let wide = offsets.last().is_some_and(|&o| o > i64::from(i32::MAX));
+            let offsets: Vec<u8> = if wide {
+                le(&mut offsets.iter().map(|o| o.to_le_bytes()))
+            } else {
+                offsets
+                    .iter()
+                    .flat_map(|&o| (o as i32).to_le_bytes())
+                    .collect()
+            };
+            put(&format!("{name}.offsets"), &offsets)?;
+            put(&format!("{name}.data"), &c.data)?;
+            put(&format!("{name}.valid"), &bits(&c.valid))
+        };
+        let ints = |name: &str, c: &crate::rows::Opt<i64>| -> PyResult<()> {
+            put(
+                &format!("{name}.values"),
+                &le(&mut c.values.iter().map(|o| o.to_le_bytes())),
+            )?;
+            put(&format!("{name}.valid"), &bits(&c.valid))
+        };
+        let i32s = |v: &[i32]| v.iter().flat_map(|o| o.to_le_bytes()).collect::<Vec<u8>>();
+        for (name, c) in crate::rows::STRING_COLUMNS.iter().zip(&rows.strs) {
+            strs(name, c)?;
+        }
+        for (name, c) in crate::rows::INT_COLUMNS.iter().zip(&rows.ints) {
+            ints(name, c)?;
+        }
+        put(
+            "cost.values",
+            &le(&mut rows.cost.values.iter().map(|o| o.to_le_bytes())),
+        )?;
+        put("cost.valid", &bits(&rows.cost.valid))?;
+        put("is_error.values", &bits(&rows.is_error.values))?;
+        put("is_error.valid", &bits(&rows.is_error.valid))?;
+        let image_offsets: &[i32] = if rows.image_offsets.is_empty() {
+            &[0]
+        } else {
+            &rows.image_offsets
+        };
+        put("images.offsets", &i32s(image_offsets))?;
+        strs("image_data", &rows.image_data)?;
+        strs("image_mime", &rows.image_mime)?;
+        put("call.entry", &i32s(&rows.call_entry))?;
+        for (name, c) in ["call_id", "tool_name", "arguments"]
+            .iter()
+            .zip(&rows.call_strs)
+        {
+            strs(name, c)?;
+        }
+        ints("arguments_bytes", &rows.call_arguments_bytes)?;
+        put("result.entry", &i32s(&rows.result_entry))?;
+        strs("result_call", &rows.result_strs[0])?;
+        strs("result_text", &rows.result_strs[1])?;
+        ints("result_text_bytes", &rows.result_text_bytes)?;
+        put(
+            "result_is_error.values",
+            &bits(&rows.result_is_error.values),
+        )?;
+        put("result_is_error.valid", &bits(&rows.result_is_error.valid))?;
+        Ok(d)
+    }
 }
 
 /// Count `\n` bytes of the file at `path` (memchr over the mapped file).
@@ -869,6 +970,14 @@ mod _sessiontree {
         m.add("MAX_TORN_CANDIDATES", crate::MAX_TORN_CANDIDATES)?;
         m.add("FINGERPRINT", crate::FINGERPRINT)?;
         let whole = crate::CLIP_WHOLE_KEYS.map(|k| String::from_utf8_lossy(k).into_owned());
-        m.add("CLIP_WHOLE_KEYS", PyTuple::new(py, whole)?)
+        m.add("CLIP_WHOLE_KEYS", PyTuple::new(py, whole)?)?;
+        use crate::rows;
+        let limits = [
+            rows::MAX_TEXT,
+            rows::MAX_RESULT,
+            rows::MAX_ARGUMENTS,
+            rows::MAX_FIELD,
+        ];
+        m.add("TABLE_LIMITS", PyTuple::new(py, limits)?)
     }
 }

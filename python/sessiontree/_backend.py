@@ -355,6 +355,17 @@ class TreeIndex(Protocol):
         reads them batch by batch; native decodes them on each call)."""
         ...
 
+    def table_rows(self, start: int, stop: int) -> dict[str, bytes] | None:
+        """The decoded columns of the ``entries`` and ``tool_calls`` tables for entries
+        ``start`` to ``stop - 1`` in Arrow layouts (the native core's ``Index.table_rows``,
+        whose docstring names the buffers), or ``None`` where the backend has none (the
+        python backend: ``tables._fields`` decodes its entries; tests hold the two equal).
+
+        Raises:
+            StaleSessionError: a line changed in the file since it was indexed.
+        """
+        ...
+
     def table_columns(self, leaf_id: str | None) -> dict[str, bytes]:
         """The index's per-entry columns of the ``entries`` table, in Arrow layouts
         (little-endian values; validity and boolean bitmaps LSB first, 1 = valid/true),

@@ -713,6 +713,16 @@ class NativeIndex:
             out.append(entry)
         return out
 
+    def table_rows(self, start: int, stop: int) -> dict[str, bytes]:
+        """The decoded columns of entries ``start`` to ``stop - 1``, computed by the core
+        from their lines as read now (``Index.table_rows``; see
+        ``_backend.TreeIndex.table_rows``).
+
+        Raises:
+            StaleSessionError: a line changed in the file since it was indexed.
+        """
+        return self._ix.table_rows(start, stop)
+
     def table_columns(self, leaf_id: str | None) -> dict[str, bytes]:
         """The ``entries`` table's index columns in Arrow layouts, computed by the core
         (``Index.table_columns``; see ``_backend.TreeIndex.table_columns``)."""

@@ -468,6 +468,11 @@ class PythonIndex:
         """Entries numbered ``start`` to ``stop - 1`` (file order)."""
         return self._l.entries[start:stop]
 
+    def table_rows(self, start: int, stop: int) -> None:
+        """``None``: this backend has no core; the tables decode its entries with
+        ``tables._fields``'s rules (see ``_backend.TreeIndex.table_rows``)."""
+        return None
+
     def table_columns(self, leaf_id: str | None) -> dict[str, bytes]:
         """The ``entries`` table's index columns in Arrow layouts (the native core's
         ``Index.table_columns``, which ``tests/test_tables_arrow.py`` holds equal).

@@ -26,6 +26,7 @@ __all__ = [
     "MAX_TORN_CANDIDATES",
     "FINGERPRINT",
     "CLIP_WHOLE_KEYS",
+    "TABLE_LIMITS",
 ]
 __version__: str
 
@@ -48,6 +49,9 @@ FINGERPRINT: int
 """Bytes at each end of an opened image the staleness check holds the file to (``_filestate.FINGERPRINT``)."""
 CLIP_WHOLE_KEYS: tuple[str, ...]
 """Top-level keys whose values ``Index.lines_clipped`` never cuts (``_clip.WHOLE_KEYS``)."""
+TABLE_LIMITS: tuple[int, int, int, int]
+"""Most UTF-8 bytes of ``text``, ``result_text``, ``arguments`` and the other string columns
+``Index.table_rows`` gives (``tables._fields.MAX_TEXT``, ``MAX_RESULT``, ``MAX_ARGUMENTS``, ``MAX_FIELD``)."""
 
 def count_newlines(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> int:
     """Count LF bytes of the file at ``path`` (memchr over the mapped file)."""
@@ -261,6 +265,27 @@ class Index:
         that has been written there); a no-op when the index holds a file already."""
     def close(self) -> None:
         """Release the map; later reads raise ``SessionError``."""
+    def table_rows(self, start: int, stop: int) -> dict[str, bytes]:
+        """The decoded columns of the ``entries`` and ``tool_calls`` tables for entries
+        ``start`` to ``stop - 1`` (``tables/_fields.py``'s rules; the GIL is released
+        while the lines are read and decoded), as ``bytes`` in Arrow layouts
+        (little-endian; bitmaps LSB first, 1 = valid/true), by name: for each string
+        column (``type``, ``role``, ``provider``, ``model``, ``stop_reason``, ``text``,
+        ``custom_type``, ``label``, ``target_id``, ``first_kept_entry_id``,
+        ``image_data``, ``image_mime``, ``call_id``, ``tool_name``, ``arguments``,
+        ``result_call``, ``result_text``) ``NAME.offsets`` (i32; i64 when the values pass
+        2 GiB), ``NAME.data``,
+        ``NAME.valid``; for each int64 column (``text_bytes``, ``input_tokens``,
+        ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``,
+        ``total_tokens``, ``tokens_before``, ``arguments_bytes``, ``result_text_bytes``),
+        ``cost`` (f64) and each bool column (``is_error``, ``result_is_error``)
+        ``NAME.values`` and ``NAME.valid``; ``images.offsets`` (i32, n + 1: each entry's
+        images in ``image_*``), ``call.entry`` and ``result.entry`` (i32 entry numbers
+        from ``start`` of each tool call and ``toolResult``).
+
+        Raises:
+            StaleSessionError: a line changed in the file since it was indexed.
+        """
     def table_columns(self, leaf: int | None) -> dict[str, bytes]:
         """The ``entries`` table's index columns as ``bytes`` in Arrow layouts
         (little-endian; bitmaps LSB first): ``id_offsets`` (i32, n + 1) and
