@@ -145,7 +145,8 @@ pub struct Index {
     ids: IdArena,
     table: IdTable,
     // Sparse facts.
-    /// Entries whose physical line starts before their object (torn fragment, BOM).
+    /// Entries whose physical line starts before their object (a BOM, torn bytes or
+    /// objects glued before it).
     line_offs: Vec<(u32, u64)>,
     /// Entries whose `parentId` names no entry yet (a later line may define it).
     unresolved: Vec<(u32, Vec<u8>)>,
@@ -1228,21 +1229,25 @@ impl Index {
 }
 
 /// Why `content`, the first non-blank line of an image without a header, is not one:
-/// judged as `_load.header_error` judges it (a torn fragment's recovered object counts).
+/// judged as `_load.header_error` judges it (the first object rule 4 finds counts).
 fn header_problem(content: &[u8]) -> HeaderProblem {
     let ls = scan::scan_line(content);
-    match ls.verdict {
-        Verdict::Invalid => HeaderProblem::NotJson,
-        Verdict::NotObject => HeaderProblem::NotObject,
-        Verdict::Object => {
-            let obj = &content[ls.recovered_at..];
-            let ty = scan::str_bytes(obj, ls.fields.ty);
-            if ty.is_some_and(|t| EntryKind::from_name(&t) == EntryKind::Session) {
-                HeaderProblem::NoStringId
-            } else {
-                HeaderProblem::WrongType(scan::value_text(obj, ls.fields.ty))
+    let (obj, f) = match ls.verdict {
+        Verdict::NotObject => return HeaderProblem::NotObject,
+        Verdict::Object => (content, ls.fields),
+        Verdict::Invalid => match scan::split_line(content) {
+            None => return HeaderProblem::NotJson,
+            Some(split) => {
+                let p = split.pieces[0];
+                (&content[p.start..], p.fields)
             }
-        }
+        },
+    };
+    let ty = scan::str_bytes(obj, f.ty);
+    if ty.is_some_and(|t| EntryKind::from_name(&t) == EntryKind::Session) {
+        HeaderProblem::NoStringId
+    } else {
+        HeaderProblem::WrongType(scan::value_text(obj, f.ty))
     }
 }
 
@@ -1397,9 +1402,16 @@ mod tests {
             let line = format!(r#"{{"type":{ty},"id":"a"}}"#);
             assert_eq!(problem(line.as_bytes()), at(code, 1, 0), "{ty}");
         }
-        // A header fused to the next line by a lone CR: the recovered object counts.
-        let fused = format!("{H}\r{}\n", e("a", None, "message"));
+        // An entry glued before a header: the first object of the line counts.
+        let fused = format!("{}\r{H}\n", e("a", None, "message"));
         assert_eq!(problem(fused.as_bytes()), at(r#"type:"message""#, 1, 0));
+        let torn = format!("{{\"type\":\"sess{}\n", e("a", None, "message"));
+        assert_eq!(problem(torn.as_bytes()), at(r#"type:"message""#, 1, 0));
+        // A header glued to the next line (by a lone CR): both are read.
+        let glued = format!("{H}\r{}\n", e("a", None, "message"));
+        let ix = Index::from_image(glued.into_bytes()).unwrap();
+        assert_eq!((ix.len(), ix.id(0)), (1, &b"a"[..]));
+        assert!(kinds(&ix).is_empty());
         // The first non-blank line is named even when a later object is the culprit.
         let later = format!("oops\n{}\n", e("a", None, "message"));
         assert_eq!(problem(later.as_bytes()), at("not_json", 1, 0));

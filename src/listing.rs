@@ -4,9 +4,10 @@
 //!
 //! The rules are Python's `sessiontree.catalog._extract` (the one Python home; tests
 //! hold the two equal on every corpus file, damaged case and generated folder): lines
-//! are framed and judged as the loader does (`scan::validate_line` / `scan_piece`: `\n`
-//! only, one CR stripped, BOM before the header, blank and invalid lines skipped, torn
-//! fragments recovered on lines ended by `\n`); the header is the first object; later
+//! are framed and judged as the loader does (`scan::validate_line` / `scan_line` /
+//! `split_line`: `\n` only, one CR stripped, BOM before the header, blank and invalid
+//! lines skipped, on a line ended by `\n` every object of glued ones read and torn
+//! fragments skipped); the header is the first object; later
 //! headers are ignored; an entry needs a non-empty string id and the first definition stands. What a line holds
 //! beyond the scanner's top-level fields is read here, over the validated bytes, without
 //! building a value: duplicate keys as `json.loads` keeps them (the last value wins).
@@ -379,8 +380,8 @@ impl State {
     }
 
     /// One physical line (CR stripped; a tail keeps its CR) at offset `off`;
-    /// `complete`: ended by `\n` (rule 4 recovers torn fragments only then, as the
-    /// loader does: `scan::scan_piece`); false stops the scan.
+    /// `complete`: ended by `\n` (rule 4 reads glued objects and torn fragments only
+    /// then, as the loader does: `scan::split_line`); false stops the scan.
     fn line(&mut self, line: &[u8], off: u64, complete: bool) -> bool {
         self.line_no += 1;
         let line = if off == 0 {
@@ -394,12 +395,26 @@ impl State {
         if !self.header_found && self.first_nonblank.is_none() {
             self.first_nonblank = Some((self.line_no, off, line.to_vec()));
         }
-        let ls = scan::scan_piece(line, complete);
-        if ls.verdict != Verdict::Object {
-            return true;
+        let ls = scan::scan_line(line);
+        match ls.verdict {
+            Verdict::Object => {
+                self.fields = ls.fields;
+                self.object(line, off)
+            }
+            Verdict::Invalid if complete => {
+                let Some(split) = scan::split_line(line) else {
+                    return true;
+                };
+                for p in &split.pieces {
+                    self.fields = p.fields;
+                    if !self.object(&line[p.start..p.end], off) {
+                        return false;
+                    }
+                }
+                true
+            }
+            _ => true,
         }
-        self.fields = ls.fields;
-        self.object(&line[ls.recovered_at..], off)
     }
 
     /// An object (its fields in `self.fields`) on the line at offset `off`.

@@ -7,10 +7,11 @@ on the corpus, the damaged cases and generated files). :func:`scan_file` picks t
 native one when the extension is built and the backend allows it.
 
 Lines are framed and judged by the loader's rules (``_jsonl.iter_lines``,
-``_reader.read_value``, ``_reader.is_header``): ``\\n`` only, one CR stripped, BOM
-before the header, blank and invalid lines skipped, torn fragments recovered (on lines
-ended by ``\\n``), the first JSON object must be the header, later headers ignored,
-an entry needs a non-empty string id and the first definition of an id stands.
+``_reader.read_line``, ``_reader.is_header``): ``\\n`` only, one CR stripped, BOM
+before the header, blank and invalid lines skipped, on a line ended by ``\\n`` every
+object of glued ones read and torn fragments skipped, the first JSON object must be
+the header, later headers ignored, an entry needs a non-empty string id and the first
+definition of an id stands.
 
 What a file gives (Pi's ``buildSessionInfo``, session-manager.ts, for the listing):
 
@@ -51,7 +52,7 @@ from typing import Any
 from .. import _js
 from .._filestate import FINGERPRINT, open_regular
 from .._jsonl import BOM, is_blank
-from .._reader import is_header, read_value
+from .._reader import is_header, read_line
 from .._time import parse_iso_ms
 
 __all__ = ["ScanResult", "scan_file", "scan_stream", "tail_text", "entries_path", "native_scanner", "records"]
@@ -268,10 +269,16 @@ class _Scan:
         if not self.header_found and self.first is None:
             self.first = (line_no, offset, raw)
         try:
-            v = read_value(raw, complete=complete)
+            r = read_line(raw, complete=complete)
         except ValueError:
             return True
-        obj = v.value
+        for p in r.pieces:
+            if not self.object(p.value, raw[p.start : p.end] if r.split else raw):
+                return False
+        return True
+
+    def object(self, obj: Any, raw: bytes) -> bool:
+        """One value of a line (``raw``: its bytes); false stops the scan."""
         if type(obj) is not dict:
             return True
         if not self.header_found:
@@ -279,7 +286,7 @@ class _Scan:
                 self.header = ("missing", self.first)
                 return False
             self.header_found = True
-            self.header = ("found", raw[v.recovered_at:])
+            self.header = ("found", raw)
             version = obj.get("version")
             self.old_version = version is None or (
                 isinstance(version, (int, float)) and not isinstance(version, bool) and version < 2
