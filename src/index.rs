@@ -126,6 +126,8 @@ impl Ends {
 pub struct Index {
     src: Source,
     header: Option<Range<u64>>,
+    /// oh-my-pi's title slot: a `title` object before the header (its bytes).
+    title: Option<Range<u64>>,
     /// `lines::line_hash` of the header line when scanned (checked on every read).
     header_hash: u32,
     /// The open's image length and its first and last `lines::FINGERPRINT` bytes, as
@@ -195,6 +197,7 @@ impl Index {
         let mut ix = Index {
             src,
             header: None,
+            title: None,
             header_hash: 0,
             fingerprint: None,
             needs_migration: false,
@@ -446,6 +449,10 @@ impl Index {
                 self.table.prefetch(id);
             }
             if self.header.is_none() {
+                if self.title.is_none() && is_title_slot(c, &ch) {
+                    self.title = Some(c.start..c.end);
+                    continue;
+                }
                 if c.kind != EntryKind::Session || ch.get(c.id).is_none() {
                     b.bad_header = true;
                     b.stopped = true;
@@ -804,6 +811,20 @@ impl Index {
             return Err(Error::Stale(HEADER_CHANGED.into()));
         }
         Ok(bytes)
+    }
+
+    /// The bytes of oh-my-pi's title slot (a `title` object before the header), as the
+    /// file holds them now (the slot is rewritten in place while oh-my-pi runs: no hash
+    /// is checked); `None` without one.
+    ///
+    /// # Errors
+    /// [`Error::Stale`]: the file shrank.
+    pub fn title_slot(&self) -> Result<Option<Vec<u8>>> {
+        let Some(r) = self.title.clone() else {
+            return Ok(None);
+        };
+        self.src.check(r.end)?;
+        Ok(Some(self.src.read(r.start, r.end)?))
     }
 
     /// The image length of the open and the first and last `lines::FINGERPRINT` bytes
@@ -1226,6 +1247,13 @@ impl Index {
             timestamp_valid: bitmap(n, ts),
         })
     }
+}
+
+/// oh-my-pi writes a fixed-size `{"type":"title","v":1,...}` line before the header
+/// (rewritten in place as the title changes): the first object before the header is
+/// that slot when its `type` is `"title"` (`_load.Loader`'s rule too).
+fn is_title_slot(c: &Cand, ch: &Chunk) -> bool {
+    c.kind == EntryKind::Unknown && ch.get(c.extra) == Some(&b"title"[..])
 }
 
 /// Why `content`, the first non-blank line of an image without a header, is not one:

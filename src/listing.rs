@@ -54,7 +54,8 @@ pub enum Header {
     Missing(Option<(u64, u64, Vec<u8>)>),
 }
 
-/// What a scan saw of `session_info` names.
+/// What a scan saw of `session_info` names (and of oh-my-pi's title slot, which counts
+/// as one before the first entry).
 #[derive(Debug, Default, PartialEq)]
 pub enum Name {
     /// No `session_info` entry.
@@ -332,6 +333,7 @@ struct State {
     arena: IdArena,
     table: IdTable,
     header_found: bool,
+    title_seen: bool,
     line_no: u64,
     first_nonblank: Option<(u64, u64, Vec<u8>)>,
     fields: Fields,
@@ -345,6 +347,7 @@ impl State {
             arena: IdArena::default(),
             table: IdTable::new(),
             header_found: start > 0,
+            title_seen: false,
             line_no: 0,
             first_nonblank: None,
             fields: Fields::default(),
@@ -426,6 +429,16 @@ impl State {
                 self.first_nonblank = Some((self.line_no, off, obj.to_vec()));
             }
             let is_header = ty.as_deref() == Some(b"session") && matches!(f.id, Val::Str { .. });
+            if !is_header && !self.title_seen && ty.as_deref() == Some(b"title") {
+                // oh-my-pi's title slot (`_reader.is_title_slot`): the session's name
+                // until a `session_info` entry says otherwise.
+                self.title_seen = true;
+                let title = member(obj, ws(obj, 0), b"title").and_then(|v| string(obj, v));
+                if let Some(t) = title {
+                    self.out.name = Name::Set(t.into_owned());
+                }
+                return true;
+            }
             if !is_header {
                 self.out.header = Header::Missing(self.first_nonblank.take());
                 return false;

@@ -23,7 +23,8 @@ Rules, in the order they are applied to a line (the rank used to order ``load_re
 5. Not an object: ``not_an_object``.
 6. The first object must be the header (``_reader.is_header``), else
    :class:`InvalidSessionError` naming the first non-blank line and why
-   (``_reader.header_error``).
+   (``_reader.header_error``); oh-my-pi's title slot (``_reader.is_title_slot``) may
+   come before it: kept as ``title_slot``, not an entry.
 7. Later ``session`` objects: ``extra_header``.
 8. Entry id must be a non-empty str (``missing_id``); first definition wins
    (``duplicate_id``).
@@ -58,7 +59,7 @@ from typing import Any
 from ._backend import IssueKind, LoadIssue, issue_order, make_issue
 from ._js import UNDEFINED
 from ._jsonl import BOM, has_invalid_utf8, is_blank, iter_lines
-from ._reader import header_error, header_problem, is_header, is_old_version, read_line
+from ._reader import header_error, header_problem, is_header, is_old_version, is_title_slot, read_line
 from .errors import StaleSessionError
 from .schema import ENTRY_TYPES
 
@@ -103,6 +104,9 @@ class Loader:
         self.header: dict[str, Any] | None = None
         self.header_raw: bytes | None = None
         self.header_pos: tuple[int, int] = (1, 0)
+        # oh-my-pi's title slot: a ``title`` object before the header, and its bytes.
+        self.title_slot: dict[str, Any] | None = None
+        self.title_raw: bytes | None = None
         self.needs_migration = False
         self.ids: list[str] = []
         self.entries: list[dict[str, Any]] = []
@@ -305,6 +309,12 @@ class Loader:
             return
         etype = obj.get("type")
         if self.header is None:
+            if self.title_slot is None and is_title_slot(obj):
+                self.title_slot = obj
+                self.title_raw = raw
+                if self._first_nonblank is None:
+                    self._first_nonblank = (line_no, offset, raw if line is None else line)
+                return
             if is_header(obj):
                 self.header = obj
                 self.header_raw = raw

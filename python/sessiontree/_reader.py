@@ -42,6 +42,7 @@ __all__ = [
     "TORN_SEAL",
     "line_prefix",
     "is_header",
+    "is_title_slot",
     "header_problem",
     "problem_from_code",
     "header_error",
@@ -326,6 +327,19 @@ def is_header(obj: Any) -> bool:
     return type(obj) is dict and obj.get("type") == "session" and isinstance(obj.get("id"), str)
 
 
+def is_title_slot(obj: Any) -> bool:
+    """oh-my-pi's title slot: a ``title`` object before the header.
+
+    oh-my-pi (``omp``) writes ``{"type":"title","v":1,"title":…,"source":…,"updatedAt":…,
+    "pad":"   …"}`` as the file's first line, 256 bytes with its LF, and rewrites it in
+    place when the title changes (its session-format documentation). The first object
+    before the header whose ``type`` is ``"title"`` is that slot (``src/index.rs``
+    ``is_title_slot``): not an entry, not a problem; its ``title`` names the session
+    when no ``session_info`` does.
+    """
+    return type(obj) is dict and obj.get("type") == "title"
+
+
 # A header problem is (code, type value): code "not_json", "not_object", "no_id" or
 # "type" (then the first object's ``type`` value, UNDEFINED when absent), or "empty".
 HeaderProblem = tuple[str, Any]
@@ -446,6 +460,7 @@ def scan_header(path: str | os.PathLike[str]) -> HeaderScan:
     """
     path = os.fspath(path)
     first: tuple[int, int, bytes] | None = None
+    slot_seen = False
     with open(path, "rb") as f:
         data = b""
         base = 0  # file offset of data[0]
@@ -475,14 +490,19 @@ def scan_header(path: str | os.PathLike[str]) -> HeaderScan:
                 if first is None:
                     first = (number, at, content)
                 try:
-                    obj = read_value(content, complete=not is_tail).value
+                    pieces = read_line(content, complete=not is_tail).pieces
                 except ValueError:
                     continue
-                if type(obj) is not dict:
-                    continue
-                if is_header(obj):
-                    return HeaderScan(obj, number, at, obj.get("version"))
-                raise header_error(path, first[0], first[1], header_problem(first[2]))
+                for piece in pieces:
+                    obj = piece.value
+                    if type(obj) is not dict:
+                        continue
+                    if is_header(obj):
+                        return HeaderScan(obj, number, at, obj.get("version"))
+                    if not slot_seen and is_title_slot(obj):
+                        slot_seen = True
+                        continue
+                    raise header_error(path, first[0], first[1], header_problem(first[2]))
             if eof and consumed >= len(data):
                 break
             data = data[consumed:]

@@ -21,7 +21,8 @@ What a file gives (Pi's ``buildSessionInfo``, session-manager.ts, for the listin
   non-string, ``""`` for null/absent) joined by spaces when non-empty, the first user
   one as ``first_message``, and the activity time (the message's numeric
   ``timestamp``, else the entry's ISO time; the largest, at least 0); the last
-  ``session_info`` entry's ``name`` (not trimmed here).
+  ``session_info`` entry's ``name`` (not trimmed here), oh-my-pi's title slot counting
+  as one before the first entry (``_reader.is_title_slot``).
 * **docs** — the searchable text of an entry: a user message's text; an assistant
   message's text, then each ``toolCall`` block's ``name`` and the strings inside its
   ``arguments`` (in ``json.loads`` order); a ``session_info`` name. Non-empty parts are
@@ -52,7 +53,7 @@ from typing import Any
 from .. import _js
 from .._filestate import FINGERPRINT, open_regular
 from .._jsonl import BOM, is_blank
-from .._reader import is_header, read_line
+from .._reader import is_header, is_title_slot, read_line
 from .._time import parse_iso_ms
 
 __all__ = ["ScanResult", "scan_file", "scan_stream", "tail_text", "entries_path", "native_scanner", "records"]
@@ -254,6 +255,7 @@ class _Scan:
         self.first_message: str | None = None
         self.texts: list[str] = []
         self.name: tuple[bool, str | None] = (False, None)
+        self.title_seen = False
         self.activity: float | None = None
         self.entries: list[bytes] = []
         self.docs: list[tuple[Any, ...]] = []
@@ -282,6 +284,13 @@ class _Scan:
         if type(obj) is not dict:
             return True
         if not self.header_found:
+            if not is_header(obj) and not self.title_seen and is_title_slot(obj):
+                # oh-my-pi's title slot: the name until a session_info says otherwise.
+                self.title_seen = True
+                title = obj.get("title")
+                if isinstance(title, str):
+                    self.name = (True, title)
+                return True
             if not is_header(obj):
                 self.header = ("missing", self.first)
                 return False

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from .._jsonl import encode_entry
+from ..schema import blob_sha256
 
 __all__ = [
     "MAX_TEXT",
@@ -121,10 +122,15 @@ def _blocks(content: Any) -> tuple[list[str], list[dict[str, Any]]]:
 
 def image_stub(block: dict[str, Any]) -> dict[str, Any]:
     """``{sha256, bytes, mime}`` of an image block: the hash and length of the bytes
-    its base64 ``data`` decodes to (``None`` for both when ``data`` is not a string)."""
+    its base64 ``data`` decodes to (``None`` for both when ``data`` is not a string);
+    for oh-my-pi's blob reference, the hash it names and no length (the bytes are not
+    in the file)."""
     data = block.get("data")
     digest = size = None
-    if type(data) is str:
+    blob = blob_sha256(data)
+    if blob is not None:
+        digest = blob
+    elif type(data) is str:
         raw = binascii.a2b_base64(_clean(data), strict_mode=False)
         digest, size = hashlib.sha256(raw).hexdigest(), len(raw)
     return {"sha256": digest, "bytes": size, "mime": field(block.get("mimeType"))}
