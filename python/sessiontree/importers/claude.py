@@ -253,17 +253,23 @@ def plan_claude(path: str, to: str | os.PathLike[str] | None = None) -> list[Ses
             tail = ("agent", b.agent_id) if b.agent_id is not None else ("sidechain", b.root_uuid)
             sid = derive_uuid(SOURCE, base, *tail)
             parent_path: str | None = None
-            if main_plan is not None and main_plan.message_count:
-                parent_path = target_path(main_plan, to)
+            parent_id = parent_sid
+            if main_plan is not None:
+                parent_id = main_plan.session_id
+                if main_plan.message_count:
+                    parent_path = target_path(main_plan, to)
             else:
                 pfile = _parent_file_for_agent(path, parent_sid)
                 head = _main_header(pfile) if pfile else None
                 if head is not None:
                     hp = SessionPlan(SOURCE, pfile or "", head[0], head[2], head[1])
+                    parent_id = head[0]
                     parent_path = target_path(hp, to)
             plan = _plan_bucket(path, b, sid, parent_path)
-            if parent_path is None:
-                plan.parent_source_id = parent_sid
+            plan.parent_source_id = parent_id
+            if parent_path is None and main_plan is not None:
+                plan.report.unmapped["parentSession (the parent session holds no message: not imported; its id kept)"] += 1
+            elif parent_path is None:
                 plan.report.unmapped["parentSession (parent session's transcript not found)"] += 1
         plans.append(plan)
     if plans:
@@ -642,6 +648,15 @@ class _Planner:
                 rep.unmapped[f"record type {name} (kept as custom)"] += 1
         self.redirect[parent if parent is not None else ""] = eid
 
+    def first_model(self) -> str | None:
+        """The first model of a real response in this session (``None`` if none)."""
+        for sl in self.lines:
+            msg = sl.record.get("message")
+            m = _str(msg.get("model")) if sl.record.get("type") == "assistant" and isinstance(msg, dict) else None
+            if m is not None and m != "<synthetic>":
+                return m
+        return None
+
     # ----------------------------------------------------------------- messages
     def assistant(self, first: SourceLine, g: int | None, u: str, parent: str | None, ts: str) -> str:
         rep = self.report
@@ -696,7 +711,9 @@ class _Planner:
                 content.append(mapped)
         synthetic = model == "<synthetic>"
         if synthetic:
-            model = self.last_model or model
+            # Claude Code's placeholder for an API error (or an interrupted turn) names
+            # no model that ran: the previous real response's, else the next one's.
+            model = self.last_model or self.first_model()
         elif model is not None:
             self.last_model = model
         mid = _str((first.record.get("message") or {}).get("id"))
