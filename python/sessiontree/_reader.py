@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._js import UNDEFINED
 from ._jsonl import BOM, decode_line, decode_line_ex, has_invalid_utf8, is_blank, iter_lines, object_end
@@ -90,8 +90,7 @@ def line_prefix(pending: bool, ends_mid_line: bool) -> bytes:
     return b"\n" if ends_mid_line else b""
 
 
-@dataclass(frozen=True)
-class Piece:
+class Piece(NamedTuple):
     """One JSON value of a line: ``content[start:end]`` (rule 3) or an object rule 4
     read from a line that is not one value.
 
@@ -107,8 +106,7 @@ class Piece:
     end: int
 
 
-@dataclass(frozen=True)
-class LineRead:
+class LineRead(NamedTuple):
     """What rules 3–4 make of one line.
 
     Attributes:
@@ -127,8 +125,7 @@ class LineRead:
     split: bool = False
 
 
-@dataclass(frozen=True)
-class Value:
+class Value(NamedTuple):
     """A line's first value (:func:`read_value`).
 
     Attributes:
