@@ -126,6 +126,8 @@ impl Ends {
 pub struct Index {
     src: Source,
     header: Option<Range<u64>>,
+    /// oh-my-pi's title slot: a `title` object before the header (its bytes).
+    title: Option<Range<u64>>,
     /// `lines::line_hash` of the header line when scanned (checked on every read).
     header_hash: u32,
     /// The open's image length and its first and last `lines::FINGERPRINT` bytes, as
@@ -145,7 +147,8 @@ pub struct Index {
     ids: IdArena,
     table: IdTable,
     // Sparse facts.
-    /// Entries whose physical line starts before their object (torn fragment, BOM).
+    /// Entries whose physical line starts before their object (a BOM, torn bytes or
+    /// objects glued before it).
     line_offs: Vec<(u32, u64)>,
     /// Entries whose `parentId` names no entry yet (a later line may define it).
     unresolved: Vec<(u32, Vec<u8>)>,
@@ -198,6 +201,7 @@ impl Index {
         let mut ix = Index {
             src,
             header: None,
+            title: None,
             header_hash: 0,
             fingerprint: None,
             needs_migration: false,
@@ -450,6 +454,10 @@ impl Index {
                 self.table.prefetch(id);
             }
             if self.header.is_none() {
+                if self.title.is_none() && is_title_slot(c, &ch) {
+                    self.title = Some(c.start..c.end);
+                    continue;
+                }
                 if c.kind != EntryKind::Session || ch.get(c.id).is_none() {
                     b.bad_header = true;
                     b.stopped = true;
@@ -833,6 +841,20 @@ impl Index {
             return Err(Error::Stale(HEADER_CHANGED.into()));
         }
         Ok(bytes)
+    }
+
+    /// The bytes of oh-my-pi's title slot (a `title` object before the header), as the
+    /// file holds them now (the slot is rewritten in place while oh-my-pi runs: no hash
+    /// is checked); `None` without one.
+    ///
+    /// # Errors
+    /// [`Error::Stale`]: the file shrank.
+    pub fn title_slot(&self) -> Result<Option<Vec<u8>>> {
+        let Some(r) = self.title.clone() else {
+            return Ok(None);
+        };
+        self.src.check(r.end)?;
+        Ok(Some(self.src.read(r.start, r.end)?))
     }
 
     /// The image length of the open and the first and last `lines::FINGERPRINT` bytes
@@ -1282,22 +1304,33 @@ impl Index {
     }
 }
 
+/// oh-my-pi writes a fixed-size `{"type":"title","v":1,...}` line before the header
+/// (rewritten in place as the title changes): the first object before the header is
+/// that slot when its `type` is `"title"` (`_load.Loader`'s rule too).
+fn is_title_slot(c: &Cand, ch: &Chunk) -> bool {
+    c.kind == EntryKind::Unknown && ch.get(c.extra) == Some(&b"title"[..])
+}
+
 /// Why `content`, the first non-blank line of an image without a header, is not one:
-/// judged as `_load.header_error` judges it (a torn fragment's recovered object counts).
+/// judged as `_load.header_error` judges it (the first object rule 4 finds counts).
 fn header_problem(content: &[u8]) -> HeaderProblem {
     let ls = scan::scan_line(content);
-    match ls.verdict {
-        Verdict::Invalid => HeaderProblem::NotJson,
-        Verdict::NotObject => HeaderProblem::NotObject,
-        Verdict::Object => {
-            let obj = &content[ls.recovered_at..];
-            let ty = scan::str_bytes(obj, ls.fields.ty);
-            if ty.is_some_and(|t| EntryKind::from_name(&t) == EntryKind::Session) {
-                HeaderProblem::NoStringId
-            } else {
-                HeaderProblem::WrongType(scan::value_text(obj, ls.fields.ty))
+    let (obj, f) = match ls.verdict {
+        Verdict::NotObject => return HeaderProblem::NotObject,
+        Verdict::Object => (content, ls.fields),
+        Verdict::Invalid => match scan::split_line(content) {
+            None => return HeaderProblem::NotJson,
+            Some(split) => {
+                let p = split.pieces[0];
+                (&content[p.start..], p.fields)
             }
-        }
+        },
+    };
+    let ty = scan::str_bytes(obj, f.ty);
+    if ty.is_some_and(|t| EntryKind::from_name(&t) == EntryKind::Session) {
+        HeaderProblem::NoStringId
+    } else {
+        HeaderProblem::WrongType(scan::value_text(obj, f.ty))
     }
 }
 
@@ -1452,9 +1485,16 @@ mod tests {
             let line = format!(r#"{{"type":{ty},"id":"a"}}"#);
             assert_eq!(problem(line.as_bytes()), at(code, 1, 0), "{ty}");
         }
-        // A header fused to the next line by a lone CR: the recovered object counts.
-        let fused = format!("{H}\r{}\n", e("a", None, "message"));
+        // An entry glued before a header: the first object of the line counts.
+        let fused = format!("{}\r{H}\n", e("a", None, "message"));
         assert_eq!(problem(fused.as_bytes()), at(r#"type:"message""#, 1, 0));
+        let torn = format!("{{\"type\":\"sess{}\n", e("a", None, "message"));
+        assert_eq!(problem(torn.as_bytes()), at(r#"type:"message""#, 1, 0));
+        // A header glued to the next line (by a lone CR): both are read.
+        let glued = format!("{H}\r{}\n", e("a", None, "message"));
+        let ix = Index::from_image(glued.into_bytes()).unwrap();
+        assert_eq!((ix.len(), ix.id(0)), (1, &b"a"[..]));
+        assert!(kinds(&ix).is_empty());
         // The first non-blank line is named even when a later object is the culprit.
         let later = format!("oops\n{}\n", e("a", None, "message"));
         assert_eq!(problem(later.as_bytes()), at("not_json", 1, 0));

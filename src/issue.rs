@@ -9,7 +9,7 @@ pub enum IssueKind {
     Bom,
     /// Rule 3.
     InvalidUtf8,
-    /// Rule 4, recovered entry follows.
+    /// Rule 4: bytes that are no object on a line whose objects were read.
     TornFragment,
     /// Rule 4.
     InvalidJson,
@@ -104,12 +104,13 @@ pub struct Issue {
     pub kind: IssueKind,
     /// 1-based physical line.
     pub line: Option<u64>,
-    /// Byte offset of that line's first byte.
+    /// Byte offset of that line's first byte (a `torn_fragment` that does not start
+    /// the line: of its own first byte).
     pub offset: Option<u64>,
     /// Entry ids involved (decoded bytes; lone surrogates in generalized UTF-8).
     pub ids: Vec<Vec<u8>>,
-    /// A count: `duplicate_id` the line of the first definition, `torn_fragment` the
-    /// bytes before the recovered object, `truncated` the length of the piece, `cycle`
+    /// A count: `duplicate_id` the line of the first definition, `torn_fragment` its
+    /// bytes, `truncated` the length of the piece, `cycle`
     /// the number of entries.
     pub n: Option<u64>,
     /// `unknown_type`: the `type` when it is a string (decoded, like `ids`).

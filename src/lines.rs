@@ -75,7 +75,8 @@ pub(crate) struct Cand {
     pub(crate) line: u64,
     /// Offset of the line's first byte.
     pub(crate) line_off: u64,
-    /// The object's bytes `start..end` (after a BOM or torn fragment; no CR/LF).
+    /// The object's bytes `start..end` (after a BOM, torn bytes or objects glued
+    /// before it; no CR/LF).
     pub(crate) start: u64,
     pub(crate) end: u64,
     pub(crate) kind: EntryKind,
@@ -203,7 +204,6 @@ fn scan_range(
     let mut ls = scan::LineScan {
         verdict: Verdict::Object,
         bad_utf8: false,
-        recovered_at: 0,
         fields: scan::Fields::default(),
     };
     while pos < bytes.len() && pos < soft_end {
@@ -273,7 +273,7 @@ fn scan_range(
             scan_one(
                 &mut ch,
                 content,
-                &scan::scan_piece(content, !is_tail),
+                &scan::scan_line(content),
                 base + cstart as u64,
                 base + pos as u64,
                 line_no,
@@ -293,7 +293,9 @@ fn scan_range(
     (ch, pos)
 }
 
-/// Apply the line's scan `ls` (rules 3–5) and record a candidate or issues.
+/// Apply the line's scan `ls` (rules 3–5; rule 4's split of a complete invalid line)
+/// and record its candidates and issues. `cbase` is the offset of `content[0]`,
+/// `cbase_line` that of the line's first byte.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn scan_one(
@@ -311,76 +313,102 @@ fn scan_one(
         issues.push(Issue::at(IssueKind::InvalidUtf8, line, line_off));
     }
     match ls.verdict {
-        Verdict::Invalid => {
-            issues.push(if is_tail {
-                Issue::at(IssueKind::Truncated, line, line_off).n(content.len() as u64)
-            } else {
-                Issue::at(IssueKind::InvalidJson, line, line_off)
-            });
-            if is_tail {
-                // A pending line is judged whole once complete; until then only its
-                // truncation is reported (the python backend's rule too).
-                issues.retain(|i| i.kind == IssueKind::Truncated);
-                ch.tail = Some((cbase_line, false));
-                ch.tail_issues = issues;
+        Verdict::Invalid if is_tail => {
+            // A pending line is judged whole once complete; until then only its
+            // truncation is reported (the python backend's rule too).
+            ch.tail = Some((cbase_line, false));
+            ch.tail_issues =
+                vec![Issue::at(IssueKind::Truncated, line, line_off).n(content.len() as u64)];
+            return;
+        }
+        Verdict::Invalid => match scan::split_line(content) {
+            None => issues.push(Issue::at(IssueKind::InvalidJson, line, line_off)),
+            Some(split) => {
+                for &(a, b) in &split.fragments {
+                    // A fragment that starts the line is counted from the line's first
+                    // byte (a BOM included), as the python backend counts.
+                    let at = if a == 0 { line_off } else { cbase + a as u64 };
+                    issues.push(
+                        Issue::at(IssueKind::TornFragment, line, at).n(cbase + b as u64 - at),
+                    );
+                }
+                ch.issues.append(&mut issues);
+                for p in &split.pieces {
+                    let obj = &content[p.start..p.end];
+                    add_cand(
+                        ch,
+                        obj,
+                        &p.fields,
+                        ls.bad_utf8,
+                        cbase + p.start as u64,
+                        line,
+                        line_off,
+                    );
+                }
                 return;
             }
-        }
+        },
         Verdict::NotObject => issues.push(Issue::at(IssueKind::NotAnObject, line, line_off)),
         Verdict::Object => {
-            let at = ls.recovered_at;
-            if at > 0 {
-                // Counted from the line's first byte (a BOM or the start of a
-                // continued line included), as the python backend counts.
-                let before = cbase + at as u64 - line_off;
-                issues.push(Issue::at(IssueKind::TornFragment, line, line_off).n(before));
+            add_cand(ch, content, &ls.fields, ls.bad_utf8, cbase, line, line_off);
+            if is_tail {
+                ch.tail = Some((line_off, true));
             }
-            let obj = &content[at..];
-            let f = &ls.fields;
-            // A line that is valid UTF-8 needs no second check of its spans.
-            let ok = !ls.bad_utf8;
-            let ty = scan::str_bytes_of(obj, f.ty, ok);
-            let kind = ty
-                .as_deref()
-                .map_or(EntryKind::Unknown, EntryKind::from_name);
-            let role = if kind == EntryKind::Message {
-                Role::from_name(scan::str_bytes_of(obj, f.role, ok).as_deref())
-            } else {
-                Role::None
-            };
-            let ts = scan::str_bytes_of(obj, f.timestamp, ok)
-                .and_then(|t| parse_iso_ms(&t))
-                .unwrap_or(i64::MIN);
-            let id = ch.intern(obj, f.id, ok);
-            let parent = ch.intern(obj, f.parent_id, ok);
-            let spent = (role == Role::Assistant).then(|| ch.add_spent(obj, f));
-            let extra = match kind {
-                EntryKind::Compaction => ch.intern(obj, f.first_kept, ok),
-                EntryKind::ContextEdit | EntryKind::Leaf => ch.intern(obj, f.target_id, ok),
-                EntryKind::Unknown => ch.intern(obj, f.ty, ok),
-                _ => Ref::Absent,
-            };
-            ch.cands.push(Cand {
-                line,
-                line_off,
-                start: cbase + at as u64,
-                end: cbase + content.len() as u64,
-                kind,
-                role,
-                id,
-                parent,
-                ts,
-                extra,
-                hash: line_hash(obj),
-                spent,
-                long_number: f.long_number,
-            });
         }
     }
-    if is_tail {
-        ch.tail = Some((line_off, true));
-    }
     ch.issues.append(&mut issues);
+}
+
+/// Record the object `obj` (its fields `f`, its first byte at offset `start`) found on
+/// the line `line` at `line_off`.
+#[inline]
+fn add_cand(
+    ch: &mut Chunk,
+    obj: &[u8],
+    f: &scan::Fields,
+    bad_utf8: bool,
+    start: u64,
+    line: u64,
+    line_off: u64,
+) {
+    // A line that is valid UTF-8 needs no second check of its spans.
+    let ok = !bad_utf8;
+    let ty = scan::str_bytes_of(obj, f.ty, ok);
+    let kind = ty
+        .as_deref()
+        .map_or(EntryKind::Unknown, EntryKind::from_name);
+    let role = if kind == EntryKind::Message {
+        Role::from_name(scan::str_bytes_of(obj, f.role, ok).as_deref())
+    } else {
+        Role::None
+    };
+    let ts = scan::str_bytes_of(obj, f.timestamp, ok)
+        .and_then(|t| parse_iso_ms(&t))
+        .unwrap_or(i64::MIN);
+    let id = ch.intern(obj, f.id, ok);
+    let parent = ch.intern(obj, f.parent_id, ok);
+    let spent = (role == Role::Assistant).then(|| ch.add_spent(obj, f));
+    let extra = match kind {
+        EntryKind::Compaction => ch.intern(obj, f.first_kept, ok),
+        EntryKind::ContextEdit | EntryKind::Leaf => ch.intern(obj, f.target_id, ok),
+        EntryKind::Unknown => ch.intern(obj, f.ty, ok),
+        _ => Ref::Absent,
+    };
+    ch.cands.push(Cand {
+        line,
+        line_off,
+        start,
+        end: start + obj.len() as u64,
+        kind,
+        role,
+        id,
+        parent,
+        ts,
+        extra,
+        hash: line_hash(obj),
+        spent,
+        long_number: f.long_number,
+    });
 }
 
 /// Usable CPUs, asked once per process.
@@ -757,7 +785,8 @@ mod tests {
     #[test]
     fn blocks_give_what_one_scan_gives() {
         // Lines shorter and longer than a block (4 KiB in tests), blank and invalid
-        // ones, CRLF, torn fragments, and endings with and without a final LF.
+        // ones, CRLF, torn fragments, glued objects, and endings with and without a
+        // final LF.
         let mut rng = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = |n: u64| {
             rng ^= rng << 13;
@@ -775,7 +804,8 @@ mod tests {
                 });
                 let obj =
                     format!(r#"{{"type":"message","id":"e{i}","parentId":null,"p":"{pad}"}}"#);
-                match next(7) {
+                match next(8) {
+                    7 => img.extend_from_slice(format!("{obj} {obj}junk{obj}\n").as_bytes()),
                     0 => img.extend_from_slice(b"  \n"),
                     1 => img.extend_from_slice(format!("garbage {pad}\n").as_bytes()),
                     2 => img.extend_from_slice(format!("{obj}\r\n").as_bytes()),

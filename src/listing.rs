@@ -4,9 +4,10 @@
 //!
 //! The rules are Python's `sessiontree.catalog._extract` (the one Python home; tests
 //! hold the two equal on every corpus file, damaged case and generated folder): lines
-//! are framed and judged as the loader does (`scan::validate_line` / `scan_piece`: `\n`
-//! only, one CR stripped, BOM before the header, blank and invalid lines skipped, torn
-//! fragments recovered on lines ended by `\n`); the header is the first object; later
+//! are framed and judged as the loader does (`scan::validate_line` / `scan_line` /
+//! `split_line`: `\n` only, one CR stripped, BOM before the header, blank and invalid
+//! lines skipped, on a line ended by `\n` every object of glued ones read and torn
+//! fragments skipped); the header is the first object; later
 //! headers are ignored; an entry needs a non-empty string id and the first definition stands. What a line holds
 //! beyond the scanner's top-level fields is read here, over the validated bytes, without
 //! building a value: duplicate keys as `json.loads` keeps them (the last value wins).
@@ -53,7 +54,8 @@ pub enum Header {
     Missing(Option<(u64, u64, Vec<u8>)>),
 }
 
-/// What a scan saw of `session_info` names.
+/// What a scan saw of `session_info` names (and of oh-my-pi's title slot, which counts
+/// as one before the first entry).
 #[derive(Debug, Default, PartialEq)]
 pub enum Name {
     /// No `session_info` entry.
@@ -331,6 +333,7 @@ struct State {
     arena: IdArena,
     table: IdTable,
     header_found: bool,
+    title_seen: bool,
     line_no: u64,
     first_nonblank: Option<(u64, u64, Vec<u8>)>,
     fields: Fields,
@@ -344,6 +347,7 @@ impl State {
             arena: IdArena::default(),
             table: IdTable::new(),
             header_found: start > 0,
+            title_seen: false,
             line_no: 0,
             first_nonblank: None,
             fields: Fields::default(),
@@ -379,8 +383,8 @@ impl State {
     }
 
     /// One physical line (CR stripped; a tail keeps its CR) at offset `off`;
-    /// `complete`: ended by `\n` (rule 4 recovers torn fragments only then, as the
-    /// loader does: `scan::scan_piece`); false stops the scan.
+    /// `complete`: ended by `\n` (rule 4 reads glued objects and torn fragments only
+    /// then, as the loader does: `scan::split_line`); false stops the scan.
     fn line(&mut self, line: &[u8], off: u64, complete: bool) -> bool {
         self.line_no += 1;
         let line = if off == 0 {
@@ -394,12 +398,26 @@ impl State {
         if !self.header_found && self.first_nonblank.is_none() {
             self.first_nonblank = Some((self.line_no, off, line.to_vec()));
         }
-        let ls = scan::scan_piece(line, complete);
-        if ls.verdict != Verdict::Object {
-            return true;
+        let ls = scan::scan_line(line);
+        match ls.verdict {
+            Verdict::Object => {
+                self.fields = ls.fields;
+                self.object(line, off)
+            }
+            Verdict::Invalid if complete => {
+                let Some(split) = scan::split_line(line) else {
+                    return true;
+                };
+                for p in &split.pieces {
+                    self.fields = p.fields;
+                    if !self.object(&line[p.start..p.end], off) {
+                        return false;
+                    }
+                }
+                true
+            }
+            _ => true,
         }
-        self.fields = ls.fields;
-        self.object(&line[ls.recovered_at..], off)
     }
 
     /// An object (its fields in `self.fields`) on the line at offset `off`.
@@ -411,6 +429,16 @@ impl State {
                 self.first_nonblank = Some((self.line_no, off, obj.to_vec()));
             }
             let is_header = ty.as_deref() == Some(b"session") && matches!(f.id, Val::Str { .. });
+            if !is_header && !self.title_seen && ty.as_deref() == Some(b"title") {
+                // oh-my-pi's title slot (`_reader.is_title_slot`): the session's name
+                // until a `session_info` entry says otherwise.
+                self.title_seen = true;
+                let title = member(obj, ws(obj, 0), b"title").and_then(|v| string(obj, v));
+                if let Some(t) = title {
+                    self.out.name = Name::Set(t.into_owned());
+                }
+                return true;
+            }
             if !is_header {
                 self.out.header = Header::Missing(self.first_nonblank.take());
                 return false;

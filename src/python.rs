@@ -252,6 +252,13 @@ impl PyIndex {
         Ok(PyBytes::new(py, &h))
     }
 
+    /// oh-my-pi's title slot line before the header, as the file holds it now.
+    fn title_slot<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let ix = self.read(py);
+        let t = ix.title_slot().map_err(|e| self.err(e))?;
+        Ok(t.map(|b| PyBytes::new(py, &b)))
+    }
+
     /// `load_report` items: (kind, line, offset, ids, n, text), by line then rule.
     fn issues<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let ix = self.read(py);

@@ -2,8 +2,8 @@
 
 Each case is a Pi-shaped session (content blocks, tool results holding parsed session
 lines, labels, compactions, branches, names) from this file's own small generator,
-damaged at random: cut short, a torn fragment glued in front of a line, two lines glued
-into one, invalid UTF-8, NUL and CR bytes, a BOM, blank and junk lines, NaN, duplicate
+damaged at random: cut short, a torn fragment glued in front of or behind a line, two
+or three lines glued into one (blanks or junk between), invalid UTF-8, NUL and CR bytes, a BOM, blank and junk lines, NaN, duplicate
 ids, a huge line (past the native scanner's block and map sizes). For every case:
 
 * both backends open it and agree on everything a reader sees (entries, report, leaf
@@ -12,9 +12,9 @@ ids, a huge line (past the native scanner's block and map sizes). For every case
 * the file is byte-identical afterwards (reading never writes);
 * grown in random pieces, a reader that refreshes after each piece equals a fresh open
   of the same bytes, on each backend;
-* no entry is invented: every entry is a whole line of the file, or the suffix of a
-  *complete* line that starts at ``{"type":`` (rule 4), by a brute-force reading that
-  shares no code with the loader.
+* no entry is invented: every entry is a whole line of the file, or an object that
+  starts at a ``{`` of a *complete* line (rule 4: glued objects, objects behind a torn
+  fragment), by a brute-force reading that shares no code with the loader.
 
 Run: ``python tests/fuzz_differential.py --runs 3000 [--seed S]`` (``make fuzz``); a
 short run is part of ``make test`` (``tests/test_fuzz_short.py``). A failing case is
@@ -141,6 +141,11 @@ def damage(rng: random.Random, lines: list[bytes]) -> bytes:
             p = line.find(b'{"type":', 1)
             if p > 0:
                 lines.insert(i + 1, line[p:])
+        elif op == 10 and i + 2 < len(lines):  # three lines glued, blanks or junk between
+            sep = rng.choice([b"", b" ", b"\r", b"junk", b"[1,", b'{"a":'])
+            lines[i : i + 3] = [line + sep + lines[i + 1] + rng.choice([b"", b"\t"]) + lines[i + 2]]
+        elif op == 11 and len(other) > 1:  # a line, then a torn piece of another (later ended)
+            lines[i] = line + other[: rng.randrange(1, len(other))]
     data = b"\n".join(lines) + b"\n"
     r = rng.random()
     if r < 0.35:
@@ -202,10 +207,14 @@ def _loads(raw: bytes) -> Any:
     return json.loads(raw.decode("utf-8", "replace"), parse_constant=no_constants)
 
 
+_BRUTE = json.JSONDecoder(parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
+
+
 def possible_entries(data: bytes) -> set[str]:
     """Brute force, independent of the loader: every object an entry may be, i.e. a
-    whole physical line (LF-ended, or the unterminated last piece), or a suffix of a
-    *complete* line that starts at a ``{"type":`` (rule 4)."""
+    whole physical line (LF-ended, or the unterminated last piece), or an object that
+    starts at any ``{`` of a *complete* line, wherever it ends (rule 4: glued objects,
+    and those behind a torn fragment)."""
     out: set[str] = set()
     pieces = data.split(b"\n")
     for k, raw in enumerate(pieces):
@@ -214,19 +223,24 @@ def possible_entries(data: bytes) -> set[str]:
             raw = raw[3:]
         if complete and raw.endswith(b"\r"):
             raw = raw[:-1]
-        cands = [raw]
-        if complete:
-            p = raw.find(b'{"type":', 1)
-            while p > 0:
-                cands.append(raw[p:])
-                p = raw.find(b'{"type":', p + 1)
-        for c in cands:
-            try:
-                obj = _loads(c)
-            except (ValueError, RecursionError):
-                continue
+        try:
+            obj = _loads(raw)
             if isinstance(obj, dict):
                 out.add(_canon(obj))
+        except (ValueError, RecursionError):
+            pass
+        if not complete:
+            continue
+        text = raw.decode("utf-8", "replace")
+        p = text.find("{")
+        while p >= 0:
+            try:
+                obj, end = _BRUTE.raw_decode(text, p)
+            except (ValueError, RecursionError):
+                obj = None
+            if isinstance(obj, dict):
+                out.add(_canon(obj))
+            p = text.find("{", p + 1)
     return out
 
 
@@ -266,9 +280,9 @@ def check_case(data: bytes, rng: random.Random, folder: Path) -> None:
         if p == 0 or data[p - 1] == 0x0A:
             return True
         start = data.rfind(b"\n", 0, p) + 1
-        try:
-            json.loads(data[start:p].strip(b" \t\r").removeprefix(b"\xef\xbb\xbf") or b"x")
-        except ValueError:
+        try:  # as the loader decodes it: invalid UTF-8 replaced, not a reason to refuse
+            _loads(data[start:p].strip(b" \t\r").removeprefix(b"\xef\xbb\xbf") or b"x")
+        except (ValueError, RecursionError):
             return True
         return False
 

@@ -96,7 +96,7 @@ class IssueKind:
 
     INVALID_JSON = "invalid_json"  # line is not valid JSON (skipped)
     TRUNCATED = "truncated"  # last line, no final LF, invalid JSON: a write cut short (skipped, pending)
-    TORN_FRAGMENT = "torn_fragment"  # invalid prefix before a recovered complete entry on the same line
+    TORN_FRAGMENT = "torn_fragment"  # bytes that are no object on a line whose objects were read (rule 4)
     NOT_AN_OBJECT = "not_an_object"  # valid JSON but not an object (skipped)
     INVALID_UTF8 = "invalid_utf8"  # bytes replaced by U+FFFD (line kept)
     BOM = "bom"  # UTF-8 BOM before the header, ignored (informational)
@@ -118,7 +118,8 @@ class LoadIssue:
     Attributes:
         kind: one of :class:`IssueKind`'s strings.
         line: 1-based physical line (counting ``\\n`` only), or ``None`` if not about one line.
-        offset: 0-based byte offset of the first byte of that line, or ``None``.
+        offset: 0-based byte offset of the first byte of that line, or ``None``; for a
+            ``torn_fragment`` that does not start the line, of the fragment's first byte.
         ids: entry ids involved (e.g. ``(entry, missing_parent)``), possibly empty.
         detail: human-readable explanation; not compared by the differential tests.
     """
@@ -165,7 +166,7 @@ def describe_issue(kind: str, ids: tuple[str, ...] = (), n: int | None = None, t
         kind: an :class:`IssueKind` string.
         ids: the issue's ids.
         n: the number the wording needs: ``duplicate_id`` the line of the first
-            definition, ``torn_fragment`` the bytes before the recovered entry,
+            definition, ``torn_fragment`` the fragment's bytes,
             ``truncated`` the length of the piece, ``cycle`` its number of entries.
         text: ``unknown_type``: the ``type`` value when it is a string.
 
@@ -177,7 +178,7 @@ def describe_issue(kind: str, ids: tuple[str, ...] = (), n: int | None = None, t
     if kind == IssueKind.INVALID_UTF8:
         return "invalid UTF-8 replaced by U+FFFD"
     if kind == IssueKind.TORN_FRAGMENT:
-        return f"{n} bytes of a torn write before an entry"
+        return f"{n} bytes of a torn write skipped (the line's other objects are read)"
     if kind == IssueKind.INVALID_JSON:
         return "not valid JSON"
     if kind == IssueKind.TRUNCATED:

@@ -48,19 +48,26 @@ def apply_labels(label_entries: Iterable[LabelFields], labels: dict[str, Any], l
             label_ts.pop(target, None)
 
 
-def session_name_of(latest_session_info: dict[str, Any] | None) -> str | None:
+def session_name_of(latest_session_info: dict[str, Any] | None, title_slot: Any = None) -> str | None:
     """The session name given the latest ``session_info`` entry in file order.
 
     Pi 0.99's ``getSessionName`` (``entry.name?.trim() || undefined``; corpus
     ``hand-session-name-clear``): the latest entry decides, its name trimmed as
-    JavaScript trims, and an empty name clears the title.
+    JavaScript trims, and an empty name clears the title. A file with no such entry
+    takes the ``title`` of oh-my-pi's title slot (``_reader.is_title_slot``), trimmed
+    likewise: the slot counts as a name set before the first entry.
+
+    Args:
+        latest_session_info: the latest ``session_info`` entry, or ``None``.
+        title_slot: the title slot object, or ``None``.
 
     Returns:
-        Its trimmed ``name`` if that is a non-empty string, else ``None``.
+        The trimmed name if it is a non-empty string, else ``None``.
     """
     if latest_session_info is None:
-        return None
-    name = latest_session_info.get("name")
+        name = title_slot.get("title") if isinstance(title_slot, dict) else None
+    else:
+        name = latest_session_info.get("name")
     return (trim(name) or None) if isinstance(name, str) else None
 
 

@@ -184,7 +184,13 @@ class NativeIndex:
         self._label_ts: dict[str, Any] = {}
         self._name_n = 0
         self._name_entry: int | None = None
-        self._name: str | None = None
+        # oh-my-pi's title slot, as the file held it when the index was built.
+        slot = ix.title_slot()
+        try:
+            self._title_slot: Any = None if slot is None else decode_line(slot)
+        except ValueError:  # rewritten into something else since the scan
+            self._title_slot = None
+        self._name: str | None = session_name_of(None, self._title_slot)
 
     # ------------------------------------------------------------ the cache
     @property
@@ -547,13 +553,14 @@ class NativeIndex:
         return self._label_maps()[1].get(entry_id)
 
     def session_name(self) -> str | None:
-        """The latest ``session_info`` entry's non-empty ``name``, else ``None``."""
+        """The latest ``session_info`` entry's non-empty ``name`` (without one, the
+        title slot's ``title``), else ``None``."""
         n = self._n
         if self._name_n < n:
             infos = self._ix.entries_of_type("session_info", self._name_n)
             if infos and infos[-1] != self._name_entry:
                 self._name_entry = infos[-1]
-                self._name = session_name_of(self._entry_at(infos[-1]))
+                self._name = session_name_of(self._entry_at(infos[-1]), self._title_slot)
             self._name_n = n
         return self._name
 

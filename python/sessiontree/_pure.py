@@ -348,13 +348,14 @@ class PythonIndex:
             return None
 
     def session_name(self) -> str | None:
-        """The latest ``session_info`` entry's non-empty ``name``, else ``None``."""
+        """The latest ``session_info`` entry's non-empty ``name`` (without one, the
+        title slot's ``title``), else ``None``."""
         entries = self._l.entries
         for i in range(self._name_n, len(entries)):
             if entries[i].get("type") == "session_info":
                 self._name_idx = i
         self._name_n = len(entries)
-        return session_name_of(entries[self._name_idx] if self._name_idx >= 0 else None)
+        return session_name_of(entries[self._name_idx] if self._name_idx >= 0 else None, self._l.title_slot)
 
     def context_plan(self, leaf_id: str | None) -> ContextPlan:
         """Pi's context plan along root -> ``leaf_id`` (``_context.plan_context``)."""

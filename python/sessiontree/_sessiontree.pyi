@@ -143,6 +143,9 @@ class Index:
         """The header's ``version`` is absent, null or below 3: only it was indexed."""
     def header(self) -> bytes:
         """The header line's bytes."""
+    def title_slot(self) -> bytes | None:
+        """oh-my-pi's title slot before the header (its bytes as the file holds them
+        now), or ``None``."""
     def issues(self) -> list[tuple[str, int | None, int | None, tuple[str, ...], int | None, str | None]]:
         """``load_report`` items ``(kind, line, offset, ids, n, text)``, by line then rule:
         the facts ``_backend.describe_issue`` words the ``detail`` from."""

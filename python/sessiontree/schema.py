@@ -50,6 +50,7 @@ __all__ = [
     # content blocks
     "TextContent",
     "ImageContent",
+    "blob_sha256",
     "ThinkingContent",
     "ToolCall",
     "Usage",
@@ -109,11 +110,34 @@ class TextContent(TypedDict):
 
 
 class ImageContent(TypedDict):
-    """``{"type":"image","data": <base64>,"mimeType"}``."""
+    """``{"type":"image","data": <base64>,"mimeType"}``. oh-my-pi moves a large image's
+    bytes to its blob store and writes ``data: "blob:sha256:<64 hex>"`` instead
+    (:func:`blob_sha256`)."""
 
     type: Literal["image"]
     data: str
     mimeType: str
+
+
+_BLOB_PREFIX = "blob:sha256:"
+_HEX = frozenset("0123456789abcdef")
+
+
+def blob_sha256(data: object) -> str | None:
+    """The SHA-256 an image's ``data`` names when it is oh-my-pi's blob reference.
+
+    oh-my-pi (its session-format documentation) externalises large ``image.data`` as
+    ``blob:sha256:<64 lowercase hex>``, the hash of the raw bytes kept in its blob store
+    (``~/.omp/agent/blobs/<hash>``); a reference of any other form is malformed and is
+    not one (never read as a path).
+
+    Returns:
+        The 64 hex digits, or ``None`` when ``data`` is no such reference.
+    """
+    if type(data) is not str or len(data) != len(_BLOB_PREFIX) + 64 or not data.startswith(_BLOB_PREFIX):
+        return None
+    digest = data[len(_BLOB_PREFIX):]
+    return digest if _HEX.issuperset(digest) else None
 
 
 class ThinkingContent(TypedDict):

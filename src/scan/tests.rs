@@ -202,28 +202,45 @@ fn every_truncation_is_rejected_without_panic() {
     }
 }
 
+/// The pieces of `split_line(line)` as strings, and its fragments.
+fn split(line: &[u8]) -> Option<(Vec<&str>, Vec<&str>)> {
+    let s = split_line(line)?;
+    let text = |a: usize, b: usize| std::str::from_utf8(&line[a..b]).unwrap();
+    Some((
+        s.pieces.iter().map(|p| text(p.start, p.end)).collect(),
+        s.fragments.iter().map(|&(a, b)| text(a, b)).collect(),
+    ))
+}
+
 #[test]
-fn scan_line_flags_utf8_and_recovers_torn_fragments() {
+fn scan_line_flags_utf8_and_split_recovers_torn_fragments() {
     let s = scan_line(b"{\"type\":\"x\",\"id\":\"\xff\"}");
     assert!(s.bad_utf8);
     assert_eq!(s.verdict, Verdict::Object);
-    let torn = br#"{"type":"message","id":"a","mess{"type":"message","id":"b","parentId":null}"#;
-    let s = scan_line(torn);
-    assert_eq!(s.verdict, Verdict::Object);
-    let at = torn.len() - br#"{"type":"message","id":"b","parentId":null}"#.len();
-    assert_eq!(s.recovered_at, at);
-    assert_eq!(str_bytes(&torn[at..], s.fields.id).unwrap().as_ref(), b"b");
-    // A candidate at 0 is not a recovery; a suffix that is not an object is not one.
-    assert_eq!(scan_line(br#"{"type":"a""#).verdict, Verdict::Invalid);
-    assert_eq!(scan_line(br#"xx{"type":"label"}"#).recovered_at, 2);
-    // Only an object whose type names an entry type is recovered: not a content block
-    // (a line cut right after one, then ended by a bare LF), not a non-string type.
-    assert_eq!(scan_line(br#"xx{"type":1}"#).verdict, Verdict::Invalid);
-    let cut = br#"{"type":"message","id":"a","message":{"content":[{"type":"toolCall","id":"c"}"#;
-    assert_eq!(scan_line(cut).verdict, Verdict::Invalid);
+    let entry = r#"{"type":"message","id":"b","parentId":null}"#;
+    let torn = format!(r#"{{"type":"message","id":"a","mess{entry}"#);
+    assert_eq!(scan_line(torn.as_bytes()).verdict, Verdict::Invalid);
+    let got = split_line(torn.as_bytes()).unwrap();
+    let at = torn.len() - entry.len();
+    assert_eq!((got.pieces[0].start, got.pieces[0].end), (at, torn.len()));
+    assert_eq!(got.fragments, vec![(0, at)]);
+    let id = str_bytes(&torn.as_bytes()[at..], got.pieces[0].fields.id).unwrap();
+    assert_eq!(id.as_ref(), b"b");
+    // A candidate at 0 that is cut is no piece; a suffix that is not an object is none.
+    assert_eq!(split(br#"{"type":"a""#), None);
     assert_eq!(
-        scan_line(br#"xx{"type":"session","id":"h"}"#).recovered_at,
-        2
+        split(br#"xx{"type":"label"}"#),
+        Some((vec![r#"{"type":"label"}"#], vec!["xx"]))
+    );
+    // Only an object whose type names an entry type is recovered after a fragment: not
+    // a content block (a line cut right after one, then ended by a bare LF), not a
+    // non-string type.
+    assert_eq!(split(br#"xx{"type":1}"#), None);
+    let cut = br#"{"type":"message","id":"a","message":{"content":[{"type":"toolCall","id":"c"}"#;
+    assert_eq!(split(cut), None);
+    assert_eq!(
+        split(br#"xx{"type":"session","id":"h"}"#).unwrap().0,
+        vec![r#"{"type":"session","id":"h"}"#]
     );
     // At most MAX_TORN_CANDIDATES tries.
     let mut many = b"x".to_vec();
@@ -231,7 +248,75 @@ fn scan_line_flags_utf8_and_recovers_torn_fragments() {
         many.extend_from_slice(br#"{"type":"#);
     }
     many.extend_from_slice(br#"{"type":"label"}"#);
-    assert_eq!(scan_line(&many).verdict, Verdict::Invalid);
+    assert_eq!(split(&many), None);
+}
+
+#[test]
+fn glued_objects_are_each_a_piece() {
+    let a = r#"{"type":"message","id":"a","parentId":null,"message":{"role":"user","content":[{"type":"text","text":"}{"}]}}"#;
+    let b = r#"{"type":"compaction","id":"b","parentId":"a","summary":"s","firstKeptEntryId":"a"}"#;
+    let c = r#"{"type":"label","id":"c","parentId":"b","targetId":"a"}"#;
+    // Two and three whole objects, blanks between them kept out of every fragment.
+    let two = format!("{a}{b}");
+    assert_eq!(split(two.as_bytes()), Some((vec![a, b], vec![])));
+    let three = format!("{a} \t{b}{c} ");
+    assert_eq!(split(three.as_bytes()), Some((vec![a, b, c], vec![])));
+    // Any object that starts the line or follows a piece is one, whatever its type.
+    let odd = format!(r#"{{"x":1}}{b}"#);
+    assert_eq!(split(odd.as_bytes()), Some((vec![r#"{"x":1}"#, b], vec![])));
+    // Bytes that are no object are fragments where they are: before, between, after.
+    let mixed = format!("{a}garbage{c}");
+    assert_eq!(split(mixed.as_bytes()), Some((vec![a, c], vec!["garbage"])));
+    let tail = format!("{a} {b}[1,tail");
+    assert_eq!(split(tail.as_bytes()), Some((vec![a, b], vec!["[1,tail"])));
+    // Behind torn bytes (cut in a string, after a key...) every glued object is read.
+    let two = format!(r#"{{"type":"message","id":"x","text":"cut{b}{c}"#);
+    let torn = &two[..two.len() - b.len() - c.len()];
+    assert_eq!(split(two.as_bytes()), Some((vec![b, c], vec![torn])));
+    let key = format!(r#"{{"type":"message","id"{b}{c}"#);
+    assert_eq!(split(key.as_bytes()).unwrap().0, vec![b, c]);
+    // Behind a record cut where a value may follow, only an object that ends the line.
+    let comma = format!(r#"{{"type":"message","id":"x",{b}{c}"#);
+    assert_eq!(split(comma.as_bytes()).unwrap().0, vec![c]);
+    // A record cut right after a nested entry-shaped object: the nested object is no
+    // entry, whether another writer's line, our seal or the line's end follows.
+    let cut = format!(r#"{{"type":"custom","id":"t","data":[{c}"#);
+    let glued = format!("{cut}{b}");
+    assert_eq!(split(glued.as_bytes()), Some((vec![b], vec![&cut[..]])));
+    assert_eq!(split(format!("{cut}#").as_bytes()), None);
+    let member = format!("{cut},{b}");
+    assert_eq!(split(member.as_bytes()).unwrap().0, vec![b]);
+    // Each piece's fields are its own.
+    let s = split_line(three.as_bytes()).unwrap();
+    let ids: Vec<_> = s
+        .pieces
+        .iter()
+        .map(|p| {
+            str_bytes(&three.as_bytes()[p.start..], p.fields.id)
+                .unwrap()
+                .into_owned()
+        })
+        .collect();
+    assert_eq!(ids, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+}
+
+#[test]
+fn validate_prefix_ends_where_the_object_ends() {
+    let mut f = Fields::default();
+    assert_eq!(validate_prefix(br#"{"a":"}"}tail"#, &mut f), Some(9));
+    assert_eq!(validate_prefix(br#"{"a":[{}]} {"b":1}"#, &mut f), Some(10));
+    assert_eq!(validate_prefix(br#" {"a":1}"#, &mut f), None);
+    assert_eq!(validate_prefix(br#"[1]"#, &mut f), None);
+    assert_eq!(validate_prefix(br#"{"a":NaN}"#, &mut f), None);
+    assert_eq!(validate_prefix(br#"{"a":1"#, &mut f), None);
+    let deep = format!(
+        "{}{}",
+        "{\"a\":".repeat(MAX_DEPTH + 1),
+        "}".repeat(MAX_DEPTH + 1)
+    );
+    assert_eq!(validate_prefix(deep.as_bytes(), &mut f), None);
+    let ok = format!("{}1{}x", "{\"a\":".repeat(MAX_DEPTH), "}".repeat(MAX_DEPTH));
+    assert_eq!(validate_prefix(ok.as_bytes(), &mut f), Some(ok.len() - 1));
 }
 
 // --------------------------------------------------------------------- property test
@@ -379,8 +464,14 @@ fn random_bytes_never_panic() {
             .collect();
         let ls = scan_line(&v);
         let _ = crate::time::parse_iso_ms(&v);
-        if ls.recovered_at == 0 {
-            same_as_line_mode(&v, ls.verdict, &ls.fields);
+        same_as_line_mode(&v, ls.verdict, &ls.fields);
+        if let Some(s) = split_line(&v) {
+            for p in &s.pieces {
+                assert_eq!(
+                    validate(&v[p.start..p.end], &mut Fields::default()),
+                    Verdict::Object
+                );
+            }
         }
     }
 }
@@ -638,7 +729,7 @@ mod stage1 {
             line.extend_from_slice(br#"y",null,"\\\\"]"#);
             let mut f = Fields::default();
             assert_eq!(
-                validate_with::<_, false>(&line, &mut f, block::Baseline).0,
+                validate_with::<_, false, false>(&line, &mut f, block::Baseline).0,
                 Verdict::NotObject,
                 "{shift}"
             );
@@ -646,17 +737,17 @@ mod stage1 {
             let mut bad = line.clone();
             bad.insert(odd, b'\\'); // `\y`: invalid escape
             assert_eq!(
-                validate_with::<_, false>(&bad, &mut f, block::Baseline).0,
+                validate_with::<_, false, false>(&bad, &mut f, block::Baseline).0,
                 Verdict::Invalid
             );
             #[cfg(target_arch = "x86_64")]
             if let Some(a) = block::Avx2::detect() {
                 assert_eq!(
-                    validate_with::<_, false>(&line, &mut f, a).0,
+                    validate_with::<_, false, false>(&line, &mut f, a).0,
                     Verdict::NotObject
                 );
                 assert_eq!(
-                    validate_with::<_, false>(&bad, &mut f, a).0,
+                    validate_with::<_, false, false>(&bad, &mut f, a).0,
                     Verdict::Invalid
                 );
             }

@@ -7,10 +7,11 @@ on the corpus, the damaged cases and generated files). :func:`scan_file` picks t
 native one when the extension is built and the backend allows it.
 
 Lines are framed and judged by the loader's rules (``_jsonl.iter_lines``,
-``_reader.read_value``, ``_reader.is_header``): ``\\n`` only, one CR stripped, BOM
-before the header, blank and invalid lines skipped, torn fragments recovered (on lines
-ended by ``\\n``), the first JSON object must be the header, later headers ignored,
-an entry needs a non-empty string id and the first definition of an id stands.
+``_reader.read_line``, ``_reader.is_header``): ``\\n`` only, one CR stripped, BOM
+before the header, blank and invalid lines skipped, on a line ended by ``\\n`` every
+object of glued ones read and torn fragments skipped, the first JSON object must be
+the header, later headers ignored, an entry needs a non-empty string id and the first
+definition of an id stands.
 
 What a file gives (Pi's ``buildSessionInfo``, session-manager.ts, for the listing):
 
@@ -20,7 +21,8 @@ What a file gives (Pi's ``buildSessionInfo``, session-manager.ts, for the listin
   non-string, ``""`` for null/absent) joined by spaces when non-empty, the first user
   one as ``first_message``, and the activity time (the message's numeric
   ``timestamp``, else the entry's ISO time; the largest, at least 0); the last
-  ``session_info`` entry's ``name`` (not trimmed here).
+  ``session_info`` entry's ``name`` (not trimmed here), oh-my-pi's title slot counting
+  as one before the first entry (``_reader.is_title_slot``).
 * **docs** — the searchable text of an entry: a user message's text; an assistant
   message's text, then each ``toolCall`` block's ``name`` and the strings inside its
   ``arguments`` (in ``json.loads`` order); a ``session_info`` name. Non-empty parts are
@@ -51,7 +53,7 @@ from typing import Any
 from .. import _js
 from .._filestate import FINGERPRINT, open_regular
 from .._jsonl import BOM, is_blank
-from .._reader import is_header, read_value
+from .._reader import is_header, is_title_slot, read_line
 from .._time import parse_iso_ms
 
 __all__ = ["ScanResult", "scan_file", "scan_stream", "tail_text", "entries_path", "native_scanner", "records"]
@@ -297,6 +299,7 @@ class _Scan:
         self.first_message: str | None = None
         self.texts: list[str] = []
         self.name: tuple[bool, str | None] = (False, None)
+        self.title_seen = False
         self.activity: float | None = None
         self.entries: list[bytes] = []
         self.docs: list[tuple[Any, ...]] = []
@@ -312,18 +315,31 @@ class _Scan:
         if not self.header_found and self.first is None:
             self.first = (line_no, offset, raw)
         try:
-            v = read_value(raw, complete=complete)
+            r = read_line(raw, complete=complete)
         except ValueError:
             return True
-        obj = v.value
+        for p in r.pieces:
+            if not self.object(p.value, raw[p.start : p.end] if r.split else raw):
+                return False
+        return True
+
+    def object(self, obj: Any, raw: bytes) -> bool:
+        """One value of a line (``raw``: its bytes); false stops the scan."""
         if type(obj) is not dict:
             return True
         if not self.header_found:
+            if not is_header(obj) and not self.title_seen and is_title_slot(obj):
+                # oh-my-pi's title slot: the name until a session_info says otherwise.
+                self.title_seen = True
+                title = obj.get("title")
+                if isinstance(title, str):
+                    self.name = (True, title)
+                return True
             if not is_header(obj):
                 self.header = ("missing", self.first)
                 return False
             self.header_found = True
-            self.header = ("found", raw[v.recovered_at:])
+            self.header = ("found", raw)
             version = obj.get("version")
             self.old_version = version is None or (
                 isinstance(version, (int, float)) and not isinstance(version, bool) and version < 2

@@ -8,7 +8,7 @@ import os
 
 from .._places import default_session_root
 
-__all__ = ["ENV", "OFF", "cache_path", "default_path", "resolve"]
+__all__ = ["ENV", "OFF", "cache_path", "default_path", "pi_folders", "resolve"]
 
 ENV = "SESSIONTREE_CATALOG"
 """The environment variable that moves the catalog (a file path), or turns it off."""
@@ -70,8 +70,20 @@ def resolve(path: str | os.PathLike[str] | None) -> str | None:
     if chosen is None:
         return None
     real = os.path.realpath(chosen)
-    root = os.path.realpath(default_session_root())
-    for pi in (root, os.path.dirname(root)):
-        if _inside(real, pi):
+    for pi in pi_folders():
+        if _inside(real, os.path.realpath(pi)) or _inside(chosen, pi):
             raise ValueError(f"{chosen}: the catalog must not live inside Pi's folder {pi}")
     return chosen
+
+
+def pi_folders() -> tuple[str, str]:
+    """Pi's sessions root and agent folder as Pi computes them (config.ts
+    ``getAgentDir``, ``join(agentDir, "sessions")``): absolute, symlinks not resolved.
+
+    Each is compared with a catalog path both as it is and resolved on its own: a
+    sessions root that is a symlink (``~/.pi/agent/sessions`` -> ``~/pi-sessions``, a
+    dotfiles set-up) is resolved to its target, but its target's parent is not Pi's
+    folder; the agent folder is the root's parent *before* resolving.
+    """
+    root = os.path.abspath(default_session_root())
+    return root, os.path.dirname(root)

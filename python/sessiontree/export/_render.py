@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..cli._common import human_bytes, json_text, num, number, tool_call_preview, value_text
+from ..schema import blob_sha256
 
 __all__ = ["Part", "Item", "item_of", "clean", "one_line", "usage_text", "IMAGE_TYPES"]
 
@@ -162,6 +163,9 @@ def _content_parts(content: Any, kind: str = "text", *, error: bool = False) -> 
 
 def _image(block: dict[str, Any]) -> Part:
     mime, data = block.get("mimeType"), block.get("data")
+    blob = blob_sha256(data)
+    if blob is not None:  # oh-my-pi kept the bytes in its blob store, not in the file
+        return Part("note", f"[image {one_line(mime, 60)} kept outside the session file: blob sha256:{blob}]")
     size = len(data) * 3 // 4 if isinstance(data, str) else 0
     if mime in IMAGE_TYPES and isinstance(data, str) and _BASE64_RE.fullmatch(data):
         return Part("image", mime=str(mime), data=data, title=f"image {mime} {human_bytes(size)}")

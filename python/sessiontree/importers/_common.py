@@ -38,6 +38,7 @@ __all__ = [
     "SessionPlan",
     "SourceLine",
     "apply_plan",
+    "settle_parent_links",
     "derive_id",
     "derive_uuid",
     "session_id_of",
@@ -300,8 +301,8 @@ class SessionPlan:
         entries: planned entries; a parent always comes before its children.
         report: counts of what was mapped, kept, skipped, unmapped.
         role: ``"main"`` or ``"subagent"`` / ``"sidechain"`` / ``"fork"``.
-        parent_source_id: the parent's source session id when ``parent_session``
-            could not be resolved to a file (reported).
+        parent_source_id: the parent's session id; written to the header as
+            ``parentSessionId`` when ``parent_session`` names no file (reported).
     """
 
     source: str
@@ -413,6 +414,21 @@ def target_path(plan: SessionPlan, to: str | os.PathLike[str] | None) -> str:
     return exact
 
 
+def settle_parent_links(plans: list[SessionPlan], to: str | os.PathLike[str] | None) -> None:
+    """Keep each plan's ``parentSession`` only when it names a file: one that exists, or
+    one these plans write (a plan with a message). A link to a file no import wrote (a
+    subagent imported alone, its session never imported, or a session with nothing to
+    import, whose file name would carry a 1970 time) is dropped; the parent's session
+    id stays in ``parent_source_id`` and the header's ``parentSessionId``."""
+    written = {target_path(p, to) for p in plans if p.message_count}
+    for plan in plans:
+        parent = plan.parent_session
+        if parent is None or parent in written or os.path.isfile(parent):
+            continue
+        plan.parent_session = None
+        plan.report.unmapped["parentSession (the parent's file was not imported; its id kept)"] += 1
+
+
 def _file_fields(p: PlannedEntry) -> dict[str, Any]:
     f = dict(p.fields)
     if p.kind == "session_info":
@@ -494,12 +510,20 @@ def continuation_id(entry_id: str, blocks_before: int) -> str:
     return derive_id("continuation", entry_id, blocks_before)
 
 
+def _header_extra(plan: SessionPlan) -> dict[str, Any]:
+    """Header keys beyond Pi's: the parent's id when no file of it is linked."""
+    if plan.parent_session is None and plan.parent_source_id is not None:
+        return {"parentSessionId": plan.parent_source_id}
+    return {}
+
+
 def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, backend: str | None = None) -> ImportResult:
     """Write a plan as a Pi session file, or bring the existing imported file up to date.
 
     A new file is made through ``SessionManager.create`` + ``new_session`` (Pi's rule:
     written at the first assistant message). A plan without any assistant message
-    would never be written that way, so its header is written first, alone, with the
+    would never be written that way (nor one whose header carries ``parentSessionId``,
+    which Pi's header has no place for), so its header is written first, alone, with the
     project's own encoder and writer (one exclusive create), and every entry is then
     appended through ``SessionManager.open``: the file holds exactly what Pi would
     have written had it persisted the session. An existing file (same session id in
@@ -547,7 +571,7 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
             if mgr.session_id != plan.session_id:
                 mgr.close()
                 return result(None, 0, f"{path} exists and holds another session ({mgr.session_id})")
-        elif any(p.is_assistant for p in plan.entries):
+        elif any(p.is_assistant for p in plan.entries) and not _header_extra(plan):
             created = True
             mgr = _Writer.create(plan.cwd, session_dir=os.path.dirname(path), backend=backend)  # type: ignore[assignment]
             mgr._next_ts = plan.timestamp
@@ -560,6 +584,7 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
                                       "timestamp": plan.timestamp, "cwd": plan.cwd}
             if plan.parent_session is not None:
                 header["parentSession"] = plan.parent_session
+            header.update(_header_extra(plan))
             writer = SessionWriter(path)
             writer.create(encode_entry(header) + b"\n")
             writer.close()

@@ -261,10 +261,10 @@ class _CodexPlanner:
         if parent_thread is not None:
             pfile = _find_rollout(parent_thread, path)
             head = _header_of(pfile) if pfile else None
+            self.plan.parent_source_id = parent_thread if head is None else head[0]
             if head is not None:
                 self.plan.parent_session = target_path(SessionPlan(SOURCE, pfile or "", head[0], head[2], head[1]), to)
             else:
-                self.plan.parent_source_id = parent_thread
                 report.unmapped["parentSession (parent thread's rollout not found)"] += 1
         self.meta_line = meta_line
         self.entries = self.plan.entries
@@ -549,20 +549,40 @@ class _CodexPlanner:
             if bt in ("input_text", "output_text", "text") and isinstance(b.get("text"), str):
                 out.append({"type": "text", "text": b["text"]})
             elif bt == "input_image":
-                url = b.get("image_url")
-                img = _data_url(url)
-                if img is not None:
-                    out.append(img)
-                else:
-                    self.report.unmapped["input_image by URL (kept as text)"] += 1
-                    out.append({"type": "text", "text": f"[image: {url}]"})
+                out.append(self.image(b.get("image_url")))
             else:
                 self.report.unmapped[f"message content {bt} (kept as JSON text)"] += 1
                 out.append({"type": "text", "text": compact_json(b)})
         return out
 
+    def image(self, url: Any) -> dict[str, Any]:
+        """An image by its URL: a ``data:`` URL's bytes; another URL as a text naming it;
+        none (``null``, not a string) as ``[image]``."""
+        img = _data_url(url)
+        if img is not None:
+            return img
+        if not isinstance(url, str) or not url:
+            self.report.unmapped["image without a URL (kept as [image])"] += 1
+            return {"type": "text", "text": "[image]"}
+        self.report.unmapped["input_image by URL (kept as text)"] += 1
+        return {"type": "text", "text": f"[image: {url}]"}
+
     def output(self, out: Any) -> tuple[list[dict[str, Any]], bool]:
         is_error = False
+        if isinstance(out, str) and out.startswith("{"):
+            # Codex's shell tools return their result as JSON text: {"output": "...",
+            # "metadata": {"exit_code": N, "duration_seconds": ...}}. The output is the
+            # result; a non-zero exit code makes it an error, as Pi marks its own tool
+            # failures (isError).
+            try:
+                parsed = json.loads(out)
+            except ValueError:
+                parsed = None
+            meta = parsed.get("metadata") if isinstance(parsed, dict) else None
+            if isinstance(parsed, dict) and isinstance(parsed.get("output"), str) and isinstance(meta, dict):
+                code = meta.get("exit_code")
+                is_error = isinstance(code, int) and not isinstance(code, bool) and code != 0
+                return [{"type": "text", "text": parsed["output"]}], is_error
         if isinstance(out, dict):
             if out.get("success") is False:
                 is_error = True
@@ -600,8 +620,7 @@ class _CodexPlanner:
                 self.close()
                 blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
                 for url in p.get("images") or []:
-                    img = _data_url(url)
-                    blocks.append(img if img is not None else {"type": "text", "text": f"[image: {url}]"})
+                    blocks.append(self.image(url))
                 e = self.add("message", {"message": {"role": "user", "content": blocks,
                                                      "timestamp": ms_of(ln.ts or self.last_ts)}}, ln)
                 self.turn.add(e.id)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
+from ..schema import blob_sha256
+
 __all__ = [
     "MAX_TEXT",
     "MAX_RESULT",
@@ -142,10 +144,14 @@ def image_stub(data: bytes | None, mime: str | None) -> dict[str, Any]:
     (:data:`NO_DATA`) keeps its place with ``sha256`` and ``bytes`` null and the problem
     named: its entry and session are exported all the same (docs/TABLES.md, "Bad
     blocks"). Both backends' images come here (the native core gives ``data`` as
-    bytes)."""
+    bytes). oh-my-pi's blob reference (``blob:sha256:<hex>``, :func:`~sessiontree.schema.blob_sha256`)
+    gives the hash it names, no length (the bytes are not in the file) and no problem."""
     digest = size = None
     problem: str | None = NO_DATA
-    if data is not None:
+    blob = blob_sha256(data.decode("ascii")) if data is not None and data.isascii() else None
+    if blob is not None:
+        digest, problem = blob, None
+    elif data is not None:
         try:
             raw = binascii.a2b_base64(data, strict_mode=False)
         except binascii.Error:
