@@ -166,7 +166,7 @@ class TreeView(ScrollView, can_focus=True):
             try:
                 text = self._row_text(self.rows[i], width)
             except (SessionError, OSError) as e:  # the file changed under the app: said there, row left blank
-                self.app.call_later(self.app.file_changed, e)
+                self.app.call_later(getattr(self.app, "file_changed"), e)  # BrowseApp's
                 return Strip.blank(width)
             self._texts[key] = text
             if len(self._texts) > _CACHE_ROWS:

@@ -157,11 +157,11 @@ def _finite(value: Any) -> Any:
         if isinstance(v, float) and not math.isfinite(v):
             container[key] = None
         elif isinstance(v, dict):
-            container[key] = copy = dict(v)
-            stack.extend((copy, k) for k in copy)
+            obj = container[key] = dict(v)
+            stack.extend((obj, k) for k in obj)
         elif isinstance(v, (list, tuple)):
-            container[key] = copy = list(v)
-            stack.extend((copy, i) for i in range(len(copy)))
+            seq = container[key] = list(v)
+            stack.extend((seq, i) for i in range(len(seq)))
     return root[0]
 
 
