@@ -34,7 +34,7 @@ from typing import Any, Literal
 from .._time import datetime_from_ms, local_time
 from ._extract import entries_path, native_scanner
 from ._indexer import entries_of
-from ._store import py_text
+from ._store import checked, py_text
 
 __all__ = ["UsageLine", "UsageReport", "GROUPS", "usage_folders"]
 
@@ -259,9 +259,10 @@ def _age(f: Any) -> tuple[bool, int, str]:
 
 
 def _catalog_records(conn: sqlite3.Connection, by_id: dict[int, Any]) -> list[tuple[Any, ...]]:
-    rows = conn.execute(
-        "SELECT file, seq, entry, stamp, time, kind, provider, model, input, output, cache_read,"
-        " cache_write, total_tokens, cost FROM usage WHERE file IN (SELECT value FROM json_each(?))",
-        (json.dumps(sorted(by_id)),))
+    cols = ("file", "seq", "entry", "stamp", "time", "kind", "provider", "model", "input", "output", "cache_read",
+            "cache_write", "total_tokens", "cost")
+    rows = checked("usage", cols, conn.execute(
+        f"SELECT {', '.join(cols)} FROM usage WHERE file IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(by_id)),)))
     return [(by_id[r[0]], r[1], py_text(r[2]), py_text(r[3]), r[4], r[5], py_text(r[6]), py_text(r[7]), *r[8:])
             for r in rows]
