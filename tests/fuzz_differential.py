@@ -4,11 +4,13 @@ Each case is a Pi-shaped session (content blocks, tool results holding parsed se
 lines, labels, compactions, branches, names) from this file's own small generator,
 damaged at random: cut short, a torn fragment glued in front of or behind a line, two
 or three lines glued into one (blanks or junk between), invalid UTF-8, NUL and CR bytes, a BOM, blank and junk lines, NaN, duplicate
-ids, a huge line (past the native scanner's block and map sizes). For every case:
+ids, a huge line (past the native scanner's block and map sizes), usage numbers at the
+edges of a double (1e308, 1e400, integers beyond 64 bits). For every case:
 
 * both backends open it and agree on everything a reader sees (entries, report, leaf
   by loader rule 13 (agent-core's `leaf` entries among the types), the storage view,
-  tree, branch, context, name), or both raise ``InvalidSessionError`` at the same line;
+  tree, branch, context, name, usage totals), or both raise ``InvalidSessionError`` at
+  the same line, and both catalog readers give the same usage report;
 * the file is byte-identical afterwards (reading never writes);
 * grown in random pieces, a reader that refreshes after each piece equals a fresh open
   of the same bytes, on each backend;
@@ -63,6 +65,14 @@ def session(rng: random.Random, n: int) -> list[bytes]:
         elif kind == "assistant":
             blocks = [{"type": "text", "text": "t" * rng.randrange(200)} for _ in range(rng.randrange(1, 4))]
             base["message"] = {"role": "assistant", "content": blocks, "provider": "p", "model": "m", "timestamp": k}
+            if rng.random() < 0.5:  # usage at the edges of a double (issue 24): spelt as JSON numbers below
+                base["message"]["usage"] = {"input": "N0", "output": rng.randrange(100), "cost": {"total": "N1"}}
+                edges = ["1e308", "-1e308", "1e400", "-1e400", "1.7976931348623157e308", "0.1", "3",
+                         "99999999999999999999999999999", "-0.0"]
+                lines.append(_d(base).replace(b'"N0"', rng.choice(edges).encode())
+                             .replace(b'"N1"', rng.choice(edges).encode()))
+                ids.append(eid)
+                continue
         elif kind == "tool":
             nested = [
                 {"type": "message", "id": f"n{rng.randrange(1 << 20):05x}", "parentId": None, "timestamp": ts,
@@ -180,6 +190,7 @@ def facts(mgr: SessionManager) -> dict[str, Any]:
         # agent-core's storage view of the same session (`_session_storage`).
         "storage": (mgr.storage.get_leaf_id(), [e["id"] for e in mgr.storage.get_path_to_root(mgr.storage.get_leaf_id())],
                     {e["id"]: mgr.storage.get_label(e["id"]) for e in mgr.get_entries()}),
+        "usage": repr(mgr.get_usage_totals()),  # repr: NaN (inf + -inf) equals itself
     }
 
 
@@ -194,6 +205,27 @@ def snapshot(path: Path, backend: str) -> Any:
         return facts(mgr)
     finally:
         mgr.close()
+
+
+def usage_report(path: Path, backend: str) -> str:
+    """``sessiontree usage session`` of the one file, read by ``backend``'s catalog reader
+    (the record order differs between the two readers; the sums must not: issue 24)."""
+    from datetime import timezone
+
+    from sessiontree import catalog
+
+    folder = path.parent / "usage"
+    folder.mkdir(exist_ok=True)
+    (folder / "u.jsonl").write_bytes(path.read_bytes())
+    old = os.environ.get("SESSIONTREE_BACKEND")
+    os.environ["SESSIONTREE_BACKEND"] = backend
+    try:
+        return repr(catalog.usage("session", [str(folder)], no_cache=True, tz=timezone.utc))
+    finally:
+        if old is None:
+            del os.environ["SESSIONTREE_BACKEND"]
+        else:
+            os.environ["SESSIONTREE_BACKEND"] = old
 
 
 def _canon(obj: Any) -> str:
@@ -265,6 +297,7 @@ def check_case(data: bytes, rng: random.Random, folder: Path) -> None:
     py = snapshot(p, "python")
     nat = snapshot(p, "native")
     assert py == nat, "the backends disagree"
+    assert usage_report(p, "python") == usage_report(p, "native"), "the usage reports disagree"
     assert hashlib.sha256(p.read_bytes()).digest() == digest, "reading wrote to the file"
     if isinstance(py, dict) and not _migrates(data):
         possible = possible_entries(data)

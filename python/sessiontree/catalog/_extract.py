@@ -260,16 +260,23 @@ def _lines(f: Any, start: int, counter: list[int]) -> Iterator[tuple[int, bytes,
     CR before it (a tail keeps its CR), as ``iter_lines`` frames them; ``next`` is the
     offset of the following line, -1 for a tail."""
     f.seek(start)
-    data = b""
+    # The start of a line longer than a block, in pieces: joined once, when its end is
+    # read (``data + chunk`` per block copied it again each time, quadratic in the
+    # line's length: 9.3 s for one 128 MB line).
+    pending: list[bytes] = []
     base = start
     while True:
         chunk = f.read(_BLOCK)
         counter[0] += len(chunk)
         if not chunk:
-            if data:
-                yield base, data, -1
+            if pending:
+                yield base, b"".join(pending), -1
             return
-        data = data + chunk if data else chunk
+        if pending and chunk.find(b"\n") < 0:
+            pending.append(chunk)
+            continue
+        data = b"".join((*pending, chunk)) if pending else chunk
+        pending = []
         pos = 0
         find = data.find
         while True:
@@ -279,7 +286,8 @@ def _lines(f: Any, start: int, counter: list[int]) -> Iterator[tuple[int, bytes,
             stop = nl - 1 if nl > pos and data[nl - 1] == 13 else nl
             yield base + pos, data[pos:stop], base + nl + 1
             pos = nl + 1
-        data = data[pos:]
+        if pos < len(data):
+            pending.append(data[pos:])
         base += pos
 
 

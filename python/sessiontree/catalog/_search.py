@@ -51,7 +51,7 @@ from .. import _js
 from .._time import datetime_from_ms
 from ._extract import entries_path, native_scanner
 from ._indexer import entries_of
-from ._store import py_text, search_text
+from ._store import checked, py_text, search_text
 from ._words import fts_text, word_char
 
 __all__ = ["Query", "SearchHit", "SearchResult", "parse_query", "search_folders"]
@@ -397,7 +397,7 @@ def _catalog_hits(conn: sqlite3.Connection, q: Query, matcher: _Matcher, by_id: 
         rows = conn.execute(
             f"SELECT {cols} FROM doc_fts JOIN doc d ON d.id = doc_fts.rowid"
             " WHERE doc_fts MATCH ? AND d.file IN (SELECT value FROM json_each(?))", (expr, ids))
-    for file, seq, entry, role, time, body in rows:
+    for file, seq, entry, role, time, body in checked("doc", ("file", "seq", "entry", "role", "time", "body"), rows):
         m = matcher.match(body)
         if m is not None:
             f = by_id[file]

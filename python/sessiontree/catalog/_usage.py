@@ -17,7 +17,8 @@ abandoned branches cost.
 
 Times are an entry's time (``_extract``), put in days, ISO weeks and months of the
 given time zone; ``since``/``until`` are inclusive dates there and leave out records
-without a time. Sums are exact (``math.fsum``: the same whatever the order).
+without a time. Sums are exact, rounded once (:func:`exact_sum`: the same whatever the
+order, defined for every input, ``inf`` beyond the double range).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, tzinfo
 from typing import Any, Literal
@@ -33,7 +34,7 @@ from typing import Any, Literal
 from .._time import datetime_from_ms, local_time
 from ._extract import entries_path, native_scanner
 from ._indexer import entries_of
-from ._store import py_text
+from ._store import checked, py_text
 
 __all__ = ["UsageLine", "UsageReport", "GROUPS", "usage_folders"]
 
@@ -87,9 +88,46 @@ def _whole(x: float) -> float:
     return int(x) if math.isfinite(x) and x == int(x) else x
 
 
+_SCALE = 1074  # every finite double is a whole multiple of 2**-1074
+
+
+def exact_sum(values: Iterable[float]) -> float:
+    """The sum of ``values`` as one rounding of their exact sum: the same float
+    whatever their order (CONTRACT §7, "Usage").
+
+    Finite terms are summed exactly (``math.fsum``; where its partial sums leave the
+    double range, as integer multiples of 2**-1074) and rounded once, to nearest; a
+    sum beyond the largest double is ``inf`` or ``-inf`` by its sign. Infinite terms
+    (JSON numbers such as ``1e400``) win: ``inf`` if some term is ``inf`` and none
+    ``-inf``, the reverse likewise, NaN if both occur (IEEE's ``inf + -inf``) or a term
+    is NaN. ``math.fsum`` alone raised ``OverflowError`` (``1e308 + 1e308``) or
+    ``ValueError`` (``inf + -inf``), depending on the order for the former.
+    """
+    vals = list(values)
+    pos = neg = False
+    for v in vals:
+        if not math.isfinite(v):
+            if v != v:
+                return math.nan
+            pos, neg = pos or v > 0, neg or v < 0
+    if pos or neg:
+        return math.nan if pos and neg else (math.inf if pos else -math.inf)
+    try:
+        return math.fsum(vals)
+    except OverflowError:
+        total = 0
+        for v in vals:
+            n, d = v.as_integer_ratio()
+            total += n << (_SCALE - d.bit_length() + 1)
+        try:
+            return total / (1 << _SCALE)  # int / int: correctly rounded
+        except OverflowError:
+            return math.inf if total > 0 else -math.inf
+
+
 def _line(key: str, rows: list[tuple[float, ...]]) -> UsageLine:
-    col = [_whole(math.fsum(r[k] for r in rows)) for k in range(5)]
-    return UsageLine(key, len(rows), col[0], col[1], col[2], col[3], col[4], math.fsum(r[5] for r in rows))
+    col = [_whole(exact_sum(r[k] for r in rows)) for k in range(5)]
+    return UsageLine(key, len(rows), col[0], col[1], col[2], col[3], col[4], exact_sum(r[5] for r in rows))
 
 
 def _bucket(group: str, ms: float | None, tz: tzinfo | None) -> str | None:
@@ -209,7 +247,8 @@ def _report(store: Any, records: list[tuple[Any, ...]], sessions: list[Any], gro
     if group in ("daily", "weekly", "monthly"):
         lines.sort(key=lambda x: (x.key == "(no time)", x.key))
     else:
-        lines.sort(key=lambda x: (-x.cost, x.key))
+        # NaN (a cost of inf + -inf) sorts last, so the order never depends on the records' order.
+        lines.sort(key=lambda x: (x.cost != x.cost, -x.cost if x.cost == x.cost else 0.0, x.key))
     return UsageReport(group, tuple(lines), _line("total", kept), active_path, len(sessions))
 
 
@@ -220,9 +259,10 @@ def _age(f: Any) -> tuple[bool, int, str]:
 
 
 def _catalog_records(conn: sqlite3.Connection, by_id: dict[int, Any]) -> list[tuple[Any, ...]]:
-    rows = conn.execute(
-        "SELECT file, seq, entry, stamp, time, kind, provider, model, input, output, cache_read,"
-        " cache_write, total_tokens, cost FROM usage WHERE file IN (SELECT value FROM json_each(?))",
-        (json.dumps(sorted(by_id)),))
+    cols = ("file", "seq", "entry", "stamp", "time", "kind", "provider", "model", "input", "output", "cache_read",
+            "cache_write", "total_tokens", "cost")
+    rows = checked("usage", cols, conn.execute(
+        f"SELECT {', '.join(cols)} FROM usage WHERE file IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(by_id)),)))
     return [(by_id[r[0]], r[1], py_text(r[2]), py_text(r[3]), r[4], r[5], py_text(r[6]), py_text(r[7]), *r[8:])
             for r in rows]

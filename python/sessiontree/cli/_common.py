@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import sys
@@ -121,7 +122,12 @@ def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
         need = old_limit + 10_000
         sys.setrecursionlimit(need)
         try:
-            text = json.dumps(value, indent=2 if indent else None, ensure_ascii=True, default=_json_default)
+            try:
+                text = json.dumps(value, indent=2 if indent else None, ensure_ascii=True, default=_json_default,
+                                  allow_nan=False)
+            except ValueError:  # NaN or an infinity: null, as orjson writes them (never `Infinity`)
+                text = json.dumps(_finite(value), indent=2 if indent else None, ensure_ascii=True,
+                                  default=_json_default)
         finally:
             sys.setrecursionlimit(old_limit)
         return text.encode()
@@ -138,6 +144,25 @@ _JSON_UNSAFE_RE = re.compile(
 
 def _json_escape(m: re.Match[bytes]) -> bytes:
     return b"\\u%04x" % ord(m.group().decode("utf-8"))
+
+
+def _finite(value: Any) -> Any:
+    """A copy of ``value`` with every NaN and infinity as ``None`` (no recursion: values
+    nest as deep as a session line's JSON)."""
+    root = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        container, key = stack.pop()
+        v = container[key]
+        if isinstance(v, float) and not math.isfinite(v):
+            container[key] = None
+        elif isinstance(v, dict):
+            obj = container[key] = dict(v)
+            stack.extend((obj, k) for k in obj)
+        elif isinstance(v, (list, tuple)):
+            seq = container[key] = list(v)
+            stack.extend((seq, i) for i in range(len(seq)))
+    return root[0]
 
 
 def _json_default(value: Any) -> Any:

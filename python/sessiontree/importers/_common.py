@@ -66,8 +66,15 @@ def derive_id(*parts: object) -> str:
 
 
 def derive_uuid(*parts: object) -> str:
-    """A stable UUID (version 5, in a namespace of this project) for a derived session id."""
-    return str(uuid.uuid5(_UUID_NS, "\x1f".join(str(p) for p in parts)))
+    """A stable UUID (version 5, in a namespace of this project) for a derived session id.
+
+    ``uuid.uuid5`` of the parts joined by ``\x1f``, except that the name is encoded with
+    ``surrogatepass``: a lone surrogate in an untrusted id, or a file name that is not
+    UTF-8 (``os.fsdecode``'s escapes), names a UUID instead of raising
+    ``UnicodeEncodeError``; every other name gives ``uuid5``'s UUID, as before.
+    """
+    name = "\x1f".join(str(p) for p in parts).encode("utf-8", "surrogatepass")
+    return str(uuid.UUID(bytes=hashlib.sha1(_UUID_NS.bytes + name).digest()[:16], version=5))
 
 
 _FILE_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -395,11 +402,19 @@ class _Writer(SessionManager):
         return self._next_session or derive_uuid("unused", self._next_ts)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def target_folder(plan: SessionPlan, to: str | os.PathLike[str] | None) -> str:
-    """The folder the plan's file goes to: ``to``, else Pi's folder for the session's cwd."""
+    """The folder the plan's file goes to: ``to``, else Pi's folder for the session's cwd.
+
+    The cwd is a transcript's JSON string: a lone surrogate in it (a ``\\udxxx``
+    escape) is U+FFFD in the folder's name, as Node (Pi) encodes a path; it cannot be
+    a file name as it is.
+    """
     if to is not None:
         return os.path.abspath(os.path.expanduser(os.fspath(to)))
-    return session_dir_for_cwd(plan.cwd)
+    return session_dir_for_cwd(_LONE_SURROGATE.sub("\ufffd", plan.cwd))
 
 
 def target_path(plan: SessionPlan, to: str | os.PathLike[str] | None) -> str:

@@ -13,8 +13,8 @@ its header's time. Files are zstd-compressed, in row groups of up to
 :data:`ROW_GROUP_ROWS` rows. A session is the unit of change: the manifest keeps each
 source file's identity (device, inode, size, mtime); a run skips a session whose file
 has the same identity as when it was exported, rewrites those that changed, and drops
-those whose file is gone. Every file is written under a temporary name and renamed
-into place; names beginning with ``.`` or ``_`` are ignored by Spark, DuckDB's
+those whose file is gone. Every file is written as every output is (``_output``: under
+a temporary name, renamed into place; removed if the run is stopped); names beginning with ``.`` or ``_`` are ignored by Spark, DuckDB's
 ``*.parquet`` globs and Polars.
 """
 
@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -37,6 +38,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .._output import open_output
 from .._places import session_dir_for_cwd
 from .._time import parse_iso_ms
 from ..errors import InvalidSessionError, LoadReportWarning, SessionError
@@ -170,15 +172,12 @@ def _key(path: str) -> str:
 
 
 class _Writer:
-    """One Parquet file written under a temporary name, row groups buffered to
-    :data:`ROW_GROUP_ROWS` rows / :data:`ROW_GROUP_BYTES` bytes, renamed on close."""
+    """One Parquet file's row groups, buffered to :data:`ROW_GROUP_ROWS` rows /
+    :data:`ROW_GROUP_BYTES` bytes."""
 
-    def __init__(self, path: str, schema: pa.Schema) -> None:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        self.path = path
-        self.tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    def __init__(self, f: Any, schema: pa.Schema) -> None:
         self.schema = schema
-        self.w = pq.ParquetWriter(self.tmp, schema, **_options(schema))
+        self.w = pq.ParquetWriter(f, schema, **_options(schema))
         self.buf: list[pa.RecordBatch] = []
         self.rows = self.bytes = 0
 
@@ -198,23 +197,16 @@ class _Writer:
     def close(self) -> None:
         self._flush()
         self.w.close()
-        os.replace(self.tmp, self.path)
-
-    def abort(self) -> None:
-        with contextlib.suppress(Exception):
-            self.w.close()
-        with contextlib.suppress(OSError):
-            os.unlink(self.tmp)
 
 
 def _write(path: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> None:
-    w = _Writer(path, schema)
-    try:
+    """Write one file of the dataset as every output is written (``_output``: a
+    temporary file renamed into place, never a FIFO or device replaced)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open_output(path) as out:
+        w = _Writer(out.file, schema)
         w.write(batches)
-    except BaseException:
-        w.abort()
-        raise
-    w.close()
+        w.close()
 
 
 def _export_one(path: str, out: str, backend: str | None) -> dict[str, Any]:
@@ -254,18 +246,21 @@ class _Manifest:
             pass
 
     def save(self) -> None:
-        tmp = f"{self.path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8", errors="surrogatepass") as f:
-            f.write(json.dumps({"format": _FORMAT, "sessions": self.sessions}))  # json.dump encodes in Python
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        with open_output(self.path) as out:
+            out.file.write(json.dumps({"format": _FORMAT, "sessions": self.sessions}).encode())
+
+
+def _unlink(path: str) -> None:
+    """Drop a file of the dataset: a regular file or a symbolic link (its name only);
+    never a FIFO or device put in its place."""
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISREG(os.lstat(path).st_mode) or os.path.islink(path):
+            os.unlink(path)
 
 
 def _unlink_all(out: str, files: Iterable[str]) -> None:
     for rel in files:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(os.path.join(out, rel))
+        _unlink(os.path.join(out, rel))
 
 
 def _write_sessions(out: str, manifest: _Manifest, partitions: Iterable[str]) -> None:
@@ -278,8 +273,7 @@ def _write_sessions(out: str, manifest: _Manifest, partitions: Iterable[str]) ->
         if rows:
             _write(target, SCHEMAS["sessions"], sessions_table(rows).to_batches())
         else:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(target)
+            _unlink(target)
 
 
 @contextlib.contextmanager
