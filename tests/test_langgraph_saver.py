@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from sessiontree import SessionLockedError, SessionManager
+from sessiontree import SessionFileExistsError, SessionLockedError, SessionManager
 
 pytest.importorskip("langgraph.checkpoint.base")
 pytest.importorskip("langgraph.checkpoint.conformance")
@@ -251,6 +251,31 @@ def test_writes_before_their_checkpoint(tmp_path: Path, backend: str) -> None:
         assert len(sm.get_leaf_ids()) == 1 and c0["id"] in sm.get_path_ids(c1["id"])
         assert [sm[i]["customType"] for i in sm.get_path_ids()[1:]] == [CHECKPOINT_TYPE, WRITES_TYPE, CHECKPOINT_TYPE,
                                                                        WRITES_TYPE]
+
+
+def test_copy_thread_is_a_pi_fork(tmp_path: Path, backend: str) -> None:
+    """``copy_thread`` copies every entry unchanged into the target's file, whose header
+    names the source (``parentSession``) and whose name entry names the target; a target
+    that exists is refused."""
+    saver = PiCheckpointSaver(tmp_path, backend=backend)
+    config: Any = {"configurable": {"thread_id": "src", "checkpoint_ns": ""}}
+    for step in range(3):
+        config = saver.put(config, empty_checkpoint(), {"step": step}, {})
+        saver.put_writes(config, [("ch", step)], f"task-{step}")
+    saver.copy_thread("src", "dst")
+    with pytest.raises(SessionFileExistsError):
+        saver.copy_thread("src", "dst")
+    copied = [(t.checkpoint["id"], t.metadata, t.pending_writes) for t in saver.list({"configurable": {"thread_id": "dst"}})]
+    source = [(t.checkpoint["id"], t.metadata, t.pending_writes) for t in saver.list({"configurable": {"thread_id": "src"}})]
+    assert copied == source and len(copied) == 3
+    saver.close()
+    assert sorted(os.listdir(tmp_path)) == ["dst.jsonl", "src.jsonl"]
+    with SessionManager.open(saver.path_of("src"), backend=backend) as src, \
+            SessionManager.open(saver.path_of("dst"), backend=backend) as dst:
+        assert dst.get_header()["parentSession"] == saver.path_of("src")
+        assert [e["id"] for e in dst.get_entries()][:-1] == [e["id"] for e in src.get_entries()]
+        assert (src.get_session_name(), dst.get_session_name()) == ("src", "dst")
+        assert dst.load_report == []
 
 
 def test_refused_checkpoints_write_nothing(tmp_path: Path) -> None:
