@@ -297,6 +297,41 @@ def test_refused_checkpoints_write_nothing(tmp_path: Path) -> None:
     saver.close()
 
 
+def test_entries_that_are_not_the_savers_are_skipped(tmp_path: Path, backend: str) -> None:
+    """Lines written by hand or by another program into a thread's file: custom entries
+    that are not checkpoints (whatever their ids), checkpoints and writes not in the
+    saver's shape are skipped; a checkpoint whose payload the serializer cannot read
+    raises a ValueError naming the file and the entry, never anything else."""
+    saver = PiCheckpointSaver(tmp_path, backend=backend)
+    cfg: Any = {"configurable": {"thread_id": "hand", "checkpoint_ns": ""}}
+    good = saver.put(cfg, empty_checkpoint(), {"step": 0}, {})
+    saver.put_writes(good, [("ch", "kept")], "task")
+    saver.close()
+    cid = good["configurable"]["checkpoint_id"]
+    later = "ffffffff-0000-6000-8000-00000000000"  # sorts after every real id
+
+    def line(eid: str, ctype: str, data: Any) -> str:
+        return json.dumps({"type": "custom", "customType": ctype, "data": data, "id": eid, "parentId": None,
+                           "timestamp": "2026-01-01T00:00:00.000Z"}) + "\n"
+
+    with open(saver.path_of("hand"), "a") as f:
+        f.write(line(later + "1", "someone.else", {"x": 1}))
+        f.write(line(later + "2", CHECKPOINT_TYPE, {"checkpoint": "not a pair", "metadata": [1, 2]}))
+        f.write(line(later + "3", CHECKPOINT_TYPE, "not a dict"))
+        f.write(line(cid + "/w2", WRITES_TYPE, {"taskId": "t", "writes": [[0, "ch"], "junk", [True, "c", "s", "s"]]}))
+        f.write(line(cid + "/w3", WRITES_TYPE, {"taskId": 5, "writes": []}))
+        f.write(line(later + "4", CHECKPOINT_TYPE, {"checkpoint": ["msgpack", "!!not base64!!"],
+                                                    "metadata": ["msgpack", "gA=="], "blobs": {}, "refs": {}}))
+    saver = PiCheckpointSaver(tmp_path, backend=backend)
+    with pytest.raises(ValueError, match=f"hand.jsonl: entry {later}4"):
+        saver.get_tuple(cfg)  # the newest by id is the unreadable one
+    got = saver.get_tuple(good)
+    assert got is not None and got.pending_writes == [("task", "ch", "kept")]
+    assert saver.get_tuple({"configurable": {**cfg["configurable"], "checkpoint_id": later + "2"}}) is None
+    assert saver.get_tuple({"configurable": {**cfg["configurable"], "checkpoint_id": later + "1"}}) is None
+    saver.close()
+
+
 def test_thread_ids_become_file_names_and_back(tmp_path: Path) -> None:
     saver = PiCheckpointSaver(tmp_path)
     keys = [("a/b", ""), ("..", ""), ("ü x@y", ""), ("t", "child:1|grand:2"), ("%41", "")]

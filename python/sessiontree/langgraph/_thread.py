@@ -68,6 +68,21 @@ def untyped(serde: SerializerProtocol, pair: Any) -> Any:
     return serde.loads_typed((pair[0], base64.b64decode(pair[1])))
 
 
+def _pair(value: Any) -> bool:
+    """A ``[type, base64]`` pair as this module writes them."""
+    return isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str)
+
+
+def _is_checkpoint_data(data: Any) -> bool:
+    return (isinstance(data, dict) and _pair(data.get("checkpoint")) and _pair(data.get("metadata"))
+            and isinstance(data.get("blobs", {}), dict) and isinstance(data.get("refs", {}), dict))
+
+
+def _is_write(item: Any) -> bool:
+    return (isinstance(item, list) and len(item) == 4 and isinstance(item[0], int) and not isinstance(item[0], bool)
+            and all(isinstance(x, str) for x in item[1:]))
+
+
 def writes_id(checkpoint_id: str, n: int) -> str:
     return f"{checkpoint_id}/w{n}"
 
@@ -179,12 +194,13 @@ class ThreadFile:
         assert self.mgr is not None
         entry = self.mgr.get_entry(checkpoint_id)
         data = entry.get("data") if entry is not None and entry.get("customType") == CHECKPOINT_TYPE else None
-        if not isinstance(data, dict):
-            # Some other custom entry: never a checkpoint.
+        if not _is_checkpoint_data(data):
+            # Some other custom entry (or one not in this shape): never a checkpoint.
             self._ids.discard(checkpoint_id)
             self._ascending = None
             self._newest = None
             return None
+        assert isinstance(data, dict)
         self._remember(checkpoint_id, data)
         return data
 
@@ -207,28 +223,50 @@ class ThreadFile:
             out.append(writes_id(checkpoint_id, len(out) + 1))
         return out
 
-    def _writes(self, checkpoint_id: str) -> dict[tuple[str, int], tuple[str, str, list[str], str]]:
-        """``(task_id, idx) -> (task_id, channel, [type, base64], task_path)``; a later
-        write of a special channel (negative idx) replaces an earlier one."""
+    def _writes(self, checkpoint_id: str) -> dict[tuple[str, int], tuple[str, str, list[str], str, str]]:
+        """``(task_id, idx) -> (task_id, channel, [type, base64], task_path, entry id)``; a
+        later write of a special channel (negative idx) replaces an earlier one."""
         assert self.mgr is not None
-        out: dict[tuple[str, int], tuple[str, str, list[str], str]] = {}
+        out: dict[tuple[str, int], tuple[str, str, list[str], str, str]] = {}
         for entry in self.mgr.get_entries_by_id(self._writes_ids(checkpoint_id)):
             if entry is None or entry.get("customType") != WRITES_TYPE:
                 continue
-            data = entry.get("data") or {}
-            task_id, task_path = data.get("taskId", ""), data.get("taskPath", "")
-            for idx, channel, kind, b64 in data.get("writes", []):
-                out[(task_id, idx)] = (task_id, channel, [kind, b64], task_path)
+            data = entry.get("data")
+            if not isinstance(data, dict) or not isinstance(data.get("writes"), list):
+                continue
+            task_id, task_path = data.get("taskId"), data.get("taskPath", "")
+            if not isinstance(task_id, str) or not isinstance(task_path, str):
+                continue
+            for item in data["writes"]:
+                if _is_write(item):
+                    idx, channel, kind, b64 = item
+                    out[(task_id, idx)] = (task_id, channel, [kind, b64], task_path, entry["id"])
         return out
+
+    def _load(self, entry_id: str, what: str, pair: list[str]) -> Any:
+        """``untyped`` of a stored pair, naming the file and entry when it cannot be read.
+
+        Raises:
+            ValueError: the serializer cannot read it (the file was changed by hand, or
+                written with another serializer).
+        """
+        try:
+            return untyped(self.serde, pair)
+        except Exception as e:
+            raise ValueError(f"{self.path}: entry {entry_id}: its {what} cannot be read ({type(e).__name__}: {e})") from e
 
     def _values(self, checkpoint_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
         values: dict[str, Any] = {}
-        for channel, (version, holder) in (data.get("refs") or {}).items():
+        for channel, ref in (data.get("refs") or {}).items():
+            if not (isinstance(ref, list) and len(ref) == 2 and isinstance(ref[1], str)):
+                continue
+            version, holder = ref
             held = data if holder == checkpoint_id else self._checkpoint(holder)
             blob = (held or {}).get("blobs", {}).get(channel)
-            if blob is None or blob[0] != version or blob[1] == "empty":
+            if not (isinstance(blob, list) and len(blob) == 3 and _pair(blob[1:])) or blob[0] != version:
                 continue
-            values[channel] = untyped(self.serde, blob[1:])
+            if blob[1] != "empty":
+                values[channel] = self._load(holder, f"value of {channel!r}", blob[1:])
         return values
 
     def latest_id(self) -> str | None:
@@ -254,14 +292,16 @@ class ThreadFile:
         data = self._checkpoint(checkpoint_id)
         if data is None:
             return None
-        return self._tuple(checkpoint_id, data, untyped(self.serde, data["metadata"]))
+        return self._tuple(checkpoint_id, data, self._load(checkpoint_id, "metadata", data["metadata"]))
 
     def _tuple(self, checkpoint_id: str, data: Mapping[str, Any], metadata: Any) -> tuple[
             str, dict[str, Any], dict[str, Any], Any, list[tuple[str, str, Any]]]:
-        checkpoint = untyped(self.serde, data["checkpoint"])
+        checkpoint = self._load(checkpoint_id, "checkpoint", data["checkpoint"])
+        if not isinstance(checkpoint, dict):
+            raise ValueError(f"{self.path}: entry {checkpoint_id}: its checkpoint is not a mapping")
         checkpoint = {**checkpoint, "channel_values": self._values(checkpoint_id, data)}
         writes = self._writes(checkpoint_id)
-        pending = [(w[0], w[1], untyped(self.serde, w[2]))
+        pending = [(w[0], w[1], self._load(w[4], f"write to {w[1]!r}", w[2]))
                    for _, w in sorted(writes.items(), key=lambda kv: writes_sort_key(kv[1][3], *kv[0]))]
         return checkpoint_id, checkpoint, metadata, data.get("parentCheckpointId"), pending
 
@@ -281,8 +321,8 @@ class ThreadFile:
             data = self._checkpoint(cid)
             if data is None:
                 continue
-            metadata = untyped(self.serde, data["metadata"])
-            if filter and not all(metadata.get(k) == v for k, v in filter.items()):
+            metadata = self._load(cid, "metadata", data["metadata"])
+            if filter and not (isinstance(metadata, dict) and all(metadata.get(k) == v for k, v in filter.items())):
                 continue
             yield self._tuple(cid, data, metadata)
 
