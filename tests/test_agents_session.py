@@ -364,3 +364,15 @@ def test_one_writer_and_readers_in_other_processes(tmp_path: Path) -> None:
     s = PiSession("shared", tmp_path)
     assert run(s.get_items())[-1] == {"role": "user", "content": "from the other process"}
     s.close()
+
+
+def test_a_session_made_per_request_and_dropped(tmp_path: Path) -> None:
+    """A ``PiSession`` made for each request and dropped without ``close()`` releases the
+    file's lock when collected: the next one writes."""
+    for i in range(3):
+        s = PiSession("per-request", tmp_path)
+        run(s.add_items([{"role": "user", "content": f"m{i}"}]))
+        del s
+    s = PiSession("per-request", tmp_path)
+    assert [i["content"] for i in run(s.get_items())] == ["m0", "m1", "m2"]
+    s.close()

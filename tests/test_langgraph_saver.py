@@ -510,3 +510,15 @@ def test_one_writer_per_thread_and_readers(tmp_path: Path) -> None:
     other = subprocess.run([sys.executable, "-c", OTHER, str(tmp_path), "delete"], capture_output=True, text=True)
     assert other.stdout.strip() == "deleted", other.stderr
     assert os.listdir(tmp_path) == []
+
+
+def test_a_saver_made_per_request_and_dropped(tmp_path: Path) -> None:
+    """A saver dropped without ``close()`` releases its threads' locks when collected."""
+    config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    for step in range(3):
+        saver = PiCheckpointSaver(tmp_path)
+        config = saver.put(config, empty_checkpoint(), {"step": step}, {})
+        del saver
+    saver = PiCheckpointSaver(tmp_path)
+    assert [t.metadata["step"] for t in saver.list(config | {"configurable": {"thread_id": "t"}})] == [2, 1, 0]
+    saver.close()
