@@ -21,9 +21,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
-__all__ = ["fingerprint", "pi_messages"]
+__all__ = ["as_list", "fingerprint", "pi_message", "pi_messages", "tool_names"]
 
 API = "langchain"
 _ROLES = {"user": "human", "assistant": "ai"}
@@ -109,6 +109,53 @@ def _assistant(m: Any, now_ms: int) -> dict[str, Any]:
             "stopReason": "toolUse" if calls else "stop", "timestamp": now_ms}
 
 
+def as_list(value: Any) -> list[Any]:
+    """A messages channel's value as a list of messages (none when it is not a sequence)."""
+    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
+        return []
+    return list(value)
+
+
+def tool_names(messages: list[Any]) -> dict[str, str]:
+    """Tool call id -> the tool's name, from the AI messages' ``tool_calls``."""
+    names: dict[str, str] = {}
+    for m in messages:
+        for call in _get(m, "tool_calls", None) or []:
+            names[str(_get(call, "id", "") or "")] = str(_get(call, "name", ""))
+    return names
+
+
+def pi_message(m: Any, now_ms: int, names: Any) -> dict[str, Any]:
+    """The Pi message of one LangChain message (or role dict), JSON values only.
+
+    Args:
+        m: the message.
+        now_ms: its ``timestamp`` (epoch milliseconds).
+        names: tool call id -> tool name (a mapping, or a callable giving one), for a
+            tool message without a name of its own.
+    """
+    kind = _kind(m)
+    content = _get(m, "content")
+    if kind == "human":
+        out = {"role": "user", "content": content if isinstance(content, str) else _blocks(content), "timestamp": now_ms}
+    elif kind == "ai":
+        out = _assistant(m, now_ms)
+    elif kind == "tool":
+        call_id = str(_get(m, "tool_call_id", "") or "")
+        name = _get(m, "name", None)
+        if not (isinstance(name, str) and name):
+            name = (names() if callable(names) else names).get(call_id, "")
+        out = {"role": "toolResult", "toolCallId": call_id, "toolName": name,
+               "content": [b for b in _blocks(content) if b["type"] != "thinking"],
+               "isError": _get(m, "status", None) == "error", "timestamp": now_ms}
+    elif kind == "system":
+        out = {"role": "system", "content": _text(content), "timestamp": now_ms}
+    else:
+        out = {"role": "custom", "customType": f"langchain.{kind or 'message'}", "content": _text(content),
+               "display": True, "timestamp": now_ms}
+    return cast(dict[str, Any], _jsonable(out))
+
+
 def pi_messages(messages: Any, now_ms: int) -> list[dict[str, Any]]:
     """The Pi messages of a messages channel's value (a list of LangChain messages or
     role dicts; anything else has none).
@@ -117,34 +164,9 @@ def pi_messages(messages: Any, now_ms: int) -> list[dict[str, Any]]:
         messages: the channel's value.
         now_ms: the messages' ``timestamp`` (epoch milliseconds).
     """
-    if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
-        return []
-    names: dict[str, str] = {}
-    for m in messages:
-        for call in _get(m, "tool_calls", None) or []:
-            names[str(_get(call, "id", "") or "")] = str(_get(call, "name", ""))
-    out = []
-    for m in messages:
-        kind = _kind(m)
-        content = _get(m, "content")
-        if kind == "human":
-            out.append({"role": "user", "content": content if isinstance(content, str) else _blocks(content),
-                        "timestamp": now_ms})
-        elif kind == "ai":
-            out.append(_assistant(m, now_ms))
-        elif kind == "tool":
-            call_id = str(_get(m, "tool_call_id", "") or "")
-            name = _get(m, "name", None)
-            out.append({"role": "toolResult", "toolCallId": call_id,
-                        "toolName": name if isinstance(name, str) and name else names.get(call_id, ""),
-                        "content": [b for b in _blocks(content) if b["type"] != "thinking"],
-                        "isError": _get(m, "status", None) == "error", "timestamp": now_ms})
-        elif kind == "system":
-            out.append({"role": "system", "content": _text(content), "timestamp": now_ms})
-        else:
-            out.append({"role": "custom", "customType": f"langchain.{kind or 'message'}", "content": _text(content),
-                        "display": True, "timestamp": now_ms})
-    return [_jsonable(m) for m in out]
+    listed = as_list(messages)
+    names = tool_names(listed)
+    return [pi_message(m, now_ms, names) for m in listed]
 
 
 def _jsonable(value: Any) -> Any:

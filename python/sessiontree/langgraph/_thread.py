@@ -36,7 +36,7 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP, SerializerProtocol, writes
 from .._manager import SessionManager
 from ..errors import SessionFileExistsError, StaleSessionError
 from ..schema import CodeColumn
-from ._messages import fingerprint, pi_messages
+from ._messages import as_list, fingerprint, pi_message, tool_names
 
 __all__ = ["CHECKPOINT_TYPE", "WRITES_TYPE", "Stored", "ThreadFile"]
 
@@ -122,6 +122,8 @@ class ThreadFile:
         self._visible: OrderedDict[str, list[tuple[bytes, str, bool]]] = OrderedDict()
         self._blob_index: dict[tuple[str, Any], str] | None = None
         self._last_put: str | None = None  # the checkpoint this process stored last
+        # id(message) -> (message, fingerprint, Pi message) of the last messages written
+        self._rendered: dict[int, tuple[Any, bytes, dict[str, Any]]] = {}
 
     # ------------------------------------------------------------ the file
     def _open(self, create: bool) -> _Manager | None:
@@ -382,7 +384,27 @@ class ThreadFile:
         messages that are new. Returns what Pi shows after."""
         shown = self._visible_at(parent, anchor)
         now_ms = int(time.time() * 1000)
-        wanted = [(fingerprint(m), m) for m in pi_messages(value, now_ms)]
+        listed = as_list(value)
+        names_cache: list[dict[str, str]] = []
+
+        def names() -> dict[str, str]:
+            if not names_cache:
+                names_cache.append(tool_names(listed))
+            return names_cache[0]
+
+        # A graph passes the same message objects from one checkpoint to the next: their
+        # rendering is kept by identity (the objects stay referenced) for the next put, so
+        # a put costs what its new messages cost, not the whole conversation.
+        rendered: dict[int, tuple[Any, bytes, dict[str, Any]]] = {}
+        wanted = []
+        for m in listed:
+            known = self._rendered.get(id(m))
+            if known is None or known[0] is not m:
+                message = pi_message(m, now_ms, names)
+                known = (m, fingerprint(message), message)
+            rendered[id(m)] = known
+            wanted.append((known[1], known[2]))
+        self._rendered = rendered
         kept: list[tuple[bytes, str, bool]] = []
         j = 0
         for fp, entry_id, removable in shown:
@@ -394,7 +416,7 @@ class ThreadFile:
             else:
                 kept.append((fp, entry_id, removable))  # Pi cannot hide it: it stays shown
         for fp, message in wanted[j:]:
-            kept.append((fp, mgr.append_message(message), message.get("role") in _EDITABLE))
+            kept.append((fp, mgr.append_message({**message, "timestamp": now_ms}), message.get("role") in _EDITABLE))
         return kept
 
     def put(self, checkpoint: Mapping[str, Any], metadata: Any, new_versions: Mapping[str, Any],
