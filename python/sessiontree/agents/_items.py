@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ITEM_FIELD", "ITEM_TYPE", "call_name", "is_call", "item_of_entry", "pi_entry", "zero_usage"]
+__all__ = ["ITEM_FIELD", "ITEM_TYPE", "call_id_of", "call_name", "is_call", "item_of_entry", "pi_entry", "zero_usage"]
 
 ITEM_FIELD = "openaiItem"
 """The Pi message field that holds the SDK item."""

@@ -38,7 +38,7 @@ from ..errors import SessionFileExistsError, StaleSessionError
 from ..schema import CodeColumn
 from ._messages import as_list, fingerprint, pi_message, tool_names
 
-__all__ = ["CHECKPOINT_TYPE", "WRITES_TYPE", "Stored", "ThreadFile"]
+__all__ = ["CHECKPOINT_TYPE", "WRITES_TYPE", "ThreadFile"]
 
 CHECKPOINT_TYPE = "langgraph.checkpoint"
 WRITES_TYPE = "langgraph.writes"
@@ -85,16 +85,6 @@ def _is_write(item: Any) -> bool:
 
 def writes_id(checkpoint_id: str, n: int) -> str:
     return f"{checkpoint_id}/w{n}"
-
-
-class Stored:
-    """A checkpoint as the file holds it: its id and decoded entry ``data``."""
-
-    __slots__ = ("id", "data")
-
-    def __init__(self, checkpoint_id: str, data: dict[str, Any]) -> None:
-        self.id = checkpoint_id
-        self.data = data
 
 
 class ThreadFile:
