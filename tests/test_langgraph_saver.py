@@ -278,6 +278,29 @@ def test_copy_thread_is_a_pi_fork(tmp_path: Path, backend: str) -> None:
         assert dst.load_report == []
 
 
+def test_writes_after_the_next_checkpoint(tmp_path: Path, backend: str) -> None:
+    """Writes of a checkpoint stored after its child checkpoint (the background puts in
+    the other order) go on at the end of the run: the file's last entry is still the end
+    of the conversation, and no branch is made."""
+    saver = PiCheckpointSaver(tmp_path, backend=backend)
+    cfg = {"configurable": {"thread_id": "late", "checkpoint_ns": ""}}
+    c0, c1 = empty_checkpoint(), empty_checkpoint()
+    c1["id"] = str(uuid.UUID(int=uuid.UUID(c0["id"]).int + 1))
+    c1["channel_values"] = {"messages": [HumanMessage("hi", id="h"), AIMessage("hello", id="a")]}
+    c1["channel_versions"] = {"messages": saver.get_next_version(None, None)}
+    s0 = saver.put(cfg, c0, {"step": 0}, {})
+    s1 = saver.put(s0, c1, {"step": 1}, c1["channel_versions"])
+    saver.put_writes(s0, [("messages", [AIMessage("hello", id="a")])], "agent")
+    got = saver.get_tuple(s0)
+    assert got is not None and [w[0] for w in got.pending_writes] == ["agent"]
+    saver.close()
+    with SessionManager.open(saver.path_of("late"), backend=backend) as sm:
+        assert len(sm.get_leaf_ids()) == 1
+        assert [m["role"] for m in sm.build_session_context().messages] == ["user", "assistant"]
+        assert sm.get_path_ids()[-1] == s0["configurable"]["checkpoint_id"] + "/w1"
+        assert s1["configurable"]["checkpoint_id"] in sm.get_path_ids()
+
+
 def test_refused_checkpoints_write_nothing(tmp_path: Path) -> None:
     saver = PiCheckpointSaver(tmp_path)
     cfg = {"configurable": {"thread_id": "bad", "checkpoint_ns": ""}}

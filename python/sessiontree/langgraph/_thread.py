@@ -10,8 +10,11 @@ The file's tree is the checkpoint tree:
   and, for every channel of the checkpoint, the entry holding its value at the
   checkpoint's version (``refs``: channel -> ``[version, entry id]``);
 * the writes of a checkpoint are ``custom`` entries ``langgraph.writes`` with ids
-  ``<checkpoint id>/w1``, ``/w2`` …, a chain below the checkpoint;
-* a checkpoint's entry hangs below its parent's last writes entry (or the parent), after
+  ``<checkpoint id>/w1``, ``/w2`` …, found by id; each goes at the end of the run, below
+  the tip of the checkpoint the file stored last (a tip: down from an entry through
+  writes entries), whatever checkpoint it belongs to, since LangGraph stores writes in
+  the background before or after the next checkpoint;
+* a checkpoint's entry hangs below its parent's tip, after
   the Pi ``message`` entries of the messages its messages channel gained and the
   ``context_edit`` entries that hide the ones it lost: the Pi context at a checkpoint is
   the graph's conversation there. Forks and time travel are branches; a checkpoint with
@@ -505,7 +508,8 @@ class ThreadFile:
     def put_writes(self, checkpoint_id: str, writes: list[tuple[str, Any]], task_id: str, task_path: str) -> None:
         """Store a task's writes for a checkpoint (a write already stored under the
         same task and index is left as it is, except for the special channels, whose
-        latest write counts, as ``InMemorySaver`` does)."""
+        latest write counts, as ``InMemorySaver`` does), below the tip of the checkpoint
+        this file stored last."""
         try:
             self._put_writes(checkpoint_id, writes, task_id, task_path)
         except SessionFileExistsError:
@@ -525,13 +529,13 @@ class ThreadFile:
         if not new:
             return
         done = self._writes_ids(checkpoint_id)
-        # LangGraph may store a task's writes before the checkpoint they belong to (its
-        # puts run in the background): those go where that checkpoint will go, below the
-        # checkpoint this file stored last (its parent in a run), so the tree stays a
-        # conversation. Where they are does not matter to the saver: ids find them.
-        anchor = self._anchor(checkpoint_id)
-        if anchor is None:
-            anchor = self._anchor(self._last_put) or self._anchor(self.latest_id())
+        # LangGraph stores a task's writes in the background, before or after the next
+        # checkpoint: they go where the run goes on, below the checkpoint this file stored
+        # last (else their own, else the newest), so the tree stays one conversation and
+        # the file's last entry is its end. Where they are does not matter to the saver:
+        # ids find them.
+        anchor = (self._anchor(self._last_put) or self._anchor(checkpoint_id)
+                  or self._anchor(self.latest_id()))
         self._start(mgr, anchor)
         mgr.chosen_id = writes_id(checkpoint_id, len(done) + 1)
         try:
