@@ -682,6 +682,30 @@ class SessionManager:
             return None
         return self._file.migrate(self._index)
 
+    def flush(self) -> str | None:
+        """Write a new session's file now, before its first assistant message (Pi's
+        coding agent waits for one; Pi 0.99 writes at the first user message). The
+        header and every entry appended so far go to disk in the one exclusive create
+        of the first write (docs/CONTRACT.md §4); from then on each append is written
+        at once. For stores that must keep what they acknowledge (the framework
+        sessions of ``sessiontree.agents`` and ``sessiontree.langgraph``). Does nothing
+        for a session already on disk or in memory.
+
+        Returns:
+            The session file's path, or ``None`` in memory.
+
+        Raises:
+            SessionFileExistsError: a file appeared at the path (nothing is written;
+                the entries stay in memory).
+            OSError: the write failed (nothing is left at the path).
+        """
+        self._check()
+        if self._file is not None and not self._file.on_disk:
+            self._file.create(b"".join(self._pending))
+            self._pending = []
+            self._has_assistant = True
+        return self.session_file
+
     def _entry(self, etype: str, **fields: Any) -> dict[str, Any]:
         return _shapes.entry(etype, self._new_id(self._index), self._leaf, self._now(), **fields)
 
