@@ -37,8 +37,8 @@ import os
 import secrets
 import sys
 import time
-import uuid
 import warnings
+import weakref
 from collections.abc import Callable, Container, Iterable, Iterator
 from typing import Any
 
@@ -54,7 +54,7 @@ from ._persist import SessionFile, open_file, open_index, read_file, retried
 from ._places import session_dir_for_cwd, session_file_name
 from ._reader import CURRENT_VERSION, scan_header
 from ._select import index_class
-from ._session_storage import InMemorySessionStorage, JsonlSessionStorage
+from ._session_storage import InMemorySessionStorage, JsonlSessionStorage, new_entry_id
 from ._time import now_iso, parse_iso_ms
 from .errors import (
     ContextEditError,
@@ -167,8 +167,13 @@ class SessionManager:
         if storage is None:
             storage = JsonlSessionStorage() if persist else InMemorySessionStorage()
         self._st = storage
-        storage.new_id = lambda taken: self._new_id(taken)
-        storage.now = lambda: self._now()
+        # The storage asks the manager for ids and times (overridable hooks) through a
+        # weak reference: no cycle, so a manager dropped without close() is collected at
+        # once and its lock released; a storage that outlives its manager (the
+        # standalone constructors) falls back to the defaults.
+        me = weakref.ref(self)
+        storage.new_id = lambda taken: (m._new_id(taken) if (m := me()) is not None else new_entry_id(taken))
+        storage.now = lambda: (m._now() if (m := me()) is not None else now_iso())
         self._report: builtins.list[LoadIssue] = []
         self._file_version: Any = CURRENT_VERSION
         self._closed = False
@@ -466,11 +471,7 @@ class SessionManager:
 
         Override (subclass or instance attribute) to inject ids.
         """
-        for _ in range(100):
-            candidate = uuid.uuid4().hex[:8]
-            if candidate not in taken:
-                return candidate
-        return str(uuid.uuid4())
+        return new_entry_id(taken)
 
     def _now(self) -> str:
         """The current time as Pi writes it (``toISOString``). Override to inject times."""
@@ -701,9 +702,8 @@ class SessionManager:
         """
         self._check()
         if self._file is not None and not self._file.on_disk:
-            self._file.create(b"".join(self._pending))
-            self._pending = []
-            self._has_assistant = True
+            self._st.ready = True  # the first write is due now, whatever comes next
+            self._st.write_if_due()
         return self.session_file
 
     def _entry(self, etype: str, **fields: Any) -> dict[str, Any]:

@@ -101,7 +101,8 @@ def leaf_after(entry: dict[str, Any], entry_id: str) -> str | None:
     return entry.get("targetId") if entry.get("type") == "leaf" else entry_id
 
 
-def _new_id(taken: Container[str]) -> str:
+def new_entry_id(taken: Container[str]) -> str:
+    """A new entry id: 8 lowercase hex chars not in ``taken`` (Pi's ``generateId``)."""
     for _ in range(100):
         candidate = uuid.uuid4().hex[:8]
         if candidate not in taken:
@@ -131,7 +132,7 @@ class InMemorySessionStorage:
         self.index: TreeIndex = None  # type: ignore[assignment]  # set by the manager
         self.leaf: str | None = None
         self.leaf_entries = leaf_entries
-        self.new_id: Callable[[Container[str]], str] = _new_id
+        self.new_id: Callable[[Container[str]], str] = new_entry_id
         self.now: Callable[[], str] = now_iso
         # Lines of an image not written yet (header first) and whether the first write
         # is due (files only; kept here so that a manager treats both alike).
