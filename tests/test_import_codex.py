@@ -306,6 +306,14 @@ def test_fork_parent_search_ends_with_looping_folder_links(tmp_path: Path, backe
                                                              *_answer(1, "y")]))
     env = {"CODEX_HOME": str(home), "HOME": str(tmp_path)}
     (r,) = _import_in_child(fork, tmp_path / "out", backend, env)
-    assert r["parentSession"] and r["parentSession"].endswith(f"_{tid(5)}aa.jsonl")  # found through the real folder
+    # Found through the real folder; its file is not imported by this import, so the
+    # link is the parent's id in the header (docs/IMPORT.md), not a path.
+    assert r["parentSession"] is None and not any("not found" in k for k in r["unmapped"])
+    assert any("was not imported" in k for k in r["unmapped"])
     (r,) = _import_in_child(orphan, tmp_path / "out", backend, env)
     assert r["path"] and r["parentSession"] is None
+    assert any("rollout not found" in k for k in r["unmapped"])
+    # With the parent imported first, the fork links to its file.
+    (rp,) = _import_in_child(parent, tmp_path / "out", backend, env)
+    (r,) = _import_in_child(fork, tmp_path / "out", backend, env)
+    assert r["parentSession"] == rp["path"]
