@@ -109,6 +109,17 @@ pub fn map_guarded(file: &File, from: u64, end: u64) -> Result<Option<Window>> {
     }))
 }
 
+/// A file's identity (device, inode), size and modification and change times in ns,
+/// as `fstat` gave them: the facts the catalog keeps of a file too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stat {
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+    pub(crate) size: u64,
+    pub(crate) mtime_ns: i128,
+    pub(crate) ctime_ns: i128,
+}
+
 /// `read_each` reads two file ranges in one `pread` when at most this many bytes lie
 /// between them (reading them costs less than a second system call).
 const GAP_MAX: u64 = 4 << 10;
@@ -448,6 +459,29 @@ impl Source {
             Some(f) if !self.closed => {
                 let m = f.metadata()?;
                 Ok(Some((m.dev(), m.ino())))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The held file's identity, size and times (`fstat`; `None`: an owned image, or
+    /// closed): what a persisted index of it is held to (`persist`).
+    ///
+    /// # Errors
+    /// `fstat` fails.
+    pub(crate) fn stat(&self) -> Result<Option<Stat>> {
+        use std::os::unix::fs::MetadataExt;
+        match &self.file {
+            Some(f) if !self.closed => {
+                let m = f.metadata()?;
+                let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+                Ok(Some(Stat {
+                    dev: m.dev(),
+                    ino: m.ino(),
+                    size: m.len(),
+                    mtime_ns: ns(m.mtime(), m.mtime_nsec()),
+                    ctime_ns: ns(m.ctime(), m.ctime_nsec()),
+                }))
             }
             _ => Ok(None),
         }

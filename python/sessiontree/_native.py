@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._backend import ContextPlan, LoadIssue, default_cache_budget, describe_issue, gc_paused
+from ._caches import index_cache
 from ._clip import clip_entry
 from ._filestate import FileId
 from ._jsonl import decode_line
@@ -328,7 +329,10 @@ class NativeIndex:
 
     @classmethod
     def open(cls, path: str) -> NativeIndex:
-        """Map and index the session file at ``path`` (read-only; never writes).
+        """Index the session file at ``path`` (never writes it): through its persisted
+        index when one is kept (``_caches.index_cache``, ``src/persist/``: read, and only
+        the bytes the file gained since scanned; the answers are a scan's), else by a
+        scan, after which the index is persisted when that is due.
 
         Args:
             path: the ``.jsonl`` file.
@@ -339,10 +343,13 @@ class NativeIndex:
         Raises:
             OSError: the file cannot be read (``FileNotFoundError`` if absent).
             InvalidSessionError: no valid header (loader rule 6).
+            ValueError: ``SESSIONTREE_INDEX`` or ``SESSIONTREE_INDEX_BYTES`` is not usable
+                (``_caches.index_cache``).
         """
         path = os.fspath(path)
+        cache = index_cache()
         try:
-            return cls(Index.open(path), file=path)
+            return cls(Index.open(path, cache), file=path)
         except InvalidSessionError as e:
             # The core says where and why (a code); the words are the python backend's.
             raise header_error(path, e.line, e.offset, problem_from_code(e.reason)) from None
