@@ -15,6 +15,7 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use crate::col::{Col, Raw};
 use crate::context::{self, Plan};
 use crate::error::{Error, HeaderProblem, Result};
 use crate::ids::{IdArena, IdTable};
@@ -191,7 +192,7 @@ pub struct Index {
     pub(crate) ts: Vec<i64>,
     pub(crate) parent: Vec<u32>,
     /// `lines::line_hash` of each entry's bytes when indexed (checked on every read).
-    pub(crate) hashes: Vec<u32>,
+    pub(crate) hashes: Col<u32>,
     pub(crate) ids: IdArena,
     pub(crate) table: IdTable,
     // Sparse facts.
@@ -272,7 +273,7 @@ impl Index {
             roles: Vec::new(),
             ts: Vec::new(),
             parent: Vec::new(),
-            hashes: Vec::new(),
+            hashes: Col::default(),
             ids: IdArena::default(),
             table: IdTable::new(),
             line_offs: Vec::new(),
@@ -307,6 +308,12 @@ impl Index {
                 v.reserve_exact(target - v.len());
             }
         }
+        fn fit_col<T: Raw>(v: &mut Col<T>, need: usize, want: usize) {
+            if v.capacity() < need {
+                let target = want.max(need).max(v.capacity() + v.capacity() / 4);
+                v.reserve_exact(target - v.len());
+            }
+        }
         let n = self.start.len();
         let need = n + more;
         let want = need + later + later / 32;
@@ -317,12 +324,12 @@ impl Index {
             self.ids.reserve_total(target, target * per_id);
         }
         fit(&mut self.start, need, want);
-        fit(&mut self.lens.short, need, want);
+        fit_col(&mut self.lens.short, need, want);
         fit(&mut self.kinds, need, want);
         fit(&mut self.roles, need, want);
         fit(&mut self.ts, need, want);
         fit(&mut self.parent, need, want);
-        fit(&mut self.hashes, need, want);
+        fit_col(&mut self.hashes, need, want);
         self.table.reserve(more, &self.ids);
     }
 
@@ -1219,17 +1226,16 @@ impl Index {
                 .flat_map(|c| c.iter())
                 .map(|(_, k)| k.as_ref().map_or(0, Vec::capacity))
                 .sum::<usize>()
-            + cap(&self.long_numbers)
-            + cap(&self.lens.long);
+            + cap(&self.long_numbers);
         vec![
             ("start", cap(&self.start)),
-            ("length", cap(&self.lens.short)),
+            ("length", self.lens.heap_bytes()),
             ("line", self.line_no.heap_bytes()),
             ("kind", cap(&self.kinds)),
             ("role", cap(&self.roles)),
             ("timestamp", cap(&self.ts)),
             ("parent", cap(&self.parent)),
-            ("hash", cap(&self.hashes)),
+            ("hash", self.hashes.heap_bytes()),
             ("ids", self.ids.heap_bytes()),
             ("id_table", self.table.heap_bytes()),
             (

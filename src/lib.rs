@@ -12,6 +12,7 @@
 //! (docs/ARCHITECTURE.md lists them).
 
 mod clip;
+mod col;
 mod context;
 mod error;
 mod guard;

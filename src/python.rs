@@ -410,6 +410,14 @@ impl PyIndex {
         ix.fingerprint().map(|(n, f)| (n, PyBytes::new(py, f)))
     }
 
+    /// Raise `StaleSessionError` if the persisted index this one reads in place was cut
+    /// short under it (by another program); `viewing` says whether it reads one.
+    fn check_persisted(&self, py: Python<'_>) -> PyResult<bool> {
+        let ix = self.read(py);
+        ix.check_persisted().map_err(|e| self.err(e))?;
+        Ok(ix.views_persisted())
+    }
+
     /// Heap bytes each part of the index holds, as `[(part, bytes)]`.
     fn memory(&self, py: Python<'_>) -> Vec<(&'static str, usize)> {
         self.read(py).memory()

@@ -1,7 +1,9 @@
 //! Per-entry numbers kept in less than a word each: line numbers as runs (a Pi file's
 //! entries are on consecutive lines, so one run holds them all) and line lengths as
-//! `u32`s with the rare longer one aside. Both are read by entry number in O(log runs)
+//! `u16`s with the longer ones aside. Both are read by entry number in O(log runs)
 //! or O(1) and appended in entry order.
+
+use crate::col::Col;
 
 /// A non-decreasing-by-entry column stored as runs: `get(e) = v + (e - first)` for the
 /// last run `(first, v)` with `first <= e`. An entry whose value is not its
@@ -65,21 +67,21 @@ impl Runs {
     }
 }
 
-/// Line lengths: a `u32` each, [`u32::MAX`] meaning "see `long`" (a line of 4 GiB or
-/// more, kept as `(entry, length)`).
-#[derive(Default, Clone, Debug, PartialEq, Eq)]
+/// Line lengths: a `u16` each, [`u16::MAX`] meaning "see `long`" (a line of 64 KiB
+/// or more, kept as `(entry, length)`: a few in a hundred lines of a Pi session).
+#[derive(Default)]
 pub(crate) struct Lengths {
-    pub(crate) short: Vec<u32>,
+    pub(crate) short: Col<u16>,
     pub(crate) long: Vec<(u32, u64)>,
 }
 
 impl Lengths {
     pub(crate) fn push(&mut self, len: u64) {
-        match u32::try_from(len) {
-            Ok(l) if l != u32::MAX => self.short.push(l),
+        match u16::try_from(len) {
+            Ok(l) if l != u16::MAX => self.short.push(l),
             _ => {
                 self.long.push((self.short.len() as u32, len));
-                self.short.push(u32::MAX);
+                self.short.push(u16::MAX);
             }
         }
     }
@@ -87,13 +89,17 @@ impl Lengths {
     #[inline]
     pub(crate) fn get(&self, e: usize) -> Option<u64> {
         match *self.short.get(e)? {
-            u32::MAX => self
+            u16::MAX => self
                 .long
                 .binary_search_by_key(&(e as u32), |&(x, _)| x)
                 .ok()
                 .map(|i| self.long[i].1),
             l => Some(u64::from(l)),
         }
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.short.heap_bytes() + self.long.capacity() * 16
     }
 }
 
@@ -118,11 +124,13 @@ mod tests {
         assert!(Runs::from_runs(vec![(1, 5)], 3).is_none());
         assert!(Runs::from_runs(vec![(0, 5), (3, 1)], 3).is_none());
         let mut l = Lengths::default();
-        for v in [5u64, u64::from(u32::MAX), 7, 1 << 40] {
+        let vals = [5u64, 65_534, 65_535, 7, 1 << 40, 0];
+        for v in vals {
             l.push(v);
         }
-        let got: Vec<u64> = (0..4).map(|e| l.get(e).unwrap()).collect();
-        assert_eq!(got, [5, u64::from(u32::MAX), 7, 1 << 40]);
-        assert_eq!(l.get(4), None);
+        let got: Vec<u64> = (0..6).map(|e| l.get(e).unwrap()).collect();
+        assert_eq!(got, vals);
+        assert_eq!(l.long.len(), 2);
+        assert_eq!(l.get(6), None);
     }
 }

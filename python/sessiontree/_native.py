@@ -165,6 +165,7 @@ class NativeIndex:
         # because the manager asks on every call (its staleness check).
         self._image_len = ix.image_len()
         self._n = len(ix)
+        self._views_persisted = ix.check_persisted()
         # Decoded entries: one slot per entry number (None: not decoded), the same by id
         # (a hit costs one dict look-up, no call into the core), the order in which
         # they were kept, each one's line size, and the bytes held. No object is made
@@ -414,7 +415,15 @@ class NativeIndex:
         return None if n is None else self._ix.id(n)
 
     def image_len(self) -> int:
-        """Bytes of the image consumed (stops before a pending last piece)."""
+        """Bytes of the image consumed (stops before a pending last piece).
+
+        Raises:
+            StaleSessionError: the persisted index this one reads in place was cut short
+                under it (another program's doing; asked here, on every call of the
+                manager's staleness check, as the file's own staleness is).
+        """
+        if self._views_persisted:
+            self._views_persisted = self._ix.check_persisted()
         return self._image_len
 
     def has_pending_tail(self) -> bool:

@@ -187,6 +187,12 @@ class Index:
     def fingerprint(self) -> tuple[int, bytes] | None:
         """``(image length, its first and last FINGERPRINT bytes)`` as the open's scan read
         them; ``None`` for an image in memory or when the scan did not keep them."""
+    def check_persisted(self) -> bool:
+        """Whether the index reads a persisted index's file in place (``src/col.rs``).
+
+        Raises:
+            StaleSessionError: that file was cut short under it (by another program).
+        """
     def memory(self) -> list[tuple[str, int]]:
         """Heap bytes each part of the index holds (the benchmarks' breakdown)."""
     def image_len(self) -> int:

@@ -6,10 +6,13 @@
 //! caller scans the session file instead.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+
+use crate::col::Mapping;
 
 /// A temporary file older than this was left by a writer that died (a write takes
 /// milliseconds): eviction removes it.
@@ -20,11 +23,11 @@ pub(crate) fn entry_name(dev: u64, ino: u64) -> String {
     format!("{dev:x}-{ino:x}.idx")
 }
 
-/// The bytes of the file at `path` if it is a regular file (a symlink, a FIFO or a
-/// device put there is not read), and mark it used now (its mtime: eviction's clock,
-/// as atimes are often not kept).
-pub(crate) fn read(path: &Path) -> Option<Vec<u8>> {
-    let mut f = fs::OpenOptions::new()
+/// A guarded map of the file at `path` if it is a regular file (a symlink, a FIFO or a
+/// device put there is not mapped), and mark it used now (its mtime: eviction's
+/// clock, as atimes are often not kept).
+pub(crate) fn map(path: &Path) -> Option<Arc<Mapping>> {
+    let f = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
@@ -33,11 +36,9 @@ pub(crate) fn read(path: &Path) -> Option<Vec<u8>> {
     if !meta.is_file() {
         return None;
     }
-    let mut buf = Vec::with_capacity(usize::try_from(meta.len()).ok()?);
-    f.read_to_end(&mut buf).ok()?;
     // Not fatal: a file another user wrote cannot be touched, and is still read.
     let _ = f.set_modified(SystemTime::now());
-    Some(buf)
+    Mapping::new(f, usize::try_from(meta.len()).ok()?)
 }
 
 fn random() -> u32 {

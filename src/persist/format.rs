@@ -1,5 +1,7 @@
-//! The bytes of a persisted index file: a fixed header, then two checksummed parts, each
-//! a sequence of little-endian values read back in the order they were written.
+//! The bytes of a persisted index file: a fixed header, a head (the values of
+//! `state.rs`, little-endian, read back in the order they were written, then a table
+//! of the sections), and the sections, each at an offset aligned to 8 bytes so that a
+//! column can be read in place from a map of the file (`col.rs`).
 //!
 //! ```text
 //! offset  size  field
@@ -8,24 +10,23 @@
 //!     12     4  0 (reserved)
 //!     16     8  the build's source stamp (build.rs): another build's file is not read
 //!     24     8  head length (u64)
-//!     32     8  body length (u64)
+//!     32     8  file length (u64)
 //!     40     8  xxh3-64 of the head
-//!     48     8  xxh3-64 of the body
+//!     48     8  length of the head's fields (u64)
 //!     56     8  xxh3-64 of bytes 0..56
-//!     64     …  head, then body
+//!     64     …  head: fields, then per section (offset, length, xxh3-64) as u64s
+//!      …     …  sections
 //! ```
 //!
-//! The head is small (the file's identity and ends, counts, the session's summary): a
-//! reader that wants only those facts reads and checks it alone. The body holds the
-//! columns. Nothing here knows what the values mean (`state.rs` does); a file that is
-//! short, long, damaged or of another format or build fails [`split`].
+//! Nothing here knows what the values mean (`state.rs` does); a file that is short,
+//! long, damaged or of another format or build fails [`open`].
 
 /// The first bytes of every persisted index (a `\r\n` and a `^Z` as PNG's, so a file
 /// that went through a text conversion is not one).
 pub(crate) const MAGIC: [u8; 8] = *b"STIDX\r\n\x1a";
 
 /// The layout's version: bumped whenever what `state.rs` writes changes shape.
-pub(crate) const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 2;
 
 /// Bytes before the head.
 pub(crate) const HEADER: usize = 64;
@@ -192,59 +193,99 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// The file's bytes: the header over a head and a body.
-pub(crate) fn join(head: &[u8], body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER + head.len() + body.len());
+fn align8(n: usize) -> usize {
+    n.next_multiple_of(8)
+}
+
+/// The file's bytes: the header, the head (`fields`, then the table of `sections`),
+/// and the sections.
+pub(crate) fn assemble(fields: &[u8], sections: &[&[u8]]) -> Vec<u8> {
+    let head_len = fields.len() + 8 + sections.len() * 24;
+    let mut at = align8(HEADER + head_len);
+    let mut table = Writer::default();
+    table.u64(sections.len() as u64);
+    let mut offsets = Vec::with_capacity(sections.len());
+    for sec in sections {
+        table.u64(at as u64);
+        table.u64(sec.len() as u64);
+        table.u64(hash(sec));
+        offsets.push(at);
+        at = align8(at + sec.len());
+    }
+    let total = offsets
+        .last()
+        .zip(sections.last())
+        .map_or(HEADER + head_len, |(&o, s)| o + s.len());
+    let mut out = Vec::with_capacity(total);
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&FORMAT.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
     out.extend_from_slice(&stamp().to_le_bytes());
-    out.extend_from_slice(&(head.len() as u64).to_le_bytes());
-    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    out.extend_from_slice(&hash(head).to_le_bytes());
-    out.extend_from_slice(&hash(body).to_le_bytes());
+    out.extend_from_slice(&(head_len as u64).to_le_bytes());
+    out.extend_from_slice(&(total as u64).to_le_bytes());
+    let mut head = fields.to_vec();
+    head.extend_from_slice(&table.buf);
+    out.extend_from_slice(&hash(&head).to_le_bytes());
+    out.extend_from_slice(&(fields.len() as u64).to_le_bytes());
     let h = hash(&out);
     out.extend_from_slice(&h.to_le_bytes());
-    out.extend_from_slice(head);
-    out.extend_from_slice(body);
+    out.extend_from_slice(&head);
+    for (sec, &o) in sections.iter().zip(&offsets) {
+        out.resize(o, 0);
+        out.extend_from_slice(sec);
+    }
     out
 }
 
-/// The lengths of the head and the body the header of `file` announces, if it is a
-/// header of this format and build (checked by its own hash).
-pub(crate) fn lengths(file: &[u8]) -> Option<(usize, usize)> {
+/// A checked file: its head's fields and its sections as `(offset, length)`.
+pub(crate) struct Opened<'a> {
+    pub(crate) fields: &'a [u8],
+    pub(crate) sections: Vec<(usize, usize)>,
+}
+
+/// The head of `file` (its fields and section table), checked against the header;
+/// `None` for anything but a file this format and build wrote, of exactly the length
+/// it says. The sections are not checked: see [`check_sections`].
+pub(crate) fn open(file: &[u8]) -> Option<Opened<'_>> {
     let h = file.get(..HEADER)?;
     let le = |a: usize| u64::from_le_bytes(h[a..a + 8].try_into().unwrap_or([0; 8]));
     if h[..8] != MAGIC
         || h[8..12] != FORMAT.to_le_bytes()
         || le(16) != stamp()
         || le(56) != hash(&h[..56])
+        || le(32) != file.len() as u64
     {
         return None;
     }
-    Some((usize::try_from(le(24)).ok()?, usize::try_from(le(32)).ok()?))
-}
-
-/// The head of `file` (at least its header and head), checked; `None` for anything
-/// that is not a head this build wrote.
-pub(crate) fn head(file: &[u8]) -> Option<&[u8]> {
-    let (hl, _) = lengths(file)?;
-    let head = file.get(HEADER..HEADER.checked_add(hl)?)?;
-    let want = u64::from_le_bytes(file[40..48].try_into().ok()?);
-    (hash(head) == want).then_some(head)
-}
-
-/// The head and the body of a whole file, both checked; `None` for a file that is not
-/// exactly what this build writes (short, long, damaged, another format or build).
-pub(crate) fn split(file: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (hl, bl) = lengths(file)?;
-    if file.len() != HEADER.checked_add(hl)?.checked_add(bl)? {
+    let head_len = usize::try_from(le(24)).ok()?;
+    let head = file.get(HEADER..HEADER.checked_add(head_len)?)?;
+    if hash(head) != le(40) {
         return None;
     }
-    let head = head(file)?;
-    let body = &file[HEADER + hl..];
-    let want = u64::from_le_bytes(file[48..56].try_into().ok()?);
-    (hash(body) == want).then_some((head, body))
+    let count_at = usize::try_from(le(48)).ok()?;
+    let mut r = Reader::new(head.get(count_at..)?);
+    let sections = r.list(24, |r| {
+        let (off, len, _) = (r.u64()?, r.u64()?, r.u64()?);
+        let (off, len) = (usize::try_from(off).ok()?, usize::try_from(len).ok()?);
+        (off % 8 == 0 && off.checked_add(len)? <= file.len()).then_some((off, len))
+    })?;
+    if !r.done() {
+        return None;
+    }
+    Some(Opened {
+        fields: &head[..count_at],
+        sections,
+    })
+}
+
+/// Every section of `file` holds the bytes its hash in the head says.
+pub(crate) fn check_sections(file: &[u8], opened: &Opened<'_>) -> bool {
+    let head_end = HEADER + opened.fields.len();
+    let mut r = Reader::new(&file[head_end + 8..]);
+    opened.sections.iter().all(|&(off, len)| {
+        let (_, _, want) = (r.u64(), r.u64(), r.u64());
+        want == Some(hash(&file[off..off + len]))
+    })
 }
 
 #[cfg(test)]
@@ -265,11 +306,16 @@ mod tests {
         w.opt_u64(Some(9));
         w.list(&[1u64, 2], |w, &x| w.u64(x));
         w.u32s(&[3, 4, 5]);
-        let head = b"head".to_vec();
-        let file = join(&head, &w.buf);
-        let (h, body) = split(&file).unwrap();
-        assert_eq!(h, b"head");
-        assert_eq!(head_of(&file), Some(&b"head"[..]));
+        let file = assemble(b"fields", &[&w.buf, b"second"]);
+        let opened = open(&file).unwrap();
+        assert!(check_sections(&file, &opened));
+        assert_eq!(opened.fields, b"fields");
+        assert_eq!(opened.sections.len(), 2);
+        let (o, l) = opened.sections[0];
+        assert_eq!(o % 8, 0);
+        let body = &file[o..o + l];
+        let (o2, l2) = opened.sections[1];
+        assert_eq!(&file[o2..o2 + l2], b"second");
         let mut r = Reader::new(body);
         assert_eq!(r.u8(), Some(7));
         assert_eq!(r.bool(), Some(true));
@@ -284,26 +330,33 @@ mod tests {
         assert_eq!(r.u32s(), Some(vec![3, 4, 5]));
         assert!(r.done());
         assert_eq!(r.u8(), None);
-        // Every single flipped byte, every cut and an extra byte are refused.
+        // Every single flipped byte, every cut and an extra byte are refused (a
+        // flipped padding byte is no damage).
+        let ok = |f: &[u8]| open(f).is_some_and(|o| check_sections(f, &o));
+        let pad: Vec<usize> = (0..file.len())
+            .filter(|&k| {
+                !opened
+                    .sections
+                    .iter()
+                    .any(|&(o, l)| (o..o + l).contains(&k))
+            })
+            .filter(|&k| k >= HEADER + opened.fields.len() + 8 + 2 * 24)
+            .collect();
         for k in 0..file.len() {
             let mut bad = file.clone();
             bad[k] ^= 0x40;
-            assert!(split(&bad).is_none(), "byte {k}");
+            assert_eq!(ok(&bad), pad.contains(&k), "byte {k}");
         }
         for k in 0..file.len() {
-            assert!(split(&file[..k]).is_none(), "cut at {k}");
+            assert!(!ok(&file[..k]), "cut at {k}");
         }
         let mut long = file.clone();
         long.push(0);
-        assert!(split(&long).is_none());
+        assert!(!ok(&long));
         // A count larger than what is left is refused before anything is allocated.
         let mut w = Writer::default();
         w.u64(u64::MAX / 2);
         assert_eq!(Reader::new(&w.buf).u32s(), None);
         assert_eq!(Reader::new(&w.buf).bytes(), None);
-    }
-
-    fn head_of(file: &[u8]) -> Option<&[u8]> {
-        head(file)
     }
 }

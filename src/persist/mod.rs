@@ -39,9 +39,11 @@ pub(crate) mod format;
 mod state;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::error::Result;
+use crate::col::Mapping;
+use crate::error::{Error, Result};
 use crate::index::{Ends, Index};
 use crate::lines::FINGERPRINT;
 use crate::source::{Source, Stat};
@@ -68,6 +70,8 @@ pub(crate) struct Persisted {
     pub(crate) image_len: u64,
     /// Its own size.
     pub(crate) bytes: u64,
+    /// Its map, while columns of the index view it.
+    pub(crate) map: Option<Arc<Mapping>>,
 }
 
 /// `stat`'s times are both at least `settle` before now.
@@ -156,11 +160,36 @@ impl Index {
                         path,
                         image_len: self.image_len,
                         bytes: bytes.len() as u64,
+                        map: None,
                     });
                 }
             }
             _ => {}
         }
+    }
+
+    /// [`Error::Stale`] if the persisted index this one views was cut short under its
+    /// map (by another program: nothing here truncates one); the answers since may be
+    /// wrong, and it goes.
+    ///
+    /// # Errors
+    /// As said.
+    pub fn check_persisted(&self) -> Result<()> {
+        match &self.persisted {
+            Some(p) if p.map.as_ref().is_some_and(|m| m.faulted()) => {
+                folder::remove(&p.path);
+                Err(Error::Stale(format!(
+                    "its persisted index {} was cut short while in use",
+                    p.path.display()
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Some column of this index reads a persisted index's map in place.
+    pub fn views_persisted(&self) -> bool {
+        self.persisted.as_ref().is_some_and(|p| p.map.is_some())
     }
 
     /// A line of the file no longer holds what this index says: its persisted copy is
@@ -176,13 +205,14 @@ impl Index {
 /// at `file`, grown by the bytes the file gained since; a miss gives `src` back, a
 /// growth that fails to be read is [`Restore::Failed`].
 fn restore(src: Source, now: &Stat, file: PathBuf) -> Restore {
-    let Some(bytes) = folder::read(&file) else {
+    let Some(map) = folder::map(&file) else {
         return Restore::Miss(src);
     };
-    let Some((head, body)) = format::split(&bytes) else {
+    let bytes = map.bytes();
+    let Some(opened) = format::open(bytes) else {
         return Restore::Miss(src);
     };
-    let Some(then) = state::decode_head(head) else {
+    let Some(then) = state::decode_head(opened.fields) else {
         return Restore::Miss(src);
     };
     let s = then.stat;
@@ -194,8 +224,11 @@ fn restore(src: Source, now: &Stat, file: PathBuf) -> Restore {
     if ends_now(&src, then.image_len).as_deref() != Some(&then.fingerprint[..]) {
         return Restore::Miss(src);
     }
+    if !format::check_sections(bytes, &opened) {
+        return Restore::Miss(src);
+    }
     let mut ix = Index::empty(src);
-    if state::decode(head, body, &mut ix).is_none() {
+    if state::decode(&map, &opened, &mut ix).is_none() || map.faulted() {
         let src = std::mem::replace(&mut ix.src, Source::from_bytes(Vec::new()));
         return Restore::Miss(src);
     }
@@ -204,8 +237,8 @@ fn restore(src: Source, now: &Stat, file: PathBuf) -> Restore {
         path: file,
         image_len: then.image_len,
         bytes: bytes.len() as u64,
+        map: Some(Arc::clone(&map)),
     });
-    drop(bytes);
     match ix.index_new() {
         Ok(_) => Restore::Done(Box::new(ix)),
         Err(_) => Restore::Failed,

@@ -9,6 +9,9 @@
 //! plus a 32-bit delta. What is left per entry is its length, kind, role, hash, time
 //! delta and id: 22 bytes for a Pi entry (8-hex id), where the index holds ~49.
 
+use std::sync::Arc;
+
+use crate::col::{Col, Mapping};
 use crate::index::Index;
 use crate::issue::{Issue, IssueKind};
 use crate::kind::{EntryKind, Role};
@@ -119,6 +122,14 @@ fn ascending<T>(v: &[(u32, T)], n: usize) -> bool {
     v.windows(2).all(|p| p[0].0 < p[1].0) && v.last().is_none_or(|l| (l.0 as usize) < n)
 }
 
+fn le_bytes<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(v.len() * N);
+    for &x in v {
+        out.extend_from_slice(&f(x));
+    }
+    out
+}
+
 /// The persisted index of `ix`, whose file `stat` showed before and after it was read.
 pub(crate) fn encode(ix: &Index, stat: &Stat, fingerprint: &[u8]) -> Vec<u8> {
     let n = ix.len();
@@ -154,10 +165,38 @@ pub(crate) fn encode(ix: &Index, stat: &Stat, fingerprint: &[u8]) -> Vec<u8> {
     });
     h.u64(u.messages);
     h.bool(u.exact);
+    let (slots, table_len, seed) = ix.table.parts();
+    h.u64(table_len as u64);
+    h.u64(seed);
+    let (width, ends, id_bytes) = ix.ids.parts();
+    h.opt_u64(width.map(|w| w as u64));
+
+    let lens = le_bytes(&ix.lens.short, u16::to_le_bytes);
+    let kr: Vec<u8> = ix
+        .kinds
+        .iter()
+        .zip(ix.roles.iter())
+        .map(|(&k, &r)| k as u8 | (r as u8) << 4)
+        .collect();
+    // Times: a 32-bit delta from the previous entry's, `i32::MIN` for one kept whole.
+    let mut deltas = Vec::with_capacity(n * 4);
+    let mut whole = Vec::new();
+    let mut prev = 0i64;
+    for (e, &t) in ix.ts.iter().enumerate() {
+        let d = match i32::try_from(t.wrapping_sub(prev)) {
+            Ok(d) if d != i32::MIN => d,
+            _ => {
+                whole.push((e as u32, t as u64));
+                i32::MIN
+            }
+        };
+        deltas.extend_from_slice(&d.to_le_bytes());
+        prev = t;
+    }
+    let hashes = le_bytes(&ix.hashes, u32::to_le_bytes);
+    let table = le_bytes(slots, u32::to_le_bytes);
 
     let mut b = Writer::default();
-    b.buf.reserve(n * 24);
-    b.u32s(&ix.lens.short);
     w_pairs(&mut b, &ix.lens.long);
     // Starts: the exceptions to "one byte after the previous entry's end".
     let mut starts = Vec::new();
@@ -166,28 +205,12 @@ pub(crate) fn encode(ix: &Index, stat: &Stat, fingerprint: &[u8]) -> Vec<u8> {
         if s != expect {
             starts.push((e as u32, s));
         }
-        let len = ix.lens.get(e).unwrap_or(0);
-        expect = s.saturating_add(len).saturating_add(1);
+        expect = s
+            .saturating_add(ix.lens.get(e).unwrap_or(0))
+            .saturating_add(1);
     }
     w_pairs(&mut b, &starts);
     w_pairs(&mut b, ix.line_no.runs());
-    b.bytes(&ix.kinds.iter().map(|&k| k as u8).collect::<Vec<_>>());
-    b.bytes(&ix.roles.iter().map(|&r| r as u8).collect::<Vec<_>>());
-    // Times: a 32-bit delta from the previous entry's, `i32::MIN` for one kept whole.
-    let mut deltas = Vec::with_capacity(n);
-    let mut whole = Vec::new();
-    let mut prev = 0i64;
-    for (e, &t) in ix.ts.iter().enumerate() {
-        match i32::try_from(t.wrapping_sub(prev)) {
-            Ok(d) if d != i32::MIN => deltas.push(d as u32),
-            _ => {
-                deltas.push(i32::MIN as u32);
-                whole.push((e as u32, t as u64));
-            }
-        }
-        prev = t;
-    }
-    b.u32s(&deltas);
     w_pairs(&mut b, &whole);
     // Parents: the exceptions to "the previous entry".
     let parents: Vec<(u32, u64)> = ix
@@ -198,11 +221,7 @@ pub(crate) fn encode(ix: &Index, stat: &Stat, fingerprint: &[u8]) -> Vec<u8> {
         .map(|(e, &p)| (e as u32, u64::from(p)))
         .collect();
     w_pairs(&mut b, &parents);
-    b.u32s(&ix.hashes);
-    let (width, ends, bytes) = ix.ids.parts();
-    b.opt_u64(width.map(|w| w as u64));
     b.list(ends, |w, &x| w.u64(x));
-    b.bytes(bytes);
     w_pairs(&mut b, &ix.line_offs);
     b.list(&ix.unresolved, |w, (e, p)| {
         w.u32(*e);
@@ -223,12 +242,15 @@ pub(crate) fn encode(ix: &Index, stat: &Stat, fingerprint: &[u8]) -> Vec<u8> {
         b.list(issues, w_issue);
     }
     b.u32s(&ix.long_numbers);
-    format::join(&h.buf, &b.buf)
+    format::assemble(
+        &h.buf,
+        &[&lens, &kr, &deltas, &hashes, id_bytes, &table, &b.buf],
+    )
 }
 
-/// The head's facts (a checked head, [`format::head`]).
-pub(crate) fn decode_head(head: &[u8]) -> Option<Head> {
-    let mut r = Reader::new(head);
+/// The head's facts, from the fields of a checked head ([`format::open`]).
+pub(crate) fn decode_head(fields: &[u8]) -> Option<Head> {
+    let mut r = Reader::new(fields);
     let stat = r_stat(&mut r)?;
     let image_len = r.u64()?;
     let fingerprint = r.bytes()?.to_vec();
@@ -251,15 +273,21 @@ pub(crate) fn decode_head(head: &[u8]) -> Option<Head> {
     })
 }
 
-/// Fill `ix` (an empty index over the file) from a checked head and body; `None` (and
-/// `ix` in an unspecified state) when they hold what no index holds.
-pub(crate) fn decode(head_bytes: &[u8], body: &[u8], ix: &mut Index) -> Option<Head> {
-    let head = decode_head(head_bytes)?;
+/// Fill `ix` (an empty index over the file) from the persisted index mapped at `map`,
+/// whose head is `opened` (checked, sections too); `None` (and `ix` in an unspecified
+/// state) when it holds what no index holds. The widest columns (lengths, hashes, ids,
+/// the id table) stay in the map (`col.rs`); the others are decoded.
+pub(crate) fn decode(
+    map: &Arc<Mapping>,
+    opened: &format::Opened<'_>,
+    ix: &mut Index,
+) -> Option<Head> {
+    let head = decode_head(opened.fields)?;
     let n = usize::try_from(head.entries).ok()?;
-    if u32::try_from(n).is_err() {
+    if u32::try_from(n).is_err() || opened.sections.len() != 7 {
         return None;
     }
-    let mut r = Reader::new(head_bytes);
+    let mut r = Reader::new(opened.fields);
     r_stat(&mut r)?;
     r.u64()?;
     r.bytes()?;
@@ -293,7 +321,14 @@ pub(crate) fn decode(head_bytes: &[u8], body: &[u8], ix: &mut Index) -> Option<H
     })?;
     let messages = r.u64()?;
     let exact = r.bool()?;
-    if !r.done() || ix.next_line == 0 || ix.mid_line.is_some_and(|m| m > head.image_len) {
+    let table_len = usize::try_from(r.u64()?).ok()?;
+    let seed = r.u64()?;
+    let width = r.opt_u64()?.map(usize::try_from).transpose().ok()?;
+    if !r.done()
+        || ix.next_line == 0
+        || ix.mid_line.is_some_and(|m| m > head.image_len)
+        || table_len != n
+    {
         return None;
     }
     ix.usage = UsageTotals::from_parts(tokens, cost, models, messages, exact);
@@ -301,15 +336,27 @@ pub(crate) fn decode(head_bytes: &[u8], body: &[u8], ix: &mut Index) -> Option<H
     ix.image_len = head.image_len;
     ix.leaf = head.leaf.map(|l| l as u32);
 
-    let mut r = Reader::new(body);
-    let room = headroom(n);
-    let mut short = Vec::with_capacity(room);
-    short.extend(r.u32s()?);
+    let bytes = map.bytes();
+    let sec = |k: usize| {
+        let (o, l) = opened.sections[k];
+        (o, l, &bytes[o..o + l])
+    };
+    let (lo, ll, _) = sec(0);
+    let (_, _, kr) = sec(1);
+    let (_, _, deltas) = sec(2);
+    let (ho, hl, _) = sec(3);
+    let (io, il, id_bytes) = sec(4);
+    let (to, tl, _) = sec(5);
+    let (_, _, sparse) = sec(6);
+    if ll != 2 * n || kr.len() != n || deltas.len() != 4 * n || hl != 4 * n || tl % 4 != 0 {
+        return None;
+    }
+    let mut r = Reader::new(sparse);
     let long = r_pairs(&mut r)?;
-    if short.len() != n
-        || !ascending(&long, n)
-        || long.iter().any(|&(e, _)| short[e as usize] != u32::MAX)
-        || short.iter().filter(|&&l| l == u32::MAX).count() != long.len()
+    let short = Col::<u16>::view(map, lo, n)?;
+    if !ascending(&long, n)
+        || long.iter().any(|&(e, _)| short[e as usize] != u16::MAX)
+        || short.iter().filter(|&&l| l == u16::MAX).count() != long.len()
     {
         return None;
     }
@@ -318,6 +365,7 @@ pub(crate) fn decode(head_bytes: &[u8], body: &[u8], ix: &mut Index) -> Option<H
     if !ascending(&starts, n) {
         return None;
     }
+    let room = headroom(n);
     let mut start = Vec::with_capacity(room);
     let mut next = starts.iter().peekable();
     let mut expect = 0u64;
@@ -339,37 +387,30 @@ pub(crate) fn decode(head_bytes: &[u8], body: &[u8], ix: &mut Index) -> Option<H
     }
     ix.start = start;
     ix.line_no = Runs::from_runs(r_pairs(&mut r)?, n as u32)?;
-    let kinds = r.bytes()?;
-    let roles = r.bytes()?;
-    if kinds.len() != n || roles.len() != n {
-        return None;
+    let mut kinds = Vec::with_capacity(room);
+    let mut roles = Vec::with_capacity(room);
+    for &x in kr {
+        kinds.push(EntryKind::from_code(x & 15)?);
+        roles.push(Role::from_code(x >> 4)?);
     }
-    let mut kv = Vec::with_capacity(room);
-    for &k in kinds {
-        kv.push(EntryKind::from_code(k)?);
-    }
-    let mut rv = Vec::with_capacity(room);
-    for &x in roles {
-        rv.push(Role::from_code(x)?);
-    }
-    ix.kinds = kv;
-    ix.roles = rv;
-    let deltas = r.u32s()?;
+    ix.kinds = kinds;
+    ix.roles = roles;
     let whole = r_pairs(&mut r)?;
-    if deltas.len() != n || !ascending(&whole, n) {
+    if !ascending(&whole, n) {
         return None;
     }
     let mut ts = Vec::with_capacity(room);
     let mut whole = whole.into_iter();
     let mut prev = 0i64;
-    for (e, &d) in deltas.iter().enumerate() {
-        let t = if d as i32 == i32::MIN {
+    for (e, d) in deltas.chunks_exact(4).enumerate() {
+        let d = i32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+        let t = if d == i32::MIN {
             match whole.next() {
                 Some((x, t)) if x as usize == e => t as i64,
                 _ => return None,
             }
         } else {
-            prev.wrapping_add(i64::from(d as i32))
+            prev.wrapping_add(i64::from(d))
         };
         ts.push(t);
         prev = t;
@@ -384,28 +425,22 @@ pub(crate) fn decode(head_bytes: &[u8], body: &[u8], ix: &mut Index) -> Option<H
     }
     let mut parent = Vec::with_capacity(room);
     parent.extend((0..n as u32).map(|e| e.wrapping_sub(1)));
-    for (e, p) in parents {
+    let mut backward = true;
+    for &(e, p) in &parents {
         let p = u32::try_from(p).ok()?;
         if p != NONE && p as usize >= n {
             return None;
         }
+        backward &= p == NONE || p < e;
         parent[e as usize] = p;
     }
-    let mut hashes = Vec::with_capacity(room);
-    hashes.extend(r.u32s()?);
-    if hashes.len() != n {
-        return None;
-    }
-    ix.hashes = hashes;
-    let width = r.opt_u64()?.map(usize::try_from).transpose().ok()?;
+    ix.hashes = Col::<u32>::view(map, ho, n)?;
     let ends = r.list(8, |r| r.u64())?;
-    let bytes = r.bytes()?;
-    if !crate::ids::IdArena::check_parts(n, width, &ends, bytes) {
+    if !crate::ids::IdArena::check_parts(n, width, &ends, id_bytes) {
         return None;
     }
-    let mut id_bytes = Vec::with_capacity(bytes.len() + bytes.len() / 64 + 64);
-    id_bytes.extend_from_slice(bytes);
-    ix.ids = crate::ids::IdArena::from_parts(n, width, ends, id_bytes);
+    ix.ids = crate::ids::IdArena::from_parts(n, width, ends, Col::<u8>::view(map, io, il)?);
+    ix.table = crate::ids::IdTable::from_parts(Col::<u32>::view(map, to, tl / 4)?, n, seed)?;
     ix.line_offs = r_pairs(&mut r)?;
     ix.unresolved = r.list(12, |r| Some((r.u32()?, r.bytes()?.to_vec())))?;
     ix.broken = r.list(8, |r| Some((r.u32()?, r.u32()?)))?;
@@ -435,18 +470,11 @@ pub(crate) fn decode(head_bytes: &[u8], body: &[u8], ix: &mut Index) -> Option<H
     let acyclic = if ix.has_forward {
         tree::break_cycles(&mut parent.clone()).is_empty()
     } else {
-        parent
-            .iter()
-            .enumerate()
-            .all(|(e, &p)| p == NONE || (p as usize) < e)
+        backward
     };
     if !acyclic {
         return None;
     }
     ix.parent = parent;
-    ix.table.reserve(headroom(n), &ix.ids);
-    for e in 0..n as u32 {
-        ix.table.insert_unique(ix.ids.get(e), e);
-    }
     Some(head)
 }

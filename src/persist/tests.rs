@@ -325,8 +325,10 @@ fn a_damaged_foreign_or_other_index_file_is_a_miss() {
         std::fs::write(&fa, &bytes).unwrap();
         let ix = same_as_scan(&a, &cache, &what);
         // The miss scanned the whole file and wrote a good index again.
-        assert_eq!(ix.scanned, std::fs::metadata(&a).unwrap().len(), "{what}");
-        assert_eq!(std::fs::read(&fa).unwrap(), good, "{what}");
+        let size = std::fs::metadata(&a).unwrap().len();
+        assert_eq!(ix.scanned, size, "{what}");
+        let again = same_as_scan(&a, &cache, &what);
+        assert_eq!(again.scanned, size - again.image_len(), "{what}");
     }
     // Not a regular file at the index's name: a miss, and it stays what it is.
     std::fs::remove_file(&fa).unwrap();
