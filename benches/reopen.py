@@ -3,8 +3,8 @@ process with a warm page cache, beside ``wc -l`` of the same file in the same ru
 
 For each file: ``first`` = ``SessionManager.open`` with an empty index folder (a scan,
 and the index written); ``reopen`` = the same open again (the index read); ``+1 entry``
-= an open after another process appended one entry to a copy of the file (the index
-read, one line scanned). Each open is followed by ``build_session_context()``. The three
+= an open after another process appended one entry (a child of the leaf) to a copy
+of the file (the index read, one line scanned). Each open is followed by ``build_session_context()``. The three
 alternate round by round; every figure is the open call alone, wall (``perf_counter``)
 and CPU (``process_time``: steadier on a shared machine), with the load average
 (``os.getloadavg``) taken just before; min and median over the rounds. Also: the
@@ -53,8 +53,16 @@ print(json.dumps({"open": t1 - t, "open_cpu": c1 - c, "ctx": t3 - t2, "ctx_cpu":
                   "messages": len(ctx.messages), "anon": mem, "load": load}))
 """
 
-_ENTRY = (b'{"type":"message","id":"%08x","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",'
-          b'"message":{"role":"user","content":"one more","timestamp":1}}\n')
+_ENTRY = ('{{"type":"message","id":"{}","parentId":"{}","timestamp":"2026-01-01T00:00:00.000Z",'
+          '"message":{{"role":"user","content":"one more","timestamp":1}}}}\n')
+
+
+def last_id(path: str) -> str:
+    """The id of the file's last line (the leaf the next entry continues)."""
+    with open(path, "rb") as f:
+        f.seek(max(0, os.path.getsize(path) - (4 << 20)))
+        last = f.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    return str(json.loads(last)["id"])
 
 
 def child(path: str, folder: str) -> dict[str, float]:
@@ -93,8 +101,9 @@ def measure(path: str, rounds: int, work: Path) -> dict[str, object]:
         shutil.rmtree(folder, ignore_errors=True)
         rows["first"].append(child(path, folder))
         rows["reopen"].append(child(path, folder))
+        entry = _ENTRY.format(f"{0xF0000000 + k:08x}", last_id(copy))
         with open(copy, "ab") as f:
-            f.write(_ENTRY % (0xF0000000 + k))
+            f.write(entry.encode())
         rows["+1 entry"].append(child(copy, folder + "-copy"))
     (idx,) = Path(folder).glob("*.idx")
     entries = rows["reopen"][0]["entries"]

@@ -125,10 +125,13 @@ impl IdTable {
     /// again (`ids` holds every id in the table): a slot keeps too few hash bits to
     /// find its new place.
     pub(crate) fn reserve(&mut self, more: usize, ids: &IdArena) {
-        // A linear-probing miss costs ~(1 + 1/(1-a)^2)/2 probes: 32 at load 7/8, 2.5
-        // at 1/2, so the load stays at most 1/2.
-        let want = ((self.len + more) * 2).max(16).next_power_of_two();
-        if want > self.slots.len() {
+        // A linear-probing miss costs ~(1 + 1/(1-a)^2)/2 probes: 32 at load 7/8, 8.5 at
+        // 3/4, 2.5 at 1/2: a table grows to load 1/2 once it would pass 3/4 (a
+        // persisted one is kept at up to 3/4, `parts`: one more entry must not make a
+        // reopen rehash every id).
+        let need = self.len + more;
+        if need * 4 > self.slots.len() * 3 || self.slots.len() < 16 {
+            let want = (need * 2).max(16).next_power_of_two();
             let old_low = if self.slots.is_empty() {
                 0
             } else {
@@ -172,17 +175,36 @@ impl IdTable {
         self.slots.heap_bytes()
     }
 
-    /// The table as its parts: slots, entries held, hash seed (a persisted index).
-    pub(crate) fn parts(&self) -> (&[u32], usize, u64) {
-        (&self.slots, self.len, self.seed)
+    /// The table as a persisted index keeps it: the slots of the same entries at load
+    /// at most 3/4 (a table of half as many slots when that holds them: 8 instead of 16
+    /// bytes per entry at worst, on disk and in the page cache; a look-up there takes
+    /// ~2.5 probes instead of 1.5, each a slot of the same cache line mostly, and an
+    /// insert makes it grow back to load 1/2), the entries held and the hash seed.
+    pub(crate) fn parts(&self, ids: &IdArena) -> (Vec<u32>, usize, u64) {
+        let want = (self.len * 4 / 3 + 1).max(16).next_power_of_two();
+        if want >= self.slots.len() {
+            return (self.slots.to_vec(), self.len, self.seed);
+        }
+        let mut t = IdTable {
+            slots: Col::from(vec![0; want]),
+            len: 0,
+            seed: self.seed,
+        };
+        let low = (1u64 << self.bits()) - 1;
+        for &s in self.slots.iter().filter(|&&s| s != 0) {
+            let e = (s as u64 & low) as u32 - 1;
+            t.put(t.hash(ids.get(e)), e);
+        }
+        (t.slots.to_vec(), self.len, self.seed)
     }
 
     /// A table from [`IdTable::parts`]; `None` unless the slot count is a power of two
-    /// above twice `len` with an empty slot (probes end) and `len` slots in use.
+    /// that holds `len` entries at load at most 3/4 and `len` slots are in use (a probe
+    /// then always ends at an empty slot).
     pub(crate) fn from_parts(slots: Col<u32>, len: usize, seed: u64) -> Option<IdTable> {
         let n = slots.len();
         let used = slots.iter().filter(|&&s| s != 0).count();
-        (n.is_power_of_two() && n >= 16 && len * 2 <= n && used == len).then_some(IdTable {
+        (n.is_power_of_two() && n >= 16 && len * 4 <= n * 3 && used == len).then_some(IdTable {
             slots,
             len,
             seed,

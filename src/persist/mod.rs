@@ -126,6 +126,7 @@ impl Index {
             Restore::Failed => return Index::open(path),
         };
         ix.persist_if_due(cache, &before);
+        crate::index::give_back_freed_memory();
         Ok(ix)
     }
 

@@ -165,7 +165,7 @@ pub(crate) fn encode(ix: &Index, stat: &Stat, fingerprint: &[u8]) -> Vec<u8> {
     });
     h.u64(u.messages);
     h.bool(u.exact);
-    let (slots, table_len, seed) = ix.table.parts();
+    let (slots, table_len, seed) = ix.table.parts(&ix.ids);
     h.u64(table_len as u64);
     h.u64(seed);
     let (width, ends, id_bytes) = ix.ids.parts();
@@ -194,7 +194,7 @@ pub(crate) fn encode(ix: &Index, stat: &Stat, fingerprint: &[u8]) -> Vec<u8> {
         prev = t;
     }
     let hashes = le_bytes(&ix.hashes, u32::to_le_bytes);
-    let table = le_bytes(slots, u32::to_le_bytes);
+    let table = le_bytes(&slots, u32::to_le_bytes);
 
     let mut b = Writer::default();
     w_pairs(&mut b, &ix.lens.long);
