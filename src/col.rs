@@ -29,16 +29,22 @@ impl Raw for u8 {}
 impl Raw for u16 {}
 impl Raw for u32 {}
 
-/// A read-only map of a whole file, guarded against SIGBUS while it lives.
+/// The bytes of a whole persisted index file: a read-only map guarded against SIGBUS
+/// while it lives, or (when no guard is free: `guard.rs` has 64) a copy read into
+/// memory aligned for the widest column.
 pub(crate) struct Mapping {
-    // Drop order: the guard (unregisters the range) before the map (unmaps it).
-    guard: Guard,
-    map: Mmap,
+    backing: Backing,
     file: File,
 }
 
+enum Backing {
+    // Drop order: the guard (unregisters the range) before the map (unmaps it).
+    Map(Guard, Mmap),
+    Copy(Vec<u64>, usize),
+}
+
 impl Mapping {
-    /// Map `file` (`len` bytes); `None` when it cannot be mapped or no guard is free.
+    /// Map `file` (`len` bytes), else read it; `None` when it cannot be read.
     pub(crate) fn new(file: File, len: usize) -> Option<Arc<Mapping>> {
         if len == 0 {
             return None;
@@ -47,39 +53,77 @@ impl Mapping {
         // a new end of file reads zeros and is flagged), and every value read is an
         // integer of a type valid for any bits.
         let map = unsafe { MmapOptions::new().len(len).map(&file) }.ok()?;
-        let guard = Guard::new(map.as_ptr(), map.len())?;
-        Some(Arc::new(Mapping { guard, map, file }))
+        let backing = match Guard::new(map.as_ptr(), map.len()) {
+            Some(guard) => Backing::Map(guard, map),
+            None => {
+                drop(map);
+                let mut words = vec![0u64; len.div_ceil(8)];
+                let bytes = words_as_bytes(&mut words, len);
+                std::os::unix::fs::FileExt::read_exact_at(&file, bytes, 0).ok()?;
+                Backing::Copy(words, len)
+            }
+        };
+        Some(Arc::new(Mapping { backing, file }))
     }
 
-    /// The mapped bytes.
+    /// How the bytes are held (tests).
+    #[cfg(test)]
+    pub(crate) fn backing_name(&self) -> &'static str {
+        match self.backing {
+            Backing::Map(..) => "map",
+            Backing::Copy(..) => "copy",
+        }
+    }
+
+    /// The file's bytes.
     pub(crate) fn bytes(&self) -> &[u8] {
-        &self.map
+        match &self.backing {
+            Backing::Map(_, map) => map,
+            // SAFETY: `len` bytes of the vector's memory, which holds at least that many;
+            // any `u64` is valid as bytes.
+            Backing::Copy(words, len) => unsafe {
+                std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), *len)
+            },
+        }
     }
 
     /// A page of the map faulted, or the file is shorter than the map now: it was cut
-    /// short under it.
+    /// short under it (a copy is never stale).
     pub(crate) fn faulted(&self) -> bool {
-        self.guard.faulted()
-            || self
-                .file
-                .metadata()
-                .map_or(true, |m| m.len() < self.map.len() as u64)
+        match &self.backing {
+            Backing::Map(guard, map) => {
+                guard.faulted()
+                    || self
+                        .file
+                        .metadata()
+                        .map_or(true, |m| m.len() < map.len() as u64)
+            }
+            Backing::Copy(..) => false,
+        }
     }
 
-    /// `len` values of `T` at byte `off`, if they lie in the map and `off` is aligned.
+    /// `len` values of `T` at byte `off`, if they lie in the bytes and `off` is aligned.
     fn slice<T: Raw>(&self, off: usize, len: usize) -> Option<&[T]> {
         let size = std::mem::size_of::<T>();
         let end = off.checked_add(len.checked_mul(size)?)?;
-        let bytes = self.map.get(off..end)?;
+        let bytes = self.bytes().get(off..end)?;
         if cfg!(target_endian = "big") || (bytes.as_ptr() as usize) % std::mem::align_of::<T>() != 0
         {
             return None;
         }
-        // SAFETY: the range lies in the map (checked above) and is aligned for `T`;
-        // `T` is a plain integer (`Raw`), valid for any bits; the map lives as long
+        // SAFETY: the range lies in the bytes (checked above) and is aligned for `T`;
+        // `T` is a plain integer (`Raw`), valid for any bits; the bytes live as long
         // as `self`, which the returned slice borrows.
         Some(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), len) })
     }
+}
+
+/// The first `len` bytes of `words` as a byte slice to read into.
+fn words_as_bytes(words: &mut [u64], len: usize) -> &mut [u8] {
+    debug_assert!(len <= words.len() * 8);
+    // SAFETY: `len` bytes of the slice's memory (it holds `8 * words.len()`); any
+    // bytes written make valid `u64`s.
+    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), len) }
 }
 
 /// A column: owned values, or `len` values viewed at a byte offset of a map.
@@ -164,10 +208,10 @@ impl<T: Raw> Deref for Col<T> {
     #[inline]
     fn deref(&self) -> &[T] {
         match &self.mapped {
-            // SAFETY: `view` checked that these values lie in the map, aligned for
-            // `T`, and the map lives as long as the `Arc` held here.
+            // SAFETY: `view` checked that these values lie in the bytes, aligned for
+            // `T`, and the bytes live as long as the `Arc` held here.
             Some((m, off, len)) => unsafe {
-                std::slice::from_raw_parts(m.map.as_ptr().add(*off).cast::<T>(), *len)
+                std::slice::from_raw_parts(m.bytes().as_ptr().add(*off).cast::<T>(), *len)
             },
             None => &self.owned,
         }

@@ -17,7 +17,8 @@
 //! gives a short read, reported as [`Error::Stale`]. The scan gives the map's pages
 //! back behind it ([`Window::release`]): an open never holds the whole file resident.
 //! Measurements: docs/BENCHMARKS.md, "Reading the file". The crate's `unsafe` is this map, the guard's signal handler,
-//! CPU intrinsics (`scan/block.rs`) and a cache prefetch (`ids.rs`).
+//! CPU intrinsics (`scan/block.rs`), a cache prefetch (`ids.rs`), a persisted index's
+//! map and the columns that view it (`col.rs`) and `malloc_trim` (`index.rs`).
 
 use std::fs::File;
 use std::io;

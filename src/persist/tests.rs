@@ -498,3 +498,34 @@ fn the_folder_keeps_to_its_budget_least_recently_used_first() {
     Index::open_cached(&paths[1], &cache).unwrap();
     assert!(!dead.exists() && live.exists());
 }
+
+#[test]
+fn more_open_indexes_than_guards_read_a_copy() {
+    // `guard.rs` guards 64 ranges at once: the indexes past them read their persisted
+    // file into memory instead of mapping it, with the same answers.
+    let dir = Dir::new("many");
+    let cache = dir.cache();
+    let mut rng = Rng(21);
+    let (mut ids, mut next) = (Vec::new(), 0);
+    let path = dir.0.join("s.jsonl");
+    std::fs::write(&path, session(&mut rng, &mut ids, 30, &mut next)).unwrap();
+    let want = facts(&Index::open(&path).unwrap());
+    Index::open_cached(&path, &cache).unwrap();
+    let open: Vec<Index> = (0..80)
+        .map(|_| Index::open_cached(&path, &cache).unwrap())
+        .collect();
+    assert!(open
+        .iter()
+        .all(|ix| ix.scanned == 0 && ix.persisted.is_some()));
+    let copies = open
+        .iter()
+        .filter(|ix| {
+            let m = ix.persisted.as_ref().and_then(|p| p.map.as_ref()).unwrap();
+            matches!(m.backing_name(), "copy")
+        })
+        .count();
+    assert!(copies >= 16, "{copies}");
+    for ix in &open {
+        assert_eq!(facts(ix), want);
+    }
+}
