@@ -7,9 +7,9 @@
 //!
 //! The map is read under the SIGBUS guard (`guard.rs`) for as long as a column views
 //! it: if the file were cut short under it, the pages past its new end read as zeros
-//! and [`Mapping::faulted`] says so (the index then reports itself stale); nothing
-//! here writes or truncates such a file (they are replaced by rename, removed by
-//! unlink), so that is another program's doing.
+//! and [`Mapping::faulted`] says so (the manager's next call raises
+//! `StaleSessionError`); nothing here writes or truncates such a file (they are
+//! replaced by rename, removed by unlink), so that is another program's doing.
 
 #![allow(unsafe_code)]
 
@@ -34,7 +34,6 @@ impl Raw for u32 {}
 /// memory aligned for the widest column.
 pub(crate) struct Mapping {
     backing: Backing,
-    file: File,
 }
 
 enum Backing {
@@ -63,7 +62,7 @@ impl Mapping {
                 Backing::Copy(words, len)
             }
         };
-        Some(Arc::new(Mapping { backing, file }))
+        Some(Arc::new(Mapping { backing }))
     }
 
     /// How the bytes are held (tests).
@@ -87,17 +86,14 @@ impl Mapping {
         }
     }
 
-    /// A page of the map faulted, or the file is shorter than the map now: it was cut
-    /// short under it (a copy is never stale).
+    /// A page of the map faulted: the file was cut short under it (a copy is never
+    /// stale). One atomic load: asked on every call of the manager. A cut is seen at
+    /// the first read of a page past the new end (what that read gave is zeros), not
+    /// before: an `fstat` per call to see it sooner cost 0.3 µs of a 0.9 µs
+    /// `get_entry`, for a file nothing here ever truncates.
     pub(crate) fn faulted(&self) -> bool {
         match &self.backing {
-            Backing::Map(guard, map) => {
-                guard.faulted()
-                    || self
-                        .file
-                        .metadata()
-                        .map_or(true, |m| m.len() < map.len() as u64)
-            }
+            Backing::Map(guard, _) => guard.faulted(),
             Backing::Copy(..) => false,
         }
     }
