@@ -199,12 +199,13 @@ impl IdTable {
     }
 
     /// A table from [`IdTable::parts`]; `None` unless the slot count is a power of two
-    /// that holds `len` entries at load at most 3/4 and `len` slots are in use (a probe
-    /// then always ends at an empty slot).
+    /// that holds `len` entries at load at most 3/4 and has an empty slot (a probe
+    /// always ends; the slots themselves are the checksummed bytes of a table this
+    /// build wrote: a wrong one could only miss entries, never loop).
     pub(crate) fn from_parts(slots: Col<u32>, len: usize, seed: u64) -> Option<IdTable> {
         let n = slots.len();
-        let used = slots.iter().filter(|&&s| s != 0).count();
-        (n.is_power_of_two() && n >= 16 && len * 4 <= n * 3 && used == len).then_some(IdTable {
+        let empty = slots.contains(&0);
+        (n.is_power_of_two() && n >= 16 && len * 4 <= n * 3 && empty).then_some(IdTable {
             slots,
             len,
             seed,

@@ -38,9 +38,9 @@ macro_rules! entry_kinds {
 
             /// The kind whose byte (`kind as u8`) is `code`, if any.
             pub fn from_code(code: u8) -> Option<EntryKind> {
-                [$(EntryKind::$variant,)* EntryKind::Unknown, EntryKind::Session]
-                    .get(usize::from(code))
-                    .copied()
+                const ALL: &[EntryKind] =
+                    &[$(EntryKind::$variant,)* EntryKind::Unknown, EntryKind::Session];
+                ALL.get(usize::from(code)).copied()
             }
 
             /// The type name of a kind in [`ENTRY_TYPES`]; `None` for `Unknown` and
@@ -128,7 +128,7 @@ impl Role {
 
     /// The role whose byte (`role as u8`) is `code`, if any.
     pub fn from_code(code: u8) -> Option<Role> {
-        [
+        const ALL: &[Role] = &[
             Role::None,
             Role::User,
             Role::Assistant,
@@ -137,9 +137,8 @@ impl Role {
             Role::Custom,
             Role::System,
             Role::Other,
-        ]
-        .get(usize::from(code))
-        .copied()
+        ];
+        ALL.get(usize::from(code)).copied()
     }
 
     /// The role of a decoded `message.role` string (`None`: not a string).

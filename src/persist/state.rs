@@ -354,37 +354,43 @@ pub(crate) fn decode(
     let mut r = Reader::new(sparse);
     let long = r_pairs(&mut r)?;
     let short = Col::<u16>::view(map, lo, n)?;
-    if !ascending(&long, n)
-        || long.iter().any(|&(e, _)| short[e as usize] != u16::MAX)
-        || short.iter().filter(|&&l| l == u16::MAX).count() != long.len()
-    {
-        return None;
-    }
-    ix.lens = Lengths { short, long };
     let starts = r_pairs(&mut r)?;
-    if !ascending(&starts, n) {
+    if !ascending(&long, n) || !ascending(&starts, n) {
         return None;
     }
+    // Starts from the lengths and the exceptions, each entry checked to lie inside the
+    // image, and every `u16::MAX` length matched with its long one, in one pass.
     let room = headroom(n);
     let mut start = Vec::with_capacity(room);
-    let mut next = starts.iter().peekable();
+    let (mut starts, mut longs) = (starts.iter().peekable(), long.iter().peekable());
     let mut expect = 0u64;
-    for e in 0..n {
-        let s = match next.peek() {
+    for (e, &l) in short.iter().enumerate() {
+        let s = match starts.peek() {
             Some(&&(x, s)) if x as usize == e => {
-                next.next();
+                starts.next();
                 s
             }
             _ => expect,
         };
-        // Every entry lies inside the image.
-        let end = s.checked_add(ix.lens.get(e)?)?;
+        let len = match longs.peek() {
+            Some(&&(x, len)) if x as usize == e && l == u16::MAX => {
+                longs.next();
+                len
+            }
+            _ if l == u16::MAX => return None,
+            _ => u64::from(l),
+        };
+        let end = s.checked_add(len)?;
         if end > head.image_len {
             return None;
         }
         start.push(s);
         expect = end + 1;
     }
+    if longs.next().is_some() {
+        return None;
+    }
+    ix.lens = Lengths { short, long };
     ix.start = start;
     ix.line_no = Runs::from_runs(r_pairs(&mut r)?, n as u32)?;
     let mut kinds = Vec::with_capacity(room);

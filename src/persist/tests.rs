@@ -188,6 +188,11 @@ fn lines(rng: &mut Rng, ids: &mut Vec<String>, count: usize, next: &mut u64) -> 
             7 => r#""type":"message","message":{"role":"hookMessage","content":"x"}"#.to_string(),
             8 => r#""type":"custom","data":{"n":123456789012345678901234}"#.to_string(),
             9 => r#""type":"active_tools_change","activeToolNames":["a"]"#.to_string(),
+            10 if rng.next(4) == 0 => format!(
+                // Lines around and past 64 KiB (lengths beyond a u16 are kept aside).
+                r#""type":"message","message":{{"role":"user","content":"{}"}}"#,
+                "x".repeat(65_380 + rng.next(300) as usize)
+            ),
             _ => format!(
                 r#""type":"message","message":{{"role":"user","content":"{}"}}"#,
                 "x".repeat(rng.next(300) as usize)
