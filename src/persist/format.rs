@@ -37,7 +37,7 @@ pub(crate) fn stamp() -> u64 {
 }
 
 fn hash(b: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(b)
+    twox_hash::XxHash3_64::oneshot(b)
 }
 
 /// Values appended in order.
