@@ -4,6 +4,7 @@ and two modules named ``conftest`` cannot both be imported by name)."""
 from __future__ import annotations
 
 import os
+import signal
 import warnings
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,19 @@ SHARED = Path(os.environ.get("SESSIONTREE_SHARED", ROOT.parent / "shared"))
 CORPUS = SHARED / "corpus" / "pi-golden"
 CASES = SHARED / "cases"
 DATA = Path(__file__).resolve().parent / "data"
+
+
+# The signals tests send to a child to stop it (SIGKILL cannot be ignored).
+STOP_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
+
+
+def default_signals() -> None:
+    """``preexec_fn`` for a child a test stops with a signal: the child starts with the
+    default disposition of :data:`STOP_SIGNALS`, whatever the test run inherited. A
+    run under ``nohup`` ignores SIGHUP, a background job of a shell without job control
+    SIGINT, and a child inherits what is ignored: it would (rightly) keep running."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def backends() -> list[str]:

@@ -47,6 +47,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+from _shared import default_signals  # noqa: E402
 from sessiontree import LoadReportWarning, SessionManager  # noqa: E402
 
 MODES = ("new", "existing", "v1", "branch")
@@ -259,7 +260,7 @@ def check_output_run(tag: int, what: str, sig: int, delay: float, folder: Path) 
         cmd = ["export", str(src), "--format", what, "--out", str(target)]
     env = dict(os.environ, SESSIONTREE_CATALOG="off")
     proc = subprocess.Popen([sys.executable, "-m", "sessiontree", *cmd], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=env)
+                            stderr=subprocess.PIPE, env=env, preexec_fn=default_signals)
     time.sleep(delay)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)

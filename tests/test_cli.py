@@ -14,6 +14,8 @@ import pytest
 from sessiontree import SessionManager, convert_to_llm
 from sessiontree.generate import generate_session
 
+from _shared import default_signals
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -500,7 +502,7 @@ def test_generate_interrupted_leaves_no_partial_file(tmp_path: Path) -> None:
 
     out = tmp_path / "big.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "sessiontree", "generate", str(out), "--size", "3GB"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -32,6 +32,7 @@ from sessiontree import SessionManager
 from sessiontree.generate import generate_session
 
 from _import_helpers import CLAUDE
+from _shared import default_signals
 from test_export import cli
 
 
@@ -233,7 +234,8 @@ def _kill_when_writing(cmd: list[str], folder: Path, sig: int, env: dict[str, st
     """Start ``cmd``, wait until its temporary file exists in ``folder`` and holds
     bytes, send ``sig``; returns the finished process."""
     before = set(_temps(folder))
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                            preexec_fn=default_signals)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         new = [n for n in _temps(folder) if n not in before]
@@ -243,7 +245,12 @@ def _kill_when_writing(cmd: list[str], folder: Path, sig: int, env: dict[str, st
         time.sleep(0.002)
     assert proc.poll() is None, "the command finished before it could be stopped"
     proc.send_signal(sig)
-    proc.wait(timeout=60)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # it went on after the signal: never leave it writing
+        proc.wait()
+        raise AssertionError(f"the command went on after signal {sig}") from None
     return proc
 
 
@@ -264,6 +271,19 @@ def test_a_stopped_generate_leaves_no_temporary_file(tmp_path: Path, sig: int, r
                               tmp_path, sig, _env(tmp_path))
     assert proc.returncode == rc, proc.stderr
     assert os.listdir(tmp_path) == [], "the temporary file (or a partial session) was left"
+
+
+@pytest.mark.parametrize("sig, rc", _STOPS, ids=["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_stop_the_test_run_ignores_still_stops_the_child(tmp_path: Path, sig: int, rc: int) -> None:
+    """A test run started under ``nohup`` (SIGHUP ignored) or as a background job of a
+    shell without job control (SIGINT ignored) passes what it ignores on to its
+    children, which then rightly keep running: the tests start them with the default
+    disposition (``_shared.default_signals``)."""
+    before = signal.signal(sig, signal.SIG_IGN)
+    try:
+        test_a_stopped_generate_leaves_no_temporary_file(tmp_path, sig, rc)
+    finally:
+        signal.signal(sig, before)
 
 
 @pytest.mark.parametrize("fmt", ["html", "markdown"])
