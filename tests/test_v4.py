@@ -155,3 +155,52 @@ def test_info_reports_records_by_kind(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "sessiontree", "info", str(p)], capture_output=True, text=True,
                        env=env, timeout=60)
     assert r.returncode == 0 and "operation_started 1" in r.stdout and "side → s1" in r.stdout, r.stdout + r.stderr
+
+
+V4_WORDS = "a version 4 agent-core harness file: read-only, read by `info` / `sessiontree.v4.read_v4`"
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "c"),
+               SESSIONTREE_CATALOG=str(tmp_path / "catalog.sqlite3"))
+    return subprocess.run([sys.executable, "-m", "sessiontree", *args], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+def test_opening_a_v4_file_says_what_it_is(tmp_path: Path, backend: str) -> None:
+    """Not "no session header … (type is None …)": the loader of version 3 files names
+    a v4 file as one (both backends, the same words)."""
+    from sessiontree import SessionManager
+
+    p = sample(tmp_path)
+    with pytest.raises(InvalidSessionError) as e:
+        SessionManager.open(str(p), backend=backend)
+    assert e.value.reason == V4_WORDS and (e.value.line, e.value.offset) == (1, 0)
+
+
+def test_every_command_but_info_names_a_v4_file(tmp_path: Path, backend: str) -> None:
+    (tmp_path / "sessions").mkdir()
+    p = sample(tmp_path / "sessions")
+    for command in ("check", "tree"):
+        r = _cli(tmp_path, command, str(p), "--backend", backend)
+        assert r.returncode == 1 and V4_WORDS in r.stdout + r.stderr, (command, r.stdout, r.stderr)
+        assert "no session header" not in r.stdout + r.stderr
+    for extra in ((), ("--no-cache",)):
+        r = _cli(tmp_path, "ls", str(p.parent), *extra)
+        out = r.stdout + r.stderr
+        assert V4_WORDS in out and "no session header" not in out, (extra, out)
+
+
+def test_context_of_a_v4_file_is_the_v4_readers(tmp_path: Path) -> None:
+    p = sample(tmp_path)
+    s = read_v4(p)
+    for args, leaf in (((), "u2"), (("--leaf", "s1"), "s1"), (("--leaf", "k"), "k1")):
+        r = _cli(tmp_path, "context", str(p), "--json", *args)
+        assert r.returncode == 0, r.stderr
+        d = json.loads(r.stdout)
+        ctx = s.context_at(leaf)
+        assert d["leafId"] == leaf and d["messages"] == ctx.messages and d["model"] == ctx.model
+    r = _cli(tmp_path, "context", str(p))
+    assert r.returncode == 0 and r.stdout.startswith("context at u2: 3 messages") and "kept tail" in r.stdout, r.stdout
+    r = _cli(tmp_path, "context", str(p), "--leaf", "nope")
+    assert r.returncode == 1 and "entry nope not found" in r.stderr, r.stderr

@@ -39,7 +39,8 @@ from ._clip import clip_entry
 from ._filestate import FileId
 from ._jsonl import decode_line
 from ._labels import LabelFields, apply_labels, session_name_of
-from ._reader import header_error, problem_from_code
+from ._js import UNDEFINED
+from ._reader import V4_FILE, header_error, problem_from_code, scan_header
 from ._sessiontree import ENTRY_TYPES, ROLES, Index, stat_unchanged
 from ._usage import TOKEN_KEYS, merge_models, usage_totals
 from .errors import InvalidSessionError, StaleSessionError
@@ -353,7 +354,18 @@ class NativeIndex:
             return cls(Index.open(path, cache), file=path)
         except InvalidSessionError as e:
             # The core says where and why (a code); the words are the python backend's.
-            raise header_error(path, e.line, e.offset, problem_from_code(e.reason)) from None
+            problem = problem_from_code(e.reason)
+            if problem[0] == "type" and problem[1] is UNDEFINED:
+                # The core reads no `kind`: whether a first object without `type` is a
+                # version 4 header is judged by the python reader, on the file's line.
+                try:
+                    scan_header(path)
+                except InvalidSessionError as again:
+                    if again.reason == V4_FILE:
+                        raise again from None
+                except OSError:
+                    pass
+            raise header_error(path, e.line, e.offset, problem) from None
 
     @classmethod
     def from_image(cls, data: bytes) -> NativeIndex:

@@ -43,6 +43,8 @@ __all__ = [
     "line_prefix",
     "is_header",
     "is_title_slot",
+    "is_v4_header",
+    "V4_FILE",
     "header_problem",
     "problem_from_code",
     "header_error",
@@ -337,8 +339,19 @@ def is_title_slot(obj: Any) -> bool:
     return type(obj) is dict and obj.get("type") == "title"
 
 
-# A header problem is (code, type value): code "not_json", "not_object", "no_id" or
-# "type" (then the first object's ``type`` value, UNDEFINED when absent), or "empty".
+def is_v4_header(obj: Any) -> bool:
+    """Whether a first object is the header of agent-core's version 4 codec
+    (``{"kind":"header","version":4,…}``, ``session/jsonl.ts``): such a file is read,
+    read-only, by :mod:`sessiontree.v4`, never by the loader."""
+    return type(obj) is dict and obj.get("kind") == "header" and obj.get("version") == 4
+
+
+# What every reader but ``info`` says of a version 4 file (CONTRACT §8).
+V4_FILE = "a version 4 agent-core harness file: read-only, read by `info` / `sessiontree.v4.read_v4`"
+
+# A header problem is (code, type value): code "not_json", "not_object", "no_id",
+# "v4" (:func:`is_v4_header`) or "type" (then the first object's ``type`` value,
+# UNDEFINED when absent), or "empty".
 HeaderProblem = tuple[str, Any]
 
 
@@ -347,7 +360,8 @@ def header_problem(content: bytes) -> HeaderProblem:
 
     Returns:
         ``("not_json", UNDEFINED)``, ``("not_object", UNDEFINED)``, ``("no_id",
-        UNDEFINED)`` (a ``session`` object without a string ``id``) or ``("type", t)``
+        UNDEFINED)`` (a ``session`` object without a string ``id``), ``("v4",
+        UNDEFINED)`` (a version 4 header, :func:`is_v4_header`) or ``("type", t)``
         with the object's ``type`` value ``t`` (``UNDEFINED`` when absent). Meaningless
         for a line that *is* a header.
     """
@@ -360,6 +374,8 @@ def header_problem(content: bytes) -> HeaderProblem:
     etype = obj.get("type", UNDEFINED)
     if etype == "session":
         return ("no_id", UNDEFINED)
+    if etype is UNDEFINED and is_v4_header(obj):
+        return ("v4", UNDEFINED)
     return ("type", etype)
 
 
@@ -393,6 +409,8 @@ def header_error(path: str | None, line: int | None, offset: int | None, problem
     code, etype = problem
     if code == "empty" or line is None:
         return InvalidSessionError("empty file: no session header", path)
+    if code == "v4":
+        return InvalidSessionError(V4_FILE, path, line, offset)
     if code == "not_json":
         reason = "line is not valid JSON"
     elif code == "not_object":

@@ -46,6 +46,7 @@ from ._backend import LoadIssue
 from ._context import SessionContext
 from ._filestate import open_regular
 from ._jsonl import decode_line, iter_lines
+from ._reader import is_v4_header
 from .errors import InvalidSessionError
 
 __all__ = ["ENTRY_TYPES", "RECORD_TYPES", "V4Session", "is_v4", "read_v4"]
@@ -131,7 +132,16 @@ class V4Session:
         return Counter(str(r.get("type")) for r in self.records)
 
     def context(self, lane: str = "main") -> SessionContext:
-        """The context at the lane's leaf (``session/context.ts`` ``buildSessionContext``).
+        """The context at the lane's leaf: :meth:`context_at` of ``leaf_id(lane)``.
+
+        Raises:
+            KeyError: no such lane.
+        """
+        return self.context_at(self.lanes[lane])
+
+    def context_at(self, leaf_id: str | None) -> SessionContext:
+        """The context at an entry (``session/context.ts`` ``buildSessionContext``; an
+        unknown id or ``None``: the empty path).
 
         The thinking level, model and active tools come from the whole path; the context
         entries are the path, or the latest compaction on it and the entries after it;
@@ -141,11 +151,8 @@ class V4Session:
         else nothing. Tool results are then moved right after the assistant message
         that called them, and dropped when it is not in the context
         (``normalizeToolResults``).
-
-        Raises:
-            KeyError: no such lane.
         """
-        path = self.path_to(self.lanes[lane])
+        path = self.path_to(leaf_id)
         thinking: Any = "off"
         model: dict[str, Any] | None = None
         tools: list[Any] | None = None
@@ -223,7 +230,7 @@ def is_v4(path: str | os.PathLike[str]) -> bool:
         v = decode_line(first.rstrip(b"\r\n"))
     except (OSError, ValueError):
         return False
-    return isinstance(v, dict) and v.get("kind") == "header" and v.get("version") == 4
+    return is_v4_header(v)
 
 
 def read_v4(path: str | os.PathLike[str]) -> V4Session:

@@ -46,13 +46,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree context``: the exit status (see the module docstring)."""
     from .. import convert_to_llm
+    from ..v4 import is_v4
 
-    sm, _ = open_session(io, args.file, args.backend)
-    with sm:
-        leaf = resolve_entry(io, sm, args.file, args.leaf)[0] if args.leaf is not None else sm.leaf_id
-        t0 = time.perf_counter()
-        ctx = sm.build_session_context(leaf_id=leaf)
-        seconds = time.perf_counter() - t0
+    if is_v4(args.file):
+        leaf, ctx, seconds = _context_v4(args)
+    else:
+        sm, _ = open_session(io, args.file, args.backend)
+        with sm:
+            leaf = resolve_entry(io, sm, args.file, args.leaf)[0] if args.leaf is not None else sm.leaf_id
+            t0 = time.perf_counter()
+            ctx = sm.build_session_context(leaf_id=leaf)
+            seconds = time.perf_counter() - t0
     messages = convert_to_llm(ctx.messages) if args.llm else ctx.messages
     if args.json:
         out = {"leafId": leaf, "thinkingLevel": ctx.thinking_level, "model": ctx.model,
@@ -78,6 +82,26 @@ def run(args: argparse.Namespace, io: Io) -> int:
         lines.extend(render_message(i, msg, full=args.full, max_lines=args.lines))
     emit(io, lines)
     return 0
+
+
+def _context_v4(args: argparse.Namespace) -> tuple[str | None, Any, float]:
+    """A version 4 file's context (``sessiontree.v4``, CONTRACT §8): at the ``main``
+    lane's leaf, or at ``--leaf`` (an entry id or a unique prefix); seconds to read and
+    build it."""
+    from ..v4 import read_v4
+
+    t0 = time.perf_counter()
+    s = read_v4(args.file)
+    leaf = s.leaf_id()
+    if args.leaf is not None:
+        found = [e["id"] for e in s.entries if e["id"] == args.leaf] or [
+            e["id"] for e in s.entries if isinstance(e["id"], str) and e["id"].startswith(args.leaf)]
+        if len(found) != 1:
+            why = "is ambiguous" if found else "not found"
+            raise CliError(f"{safe(args.file)}: entry {safe(args.leaf)} {why}")
+        leaf = found[0]
+    ctx = s.context_at(leaf)
+    return leaf, ctx, time.perf_counter() - t0
 
 
 def emit(io: Io, lines: list[tuple[str, str]]) -> None:
