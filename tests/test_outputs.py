@@ -188,6 +188,38 @@ def test_generate_into_a_fifo_and_stdout(tmp_path: Path) -> None:
     assert p.returncode == 0 and p.stdout.encode() == want and "wrote" in p.stderr
 
 
+def test_generate_refusing_an_existing_target_says_what_force_does_to_it(tmp_path: Path) -> None:
+    """Without --force, generate refuses any existing OUT; the message says what --force
+    would do to what is there: replace a regular file (a link's target), create a
+    dangling link's target, write into a FIFO as a stream (never replacing it)."""
+    regular = tmp_path / "s.jsonl"
+    regular.write_text("old")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(regular.name)
+    dangling = tmp_path / "dangling.jsonl"
+    dangling.symlink_to("made.jsonl")
+    fifo = _fifo(tmp_path / "g.fifo")
+    link_fifo = tmp_path / "to-fifo"
+    link_fifo.symlink_to(fifo.name)
+    want = {
+        regular: "already exists; not overwritten (use --force to replace it)",
+        link: "already exists (a symbolic link); not overwritten (use --force to replace the file it points to)",
+        dangling: "already exists (a symbolic link to nothing); not written (use --force to create the file it "
+                  "points to)",
+        fifo: "already exists (a FIFO); not written (use --force to write the session into it as a stream: a FIFO "
+              "is never replaced)",
+        link_fifo: "already exists (a FIFO); not written (use --force to write the session into it as a stream: "
+                   "a FIFO is never replaced)",
+    }
+    for target, words in want.items():
+        p = cli("generate", str(target), "--entries", "3")
+        assert p.returncode == 1 and p.stderr.strip() == f"sessiontree: error: {target}: {words}", p.stderr
+    assert regular.read_text() == "old" and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["dangling.jsonl", "g.fifo", "link.jsonl", "s.jsonl", "to-fifo"]
+    assert cli("generate", str(dangling), "--entries", "3", "--force").returncode == 0
+    assert dangling.is_symlink() and (tmp_path / "made.jsonl").read_bytes().startswith(b'{"type":"session"')
+
+
 def test_parquet_dataset_files_follow_the_rule(tmp_path: Path, session: Path) -> None:
     pytest.importorskip("pyarrow")
     out = tmp_path / "ds"

@@ -1,6 +1,7 @@
 """``sessiontree generate``: write a realistic synthetic session (deterministic per seed).
 
-An existing OUT is never replaced unless ``--force`` is given. With ``--sessions N``,
+An existing OUT is never written unless ``--force`` is given (a FIFO or device is then
+written into as a stream, never replaced; the refusal says which). With ``--sessions N``,
 OUT is a sessions root and N sessions of about ``--size`` bytes together are written
 into it in Pi's layout (one folder per project, Pi's file names; nothing replaced),
 for trying ``ls``, ``search`` and ``usage`` on a history. The session is written to
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 from dataclasses import asdict
 
 from rich.text import Text
@@ -65,7 +67,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
         if os.path.isdir(args.out):
             raise CliError(f"{out}: is a directory")
         if os.path.lexists(args.out) and not args.force:
-            raise CliError(f"{out}: already exists; not overwritten (use --force to replace it)")
+            raise _exists(args.out)
         streamed = os.path.exists(args.out) and not os.path.isfile(args.out)  # a FIFO, a device
     if streamed:
         io = Io(io.err, io.err)  # the session goes to stdout or a stream: what is said, to stderr
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
                 stats = generate_session(args.out, entries=args.entries, seed=args.seed, cwd=args.cwd,
                                          overwrite=args.force)
     except FileExistsError:  # created by someone else while we were writing
-        raise CliError(f"{out}: already exists; not overwritten (use --force to replace it)") from None
+        raise _exists(args.out) from None
     if args.json:
         # camelCase keys, as every --json of the command line and the file's dicts.
         data = {_camel(k): v for k, v in asdict(stats).items()}
@@ -127,6 +129,31 @@ def _root(args: argparse.Namespace, io: Io, size: int | None) -> int:
                            f" ({human_bytes(total)}) in {min(args.projects, len(written))} project folder(s) under ",
                            (safe(args.out), "bold")))
     return 0
+
+
+def _exists(path: str) -> CliError:
+    """The refusal of an existing OUT without ``--force``, saying what ``--force`` would
+    do to what is there (``_output.open_output``'s rules, CONTRACT §4 "Command
+    outputs"): a regular file is replaced, a FIFO or device written into as a stream."""
+    out = safe(path)
+    try:
+        mode = os.stat(path).st_mode  # follows a symbolic link, as the output does
+    except FileNotFoundError:
+        return CliError(f"{out}: already exists (a symbolic link to nothing); not written "
+                        "(use --force to create the file it points to)")
+    except OSError:
+        mode = stat.S_IFREG
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else None if stat.S_ISREG(mode) else "not a regular file")
+    if kind == "not a regular file":
+        return CliError(f"{out}: already exists and is not a regular file, a FIFO or a device; not written")
+    if kind is not None:
+        return CliError(f"{out}: already exists ({kind}); not written (use --force to write the session into it "
+                        f"as a stream: {kind} is never replaced)")
+    if os.path.islink(path):
+        return CliError(f"{out}: already exists (a symbolic link); not overwritten "
+                        "(use --force to replace the file it points to)")
+    return CliError(f"{out}: already exists; not overwritten (use --force to replace it)")
 
 
 def _camel(name: str) -> str:
