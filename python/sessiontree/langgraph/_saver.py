@@ -130,6 +130,13 @@ class PiCheckpointSaver(BaseCheckpointSaver[str]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # `async with PiCheckpointSaver(...) as saver:`, as LangGraph's async savers are used.
+    async def __aenter__(self) -> PiCheckpointSaver:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.close)  # waits for the lock a running call holds
+
     # ----------------------------------------------------------- the tuples
     @staticmethod
     def _config(thread_id: Any, checkpoint_ns: str, checkpoint_id: Any) -> RunnableConfig:
