@@ -64,6 +64,32 @@ def test_import_errors_are_one_line(tmp_path: Path) -> None:
     assert p.returncode == 2 and "--all" in p.stderr
 
 
+def test_a_path_that_cannot_be_read_raises_in_python(tmp_path: Path, backend: str) -> None:
+    """The Python API raises for its caller's own path (a result with only ``error`` set
+    read as ``None 0 None {}`` in the README's loop); nothing is written. The command
+    keeps its one line and status 1."""
+    import pytest
+
+    from sessiontree.importers import import_claude, import_codex, import_sources
+
+    out = tmp_path / "pi"
+    for call in (lambda p: import_claude(p, to=out, backend=backend),
+                 lambda p: import_codex(p, to=out, backend=backend),
+                 lambda p: import_sources("codex", [p], to=out, backend=backend)):
+        with pytest.raises(FileNotFoundError) as e:
+            call(tmp_path / "missing.jsonl")
+        assert e.value.filename == str(tmp_path / "missing.jsonl")
+        with pytest.raises(IsADirectoryError):
+            call(tmp_path)
+    assert not out.exists()
+    # Another agent's file is still a result naming the importer that reads it.
+    (r,) = import_claude(next(CODEX.glob("*.jsonl")), to=out, backend=backend)
+    assert r.path is None and r.error is not None and "sessiontree import codex" in r.error
+    for source in ("claude", "codex"):
+        p = run("import", source, str(tmp_path / "missing.jsonl"))
+        assert p.returncode == 1 and p.stderr.strip() == f"sessiontree: error: {tmp_path / 'missing.jsonl'}: no such file"
+
+
 def test_import_all_with_nothing_to_import_says_where_it_looked(tmp_path: Path) -> None:
     for source, var in (("claude", "CLAUDE_CONFIG_DIR"), ("codex", "CODEX_HOME")):
         p = run("import", source, "--all", "--to", str(tmp_path / "out"), env={var: str(tmp_path / "none")})

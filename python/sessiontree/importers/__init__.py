@@ -87,8 +87,13 @@ def import_claude(path: str | os.PathLike[str], *, to: str | os.PathLike[str] | 
     Returns:
         One :class:`ImportResult` per Pi session: the main session first, then each
         sidechain / subagent (``role``), with ``parent_session`` naming the main one's
-        file. A result with ``path=None`` says in ``error`` why nothing was written.
-        Bad content never raises: it is skipped and counted.
+        file. A result with ``path=None`` says in ``error`` why nothing was written
+        (another agent's file; a subagent transcript that cannot be read). Bad content
+        never raises: it is skipped and counted.
+
+    Raises:
+        OSError: ``path`` itself cannot be read (``FileNotFoundError`` when it does not
+            exist, ``IsADirectoryError`` for a folder); nothing is written.
     """
     src = os.path.abspath(os.path.expanduser(os.fspath(path)))
     wrong = _other_format(src, "claude")
@@ -100,6 +105,8 @@ def import_claude(path: str | os.PathLike[str], *, to: str | os.PathLike[str] | 
         try:
             planned.extend(claude.plan_claude(f, to))
         except OSError as e:
+            if f == src:
+                raise  # the caller's own path: an error, not a result (nothing written yet)
             planned.append(_failed(f, f"{f}: {e.strerror or e}"))
     settle_parent_links([p for p in planned if isinstance(p, SessionPlan)], to)
     return [apply_plan(p, to, backend=backend) if isinstance(p, SessionPlan) else p for p in planned]
@@ -120,15 +127,16 @@ def import_codex(path: str | os.PathLike[str], *, to: str | os.PathLike[str] | N
         A list with one :class:`ImportResult` (``role`` ``main``, ``fork`` or
         ``subagent``; ``parent_session`` names the parent thread's imported file when
         its rollout is found).
+
+    Raises:
+        OSError: ``path`` cannot be read (``FileNotFoundError`` when it does not exist,
+            ``IsADirectoryError`` for a folder); nothing is written.
     """
     src = os.path.abspath(os.path.expanduser(os.fspath(path)))
     wrong = _other_format(src, "codex")
     if wrong is not None:
         return [wrong]
-    try:
-        plans = codex.plan_codex(src, to, include_incomplete=include_incomplete)
-    except OSError as e:
-        return [_failed(src, f"{src}: {e.strerror or e}")]
+    plans = codex.plan_codex(src, to, include_incomplete=include_incomplete)
     settle_parent_links(plans, to)
     return [apply_plan(p, to, backend=backend) for p in plans]
 
@@ -139,6 +147,7 @@ def import_sources(kind: str, paths: Iterable[str | os.PathLike[str]], *, to: st
 
     Raises:
         ValueError: ``kind`` is neither.
+        OSError: a path cannot be read (those before it are imported).
     """
     if kind not in ("claude", "codex"):
         raise ValueError(f"kind must be 'claude' or 'codex', not {kind!r}")
