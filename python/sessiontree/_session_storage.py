@@ -35,7 +35,7 @@ import os
 import uuid
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from . import _shapes
 from ._backend import TreeIndex
@@ -78,10 +78,12 @@ class SessionMetadata:
     metadata: dict[str, Any] | None = field(default=None, compare=True)
 
 
+@runtime_checkable
 class SessionStorage(Protocol):
     """agent-core's ``SessionStorage`` (``packages/agent/src/harness/types.ts``), with
     Python names and synchronous calls. Entries are dicts equal to ``json.loads`` of
-    their line."""
+    their line. ``isinstance(x, SessionStorage)`` checks that ``x`` has the methods (not
+    their signatures)."""
 
     def get_metadata(self) -> SessionMetadata: ...
     def get_leaf_id(self) -> str | None: ...
