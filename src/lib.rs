@@ -21,7 +21,9 @@ mod issue;
 mod kind;
 mod lines;
 mod listing;
+mod report;
 mod scan;
+mod search;
 mod source;
 mod stat;
 mod time;
@@ -38,7 +40,10 @@ pub use lines::FINGERPRINT;
 pub use listing::{
     entries_path, scan_file, Collect, Doc, DocKind, Header, Name, Scan, UsageKind, UsageRow,
 };
+pub use report::{report as usage_report, Bucket, FileLog, Key as ReportKey, Report, Sum};
 pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES};
+pub use search::rules::{PChar, Term, ASCII_FOLDS, JS_WHITESPACE, NOT_ALNUM};
+pub use search::{search_files, FileResult, Hit, Judged, Query};
 pub use source::count_newlines;
 pub use stat::{unchanged as stat_unchanged, Seen};
 pub use time::parse_iso_ms;

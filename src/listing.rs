@@ -171,6 +171,9 @@ pub struct Scan {
     pub docs: Vec<Doc>,
     /// Recorded usage (only with `content`).
     pub usage: Vec<UsageRow>,
+    /// Recorded usage in `crate::report`'s packed layout (only with
+    /// [`Collect::usage_log`]).
+    pub usage_log: Vec<u8>,
 }
 
 /// What a scan collects beyond the listing facts.
@@ -181,6 +184,9 @@ pub struct Collect {
     /// [`Scan::texts`] (`all_messages_text`, read only when a caller asks for it: the
     /// messages' content is then walked, which is most of a listing pass's work).
     pub texts: bool,
+    /// [`Scan::usage_log`]: the recorded usage packed (`crate::report`), an
+    /// assistant message's from the validator's spans (no walk of the message).
+    pub usage_log: bool,
 }
 
 /// Scan the file at `path` from `start` (0, or a previous call's [`Scan::end`]).
@@ -208,7 +214,7 @@ pub fn scan_file(
     let file = open_regular(path)?;
     let mut scan = BUF.with(|b| {
         let mut buf = b.take();
-        let r = scan_into(&file, start, prior, collect, limit, &mut buf);
+        let r = scan_into(&file, start, prior, collect, limit, &mut buf, None);
         if buf.len() <= 4 * BLOCK {
             b.replace(buf);
         }
@@ -225,17 +231,19 @@ pub fn scan_file(
 
 /// [`scan_file`] with `buf` (any contents) as the read buffer: `buf[..filled]` holds
 /// the file's bytes from `buf_off`; `buf` only grows (to the longest line).
-fn scan_into(
+pub(crate) fn scan_into(
     file: &File,
     start: u64,
     prior: &[u8],
     collect: Collect,
     limit: u64,
     buf: &mut Vec<u8>,
+    sink: Option<&mut dyn DocSink>,
 ) -> Result<Scan> {
     let size = file.metadata()?.len();
     let stop_at = start.saturating_add(limit);
     let mut st = State::new(prior, start, collect);
+    st.sink = sink;
     // A small file gets a small first read; a file that grows while it is read is
     // read on, block by block.
     let mut block = (size.saturating_sub(start) as usize + 1).clamp(4096, BLOCK);
@@ -286,10 +294,58 @@ fn scan_into(
     }
 }
 
+/// What a file's header says, read from the first lines only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HeaderKind {
+    /// A header of version 2 or later: the file is a session this module reads.
+    Session,
+    /// A version 1 header (entries without ids: read with the Python rules).
+    Old,
+    /// The first object is not a header, or there is none: not a session.
+    Missing,
+}
+
+/// The header of the file whose first bytes are `data` (from offset 0; `eof`: the
+/// file ends there), judged by the rules of a scan; `None` when `data` ends before a
+/// whole object line decides it.
+pub(crate) fn header_kind(data: &[u8], eof: bool) -> Option<HeaderKind> {
+    let mut st = State::new(&[], 0, Collect::default());
+    let mut pos = 0usize;
+    let decided = |st: &State<'_>| {
+        if st.header_found {
+            Some(if st.out.old_version {
+                HeaderKind::Old
+            } else {
+                HeaderKind::Session
+            })
+        } else if matches!(st.out.header, Header::Missing(_)) {
+            Some(HeaderKind::Missing)
+        } else {
+            None
+        }
+    };
+    while pos < data.len() {
+        let Some((n, _)) = take_line(&mut st, &data[pos..], pos as u64) else {
+            break;
+        };
+        pos += n;
+        if let Some(k) = decided(&st) {
+            return Some(k);
+        }
+    }
+    if !eof {
+        return None;
+    }
+    if pos < data.len() {
+        st.line(&data[pos..], pos as u64, false);
+    }
+    Some(decided(&st).unwrap_or(HeaderKind::Missing))
+}
+
 /// The whole line at the head of `rest` (file offset `off`), taken: its length with
 /// the `\n`, and whether the scan goes on; `None` when `rest` holds no whole line.
 #[inline]
-fn take_line(st: &mut State, rest: &[u8], off: u64) -> Option<(usize, bool)> {
+fn take_line(st: &mut State<'_>, rest: &[u8], off: u64) -> Option<(usize, bool)> {
     // An object line is validated up to its `\n` without a search for it first (not
     // line 1: it may start with a BOM).
     let (len, fast) = match (off != 0)
@@ -311,7 +367,7 @@ fn take_line(st: &mut State, rest: &[u8], off: u64) -> Option<(usize, bool)> {
 }
 
 /// Read until `buf` is full or the file ends.
-fn read_full(file: &File, buf: &mut [u8], mut at: u64) -> Result<usize> {
+pub(crate) fn read_full(file: &File, buf: &mut [u8], mut at: u64) -> Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match file.read_at(&mut buf[got..], at) {
@@ -327,7 +383,27 @@ fn read_full(file: &File, buf: &mut [u8], mut at: u64) -> Result<usize> {
     Ok(got)
 }
 
-struct State {
+/// Where a scan hands the searchable text of the entries a caller asks for (the search
+/// pass: the lines its prefilter picked), as it meets them.
+pub(crate) trait DocSink {
+    /// Whether the entry on the line at `offset` is wanted.
+    fn wants(&mut self, offset: u64) -> bool;
+    /// One wanted entry's searchable text (see [`Doc`]), and its line's offset.
+    fn doc(&mut self, doc: DocRef<'_>);
+}
+
+/// A [`Doc`] borrowed from the scan, with the offset of its line.
+pub(crate) struct DocRef<'a> {
+    pub seq: u32,
+    pub id: &'a [u8],
+    pub kind: DocKind,
+    pub time: Option<f64>,
+    pub text: &'a [u8],
+    pub offset: u64,
+}
+
+struct State<'s> {
+    sink: Option<&'s mut dyn DocSink>,
     arena: IdArena,
     table: IdTable,
     header_found: bool,
@@ -338,9 +414,10 @@ struct State {
     out: Scan,
 }
 
-impl State {
-    fn new(prior: &[u8], start: u64, collect: Collect) -> State {
+impl<'s> State<'s> {
+    fn new(prior: &[u8], start: u64, collect: Collect) -> State<'s> {
         let mut st = State {
+            sink: None,
             arena: IdArena::default(),
             table: IdTable::new(),
             header_found: start > 0,
@@ -425,16 +502,16 @@ impl State {
             return !self.out.old_version;
         }
         let Some(ty) = ty else {
-            return self.entry(obj, b"", &f);
+            return self.entry(obj, b"", &f, off);
         };
         if &*ty == b"session" {
             return true; // a later header
         }
         let ty = ty.into_owned();
-        self.entry(obj, &ty, &f)
+        self.entry(obj, &ty, &f, off)
     }
 
-    fn entry(&mut self, obj: &[u8], ty: &[u8], f: &Fields) -> bool {
+    fn entry(&mut self, obj: &[u8], ty: &[u8], f: &Fields, off: u64) -> bool {
         let Some(id) = str_of(obj, f.id) else {
             return true;
         };
@@ -450,13 +527,25 @@ impl State {
         let stamp = str_of(obj, f.timestamp);
         let entry_ms = stamp.as_deref().and_then(parse_iso_ms).map(|ms| ms as f64);
         match ty {
-            b"message" => self.message(obj, seq, &id, entry_ms, stamp.as_deref()),
+            b"message" => self.message(obj, seq, &id, entry_ms, stamp.as_deref(), off),
             b"session_info" => {
                 let name = member(obj, ws(obj, 0), b"name");
                 self.out.name = match name.and_then(|v| string(obj, v)) {
                     Some(n) => Name::Set(n.into_owned()),
                     None => Name::Cleared,
                 };
+                if let (Some(sink), Name::Set(n)) = (self.sink.as_deref_mut(), &self.out.name) {
+                    if sink.wants(off) {
+                        sink.doc(DocRef {
+                            seq,
+                            id: &id,
+                            kind: DocKind::Name,
+                            time: entry_ms,
+                            text: n,
+                            offset: off,
+                        });
+                    }
+                }
                 if let (true, Name::Set(n)) = (self.collect.content, &self.out.name) {
                     let text = n.clone();
                     self.out.docs.push(Doc {
@@ -469,7 +558,9 @@ impl State {
                 }
                 true
             }
-            b"usage" | b"compaction" | b"branch_summary" if self.collect.content => {
+            b"usage" | b"compaction" | b"branch_summary"
+                if self.collect.content || self.collect.usage_log =>
+            {
                 let kind = match ty {
                     b"usage" => UsageKind::Usage,
                     b"compaction" => UsageKind::Compaction,
@@ -482,6 +573,25 @@ impl State {
                     } else {
                         (Vec::new(), Vec::new())
                     };
+                    let numbers = usage_numbers(obj, u);
+                    if self.collect.usage_log {
+                        crate::report::push(
+                            &mut self.out.usage_log,
+                            &crate::report::Record {
+                                id: &id,
+                                stamp: stamp.as_deref().unwrap_or_default(),
+                                seq,
+                                kind: kind as u8,
+                                time: entry_ms,
+                                provider: &provider,
+                                model: &model,
+                                numbers,
+                            },
+                        );
+                    }
+                    if !self.collect.content {
+                        return true;
+                    }
                     self.out.usage.push(UsageRow {
                         seq,
                         id: id.into_owned(),
@@ -490,7 +600,7 @@ impl State {
                         kind,
                         provider,
                         model,
-                        numbers: usage_numbers(obj, u),
+                        numbers,
                     });
                 }
                 true
@@ -506,6 +616,7 @@ impl State {
         id: &[u8],
         entry_ms: Option<f64>,
         stamp: Option<&[u8]>,
+        off: u64,
     ) -> bool {
         self.out.message_count += 1;
         // Only user and assistant messages say more (tool results, the bulk, are
@@ -524,7 +635,42 @@ impl State {
         if let (Some(t), true) = (time, self.fields.content != Val::Absent) {
             self.out.activity = Some(self.out.activity.unwrap_or(0.0).max(t));
         }
-        if !(self.collect.content || self.collect.texts || user && self.out.first_message.is_none())
+        if let (true, false, Val::Other { start }) =
+            (self.collect.usage_log, user, self.fields.usage)
+        {
+            if obj.get(start) == Some(&b'{') {
+                let f = &self.fields;
+                let num = |v: Val| match v {
+                    Val::Num { start, end } => number(&obj[start..end]),
+                    _ => 0.0,
+                };
+                let mut numbers = [0.0; 6];
+                for (o, &v) in numbers.iter_mut().zip(&f.tokens) {
+                    *o = num(v);
+                }
+                numbers[5] = num(f.cost_total);
+                let text = |v: Val| str_of(obj, v).map(Cow::into_owned).unwrap_or_default();
+                let (provider, model) = (text(f.provider), text(f.model));
+                crate::report::push(
+                    &mut self.out.usage_log,
+                    &crate::report::Record {
+                        id,
+                        stamp: stamp.unwrap_or_default(),
+                        seq,
+                        kind: UsageKind::Message as u8,
+                        time,
+                        provider: &provider,
+                        model: &model,
+                        numbers,
+                    },
+                );
+            }
+        }
+        let sunk = self.sink.as_deref_mut().is_some_and(|s| s.wants(off));
+        if !(self.collect.content
+            || self.collect.texts
+            || sunk
+            || user && self.out.first_message.is_none())
         {
             return true; // no text wanted: the walk below is 35–45% of a listing pass's CPU
         }
@@ -551,7 +697,7 @@ impl State {
                     obj,
                     v,
                     &mut text,
-                    self.collect.content.then_some(&mut calls),
+                    (self.collect.content || sunk).then_some(&mut calls),
                 );
                 fallback = end.is_none();
                 end
@@ -592,14 +738,28 @@ impl State {
                 self.out.first_message = Some(text.clone());
             }
         }
-        if self.collect.content {
+        if self.collect.content || sunk {
             if !calls.is_empty() {
                 if !text.is_empty() {
                     text.push(b'\n');
                 }
                 text.extend_from_slice(&calls);
             }
-            if !text.is_empty() {
+            if let (true, Some(sink)) = (sunk && !text.is_empty(), self.sink.as_deref_mut()) {
+                sink.doc(DocRef {
+                    seq,
+                    id,
+                    kind: if user {
+                        DocKind::User
+                    } else {
+                        DocKind::Assistant
+                    },
+                    time,
+                    text: &text,
+                    offset: off,
+                });
+            }
+            if self.collect.content && !text.is_empty() {
                 self.out.docs.push(Doc {
                     seq,
                     id: id.to_vec(),

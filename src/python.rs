@@ -707,6 +707,7 @@ fn scan_listing<'py>(
     limit: u64,
     fingerprint: u64,
     texts: bool,
+    usage_log: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     use crate::listing::{DocKind, Header, Name, UsageKind};
     let p = os_path(path)?;
@@ -718,7 +719,11 @@ fn scan_listing<'py>(
                 &pb,
                 start,
                 &prior,
-                crate::Collect { content, texts },
+                crate::Collect {
+                    content,
+                    texts,
+                    usage_log,
+                },
                 limit,
                 fingerprint,
             )
@@ -797,8 +802,250 @@ fn scan_listing<'py>(
         s.entry_count,
         PyList::new(py, docs)?,
         PyList::new(py, usage)?,
+        PyBytes::new(py, &s.usage_log),
     )
         .into_pyobject(py)
+}
+
+/// `report::report` (releases the GIL): the usage logs of the files in scope, oldest
+/// holder first, each file's key (`"file"`), and with `active` each file's entries
+/// record. Returns `(groups, loose, models, bad)`: groups as `(key, bucket, records,
+/// sums)` (bucket: a slice number, `None` for no time, `True` for all), each sum
+/// `(exact, floats)` (the partials, or the values themselves), loose records as
+/// `(key, time, numbers)`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn usage_report<'py>(
+    py: Python<'py>,
+    logs: Vec<Vec<u8>>,
+    keys: Vec<u32>,
+    entries: Option<Vec<Vec<u8>>>,
+    key: &str,
+    buckets: bool,
+    active: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    use crate::{Bucket, FileLog, ReportKey};
+    let key = match key {
+        "model" => ReportKey::Model,
+        "file" => ReportKey::File,
+        "none" => ReportKey::None,
+        _ => return Err(PyValueError::new_err("key: model, file or none")),
+    };
+    if keys.len() != logs.len() || entries.as_ref().is_some_and(|e| e.len() != logs.len()) {
+        return Err(PyValueError::new_err(
+            "one key (and entries record) per log",
+        ));
+    }
+    let r = py.detach(|| {
+        let files: Vec<FileLog<'_>> = logs
+            .iter()
+            .enumerate()
+            .map(|(i, log)| FileLog {
+                log,
+                key: keys[i],
+                on_path: entries.as_ref().map(|e| {
+                    let path = crate::entries_path(&e[i]);
+                    let n = path.iter().max().map_or(0, |&m| m as usize + 1);
+                    let mut on = vec![false; n];
+                    for s in path {
+                        on[s as usize] = true;
+                    }
+                    on
+                }),
+            })
+            .collect();
+        crate::usage_report(&files, key, buckets, active)
+    });
+    let groups = PyList::empty(py);
+    for ((k, b), g) in &r.groups {
+        let bucket = match b {
+            Bucket::Slice(n) => n.into_pyobject(py)?.into_any(),
+            Bucket::NoTime => py.None().into_bound(py),
+            Bucket::All => true.into_pyobject(py)?.to_owned().into_any(),
+        };
+        let sums = g
+            .sums
+            .iter()
+            .map(|s| match &s.values {
+                Some(v) => (false, v.clone()),
+                None => (true, s.partials.clone()),
+            })
+            .collect::<Vec<_>>();
+        groups.append((*k, bucket, g.records, sums))?;
+    }
+    let models = r
+        .models
+        .iter()
+        .map(|(p, m)| Ok((id_to_py(py, p)?, id_to_py(py, m)?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    (groups, r.loose, models, r.bad).into_pyobject(py)
+}
+
+/// `search::search_files` (releases the GIL): `paths` as `bytes` (`os.fsencode`),
+/// `terms` each a list of words (`None`: a regular expression, every entry's text
+/// goes back), `uncased` the query's non-ASCII characters Python holds uncased. One
+/// tuple per path, as `_sessiontree.pyi` describes.
+#[pyfunction]
+fn search_files<'py>(
+    py: Python<'py>,
+    paths: Vec<Vec<u8>>,
+    terms: Option<Vec<Vec<String>>>,
+    uncased: &str,
+    threads: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    use crate::listing::{DocKind, Name};
+    use crate::{FileResult, Judged, PChar, Query, Term};
+    let paths: Vec<PathBuf> = paths
+        .into_iter()
+        .map(|b| PathBuf::from(OsString::from_vec(b)))
+        .collect();
+    let q = match terms {
+        None => Query {
+            terms: Vec::new(),
+            regex: true,
+        },
+        Some(terms) => Query {
+            terms: terms
+                .iter()
+                .map(|words| Term {
+                    words: words
+                        .iter()
+                        .map(|w| {
+                            w.chars()
+                                .map(|c| PChar::new(c as u32, uncased.contains(c)))
+                                .collect()
+                        })
+                        .collect(),
+                })
+                .collect(),
+            regex: false,
+        },
+    };
+    if q.terms
+        .iter()
+        .any(|t| t.words.is_empty() || t.words.iter().any(Vec::is_empty))
+    {
+        return Err(PyValueError::new_err("a term with an empty word"));
+    }
+    let results = py.detach(|| crate::search_files(&paths, &q, threads));
+    let text = |b: &[u8]| id_to_py(py, b);
+    let out = PyList::empty(py);
+    for r in results {
+        let item = match r {
+            FileResult::Session {
+                header,
+                name,
+                hits,
+                read,
+            } => {
+                let name = match &name {
+                    Name::Unset => (false, py.None().into_bound(py)),
+                    Name::Set(n) => (true, text(n)?),
+                    Name::Cleared => (true, py.None().into_bound(py)),
+                };
+                let hits = hits
+                    .iter()
+                    .map(|h| {
+                        let role = match h.kind {
+                            DocKind::User => "user",
+                            DocKind::Assistant => "assistant",
+                            DocKind::Name => "name",
+                        };
+                        let (score, anchor, snip, marks, body) = match &h.judged {
+                            Judged::Hit {
+                                score,
+                                anchor,
+                                snippet,
+                                marks,
+                            } => (
+                                Some(*score),
+                                Some(*anchor),
+                                Some(PyString::new(py, snippet).into_any()),
+                                Some(PyList::new(py, marks)?.into_any()),
+                                None,
+                            ),
+                            Judged::Undecided(t) => (None, None, None, None, Some(text(t)?)),
+                        };
+                        (
+                            h.seq,
+                            h.offset,
+                            text(&h.id)?,
+                            role,
+                            h.time,
+                            h.on_path,
+                            score,
+                            anchor,
+                            snip,
+                            marks,
+                            body,
+                        )
+                            .into_pyobject(py)
+                    })
+                    .collect::<PyResult<Vec<_>>>()?;
+                (
+                    "session",
+                    header.map(|h| PyBytes::new(py, &h)),
+                    name,
+                    PyList::new(py, hits)?,
+                    read,
+                )
+                    .into_pyobject(py)?
+                    .into_any()
+            }
+            FileResult::NotSession { read } => ("not_session", read).into_pyobject(py)?.into_any(),
+            FileResult::Python { read } => ("python", read).into_pyobject(py)?.into_any(),
+            FileResult::Error(e) => ("error", e).into_pyobject(py)?.into_any(),
+        };
+        out.append(item)?;
+    }
+    Ok(out)
+}
+
+/// The search rules' tables (`search::rules`), for `tests/test_search_rules.py` to
+/// hold to Python's `re` and `str.isalnum`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn search_tables() -> (Vec<u32>, Vec<(u32, u8)>, Vec<(u32, u32)>) {
+    (
+        crate::JS_WHITESPACE.to_vec(),
+        crate::ASCII_FOLDS.to_vec(),
+        crate::NOT_ALNUM.to_vec(),
+    )
+}
+
+/// `search::rules` over one text, for tests: `("miss"|"undecided", None)` or
+/// `("hit", (score, anchor, snippet, marks))`.
+#[pyfunction]
+fn judge_text<'py>(
+    py: Python<'py>,
+    terms: Vec<Vec<String>>,
+    uncased: &str,
+    text: &[u8],
+) -> PyResult<Bound<'py, PyTuple>> {
+    use crate::search::rules::{judge, snippet, Chars, Outcome};
+    use crate::{PChar, Term};
+    let terms: Vec<Term> = terms
+        .iter()
+        .map(|words| Term {
+            words: words
+                .iter()
+                .map(|w| {
+                    w.chars()
+                        .map(|c| PChar::new(c as u32, uncased.contains(c)))
+                        .collect()
+                })
+                .collect(),
+        })
+        .collect();
+    let chars = Chars::of(text);
+    match judge(&terms, &chars) {
+        Outcome::Miss => ("miss", py.None()).into_pyobject(py),
+        Outcome::Undecided => ("undecided", py.None()).into_pyobject(py),
+        Outcome::Hit { score, anchor } => match snippet(&terms, &chars, anchor as usize) {
+            Ok((s, m)) => ("hit", (score, anchor, s, m)).into_pyobject(py),
+            Err(_) => ("undecided", py.None()).into_pyobject(py),
+        },
+    }
 }
 
 /// `stat::unchanged`: `stat(path)` still shows this device, inode, size and mtime
@@ -836,9 +1083,17 @@ mod _sessiontree {
     #[pymodule_export]
     use super::entries_path;
     #[pymodule_export]
+    use super::judge_text;
+    #[pymodule_export]
     use super::scan_listing;
     #[pymodule_export]
+    use super::search_files;
+    #[pymodule_export]
+    use super::search_tables;
+    #[pymodule_export]
     use super::stat_unchanged;
+    #[pymodule_export]
+    use super::usage_report;
     #[pymodule_export]
     use super::PyIndex;
     use pyo3::prelude::*;

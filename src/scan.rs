@@ -109,6 +109,8 @@ pub struct Fields {
     pub tokens: [Val; 5],
     /// `message.usage.cost.total` (as `tokens`, from the last `cost` object).
     pub cost_total: Val,
+    /// `message.usage` (as `role`): the last `usage` key's value, `Absent` if none.
+    pub usage: Val,
     /// Some number of the document has a run of [`LONG_DIGITS`] or more digits not
     /// after a `.` (an integer orjson cannot decode exactly): `_jsonl.decode_line`
     /// takes its exact path for such a line, and need not look for one in the others.
@@ -581,6 +583,7 @@ fn key_slot_named(s: &[u8], ks: usize, ke: usize, esc: bool, depth: usize, f: &m
                 f.content = Val::Absent;
                 f.tokens = [Val::Absent; 5];
                 f.cost_total = Val::Absent;
+                f.usage = Val::Absent;
             }
             slot
         }
@@ -613,7 +616,8 @@ fn key_slot_named(s: &[u8], ks: usize, ke: usize, esc: bool, depth: usize, f: &m
 #[inline(always)]
 fn record(f: &mut Fields, slot: Slot, v: Val) {
     let dst = match slot {
-        Slot::None | Slot::Message | Slot::Usage | Slot::Cost => return,
+        Slot::None | Slot::Message | Slot::Cost => return,
+        Slot::Usage => &mut f.usage,
         Slot::Type => &mut f.ty,
         Slot::Id => &mut f.id,
         Slot::ParentId => &mut f.parent_id,

@@ -13,8 +13,12 @@ from typing import Any, final
 __all__ = [
     "count_newlines",
     "entries_path",
+    "judge_text",
     "scan_listing",
+    "search_files",
+    "search_tables",
     "stat_unchanged",
+    "usage_report",
     "Index",
     "__version__",
     "ENTRY_TYPES",
@@ -68,11 +72,12 @@ _ListingScan = tuple[
     int,
     list[_ListingDoc],
     list[_ListingUsage],
+    bytes,
 ]
 
 def scan_listing(
     path: str | os.PathLike[str], start: int, prior: bytes, content: bool, limit: int, fingerprint: int,
-    texts: bool,
+    texts: bool, usage_log: bool,
 ) -> _ListingScan:
     """One pass over a session file from ``start`` for a catalog (``src/listing.rs``;
     the rules are ``catalog._extract``'s; releases the GIL).
@@ -82,10 +87,11 @@ def scan_listing(
     first line end at or past ``start + limit`` once the header is found.
     ``fingerprint``: bytes at each end of ``[0, end)`` to return (``_filestate.FINGERPRINT``).
     ``texts``: collect the listing text (else ``facts``' ``texts`` is ``""``).
+    ``usage_log``: collect the usage log (``catalog._extract``'s layout).
 
     Returns:
         ``((end, eof, tail, bytes_read, ends), header, old_version, fallback, facts, entries,
-        entry_count, docs, usage)``: ``end`` where the next call starts, ``eof`` the
+        entry_count, docs, usage, log)``: ``end`` where the next call starts, ``eof`` the
         data ran out, ``tail`` the length of an unterminated last piece that was read;
         ``header`` ``("before", None)`` (resumed), ``("found", bytes)`` or ``("missing",
         (line, offset, bytes) | None)``; ``old_version`` a version 1 header (the scan
@@ -94,7 +100,7 @@ def scan_listing(
         activity)``; ``entries`` this call's entries record; ``entry_count`` entries so
         far; ``docs`` ``(seq, id, kind, time, text)``; ``usage`` ``((seq, id, stamp, time,
         kind, provider, model), (input, output, cacheRead, cacheWrite, totalTokens,
-        cost))``.
+        cost))``; ``log`` this call's usage log (empty without ``usage_log``).
 
     Raises:
         OSError: the file cannot be read.
@@ -264,3 +270,63 @@ class Index:
         ``length`` (i64: the entry's JSON text), ``parent`` (i32 entry number) and
         ``parent_valid``, ``depth`` (i32), ``on_path`` (root -> ``leaf``),
         ``timestamp`` (i64 ms, ``Date.parse``) and ``timestamp_valid``."""
+
+_SearchHit = tuple[
+    int, int, str, str, float | None, bool, int | None, int | None, str | None, list[tuple[int, int]] | None,
+    str | None,
+]
+
+def search_files(
+    paths: Sequence[bytes], terms: Sequence[Sequence[str]] | None, uncased: str, threads: int,
+) -> list[tuple[Any, ...]]:
+    """Search session files read as they are (``src/search.rs``; releases the GIL).
+
+    ``paths`` as ``os.fsencode`` gives them; ``terms`` each a list of words (a phrase's
+    words, one for a word), or ``None`` for a regular expression (every entry's text
+    comes back for Python to judge); ``uncased`` the query's non-ASCII characters
+    Python holds uncased; ``threads`` reading threads.
+
+    Returns:
+        One tuple per path: ``("session", header, (name_seen, name), hits, bytes_read)``
+        (``header`` the header line's bytes when there are hits), ``("not_session",
+        bytes_read)``, ``("python", bytes_read)`` (the Python rules must read it: a
+        version 1 file, or a text the native rules do not compute) or ``("error",
+        message)``. A hit is ``(seq, offset, entry_id, role, time, on_path, score,
+        anchor, snippet, marks, text)``: ``score`` to ``marks`` when decided natively,
+        else ``None`` and ``text`` the entry's text for Python's ``re``.
+
+    Raises:
+        ValueError: a term with an empty word.
+    """
+
+def search_tables() -> tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]]:
+    """The native search rules' tables: JavaScript white space, the non-ASCII characters
+    equal to an ASCII letter ``(char, letter)``, ranges of non-letters ``(lo, hi)``."""
+
+def judge_text(
+    terms: Sequence[Sequence[str]], uncased: str, text: bytes,
+) -> tuple[str, tuple[int, int, str, list[tuple[int, int]]] | None]:
+    """The native search rules over one text (generalized UTF-8): ``("miss", None)``,
+    ``("undecided", None)`` or ``("hit", (score, anchor, snippet, marks))``."""
+
+def usage_report(
+    logs: Sequence[bytes], keys: Sequence[int], entries: Sequence[bytes] | None, key: str, buckets: bool,
+    active: bool,
+) -> tuple[list[tuple[int, int | bool | None, int, list[tuple[bool, list[float]]]]],
+           list[tuple[int, float, tuple[float, float, float, float, float, float]]],
+           list[tuple[str, str]], bool]:
+    """Sums of usage logs by group (``src/report.rs``; releases the GIL): files oldest
+    holder first, each its ``key`` (``key="file"``) and with ``active`` its entries
+    record; ``key`` ``"model"``, ``"file"`` or ``"none"``; ``buckets``: also by
+    15-minute slice of UTC.
+
+    Returns:
+        ``(groups, loose, models, bad)``: groups ``(key, bucket, records, sums)``
+        (bucket a slice number, ``None`` no time, ``True`` not bucketed; each sum
+        ``(exact, floats)``, the partials or the values), loose records ``(key, time,
+        numbers)`` whose time is not bucketed, the ``(provider, model)`` pairs keys
+        name, whether some log was malformed.
+
+    Raises:
+        ValueError: an unknown ``key``, or lists of different lengths.
+    """

@@ -1,7 +1,7 @@
 """The catalog: a persistent cache of what the sessions under a root say, for instant
-listing, full-text search and usage reports over thousands of sessions.
+listing and usage reports over thousands of sessions, and the search over them.
 
-An SQLite database (standard library, FTS5) outside Pi's folders
+An SQLite database (standard library) outside Pi's folders
 (``$SESSIONTREE_CATALOG``, else ``$XDG_CACHE_HOME/sessiontree/catalog.sqlite3``, else
 ``~/.cache/sessiontree/catalog.sqlite3``; ``SESSIONTREE_CATALOG=off`` turns it off).
 It is a cache: deleting it loses nothing, a damaged, foreign or older-version file is
@@ -163,8 +163,8 @@ def refresh_for(store: Store | None, folders: Sequence[str], *, content: bool = 
                 on_bytes: Callable[[int, int], None] | None = None,
                 sink: ContentSink | None = None) -> list[Found]:
     """``_indexer.refresh`` as the commands use it. A listing answers from what it read
-    and does not wait for a busy catalog. Docs and usage must be in the catalog to be
-    searched or summed, so a content refresh waits for a busy catalog (and raises if it
+    and does not wait for a busy catalog. Usage logs must be in the catalog to be
+    summed, so a content refresh waits for a busy catalog (and raises if it
     stays busy, which :func:`run` answers by reading the files), and a file whose save
     another process's won (that process may have saved a listing only) is refreshed
     again from what the catalog now holds, until every file's rows are current.
@@ -297,8 +297,8 @@ def index(
     on_progress: Callable[[int, int], None] | None = None,
     on_bytes: Callable[[int, int], None] | None = None,
 ) -> IndexSummary:
-    """Build or bring up to date the catalog of ``folders``: listing facts, full-text
-    index and usage (what :func:`search` and :func:`usage` would do first).
+    """Build or bring up to date the catalog of ``folders``: listing facts and usage logs
+    (what :func:`usage` would do first).
 
     Raises:
         CatalogError: the catalog cannot be used here (unless ``no_cache``: then the

@@ -35,6 +35,13 @@ What a file gives (Pi's ``buildSessionInfo``, session-manager.ts, for the listin
 An entry's *time* is a message's numeric ``timestamp``, else the entry's
 ``timestamp`` parsed as ``Date.parse`` does, in epoch ms (``None`` if neither).
 
+The usage travels and is kept as a *usage log* (``src/report.rs``'s layout, which
+:func:`pack_log` writes and :func:`unpack_log` reads): per record, little-endian,
+the entry id and its ``timestamp`` string (empty when not a string), each as a
+``u32`` length and UTF-8 bytes (``surrogatepass``), the entry number (``u32``), the
+kind (``u8``: message, usage, compaction, branch summary), the time (``f64``, NaN
+for none), provider and model (as the id), and the six numbers (``f64``).
+
 The entries seen travel between calls as an *entries record*: per accepted entry,
 a little-endian ``u32`` length and the id's UTF-8 bytes (lone surrogates as
 ``surrogatepass`` writes them), then the ``parentId`` likewise, or ``0xFFFFFFFF`` when
@@ -45,7 +52,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .. import _js
@@ -54,7 +61,8 @@ from .._jsonl import BOM, is_blank
 from .._reader import is_header, read_value
 from .._time import parse_iso_ms
 
-__all__ = ["ScanResult", "scan_file", "scan_stream", "tail_text", "entries_path", "native_scanner", "records"]
+__all__ = ["ScanResult", "USAGE_KINDS", "entries_path", "native_scanner", "pack_log", "records", "scan_file", "scan_stream",
+           "tail_text", "unpack_log"]
 
 ScanResult = tuple[Any, ...]
 """The tuple ``_sessiontree.scan_listing`` returns (see its stub)."""
@@ -128,6 +136,62 @@ def _usage_numbers(usage: dict[str, Any]) -> tuple[float, ...]:
 
 def _str(v: Any) -> str:
     return v if isinstance(v, str) else ""
+
+
+# ------------------------------------------------------------------ usage log
+USAGE_KINDS = ("message", "usage", "compaction", "branch_summary")
+_HEAD = struct.Struct("<IBd")
+_NUMS = struct.Struct("<6d")
+
+
+def pack_log(usage: Sequence[tuple[tuple[Any, ...], tuple[float, ...]]]) -> bytes:
+    """The usage log of usage rows ``((seq, id, stamp, time, kind, provider, model),
+    numbers)``."""
+    out: list[bytes] = []
+    for (seq, eid, stamp, time, kind, provider, model), nums in usage:
+        for text in (eid, stamp):
+            b = _enc(text)
+            out += (_U32.pack(len(b)), b)
+        out.append(_HEAD.pack(seq, USAGE_KINDS.index(kind), float("nan") if time is None else time))
+        for text in (provider, model):
+            b = _enc(text)
+            out += (_U32.pack(len(b)), b)
+        out.append(_NUMS.pack(*nums))
+    return b"".join(out)
+
+
+def unpack_log(log: bytes) -> list[tuple[tuple[Any, ...], tuple[float, ...]]]:
+    """The usage rows of a usage log (:func:`pack_log`'s inverse).
+
+    Raises:
+        ValueError: the log is malformed.
+    """
+    rows = []
+    pos, end = 0, len(log)
+
+    def text() -> str:
+        nonlocal pos
+        if pos + 4 > end:
+            raise ValueError("a usage log cut short")
+        (n,) = _U32.unpack_from(log, pos)
+        if pos + 4 + n > end:
+            raise ValueError("a usage log cut short")
+        pos += 4 + n
+        return log[pos - n:pos].decode("utf-8", "surrogatepass")
+
+    try:
+        while pos < end:
+            eid, stamp = text(), text()
+            seq, kind, time = _HEAD.unpack_from(log, pos)
+            pos += _HEAD.size
+            provider, model = text(), text()
+            nums = _NUMS.unpack_from(log, pos)
+            pos += _NUMS.size
+            rows.append(((seq, eid, stamp, None if time != time else time, USAGE_KINDS[kind], provider, model),
+                         nums))
+    except (struct.error, IndexError, UnicodeDecodeError) as e:
+        raise ValueError(f"a malformed usage log ({e})") from e
+    return rows
 
 
 # ------------------------------------------------------------ entries record
@@ -388,7 +452,8 @@ def scan_stream(f: Any, start: int, prior: bytes, content: bool, limit: int, tex
     ends += f.read(n)
     framing = (end, eof, tail, read[0], ends)
     facts = (st.message_count, st.first_message, " ".join(st.texts), st.name, st.activity)
-    return (framing, st.header, st.old_version, None, facts, b"".join(st.entries), st.count, st.docs, st.usage)
+    return (framing, st.header, st.old_version, None, facts, b"".join(st.entries), st.count, st.docs, st.usage,
+            pack_log(st.usage))
 
 
 # ------------------------------------------------------------------- choice
@@ -410,7 +475,7 @@ def native_scanner() -> Any:
 
 
 def scan_file(path: str | os.PathLike[str], start: int, prior: bytes, content: bool, limit: int,
-              *, texts: bool = False, native: Any = None) -> ScanResult:
+              *, texts: bool = False, docs: bool = False, native: Any = None) -> ScanResult:
     """One call's scan of ``path`` from ``start`` (a line start: 0 or an earlier call's
     ``end``), with the rules above.
 
@@ -418,7 +483,8 @@ def scan_file(path: str | os.PathLike[str], start: int, prior: bytes, content: b
         path: the session file.
         start: where to start.
         prior: the entries record of everything before ``start``.
-        content: collect docs and usage rows too.
+        content: collect the usage log.
+        docs: collect docs and usage rows too (and the usage log).
         texts: collect the listing text (``all_messages_text``, else ``""``): the one
             part of the listing facts that needs every user and assistant message's
             content read, which is most of a listing's work.
@@ -439,11 +505,11 @@ def scan_file(path: str | os.PathLike[str], start: int, prior: bytes, content: b
     """
     path = os.fspath(path)
     if native is not None:
-        r = native.scan_listing(path, start, prior, content, limit, FINGERPRINT, texts)
+        r = native.scan_listing(path, start, prior, docs, limit, FINGERPRINT, texts, content or docs)
         if r[3] is None and not r[2]:
             return r  # type: ignore[no-any-return]
     with open_regular(path) as f:
-        return scan_stream(f, start, prior, content, limit, texts)
+        return scan_stream(f, start, prior, content or docs, limit, texts)
 
 
 def entries_path(entries: bytes, *, native: Any = None) -> list[int]:

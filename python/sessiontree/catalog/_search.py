@@ -13,7 +13,7 @@ allowed) and phrases anywhere, which over thousands of long sessions matches nea
 everything. Here a hit is an *entry* (see ``_extract``: user and assistant text, tool
 call names and arguments, session names), and every term must match that entry's
 text, case-insensitively (Python ``re.IGNORECASE``) and at the start of a word (the
-character before it is not a letter or digit, ``_words.word_char``):
+character before it is not a letter or digit, ``str.isalnum``):
 
 * a **word** matches where it occurs: ``Session`` finds ``SessionManager``,
   ``Manager`` does not;
@@ -28,31 +28,30 @@ their first match in the entry's text (earlier is better), then newest first; or
 newest first (``order="recent"``). Each hit says whether its entry is on the session's
 current path (root to the last entry).
 
-With a catalog, FTS5 narrows the entries to read: each term's tokens as an FTS5 phrase
-whose last token is a prefix, over ``_words.fts_text`` of the entries, which every
-match of the rules above satisfies (it starts at a word start, where a token of that
-text starts); every candidate is then checked by the rules, so the hits are exactly
-those a scan of every entry gives (``no_cache=True``; one exception, a lone U+0345
-found by ``ι``, in ``_words``). A query FTS5 cannot narrow (``re:``, terms without
-letters or digits) reads every entry of the scope.
+The files are read as they are, no index first: natively (``src/search.rs``) a byte
+prefilter that never misses a match picks the lines to read, the files with such lines
+are read by the catalog's rules (``_extract``), and each picked entry's text is judged
+by the rules above, natively where no Unicode table of Python's is needed (then by
+:class:`_Matcher`). Without the extension, and for files the native reader hands back
+(version 1, a text whose ``String()`` it does not compute), the Python rules read
+every entry. Both give the same hits (``tests/test_search_rules.py``).
 """
 
 from __future__ import annotations
 
-import json
+import os
 import re
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from .. import _js
+from .._reader import read_value
 from .._time import datetime_from_ms
 from ._extract import entries_path, native_scanner
-from ._indexer import entries_of
-from ._store import py_text, search_text
-from ._words import fts_text, word_char
+from ._indexer import folder_files, read_paths
+from ._store import search_text
 
 __all__ = ["Query", "SearchHit", "SearchResult", "parse_query", "search_folders"]
 
@@ -135,23 +134,22 @@ def parse_query(query: str) -> Query:
 
 
 # -------------------------------------------------------------------- matching
+_WORD_START = r"(?<![^\W_])"  # not after a letter or digit (``str.isalnum``)
+
+
 class _Matcher:
-    """The rules of the module docstring over one text."""
+    """The rules of the module docstring over one text (the reference the native
+    rules, ``src/search/rules.rs``, are held to)."""
 
     def __init__(self, q: Query) -> None:
         self.regex = q.regex
-        self.terms: list[tuple[re.Pattern[str], bool]] = []
-        for t in q.terms:
-            # A word has no white space; a phrase's runs of it match any run.
-            body = (_SPACE_CLASS + "+").join(re.escape(p) for p in _split_ws(t.text))
-            self.terms.append((re.compile(body, re.IGNORECASE), True))
-
-    @staticmethod
-    def _finds(rx: re.Pattern[str], word: bool, text: str, pos: int = 0, end: int | None = None) -> Any:
-        for m in rx.finditer(text, pos, len(text) if end is None else end):
-            if word and m.start() > 0 and word_char(text[m.start() - 1]):
-                continue
-            yield m
+        # A word has no white space; a phrase's runs of it match any run. The word start
+        # is a look-behind, so a candidate that is not at one does not hide one that
+        # starts inside it ("a.a" in "xa.a.a").
+        self.terms: list[re.Pattern[str]] = [
+            re.compile(_WORD_START + (_SPACE_CLASS + "+").join(re.escape(p) for p in _split_ws(t.text)),
+                       re.IGNORECASE)
+            for t in q.terms]
 
     def match(self, text: str) -> tuple[int, int] | None:
         """``(score, anchor)``: the sum of the terms' first-match positions and the
@@ -160,8 +158,8 @@ class _Matcher:
             m = self.regex.search(text)
             return None if m is None else (m.start(), m.start())
         score, anchor = 0, -1
-        for rx, word in self.terms:
-            m = next(self._finds(rx, word, text), None)
+        for rx in self.terms:
+            m = rx.search(text)
             if m is None:
                 return None
             score += m.start()
@@ -169,12 +167,13 @@ class _Matcher:
         return score, max(anchor, 0)
 
     def spans(self, text: str, lo: int, hi: int) -> list[tuple[int, int]]:
-        """Matches of any term inside ``text[lo:hi]``, merged, in order."""
+        """Matches of any term inside ``text[lo:hi]``, merged, in order (each term's
+        matches one after another from ``lo - 200``, none past ``hi + 200``)."""
         found: list[tuple[int, int]] = []
-        pats = [(self.regex, False)] if self.regex is not None else self.terms
-        for rx, word in pats:
+        pats = [self.regex] if self.regex is not None else self.terms
+        for rx in pats:
             assert rx is not None
-            for m in self._finds(rx, word, text, max(0, lo - 200), min(len(text), hi + 200)):
+            for m in rx.finditer(text, max(0, lo - 200), min(len(text), hi + 200)):
                 s, e = max(m.start(), lo), min(m.end(), hi)
                 if e > s:
                     found.append((s, e))
@@ -289,33 +288,112 @@ def _order_key(order: Order) -> Any:
     return recent if order == "recent" else relevance
 
 
-# ---------------------------------------------------------------------- FTS5
-_TOKENIZER = "unicode61 remove_diacritics 0"
-
-
-def _tokens(conn: sqlite3.Connection, text: str) -> list[str]:
-    """FTS5's tokens of ``fts_text(text)``, from a scratch table of this connection."""
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_tok USING fts5(t, tokenize='{_TOKENIZER}')")
-    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_tok_v USING fts5vocab(temp, q_tok, instance)")
-    conn.execute("DELETE FROM temp.q_tok")
-    conn.execute("INSERT INTO temp.q_tok (t) VALUES (?)", (fts_text(search_text(text)),))
-    return [t for (t,) in conn.execute("SELECT term FROM temp.q_tok_v ORDER BY offset")]
-
-
-def fts_expression(conn: sqlite3.Connection, q: Query) -> str | None:
-    """An FTS5 query whose matches include every entry the query matches, or ``None``
-    when FTS5 cannot narrow it (module docstring)."""
-    if q.regex is not None:
-        return None
-    parts = []
-    for t in q.terms:
-        toks = _tokens(conn, t.text)
-        if toks:
-            parts.append('"' + " ".join(x.replace('"', '""') for x in toks) + '"*')
-    return " AND ".join(parts) if parts else None
-
-
 # ---------------------------------------------------------------------- search
+_THREADS = max(1, min(4, os.cpu_count() or 1))
+_BATCH = 256 << 20
+"""Bytes of files one native call reads: what it hands back (texts Python must judge)
+stays bounded whatever the history's size."""
+
+
+def _terms(q: Query) -> tuple[list[list[str]] | None, str]:
+    """The query as the native rules take it: each term's words (``None`` for ``re:``),
+    and the query's non-ASCII characters Python holds uncased (``_sre.unicode_iscased``
+    false: they match only themselves)."""
+    import _sre  # type: ignore[import-not-found]
+
+    if q.regex is not None:
+        return None, ""
+    terms = [_split_ws(t.text) for t in q.terms]
+    chars = {c for t in terms for w in t for c in w if ord(c) > 0x7F}
+    return terms, "".join(sorted(c for c in chars if not _sre.unicode_iscased(ord(c))))
+
+
+# A hit before it is put on a page: (path, seq, time, score, ctx, entry, role, body,
+# anchor, snippet, marks, on_path); ctx is (sid, title, cwd), body is the text when
+# Python must build the snippet.
+_Hit = tuple[Any, ...]
+
+
+def _header_ctx(header: bytes, name: tuple[bool, Any]) -> tuple[str, str | None, str]:
+    h = read_value(header).value
+    cwd = h.get("cwd")
+    seen, n = name
+    title = (_js.trim(n) or None) if seen and isinstance(n, str) else None
+    return h["id"], title, cwd if isinstance(cwd, str) else ""
+
+
+def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str, str, Any]],
+                 hits: list[_Hit], on_bytes: Any) -> tuple[int, list[tuple[str, str, Any]]]:
+    """Search ``items`` (``(path, name, stat)``) natively; hits go to ``hits``. Returns
+    the sessions searched and the files the Python rules must read."""
+    terms, uncased = _terms(q)
+    sessions = 0
+    python: list[tuple[str, str, Any]] = []
+    total = sum(st.st_size for _p, _n, st in items)
+    done = 0
+    k = 0
+    while k < len(items):
+        batch: list[tuple[str, str, Any]] = []
+        size = 0
+        while k < len(items) and (not batch or size < _BATCH):
+            batch.append(items[k])
+            size += items[k][2].st_size
+            k += 1
+        results = native.search_files([os.fsencode(p) for p, _n, _st in batch], terms, uncased, _THREADS)
+        for (path, name, st), r in zip(batch, results):
+            kind = r[0]
+            if kind == "python":
+                python.append((path, name, st))
+                continue
+            if kind != "session":
+                continue
+            sessions += 1
+            _, header, fname, found, _read = r
+            if not found:
+                continue
+            ctx = _header_ctx(header, fname)
+            for seq, _offset, entry, role, time, on_path, score, anchor, snip, marks, text in found:
+                if score is None:  # Python's re decides
+                    body = search_text(text)
+                    m = matcher.match(body)
+                    if m is None:
+                        continue
+                    hits.append((path, seq, time, m[0], ctx, entry, role, body, m[1], None, None, on_path))
+                else:
+                    hits.append((path, seq, time, score, ctx, entry, role, None, anchor, snip,
+                                 tuple(tuple(x) for x in marks), on_path))
+        done += size
+        if on_bytes is not None:
+            on_bytes(done, total)
+    return sessions, python
+
+
+def _python_hits(native: Any, matcher: _Matcher, items: list[tuple[str, str, Any]], hits: list[_Hit]) -> int:
+    """Search ``items`` with the Python rules (``_extract``); hits go to ``hits``.
+    Returns the sessions searched."""
+    found_docs: list[tuple[Any, Sequence[tuple[Any, ...]]]] = []
+
+    def sink(f: Any, docs: Sequence[tuple[Any, ...]], _usage: Any) -> None:
+        found_docs.append((f, docs))
+
+    found = read_paths(items, sink=sink, native=native)
+    paths: dict[int, set[int]] = {}
+    for f, docs in found_docs:
+        row = f.row
+        if row is None or f.error is not None or row.problem is not None:
+            continue
+        for seq, entry, role, time, body in docs:
+            body = search_text(body)
+            m = matcher.match(body)
+            if m is None:
+                continue
+            if id(f) not in paths:
+                paths[id(f)] = set(entries_path(row.entries or b"", native=native))
+            hits.append((f.path, seq, time, m[0], (row.sid, row.title, row.cwd or ""), entry, role, body, m[1],
+                         None, None, seq in paths[id(f)]))
+    return sum(1 for f in found if f.row is not None and f.error is None and f.row.problem is None)
+
+
 def search_folders(
     query: str | Query,
     folders: Sequence[str],
@@ -338,8 +416,8 @@ def search_folders(
         order: ``"relevance"`` (Pi's) or ``"recent"`` (newest first).
         limit: hits per page (``None``: all).
         offset: hits to skip.
-        on_progress: ``(files done, files)`` while the catalog is brought up to date.
-        on_bytes: ``(bytes read, bytes to read)`` likewise.
+        on_progress: ``(files done, files)`` once the files are read.
+        on_bytes: ``(bytes read, bytes to read)`` while the files are read.
 
     Returns:
         The :class:`SearchResult`.
@@ -347,58 +425,26 @@ def search_folders(
     Raises:
         ValueError: the query is empty or its ``re:`` pattern is empty or invalid.
     """
-    from . import refresh_for, run
-
     q = query if isinstance(query, Query) else parse_query(query)
     matcher = _Matcher(q)
-
-    def op(store: Any) -> SearchResult:
-        # (path, seq, time, score, found, entry, role, body, anchor)
-        hits: list[tuple[Any, ...]] = []
-
-        def sink(f: Any, docs: Sequence[tuple[Any, ...]], _usage: Any) -> None:
-            for seq, entry, role, time, body in docs:
-                body = search_text(body)
-                m = matcher.match(body)
-                if m is not None:
-                    hits.append((f.path, seq, time, m[0], f, entry, role, body, m[1]))
-
-        found = refresh_for(store, folders, content=True, sink=sink, on_progress=on_progress, on_bytes=on_bytes)
-        sessions = [f for f in found if f.row is not None and f.error is None and f.row.problem is None]
-        if store is not None:
-            by_id = {f.row.id: f for f in sessions if f.row and f.row.id is not None}
-            hits = list(_catalog_hits(store.conn, q, matcher, by_id))
-        hits.sort(key=_order_key(order))
-        page = hits[offset:] if limit is None else hits[offset:offset + limit]
-        native = native_scanner()
-        paths: dict[int, set[int]] = {}
-        out = []
-        for path, seq, time, score, f, entry, role, body, anchor in page:
-            key = id(f)
-            if key not in paths:
-                paths[key] = set(entries_path(entries_of(store, f), native=native))
-            text, marks = snippet(body, anchor, matcher)
-            row = f.row
-            out.append(SearchHit(path, row.sid, row.title, row.cwd or "", entry, seq, role,
-                                 datetime_from_ms(time) if time is not None else None,
-                                 seq in paths[key], score, text, marks))
-        return SearchResult(tuple(out), len(hits), offset, len(sessions))
-
-    return run(op, catalog=catalog, no_cache=no_cache, wait=True)
-
-
-def _catalog_hits(conn: sqlite3.Connection, q: Query, matcher: _Matcher, by_id: dict[int, Any]) -> Any:
-    ids = json.dumps(sorted(by_id))
-    expr = fts_expression(conn, q)
-    cols = "d.file, d.seq, d.entry, d.role, d.time, d.body"
-    if expr is None:
-        rows = conn.execute(f"SELECT {cols} FROM doc d WHERE d.file IN (SELECT value FROM json_each(?))", (ids,))
+    items = [(path, name, st) for folder in folders for name, path, st in folder_files(folder)
+             if isinstance(st, os.stat_result)]
+    native = native_scanner()
+    hits: list[_Hit] = []
+    if native is not None:
+        sessions, python = _native_hits(native, q, matcher, items, hits, on_bytes)
     else:
-        rows = conn.execute(
-            f"SELECT {cols} FROM doc_fts JOIN doc d ON d.id = doc_fts.rowid"
-            " WHERE doc_fts MATCH ? AND d.file IN (SELECT value FROM json_each(?))", (expr, ids))
-    for file, seq, entry, role, time, body in rows:
-        m = matcher.match(body)
-        if m is not None:
-            f = by_id[file]
-            yield (f.path, seq, time, m[0], f, py_text(entry), role, body, m[1])
+        sessions, python = 0, items
+    if python:
+        sessions += _python_hits(native, matcher, python, hits)
+    if on_progress is not None:
+        on_progress(len(items), len(items))
+    hits.sort(key=_order_key(order))
+    page = hits[offset:] if limit is None else hits[offset:offset + limit]
+    out = []
+    for path, seq, time, score, ctx, entry, role, body, anchor, snip, marks, on_path in page:
+        if snip is None:
+            snip, marks = snippet(body, anchor, matcher)
+        out.append(SearchHit(path, ctx[0], ctx[1], ctx[2], entry, seq, role,
+                             datetime_from_ms(time) if time is not None else None, on_path, score, snip, marks))
+    return SearchResult(tuple(out), len(hits), offset, sessions)

@@ -12,14 +12,15 @@ Tables:
 * ``folder(id, path)`` — absolute folder paths.
 * ``file`` — one row per ``.jsonl`` file: its identity when read (dev, inode, size,
   mtime, ctime) and the digest of the ends of the bytes read (``_filestate``'s rule), the
-  listing facts of ``[0, l_end)`` and how far docs and usage go (``c_end``); or why it
+  listing facts of ``[0, l_end)`` and how far its usage log goes (``c_end``); or why it
   is not a session (``problem``). Small, so a listing reads few pages.
 * ``entries(file, record)`` — the entries record of a file (``_extract``), which grows
   with the session: apart, so that reading a ``file`` row never walks its overflow
   pages.
-* ``doc`` — searchable text per entry, indexed by ``doc_fts`` (FTS5, external content,
-  ``unicode61`` tokens of ``_words.fts_text(body)``, kept in step by triggers).
-* ``usage`` — recorded usage per entry.
+* ``usage_log(file, log)`` — the file's recorded usage up to ``c_end`` (``_extract``'s
+  usage log), apart from the ``file`` row for the same reason.
+
+Search keeps nothing here: a scan of the files answers it (``_search``).
 """
 
 from __future__ import annotations
@@ -35,17 +36,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ._words import fts_text
 
 __all__ = ["SCHEMA_VERSION", "FileRow", "Store", "CatalogError"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
 
 APPLICATION_ID = 0x53547243  # "STrC"
 _SQLITE_MAGIC = b"SQLite format 3\x00"  # the file header; the application id is at offset 68
 
-_TABLES = ("meta", "folder", "file", "entries", "doc", "doc_fts", "usage")
+_TABLES = ("meta", "folder", "file", "entries", "usage_log")
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -71,22 +71,7 @@ CREATE TABLE file (
     UNIQUE (folder, name)
 );
 CREATE TABLE entries (file INTEGER PRIMARY KEY, record BLOB NOT NULL);
-CREATE TABLE doc (id INTEGER PRIMARY KEY, file INTEGER NOT NULL, seq INTEGER NOT NULL,
-                  entry NOT NULL, role TEXT NOT NULL, time REAL, body TEXT NOT NULL);
-CREATE INDEX doc_file ON doc (file, seq);
-CREATE VIRTUAL TABLE doc_fts USING fts5 (body, content='doc', content_rowid='id',
-                                         tokenize='unicode61 remove_diacritics 0');
-CREATE TRIGGER doc_ai AFTER INSERT ON doc BEGIN
-    INSERT INTO doc_fts (rowid, body) VALUES (new.id, fts_text(new.body));
-END;
-CREATE TRIGGER doc_ad AFTER DELETE ON doc BEGIN
-    INSERT INTO doc_fts (doc_fts, rowid, body) VALUES ('delete', old.id, fts_text(old.body));
-END;
-CREATE TABLE usage (file INTEGER NOT NULL, seq INTEGER NOT NULL, entry NOT NULL, stamp NOT NULL,
-                    time REAL, kind TEXT NOT NULL, provider NOT NULL, model NOT NULL,
-                    input REAL, output REAL, cache_read REAL, cache_write REAL,
-                    total_tokens REAL, cost REAL);
-CREATE INDEX usage_file ON usage (file, seq);
+CREATE TABLE usage_log (file INTEGER PRIMARY KEY, log BLOB NOT NULL);
 """
 
 
@@ -123,8 +108,8 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a pair is one code point in a
 
 
 def search_text(s: str) -> str:
-    """A doc's text as it is searched and stored: each lone surrogate (which FTS5 cannot
-    hold) replaced by one U+FFFD, everything else as it is."""
+    """A doc's text as it is searched: each lone surrogate replaced by one U+FFFD,
+    everything else as it is."""
     if s.isascii():
         return s
     try:
@@ -168,17 +153,19 @@ class FileRow:
     c_end: int | None = None
     c_entries: int = 0
     c_count: int = 0
+    log: bytes | None = None  # the usage log to [0, c_end); None: not read (Store.logs)
     entries: bytes | None = None  # None: not read from the catalog (Store.entries)
 
 
 _TEXT_COLUMNS = frozenset({"name", "sid", "cwd", "parent", "first_message", "title", "problem"})
-# The ``file`` table's columns: every field but the entries record (its own table, read
-# only when needed), which is last, so FileRow(*values) leaves it unread.
-_ROW_COLUMNS = tuple(f.name for f in fields(FileRow))[:-1]
+# The ``file`` table's columns: every field but the usage log and the entries record
+# (their own tables, read only when needed), which are last, so FileRow(*values)
+# leaves them unread.
+_ROW_COLUMNS = tuple(f.name for f in fields(FileRow))[:-2]
 _TEXT_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in _TEXT_COLUMNS)
 _SAVED_COLUMNS = tuple(c for c in _ROW_COLUMNS if c not in ("id", "gen"))
 
-assert fields(FileRow)[-1].name == "entries"
+assert [f.name for f in fields(FileRow)[-2:]] == ["log", "entries"]
 
 
 # The types each column's values may have, from FileRow's annotations (a bool is
@@ -189,8 +176,8 @@ _STORED: dict[str, tuple[type, ...]] = {
     "str | None": (str, bytes, type(None)), "float | None": (float, int, type(None)),
     "bytes | None": (bytes, type(None)),
 }
-_TYPES_AT = tuple((i, _STORED[str(f.type)]) for i, f in enumerate(fields(FileRow)[:-1]))
-# Offsets and counts, never negative; docs never pass the listing (c_end <= l_end).
+_TYPES_AT = tuple((i, _STORED[str(f.type)]) for i, f in enumerate(fields(FileRow)[:-2]))
+# Offsets and counts, never negative; the usage log never passes the listing (c_end <= l_end).
 _COUNTS_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in (
     "size", "l_end", "tail", "gen", "message_count", "entry_count", "c_end", "c_entries", "c_count", "problem_line",
     "problem_offset"))
@@ -211,13 +198,6 @@ def _row(values: Sequence[Any]) -> FileRow:
     row.resumable = bool(row.resumable)
     row.old = bool(row.old)
     return row
-
-
-def _functions(conn: sqlite3.Connection) -> sqlite3.Connection:
-    # The triggers index fts_text of a doc, not the doc (``_words``): every connection
-    # that may add or delete docs has it.
-    conn.create_function("fts_text", 1, fts_text, deterministic=True)
-    return conn
 
 
 # ---------------------------------------------------------------------- store
@@ -253,7 +233,6 @@ class Store:
 
     def _connect(self, path: str) -> sqlite3.Connection:
         conn = sqlite3.connect(path, timeout=self.busy, isolation_level=None, check_same_thread=False)
-        _functions(conn)
         return conn
 
     @staticmethod
@@ -351,7 +330,7 @@ class Store:
         for p in (tmp, tmp + "-wal", tmp + "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(p)
-        conn = _functions(sqlite3.connect(tmp, isolation_level=None))
+        conn = sqlite3.connect(tmp, isolation_level=None)
         try:
             # One transaction, no syncs: the file is not in use until it is renamed.
             conn.execute("PRAGMA synchronous=OFF")
@@ -420,6 +399,19 @@ class Store:
             raise sqlite3.DatabaseError(f"catalog damaged: file {file} has no entries record")
         return b""
 
+    def logs(self, files: Sequence[int]) -> dict[int, bytes]:
+        """The usage logs of files (those that have one)."""
+        out: dict[int, bytes] = {}
+        for k in range(0, len(files), 500):
+            part = files[k:k + 500]
+            rows = self.conn.execute(
+                f"SELECT file, log FROM usage_log WHERE file IN ({','.join('?' * len(part))})", part)
+            for f, log in rows:
+                if not isinstance(log, bytes):
+                    raise sqlite3.DatabaseError("catalog damaged: a usage log that is not a blob")
+                out[f] = log
+        return out
+
     # -- writing -----------------------------------------------------------------
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -434,13 +426,11 @@ class Store:
             raise
         c.execute("COMMIT")
 
-    def save(self, row: FileRow, *, reset: bool, docs: Sequence[tuple[Any, ...]] = (),
-             usage: Sequence[tuple[Any, ...]] = ()) -> bool:
-        """Write one file's row and new rows in a transaction of their own (see
-        :meth:`Batch.save`)."""
+    def save(self, row: FileRow, *, reset: bool) -> bool:
+        """Write one file's row in a transaction of its own (see :meth:`Batch.save`)."""
         b = self.batch()
         try:
-            ok = b.save(row, reset=reset, docs=docs, usage=usage, found=row)
+            ok = b.save(row, reset=reset, found=row)
         except BaseException:
             b.abandon()
             raise
@@ -461,7 +451,7 @@ class Store:
         if not ids:
             return
         with self.write() as c:
-            for table, key in (("entries", "file"), ("doc", "file"), ("usage", "file"), ("file", "id")):
+            for table, key in (("entries", "file"), ("usage_log", "file"), ("file", "id")):
                 c.executemany(f"DELETE FROM {table} WHERE {key} = ?", [(i,) for i in ids])
 
 
@@ -489,22 +479,17 @@ class Batch:
         self._inserts: list[tuple[FileRow, int, tuple[Any, ...]]] = []
         self._insert_cols: tuple[str, ...] | None = None
         self._entries: list[tuple[int, bytes]] = []
-        self._docs: list[tuple[Any, ...]] = []
-        self._usage: list[tuple[Any, ...]] = []
+        self._logs: list[tuple[int, bytes]] = []
         self._lost: list[Any] = []  # noted files an early flush found taken by another process
 
-    def save(self, row: FileRow, *, reset: bool, docs: Sequence[tuple[Any, ...]] = (),
-             usage: Sequence[tuple[Any, ...]] = (), found: Any = None) -> bool:
-        """Write one file's row and new rows.
+    def save(self, row: FileRow, *, reset: bool, found: Any = None) -> bool:
+        """Write one file's row, entries record and usage log.
 
         Args:
             row: the row as it is now (``row.gen`` is the generation it was read at;
-                ``row.id`` ``None`` for a new file; ``row.entries`` ``None``: unchanged).
-            reset: the file was read again from its start: its old doc and usage rows
-                go first.
-            docs: ``(seq, entry, role, time, text)`` to add.
-            usage: ``(seq, entry, stamp, time, kind, provider, model, input, output,
-                cacheRead, cacheWrite, totalTokens, cost)`` to add.
+                ``row.id`` ``None`` for a new file; ``row.entries`` / ``row.log``
+                ``None``: unchanged).
+            reset: the file was read again from its start: its old usage log goes.
             found: the caller's note of the file: :meth:`commit` and :meth:`abandon`
                 return those whose saves did not happen.
 
@@ -539,21 +524,19 @@ class Batch:
                             (*values.values(), file, row.gen))
             if cur.rowcount != 1:
                 return False
-            if reset:
-                for table in ("doc", "usage"):
-                    c.execute(f"DELETE FROM {table} WHERE file = ?", (file,))
+            if reset and row.log is None:
+                c.execute("DELETE FROM usage_log WHERE file = ?", (file,))
         if row.entries is not None:
             self._entries.append((file, row.entries))
-        self._docs.extend((file, d[0], db_text(d[1]), d[2], d[3], search_text(d[4])) for d in docs)
-        self._usage.extend((file, u[0], db_text(u[1]), db_text(u[2]), *u[3:5], db_text(u[5]), db_text(u[6]), *u[7:])
-                           for u in usage)
+        if row.log is not None:
+            self._logs.append((file, row.log))
         self._undo.append((row, row.id, row.gen))
         row.id = file
         row.gen += 1
         if found is not None:
             self._found[file] = found
         self.files += 1
-        self.rows += len(docs) + len(usage)
+        self.rows += 1 + len(row.log or b"") // 256
         return True
 
     def full(self) -> bool:
@@ -581,8 +564,7 @@ class Batch:
         if not lost:
             return []
         self._entries = [x for x in self._entries if x[0] not in lost]
-        self._docs = [x for x in self._docs if x[0] not in lost]
-        self._usage = [x for x in self._usage if x[0] not in lost]
+        self._logs = [x for x in self._logs if x[0] not in lost]
         return [self._found.pop(f) for f in lost if f in self._found]
 
     def commit(self) -> list[Any]:
@@ -594,21 +576,15 @@ class Batch:
             self._lost = []
             if self._entries:
                 c.executemany("INSERT OR REPLACE INTO entries (file, record) VALUES (?, ?)", self._entries)
-            if self._docs:
-                c.executemany("INSERT INTO doc (file, seq, entry, role, time, body) VALUES (?, ?, ?, ?, ?, ?)",
-                              self._docs)
-            if self._usage:
-                c.executemany(
-                    "INSERT INTO usage (file, seq, entry, stamp, time, kind, provider, model, input, output,"
-                    " cache_read, cache_write, total_tokens, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    self._usage)
+            if self._logs:
+                c.executemany("INSERT OR REPLACE INTO usage_log (file, log) VALUES (?, ?)", self._logs)
             c.execute("COMMIT")
         except BaseException:
             self.abandon()
             raise
         self._undo.clear()
         self._found.clear()
-        self._entries, self._docs, self._usage = [], [], []
+        self._entries, self._logs = [], []
         return lost
 
     def abandon(self) -> list[Any]:
@@ -620,7 +596,7 @@ class Batch:
             row.id, row.gen = rid, gen
         self._undo.clear()
         self._inserts.clear()
-        self._entries, self._docs, self._usage = [], [], []
+        self._entries, self._logs = [], []
         found, self._found = [*self._lost, *self._found.values()], {}
         self._lost = []
         return found

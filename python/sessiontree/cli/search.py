@@ -11,8 +11,8 @@ an entry on the session's current path. Open a hit with
 ``sessiontree context FILE --leaf ENTRY``.
 
 Scope: the current directory's sessions (``--cwd PATH``: PATH's), ``--all`` every
-project, DIR a folder (``--all``: and its subfolders). The first search of a folder
-builds its full-text index in the catalog (``sessiontree index`` does it ahead).
+project, DIR a folder (``--all``: and its subfolders). The files are read as they are:
+no index is built first.
 """
 
 from __future__ import annotations
