@@ -23,7 +23,7 @@ mod lines;
 mod listing;
 mod report;
 mod scan;
-mod search;
+pub mod search;
 mod source;
 mod stat;
 mod time;
@@ -42,7 +42,11 @@ pub use listing::{
 };
 pub use report::{report as usage_report, Bucket, FileLog, Key as ReportKey, Report, Sum};
 pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES};
+pub use search::index::{
+    build as index_build, query as index_query, Answer, Indexed, Scope, ToIndex, Written,
+};
 pub use search::rules::{PChar, Term, ASCII_FOLDS, JS_WHITESPACE, NOT_ALNUM};
+pub use search::segment::{merge as merge_segments, Piece, Segment};
 pub use search::{search_files, FileResult, Hit, Judged, Query};
 pub use source::count_newlines;
 pub use stat::{unchanged as stat_unchanged, Seen};

@@ -268,6 +268,7 @@ pub(crate) fn scan_into(
             if !tail.is_empty() {
                 let off = buf_off + pos as u64;
                 st.out.tail = tail.len() as u64;
+                st.line_len = tail.len() as u64;
                 if !st.line(tail, off, false) {
                     return Ok(st.finish(false));
                 }
@@ -355,6 +356,7 @@ fn take_line(st: &mut State<'_>, rest: &[u8], off: u64) -> Option<(usize, bool)>
         Some(n) => (n, true),
         None => (memchr::memchr(b'\n', rest)?, false),
     };
+    st.line_len = len as u64;
     let line = &rest[..len];
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let go = if fast {
@@ -392,7 +394,8 @@ pub(crate) trait DocSink {
     fn doc(&mut self, doc: DocRef<'_>);
 }
 
-/// A [`Doc`] borrowed from the scan, with the offset of its line.
+/// A [`Doc`] borrowed from the scan, with the offset of its line and the line's length
+/// (without its `\n`).
 pub(crate) struct DocRef<'a> {
     pub seq: u32,
     pub id: &'a [u8],
@@ -400,10 +403,25 @@ pub(crate) struct DocRef<'a> {
     pub time: Option<f64>,
     pub text: &'a [u8],
     pub offset: u64,
+    pub len: u64,
+}
+
+/// Hand the entry on one whole line (at offset `off`, without its `\n`) to `sink` as a
+/// scan would, the entry taken as accepted (the caller knows it was: a line an index
+/// kept).
+pub(crate) fn doc_of_line(line: &[u8], off: u64, sink: &mut dyn DocSink) {
+    let mut st = State::new(&[], off.max(1), Collect::default());
+    st.sink = Some(sink);
+    st.line_len = line.len() as u64;
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    st.line(line, off, true);
 }
 
 struct State<'s> {
     sink: Option<&'s mut dyn DocSink>,
+    /// Length of the line being read (without its `\n`).
+    line_len: u64,
+    log: crate::report::LogWriter,
     arena: IdArena,
     table: IdTable,
     header_found: bool,
@@ -418,6 +436,8 @@ impl<'s> State<'s> {
     fn new(prior: &[u8], start: u64, collect: Collect) -> State<'s> {
         let mut st = State {
             sink: None,
+            line_len: 0,
+            log: crate::report::LogWriter::default(),
             arena: IdArena::default(),
             table: IdTable::new(),
             header_found: start > 0,
@@ -448,6 +468,7 @@ impl<'s> State<'s> {
     }
 
     fn finish(mut self, eof: bool) -> Scan {
+        self.out.usage_log = std::mem::take(&mut self.log.out);
         self.out.eof = eof && self.out.fallback.is_none() && !self.out.old_version;
         if !self.header_found && self.out.header == Header::Before {
             self.out.header = Header::Missing(self.first_nonblank.take());
@@ -543,6 +564,7 @@ impl<'s> State<'s> {
                             time: entry_ms,
                             text: n,
                             offset: off,
+                            len: self.line_len,
                         });
                     }
                 }
@@ -575,19 +597,16 @@ impl<'s> State<'s> {
                     };
                     let numbers = usage_numbers(obj, u);
                     if self.collect.usage_log {
-                        crate::report::push(
-                            &mut self.out.usage_log,
-                            &crate::report::Record {
-                                id: &id,
-                                stamp: stamp.as_deref().unwrap_or_default(),
-                                seq,
-                                kind: kind as u8,
-                                time: entry_ms,
-                                provider: &provider,
-                                model: &model,
-                                numbers,
-                            },
-                        );
+                        self.log.push(&crate::report::Record {
+                            id: &id,
+                            stamp: stamp.as_deref().unwrap_or_default(),
+                            seq,
+                            kind: kind as u8,
+                            time: entry_ms,
+                            provider: &provider,
+                            model: &model,
+                            numbers,
+                        });
                     }
                     if !self.collect.content {
                         return true;
@@ -651,19 +670,16 @@ impl<'s> State<'s> {
                 numbers[5] = num(f.cost_total);
                 let text = |v: Val| str_of(obj, v).map(Cow::into_owned).unwrap_or_default();
                 let (provider, model) = (text(f.provider), text(f.model));
-                crate::report::push(
-                    &mut self.out.usage_log,
-                    &crate::report::Record {
-                        id,
-                        stamp: stamp.unwrap_or_default(),
-                        seq,
-                        kind: UsageKind::Message as u8,
-                        time,
-                        provider: &provider,
-                        model: &model,
-                        numbers,
-                    },
-                );
+                self.log.push(&crate::report::Record {
+                    id,
+                    stamp: stamp.unwrap_or_default(),
+                    seq,
+                    kind: UsageKind::Message as u8,
+                    time,
+                    provider: &provider,
+                    model: &model,
+                    numbers,
+                });
             }
         }
         let sunk = self.sink.as_deref_mut().is_some_and(|s| s.wants(off));
@@ -757,6 +773,7 @@ impl<'s> State<'s> {
                     time,
                     text: &text,
                     offset: off,
+                    len: self.line_len,
                 });
             }
             if self.collect.content && !text.is_empty() {

@@ -881,6 +881,240 @@ fn usage_report<'py>(
     (groups, r.loose, models, r.bad).into_pyobject(py)
 }
 
+/// A query's terms as the native rules read them: each a list of words; `uncased` the
+/// query's non-ASCII characters Python holds uncased.
+fn query_terms(terms: &[Vec<String>], uncased: &str) -> PyResult<Vec<crate::Term>> {
+    use crate::{PChar, Term};
+    let out: Vec<Term> = terms
+        .iter()
+        .map(|words| Term {
+            words: words
+                .iter()
+                .map(|w| {
+                    w.chars()
+                        .map(|c| PChar::new(c as u32, uncased.contains(c)))
+                        .collect()
+                })
+                .collect(),
+        })
+        .collect();
+    if out.is_empty()
+        || out
+            .iter()
+            .any(|t| t.words.is_empty() || t.words.iter().any(Vec::is_empty))
+    {
+        return Err(PyValueError::new_err(
+            "no terms, or a term with an empty word",
+        ));
+    }
+    Ok(out)
+}
+
+fn path_of(b: Vec<u8>) -> PathBuf {
+    PathBuf::from(OsString::from_vec(b))
+}
+
+type PiecePy = (u32, u64, u64, u64, u32);
+
+fn pieces_py(pieces: &[crate::Piece]) -> Vec<PiecePy> {
+    pieces
+        .iter()
+        .map(|p| (p.file, p.epoch, p.start, p.end, p.docs))
+        .collect()
+}
+
+fn role_name(r: u8) -> &'static str {
+    match r {
+        0 => "user",
+        1 => "assistant",
+        _ => "name",
+    }
+}
+
+/// `search::index::build` (releases the GIL): index pieces of files into new segments
+/// in `folder`. `files`: `(path, file id, epoch, start, end, prior entries record)`.
+/// Returns `(segments, outcomes, failure)`: segments as `(name, size, pieces)`, pieces
+/// `(file, epoch, start, end, docs)`; one outcome per piece (`"done"`, `"python"`,
+/// `"changed"` or an error's words); `failure` why a segment could not be written.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn index_build(
+    py: Python<'_>,
+    folder: Vec<u8>,
+    files: Vec<(Vec<u8>, u32, u64, u64, u64, Vec<u8>)>,
+    threads: usize,
+    max_postings: usize,
+) -> (
+    Vec<(String, u64, Vec<PiecePy>)>,
+    Vec<String>,
+    Option<String>,
+) {
+    use crate::{Indexed, ToIndex};
+    let dir = path_of(folder);
+    let files: Vec<ToIndex> = files
+        .into_iter()
+        .map(|(p, file, epoch, start, end, prior)| ToIndex {
+            path: path_of(p),
+            file,
+            epoch,
+            start,
+            end,
+            prior,
+        })
+        .collect();
+    let (written, outcomes, failure) =
+        py.detach(|| crate::index_build(&dir, &files, threads, max_postings));
+    let segs = written
+        .iter()
+        .map(|w| (w.name.clone(), w.size, pieces_py(&w.pieces)))
+        .collect();
+    let outcomes = outcomes
+        .into_iter()
+        .map(|o| match o {
+            Indexed::Done => "done".to_string(),
+            Indexed::Python => "python".to_string(),
+            Indexed::Changed => "changed".to_string(),
+            Indexed::Error(e) => format!("error: {e}"),
+        })
+        .collect();
+    (segs, outcomes, failure)
+}
+
+/// The pieces of the segment at `path` (`(file, epoch, start, end, docs)`).
+///
+/// Raises `OSError` if it cannot be read or is damaged.
+#[pyfunction]
+fn segment_pieces(path: Vec<u8>) -> PyResult<Vec<PiecePy>> {
+    let p = path_of(path);
+    let s = crate::Segment::open(&p).map_err(|e| to_py_err(e, Some(&p)))?;
+    Ok(pieces_py(&s.pieces()))
+}
+
+/// `search::segment::merge` (releases the GIL): the segments at `inputs` into a new
+/// one in `folder`, keeping the pieces of `live` (`(file, epoch, s_end)`: a piece lives
+/// if its file's epoch is this one and it ends by `s_end`). Returns `(name, size,
+/// pieces)`.
+///
+/// Raises `OSError` if an input cannot be read or is damaged, or the output cannot be
+/// written.
+#[pyfunction]
+fn index_merge(
+    py: Python<'_>,
+    folder: Vec<u8>,
+    inputs: Vec<Vec<u8>>,
+    live: Vec<(u32, u64, u64)>,
+) -> PyResult<(String, u64, Vec<PiecePy>)> {
+    let dir = path_of(folder);
+    let inputs: Vec<PathBuf> = inputs.into_iter().map(path_of).collect();
+    let live: std::collections::HashMap<u32, (u64, u64)> =
+        live.into_iter().map(|(f, e, s)| (f, (e, s))).collect();
+    py.detach(|| {
+        let segs = inputs
+            .iter()
+            .map(|p| crate::Segment::open(p))
+            .collect::<crate::Result<Vec<_>>>()?;
+        let name = crate::search::index::fresh_name();
+        let tmp = dir.join(format!(".{name}.tmp"));
+        let (size, pieces) = crate::merge_segments(
+            &segs,
+            |p| {
+                live.get(&p.file)
+                    .is_some_and(|&(e, s)| e == p.epoch && p.end <= s)
+            },
+            &tmp,
+        )?;
+        std::fs::rename(&tmp, dir.join(&name))?;
+        Ok((name, size, pieces_py(&pieces)))
+    })
+    .map_err(|e: crate::Error| to_py_err(e, Some(&dir)))
+}
+
+/// `search::index::query` (releases the GIL): answer `terms` from the segments at
+/// `segments` for the files of `scope` (`(file id, epoch, s_end, rank)`), whose paths
+/// are `paths` by rank; `k` the best decided hits wanted (`None`: all; newest first
+/// with `recent`, else by relevance). Returns
+/// `(total, page, unsure, stale)`: page hits `(rank, seq, offset, entry_id, role,
+/// time, score, snippet, marks)`, unsure entries `(rank, seq, offset, entry_id, role,
+/// time, text)`.
+///
+/// Raises `OSError` for a segment that cannot be read or is damaged, `ValueError` for
+/// a query the index cannot narrow (a term without letters or digits).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn index_query<'py>(
+    py: Python<'py>,
+    segments: Vec<Vec<u8>>,
+    scope: Vec<(u32, u64, u64, u32)>,
+    paths: Vec<Vec<u8>>,
+    terms: Vec<Vec<String>>,
+    uncased: &str,
+    k: Option<usize>,
+    recent: bool,
+    threads: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let terms = query_terms(&terms, uncased)?;
+    let seg_paths: Vec<PathBuf> = segments.into_iter().map(path_of).collect();
+    let paths: Vec<PathBuf> = paths.into_iter().map(path_of).collect();
+    let scope: std::collections::HashMap<u32, crate::Scope> = scope
+        .into_iter()
+        .map(|(f, epoch, s_end, rank)| (f, crate::Scope { epoch, s_end, rank }))
+        .collect();
+    let r = py.detach(|| {
+        let mut segs = Vec::with_capacity(seg_paths.len());
+        for p in &seg_paths {
+            segs.push(crate::Segment::open(p).map_err(|e| format!("{}: {e}", p.display()))?);
+        }
+        crate::index_query(&segs, &scope, &terms, &paths, k, recent, threads)
+    });
+    let a = match r {
+        Ok(a) => a,
+        Err(e) if e.starts_with("a term") => return Err(PyValueError::new_err(e)),
+        Err(e) => return Err(PyOSError::new_err(e)),
+    };
+    let text = |b: &[u8]| id_to_py(py, b);
+    let page = a
+        .page
+        .iter()
+        .map(|h| {
+            (
+                h.rank,
+                h.seq,
+                h.offset,
+                text(&h.id)?,
+                role_name(h.role),
+                h.time,
+                h.score,
+                h.snippet.as_str(),
+                h.marks.clone(),
+            )
+                .into_pyobject(py)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let unsure = a
+        .unsure
+        .iter()
+        .map(|u| {
+            (
+                u.rank,
+                u.seq,
+                u.offset,
+                text(&u.id)?,
+                role_name(u.role),
+                u.time,
+                text(&u.text)?,
+            )
+                .into_pyobject(py)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    (
+        a.total,
+        PyList::new(py, page)?,
+        PyList::new(py, unsure)?,
+        a.stale,
+    )
+        .into_pyobject(py)
+}
+
 /// `search::search_files` (releases the GIL): `paths` as `bytes` (`os.fsencode`),
 /// `terms` each a list of words (`None`: a regular expression, every entry's text
 /// goes back), `uncased` the query's non-ASCII characters Python holds uncased. One
@@ -894,7 +1128,7 @@ fn search_files<'py>(
     threads: usize,
 ) -> PyResult<Bound<'py, PyList>> {
     use crate::listing::{DocKind, Name};
-    use crate::{FileResult, Judged, PChar, Query, Term};
+    use crate::{FileResult, Judged, Query};
     let paths: Vec<PathBuf> = paths
         .into_iter()
         .map(|b| PathBuf::from(OsString::from_vec(b)))
@@ -905,28 +1139,10 @@ fn search_files<'py>(
             regex: true,
         },
         Some(terms) => Query {
-            terms: terms
-                .iter()
-                .map(|words| Term {
-                    words: words
-                        .iter()
-                        .map(|w| {
-                            w.chars()
-                                .map(|c| PChar::new(c as u32, uncased.contains(c)))
-                                .collect()
-                        })
-                        .collect(),
-                })
-                .collect(),
+            terms: query_terms(&terms, uncased)?,
             regex: false,
         },
     };
-    if q.terms
-        .iter()
-        .any(|t| t.words.is_empty() || t.words.iter().any(Vec::is_empty))
-    {
-        return Err(PyValueError::new_err("a term with an empty word"));
-    }
     let results = py.detach(|| crate::search_files(&paths, &q, threads));
     let text = |b: &[u8]| id_to_py(py, b);
     let out = PyList::empty(py);
@@ -1083,6 +1299,12 @@ mod _sessiontree {
     #[pymodule_export]
     use super::entries_path;
     #[pymodule_export]
+    use super::index_build;
+    #[pymodule_export]
+    use super::index_merge;
+    #[pymodule_export]
+    use super::index_query;
+    #[pymodule_export]
     use super::judge_text;
     #[pymodule_export]
     use super::scan_listing;
@@ -1090,6 +1312,8 @@ mod _sessiontree {
     use super::search_files;
     #[pymodule_export]
     use super::search_tables;
+    #[pymodule_export]
+    use super::segment_pieces;
     #[pymodule_export]
     use super::stat_unchanged;
     #[pymodule_export]

@@ -8,8 +8,11 @@
 //! The rules are docs/CONTRACT.md §7's; the Python home is `catalog/_search.py`, and
 //! `tests/test_search_rules.py` holds the two equal.
 
+pub mod index;
 pub mod needle;
 pub mod rules;
+pub mod segment;
+pub mod tokens;
 
 use std::fs::File;
 use std::path::PathBuf;

@@ -13,10 +13,14 @@ from typing import Any, final
 __all__ = [
     "count_newlines",
     "entries_path",
+    "index_build",
+    "index_merge",
+    "index_query",
     "judge_text",
     "scan_listing",
     "search_files",
     "search_tables",
+    "segment_pieces",
     "stat_unchanged",
     "usage_report",
     "Index",
@@ -329,4 +333,56 @@ def usage_report(
 
     Raises:
         ValueError: an unknown ``key``, or lists of different lengths.
+    """
+
+_Piece = tuple[int, int, int, int, int]
+
+def index_build(
+    folder: bytes, files: Sequence[tuple[bytes, int, int, int, int, bytes]], threads: int, max_postings: int,
+) -> tuple[list[tuple[str, int, list[_Piece]]], list[str], str | None]:
+    """Index pieces of files into new search segments in ``folder`` (``src/search/index.rs``;
+    releases the GIL). ``files``: ``(path, file id, epoch, start, end, prior entries
+    record)``; ``max_postings`` how many postings a thread holds before it writes a
+    segment.
+
+    Returns:
+        ``(segments, outcomes, failure)``: each segment ``(name, size, pieces)``, a piece
+        ``(file, epoch, start, end, docs)``; per file ``"done"``, ``"python"`` (read it with
+        the Python rules), ``"changed"`` or ``"error: ..."``; ``failure`` why a segment
+        could not be written (``None``).
+    """
+
+def index_merge(folder: bytes, inputs: Sequence[bytes], live: Sequence[tuple[int, int, int]]) -> tuple[str, int, list[_Piece]]:
+    """Merge the segments ``inputs`` into a new one in ``folder`` keeping the pieces
+    ``live`` names (``(file, epoch, s_end)``); ``(name, size, pieces)``.
+
+    Raises:
+        OSError: an input cannot be read or is damaged, or the output cannot be written.
+    """
+
+def index_query(
+    segments: Sequence[bytes], scope: Sequence[tuple[int, int, int, int]], paths: Sequence[bytes],
+    terms: Sequence[Sequence[str]], uncased: str, k: int | None, recent: bool, threads: int,
+) -> tuple[int, list[tuple[int, int, int, str, str, float | None, int, str, list[tuple[int, int]]]],
+           list[tuple[int, int, int, str, str, float | None, str]], bool]:
+    """Answer a query from search segments for the files of ``scope`` (``(file id, epoch,
+    s_end, rank)``) whose paths are ``paths`` by rank; ``k`` the best decided hits wanted
+    (``None``: all; newest first with ``recent``).
+
+    Returns:
+        ``(total, page, unsure, stale)``: decided hits in all; the best ``k`` as ``(rank,
+        seq, offset, entry_id, role, time, score, snippet, marks)``; entries Python must
+        judge as ``(rank, seq, offset, entry_id, role, time, text)``; whether a file no
+        longer holds what was indexed.
+
+    Raises:
+        OSError: a segment cannot be read or is damaged.
+        ValueError: a term without ASCII letters or digits (the index cannot narrow it).
+    """
+
+def segment_pieces(path: bytes) -> list[_Piece]:
+    """The pieces of a search segment: ``(file, epoch, start, end, docs)``.
+
+    Raises:
+        OSError: it cannot be read or is damaged.
     """

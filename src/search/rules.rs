@@ -104,6 +104,14 @@ impl PChar {
         }
     }
 
+    /// The character (an ASCII letter lowercase).
+    pub fn code(self) -> u32 {
+        match self {
+            PChar::Letter(b) | PChar::Byte(b) => b as u32,
+            PChar::Exact(c) | PChar::Cased(c) => c,
+        }
+    }
+
     /// Whether text character `x` is this query character under `re.IGNORECASE`.
     #[inline]
     fn eq(self, x: u32) -> Tri {

@@ -276,7 +276,7 @@ class IndexSummary:
         read: files read (the others were unchanged).
         bytes_read: bytes read.
         catalog: the catalog file (``None`` without one).
-        catalog_bytes: its size with its write-ahead log.
+        catalog_bytes: its size with its write-ahead log and search segments.
     """
 
     files: int
@@ -297,8 +297,8 @@ def index(
     on_progress: Callable[[int, int], None] | None = None,
     on_bytes: Callable[[int, int], None] | None = None,
 ) -> IndexSummary:
-    """Build or bring up to date the catalog of ``folders``: listing facts and usage logs
-    (what :func:`usage` would do first).
+    """Build or bring up to date the catalog of ``folders``: listing facts, usage logs
+    and the search index (``_segments``; natively only).
 
     Raises:
         CatalogError: the catalog cannot be used here (unless ``no_cache``: then the
@@ -307,14 +307,23 @@ def index(
     chosen = _folders(folders, root)
 
     def op(store: Store | None) -> IndexSummary:
+        from ._extract import native_scanner
+
         found = refresh_for(store, chosen, content=True, on_progress=on_progress, on_bytes=on_bytes)
         size = 0
+        native = native_scanner()
+        if store is not None and native is not None:
+            from . import _segments
+
+            _segments.update(store, found, native)
         if store is not None:
             with contextlib.suppress(sqlite3.Error):
                 store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             for suffix in ("", "-wal"):
                 with contextlib.suppress(OSError):
                     size += os.path.getsize(store.path + suffix)
+            with contextlib.suppress(OSError), os.scandir(store.segments_dir) as it:
+                size += sum(e.stat().st_size for e in it if e.name.startswith("seg-"))
         sessions = sum(1 for f in found if f.row is not None and f.error is None and f.row.problem is None)
         return IndexSummary(len(found), sessions, len(found) - sessions, sum(1 for f in found if f.base is not None),
                             sum(f.bytes_read for f in found), store.path if store is not None else None, size)

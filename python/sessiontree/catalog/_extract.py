@@ -35,12 +35,10 @@ What a file gives (Pi's ``buildSessionInfo``, session-manager.ts, for the listin
 An entry's *time* is a message's numeric ``timestamp``, else the entry's
 ``timestamp`` parsed as ``Date.parse`` does, in epoch ms (``None`` if neither).
 
-The usage travels and is kept as a *usage log* (``src/report.rs``'s layout, which
-:func:`pack_log` writes and :func:`unpack_log` reads): per record, little-endian,
-the entry id and its ``timestamp`` string (empty when not a string), each as a
-``u32`` length and UTF-8 bytes (``surrogatepass``), the entry number (``u32``), the
-kind (``u8``: message, usage, compaction, branch summary), the time (``f64``, NaN
-for none), provider and model (as the id), and the six numbers (``f64``).
+The usage travels and is kept as a *usage log*: ``src/report.rs`` documents its layout
+(pieces of records, each piece defining the ``(provider, model)`` pairs it names,
+varints and the odd ``f64``); :func:`pack_log` writes the same bytes and
+:func:`unpack_log` reads them.
 
 The entries seen travel between calls as an *entries record*: per accepted entry,
 a little-endian ``u32`` length and the id's UTF-8 bytes (lone surrogates as
@@ -50,6 +48,7 @@ it is not a non-empty string.
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from collections.abc import Iterator, Sequence
@@ -140,56 +139,139 @@ def _str(v: Any) -> str:
 
 # ------------------------------------------------------------------ usage log
 USAGE_KINDS = ("message", "usage", "compaction", "branch_summary")
-_HEAD = struct.Struct("<IBd")
-_NUMS = struct.Struct("<6d")
+_F64 = struct.Struct("<d")
+_SMALL = float(1 << 52)
+
+
+def _varint(out: bytearray, v: int) -> None:
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _bytes(out: bytearray, text: str) -> None:
+    b = _enc(text)
+    _varint(out, len(b))
+    out += b
 
 
 def pack_log(usage: Sequence[tuple[tuple[Any, ...], tuple[float, ...]]]) -> bytes:
-    """The usage log of usage rows ``((seq, id, stamp, time, kind, provider, model),
-    numbers)``."""
-    out: list[bytes] = []
+    """One piece of usage log for usage rows ``((seq, id, stamp, time, kind, provider,
+    model), numbers)`` (``b""`` for none)."""
+    if not usage:
+        return b""
+    out = bytearray(b"\x00")
+    models: dict[tuple[str, str], int] = {}
     for (seq, eid, stamp, time, kind, provider, model), nums in usage:
-        for text in (eid, stamp):
-            b = _enc(text)
-            out += (_U32.pack(len(b)), b)
-        out.append(_HEAD.pack(seq, USAGE_KINDS.index(kind), float("nan") if time is None else time))
-        for text in (provider, model):
-            b = _enc(text)
-            out += (_U32.pack(len(b)), b)
-        out.append(_NUMS.pack(*nums))
-    return b"".join(out)
+        m = models.get((provider, model))
+        if m is None:
+            m = models[(provider, model)] = len(models)
+            out.append(1)
+            _bytes(out, provider)
+            _bytes(out, model)
+        out.append(2)
+        _bytes(out, eid)
+        _bytes(out, stamp)
+        _varint(out, seq)
+        out.append(USAGE_KINDS.index(kind))
+        if time is None:
+            out.append(0)
+        elif math.isfinite(time) and time == int(time) and abs(time) < _SMALL:
+            out.append(1)
+            t = int(time)
+            _varint(out, -2 * t - 1 if t < 0 else 2 * t)  # zigzag
+        else:
+            out.append(2)
+            out += _F64.pack(time)
+        _varint(out, m)
+        for n in nums:
+            if n == 0:
+                out.append(0)
+            elif 0 < n < _SMALL and n == int(n):
+                _varint(out, 2 * int(n))
+            else:
+                out.append(1)
+                out += _F64.pack(n)
+    return bytes(out)
 
 
 def unpack_log(log: bytes) -> list[tuple[tuple[Any, ...], tuple[float, ...]]]:
-    """The usage rows of a usage log (:func:`pack_log`'s inverse).
+    """The usage rows of a usage log (:func:`pack_log`'s inverse, pieces concatenated).
 
     Raises:
         ValueError: the log is malformed.
     """
-    rows = []
+    rows: list[tuple[tuple[Any, ...], tuple[float, ...]]] = []
     pos, end = 0, len(log)
 
-    def text() -> str:
+    def byte() -> int:
         nonlocal pos
-        if pos + 4 > end:
+        if pos >= end:
             raise ValueError("a usage log cut short")
-        (n,) = _U32.unpack_from(log, pos)
-        if pos + 4 + n > end:
-            raise ValueError("a usage log cut short")
-        pos += 4 + n
-        return log[pos - n:pos].decode("utf-8", "surrogatepass")
+        pos += 1
+        return log[pos - 1]
 
+    def varint() -> int:
+        v, shift = 0, 0
+        while True:
+            b = byte()
+            v |= (b & 0x7F) << shift
+            if b < 0x80:
+                return v
+            shift += 7
+            if shift > 63:
+                raise ValueError("a malformed usage log (varint)")
+
+    def take(n: int) -> bytes:
+        nonlocal pos
+        if pos + n > end:
+            raise ValueError("a usage log cut short")
+        pos += n
+        return log[pos - n:pos]
+
+    def text() -> str:
+        return take(varint()).decode("utf-8", "surrogatepass")
+
+    def f64() -> float:
+        return float(_F64.unpack(take(8))[0])
+
+    models: list[tuple[str, str]] = []
+    started = False
     try:
         while pos < end:
-            eid, stamp = text(), text()
-            seq, kind, time = _HEAD.unpack_from(log, pos)
-            pos += _HEAD.size
-            provider, model = text(), text()
-            nums = _NUMS.unpack_from(log, pos)
-            pos += _NUMS.size
-            rows.append(((seq, eid, stamp, None if time != time else time, USAGE_KINDS[kind], provider, model),
-                         nums))
-    except (struct.error, IndexError, UnicodeDecodeError) as e:
+            tag = byte()
+            if tag == 0:
+                models, started = [], True
+                continue
+            if tag == 1:
+                models.append((text(), text()))
+                continue
+            if tag != 2 or not started:
+                raise ValueError(f"a malformed usage log (tag {tag})")
+            eid, stamp, seq, kind = text(), text(), varint(), USAGE_KINDS[byte()]
+            how = byte()
+            if how == 0:
+                time = None
+            elif how == 1:
+                z = varint()
+                time = float(-(z + 1) // 2 if z & 1 else z // 2)
+            elif how == 2:
+                time = f64()
+            else:
+                raise ValueError("a malformed usage log (time)")
+            provider, model = models[varint()]
+            nums = []
+            for _ in range(6):
+                v = varint()
+                if v == 1:
+                    nums.append(f64())
+                elif v % 2 == 0:
+                    nums.append(float(v // 2))
+                else:
+                    raise ValueError("a malformed usage log (number)")
+            rows.append(((seq, eid, stamp, time, kind, provider, model), tuple(nums)))
+    except (IndexError, UnicodeDecodeError) as e:
         raise ValueError(f"a malformed usage log ({e})") from e
     return rows
 

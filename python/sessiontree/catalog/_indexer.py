@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import secrets
 import queue
 import sqlite3
 import stat as _stat
@@ -307,6 +308,7 @@ def _apply_main(plan: _Plan, start: int, r: ScanResult) -> bool:
         row.message_count, row.first_message, row.title, row.activity = 0, None, None, None
         row.entries, row.entry_count = b"", 0
         row.c_end, row.c_entries, row.c_count = None, 0, 0
+        row.epoch, row.s_end, row.s_entries = secrets.randbits(62) + 1, None, 0
         row.old = False
         kind, value = header
         if kind == "found":

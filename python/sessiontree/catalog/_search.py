@@ -39,8 +39,10 @@ every entry. Both give the same hits (``tests/test_search_rules.py``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -51,7 +53,7 @@ from .._reader import read_value
 from .._time import datetime_from_ms
 from ._extract import entries_path, native_scanner
 from ._indexer import folder_files, read_paths
-from ._store import search_text
+from ._store import py_text, search_text
 
 __all__ = ["Query", "SearchHit", "SearchResult", "parse_query", "search_folders"]
 
@@ -427,14 +429,36 @@ def search_folders(
     """
     q = query if isinstance(query, Query) else parse_query(query)
     matcher = _Matcher(q)
-    items = [(path, name, st) for folder in folders for name, path, st in folder_files(folder)
-             if isinstance(st, os.stat_result)]
     native = native_scanner()
+    by_folder = [(folder, [(path, name, st) for name, path, st in folder_files(folder)
+                           if isinstance(st, os.stat_result)]) for folder in folders]
+    items = [x for _f, xs in by_folder for x in xs]
     hits: list[_Hit] = []
+    sessions, unseen = 0, 0
+    raw = items
+    if native is not None and q.regex is None and not no_cache:
+        from . import CatalogError, _busy, open_store
+
+        store = open_store(catalog, busy=5.0)
+        if store is not None:
+            try:
+                got = _from_index(store, native, q, matcher, by_folder, order, None if limit is None else offset + limit)
+            except sqlite3.DatabaseError as e:
+                got = None
+                if not _busy(e):  # damage: rebuilt, never trusted (the files answer now)
+                    with contextlib.suppress(CatalogError, sqlite3.Error, OSError):
+                        store.rebuild()
+            finally:
+                store.close()
+            if got is not None:
+                sessions, unseen, raw, found = got
+                hits.extend(found)
+    python: list[tuple[str, str, Any]] = []
     if native is not None:
-        sessions, python = _native_hits(native, q, matcher, items, hits, on_bytes)
+        more, python = _native_hits(native, q, matcher, raw, hits, on_bytes)
+        sessions += more
     else:
-        sessions, python = 0, items
+        python = raw
     if python:
         sessions += _python_hits(native, matcher, python, hits)
     if on_progress is not None:
@@ -447,4 +471,82 @@ def search_folders(
             snip, marks = snippet(body, anchor, matcher)
         out.append(SearchHit(path, ctx[0], ctx[1], ctx[2], entry, seq, role,
                              datetime_from_ms(time) if time is not None else None, on_path, score, snip, marks))
-    return SearchResult(tuple(out), len(hits), offset, sessions)
+    return SearchResult(tuple(out), len(hits) + unseen, offset, sessions)
+
+
+_ROW = ("SELECT name, id, dev, ino, size, mtime_ns, ctime_ns, l_end, tail, problem, old, epoch, s_end, sid, title, cwd"
+        " FROM file WHERE folder = ?")
+
+
+def _from_index(store: Any, native: Any, q: Query, matcher: _Matcher, by_folder: list[tuple[str, list[Any]]],
+                order: Order, k: int | None) -> tuple[int, int, list[Any], list[_Hit]] | None:
+    """The hits the search index gives for the files it holds as they are (unchanged
+    since they were indexed): ``(sessions, hits left out, the other files, hits)``,
+    the hits the best ``k`` of its decided ones and every one only Python decides; or
+    ``None`` when the index cannot answer (no segments, a term without ASCII letters or
+    digits, a damaged or vanished segment: the files are read instead).
+
+    Raises:
+        sqlite3.DatabaseError: the catalog is damaged (or busy).
+    """
+    from . import _segments
+
+    try:
+        segs = store.segments()
+        if not segs:
+            return None
+        indexed: list[tuple[str, tuple[Any, ...]]] = []
+        raw: list[Any] = []
+        for folder, items in by_folder:
+            fid = store.folder_id(os.path.abspath(folder), create=False)
+            rows = {r[0]: r for r in store.conn.execute(_ROW, (fid,))} if fid is not None else {}
+            for path, name, st in items:
+                r = rows.get(name)
+                if (r is not None and r[9] is None and not r[10] and r[12] is not None and r[12] == r[7] == st.st_size
+                        and not r[8] and r[2:7] == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)):
+                    indexed.append((path, r))
+                else:
+                    raw.append((path, name, st))
+    except sqlite3.OperationalError:
+        return None  # busy
+    if not indexed:
+        return None
+    indexed.sort(key=lambda x: x[0])
+    terms, uncased = _terms(q)
+    seg_paths = [os.fsencode(os.path.join(store.segments_dir, s[0])) for s in segs]
+    scope = [(r[1], r[11], r[12], rank) for rank, (_p, r) in enumerate(indexed)]
+    try:
+        total, page, unsure, stale = native.index_query(seg_paths, scope, [os.fsencode(p) for p, _r in indexed],
+                                                        terms, uncased, k, order == "recent", _THREADS)
+    except ValueError:
+        return None  # a term the index cannot narrow
+    except OSError:
+        with _segments.locked(store, wait=False) as held:
+            if held:
+                with contextlib.suppress(sqlite3.Error):
+                    _segments.drop_all(store)  # damaged: built again by the next `index`
+        return None
+    if stale:
+        return None
+    paths: dict[int, set[int]] = {}
+
+    def on_path(rank: int, seq: int) -> bool:
+        if rank not in paths:
+            paths[rank] = set(entries_path(store.entries(indexed[rank][1][1]) or b"", native=native))
+        return seq in paths[rank]
+
+    def ctx(rank: int) -> tuple[str, str | None, str]:
+        r = indexed[rank][1]
+        return py_text(r[13]), py_text(r[14]), py_text(r[15]) or ""
+
+    hits: list[_Hit] = []
+    for rank, seq, _off, entry, role, time, score, snip, marks in page:
+        hits.append((indexed[rank][0], seq, time, score, ctx(rank), entry, role, None, None, snip,
+                     tuple(tuple(x) for x in marks), on_path(rank, seq)))
+    for rank, seq, _off, entry, role, time, text in unsure:
+        body = search_text(text)
+        m = matcher.match(body)
+        if m is not None:
+            hits.append((indexed[rank][0], seq, time, m[0], ctx(rank), entry, role, body, m[1], None, None,
+                         on_path(rank, seq)))
+    return len(indexed), total - len(page), raw, hits

@@ -20,7 +20,11 @@ Tables:
 * ``usage_log(file, log)`` — the file's recorded usage up to ``c_end`` (``_extract``'s
   usage log), apart from the ``file`` row for the same reason.
 
-Search keeps nothing here: a scan of the files answers it (``_search``).
+* ``segment(name, size, docs)`` — the search index's segments (``_segments``), files
+  in the folder beside the database (:attr:`Store.segments_dir`). A file row's
+  ``epoch`` (a random number drawn whenever the file is read from its start) and
+  ``s_end`` say which of their pieces are its: those of its epoch that end by
+  ``s_end``; ``s_entries`` is the length of its entries record up to ``s_end``.
 """
 
 from __future__ import annotations
@@ -39,13 +43,13 @@ from typing import Any
 
 __all__ = ["SCHEMA_VERSION", "FileRow", "Store", "CatalogError"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 8
 """Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
 
 APPLICATION_ID = 0x53547243  # "STrC"
 _SQLITE_MAGIC = b"SQLite format 3\x00"  # the file header; the application id is at offset 68
 
-_TABLES = ("meta", "folder", "file", "entries", "usage_log")
+_TABLES = ("meta", "folder", "file", "entries", "usage_log", "segment")
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -68,10 +72,12 @@ CREATE TABLE file (
     first_message, title, activity REAL,
     entry_count INTEGER NOT NULL DEFAULT 0,
     c_end INTEGER, c_entries INTEGER NOT NULL DEFAULT 0, c_count INTEGER NOT NULL DEFAULT 0,
+    epoch INTEGER NOT NULL DEFAULT 0, s_end INTEGER, s_entries INTEGER NOT NULL DEFAULT 0,
     UNIQUE (folder, name)
 );
 CREATE TABLE entries (file INTEGER PRIMARY KEY, record BLOB NOT NULL);
 CREATE TABLE usage_log (file INTEGER PRIMARY KEY, log BLOB NOT NULL);
+CREATE TABLE segment (name TEXT PRIMARY KEY, size INTEGER NOT NULL, docs INTEGER NOT NULL) WITHOUT ROWID;
 """
 
 
@@ -153,6 +159,9 @@ class FileRow:
     c_end: int | None = None
     c_entries: int = 0
     c_count: int = 0
+    epoch: int = 0  # drawn anew at each read from the start (search segments' pieces name it)
+    s_end: int | None = None  # the search index holds [0, s_end)
+    s_entries: int = 0
     log: bytes | None = None  # the usage log to [0, c_end); None: not read (Store.logs)
     entries: bytes | None = None  # None: not read from the catalog (Store.entries)
 
@@ -180,16 +189,18 @@ _TYPES_AT = tuple((i, _STORED[str(f.type)]) for i, f in enumerate(fields(FileRow
 # Offsets and counts, never negative; the usage log never passes the listing (c_end <= l_end).
 _COUNTS_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in (
     "size", "l_end", "tail", "gen", "message_count", "entry_count", "c_end", "c_entries", "c_count", "problem_line",
-    "problem_offset"))
-_L_END_AT, _C_END_AT = _ROW_COLUMNS.index("l_end"), _ROW_COLUMNS.index("c_end")
+    "problem_offset", "s_end", "s_entries"))
+_L_END_AT, _C_END_AT, _S_END_AT = (_ROW_COLUMNS.index("l_end"), _ROW_COLUMNS.index("c_end"),
+                                   _ROW_COLUMNS.index("s_end"))
 
 
 def _row(values: Sequence[Any]) -> FileRow:
     # Every value was written by Batch.save: any other is damage (run() rebuilds).
-    c_end = values[_C_END_AT]
+    c_end, s_end = values[_C_END_AT], values[_S_END_AT]
     if (not all(type(values[i]) in types for i, types in _TYPES_AT)
             or any(values[i] is not None and values[i] < 0 for i in _COUNTS_AT)
-            or (c_end is not None and c_end > values[_L_END_AT])):
+            or (c_end is not None and c_end > values[_L_END_AT])
+            or (s_end is not None and s_end > values[_L_END_AT])):
         raise sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
     row = FileRow(*values)
     for i in _TEXT_AT:
@@ -344,6 +355,12 @@ class Store:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path + suffix)
         os.replace(tmp, self.path)
+        # The old catalog's search segments go with it (readers holding one keep it).
+        with contextlib.suppress(OSError), os.scandir(self.segments_dir) as it:
+            for e in it:
+                if e.name.startswith(("seg-", ".seg-")):
+                    with contextlib.suppress(OSError):
+                        os.unlink(e.path)
 
     def rebuild(self) -> None:
         """Throw the catalog away and start an empty one (a damaged database)."""
@@ -398,6 +415,20 @@ class Store:
             # Every saved file has its record: one missing is damage (run() rebuilds).
             raise sqlite3.DatabaseError(f"catalog damaged: file {file} has no entries record")
         return b""
+
+    @property
+    def segments_dir(self) -> str:
+        """The folder of the search index's segment files (beside the database)."""
+        return self.path + ".idx"
+
+    def segments(self) -> list[tuple[str, int, int]]:
+        """The search index's segments: ``(name, size, docs)``."""
+        rows = self.conn.execute("SELECT name, size, docs FROM segment ORDER BY name").fetchall()
+        for name, size, docs in rows:
+            if (not isinstance(name, str) or not name.startswith("seg-") or "/" in name
+                    or type(size) is not int or type(docs) is not int):
+                raise sqlite3.DatabaseError("catalog damaged: a segment row the catalog never writes")
+        return rows
 
     def logs(self, files: Sequence[int]) -> dict[int, bytes]:
         """The usage logs of files (those that have one)."""

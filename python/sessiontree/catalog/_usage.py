@@ -276,18 +276,23 @@ def _native_pieces(native: Any, logs: list[bytes], keys: list[int], names: list[
     if bad:
         raise sqlite3.DatabaseError("catalog damaged: a malformed usage log")
     slices: dict[int, tuple[str, str] | None] = {}
+    days: dict[date, tuple[str, str]] = {}
 
     def slice_keys(b: int) -> tuple[str, str] | None:
-        # (the slice's key for a time group, its day), if the same at both its ends.
+        # (the slice's key for a time group, its day), if its two ends are one local day
+        # at one offset (then so is every instant between: a zone's offset does not
+        # change twice in 15 minutes).
         if b not in slices:
             first, last = datetime_from_ms(b * SLICE_MS), datetime_from_ms(b * SLICE_MS + SLICE_MS - 1)
-            if first is None or last is None:
-                slices[b] = None
-            else:
-                local = [local_time(first, tz), local_time(last, tz)]
-                got = [(_key(group, x) if time_group else "", _key("daily", x)) for x in local]
-                same = got[0] == got[1] and local[0].utcoffset() == local[1].utcoffset()
-                slices[b] = got[0] if same else None
+            got = None
+            if first is not None and last is not None:
+                a, z = local_time(first, tz), local_time(last, tz)
+                if a.date() == z.date() and a.utcoffset() == z.utcoffset():
+                    d = a.date()
+                    if d not in days:
+                        days[d] = (_key(group, a) if time_group else "", _key("daily", a))
+                    got = days[d]
+            slices[b] = got
         return slices[b]
 
     def name_of(k: int) -> str:
