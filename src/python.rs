@@ -697,6 +697,7 @@ fn count_newlines(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<u64> {
 /// One call of `listing::scan_file` (releases the GIL), as the tuple
 /// `_sessiontree.pyi` describes.
 #[pyfunction]
+#[pyo3(signature = (path, start, prior, content, limit, fingerprint, texts, usage_log=false))]
 #[allow(clippy::too_many_arguments)] // the Python signature's, one argument each
 fn scan_listing<'py>(
     py: Python<'py>,

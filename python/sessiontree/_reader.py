@@ -27,7 +27,6 @@ from typing import Any
 from ._js import UNDEFINED
 from ._jsonl import BOM, decode_line, decode_line_ex, has_invalid_utf8, is_blank, iter_lines
 from .errors import InvalidSessionError
-from .schema import ENTRY_TYPES
 
 __all__ = [
     "CURRENT_VERSION",
@@ -109,6 +108,8 @@ def _is_line_type(value: Any) -> bool:
     been appended behind a torn fragment. Pi itself recovers nothing (an invalid line
     is skipped). ``src/scan.rs`` ``is_line_type`` is the same rule.
     """
+    from .schema import ENTRY_TYPES  # here: the schema's many TypedDicts cost a command's start
+
     return type(value) is str and (value in ENTRY_TYPES or value == "session")
 
 

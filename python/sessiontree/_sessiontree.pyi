@@ -81,7 +81,7 @@ _ListingScan = tuple[
 
 def scan_listing(
     path: str | os.PathLike[str], start: int, prior: bytes, content: bool, limit: int, fingerprint: int,
-    texts: bool, usage_log: bool,
+    texts: bool, usage_log: bool = False,
 ) -> _ListingScan:
     """One pass over a session file from ``start`` for a catalog (``src/listing.rs``;
     the rules are ``catalog._extract``'s; releases the GIL).

@@ -182,8 +182,7 @@ def refresh_for(store: Store | None, folders: Sequence[str], *, content: bool = 
 
 
 def _folders(folders: Sequence[str] | None, root: str | None) -> list[str]:
-    from .._listing import project_folders
-    from .._places import default_session_root
+    from .._places import default_session_root, project_folders
 
     if folders is not None:
         return list(folders)

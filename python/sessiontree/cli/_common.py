@@ -9,24 +9,12 @@ import re
 import sys
 import time
 import warnings
-from dataclasses import dataclass
-from typing import Any, Iterator
-
-from rich.cells import cell_len, get_character_cell_size
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .._select import BACKENDS
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class CliError(Exception):
@@ -37,12 +25,27 @@ class CliError(Exception):
         self.code = code
 
 
-@dataclass
 class Io:
-    """Where a command writes: ``out`` (results) and ``err`` (progress, errors)."""
+    """Where a command writes: ``out`` (results) and ``err`` (progress, errors), rich
+    consoles made when first used (a command that writes JSON, or nothing on stderr,
+    does not import rich)."""
 
-    out: Console
-    err: Console
+    def __init__(self, color: str = "auto") -> None:
+        self._mode = color
+        self._consoles: tuple[Console, Console] | None = None
+
+    @property
+    def out(self) -> Console:
+        return self._made()[0]
+
+    @property
+    def err(self) -> Console:
+        return self._made()[1]
+
+    def _made(self) -> tuple[Console, Console]:
+        if self._consoles is None:
+            self._consoles = _consoles(self._mode)
+        return self._consoles
 
     @property
     def color(self) -> bool:
@@ -51,6 +54,11 @@ class Io:
     @property
     def interactive(self) -> bool:
         """Progress bars only when stderr really is a terminal (``--color always`` or not)."""
+        try:
+            if not os.isatty(sys.stderr.fileno()):
+                return False
+        except (AttributeError, OSError, ValueError):
+            return False
         try:
             return self.err.is_terminal and os.isatty(self.err.file.fileno())
         except (AttributeError, OSError, ValueError):
@@ -90,14 +98,16 @@ class Io:
 
     def write_json(self, value: Any, *, indent: bool = True) -> None:
         """Write ``value`` as JSON (UTF-8, non-ASCII raw) followed by a newline."""
-        self.out.file.flush()
+        # stdout as the console would write it (rich is not needed for JSON).
+        out = self._consoles[0].file if self._consoles is not None else sys.stdout
+        out.flush()
         data = to_json_bytes(value, indent=indent)
-        buf = getattr(self.out.file, "buffer", None)
+        buf = getattr(out, "buffer", None)
         if buf is not None:
             buf.write(data + b"\n")
             buf.flush()
         else:
-            self.out.file.write(data.decode("utf-8", "surrogateescape") + "\n")
+            out.write(data.decode("utf-8", "surrogateescape") + "\n")
 
 
 def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
@@ -148,18 +158,17 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
-class _Console(Console):
-    """rich's console, but a reader that stops reading (``| head``) ends the command
-    as every other output path does (:func:`exit_for_broken_pipe`, status 0); rich's
-    own handler exits with 1."""
+def _consoles(color: str) -> tuple[Console, Console]:
+    """rich consoles for stdout and stderr; a reader that stops reading (``| head``)
+    ends the command as every other output path does (:func:`exit_for_broken_pipe`,
+    status 0), where rich's own handler exits with 1."""
+    from rich.console import Console
 
-    def on_broken_pipe(self) -> None:
-        exit_for_broken_pipe()
-        raise SystemExit(0)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            exit_for_broken_pipe()
+            raise SystemExit(0)
 
-
-def make_io(color: str = "auto") -> Io:
-    """Consoles for stdout/stderr. ``color``: ``auto`` (terminal only), ``always``, ``never``."""
     force = {"always": True, "never": False}.get(color)
     kw: dict[str, Any] = {"highlight": False}
     if color == "never":
@@ -172,7 +181,12 @@ def make_io(color: str = "auto") -> Io:
             console.soft_wrap = True
             if "COLUMNS" not in os.environ:
                 console.width = 160
-    return Io(out=out, err=err)
+    return out, err
+
+
+def make_io(color: str = "auto") -> Io:
+    """Consoles for stdout/stderr. ``color``: ``auto`` (terminal only), ``always``, ``never``."""
+    return Io(color)
 
 
 def quiet_load_warnings() -> None:
@@ -195,6 +209,8 @@ def spinner(io: Io, text: str) -> Iterator[None]:
     if not io.interactive:
         yield
         return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=io.err, transient=True) as progress:
         progress.add_task(text, total=None)
@@ -207,6 +223,9 @@ def byte_progress(io: Io, text: str, total: int | None) -> Iterator[Any]:
     if not io.interactive:
         yield lambda done, total=None: None
         return
+    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
+                               TransferSpeedColumn)
+
     with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                   TimeRemainingColumn(), console=io.err, transient=True) as progress:
         task = progress.add_task(text, total=total or None)
@@ -224,6 +243,8 @@ def count_progress(io: Io, text: str, *, enabled: bool = True) -> Iterator[Any]:
     if not io.interactive or not enabled:
         yield lambda done, total=None: None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=io.err, transient=True) as progress:
         task = progress.add_task(text, total=None)
@@ -458,7 +479,11 @@ _ONE_CELL_RE = re.compile("[ -~\u00a0-\u02ff\u0370-\u0482\u048a-\u052f\u2010-\u2
 
 def cells(text: str) -> int:
     """Terminal cells ``text`` takes (wide CJK/emoji count 2)."""
-    return len(text) if text.isascii() or _ONE_CELL_RE.fullmatch(text) else cell_len(text)
+    if text.isascii() or _ONE_CELL_RE.fullmatch(text):
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
 
 
 def fit(text: str, width: int) -> str:
@@ -469,6 +494,8 @@ def fit(text: str, width: int) -> str:
         return text if len(text) <= width else _cut(text[: width - 1])
     if len(text) <= width // 2:
         return text  # even if every character is two cells wide
+    from rich.cells import get_character_cell_size
+
     cells = 0
     cut = None
     for i, ch in enumerate(text):

@@ -15,8 +15,6 @@ import argparse
 import os
 from typing import Any
 
-from rich.text import Text
-
 from ._common import CliError, Io, safe
 
 
@@ -62,7 +60,7 @@ def folders(args: argparse.Namespace) -> list[str]:
     Raises:
         CliError: DIR is not a folder, or ``--cwd`` is given with DIR.
     """
-    from .._listing import project_cwd, project_folders
+    from .._places import project_cwd, project_folders
     from .._places import default_session_root, session_dir_for_cwd
 
     directory = getattr(args, "dir", None)
@@ -80,7 +78,7 @@ def folders(args: argparse.Namespace) -> list[str]:
 
 def where(args: argparse.Namespace) -> str:
     """The folder (or root) the command reads, in words."""
-    from .._listing import project_cwd
+    from .._places import project_cwd
     from .._places import default_session_root, session_dir_for_cwd
 
     directory = getattr(args, "dir", None)
@@ -136,6 +134,8 @@ def catalog_options(args: argparse.Namespace, io: Io | None = None) -> dict[str,
         try:
             store = open_store(path, required=True, busy=5.0)
         except CatalogError as e:
+            from rich.text import Text
+
             io.err.print(Text(f"note: {safe(str(e))}; reading the files instead"))
             return {"catalog": args.catalog, "no_cache": True}
         if store is not None:

@@ -21,8 +21,6 @@ import argparse
 import shlex
 from typing import Any
 
-from rich.text import Text
-
 from .._time import local_time
 from . import _scope
 from ._common import CliError, Io, byte_progress, one_line, safe
@@ -64,6 +62,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
             "hits": [_hit_json(h) for h in result.hits],
         })
         return 0
+    from rich.text import Text
+
     if not result.hits:
         msg = f"no hits in {result.files:,} session(s) of {safe(_scope.where(args))}{_scope.subfolder_hint(args)}"
         if result.total:
@@ -86,7 +86,9 @@ def run(args: argparse.Namespace, io: Io) -> int:
     return 0
 
 
-def _snippet(h: Any) -> Text:
+def _snippet(h: Any) -> Any:
+    from rich.text import Text
+
     t = Text("    ")
     pos = 0
     for s, e in h.marks:
