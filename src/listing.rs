@@ -408,10 +408,12 @@ pub(crate) struct DocRef<'a> {
 
 /// Hand the entry on one whole line (at offset `off`, without its `\n`) to `sink` as a
 /// scan would, the entry taken as accepted (the caller knows it was: a line an index
-/// kept).
-pub(crate) fn doc_of_line(line: &[u8], off: u64, sink: &mut dyn DocSink) {
+/// kept); a message's text read no further than `budget` bytes when that many come
+/// before its tool calls (then the text is a prefix of the entry's).
+pub(crate) fn doc_of_line(line: &[u8], off: u64, budget: usize, sink: &mut dyn DocSink) {
     let mut st = State::new(&[], off.max(1), Collect::default());
     st.sink = Some(sink);
+    st.budget = budget;
     st.line_len = line.len() as u64;
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     st.line(line, off, true);
@@ -419,6 +421,8 @@ pub(crate) fn doc_of_line(line: &[u8], off: u64, sink: &mut dyn DocSink) {
 
 struct State<'s> {
     sink: Option<&'s mut dyn DocSink>,
+    /// Bytes of a message's text worth reading (see `text_of`).
+    budget: usize,
     /// Length of the line being read (without its `\n`).
     line_len: u64,
     log: crate::report::LogWriter,
@@ -436,6 +440,7 @@ impl<'s> State<'s> {
     fn new(prior: &[u8], start: u64, collect: Collect) -> State<'s> {
         let mut st = State {
             sink: None,
+            budget: usize::MAX,
             line_len: 0,
             log: crate::report::LogWriter::default(),
             arena: IdArena::default(),
@@ -714,6 +719,7 @@ impl<'s> State<'s> {
                     v,
                     &mut text,
                     (self.collect.content || sunk).then_some(&mut calls),
+                    self.budget,
                 );
                 fallback = end.is_none();
                 end
@@ -842,6 +848,53 @@ fn string(s: &[u8], i: usize) -> Option<Cow<'_, [u8]>> {
     scan::str_bytes(s, value(s, i))
 }
 
+/// The decoded string at `s[i]` (if a string), no more of it than the first `budget`
+/// bytes of its body need (rounded up past an escape, a surrogate pair or a UTF-8
+/// sequence, so that the result is a prefix of the whole decoding).
+fn string_prefix(s: &[u8], i: usize, budget: usize) -> Option<Cow<'_, [u8]>> {
+    let v = value(s, i);
+    let Val::Str {
+        start,
+        end,
+        escaped,
+    } = v
+    else {
+        return None;
+    };
+    if end - start <= budget {
+        return scan::str_bytes(s, v);
+    }
+    let raw = s.get(start..end)?;
+    let mut k = 0;
+    while k < budget {
+        if raw[k] != b'\\' {
+            k += 1;
+            continue;
+        }
+        k += if raw.get(k + 1) == Some(&b'u') {
+            // A high surrogate's escape and the low one's after it decode as one.
+            let pair = raw.get(k + 2..k + 4).is_some_and(|h| {
+                matches!(h[0], b'd' | b'D')
+                    && matches!(h[1], b'8' | b'9' | b'a' | b'b' | b'A' | b'B')
+            }) && raw.get(k + 6..k + 8) == Some(b"\\u");
+            if pair {
+                12
+            } else {
+                6
+            }
+        } else {
+            2
+        };
+    }
+    while raw.get(k).is_some_and(|&b| b & 0xC0 == 0x80) {
+        k += 1;
+    }
+    let k = k.min(raw.len());
+    let mut out = Vec::with_capacity(k);
+    scan::decode_span(&raw[..k], escaped, false, &mut out);
+    Some(Cow::Owned(out))
+}
+
 /// A field's decoded string.
 fn str_of(s: &[u8], v: Val) -> Option<Cow<'_, [u8]>> {
     scan::str_bytes(s, v)
@@ -962,11 +1015,18 @@ fn text_of(
     s: &[u8],
     v: usize,
     out: &mut Vec<u8>,
-    mut calls: Option<&mut Vec<u8>>,
+    calls: Option<&mut Vec<u8>>,
+    budget: usize,
 ) -> Option<usize> {
-    match s.get(v) {
+    // Past `budget` bytes of text the rest is not needed (a snippet near the start):
+    // the walk stops there, as if the line ended.
+    let mut cut = false;
+    // Tool calls' names and arguments, read once every text block is (they follow
+    // the text).
+    let mut pending: Vec<(Option<usize>, Option<usize>)> = Vec::new();
+    let end = match s.get(v) {
         Some(b'"') => {
-            if let Some(t) = string(s, v) {
+            if let Some(t) = string_prefix(s, v, budget) {
                 out.extend_from_slice(&t);
             }
             Some(skip_str(s, v))
@@ -984,8 +1044,9 @@ fn text_of(
                         first = false;
                         match b.get(1).map(|t| value(s, t)) {
                             None | Some(Val::Null) | Some(Val::Absent) => {}
-                            Some(t @ Val::Str { .. }) => {
-                                if let Some(t) = scan::str_bytes(s, t) {
+                            Some(Val::Str { .. }) => {
+                                let rest = budget.saturating_sub(out.len());
+                                if let Some(t) = b.get(1).and_then(|t| string_prefix(s, t, rest)) {
                                     out.extend_from_slice(&t);
                                 }
                             }
@@ -997,16 +1058,13 @@ fn text_of(
                             }
                             Some(_) => return None,
                         }
-                    }
-                    Some(b"toolCall") => {
-                        if let Some(c) = calls.as_deref_mut() {
-                            if let Some(n) = b.get(2).and_then(|n| string(s, n)) {
-                                part(c, &n);
-                            }
-                            if let Some(a) = b.get(3) {
-                                leaves(s, a, c, 0);
-                            }
+                        if out.len() >= budget {
+                            cut = true;
+                            return None;
                         }
+                    }
+                    Some(b"toolCall") if calls.is_some() => {
+                        pending.push((b.get(2), b.get(3)));
                     }
                     _ => {}
                 }
@@ -1014,6 +1072,25 @@ fn text_of(
             })
         }
         _ => Some(skip_value(s, v)),
+    };
+    if let (Some(c), false) = (calls, cut) {
+        let budget = budget.saturating_sub(out.len() + 1);
+        for (name, args) in pending {
+            if c.len() >= budget {
+                break;
+            }
+            if let Some(n) = name.and_then(|n| string_prefix(s, n, budget - c.len())) {
+                part(c, &n);
+            }
+            if let Some(a) = args {
+                leaves(s, a, c, 0, budget);
+            }
+        }
+    }
+    if cut {
+        Some(s.len())
+    } else {
+        end
     }
 }
 
@@ -1030,19 +1107,22 @@ fn part(out: &mut Vec<u8>, text: &[u8]) {
 
 /// The strings of the value at `s[v]` in `json.loads` order (an object's keys where
 /// they first occur, with their last values), each a [`part`].
-fn leaves(s: &[u8], v: usize, out: &mut Vec<u8>, depth: usize) {
-    if depth > scan::MAX_DEPTH {
+fn leaves(s: &[u8], v: usize, out: &mut Vec<u8>, depth: usize, budget: usize) {
+    if depth > scan::MAX_DEPTH || out.len() >= budget {
         return;
     }
     match s.get(v) {
         Some(b'"') => {
-            if let Some(t) = string(s, v) {
+            if let Some(t) = string_prefix(s, v, budget - out.len()) {
                 part(out, &t);
             }
         }
         Some(b'[') => {
             elements(s, v, |e| {
-                leaves(s, e, out, depth + 1);
+                if out.len() >= budget {
+                    return None;
+                }
+                leaves(s, e, out, depth + 1, budget);
                 Some(skip_value(s, e))
             });
         }
@@ -1073,7 +1153,7 @@ fn leaves(s: &[u8], v: usize, out: &mut Vec<u8>, depth: usize) {
                 j = ws(s, j + 1);
             }
             for (_, val) in slots {
-                leaves(s, val, out, depth + 1);
+                leaves(s, val, out, depth + 1, budget);
             }
         }
         _ => {}

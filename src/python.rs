@@ -1033,10 +1033,10 @@ fn index_merge(
 /// `search::index::query` (releases the GIL): answer `terms` from the segments at
 /// `segments` for the files of `scope` (`(file id, epoch, s_end, rank)`), whose paths
 /// are `paths` by rank; `k` the best decided hits wanted (`None`: all; newest first
-/// with `recent`, else by relevance). Returns
-/// `(total, page, unsure, stale)`: page hits `(rank, seq, offset, entry_id, role,
-/// time, score, snippet, marks)`, unsure entries `(rank, seq, offset, entry_id, role,
-/// time, text)`.
+/// with `recent`, else by relevance). Returns `(total, top, unsure, stale)`: the best
+/// hits as `(rank, seq, offset, length, role, time, score, anchor)` (their snippets:
+/// `index_snippets`), unsure entries `(rank, seq, offset, entry_id, role, time,
+/// text)`.
 ///
 /// Raises `OSError` for a segment that cannot be read or is damaged, `ValueError` for
 /// a query the index cannot narrow (a term without letters or digits).
@@ -1073,24 +1073,22 @@ fn index_query<'py>(
         Err(e) => return Err(PyOSError::new_err(e)),
     };
     let text = |b: &[u8]| id_to_py(py, b);
-    let page = a
-        .page
+    let page: Vec<_> = a
+        .top
         .iter()
         .map(|h| {
             (
                 h.rank,
                 h.seq,
                 h.offset,
-                text(&h.id)?,
+                h.len,
                 role_name(h.role),
                 h.time,
                 h.score,
-                h.snippet.as_str(),
-                h.marks.clone(),
+                h.anchor,
             )
-                .into_pyobject(py)
         })
-        .collect::<PyResult<Vec<_>>>()?;
+        .collect();
     let unsure = a
         .unsure
         .iter()
@@ -1116,24 +1114,76 @@ fn index_query<'py>(
         .into_pyobject(py)
 }
 
-/// `search::search_files` (releases the GIL): `paths` as `bytes` (`os.fsencode`),
-/// `terms` each a list of words (`None`: a regular expression, every entry's text
-/// goes back), `uncased` the query's non-ASCII characters Python holds uncased. One
-/// tuple per path, as `_sessiontree.pyi` describes.
+/// `search::index::snippets` (releases the GIL): the snippets of hits `(rank, offset,
+/// length, role, anchor)` (as `index_query` gives them) read from `paths` (by rank):
+/// each `("done", entry_id, snippet, marks)`, `("text", entry_id, text)` (only Python
+/// builds it) or `("stale", None)`.
 #[pyfunction]
+fn index_snippets<'py>(
+    py: Python<'py>,
+    paths: Vec<Vec<u8>>,
+    hits: Vec<(u32, u64, u32, String, u64)>,
+    terms: Vec<Vec<String>>,
+    uncased: &str,
+    threads: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    use crate::search::index::{KeyHit, Snippet};
+    let terms = query_terms(&terms, uncased)?;
+    let paths: Vec<PathBuf> = paths.into_iter().map(path_of).collect();
+    let keys: Vec<KeyHit> = hits
+        .iter()
+        .map(|(rank, offset, len, role, anchor)| KeyHit {
+            rank: *rank,
+            seq: 0,
+            offset: *offset,
+            len: *len,
+            role: match role.as_str() {
+                "user" => 0,
+                "assistant" => 1,
+                _ => 2,
+            },
+            time: None,
+            score: 0,
+            anchor: *anchor,
+        })
+        .collect();
+    let got = py.detach(|| crate::search::index::snippets(&paths, &keys, &terms, threads));
+    let out = PyList::empty(py);
+    for s in got {
+        let item = match s {
+            Snippet::Done(id, snip, marks) => ("done", id_to_py(py, &id)?, snip, marks)
+                .into_pyobject(py)?
+                .into_any(),
+            Snippet::Text(id, text) => ("text", id_to_py(py, &id)?, id_to_py(py, &text)?)
+                .into_pyobject(py)?
+                .into_any(),
+            Snippet::Stale => ("stale", py.None()).into_pyobject(py)?.into_any(),
+        };
+        out.append(item)?;
+    }
+    Ok(out)
+}
+
+/// `search::search_ranked` (releases the GIL): `paths` as `bytes` (`os.fsencode`, in
+/// the order that breaks ties), `terms` each a list of words (`None`: a regular
+/// expression, every entry's text goes back), `uncased` the query's non-ASCII
+/// characters Python holds uncased, `k` the decided hits wanted (`None`: all), best
+/// first by relevance or (`recent`) newest. Returns `(files, total, top, undecided)`
+/// as `_sessiontree.pyi` describes.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
 fn search_files<'py>(
     py: Python<'py>,
     paths: Vec<Vec<u8>>,
     terms: Option<Vec<Vec<String>>>,
     uncased: &str,
     threads: usize,
-) -> PyResult<Bound<'py, PyList>> {
+    k: Option<usize>,
+    recent: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
     use crate::listing::{DocKind, Name};
-    use crate::{FileResult, Judged, Query};
-    let paths: Vec<PathBuf> = paths
-        .into_iter()
-        .map(|b| PathBuf::from(OsString::from_vec(b)))
-        .collect();
+    use crate::{FileResult, Hit, Judged, Query};
+    let paths: Vec<PathBuf> = paths.into_iter().map(path_of).collect();
     let q = match terms {
         None => Query {
             terms: Vec::new(),
@@ -1144,68 +1194,21 @@ fn search_files<'py>(
             regex: false,
         },
     };
-    let results = py.detach(|| crate::search_files(&paths, &q, threads));
+    let (results, ranked) =
+        py.detach(|| crate::search::search_ranked(&paths, &q, threads, k, recent));
     let text = |b: &[u8]| id_to_py(py, b);
-    let out = PyList::empty(py);
+    let files = PyList::empty(py);
     for r in results {
         let item = match r {
             FileResult::Session {
-                header,
-                name,
-                hits,
-                read,
+                header, name, read, ..
             } => {
                 let name = match &name {
                     Name::Unset => (false, py.None().into_bound(py)),
                     Name::Set(n) => (true, text(n)?),
                     Name::Cleared => (true, py.None().into_bound(py)),
                 };
-                let hits = hits
-                    .iter()
-                    .map(|h| {
-                        let role = match h.kind {
-                            DocKind::User => "user",
-                            DocKind::Assistant => "assistant",
-                            DocKind::Name => "name",
-                        };
-                        let (score, anchor, snip, marks, body) = match &h.judged {
-                            Judged::Hit {
-                                score,
-                                anchor,
-                                snippet,
-                                marks,
-                            } => (
-                                Some(*score),
-                                Some(*anchor),
-                                Some(PyString::new(py, snippet).into_any()),
-                                Some(PyList::new(py, marks)?.into_any()),
-                                None,
-                            ),
-                            Judged::Undecided(t) => (None, None, None, None, Some(text(t)?)),
-                        };
-                        (
-                            h.seq,
-                            h.offset,
-                            text(&h.id)?,
-                            role,
-                            h.time,
-                            h.on_path,
-                            score,
-                            anchor,
-                            snip,
-                            marks,
-                            body,
-                        )
-                            .into_pyobject(py)
-                    })
-                    .collect::<PyResult<Vec<_>>>()?;
-                (
-                    "session",
-                    header.map(|h| PyBytes::new(py, &h)),
-                    name,
-                    PyList::new(py, hits)?,
-                    read,
-                )
+                ("session", header.map(|h| PyBytes::new(py, &h)), name, read)
                     .into_pyobject(py)?
                     .into_any()
             }
@@ -1213,9 +1216,62 @@ fn search_files<'py>(
             FileResult::Python { read } => ("python", read).into_pyobject(py)?.into_any(),
             FileResult::Error(e) => ("error", e).into_pyobject(py)?.into_any(),
         };
-        out.append(item)?;
+        files.append(item)?;
     }
-    Ok(out)
+    let hit = |i: usize, h: &Hit| {
+        let role = match h.kind {
+            DocKind::User => "user",
+            DocKind::Assistant => "assistant",
+            DocKind::Name => "name",
+        };
+        let (score, anchor, snip, marks, body) = match &h.judged {
+            Judged::Hit {
+                score,
+                anchor,
+                snippet,
+                marks,
+            } => (
+                Some(*score),
+                Some(*anchor),
+                Some(PyString::new(py, snippet).into_any()),
+                Some(PyList::new(py, marks)?.into_any()),
+                None,
+            ),
+            Judged::Undecided(t) => (None, None, None, None, Some(text(t)?)),
+        };
+        (
+            i,
+            h.seq,
+            h.offset,
+            text(&h.id)?,
+            role,
+            h.time,
+            h.on_path,
+            score,
+            anchor,
+            snip,
+            marks,
+            body,
+        )
+            .into_pyobject(py)
+    };
+    let top = ranked
+        .top
+        .iter()
+        .map(|(i, h)| hit(*i, h))
+        .collect::<PyResult<Vec<_>>>()?;
+    let undecided = ranked
+        .undecided
+        .iter()
+        .map(|(i, h)| hit(*i, h))
+        .collect::<PyResult<Vec<_>>>()?;
+    (
+        files,
+        ranked.total,
+        PyList::new(py, top)?,
+        PyList::new(py, undecided)?,
+    )
+        .into_pyobject(py)
 }
 
 /// The search rules' tables (`search::rules`), for `tests/test_search_rules.py` to
@@ -1305,6 +1361,8 @@ mod _sessiontree {
     use super::index_merge;
     #[pymodule_export]
     use super::index_query;
+    #[pymodule_export]
+    use super::index_snippets;
     #[pymodule_export]
     use super::judge_text;
     #[pymodule_export]

@@ -90,6 +90,62 @@ pub enum FileResult {
 /// Bytes asked of the file per read by the prefilter.
 const BLOCK: usize = 1 << 20;
 
+/// The decided hits of a search over files: how many, and the best `k` of them (file
+/// index in `paths`, hit), best first; and every hit Python must judge.
+#[derive(Debug, Default)]
+pub struct Ranked {
+    pub total: u64,
+    pub top: Vec<(usize, Hit)>,
+    pub undecided: Vec<(usize, Hit)>,
+}
+
+/// The ranking key of a decided hit of file `rank` (relevance, or newest first with
+/// `recent`; then newest, path (the order of `paths`), entry).
+fn key(h: &Hit, rank: usize, recent: bool) -> (u64, bool, i64, usize, u32) {
+    let score = match h.judged {
+        Judged::Hit { score, .. } if !recent => score,
+        _ => 0,
+    };
+    let (no_time, neg) = match h.time {
+        Some(t) => (false, index::order_key(-t)),
+        None => (true, 0),
+    };
+    (score, no_time, neg, rank, h.seq)
+}
+
+/// [`search_files`], then the hits taken out of the results and ranked: the best `k`
+/// (`None`: all) of the decided ones, and the undecided ones.
+pub fn search_ranked(
+    paths: &[PathBuf],
+    q: &Query,
+    threads: usize,
+    k: Option<usize>,
+    recent: bool,
+) -> (Vec<FileResult>, Ranked) {
+    let mut results = search_files(paths, q, threads);
+    let mut r = Ranked::default();
+    let mut decided = Vec::new();
+    for (i, res) in results.iter_mut().enumerate() {
+        if let FileResult::Session { hits, .. } = res {
+            for h in std::mem::take(hits) {
+                match h.judged {
+                    Judged::Hit { .. } => decided.push((i, h)),
+                    Judged::Undecided(_) => r.undecided.push((i, h)),
+                }
+            }
+        }
+    }
+    r.total = decided.len() as u64;
+    let k = k.unwrap_or(decided.len()).min(decided.len());
+    if k < decided.len() {
+        decided.select_nth_unstable_by_key(k, |(i, h)| key(h, *i, recent));
+        decided.truncate(k);
+    }
+    decided.sort_unstable_by_key(|(i, h)| key(h, *i, recent));
+    r.top = decided;
+    (results, r)
+}
+
 /// Search `paths` with `threads` threads; one result per path, in order.
 pub fn search_files(paths: &[PathBuf], q: &Query, threads: usize) -> Vec<FileResult> {
     let needle = if q.regex { None } else { Needle::of(&q.terms) };

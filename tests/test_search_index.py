@@ -192,3 +192,19 @@ def test_two_indexers_at_once(root: list[str], tmp_path: Path) -> None:
     for f, s in spans.items():
         s.sort()
         assert all(a[1] <= b[0] for a, b in zip(s, s[1:])), f
+
+
+def test_all_hits_stream_out_as_one_json_document(root: list[str], tmp_path: Path) -> None:
+    """``--limit 0 --json`` writes its hits as they are made (a thousand at a time), the
+    same bytes as one JSON document of them all, and the same hits as ``--no-cache``."""
+    from sessiontree.cli._common import to_json_bytes
+
+    catalog = str(tmp_path / "c.sqlite3")
+    cat.index(root, catalog=catalog)
+    folder = str(Path(root[0]).parent)
+    outs = [subprocess.run([sys.executable, "-m", "sessiontree", "search", "the", folder, "--all", *extra,
+                            "--json", "--limit", "0"], capture_output=True, check=True).stdout
+            for extra in (["--catalog", catalog], ["--no-cache"])]
+    doc = json.loads(outs[0])
+    assert doc["total"] == len(doc["hits"]) > 1000
+    assert outs[0] == to_json_bytes(doc) + b"\n" == outs[1]

@@ -16,6 +16,7 @@ __all__ = [
     "index_build",
     "index_merge",
     "index_query",
+    "index_snippets",
     "judge_text",
     "scan_listing",
     "search_files",
@@ -276,28 +277,32 @@ class Index:
         ``timestamp`` (i64 ms, ``Date.parse``) and ``timestamp_valid``."""
 
 _SearchHit = tuple[
-    int, int, str, str, float | None, bool, int | None, int | None, str | None, list[tuple[int, int]] | None,
+    int, int, int, str, str, float | None, bool, int | None, int | None, str | None, list[tuple[int, int]] | None,
     str | None,
 ]
 
 def search_files(
-    paths: Sequence[bytes], terms: Sequence[Sequence[str]] | None, uncased: str, threads: int,
-) -> list[tuple[Any, ...]]:
+    paths: Sequence[bytes], terms: Sequence[Sequence[str]] | None, uncased: str, threads: int, k: int | None,
+    recent: bool,
+) -> tuple[list[tuple[Any, ...]], int, list[_SearchHit], list[_SearchHit]]:
     """Search session files read as they are (``src/search.rs``; releases the GIL).
 
-    ``paths`` as ``os.fsencode`` gives them; ``terms`` each a list of words (a phrase's
-    words, one for a word), or ``None`` for a regular expression (every entry's text
-    comes back for Python to judge); ``uncased`` the query's non-ASCII characters
-    Python holds uncased; ``threads`` reading threads.
+    ``paths`` as ``os.fsencode`` gives them, in the order that breaks ties; ``terms``
+    each a list of words (a phrase's words, one for a word), or ``None`` for a regular
+    expression (every entry's text comes back for Python to judge); ``uncased`` the
+    query's non-ASCII characters Python holds uncased; ``threads`` reading threads;
+    ``k`` the decided hits wanted (``None``: all), best first by relevance or, with
+    ``recent``, newest first.
 
     Returns:
-        One tuple per path: ``("session", header, (name_seen, name), hits, bytes_read)``
-        (``header`` the header line's bytes when there are hits), ``("not_session",
-        bytes_read)``, ``("python", bytes_read)`` (the Python rules must read it: a
-        version 1 file, or a text the native rules do not compute) or ``("error",
-        message)``. A hit is ``(seq, offset, entry_id, role, time, on_path, score,
-        anchor, snippet, marks, text)``: ``score`` to ``marks`` when decided natively,
-        else ``None`` and ``text`` the entry's text for Python's ``re``.
+        ``(files, decided, top, undecided)``: one tuple per path, ``("session", header,
+        (name_seen, name), bytes_read)`` (``header`` the header line's bytes when the file
+        has hits), ``("not_session", bytes_read)``, ``("python", bytes_read)`` (the Python
+        rules must read it: a version 1 file, or a text the native rules do not compute)
+        or ``("error", message)``; how many hits were decided; the best ``k`` of them; the
+        hits Python must judge. A hit is ``(file, seq, offset, entry_id, role, time,
+        on_path, score, anchor, snippet, marks, text)``: ``file`` its index in
+        ``paths``, ``score`` to ``marks`` when decided, else ``text`` the entry's text.
 
     Raises:
         ValueError: a term with an empty word.
@@ -363,21 +368,34 @@ def index_merge(folder: bytes, inputs: Sequence[bytes], live: Sequence[tuple[int
 def index_query(
     segments: Sequence[bytes], scope: Sequence[tuple[int, int, int, int]], paths: Sequence[bytes],
     terms: Sequence[Sequence[str]], uncased: str, k: int | None, recent: bool, threads: int,
-) -> tuple[int, list[tuple[int, int, int, str, str, float | None, int, str, list[tuple[int, int]]]],
+) -> tuple[int, list[tuple[int, int, int, int, str, float | None, int, int]],
            list[tuple[int, int, int, str, str, float | None, str]], bool]:
     """Answer a query from search segments for the files of ``scope`` (``(file id, epoch,
     s_end, rank)``) whose paths are ``paths`` by rank; ``k`` the best decided hits wanted
     (``None``: all; newest first with ``recent``).
 
     Returns:
-        ``(total, page, unsure, stale)``: decided hits in all; the best ``k`` as ``(rank,
-        seq, offset, entry_id, role, time, score, snippet, marks)``; entries Python must
-        judge as ``(rank, seq, offset, entry_id, role, time, text)``; whether a file no
-        longer holds what was indexed.
+        ``(total, top, unsure, stale)``: decided hits in all; the best ``k`` as ``(rank,
+        seq, offset, length, role, time, score, anchor)`` (:func:`index_snippets` reads
+        their snippets); entries Python must judge as ``(rank, seq, offset, entry_id,
+        role, time, text)``; whether a file no longer holds what was indexed.
 
     Raises:
         OSError: a segment cannot be read or is damaged.
         ValueError: a term without ASCII letters or digits (the index cannot narrow it).
+    """
+
+def index_snippets(
+    paths: Sequence[bytes], hits: Sequence[tuple[int, int, int, str, int]], terms: Sequence[Sequence[str]],
+    uncased: str, threads: int,
+) -> list[tuple[Any, ...]]:
+    """The snippets of hits ``(rank, offset, length, role, anchor)`` (as
+    :func:`index_query` gives them) read from ``paths`` by rank: each ``("done",
+    entry_id, snippet, marks)``, ``("text", entry_id, text)`` (only Python builds it) or
+    ``("stale", None)`` (the line changed).
+
+    Raises:
+        ValueError: no terms, or a term with an empty word.
     """
 
 def segment_pieces(path: bytes) -> list[_Piece]:

@@ -205,18 +205,18 @@ pub struct Scope {
     pub rank: u32,
 }
 
-/// A hit decided here, with its snippet.
-#[derive(Debug)]
-pub struct PageHit {
+/// A hit decided here: where its entry is, and its score and anchor (its snippet is
+/// read by [`snippets`]).
+#[derive(Clone, Copy, Debug)]
+pub struct KeyHit {
     pub rank: u32,
     pub seq: u32,
     pub offset: u64,
-    pub id: Vec<u8>,
+    pub len: u32,
     pub role: u8,
     pub time: Option<f64>,
     pub score: u64,
-    pub snippet: String,
-    pub marks: Vec<(u32, u32)>,
+    pub anchor: u64,
 }
 
 /// An entry only Python can judge.
@@ -236,8 +236,8 @@ pub struct Unsure {
 pub struct Answer {
     /// Hits decided here, in all.
     pub total: u64,
-    /// The best `k` of them, best first, with their snippets.
-    pub page: Vec<PageHit>,
+    /// The best `k` of them, best first.
+    pub top: Vec<KeyHit>,
     /// Entries Python must judge.
     pub unsure: Vec<Unsure>,
     /// A file could not be read again (changed since it was indexed): the caller
@@ -248,8 +248,6 @@ pub struct Answer {
 /// A candidate entry.
 #[derive(Clone, Copy, Debug)]
 struct Cand {
-    seg: u32,
-    doc: u32,
     rank: u32,
     score: u64,
     anchor: u64,
@@ -271,7 +269,7 @@ impl Cand {
 }
 
 /// An `i64` ordered as the float is (total order for non-NaN values).
-fn order_key(x: f64) -> i64 {
+pub(crate) fn order_key(x: f64) -> i64 {
     let x = if x == 0.0 { 0.0 } else { x }; // -0.0 and 0.0 tie, as in Python
     let b = x.to_bits() as i64;
     if b < 0 {
@@ -284,7 +282,6 @@ fn order_key(x: f64) -> i64 {
 /// The candidate entries of one segment: every term's runs present, in live pieces.
 fn candidates(
     s: &Segment,
-    si: u32,
     plan: &[TermRuns],
     scope: &dyn Fn(&Piece) -> Option<u32>,
     out: &mut Vec<Cand>,
@@ -355,8 +352,6 @@ fn candidates(
                 exact &= v & 1 == 0 && plain(tr);
             }
             out.push(Cand {
-                seg: si,
-                doc: d as u32,
                 rank,
                 score,
                 anchor,
@@ -373,17 +368,15 @@ fn plain(tr: &TermRuns) -> bool {
     tr.runs.len() == 1 && tr.lead == 0 && !tr.cut && !tr.runs[0].1
 }
 
-/// Read the lines of `cands` (one file's) and judge them: decided hits get their
-/// score (and, with `snip`, their snippet); misses drop; the rest go to `unsure`.
-/// A snippet and its marks.
-type Snip = (String, Vec<(u32, u32)>);
-
+/// What reading a file's candidates gave: decided hits (score and anchor set), the
+/// entries only Python can judge, and whether the file changed since it was indexed.
 struct Judged {
-    hits: Vec<(Cand, Vec<u8>, Option<Snip>)>,
+    hits: Vec<Cand>,
     unsure: Vec<Unsure>,
     stale: bool,
 }
 
+/// What one line's doc gave (`doc_of_line`).
 struct One {
     got: Option<(Vec<u8>, DocKind, Vec<u8>)>,
 }
@@ -397,7 +390,26 @@ impl DocSink for One {
     }
 }
 
-fn judge_file(path: &Path, cands: &[Cand], terms: &[Term], snip: bool) -> Judged {
+/// The entry on the line `[offset, offset + len)` of `file`: id, role and text (a
+/// prefix of the text at least `budget` bytes long when it is cut); `None` when the
+/// line no longer holds an entry of that role with text.
+fn read_doc(
+    file: &File,
+    buf: &mut Vec<u8>,
+    offset: u64,
+    len: u32,
+    role: u8,
+    budget: usize,
+) -> Option<(Vec<u8>, Vec<u8>)> {
+    buf.resize(len as usize, 0);
+    read_all(file, buf, offset).ok()?;
+    let mut one = One { got: None };
+    listing::doc_of_line(buf, offset, budget, &mut one);
+    let (id, kind, text) = one.got?;
+    (role_of(kind) == role).then_some((id, text))
+}
+
+fn judge_file(path: &Path, cands: &[Cand], terms: &[Term]) -> Judged {
     let mut out = Judged {
         hits: Vec::new(),
         unsure: Vec::new(),
@@ -410,60 +422,31 @@ fn judge_file(path: &Path, cands: &[Cand], terms: &[Term], snip: bool) -> Judged
     let mut buf = Vec::new();
     for c in cands {
         let m = c.meta;
-        buf.resize(m.len as usize, 0);
-        if read_all(&file, &mut buf, m.offset).is_err() {
-            out.stale = true;
-            return out;
-        }
-        let mut one = One { got: None };
-        listing::doc_of_line(&buf, m.offset, &mut one);
-        let Some((id, kind, text)) = one.got else {
+        let Some((id, text)) = read_doc(&file, &mut buf, m.offset, m.len, m.role, usize::MAX)
+        else {
             out.stale = true; // the line no longer holds the entry the index saw
             return out;
         };
-        if role_of(kind) != m.role {
-            out.stale = true;
-            return out;
-        }
-        let chars = Chars::of(&text);
-        let decided = if c.exact {
-            Some((c.score, c.anchor))
-        } else {
-            match judge(terms, &chars) {
-                Outcome::Miss => continue,
-                Outcome::Hit { score, anchor } => Some((score, anchor)),
-                Outcome::Undecided => None,
+        match judge(terms, &Chars::of(&text)) {
+            Outcome::Miss => {}
+            Outcome::Hit { score, anchor } => {
+                let mut c = *c;
+                c.score = score;
+                c.anchor = anchor;
+                out.hits.push(c);
             }
-        };
-        let Some((score, anchor)) = decided else {
-            out.unsure.push(unsure(c, id, text));
-            continue;
-        };
-        let mut c = *c;
-        c.score = score;
-        c.anchor = anchor;
-        if !snip {
-            out.hits.push((c, id, None));
-            continue;
-        }
-        match snippet(terms, &chars, anchor as usize) {
-            Ok(s) => out.hits.push((c, id, Some(s))),
-            Err(_) => out.unsure.push(unsure(&c, id, text)),
+            Outcome::Undecided => out.unsure.push(Unsure {
+                rank: c.rank,
+                seq: m.seq,
+                offset: m.offset,
+                id,
+                role: m.role,
+                time: (!m.time.is_nan()).then_some(m.time),
+                text,
+            }),
         }
     }
     out
-}
-
-fn unsure(c: &Cand, id: Vec<u8>, text: Vec<u8>) -> Unsure {
-    Unsure {
-        rank: c.rank,
-        seq: c.meta.seq,
-        offset: c.meta.offset,
-        id,
-        role: c.meta.role,
-        time: (!c.meta.time.is_nan()).then_some(c.meta.time),
-        text,
-    }
 }
 
 fn read_all(file: &File, buf: &mut [u8], mut at: u64) -> std::io::Result<()> {
@@ -482,47 +465,100 @@ fn read_all(file: &File, buf: &mut [u8], mut at: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Judge candidates file by file on `threads` threads.
-fn judge_all(
-    cands: Vec<Cand>,
-    paths: &[PathBuf],
-    terms: &[Term],
-    snip: bool,
+/// Run `f` over groups of items that share a rank (one file each), on `threads`
+/// threads; the results in no particular order.
+fn per_file<T: Sync, R: Send>(
+    items: Vec<T>,
+    rank: impl Fn(&T) -> (u32, u64),
     threads: usize,
-) -> Judged {
-    let mut by_file: Vec<Vec<Cand>> = Vec::new();
-    let mut sorted = cands;
-    sorted.sort_unstable_by_key(|c| (c.rank, c.meta.offset));
-    for c in sorted {
-        match by_file.last_mut() {
-            Some(v) if v[0].rank == c.rank => v.push(c),
-            _ => by_file.push(vec![c]),
+    f: impl Fn(&[T]) -> R + Sync,
+) -> Vec<R> {
+    let mut items = items;
+    items.sort_unstable_by_key(&rank);
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+    for i in 0..items.len() {
+        match groups.last_mut() {
+            Some(g) if rank(&items[g.start]).0 == rank(&items[i]).0 => g.end = i + 1,
+            _ => groups.push(i..i + 1),
         }
     }
     let next = AtomicUsize::new(0);
-    let all = Mutex::new(Judged {
-        hits: Vec::new(),
-        unsure: Vec::new(),
-        stale: false,
-    });
+    let out = Mutex::new(Vec::with_capacity(groups.len()));
     std::thread::scope(|s| {
-        for _ in 0..threads.max(1).min(by_file.len().max(1)) {
+        for _ in 0..threads.max(1).min(groups.len().max(1)) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(group) = by_file.get(i) else { break };
-                let Some(path) = paths.get(group[0].rank as usize) else {
-                    all.lock().unwrap().stale = true;
-                    break;
-                };
-                let j = judge_file(path, group, terms, snip);
-                let mut a = all.lock().unwrap();
-                a.hits.extend(j.hits);
-                a.unsure.extend(j.unsure);
-                a.stale |= j.stale;
+                let Some(g) = groups.get(i) else { break };
+                let r = f(&items[g.clone()]);
+                out.lock().unwrap_or_else(|e| e.into_inner()).push(r);
             });
         }
     });
-    all.into_inner().unwrap_or_else(|e| e.into_inner())
+    out.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A page hit's snippet, read from its file.
+#[derive(Debug)]
+pub enum Snippet {
+    /// The entry's id, the snippet and its marks.
+    Done(Vec<u8>, String, Vec<(u32, u32)>),
+    /// Only Python can build it: the id and the entry's whole text.
+    Text(Vec<u8>, Vec<u8>),
+    /// The file changed since it was indexed.
+    Stale,
+}
+
+/// The snippets of `hits` (in their order), their lines read from `paths` (by rank):
+/// a hit's text is read no further than its snippet needs.
+pub fn snippets(
+    paths: &[PathBuf],
+    hits: &[KeyHit],
+    terms: &[Term],
+    threads: usize,
+) -> Vec<Snippet> {
+    let items: Vec<(usize, KeyHit)> = hits.iter().copied().enumerate().collect();
+    let parts = per_file(
+        items,
+        |x| (x.1.rank, x.1.offset),
+        threads,
+        |group| {
+            let mut out = Vec::with_capacity(group.len());
+            let file = paths
+                .get(group[0].1.rank as usize)
+                .and_then(|p| open_regular(p).ok());
+            let mut buf = Vec::new();
+            for &(i, h) in group {
+                let Some(file) = file.as_ref() else {
+                    out.push((i, Snippet::Stale));
+                    continue;
+                };
+                // The snippet reads up to 307 characters past the anchor (`rules::snippet`):
+                // that many characters are at most four times as many bytes.
+                let budget = 4 * (h.anchor as usize + 330);
+                let Some((id, text)) = read_doc(file, &mut buf, h.offset, h.len, h.role, budget)
+                else {
+                    out.push((i, Snippet::Stale));
+                    continue;
+                };
+                let s = match snippet(
+                    terms,
+                    &Chars::prefix(&text, h.anchor as usize + 320),
+                    h.anchor as usize,
+                ) {
+                    Ok((s, marks)) => Snippet::Done(id, s, marks),
+                    Err(_) => match read_doc(file, &mut buf, h.offset, h.len, h.role, usize::MAX) {
+                        Some((id, text)) => Snippet::Text(id, text),
+                        None => Snippet::Stale,
+                    },
+                };
+                out.push((i, s));
+            }
+            out
+        },
+    );
+    let mut all: Vec<(usize, Snippet)> = parts.into_iter().flatten().collect();
+    all.sort_unstable_by_key(|x| x.0);
+    all.into_iter().map(|x| x.1).collect()
 }
 
 /// Answer `terms` from `segments` for the files `scope` names (by catalog id), whose
@@ -554,25 +590,39 @@ pub fn query(
         return Err("a term without letters or digits: the index cannot narrow it".into());
     }
     let mut cands = Vec::new();
-    for (si, s) in segments.iter().enumerate() {
+    for s in segments {
         let live = |p: &Piece| {
             scope
                 .get(&p.file)
                 .filter(|x| x.epoch == p.epoch && p.end <= x.s_end)
                 .map(|x| x.rank)
         };
-        if !candidates(s, si as u32, &plan, &live, &mut cands) {
+        if !candidates(s, &plan, &live, &mut cands) {
             return Err("a malformed search segment".into());
         }
     }
     let (exact, rest): (Vec<Cand>, Vec<Cand>) = cands.into_iter().partition(|c| c.exact);
     let mut ans = Answer::default();
-    // Entries the index cannot decide: read and judged (no snippet yet).
-    let checked = judge_all(rest, paths, terms, false, threads);
-    ans.stale = checked.stale;
-    ans.unsure = checked.unsure;
     let mut hits: Vec<Cand> = exact;
-    hits.extend(checked.hits.into_iter().map(|h| h.0));
+    // Entries the index cannot decide: read and judged.
+    let judged = per_file(
+        rest,
+        |c| (c.rank, c.meta.offset),
+        threads,
+        |g| match paths.get(g[0].rank as usize) {
+            Some(p) => judge_file(p, g, terms),
+            None => Judged {
+                hits: Vec::new(),
+                unsure: Vec::new(),
+                stale: true,
+            },
+        },
+    );
+    for j in judged {
+        ans.stale |= j.stale;
+        ans.unsure.extend(j.unsure);
+        hits.extend(j.hits);
+    }
     ans.total = hits.len() as u64;
     let k = k.unwrap_or(hits.len()).min(hits.len());
     if k < hits.len() {
@@ -580,31 +630,18 @@ pub fn query(
         hits.truncate(k);
     }
     hits.sort_unstable_by_key(|c| c.key(recent));
-    let page = judge_all(hits.clone(), paths, terms, true, threads);
-    ans.stale |= page.stale;
-    let mut got: std::collections::HashMap<(u32, u32, u32), (Vec<u8>, Snip)> = page
-        .hits
-        .into_iter()
-        .filter_map(|(c, id, s)| Some(((c.seg, c.doc, c.rank), (id, s?))))
+    ans.top = hits
+        .iter()
+        .map(|c| KeyHit {
+            rank: c.rank,
+            seq: c.meta.seq,
+            offset: c.meta.offset,
+            len: c.meta.len,
+            role: c.meta.role,
+            time: (!c.meta.time.is_nan()).then_some(c.meta.time),
+            score: c.score,
+            anchor: c.anchor,
+        })
         .collect();
-    for c in hits {
-        // A page hit whose snippet only Python can build goes to `unsure` (judged
-        // again there, counted once: it leaves the decided total).
-        match got.remove(&(c.seg, c.doc, c.rank)) {
-            Some((id, (snippet, marks))) => ans.page.push(PageHit {
-                rank: c.rank,
-                seq: c.meta.seq,
-                offset: c.meta.offset,
-                id,
-                role: c.meta.role,
-                time: (!c.meta.time.is_nan()).then_some(c.meta.time),
-                score: c.score,
-                snippet,
-                marks,
-            }),
-            None => ans.total -= 1,
-        }
-    }
-    ans.unsure.extend(page.unsure);
     Ok(ans)
 }

@@ -220,6 +220,23 @@ impl<'a> Chars<'a> {
         Chars::Wide(decode(text))
     }
 
+    /// The first `n` characters of `text` and one more if there is one (all a snippet
+    /// within `n` characters reads, and whether the text goes on).
+    pub fn prefix(text: &'a [u8], n: usize) -> Chars<'a> {
+        // n + 1 characters take at most 4(n + 1) bytes, then to a character's end.
+        let mut cut = text.len().min(4 * (n + 1));
+        while text.get(cut).is_some_and(|&b| b & 0xC0 == 0x80) {
+            cut += 1;
+        }
+        let head = &text[..cut];
+        if head.is_ascii() {
+            return Chars::Ascii(&head[..head.len().min(n + 1)]);
+        }
+        let mut w = decode(head);
+        w.truncate(n + 1);
+        Chars::Wide(w)
+    }
+
     #[inline]
     fn len(&self) -> usize {
         match self {

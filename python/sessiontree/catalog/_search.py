@@ -43,7 +43,7 @@ import contextlib
 import os
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -51,11 +51,11 @@ from typing import Any, Literal
 from .. import _js
 from .._reader import read_value
 from .._time import datetime_from_ms
-from ._extract import entries_path, native_scanner
+from ._extract import entries_path, native_scanner, scan_file
 from ._indexer import folder_files, read_paths
 from ._store import py_text, search_text
 
-__all__ = ["Query", "SearchHit", "SearchResult", "parse_query", "search_folders"]
+__all__ = ["Query", "SearchHit", "SearchResult", "parse_query", "search_folders", "search_stream"]
 
 Order = Literal["relevance", "recent"]
 
@@ -295,6 +295,8 @@ _THREADS = max(1, min(4, os.cpu_count() or 1))
 _BATCH = 256 << 20
 """Bytes of files one native call reads: what it hands back (texts Python must judge)
 stays bounded whatever the history's size."""
+_CHUNK = 1000
+"""Hits whose snippets one call reads (a stream of all hits holds this many)."""
 
 
 def _terms(q: Query) -> tuple[list[list[str]] | None, str]:
@@ -310,9 +312,10 @@ def _terms(q: Query) -> tuple[list[list[str]] | None, str]:
     return terms, "".join(sorted(c for c in chars if not _sre.unicode_iscased(ord(c))))
 
 
-# A hit before it is put on a page: (path, seq, time, score, ctx, entry, role, body,
-# anchor, snippet, marks, on_path); ctx is (sid, title, cwd), body is the text when
-# Python must build the snippet.
+# A hit before its page is made: (path, seq, time, score, ctx, entry, role, body,
+# anchor, snippet, marks, on_path, ref). ctx is (sid, title, cwd); body is the text
+# when Python builds the snippet; an index hit has no entry, snippet or on_path yet but
+# a ref: (its file's row, (rank, offset, length, role, anchor)) to read them by.
 _Hit = tuple[Any, ...]
 
 
@@ -324,50 +327,49 @@ def _header_ctx(header: bytes, name: tuple[bool, Any]) -> tuple[str, str | None,
     return h["id"], title, cwd if isinstance(cwd, str) else ""
 
 
-def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str, str, Any]],
-                 hits: list[_Hit], on_bytes: Any) -> tuple[int, list[tuple[str, str, Any]]]:
-    """Search ``items`` (``(path, name, stat)``) natively; hits go to ``hits``. Returns
-    the sessions searched and the files the Python rules must read."""
+def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str, str, Any]], hits: list[_Hit],
+                 order: Order, k: int | None, on_bytes: Any) -> tuple[int, int, list[tuple[str, str, Any]]]:
+    """Search ``items`` (``(path, name, stat)``, in path order) as they are, natively:
+    the best ``k`` decided hits of each batch and every hit Python judged go to
+    ``hits``. Returns the sessions searched, the decided hits left out, and the files
+    the Python rules must read."""
     terms, uncased = _terms(q)
-    sessions = 0
+    sessions = unseen = 0
     python: list[tuple[str, str, Any]] = []
     total = sum(st.st_size for _p, _n, st in items)
     done = 0
-    k = 0
-    while k < len(items):
+    j = 0
+    while j < len(items):
         batch: list[tuple[str, str, Any]] = []
         size = 0
-        while k < len(items) and (not batch or size < _BATCH):
-            batch.append(items[k])
-            size += items[k][2].st_size
-            k += 1
-        results = native.search_files([os.fsencode(p) for p, _n, _st in batch], terms, uncased, _THREADS)
-        for (path, name, st), r in zip(batch, results):
-            kind = r[0]
-            if kind == "python":
-                python.append((path, name, st))
-                continue
-            if kind != "session":
-                continue
-            sessions += 1
-            _, header, fname, found, _read = r
-            if not found:
-                continue
-            ctx = _header_ctx(header, fname)
-            for seq, _offset, entry, role, time, on_path, score, anchor, snip, marks, text in found:
-                if score is None:  # Python's re decides
-                    body = search_text(text)
-                    m = matcher.match(body)
-                    if m is None:
-                        continue
-                    hits.append((path, seq, time, m[0], ctx, entry, role, body, m[1], None, None, on_path))
-                else:
-                    hits.append((path, seq, time, score, ctx, entry, role, None, anchor, snip,
-                                 tuple(tuple(x) for x in marks), on_path))
+        while j < len(items) and (not batch or size < _BATCH):
+            batch.append(items[j])
+            size += items[j][2].st_size
+            j += 1
+        files, decided, top, undecided = native.search_files(
+            [os.fsencode(p) for p, _n, _st in batch], terms, uncased, _THREADS, k, order == "recent")
+        ctx: dict[int, tuple[str, str | None, str]] = {}
+        for i, r in enumerate(files):
+            if r[0] == "python":
+                python.append(batch[i])
+            elif r[0] == "session":
+                sessions += 1
+                if r[1] is not None:
+                    ctx[i] = _header_ctx(r[1], r[2])
+        unseen += decided - len(top)
+        for i, seq, _off, entry, role, time, on_path, score, anchor, snip, marks, _text in top:
+            hits.append((batch[i][0], seq, time, score, ctx[i], entry, role, None, anchor, snip,
+                         tuple(tuple(x) for x in marks), on_path, None))
+        for i, seq, _off, entry, role, time, on_path, _s, _a, _snip, _marks, text in undecided:
+            body = search_text(text)  # Python's re decides
+            m = matcher.match(body)
+            if m is not None:
+                hits.append((batch[i][0], seq, time, m[0], ctx[i], entry, role, body, m[1], None, None, on_path,
+                             None))
         done += size
         if on_bytes is not None:
             on_bytes(done, total)
-    return sessions, python
+    return sessions, unseen, python
 
 
 def _python_hits(native: Any, matcher: _Matcher, items: list[tuple[str, str, Any]], hits: list[_Hit]) -> int:
@@ -392,8 +394,208 @@ def _python_hits(native: Any, matcher: _Matcher, items: list[tuple[str, str, Any
             if id(f) not in paths:
                 paths[id(f)] = set(entries_path(row.entries or b"", native=native))
             hits.append((f.path, seq, time, m[0], (row.sid, row.title, row.cwd or ""), entry, role, body, m[1],
-                         None, None, seq in paths[id(f)]))
+                         None, None, seq in paths[id(f)], None))
     return sum(1 for f in found if f.row is not None and f.error is None and f.row.problem is None)
+
+
+class _Search:
+    """One search's hits before its page is made (``search_folders``, ``search_stream``)."""
+
+    def __init__(self, q: Query, folders: Sequence[str], catalog: Any, no_cache: bool, order: Order,
+                 k: int | None, on_progress: Any, on_bytes: Any) -> None:
+        self.q = q
+        self.matcher = _Matcher(q)
+        self.native = native_scanner()
+        self.store: Any = None
+        self.damaged = False
+        self.index_paths: list[bytes] = []
+        self.entries: dict[int, set[int]] = {}
+        by_folder = [(folder, [(path, name, st) for name, path, st in folder_files(folder)
+                               if isinstance(st, os.stat_result)]) for folder in folders]
+        items = [x for _f, xs in by_folder for x in xs]
+        self.hits: list[_Hit] = []
+        self.sessions = self.unseen = 0
+        raw = items
+        if self.native is not None and q.regex is None and not no_cache:
+            from . import CatalogError, _busy, open_store
+
+            self.store = open_store(catalog, busy=5.0)
+            if self.store is not None:
+                try:
+                    got = self._from_index(by_folder, order, k)
+                except sqlite3.DatabaseError as e:
+                    got = None
+                    if not _busy(e):  # damage: rebuilt, never trusted (the files answer now)
+                        with contextlib.suppress(CatalogError, sqlite3.Error, OSError):
+                            self.store.rebuild()
+                if got is None:
+                    self.close()
+                else:
+                    self.sessions, self.unseen, raw = got
+        python: list[tuple[str, str, Any]] = []
+        if self.native is not None:
+            raw.sort(key=lambda x: x[0])
+            more, unseen, python = _native_hits(self.native, q, self.matcher, raw, self.hits, order, k, on_bytes)
+            self.sessions += more
+            self.unseen += unseen
+        else:
+            python = raw
+        if python:
+            self.sessions += _python_hits(self.native, self.matcher, python, self.hits)
+        if on_progress is not None:
+            on_progress(len(items), len(items))
+        self.hits.sort(key=_order_key(order))
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+    @property
+    def total(self) -> int:
+        return len(self.hits) + self.unseen
+
+    def snippets(self, hits: list[_Hit], threads: int = _THREADS) -> list[Any]:
+        """The index hits' snippets, read from their files (releases the GIL)."""
+        refs = [h[12][1] for h in hits if h[12] is not None]
+        if not refs:
+            return []
+        terms, uncased = _terms(self.q)
+        return self.native.index_snippets(self.index_paths, refs, terms, uncased, threads)  # type: ignore[no-any-return]
+
+    def page(self, hits: list[_Hit], got: list[Any] | None = None) -> list[SearchHit]:
+        """The hits, made: snippets (``got``: :meth:`snippets` of them, read now if
+        ``None``), current paths known."""
+        import gc
+
+        if got is None:
+            got = self.snippets(hits)
+        paused = gc.isenabled() and len(hits) > 100
+        if paused:  # many small objects, no cycle among them
+            gc.disable()
+        try:
+            return self._page(hits, got)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _page(self, hits: list[_Hit], got: list[Any]) -> list[SearchHit]:
+        it = iter(got)
+        out = []
+        for path, seq, time, score, ctx, entry, role, body, anchor, snip, marks, on_path, ref in hits:
+            if ref is not None:
+                kind, entry, *rest = next(it)
+                if kind == "done":
+                    snip, marks = rest[0], tuple(tuple(x) for x in rest[1])
+                elif kind == "text":
+                    body = search_text(rest[0])
+                else:  # rewritten since the search read it (an append keeps its lines)
+                    from ..errors import StaleSessionError
+
+                    raise StaleSessionError(f"{path}: rewritten while it was searched; search again")
+                on_path = seq in self._path(ref[0], path)
+            if snip is None:
+                snip, marks = snippet(body, anchor, self.matcher)
+            out.append(SearchHit(path, ctx[0], ctx[1], ctx[2], entry, seq, role,
+                                 datetime_from_ms(time) if time is not None else None, on_path, score, snip, marks))
+        return out
+
+    def _path(self, file: int, path: str) -> set[int]:
+        """The entry numbers on the current path of catalog file ``file`` (at ``path``)."""
+        if file not in self.entries:
+            record = None
+            if not self.damaged:
+                try:
+                    record = self.store.entries(file)
+                except sqlite3.DatabaseError as e:
+                    from . import CatalogError, _busy
+
+                    if not _busy(e):  # damage: rebuilt, never trusted
+                        self.damaged = True
+                        with contextlib.suppress(CatalogError, sqlite3.Error, OSError):
+                            self.store.rebuild()
+            if not record:  # no record (or a row gone since): read from the file instead
+                record = scan_file(path, 0, b"", False, 1 << 62, native=self.native)[5]
+            self.entries[file] = set(entries_path(record, native=self.native))
+        return self.entries[file]
+
+    _ROW = ("SELECT name, id, dev, ino, size, mtime_ns, ctime_ns, l_end, tail, problem, old, epoch, s_end, sid, title,"
+            " cwd FROM file WHERE folder = ?")
+
+    def _from_index(self, by_folder: list[tuple[str, list[Any]]], order: Order,
+                    k: int | None) -> tuple[int, int, list[Any]] | None:
+        """The hits the search index gives for the files it holds as they are
+        (unchanged since they were indexed), into ``self.hits``: the best ``k`` of its
+        decided ones and every one only Python decides; ``(sessions, decided hits left
+        out, the other files)``, or ``None`` when the index cannot answer (no segments,
+        a term without ASCII letters or digits, a damaged or vanished segment: the
+        files are read instead).
+
+        Raises:
+            sqlite3.DatabaseError: the catalog is damaged (or busy).
+        """
+        from . import _segments
+
+        store = self.store
+        try:
+            segs = store.segments()
+            if not segs:
+                return None
+            indexed: list[tuple[str, tuple[Any, ...]]] = []
+            raw: list[Any] = []
+            for folder, items in by_folder:
+                fid = store.folder_id(os.path.abspath(folder), create=False)
+                rows = {r[0]: r for r in store.conn.execute(self._ROW, (fid,))} if fid is not None else {}
+                for path, name, st in items:
+                    r = rows.get(name)
+                    if (r is not None and r[9] is None and not r[10] and r[12] is not None
+                            and r[12] == r[7] == st.st_size and not r[8]
+                            and r[2:7] == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)):
+                        indexed.append((path, r))
+                    else:
+                        raw.append((path, name, st))
+        except sqlite3.OperationalError:
+            return None  # busy
+        if not indexed:
+            return None
+        indexed.sort(key=lambda x: x[0])
+        terms, uncased = _terms(self.q)
+        seg_paths = [os.fsencode(os.path.join(store.segments_dir, s[0])) for s in segs]
+        scope = [(r[1], r[11], r[12], rank) for rank, (_p, r) in enumerate(indexed)]
+        self.index_paths = [os.fsencode(p) for p, _r in indexed]
+        try:
+            total, top, unsure, stale = self.native.index_query(seg_paths, scope, self.index_paths, terms, uncased, k,
+                                                                order == "recent", _THREADS)
+        except ValueError:
+            return None  # a term the index cannot narrow
+        except OSError:
+            with _segments.locked(store, wait=False) as held:
+                if held:
+                    with contextlib.suppress(sqlite3.Error):
+                        _segments.drop_all(store)  # damaged: built again by the next `index`
+            return None
+        if stale:
+            return None
+
+        ctxs: dict[int, tuple[str, str | None, str]] = {}
+
+        def ctx(rank: int) -> tuple[str, str | None, str]:
+            got = ctxs.get(rank)
+            if got is None:
+                r = indexed[rank][1]
+                got = ctxs[rank] = (py_text(r[13]), py_text(r[14]), py_text(r[15]) or "")
+            return got
+
+        for rank, seq, off, length, role, time, score, anchor in top:
+            self.hits.append((indexed[rank][0], seq, time, score, ctx(rank), None, role, None, anchor, None, None,
+                              None, (indexed[rank][1][1], (rank, off, length, role, anchor))))
+        for rank, seq, _off, entry, role, time, text in unsure:
+            body = search_text(text)
+            m = self.matcher.match(body)
+            if m is not None:
+                self.hits.append((indexed[rank][0], seq, time, m[0], ctx(rank), entry, role, body, m[1], None, None,
+                                  seq in self._path(indexed[rank][1][1], indexed[rank][0]), None))
+        return len(indexed), total - len(top), raw
 
 
 def search_folders(
@@ -413,8 +615,9 @@ def search_folders(
     Args:
         query: the query text (Pi's ``/resume`` syntax) or a parsed :class:`Query`.
         folders: the session folders (their ``*.jsonl`` files).
-        catalog: the catalog file (default place when ``None``).
-        no_cache: read every file instead of the catalog (the same hits).
+        catalog: the catalog file (default place when ``None``): its search index
+            answers for the files it holds as they are.
+        no_cache: read every file (the same hits).
         order: ``"relevance"`` (Pi's) or ``"recent"`` (newest first).
         limit: hits per page (``None``: all).
         offset: hits to skip.
@@ -427,126 +630,53 @@ def search_folders(
     Raises:
         ValueError: the query is empty or its ``re:`` pattern is empty or invalid.
     """
-    q = query if isinstance(query, Query) else parse_query(query)
-    matcher = _Matcher(q)
-    native = native_scanner()
-    by_folder = [(folder, [(path, name, st) for name, path, st in folder_files(folder)
-                           if isinstance(st, os.stat_result)]) for folder in folders]
-    items = [x for _f, xs in by_folder for x in xs]
-    hits: list[_Hit] = []
-    sessions, unseen = 0, 0
-    raw = items
-    if native is not None and q.regex is None and not no_cache:
-        from . import CatalogError, _busy, open_store
-
-        store = open_store(catalog, busy=5.0)
-        if store is not None:
-            try:
-                got = _from_index(store, native, q, matcher, by_folder, order, None if limit is None else offset + limit)
-            except sqlite3.DatabaseError as e:
-                got = None
-                if not _busy(e):  # damage: rebuilt, never trusted (the files answer now)
-                    with contextlib.suppress(CatalogError, sqlite3.Error, OSError):
-                        store.rebuild()
-            finally:
-                store.close()
-            if got is not None:
-                sessions, unseen, raw, found = got
-                hits.extend(found)
-    python: list[tuple[str, str, Any]] = []
-    if native is not None:
-        more, python = _native_hits(native, q, matcher, raw, hits, on_bytes)
-        sessions += more
-    else:
-        python = raw
-    if python:
-        sessions += _python_hits(native, matcher, python, hits)
-    if on_progress is not None:
-        on_progress(len(items), len(items))
-    hits.sort(key=_order_key(order))
-    page = hits[offset:] if limit is None else hits[offset:offset + limit]
-    out = []
-    for path, seq, time, score, ctx, entry, role, body, anchor, snip, marks, on_path in page:
-        if snip is None:
-            snip, marks = snippet(body, anchor, matcher)
-        out.append(SearchHit(path, ctx[0], ctx[1], ctx[2], entry, seq, role,
-                             datetime_from_ms(time) if time is not None else None, on_path, score, snip, marks))
-    return SearchResult(tuple(out), len(hits) + unseen, offset, sessions)
+    total, files, hits = search_stream(query, folders, catalog=catalog, no_cache=no_cache, order=order, limit=limit,
+                                       offset=offset, on_progress=on_progress, on_bytes=on_bytes)
+    return SearchResult(tuple(hits), total, offset, files)
 
 
-_ROW = ("SELECT name, id, dev, ino, size, mtime_ns, ctime_ns, l_end, tail, problem, old, epoch, s_end, sid, title, cwd"
-        " FROM file WHERE folder = ?")
-
-
-def _from_index(store: Any, native: Any, q: Query, matcher: _Matcher, by_folder: list[tuple[str, list[Any]]],
-                order: Order, k: int | None) -> tuple[int, int, list[Any], list[_Hit]] | None:
-    """The hits the search index gives for the files it holds as they are (unchanged
-    since they were indexed): ``(sessions, hits left out, the other files, hits)``,
-    the hits the best ``k`` of its decided ones and every one only Python decides; or
-    ``None`` when the index cannot answer (no segments, a term without ASCII letters or
-    digits, a damaged or vanished segment: the files are read instead).
+def search_stream(
+    query: str | Query,
+    folders: Sequence[str],
+    *,
+    catalog: Any = None,
+    no_cache: bool = False,
+    order: Order = "relevance",
+    limit: int | None = 20,
+    offset: int = 0,
+    on_progress: Any = None,
+    on_bytes: Any = None,
+) -> tuple[int, int, Iterator[SearchHit]]:
+    """:func:`search_folders` with its page as an iterator: ``(total, sessions searched,
+    hits)``, the hits made (their snippets read) a thousand at a time, so that all the
+    hits of a common word go out with no more than that many in memory.
 
     Raises:
-        sqlite3.DatabaseError: the catalog is damaged (or busy).
+        ValueError: the query is empty or its ``re:`` pattern is empty or invalid.
     """
-    from . import _segments
+    q = query if isinstance(query, Query) else parse_query(query)
+    s = _Search(q, folders, catalog, no_cache, order, None if limit is None else offset + limit, on_progress,
+                on_bytes)
+    page = s.hits[offset:] if limit is None else s.hits[offset:offset + limit]
 
-    try:
-        segs = store.segments()
-        if not segs:
-            return None
-        indexed: list[tuple[str, tuple[Any, ...]]] = []
-        raw: list[Any] = []
-        for folder, items in by_folder:
-            fid = store.folder_id(os.path.abspath(folder), create=False)
-            rows = {r[0]: r for r in store.conn.execute(_ROW, (fid,))} if fid is not None else {}
-            for path, name, st in items:
-                r = rows.get(name)
-                if (r is not None and r[9] is None and not r[10] and r[12] is not None and r[12] == r[7] == st.st_size
-                        and not r[8] and r[2:7] == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)):
-                    indexed.append((path, r))
-                else:
-                    raw.append((path, name, st))
-    except sqlite3.OperationalError:
-        return None  # busy
-    if not indexed:
-        return None
-    indexed.sort(key=lambda x: x[0])
-    terms, uncased = _terms(q)
-    seg_paths = [os.fsencode(os.path.join(store.segments_dir, s[0])) for s in segs]
-    scope = [(r[1], r[11], r[12], rank) for rank, (_p, r) in enumerate(indexed)]
-    try:
-        total, page, unsure, stale = native.index_query(seg_paths, scope, [os.fsencode(p) for p, _r in indexed],
-                                                        terms, uncased, k, order == "recent", _THREADS)
-    except ValueError:
-        return None  # a term the index cannot narrow
-    except OSError:
-        with _segments.locked(store, wait=False) as held:
-            if held:
-                with contextlib.suppress(sqlite3.Error):
-                    _segments.drop_all(store)  # damaged: built again by the next `index`
-        return None
-    if stale:
-        return None
-    paths: dict[int, set[int]] = {}
+    def made() -> Iterator[SearchHit]:
+        # The next chunk's snippets are read (natively, on one thread) while this one's
+        # hits are made and written (in Python, on the other).
+        from concurrent.futures import ThreadPoolExecutor
 
-    def on_path(rank: int, seq: int) -> bool:
-        if rank not in paths:
-            paths[rank] = set(entries_path(store.entries(indexed[rank][1][1]) or b"", native=native))
-        return seq in paths[rank]
+        chunks = [page[k:k + _CHUNK] for k in range(0, len(page), _CHUNK)]
+        try:
+            with ThreadPoolExecutor(1) as ahead:
+                nxt = ahead.submit(s.snippets, chunks[0], 1) if chunks else None
+                for k, chunk in enumerate(chunks):
+                    assert nxt is not None
+                    got = nxt.result()
+                    nxt = ahead.submit(s.snippets, chunks[k + 1], 1) if k + 1 < len(chunks) else None
+                    yield from s.page(chunk, got)
+        finally:
+            s.close()
 
-    def ctx(rank: int) -> tuple[str, str | None, str]:
-        r = indexed[rank][1]
-        return py_text(r[13]), py_text(r[14]), py_text(r[15]) or ""
-
-    hits: list[_Hit] = []
-    for rank, seq, _off, entry, role, time, score, snip, marks in page:
-        hits.append((indexed[rank][0], seq, time, score, ctx(rank), entry, role, None, None, snip,
-                     tuple(tuple(x) for x in marks), on_path(rank, seq)))
-    for rank, seq, _off, entry, role, time, text in unsure:
-        body = search_text(text)
-        m = matcher.match(body)
-        if m is not None:
-            hits.append((indexed[rank][0], seq, time, m[0], ctx(rank), entry, role, body, m[1], None, None,
-                         on_path(rank, seq)))
-    return len(indexed), total - len(page), raw, hits
+    if len(page) <= _CHUNK:  # one page: made now (and the catalog closed)
+        hits = list(made())
+        return s.total, s.sessions, iter(hits)
+    return s.total, s.sessions, made()
