@@ -17,21 +17,21 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from datetime import date, tzinfo
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._indexer import ContentSink, Found, refresh
 from ._location import ENV, default_path, resolve
 from ._store import CatalogError, Store
 
 if TYPE_CHECKING:
+    from ._indexer import ContentSink, Found
     from ._search import Order, Query, SearchHit, SearchResult, parse_query
     from ._usage import Group, UsageLine, UsageReport
 
-# Search and usage are imported when first used: a listing (the call a picker waits
-# on, in a new process each time) does not pay for them.
+# Search, usage and the refresh machinery are imported when first used: a command
+# pays only for what it does (a search through the index reads no file's rows).
 _LAZY = {"Query": "_search", "SearchHit": "_search", "SearchResult": "_search", "parse_query": "_search",
-         "UsageLine": "_usage", "UsageReport": "_usage"}
+         "UsageLine": "_usage", "UsageReport": "_usage", "Found": "_indexer", "ContentSink": "_indexer"}
 
 
 def __getattr__(name: str) -> Any:
@@ -173,6 +173,8 @@ def refresh_for(store: Store | None, folders: Sequence[str], *, content: bool = 
         sqlite3.OperationalError: (content) the catalog stayed busy, or other processes
             kept changing the same files for :data:`CONTENT_ROUNDS` rounds.
     """
+    from ._indexer import refresh
+
     for _ in range(CONTENT_ROUNDS if content and store is not None else 1):
         found = refresh(store, folders, content=content, on_progress=on_progress, on_bytes=on_bytes, sink=sink,
                         must_save=content)

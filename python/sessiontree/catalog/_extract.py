@@ -541,19 +541,10 @@ def scan_stream(f: Any, start: int, prior: bytes, content: bool, limit: int, tex
 # ------------------------------------------------------------------- choice
 def native_scanner() -> Any:
     """``_sessiontree`` when the native reader is to be used, else ``None``
-    (``$SESSIONTREE_BACKEND=python`` or no extension)."""
-    from .._select import backend_name
+    (``$SESSIONTREE_BACKEND=python`` or no extension): ``_select.native_module``."""
+    from .._select import native_module
 
-    try:
-        if backend_name(None) == "python":
-            return None
-    except ValueError:
-        pass
-    try:
-        from .. import _sessiontree
-    except ImportError:
-        return None
-    return _sessiontree
+    return native_module()
 
 
 def scan_file(path: str | os.PathLike[str], start: int, prior: bytes, content: bool, limit: int,

@@ -32,7 +32,6 @@ import os
 import secrets
 import queue
 import sqlite3
-import stat as _stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from .._filestate import indexed_ends, open_regular
 from .._reader import header_error, header_problem, read_value
 from .._time import parse_iso_ms
 from ..errors import InvalidSessionError
+from ._files import folder_files
 from ._extract import ScanResult, native_scanner, scan_file, scan_stream, tail_text
 from ._store import Batch, FileRow, Store
 
@@ -83,30 +83,6 @@ class Found:
     bytes_read: int = 0
     base: int | None = None
     _reset: bool = field(default=False, repr=False)
-
-
-def folder_files(folder: str) -> list[tuple[str, str, os.stat_result | OSError]]:
-    """The ``*.jsonl`` files of a folder that are regular files (or cannot be
-    ``stat``-ed: reported later), in name order: ``(name, path, stat or error)``, the
-    path the folder as given joined with the name, the ``stat`` with symlinks followed.
-    """
-    try:
-        # scandir joins the paths in C: a second listing of thousands of files is
-        # mostly this loop.
-        with os.scandir(folder) as it:
-            names = sorted((e.name, e.path) for e in it if e.name.endswith(".jsonl"))
-    except OSError:
-        return []
-    out: list[tuple[str, str, os.stat_result | OSError]] = []
-    for n, path in names:
-        try:
-            st = os.stat(path)
-        except OSError as e:
-            out.append((n, path, e))
-            continue
-        if _stat.S_ISREG(st.st_mode):
-            out.append((n, path, st))
-    return out
 
 
 def entries_of(store: Store | None, f: Found) -> bytes:

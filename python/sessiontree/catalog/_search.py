@@ -49,10 +49,9 @@ from datetime import datetime
 from typing import Any, Literal
 
 from .. import _js
-from .._reader import read_value
+from .._select import native_module as native_scanner
 from .._time import datetime_from_ms
-from ._extract import entries_path, native_scanner, scan_file
-from ._indexer import folder_files, read_paths
+from ._files import folder_files
 from ._store import py_text, search_text
 
 __all__ = ["Query", "SearchHit", "SearchResult", "parse_query", "search_folders", "search_stream"]
@@ -320,6 +319,8 @@ _Hit = tuple[Any, ...]
 
 
 def _header_ctx(header: bytes, name: tuple[bool, Any]) -> tuple[str, str | None, str]:
+    from .._reader import read_value
+
     h = read_value(header).value
     cwd = h.get("cwd")
     seen, n = name
@@ -375,6 +376,9 @@ def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str
 def _python_hits(native: Any, matcher: _Matcher, items: list[tuple[str, str, Any]], hits: list[_Hit]) -> int:
     """Search ``items`` with the Python rules (``_extract``); hits go to ``hits``.
     Returns the sessions searched."""
+    from ._extract import entries_path
+    from ._indexer import read_paths
+
     found_docs: list[tuple[Any, Sequence[tuple[Any, ...]]]] = []
 
     def sink(f: Any, docs: Sequence[tuple[Any, ...]], _usage: Any) -> None:
@@ -514,6 +518,8 @@ class _Search:
                         self.damaged = True
                         with contextlib.suppress(CatalogError, sqlite3.Error, OSError):
                             self.store.rebuild()
+            from ._extract import entries_path, scan_file
+
             if not record:  # no record (or a row gone since): read from the file instead
                 record = scan_file(path, 0, b"", False, 1 << 62, native=self.native)[5]
             self.entries[file] = set(entries_path(record, native=self.native))
@@ -660,11 +666,17 @@ def search_stream(
     page = s.hits[offset:] if limit is None else s.hits[offset:offset + limit]
 
     def made() -> Iterator[SearchHit]:
+        chunks = [page[k:k + _CHUNK] for k in range(0, len(page), _CHUNK)]
+        if len(chunks) <= 1:
+            try:
+                yield from s.page(chunks[0]) if chunks else ()
+            finally:
+                s.close()
+            return
         # The next chunk's snippets are read (natively, on one thread) while this one's
         # hits are made and written (in Python, on the other).
         from concurrent.futures import ThreadPoolExecutor
 
-        chunks = [page[k:k + _CHUNK] for k in range(0, len(page), _CHUNK)]
         try:
             with ThreadPoolExecutor(1) as ahead:
                 nxt = ahead.submit(s.snippets, chunks[0], 1) if chunks else None

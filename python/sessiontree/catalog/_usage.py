@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from typing import Any, Literal
 
+from .._select import native_module as native_scanner
 from .._time import datetime_from_ms, local_time
-from ._extract import entries_path, native_scanner, unpack_log
-from ._indexer import entries_of
 
 __all__ = ["UsageLine", "UsageReport", "GROUPS", "usage_folders"]
 
@@ -161,17 +160,81 @@ def usage_folders(
         raise ValueError(f"unknown report {group!r}: use one of {', '.join(GROUPS)}")
 
     def op(store: Any) -> UsageReport:
-        found = refresh_for(store, folders, content=True, on_progress=on_progress, on_bytes=on_bytes)
-        sessions = [f for f in found if f.row is not None and f.error is None and f.row.problem is None]
+        current = _current(store, folders) if store is not None else None
+        if current is not None:  # every file as the catalog holds it: no refresh to make
+            sessions = current
+        else:
+            found = refresh_for(store, folders, content=True, on_progress=on_progress, on_bytes=on_bytes)
+            sessions = [f for f in found if f.row is not None and f.error is None and f.row.problem is None]
         sessions.sort(key=_age)  # a copy is charged to its first holder
         rows = [f.row for f in sessions if f.row is not None]
         need = [r.id for r in rows if r.log is None and r.id is not None]
         kept = store.logs(need) if store is not None and need else {}
         logs = [r.log if r.log is not None else kept.get(r.id or -1, b"") for r in rows]
-        entries = [entries_of(store, f) for f in sessions] if active_path else None
+        entries = None
+        if active_path:
+            from ._indexer import entries_of
+
+            entries = [entries_of(store, f) for f in sessions]
         return _report(sessions, logs, entries, group, since, until, active_path, tz)
 
     return run(op, catalog=catalog, no_cache=no_cache, wait=True)
+
+
+class _Held:
+    """A session file the catalog holds as it is: its path and row facts (what
+    ``_indexer.Found`` gives a report)."""
+
+    __slots__ = ("path", "row")
+
+    def __init__(self, path: str, row: Any) -> None:
+        self.path = path
+        self.row = row
+
+
+class _Row:
+    __slots__ = ("id", "created_ms", "cwd", "log", "entries")
+
+    def __init__(self, fid: int, created_ms: Any, cwd: Any) -> None:
+        self.id, self.created_ms, self.cwd, self.log, self.entries = fid, created_ms, cwd, None, None
+
+
+_CURRENT = ("SELECT name, id, dev, ino, size, mtime_ns, ctime_ns, l_end, tail, c_end, problem, created_ms, cwd"
+            " FROM file WHERE folder = ?")
+
+
+def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
+    """The sessions of ``folders`` when the catalog holds every file as it is (the same
+    identity, listed and its usage log read to its end): a warm report makes no
+    refresh. ``None`` when some file is new or changed."""
+    import os
+
+    from ._files import folder_files
+    from ._store import py_text
+
+    out: list[Any] = []
+    try:
+        for folder in folders:
+            items = folder_files(folder)
+            if not items:
+                continue
+            fid = store.folder_id(os.path.abspath(folder), create=False)
+            if fid is None:
+                return None
+            rows = {r[0]: r for r in store.conn.execute(_CURRENT, (fid,))}
+            for name, path, st in items:
+                r = rows.get(name)
+                if (r is None or not isinstance(st, os.stat_result)
+                        or r[2:7] != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)):
+                    return None
+                if r[10] is not None:
+                    continue  # not a session
+                if r[9] != r[7] or r[7] != st.st_size or r[8] or type(r[1]) is not int:
+                    return None
+                out.append(_Held(path, _Row(r[1], r[11] if type(r[11]) is int else None, py_text(r[12]))))
+    except sqlite3.OperationalError:
+        return None  # busy: the refresh waits for it
+    return out
 
 
 def _age(f: Any) -> tuple[bool, int, str]:
@@ -230,6 +293,8 @@ def _python_pieces(sessions: list[Any], logs: list[bytes], keys: list[int], name
                    entries: list[bytes] | None, group: str, since: date | None, until: date | None, active: bool,
                    tz: tzinfo | None) -> list[_Piece]:
     """The rules of the module docstring record by record (the reference)."""
+    from ._extract import entries_path, unpack_log
+
     native = native_scanner()
     owned: dict[Any, list[Any]] = {}  # copy key -> [file index, row, on some holder's path]
     for i, log in enumerate(logs):
