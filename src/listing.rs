@@ -295,6 +295,34 @@ pub(crate) fn scan_into(
     }
 }
 
+/// [`scan_into`] over a whole file already in memory (`data`, from offset 0): no copy,
+/// no read. The scan sees the file end where `data` does.
+pub(crate) fn scan_slice(data: &[u8], collect: Collect, sink: Option<&mut dyn DocSink>) -> Scan {
+    let mut st = State::new(&[], 0, collect);
+    st.sink = sink;
+    st.out.bytes_read = data.len() as u64;
+    let mut pos = 0usize;
+    while pos < data.len() {
+        let Some((n, go)) = take_line(&mut st, &data[pos..], pos as u64) else {
+            break;
+        };
+        pos += n;
+        st.out.end = pos as u64;
+        if !go {
+            return st.finish(false);
+        }
+    }
+    let tail = &data[pos..];
+    if !tail.is_empty() {
+        st.out.tail = tail.len() as u64;
+        st.line_len = tail.len() as u64;
+        if !st.line(tail, pos as u64, false) {
+            return st.finish(false);
+        }
+    }
+    st.finish(true)
+}
+
 /// What a file's header says, read from the first lines only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum HeaderKind {

@@ -1224,33 +1224,21 @@ fn search_files<'py>(
             DocKind::Assistant => "assistant",
             DocKind::Name => "name",
         };
-        let (score, anchor, snip, marks, body) = match &h.judged {
-            Judged::Hit {
-                score,
-                anchor,
-                snippet,
-                marks,
-            } => (
-                Some(*score),
-                Some(*anchor),
-                Some(PyString::new(py, snippet).into_any()),
-                Some(PyList::new(py, marks)?.into_any()),
-                None,
-            ),
-            Judged::Undecided(t) => (None, None, None, None, Some(text(t)?)),
+        let (score, anchor, body) = match &h.judged {
+            Judged::Hit { score, anchor } => (Some(*score), Some(*anchor), None),
+            Judged::Undecided(t) => (None, None, Some(text(t)?)),
         };
         (
             i,
             h.seq,
             h.offset,
+            h.len,
             text(&h.id)?,
             role,
             h.time,
             h.on_path,
             score,
             anchor,
-            snip,
-            marks,
             body,
         )
             .into_pyobject(py)

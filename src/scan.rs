@@ -731,6 +731,11 @@ fn push_cp(cp: u32, out: &mut Vec<u8>) {
 }
 
 fn push_lossy(raw: &[u8], out: &mut Vec<u8>) {
+    // simdutf8 settles the common case (valid text) several times faster than std.
+    if simdutf8::basic::from_utf8(raw).is_ok() {
+        out.extend_from_slice(raw);
+        return;
+    }
     match String::from_utf8_lossy(raw) {
         Cow::Borrowed(s) => out.extend_from_slice(s.as_bytes()),
         Cow::Owned(s) => out.extend_from_slice(s.as_bytes()),
@@ -754,7 +759,7 @@ pub fn str_bytes_of<'a>(s: &'a [u8], v: Val, utf8_ok: bool) -> Option<Cow<'a, [u
         return None;
     };
     let raw = s.get(start..end)?;
-    if !escaped && (utf8_ok || std::str::from_utf8(raw).is_ok()) {
+    if !escaped && (utf8_ok || simdutf8::basic::from_utf8(raw).is_ok()) {
         return Some(Cow::Borrowed(raw));
     }
     let mut out = Vec::with_capacity(raw.len());

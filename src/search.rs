@@ -23,7 +23,7 @@ use crate::listing::{self, Collect, DocKind, DocRef, DocSink, Header, HeaderKind
 use crate::source::open_regular;
 
 use needle::Needle;
-use rules::{judge, snippet, Chars, Outcome, Term};
+use rules::{judge_text, Outcome, Term};
 
 /// A parsed query as the native pass reads it.
 pub struct Query {
@@ -36,13 +36,9 @@ pub struct Query {
 /// How a hit was judged.
 #[derive(Debug)]
 pub enum Judged {
-    /// Decided here: the score and anchor (characters), the snippet and its marks.
-    Hit {
-        score: u64,
-        anchor: u64,
-        snippet: String,
-        marks: Vec<(u32, u32)>,
-    },
+    /// Decided here: the score and anchor (characters); the snippet is read for the
+    /// hits shown (`index::snippets`).
+    Hit { score: u64, anchor: u64 },
     /// Python decides: the entry's text (generalized UTF-8).
     Undecided(Vec<u8>),
 }
@@ -52,8 +48,9 @@ pub enum Judged {
 pub struct Hit {
     /// Entry number in the file.
     pub seq: u32,
-    /// Offset of the entry's line.
+    /// Offset of the entry's line and its length (without `\n`).
     pub offset: u64,
+    pub len: u64,
     /// The entry's id.
     pub id: Vec<u8>,
     /// Which text it is.
@@ -191,6 +188,10 @@ enum Picked {
     Lines(Vec<u64>),
 }
 
+/// Files up to this size are read once, whole: the prefilter and the full read (when
+/// the file has candidate lines) both work on that copy.
+const WHOLE: u64 = 64 << 20;
+
 fn one(
     path: &std::path::Path,
     q: &Query,
@@ -199,12 +200,16 @@ fn one(
     buf2: &mut Vec<u8>,
 ) -> Result<FileResult> {
     let file = open_regular(path)?;
+    let size = file.metadata()?.len();
     let mut read = 0u64;
+    // A file read whole into `buf` (then `buf[..whole]` is all of it).
+    let mut whole: Option<usize> = None;
     let picked = match needle {
         None => Picked::All,
         Some(n) => {
-            let (kind, lines, got) = prefilter(&file, n, buf)?;
+            let (kind, lines, got, all) = prefilter(&file, n, buf, size <= WHOLE)?;
             read += got;
+            whole = all;
             match kind {
                 Some(HeaderKind::Missing) => return Ok(FileResult::NotSession { read }),
                 Some(HeaderKind::Old) => return Ok(FileResult::Python { read }),
@@ -226,16 +231,22 @@ fn one(
         next: 0,
         hits: Vec::new(),
     };
-    let scan = listing::scan_into(
-        &file,
-        0,
-        &[],
-        Collect::default(),
-        u64::MAX,
-        buf2,
-        Some(&mut sink),
-    )?;
-    read += scan.bytes_read;
+    let scan = match whole {
+        Some(n) => listing::scan_slice(&buf[..n], Collect::default(), Some(&mut sink)),
+        None => {
+            let s = listing::scan_into(
+                &file,
+                0,
+                &[],
+                Collect::default(),
+                u64::MAX,
+                buf2,
+                Some(&mut sink),
+            )?;
+            read += s.bytes_read;
+            s
+        }
+    };
     if scan.fallback.is_some() || scan.old_version {
         return Ok(FileResult::Python { read });
     }
@@ -273,13 +284,21 @@ fn one(
 /// The prefilter over a whole file: what its header says (`None`: not decided by its
 /// first block, the full read will tell), the offsets of the lines the needle picked
 /// (ascending), and the bytes read.
+#[allow(clippy::type_complexity)]
 fn prefilter(
     file: &File,
     n: &Needle,
     buf: &mut Vec<u8>,
-) -> Result<(Option<HeaderKind>, Vec<u64>, u64)> {
+    whole: bool,
+) -> Result<(Option<HeaderKind>, Vec<u64>, u64, Option<usize>)> {
     let size = file.metadata()?.len();
-    let mut block = (size as usize + 1).clamp(4096, BLOCK);
+    // Read whole (one read; the full read then scans this copy), or a block at a time.
+    let mut block = if whole {
+        size as usize + 1
+    } else {
+        (size as usize + 1).clamp(4096, BLOCK)
+    };
+    let mut first = true;
     let (mut buf_off, mut filled, mut read) = (0u64, 0usize, 0u64);
     let mut kind = None;
     let mut lines: Vec<u64> = Vec::new();
@@ -294,13 +313,15 @@ fn prefilter(
             &mut buf[filled..filled + want],
             buf_off + filled as u64,
         )?;
+        let all = first && got < want; // the whole file is in `buf`
+        first = false;
         read += got as u64;
         filled += got;
         let eof = got < want;
         if buf_off == 0 && kind.is_none() {
             kind = listing::header_kind(&buf[..filled], eof);
             if matches!(kind, Some(HeaderKind::Missing | HeaderKind::Old)) {
-                return Ok((kind, lines, read));
+                return Ok((kind, lines, read, None));
             }
         }
         // Whole lines only (all of it at the end of the file).
@@ -324,7 +345,7 @@ fn prefilter(
         lines.extend(found);
         if eof {
             lines.dedup();
-            return Ok((kind, lines, read));
+            return Ok((kind, lines, read, all.then_some(filled)));
         }
         buf.copy_within(whole..filled, 0);
         filled -= whole;
@@ -357,26 +378,16 @@ impl DocSink for Judge<'_> {
         let judged = if self.q.regex {
             Judged::Undecided(d.text.to_vec())
         } else {
-            let chars = Chars::of(d.text);
-            match judge(&self.q.terms, &chars) {
+            match judge_text(&self.q.terms, d.text) {
                 Outcome::Miss => return,
                 Outcome::Undecided => Judged::Undecided(d.text.to_vec()),
-                Outcome::Hit { score, anchor } => {
-                    match snippet(&self.q.terms, &chars, anchor as usize) {
-                        Ok((snippet, marks)) => Judged::Hit {
-                            score,
-                            anchor,
-                            snippet,
-                            marks,
-                        },
-                        Err(_) => Judged::Undecided(d.text.to_vec()),
-                    }
-                }
+                Outcome::Hit { score, anchor } => Judged::Hit { score, anchor },
             }
         };
         self.hits.push(Hit {
             seq: d.seq,
             offset: d.offset,
+            len: d.len,
             id: d.id.to_vec(),
             kind: d.kind,
             time: d.time,

@@ -276,10 +276,7 @@ class Index:
         ``parent_valid``, ``depth`` (i32), ``on_path`` (root -> ``leaf``),
         ``timestamp`` (i64 ms, ``Date.parse``) and ``timestamp_valid``."""
 
-_SearchHit = tuple[
-    int, int, int, str, str, float | None, bool, int | None, int | None, str | None, list[tuple[int, int]] | None,
-    str | None,
-]
+_SearchHit = tuple[int, int, int, int, str, str, float | None, bool, int | None, int | None, str | None]
 
 def search_files(
     paths: Sequence[bytes], terms: Sequence[Sequence[str]] | None, uncased: str, threads: int, k: int | None,
@@ -300,9 +297,10 @@ def search_files(
         has hits), ``("not_session", bytes_read)``, ``("python", bytes_read)`` (the Python
         rules must read it: a version 1 file, or a text the native rules do not compute)
         or ``("error", message)``; how many hits were decided; the best ``k`` of them; the
-        hits Python must judge. A hit is ``(file, seq, offset, entry_id, role, time,
-        on_path, score, anchor, snippet, marks, text)``: ``file`` its index in
-        ``paths``, ``score`` to ``marks`` when decided, else ``text`` the entry's text.
+        hits Python must judge. A hit is ``(file, seq, offset, length, entry_id, role,
+        time, on_path, score, anchor, text)``: ``file`` its index in ``paths``, ``offset``
+        and ``length`` its line's (``index_snippets`` reads its snippet), ``score`` and
+        ``anchor`` when decided, else ``text`` the entry's text.
 
     Raises:
         ValueError: a term with an empty word.

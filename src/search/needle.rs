@@ -157,10 +157,35 @@ impl Needle {
     /// from (past the end of the line it took, say).
     pub fn each(&self, h: &[u8], mut f: impl FnMut(usize) -> usize) {
         let mut p = 0;
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 && h.len() >= self.bytes.len() {
+            // One pass finds the needle and `\u` both; the last bytes, where only an
+            // escape can start, are looked at alone.
+            // SAFETY: AVX2 was detected at run time.
+            while let Some(at) = unsafe { self.find_avx2_or_escape(h, p) } {
+                p = f(at).max(at + 1);
+            }
+            let tail = (h.len() - self.bytes.len()).max(p);
+            let mut q = tail;
+            while let Some(k) = self.hatches[0].find(&h[q..]) {
+                q = f(q + k).max(q + k + 1);
+            }
+            self.each_hatch(h, &self.hatches[1..], &mut f);
+            return;
+        }
         while let Some(at) = self.find(h, p) {
             p = f(at).max(at + 1);
         }
-        for hatch in &self.hatches {
+        self.each_hatch(h, &self.hatches, &mut f);
+    }
+
+    fn each_hatch(
+        &self,
+        h: &[u8],
+        hatches: &[memmem::Finder<'static>],
+        f: &mut impl FnMut(usize) -> usize,
+    ) {
+        for hatch in hatches {
             let mut p = 0;
             while p < h.len() {
                 let Some(k) = hatch.find(&h[p..]) else { break };
@@ -200,6 +225,53 @@ impl Needle {
                 return Some(at);
             }
             p = at + 1;
+        }
+        None
+    }
+
+    /// The first position at or after `from` (and before the needle's last possible
+    /// start) where the needle or a `\u` starts.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn find_avx2_or_escape(&self, h: &[u8], from: usize) -> Option<usize> {
+        use std::arch::x86_64::*;
+        let n = self.bytes.len();
+        let last = h.len() - n; // last needle start
+        let (b1, b2) = (self.bytes[self.i1], self.bytes[self.i2]);
+        let fold = |b: NByte| if b.letter { 0x20 } else { 0 };
+        let m1 = _mm256_set1_epi8(fold(b1) as i8);
+        let m2 = _mm256_set1_epi8(fold(b2) as i8);
+        let v1 = _mm256_set1_epi8(b1.b as i8);
+        let v2 = _mm256_set1_epi8(b2.b as i8);
+        let bs = _mm256_set1_epi8(b'\\' as i8);
+        let u = _mm256_set1_epi8(b'u' as i8);
+        let mut p = from;
+        // Loads at p + i1, p + i2 and p + 1 stay inside `h` (n >= 1, so p + 33 <= ...).
+        while p + 32 + n.max(2) <= h.len() {
+            // SAFETY: p + max(i2, 1) + 32 <= p + max(n, 2) + 32 - 1 < h.len().
+            let a = _mm256_loadu_si256(h.as_ptr().add(p + self.i1) as *const __m256i);
+            let b = _mm256_loadu_si256(h.as_ptr().add(p + self.i2) as *const __m256i);
+            let c = _mm256_loadu_si256(h.as_ptr().add(p) as *const __m256i);
+            let d = _mm256_loadu_si256(h.as_ptr().add(p + 1) as *const __m256i);
+            let ea = _mm256_cmpeq_epi8(_mm256_or_si256(a, m1), v1);
+            let eb = _mm256_cmpeq_epi8(_mm256_or_si256(b, m2), v2);
+            let esc = _mm256_and_si256(_mm256_cmpeq_epi8(c, bs), _mm256_cmpeq_epi8(d, u));
+            let mut mask =
+                _mm256_movemask_epi8(_mm256_or_si256(_mm256_and_si256(ea, eb), esc)) as u32;
+            while mask != 0 {
+                let at = p + mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                if (at <= last && self.verify(h, at)) || h.get(at..at + 2) == Some(b"\\u") {
+                    return Some(at);
+                }
+            }
+            p += 32;
+        }
+        while p <= last {
+            if self.verify(h, p) || h.get(p..p + 2) == Some(b"\\u") {
+                return Some(p);
+            }
+            p += 1;
         }
         None
     }
@@ -299,6 +371,34 @@ mod tests {
             let n = needle(s);
             assert_eq!(all(&n, &h, true), naive(&n, &h), "{s}");
             assert_eq!(all(&n, &h, false), naive(&n, &h), "{s}");
+        }
+    }
+
+    #[test]
+    fn each_finds_the_needle_and_every_escape() {
+        let mut h = Vec::new();
+        let mut x: u32 = 99;
+        for _ in 0..3000 {
+            x = x.wrapping_mul(1103515245).wrapping_add(12345);
+            h.push(b"\\uUzZebra \n"[(x >> 16) as usize % 11]);
+        }
+        for s in ["zebra", "z", "u"] {
+            let n = needle(s);
+            for len in [0, 1, 2, 5, 40, 100, h.len()] {
+                let hay = &h[..len];
+                let mut got = Vec::new();
+                n.each(hay, |at| {
+                    got.push(at);
+                    at + 1
+                });
+                got.sort_unstable();
+                got.dedup();
+                let mut want = naive(&n, hay);
+                want.extend((0..hay.len()).filter(|&i| hay[i..].starts_with(b"\\u")));
+                want.sort_unstable();
+                want.dedup();
+                assert_eq!(got, want, "{s} {len}");
+            }
         }
     }
 

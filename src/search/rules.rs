@@ -374,6 +374,182 @@ fn next_start(t: &Chars<'_>, first: PChar, p: usize, end: usize) -> Option<usize
     }
 }
 
+/// The code point at `t[i]` (generalized UTF-8; a surrogate or anything malformed is
+/// U+FFFD, as [`decode`] reads it) and its length in bytes.
+#[inline]
+fn char_at(t: &[u8], i: usize) -> (u32, usize) {
+    let b = t[i];
+    if b < 0x80 {
+        return (b as u32, 1);
+    }
+    let (len, init) = match b {
+        0xC0..=0xDF => (2, (b & 0x1F) as u32),
+        0xE0..=0xEF => (3, (b & 0x0F) as u32),
+        0xF0..=0xF7 => (4, (b & 0x07) as u32),
+        _ => return (0xFFFD, 1),
+    };
+    let Some(rest) = t.get(i + 1..i + len) else {
+        return (0xFFFD, 1);
+    };
+    if !rest.iter().all(|&c| c & 0xC0 == 0x80) {
+        return (0xFFFD, 1);
+    }
+    let cp = rest
+        .iter()
+        .fold(init, |cp, &c| (cp << 6) | (c & 0x3F) as u32);
+    let cp = if (0xD800..0xE000).contains(&cp) || cp > 0x10FFFF {
+        0xFFFD
+    } else {
+        cp
+    };
+    (cp, len)
+}
+
+/// The code point that ends right before `t[i]` (`i > 0`).
+#[inline]
+fn char_before(t: &[u8], i: usize) -> u32 {
+    let mut s = i - 1;
+    while s > 0 && i - s < 4 && t[s] & 0xC0 == 0x80 {
+        s -= 1;
+    }
+    let (cp, len) = char_at(t, s);
+    if s + len == i {
+        cp
+    } else {
+        0xFFFD
+    }
+}
+
+/// Characters in `t[..i]` ([`decode`]'s count: a lead byte, or a byte it reads alone).
+fn chars_before(t: &[u8], i: usize) -> usize {
+    let mut n = 0;
+    let mut k = 0;
+    while k < i {
+        let (_, len) = char_at(t, k);
+        k += len;
+        n += 1;
+    }
+    n
+}
+
+impl Term {
+    /// Whether every character is an ASCII one (or equal to one): the term is then
+    /// matched over the text's bytes, with no decoding.
+    fn ascii(&self) -> bool {
+        self.words
+            .iter()
+            .flatten()
+            .all(|c| matches!(c, PChar::Letter(_) | PChar::Byte(_)))
+    }
+
+    /// [`Term::at`] over UTF-8 bytes (byte positions).
+    fn at_bytes(&self, t: &[u8], p: usize, end: usize) -> (Tri, usize) {
+        let mut i = p;
+        for (k, word) in self.words.iter().enumerate() {
+            if k > 0 {
+                let from = i;
+                while i < end {
+                    let (c, len) = char_at(t, i);
+                    if !is_space(c) {
+                        break;
+                    }
+                    i += len;
+                }
+                if i == from || i > end {
+                    return (Tri::No, 0);
+                }
+            }
+            for &pc in word {
+                if i >= end {
+                    return (Tri::No, 0);
+                }
+                let (c, len) = char_at(t, i);
+                if i + len > end || pc.eq(c) != Tri::Yes {
+                    return (Tri::No, 0); // an ASCII query character is always decided
+                }
+                i += len;
+            }
+        }
+        (Tri::Yes, i)
+    }
+
+    /// [`Term::find`] over UTF-8 bytes for an [`ascii`](Term::ascii) term: byte
+    /// positions.
+    fn find_bytes(
+        &self,
+        t: &[u8],
+        from: usize,
+        end: usize,
+    ) -> Result<Option<(usize, usize)>, Undecided> {
+        let first = self.words[0][0];
+        let (a, b, fold) = match first {
+            PChar::Letter(l) => (
+                l,
+                l.to_ascii_uppercase(),
+                ASCII_FOLDS.iter().any(|f| f.1 == l),
+            ),
+            PChar::Byte(c) => (c, c, false),
+            _ => return Ok(None),
+        };
+        let mut p = from;
+        while p < end {
+            let next = if fold {
+                // The letter's non-ASCII equals start with these bytes.
+                memchr::memchr3(a, b, 0xC4, &t[p..end])
+                    .into_iter()
+                    .chain(memchr::memchr2(0xC5, 0xE2, &t[p..end]))
+                    .min()
+            } else {
+                memchr::memchr2(a, b, &t[p..end])
+            };
+            let Some(q) = next else { return Ok(None) };
+            p += q;
+            let start = if p == 0 {
+                Tri::Yes
+            } else {
+                not(is_alnum(char_before(t, p)))
+            };
+            if start != Tri::No {
+                let (m, e) = self.at_bytes(t, p, end);
+                match (start, m) {
+                    (_, Tri::No) => {}
+                    (Tri::Yes, Tri::Yes) => return Ok(Some((p, e))),
+                    _ => return Err(Undecided),
+                }
+            }
+            p += 1;
+        }
+        Ok(None)
+    }
+}
+
+/// What the entry's `text` (generalized UTF-8) says to `terms` ([`judge`] without
+/// decoding the text when every term is ASCII).
+pub fn judge_text(terms: &[Term], text: &[u8]) -> Outcome {
+    if text.is_ascii() || !terms.iter().all(Term::ascii) {
+        return judge(terms, &Chars::of(text));
+    }
+    let (mut score, mut anchor, mut unknown) = (0u64, u64::MAX, false);
+    for term in terms {
+        match term.find_bytes(text, 0, text.len()) {
+            Ok(None) => return Outcome::Miss,
+            Ok(Some((s, _))) => {
+                let s = chars_before(text, s) as u64;
+                score += s;
+                anchor = anchor.min(s);
+            }
+            Err(Undecided) => unknown = true,
+        }
+    }
+    if unknown {
+        return Outcome::Undecided;
+    }
+    Outcome::Hit {
+        score,
+        anchor: if anchor == u64::MAX { 0 } else { anchor },
+    }
+}
+
 /// What `text` says to `terms` (every term must match; see [`Outcome`]).
 pub fn judge(terms: &[Term], text: &Chars<'_>) -> Outcome {
     let (mut score, mut anchor, mut unknown) = (0u64, u64::MAX, false);

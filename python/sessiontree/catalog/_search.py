@@ -313,8 +313,10 @@ def _terms(q: Query) -> tuple[list[list[str]] | None, str]:
 
 # A hit before its page is made: (path, seq, time, score, ctx, entry, role, body,
 # anchor, snippet, marks, on_path, ref). ctx is (sid, title, cwd); body is the text
-# when Python builds the snippet; an index hit has no entry, snippet or on_path yet but
-# a ref: (its file's row, (rank, offset, length, role, anchor)) to read them by.
+# when Python builds the snippet; a hit decided natively has no snippet yet (an index
+# hit no entry or on_path either) but a ref: (its catalog file id, or None when its
+# on_path is known; (rank in _Search.ref_paths, offset, length, role, anchor)) to read
+# them by.
 _Hit = tuple[Any, ...]
 
 
@@ -329,11 +331,12 @@ def _header_ctx(header: bytes, name: tuple[bool, Any]) -> tuple[str, str | None,
 
 
 def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str, str, Any]], hits: list[_Hit],
-                 order: Order, k: int | None, on_bytes: Any) -> tuple[int, int, list[tuple[str, str, Any]]]:
+                 order: Order, k: int | None, on_bytes: Any,
+                 ref_paths: list[bytes]) -> tuple[int, int, list[tuple[str, str, Any]]]:
     """Search ``items`` (``(path, name, stat)``, in path order) as they are, natively:
     the best ``k`` decided hits of each batch and every hit Python judged go to
-    ``hits``. Returns the sessions searched, the decided hits left out, and the files
-    the Python rules must read."""
+    ``hits`` (their paths to ``ref_paths``, which refs index). Returns the sessions
+    searched, the decided hits left out, and the files the Python rules must read."""
     terms, uncased = _terms(q)
     sessions = unseen = 0
     python: list[tuple[str, str, Any]] = []
@@ -347,8 +350,10 @@ def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str
             batch.append(items[j])
             size += items[j][2].st_size
             j += 1
-        files, decided, top, undecided = native.search_files(
-            [os.fsencode(p) for p, _n, _st in batch], terms, uncased, _THREADS, k, order == "recent")
+        paths = [os.fsencode(p) for p, _n, _st in batch]
+        files, decided, top, undecided = native.search_files(paths, terms, uncased, _THREADS, k, order == "recent")
+        base = len(ref_paths)
+        ref_paths.extend(paths)
         ctx: dict[int, tuple[str, str | None, str]] = {}
         for i, r in enumerate(files):
             if r[0] == "python":
@@ -358,10 +363,10 @@ def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str
                 if r[1] is not None:
                     ctx[i] = _header_ctx(r[1], r[2])
         unseen += decided - len(top)
-        for i, seq, _off, entry, role, time, on_path, score, anchor, snip, marks, _text in top:
-            hits.append((batch[i][0], seq, time, score, ctx[i], entry, role, None, anchor, snip,
-                         tuple(tuple(x) for x in marks), on_path, None))
-        for i, seq, _off, entry, role, time, on_path, _s, _a, _snip, _marks, text in undecided:
+        for i, seq, off, length, entry, role, time, on_path, score, anchor, _text in top:
+            hits.append((batch[i][0], seq, time, score, ctx[i], entry, role, None, anchor, None, None, on_path,
+                         (None, (base + i, off, length, role, anchor))))
+        for i, seq, _off, _len, entry, role, time, on_path, _s, _a, text in undecided:
             body = search_text(text)  # Python's re decides
             m = matcher.match(body)
             if m is not None:
@@ -412,7 +417,7 @@ class _Search:
         self.native = native_scanner()
         self.store: Any = None
         self.damaged = False
-        self.index_paths: list[bytes] = []
+        self.ref_paths: list[bytes] = []
         self.entries: dict[int, set[int]] = {}
         by_folder = [(folder, [(path, name, st) for name, path, st in folder_files(folder)
                                if isinstance(st, os.stat_result)]) for folder in folders]
@@ -439,7 +444,8 @@ class _Search:
         python: list[tuple[str, str, Any]] = []
         if self.native is not None:
             raw.sort(key=lambda x: x[0])
-            more, unseen, python = _native_hits(self.native, q, self.matcher, raw, self.hits, order, k, on_bytes)
+            more, unseen, python = _native_hits(self.native, q, self.matcher, raw, self.hits, order, k, on_bytes,
+                                                self.ref_paths)
             self.sessions += more
             self.unseen += unseen
         else:
@@ -465,7 +471,7 @@ class _Search:
         if not refs:
             return []
         terms, uncased = _terms(self.q)
-        return self.native.index_snippets(self.index_paths, refs, terms, uncased, threads)  # type: ignore[no-any-return]
+        return self.native.index_snippets(self.ref_paths, refs, terms, uncased, threads)  # type: ignore[no-any-return]
 
     def page(self, hits: list[_Hit], got: list[Any] | None = None) -> list[SearchHit]:
         """The hits, made: snippets (``got``: :meth:`snippets` of them, read now if
@@ -497,7 +503,8 @@ class _Search:
                     from ..errors import StaleSessionError
 
                     raise StaleSessionError(f"{path}: rewritten while it was searched; search again")
-                on_path = seq in self._path(ref[0], path)
+                if ref[0] is not None:
+                    on_path = seq in self._path(ref[0], path)
             if snip is None:
                 snip, marks = snippet(body, anchor, self.matcher)
             out.append(SearchHit(path, ctx[0], ctx[1], ctx[2], entry, seq, role,
@@ -568,9 +575,9 @@ class _Search:
         terms, uncased = _terms(self.q)
         seg_paths = [os.fsencode(os.path.join(store.segments_dir, s[0])) for s in segs]
         scope = [(r[1], r[11], r[12], rank) for rank, (_p, r) in enumerate(indexed)]
-        self.index_paths = [os.fsencode(p) for p, _r in indexed]
+        self.ref_paths = [os.fsencode(p) for p, _r in indexed]
         try:
-            total, top, unsure, stale = self.native.index_query(seg_paths, scope, self.index_paths, terms, uncased, k,
+            total, top, unsure, stale = self.native.index_query(seg_paths, scope, self.ref_paths, terms, uncased, k,
                                                                 order == "recent", _THREADS)
         except ValueError:
             return None  # a term the index cannot narrow
