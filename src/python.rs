@@ -1010,10 +1010,7 @@ fn index_merge(
     let live: std::collections::HashMap<u32, (u64, u64)> =
         live.into_iter().map(|(f, e, s)| (f, (e, s))).collect();
     py.detach(|| {
-        let segs = inputs
-            .iter()
-            .map(|p| crate::Segment::open(p))
-            .collect::<crate::Result<Vec<_>>>()?;
+        let segs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
         let name = crate::search::index::fresh_name();
         let tmp = dir.join(format!(".{name}.tmp"));
         let (size, pieces) = crate::merge_segments(

@@ -2,30 +2,37 @@
 //! files (a byte range of one file as the catalog knew it: its id and epoch), the
 //! entries with searchable text (where their line is, entry number, time, role) and,
 //! per token ([`super::tokens`]), the entries holding it with the place it first
-//! starts. Segments are written once, found through the catalog, merged by the
-//! indexer, and read through a map that every access bounds-checks (a damaged file
-//! gives an error, never a panic or a wrong read past its end; its checksum is checked
-//! when it is opened).
+//! starts. Segments are written once (aside, then renamed), found through the catalog
+//! and merged by the indexer.
 //!
-//! Layout (little-endian): a 64-byte header (`MAGIC`, body length, xxh3 of the body,
+//! Layout (little-endian): a 64-byte header (`MAGIC`, body length, two xxh3 sums,
 //! counts, section offsets), then the body: pieces (`file u32, epoch u64, start u64,
-//! end u64, first_doc u32, docs u32`), the documents as columns (line offset u64,
-//! line length u32, entry number u32, time f64 (NaN: none), role u8), the dictionary
-//! (sorted tokens: their byte offsets u32 × (n+1), the bytes, their postings' offsets
-//! u64 × (n+1)), and the postings: per token, per document in order, a varint of the
-//! document's distance from the previous one and a varint `pos << 1 | unsure`.
+//! end u64, first_doc u32, docs u32`), the documents as columns (line offset u64, line
+//! length u32, entry number u32, time f64 (NaN: none), role u8), the postings (per
+//! token, per document in order, a varint of the document's distance from the
+//! previous one and a varint `pos << 1 | unsure`), then the dictionary (sorted
+//! tokens: their byte offsets u32 × (n+1), the bytes, their postings' offsets u64 ×
+//! (n+1)). The postings come before the dictionary so that both a new segment and a
+//! merge write them as they go, holding one token's at a time.
+//!
+//! Opening a segment checks its header, its sections' bounds and the sum of
+//! everything but the postings (pieces, documents, dictionary: what a query trusts to
+//! find a line); every read of the postings is bounds-checked and a malformed one is
+//! damage (the caller drops the index). A merge reads its inputs with `pread` (its
+//! memory is one token's postings, not the inputs) and checks their postings' sum.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::Write;
+use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
 use memmap2::Mmap;
+use xxhash_rust::xxh3::Xxh3;
 
 use super::tokens::{tokens_of, Place};
 use crate::error::{Error, Result};
 
-const MAGIC: &[u8; 8] = b"STSEG001";
+const MAGIC: &[u8; 8] = b"STSEG002";
 const HEADER: usize = 64;
 
 /// A token's postings: `(document, pos << 1 | unsure)` in document order.
@@ -47,6 +54,7 @@ pub struct Piece {
 }
 
 const PIECE_BYTES: usize = 4 + 8 + 8 + 8 + 4 + 4;
+const DOC_BYTES: usize = 8 + 4 + 4 + 8 + 1;
 
 /// One document's facts.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -140,12 +148,11 @@ impl Builder {
     pub fn write(self, path: &Path) -> Result<u64> {
         let mut toks: Vec<(Vec<u8>, Postings)> = self.postings.into_iter().collect();
         toks.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        encode(
-            path,
-            &self.pieces,
-            &self.docs,
-            toks.iter().map(|(t, l)| (t.as_slice(), l.as_slice())),
-        )
+        let mut w = Writer::create(path, &self.pieces, &self.docs)?;
+        for (t, l) in &toks {
+            w.token(t, l)?;
+        }
+        w.finish()
     }
 }
 
@@ -157,78 +164,119 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-/// Write a segment from its parts (tokens sorted, each with its postings in document
-/// order).
-fn encode<'a>(
-    path: &Path,
-    pieces: &[Piece],
-    docs: &[DocMeta],
-    toks: impl Iterator<Item = (&'a [u8], &'a [(u32, u32)])>,
-) -> Result<u64> {
-    let mut body = Vec::new();
-    for p in pieces {
-        body.extend_from_slice(&p.file.to_le_bytes());
-        body.extend_from_slice(&p.epoch.to_le_bytes());
-        body.extend_from_slice(&p.start.to_le_bytes());
-        body.extend_from_slice(&p.end.to_le_bytes());
-        body.extend_from_slice(&p.first_doc.to_le_bytes());
-        body.extend_from_slice(&p.docs.to_le_bytes());
+/// Writes a segment: pieces and documents first, then one token's postings at a time
+/// (in token order), then the dictionary and the header.
+struct Writer {
+    file: std::io::BufWriter<File>,
+    meta: Xxh3,
+    post: Xxh3,
+    tok_off: Vec<u32>,
+    tok_bytes: Vec<u8>,
+    post_off: Vec<u64>,
+    written: u64,
+    scratch: Vec<u8>,
+    n_pieces: u32,
+    n_docs: u32,
+    off_post: u64,
+}
+
+impl Writer {
+    fn create(path: &Path, pieces: &[Piece], docs: &[DocMeta]) -> Result<Writer> {
+        let mut file = std::io::BufWriter::with_capacity(1 << 20, File::create(path)?);
+        file.write_all(&[0u8; HEADER])?;
+        let mut head = Vec::with_capacity(pieces.len() * PIECE_BYTES + docs.len() * DOC_BYTES);
+        for p in pieces {
+            head.extend_from_slice(&p.file.to_le_bytes());
+            head.extend_from_slice(&p.epoch.to_le_bytes());
+            head.extend_from_slice(&p.start.to_le_bytes());
+            head.extend_from_slice(&p.end.to_le_bytes());
+            head.extend_from_slice(&p.first_doc.to_le_bytes());
+            head.extend_from_slice(&p.docs.to_le_bytes());
+        }
+        for d in docs {
+            head.extend_from_slice(&d.offset.to_le_bytes());
+        }
+        for d in docs {
+            head.extend_from_slice(&d.len.to_le_bytes());
+        }
+        for d in docs {
+            head.extend_from_slice(&d.seq.to_le_bytes());
+        }
+        for d in docs {
+            head.extend_from_slice(&d.time.to_le_bytes());
+        }
+        head.extend(docs.iter().map(|d| d.role));
+        file.write_all(&head)?;
+        let mut meta = Xxh3::new();
+        meta.update(&head);
+        Ok(Writer {
+            file,
+            meta,
+            post: Xxh3::new(),
+            tok_off: vec![0],
+            tok_bytes: Vec::new(),
+            post_off: vec![0],
+            written: 0,
+            scratch: Vec::new(),
+            n_pieces: pieces.len() as u32,
+            n_docs: docs.len() as u32,
+            off_post: head.len() as u64,
+        })
     }
-    for d in docs {
-        body.extend_from_slice(&d.offset.to_le_bytes());
-    }
-    for d in docs {
-        body.extend_from_slice(&d.len.to_le_bytes());
-    }
-    for d in docs {
-        body.extend_from_slice(&d.seq.to_le_bytes());
-    }
-    for d in docs {
-        body.extend_from_slice(&d.time.to_le_bytes());
-    }
-    body.extend(docs.iter().map(|d| d.role));
-    let off_dict = body.len() as u64;
-    let mut tok_off: Vec<u32> = vec![0];
-    let mut tok_bytes = Vec::new();
-    let mut post_off: Vec<u64> = vec![0];
-    let mut post = Vec::new();
-    for (tok, list) in toks {
-        tok_bytes.extend_from_slice(tok);
-        tok_off.push(tok_bytes.len() as u32);
+
+    /// The next token (greater than the last) and its postings, documents ascending.
+    fn token(&mut self, tok: &[u8], list: &[(u32, u32)]) -> Result<()> {
+        self.scratch.clear();
         let mut prev = 0u32;
         for (k, &(d, p)) in list.iter().enumerate() {
-            varint(&mut post, (d - if k == 0 { 0 } else { prev }) as u64);
-            varint(&mut post, p as u64);
+            varint(
+                &mut self.scratch,
+                (d - if k == 0 { 0 } else { prev }) as u64,
+            );
+            varint(&mut self.scratch, p as u64);
             prev = d;
         }
-        post_off.push(post.len() as u64);
+        self.file.write_all(&self.scratch)?;
+        self.post.update(&self.scratch);
+        self.written += self.scratch.len() as u64;
+        self.tok_bytes.extend_from_slice(tok);
+        self.tok_off.push(self.tok_bytes.len() as u32);
+        self.post_off.push(self.written);
+        Ok(())
     }
-    let n_tokens = tok_off.len() - 1;
-    for o in &tok_off {
-        body.extend_from_slice(&o.to_le_bytes());
+
+    fn finish(mut self) -> Result<u64> {
+        let mut dict = Vec::with_capacity(
+            4 * self.tok_off.len() + self.tok_bytes.len() + 8 * self.post_off.len(),
+        );
+        for o in &self.tok_off {
+            dict.extend_from_slice(&o.to_le_bytes());
+        }
+        dict.extend_from_slice(&self.tok_bytes);
+        for o in &self.post_off {
+            dict.extend_from_slice(&o.to_le_bytes());
+        }
+        self.file.write_all(&dict)?;
+        self.meta.update(&dict);
+        let body = self.off_post + self.written + dict.len() as u64;
+        let mut head = Vec::with_capacity(HEADER);
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&body.to_le_bytes());
+        head.extend_from_slice(&self.meta.digest().to_le_bytes());
+        head.extend_from_slice(&self.post.digest().to_le_bytes());
+        head.extend_from_slice(&self.n_pieces.to_le_bytes());
+        head.extend_from_slice(&self.n_docs.to_le_bytes());
+        head.extend_from_slice(&((self.tok_off.len() - 1) as u32).to_le_bytes());
+        head.extend_from_slice(&(self.tok_bytes.len() as u32).to_le_bytes());
+        head.extend_from_slice(&self.off_post.to_le_bytes());
+        head.extend_from_slice(&(self.off_post + self.written).to_le_bytes());
+        head.resize(HEADER, 0);
+        let mut file = self.file.into_inner().map_err(|e| e.into_error())?;
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(&head)?;
+        file.sync_all()?;
+        Ok(HEADER as u64 + body)
     }
-    body.extend_from_slice(&tok_bytes);
-    for o in &post_off {
-        body.extend_from_slice(&o.to_le_bytes());
-    }
-    let off_post = body.len() as u64;
-    body.extend_from_slice(&post);
-    let mut head = Vec::with_capacity(HEADER);
-    head.extend_from_slice(MAGIC);
-    head.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    head.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());
-    head.extend_from_slice(&(pieces.len() as u32).to_le_bytes());
-    head.extend_from_slice(&(docs.len() as u32).to_le_bytes());
-    head.extend_from_slice(&(n_tokens as u32).to_le_bytes());
-    head.extend_from_slice(&(tok_bytes.len() as u32).to_le_bytes());
-    head.extend_from_slice(&off_dict.to_le_bytes());
-    head.extend_from_slice(&off_post.to_le_bytes());
-    head.resize(HEADER, 0);
-    let mut f = File::create(path)?;
-    f.write_all(&head)?;
-    f.write_all(&body)?;
-    f.sync_all()?;
-    Ok((HEADER + body.len()) as u64)
 }
 
 fn damaged(path: &Path, why: &str) -> Error {
@@ -236,21 +284,6 @@ fn damaged(path: &Path, why: &str) -> Error {
         std::io::ErrorKind::InvalidData,
         format!("{}: a damaged search segment ({why})", path.display()),
     ))
-}
-
-/// A segment opened for reading.
-pub struct Segment {
-    map: Mmap,
-    n_pieces: usize,
-    n_docs: usize,
-    n_tokens: usize,
-    /// Section offsets in the map.
-    pieces: usize,
-    docs: usize,
-    tok_off: usize,
-    tok_bytes: usize,
-    post_off: usize,
-    post: usize,
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
@@ -261,8 +294,86 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
 }
 
+/// Where a segment's sections are (offsets in the file), from its header.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    n_docs: usize,
+    n_tokens: usize,
+    meta_sum: u64,
+    post_sum: u64,
+    pieces: usize,
+    docs: usize,
+    post: usize,
+    tok_off: usize,
+    tok_bytes: usize,
+    post_off: usize,
+    end: usize,
+}
+
+impl Layout {
+    fn of(head: &[u8], file_len: usize, path: &Path) -> Result<Layout> {
+        let bad = |why| damaged(path, why);
+        if head.len() < HEADER || &head[..8] != MAGIC {
+            return Err(bad("not a segment"));
+        }
+        let h = |at| u64_at(head, at).ok_or_else(|| bad("header"));
+        let w = |at| {
+            u32_at(head, at)
+                .map(|x| x as usize)
+                .ok_or_else(|| bad("header"))
+        };
+        let body = h(8)? as usize;
+        let (n_pieces, n_docs, n_tokens, n_tok_bytes) = (w(32)?, w(36)?, w(40)?, w(44)?);
+        // Counts read from the file are checked against its length before any use.
+        let (off_post, off_dict) = (h(48)? as usize, h(56)? as usize);
+        let pieces = HEADER;
+        let docs = pieces.checked_add(
+            n_pieces
+                .checked_mul(PIECE_BYTES)
+                .ok_or_else(|| bad("counts"))?,
+        );
+        let docs = docs.ok_or_else(|| bad("counts"))?;
+        let post = HEADER
+            .checked_add(off_post)
+            .ok_or_else(|| bad("sections"))?;
+        let tok_off = HEADER
+            .checked_add(off_dict)
+            .ok_or_else(|| bad("sections"))?;
+        let tok_bytes = tok_off + 4 * (n_tokens + 1);
+        let post_off = tok_bytes + n_tok_bytes;
+        let end = post_off + 8 * (n_tokens + 1);
+        if file_len != HEADER + body
+            || docs.checked_add(n_docs.checked_mul(DOC_BYTES).ok_or_else(|| bad("counts"))?)
+                != Some(post)
+            || post > tok_off
+            || end != file_len
+        {
+            return Err(bad("sections"));
+        }
+        Ok(Layout {
+            n_docs,
+            n_tokens,
+            meta_sum: h(16)?,
+            post_sum: h(24)?,
+            pieces,
+            docs,
+            post,
+            tok_off,
+            tok_bytes,
+            post_off,
+            end,
+        })
+    }
+}
+
+/// A segment opened for reading (queries: a map, bounds-checked).
+pub struct Segment {
+    map: Mmap,
+    l: Layout,
+}
+
 impl Segment {
-    /// Open and check the segment at `path`.
+    /// Open the segment at `path`, its header, bounds and all but its postings checked.
     ///
     /// # Errors
     /// It cannot be read, or it is not a whole, undamaged segment (`InvalidData`).
@@ -272,108 +383,42 @@ impl Segment {
         // changed afterwards (a truncation by another program is the one risk of any
         // map, as for the catalog's SQLite file).
         let map = unsafe { Mmap::map(&file)? };
-        let b = &map[..];
-        let bad = |why| damaged(path, why);
-        if b.len() < HEADER || &b[..8] != MAGIC {
-            return Err(bad("not a segment"));
+        let l = Layout::of(&map[..map.len().min(HEADER)], map.len(), path)?;
+        let mut meta = Xxh3::new();
+        meta.update(&map[l.pieces..l.post]);
+        meta.update(&map[l.tok_off..l.end]);
+        if meta.digest() != l.meta_sum {
+            return Err(damaged(path, "checksum"));
         }
-        let body_len = u64_at(b, 8).ok_or_else(|| bad("header"))? as usize;
-        if b.len() != HEADER + body_len {
-            return Err(bad("length"));
-        }
-        let sum = u64_at(b, 16).ok_or_else(|| bad("header"))?;
-        if xxhash_rust::xxh3::xxh3_64(&b[HEADER..]) != sum {
-            return Err(bad("checksum"));
-        }
-        let n_pieces = u32_at(b, 24).ok_or_else(|| bad("header"))? as usize;
-        let n_docs = u32_at(b, 28).ok_or_else(|| bad("header"))? as usize;
-        let n_tokens = u32_at(b, 32).ok_or_else(|| bad("header"))? as usize;
-        let n_tok_bytes = u32_at(b, 36).ok_or_else(|| bad("header"))? as usize;
-        let off_dict = u64_at(b, 40).ok_or_else(|| bad("header"))? as usize;
-        let off_post = u64_at(b, 48).ok_or_else(|| bad("header"))? as usize;
-        let pieces = HEADER;
-        let docs = pieces + n_pieces * PIECE_BYTES;
-        let tok_off = HEADER + off_dict;
-        let tok_bytes = tok_off + 4 * (n_tokens + 1);
-        let post_off = tok_bytes + n_tok_bytes;
-        let post = HEADER + off_post;
-        let s = Segment {
-            map,
-            n_pieces,
-            n_docs,
-            n_tokens,
-            pieces,
-            docs,
-            tok_off,
-            tok_bytes,
-            post_off,
-            post,
-        };
-        if docs + n_docs * 25 != tok_off
-            || post_off + 8 * (n_tokens + 1) != post
-            || post > s.map.len()
-        {
-            return Err(bad("sections"));
-        }
-        Ok(s)
+        Ok(Segment { map, l })
     }
 
     /// The pieces.
     pub fn pieces(&self) -> Vec<Piece> {
-        let b = &self.map[..];
-        (0..self.n_pieces)
-            .filter_map(|i| {
-                let at = self.pieces + i * PIECE_BYTES;
-                Some(Piece {
-                    file: u32_at(b, at)?,
-                    epoch: u64_at(b, at + 4)?,
-                    start: u64_at(b, at + 12)?,
-                    end: u64_at(b, at + 20)?,
-                    first_doc: u32_at(b, at + 28)?,
-                    docs: u32_at(b, at + 32)?,
-                })
-            })
-            .collect()
+        pieces_of(&self.map[self.l.pieces..self.l.docs])
     }
 
     /// Documents.
     pub fn n_docs(&self) -> usize {
-        self.n_docs
+        self.l.n_docs
     }
 
     /// Document `d`'s facts.
     pub fn doc(&self, d: usize) -> Option<DocMeta> {
-        let b = &self.map[..];
-        let n = self.n_docs;
-        if d >= n {
-            return None;
-        }
-        let base = self.docs;
-        Some(DocMeta {
-            offset: u64_at(b, base + 8 * d)?,
-            len: u32_at(b, base + 8 * n + 4 * d)?,
-            seq: u32_at(b, base + 12 * n + 4 * d)?,
-            time: f64::from_bits(u64_at(b, base + 16 * n + 8 * d)?),
-            role: *b.get(base + 24 * n + d)?,
-        })
+        doc_of(&self.map[self.l.docs..self.l.post], self.l.n_docs, d)
     }
 
     /// Token `i`'s bytes.
     fn token(&self, i: usize) -> Option<&[u8]> {
         let b = &self.map[..];
-        let lo = u32_at(b, self.tok_off + 4 * i)? as usize;
-        let hi = u32_at(b, self.tok_off + 4 * i + 4)? as usize;
-        b.get(self.tok_bytes + lo..self.tok_bytes + hi)
-    }
-
-    /// Tokens: how many.
-    pub fn n_tokens(&self) -> usize {
-        self.n_tokens
+        let lo = u32_at(b, self.l.tok_off + 4 * i)? as usize;
+        let hi = u32_at(b, self.l.tok_off + 4 * i + 4)? as usize;
+        b.get(self.l.tok_bytes + lo..self.l.tok_bytes + hi)
     }
 
     /// The first token index whose bytes are `>= key`.
     fn lower_bound(&self, key: &[u8]) -> usize {
-        let (mut lo, mut hi) = (0, self.n_tokens);
+        let (mut lo, mut hi) = (0, self.l.n_tokens);
         while lo < hi {
             let mid = (lo + hi) / 2;
             if self.token(mid).is_some_and(|t| t < key) {
@@ -389,7 +434,7 @@ impl Segment {
     pub fn lookup(&self, key: &[u8], whole: bool) -> std::ops::Range<usize> {
         let lo = self.lower_bound(key);
         let mut hi = lo;
-        while hi < self.n_tokens {
+        while hi < self.l.n_tokens {
             let Some(t) = self.token(hi) else { break };
             if (whole && t != key) || !t.starts_with(key) {
                 break;
@@ -403,40 +448,70 @@ impl Segment {
     }
 
     /// Visit token `i`'s postings: `f(doc, pos, unsure)`; `false` if they are malformed.
-    pub fn postings(&self, i: usize, mut f: impl FnMut(u32, u32, bool)) -> bool {
+    pub fn postings(&self, i: usize, f: impl FnMut(u32, u32, bool)) -> bool {
         let b = &self.map[..];
         let (Some(lo), Some(hi)) = (
-            u64_at(b, self.post_off + 8 * i),
-            u64_at(b, self.post_off + 8 * i + 8),
+            u64_at(b, self.l.post_off + 8 * i),
+            u64_at(b, self.l.post_off + 8 * i + 8),
         ) else {
             return false;
         };
-        let Some(mut p) = b.get(self.post + lo as usize..self.post + hi as usize) else {
+        let (lo, hi) = (self.l.post + lo as usize, self.l.post + hi as usize);
+        if lo > hi || hi > self.l.tok_off {
+            return false;
+        }
+        decode_postings(&b[lo..hi], self.l.n_docs, f)
+    }
+}
+
+fn pieces_of(b: &[u8]) -> Vec<Piece> {
+    b.chunks_exact(PIECE_BYTES)
+        .filter_map(|c| {
+            Some(Piece {
+                file: u32_at(c, 0)?,
+                epoch: u64_at(c, 4)?,
+                start: u64_at(c, 12)?,
+                end: u64_at(c, 20)?,
+                first_doc: u32_at(c, 28)?,
+                docs: u32_at(c, 32)?,
+            })
+        })
+        .collect()
+}
+
+fn doc_of(b: &[u8], n: usize, d: usize) -> Option<DocMeta> {
+    if d >= n {
+        return None;
+    }
+    Some(DocMeta {
+        offset: u64_at(b, 8 * d)?,
+        len: u32_at(b, 8 * n + 4 * d)?,
+        seq: u32_at(b, 12 * n + 4 * d)?,
+        time: f64::from_bits(u64_at(b, 16 * n + 8 * d)?),
+        role: *b.get(24 * n + d)?,
+    })
+}
+
+/// Decode one token's postings (`f(doc, pos, unsure)`, documents below `n_docs` and
+/// ascending); `false` if they are malformed.
+fn decode_postings(mut p: &[u8], n_docs: usize, mut f: impl FnMut(u32, u32, bool)) -> bool {
+    let mut d = 0u64;
+    let mut first = true;
+    while !p.is_empty() {
+        let (Some(delta), Some(pp)) = (read_varint(&mut p), read_varint(&mut p)) else {
             return false;
         };
-        let mut d = 0u64;
-        let mut first = true;
-        while !p.is_empty() {
-            let (Some(delta), Some(pp)) = (read_varint(&mut p), read_varint(&mut p)) else {
-                return false;
-            };
-            d = if first { delta } else { d + delta };
-            first = false;
-            if d >= self.n_docs as u64 || pp > u32::MAX as u64 {
-                return false;
-            }
-            f(d as u32, (pp >> 1) as u32, pp & 1 == 1);
+        if !first && delta == 0 {
+            return false;
         }
-        true
+        d = if first { delta } else { d + delta };
+        first = false;
+        if d >= n_docs as u64 || pp > u32::MAX as u64 {
+            return false;
+        }
+        f(d as u32, (pp >> 1) as u32, pp & 1 == 1);
     }
-
-    /// Token `i`'s bytes and its postings as pairs (for a merge).
-    fn token_list(&self, i: usize) -> Option<(&[u8], Postings)> {
-        let t = self.token(i)?;
-        let mut l = Vec::new();
-        self.postings(i, |d, p, u| l.push((d, p << 1 | u as u32)))
-            .then_some((t, l))
-    }
+    true
 }
 
 fn read_varint(p: &mut &[u8]) -> Option<u64> {
@@ -452,28 +527,119 @@ fn read_varint(p: &mut &[u8]) -> Option<u64> {
     None
 }
 
-/// Merge segments into one at `path`, keeping the pieces `live(piece)` says are; its
-/// size, and the pieces kept. Postings are read token by token from each input in
-/// order, so memory holds one token's postings at a time (and the documents' facts).
+/// A segment read for a merge: its small sections in memory, its postings read from
+/// the file token by token.
+struct Input {
+    file: File,
+    l: Layout,
+    pieces: Vec<Piece>,
+    docs: Vec<u8>,
+    tok_off: Vec<u32>,
+    tok_bytes: Vec<u8>,
+    post_off: Vec<u64>,
+    post: Xxh3,
+}
+
+impl Input {
+    fn open(path: &Path) -> Result<Input> {
+        let file = File::open(path)?;
+        let len = file.metadata()?.len() as usize;
+        let mut head = [0u8; HEADER];
+        read_exact_at(&file, &mut head, 0)?;
+        let l = Layout::of(&head, len, path)?;
+        let mut meta = vec![0u8; l.post - l.pieces];
+        read_exact_at(&file, &mut meta, l.pieces as u64)?;
+        let mut dict = vec![0u8; l.end - l.tok_off];
+        read_exact_at(&file, &mut dict, l.tok_off as u64)?;
+        let mut sum = Xxh3::new();
+        sum.update(&meta);
+        sum.update(&dict);
+        if sum.digest() != l.meta_sum {
+            return Err(damaged(path, "checksum"));
+        }
+        let n = l.n_tokens + 1;
+        let tok_off: Vec<u32> = dict[..4 * n]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap_or([0; 4])))
+            .collect();
+        let tok_bytes = dict[4 * n..l.post_off - l.tok_off].to_vec();
+        let post_off: Vec<u64> = dict[l.post_off - l.tok_off..]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect();
+        let pieces = pieces_of(&meta[..l.docs - l.pieces]);
+        let docs = meta[l.docs - l.pieces..].to_vec();
+        Ok(Input {
+            file,
+            l,
+            pieces,
+            docs,
+            tok_off,
+            tok_bytes,
+            post_off,
+            post: Xxh3::new(),
+        })
+    }
+
+    fn token(&self, i: usize) -> Option<&[u8]> {
+        let lo = *self.tok_off.get(i)? as usize;
+        let hi = *self.tok_off.get(i + 1)? as usize;
+        self.tok_bytes.get(lo..hi)
+    }
+
+    /// Token `i`'s postings (read in token order, so that their sum can be checked).
+    fn postings(&mut self, i: usize, buf: &mut Vec<u8>, out: &mut Postings) -> Option<()> {
+        let lo = *self.post_off.get(i)?;
+        let hi = *self.post_off.get(i + 1)?;
+        if lo > hi || self.l.post as u64 + hi > self.l.tok_off as u64 {
+            return None;
+        }
+        buf.resize((hi - lo) as usize, 0);
+        read_exact_at(&self.file, buf, self.l.post as u64 + lo).ok()?;
+        self.post.update(buf);
+        out.clear();
+        decode_postings(buf, self.l.n_docs, |d, p, u| {
+            out.push((d, p << 1 | u as u32))
+        })
+        .then_some(())
+    }
+}
+
+fn read_exact_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, at)
+}
+
+/// Merge the segments at `inputs` into one at `path`, keeping the pieces `live(piece)`
+/// says are; its size and the pieces kept. Memory holds the documents' facts, the
+/// dictionaries and one token's postings.
+///
+/// # Errors
+/// An input cannot be read or is damaged (its sum, its structure), or the output
+/// cannot be written.
 pub fn merge(
-    inputs: &[Segment],
+    inputs: &[&Path],
     live: impl Fn(&Piece) -> bool,
     path: &Path,
 ) -> Result<(u64, Vec<Piece>)> {
+    let mut ins = inputs
+        .iter()
+        .map(|p| Input::open(p))
+        .collect::<Result<Vec<_>>>()?;
     let mut pieces = Vec::new();
     let mut docs = Vec::new();
     // Per input: old document → new number.
     let mut maps: Vec<Vec<u32>> = Vec::new();
-    for s in inputs {
-        let mut map = vec![u32::MAX; s.n_docs()];
-        for p in s.pieces() {
-            if !live(&p) {
+    for (k, s) in ins.iter().enumerate() {
+        let mut map = vec![u32::MAX; s.l.n_docs];
+        for p in &s.pieces {
+            if !live(p) {
                 continue;
             }
             let first = docs.len() as u32;
             for d in p.first_doc..p.first_doc.saturating_add(p.docs) {
-                let Some(meta) = s.doc(d as usize) else {
-                    return Err(damaged(path, "documents"));
+                let Some(meta) = doc_of(&s.docs, s.l.n_docs, d as usize) else {
+                    return Err(damaged(inputs[k], "documents"));
                 };
                 map[d as usize] = docs.len() as u32;
                 docs.push(meta);
@@ -481,53 +647,49 @@ pub fn merge(
             pieces.push(Piece {
                 first_doc: first,
                 docs: docs.len() as u32 - first,
-                ..p
+                ..*p
             });
         }
         maps.push(map);
     }
-    // k-way merge of the sorted dictionaries.
-    let mut cursor = vec![0usize; inputs.len()];
-    let mut merged: Vec<(Vec<u8>, Postings)> = Vec::new();
+    let mut w = Writer::create(path, &pieces, &docs)?;
+    let mut cursor = vec![0usize; ins.len()];
+    let (mut buf, mut got, mut list) = (Vec::new(), Vec::new(), Vec::new());
     loop {
-        let mut best: Option<&[u8]> = None;
-        for (k, s) in inputs.iter().enumerate() {
-            if let Some(t) = (cursor[k] < s.n_tokens())
-                .then(|| s.token(cursor[k]))
-                .flatten()
-            {
-                if best.is_none_or(|b| t < b) {
-                    best = Some(t);
+        let mut best: Option<Vec<u8>> = None;
+        for (k, s) in ins.iter().enumerate() {
+            if let Some(t) = s.token(cursor[k]) {
+                if best.as_deref().is_none_or(|b| t < b) {
+                    best = Some(t.to_vec());
                 }
             }
         }
-        let Some(tok) = best.map(<[u8]>::to_vec) else {
-            break;
-        };
-        let mut list = Vec::new();
-        for (k, s) in inputs.iter().enumerate() {
-            if cursor[k] < s.n_tokens() && s.token(cursor[k]) == Some(tok.as_slice()) {
-                let Some((_, l)) = s.token_list(cursor[k]) else {
-                    return Err(damaged(path, "postings"));
-                };
-                list.extend(l.into_iter().filter_map(|(d, p)| {
-                    let n = maps[k][d as usize];
-                    (n != u32::MAX).then_some((n, p))
-                }));
-                cursor[k] += 1;
+        let Some(tok) = best else { break };
+        list.clear();
+        for k in 0..ins.len() {
+            if ins[k].token(cursor[k]) != Some(tok.as_slice()) {
+                continue;
             }
+            if ins[k].postings(cursor[k], &mut buf, &mut got).is_none() {
+                return Err(damaged(inputs[k], "postings"));
+            }
+            list.extend(got.iter().filter_map(|&(d, p)| {
+                let n = maps[k][d as usize];
+                (n != u32::MAX).then_some((n, p))
+            }));
+            cursor[k] += 1;
         }
         if !list.is_empty() {
             list.sort_unstable_by_key(|x| x.0);
-            merged.push((tok, list));
+            w.token(&tok, &list)?;
         }
     }
-    let size = encode(
-        path,
-        &pieces,
-        &docs,
-        merged.iter().map(|(t, l)| (t.as_slice(), l.as_slice())),
-    )?;
+    for (k, s) in ins.iter().enumerate() {
+        if s.post.digest() != s.l.post_sum {
+            return Err(damaged(inputs[k], "checksum"));
+        }
+    }
+    let size = w.finish()?;
     Ok((size, pieces))
 }
 
@@ -587,19 +749,26 @@ mod tests {
         let c = dir.join("c.seg");
         b2.write(&c).unwrap();
         let m = dir.join("m.seg");
-        let inputs = [Segment::open(&a).unwrap(), Segment::open(&c).unwrap()];
-        let (_, kept) = merge(&inputs, |p| p.file != 8, &m).unwrap();
+        let (_, kept) = merge(&[a.as_path(), c.as_path()], |p| p.file != 8, &m).unwrap();
         assert_eq!(kept.len(), 2);
         let s = Segment::open(&m).unwrap();
         assert_eq!(s.n_docs(), 3);
         assert_eq!(words(&s, b"sess", false).len(), 4);
         assert!(words(&s, b"nothing", true).is_empty());
-        // Damage is an error, not a panic.
-        let mut bytes = std::fs::read(&m).unwrap();
+        // Damage is an error, not a panic: in the dictionary (seen on open), in the
+        // postings (seen by a merge, or a read that finds them malformed).
+        let good = std::fs::read(&m).unwrap();
+        let mut bytes = good.clone();
         let n = bytes.len();
         bytes[n - 1] ^= 1;
         std::fs::write(&m, &bytes).unwrap();
         assert!(Segment::open(&m).is_err());
+        let s = Segment::open(&a).unwrap();
+        let post = s.l.post;
+        let mut bytes = std::fs::read(&a).unwrap();
+        bytes[post] ^= 0x40;
+        std::fs::write(&a, &bytes).unwrap();
+        assert!(merge(&[a.as_path()], |_| true, &dir.join("x.seg")).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

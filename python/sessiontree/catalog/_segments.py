@@ -33,8 +33,8 @@ from ._store import Store
 
 __all__ = ["MAX_POSTINGS", "drop_all", "live_scope", "locked", "update"]
 
-MAX_POSTINGS = 8_000_000
-"""Postings one reading thread holds before it writes a segment (~100 MB of memory)."""
+MAX_POSTINGS = 4_000_000
+"""Postings one reading thread holds before it writes a segment (~50 MB of memory)."""
 
 _FANOUT = 4
 _MIN_LEVEL_BYTES = 256 << 10
