@@ -69,17 +69,20 @@ __all__ = [
 
 
 def open_store(catalog: str | os.PathLike[str] | None = None, *, required: bool = False,
-               busy: float = 30.0) -> Store | None:
+               busy: float = 30.0, create: bool = True) -> Store | None:
     """Open (or create) the catalog.
 
     Args:
         catalog: the database file; ``None`` for the default place (:func:`default_path`).
         required: raise instead of returning ``None`` when it cannot be used.
         busy: seconds a write waits for another process's.
+        create: make the file when there is none (else: ``None``, for a reader that
+            only uses what is there, like ``search``).
 
     Returns:
         The :class:`Store`, or ``None`` when the catalog is turned off
-        (``$SESSIONTREE_CATALOG=off``) or, unless ``required``, cannot be used here.
+        (``$SESSIONTREE_CATALOG=off``), is not there and not to be created, or,
+        unless ``required``, cannot be used here.
 
     Raises:
         ValueError: the path is inside Pi's folders.
@@ -89,6 +92,8 @@ def open_store(catalog: str | os.PathLike[str] | None = None, *, required: bool 
     if path is None:
         if required:
             raise CatalogError(f"the catalog is turned off (${ENV})")
+        return None
+    if not create and not os.path.exists(path):
         return None
     try:
         return Store(path, busy=busy)

@@ -428,7 +428,9 @@ class _Search:
         if self.native is not None and q.regex is None and not no_cache:
             from . import CatalogError, _busy, open_store
 
-            self.store = open_store(catalog, busy=5.0)
+            # Only a catalog that is there: what it can add is a search index, which
+            # only `index` builds.
+            self.store = open_store(catalog, busy=5.0, create=False)
             if self.store is not None:
                 try:
                     got = self._from_index(by_folder, order, k)

@@ -51,6 +51,33 @@ class Io:
     def color(self) -> bool:
         return self.out.is_terminal and not self.out.no_color
 
+    def plain(self, stream: Any) -> bool:
+        """``stream`` (stdout or stderr) is not a terminal by rich's own test (so rich
+        would write text as it is: no styles, no wrapping), decided without importing
+        rich: a command whose output is piped can skip it (its import is about 20 ms of a
+        warm search's 90, benches/history.py)."""
+        if self._mode == "always":
+            return False
+        tty = os.environ.get("TTY_COMPATIBLE", "")
+        if tty in ("0", "1"):
+            return tty == "0"
+        force = os.environ.get("FORCE_COLOR")
+        if force is not None:
+            return force == ""
+        try:
+            return not stream.isatty()
+        except (AttributeError, ValueError):
+            return False
+
+    def note(self, text: str) -> None:
+        """One line of plain text (no markup) on stderr."""
+        if self._consoles is None and self.plain(sys.stderr):
+            sys.stderr.write(text + "\n")
+            return
+        from rich.text import Text
+
+        self.err.print(Text(text))
+
     @property
     def interactive(self) -> bool:
         """Progress bars only when stderr really is a terminal (``--color always`` or not)."""

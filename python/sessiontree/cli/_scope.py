@@ -111,12 +111,13 @@ def subfolder_hint(args: argparse.Namespace) -> str:
     return "; its subfolders hold session files: add --all" if any(map(holds_sessions, below)) else ""
 
 
-def catalog_options(args: argparse.Namespace, io: Io | None = None) -> dict[str, Any]:
+def catalog_options(args: argparse.Namespace, io: Io | None = None, *, create: bool = True) -> dict[str, Any]:
     """``catalog`` and ``no_cache`` for the library calls.
 
     With ``io``: a catalog the user named (``--catalog``, ``$SESSIONTREE_CATALOG``) that
     cannot be used (not a catalog, unwritable) is said in one note on stderr, and the
-    files are read; the library would read them silently.
+    files are read; the library would read them silently. ``create=False``: a command
+    that only reads a catalog that is there (``search``) checks only such a one.
 
     Raises:
         CliError: the catalog path is inside Pi's folders.
@@ -132,7 +133,7 @@ def catalog_options(args: argparse.Namespace, io: Io | None = None) -> dict[str,
         from ..catalog import CatalogError, open_store
 
         try:
-            store = open_store(path, required=True, busy=5.0)
+            store = open_store(path, required=True, busy=5.0, create=create)
         except CatalogError as e:
             from rich.text import Text
 

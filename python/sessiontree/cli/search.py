@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from typing import Any
 
 from .._time import local_time
@@ -51,55 +52,66 @@ def run(args: argparse.Namespace, io: Io) -> int:
         try:
             total, files, hits = search_stream(args.query, _scope.folders(args),
                                                order="recent" if args.recent else "relevance", limit=limit,
-                                               offset=offset, on_bytes=update, **_scope.catalog_options(args, io))
+                                               offset=offset, on_bytes=update,
+                                               **_scope.catalog_options(args, io, create=False))
         except ValueError as e:
             raise CliError(f"bad query: {e}", code=2) from None
     if args.json:
         _write_json(io, {"query": args.query, "total": total, "offset": offset, "files": files}, hits)
         return 0
     result = SearchResult(tuple(hits), total, offset, files)
-    from rich.text import Text
-
     if not result.hits:
         msg = f"no hits in {result.files:,} session(s) of {safe(_scope.where(args))}{_scope.subfolder_hint(args)}"
         if result.total:
             msg = f"no hits on page {args.page} ({result.total:,} in all)"
-        io.err.print(Text(msg))
+        io.note(msg)
         return 0
-    for h in result.hits:
-        when = local_time(h.time).strftime("%Y-%m-%d %H:%M") if h.time is not None else "-" * 16
-        io.print(Text.assemble(
-            (when, "dim"), "  ", (f"{h.role:<9}", "cyan"), ("*" if h.on_path else " ", "bold green"), " ",
-            (safe(h.path), "bold"), "  ", (safe(h.entry_id), "yellow"),
-            (f"  {one_line(h.session_name, 60)}" if h.session_name else "", "dim"),
-        ), crop=False, no_wrap=True, overflow="ignore")
-        io.print(_snippet(h), crop=False, no_wrap=True, overflow="ignore")
     first = result.offset + 1
     last = result.offset + len(result.hits)
     more = f"; --page {args.page + 1} for more" if last < result.total else ""
-    io.print(Text(f"hits {first:,}–{last:,} of {result.total:,} in {result.files:,} session(s){more}"
-                  "  (* on the current path; open one: sessiontree context FILE --leaf ENTRY)", style="dim"))
+    foot = (f"hits {first:,}–{last:,} of {result.total:,} in {result.files:,} session(s){more}"
+            "  (* on the current path; open one: sessiontree context FILE --leaf ENTRY)")
+    if io.plain(sys.stdout):  # what rich would write, without it
+        out: list[str] = []
+        for h in result.hits:
+            out.append("".join(p if isinstance(p, str) else p[0] for p in _head(h)))
+            out.append("".join(p if isinstance(p, str) else p[0] for p in _snippet_parts(h)))
+        out.append(foot)
+        sys.stdout.write("\n".join(out) + "\n")
+        sys.stdout.flush()
+        return 0
+    from rich.text import Text
+
+    for h in result.hits:
+        io.print(Text.assemble(*_head(h)), crop=False, no_wrap=True, overflow="ignore")
+        io.print(Text.assemble(*_snippet_parts(h)), crop=False, no_wrap=True, overflow="ignore")
+    io.print(Text(foot, style="dim"))
     return 0
 
 
-def _snippet(h: Any) -> Any:
-    from rich.text import Text
+def _head(h: Any) -> list[str | tuple[str, str]]:
+    """A hit's first line: pieces of text, styled ``(text, style)`` or not."""
+    when = local_time(h.time).strftime("%Y-%m-%d %H:%M") if h.time is not None else "-" * 16
+    return [(when, "dim"), "  ", (f"{h.role:<9}", "cyan"), ("*" if h.on_path else " ", "bold green"), " ",
+            (safe(h.path), "bold"), "  ", (safe(h.entry_id), "yellow"),
+            (f"  {one_line(h.session_name, 60)}" if h.session_name else "", "dim")]
 
-    t = Text("    ")
+
+def _snippet_parts(h: Any) -> list[str | tuple[str, str]]:
+    """A hit's snippet line, indented, its matches styled."""
+    parts: list[str | tuple[str, str]] = ["    "]
     pos = 0
     for s, e in h.marks:
-        t.append(safe(h.snippet[pos:s]))
-        t.append(safe(h.snippet[s:e]), style="bold reverse")
+        parts.append(safe(h.snippet[pos:s]))
+        parts.append((safe(h.snippet[s:e]), "bold reverse"))
         pos = e
-    t.append(safe(h.snippet[pos:]))
-    return t
+    parts.append(safe(h.snippet[pos:]))
+    return parts
 
 
 def _write_json(io: Io, head: dict[str, Any], hits: Any) -> None:
     """The result as one JSON object, its hits written as they are made (all the hits of
     a common word never stand in memory at once)."""
-    import sys
-
     from ._common import to_json_bytes
 
     out = sys.stdout.buffer
