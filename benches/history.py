@@ -3,8 +3,9 @@
 Usage: ``python benches/history.py ROOT [--rounds N] [--out FILE.json]``, ROOT a
 sessions root in Pi's layout (``sessiontree generate ROOT --sessions 2000 --size
 930MB``). Every figure is the wall time of a fresh process (the command as a user runs
-it), page cache warm, best and median of ``--rounds`` rounds that alternate the tools;
-the load average is noted before and after. docs/BENCHMARKS.md, "A history against the
+it), page cache warm, the package's byte code compiled first (as an installed wheel's
+is), best and median of ``--rounds`` rounds that alternate the tools; the load average
+is noted before and after. docs/BENCHMARKS.md, "A history against the
 peers", says how to read it.
 
 * search: ``sessiontree search WORD ROOT --all`` (page of 20) against ``rg -l -i WORD``
@@ -31,6 +32,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -57,6 +59,13 @@ json.dump([list(r) for r in rows], sys.stdout)
 """
 
 
+def cat_argv(root: str, files: list[str]) -> list[str]:
+    """``cat`` of every file (through ``xargs`` past what one command line holds)."""
+    if len(files) < 5000:
+        return ["cat", *files]
+    return ["sh", "-c", f"find {shlex.quote(root)} -name '*.jsonl' -print0 | sort -z | xargs -0 cat"]
+
+
 def load() -> str:
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
@@ -66,18 +75,40 @@ def files_of(root: str) -> list[str]:
     return sorted(str(p) for d in sorted(Path(root).iterdir()) if d.is_dir() for p in d.glob("*.jsonl"))
 
 
-def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, bytes, int]:
-    """Wall seconds, stdout and peak RSS (bytes) of one process."""
+def timed(argv: list[str], env: dict[str, str] | None = None, peak: bool = False) -> tuple[float, bytes, int]:
+    """Wall seconds, stdout and (``peak``) peak RSS in bytes of one process: its
+    ``VmHWM``, read from /proc while it runs (``wait4``'s ``ru_maxrss`` counts the
+    parent's pages the child had at fork)."""
+    import threading
+
     t = time.perf_counter()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    hwm = [0]
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            try:
+                with open(f"/proc/{p.pid}/status") as f:
+                    for line in f:
+                        if line.startswith("VmHWM:"):
+                            hwm[0] = max(hwm[0], int(line.split()[1]) * 1024)
+            except OSError:
+                pass
+            stop.wait(0.005)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    if peak:
+        watcher.start()
     out = p.stdout.read() if p.stdout else b""
-    _, status, usage = os.wait4(p.pid, 0)
+    code = p.wait()
     wall = time.perf_counter() - t
-    code = os.waitstatus_to_exitcode(status)
-    p.returncode = code
+    stop.set()
+    if peak:
+        watcher.join()
     if code not in (0, 1):  # rg and grep exit 1 when nothing matches
         raise RuntimeError(f"{' '.join(argv)}: exit {code}")
-    return wall, out, usage.ru_maxrss * 1024
+    return wall, out, hwm[0]
 
 
 class Table:
@@ -128,6 +159,12 @@ def main(argv: list[str]) -> int:
     t = Table()
     t.info.update(root=root, files=len(files), bytes=total, rounds=args.rounds, load_before=load(),
                   python=sys.version.split()[0], rg=rg is not None)
+    import sessiontree
+
+    # Byte code as an installed package has it (a checkout run with
+    # PYTHONDONTWRITEBYTECODE would compile the modules it imports in every process).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.dirname(sessiontree.__file__)],
+                   check=True, stdout=subprocess.DEVNULL)
     tmp = tempfile.mkdtemp(prefix="st-history-")
     checks: dict[str, Any] = {}
     try:
@@ -138,7 +175,7 @@ def main(argv: list[str]) -> int:
         words = {"rare": args.rare, "common": args.common, "phrase": f'"{args.phrase}"'}
         # ------------------------------------------------------------ first answers
         for _ in range(args.rounds):
-            w, _out, _ = timed(["cat", *files] if len(files) < 5000 else ["sh", "-c", f"cat {root}/*/*.jsonl"])
+            w, _out, _ = timed(cat_argv(root, files))
             t.add("cat", w)
             for kind, word in words.items():
                 raw = word.strip('"')
@@ -176,14 +213,15 @@ def main(argv: list[str]) -> int:
         t.info.update(catalog_bytes=os.path.getsize(c), segment_bytes=seg)
         # ------------------------------------------------------------------- warm
         for _ in range(args.rounds):
-            timed(["cat", *files] if len(files) < 5000 else ["sh", "-c", f"cat {root}/*/*.jsonl"])
+            timed(cat_argv(root, files))
             for kind, word in words.items():
                 w, out, _ = timed([*ST, "search", word, root, "--all", "--catalog", c, "--json"])
                 t.add(f"search warm {kind}", w)
                 checks[f"warm {kind}"] = out
                 w, _out, _ = timed([*ST, "search", word, root, "--all", "--catalog", c])
                 t.add(f"search warm {kind} (text)", w)
-            w, out, rss = timed([*ST, "search", args.common, root, "--all", "--catalog", c, "--limit", "0", "--json"])
+            w, out, rss = timed([*ST, "search", args.common, root, "--all", "--catalog", c, "--limit", "0", "--json"],
+                                peak=True)
             t.add("search warm common all", w)
             t.info["all hits peak rss"] = max(rss, t.info.get("all hits peak rss", 0))
             checks["all hits"] = out

@@ -1070,22 +1070,6 @@ fn index_query<'py>(
         Err(e) => return Err(PyOSError::new_err(e)),
     };
     let text = |b: &[u8]| id_to_py(py, b);
-    let page: Vec<_> = a
-        .top
-        .iter()
-        .map(|h| {
-            (
-                h.rank,
-                h.seq,
-                h.offset,
-                h.len,
-                role_name(h.role),
-                h.time,
-                h.score,
-                h.anchor,
-            )
-        })
-        .collect();
     let unsure = a
         .unsure
         .iter()
@@ -1104,11 +1088,53 @@ fn index_query<'py>(
         .collect::<PyResult<Vec<_>>>()?;
     (
         a.total,
-        PyList::new(py, page)?,
+        HitKeys { hits: a.top },
         PyList::new(py, unsure)?,
         a.stale,
     )
         .into_pyobject(py)
+}
+
+/// The decided hits of [`index_query`], best first, kept here (about 56 bytes a hit):
+/// all the hits of a common word over a large history are made into Python objects a
+/// chunk at a time ([`HitKeys::take`]), never all at once.
+#[pyclass(frozen, name = "HitKeys", module = "sessiontree._sessiontree")]
+pub struct HitKeys {
+    hits: Vec<crate::search::index::KeyHit>,
+}
+
+#[pymethods]
+impl HitKeys {
+    fn __len__(&self) -> usize {
+        self.hits.len()
+    }
+
+    /// Hits `[start, start + n)` (fewer at the end): each `(rank, seq, offset, length,
+    /// role, time, score, anchor)`.
+    #[allow(clippy::type_complexity)]
+    fn take(
+        &self,
+        start: usize,
+        n: usize,
+    ) -> Vec<(u32, u32, u64, u32, &'static str, Option<f64>, u64, u64)> {
+        let start = start.min(self.hits.len());
+        let end = start.saturating_add(n).min(self.hits.len());
+        self.hits[start..end]
+            .iter()
+            .map(|h| {
+                (
+                    h.rank,
+                    h.seq,
+                    h.offset,
+                    h.len,
+                    role_name(h.role),
+                    h.time,
+                    h.score,
+                    h.anchor,
+                )
+            })
+            .collect()
+    }
 }
 
 /// `search::index::snippets` (releases the GIL): the snippets of hits `(rank, offset,
@@ -1362,6 +1388,8 @@ mod _sessiontree {
     use super::stat_unchanged;
     #[pymodule_export]
     use super::usage_report;
+    #[pymodule_export]
+    use super::HitKeys;
     #[pymodule_export]
     use super::PyIndex;
     use pyo3::prelude::*;

@@ -120,8 +120,15 @@ def test_changed_files_are_read_and_appends_index_their_bytes(root: list[str], t
     data = Path(files[2]).read_bytes().replace(b"the", b"zanzibar", 3)
     Path(files[2]).write_bytes(data)  # rewritten in place
     for q in ("zanzibar", "the", '"the session"'):
-        _same(folders, catalog, q, limit=None)
-        assert _same.read == 2, q  # type: ignore[attr-defined]  # the grown and the rewritten file
+        # The index's hits (held natively, made a thousand at a time) merged with the
+        # files read: every order, page and chunk boundary as the files alone give it.
+        for order in ("relevance", "recent"):
+            got = _same(folders, catalog, q, order=order, limit=None)
+            assert _same.read == 2, q  # type: ignore[attr-defined]  # the grown and the rewritten file
+            for limit, offset in ((20, 0), (7, 13), (5, 998)):
+                _same(folders, catalog, q, order=order, limit=limit, offset=offset)
+        if q == "the":
+            assert got.total > _search._CHUNK
     summary = cat.index(folders, catalog=catalog)
     assert summary.bytes_read < 3 * os.path.getsize(files[2]) + 100_000
     got = _same(folders, catalog, "zanzibar", limit=None)

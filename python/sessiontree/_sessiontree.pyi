@@ -24,6 +24,7 @@ __all__ = [
     "segment_pieces",
     "stat_unchanged",
     "usage_report",
+    "HitKeys",
     "Index",
     "__version__",
     "ENTRY_TYPES",
@@ -366,22 +367,31 @@ def index_merge(folder: bytes, inputs: Sequence[bytes], live: Sequence[tuple[int
 def index_query(
     segments: Sequence[bytes], scope: Sequence[tuple[int, int, int, int]], paths: Sequence[bytes],
     terms: Sequence[Sequence[str]], uncased: str, k: int | None, recent: bool, threads: int,
-) -> tuple[int, list[tuple[int, int, int, int, str, float | None, int, int]],
-           list[tuple[int, int, int, str, str, float | None, str]], bool]:
+) -> tuple[int, HitKeys, list[tuple[int, int, int, str, str, float | None, str]], bool]:
     """Answer a query from search segments for the files of ``scope`` (``(file id, epoch,
     s_end, rank)``) whose paths are ``paths`` by rank; ``k`` the best decided hits wanted
     (``None``: all; newest first with ``recent``).
 
     Returns:
-        ``(total, top, unsure, stale)``: decided hits in all; the best ``k`` as ``(rank,
-        seq, offset, length, role, time, score, anchor)`` (:func:`index_snippets` reads
-        their snippets); entries Python must judge as ``(rank, seq, offset, entry_id,
-        role, time, text)``; whether a file no longer holds what was indexed.
+        ``(total, top, unsure, stale)``: decided hits in all; the best ``k``, best first
+        (:class:`HitKeys`; :func:`index_snippets` reads their snippets); entries Python
+        must judge as ``(rank, seq, offset, entry_id, role, time, text)``; whether a
+        file no longer holds what was indexed.
 
     Raises:
         OSError: a segment cannot be read or is damaged.
         ValueError: a term without ASCII letters or digits (the index cannot narrow it).
     """
+
+@final
+class HitKeys:
+    """Decided hits of :func:`index_query`, best first, held natively (about 56 bytes
+    each) and made into tuples a slice at a time."""
+
+    def __len__(self) -> int: ...
+    def take(self, start: int, n: int) -> list[tuple[int, int, int, int, str, float | None, int, int]]:
+        """Hits ``[start, start + n)`` (fewer at the end) as ``(rank, seq, offset,
+        length, role, time, score, anchor)``."""
 
 def index_snippets(
     paths: Sequence[bytes], hits: Sequence[tuple[int, int, int, str, int]], terms: Sequence[Sequence[str]],

@@ -418,7 +418,13 @@ class _Search:
         self.store: Any = None
         self.damaged = False
         self.ref_paths: list[bytes] = []
-        self.entries: dict[int, set[int]] = {}
+        self.entries: dict[int, bytes] = {}
+        self.key = _order_key(order)
+        # The index's decided hits, best first, held natively (``HitKeys``), and the
+        # files they index by rank (path, catalog row).
+        self.keys: Any = None
+        self.indexed: list[tuple[str, tuple[Any, ...]]] = []
+        self.ctxs: dict[int, tuple[str, str | None, str]] = {}
         by_folder = [(folder, [(path, name, st) for name, path, st in folder_files(folder)
                                if isinstance(st, os.stat_result)]) for folder in folders]
         items = [x for _f, xs in by_folder for x in xs]
@@ -456,7 +462,7 @@ class _Search:
             self.sessions += _python_hits(self.native, self.matcher, python, self.hits)
         if on_progress is not None:
             on_progress(len(items), len(items))
-        self.hits.sort(key=_order_key(order))
+        self.hits.sort(key=self.key)
 
     def close(self) -> None:
         if self.store is not None:
@@ -465,7 +471,40 @@ class _Search:
 
     @property
     def total(self) -> int:
-        return len(self.hits) + self.unseen
+        return len(self.hits) + self.unseen + (len(self.keys) if self.keys is not None else 0)
+
+    def ordered(self) -> Iterator[_Hit]:
+        """Every hit, best first: the index's (made into tuples a chunk at a time)
+        merged with the others."""
+        if self.keys is None or not len(self.keys):
+            return iter(self.hits)
+        keys = self.keys
+
+        def indexed() -> Iterator[_Hit]:
+            for start in range(0, len(keys), _CHUNK):
+                yield from self._index_hits(keys.take(start, _CHUNK))
+
+        if not self.hits:
+            return indexed()
+        import heapq
+
+        return heapq.merge(indexed(), self.hits, key=self.key)
+
+    def _index_hits(self, top: list[tuple[Any, ...]]) -> list[_Hit]:
+        """The index's hits ``top`` (``HitKeys.take``) as hits before their page."""
+        out = []
+        for rank, seq, off, length, role, time, score, anchor in top:
+            path, row = self.indexed[rank]
+            out.append((path, seq, time, score, self._ctx(rank), None, role, None, anchor, None, None, None,
+                        (row[1], (rank, off, length, role, anchor))))
+        return out
+
+    def _ctx(self, rank: int) -> tuple[str, str | None, str]:
+        got = self.ctxs.get(rank)
+        if got is None:
+            r = self.indexed[rank][1]
+            got = self.ctxs[rank] = (py_text(r[13]), py_text(r[14]), py_text(r[15]) or "")
+        return got
 
     def snippets(self, hits: list[_Hit], threads: int = _THREADS) -> list[Any]:
         """The index hits' snippets, read from their files (releases the GIL)."""
@@ -506,15 +545,16 @@ class _Search:
 
                     raise StaleSessionError(f"{path}: rewritten while it was searched; search again")
                 if ref[0] is not None:
-                    on_path = seq in self._path(ref[0], path)
+                    on_path = _on(self._path(ref[0], path), seq)
             if snip is None:
                 snip, marks = snippet(body, anchor, self.matcher)
             out.append(SearchHit(path, ctx[0], ctx[1], ctx[2], entry, seq, role,
                                  datetime_from_ms(time) if time is not None else None, on_path, score, snip, marks))
         return out
 
-    def _path(self, file: int, path: str) -> set[int]:
-        """The entry numbers on the current path of catalog file ``file`` (at ``path``)."""
+    def _path(self, file: int, path: str) -> bytes:
+        """The entry numbers on the current path of catalog file ``file`` (at ``path``),
+        as a bitmap (:func:`_on`: thousands of files' sets would not be small)."""
         if file not in self.entries:
             record = None
             if not self.damaged:
@@ -531,7 +571,11 @@ class _Search:
 
             if not record:  # no record (or a row gone since): read from the file instead
                 record = scan_file(path, 0, b"", False, 1 << 62, native=self.native)[5]
-            self.entries[file] = set(entries_path(record, native=self.native))
+            seqs = entries_path(record, native=self.native)
+            bits = bytearray((max(seqs) >> 3) + 1 if seqs else 0)
+            for q in seqs:
+                bits[q >> 3] |= 1 << (q & 7)
+            self.entries[file] = bytes(bits)
         return self.entries[file]
 
     _ROW = ("SELECT name, id, dev, ino, size, mtime_ns, ctime_ns, l_end, tail, problem, old, epoch, s_end, sid, title,"
@@ -592,25 +636,20 @@ class _Search:
         if stale:
             return None
 
-        ctxs: dict[int, tuple[str, str | None, str]] = {}
-
-        def ctx(rank: int) -> tuple[str, str | None, str]:
-            got = ctxs.get(rank)
-            if got is None:
-                r = indexed[rank][1]
-                got = ctxs[rank] = (py_text(r[13]), py_text(r[14]), py_text(r[15]) or "")
-            return got
-
-        for rank, seq, off, length, role, time, score, anchor in top:
-            self.hits.append((indexed[rank][0], seq, time, score, ctx(rank), None, role, None, anchor, None, None,
-                              None, (indexed[rank][1][1], (rank, off, length, role, anchor))))
+        self.indexed = indexed
         for rank, seq, _off, entry, role, time, text in unsure:
             body = search_text(text)
             m = self.matcher.match(body)
             if m is not None:
-                self.hits.append((indexed[rank][0], seq, time, m[0], ctx(rank), entry, role, body, m[1], None, None,
-                                  seq in self._path(indexed[rank][1][1], indexed[rank][0]), None))
+                self.hits.append((indexed[rank][0], seq, time, m[0], self._ctx(rank), entry, role, body, m[1], None,
+                                  None, _on(self._path(indexed[rank][1][1], indexed[rank][0]), seq), None))
+        self.keys = top
         return len(indexed), total - len(top), raw
+
+
+def _on(bits: bytes, seq: int) -> bool:
+    """Entry ``seq`` is in the bitmap ``bits`` (``_Search._path``)."""
+    return (seq >> 3) < len(bits) and bool(bits[seq >> 3] >> (seq & 7) & 1)
 
 
 def search_folders(
@@ -669,35 +708,45 @@ def search_stream(
     Raises:
         ValueError: the query is empty or its ``re:`` pattern is empty or invalid.
     """
+    import itertools
+
     q = query if isinstance(query, Query) else parse_query(query)
     s = _Search(q, folders, catalog, no_cache, order, None if limit is None else offset + limit, on_progress,
                 on_bytes)
-    page = s.hits[offset:] if limit is None else s.hits[offset:offset + limit]
+    total = s.total
+    page = itertools.islice(s.ordered(), offset, None if limit is None else offset + limit)
+    first = list(itertools.islice(page, _CHUNK))
+
+    def chunks() -> Iterator[list[_Hit]]:
+        chunk = first
+        while chunk:
+            yield chunk
+            chunk = list(itertools.islice(page, _CHUNK))
 
     def made() -> Iterator[SearchHit]:
-        chunks = [page[k:k + _CHUNK] for k in range(0, len(page), _CHUNK)]
-        if len(chunks) <= 1:
-            try:
-                yield from s.page(chunks[0]) if chunks else ()
-            finally:
-                s.close()
-            return
         # The next chunk's snippets are read (natively, on one thread) while this one's
         # hits are made and written (in Python, on the other).
         from concurrent.futures import ThreadPoolExecutor
 
         try:
             with ThreadPoolExecutor(1) as ahead:
-                nxt = ahead.submit(s.snippets, chunks[0], 1) if chunks else None
-                for k, chunk in enumerate(chunks):
+                it = chunks()
+                chunk = next(it, None)
+                nxt = ahead.submit(s.snippets, chunk, 1) if chunk else None
+                while chunk:
                     assert nxt is not None
                     got = nxt.result()
-                    nxt = ahead.submit(s.snippets, chunks[k + 1], 1) if k + 1 < len(chunks) else None
+                    following = next(it, None)
+                    nxt = ahead.submit(s.snippets, following, 1) if following else None
                     yield from s.page(chunk, got)
+                    chunk = following
         finally:
             s.close()
 
-    if len(page) <= _CHUNK:  # one page: made now (and the catalog closed)
-        hits = list(made())
-        return s.total, s.sessions, iter(hits)
-    return s.total, s.sessions, made()
+    if len(first) < _CHUNK:  # one page: made now (and the catalog closed)
+        try:
+            hits = s.page(first)
+        finally:
+            s.close()
+        return total, s.sessions, iter(hits)
+    return total, s.sessions, made()
