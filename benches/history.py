@@ -20,6 +20,8 @@ peers", says how to read it.
   warm, by model, day, week, month, project and session. Checked: by model, the
   records and token sums equal DuckDB's, the cost to 1e-9 (DuckDB sums floats in its
   own order; sessiontree's sum is exact).
+  The warm report's call alone is timed too (``catalog.usage`` in a fresh process,
+  the interpreter's start and imports left out).
 * listing: ``sessiontree ls ROOT --all --json`` first and warm against ``cat`` of every
   file.
 * index: ``sessiontree index ROOT --all`` once (time, catalog and segments on disk),
@@ -64,6 +66,19 @@ def cat_argv(root: str, files: list[str]) -> list[str]:
     if len(files) < 5000:
         return ["cat", *files]
     return ["sh", "-c", f"find {shlex.quote(root)} -name '*.jsonl' -print0 | sort -z | xargs -0 cat"]
+
+
+CALL = """
+import json, os, sys, time
+from sessiontree import catalog
+from sessiontree.catalog import _files, _store, _usage  # what the call imports lazily
+root, group, cat = sys.argv[1:]
+folders = [os.path.join(root, d) for d in sorted(os.listdir(root)) if os.path.isdir(os.path.join(root, d))]
+t = time.perf_counter()
+catalog.usage(group, folders, catalog=cat)
+print(time.perf_counter() - t)
+"""
+"""One warm report's call in a fresh process (the interpreter's start and imports left out)."""
 
 
 def load() -> str:
@@ -229,6 +244,9 @@ def main(argv: list[str]) -> int:
                 w, out, _ = timed([*ST, "usage", group, root, "--all", "--catalog", c, "--json"])
                 t.add(f"usage warm {group}", w)
                 checks[f"usage warm {group}"] = out
+            for group in ("model", "daily", "session"):
+                _w, out, _ = timed([sys.executable, "-c", CALL, root, group, c])
+                t.add(f"usage warm {group} (call)", float(out))
             w, _out, _ = timed([*ST, "ls", root, "--all", "--catalog", c, "--json"])
             t.add("ls warm", w)
         # --------------------------------------------------------- one append
@@ -303,6 +321,8 @@ def report(t: Table) -> None:
         ("usage by model, first", "usage first model", "duckdb model"),
         *[(f"usage by {r}, warm", f"usage warm {r}", "duckdb model")
           for r in ("model", "daily", "weekly", "monthly", "project", "session")],
+        *[(f"usage by {r}, warm, the call alone (one fresh process)", f"usage warm {r} (call)", "duckdb model")
+          for r in ("model", "daily", "session")],
         ("ls, first", "ls first", "cat"),
         ("ls, warm", "ls warm", "cat"),
     ]
