@@ -21,6 +21,18 @@ $(DEPS): $(PY) pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "maturin>=1.9,<2" "orjson>=3.9" "rich>=13" "pytest>=8" "hypothesis>=6.100" "pytest-benchmark>=4" "matplotlib>=3.7" "mypy>=1.18" "textual>=8"
 	$(PY) -m pip install -q "pyarrow>=15" "duckdb>=1.1" "polars>=1.0"
+	$(PY) -m pip install -q "pi-agent-harness-lc==$(PEER_VERSION)" "pytest-asyncio>=0.24" \
+		"openai-agents>=0.24" "langgraph>=1.2" "langgraph-checkpoint>=4.3" \
+		"langgraph-checkpoint-conformance>=0.0.2"
+	touch $@
+
+# A peer's session tests (tests/test_peer_harness.py): pi-agent-harness-lc's source
+# distribution from PyPI (its tests are not in the wheel), unpacked into the venv.
+PEER_VERSION := 0.6.0
+PEER := $(VENV)/peer/pi_agent_harness_lc-$(PEER_VERSION)
+$(PEER): $(DEPS)
+	$(PY) -m pip download -q --no-deps --no-binary :all: "pi-agent-harness-lc==$(PEER_VERSION)" -d $(VENV)/peer
+	tar -xzf $(VENV)/peer/pi_agent_harness_lc-$(PEER_VERSION).tar.gz -C $(VENV)/peer
 	touch $@
 
 $(BUILT): $(DEPS) $(RUST_SOURCES)
@@ -38,7 +50,7 @@ test-rust:
 
 # Tests that take the `backend` fixture run on both backends in one pass; the second
 # pass runs the command line (whose default is `auto` = native) on the python backend.
-test-python: $(BUILT)
+test-python: $(BUILT) $(PEER)
 	$(PY) -m mypy.stubtest sessiontree._sessiontree
 	$(PY) -m pytest -q -p no:cacheprovider tests benches --benchmark-disable
 	SESSIONTREE_BACKEND=python $(PY) -m pytest -q -p no:cacheprovider tests/test_cli.py

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -81,13 +82,16 @@ def _export(paths: list[str], out: Path, backend: str) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def _run(benchmark: Any, paths: list[str], tmp_path: Path, backend: str) -> dict[str, Any]:
+def _run(benchmark: Any, paths: list[str], tmp_path: Path, backend: str,
+         between: Any = None) -> dict[str, Any]:  # fmt: skip
     results: list[dict[str, Any]] = []
     rounds = iter(range(1000))
 
     def once() -> None:
         out = tmp_path / f"out{next(rounds)}"
         results.append(_export(paths, out, backend))
+        if between is not None:  # the peer, alternated with each round
+            between()
 
     benchmark.pedantic(once, rounds=1 if benchmark.disabled else 2, iterations=1)
     best = min(results, key=lambda r: r["seconds"])
@@ -115,3 +119,58 @@ def test_export_folder(benchmark: Any, backend: str, tmp_path: Path) -> None:
     set_info(benchmark, f"export parquet · {n} sessions", backend=backend, operation="export_parquet_folder",
              items=n, bytes=total, size=f"{n} files", mb_per_s=round(best["mb_per_s"], 1),
              peak_rss=best["peak_rss"], seconds=best["seconds"])  # fmt: skip
+
+
+HISTORY_SESSIONS, HISTORY_BYTES = 2000, 930_000_000  # `sessiontree generate ROOT --sessions 2000 --size 930MB`
+SMOKE_HISTORY_BYTES = 4_000_000
+
+
+def history_of(n: int, total: int) -> Path:
+    """A generated history in Pi's layout (``generate_root``: ten project folders)."""
+    from sessiontree.generate import generate_root
+
+    root = cache_dir() / f"tables-history-{n}-{total}-seed{SEED}-{_source_hash()}"
+    done = root / ".complete"
+    if not done.exists():
+        with _Lock(root.parent):
+            if not done.exists():
+                shutil.rmtree(root, ignore_errors=True)
+                generate_root(root, sessions=n, total_bytes=total, seed=SEED)
+                done.touch()
+    return root
+
+
+def _plain(folders: list[str], out: Path) -> dict[str, Any]:
+    script = Path(__file__).with_name("plain_parquet.py")
+    proc = subprocess.run([sys.executable, str(script), str(out), *folders], capture_output=True, text=True,
+                          check=False, timeout=3600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_export_history_against_plain_python(benchmark: Any, backend: str, tmp_path: Path) -> None:
+    """The issue's history (2,000 sessions, 0.93 GB) exported by sessiontree and by the
+    plain-Python script a user would write (``plain_parquet.py``: ``json.loads`` +
+    pyarrow), alternated in fresh processes, best of 2 each; the datasets hold the same
+    rows."""
+    import pyarrow.dataset as ds
+
+    root = history_of(HISTORY_SESSIONS, SMOKE_HISTORY_BYTES if benchmark.disabled else HISTORY_BYTES)
+    folders = sorted(str(p) for p in root.iterdir() if p.is_dir())
+    total = sum(p.stat().st_size for p in root.glob("*/*.jsonl"))
+    plain: list[dict[str, Any]] = []
+    rounds = iter(range(1000))
+
+    def once() -> None:
+        k = next(rounds)
+        plain.append(_plain(folders, tmp_path / f"plain{k}"))
+
+    best = _run(benchmark, folders, tmp_path, backend, between=once)
+    peer = min(plain, key=lambda r: r["seconds"])
+    assert best["written"] == HISTORY_SESSIONS == peer["sessions"] and best["bytes"] == total
+    for table, n in (("entries", peer["entries"]), ("tool_calls", peer["calls"])):
+        assert ds.dataset(tmp_path / "out0" / table, format="parquet").count_rows() == n
+    set_info(benchmark, f"export parquet · history of {HISTORY_SESSIONS} sessions", backend=backend,
+             operation="export_parquet_history", items=HISTORY_SESSIONS, bytes=total, size=f"{total / 1e6:.0f} MB",
+             mb_per_s=round(best["mb_per_s"], 1), seconds=best["seconds"], plain_seconds=peer["seconds"],
+             ratio=round(peer["seconds"] / best["seconds"], 2))  # fmt: skip

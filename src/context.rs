@@ -3,7 +3,7 @@
 //! (honouring the latest compaction, its `firstKeptEntryId`, and leaving `system`
 //! messages out of the kept range), which of them may contribute messages, which
 //! `context_edit` applies to each edited one, and where thinking level and model come
-//! from. One walk of the path; nothing is decoded.
+//! (and, for agent-core's harness files, the active tool names) come from. One walk of the path; nothing is decoded.
 
 use crate::kind::{EntryKind, Role};
 
@@ -19,6 +19,8 @@ pub struct Plan {
     pub thinking: Option<u32>,
     /// The last `model_change` or assistant message on the path.
     pub model: Option<u32>,
+    /// The last `active_tools_change` on the path (agent-core's harness).
+    pub active_tools: Option<u32>,
     /// Every context entry, in order.
     pub entries: Vec<u32>,
     /// `(target, edit)`: the `context_edit` among the context entries that applies to
@@ -50,6 +52,7 @@ pub fn plan(
         match kinds[e as usize] {
             EntryKind::ThinkingLevelChange => plan.thinking = Some(e),
             EntryKind::ModelChange => plan.model = Some(e),
+            EntryKind::ActiveToolsChange => plan.active_tools = Some(e),
             EntryKind::Message if roles[e as usize] == Role::Assistant => plan.model = Some(e),
             EntryKind::Compaction => comp_at = Some(i),
             _ => {}

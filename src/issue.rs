@@ -9,7 +9,7 @@ pub enum IssueKind {
     Bom,
     /// Rule 3.
     InvalidUtf8,
-    /// Rule 4, recovered entry follows.
+    /// Rule 4: bytes that are no object on a line whose objects were read.
     TornFragment,
     /// Rule 4.
     InvalidJson,
@@ -33,11 +33,13 @@ pub enum IssueKind {
     FirstKeptOffPath,
     /// Rule 12.
     UnknownType,
+    /// Rule 13: a `leaf` entry whose `targetId` is neither `null` nor an earlier entry.
+    InvalidLeafTarget,
 }
 
 impl IssueKind {
     /// Every kind, in declaration order.
-    pub const ALL: [IssueKind; 14] = [
+    pub const ALL: [IssueKind; 15] = [
         IssueKind::Bom,
         IssueKind::InvalidUtf8,
         IssueKind::TornFragment,
@@ -52,6 +54,7 @@ impl IssueKind {
         IssueKind::Cycle,
         IssueKind::FirstKeptOffPath,
         IssueKind::UnknownType,
+        IssueKind::InvalidLeafTarget,
     ];
 
     /// The stable string Python's `IssueKind` uses.
@@ -71,6 +74,7 @@ impl IssueKind {
             IssueKind::Cycle => "cycle",
             IssueKind::FirstKeptOffPath => "first_kept_off_path",
             IssueKind::UnknownType => "unknown_type",
+            IssueKind::InvalidLeafTarget => "invalid_leaf_target",
         }
     }
 
@@ -87,6 +91,7 @@ impl IssueKind {
             IssueKind::Cycle => 10,
             IssueKind::FirstKeptOffPath => 11,
             IssueKind::UnknownType => 12,
+            IssueKind::InvalidLeafTarget => 13,
         }
     }
 }
@@ -99,12 +104,13 @@ pub struct Issue {
     pub kind: IssueKind,
     /// 1-based physical line.
     pub line: Option<u64>,
-    /// Byte offset of that line's first byte.
+    /// Byte offset of that line's first byte (a `torn_fragment` that does not start
+    /// the line: of its own first byte).
     pub offset: Option<u64>,
     /// Entry ids involved (decoded bytes; lone surrogates in generalized UTF-8).
     pub ids: Vec<Vec<u8>>,
-    /// A count: `duplicate_id` the line of the first definition, `torn_fragment` the
-    /// bytes before the recovered object, `truncated` the length of the piece, `cycle`
+    /// A count: `duplicate_id` the line of the first definition, `torn_fragment` its
+    /// bytes, `truncated` the length of the piece, `cycle`
     /// the number of entries.
     pub n: Option<u64>,
     /// `unknown_type`: the `type` when it is a string (decoded, like `ids`).
@@ -112,6 +118,13 @@ pub struct Issue {
 }
 
 impl Issue {
+    /// Heap bytes the item holds.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.ids.capacity() * 24
+            + self.ids.iter().map(Vec::capacity).sum::<usize>()
+            + self.text.as_ref().map_or(0, Vec::capacity)
+    }
+
     /// An item about the line `line` at `offset`, with no ids, count or text.
     pub(crate) fn at(kind: IssueKind, line: u64, offset: u64) -> Issue {
         Issue {
@@ -158,6 +171,9 @@ mod tests {
         for (i, k) in IssueKind::ALL.iter().enumerate() {
             assert_eq!(*k as usize, i);
         }
-        assert_eq!(IssueKind::ALL.len(), IssueKind::UnknownType as usize + 1);
+        assert_eq!(
+            IssueKind::ALL.len(),
+            IssueKind::InvalidLeafTarget as usize + 1
+        );
     }
 }

@@ -12,6 +12,7 @@
 //! (docs/ARCHITECTURE.md lists them).
 
 mod clip;
+mod col;
 mod context;
 mod error;
 mod guard;
@@ -21,7 +22,10 @@ mod issue;
 mod kind;
 mod lines;
 mod listing;
+mod persist;
 mod report;
+pub mod rows;
+mod runs;
 mod scan;
 pub mod search;
 mod source;
@@ -40,6 +44,7 @@ pub use lines::FINGERPRINT;
 pub use listing::{
     entries_path, scan_file, Collect, Doc, DocKind, Header, Name, Scan, UsageKind, UsageRow,
 };
+pub use persist::Cache;
 pub use report::{report as usage_report, Bucket, FileLog, Key as ReportKey, Report, Sum};
 pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES};
 pub use search::index::{

@@ -75,7 +75,8 @@ pub(crate) struct Cand {
     pub(crate) line: u64,
     /// Offset of the line's first byte.
     pub(crate) line_off: u64,
-    /// The object's bytes `start..end` (after a BOM or torn fragment; no CR/LF).
+    /// The object's bytes `start..end` (after a BOM, torn bytes or objects glued
+    /// before it; no CR/LF).
     pub(crate) start: u64,
     pub(crate) end: u64,
     pub(crate) kind: EntryKind,
@@ -84,8 +85,8 @@ pub(crate) struct Cand {
     pub(crate) parent: Ref,
     /// `Date.parse(timestamp)` in ms, `i64::MIN` if it does not parse.
     pub(crate) ts: i64,
-    /// A compaction's `firstKeptEntryId`, a context edit's `targetId`, an unknown
-    /// entry's `type`; else `Absent`.
+    /// A compaction's `firstKeptEntryId`, a context edit's or a leaf move's
+    /// `targetId`, an unknown entry's `type`; else `Absent`.
     pub(crate) extra: Ref,
     /// [`line_hash`] of the object's bytes.
     pub(crate) hash: u32,
@@ -100,7 +101,7 @@ pub(crate) struct Cand {
 /// read (xxh3, folded to 32 bits: ~0.05 ms per MB read; a change goes unnoticed with
 /// probability 2^-32).
 pub(crate) fn line_hash(bytes: &[u8]) -> u32 {
-    let h = xxhash_rust::xxh3::xxh3_64(bytes);
+    let h = twox_hash::XxHash3_64::oneshot(bytes);
     (h ^ (h >> 32)) as u32
 }
 
@@ -125,7 +126,7 @@ pub(crate) struct Chunk {
     /// Assistant messages' usage numbers and the JSON texts (in the arena) of their
     /// `provider` and `model` (`usage.rs`).
     spent: Vec<(Numbers, Ref, Ref)>,
-    /// A range scanned from offset 0 (an open): the first [`FINGERPRINT`] bytes the
+    /// When the scan keeps the ends (an open): the first [`FINGERPRINT`] bytes the
     /// chunk covers (its first block only) and those of its bytes among the range's
     /// last `2 * FINGERPRINT` (empty for all but the last chunk or two), as read.
     pub(crate) first_bytes: Vec<u8>,
@@ -203,7 +204,6 @@ fn scan_range(
     let mut ls = scan::LineScan {
         verdict: Verdict::Object,
         bad_utf8: false,
-        recovered_at: 0,
         fields: scan::Fields::default(),
     };
     while pos < bytes.len() && pos < soft_end {
@@ -273,7 +273,7 @@ fn scan_range(
             scan_one(
                 &mut ch,
                 content,
-                &scan::scan_piece(content, !is_tail),
+                &scan::scan_line(content),
                 base + cstart as u64,
                 base + pos as u64,
                 line_no,
@@ -293,7 +293,9 @@ fn scan_range(
     (ch, pos)
 }
 
-/// Apply the line's scan `ls` (rules 3–5) and record a candidate or issues.
+/// Apply the line's scan `ls` (rules 3–5; rule 4's split of a complete invalid line)
+/// and record its candidates and issues. `cbase` is the offset of `content[0]`,
+/// `cbase_line` that of the line's first byte.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn scan_one(
@@ -311,76 +313,102 @@ fn scan_one(
         issues.push(Issue::at(IssueKind::InvalidUtf8, line, line_off));
     }
     match ls.verdict {
-        Verdict::Invalid => {
-            issues.push(if is_tail {
-                Issue::at(IssueKind::Truncated, line, line_off).n(content.len() as u64)
-            } else {
-                Issue::at(IssueKind::InvalidJson, line, line_off)
-            });
-            if is_tail {
-                // A pending line is judged whole once complete; until then only its
-                // truncation is reported (the python backend's rule too).
-                issues.retain(|i| i.kind == IssueKind::Truncated);
-                ch.tail = Some((cbase_line, false));
-                ch.tail_issues = issues;
+        Verdict::Invalid if is_tail => {
+            // A pending line is judged whole once complete; until then only its
+            // truncation is reported (the python backend's rule too).
+            ch.tail = Some((cbase_line, false));
+            ch.tail_issues =
+                vec![Issue::at(IssueKind::Truncated, line, line_off).n(content.len() as u64)];
+            return;
+        }
+        Verdict::Invalid => match scan::split_line(content) {
+            None => issues.push(Issue::at(IssueKind::InvalidJson, line, line_off)),
+            Some(split) => {
+                for &(a, b) in &split.fragments {
+                    // A fragment that starts the line is counted from the line's first
+                    // byte (a BOM included), as the python backend counts.
+                    let at = if a == 0 { line_off } else { cbase + a as u64 };
+                    issues.push(
+                        Issue::at(IssueKind::TornFragment, line, at).n(cbase + b as u64 - at),
+                    );
+                }
+                ch.issues.append(&mut issues);
+                for p in &split.pieces {
+                    let obj = &content[p.start..p.end];
+                    add_cand(
+                        ch,
+                        obj,
+                        &p.fields,
+                        ls.bad_utf8,
+                        cbase + p.start as u64,
+                        line,
+                        line_off,
+                    );
+                }
                 return;
             }
-        }
+        },
         Verdict::NotObject => issues.push(Issue::at(IssueKind::NotAnObject, line, line_off)),
         Verdict::Object => {
-            let at = ls.recovered_at;
-            if at > 0 {
-                // Counted from the line's first byte (a BOM or the start of a
-                // continued line included), as the python backend counts.
-                let before = cbase + at as u64 - line_off;
-                issues.push(Issue::at(IssueKind::TornFragment, line, line_off).n(before));
+            add_cand(ch, content, &ls.fields, ls.bad_utf8, cbase, line, line_off);
+            if is_tail {
+                ch.tail = Some((line_off, true));
             }
-            let obj = &content[at..];
-            let f = &ls.fields;
-            // A line that is valid UTF-8 needs no second check of its spans.
-            let ok = !ls.bad_utf8;
-            let ty = scan::str_bytes_of(obj, f.ty, ok);
-            let kind = ty
-                .as_deref()
-                .map_or(EntryKind::Unknown, EntryKind::from_name);
-            let role = if kind == EntryKind::Message {
-                Role::from_name(scan::str_bytes_of(obj, f.role, ok).as_deref())
-            } else {
-                Role::None
-            };
-            let ts = scan::str_bytes_of(obj, f.timestamp, ok)
-                .and_then(|t| parse_iso_ms(&t))
-                .unwrap_or(i64::MIN);
-            let id = ch.intern(obj, f.id, ok);
-            let parent = ch.intern(obj, f.parent_id, ok);
-            let spent = (role == Role::Assistant).then(|| ch.add_spent(obj, f));
-            let extra = match kind {
-                EntryKind::Compaction => ch.intern(obj, f.first_kept, ok),
-                EntryKind::ContextEdit => ch.intern(obj, f.target_id, ok),
-                EntryKind::Unknown => ch.intern(obj, f.ty, ok),
-                _ => Ref::Absent,
-            };
-            ch.cands.push(Cand {
-                line,
-                line_off,
-                start: cbase + at as u64,
-                end: cbase + content.len() as u64,
-                kind,
-                role,
-                id,
-                parent,
-                ts,
-                extra,
-                hash: line_hash(obj),
-                spent,
-                long_number: f.long_number,
-            });
         }
     }
-    if is_tail {
-        ch.tail = Some((line_off, true));
-    }
     ch.issues.append(&mut issues);
+}
+
+/// Record the object `obj` (its fields `f`, its first byte at offset `start`) found on
+/// the line `line` at `line_off`.
+#[inline]
+fn add_cand(
+    ch: &mut Chunk,
+    obj: &[u8],
+    f: &scan::Fields,
+    bad_utf8: bool,
+    start: u64,
+    line: u64,
+    line_off: u64,
+) {
+    // A line that is valid UTF-8 needs no second check of its spans.
+    let ok = !bad_utf8;
+    let ty = scan::str_bytes_of(obj, f.ty, ok);
+    let kind = ty
+        .as_deref()
+        .map_or(EntryKind::Unknown, EntryKind::from_name);
+    let role = if kind == EntryKind::Message {
+        Role::from_name(scan::str_bytes_of(obj, f.role, ok).as_deref())
+    } else {
+        Role::None
+    };
+    let ts = scan::str_bytes_of(obj, f.timestamp, ok)
+        .and_then(|t| parse_iso_ms(&t))
+        .unwrap_or(i64::MIN);
+    let id = ch.intern(obj, f.id, ok);
+    let parent = ch.intern(obj, f.parent_id, ok);
+    let spent = (role == Role::Assistant).then(|| ch.add_spent(obj, f));
+    let extra = match kind {
+        EntryKind::Compaction => ch.intern(obj, f.first_kept, ok),
+        EntryKind::ContextEdit | EntryKind::Leaf => ch.intern(obj, f.target_id, ok),
+        EntryKind::Unknown => ch.intern(obj, f.ty, ok),
+        _ => Ref::Absent,
+    };
+    ch.cands.push(Cand {
+        line,
+        line_off,
+        start,
+        end: start + obj.len() as u64,
+        kind,
+        role,
+        id,
+        parent,
+        ts,
+        extra,
+        hash: line_hash(obj),
+        spent,
+        long_number: f.long_number,
+    });
 }
 
 /// Usable CPUs, asked once per process.
@@ -398,6 +426,8 @@ struct Blocks<'a> {
     end: u64,
     first_off: Option<u64>,
     last: bool,
+    /// Chunks carry the range's first and last bytes (`Chunk::first_bytes`).
+    keep_ends: bool,
 }
 
 impl Blocks<'_> {
@@ -477,7 +507,7 @@ impl Blocks<'_> {
         let first_off = if k == 0 { self.first_off } else { None };
         let last = self.last && start + bytes.len() as u64 == self.end;
         let (mut ch, n) = scan_range(bytes, start, 0, first_off, last, soft);
-        if self.from == 0 {
+        if self.keep_ends {
             let covered = &bytes[..n];
             if k == 0 {
                 ch.first_bytes = covered[..n.min(FINGERPRINT)].to_vec();
@@ -497,7 +527,9 @@ impl Blocks<'_> {
 /// bytes it covered) to `sink` in file order. `first_off` says the range starts inside
 /// an accepted line that starts there; `last` that a final piece without `\n` is the
 /// image's tail. Blocks are scanned by all CPUs, at most [`WINDOW`] ahead of `sink`;
-/// `sink` returns `false` to stop early (the rest is not read).
+/// `sink` returns `false` to stop early (the rest is not read). `keep_ends`: the chunks
+/// carry the range's first and last bytes as read (`Chunk::first_bytes`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_blocks(
     mem: Option<&[u8]>,
     read: Reader<'_>,
@@ -505,6 +537,7 @@ pub(crate) fn scan_blocks(
     end: u64,
     first_off: Option<u64>,
     last: bool,
+    keep_ends: bool,
     sink: &mut dyn FnMut(Chunk, u64) -> Result<bool>,
 ) -> Result<()> {
     let blocks = Blocks {
@@ -514,6 +547,7 @@ pub(crate) fn scan_blocks(
         end,
         first_off,
         last,
+        keep_ends,
     };
     let n = blocks.count();
     let mut buf = Vec::new();
@@ -673,7 +707,7 @@ mod bench_hash {
             }
             println!("hash per line: {:?} ({x})", t.elapsed());
             let t = std::time::Instant::now();
-            let h = xxhash_rust::xxh3::xxh3_64(&data);
+            let h = twox_hash::XxHash3_64::oneshot(&data);
             println!("xxh3 whole: {:?} ({h})", t.elapsed());
             let t = std::time::Instant::now();
             let mut s = 0u64;
@@ -693,6 +727,33 @@ mod bench_hash {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn line_hash_is_xxh3_folded() {
+        // XXH3-64 (seed 0) of byte `i` = `i * 31 + i / 7`, as xxhash-rust 0.8.21 (the
+        // implementation used before) computes it; the first is the reference value
+        // of the empty input. Every length class of XXH3 (0, 1-3, 4-16, 17-128,
+        // 129-240, the long loop and its tail), so the SIMD path picked at run time
+        // gives the same hashes as any other.
+        let want: [(usize, u64); 12] = [
+            (0, 0x2d06_8005_38d3_94c2),
+            (1, 0xc44b_dff4_074e_ecdb),
+            (3, 0x3698_b801_91e6_25f9),
+            (16, 0x68b2_cc87_3ff2_7302),
+            (17, 0xb06f_8260_bd2b_bef6),
+            (128, 0x7401_9cb4_6f85_b9d9),
+            (129, 0x8630_ae45_a41c_5069),
+            (240, 0x37fb_55e8_6782_7b0c),
+            (241, 0xa940_cb6f_5924_251e),
+            (1024, 0x5d6b_898b_002c_4976),
+            (2600, 0xb02d_6dbd_94b0_3ef1),
+            (100_000, 0xa186_88f2_f785_6c61),
+        ];
+        for (len, h) in want {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 31 + i / 7) as u8).collect();
+            assert_eq!(line_hash(&bytes), (h ^ (h >> 32)) as u32, "length {len}");
+        }
+    }
 
     type Seen = (
         Vec<(u64, u64, u64, u64, u32)>,
@@ -718,6 +779,7 @@ mod tests {
             img.len() as u64,
             None,
             last,
+            false,
             &mut |ch, bytes| {
                 covered += bytes;
                 for c in &ch.cands {
@@ -757,7 +819,8 @@ mod tests {
     #[test]
     fn blocks_give_what_one_scan_gives() {
         // Lines shorter and longer than a block (4 KiB in tests), blank and invalid
-        // ones, CRLF, torn fragments, and endings with and without a final LF.
+        // ones, CRLF, torn fragments, glued objects, and endings with and without a
+        // final LF.
         let mut rng = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = |n: u64| {
             rng ^= rng << 13;
@@ -775,7 +838,8 @@ mod tests {
                 });
                 let obj =
                     format!(r#"{{"type":"message","id":"e{i}","parentId":null,"p":"{pad}"}}"#);
-                match next(7) {
+                match next(8) {
+                    7 => img.extend_from_slice(format!("{obj} {obj}junk{obj}\n").as_bytes()),
                     0 => img.extend_from_slice(b"  \n"),
                     1 => img.extend_from_slice(format!("garbage {pad}\n").as_bytes()),
                     2 => img.extend_from_slice(format!("{obj}\r\n").as_bytes()),

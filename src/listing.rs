@@ -4,9 +4,10 @@
 //!
 //! The rules are Python's `sessiontree.catalog._extract` (the one Python home; tests
 //! hold the two equal on every corpus file, damaged case and generated folder): lines
-//! are framed and judged as the loader does (`scan::validate_line` / `scan_piece`: `\n`
-//! only, one CR stripped, BOM before the header, blank and invalid lines skipped, torn
-//! fragments recovered on lines ended by `\n`); the header is the first object; later
+//! are framed and judged as the loader does (`scan::validate_line` / `scan_line` /
+//! `split_line`: `\n` only, one CR stripped, BOM before the header, blank and invalid
+//! lines skipped, on a line ended by `\n` every object of glued ones read and torn
+//! fragments skipped); the header is the first object; later
 //! headers are ignored; an entry needs a non-empty string id and the first definition stands. What a line holds
 //! beyond the scanner's top-level fields is read here, over the validated bytes, without
 //! building a value: duplicate keys as `json.loads` keeps them (the last value wins).
@@ -53,7 +54,8 @@ pub enum Header {
     Missing(Option<(u64, u64, Vec<u8>)>),
 }
 
-/// What a scan saw of `session_info` names.
+/// What a scan saw of `session_info` names (and of oh-my-pi's title slot, which counts
+/// as one before the first entry).
 #[derive(Debug, Default, PartialEq)]
 pub enum Name {
     /// No `session_info` entry.
@@ -389,6 +391,7 @@ fn take_line(st: &mut State<'_>, rest: &[u8], off: u64) -> Option<(usize, bool)>
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let go = if fast {
         st.line_no += 1;
+        st.at = (off, st.line_len);
         st.object(line, off)
     } else {
         st.line(line, off, true)
@@ -418,12 +421,13 @@ pub(crate) fn read_full(file: &File, buf: &mut [u8], mut at: u64) -> Result<usiz
 pub(crate) trait DocSink {
     /// Whether the entry on the line at `offset` is wanted.
     fn wants(&mut self, offset: u64) -> bool;
-    /// One wanted entry's searchable text (see [`Doc`]), and its line's offset.
+    /// One wanted entry's searchable text (see [`Doc`]), and where it lies.
     fn doc(&mut self, doc: DocRef<'_>);
 }
 
 /// A [`Doc`] borrowed from the scan, with the offset of its line and the line's length
-/// (without its `\n`).
+/// (without its `\n`); for an object of a line of glued ones, the offset and length of
+/// that object (read back alone, it is that entry: `doc_of_line`).
 pub(crate) struct DocRef<'a> {
     pub seq: u32,
     pub id: &'a [u8],
@@ -453,10 +457,14 @@ struct State<'s> {
     budget: usize,
     /// Length of the line being read (without its `\n`).
     line_len: u64,
+    /// Offset and length of the object being read: its line, or its piece of a line
+    /// of glued objects (a `DocRef`'s, so that reading them back gives this object).
+    at: (u64, u64),
     log: crate::report::LogWriter,
     arena: IdArena,
     table: IdTable,
     header_found: bool,
+    title_seen: bool,
     line_no: u64,
     first_nonblank: Option<(u64, u64, Vec<u8>)>,
     fields: Fields,
@@ -470,10 +478,12 @@ impl<'s> State<'s> {
             sink: None,
             budget: usize::MAX,
             line_len: 0,
+            at: (0, 0),
             log: crate::report::LogWriter::default(),
             arena: IdArena::default(),
             table: IdTable::new(),
             header_found: start > 0,
+            title_seen: false,
             line_no: 0,
             first_nonblank: None,
             fields: Fields::default(),
@@ -483,7 +493,7 @@ impl<'s> State<'s> {
                 ..Scan::default()
             },
         };
-        for (id, _) in Records(prior) {
+        for (id, _, _) in Records(prior) {
             st.accept(id);
         }
         st
@@ -510,27 +520,45 @@ impl<'s> State<'s> {
     }
 
     /// One physical line (CR stripped; a tail keeps its CR) at offset `off`;
-    /// `complete`: ended by `\n` (rule 4 recovers torn fragments only then, as the
-    /// loader does: `scan::scan_piece`); false stops the scan.
+    /// `complete`: ended by `\n` (rule 4 reads glued objects and torn fragments only
+    /// then, as the loader does: `scan::split_line`); false stops the scan.
     fn line(&mut self, line: &[u8], off: u64, complete: bool) -> bool {
         self.line_no += 1;
+        let whole = line.len();
         let line = if off == 0 {
             line.strip_prefix(BOM).unwrap_or(line)
         } else {
             line
         };
+        let lead = (whole - line.len()) as u64;
         if scan::is_blank(line) {
             return true;
         }
         if !self.header_found && self.first_nonblank.is_none() {
             self.first_nonblank = Some((self.line_no, off, line.to_vec()));
         }
-        let ls = scan::scan_piece(line, complete);
-        if ls.verdict != Verdict::Object {
-            return true;
+        let ls = scan::scan_line(line);
+        match ls.verdict {
+            Verdict::Object => {
+                self.fields = ls.fields;
+                self.at = (off, self.line_len);
+                self.object(line, off)
+            }
+            Verdict::Invalid if complete => {
+                let Some(split) = scan::split_line(line) else {
+                    return true;
+                };
+                for p in &split.pieces {
+                    self.fields = p.fields;
+                    self.at = (off + lead + p.start as u64, (p.end - p.start) as u64);
+                    if !self.object(&line[p.start..p.end], off) {
+                        return false;
+                    }
+                }
+                true
+            }
+            _ => true,
         }
-        self.fields = ls.fields;
-        self.object(&line[ls.recovered_at..], off)
     }
 
     /// An object (its fields in `self.fields`) on the line at offset `off`.
@@ -542,6 +570,16 @@ impl<'s> State<'s> {
                 self.first_nonblank = Some((self.line_no, off, obj.to_vec()));
             }
             let is_header = ty.as_deref() == Some(b"session") && matches!(f.id, Val::Str { .. });
+            if !is_header && !self.title_seen && ty.as_deref() == Some(b"title") {
+                // oh-my-pi's title slot (`_reader.is_title_slot`): the session's name
+                // until a `session_info` entry says otherwise.
+                self.title_seen = true;
+                let title = member(obj, ws(obj, 0), b"title").and_then(|v| string(obj, v));
+                if let Some(t) = title {
+                    self.out.name = Name::Set(t.into_owned());
+                }
+                return true;
+            }
             if !is_header {
                 self.out.header = Header::Missing(self.first_nonblank.take());
                 return false;
@@ -577,7 +615,13 @@ impl<'s> State<'s> {
         }
         let seq = self.out.entry_count - 1;
         let parent = str_of(obj, f.parent_id).filter(|p| !p.is_empty());
-        push_record(&mut self.out.entries, &id, parent.as_deref());
+        let target = str_of(obj, f.target_id);
+        let mv = match (ty, f.target_id) {
+            (b"leaf", Val::Null) => Move::ToNull,
+            (b"leaf", _) => target.as_deref().map_or(Move::Nothing, Move::To),
+            _ => Move::Not,
+        };
+        push_record(&mut self.out.entries, &id, parent.as_deref(), mv);
         let stamp = str_of(obj, f.timestamp);
         let entry_ms = stamp.as_deref().and_then(parse_iso_ms).map(|ms| ms as f64);
         match ty {
@@ -596,8 +640,8 @@ impl<'s> State<'s> {
                             kind: DocKind::Name,
                             time: entry_ms,
                             text: n,
-                            offset: off,
-                            len: self.line_len,
+                            offset: self.at.0,
+                            len: self.at.1,
                         });
                     }
                 }
@@ -806,8 +850,8 @@ impl<'s> State<'s> {
                     },
                     time,
                     text: &text,
-                    offset: off,
-                    len: self.line_len,
+                    offset: self.at.0,
+                    len: self.at.1,
                 });
             }
             if self.collect.content && !text.is_empty() {
@@ -1219,58 +1263,107 @@ fn usage_numbers(s: &[u8], u: usize) -> [f64; 6] {
 
 const NO_PARENT: u32 = u32::MAX;
 
-fn push_record(out: &mut Vec<u8>, id: &[u8], parent: Option<&[u8]>) {
-    out.extend_from_slice(&(id.len() as u32).to_le_bytes());
-    out.extend_from_slice(id);
+/// An entry's leaf move in the entries record (loader rule 13): after the id and the
+/// parent, `NOT_A_MOVE` for any entry but `leaf`; for a `leaf` entry `MOVE_TO_NULL`
+/// (`targetId` null), `MOVES_NOTHING` (`targetId` absent or not a string), else the
+/// target's length and bytes.
+const NOT_A_MOVE: u32 = u32::MAX;
+const MOVE_TO_NULL: u32 = u32::MAX - 1;
+const MOVES_NOTHING: u32 = u32::MAX - 2;
+
+/// A record's leaf move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Move<'a> {
+    /// Not a `leaf` entry: the leaf becomes the entry.
+    Not,
+    /// `targetId` null: the leaf is before the first entry.
+    ToNull,
+    /// `targetId` absent or not a string: the leaf stays.
+    Nothing,
+    /// `targetId`: the leaf moves there if it names an earlier entry, else stays.
+    To(&'a [u8]),
+}
+
+fn push_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+fn push_record(out: &mut Vec<u8>, id: &[u8], parent: Option<&[u8]>, mv: Move<'_>) {
+    push_bytes(out, id);
     match parent {
-        Some(p) => {
-            out.extend_from_slice(&(p.len() as u32).to_le_bytes());
-            out.extend_from_slice(p);
-        }
+        Some(p) => push_bytes(out, p),
         None => out.extend_from_slice(&NO_PARENT.to_le_bytes()),
+    }
+    match mv {
+        Move::Not => out.extend_from_slice(&NOT_A_MOVE.to_le_bytes()),
+        Move::ToNull => out.extend_from_slice(&MOVE_TO_NULL.to_le_bytes()),
+        Move::Nothing => out.extend_from_slice(&MOVES_NOTHING.to_le_bytes()),
+        Move::To(t) => push_bytes(out, t),
     }
 }
 
-/// The records of an entries byte string: `(id, parent)`; a malformed end stops it.
+/// The records of an entries byte string: `(id, parent, move)`; a malformed end stops
+/// it.
 struct Records<'a>(&'a [u8]);
 
 impl<'a> Iterator for Records<'a> {
-    type Item = (&'a [u8], Option<&'a [u8]>);
+    type Item = (&'a [u8], Option<&'a [u8]>, Move<'a>);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let take = |b: &mut &'a [u8]| -> Option<Option<&'a [u8]>> {
+        // A length, or one of the markers (`None` past the end).
+        let take = |b: &mut &'a [u8]| -> Option<std::result::Result<&'a [u8], u32>> {
             let n = u32::from_le_bytes(b.get(..4)?.try_into().ok()?);
             *b = &b[4..];
-            if n == NO_PARENT {
-                return Some(None);
+            if n >= MOVES_NOTHING {
+                return Some(Err(n));
             }
             let v = b.get(..n as usize)?;
             *b = &b[n as usize..];
-            Some(Some(v))
+            Some(Ok(v))
         };
         let mut b = self.0;
-        let id = take(&mut b)??;
-        let parent = take(&mut b)?;
+        let id = take(&mut b)?.ok()?;
+        let parent = match take(&mut b)? {
+            Ok(p) => Some(p),
+            Err(NO_PARENT) => None,
+            Err(_) => return None,
+        };
+        let mv = match take(&mut b)? {
+            Ok(t) => Move::To(t),
+            Err(NOT_A_MOVE) => Move::Not,
+            Err(MOVE_TO_NULL) => Move::ToNull,
+            Err(_) => Move::Nothing,
+        };
         self.0 = b;
-        Some((id, parent))
+        Some((id, parent, mv))
     }
 }
 
 /// The current path of a session given its entries (all of a file's [`Scan::entries`]
 /// concatenated: per entry, in file order, a little-endian `u32` length and the id
 /// bytes, then the `parentId` the same way or `u32::MAX` when it is not a non-empty
-/// string): entry numbers from the root down to the last entry (the leaf on open),
-/// by the loader's rules (a parent names an entry anywhere in the file, an unknown or
-/// own id makes a root, cycles are broken at their earliest entry).
+/// string, then its leaf move, [`Move`]): entry numbers from the root down to the leaf
+/// on open, by the loader's rules (a parent names an entry anywhere in the file, an
+/// unknown or own id makes a root, cycles are broken at their earliest entry; rule 13:
+/// after a `leaf` entry the leaf is its `targetId` if that is `null` or an earlier
+/// entry, after any other entry that entry).
 pub fn entries_path(entries: &[u8]) -> Vec<u32> {
     let mut arena = IdArena::default();
     let mut table = IdTable::new();
     let mut parents = Vec::new();
     let mut n = 0u32;
-    for (id, parent) in Records(entries) {
+    let mut leaf: Option<u32> = None;
+    for (id, parent, mv) in Records(entries) {
         if table.insert_new(id, n, &arena).is_none() {
             arena.push(id);
             parents.push(parent);
+            leaf = match mv {
+                Move::Not => Some(n),
+                Move::ToNull => None,
+                Move::Nothing => leaf,
+                Move::To(t) => table.find(t, &arena).filter(|&t| t != n).or(leaf),
+            };
             n += 1;
         }
     }
@@ -1283,7 +1376,7 @@ pub fn entries_path(entries: &[u8]) -> Vec<u32> {
         })
         .collect();
     tree::break_cycles(&mut column);
-    match n.checked_sub(1) {
+    match leaf {
         Some(leaf) => tree::path(&column, leaf),
         None => Vec::new(),
     }

@@ -17,6 +17,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use crate::error::Error;
 use crate::index::{Index, Value};
 use crate::kind::EntryKind;
+use crate::persist::Cache;
 use crate::usage::Total;
 
 pyo3::import_exception!(sessiontree.errors, InvalidSessionError);
@@ -194,7 +195,8 @@ fn gather<'py>(items: &Bound<'py, PyList>, nums: &[u32]) -> PyResult<Option<Boun
     PyList::new(items.py(), out).map(Some)
 }
 
-/// `context_plan`'s result: (messages, compaction, thinking, model, entries, edits).
+/// `context_plan`'s result: (messages, compaction, thinking, model, entries, edits,
+/// active tools).
 type PlanTuple = (
     Vec<u32>,
     Option<u64>,
@@ -202,6 +204,7 @@ type PlanTuple = (
     Option<u64>,
     Vec<u32>,
     Vec<(u32, u32)>,
+    Option<u64>,
 );
 
 fn opt(n: Option<u32>) -> Option<u64> {
@@ -210,13 +213,33 @@ fn opt(n: Option<u32>) -> Option<u64> {
 
 #[pymethods]
 impl PyIndex {
-    /// Map and index the session file at `path` (releases the GIL).
+    /// Index the session file at `path` (releases the GIL); with `cache` (`(folder,
+    /// budget bytes, min file bytes, settle seconds)`), through the persisted indexes
+    /// kept in that folder (`persist`).
     #[staticmethod]
-    fn open(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<PyIndex> {
+    #[pyo3(signature = (path, cache=None))]
+    fn open(
+        py: Python<'_>,
+        path: &Bound<'_, PyAny>,
+        cache: Option<(Bound<'_, PyAny>, u64, u64, f64)>,
+    ) -> PyResult<PyIndex> {
         let p = os_path(path)?;
         let pb = p.clone();
+        let cache = match cache {
+            None => None,
+            Some((dir, budget, min_bytes, settle)) => Some(Cache {
+                dir: os_path(&dir)?,
+                budget,
+                min_bytes,
+                settle: std::time::Duration::try_from_secs_f64(settle)
+                    .map_err(|e| PyValueError::new_err(format!("settle: {e}")))?,
+            }),
+        };
         let ix = py
-            .detach(move || Index::open(&pb))
+            .detach(move || match &cache {
+                None => Index::open(&pb),
+                Some(c) => Index::open_cached(&pb, c),
+            })
             .map_err(|e| to_py_err(e, Some(&p)))?;
         Ok(PyIndex {
             inner: RwLock::new(ix),
@@ -248,6 +271,13 @@ impl PyIndex {
         let ix = self.read(py);
         let h = ix.header().map_err(|e| self.err(e))?;
         Ok(PyBytes::new(py, &h))
+    }
+
+    /// oh-my-pi's title slot line before the header, as the file holds it now.
+    fn title_slot<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let ix = self.read(py);
+        let t = ix.title_slot().map_err(|e| self.err(e))?;
+        Ok(t.map(|b| PyBytes::new(py, &b)))
     }
 
     /// `load_report` items: (kind, line, offset, ids, n, text), by line then rule.
@@ -358,9 +388,14 @@ impl PyIndex {
         PyList::new(py, out)
     }
 
-    /// The last accepted entry (the leaf on open), or `None`.
+    /// The last accepted entry, or `None`.
     fn last(&self, py: Python<'_>) -> Option<u32> {
         self.read(py).last()
+    }
+
+    /// The leaf on open (rule 13), or `None` (before the first entry).
+    fn file_leaf(&self, py: Python<'_>) -> Option<u32> {
+        self.read(py).file_leaf()
     }
 
     /// `(st_dev, st_ino)` of the file the index reads; `None` for an image in memory.
@@ -373,6 +408,19 @@ impl PyIndex {
     fn fingerprint<'py>(&self, py: Python<'py>) -> Option<(u64, Bound<'py, PyBytes>)> {
         let ix = self.read(py);
         ix.fingerprint().map(|(n, f)| (n, PyBytes::new(py, f)))
+    }
+
+    /// Raise `StaleSessionError` if the persisted index this one reads in place was cut
+    /// short under it (by another program); `viewing` says whether it reads one.
+    fn check_persisted(&self, py: Python<'_>) -> PyResult<bool> {
+        let ix = self.read(py);
+        ix.check_persisted().map_err(|e| self.err(e))?;
+        Ok(ix.views_persisted())
+    }
+
+    /// Heap bytes each part of the index holds, as `[(part, bytes)]`.
+    fn memory(&self, py: Python<'_>) -> Vec<(&'static str, usize)> {
+        self.read(py).memory()
     }
 
     /// Bytes of the image consumed.
@@ -603,7 +651,7 @@ impl PyIndex {
     }
 
     /// The context plan at `leaf` (`None`: empty): (messages, compaction, thinking,
-    /// model) as entry numbers.
+    /// model, entries, edits, active tools) as entry numbers.
     fn context_plan(&self, py: Python<'_>, leaf: Option<i64>) -> PyResult<PlanTuple> {
         let ix = self.read(py);
         let leaf = leaf.map(|n| Self::entry(&ix, n)).transpose()?;
@@ -615,6 +663,7 @@ impl PyIndex {
             opt(p.model),
             p.entries,
             p.edits,
+            opt(p.active_tools),
         ))
     }
 
@@ -681,6 +730,107 @@ impl PyIndex {
         ] {
             d.set_item(name, PyBytes::new(py, buf))?;
         }
+        Ok(d)
+    }
+
+    /// The decoded columns of entries `start..stop` (`Index::rows`, read and decoded
+    /// with the GIL released) as `bytes` in Arrow layouts, by name: per column of
+    /// `rows::STRING_COLUMNS` `NAME.offsets` (i32, or i64 past 2 GiB), `NAME.data`, `NAME.valid`; per
+    /// column of `rows::INT_COLUMNS`, `cost` (f64) and `is_error` (bitmap)
+    /// `NAME.values`, `NAME.valid`; `images.offsets` (i32, per entry) and
+    /// `image_data.*`, `image_mime.*` (per image); `call.entry` (i32, entry number from
+    /// `start`), `call_id.*`, `tool_name.*`, `arguments.*`, `arguments_bytes.*`;
+    /// `result.entry`, `result_call.*`, `result_text.*`, `result_text_bytes.*`,
+    /// `result_is_error.*`. Bitmaps are LSB first, 1 = valid/true.
+    fn table_rows<'py>(
+        &self,
+        py: Python<'py>,
+        start: i64,
+        stop: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (a, b) = (start.max(0) as u32, stop.max(0) as u32);
+        let rows = py
+            .detach(|| {
+                let ix = self.inner.read().unwrap_or_else(|e| e.into_inner());
+                ix.rows(a, b)
+            })
+            .map_err(|e| self.err(e))?;
+        let d = PyDict::new(py);
+        let put = |name: &str, buf: &[u8]| d.set_item(name, PyBytes::new(py, buf));
+        let bits = |v: &[bool]| {
+            let mut out = vec![0u8; v.len().div_ceil(8)];
+            for (i, _) in v.iter().enumerate().filter(|(_, &b)| b) {
+                out[i / 8] |= 1 << (i % 8);
+            }
+            out
+        };
+        let le = |v: &mut dyn Iterator<Item = [u8; 8]>| v.flatten().collect::<Vec<u8>>();
+        let strs = |name: &str, c: &crate::rows::Strs| -> PyResult<()> {
+            let offsets: &[i64] = if c.offsets.is_empty() {
+                &[0]
+            } else {
+                &c.offsets
+            };
+            // i32 (Arrow's `string`) unless the values pass 2 GiB (then i64: `large_string`).
+            let wide = offsets.last().is_some_and(|&o| o > i64::from(i32::MAX));
+            let offsets: Vec<u8> = if wide {
+                le(&mut offsets.iter().map(|o| o.to_le_bytes()))
+            } else {
+                offsets
+                    .iter()
+                    .flat_map(|&o| (o as i32).to_le_bytes())
+                    .collect()
+            };
+            put(&format!("{name}.offsets"), &offsets)?;
+            put(&format!("{name}.data"), &c.data)?;
+            put(&format!("{name}.valid"), &bits(&c.valid))
+        };
+        let ints = |name: &str, c: &crate::rows::Opt<i64>| -> PyResult<()> {
+            put(
+                &format!("{name}.values"),
+                &le(&mut c.values.iter().map(|o| o.to_le_bytes())),
+            )?;
+            put(&format!("{name}.valid"), &bits(&c.valid))
+        };
+        let i32s = |v: &[i32]| v.iter().flat_map(|o| o.to_le_bytes()).collect::<Vec<u8>>();
+        for (name, c) in crate::rows::STRING_COLUMNS.iter().zip(&rows.strs) {
+            strs(name, c)?;
+        }
+        for (name, c) in crate::rows::INT_COLUMNS.iter().zip(&rows.ints) {
+            ints(name, c)?;
+        }
+        put(
+            "cost.values",
+            &le(&mut rows.cost.values.iter().map(|o| o.to_le_bytes())),
+        )?;
+        put("cost.valid", &bits(&rows.cost.valid))?;
+        put("is_error.values", &bits(&rows.is_error.values))?;
+        put("is_error.valid", &bits(&rows.is_error.valid))?;
+        let image_offsets: &[i32] = if rows.image_offsets.is_empty() {
+            &[0]
+        } else {
+            &rows.image_offsets
+        };
+        put("images.offsets", &i32s(image_offsets))?;
+        strs("image_data", &rows.image_data)?;
+        strs("image_mime", &rows.image_mime)?;
+        put("call.entry", &i32s(&rows.call_entry))?;
+        for (name, c) in ["call_id", "tool_name", "arguments"]
+            .iter()
+            .zip(&rows.call_strs)
+        {
+            strs(name, c)?;
+        }
+        ints("arguments_bytes", &rows.call_arguments_bytes)?;
+        put("result.entry", &i32s(&rows.result_entry))?;
+        strs("result_call", &rows.result_strs[0])?;
+        strs("result_text", &rows.result_strs[1])?;
+        ints("result_text_bytes", &rows.result_text_bytes)?;
+        put(
+            "result_is_error.values",
+            &bits(&rows.result_is_error.values),
+        )?;
+        put("result_is_error.valid", &bits(&rows.result_is_error.valid))?;
         Ok(d)
     }
 }
@@ -1412,6 +1562,14 @@ mod _sessiontree {
         m.add("MAX_TORN_CANDIDATES", crate::MAX_TORN_CANDIDATES)?;
         m.add("FINGERPRINT", crate::FINGERPRINT)?;
         let whole = crate::CLIP_WHOLE_KEYS.map(|k| String::from_utf8_lossy(k).into_owned());
-        m.add("CLIP_WHOLE_KEYS", PyTuple::new(py, whole)?)
+        m.add("CLIP_WHOLE_KEYS", PyTuple::new(py, whole)?)?;
+        use crate::rows;
+        let limits = [
+            rows::MAX_TEXT,
+            rows::MAX_RESULT,
+            rows::MAX_ARGUMENTS,
+            rows::MAX_FIELD,
+        ];
+        m.add("TABLE_LIMITS", PyTuple::new(py, limits)?)
     }
 }

@@ -424,9 +424,9 @@ pub fn report(files: &[FileLog<'_>], key: Key, buckets: bool, active: bool) -> R
                 .as_ref()
                 .is_some_and(|p| p.get(rec.seq as usize).copied().unwrap_or(false));
             if !rec.stamp.is_empty() {
-                let h = xxhash_rust::xxh3::xxh3_64_with_seed(
+                let h = twox_hash::XxHash3_64::oneshot_with_seed(
+                    twox_hash::XxHash3_64::oneshot(rec.id),
                     rec.stamp,
-                    xxhash_rust::xxh3::xxh3_64(rec.id),
                 );
                 match owners.get(&h) {
                     Some(&k) if owned[k].rec.id == rec.id && owned[k].rec.stamp == rec.stamp => {

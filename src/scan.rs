@@ -8,9 +8,9 @@
 //! reported and replaced like `from_utf8_lossy`). No input can panic or recurse: every
 //! byte is read through `get`, and open containers are a fixed bit stack.
 //! [`validate_line`] gives the same verdicts while it finds the line's `\n`.
-//! [`scan_line`] adds rule 4's torn-fragment recovery (at most
-//! [`MAX_TORN_CANDIDATES`] tries; [`scan_piece`] keeps it off a final piece without
-//! `\n`). Fields (`type`, `id`, `parentId`, `timestamp`,
+//! [`split_line`] is rule 4: a complete line that is not one value read as glued
+//! objects and torn fragments ([`validate_prefix`] finds where each object ends; at
+//! most [`MAX_TORN_CANDIDATES`] candidates tried per line). Fields (`type`, `id`, `parentId`, `timestamp`,
 //! `firstKeptEntryId`, `version`, `label`, and `message`'s `role`, `provider`,
 //! `model`, `timestamp`, `content` (where it starts) and the numbers of `usage` that `usage.rs` sums) are recorded as spans
 //! while the validator passes them, keys in any order, the last duplicate winning
@@ -40,7 +40,8 @@ pub const MAX_DEPTH: usize = 1024;
 /// default `sys.get_int_max_str_digits()`; beyond it `int()` raises ValueError).
 pub const MAX_INT_DIGITS: usize = 4300;
 
-/// How many `{"type":` candidates rule 4 tries on an invalid line.
+/// How many `{"type":` candidates rule 4 tries on an invalid line (in all its
+/// fragments together).
 pub const MAX_TORN_CANDIDATES: usize = 16;
 
 /// What a top-level field (or `message.role`) held.
@@ -288,9 +289,29 @@ pub fn validate(s: &[u8], f: &mut Fields) -> Verdict {
     #[cfg(target_arch = "x86_64")]
     if let Some(avx2) = block::Avx2::detect() {
         // SAFETY: `avx2` exists only if the CPU supports AVX2.
-        return unsafe { validate_avx2::<false>(s, f, avx2) }.0;
+        return unsafe { validate_avx2::<false, false>(s, f, avx2) }.0;
     }
-    validate_with::<_, false>(s, f, block::Baseline).0
+    validate_with::<_, false, false>(s, f, block::Baseline).0
+}
+
+/// Validate the JSON object that starts at `s[0]` (a `{`) and ends wherever its
+/// closing `}` is, whatever follows: `Some(length)` iff it is an object by
+/// [`validate`]'s rules (then `f` holds its fields, relative to `s`), else `None`.
+/// Rule 4 reads a line of glued objects with it ([`split_line`]).
+pub fn validate_prefix(s: &[u8], f: &mut Fields) -> Option<usize> {
+    if s.first() != Some(&b'{') {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    let (v, end) = if let Some(avx2) = block::Avx2::detect() {
+        // SAFETY: `avx2` exists only if the CPU supports AVX2.
+        unsafe { validate_avx2::<false, true>(s, f, avx2) }
+    } else {
+        validate_with::<_, false, true>(s, f, block::Baseline)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let (v, end) = validate_with::<_, false, true>(s, f, block::Baseline);
+    (v == Verdict::Object).then_some(end)
 }
 
 /// Validate the line that starts at `s[0]` and ends at the first `\n` of `s`, without
@@ -302,12 +323,12 @@ pub fn validate_line(s: &[u8], f: &mut Fields) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     let (v, end) = if let Some(avx2) = block::Avx2::detect() {
         // SAFETY: `avx2` exists only if the CPU supports AVX2.
-        unsafe { validate_avx2::<true>(s, f, avx2) }
+        unsafe { validate_avx2::<true, false>(s, f, avx2) }
     } else {
-        validate_with::<_, true>(s, f, block::Baseline)
+        validate_with::<_, true, false>(s, f, block::Baseline)
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let (v, end) = validate_with::<_, true>(s, f, block::Baseline);
+    let (v, end) = validate_with::<_, true, false>(s, f, block::Baseline);
     (v == Verdict::Object).then_some(end)
 }
 
@@ -318,19 +339,20 @@ pub fn validate_line(s: &[u8], f: &mut Fields) -> Option<usize> {
 /// The CPU must support AVX2 (`avx2` proves it).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn validate_avx2<const LINE: bool>(
+unsafe fn validate_avx2<const LINE: bool, const PREFIX: bool>(
     s: &[u8],
     f: &mut Fields,
     avx2: block::Avx2,
 ) -> (Verdict, usize) {
-    validate_with::<_, LINE>(s, f, avx2)
+    validate_with::<_, LINE, PREFIX>(s, f, avx2)
 }
 
 /// The state machine, over string bodies classified by `cls`. With `LINE`, the
 /// document ends at the first `\n` (returned with the verdict; `Invalid` if there is
-/// none), else at the end of `s` (returned).
+/// none), else at the end of `s` (returned); with `PREFIX`, right after the top-level
+/// value (returned), whatever follows.
 #[inline(always)]
-fn validate_with<C: Classify, const LINE: bool>(
+fn validate_with<C: Classify, const LINE: bool, const PREFIX: bool>(
     s: &[u8],
     f: &mut Fields,
     cls: C,
@@ -444,6 +466,14 @@ fn validate_with<C: Classify, const LINE: bool>(
             want_value = false;
         } else {
             // After a value: end of document, `,`, or the container's close.
+            if PREFIX && st.depth == 0 {
+                let v = if top_obj {
+                    Verdict::Object
+                } else {
+                    Verdict::NotObject
+                };
+                return (v, i);
+            }
             i = skip_ws::<LINE>(s, i);
             if st.depth == 0 {
                 let end = if LINE {
@@ -855,65 +885,193 @@ pub fn is_blank(line: &[u8]) -> bool {
     line.iter().all(|&b| matches!(b, b' ' | b'\t' | b'\r'))
 }
 
-/// The outcome of scanning one complete or tail line (rules 3–5).
+/// The outcome of scanning one complete or tail line as one JSON value (rules 3, 5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LineScan {
-    /// The verdict on the line (or, if `recovered_at > 0`, on the recovered suffix).
+    /// The verdict on the line.
     pub verdict: Verdict,
     /// The line contains invalid UTF-8 (reported once per line).
     pub bad_utf8: bool,
-    /// Start of the recovered object inside the line (rule 4), else 0.
-    pub recovered_at: usize,
-    /// Fields of the object, relative to `line[recovered_at..]`.
+    /// Fields of the object, relative to the line.
     pub fields: Fields,
 }
 
-/// Scan one non-blank line ended by `\n`: UTF-8 check, validation, and torn-fragment
-/// recovery.
+/// Scan one non-blank line as one JSON value: UTF-8 check and validation. A line ended
+/// by `\n` that is `Invalid` goes on to rule 4 ([`split_line`]); a final piece without
+/// `\n` never does: it may be a line still being written or cut by a crash, and a
+/// prefix of a Pi line that ends right after a nested `{"type":...}` object (every
+/// content block, a parsed session line inside a tool result) looks exactly like a
+/// fragment followed by a complete entry (`_reader.read_line`'s rule too).
 pub fn scan_line(line: &[u8]) -> LineScan {
-    scan_piece(line, true)
-}
-
-/// Scan one non-blank line; `complete` says it was ended by `\n`. Rule 4 (recovery
-/// of a complete object behind a torn fragment) applies only to complete lines: a
-/// final piece may be a line still being written or cut by a crash, and a prefix of a
-/// Pi line that ends right after a nested `{"type":...}` object (every content block,
-/// a parsed session line inside a tool result) looks exactly like a fragment followed
-/// by a complete entry (`_reader.read_value`'s rule too).
-pub fn scan_piece(line: &[u8], complete: bool) -> LineScan {
     // simdutf8 (runtime-detected AVX2/SSE4.2): std's validator ran at 0.6 GB/s on
     // Pi lines with ~4% non-ASCII bytes, a third of the whole scan.
     let bad_utf8 = simdutf8::basic::from_utf8(line).is_err();
     let mut fields = Fields::default();
     let verdict = validate(line, &mut fields);
-    if verdict != Verdict::Invalid || !complete {
-        return LineScan {
-            verdict,
-            bad_utf8,
-            recovered_at: 0,
-            fields,
-        };
-    }
-    for p in memchr::memmem::find_iter(line, b"{\"type\":")
-        .filter(|&p| p > 0)
-        .take(MAX_TORN_CANDIDATES)
-    {
-        if validate(&line[p..], &mut fields) == Verdict::Object
-            && is_line_type(&line[p..], fields.ty)
-        {
-            return LineScan {
-                verdict: Verdict::Object,
-                bad_utf8,
-                recovered_at: p,
-                fields,
-            };
-        }
-    }
     LineScan {
-        verdict: Verdict::Invalid,
+        verdict,
         bad_utf8,
-        recovered_at: 0,
-        fields: Fields::default(),
+        fields,
+    }
+}
+
+/// One object of a line read by rule 4: `line[start..end]`, its fields relative to
+/// `line[start..]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Piece {
+    /// First byte (`{`).
+    pub start: usize,
+    /// One past the closing `}`.
+    pub end: usize,
+    /// Its top-level fields.
+    pub fields: Fields,
+}
+
+/// What rule 4 makes of a complete line that is not one JSON value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Split {
+    /// The objects, in line order.
+    pub pieces: Vec<Piece>,
+    /// The non-blank runs of bytes outside them (`start..end`), in line order.
+    pub fragments: Vec<(usize, usize)>,
+}
+
+/// Rule 4 (`_reader.read_line`'s rule): a complete line that is not one JSON value is
+/// read as objects glued with no `\n` between them and the torn bytes among them.
+///
+/// From the line's first non-blank byte: a complete object that starts there is a
+/// piece, whatever its type (a record a writer wrote), and reading goes on right after
+/// it (blanks skipped). Bytes where no object starts are a fragment: a torn record.
+/// It runs to the first `{"type":` (at most [`MAX_TORN_CANDIDATES`] tried) that begins
+/// a complete object whose `type` is an entry type or `session`, and that either ends
+/// the line or cannot be a value nested in the torn record ([`Torn::may_nest`]: inside
+/// one of its strings, or after a byte JSON allows no value after); else the fragment
+/// runs to the line's end. So an object nested in a record cut right after it (a
+/// content block, a parsed session line in a tool result) is never taken for an entry
+/// when another writer's record, or our seal (`#`), follows the cut; a line cut right
+/// after a content block and ended by a bare `\n` (Pi 0.84.4+ does that on load) is
+/// kept from it by the entry type. The price: behind a record cut right after `[`, `,`
+/// or `:`, only an object that ends the line is read. Linear: each piece is validated
+/// once, a fragment's bytes are read once for [`Torn`], and each candidate costs at
+/// most the line's length.
+///
+/// Returns `None` when no piece is found (the line is `invalid_json`).
+pub fn split_line(line: &[u8]) -> Option<Split> {
+    let blank = |mut i: usize| {
+        while line
+            .get(i)
+            .is_some_and(|&c| matches!(c, b' ' | b'\t' | b'\r'))
+        {
+            i += 1;
+        }
+        i
+    };
+    let mut out = Split::default();
+    let mut f = Fields::default();
+    let mut tries = 0;
+    let mut pos = blank(0);
+    while pos < line.len() {
+        if let Some(n) = validate_prefix(&line[pos..], &mut f) {
+            out.pieces.push(Piece {
+                start: pos,
+                end: pos + n,
+                fields: f,
+            });
+            pos = blank(pos + n);
+            continue;
+        }
+        let mut found = None;
+        let mut torn = Torn {
+            at: pos,
+            in_str: false,
+            esc: false,
+        };
+        for q in memchr::memmem::find_iter(&line[pos + 1..], b"{\"type\":") {
+            if tries == MAX_TORN_CANDIDATES {
+                break;
+            }
+            tries += 1;
+            let q = pos + 1 + q;
+            let Some(n) = validate_prefix(&line[q..], &mut f) else {
+                continue;
+            };
+            torn.advance(line, q);
+            if is_line_type(&line[q..], f.ty)
+                && (blank(q + n) == line.len() || !torn.may_nest(line, pos, q))
+            {
+                found = Some((q, n));
+                break;
+            }
+        }
+        let Some((q, n)) = found else {
+            out.fragments.push((pos, line.len()));
+            break;
+        };
+        out.fragments.push((pos, q));
+        out.pieces.push(Piece {
+            start: q,
+            end: q + n,
+            fields: f,
+        });
+        pos = blank(q + n);
+    }
+    (!out.pieces.is_empty()).then_some(out)
+}
+
+/// How a JSON reader would stand in a fragment's bytes (from its first byte, a record
+/// boundary): inside a string or not.
+struct Torn {
+    /// Bytes before this are read.
+    at: usize,
+    in_str: bool,
+    /// The last byte read is a `\\` inside a string.
+    esc: bool,
+}
+
+impl Torn {
+    /// Read the fragment's bytes up to `to` (not before `at`).
+    fn advance(&mut self, line: &[u8], to: usize) {
+        let mut i = self.at;
+        while i < to {
+            if self.esc {
+                self.esc = false;
+                i += 1;
+                continue;
+            }
+            if self.in_str {
+                let Some(k) = memchr::memchr2(b'"', b'\\', &line[i..to]) else {
+                    break;
+                };
+                if line[i + k] == b'\\' {
+                    self.esc = true;
+                } else {
+                    self.in_str = false;
+                }
+                i += k + 1;
+            } else {
+                let Some(k) = memchr::memchr(b'"', &line[i..to]) else {
+                    break;
+                };
+                self.in_str = true;
+                i += k + 1;
+            }
+        }
+        self.at = self.at.max(to);
+    }
+
+    /// Whether an object starting at `q` (read up to) could be a value nested in the
+    /// record the fragment from `from` is a cut piece of: outside a string, right after
+    /// `[`, `,` or `:`. Anywhere else JSON allows no value, so the object can only be
+    /// a record glued on after the cut.
+    fn may_nest(&self, line: &[u8], from: usize, q: usize) -> bool {
+        if self.in_str {
+            return false;
+        }
+        let mut i = q;
+        while i > from && matches!(line[i - 1], b' ' | b'\t' | b'\r') {
+            i -= 1;
+        }
+        i > from && matches!(line[i - 1], b'[' | b',' | b':')
     }
 }
 

@@ -79,7 +79,10 @@ def entry_time(e: dict[str, Any]) -> float | None:
 def current_path(es: list[dict[str, Any]]) -> set[str]:
     by_id = {e["id"]: e for e in es}
     out: set[str] = set()
+    # The leaf: the last entry, or where agent-core's last `leaf` entry moved it.
     x = es[-1] if es else None
+    if x is not None and x.get("type") == "leaf":
+        x = by_id.get(x["targetId"]) if x["targetId"] is not None else None
     while x is not None and x["id"] not in out:
         out.add(x["id"])
         x = by_id.get(x.get("parentId"))

@@ -19,6 +19,11 @@ the folder:
 * the next append works: it is a child of the leaf, and a reopen shows what that
   session showed (entries and ``load_report``).
 
+Every fifth run stops a command that writes an output file instead (``export --out``,
+``generate --force``) with SIGKILL, SIGTERM, SIGINT or SIGHUP: the target holds its old
+bytes or the whole output, at most one temporary file is left (none but after SIGKILL),
+and the next run removes it (``check_output_run``).
+
 Run: ``python tests/crash_harness.py --runs 300 [--seed S]`` (``make fuzz``); a short
 run is part of ``make test`` (``tests/test_fuzz_short.py``).
 """
@@ -231,8 +236,49 @@ def check_run(tag: int, mode: str, backend: str, delay: float, folder: Path) -> 
     return {"acked": len(acked), "killed": int(killed), "files": len(files)}
 
 
+OUTPUTS = ("html", "markdown", "generate")
+_STOP_SIGNALS = (signal.SIGKILL, signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def check_output_run(tag: int, what: str, sig: int, delay: float, folder: Path) -> dict[str, int]:
+    """A command writing a file (issue 24) stopped by ``sig`` after ``delay``: the
+    target holds its old bytes or the whole new output, never a part; at most one
+    temporary file is left (none unless the signal was SIGKILL); the next run removes
+    it and writes what an uninterrupted run writes."""
+    from sessiontree.generate import generate_session
+
+    src = folder / "src.jsonl"
+    generate_session(src, size_bytes=random.Random(tag).choice([2_000_000, 8_000_000, 16_000_000]), seed=tag)
+    out_dir = folder / "out"
+    out_dir.mkdir()
+    target = out_dir / ("page.html" if what == "html" else "page.md" if what == "markdown" else "gen.jsonl")
+    target.write_bytes(b"old")
+    if what == "generate":
+        cmd = ["generate", str(target), "--force", "--size", "24MB", "--seed", str(tag)]
+    else:
+        cmd = ["export", str(src), "--format", what, "--out", str(target)]
+    env = dict(os.environ, SESSIONTREE_CATALOG="off")
+    proc = subprocess.Popen([sys.executable, "-m", "sessiontree", *cmd], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env)
+    time.sleep(delay)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    killed = proc.returncode != 0
+    assert proc.returncode in (0, -sig, 130 if sig == signal.SIGINT else -sig), (proc.returncode, err[-2000:])
+    left = [n for n in os.listdir(out_dir) if n.endswith(".tmp")]
+    assert sorted(os.listdir(out_dir)) == sorted([target.name, *left]), os.listdir(out_dir)
+    assert len(left) <= (1 if sig == signal.SIGKILL else 0), f"temporary files left: {left}"
+    before = target.read_bytes()
+    again = subprocess.run([sys.executable, "-m", "sessiontree", *cmd], capture_output=True, env=env, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert os.listdir(out_dir) == [target.name], f"the next run left {os.listdir(out_dir)}"
+    assert before in (b"old", target.read_bytes()), "the target held a partial output"
+    return {"acked": 0, "killed": int(killed), "files": 1}
+
+
 def run(runs: int, seed: int, verbose: bool = False) -> tuple[int, dict[str, int]]:
-    """``runs`` kills from ``seed``; returns (failures, totals)."""
+    """``runs`` kills from ``seed``; returns (failures, totals). Every fifth run stops a
+    command that writes an output file (``export``, ``generate``) instead of a writer."""
     failed = 0
     totals = {"acked": 0, "killed": 0, "files": 0}
     rng = random.Random(seed)
@@ -241,9 +287,15 @@ def run(runs: int, seed: int, verbose: bool = False) -> tuple[int, dict[str, int
         mode = MODES[k % len(MODES)]
         backend = rng.choice(["python", "native"])
         delay = rng.choice([0.0, 0.002, 0.01, 0.03, 0.08, 0.2]) * rng.random()
+        if k % 5 == 4:
+            what, sig = rng.choice(OUTPUTS), rng.choice(_STOP_SIGNALS)
+            mode, delay = f"{what} stopped by {signal.Signals(sig).name}", 0.1 + rng.random() * 0.4
         with tempfile.TemporaryDirectory(prefix="sessiontree-crash-") as tmp:
             try:
-                got = check_run(tag, mode, backend, delay, Path(tmp))
+                if k % 5 == 4:
+                    got = check_output_run(tag, what, sig, delay, Path(tmp))
+                else:
+                    got = check_run(tag, mode, backend, delay, Path(tmp))
                 for key in totals:
                     totals[key] += got[key]
             except Exception as e:  # noqa: BLE001 - every failure is a finding

@@ -2,18 +2,21 @@
 
 Each case is a Pi-shaped session (content blocks, tool results holding parsed session
 lines, labels, compactions, branches, names) from this file's own small generator,
-damaged at random: cut short, a torn fragment glued in front of a line, two lines glued
-into one, invalid UTF-8, NUL and CR bytes, a BOM, blank and junk lines, NaN, duplicate
-ids, a huge line (past the native scanner's block and map sizes). For every case:
+damaged at random: cut short, a torn fragment glued in front of or behind a line, two
+or three lines glued into one (blanks or junk between), invalid UTF-8, NUL and CR bytes, a BOM, blank and junk lines, NaN, duplicate
+ids, a huge line (past the native scanner's block and map sizes), usage numbers at the
+edges of a double (1e308, 1e400, integers beyond 64 bits). For every case:
 
-* both backends open it and agree on everything a reader sees (entries, report, leaf,
-  tree, branch, context, name), or both raise ``InvalidSessionError`` at the same line;
+* both backends open it and agree on everything a reader sees (entries, report, leaf
+  by loader rule 13 (agent-core's `leaf` entries among the types), the storage view,
+  tree, branch, context, name, usage totals), or both raise ``InvalidSessionError`` at
+  the same line, and both catalog readers give the same usage report;
 * the file is byte-identical afterwards (reading never writes);
 * grown in random pieces, a reader that refreshes after each piece equals a fresh open
   of the same bytes, on each backend;
-* no entry is invented: every entry is a whole line of the file, or the suffix of a
-  *complete* line that starts at ``{"type":`` (rule 4), by a brute-force reading that
-  shares no code with the loader.
+* no entry is invented: every entry is a whole line of the file, or an object that
+  starts at a ``{`` of a *complete* line (rule 4: glued objects, objects behind a torn
+  fragment), by a brute-force reading that shares no code with the loader.
 
 Run: ``python tests/fuzz_differential.py --runs 3000 [--seed S]`` (``make fuzz``); a
 short run is part of ``make test`` (``tests/test_fuzz_short.py``). A failing case is
@@ -54,13 +57,22 @@ def session(rng: random.Random, n: int) -> list[bytes]:
         eid = f"{rng.randrange(1 << 32):08x}" if rng.random() > 0.05 or not ids else rng.choice(ids)
         parent = None if not ids else (ids[-1] if rng.random() > 0.15 else rng.choice(ids))
         ts = f"2026-01-01T00:{k // 60 % 60:02d}:{k % 60:02d}.000Z"
-        kind = rng.choice(["user", "assistant", "assistant", "tool", "label", "compaction", "custom", "info", "model"])
+        kind = rng.choice(["user", "assistant", "assistant", "tool", "label", "compaction", "custom", "info", "model",
+                           "leaf", "tools"])
         base: dict[str, Any] = {"type": "message", "id": eid, "parentId": parent, "timestamp": ts}
         if kind == "user":
             base["message"] = {"role": "user", "content": rng.choice(["hi", "é中\u2028x", "a" * rng.randrange(300)]), "timestamp": k}
         elif kind == "assistant":
             blocks = [{"type": "text", "text": "t" * rng.randrange(200)} for _ in range(rng.randrange(1, 4))]
             base["message"] = {"role": "assistant", "content": blocks, "provider": "p", "model": "m", "timestamp": k}
+            if rng.random() < 0.5:  # usage at the edges of a double (issue 24): spelt as JSON numbers below
+                base["message"]["usage"] = {"input": "N0", "output": rng.randrange(100), "cost": {"total": "N1"}}
+                edges = ["1e308", "-1e308", "1e400", "-1e400", "1.7976931348623157e308", "0.1", "3",
+                         "99999999999999999999999999999", "-0.0"]
+                lines.append(_d(base).replace(b'"N0"', rng.choice(edges).encode())
+                             .replace(b'"N1"', rng.choice(edges).encode()))
+                ids.append(eid)
+                continue
         elif kind == "tool":
             nested = [
                 {"type": "message", "id": f"n{rng.randrange(1 << 20):05x}", "parentId": None, "timestamp": ts,
@@ -78,6 +90,14 @@ def session(rng: random.Random, n: int) -> list[bytes]:
                     "firstKeptEntryId": rng.choice(ids + [eid]), "tokensBefore": 5}
         elif kind == "custom":
             base = {"type": "custom", "customType": "x", "data": {"k": [1, 2]}, "id": eid, "parentId": parent, "timestamp": ts}
+        elif kind == "leaf":  # agent-core's leaf move: to an entry, null, or nothing earlier
+            target = rng.choice(ids + [None, eid, "nowhere", 3]) if ids else rng.choice([None, eid])
+            base = {"type": "leaf", "id": eid, "parentId": parent, "timestamp": ts, "targetId": target}
+            if rng.random() < 0.05:
+                del base["targetId"]
+        elif kind == "tools":
+            base = {"type": "active_tools_change", "id": eid, "parentId": parent, "timestamp": ts,
+                    "activeToolNames": rng.choice([["read"], [], ["bash", "edit"], "not a list"])}
         elif kind == "info":
             base = {"type": "session_info", "id": eid, "parentId": parent, "timestamp": ts, "name": rng.choice(["n", " x ", ""])}
         else:
@@ -131,6 +151,11 @@ def damage(rng: random.Random, lines: list[bytes]) -> bytes:
             p = line.find(b'{"type":', 1)
             if p > 0:
                 lines.insert(i + 1, line[p:])
+        elif op == 10 and i + 2 < len(lines):  # three lines glued, blanks or junk between
+            sep = rng.choice([b"", b" ", b"\r", b"junk", b"[1,", b'{"a":'])
+            lines[i : i + 3] = [line + sep + lines[i + 1] + rng.choice([b"", b"\t"]) + lines[i + 2]]
+        elif op == 11 and len(other) > 1:  # a line, then a torn piece of another (later ended)
+            lines[i] = line + other[: rng.randrange(1, len(other))]
     data = b"\n".join(lines) + b"\n"
     r = rng.random()
     if r < 0.35:
@@ -159,9 +184,13 @@ def facts(mgr: SessionManager) -> dict[str, Any]:
         "header": mgr.get_header(),
         "tree": _tree(mgr),
         "branch": [e["id"] for e in mgr.get_branch()],
-        "context": (ctx.messages, ctx.thinking_level, ctx.model),
+        "context": (ctx.messages, ctx.thinking_level, ctx.model, ctx.active_tool_names),
         "name": mgr.get_session_name(),
         "labels": {e["id"]: mgr.get_label(e["id"]) for e in mgr.get_entries()},
+        # agent-core's storage view of the same session (`_session_storage`).
+        "storage": (mgr.storage.get_leaf_id(), [e["id"] for e in mgr.storage.get_path_to_root(mgr.storage.get_leaf_id())],
+                    {e["id"]: mgr.storage.get_label(e["id"]) for e in mgr.get_entries()}),
+        "usage": repr(mgr.get_usage_totals()),  # repr: NaN (inf + -inf) equals itself
     }
 
 
@@ -178,6 +207,27 @@ def snapshot(path: Path, backend: str) -> Any:
         mgr.close()
 
 
+def usage_report(path: Path, backend: str) -> str:
+    """``sessiontree usage session`` of the one file, read by ``backend``'s catalog reader
+    (the record order differs between the two readers; the sums must not: issue 24)."""
+    from datetime import timezone
+
+    from sessiontree import catalog
+
+    folder = path.parent / "usage"
+    folder.mkdir(exist_ok=True)
+    (folder / "u.jsonl").write_bytes(path.read_bytes())
+    old = os.environ.get("SESSIONTREE_BACKEND")
+    os.environ["SESSIONTREE_BACKEND"] = backend
+    try:
+        return repr(catalog.usage("session", [str(folder)], no_cache=True, tz=timezone.utc))
+    finally:
+        if old is None:
+            del os.environ["SESSIONTREE_BACKEND"]
+        else:
+            os.environ["SESSIONTREE_BACKEND"] = old
+
+
 def _canon(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False)
 
@@ -189,10 +239,14 @@ def _loads(raw: bytes) -> Any:
     return json.loads(raw.decode("utf-8", "replace"), parse_constant=no_constants)
 
 
+_BRUTE = json.JSONDecoder(parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
+
+
 def possible_entries(data: bytes) -> set[str]:
     """Brute force, independent of the loader: every object an entry may be, i.e. a
-    whole physical line (LF-ended, or the unterminated last piece), or a suffix of a
-    *complete* line that starts at a ``{"type":`` (rule 4)."""
+    whole physical line (LF-ended, or the unterminated last piece), or an object that
+    starts at any ``{`` of a *complete* line, wherever it ends (rule 4: glued objects,
+    and those behind a torn fragment)."""
     out: set[str] = set()
     pieces = data.split(b"\n")
     for k, raw in enumerate(pieces):
@@ -201,19 +255,24 @@ def possible_entries(data: bytes) -> set[str]:
             raw = raw[3:]
         if complete and raw.endswith(b"\r"):
             raw = raw[:-1]
-        cands = [raw]
-        if complete:
-            p = raw.find(b'{"type":', 1)
-            while p > 0:
-                cands.append(raw[p:])
-                p = raw.find(b'{"type":', p + 1)
-        for c in cands:
-            try:
-                obj = _loads(c)
-            except (ValueError, RecursionError):
-                continue
+        try:
+            obj = _loads(raw)
             if isinstance(obj, dict):
                 out.add(_canon(obj))
+        except (ValueError, RecursionError):
+            pass
+        if not complete:
+            continue
+        text = raw.decode("utf-8", "replace")
+        p = text.find("{")
+        while p >= 0:
+            try:
+                obj, end = _BRUTE.raw_decode(text, p)
+            except (ValueError, RecursionError):
+                obj = None
+            if isinstance(obj, dict):
+                out.add(_canon(obj))
+            p = text.find("{", p + 1)
     return out
 
 
@@ -238,6 +297,7 @@ def check_case(data: bytes, rng: random.Random, folder: Path) -> None:
     py = snapshot(p, "python")
     nat = snapshot(p, "native")
     assert py == nat, "the backends disagree"
+    assert usage_report(p, "python") == usage_report(p, "native"), "the usage reports disagree"
     assert hashlib.sha256(p.read_bytes()).digest() == digest, "reading wrote to the file"
     if isinstance(py, dict) and not _migrates(data):
         possible = possible_entries(data)
@@ -253,9 +313,9 @@ def check_case(data: bytes, rng: random.Random, folder: Path) -> None:
         if p == 0 or data[p - 1] == 0x0A:
             return True
         start = data.rfind(b"\n", 0, p) + 1
-        try:
-            json.loads(data[start:p].strip(b" \t\r").removeprefix(b"\xef\xbb\xbf") or b"x")
-        except ValueError:
+        try:  # as the loader decodes it: invalid UTF-8 replaced, not a reason to refuse
+            _loads(data[start:p].strip(b" \t\r").removeprefix(b"\xef\xbb\xbf") or b"x")
+        except (ValueError, RecursionError):
             return True
         return False
 

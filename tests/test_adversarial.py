@@ -276,12 +276,12 @@ def test_bug_first_kept_check_is_quadratic(backend: str, tmp_path: Path) -> None
         pytest.param(b'{"type":[],"id":"x"}\n', id="type-list"),
         pytest.param(b'{"type":"sess\xffion","id":"x"}\n', id="invalid-utf8-in-type"),
         pytest.param(HDR.replace(b'"version":3', b'"version":NaN'), id="nan-header"),
-        pytest.param(HDR[:-1] + b"\r" + line("a", None), id="header-CR-entry"),
+        pytest.param(line("a", None)[:-1] + b"\r" + HDR, id="entry-CR-header"),
     ],
 )
 def test_bug_invalid_header_error_differs_between_backends(data: bytes, tmp_path: Path) -> None:
     """``InvalidSessionError`` for the same bytes carries a different message (and for
-    ``header\\r{entry}`` a different reason: python recovers the fused entry and says
+    ``{entry}\\r{header}`` a different reason: python reads the first object and says
     "type is 'message'", native says "header is not valid JSON") depending on the
     backend. API.md §4: equal values for every method and every input; the
     differential tests require the same class and message."""

@@ -401,3 +401,73 @@ def test_fork_question_wraps_in_a_small_terminal(session: Path) -> None:
             await pilot.press("n")
 
     asyncio.run(main())
+
+
+# ------------------------------------------------ issue 24: the file changes under the app
+
+
+def status(app: Any) -> str:
+    return str(app.query_one("#status").render())
+
+
+def _change(path: Path, how: str) -> None:
+    if how == "truncated":
+        os.truncate(path, 20_000)
+    elif how == "removed":
+        path.unlink()
+    else:
+        other = path.with_name("other.jsonl")
+        generate_session(other, size_bytes=60_000, seed=3)
+        os.replace(other, path)
+
+
+@pytest.mark.parametrize("how", ["truncated", "replaced", "removed"])
+def test_a_file_changed_while_browsed_is_said_with_an_offer_to_reopen(session: Path, backend: str, how: str) -> None:
+    """Before: moving to an entry not shown before raised StaleSessionError out of a
+    handler; Textual printed its traceback and the command exited 0."""
+
+    async def keys(app: Any, pilot: Any) -> None:
+        before = len(app.st)
+        _change(session, how)
+        await pilot.press("home", *["down"] * 40, "c")  # rows, details and a context not read yet
+        await _until(pilot, lambda: "changed under the browser" in screen(app), "the offer to reopen")
+        assert f"was {how}" in screen(app) or (how == "removed" and "is gone" in screen(app))
+        await pilot.press("y")
+        if how == "removed":
+            await _until(pilot, lambda: "cannot reopen it" in screen(app), "the reopen's failure")
+            await pilot.press("/", *"hunt", "enter")  # a search meets an entry it cannot read: asked again
+            await _until(pilot, lambda: "changed under the browser" in screen(app), "the offer, again")
+            await pilot.press("n")
+            await _until(pilot, lambda: "what was read stays on screen" in status(app), "the answer no")
+            await pilot.press("R")
+            await _until(pilot, lambda: "cannot reopen it" in status(app) and "R tries again" in status(app),
+                         "the second try")
+        else:
+            await _until(pilot, lambda: "reopened" in screen(app), "the reopen")
+            assert len(app.st) < before and app.changed is None
+            with open_quiet(session, backend) as sm:
+                assert len(app.st) == len(sm) and f"{len(sm):,} entries" in screen(app)
+            await pilot.press("home", *["down"] * 10, "c")
+            await _until(pilot, lambda: "The context the model gets" in screen(app), "a context of the new file")
+        await pilot.press("q")
+
+    app = run_app(session, keys, backend=backend)
+    assert app.failure is None and not app.return_code
+
+
+def test_a_crash_exits_non_zero(corpus_dir: Path) -> None:
+    """A crash inside the app (Textual prints the traceback) is exit status 1, not 0."""
+    from sessiontree.cli.browse import exit_status
+
+    class Crashing(BrowseApp):
+        def action_help(self) -> None:
+            raise RuntimeError("boom")
+
+    app = Crashing(str(corpus_dir / "hand-labels-names.jsonl"))
+
+    async def keys(pilot: Any) -> None:
+        await _ready(app, pilot)
+        await pilot.press("question_mark")
+
+    app.run(headless=True, size=SIZE, auto_pilot=keys)  # as the command runs it
+    assert exit_status(app) == 1

@@ -41,7 +41,8 @@ PROJECTS = 40
 
 
 def make_root(root: Path, n: int, seed: int = 11) -> list[str]:
-    """``n`` small generated sessions in Pi's layout, a few forked and branched."""
+    """``n`` small generated sessions in Pi's layout, a few forked and branched; every
+    third one written as agent-core's harness writes (``leaf`` entries on leaf moves)."""
     rng = random.Random(seed)
     for i in range(n):
         cwd = f"/home/user/proj{i % PROJECTS}"
@@ -49,7 +50,7 @@ def make_root(root: Path, n: int, seed: int = 11) -> list[str]:
         folder.mkdir(parents=True, exist_ok=True)
         generate_session(folder / f"2025-11-{1 + i % 28:02d}T00-00-00-000Z_s{i:05d}.jsonl",
                          size_bytes=rng.randint(1_500, 25_000), seed=1000 + i, cwd=cwd,
-                         payload_scale=rng.choice([0.02, 0.1, 0.4]))
+                         payload_scale=rng.choice([0.02, 0.1, 0.4]), harness=i % 3 == 1)
     folders = project_folders(str(root))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LoadReportWarning)
@@ -689,7 +690,7 @@ def test_catalog_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert default_path() is None
     folders = make_root(tmp_path / "s", 3, seed=1)
     assert list_folders(folders) == list_folders(folders, no_cache=True)  # off: read the files
-    assert not (tmp_path / "home" / ".cache").exists()
+    assert not (tmp_path / "home" / ".cache" / "sessiontree" / "catalog.sqlite3").exists()
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     with pytest.raises(ValueError, match="inside Pi's folder"):
         resolve(tmp_path / "agent" / "sessions" / "c.sqlite3")

@@ -167,7 +167,7 @@ def test_current_path_is_the_loaders(backend: str, native: bool) -> None:
         r = _full(str(p), False, NATIVE if native else None)
         if r[1][0] != "found" or r[2]:
             continue  # not a session, or a version 1 file (no ids)
-        ids = [eid for eid, _ in records(r[5])]
+        ids = [eid for eid, _, _ in records(r[5])]
         with open_quiet(p, backend) as sm:
             if sm.get_header().get("version") != 3:
                 continue

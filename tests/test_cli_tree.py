@@ -60,8 +60,12 @@ def widths(text: str) -> list[int]:
 
 def test_out_of_range_numbers_are_refused_in_one_line(tmp_path: Path) -> None:
     path = nested(tmp_path / "deep.jsonl", 2)
-    for args, words in ((["--width", "19"], "--width must be at least 20, not 19"),
-                        (["--width", "0"], "--width must be at least 20, not 0"),
+    for args, words in ((["--width", "19"], "--width must be at least 20 and at most 1,000,000, not 19"),
+                        (["--width", "0"], "--width must be at least 20 and at most 1,000,000, not 0"),
+                        # Issue 24: past a C size, an OverflowError with a traceback.
+                        (["--width", "99999999999999999999999"], "not 99,999,999,999,999,999,999,999"),
+                        (["--width", "1000001"], "at most 1,000,000, not 1,000,001"),
+                        (["--width", "9" * 4000], "not a number of 4000 digits"),
                         (["--nested", "-1"], "--nested must be 0 or more"),
                         (["--depth", "-1"], "--depth must be 0 or more")):
         p = run("tree", str(path), *args)
@@ -69,6 +73,8 @@ def test_out_of_range_numbers_are_refused_in_one_line(tmp_path: Path) -> None:
         assert len(p.stderr.strip().splitlines()) == 1
     p = run("tree", str(path), "--width", "20", "--full")
     assert p.returncode == 0 and max(widths(p.stdout)) <= 20
+    p = run("tree", str(path), "--width", "1000000", "--full")
+    assert p.returncode == 0 and max(widths(p.stdout)) <= 1_000_000
 
 
 @pytest.mark.parametrize("width", [60, 100, 160])

@@ -8,6 +8,11 @@ reopen from disk, another *process* appending lines (complete ones and a torn la
 line), and refresh. Ids and timestamps come from one deterministic sequence, so the two
 files must stay byte-identical, and every query must return equal values after every
 step. Whatever one backend raises, the other must raise too (same class, same message).
+
+The same machine runs over both storages (``_session_storage``): the JSONL file and
+memory, with the coding agent's leaf moves and with agent-core's (``leaf_entries``: every
+move a ``leaf`` entry, which another process appends too); and one machine holds a
+JSONL and an in-memory manager of each backend to the same answers.
 """
 
 from __future__ import annotations
@@ -107,19 +112,31 @@ def outcome(fn: Any) -> tuple[str, Any]:
 
 
 class TwoBackends(RuleBasedStateMachine):
+    # (label, backend, storage) of each manager; every answer must be the same.
+    MANAGERS: tuple[tuple[str, str, str], ...] = (("python", "python", "jsonl"), ("native", "native", "jsonl"))
+    LEAF_ENTRIES = False  # agent-core's leaf moves (a `leaf` entry each)
+    EXTERNAL = True  # another process appends to the files
+
     def __init__(self) -> None:
         super().__init__()
         import tempfile
 
         self._tmp = tempfile.TemporaryDirectory()
         root = Path(self._tmp.name)
-        self.clocks = {"python": Clock(), "native": Clock()}
-        self.dirs = {b: str(root / b) for b in self.clocks}
+        self.clocks = {label: Clock() for label, _, _ in self.MANAGERS}
+        self.dirs = {label: str(root / label) for label in self.clocks}
+        self.backends = {label: backend for label, backend, _ in self.MANAGERS}
         self.mgrs: dict[str, SessionManager] = {}
-        for b in self.clocks:
-            os.makedirs(self.dirs[b])
-            self.mgrs[b] = deterministic(SessionManager.create("/home/user/project", self.dirs[b], backend=b), self.clocks[b])
-            self.mgrs[b].new_session()
+        for label, backend, storage in self.MANAGERS:
+            if storage == "jsonl":
+                os.makedirs(self.dirs[label])
+                m = SessionManager.create("/home/user/project", self.dirs[label], backend=backend,
+                                          leaf_entries=self.LEAF_ENTRIES)
+            else:
+                m = SessionManager.in_memory("/home/user/project", backend=backend, leaf_entries=self.LEAF_ENTRIES)
+            self.mgrs[label] = deterministic(m, self.clocks[label])
+            self.mgrs[label].new_session()
+        self.first = self.MANAGERS[0][0]
         self.ext = 0
 
     def teardown(self) -> None:
@@ -130,11 +147,11 @@ class TwoBackends(RuleBasedStateMachine):
     # ------------------------------------------------------------------ helpers
     def both(self, op: Any) -> Any:
         results = {b: outcome(lambda m=m: op(m)) for b, m in self.mgrs.items()}
-        assert results["python"] == results["native"], results
-        return results["python"]
+        assert all(r == results[self.first] for r in results.values()), results
+        return results[self.first]
 
     def ids(self) -> list[str]:
-        return [e["id"] for e in self.mgrs["python"].get_entries()]
+        return [e["id"] for e in self.mgrs[self.first].get_entries()]
 
     def torn(self) -> bool:
         """Whether the files end in a partial line (an API append then starts a new line)."""
@@ -171,6 +188,16 @@ class TwoBackends(RuleBasedStateMachine):
         msg = {"role": "bashExecution", "command": "ls", "output": text, "exitCode": 1, "cancelled": False,
                "truncated": False, "timestamp": 3, "excludeFromContext": exclude}
         self.both(lambda m: m.append_message(msg))
+
+    @rule(names=st.lists(st.sampled_from(["read", "bash", "edit", "é"]), max_size=3))
+    def active_tools(self, names: list[str]) -> None:
+        self.both(lambda m: m.append_active_tools_change(names))
+
+    @rule(data=st.data())
+    def storage_leaf(self, data: st.DataObject) -> None:
+        """agent-core's ``setLeafId`` through the manager's storage."""
+        target = data.draw(st.one_of(st.none(), st.sampled_from(self.ids() + ["missing4"])))
+        self.both(lambda m: m.storage.set_leaf_id(target))
 
     @rule(level=LEVELS)
     def thinking(self, level: str) -> None:
@@ -246,13 +273,17 @@ class TwoBackends(RuleBasedStateMachine):
     @rule()
     def reopen(self) -> None:
         for b, m in list(self.mgrs.items()):
+            if not m.is_persisted:
+                continue
             path = m.session_file
             m.close()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", LoadReportWarning)
-                self.mgrs[b] = deterministic(SessionManager.open(path, backend=b), self.clocks[b])
+                self.mgrs[b] = deterministic(
+                    SessionManager.open(path, backend=self.backends[b], leaf_entries=self.LEAF_ENTRIES), self.clocks[b]
+                )
 
-    @precondition(lambda self: bool(self.files()))
+    @precondition(lambda self: self.EXTERNAL and bool(self.files()))
     @rule(data=st.data(), n=st.integers(1, 3))
     def external_lines(self, data: st.DataObject, n: int) -> None:
         """Another process appends complete entries (possibly after finishing a torn line)."""
@@ -263,13 +294,20 @@ class TwoBackends(RuleBasedStateMachine):
         for _ in range(n):
             self.ext += 1
             parent = data.draw(st.sampled_from(ids + [None])) if ids else None
-            entry = {"type": "message", "id": f"e{self.ext:07x}", "parentId": parent,
-                     "timestamp": "2026-01-01T00:01:00.000Z",
-                     "message": {"role": "user", "content": f"external {self.ext}", "timestamp": 4}}
+            if self.LEAF_ENTRIES and data.draw(st.booleans()):
+                # agent-core's leaf move by another process: to an entry, to null, or to
+                # what is no earlier entry (reported, moves nothing).
+                target = data.draw(st.sampled_from(ids + [None, "nowhere", f"e{self.ext:07x}", 7]))
+                entry = {"type": "leaf", "id": f"e{self.ext:07x}", "parentId": parent,
+                         "timestamp": "2026-01-01T00:01:00.000Z", "targetId": target}
+            else:
+                entry = {"type": "message", "id": f"e{self.ext:07x}", "parentId": parent,
+                         "timestamp": "2026-01-01T00:01:00.000Z",
+                         "message": {"role": "user", "content": f"external {self.ext}", "timestamp": 4}}
             chunks.append(encode_entry(entry) + b"\n")
         external_append(self.files(), b"".join(chunks))
 
-    @precondition(lambda self: bool(self.files()) and not self.torn())
+    @precondition(lambda self: self.EXTERNAL and bool(self.files()) and not self.torn())
     @rule()
     def torn_tail(self) -> None:
         """Another process dies mid-append: a partial last line without LF."""
@@ -283,14 +321,21 @@ class TwoBackends(RuleBasedStateMachine):
     # ---------------------------------------------------------------- invariant
     @invariant()
     def agree(self) -> None:
-        py, nat = self.mgrs["python"], self.mgrs["native"]
-        assert py.backend == "python" and nat.backend == "native"
-        assert snapshot(py) == snapshot(nat)
-        paths = [m.session_file for m in self.mgrs.values()]
-        exists = [bool(p) and os.path.exists(p) for p in paths]
-        assert exists[0] == exists[1]
-        if exists[0]:
-            assert Path(paths[0]).read_bytes() == Path(paths[1]).read_bytes()
+        for label, m in self.mgrs.items():
+            assert m.backend == self.backends[label]
+        snaps = {label: snapshot(m) for label, m in self.mgrs.items()}
+        for label, snap in snaps.items():
+            if self.mgrs[label].is_persisted != self.mgrs[self.first].is_persisted:
+                snap = {k: v for k, v in snap.items() if k != "persisted"}
+                want = {k: v for k, v in snaps[self.first].items() if k != "persisted"}
+            else:
+                want = snaps[self.first]
+            assert snap == want, label
+        files = [m.session_file for m in self.mgrs.values() if m.is_persisted]
+        exists = [bool(p) and os.path.exists(p) for p in files]
+        assert len(set(exists)) <= 1
+        if exists and exists[0]:
+            assert len({Path(p).read_bytes() for p in files}) == 1
 
 
 def snapshot(m: SessionManager, sample: int = 6) -> dict[str, Any]:
@@ -345,6 +390,35 @@ TwoBackends.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_two_backends = TwoBackends.TestCase
+
+
+class LeafEntries(TwoBackends):
+    """agent-core's semantics on a file: leaf moves are entries, also another process's."""
+
+    LEAF_ENTRIES = True
+
+
+class InMemory(TwoBackends):
+    """The in-memory storage with the coding agent's leaf moves (agent-core's: `TwoStorages`)."""
+
+    MANAGERS = (("python", "python", "memory"), ("native", "native", "memory"))
+
+
+class TwoStorages(TwoBackends):
+    """A JSONL and an in-memory storage of each backend give the same answers (with
+    agent-core's leaf entries a reopened file holds the leaf too)."""
+
+    MANAGERS = (("python", "python", "jsonl"), ("native", "native", "jsonl"),
+                ("memory-python", "python", "memory"), ("memory-native", "native", "memory"))
+    LEAF_ENTRIES = True
+    EXTERNAL = False
+
+
+for _machine in (LeafEntries, InMemory, TwoStorages):
+    _machine.TestCase.settings = TwoBackends.TestCase.settings
+test_leaf_entries = LeafEntries.TestCase
+test_in_memory = InMemory.TestCase
+test_two_storages = TwoStorages.TestCase
 
 
 # Regressions the state machine's alphabet does not reach, each found by review.

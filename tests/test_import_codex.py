@@ -215,3 +215,105 @@ def test_home_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     shutil.copytree(CODEX, dest)
     monkeypatch.setenv("CODEX_HOME", str(tmp_path))
     assert len(codex_sources()) == 9
+
+
+# --------------------------------------------------------------- issue 24, item 5
+# Records before the first session_meta were keyed like those after it: the same ids,
+# a cycle of parents the rollback walk followed forever (memory growing ~65 MB/s), and
+# on a first import messages dropped as "conflicts". The fork parent search globbed
+# `**` through looping folder links. Each case runs in a child process with a timeout:
+# a hang fails, it does not stop the suite.
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from sessiontree import SessionManager  # noqa: E402
+
+
+def _rec(ts: int, kind: str, payload: dict) -> dict:  # type: ignore[type-arg]
+    return {"timestamp": f"2025-01-01T00:00:{ts:02d}.000Z", "type": kind, "payload": payload}
+
+
+def _user(ts: int, text: str) -> dict:  # type: ignore[type-arg]
+    return _rec(ts, "response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+
+
+def _answer(ts: int, text: str) -> list[dict]:  # type: ignore[type-arg]
+    return [_rec(ts, "response_item", {"type": "message", "role": "assistant",
+                                       "content": [{"type": "output_text", "text": text}]}),
+            _rec(ts, "event_msg", {"type": "token_count", "info": {"last_token_usage": {"input_tokens": 1,
+                                                                                     "output_tokens": 1}}})]
+
+
+def _meta(ts: int, tid_: str, **kw: str) -> dict:  # type: ignore[type-arg]
+    return _rec(ts, "session_meta", {"id": tid_, "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p", **kw})
+
+
+def _import_in_child(src: Path, to: Path, backend: str, env: dict[str, str] | None = None) -> list[dict]:  # type: ignore[type-arg]
+    code = ("import json, sys; from sessiontree.importers import import_codex; "
+            "print(json.dumps([r.to_json() for r in import_codex(sys.argv[1], to=sys.argv[2], backend=sys.argv[3])]))")
+    p = subprocess.run([sys.executable, "-c", code, str(src), str(to), backend], capture_output=True, text=True,
+                       timeout=60, env={**os.environ, **(env or {})})
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(p.stdout)  # type: ignore[no-any-return]
+
+
+def _user_texts(path: str, backend: str) -> list[str]:
+    with open_clean(path, backend) as sm:
+        return [b["text"] for e in sm.get_entries() if e["type"] == "message" and e["message"]["role"] in ("user", "assistant")
+                for b in e["message"]["content"] if b["type"] == "text"]
+
+
+@pytest.mark.parametrize("records, texts_", [
+    # The attack's four records: a message before session_meta, then a rollback.
+    ([_user(0, "before"), _meta(1, "t1"), _user(2, "after"), _rec(3, "event_msg", {"type": "thread_rolled_back",
+                                                                                   "num_turns": 1})],
+     ["before", "after"]),
+    ([_user(0, "b"), *_answer(0, "b-answer"), _meta(1, "t2"), _user(2, "a"), *_answer(2, "a-answer")],
+     ["b", "b-answer", "a", "a-answer"]),
+    # A segment's id met again, and a meta id crafted to repeat the thread's.
+    ([_meta(0, "t3"), _user(1, "one"), _meta(2, "other"), _user(3, "two"), _meta(4, "t3"), _user(5, "three"),
+      _rec(6, "event_msg", {"type": "thread_rolled_back", "num_turns": 5}), _user(7, "four")],
+     ["one", "two", "three", "four"]),
+], ids=["attack", "prelude-with-answer", "segments-met-again"])
+def test_ids_are_unique_and_every_walk_ends(tmp_path: Path, backend: str, records: list[dict],  # type: ignore[type-arg]
+                                            texts_: list[str]) -> None:
+    src = tmp_path / "rollout-2025-01-01T00-00-00-x.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in records))
+    (r,) = _import_in_child(src, tmp_path / "out", backend)
+    assert r["path"] and not r["conflicts"], r
+    assert _user_texts(r["path"], backend) == texts_  # nothing dropped
+    size = os.path.getsize(r["path"])
+    (again,) = _import_in_child(src, tmp_path / "out", backend)
+    assert again["entriesAdded"] == 0 and not again["conflicts"] and os.path.getsize(r["path"]) == size
+
+
+def test_fork_parent_search_ends_with_looping_folder_links(tmp_path: Path, backend: str) -> None:
+    home = tmp_path / "codex"
+    day = home / "sessions" / "2025" / "01" / "01"
+    day.mkdir(parents=True)
+    (home / "sessions" / "a").symlink_to(".")
+    (home / "sessions" / "b").symlink_to(".")
+    (home / "sessions" / "2025" / "up").symlink_to("..")
+    parent = day / f"rollout-2025-01-01T00-00-00-{tid(5)}aa.jsonl"
+    parent.write_text("".join(json.dumps(r) + "\n" for r in [_meta(0, tid(5) + "aa"), _user(1, "p"), *_answer(1, "q")]))
+    fork = day / "rollout-2025-01-01T00-00-01-fork.jsonl"
+    fork.write_text("".join(json.dumps(r) + "\n" for r in [_meta(0, "f1", forked_from_id=tid(5) + "aa"), _user(1, "x"),
+                                                           *_answer(1, "y")]))
+    orphan = day / "rollout-2025-01-01T00-00-02-orphan.jsonl"
+    orphan.write_text("".join(json.dumps(r) + "\n" for r in [_meta(0, "f2", forked_from_id="nowhere"), _user(1, "x"),
+                                                             *_answer(1, "y")]))
+    env = {"CODEX_HOME": str(home), "HOME": str(tmp_path)}
+    (r,) = _import_in_child(fork, tmp_path / "out", backend, env)
+    # Found through the real folder; its file is not imported by this import, so the
+    # link is the parent's id in the header (docs/IMPORT.md), not a path.
+    assert r["parentSession"] is None and not any("not found" in k for k in r["unmapped"])
+    assert any("was not imported" in k for k in r["unmapped"])
+    (r,) = _import_in_child(orphan, tmp_path / "out", backend, env)
+    assert r["path"] and r["parentSession"] is None
+    assert any("rollout not found" in k for k in r["unmapped"])
+    # With the parent imported first, the fork links to its file.
+    (rp,) = _import_in_child(parent, tmp_path / "out", backend, env)
+    (r,) = _import_in_child(fork, tmp_path / "out", backend, env)
+    assert r["parentSession"] == rp["path"]

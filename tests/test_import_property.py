@@ -33,11 +33,14 @@ def claude_source(draw: st.DrawFn) -> tuple[list[dict[str, Any]], int]:
     msg_out: dict[str, int] = {}
     n = draw(st.integers(1, 14))
     tool_ids: list[str] = []
+    # Issue 24: ids and a cwd with lone surrogates (\udxxx escapes in the JSON) or path characters.
+    sid = draw(st.sampled_from(["s", "\ud800", "a/b", "x\udcff"]))
+    cwd = draw(st.sampled_from(["/w", "/w/\ud834", "/\udcfe"]))
     for i in range(n):
         uid = f"00000000-0000-4000-8000-{i:012d}"
         parent = draw(st.sampled_from([None, *uuids])) if uuids and draw(st.booleans()) else (uuids[-1] if uuids else None)
         ts = f"2025-11-0{1 + i % 9}T10:00:{i % 60:02d}.{i:03d}Z"
-        base = {"parentUuid": parent, "uuid": uid, "timestamp": ts, "sessionId": "s", "cwd": "/w", "isSidechain": False}
+        base = {"parentUuid": parent, "uuid": uid, "timestamp": ts, "sessionId": sid, "cwd": cwd, "isSidechain": False}
         kind = draw(st.sampled_from(["user", "assistant", "assistant", "tool_result", "progress", "system", "snapshot", "title"]))
         if kind == "user":
             recs.append({**base, "type": "user", "message": {"role": "user", "content": draw(st.text(max_size=8))}})
@@ -134,6 +137,14 @@ def codex_source(draw: st.DrawFn) -> list[dict[str, Any]]:
         else:
             lines.append({"timestamp": ts, "type": "event_msg", "payload": {"type": draw(st.sampled_from(
                 ["agent_message", "user_message", "turn_aborted", "task_complete", "whatever"])), "message": f"a{i}"}})
+    # Issue 24: records before the session_meta, a segment's meta met again, hostile ids.
+    meta = lines[0]
+    meta["payload"]["id"] = draw(st.sampled_from([meta["payload"]["id"], "\ud800", "a/../b", "", "x\x1fy"]))
+    if len(lines) > 1 and draw(st.booleans()):
+        lines.insert(draw(st.integers(1, len(lines) - 1)), lines.pop(0))
+    for _ in range(draw(st.integers(0, 2))):
+        again = {**meta, "payload": {**meta["payload"], "id": draw(st.sampled_from([meta["payload"]["id"], "other"]))}}
+        lines.insert(draw(st.integers(0, len(lines))), again)
     return lines
 
 

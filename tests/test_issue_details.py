@@ -47,13 +47,15 @@ EVERY_KIND = b"\n".join(
         _e("g", "f"),
         HEADER,
         _e("h", "a", "compaction", firstKeptEntryId="nope"),
+        _e("l", "h", "leaf", targetId="nope"),
         b'{"type":"message","id":"t"',
     ]
 )
 
 # Forms whose words need a value the core does not keep (both backends word them alike).
 VALUE_FORMS = b"\n".join(
-    [HEADER, b"[1]", _e("a", 7), _e("b", None, etype=5), _e("c", None, "compaction", firstKeptEntryId=3), b""]
+    [HEADER, b"[1]", _e("a", 7), _e("b", None, etype=5), _e("c", None, "compaction", firstKeptEntryId=3),
+     _e("l1", "c", "leaf", targetId=3), _e("l2", "c", "leaf"), _e("l3", "c", "leaf", targetId="l3"), b""]
 )
 
 

@@ -47,3 +47,8 @@ def test_clip_whole_keys() -> None:
     from sessiontree._clip import WHOLE_KEYS
 
     assert set(st.CLIP_WHOLE_KEYS) == WHOLE_KEYS
+
+
+def test_table_limits() -> None:
+    tables = pytest.importorskip("sessiontree.tables._fields")
+    assert st.TABLE_LIMITS == (tables.MAX_TEXT, tables.MAX_RESULT, tables.MAX_ARGUMENTS, tables.MAX_FIELD)

@@ -181,7 +181,9 @@ def test_limits_images_and_odd_values(tmp_path: Path, backend: str) -> None:
     big = "é" * MAX_TEXT  # 2 bytes each: twice the limit
     sm = SessionManager.create("/home/u/odd", str(tmp_path), backend=backend)
     u = sm.append_message({"role": "user", "content": [{"type": "text", "text": big},
-                           {"type": "image", "data": base64.b64encode(png).decode(), "mimeType": "image/png"}],
+                           {"type": "image", "data": base64.b64encode(png).decode(), "mimeType": "image/png"},
+                           {"type": "image", "data": "abc", "mimeType": "image/png"},  # does not decode
+                           {"type": "image", "data": 7}],
                            "timestamp": 1})  # fmt: skip
     sm.append_message({"role": "assistant", "content": [{"type": "text", "text": "x\udc80y"},
                        {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"n": 2**70}}],
@@ -197,10 +199,16 @@ def test_limits_images_and_odd_values(tmp_path: Path, backend: str) -> None:
     with open_quiet(path, backend) as sm:
         rows = pa.table(sm.to_arrow()).to_pylist()
         (call,) = pa.table(sm.to_arrow("tool_calls")).to_pylist()
+        (session,) = pa.table(sm.to_arrow("sessions")).to_pylist()
     user, asst, result, label = rows
     assert len(user["text"].encode()) <= MAX_TEXT and user["text_bytes"] == len(big.encode())
     assert big.startswith(user["text"])
-    assert user["images"] == [{"sha256": hashlib.sha256(png).hexdigest(), "bytes": len(png), "mime": "image/png"}]
+    assert user["images"] == [
+        {"sha256": hashlib.sha256(png).hexdigest(), "bytes": len(png), "mime": "image/png", "problem": None},
+        {"sha256": None, "bytes": None, "mime": "image/png", "problem": "not_base64"},
+        {"sha256": None, "bytes": None, "mime": None, "problem": "no_data"},
+    ]
+    assert session["bad_blocks"] == 2
     assert asst["text"] == "x\ufffd\ufffd\ufffdy"
     assert (asst["input_tokens"], asst["output_tokens"], asst["cache_read_tokens"], asst["cache_write_tokens"],
             asst["total_tokens"], asst["cost"]) == (1, 2, None, None, 3, 0.5)  # fmt: skip

@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     from ._js import NULL
     from ._listing import ListingProblem
     from ._manager import UNSET, SessionManager
+    from ._session_storage import InMemorySessionStorage, JsonlSessionStorage, SessionMetadata, SessionStorage
     from .errors import (
+        EntryExistsError,
         EntryNotFoundError,
         ContextEditError,
         FirstKeptEntryError,
@@ -47,7 +49,9 @@ if TYPE_CHECKING:
         CustomEntry,
         CustomMessage,
         CustomMessageEntry,
+        ActiveToolsChangeEntry,
         LabelEntry,
+        LeafEntry,
         MessageEntry,
         ModelChangeEntry,
         SessionEntry,
@@ -72,15 +76,17 @@ _HOMES = {
     "NULL": "_js",
     "ListingProblem": "_listing",
     **dict.fromkeys(("SessionManager", "UNSET"), "_manager"),
-    **dict.fromkeys(("ContextEditError", "EntryNotFoundError", "FirstKeptEntryError", "InvalidSessionError",
-                     "LoadReportWarning", "SessionError", "SessionFileExistsError", "SessionLockedError",
-                     "StaleSessionError"), "errors"),
-    **dict.fromkeys(("AgentMessage", "AssistantMessage", "BashExecutionMessage", "BranchSummaryEntry",
-                     "BranchSummaryMessage", "CompactionEntry", "CompactionSummaryMessage", "CustomEntry",
-                     "CustomMessage", "CustomMessageEntry", "LabelEntry", "MessageEntry", "ModelChangeEntry",
-                     "SessionEntry", "SessionHeader", "SessionInfo", "SessionInfoEntry", "SessionTreeNode",
-                     "ThinkingLevelChangeEntry", "ToolResultMessage", "TreeShape", "UsageTotals", "UserMessage"),
-                    "schema"),
+    **dict.fromkeys(("InMemorySessionStorage", "JsonlSessionStorage", "SessionMetadata", "SessionStorage"),
+                    "_session_storage"),
+    **dict.fromkeys(("ContextEditError", "EntryExistsError", "EntryNotFoundError", "FirstKeptEntryError",
+                     "InvalidSessionError", "LoadReportWarning", "SessionError", "SessionFileExistsError",
+                     "SessionLockedError", "StaleSessionError"), "errors"),
+    **dict.fromkeys(("ActiveToolsChangeEntry", "AgentMessage", "AssistantMessage", "BashExecutionMessage",
+                     "BranchSummaryEntry", "BranchSummaryMessage", "CompactionEntry", "CompactionSummaryMessage",
+                     "CustomEntry", "CustomMessage", "CustomMessageEntry", "LabelEntry", "LeafEntry",
+                     "MessageEntry", "ModelChangeEntry", "SessionEntry", "SessionHeader", "SessionInfo",
+                     "SessionInfoEntry", "SessionTreeNode", "ThinkingLevelChangeEntry", "ToolResultMessage",
+                     "TreeShape", "UsageTotals", "UserMessage"), "schema"),
 }
 
 
@@ -121,6 +127,10 @@ def _version() -> str:
 __all__ = [
     "__version__",
     "SessionManager",
+    "SessionStorage",
+    "JsonlSessionStorage",
+    "InMemorySessionStorage",
+    "SessionMetadata",
     "SessionContext",
     "SessionProjection",
     "ProjectedEntry",
@@ -138,6 +148,7 @@ __all__ = [
     # errors
     "SessionError",
     "EntryNotFoundError",
+    "EntryExistsError",
     "InvalidSessionError",
     "SessionLockedError",
     "SessionFileExistsError",
@@ -158,6 +169,8 @@ __all__ = [
     "LabelEntry",
     "SessionInfoEntry",
     "CustomEntry",
+    "ActiveToolsChangeEntry",
+    "LeafEntry",
     "AgentMessage",
     "UserMessage",
     "AssistantMessage",

@@ -96,7 +96,7 @@ class IssueKind:
 
     INVALID_JSON = "invalid_json"  # line is not valid JSON (skipped)
     TRUNCATED = "truncated"  # last line, no final LF, invalid JSON: a write cut short (skipped, pending)
-    TORN_FRAGMENT = "torn_fragment"  # invalid prefix before a recovered complete entry on the same line
+    TORN_FRAGMENT = "torn_fragment"  # bytes that are no object on a line whose objects were read (rule 4)
     NOT_AN_OBJECT = "not_an_object"  # valid JSON but not an object (skipped)
     INVALID_UTF8 = "invalid_utf8"  # bytes replaced by U+FFFD (line kept)
     BOM = "bom"  # UTF-8 BOM before the header, ignored (informational)
@@ -108,6 +108,7 @@ class IssueKind:
     CYCLE = "cycle"  # parent links form a cycle; broken at its earliest entry, which becomes a root
     FIRST_KEPT_OFF_PATH = "first_kept_off_path"  # compaction's firstKeptEntryId not on its own path
     UNKNOWN_TYPE = "unknown_type"  # entry type Pi does not define (kept)
+    INVALID_LEAF_TARGET = "invalid_leaf_target"  # a ``leaf`` entry's targetId: not null nor an earlier entry (moves nothing)
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,8 @@ class LoadIssue:
     Attributes:
         kind: one of :class:`IssueKind`'s strings.
         line: 1-based physical line (counting ``\\n`` only), or ``None`` if not about one line.
-        offset: 0-based byte offset of the first byte of that line, or ``None``.
+        offset: 0-based byte offset of the first byte of that line, or ``None``; for a
+            ``torn_fragment`` that does not start the line, of the fragment's first byte.
         ids: entry ids involved (e.g. ``(entry, missing_parent)``), possibly empty.
         detail: human-readable explanation; not compared by the differential tests.
     """
@@ -146,6 +148,7 @@ _RULE = {
     IssueKind.CYCLE: 10,
     IssueKind.FIRST_KEPT_OFF_PATH: 11,
     IssueKind.UNKNOWN_TYPE: 12,
+    IssueKind.INVALID_LEAF_TARGET: 13,
 }
 
 
@@ -163,7 +166,7 @@ def describe_issue(kind: str, ids: tuple[str, ...] = (), n: int | None = None, t
         kind: an :class:`IssueKind` string.
         ids: the issue's ids.
         n: the number the wording needs: ``duplicate_id`` the line of the first
-            definition, ``torn_fragment`` the bytes before the recovered entry,
+            definition, ``torn_fragment`` the fragment's bytes,
             ``truncated`` the length of the piece, ``cycle`` its number of entries.
         text: ``unknown_type``: the ``type`` value when it is a string.
 
@@ -175,7 +178,7 @@ def describe_issue(kind: str, ids: tuple[str, ...] = (), n: int | None = None, t
     if kind == IssueKind.INVALID_UTF8:
         return "invalid UTF-8 replaced by U+FFFD"
     if kind == IssueKind.TORN_FRAGMENT:
-        return f"{n} bytes of a torn write before an entry"
+        return f"{n} bytes of a torn write skipped (the line's other objects are read)"
     if kind == IssueKind.INVALID_JSON:
         return "not valid JSON"
     if kind == IssueKind.TRUNCATED:
@@ -200,6 +203,10 @@ def describe_issue(kind: str, ids: tuple[str, ...] = (), n: int | None = None, t
         return "firstKeptEntryId is absent or not a string: only the summary is kept"
     if kind == IssueKind.UNKNOWN_TYPE:
         return f"unknown entry type {text!r}" if text is not None else "entry type is absent or not a string"
+    if kind == IssueKind.INVALID_LEAF_TARGET:
+        if len(ids) > 1:
+            return f"leaf move to {ids[1]!r}, which is not an earlier entry: the leaf stays"
+        return "leaf move whose targetId is absent or not a string: the leaf stays"
     return kind
 
 
@@ -229,6 +236,8 @@ class ContextPlan:
             ``buildContextEntries``; the projection lists them all).
         edits: target id -> the id of the ``context_edit`` (among the context entries)
             that applies to it: the last one in context order.
+        active_tools_id: the last ``active_tools_change`` on the path (agent-core's
+            harness), or ``None``.
     """
 
     message_ids: list[str]
@@ -237,6 +246,7 @@ class ContextPlan:
     model_id: str | None
     entry_ids: list[str] = field(default_factory=list)
     edits: dict[str, str] = field(default_factory=dict)
+    active_tools_id: str | None = None
 
 
 class TreeIndex(Protocol):
@@ -293,7 +303,8 @@ class TreeIndex(Protocol):
     def __len__(self) -> int: ...  # accepted entries
     def ids(self) -> list[str]: ...  # file order
     def entries(self) -> list[dict[str, Any]]: ...  # file order
-    def last_id(self) -> str | None: ...  # last accepted entry (the leaf on open)
+    def last_id(self) -> str | None: ...  # last accepted entry
+    def file_leaf(self) -> str | None: ...  # the leaf on open (rule 13; None: before the first entry)
     def image_len(self) -> int: ...  # bytes of the image consumed (complete lines only)
     def has_pending_tail(self) -> bool: ...  # a partial last line (no LF) is waiting
 
@@ -343,6 +354,17 @@ class TreeIndex(Protocol):
     def entries_range(self, start: int, stop: int) -> list[dict[str, Any]]:
         """Entries numbered ``start`` to ``stop - 1`` in file order (a whole-file pass
         reads them batch by batch; native decodes them on each call)."""
+        ...
+
+    def table_rows(self, start: int, stop: int) -> dict[str, bytes] | None:
+        """The decoded columns of the ``entries`` and ``tool_calls`` tables for entries
+        ``start`` to ``stop - 1`` in Arrow layouts (the native core's ``Index.table_rows``,
+        whose docstring names the buffers), or ``None`` where the backend has none (the
+        python backend: ``tables._fields`` decodes its entries; tests hold the two equal).
+
+        Raises:
+            StaleSessionError: a line changed in the file since it was indexed.
+        """
         ...
 
     def table_columns(self, leaf_id: str | None) -> dict[str, bytes]:

@@ -30,7 +30,9 @@ The rules (Pi 0.99 session-manager.ts ``buildContextEntries``,
   edit of an entry that is not a context entry does nothing. An edit whose replacement
   is neither ``null`` nor an object with string or list ``content`` (Pi's writer never
   writes one; Pi's reader would throw) leaves its target as it is.
-* Thinking level and model come from the whole path.
+* Thinking level and model come from the whole path; so do the active tool names
+  (agent-core's harness ``buildSessionContext``: the last ``active_tools_change``'s
+  ``activeToolNames``, ``None`` without one).
 
 JavaScript semantics that matter here (checked against the corpus,
 ``edge-unknown-types-roles``): a property whose JS value would be ``undefined`` is left
@@ -96,11 +98,15 @@ class SessionContext:
             ``provider``/``modelId``) or assistant message (its ``provider``/``model``)
             on the path; a key is absent where the source has none (Pi's
             ``undefined``); ``None`` if neither kind is on the path.
+        active_tool_names: a copy of the last ``active_tools_change``'s
+            ``activeToolNames`` on the path (agent-core's ``SessionContext``); ``None``
+            without one, or when that value is not a list.
     """
 
     messages: list[dict[str, Any]] = field(default_factory=list)
     thinking_level: str | None = "off"
     model: dict[str, Any] | None = None
+    active_tool_names: list[Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -126,16 +132,19 @@ class SessionProjection:
         messages: every entry's messages, flattened: what :class:`SessionContext` holds.
         thinking_level: as :attr:`SessionContext.thinking_level`.
         model: as :attr:`SessionContext.model`.
+        active_tool_names: as :attr:`SessionContext.active_tool_names`.
     """
 
     entries: list[ProjectedEntry] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
     thinking_level: str | None = "off"
     model: dict[str, Any] | None = None
+    active_tool_names: list[Any] | None = None
 
     def context(self) -> SessionContext:
         """The flattened :class:`SessionContext` (Pi's ``buildSessionContext``)."""
-        return SessionContext(messages=self.messages, thinking_level=self.thinking_level, model=self.model)
+        return SessionContext(messages=self.messages, thinking_level=self.thinking_level, model=self.model,
+                              active_tool_names=self.active_tool_names)
 
 
 # ------------------------------------------------------------------- helpers
@@ -249,14 +258,16 @@ def plan_context(path: Sequence[Mapping[str, Any]]) -> ContextPlan:
         (``message_ids``: types message / custom_message / branch_summary; branch
         summaries with a falsy summary included, :func:`assemble_context` drops them),
         the leading compaction, the edit that applies to each edited context entry, and
-        the ids of the thinking-level and model entries (or ``None``).
+        the ids of the thinking-level, model and active-tools entries (or ``None``).
     """
-    thinking_id = model_id = None
+    thinking_id = model_id = tools_id = None
     comp_idx = -1
     for i, e in enumerate(path):
         t = e.get("type")
         if t == "thinking_level_change":
             thinking_id = e.get("id")
+        elif t == "active_tools_change":
+            tools_id = e.get("id")
         elif t == "model_change":
             model_id = e.get("id")
         elif t == "message":
@@ -297,6 +308,7 @@ def plan_context(path: Sequence[Mapping[str, Any]]) -> ContextPlan:
         model_id=model_id,
         entry_ids=[e["id"] for e in context],
         edits=edits,
+        active_tools_id=tools_id,
     )
 
 
@@ -361,7 +373,9 @@ def _contribution(
     return messages
 
 
-def _settings(plan: ContextPlan, get: Callable[[str], Mapping[str, Any] | None]) -> tuple[Any, dict[str, Any] | None]:
+def _settings(
+    plan: ContextPlan, get: Callable[[str], Mapping[str, Any] | None]
+) -> tuple[Any, dict[str, Any] | None, list[Any] | None]:
     thinking: Any = "off"
     if plan.thinking_id is not None:
         te = get(plan.thinking_id)
@@ -380,7 +394,14 @@ def _settings(plan: ContextPlan, get: Callable[[str], Mapping[str, Any] | None])
                 if isinstance(msg, dict):
                     _put(model, "provider", msg, "provider")
                     _put(model, "modelId", msg, "model")
-    return thinking, model
+    tools: list[Any] | None = None
+    if plan.active_tools_id is not None:
+        ae = get(plan.active_tools_id)
+        names = ae.get("activeToolNames") if ae is not None else None
+        # agent-core copies it (`[...entry.activeToolNames]`); a value that is not a
+        # list (no writer produces one) would throw there: no tool names here.
+        tools = list(names) if isinstance(names, list) else None
+    return thinking, model, tools
 
 
 def assemble_context(plan: ContextPlan, get: Callable[[str], Mapping[str, Any] | None]) -> SessionContext:
@@ -405,8 +426,8 @@ def assemble_context(plan: ContextPlan, get: Callable[[str], Mapping[str, Any] |
         e = get(mid)
         if e is not None:
             messages.extend(_contribution(e, False, plan, get))
-    thinking, model = _settings(plan, get)
-    return SessionContext(messages=messages, thinking_level=thinking, model=model)
+    thinking, model, tools = _settings(plan, get)
+    return SessionContext(messages=messages, thinking_level=thinking, model=model, active_tool_names=tools)
 
 
 def assemble_projection(plan: ContextPlan, get: Callable[[str], Mapping[str, Any] | None]) -> SessionProjection:
@@ -427,8 +448,9 @@ def assemble_projection(plan: ContextPlan, get: Callable[[str], Mapping[str, Any
         contributed = _contribution(e, i == 0 and eid == plan.compaction_id, plan, get)
         entries.append(ProjectedEntry(source=e, messages=contributed))  # type: ignore[arg-type]
         messages.extend(contributed)
-    thinking, model = _settings(plan, get)
-    return SessionProjection(entries=entries, messages=messages, thinking_level=thinking, model=model)
+    thinking, model, tools = _settings(plan, get)
+    return SessionProjection(entries=entries, messages=messages, thinking_level=thinking, model=model,
+                             active_tool_names=tools)
 
 
 def _path_of(

@@ -9,7 +9,8 @@ call to the core: :class:`StatUnchanged`) and by the writer before it appends:
 * **Truncation** — a file shorter than the indexed image was cut short.
 * **Rewrite in place** — same inode, not shorter: caught by the ends of the indexed
   bytes (the first and last :data:`FINGERPRINT` bytes must be what was read), checked
-  whenever size or mtime changed since the last check.
+  whenever size or mtime changed since the last check. oh-my-pi's title slot, which it
+  rewrites in place by design, is left out of that comparison (:func:`same_ends`).
 
 Size and mtime alone never decide that a file was rewritten: a ``write`` updates the
 mtime before the new size is visible (and the size grows page by page), so a reader
@@ -34,7 +35,7 @@ from typing import BinaryIO, NamedTuple, Protocol
 
 from .errors import StaleSessionError
 
-__all__ = ["FileId", "FileWatch", "FINGERPRINT", "StatUnchanged", "file_id", "indexed_ends", "stat_id"]
+__all__ = ["FileId", "FileWatch", "FINGERPRINT", "StatUnchanged", "file_id", "indexed_ends", "same_ends", "stat_id"]
 
 FINGERPRINT = 4096
 """Bytes at each end of the indexed image that must stay as they were read."""
@@ -90,6 +91,37 @@ def indexed_ends(path: str, length: int) -> bytes:
         head = f.read(min(FINGERPRINT, length))
         f.seek(max(0, length - FINGERPRINT))
         return head + f.read(min(FINGERPRINT, length))
+
+
+_TITLE_SLOT = b'{"type":"title"'
+
+
+def _without_title_slot(n: int, ends: bytes) -> bytes:
+    """``ends`` (:func:`indexed_ends` of ``n`` bytes) with the bytes of oh-my-pi's title
+    slot, at either end, zeroed; its line feed stays where it is."""
+    head_len = min(FINGERPRINT, n)
+    nl = ends.find(b"\n", 0, head_len) if ends.startswith(_TITLE_SLOT) else -1
+    if nl < 0:
+        return ends
+    buf = bytearray(ends)
+    buf[:nl] = bytes(nl)
+    t0 = max(0, n - FINGERPRINT)  # where the last FINGERPRINT bytes start
+    if t0 < nl:
+        buf[head_len : head_len + nl - t0] = bytes(nl - t0)
+    return bytes(buf)
+
+
+def same_ends(n: int, now: bytes, then: bytes) -> bool:
+    """Whether two readings of the ends of the first ``n`` bytes (:func:`indexed_ends`)
+    show the same file, oh-my-pi's title slot aside.
+
+    oh-my-pi rewrites the fixed-size title slot that starts its files (the line before
+    the header, ``_reader.is_title_slot``) in place whenever the title changes, while
+    the session is open and appended to (its session-format documentation): a new
+    title of the same slot length is not a rewrite of the session. A slot of another
+    length, or a first line that stops or starts being a slot, still is.
+    """
+    return now == then or _without_title_slot(n, now) == _without_title_slot(n, then)
 
 
 class StatUnchanged(Protocol):
@@ -169,7 +201,8 @@ class FileWatch:
         if (size, mtime) == self._seen:
             return
         try:
-            if self._fingerprint is not None and indexed_ends(self.path, self._fingerprint[0]) != self._fingerprint[1]:
+            fp = self._fingerprint
+            if fp is not None and not same_ends(fp[0], indexed_ends(self.path, fp[0]), fp[1]):
                 raise self._stale("was rewritten in place")
             if self._fingerprint is None or self._fingerprint[0] != image_len:
                 self._fingerprint = (image_len, indexed_ends(self.path, image_len))

@@ -24,6 +24,7 @@ import math
 import re
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 from json.encoder import encode_basestring as _c_encode_basestring  # type: ignore[attr-defined]
 from typing import Any
@@ -39,6 +40,7 @@ __all__ = [
     "is_blank",
     "decode_line",
     "decode_line_ex",
+    "object_end",
     "has_invalid_utf8",
     "encode_entry",
     "encode_line",
@@ -156,6 +158,22 @@ def _parse_int(text: str) -> int:
     return -value if text.startswith("-") else value
 
 
+@contextmanager
+def _stack_for_depth() -> Iterator[None]:
+    # json's C scanner recurses once per nesting level against the interpreter's
+    # recursion limit; leave room for MAX_DEPTH whatever our caller's depth is (the
+    # callers enforce MAX_DEPTH themselves so that every path agrees).
+    old_limit = sys.getrecursionlimit()
+    need = MAX_DEPTH + 200 + _stack_depth()
+    if old_limit < need:
+        sys.setrecursionlimit(need)
+    try:
+        yield
+    finally:
+        if old_limit < need:
+            sys.setrecursionlimit(old_limit)
+
+
 def _slow_decode(raw: bytes) -> tuple[Any, bool]:
     try:
         text = raw.decode("utf-8")
@@ -163,25 +181,45 @@ def _slow_decode(raw: bytes) -> tuple[Any, bool]:
     except UnicodeDecodeError:
         text = raw.decode("utf-8", "replace")
         replaced = True
-    # json's C scanner recurses once per nesting level against the interpreter's
-    # recursion limit; leave room for MAX_DEPTH whatever our caller's depth is, then
-    # enforce MAX_DEPTH ourselves so both paths agree.
-    old_limit = sys.getrecursionlimit()
-    need = MAX_DEPTH + 200 + _stack_depth()
-    if old_limit < need:
-        sys.setrecursionlimit(need)
     try:
-        obj = json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
+        with _stack_for_depth():
+            obj = json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
     except RecursionError:
         raise ValueError(f"nesting deeper than {MAX_DEPTH} levels") from None
     except ValueError as e:  # JSONDecodeError is a ValueError
         raise ValueError(str(e)) from None
-    finally:
-        if old_limit < need:
-            sys.setrecursionlimit(old_limit)
     if (raw.count(b"[") + raw.count(b"{")) > MAX_DEPTH and _depth_exceeds(obj, MAX_DEPTH):
         raise ValueError(f"nesting deeper than {MAX_DEPTH} levels")
     return obj, replaced
+
+
+_SCANNER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_parse_int)
+
+
+def object_end(text: str, pos: int) -> int | None:
+    """Where the JSON object that starts at ``text[pos]`` ends, whatever follows it.
+
+    Args:
+        text: a line's bytes decoded as Latin-1 (one character per byte, so positions
+            are byte offsets; a non-ASCII byte is never JSON syntax, and inside a
+            string it is a character the scanner accepts as it accepts any UTF-8).
+        pos: where the object's ``{`` is.
+
+    Returns:
+        The position after its closing ``}``, or ``None`` when no object that
+        ``json.loads`` would accept starts there (``NaN`` / ``Infinity`` literals and
+        integers of more than 4,300 digits rejected). Nesting deeper than
+        :data:`MAX_DEPTH` is the caller's to reject (:func:`decode_line_ex` of the
+        object's bytes does). ``src/scan.rs`` ``validate_prefix`` is the same rule.
+    """
+    if not text.startswith("{", pos):
+        return None
+    try:
+        with _stack_for_depth():
+            end: int = _SCANNER.raw_decode(text, pos)[1]
+    except (ValueError, RecursionError):
+        return None
+    return end
 
 
 def _stack_depth() -> int:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ._js import trim, truthy
 
-__all__ = ["LabelFields", "apply_labels", "label_fields", "session_name_of"]
+__all__ = ["LabelFields", "agent_core_label", "apply_labels", "label_fields", "session_name_of"]
 
 
 LabelFields = tuple[Any, Any, Any]
@@ -48,17 +48,41 @@ def apply_labels(label_entries: Iterable[LabelFields], labels: dict[str, Any], l
             label_ts.pop(target, None)
 
 
-def session_name_of(latest_session_info: dict[str, Any] | None) -> str | None:
+def session_name_of(latest_session_info: dict[str, Any] | None, title_slot: Any = None) -> str | None:
     """The session name given the latest ``session_info`` entry in file order.
 
     Pi 0.99's ``getSessionName`` (``entry.name?.trim() || undefined``; corpus
     ``hand-session-name-clear``): the latest entry decides, its name trimmed as
-    JavaScript trims, and an empty name clears the title.
+    JavaScript trims, and an empty name clears the title. A file with no such entry
+    takes the ``title`` of oh-my-pi's title slot (``_reader.is_title_slot``), trimmed
+    likewise: the slot counts as a name set before the first entry.
+
+    Args:
+        latest_session_info: the latest ``session_info`` entry, or ``None``.
+        title_slot: the title slot object, or ``None``.
 
     Returns:
-        Its trimmed ``name`` if that is a non-empty string, else ``None``.
+        The trimmed name if it is a non-empty string, else ``None``.
     """
     if latest_session_info is None:
-        return None
-    name = latest_session_info.get("name")
+        name = title_slot.get("title") if isinstance(title_slot, dict) else None
+    else:
+        name = latest_session_info.get("name")
     return (trim(name) or None) if isinstance(name, str) else None
+
+
+def agent_core_label(label: Any) -> str | None:
+    """A target's label as agent-core's storages give it (``packages/agent/src/harness/
+    session/jsonl-storage.ts`` ``updateLabelCache``: the latest ``label`` entry's
+    ``label?.trim()`` sets it when not empty, else clears it).
+
+    Args:
+        label: the target's label by :func:`apply_labels` (the latest truthy one, or
+            ``None``). Trimming after that gives agent-core's answer: a later label that
+            trims to empty is truthy there, so it is the one seen here.
+
+    Returns:
+        The label trimmed as JavaScript trims, ``None`` if that is empty or it is not a
+        string.
+    """
+    return (trim(label) or None) if isinstance(label, str) else None

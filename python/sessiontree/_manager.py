@@ -22,8 +22,8 @@ Design notes (where the contract leaves a choice):
   ``label`` key.
 * **Staleness** is checked once per public call on a session that is on disk, the same
   way for both backends (:mod:`sessiontree._filestate`).
-* **refresh()** moves the leaf to the new last entry only if the leaf was the last
-  entry before (a viewer at the end of the session follows it); otherwise the leaf
+* **refresh()** moves the leaf to the file's new leaf (the last entry, or where a
+  ``leaf`` entry moved it: loader rule 13) only if the leaf was the file's leaf before (a viewer at the end of the session follows it); otherwise the leaf
   stays where the caller put it.
 * **Migration** (version 1/2) happens in memory on open; ``load_report`` then lists the
   problems of the original file (its line numbers). The file is rewritten as version 3
@@ -37,8 +37,8 @@ import os
 import secrets
 import sys
 import time
-import uuid
 import warnings
+import weakref
 from collections.abc import Callable, Container, Iterable, Iterator
 from typing import Any
 
@@ -54,6 +54,7 @@ from ._persist import SessionFile, open_file, open_index, read_file, retried
 from ._places import session_dir_for_cwd, session_file_name
 from ._reader import CURRENT_VERSION, scan_header
 from ._select import index_class
+from ._session_storage import InMemorySessionStorage, JsonlSessionStorage, new_entry_id
 from ._time import now_iso, parse_iso_ms
 from .errors import (
     ContextEditError,
@@ -153,26 +154,101 @@ class SessionManager:
     """
 
     # ----------------------------------------------------------------- set-up
-    def __init__(self, cwd: str, session_dir: str, persist: bool, backend: str | None = None) -> None:
+    def __init__(self, cwd: str, session_dir: str, persist: bool, backend: str | None = None,
+                 storage: InMemorySessionStorage | None = None) -> None:
         """Low-level constructor; use the class methods instead."""
         self._index_cls = index_class(backend)
         self._cwd = cwd
         self._session_dir = session_dir
         self._persist = persist
         self._session_id = ""
-        self._index: TreeIndex = None  # type: ignore[assignment]
-        self._leaf: str | None = None
-        self._file: SessionFile | None = None  # None: in memory, or not set yet
-        # Lines of an image not written yet (header first), and whether they hold an
-        # assistant message (the first one triggers the first write).
-        self._pending: builtins.list[bytes] = []
-        self._has_assistant = False
+        # The session's index, leaf, file and lines not written yet live in the storage
+        # (`_session_storage`): a file's, or memory's for a session never written.
+        if storage is None:
+            storage = JsonlSessionStorage() if persist else InMemorySessionStorage()
+        self._st = storage
+        # The storage asks the manager for ids and times (overridable hooks) through a
+        # weak reference: no cycle, so a manager dropped without close() is collected at
+        # once and its lock released; a storage that outlives its manager (the
+        # standalone constructors) falls back to the defaults.
+        me = weakref.ref(self)
+        storage.new_id = lambda taken: (m._new_id(taken) if (m := me()) is not None else new_entry_id(taken))
+        storage.now = lambda: (m._now() if (m := me()) is not None else now_iso())
         self._report: builtins.list[LoadIssue] = []
         self._file_version: Any = CURRENT_VERSION
         self._closed = False
 
+    # The manager's view of its storage's state (the seam: `_session_storage`).
+    @property
+    def _index(self) -> TreeIndex:
+        return self._st.index
+
+    @_index.setter
+    def _index(self, index: TreeIndex) -> None:
+        self._st.index = index
+
+    @property
+    def _leaf(self) -> str | None:
+        return self._st.leaf
+
+    @_leaf.setter
+    def _leaf(self, leaf: str | None) -> None:
+        self._st.leaf = leaf
+
+    @property
+    def _file(self) -> SessionFile | None:  # None: in memory, or not set yet
+        return self._st.file
+
+    @_file.setter
+    def _file(self, file: SessionFile | None) -> None:
+        self._st.file = file
+
     @classmethod
-    def create(cls, cwd: str, session_dir: str | None = None, *, backend: str | None = None) -> SessionManager:
+    def _over(cls, storage: InMemorySessionStorage, cwd: str | None, path: str | os.PathLike[str] | None,
+              session_id: str | None, parent_session: str | None, metadata: dict[str, Any] | None,
+              backend: str | None, created_at: str | None = None) -> SessionManager:
+        """A manager over ``storage`` (``_session_storage``'s constructors): the session
+        at ``path`` (read if it exists, else a new one written there) or a new one in
+        memory (``path`` ``None``), with this header's fields.
+
+        Raises:
+            TypeError: an argument of the wrong type.
+            InvalidSessionError: ``path`` holds no valid session.
+            SessionFileExistsError: a new session written at once found ``path`` taken.
+        """
+        _require("cwd", cwd, (str, type(None)))
+        _require_path("path", path, optional=True)
+        _require("session_id", session_id, (str, type(None)))
+        _require("parent_session_path", parent_session, (str, type(None)))
+        _require("metadata", metadata, (dict, type(None)))
+        _require("created_at", created_at, (str, type(None)))
+        persist = path is not None
+        full = _abspath(path) if path is not None else None
+        mgr = cls(cwd if cwd is not None else os.getcwd(), os.path.dirname(full) if full else "", persist, backend,
+                  storage)
+        if full is not None and stat_id(full) is not None:
+            mgr._load_file(full)
+            header_cwd = mgr._index.header().get("cwd")
+            if isinstance(header_cwd, str):
+                mgr._cwd = header_cwd
+            return mgr
+        mgr._new_header(session_id, parent_session, metadata, full, created_at)
+        return mgr
+
+    @property
+    def storage(self) -> InMemorySessionStorage:
+        """The storage this manager runs over: a
+        :class:`~sessiontree.JsonlSessionStorage` for a session on disk, an
+        :class:`~sessiontree.InMemorySessionStorage` for one never written. It answers
+        agent-core's ``SessionStorage`` operations on the same session, and holds the
+        session the manager moves to (``new_session``, ``set_session_file``,
+        ``create_branched_session``)."""
+        return self._st
+
+    @classmethod
+    def create(
+        cls, cwd: str, session_dir: str | None = None, *, backend: str | None = None, leaf_entries: bool = False
+    ) -> SessionManager:
         """A new session for ``cwd`` (Pi's ``SessionManager.create``); nothing is written yet.
 
         Args:
@@ -180,6 +256,10 @@ class SessionManager:
             session_dir: folder of the file; Pi's default folder for ``cwd`` if ``None``.
             backend: ``"auto"``, ``"python"`` or ``"native"`` (default: env
                 ``SESSIONTREE_BACKEND``, else ``auto``).
+            leaf_entries: agent-core's harness semantics: every leaf move (``branch``,
+                ``reset_leaf``, ``branch_with_summary``) is written as a ``leaf`` entry
+                (``_session_storage``); off (the coding agent's default), moves stay in
+                memory.
 
         Raises:
             TypeError: ``cwd`` is not a str or ``session_dir`` not a path or ``None``.
@@ -187,13 +267,15 @@ class SessionManager:
         """
         _require("cwd", cwd, str)
         _require_path("session_dir", session_dir, optional=True)
-        mgr = cls(cwd, _abspath(session_dir) if session_dir is not None else session_dir_for_cwd(cwd), True, backend)
+        mgr = cls(cwd, _abspath(session_dir) if session_dir is not None else session_dir_for_cwd(cwd), True, backend,
+                  JsonlSessionStorage(leaf_entries=leaf_entries))
         mgr.new_session()
         return mgr
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str], session_dir: str | None = None, *, backend: str | None = None
+        cls, path: str | os.PathLike[str], session_dir: str | None = None, *, backend: str | None = None,
+        leaf_entries: bool = False,
     ) -> SessionManager:
         """Open a session file (Pi's ``SessionManager.open``); reading never writes.
 
@@ -206,6 +288,7 @@ class SessionManager:
             session_dir: folder for later new/branched sessions; the file's folder if
                 ``None``.
             backend: see :meth:`create`.
+            leaf_entries: see :meth:`create`.
 
         Raises:
             TypeError: ``path`` is not a path or ``session_dir`` not a path or ``None``.
@@ -216,7 +299,7 @@ class SessionManager:
         _require_path("session_dir", session_dir, optional=True)
         path = _abspath(path)
         mgr = cls(os.getcwd(), _abspath(session_dir) if session_dir is not None else os.path.dirname(path), True,
-                  backend)
+                  backend, JsonlSessionStorage(leaf_entries=leaf_entries))
         mgr._load_file(path)
         if mgr._file is not None and mgr._file.on_disk:
             cwd = mgr._index.header().get("cwd")  # the cwd of the file read (a new one: this one)
@@ -266,18 +349,22 @@ class SessionManager:
         return cls.create(cwd, folder, backend=backend)
 
     @classmethod
-    def in_memory(cls, cwd: str | None = None, *, backend: str | None = None) -> SessionManager:
+    def in_memory(
+        cls, cwd: str | None = None, *, backend: str | None = None, leaf_entries: bool = False
+    ) -> SessionManager:
         """A session that is never written (Pi's ``SessionManager.inMemory``).
 
         Args:
             cwd: working directory for the header; the process's if ``None``.
             backend: see :meth:`create`.
+            leaf_entries: see :meth:`create` (the moves are entries of the session).
 
         Raises:
             TypeError: ``cwd`` is not a str or ``None``.
         """
         _require("cwd", cwd, (str, type(None)))
-        mgr = cls(cwd if cwd is not None else os.getcwd(), "", False, backend)
+        mgr = cls(cwd if cwd is not None else os.getcwd(), "", False, backend,
+                  InMemorySessionStorage(leaf_entries=leaf_entries))
         mgr.new_session()
         return mgr
 
@@ -384,11 +471,7 @@ class SessionManager:
 
         Override (subclass or instance attribute) to inject ids.
         """
-        for _ in range(100):
-            candidate = uuid.uuid4().hex[:8]
-            if candidate not in taken:
-                return candidate
-        return str(uuid.uuid4())
+        return new_entry_id(taken)
 
     def _now(self) -> str:
         """The current time as Pi writes it (``toISOString``). Override to inject times."""
@@ -406,8 +489,7 @@ class SessionManager:
         """
         if stat_id(path) is None:
             self._release()
-            self._new_header(None, None)
-            self._file = SessionFile(path)
+            self._new_header(None, None, None, path)
             return
 
         def attempt() -> tuple[TreeIndex, SessionFile, Any, builtins.list[LoadIssue]]:
@@ -423,13 +505,10 @@ class SessionManager:
         self._release()
         if self._index is not None:
             self._index.close()
-        self._index = index
-        self._file = file
+        # An existing file: every append goes straight to disk (Pi).
+        self._st.loaded(index, file)
         self._file_version = version
         self._session_id = index.header().get("id")  # type: ignore[assignment]
-        self._leaf = index.last_id()
-        self._pending = []
-        self._has_assistant = True  # an existing file: every append goes straight to disk (Pi)
         self._report = report
         if report:
             warnings.warn(
@@ -485,13 +564,13 @@ class SessionManager:
         if data is None:
             return 0
         index, report, m = self._migrated(data, self._file.path)
-        last, before = self._index.last_id(), len(self._index)
+        last, before = self._index.file_leaf(), len(self._index)
         self._index.close()
         self._index = index
         self._file.remigrated(m, len(data))
         self._report = report
         if self._leaf == last:
-            self._leaf = index.last_id()
+            self._leaf = index.file_leaf()
         return len(index) - before
 
     @staticmethod
@@ -501,20 +580,28 @@ class SessionManager:
             return LoadIssue(issue.kind, line, offset, issue.ids, issue.detail)
         return issue
 
-    def _new_header(self, session_id: str | None, parent_session: str | None) -> None:
+    def _new_header(self, session_id: str | None, parent_session: str | None, metadata: dict[str, Any] | None = None,
+                    path: str | None = None, timestamp: str | None = None) -> None:
+        """A new session's image (header only, its ``timestamp`` now unless given), to
+        be written at ``path`` (default: Pi's name in the session folder; nowhere in
+        memory) when the storage's first write is due."""
         self._session_id = session_id if session_id is not None else self._new_session_id()
-        timestamp = self._now()
-        header = _shapes.header(self._session_id, timestamp, self._cwd, parent_session)
+        if timestamp is None:
+            timestamp = self._now()
+        header = _shapes.header(self._session_id, timestamp, self._cwd, parent_session, metadata)
         self._set_image([encode_entry(header) + b"\n"], has_assistant=False)
-        self._file = SessionFile(os.path.join(self._session_dir, session_file_name(timestamp, self._session_id))) if self._persist else None
+        if not self._persist:
+            self._file = None
+            return
+        if path is None:
+            path = os.path.join(self._session_dir, session_file_name(timestamp, self._session_id))
+        self._file = SessionFile(path)
+        self._st.write_if_due()
 
     def _set_image(self, lines: builtins.list[bytes], has_assistant: bool) -> None:
         if self._index is not None:
             self._index.close()
-        self._index = self._index_cls.from_image(b"".join(lines))
-        self._pending = lines
-        self._leaf = self._index.last_id()
-        self._has_assistant = has_assistant
+        self._st.start(self._index_cls.from_image(b"".join(lines)), lines, has_assistant)
         self._file_version = CURRENT_VERSION
         self._report = self._index.load_report()
 
@@ -569,26 +656,14 @@ class SessionManager:
         # Refuse what the loader would skip (e.g. nesting past MAX_DEPTH) before a byte is
         # written: an appended line must reload as the entry it claims to be.
         decode_line(line)
-        if _is_assistant(entry):
-            self._has_assistant = True
-        if self._file is not None and self._file.on_disk:
-            try:
-                entry_id, changed = self._file.append(self._index, line)
-            except OSError:
-                # Part of the line may be in the file, now indexed as a torn piece.
+        try:
+            entry_id, _ = self._st.append_line(line, entry)
+        finally:
+            # Lines of another process taken in, or part of a failed line indexed as a
+            # torn piece: the report changed.
+            if self._st.report_changed:
+                self._st.report_changed = False
                 self._report = self._index.load_report()
-                raise
-            if changed:
-                self._report = self._index.load_report()
-        else:
-            entry_id = self._index.append_line(line)
-            self._pending.append(line + b"\n")
-            # As Pi: the entry is in the session even if writing it fails below.
-            self._leaf = entry_id
-            if self._file is not None and self._has_assistant:
-                self._file.create(b"".join(self._pending))
-                self._pending = []
-        self._leaf = entry_id
         return entry_id
 
     def migrate(self) -> str | None:
@@ -607,6 +682,29 @@ class SessionManager:
         if self._file is None:
             return None
         return self._file.migrate(self._index)
+
+    def flush(self) -> str | None:
+        """Write a new session's file now, before its first assistant message (Pi's
+        coding agent waits for one; Pi 0.99 writes at the first user message). The
+        header and every entry appended so far go to disk in the one exclusive create
+        of the first write (docs/CONTRACT.md §4); from then on each append is written
+        at once. For stores that must keep what they acknowledge (the framework
+        sessions of ``sessiontree.agents`` and ``sessiontree.langgraph``). Does nothing
+        for a session already on disk or in memory.
+
+        Returns:
+            The session file's path, or ``None`` in memory.
+
+        Raises:
+            SessionFileExistsError: a file appeared at the path (nothing is written;
+                the entries stay in memory).
+            OSError: the write failed (nothing is left at the path).
+        """
+        self._check()
+        if self._file is not None and not self._file.on_disk:
+            self._st.ready = True  # the first write is due now, whatever comes next
+            self._st.write_if_due()
+        return self.session_file
 
     def _entry(self, etype: str, **fields: Any) -> dict[str, Any]:
         return _shapes.entry(etype, self._new_id(self._index), self._leaf, self._now(), **fields)
@@ -636,6 +734,21 @@ class SessionManager:
         """
         _require("level", level, str)
         return self._append(self._entry("thinking_level_change", thinkingLevel=level))
+
+    def append_active_tools_change(self, active_tool_names: builtins.list[str]) -> str:
+        """Append an ``active_tools_change`` entry (agent-core's harness,
+        ``ActiveToolsChangeEntry``): the tools the model may call from here on; the last
+        one on the path is the context's ``active_tool_names``. Returns its id.
+
+        Key order: ``type, id, parentId, timestamp, activeToolNames``.
+
+        Raises:
+            TypeError: ``active_tool_names`` is not a list of str (nothing is written).
+        """
+        _require("active_tool_names", active_tool_names, builtins.list)
+        for name in active_tool_names:
+            _require("active_tool_names[]", name, str)
+        return self._append(self._entry("active_tools_change", activeToolNames=builtins.list(active_tool_names)))
 
     def append_model_change(self, provider: str, model_id: str) -> str:
         """Append a ``model_change`` entry (``provider``, ``modelId``); returns its id.
@@ -1042,11 +1155,25 @@ class SessionManager:
         self._check()
         if entry_id not in self._index:
             raise EntryNotFoundError(entry_id)
-        self._leaf = entry_id
+        self._move_leaf(entry_id)
 
     def reset_leaf(self) -> None:
-        """Move the leaf before the first entry: the next append is a new root."""
-        self._leaf = None
+        """Move the leaf before the first entry: the next append is a new root.
+
+        With agent-core's leaf entries (``leaf_entries``) the move is written as a
+        ``leaf`` entry; then this raises what an append raises.
+        """
+        if self._st.leaf_entries:
+            self._check()
+        self._move_leaf(None)
+
+    def _move_leaf(self, leaf_id: str | None) -> None:
+        """The leaf moves; with ``leaf_entries`` as a ``leaf`` entry (agent-core's
+        ``setLeafId``: a child of the leaf before the move)."""
+        if self._st.leaf_entries:
+            self._append(self._entry("leaf", targetId=leaf_id))
+        else:
+            self._leaf = leaf_id
 
     def branch_with_summary(
         self,
@@ -1074,7 +1201,7 @@ class SessionManager:
         self._check()
         if entry_id is not None and entry_id not in self._index:
             raise EntryNotFoundError(entry_id)
-        self._leaf = entry_id
+        self._move_leaf(entry_id)
         return self._append(
             self._entry(
                 "branch_summary",
@@ -1173,9 +1300,7 @@ class SessionManager:
             self._file = None
             return None
         self._file = SessionFile(os.path.join(self._session_dir, session_file_name(timestamp, session_id)))
-        if has_assistant:
-            self._file.create(b"".join(self._pending))
-            self._pending = []
+        self._st.write_if_due()
         return self._file.path
 
     def _context_leaf(self, leaf_id: Any) -> str | None:
@@ -1272,6 +1397,9 @@ class SessionManager:
     @property
     def load_report(self) -> builtins.list[LoadIssue]:
         """Problems found when the file was loaded (and by later ``refresh`` calls)."""
+        if self._st.report_changed:  # an append through ``storage`` took in other lines
+            self._st.report_changed = False
+            self._report = self._index.load_report()
         return builtins.list(self._report)
 
     def refresh(self) -> int:
@@ -1288,12 +1416,12 @@ class SessionManager:
             return 0
         if self._file.migration_pending:
             return self._refresh_migrated()
-        last = self._index.last_id()
+        last = self._index.file_leaf()
         added = self._file.refresh(self._index)
         if not self._file.on_disk:
             return 0
         if added and self._leaf == last:
-            self._leaf = self._index.last_id()
+            self._leaf = self._index.file_leaf()
         # Junk lines, duplicates or a torn tail change the report without adding entries.
         self._report = self._index.load_report()
         return added

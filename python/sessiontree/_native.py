@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._backend import ContextPlan, LoadIssue, default_cache_budget, describe_issue, gc_paused
+from ._caches import index_cache
 from ._clip import clip_entry
 from ._filestate import FileId
 from ._jsonl import decode_line
@@ -164,6 +165,7 @@ class NativeIndex:
         # because the manager asks on every call (its staleness check).
         self._image_len = ix.image_len()
         self._n = len(ix)
+        self._views_persisted = ix.check_persisted()
         # Decoded entries: one slot per entry number (None: not decoded), the same by id
         # (a hit costs one dict look-up, no call into the core), the order in which
         # they were kept, each one's line size, and the bytes held. No object is made
@@ -184,7 +186,13 @@ class NativeIndex:
         self._label_ts: dict[str, Any] = {}
         self._name_n = 0
         self._name_entry: int | None = None
-        self._name: str | None = None
+        # oh-my-pi's title slot, as the file held it when the index was built.
+        slot = ix.title_slot()
+        try:
+            self._title_slot: Any = None if slot is None else decode_line(slot)
+        except ValueError:  # rewritten into something else since the scan
+            self._title_slot = None
+        self._name: str | None = session_name_of(None, self._title_slot)
 
     # ------------------------------------------------------------ the cache
     @property
@@ -322,7 +330,10 @@ class NativeIndex:
 
     @classmethod
     def open(cls, path: str) -> NativeIndex:
-        """Map and index the session file at ``path`` (read-only; never writes).
+        """Index the session file at ``path`` (never writes it): through its persisted
+        index when one is kept (``_caches.index_cache``, ``src/persist/``: read, and only
+        the bytes the file gained since scanned; the answers are a scan's), else by a
+        scan, after which the index is persisted when that is due.
 
         Args:
             path: the ``.jsonl`` file.
@@ -333,10 +344,13 @@ class NativeIndex:
         Raises:
             OSError: the file cannot be read (``FileNotFoundError`` if absent).
             InvalidSessionError: no valid header (loader rule 6).
+            ValueError: ``SESSIONTREE_INDEX`` or ``SESSIONTREE_INDEX_BYTES`` is not usable
+                (``_caches.index_cache``).
         """
         path = os.fspath(path)
+        cache = index_cache()
         try:
-            return cls(Index.open(path), file=path)
+            return cls(Index.open(path, cache), file=path)
         except InvalidSessionError as e:
             # The core says where and why (a code); the words are the python backend's.
             raise header_error(path, e.line, e.offset, problem_from_code(e.reason)) from None
@@ -391,12 +405,25 @@ class NativeIndex:
         return out
 
     def last_id(self) -> str | None:
-        """The last accepted entry's id (the leaf on open), ``None`` if there is none."""
+        """The last accepted entry's id, ``None`` if there is none."""
         n = self._ix.last()
         return None if n is None else self._ix.id(n)
 
+    def file_leaf(self) -> str | None:
+        """The leaf on open (loader rule 13), ``None`` before the first entry."""
+        n = self._ix.file_leaf()
+        return None if n is None else self._ix.id(n)
+
     def image_len(self) -> int:
-        """Bytes of the image consumed (stops before a pending last piece)."""
+        """Bytes of the image consumed (stops before a pending last piece).
+
+        Raises:
+            StaleSessionError: the persisted index this one reads in place was cut short
+                under it (another program's doing; asked here, on every call of the
+                manager's staleness check, as the file's own staleness is).
+        """
+        if self._views_persisted:
+            self._views_persisted = self._ix.check_persisted()
         return self._image_len
 
     def has_pending_tail(self) -> bool:
@@ -542,13 +569,14 @@ class NativeIndex:
         return self._label_maps()[1].get(entry_id)
 
     def session_name(self) -> str | None:
-        """The latest ``session_info`` entry's non-empty ``name``, else ``None``."""
+        """The latest ``session_info`` entry's non-empty ``name`` (without one, the
+        title slot's ``title``), else ``None``."""
         n = self._n
         if self._name_n < n:
             infos = self._ix.entries_of_type("session_info", self._name_n)
             if infos and infos[-1] != self._name_entry:
                 self._name_entry = infos[-1]
-                self._name = session_name_of(self._entry_at(infos[-1]))
+                self._name = session_name_of(self._entry_at(infos[-1]), self._title_slot)
             self._name_n = n
         return self._name
 
@@ -556,7 +584,7 @@ class NativeIndex:
         """Pi's context plan along root -> ``leaf_id`` (empty for ``None`` / unknown)."""
         ix = self._ix
         n = None if leaf_id is None else ix.find(leaf_id)
-        msgs, comp, thinking, model, entries, edits = ix.context_plan(n)
+        msgs, comp, thinking, model, entries, edits, tools = ix.context_plan(n)
         ident = ix.id
         return ContextPlan(
             message_ids=ix.ids(msgs),
@@ -565,6 +593,7 @@ class NativeIndex:
             model_id=None if model is None else ident(model),
             entry_ids=ix.ids(entries),
             edits={ident(t): ident(x) for t, x in edits},
+            active_tools_id=None if tools is None else ident(tools),
         )
 
     # --------------------------------------------------------------- structure
@@ -706,6 +735,16 @@ class NativeIndex:
                 raise self._line_changed(ix.id(n))
             out.append(entry)
         return out
+
+    def table_rows(self, start: int, stop: int) -> dict[str, bytes]:
+        """The decoded columns of entries ``start`` to ``stop - 1``, computed by the core
+        from their lines as read now (``Index.table_rows``; see
+        ``_backend.TreeIndex.table_rows``).
+
+        Raises:
+            StaleSessionError: a line changed in the file since it was indexed.
+        """
+        return self._ix.table_rows(start, stop)
 
     def table_columns(self, leaf_id: str | None) -> dict[str, bytes]:
         """The ``entries`` table's index columns in Arrow layouts, computed by the core

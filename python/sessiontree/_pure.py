@@ -169,9 +169,14 @@ class PythonIndex:
         return list(self._l.entries)
 
     def last_id(self) -> str | None:
-        """The last accepted entry's id (the leaf on open), ``None`` if there is none."""
+        """The last accepted entry's id, ``None`` if there is none."""
         ids = self._l.ids
         return ids[-1] if ids else None
+
+    def file_leaf(self) -> str | None:
+        """The leaf on open (loader rule 13), ``None`` before the first entry."""
+        n = self._l.leaf
+        return None if n < 0 else self._l.ids[n]
 
     def image_len(self) -> int:
         """Bytes of the image consumed (stops before a pending last piece)."""
@@ -343,13 +348,14 @@ class PythonIndex:
             return None
 
     def session_name(self) -> str | None:
-        """The latest ``session_info`` entry's non-empty ``name``, else ``None``."""
+        """The latest ``session_info`` entry's non-empty ``name`` (without one, the
+        title slot's ``title``), else ``None``."""
         entries = self._l.entries
         for i in range(self._name_n, len(entries)):
             if entries[i].get("type") == "session_info":
                 self._name_idx = i
         self._name_n = len(entries)
-        return session_name_of(entries[self._name_idx] if self._name_idx >= 0 else None)
+        return session_name_of(entries[self._name_idx] if self._name_idx >= 0 else None, self._l.title_slot)
 
     def context_plan(self, leaf_id: str | None) -> ContextPlan:
         """Pi's context plan along root -> ``leaf_id`` (``_context.plan_context``)."""
@@ -462,6 +468,11 @@ class PythonIndex:
     def entries_range(self, start: int, stop: int) -> list[dict[str, Any]]:
         """Entries numbered ``start`` to ``stop - 1`` (file order)."""
         return self._l.entries[start:stop]
+
+    def table_rows(self, start: int, stop: int) -> None:
+        """``None``: this backend has no core; the tables decode its entries with
+        ``tables._fields``'s rules (see ``_backend.TreeIndex.table_rows``)."""
+        return None
 
     def table_columns(self, leaf_id: str | None) -> dict[str, bytes]:
         """The ``entries`` table's index columns in Arrow layouts (the native core's

@@ -3,8 +3,9 @@
 Framing (rules 1–2: ``\\n`` only, CR stripped, BOM, blank lines) is
 :func:`sessiontree._jsonl.iter_lines`; this module says what a framed line *is*:
 
-* :func:`read_value` — rules 3–4: the line's JSON value (``json.loads`` semantics,
-  invalid UTF-8 replaced), or the complete object recovered behind a torn fragment.
+* :func:`read_line` — rules 3–4: the line's JSON value (``json.loads`` semantics,
+  invalid UTF-8 replaced), or, for a complete line that is not one value, every
+  object glued on it and the torn fragments around them; :func:`read_value` its first.
 * :func:`header_problem` / :func:`header_error` — rule 6: the first JSON object must be
   the header (``type == "session"`` with a string ``id``, Pi's ``loadEntriesFromFile``);
   what is wrong otherwise, in the words both backends use.
@@ -21,21 +22,26 @@ applies the same rules in Rust and reports header problems with the codes of
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._js import UNDEFINED
-from ._jsonl import BOM, decode_line, decode_line_ex, has_invalid_utf8, is_blank, iter_lines
+from ._jsonl import BOM, decode_line, decode_line_ex, has_invalid_utf8, is_blank, iter_lines, object_end
 from .errors import InvalidSessionError
 
 __all__ = [
     "CURRENT_VERSION",
     "MAX_TORN_CANDIDATES",
+    "Piece",
+    "LineRead",
     "Value",
+    "read_line",
     "read_value",
     "TORN_SEAL",
     "line_prefix",
     "is_header",
+    "is_title_slot",
     "header_problem",
     "problem_from_code",
     "header_error",
@@ -48,7 +54,8 @@ CURRENT_VERSION = 3
 """The session format version Pi writes (``CURRENT_SESSION_VERSION``)."""
 
 MAX_TORN_CANDIDATES = 16
-"""How many ``{"type":`` positions rule 4 tries on an invalid line."""
+"""How many ``{"type":`` positions rule 4 tries on an invalid line (all its fragments
+together)."""
 
 _TORN_MARK = b'{"type":'
 
@@ -82,15 +89,48 @@ def line_prefix(pending: bool, ends_mid_line: bool) -> bytes:
     return b"\n" if ends_mid_line else b""
 
 
-@dataclass(frozen=True)
-class Value:
+class Piece(NamedTuple):
+    """One JSON value of a line: ``content[start:end]`` (rule 3) or an object rule 4
+    read from a line that is not one value.
+
+    Attributes:
+        value: the JSON value (any type for a whole line; an object for a piece of a
+            split line).
+        start: where its bytes start in the line.
+        end: where they end.
+    """
+
+    value: Any
+    start: int
+    end: int
+
+
+class LineRead(NamedTuple):
     """What rules 3–4 make of one line.
 
     Attributes:
-        value: the JSON value (any type; the caller checks it is an object).
-        replaced: invalid UTF-8 was replaced by U+FFFD (rule 3, reported ``invalid_utf8``).
-        recovered_at: 0, or the position of the complete object recovered behind a torn
-            fragment (rule 4, reported ``torn_fragment``).
+        pieces: the line's value (one piece, the whole line), or the objects rule 4
+            read from a complete line that is not one value, in line order.
+        fragments: for a split line, the ``(start, end)`` of each non-blank run of
+            bytes outside the pieces (reported ``torn_fragment``).
+        replaced: the line has invalid UTF-8 (rule 3, reported once per line as
+            ``invalid_utf8``).
+        split: the line was read by rule 4.
+    """
+
+    pieces: tuple[Piece, ...]
+    fragments: tuple[tuple[int, int], ...] = ()
+    replaced: bool = False
+    split: bool = False
+
+
+class Value(NamedTuple):
+    """A line's first value (:func:`read_value`).
+
+    Attributes:
+        value: the JSON value.
+        replaced: the line has invalid UTF-8.
+        recovered_at: 0, or where the value starts when rule 4 read it from the line.
     """
 
     value: Any
@@ -99,12 +139,12 @@ class Value:
 
 
 def _is_line_type(value: Any) -> bool:
-    """Whether a recovered suffix's ``type`` names one of Pi's entry types (or
-    ``session``, a header behind a torn fragment).
+    """Whether an object found behind a torn fragment has a ``type`` naming one of Pi's
+    entry types (or ``session``, a header behind a torn fragment).
 
     A content block (``text``, ``toolCall``, ``thinking``, ``image``) cut at its end and
     then ended by a bare ``\n`` (Pi 0.84.4+ ends an unterminated last line when it
-    loads the file) parses as "a fragment, then an object"; only an entry can have
+    loads the file) reads as "a fragment, then an object"; only an entry can have
     been appended behind a torn fragment. Pi itself recovers nothing (an invalid line
     is skipped). ``src/scan.rs`` ``is_line_type`` is the same rule.
     """
@@ -113,28 +153,129 @@ def _is_line_type(value: Any) -> bool:
     return type(value) is str and (value in ENTRY_TYPES or value == "session")
 
 
-def _recover_torn(content: bytes) -> tuple[int, Any] | None:
-    """Rule 4: the first ``{"type":`` at p > 0 (16 tries) whose suffix is an object
-    whose ``type`` is an entry type or ``session``."""
-    # A suffix can only be a complete object if the line ends with '}'.
-    if not content.rstrip(b" \t\r\n").endswith(b"}"):
+_BLANK = b" \t\r"
+
+
+_QUOTE_OR_ESCAPE = re.compile(rb'["\\]')
+
+
+class _Torn:
+    """How a JSON reader would stand in a fragment's bytes, read from its first byte (a
+    record boundary) up to ``at``: inside a string or not (``src/scan.rs`` ``Torn``)."""
+
+    __slots__ = ("at", "in_str", "esc")
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+        self.in_str = False
+        self.esc = False  # the last byte read is a backslash inside a string
+
+    def advance(self, content: bytes, to: int) -> None:
+        i = self.at
+        while i < to:
+            if self.esc:
+                self.esc = False
+                i += 1
+                continue
+            if self.in_str:
+                m = _QUOTE_OR_ESCAPE.search(content, i, to)
+                if m is None:
+                    break
+                j = m.start()
+                if content[j] == 0x5C:
+                    self.esc = True
+                else:
+                    self.in_str = False
+                i = j + 1
+            else:
+                j = content.find(b'"', i, to)
+                if j < 0:
+                    break
+                self.in_str = True
+                i = j + 1
+        self.at = max(self.at, to)
+
+    def may_nest(self, content: bytes, start: int, q: int) -> bool:
+        """Whether an object at ``q`` could be a value nested in the record the fragment
+        from ``start`` is a cut piece of: outside a string, right after ``[``, ``,`` or
+        ``:`` (JSON allows a value nowhere else)."""
+        if self.in_str:
+            return False
+        i = q
+        while i > start and content[i - 1] in _BLANK:
+            i -= 1
+        return i > start and content[i - 1] in b"[,:"
+
+
+def _object_at(content: bytes, text: str, pos: int) -> tuple[Any, int] | None:
+    """The object that starts at ``content[pos]`` and its end, by ``json.loads`` rules
+    (nesting past 1,024 levels included), or ``None``."""
+    end = object_end(text, pos)
+    if end is None:
         return None
-    find = content.find
-    p = find(_TORN_MARK, 1)
+    try:
+        value = decode_line(content[pos:end])
+    except (ValueError, RecursionError):
+        return None
+    return value, end
+
+
+def _split(content: bytes) -> LineRead | None:
+    """Rule 4 over a complete line that is not one JSON value (``src/scan.rs``
+    ``split_line`` is the same rule; its comment says why each step is so).
+
+    From the first non-blank byte: an object that starts there is a piece, whatever its
+    type, and reading goes on right after it; bytes where none starts are a fragment,
+    up to the first ``{"type":`` (16 tried per line) that begins an object whose
+    ``type`` is an entry type or ``session`` and that ends the line or cannot be a value
+    nested in the torn record (:meth:`_Torn.may_nest`), else to the line's end.
+    Linear: each piece is parsed once, a fragment's bytes are read once, a candidate
+    costs at most the line.
+    """
+    text = content.decode("latin-1")
+    n = len(content)
+    pieces: list[Piece] = []
+    fragments: list[tuple[int, int]] = []
     tries = 0
-    while p > 0 and tries < MAX_TORN_CANDIDATES:
-        tries += 1
-        try:
-            obj, _ = decode_line_ex(content[p:])
-        except (ValueError, RecursionError):
-            obj = None
-        if type(obj) is dict and _is_line_type(obj.get("type")):
-            return p, obj
-        p = find(_TORN_MARK, p + 1)
-    return None
+
+    def blank(i: int) -> int:
+        while i < n and content[i] in _BLANK:
+            i += 1
+        return i
+
+    pos = blank(0)
+    while pos < n:
+        got = _object_at(content, text, pos)
+        if got is not None:
+            pieces.append(Piece(got[0], pos, got[1]))
+            pos = blank(got[1])
+            continue
+        found: tuple[int, Any, int] | None = None
+        torn = _Torn(pos)
+        q = content.find(_TORN_MARK, pos + 1)
+        while q > 0 and tries < MAX_TORN_CANDIDATES:
+            tries += 1
+            got = _object_at(content, text, q)
+            if got is not None:
+                torn.advance(content, q)
+                if (type(got[0]) is dict and _is_line_type(got[0].get("type"))
+                        and (blank(got[1]) == n or not torn.may_nest(content, pos, q))):
+                    found = (q, got[0], got[1])
+                    break
+            q = content.find(_TORN_MARK, q + 1)
+        if found is None:
+            fragments.append((pos, n))
+            break
+        q, value, end = found
+        fragments.append((pos, q))
+        pieces.append(Piece(value, q, end))
+        pos = blank(end)
+    if not pieces:
+        return None
+    return LineRead(tuple(pieces), tuple(fragments), has_invalid_utf8(content), True)
 
 
-def read_value(content: bytes, *, complete: bool = True) -> Value:
+def read_line(content: bytes, *, complete: bool = True) -> LineRead:
     """Rules 3–4 for one non-blank line.
 
     Args:
@@ -146,30 +287,55 @@ def read_value(content: bytes, *, complete: bool = True) -> Value:
             exactly like "a fragment, then a complete entry".
 
     Returns:
-        The :class:`Value`. A complete line that is not JSON but holds a complete
-        object behind a torn fragment gives that object with ``recovered_at`` > 0;
-        ``replaced`` then says whether the *whole* line had invalid UTF-8 (it is
-        reported once per line).
+        The :class:`LineRead`: the line's value as one piece; or, for a complete line
+        that is not one JSON value, every object rule 4 reads from it (several
+        objects glued with no LF between them, or torn bytes and the objects behind
+        them) and the fragments around them.
 
     Raises:
-        ValueError: neither the line nor (on a complete line) a recoverable suffix is
-            valid JSON (``NaN``/``Infinity`` literals and nesting past 1,024 levels
-            included).
+        ValueError: neither the line nor (on a complete line) any part of it is a JSON
+            value rule 4 reads (``NaN``/``Infinity`` literals and nesting past 1,024
+            levels are not JSON).
     """
     try:
         value, replaced = decode_line_ex(content)
-        return Value(value, replaced)
+        return LineRead((Piece(value, 0, len(content)),), (), replaced)
     except (ValueError, RecursionError):
         pass
-    rec = _recover_torn(content) if complete else None
-    if rec is None:
+    got = _split(content) if complete else None
+    if got is None:
         raise ValueError("not valid JSON")
-    return Value(rec[1], has_invalid_utf8(content), rec[0])
+    return got
+
+
+def read_value(content: bytes, *, complete: bool = True) -> Value:
+    """The first value :func:`read_line` reads from a line (a header, the line a
+    missing header is reported on).
+
+    Raises:
+        ValueError: as :func:`read_line`.
+    """
+    r = read_line(content, complete=complete)
+    first = r.pieces[0]
+    return Value(first.value, r.replaced, first.start if r.split else 0)
 
 
 def is_header(obj: Any) -> bool:
     """Rule 6: a ``session`` object with a string ``id`` (Pi's ``loadEntriesFromFile``)."""
     return type(obj) is dict and obj.get("type") == "session" and isinstance(obj.get("id"), str)
+
+
+def is_title_slot(obj: Any) -> bool:
+    """oh-my-pi's title slot: a ``title`` object before the header.
+
+    oh-my-pi (``omp``) writes ``{"type":"title","v":1,"title":…,"source":…,"updatedAt":…,
+    "pad":"   …"}`` as the file's first line, 256 bytes with its LF, and rewrites it in
+    place when the title changes (its session-format documentation). The first object
+    before the header whose ``type`` is ``"title"`` is that slot (``src/index.rs``
+    ``is_title_slot``): not an entry, not a problem; its ``title`` names the session
+    when no ``session_info`` does.
+    """
+    return type(obj) is dict and obj.get("type") == "title"
 
 
 # A header problem is (code, type value): code "not_json", "not_object", "no_id" or
@@ -292,6 +458,7 @@ def scan_header(path: str | os.PathLike[str]) -> HeaderScan:
     """
     path = os.fspath(path)
     first: tuple[int, int, bytes] | None = None
+    slot_seen = False
     with open(path, "rb") as f:
         data = b""
         base = 0  # file offset of data[0]
@@ -321,14 +488,19 @@ def scan_header(path: str | os.PathLike[str]) -> HeaderScan:
                 if first is None:
                     first = (number, at, content)
                 try:
-                    obj = read_value(content, complete=not is_tail).value
+                    pieces = read_line(content, complete=not is_tail).pieces
                 except ValueError:
                     continue
-                if type(obj) is not dict:
-                    continue
-                if is_header(obj):
-                    return HeaderScan(obj, number, at, obj.get("version"))
-                raise header_error(path, first[0], first[1], header_problem(first[2]))
+                for piece in pieces:
+                    obj = piece.value
+                    if type(obj) is not dict:
+                        continue
+                    if is_header(obj):
+                        return HeaderScan(obj, number, at, obj.get("version"))
+                    if not slot_seen and is_title_slot(obj):
+                        slot_seen = True
+                        continue
+                    raise header_error(path, first[0], first[1], header_problem(first[2]))
             if eof and consumed >= len(data):
                 break
             data = data[consumed:]

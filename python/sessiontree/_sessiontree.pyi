@@ -36,6 +36,7 @@ __all__ = [
     "MAX_TORN_CANDIDATES",
     "FINGERPRINT",
     "CLIP_WHOLE_KEYS",
+    "TABLE_LIMITS",
 ]
 __version__: str
 
@@ -58,6 +59,9 @@ FINGERPRINT: int
 """Bytes at each end of an opened image the staleness check holds the file to (``_filestate.FINGERPRINT``)."""
 CLIP_WHOLE_KEYS: tuple[str, ...]
 """Top-level keys whose values ``Index.lines_clipped`` never cuts (``_clip.WHOLE_KEYS``)."""
+TABLE_LIMITS: tuple[int, int, int, int]
+"""Most UTF-8 bytes of ``text``, ``result_text``, ``arguments`` and the other string columns
+``Index.table_rows`` gives (``tables._fields.MAX_TEXT``, ``MAX_RESULT``, ``MAX_ARGUMENTS``, ``MAX_FIELD``)."""
 
 def count_newlines(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> int:
     """Count LF bytes of the file at ``path`` (memchr over the mapped file)."""
@@ -130,8 +134,14 @@ class Index:
     """The index of one session image (see ``_native.NativeIndex`` for the adapter)."""
 
     @staticmethod
-    def open(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> Index:
-        """Map and index a session file (releases the GIL).
+    def open(
+        path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
+        cache: tuple[str | bytes | os.PathLike[str] | os.PathLike[bytes], int, int, float] | None = None,
+    ) -> Index:
+        """Index a session file (releases the GIL). With ``cache`` = ``(folder, budget
+        bytes, min file bytes, settle seconds)``, through the persisted indexes kept in
+        that folder (``src/persist/``): read from there when one is provably this
+        file's, the bytes it gained since scanned, written there when due.
 
         Raises:
             OSError: the file cannot be opened or mapped.
@@ -151,6 +161,9 @@ class Index:
         """The header's ``version`` is absent, null or below 3: only it was indexed."""
     def header(self) -> bytes:
         """The header line's bytes."""
+    def title_slot(self) -> bytes | None:
+        """oh-my-pi's title slot before the header (its bytes as the file holds them
+        now), or ``None``."""
     def issues(self) -> list[tuple[str, int | None, int | None, tuple[str, ...], int | None, str | None]]:
         """``load_report`` items ``(kind, line, offset, ids, n, text)``, by line then rule:
         the facts ``_backend.describe_issue`` words the ``detail`` from."""
@@ -177,12 +190,23 @@ class Index:
             StaleSessionError: a line no longer holds the bytes indexed.
         """
     def last(self) -> int | None:
-        """The last accepted entry (the leaf on open)."""
+        """The last accepted entry."""
+    def file_leaf(self) -> int | None:
+        """The leaf on open (loader rule 13): after a ``leaf`` entry its ``targetId``
+        (``None``: before the first entry), after any other entry that entry."""
     def file_id(self) -> tuple[int, int] | None:
         """``(st_dev, st_ino)`` of the file the index reads; ``None`` for an image in memory."""
     def fingerprint(self) -> tuple[int, bytes] | None:
         """``(image length, its first and last FINGERPRINT bytes)`` as the open's scan read
         them; ``None`` for an image in memory or when the scan did not keep them."""
+    def check_persisted(self) -> bool:
+        """Whether the index reads a persisted index's file in place (``src/col.rs``).
+
+        Raises:
+            StaleSessionError: that file was cut short under it (by another program).
+        """
+    def memory(self) -> list[tuple[str, int]]:
+        """Heap bytes each part of the index holds (the benchmarks' breakdown)."""
     def image_len(self) -> int:
         """Bytes of the image consumed (stops before a pending last piece)."""
     def has_pending_tail(self) -> bool:
@@ -248,11 +272,12 @@ class Index:
         (``src/usage.rs``)."""
     def context_plan(
         self, leaf: int | None
-    ) -> tuple[list[int], int | None, int | None, int | None, list[int], list[tuple[int, int]]]:
-        """``(messages, compaction, thinking, model, entries, edits)`` entry numbers at
-        ``leaf``: the entries that may contribute after the leading compaction, the
-        compaction, the thinking-level and model entries, every context entry, and
-        ``(target, edit)`` pairs (the ``context_edit`` that applies to a context entry)."""
+    ) -> tuple[list[int], int | None, int | None, int | None, list[int], list[tuple[int, int]], int | None]:
+        """``(messages, compaction, thinking, model, entries, edits, active_tools)``
+        entry numbers at ``leaf``: the entries that may contribute after the leading
+        compaction, the compaction, the thinking-level and model entries, every context
+        entry, ``(target, edit)`` pairs (the ``context_edit`` that applies to a context
+        entry) and the last ``active_tools_change`` on the path."""
     def append_line(self, line: bytes) -> int | None:
         """Index one line appended to the image; its entry number, or ``None`` if it
         was not accepted (then reported)."""
@@ -269,6 +294,27 @@ class Index:
         that has been written there); a no-op when the index holds a file already."""
     def close(self) -> None:
         """Release the map; later reads raise ``SessionError``."""
+    def table_rows(self, start: int, stop: int) -> dict[str, bytes]:
+        """The decoded columns of the ``entries`` and ``tool_calls`` tables for entries
+        ``start`` to ``stop - 1`` (``tables/_fields.py``'s rules; the GIL is released
+        while the lines are read and decoded), as ``bytes`` in Arrow layouts
+        (little-endian; bitmaps LSB first, 1 = valid/true), by name: for each string
+        column (``type``, ``role``, ``provider``, ``model``, ``stop_reason``, ``text``,
+        ``custom_type``, ``label``, ``target_id``, ``first_kept_entry_id``,
+        ``image_data``, ``image_mime``, ``call_id``, ``tool_name``, ``arguments``,
+        ``result_call``, ``result_text``) ``NAME.offsets`` (i32; i64 when the values pass
+        2 GiB), ``NAME.data``,
+        ``NAME.valid``; for each int64 column (``text_bytes``, ``input_tokens``,
+        ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``,
+        ``total_tokens``, ``tokens_before``, ``arguments_bytes``, ``result_text_bytes``),
+        ``cost`` (f64) and each bool column (``is_error``, ``result_is_error``)
+        ``NAME.values`` and ``NAME.valid``; ``images.offsets`` (i32, n + 1: each entry's
+        images in ``image_*``), ``call.entry`` and ``result.entry`` (i32 entry numbers
+        from ``start`` of each tool call and ``toolResult``).
+
+        Raises:
+            StaleSessionError: a line changed in the file since it was indexed.
+        """
     def table_columns(self, leaf: int | None) -> dict[str, bytes]:
         """The ``entries`` table's index columns as ``bytes`` in Arrow layouts
         (little-endian; bitmaps LSB first): ``id_offsets`` (i32, n + 1) and

@@ -28,8 +28,10 @@ __all__ = ["header", "entry", "session_name", "uuid7"]
 _PAYLOAD_FIRST = frozenset({"custom", "custom_message"})
 
 
-def header(session_id: str, timestamp: str, cwd: str, parent_session: Any = UNDEFINED) -> dict[str, Any]:
-    """A session header: ``{"type":"session","version":3,"id","timestamp","cwd","parentSession"?}``.
+def header(session_id: str, timestamp: str, cwd: str, parent_session: Any = UNDEFINED,
+           metadata: Any = UNDEFINED) -> dict[str, Any]:
+    """A session header: ``{"type":"session","version":3,"id","timestamp","cwd","parentSession"?,
+    "metadata"?}``.
 
     Args:
         session_id: the session id (a UUID v7 from Pi).
@@ -37,6 +39,8 @@ def header(session_id: str, timestamp: str, cwd: str, parent_session: Any = UNDE
         cwd: the working directory.
         parent_session: path of the session this one was forked from; left out when
             ``UNDEFINED`` or ``None``.
+        metadata: agent-core's header ``metadata`` (an object the host keeps with the
+            session, ``jsonl-storage.ts``); left out when ``UNDEFINED`` or ``None``.
     """
     h: dict[str, Any] = {
         "type": "session",
@@ -47,6 +51,8 @@ def header(session_id: str, timestamp: str, cwd: str, parent_session: Any = UNDE
     }
     if parent_session is not UNDEFINED and parent_session is not None:
         h["parentSession"] = parent_session
+    if metadata is not UNDEFINED and metadata is not None:
+        h["metadata"] = metadata
     return h
 
 

@@ -31,9 +31,11 @@ Rules it keeps:
   temporary file is renamed over the original and the folder is fsynced. A crash at any
   point leaves the complete original or the complete new file (plus the backup); a
   failure removes the temporary file.
-* **Temporary files** are named ``.<name>.<pid>.<8 hex>.tmp`` and locked while
-  written. One left by a process that died (killed mid-write) is removed by the next
-  writer in that folder (:func:`sweep_temps`): its process is gone and its lock is free.
+* **Temporary files** (:func:`create_temp`, for session files and for every command
+  output, ``_output``) are named ``.<name>.<pid>.<8 hex>.tmp`` and locked while
+  written; SIGINT, SIGTERM and SIGHUP remove them before the process ends. One left by
+  a process that died without a chance to (SIGKILL) is removed by the next writer in
+  that folder (:func:`sweep_temps`): its process is gone and its lock is free.
 * **Errors name the file**: an ``OSError`` from a write carries the session's path.
 
 fsync policy: create and migration always fsync (file and folder). Appends fsync the
@@ -46,14 +48,18 @@ cache), just not of the machine.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
 import re
+import signal
 import stat
 import shutil
+import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from ._filestate import FileId, file_id
 from ._reader import line_prefix
@@ -100,6 +106,108 @@ _TEMP_GRACE_S = 600.0
 def _temp_path(path: str) -> str:
     folder, base = os.path.split(path)
     return os.path.join(folder, f".{base}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+
+
+# ------------------------------------------------------------- temporaries and signals
+#
+# A temporary file is removed by whoever made it when its work fails, by the signal
+# handlers below when the user stops the process (SIGINT, SIGTERM, SIGHUP), and by the
+# next writer in its folder (sweep_temps) when the process died without a chance to
+# (SIGKILL, a power cut). Together: at most one leftover per folder, and only until the
+# next write there.
+
+_CLEANUP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+_live_temps: dict[str, None] = {}  # insertion-ordered set of this process's temporaries
+_previous: dict[int, Any] = {}  # signal -> the handler ours replaced, while ours is installed
+_temps_lock = threading.Lock()
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    """Remove this process's temporaries, then do what the signal did before.
+
+    A Python handler (SIGINT's ``KeyboardInterrupt``) is called: the exception unwinds
+    through the writer, whose own cleanup removes its file. The default action
+    (termination) is taken again after the temporaries are gone, so the process still
+    ends by the signal (exit status -signum) as the user asked.
+    """
+    prev = _previous.get(signum, signal.SIG_DFL)
+    if callable(prev):
+        prev(signum, frame)
+        return
+    for tmp in list(_live_temps):
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _install_handlers() -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may set handlers; sweep_temps still catches leftovers
+    for sig in _CLEANUP_SIGNALS:
+        try:
+            prev = signal.getsignal(sig)
+            if prev in (signal.SIG_IGN, None) or prev is _on_signal:
+                continue  # an ignored signal stops nothing (nohup): the file is still being written
+            signal.signal(sig, _on_signal)
+        except (ValueError, OSError):  # pragma: no cover - an embedding without signals
+            continue
+        _previous[sig] = prev
+
+
+def _restore_handlers() -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig, prev in list(_previous.items()):
+        with contextlib.suppress(ValueError, OSError, TypeError):
+            if signal.getsignal(sig) is _on_signal:  # never undo a handler someone set since
+                signal.signal(sig, prev)
+        del _previous[sig]
+
+
+def create_temp(path: str, mode: int = 0o666) -> tuple[int, str]:
+    """Create the temporary file for ``path`` in its folder and hold it.
+
+    The name is ``.<name>.<pid>.<8 hex>.tmp`` (``sweep_temps`` knows it), created
+    exclusively with ``mode`` (minus the umask) and locked; dead processes' leftovers
+    in the folder are swept first; it is removed if this process gets SIGINT, SIGTERM
+    or SIGHUP until :func:`release_temp`.
+
+    Returns:
+        ``(fd, tmp)``: a write-only descriptor (``O_APPEND``) and the temporary path.
+
+    Raises:
+        OSError: it cannot be created (the folder is missing or not writable).
+    """
+    folder = os.path.dirname(path)
+    sweep_temps(folder)
+    tmp = _temp_path(path)
+    with _temps_lock:  # known to the handlers before it exists: no moment it could be left
+        if not _live_temps:
+            _install_handlers()
+        _live_temps[tmp] = None
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _O_CLOEXEC, mode)
+    except BaseException:
+        release_temp(tmp, remove=False)
+        raise
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # pragma: no cover - nobody else can know the name yet
+        pass
+    return fd, tmp
+
+
+def release_temp(tmp: str, *, remove: bool) -> None:
+    """``tmp`` is no longer this process's to clean up: it was renamed or linked into
+    place (``remove=False``), or it is to be deleted now (``remove=True``)."""
+    if remove:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    with _temps_lock:
+        _live_temps.pop(tmp, None)
+        if not _live_temps:
+            _restore_handlers()
 
 
 def _alive(pid: int) -> bool:
@@ -275,15 +383,12 @@ class SessionWriter:
             os.makedirs(folder, exist_ok=True)
         if os.path.lexists(self.path):
             raise SessionFileExistsError(f"{self.path}: refusing to overwrite an existing file")
-        sweep_temps(folder)
-        tmp = _temp_path(self.path)
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _O_CLOEXEC, 0o644)
+            fd, tmp = create_temp(self.path, 0o644)
         except OSError as e:
             raise _named(e, self.path, "cannot create the session file") from e
         placed = False
         try:
-            _lock(fd, self.path)
             _write_all(fd, data)
             os.fsync(fd)
             _place(tmp, self.path)
@@ -295,10 +400,7 @@ class SessionWriter:
         finally:
             if not placed:
                 os.close(fd)
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+            release_temp(tmp, remove=not placed)
         self._fd = fd
         self.size = len(data)
         self._ends_lf = not data or data.endswith(b"\n")
@@ -420,27 +522,22 @@ class SessionWriter:
         try:
             _lock(old_fd, self.path)
             st = verify(old_fd)
-            sweep_temps(folder)
-            tmp = _temp_path(self.path)
             # Created private, then given the original's mode: the rewrite must not make
             # a 0600 session readable by others.
-            new_fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _O_CLOEXEC, 0o600)
+            new_fd, tmp = create_temp(os.path.join(folder, os.path.basename(self.path)), 0o600)
             os.fchmod(new_fd, stat.S_IMODE(st.st_mode))
-            _lock(new_fd, tmp)
             _write_all(new_fd, data)
             os.fsync(new_fd)
             backup = self._keep_original(backup_suffix)
             os.rename(tmp, self.path)
+            release_temp(tmp, remove=False)
             tmp = None
             _fsync_dir(folder)
         except BaseException as e:
             if new_fd is not None:
                 os.close(new_fd)
             if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+                release_temp(tmp, remove=True)
             if isinstance(e, OSError) and tmp is not None:
                 raise _named(e, self.path, "cannot write the migrated session file") from e
             raise

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "SessionError",
     "EntryNotFoundError",
+    "EntryExistsError",
     "InvalidSessionError",
     "SessionLockedError",
     "SessionFileExistsError",
@@ -32,6 +33,11 @@ class EntryNotFoundError(SessionError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])
+
+
+class EntryExistsError(SessionError, ValueError):
+    """An entry to append has an id that is already in the session
+    (``SessionStorage.append_entry``; agent-core's ``invalid_entry``)."""
 
 
 class InvalidSessionError(SessionError, ValueError):

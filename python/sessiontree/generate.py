@@ -17,16 +17,13 @@ is a slice (or a join of slices) of a pool, picked by a seeded ``random.Random``
 from __future__ import annotations
 
 import base64
-import contextlib
 import errno
 import os
 import random
-import secrets
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any, BinaryIO, Callable
 
 __all__ = ["GenerateStats", "generate_session", "generate_root", "parse_size"]
 
@@ -35,6 +32,7 @@ import orjson
 from . import _shapes
 from ._js import number_text as js_number
 from ._jsonl import encode_entry
+from ._output import open_output
 from ._shapes import uuid7
 
 # Lines must be JSON.stringify's bytes, which ``encode_entry`` produces. It runs orjson
@@ -80,7 +78,8 @@ class GenerateStats:
         compactions: compaction entries.
         branch_summaries: branch_summary entries.
         labels: label entries.
-        leaf_id: the last entry's id (the leaf when the file is opened).
+        leaf_id: the leaf when the file is opened (the last entry's id, or where the
+            last ``leaf`` entry of a ``harness`` file moved it).
         session_id: the header's id.
         seconds: wall time spent.
     """
@@ -344,10 +343,12 @@ _FORCED = {3: 0.08, 5: 0.10, 6: 0.12, 7: 0.01, 8: 0.04, 10: 0.15}
 class _Writer:
     """Encodes entries, assigns ids/timestamps, tracks the path and the statistics."""
 
-    def __init__(self, path: str, rng: random.Random, stats: GenerateStats,
+    def __init__(self, f: BinaryIO, rng: random.Random, stats: GenerateStats,
                  size_limit: int | None, entry_limit: int | None,
-                 on_progress: Callable[[int, int], None] | None) -> None:
-        self.f = open(path, "wb")
+                 on_progress: Callable[[int, int], None] | None, now_ms: int,
+                 harness: bool = False) -> None:
+        self.harness = harness
+        self.f = f
         self.rng = rng
         self.stats = stats
         self.size_limit = size_limit
@@ -362,7 +363,7 @@ class _Writer:
         self.path_kind: list[str] = []  # "user" for user messages, else the entry type/role
         self.compaction_at: list[int] = []  # indices in path of compactions
         self.leaf: str | None = None
-        self.now_ms = _BASE_MS + rng.randrange(0, 30 * 86_400_000)
+        self.now_ms = now_ms
 
     # -- limits -------------------------------------------------------------------------
     def full(self) -> bool:
@@ -409,7 +410,6 @@ class _Writer:
 
     def close(self) -> None:
         self.flush()
-        self.f.close()
 
     def emit(self, etype: str, fields: dict[str, Any], *, kind: str | None = None,
              custom_type: str | None = None, gap: tuple[int, int] = (300, 9000)) -> str:
@@ -442,13 +442,23 @@ class _Writer:
         return eid
 
     def move_leaf(self, index: int | None) -> None:
-        """Make ``path[index]`` the leaf (``None``: before the first entry, a new root)."""
+        """Make ``path[index]`` the leaf (``None``: before the first entry, a new root).
+
+        With agent-core's semantics (``harness``) the move is written as a ``leaf``
+        entry, a child of the leaf before it (``setLeafId``)."""
+        if self.harness:
+            target = None if index is None else self.path[index]
+            old_path, old_kind, old_comp = list(self.path), list(self.path_kind), list(self.compaction_at)
+            self.emit("leaf", {"targetId": target}, gap=(200, 5000))
+            self.path, self.path_kind, self.compaction_at = old_path, old_kind, old_comp
         keep = 0 if index is None else index + 1
         del self.path[keep:]
         del self.path_kind[keep:]
         while self.compaction_at and self.compaction_at[-1] >= keep:
             self.compaction_at.pop()
         self.leaf = self.path[-1] if self.path else None
+        if self.harness:
+            self.stats.leaf_id = self.leaf
 
 
 class _Session:
@@ -733,6 +743,8 @@ class _Session:
             self.bash_execution()
         elif r < 0.165:
             w.emit("session_info", {"name": rng.choice(_NAMES)})
+        elif w.harness and r < 0.19:
+            w.emit("active_tools_change", {"activeToolNames": rng.sample(_TOOLS, rng.randint(0, 4))})
 
     def run(self) -> None:
         w, rng = self.w, self.rng
@@ -783,37 +795,24 @@ def _uuid7(rng: random.Random, ms: int) -> str:
     return uuid7(ms, rand_a, rng.getrandbits(62))
 
 
-def _temp_beside(path: str) -> str:
-    """Create an empty, new file beside ``path`` (same folder, so a rename is atomic).
-
-    Created with mode 0666 minus the umask, like ``open(path, "wb")`` would.
-    """
-    folder, name = os.path.split(os.path.abspath(path))
-    while True:
-        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        except FileExistsError:  # pragma: no cover
-            continue
-        os.close(fd)
-        return tmp
+def _start(rng: random.Random) -> tuple[int, str]:
+    """The header's time (epoch ms) and session id: the first draws of a session's ``rng``."""
+    ms = _BASE_MS + rng.randrange(0, 30 * 86_400_000)
+    return ms, _uuid7(rng, ms)
 
 
-def _publish(tmp: str, path: str, overwrite: bool) -> None:
-    """Move the finished ``tmp`` to ``path``; without ``overwrite``, never replace a file."""
-    if overwrite:
-        os.replace(tmp, path)
-        return
-    try:
-        os.link(tmp, path)  # atomic and refuses an existing path, even one made meanwhile
-    except FileExistsError:
-        raise
-    except OSError:  # no hard links here (some network or FAT file systems)
-        if os.path.lexists(path):
-            raise FileExistsError(errno.EEXIST, "file exists", path) from None
-        os.replace(tmp, path)
-        return
-    os.unlink(tmp)
+def _write_session(path: str, rng: random.Random, start: tuple[int, str], stats: GenerateStats,
+                   size_bytes: int | None, entries: int | None, cwd: str, payload_scale: float,
+                   on_progress: Callable[[int, int], None] | None, replace: bool,
+                   harness: bool = False) -> None:
+    header_ms, stats.session_id = start
+    with open_output(path, replace=replace) as out:
+        w = _Writer(out.file, rng, stats, size_bytes, entries, on_progress, header_ms, harness)
+        w.raw(_dumps(_shapes.header(stats.session_id, w.iso(header_ms), cwd)))
+        if not w.full():
+            _Session(w, rng, payload_scale).run()
+        w.close()
+    stats.bytes = w.written
 
 
 def generate_session(
@@ -826,6 +825,7 @@ def generate_session(
     payload_scale: float = 1.0,
     on_progress: Callable[[int, int], None] | None = None,
     overwrite: bool = True,
+    harness: bool = False,
 ) -> GenerateStats:
     """Write a realistic synthetic Pi session (JSONL v3) to ``path``.
 
@@ -833,12 +833,15 @@ def generate_session(
     compact JSON, non-ASCII unescaped, one entry per line. The same arguments always
     give the same bytes.
 
-    The session is written to a temporary file in the same folder and renamed to
-    ``path`` at the end, so ``path`` never holds a partial session (an interrupted or
-    failed run removes the temporary file).
+    Written as every command's output is (``_output.open_output``): a regular file
+    (or nothing) at ``path`` gets the session through a temporary file in the same
+    folder renamed at the end, so it never holds a partial session (an interrupted or
+    failed run, SIGINT / SIGTERM / SIGHUP included, removes the temporary file; one
+    left by a killed run is removed by the next run in that folder); a symbolic link
+    is followed; ``-``, a FIFO or a device is written as a stream.
 
     Args:
-        path: the file to write.
+        path: the file to write (``-``: standard output).
         size_bytes: stop after the entry that makes the file at least this large.
         entries: stop after this many entries (header excluded).
         seed: selects the session; equal seeds give byte-identical files.
@@ -851,6 +854,9 @@ def generate_session(
         overwrite: replace an existing ``path`` (default); when false an existing
             ``path`` raises :class:`FileExistsError` (checked before writing, and again,
             atomically, when the finished file is moved into place).
+        harness: write as agent-core's harness does (``packages/agent/src/harness/
+            session/jsonl-storage.ts``): every leaf move is a ``leaf`` entry, and some
+            turns change the active tools (``active_tools_change``).
 
     Returns:
         GenerateStats describing the file.
@@ -870,23 +876,8 @@ def generate_session(
         raise FileExistsError(errno.EEXIST, "file exists", path)
     rng = random.Random(seed)
     stats = GenerateStats(path=path)
-    tmp = _temp_beside(path)
-    try:
-        w = _Writer(tmp, rng, stats, size_bytes, entries, on_progress)
-        try:
-            header_ms = w.now_ms
-            stats.session_id = _uuid7(rng, header_ms)
-            w.raw(_dumps(_shapes.header(stats.session_id, w.iso(header_ms), cwd)))
-            if not w.full():
-                _Session(w, rng, payload_scale).run()
-        finally:
-            w.close()
-        stats.bytes = Path(tmp).stat().st_size
-        _publish(tmp, path, overwrite)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    _write_session(path, rng, _start(rng), stats, size_bytes, entries, cwd, payload_scale, on_progress, overwrite,
+                   harness)
     stats.seconds = time.perf_counter() - t0
     return stats
 
@@ -940,18 +931,15 @@ def generate_root(
         cwd = f"/home/user/project{i % projects}"
         folder = session_dir_for_cwd(cwd, os.fspath(root))
         os.makedirs(folder, exist_ok=True)
-        tmp = os.path.join(folder, f".generating-{i}.part")  # not *.jsonl: a listing passes it over
-        stats = generate_session(tmp, size_bytes=max(1000, int(w * scale)), seed=seed * 1_000_003 + i, cwd=cwd,
-                                 overwrite=False)
-        with open(tmp, "rb") as f:
-            header = orjson.loads(f.readline())
-        final = os.path.join(folder, session_file_name(header["timestamp"], header["id"]))
-        try:
-            os.link(tmp, final)  # fails if the name exists: never replaces
-        except FileExistsError:
-            raise FileExistsError(errno.EEXIST, "file exists", final) from None
-        finally:
-            os.unlink(tmp)
+        session_rng = random.Random(seed * 1_000_003 + i)
+        start = _start(session_rng)
+        final = os.path.join(folder, session_file_name(_Writer.iso(start[0]), start[1]))
+        stats = GenerateStats(path=final)
+        t0 = time.perf_counter()
+        # Written under a temporary name (never *.jsonl: a listing passes it over) and
+        # linked into place without replacing anything.
+        _write_session(final, session_rng, start, stats, max(1000, int(w * scale)), None, cwd, 1.0, None, False)
+        stats.seconds = time.perf_counter() - t0
         stats.path = final
         out.append(stats)
         if on_progress is not None:

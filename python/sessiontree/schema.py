@@ -40,12 +40,17 @@ __all__ = [
     "LabelEntry",
     "SessionInfoEntry",
     "CustomEntry",
+    "UsageEntry",
+    "ContextEditEntry",
+    "ActiveToolsChangeEntry",
+    "LeafEntry",
     "SessionEntry",
     "ENTRY_TYPES",
     "MESSAGE_ROLES",
     # content blocks
     "TextContent",
     "ImageContent",
+    "blob_sha256",
     "ThinkingContent",
     "ToolCall",
     "Usage",
@@ -79,7 +84,9 @@ class SessionHeader(TypedDict):
 
     ``version`` is absent in v1 files. ``id`` is a UUID (v7 in recent Pi); ``timestamp``
     is ISO-8601 UTC with milliseconds; ``parentSession`` is the path of the file this
-    one was forked / branched from (session-manager.ts ``SessionHeader``).
+    one was forked / branched from (session-manager.ts ``SessionHeader``). ``metadata``
+    is agent-core's (``packages/agent/src/harness/session/jsonl-storage.ts``
+    ``SessionHeader``): an object the host keeps with the session.
     """
 
     type: Literal["session"]
@@ -88,6 +95,7 @@ class SessionHeader(TypedDict):
     timestamp: str
     cwd: str
     parentSession: NotRequired[str]
+    metadata: NotRequired[dict[str, Any]]
 
 
 # ----------------------------------------------------------------- content blocks
@@ -102,11 +110,34 @@ class TextContent(TypedDict):
 
 
 class ImageContent(TypedDict):
-    """``{"type":"image","data": <base64>,"mimeType"}``."""
+    """``{"type":"image","data": <base64>,"mimeType"}``. oh-my-pi moves a large image's
+    bytes to its blob store and writes ``data: "blob:sha256:<64 hex>"`` instead
+    (:func:`blob_sha256`)."""
 
     type: Literal["image"]
     data: str
     mimeType: str
+
+
+_BLOB_PREFIX = "blob:sha256:"
+_HEX = frozenset("0123456789abcdef")
+
+
+def blob_sha256(data: object) -> str | None:
+    """The SHA-256 an image's ``data`` names when it is oh-my-pi's blob reference.
+
+    oh-my-pi (its session-format documentation) externalises large ``image.data`` as
+    ``blob:sha256:<64 lowercase hex>``, the hash of the raw bytes kept in its blob store
+    (``~/.omp/agent/blobs/<hash>``); a reference of any other form is malformed and is
+    not one (never read as a path).
+
+    Returns:
+        The 64 hex digits, or ``None`` when ``data`` is no such reference.
+    """
+    if type(data) is not str or len(data) != len(_BLOB_PREFIX) + 64 or not data.startswith(_BLOB_PREFIX):
+        return None
+    digest = data[len(_BLOB_PREFIX):]
+    return digest if _HEX.issuperset(digest) else None
 
 
 class ThinkingContent(TypedDict):
@@ -361,6 +392,41 @@ class CustomEntry(TypedDict):
     timestamp: str
 
 
+class UsageEntry(EntryBase):
+    """``type: "usage"`` (Pi 0.87+ ``appendUsage``): usage not tied to a message."""
+
+    kind: str
+    provider: str
+    model: str
+    usage: Usage
+    note: NotRequired[str]
+
+
+class ContextEditEntry(EntryBase):
+    """``type: "context_edit"`` (Pi 0.87+ ``appendContextEdit``): from here on, the
+    target contributes ``replacement["content"]`` to the context, or (``None``) nothing."""
+
+    targetId: str
+    replacement: dict[str, Any] | None
+
+
+class ActiveToolsChangeEntry(EntryBase):
+    """``type: "active_tools_change"`` (agent-core's harness, ``packages/agent/src/
+    harness/types.ts`` ``ActiveToolsChangeEntry``): the tools the model may call from
+    here on; the last one on the path is the context's ``active_tool_names``."""
+
+    activeToolNames: list[str]
+
+
+class LeafEntry(EntryBase):
+    """``type: "leaf"`` (agent-core's harness, ``LeafEntry``): a persisted leaf move,
+    written by ``setLeafId`` with ``parentId`` = the leaf before the move. After it the
+    leaf is ``targetId`` (``None``: before the first entry); it is a tree node like any
+    entry, with no children of its own (the next entry's parent is the target)."""
+
+    targetId: str | None
+
+
 SessionEntry = Union[
     MessageEntry,
     CustomMessageEntry,
@@ -371,6 +437,10 @@ SessionEntry = Union[
     LabelEntry,
     SessionInfoEntry,
     CustomEntry,
+    UsageEntry,
+    ContextEditEntry,
+    ActiveToolsChangeEntry,
+    LeafEntry,
 ]
 
 ENTRY_TYPES = frozenset(
@@ -386,9 +456,13 @@ ENTRY_TYPES = frozenset(
         "custom",
         "usage",
         "context_edit",
+        "active_tools_change",
+        "leaf",
     }
 )
-"""The entry types Pi 0.99 defines; others are kept and reported ``unknown_type``."""
+"""The entry types Pi 0.99's coding agent and agent-core's harness define (the
+harness's ``SessionTreeEntry`` adds ``active_tools_change`` and ``leaf``); others are
+kept and reported ``unknown_type``."""
 
 MESSAGE_ROLES = ("user", "assistant", "toolResult", "bashExecution", "custom", "system")
 """The ``message.role`` values Pi writes (``src/kind.rs``'s ``Role``; ``tests/test_tables.py``

@@ -156,14 +156,60 @@ fn missing_header_and_tail() {
 #[test]
 fn cycles_and_forward_parents() {
     let mut e = Vec::new();
-    push_record(&mut e, b"a", Some(b"c"));
-    push_record(&mut e, b"b", Some(b"a"));
-    push_record(&mut e, b"c", Some(b"b"));
-    push_record(&mut e, b"d", Some(b"d"));
-    push_record(&mut e, b"f", Some(b"g"));
-    push_record(&mut e, b"g", Some(b"b"));
+    push_record(&mut e, b"a", Some(b"c"), Move::Not);
+    push_record(&mut e, b"b", Some(b"a"), Move::Not);
+    push_record(&mut e, b"c", Some(b"b"), Move::Not);
+    push_record(&mut e, b"d", Some(b"d"), Move::Not);
+    push_record(&mut e, b"f", Some(b"g"), Move::Not);
+    push_record(&mut e, b"g", Some(b"b"), Move::Not);
     // a<-c<-b<-a is a cycle broken at a; f's parent g comes later in the file.
     assert_eq!(entries_path(&e), vec![0, 1, 5]);
+}
+
+#[test]
+fn leaf_moves_pick_the_current_path() {
+    let mut base = Vec::new();
+    push_record(&mut base, b"a", None, Move::Not);
+    push_record(&mut base, b"b", Some(b"a"), Move::Not);
+    push_record(&mut base, b"c", Some(b"b"), Move::Not);
+    let with = |mv: Move<'_>| {
+        let mut e = base.clone();
+        push_record(&mut e, b"L", Some(b"c"), mv);
+        entries_path(&e)
+    };
+    assert_eq!(with(Move::To(b"a")), vec![0]);
+    assert_eq!(with(Move::ToNull), Vec::<u32>::new());
+    // A move to no earlier entry (or to itself), or with no string target, moves nothing.
+    assert_eq!(with(Move::To(b"zz")), vec![0, 1, 2]);
+    assert_eq!(with(Move::To(b"L")), vec![0, 1, 2]);
+    assert_eq!(with(Move::Nothing), vec![0, 1, 2]);
+    // After a move, the next entry's own place decides.
+    let mut e = base.clone();
+    push_record(&mut e, b"L", Some(b"c"), Move::To(b"a"));
+    push_record(&mut e, b"d", Some(b"a"), Move::Not);
+    assert_eq!(entries_path(&e), vec![0, 4]);
+    // Records round-trip their moves.
+    let mut e = Vec::new();
+    for mv in [
+        Move::Not,
+        Move::ToNull,
+        Move::Nothing,
+        Move::To(b""),
+        Move::To(b"t"),
+    ] {
+        push_record(&mut e, b"x", None, mv);
+    }
+    let got: Vec<Move<'_>> = Records(&e).map(|r| r.2).collect();
+    assert_eq!(
+        got,
+        vec![
+            Move::Not,
+            Move::ToNull,
+            Move::Nothing,
+            Move::To(b""),
+            Move::To(b"t")
+        ]
+    );
 }
 
 #[test]

@@ -88,9 +88,9 @@ pub fn fresh_name() -> String {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    let x = xxhash_rust::xxh3::xxh3_64_with_seed(
-        &t.to_le_bytes(),
+    let x = twox_hash::XxHash3_64::oneshot_with_seed(
         std::process::id() as u64 ^ (COUNT.fetch_add(1, Ordering::Relaxed) as u64) << 32,
+        &t.to_le_bytes(),
     );
     b.copy_from_slice(&x.to_le_bytes());
     format!(

@@ -27,7 +27,8 @@ use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
 use memmap2::Mmap;
-use xxhash_rust::xxh3::Xxh3;
+use std::hash::Hasher as _;
+use twox_hash::XxHash3_64 as Xxh3;
 
 use super::tokens::{tokens_of, Place};
 use crate::error::{Error, Result};
@@ -208,7 +209,7 @@ impl Writer {
         head.extend(docs.iter().map(|d| d.role));
         file.write_all(&head)?;
         let mut meta = Xxh3::new();
-        meta.update(&head);
+        meta.write(&head);
         Ok(Writer {
             file,
             meta,
@@ -237,7 +238,7 @@ impl Writer {
             prev = d;
         }
         self.file.write_all(&self.scratch)?;
-        self.post.update(&self.scratch);
+        self.post.write(&self.scratch);
         self.written += self.scratch.len() as u64;
         self.tok_bytes.extend_from_slice(tok);
         self.tok_off.push(self.tok_bytes.len() as u32);
@@ -257,13 +258,13 @@ impl Writer {
             dict.extend_from_slice(&o.to_le_bytes());
         }
         self.file.write_all(&dict)?;
-        self.meta.update(&dict);
+        self.meta.write(&dict);
         let body = self.off_post + self.written + dict.len() as u64;
         let mut head = Vec::with_capacity(HEADER);
         head.extend_from_slice(MAGIC);
         head.extend_from_slice(&body.to_le_bytes());
-        head.extend_from_slice(&self.meta.digest().to_le_bytes());
-        head.extend_from_slice(&self.post.digest().to_le_bytes());
+        head.extend_from_slice(&self.meta.finish().to_le_bytes());
+        head.extend_from_slice(&self.post.finish().to_le_bytes());
         head.extend_from_slice(&self.n_pieces.to_le_bytes());
         head.extend_from_slice(&self.n_docs.to_le_bytes());
         head.extend_from_slice(&((self.tok_off.len() - 1) as u32).to_le_bytes());
@@ -385,9 +386,9 @@ impl Segment {
         let map = unsafe { Mmap::map(&file)? };
         let l = Layout::of(&map[..map.len().min(HEADER)], map.len(), path)?;
         let mut meta = Xxh3::new();
-        meta.update(&map[l.pieces..l.post]);
-        meta.update(&map[l.tok_off..l.end]);
-        if meta.digest() != l.meta_sum {
+        meta.write(&map[l.pieces..l.post]);
+        meta.write(&map[l.tok_off..l.end]);
+        if meta.finish() != l.meta_sum {
             return Err(damaged(path, "checksum"));
         }
         Ok(Segment { map, l })
@@ -552,9 +553,9 @@ impl Input {
         let mut dict = vec![0u8; l.end - l.tok_off];
         read_exact_at(&file, &mut dict, l.tok_off as u64)?;
         let mut sum = Xxh3::new();
-        sum.update(&meta);
-        sum.update(&dict);
-        if sum.digest() != l.meta_sum {
+        sum.write(&meta);
+        sum.write(&dict);
+        if sum.finish() != l.meta_sum {
             return Err(damaged(path, "checksum"));
         }
         let n = l.n_tokens + 1;
@@ -596,7 +597,7 @@ impl Input {
         }
         buf.resize((hi - lo) as usize, 0);
         read_exact_at(&self.file, buf, self.l.post as u64 + lo).ok()?;
-        self.post.update(buf);
+        self.post.write(buf);
         out.clear();
         decode_postings(buf, self.l.n_docs, |d, p, u| {
             out.push((d, p << 1 | u as u32))
@@ -685,7 +686,7 @@ pub fn merge(
         }
     }
     for (k, s) in ins.iter().enumerate() {
-        if s.post.digest() != s.l.post_sum {
+        if s.post.finish() != s.l.post_sum {
             return Err(damaged(inputs[k], "checksum"));
         }
     }

@@ -11,9 +11,12 @@ second manager so this one stays on the file being browsed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import os
 import time
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from rich.text import Text
@@ -26,6 +29,7 @@ from textual.widgets import Footer, Input, Static
 from .._drawing import ENTRY, FOLD, MORE, Drawing, Row
 from .._structure import AmbiguousIdError, Structure, structure_of
 from ..cli._common import human_bytes, human_seconds, safe
+from ..errors import SessionError
 from ..export._render import item_of
 from ._detail import item_text
 from ._screens import AskScreen, ConfirmScreen, ContextScreen, HelpScreen
@@ -45,7 +49,11 @@ class BrowseApp(App[None]):
         select: an entry id (or unique prefix) to start at; default the current leaf.
 
     After :meth:`run`, ``failure`` holds the exception that stopped the app (the file
-    could not be opened), else ``None``.
+    could not be opened), else ``None``; ``return_code`` is Textual's (1 after a crash).
+
+    A file truncated, replaced or removed while it is browsed is said in the app, with
+    an offer to reopen it (``R`` too), whatever read met it: a row, the detail, a
+    search, a context (:meth:`reading`).
     """
 
     TITLE = "sessiontree browse"
@@ -73,6 +81,8 @@ class BrowseApp(App[None]):
         self.facts = ""
         self.timings: dict[str, float] = {}
         self.forked: str | None = None
+        self.changed: str | None = None  # why the file can no longer be read (None: it can)
+        self._offering = False
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -85,7 +95,11 @@ class BrowseApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.say(f"opening {os.path.basename(self.path)} ({human_bytes(os.path.getsize(self.path))}) …")
+        try:
+            size = f" ({human_bytes(os.path.getsize(self.path))})"
+        except OSError:
+            size = ""  # the open says why
+        self.say(f"opening {os.path.basename(self.path)}{size} …")
         self._open()
 
     def on_unmount(self) -> None:
@@ -93,20 +107,26 @@ class BrowseApp(App[None]):
             self.sm.close()
 
     @work(thread=True, exclusive=True, group="open")
-    def _open(self) -> None:
+    def _open(self, again: bool = False) -> None:
         from .. import LoadReportWarning, SessionManager
 
         try:
             t0 = time.perf_counter()
+            if not os.path.exists(self.path):  # SessionManager.open would start a new, empty session
+                raise FileNotFoundError(errno.ENOENT, "no such file", self.path)
             with warnings.catch_warnings():  # the status line counts the load report instead
                 warnings.simplefilter("ignore", LoadReportWarning)
                 sm = SessionManager.open(self.path, backend=self.backend)
             t1 = time.perf_counter()
             self.call_from_thread(self.say, f"reading the tree of {len(sm):,} entries …")
-            st = structure_of(sm)
+            try:
+                st = structure_of(sm)
+            except BaseException:
+                sm.close()
+                raise
             t2 = time.perf_counter()
-        except BaseException as e:  # reported by the command after the app exits
-            self.call_from_thread(self._fail, e)
+        except BaseException as e:  # at the start: reported by the command after the app exits
+            self.call_from_thread(self._reopen_failed if again else self._fail, e)
             return
         self.call_from_thread(self._opened, sm, st, t1 - t0, t2 - t1)
 
@@ -114,8 +134,54 @@ class BrowseApp(App[None]):
         self.failure = error
         self.exit()
 
+    def _reopen_failed(self, error: BaseException) -> None:
+        self.say(f"cannot reopen it: {safe(str(error).replace(self.path, os.path.basename(self.path)))} "
+                 "(R tries again, q quits)")
+
+    # ------------------------------------------------------------------ a file changed under the app
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Around a read of the session: a file truncated, replaced or removed since it
+        was opened (``StaleSessionError``, an ``OSError``) is said, never a crash."""
+        try:
+            yield
+        except (SessionError, OSError) as e:
+            self.file_changed(e)
+
+    def file_changed(self, error: BaseException) -> None:
+        """Say that the file can no longer be read as it was opened; offer to reopen it."""
+        self.changed = safe(str(error).replace(self.path, os.path.basename(self.path)))
+        self.say(f"{self.changed} · R reopens it")
+        if self._offering:
+            return
+        self._offering = True
+
+        def done(yes: bool | None) -> None:
+            self._offering = False
+            if yes:
+                self.action_reopen()
+            else:
+                self.say(f"{self.changed} · what was read stays on screen; R reopens the file")
+
+        self.push_screen(ConfirmScreen(
+            f"The session file changed under the browser: {self.changed}.\n\nEntries not shown yet cannot be "
+            "read from what was opened. Reopen the file now (its tree as it is now)?"), done)
+
+    def action_reopen(self) -> None:
+        """Open the file again (after it was replaced, truncated or removed), keeping the
+        selected entry if the new file holds it."""
+        row = self._tree().current_row() if self.st is not None else None
+        if row is not None and row.entry >= 0 and self.st is not None:
+            self.select = self.st.id(row.entry)
+        self.say(f"reopening {os.path.basename(self.path)} …")
+        self._open(again=True)
+
     def _opened(self, sm: Any, st: Structure, open_s: float, shape_s: float) -> None:
+        old, again = self.sm, self.sm is not None
         self.sm, self.st = sm, st
+        self.changed = None
+        if old is not None:
+            old.close()
         self.timings = {"open": open_s, "shape": shape_s}
         self.drawing = Drawing(st)
         start = st.session_leaf
@@ -124,7 +190,10 @@ class BrowseApp(App[None]):
             try:
                 start = st.number(st.resolve(self.select))
             except (KeyError, AmbiguousIdError) as e:
-                note = f"  --select {safe(self.select)}: {'no such entry' if isinstance(e, KeyError) else safe(str(e))}"
+                start = st.session_leaf
+                if not again:
+                    note = f"  --select {safe(self.select)}: " + (
+                        "no such entry" if isinstance(e, KeyError) else safe(str(e)))
         self.facts = self._facts_line()
         self.sub_title = safe(os.path.basename(self.path))
         tree = self.query_one(TreeView)
@@ -132,7 +201,7 @@ class BrowseApp(App[None]):
             self.drawing.reveal(start)
         tree.show(self.drawing, start)
         tree.focus()
-        self.say(note.strip() or "? lists the keys")
+        self.say(note.strip() or ("reopened: the tree as the file is now" if again else "? lists the keys"))
         self.timings["first_screen"] = time.perf_counter()
 
     # ------------------------------------------------------------------ status and detail
@@ -171,9 +240,12 @@ class BrowseApp(App[None]):
             pane.update(Text(row.note))
             return
         n = row.entry
-        item = item_of(st.entry(n), st.labels.get(n))
-        pane.update(item_text(item, facts=self._facts(n), query=self.query_text))
-        self.query_one("#detail", VerticalScroll).scroll_home(animate=False)
+        with self.reading():
+            item = item_of(st.entry(n), st.labels.get(n))
+            pane.update(item_text(item, facts=self._facts(n), query=self.query_text))
+            self.query_one("#detail", VerticalScroll).scroll_home(animate=False)
+            return
+        pane.update(Text(f"{st.id(n)}: cannot be read: {self.changed}\n\nR reopens the file.", style="yellow"))
 
     def _facts(self, n: int) -> list[str]:
         st = self.st
@@ -338,7 +410,12 @@ class BrowseApp(App[None]):
                     self.say("search stopped")
                     return
                 e = order[(start + k * step) % total]
-                if needle in _haystack(st, e):
+                try:
+                    hay = _haystack(st, e)
+                except (SessionError, OSError) as err:
+                    self.file_changed(err)
+                    return
+                if needle in hay:
                     wrapped = not 0 <= start + k * step < total
                     self._goto(e, f"match for {safe(self.query_text or '')!r}"
                                   f"{' (wrapped around)' if wrapped else ''}; n / N: next / previous")
@@ -355,7 +432,7 @@ class BrowseApp(App[None]):
     def action_context(self) -> None:
         n = self._selected()
         if n is not None and self.st is not None:
-            self.push_screen(ContextScreen(self.sm, self.st.id(n)))
+            self.push_screen(ContextScreen(self.sm, self.st.id(n), on_error=self.file_changed))
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -384,7 +461,11 @@ class BrowseApp(App[None]):
     def _restructure(self, keep: str, message: str) -> None:
         """Read the shape again after a write, keeping the folding and the selection."""
         old = self.drawing
-        st = structure_of(self.sm)
+        try:
+            st = structure_of(self.sm)
+        except (SessionError, OSError) as e:
+            self.file_changed(e)
+            return
         drawing = Drawing(st)
         if old is not None:
             ids = old.st.shape.ids
@@ -412,8 +493,8 @@ class BrowseApp(App[None]):
         keep = self.st.id(row.entry) if row is not None and row.kind == ENTRY and self.st is not None else None
         try:
             added = self.sm.refresh()
-        except Exception as e:  # replaced or truncated under us
-            self.say(f"cannot reload: {safe(str(e))}")
+        except (SessionError, OSError) as e:  # replaced or truncated under us
+            self.file_changed(e)
             return
         if not added:
             self.say("no new entries")

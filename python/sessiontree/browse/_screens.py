@@ -14,6 +14,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, RichLog, Static
 
 from ..cli._common import show
+from ..errors import SessionError
 
 __all__ = ["ContextScreen", "AskScreen", "ConfirmScreen", "HelpScreen"]
 
@@ -34,10 +35,11 @@ class ContextScreen(Screen[None]):
     ContextScreen RichLog { height: 1fr; }
     """
 
-    def __init__(self, sm: Any, entry_id: str) -> None:
+    def __init__(self, sm: Any, entry_id: str, on_error: Any = None) -> None:
         super().__init__()
         self.sm = sm
         self.entry_id = entry_id
+        self.on_error = on_error  # called with a read's error (the file changed): the screen closes
         self.llm = False
         self.full = False
 
@@ -55,7 +57,13 @@ class ContextScreen(Screen[None]):
         from ..cli.context import render_message
 
         t0 = time.perf_counter()
-        ctx = self.sm.build_session_context(leaf_id=self.entry_id)
+        try:
+            ctx = self.sm.build_session_context(leaf_id=self.entry_id)
+        except (SessionError, OSError) as e:
+            self.dismiss()
+            if self.on_error is not None:
+                self.on_error(e)
+            return
         seconds = time.perf_counter() - t0
         messages = convert_to_llm(ctx.messages) if self.llm else ctx.messages
         model = ctx.model

@@ -23,6 +23,7 @@ from textual.strip import Strip
 
 from .._drawing import ENTRY, FOLD, MORE, NOTE, Drawing, Row
 from ..cli._common import safe
+from ..errors import SessionError
 from ..cli.tree import Layout, format_row
 from ..cli.tree import Row as TreeRow
 
@@ -71,6 +72,7 @@ class TreeView(ScrollView, can_focus=True):
         Binding("L", "app.label", "label"),
         Binding("f", "app.fork", "fork"),
         Binding("r", "app.reload", "reload", show=False),
+        Binding("R", "app.reopen", "reopen", show=False),
     ]
 
     class Moved(Message):
@@ -161,7 +163,11 @@ class TreeView(ScrollView, can_focus=True):
         key = (i, width)
         text = self._texts.get(key)
         if text is None:
-            text = self._row_text(self.rows[i], width)
+            try:
+                text = self._row_text(self.rows[i], width)
+            except (SessionError, OSError) as e:  # the file changed under the app: said there, row left blank
+                self.app.call_later(getattr(self.app, "file_changed"), e)  # BrowseApp's
+                return Strip.blank(width)
             self._texts[key] = text
             if len(self._texts) > _CACHE_ROWS:
                 self._texts.popitem(last=False)

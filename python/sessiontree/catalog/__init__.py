@@ -111,6 +111,19 @@ def _busy(e: sqlite3.Error) -> bool:
     return "locked" in str(e) or "busy" in str(e)
 
 
+# The catalog cannot be written here (a read-only file or folder, a full disk, no
+# permission): not damage. Rebuilding would replace a file the user made read-only.
+_UNUSABLE = tuple(getattr(sqlite3, n) for n in ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_FULL",
+                                                "SQLITE_IOERR", "SQLITE_AUTH") if hasattr(sqlite3, n))
+
+
+def _unusable(e: sqlite3.Error) -> bool:
+    code = getattr(e, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _UNUSABLE
+    return "readonly" in str(e) or "unable to open" in str(e)
+
+
 def run(
     op: Callable[[Store | None], T],
     *,
@@ -140,16 +153,19 @@ def run(
     if store is None:
         return op(None)
     try:
+        store.check_keys()
         return op(store)
     except sqlite3.DatabaseError as e:
-        if _busy(e):
+        if _busy(e) or _unusable(e):
             if required:
-                raise CatalogError(f"{store.path}: the catalog stayed busy ({e})") from e
+                why = "stayed busy" if _busy(e) else "cannot be written"
+                raise CatalogError(f"{store.path}: the catalog {why} ({e})") from e
             return op(None)
         # "database disk image is malformed", "file is not a database", a vanished
         # table: rebuilt and read again.
         try:
             store.rebuild()
+            store.check_keys()
             return op(store)
         except (CatalogError, sqlite3.DatabaseError) as again:
             # Damaged again at once (another process is breaking or replacing it):

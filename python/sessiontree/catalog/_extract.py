@@ -7,10 +7,11 @@ on the corpus, the damaged cases and generated files). :func:`scan_file` picks t
 native one when the extension is built and the backend allows it.
 
 Lines are framed and judged by the loader's rules (``_jsonl.iter_lines``,
-``_reader.read_value``, ``_reader.is_header``): ``\\n`` only, one CR stripped, BOM
-before the header, blank and invalid lines skipped, torn fragments recovered (on lines
-ended by ``\\n``), the first JSON object must be the header, later headers ignored,
-an entry needs a non-empty string id and the first definition of an id stands.
+``_reader.read_line``, ``_reader.is_header``): ``\\n`` only, one CR stripped, BOM
+before the header, blank and invalid lines skipped, on a line ended by ``\\n`` every
+object of glued ones read and torn fragments skipped, the first JSON object must be
+the header, later headers ignored, an entry needs a non-empty string id and the first
+definition of an id stands.
 
 What a file gives (Pi's ``buildSessionInfo``, session-manager.ts, for the listing):
 
@@ -20,7 +21,8 @@ What a file gives (Pi's ``buildSessionInfo``, session-manager.ts, for the listin
   non-string, ``""`` for null/absent) joined by spaces when non-empty, the first user
   one as ``first_message``, and the activity time (the message's numeric
   ``timestamp``, else the entry's ISO time; the largest, at least 0); the last
-  ``session_info`` entry's ``name`` (not trimmed here).
+  ``session_info`` entry's ``name`` (not trimmed here), oh-my-pi's title slot counting
+  as one before the first entry (``_reader.is_title_slot``).
 * **docs** — the searchable text of an entry: a user message's text; an assistant
   message's text, then each ``toolCall`` block's ``name`` and the strings inside its
   ``arguments`` (in ``json.loads`` order); a ``session_info`` name. Non-empty parts are
@@ -57,7 +59,7 @@ from typing import Any
 from .. import _js
 from .._filestate import FINGERPRINT, open_regular
 from .._jsonl import BOM, is_blank
-from .._reader import is_header, read_value
+from .._reader import is_header, is_title_slot, read_line
 from .._time import parse_iso_ms
 
 __all__ = ["ScanResult", "USAGE_KINDS", "entries_path", "native_scanner", "pack_log", "records", "scan_file", "scan_stream",
@@ -281,45 +283,89 @@ def _enc(s: str) -> bytes:
     return s.encode("utf-8", "surrogatepass")
 
 
-def _record(eid: str, parent: str | None) -> bytes:
+# An entry's leaf move after its parent (loader rule 13; `src/listing.rs`'s `Move`):
+# not a `leaf` entry, a move to null, a `leaf` entry whose targetId is not a string
+# (it moves nothing), else the target's length and bytes.
+_NOT_A_MOVE = 0xFFFFFFFF
+_MOVE_TO_NULL = 0xFFFFFFFE
+_MOVES_NOTHING = 0xFFFFFFFD
+
+_NOT: Any = object()  # records(): not a leaf move
+_NOTHING: Any = object()  # records(): a leaf move that moves nothing
+
+
+def _record(eid: str, parent: str | None, move: Any = _NOT) -> bytes:
+    """One entry of an entries record; ``move`` is :func:`leaf_move`'s."""
     b = _enc(eid)
     out = _U32.pack(len(b)) + b
     if parent is None:
-        return out + _U32.pack(_NO_PARENT)
-    p = _enc(parent)
-    return out + _U32.pack(len(p)) + p
+        out += _U32.pack(_NO_PARENT)
+    else:
+        p = _enc(parent)
+        out += _U32.pack(len(p)) + p
+    if move is _NOT:
+        return out + _U32.pack(_NOT_A_MOVE)
+    if move is None:
+        return out + _U32.pack(_MOVE_TO_NULL)
+    if move is _NOTHING:
+        return out + _U32.pack(_MOVES_NOTHING)
+    t = _enc(move)
+    return out + _U32.pack(len(t)) + t
 
 
-def records(entries: bytes) -> Iterator[tuple[str, str | None]]:
-    """``(id, parentId)`` of each record (a malformed end stops the walk)."""
+def leaf_move(obj: dict[str, Any]) -> Any:
+    """What an entry does to the leaf (rule 13): ``_NOT`` (any entry but ``leaf``: it is
+    the leaf), ``None`` (to before the first entry), a target id, or ``_NOTHING``."""
+    if obj.get("type") != "leaf":
+        return _NOT
+    target = obj.get("targetId", _js.UNDEFINED)
+    return target if target is None or isinstance(target, str) else _NOTHING
+
+
+def records(entries: bytes) -> Iterator[tuple[str, str | None, Any]]:
+    """``(id, parentId, move)`` of each record (a malformed end stops the walk)."""
     pos, end = 0, len(entries)
-    while pos + 4 <= end:
-        (n,) = _U32.unpack_from(entries, pos)
-        pos += 4
-        if n == _NO_PARENT or pos + n > end:
-            return
-        eid = entries[pos:pos + n].decode("utf-8", "surrogatepass")
-        pos += n
+
+    def take() -> tuple[str | int | None, int]:
+        # (the decoded bytes, or the marker; new position); None past the end.
         if pos + 4 > end:
+            return None, pos
+        (n,) = _U32.unpack_from(entries, pos)
+        at = pos + 4
+        if n >= _MOVES_NOTHING:
+            return n, at
+        if at + n > end:
+            return None, at
+        return entries[at:at + n].decode("utf-8", "surrogatepass"), at + n
+
+    while True:
+        eid, pos = take()
+        if not isinstance(eid, str):
             return
-        (m,) = _U32.unpack_from(entries, pos)
-        pos += 4
-        parent = None
-        if m != _NO_PARENT:
-            if pos + m > end:
-                return
-            parent = entries[pos:pos + m].decode("utf-8", "surrogatepass")
-            pos += m
-        yield eid, parent
+        parent, pos = take()
+        if parent is None:
+            return
+        move, pos = take()
+        if move is None:
+            return
+        yield (eid, None if parent == _NO_PARENT else parent,  # type: ignore[misc]
+               _NOT if move == _NOT_A_MOVE else None if move == _MOVE_TO_NULL else _NOTHING if move == _MOVES_NOTHING else move)
 
 
 def _entries_path_py(entries: bytes) -> list[int]:
     number: dict[str, int] = {}
     parents: list[str | None] = []
-    for eid, parent in records(entries):
+    leaf = -1
+    for eid, parent, move in records(entries):
         if eid not in number:
-            number[eid] = len(parents)
+            e = number[eid] = len(parents)
             parents.append(parent)
+            if move is _NOT:
+                leaf = e
+            elif move is None:
+                leaf = -1
+            elif move is not _NOTHING and number.get(move, e) != e:
+                leaf = number[move]
     n = len(parents)
     column = [-1] * n
     for e, p in enumerate(parents):
@@ -343,10 +389,10 @@ def _entries_path_py(entries: bytes) -> list[int]:
             members.append(y)
             y = column[y]
         column[min(members)] = -1
-    if not n:
+    if leaf < 0:
         return []
     path: list[int] = []
-    x = n - 1
+    x = leaf
     while x != -1 and len(path) <= n:
         path.append(x)
         x = column[x]
@@ -360,16 +406,23 @@ def _lines(f: Any, start: int, counter: list[int]) -> Iterator[tuple[int, bytes,
     CR before it (a tail keeps its CR), as ``iter_lines`` frames them; ``next`` is the
     offset of the following line, -1 for a tail."""
     f.seek(start)
-    data = b""
+    # The start of a line longer than a block, in pieces: joined once, when its end is
+    # read (``data + chunk`` per block copied it again each time, quadratic in the
+    # line's length: 9.3 s for one 128 MB line).
+    pending: list[bytes] = []
     base = start
     while True:
         chunk = f.read(_BLOCK)
         counter[0] += len(chunk)
         if not chunk:
-            if data:
-                yield base, data, -1
+            if pending:
+                yield base, b"".join(pending), -1
             return
-        data = data + chunk if data else chunk
+        if pending and chunk.find(b"\n") < 0:
+            pending.append(chunk)
+            continue
+        data = b"".join((*pending, chunk)) if pending else chunk
+        pending = []
         pos = 0
         find = data.find
         while True:
@@ -379,7 +432,8 @@ def _lines(f: Any, start: int, counter: list[int]) -> Iterator[tuple[int, bytes,
             stop = nl - 1 if nl > pos and data[nl - 1] == 13 else nl
             yield base + pos, data[pos:stop], base + nl + 1
             pos = nl + 1
-        data = data[pos:]
+        if pos < len(data):
+            pending.append(data[pos:])
         base += pos
 
 
@@ -387,7 +441,7 @@ class _Scan:
     """One call's state, line by line (``src/listing.rs``'s ``State``)."""
 
     def __init__(self, prior: bytes, start: int, content: bool, texts: bool) -> None:
-        self.seen = {eid for eid, _ in records(prior)}
+        self.seen = {eid for eid, _, _ in records(prior)}
         self.count = len(self.seen)
         self.content = content
         self.want_texts = texts
@@ -399,6 +453,7 @@ class _Scan:
         self.first_message: str | None = None
         self.texts: list[str] = []
         self.name: tuple[bool, str | None] = (False, None)
+        self.title_seen = False
         self.activity: float | None = None
         self.entries: list[bytes] = []
         self.docs: list[tuple[Any, ...]] = []
@@ -414,18 +469,31 @@ class _Scan:
         if not self.header_found and self.first is None:
             self.first = (line_no, offset, raw)
         try:
-            v = read_value(raw, complete=complete)
+            r = read_line(raw, complete=complete)
         except ValueError:
             return True
-        obj = v.value
+        for p in r.pieces:
+            if not self.object(p.value, raw[p.start : p.end] if r.split else raw):
+                return False
+        return True
+
+    def object(self, obj: Any, raw: bytes) -> bool:
+        """One value of a line (``raw``: its bytes); false stops the scan."""
         if type(obj) is not dict:
             return True
         if not self.header_found:
+            if not is_header(obj) and not self.title_seen and is_title_slot(obj):
+                # oh-my-pi's title slot: the name until a session_info says otherwise.
+                self.title_seen = True
+                title = obj.get("title")
+                if isinstance(title, str):
+                    self.name = (True, title)
+                return True
             if not is_header(obj):
                 self.header = ("missing", self.first)
                 return False
             self.header_found = True
-            self.header = ("found", raw[v.recovered_at:])
+            self.header = ("found", raw)
             version = obj.get("version")
             self.old_version = version is None or (
                 isinstance(version, (int, float)) and not isinstance(version, bool) and version < 2
@@ -449,7 +517,7 @@ class _Scan:
         seq = self.count
         self.count += 1
         parent = obj.get("parentId")
-        self.entries.append(_record(eid, parent if isinstance(parent, str) and parent else None))
+        self.entries.append(_record(eid, parent if isinstance(parent, str) and parent else None, leaf_move(obj)))
         self.facts(obj, seq, eid, stamp, entry_ms)
         return True
 
@@ -586,9 +654,10 @@ def scan_file(path: str | os.PathLike[str], start: int, prior: bytes, content: b
 
 
 def entries_path(entries: bytes, *, native: Any = None) -> list[int]:
-    """Entry numbers from the root to the last entry of an entries record: the
-    session's current path (loader rules 9–10: parents anywhere in the file, unknown
-    or own id a root, cycles broken at their earliest entry)."""
+    """Entry numbers from the root to the leaf of an entries record: the session's
+    current path (loader rules 9–10: parents anywhere in the file, unknown or own id a
+    root, cycles broken at their earliest entry; rule 13: the leaf is the last entry,
+    or where a ``leaf`` entry moved it)."""
     if native is not None:
         return native.entries_path(entries)  # type: ignore[no-any-return]
     return _entries_path_py(entries)

@@ -52,7 +52,7 @@ from .. import _js
 from .._select import native_module as native_scanner
 from .._time import datetime_from_ms
 from ._files import folder_files
-from ._store import py_text, search_text
+from ._store import checked_all, py_text, search_text
 
 __all__ = ["Query", "SearchHit", "SearchResult", "parse_query", "search_folders", "search_stream"]
 
@@ -578,8 +578,9 @@ class _Search:
             self.entries[file] = bytes(bits)
         return self.entries[file]
 
-    _ROW = ("SELECT name, id, dev, ino, size, mtime_ns, ctime_ns, l_end, tail, problem, old, epoch, s_end, sid, title,"
-            " cwd FROM file WHERE folder = ?")
+    _ROW_COLUMNS = ("name", "id", "dev", "ino", "size", "mtime_ns", "ctime_ns", "l_end", "tail", "problem", "old",
+                    "epoch", "s_end", "sid", "title", "cwd")
+    _ROW = f"SELECT {', '.join(_ROW_COLUMNS)} FROM file WHERE folder = ?"
 
     def _from_index(self, by_folder: list[tuple[str, list[Any]]], order: Order,
                     k: int | None) -> tuple[int, int, list[Any]] | None:
@@ -600,11 +601,13 @@ class _Search:
             segs = store.segments()
             if not segs:
                 return None
-            indexed: list[tuple[str, tuple[Any, ...]]] = []
+            indexed: list[tuple[str, Any]] = []
             raw: list[Any] = []
             for folder, items in by_folder:
                 fid = store.folder_id(os.path.abspath(folder), create=False)
-                rows = {r[0]: r for r in store.conn.execute(self._ROW, (fid,))} if fid is not None else {}
+                rows = ({r[0]: r for r in checked_all("file", self._ROW_COLUMNS,
+                                                     store.conn.execute(self._ROW, (fid,)).fetchall())}
+                        if fid is not None else {})
                 for path, name, st in items:
                     r = rows.get(name)
                     if (r is not None and r[9] is None and not r[10] and r[12] is not None

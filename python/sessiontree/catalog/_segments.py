@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ._store import Store
+from ._store import Store, checked_all
 
 __all__ = ["MAX_POSTINGS", "drop_all", "live_scope", "locked", "update"]
 
@@ -87,9 +87,9 @@ def _index_new(store: Store, found: Sequence[Any], native: Any, threads: int) ->
     ends: list[tuple[int, int, int | None, int, int]] = []  # id, epoch, s_end, l_end, record length
     for k in range(0, len(ids), 500):
         part = ids[k:k + 500]
-        rows = store.conn.execute(
+        rows = checked_all("file", ("id", "gen", "epoch", "s_end", "s_entries", "l_end"), store.conn.execute(
             "SELECT id, gen, epoch, s_end, s_entries, l_end FROM file WHERE problem IS NULL AND old = 0"
-            f" AND id IN ({','.join('?' * len(part))})", part).fetchall()
+            f" AND id IN ({','.join('?' * len(part))})", part).fetchall())
         for fid, gen, epoch, s_end, s_entries, l_end in rows:
             start = s_end or 0
             if start >= l_end:
@@ -122,8 +122,8 @@ def _index_new(store: Store, found: Sequence[Any], native: Any, threads: int) ->
 
 def live_scope(store: Store) -> list[tuple[int, int, int]]:
     """``(file, epoch, s_end)`` of every row with indexed bytes: which pieces live."""
-    return [(i, e, s) for i, e, s in store.conn.execute(
-        "SELECT id, epoch, s_end FROM file WHERE s_end IS NOT NULL")]
+    return [(i, e, s) for i, e, s in checked_all("file", ("id", "epoch", "s_end"), store.conn.execute(
+        "SELECT id, epoch, s_end FROM file WHERE s_end IS NOT NULL").fetchall())]
 
 
 def _merge(store: Store, native: Any) -> None:

@@ -17,14 +17,15 @@ abandoned branches cost.
 
 Times are an entry's time (``_extract``), put in days, ISO weeks and months of the
 given time zone; ``since``/``until`` are inclusive dates there and leave out records
-without a time. Sums are exact (``math.fsum``: the same whatever the order).
+without a time. Sums are exact, rounded once (:func:`exact_sum`: the same whatever the
+order, defined for every input, ``inf`` beyond the double range).
 """
 
 from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from typing import Any, Literal
@@ -87,23 +88,41 @@ def _whole(x: float) -> float:
     return int(x) if math.isfinite(x) and x == int(x) else x
 
 
-def _fsum(values: list[float]) -> float:
-    """``math.fsum``, also where it raises: the exact sum rounded once (an intermediate
-    overflow gives the sum or ±inf, ``inf - inf`` NaN), never an error."""
-    try:
-        return math.fsum(values)
-    except (ValueError, OverflowError):
-        pass
-    odd = [v for v in values if not math.isfinite(v)]
-    if odd:  # as IEEE adds them: one sign of infinity wins, both (or a NaN) give NaN
-        return odd[0] if all(v == odd[0] for v in odd) else math.nan
-    from fractions import Fraction
+_SCALE = 1074  # every finite double is a whole multiple of 2**-1074
 
-    total = sum((Fraction(v) for v in values), Fraction(0))
+
+def exact_sum(values: Iterable[float]) -> float:
+    """The sum of ``values`` as one rounding of their exact sum: the same float
+    whatever their order (CONTRACT §7, "Usage").
+
+    Finite terms are summed exactly (``math.fsum``; where its partial sums leave the
+    double range, as integer multiples of 2**-1074) and rounded once, to nearest; a
+    sum beyond the largest double is ``inf`` or ``-inf`` by its sign. Infinite terms
+    (JSON numbers such as ``1e400``) win: ``inf`` if some term is ``inf`` and none
+    ``-inf``, the reverse likewise, NaN if both occur (IEEE's ``inf + -inf``) or a term
+    is NaN. ``math.fsum`` alone raised ``OverflowError`` (``1e308 + 1e308``) or
+    ``ValueError`` (``inf + -inf``), depending on the order for the former.
+    """
+    vals = list(values)
+    pos = neg = False
+    for v in vals:
+        if not math.isfinite(v):
+            if v != v:
+                return math.nan
+            pos, neg = pos or v > 0, neg or v < 0
+    if pos or neg:
+        return math.nan if pos and neg else (math.inf if pos else -math.inf)
     try:
-        return float(total)
+        return math.fsum(vals)
     except OverflowError:
-        return math.inf if total > 0 else -math.inf
+        total = 0
+        for v in vals:
+            n, d = v.as_integer_ratio()
+            total += n << (_SCALE - d.bit_length() + 1)
+        try:
+            return total / (1 << _SCALE)  # int / int: correctly rounded
+        except OverflowError:
+            return math.inf if total > 0 else -math.inf
 
 
 def _bucket(group: str, ms: float | None, tz: tzinfo | None) -> str | None:
@@ -199,8 +218,9 @@ class _Row:
         self.id, self.created_ms, self.cwd, self.log, self.entries = fid, created_ms, cwd, None, None
 
 
-_CURRENT = ("SELECT name, id, dev, ino, size, mtime_ns, ctime_ns, l_end, tail, c_end, problem, created_ms, cwd"
-            " FROM file WHERE folder = ?")
+_CURRENT_COLUMNS = ("name", "id", "dev", "ino", "size", "mtime_ns", "ctime_ns", "l_end", "tail", "c_end", "problem",
+                    "created_ms", "cwd")
+_CURRENT = f"SELECT {', '.join(_CURRENT_COLUMNS)} FROM file WHERE folder = ?"
 
 
 def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
@@ -210,7 +230,7 @@ def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
     import os
 
     from ._files import folder_files
-    from ._store import py_text
+    from ._store import checked_all, py_text
 
     out: list[Any] = []
     try:
@@ -221,7 +241,8 @@ def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
             fid = store.folder_id(os.path.abspath(folder), create=False)
             if fid is None:
                 return None
-            rows = {r[0]: r for r in store.conn.execute(_CURRENT, (fid,))}
+            got = checked_all("file", _CURRENT_COLUMNS, store.conn.execute(_CURRENT, (fid,)).fetchall())
+            rows = {r[0]: r for r in got}
             for name, path, st in items:
                 r = rows.get(name)
                 if (r is None or not isinstance(st, os.stat_result)
@@ -229,9 +250,9 @@ def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
                     return None
                 if r[10] is not None:
                     continue  # not a session
-                if r[9] != r[7] or r[7] != st.st_size or r[8] or type(r[1]) is not int:
+                if r[9] != r[7] or r[7] != st.st_size or r[8]:
                     return None
-                out.append(_Held(path, _Row(r[1], r[11] if type(r[11]) is int else None, py_text(r[12]))))
+                out.append(_Held(path, _Row(r[1], r[11], py_text(r[12]))))
     except sqlite3.OperationalError:
         return None  # busy: the refresh waits for it
     return out
@@ -273,7 +294,7 @@ def _report(sessions: list[Any], logs: list[bytes], entries: list[bytes] | None,
                 acc[1][k].extend(sums[k])
 
     def line(key: str, acc: tuple[list[int], list[list[float]]]) -> UsageLine:
-        col = [_fsum(v) for v in acc[1]]
+        col = [exact_sum(v) for v in acc[1]]
         return UsageLine(key, acc[0][0], _whole(col[0]), _whole(col[1]), _whole(col[2]), _whole(col[3]),
                          _whole(col[4]), col[5])
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import sys
@@ -46,6 +47,13 @@ class Io:
         if self._consoles is None:
             self._consoles = _consoles(self._mode)
         return self._consoles
+
+    def on_err(self) -> Io:
+        """An ``Io`` whose results go to this one's ``err`` too (a command whose output
+        is the data itself, on stdout or a stream)."""
+        io = Io(self._mode)
+        io._consoles = (self.err, self.err)
+        return io
 
     @property
     def color(self) -> bool:
@@ -158,7 +166,12 @@ def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
         need = old_limit + 10_000
         sys.setrecursionlimit(need)
         try:
-            text = json.dumps(value, indent=2 if indent else None, ensure_ascii=True, default=_json_default)
+            try:
+                text = json.dumps(value, indent=2 if indent else None, ensure_ascii=True, default=_json_default,
+                                  allow_nan=False)
+            except ValueError:  # NaN or an infinity: null, as orjson writes them (never `Infinity`)
+                text = json.dumps(_finite(value), indent=2 if indent else None, ensure_ascii=True,
+                                  default=_json_default)
         finally:
             sys.setrecursionlimit(old_limit)
         return text.encode()
@@ -175,6 +188,25 @@ _JSON_UNSAFE_RE = re.compile(
 
 def _json_escape(m: re.Match[bytes]) -> bytes:
     return b"\\u%04x" % ord(m.group().decode("utf-8"))
+
+
+def _finite(value: Any) -> Any:
+    """A copy of ``value`` with every NaN and infinity as ``None`` (no recursion: values
+    nest as deep as a session line's JSON)."""
+    root = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        container, key = stack.pop()
+        v = container[key]
+        if isinstance(v, float) and not math.isfinite(v):
+            container[key] = None
+        elif isinstance(v, dict):
+            obj = container[key] = dict(v)
+            stack.extend((obj, k) for k in obj)
+        elif isinstance(v, (list, tuple)):
+            seq = container[key] = list(v)
+            stack.extend((seq, i) for i in range(len(seq)))
+    return root[0]
 
 
 def _json_default(value: Any) -> Any:
@@ -659,6 +691,12 @@ def entry_preview(entry: dict[str, Any], clean: Any = safe) -> tuple[str, str]:
         return "session_info", line(entry.get("name"))
     if etype == "custom":
         return "custom", line(entry.get("customType"), 200)
+    if etype == "active_tools_change":
+        names = entry.get("activeToolNames")
+        return "tools", line(", ".join(map(short, names)) if isinstance(names, list) else short(names))
+    if etype == "leaf":
+        moved_to = entry.get("targetId")
+        return "leaf", line("→ " + ("(before the first entry)" if moved_to is None else short(moved_to)))
     return line(short(etype)), ""
 
 
@@ -675,6 +713,8 @@ KIND_STYLES = {
     "branchSummary": "bold magenta",
     "model": "bright_blue",
     "thinking": "bright_blue",
+    "tools": "bright_blue",
+    "leaf": "bright_black",
     "label": "bright_black",
     "session_info": "bright_black",
 }

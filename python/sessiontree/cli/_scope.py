@@ -4,7 +4,8 @@
 Without DIR: the current directory's folder in Pi's store (``--cwd PATH`` names another
 directory), or with ``--all`` every project folder of the store
 (``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions``). With DIR: the
-``.jsonl`` files in DIR, or with ``--all`` DIR and all its subfolders. ``usage`` and
+``.jsonl`` files in DIR, or with ``--all`` DIR and all its subfolders (folders linked in
+by symlinks too, each folder once). ``usage`` and
 ``index`` read every project when given neither DIR nor ``--cwd`` (``--this``: the
 current directory's).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from ._common import CliError, Io, safe
@@ -39,12 +41,37 @@ def add_arguments(p: argparse.ArgumentParser, *, dir_arg: bool = True, default_a
 
 
 def walk(root: str) -> list[str]:
-    """``root`` and every folder under it, sorted at each level."""
-    out = [root]
-    for dirpath, dirnames, _ in os.walk(root):
+    """``root`` and every folder under it, sorted at each level, folders reached through
+    a symlink included (a sessions folder kept elsewhere and linked in), each folder
+    once: one reached again (a link to a folder already walked, a link that loops) is
+    left out, so a walk always ends."""
+    return list(_walk(root))
+
+
+def _walk(root: str) -> Iterator[str]:
+    # Folders are known by (device, inode): a path can name one already seen.
+    seen: set[tuple[int, int]] = set()
+
+    def first_time(path: str) -> bool:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
+    if not first_time(root):
+        yield root
+        return
+    yield root
+    for dirpath, dirnames, _ in os.walk(root, followlinks=True):
         dirnames.sort()
-        out.extend(os.path.join(dirpath, d) for d in dirnames)
-    return out
+        dirnames[:] = [d for d in dirnames if first_time(os.path.join(dirpath, d))]
+        for d in dirnames:
+            yield os.path.join(dirpath, d)
 
 
 def _all(args: argparse.Namespace) -> bool:
@@ -107,7 +134,8 @@ def subfolder_hint(args: argparse.Namespace) -> str:
 
     if holds_sessions(directory):
         return ""
-    below = (os.path.join(top, d) for top, dirs, _ in os.walk(directory) for d in dirs)  # stops at the first
+    below = _walk(directory)  # stops at the first
+    next(below, None)  # the directory itself
     return "; its subfolders hold session files: add --all" if any(map(holds_sessions, below)) else ""
 
 

@@ -14,6 +14,7 @@ Keys (also in the footer, and `?` in the app):
   L        set or clear the selected entry's label (appends a label entry)
   f        fork: write a new session file holding root → the selected entry (asks first)
   r        reload: read what another process appended since
+  R        reopen the file (after it was replaced, truncated or removed: the app says so)
   tab      switch between the tree and the detail pane (scroll it with the arrows)
   q        quit
 
@@ -57,9 +58,15 @@ def run(args: argparse.Namespace, io: Io) -> int:
                        "for a pipe use `sessiontree tree` or `sessiontree export`", code=2)
     app = BrowseApp(args.file, backend=args.backend, select=args.select)
     app.run()
+    return exit_status(app)
+
+
+def exit_status(app: Any) -> int:
+    """The command's exit status after ``app`` ran: the open's failure is raised (the
+    command says it in one line); a crash (Textual printed its traceback) is 1."""
     if app.failure is not None:
         raise app.failure
-    return 0
+    return int(app.return_code or 0)
 
 
 def _isatty(stream: Any) -> bool:

@@ -34,8 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--leaf", metavar="ID", help="build the context at this entry (an id or a unique prefix) instead of the current leaf")
     p.add_argument("--llm", action="store_true",
                    help="apply convert_to_llm: what is sent to the provider (summaries and bash runs become user turns)")
-    p.add_argument("--json", action="store_true", help="print {leafId, thinkingLevel, model, llm, messages} as JSON "
-                        "(messages exactly as built; llm: whether --llm was given)")
+    p.add_argument("--json", action="store_true", help="print {leafId, thinkingLevel, model, activeToolNames?, llm, messages} "
+                        "as JSON (messages exactly as built; activeToolNames when an agent-core "
+                        "active_tools_change is on the path; llm: whether --llm was given)")
     p.add_argument("--full", action="store_true", help="do not fold long texts, tool calls and tool results")
     p.add_argument("--lines", type=_count, default=12, metavar="N",
                    help="lines of user/assistant text shown per block before folding (default 12)")
@@ -54,8 +55,11 @@ def run(args: argparse.Namespace, io: Io) -> int:
         seconds = time.perf_counter() - t0
     messages = convert_to_llm(ctx.messages) if args.llm else ctx.messages
     if args.json:
-        io.write_json({"leafId": leaf, "thinkingLevel": ctx.thinking_level, "model": ctx.model,
-                       "llm": bool(args.llm), "messages": messages})
+        out = {"leafId": leaf, "thinkingLevel": ctx.thinking_level, "model": ctx.model,
+               "llm": bool(args.llm), "messages": messages}
+        if ctx.active_tool_names is not None:
+            out["activeToolNames"] = ctx.active_tool_names
+        io.write_json(out)
         return 0
     model = ctx.model
     if isinstance(model, dict) and model:
@@ -64,7 +68,10 @@ def run(args: argparse.Namespace, io: Io) -> int:
         model = show(model, 100, none="none") or "none"
     head = (f"context at {show(leaf, 100, none='None')}: {len(messages)} messages"
             f"{' (convert_to_llm)' if args.llm else ''}, model {model}, "
-            f"thinking {show(ctx.thinking_level, 100, none='None')}, built in {seconds * 1e3:.1f} ms")
+            f"thinking {show(ctx.thinking_level, 100, none='None')}"
+            + (f", tools {show(', '.join(map(show, ctx.active_tool_names)), 200)}"
+               if ctx.active_tool_names is not None else "")
+            + f", built in {seconds * 1e3:.1f} ms")
     lines = [(head, "bold")]
     for i, msg in enumerate(messages, 1):
         lines.append(("", ""))

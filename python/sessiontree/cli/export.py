@@ -12,22 +12,24 @@ Formats (--format):
             docs/TABLES.md); needs the `arrow` extra (pyarrow)
 
 For html and markdown, the path is root → the current leaf, or root → --leaf ID (a unique
-prefix of an id is enough). Output goes to --out FILE (written whole or not at all),
-else to stdout.
+prefix of an id is enough). Output goes to --out FILE, else to stdout (also --out -). A
+regular FILE is replaced whole or not at all (written beside it, then renamed); a
+symbolic link is followed; a FIFO or a device (/dev/stdout) is written as a stream,
+never replaced.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
+import contextlib
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from .._output import open_output
 from ._common import CliError, Io, human_bytes, human_seconds, open_session, safe, spinner
 from ._leaf import resolve_entry
 
@@ -159,8 +161,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", required=True, choices=tuple(FORMATS), help="the output format (see above)")
     p.add_argument("--leaf", metavar="ID", help="export the path to this entry (an id or a unique prefix) "
                                                 "instead of the path to the current leaf")
-    p.add_argument("--out", metavar="FILE", help="write to FILE (replaced whole, atomically) instead of stdout; "
-                                                "parquet: the dataset's folder")
+    p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (a regular file is replaced whole, atomically; "
+                                                "a FIFO or device is written as a stream); parquet: the dataset's folder")
     for name, fmt in FORMATS.items():
         fmt.add_options(p.add_argument_group(f"{name} options"))
     p.set_defaults(func=run)
@@ -194,51 +196,38 @@ def run(args: argparse.Namespace, io: Io) -> int:
             leaf_id, st = resolve_entry(io, sm, args.file, args.leaf)
         job_args = dict(sm=sm, args=args, source=args.file, _structure=st)
         t0 = time.perf_counter()
-        if to_stdout:
-            out = sys.stdout.buffer
-            sys.stdout.flush()
-            job = Job(leaf_id=leaf_id, out=out, **job_args)  # type: ignore[arg-type]
+        if not to_stdout:
+            try:
+                if os.path.samefile(args.out, args.file):
+                    # --out replaces its file: never the session being exported (a typo away).
+                    raise CliError(f"{safe(args.out)}: is the session being exported; give another --out", code=2)
+            except OSError:
+                pass  # nothing there yet (or it cannot be looked at): open_output decides
+        with contextlib.ExitStack() as stack:
+            try:
+                target = stack.enter_context(open_output(args.out or "-"))
+            except IsADirectoryError:
+                raise CliError(f"{safe(args.out)}: is a directory") from None
+            except FileNotFoundError as e:
+                raise CliError(f"{safe(e.filename or args.out)}: no such folder") from None
+            job = Job(leaf_id=leaf_id, out=target.file, **job_args)  # type: ignore[arg-type]
             _with_structure(io, job)
-            write(job)
-            out.flush()
-            return 0
-        target = os.path.abspath(args.out)
-        folder = os.path.dirname(target)
-        if os.path.isdir(target):
-            raise CliError(f"{safe(args.out)}: is a directory")
-        if not os.path.isdir(folder):
-            raise CliError(f"{safe(folder)}: no such folder")
-        if os.path.exists(target) and os.path.samefile(target, args.file):
-            # --out replaces its file: never the session being exported (a typo away).
-            raise CliError(f"{safe(args.out)}: is the session being exported; give another --out", code=2)
-        fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "wb", buffering=1 << 20) as f:
-                job = Job(leaf_id=leaf_id, out=f, **job_args)  # type: ignore[arg-type]
-                _with_structure(io, job)
-                with spinner(io, f"writing {os.path.basename(target)}"):
-                    summary = write(job)
-            os.chmod(tmp, 0o644 & ~_umask())
-            os.replace(tmp, target)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        size = os.path.getsize(target)
-        io.print(f"wrote {safe(args.out)} ({args.format}, {human_bytes(size)}, {summary}) "
-                 f"in {human_seconds(time.perf_counter() - t0)}", markup=False, highlight=False)
+            if target.path == "-":
+                write(job)
+                return 0
+            with spinner(io, f"writing {os.path.basename(target.path)}"):
+                summary = write(job)
+        # A stream (a FIFO, /dev/stdout) may be stdout itself: the note goes to stderr then.
+        note = io.err if target.streamed else io
+        note.print(f"wrote {safe(args.out)}{' (a stream)' if target.streamed else ''} ({args.format}, "
+                   f"{human_bytes(target.bytes_written)}, {summary}) in {human_seconds(time.perf_counter() - t0)}",
+                   markup=False, highlight=False)
     return 0
 
 
 def _with_structure(io: Io, job: Job) -> None:
     with spinner(io, "reading the tree"):
         job.structure  # noqa: B018 - computed here, under the spinner
-
-
-@functools.lru_cache(maxsize=1)
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _stdout_is_terminal() -> bool:

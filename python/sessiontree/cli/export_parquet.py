@@ -18,7 +18,8 @@ from ._common import CliError, Io, count_progress, safe
 
 def run_parquet(paths: Sequence[str], *, all_projects: bool, out: str, backend: str, as_json: bool, io: Io) -> int:
     """Export ``paths`` (files, folders) and, with ``all_projects``, Pi's whole store to
-    the dataset in ``out``; print a summary. Exit status 1 if a named path or a
+    the dataset in ``out``; print a summary (with the bad blocks marked: sessions
+    holding them are exported, docs/TABLES.md). Exit status 1 if a named path or a
     session could not be exported, else 0.
 
     Raises:
@@ -39,7 +40,8 @@ def run_parquet(paths: Sequence[str], *, all_projects: bool, out: str, backend: 
     if as_json:
         io.write(json.dumps({
             "out": out, "written": len(result.written), "skipped": result.skipped, "removed": result.removed,
-            "failed": [{"path": p, "reason": r} for p, r in failed], "bytesRead": result.bytes_read,
+            "failed": [{"path": p, "reason": r} for p, r in failed], "badBlocks": result.bad_blocks,
+            "bytesRead": result.bytes_read,
             "seconds": round(result.seconds, 3),
         }) + "\n")  # fmt: skip
     else:
@@ -49,4 +51,7 @@ def run_parquet(paths: Sequence[str], *, all_projects: bool, out: str, backend: 
                      f"({result.seconds:.2f} s)", markup=False, highlight=False)  # fmt: skip
         for p, r in failed:
             io.err.print(f"  skipped {safe(p)}: {safe(r)}", markup=False, highlight=False)
+        if result.bad_blocks:
+            io.err.print(f"  {result.bad_blocks} bad blocks marked (images whose data does not decode), their sessions "
+                         "exported: sessions.bad_blocks, entries.images.problem", markup=False, highlight=False)  # fmt: skip
     return 1 if failed else 0

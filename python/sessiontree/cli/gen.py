@@ -5,7 +5,9 @@ OUT is a sessions root and N sessions of about ``--size`` bytes together are wri
 into it in Pi's layout (one folder per project, Pi's file names; nothing replaced),
 for trying ``ls``, ``search`` and ``usage`` on a history. The session is written to
 a temporary file beside OUT and renamed at the end, so an interrupted run leaves no
-partial file at OUT.
+partial file at OUT (and no temporary file: it is removed on SIGINT, SIGTERM and SIGHUP,
+and one left by a killed run is removed by the next run in that folder). OUT may be
+- (stdout); a symbolic link is followed.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``generate`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("generate", help="write a synthetic Pi session of a given size (deterministic per seed)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("out", help="file to write (.jsonl), or with --sessions the sessions root to fill")
-    p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    p.add_argument("out", help="file to write (.jsonl; - for stdout), or with --sessions the sessions root to fill")
+    p.add_argument("--force", action="store_true",
+                   help="replace OUT if it exists (a FIFO or device is written as a stream, never replaced)")
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument("--size", help="target size, e.g. 300MB, 1GiB (the file ends after the entry that reaches it)")
     size.add_argument("--entries", type=int, metavar="N", help="number of entries (header not counted)")
@@ -54,13 +57,18 @@ def run(args: argparse.Namespace, io: Io) -> int:
     if args.sessions is not None:
         return _root(args, io, size)
     out = safe(args.out)
-    parent = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(parent):
-        raise CliError(f"{out}: folder {safe(parent)} does not exist")
-    if os.path.isdir(args.out):
-        raise CliError(f"{out}: is a directory")
-    if os.path.lexists(args.out) and not args.force:
-        raise CliError(f"{out}: already exists; not overwritten (use --force to replace it)")
+    streamed = args.out == "-"
+    if not streamed:
+        parent = os.path.dirname(os.path.abspath(args.out))
+        if not os.path.isdir(parent):
+            raise CliError(f"{out}: folder {safe(parent)} does not exist")
+        if os.path.isdir(args.out):
+            raise CliError(f"{out}: is a directory")
+        if os.path.lexists(args.out) and not args.force:
+            raise CliError(f"{out}: already exists; not overwritten (use --force to replace it)")
+        streamed = os.path.exists(args.out) and not os.path.isfile(args.out)  # a FIFO, a device
+    if streamed:
+        io = io.on_err()  # the session goes to stdout or a stream: what is said, to stderr
     try:
         if size is not None:
             with byte_progress(io, f"generating {os.path.basename(out)}", size) as update:

@@ -3,6 +3,10 @@
     sessiontree import claude [PATH ...] [--all] [--to DIR] [--json]
     sessiontree import codex  [PATH ...] [--all] [--to DIR] [--json]
 
+A PATH may be a folder: a Claude Code project folder (its ``*.jsonl`` sessions, each
+with its subagents), or for Codex any folder of rollouts (searched below). A file of
+the other agent (or a Pi session) is refused with the importer that reads it.
+
 ``--all`` imports every source under ``~/.claude/projects`` (``$CLAUDE_CONFIG_DIR``) or
 ``~/.codex/sessions`` (``$CODEX_HOME``). Each session is written as a new Pi v3 file in
 Pi's folder for its cwd (``--to DIR`` to choose one); sources are only read. Running it
@@ -14,6 +18,7 @@ every source was read (problems in a source are reported, not fatal), 1 otherwis
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 from typing import Any
 
@@ -27,7 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("import", help="import Claude Code / Codex sessions as Pi session trees",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("source", choices=("claude", "codex"), help="which agent's history to import")
-    p.add_argument("paths", nargs="*", metavar="PATH", help="source .jsonl files (default with --all: every one)")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="source .jsonl files or folders of them (default with --all: every one)")
     p.add_argument("--all", action="store_true", help="import every session of that agent on this machine")
     p.add_argument("--to", metavar="DIR", help="folder for the imported files (default: Pi's folder for each cwd)")
     p.add_argument("--include-incomplete", action="store_true",
@@ -40,7 +46,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree import``: the exit status (see the module docstring)."""
     from ..importers import claude_sources, codex_sources, import_claude, import_codex
 
-    paths = list(args.paths)
+    paths = [f for p in args.paths for f in _files(args.source, p)]
     if args.all:
         found = claude_sources() if args.source == "claude" else codex_sources()
         if not found and not paths:
@@ -50,9 +56,6 @@ def run(args: argparse.Namespace, io: Io) -> int:
         paths += found
     if not paths:
         raise CliError("name source files, or --all for every one", code=2)
-    for p in args.paths:
-        if not os.path.isfile(os.path.expanduser(p)):
-            raise CliError(f"{safe(p)}: no such file")
     backend = None if args.backend == "auto" else args.backend
     results = []
     seen: set[str] = set()
@@ -75,6 +78,27 @@ def run(args: argparse.Namespace, io: Io) -> int:
         _summary(io, [r.to_json() for r in results])
     failed = [r for r in results if r.path is None and r.error and "holds no message" not in r.error]
     return 1 if failed else 0
+
+
+def _files(source: str, path: str) -> list[str]:
+    """The source files PATH names: itself, or for a folder the ``.jsonl`` files in it
+    (a Claude Code project folder: its sessions, each with its subagents; for Codex,
+    every rollout below it, as ``sessions/YYYY/MM/DD/`` holds them).
+
+    Raises:
+        CliError: PATH is neither a file nor a folder, or the folder holds no ``.jsonl``.
+    """
+    p = os.path.expanduser(path)
+    if os.path.isdir(p):
+        pattern = ("*.jsonl",) if source == "claude" else ("**", "*.jsonl")
+        found = sorted(f for f in glob.glob(os.path.join(glob.escape(p), *pattern), recursive=True)
+                       if os.path.isfile(f))
+        if not found:
+            raise CliError(f"{safe(path)}: no .jsonl file in this folder")
+        return found
+    if not os.path.isfile(p):
+        raise CliError(f"{safe(path)}: no such file")
+    return [p]
 
 
 def _counts(d: dict[str, int]) -> str:

@@ -154,6 +154,10 @@ def _finite(x: Any) -> Any:
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree info``: the exit status (see the module docstring)."""
+    from ..v4 import is_v4
+
+    if is_v4(args.file):
+        return _run_v4(args, io)
     sm, seconds = open_session(io, args.file, args.backend)
     with sm, spinner(io, "summarizing"):
         data = collect(sm, args.file, seconds)
@@ -220,3 +224,52 @@ def render(io: Io, d: dict[str, Any]) -> None:
 
 def _counts(counts: dict[str, int]) -> str:
     return "  ".join(f"{safe(str(k))} {v:,}" for k, v in counts.items())
+
+
+def collect_v4(path: str) -> dict[str, Any]:
+    """``info`` of a version 4 file (agent-core's harness, read-only, ``sessiontree.v4``):
+    its lines by kind, its entries and records by type, its lanes and their leaves."""
+    from ..v4 import read_v4
+
+    t0 = time.perf_counter()
+    s = read_v4(path)
+    seconds = time.perf_counter() - t0
+    return {
+        "file": path, "fileSize": os.path.getsize(path), "version": 4, "sessionId": s.header.get("id"),
+        "cwd": s.header.get("cwd"), "createdAt": s.header.get("createdAt"), "sessionName": s.name,
+        "readSeconds": seconds, "linesByKind": dict(s.kinds),
+        "entriesByType": dict(Counter(e.get("type") for e in s.entries)),
+        "recordsByType": dict(s.records_by_type()), "lanes": dict(s.lanes), "labels": len(s.labels),
+        "problems": [{"kind": i.kind, "line": i.line, "detail": i.detail} for i in s.report],
+    }
+
+
+def _run_v4(args: argparse.Namespace, io: Io) -> int:
+    d = collect_v4(args.file)
+    if args.json:
+        io.write_json(d)
+        return 0
+    rows: list[Text] = []
+
+    def add(key: str, value: str) -> None:
+        rows.append(Text.assemble((f"{key:<17}", "bold"), value))
+
+    def counts(c: dict[str, int]) -> str:
+        return ", ".join(f"{show(k, 60)} {v:,}" for k, v in sorted(c.items(), key=lambda kv: -kv[1])) or "none"
+
+    add("file", f"{safe(d['file'])}  ({human_bytes(d['fileSize'])}, {d['fileSize']:,} bytes)")
+    add("session", f"{show(d['sessionId'], 200)}  version 4 (agent-core's harness; read-only), "
+                   f"read in {human_seconds(d['readSeconds'])}")
+    add("cwd", show(d["cwd"], 300))
+    if d["sessionName"] is not None:
+        add("name", show(d["sessionName"]))
+    add("lines", counts(d["linesByKind"]))
+    add("entries", counts(d["entriesByType"]))
+    add("records", counts(d["recordsByType"]))
+    add("lanes", ", ".join(f"{show(k, 60)} → {show(v, 60, none='(before the first entry)')}"
+                           for k, v in d["lanes"].items()))
+    add("labels", f"{d['labels']:,}")
+    add("problems", f"{len(d['problems']):,} lines skipped" + "".join(
+        f"\n{'':<17}line {p['line']}: {show(p['detail'], 200)}" for p in d["problems"][:10]))
+    io.print(Text("\n").join(rows))
+    return 0

@@ -95,7 +95,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--branches", action="store_true",
                    help="only roots, branch points and tips, with each tip's branch size and first user message")
     p.add_argument("--width", type=int, default=None,
-                   help="line width, at least 20 (default: the terminal's, else $COLUMNS, else 120); never exceeded")
+                   help="line width, 20 to 1,000,000 (default: the terminal's, else $COLUMNS, else 120); never exceeded")
     p.add_argument("--json", action="store_true",
                    help="flat JSON list of nodes in drawing order (id, parentId, kind, preview, label, depth, ...)")
     p.set_defaults(func=run)
@@ -400,6 +400,10 @@ def _fold_text(kinds: Counter[str]) -> str:
     return f"  ⋮ {total:,} entries: {parts}{more}"
 
 
+MAX_WIDTH = 1_000_000
+"""The widest line ``--width`` may ask for (cells)."""
+
+
 def _width(io: Io, requested: int | None) -> int:
     if requested is not None:
         return requested
@@ -474,8 +478,10 @@ def run(args: argparse.Namespace, io: Io) -> int:
         raise CliError("--depth must be 0 or more")
     if args.nested is not None and args.nested < 0:
         raise CliError("--nested must be 0 or more")
-    if args.width is not None and args.width < 20:
-        raise CliError(f"--width must be at least 20, not {args.width}")
+    if args.width is not None and not 20 <= args.width <= MAX_WIDTH:
+        # Past a C size (10**23 raised OverflowError in the regex that measures text).
+        shown = f"{args.width:,}" if len(str(args.width)) < 40 else f"a number of {len(str(args.width))} digits"
+        raise CliError(f"--width must be at least 20 and at most {MAX_WIDTH:,}, not {shown}")
     sm, _ = open_session(io, args.file, args.backend)
     with sm:
         # Each row's entry is decoded once, a chunk at a time (_Entries): keeping them

@@ -59,7 +59,9 @@ def _num(x: float) -> str:
 
 
 def _short(x: float) -> str:
-    """A number in at most 6 characters: ``61.5M``, ``4.6k``, ``802``."""
+    """A number in at most 6 characters: ``61.5M``, ``4.6k``, ``802`` (``inf``, ``nan``)."""
+    if x != x or x in (float("inf"), float("-inf")):
+        return str(x)
     for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(x) >= scale:
             return f"{x / scale:.1f}{unit}"

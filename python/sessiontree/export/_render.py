@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..cli._common import human_bytes, json_text, num, number, tool_call_preview, value_text
+from ..schema import blob_sha256
 
 __all__ = ["Part", "Item", "item_of", "clean", "one_line", "usage_text", "IMAGE_TYPES"]
 
@@ -162,6 +163,9 @@ def _content_parts(content: Any, kind: str = "text", *, error: bool = False) -> 
 
 def _image(block: dict[str, Any]) -> Part:
     mime, data = block.get("mimeType"), block.get("data")
+    blob = blob_sha256(data)
+    if blob is not None:  # oh-my-pi kept the bytes in its blob store, not in the file
+        return Part("note", f"[image {one_line(mime, 60)} kept outside the session file: blob sha256:{blob}]")
     size = len(data) * 3 // 4 if isinstance(data, str) else 0
     if mime in IMAGE_TYPES and isinstance(data, str) and _BASE64_RE.fullmatch(data):
         return Part("image", mime=str(mime), data=data, title=f"image {mime} {human_bytes(size)}")
@@ -220,6 +224,14 @@ def item_of(entry: dict[str, Any], label: str | None = None) -> Item:
         item.parts.append(Part("note", f"{verb} {short(entry.get('targetId'))} in the context"))
         if replacement is not None:
             item.parts.append(Part("json", clean(json_text(replacement, indent=True)), "replacement"))
+    elif etype == "active_tools_change":
+        names = entry.get("activeToolNames")
+        text = ", ".join(short(n) for n in names) if isinstance(names, list) else short(names)
+        item.parts.append(Part("note", f"active tools → {text or '(none)'}"))
+    elif etype == "leaf":
+        target = entry.get("targetId")
+        where = "before the first entry" if target is None else short(target)
+        item.parts.append(Part("note", f"leaf moved → {where}"))
     else:
         item.parts.append(Part("json", clean(json_text(entry, indent=True)), "entry"))
     return item

@@ -51,7 +51,8 @@ BRANCHES = ("auto", "all", "path")
 # Kinds with a style of their own; any other kind (whatever the file says) gets none.
 _KINDS = frozenset({"user", "assistant", "toolResult", "bashExecution", "custom", "system", "compaction",
                     "compactionSummary", "branch_summary", "branchSummary", "custom_message", "model_change",
-                    "thinking_level_change", "label", "session_info", "usage", "context_edit"})
+                    "thinking_level_change", "label", "session_info", "usage", "context_edit",
+                    "active_tools_change", "leaf"})
 _LINK_RE = re.compile(r"(?i)(?:https?://|mailto:)")
 _THINKING_OPEN = 600  # thinking shorter than this many characters is shown open
 _OUTPUT_OPEN = 20  # command output of at most this many lines is shown open

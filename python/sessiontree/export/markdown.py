@@ -11,11 +11,15 @@ For reading, sharing, or feeding a past session to a model. The path is root →
   or bookkeeping entries (an assistant turn that only called tools is left out).
 * ``user-only``: what the user wrote.
 
-Text is written as it is (it is Markdown already), except that control and bidi
-characters become visible escapes; verbatim parts (arguments, tool output) go in
-fences longer than any backtick run inside them; ids, models and names in headings
-have Markdown's punctuation escaped, so no value can become a link or a heading.
-Images are named, not embedded.
+Text is written as Markdown (it is Markdown already), contained (:func:`contain`), so
+that no message can hide or take over what follows it: its headings sit below the
+document's (an entry is ``##``, a message's ``# Goal`` becomes ``### Goal``), a code
+fence it leaves open is closed at its end, and raw HTML in it (an HTML comment or a
+``<textarea>`` that would swallow the rest of a rendered page) is escaped to show as
+text; control and bidi characters become visible escapes. Verbatim parts (arguments,
+tool output) go in fences longer than any backtick run inside them; ids, models and
+names in headings have Markdown's punctuation escaped, so no value can become a link
+or a heading. Images are named, not embedded.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 from .._structure import Structure
 from ._render import Item, Part, item_of, one_line
 
-__all__ = ["write_markdown", "DETAILS", "MarkdownStats"]
+__all__ = ["write_markdown", "contain", "fence", "DETAILS", "MarkdownStats"]
 
 DETAILS = ("full", "no-tools", "user-only")
 
@@ -50,6 +54,158 @@ class MarkdownStats:
 def md_inline(text: str) -> str:
     """``text`` (already clean) as literal inline Markdown: punctuation escaped, one line."""
     return _INLINE_RE.sub(r"\\\1", " ".join(text.split()))
+
+
+# --------------------------------------------------------------- containment
+# What may let a message's Markdown reach past its own section: a line that may be a
+# heading or a code fence, or a "<" (raw HTML). Text without any is written as it is.
+_MAY_LEAK_RE = re.compile(r"<[A-Za-z/!?]|^ {0,3}(?:#|=+[ \t]*$|-[ \t-]*$|`{3}|~{3})", re.M)
+_SPECIAL_RE = re.compile(r"[\\`<]")
+_ROUNDS = 32  # passes over one text before it is shown verbatim instead (never reached in tests)
+_parser: Any = None
+
+
+def _md() -> Any:
+    global _parser
+    if _parser is None:
+        from markdown_it import MarkdownIt
+
+        _parser = MarkdownIt("commonmark")  # raw HTML on, as renderers read it
+    return _parser
+
+
+def contain(text: str) -> str:
+    """Message text (Markdown) as it can sit in a section of the export.
+
+    The rules, checked by parsing the text with markdown-it (CommonMark) after each
+    pass and applied until none is broken:
+
+    * a heading at the text's top level goes two levels down (``#`` -> ``###``, at most
+      ``######``; a setext heading becomes an ATX one): the document's own levels (1,
+      the title, 2, the entries) are never a message's;
+    * a code fence left open at the end is closed (it would take every later section);
+    * raw HTML (an HTML block, inline tags, comments) gets a backslash before its
+      ``<``, which shows the text as written and is not HTML for any renderer; code
+      spans and blocks are left alone.
+
+    Text that needs none of this is returned unchanged. Text that still breaks a rule
+    after :data:`_ROUNDS` passes (none known) is returned as a code block.
+    """
+    if not _MAY_LEAK_RE.search(text):
+        return text
+    lines = text.split("\n")
+    for k in range(_ROUNDS):
+        if not _contain_pass(lines, every_heading=k == 0):
+            return "\n".join(lines)
+    return fence(text).rstrip("\n")
+
+
+def _contain_pass(lines: list[str], every_heading: bool) -> bool:
+    """One pass of :func:`contain`'s rules over ``lines`` (changed in place, from the
+    bottom up so that earlier line numbers stay right); whether anything changed. The
+    first pass moves every top-level heading down (their levels keep their order);
+    later ones only a heading that an escape made at the document's levels."""
+    tokens = _md().parse("\n".join(lines))
+    changed = False
+    for t in reversed(tokens):
+        if t.map is None:
+            continue
+        a, b = t.map
+        if t.type == "html_block":
+            lines[a] = _escape_first_lt(lines[a])
+            changed = True
+        elif t.type == "heading_open" and t.level == 0 and (every_heading or int(t.tag[1]) <= 2):
+            level = int(t.tag[1])
+            deeper = min(level + 2, 6)
+            if t.markup.startswith("#"):
+                i = lines[a].index("#")
+                lines[a] = lines[a][:i] + "#" * (deeper - level) + lines[a][i:]
+                changed = changed or deeper != level
+            else:  # setext: the content lines, then the underline
+                content = " ".join(x.strip() for x in lines[a:b - 1])
+                lines[a:b] = ["#" * deeper + " " + content + " " + "#" * deeper]
+                changed = True
+        elif t.type == "fence" and t.level == 0 and b >= len(lines) and not _closes(lines, a, b, t.markup):
+            lines.append(t.markup)
+            changed = True
+        elif t.type == "inline" and any(c.type == "html_inline" for c in t.children or ()):
+            region = "\n".join(lines[a:b])
+            escaped = _escape_inline_html(region)
+            if escaped == region:  # the scan saw no tag where markdown-it does: every "<" then
+                escaped = re.sub(r"(?<!\\)<", r"\\<", region)
+            lines[a:b] = escaped.split("\n")
+            changed = True
+    return changed
+
+
+def _closes(lines: list[str], a: int, b: int, markup: str) -> bool:
+    """Whether the fence opened on line ``a`` (``markup``) is closed before line ``b``."""
+    if b - 1 <= a:
+        return False
+    last = lines[b - 1].strip()
+    return len(last) >= len(markup) and set(last) == {markup[0]} and not lines[b - 1].startswith("    ")
+
+
+def _escape_first_lt(line: str) -> str:
+    i = line.find("<")
+    return line if i < 0 else line[:i] + "\\" + line[i:]
+
+
+def _escape_inline_html(region: str) -> str:
+    """``region`` (a paragraph's or heading's lines) with a backslash before each ``<``
+    that starts raw HTML, as CommonMark reads inline text: left to right, a backslash
+    escapes the next character, a backtick run opens a code span up to the next run of
+    the same length (else it is literal), an HTML tag, comment, declaration or
+    processing instruction that starts first wins over a code span."""
+    from markdown_it.common.html_re import HTML_TAG_RE
+
+    out: list[str] = []
+    i, n = 0, len(region)
+    while i < n:
+        m = _SPECIAL_RE.search(region, i)
+        if m is None:
+            out.append(region[i:])
+            break
+        j = m.start()
+        out.append(region[i:j])
+        c = region[j]
+        if c == "\\":
+            out.append(region[j:j + 2])
+            i = j + 2
+        elif c == "`":
+            k = j
+            while k < n and region[k] == "`":
+                k += 1
+            run = k - j
+            close = _closing_run(region, k, run)
+            end = k if close < 0 else close
+            out.append(region[j:end])
+            i = end
+        else:
+            tag = HTML_TAG_RE.match(region, j)
+            if tag is None:
+                out.append("<")
+                i = j + 1
+            else:
+                out.append("\\" + tag.group())
+                i = tag.end()
+    return "".join(out)
+
+
+def _closing_run(s: str, start: int, run: int) -> int:
+    """The end of the first run of exactly ``run`` backticks at or after ``start``, or -1."""
+    k = start
+    ticks = "`" * run
+    while True:
+        k = s.find(ticks, k)
+        if k < 0:
+            return -1
+        e = k
+        while e < len(s) and s[e] == "`":
+            e += 1
+        if e - k == run:
+            return e
+        k = e
 
 
 def fence(text: str, info: str = "") -> str:
@@ -132,9 +288,9 @@ def _section(item: Item, detail: str) -> str:
 def _part(part: Part, item: Item) -> str:
     kind = part.kind
     if kind in ("text", "summary"):
-        return part.text.rstrip("\n") + "\n"
+        return contain(part.text.rstrip("\n")) + "\n"
     if kind == "thinking":
-        lines = part.text.rstrip("\n").split("\n")
+        lines = contain(part.text.rstrip("\n")).split("\n")
         return "> *thinking*\n>\n" + "\n".join(f"> {line}" if line else ">" for line in lines) + "\n"
     if kind == "tool_call":
         return f"**→ {md_inline(part.title)}**\n\n" + fence(part.text, "json")

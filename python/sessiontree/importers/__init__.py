@@ -19,7 +19,8 @@ import os
 from typing import Iterable
 
 from . import claude, codex
-from ._common import ImportResult, Report, SessionPlan, apply_plan, unique_paths
+from ._detect import NAMES, source_kind
+from ._common import ImportResult, Report, SessionPlan, apply_plan, settle_parent_links, unique_paths
 
 __all__ = [
     "ImportResult",
@@ -55,6 +56,22 @@ def _failed(path: str, error: str) -> ImportResult:
                         unmapped={}, conflicts={}, continued=0, problems=[], error=error)
 
 
+def _other_format(path: str, kind: str) -> ImportResult | None:
+    """A failed result when ``path`` is another agent's file (``_detect``), naming the
+    importer that reads it; ``None`` otherwise (unreadable files fail in the planner)."""
+    try:
+        found = source_kind(path)
+    except OSError:
+        return None
+    if found is None or found == kind:
+        return None
+    if found == "pi":
+        why = "is already a Pi session file: nothing to import (open it as it is)"
+    else:
+        why = f"is {NAMES[found]}, not {NAMES[kind]}: import it with `sessiontree import {found}`"
+    return _failed(path, f"{path} {why}")
+
+
 def import_claude(path: str | os.PathLike[str], *, to: str | os.PathLike[str] | None = None,
                   backend: str | None = None, subagents: bool = True) -> list[ImportResult]:
     """Import one Claude Code transcript (and, by default, its subagent transcripts).
@@ -74,17 +91,18 @@ def import_claude(path: str | os.PathLike[str], *, to: str | os.PathLike[str] | 
         Bad content never raises: it is skipped and counted.
     """
     src = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    wrong = _other_format(src, "claude")
+    if wrong is not None:
+        return [wrong]
     files = claude.session_files_for(src) if subagents else [src]
-    results: list[ImportResult] = []
+    planned: list[SessionPlan | ImportResult] = []
     for f in files:
         try:
-            plans = claude.plan_claude(f, to)
+            planned.extend(claude.plan_claude(f, to))
         except OSError as e:
-            results.append(_failed(f, f"{f}: {e.strerror or e}"))
-            continue
-        for plan in plans:
-            results.append(apply_plan(plan, to, backend=backend))
-    return results
+            planned.append(_failed(f, f"{f}: {e.strerror or e}"))
+    settle_parent_links([p for p in planned if isinstance(p, SessionPlan)], to)
+    return [apply_plan(p, to, backend=backend) if isinstance(p, SessionPlan) else p for p in planned]
 
 
 def import_codex(path: str | os.PathLike[str], *, to: str | os.PathLike[str] | None = None,
@@ -104,10 +122,14 @@ def import_codex(path: str | os.PathLike[str], *, to: str | os.PathLike[str] | N
         its rollout is found).
     """
     src = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    wrong = _other_format(src, "codex")
+    if wrong is not None:
+        return [wrong]
     try:
         plans = codex.plan_codex(src, to, include_incomplete=include_incomplete)
     except OSError as e:
         return [_failed(src, f"{src}: {e.strerror or e}")]
+    settle_parent_links(plans, to)
     return [apply_plan(p, to, backend=backend) for p in plans]
 
 

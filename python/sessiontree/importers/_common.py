@@ -38,6 +38,7 @@ __all__ = [
     "SessionPlan",
     "SourceLine",
     "apply_plan",
+    "settle_parent_links",
     "derive_id",
     "derive_uuid",
     "session_id_of",
@@ -65,8 +66,15 @@ def derive_id(*parts: object) -> str:
 
 
 def derive_uuid(*parts: object) -> str:
-    """A stable UUID (version 5, in a namespace of this project) for a derived session id."""
-    return str(uuid.uuid5(_UUID_NS, "\x1f".join(str(p) for p in parts)))
+    """A stable UUID (version 5, in a namespace of this project) for a derived session id.
+
+    ``uuid.uuid5`` of the parts joined by ``\x1f``, except that the name is encoded with
+    ``surrogatepass``: a lone surrogate in an untrusted id, or a file name that is not
+    UTF-8 (``os.fsdecode``'s escapes), names a UUID instead of raising
+    ``UnicodeEncodeError``; every other name gives ``uuid5``'s UUID, as before.
+    """
+    name = "\x1f".join(str(p) for p in parts).encode("utf-8", "surrogatepass")
+    return str(uuid.UUID(bytes=hashlib.sha1(_UUID_NS.bytes + name).digest()[:16], version=5))
 
 
 _FILE_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -300,8 +308,8 @@ class SessionPlan:
         entries: planned entries; a parent always comes before its children.
         report: counts of what was mapped, kept, skipped, unmapped.
         role: ``"main"`` or ``"subagent"`` / ``"sidechain"`` / ``"fork"``.
-        parent_source_id: the parent's source session id when ``parent_session``
-            could not be resolved to a file (reported).
+        parent_source_id: the parent's session id; written to the header as
+            ``parentSessionId`` when ``parent_session`` names no file (reported).
     """
 
     source: str
@@ -394,11 +402,19 @@ class _Writer(SessionManager):
         return self._next_session or derive_uuid("unused", self._next_ts)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def target_folder(plan: SessionPlan, to: str | os.PathLike[str] | None) -> str:
-    """The folder the plan's file goes to: ``to``, else Pi's folder for the session's cwd."""
+    """The folder the plan's file goes to: ``to``, else Pi's folder for the session's cwd.
+
+    The cwd is a transcript's JSON string: a lone surrogate in it (a ``\\udxxx``
+    escape) is U+FFFD in the folder's name, as Node (Pi) encodes a path; it cannot be
+    a file name as it is.
+    """
     if to is not None:
         return os.path.abspath(os.path.expanduser(os.fspath(to)))
-    return session_dir_for_cwd(plan.cwd)
+    return session_dir_for_cwd(_LONE_SURROGATE.sub("\ufffd", plan.cwd))
 
 
 def target_path(plan: SessionPlan, to: str | os.PathLike[str] | None) -> str:
@@ -411,6 +427,21 @@ def target_path(plan: SessionPlan, to: str | os.PathLike[str] | None) -> str:
     for cand in sorted(glob.glob(os.path.join(glob.escape(folder), "*_" + glob.escape(plan.session_id) + ".jsonl"))):
         return cand
     return exact
+
+
+def settle_parent_links(plans: list[SessionPlan], to: str | os.PathLike[str] | None) -> None:
+    """Keep each plan's ``parentSession`` only when it names a file: one that exists, or
+    one these plans write (a plan with a message). A link to a file no import wrote (a
+    subagent imported alone, its session never imported, or a session with nothing to
+    import, whose file name would carry a 1970 time) is dropped; the parent's session
+    id stays in ``parent_source_id`` and the header's ``parentSessionId``."""
+    written = {target_path(p, to) for p in plans if p.message_count}
+    for plan in plans:
+        parent = plan.parent_session
+        if parent is None or parent in written or os.path.isfile(parent):
+            continue
+        plan.parent_session = None
+        plan.report.unmapped["parentSession (the parent's file was not imported; its id kept)"] += 1
 
 
 def _file_fields(p: PlannedEntry) -> dict[str, Any]:
@@ -494,12 +525,20 @@ def continuation_id(entry_id: str, blocks_before: int) -> str:
     return derive_id("continuation", entry_id, blocks_before)
 
 
+def _header_extra(plan: SessionPlan) -> dict[str, Any]:
+    """Header keys beyond Pi's: the parent's id when no file of it is linked."""
+    if plan.parent_session is None and plan.parent_source_id is not None:
+        return {"parentSessionId": plan.parent_source_id}
+    return {}
+
+
 def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, backend: str | None = None) -> ImportResult:
     """Write a plan as a Pi session file, or bring the existing imported file up to date.
 
     A new file is made through ``SessionManager.create`` + ``new_session`` (Pi's rule:
     written at the first assistant message). A plan without any assistant message
-    would never be written that way, so its header is written first, alone, with the
+    would never be written that way (nor one whose header carries ``parentSessionId``,
+    which Pi's header has no place for), so its header is written first, alone, with the
     project's own encoder and writer (one exclusive create), and every entry is then
     appended through ``SessionManager.open``: the file holds exactly what Pi would
     have written had it persisted the session. An existing file (same session id in
@@ -547,7 +586,7 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
             if mgr.session_id != plan.session_id:
                 mgr.close()
                 return result(None, 0, f"{path} exists and holds another session ({mgr.session_id})")
-        elif any(p.is_assistant for p in plan.entries):
+        elif any(p.is_assistant for p in plan.entries) and not _header_extra(plan):
             created = True
             mgr = _Writer.create(plan.cwd, session_dir=os.path.dirname(path), backend=backend)  # type: ignore[assignment]
             mgr._next_ts = plan.timestamp
@@ -560,6 +599,7 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
                                       "timestamp": plan.timestamp, "cwd": plan.cwd}
             if plan.parent_session is not None:
                 header["parentSession"] = plan.parent_session
+            header.update(_header_extra(plan))
             writer = SessionWriter(path)
             writer.create(encode_entry(header) + b"\n")
             writer.close()

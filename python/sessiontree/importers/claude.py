@@ -253,17 +253,23 @@ def plan_claude(path: str, to: str | os.PathLike[str] | None = None) -> list[Ses
             tail = ("agent", b.agent_id) if b.agent_id is not None else ("sidechain", b.root_uuid)
             sid = derive_uuid(SOURCE, base, *tail)
             parent_path: str | None = None
-            if main_plan is not None and main_plan.message_count:
-                parent_path = target_path(main_plan, to)
+            parent_id = parent_sid
+            if main_plan is not None:
+                parent_id = main_plan.session_id
+                if main_plan.message_count:
+                    parent_path = target_path(main_plan, to)
             else:
                 pfile = _parent_file_for_agent(path, parent_sid)
                 head = _main_header(pfile) if pfile else None
                 if head is not None:
                     hp = SessionPlan(SOURCE, pfile or "", head[0], head[2], head[1])
+                    parent_id = head[0]
                     parent_path = target_path(hp, to)
             plan = _plan_bucket(path, b, sid, parent_path)
-            if parent_path is None:
-                plan.parent_source_id = parent_sid
+            plan.parent_source_id = parent_id
+            if parent_path is None and main_plan is not None:
+                plan.report.unmapped["parentSession (the parent session holds no message: not imported; its id kept)"] += 1
+            elif parent_path is None:
                 plan.report.unmapped["parentSession (parent session's transcript not found)"] += 1
         plans.append(plan)
     if plans:
@@ -373,6 +379,7 @@ class _Planner:
                         if tid and name and tid not in self.tool_names:
                             self.tool_names[tid] = name
         self._group()
+        self._chain_turns()
         for u, sl in self.by_uuid.items():
             r = sl.record
             if r.get("type") == "user" and r.get("isCompactSummary") is True:
@@ -436,6 +443,78 @@ class _Planner:
             else:
                 self.groups[joined].append(sl)
                 self.group_of[u] = joined
+
+    def _chain_turns(self) -> None:
+        """Put a response's tool results on one path, in file order, as Pi writes them.
+
+        Claude Code 2.1.x writes a response with several ``tool_use`` blocks as several
+        assistant lines (one block each, one ``message.id``), and each ``tool_result``
+        line's ``parentUuid`` names the line holding *its own* call (Claude Code sets it
+        from ``sourceToolAssistantUUID``; its own reader splices the other results back
+        when it resumes: ``recoverOrphanedParallelToolResults``). The lines merge into
+        one assistant message, so those results would all hang off it as siblings and
+        only one branch would hold the conversation. Each record of a turn (the
+        response's first line, and every record that descends from the response
+        without being a user prompt or another response) is a step of one chain: a
+        tool result whose parent is a line of the response, and any record whose parent
+        is a line of the response other than its first (a line merged away), is
+        re-hung under the turn's record written just before it. Other parents stay:
+        a rewind (a prompt or response with two children) is still a branch, and one
+        line per response (older versions) changes nothing.
+        """
+        turn_of: dict[str, int | None] = {}
+        latest: dict[int, str] = {}  # turn -> its record written last (merged lines aside)
+        changed = False
+
+        def turn(u: str | None) -> int | None:
+            # The response a record belongs to, following parents (memoised).
+            walk: list[str] = []
+            t: int | None = None
+            while u is not None and u not in turn_of:
+                r = self.by_uuid[u].record
+                if r.get("type") == "assistant" and u in self.group_of:
+                    t = self.group_of[u]
+                    break
+                if r.get("type") == "user" and not _carries_tool_result(r):
+                    break  # a prompt: no turn
+                walk.append(u)
+                u = self.parent.get(u)
+                if len(walk) > 100_000:
+                    break
+            else:
+                t = turn_of.get(u) if u is not None else None
+            if u is not None and u not in turn_of:
+                turn_of[u] = t
+            for w in walk:
+                turn_of[w] = t
+            return t
+
+        for sl in self.lines:
+            r = sl.record
+            u = _str(r.get("uuid"))
+            if u is None or self.by_uuid.get(u) is not sl or r.get("type") in PASS_THROUGH:
+                continue
+            p = self.parent.get(u)
+            while p is not None and self.by_uuid[p].record.get("type") in PASS_THROUGH:
+                p = self.parent.get(p)
+            g = self.group_of.get(u) if r.get("type") == "assistant" else None
+            if g is not None:
+                if self.groups[g][0] is sl:
+                    latest[g] = u
+                continue  # a line of a response: merged (or its first line)
+            pr = self.by_uuid[p].record if p is not None else None
+            pg = self.group_of.get(p) if p is not None and pr is not None and pr.get("type") == "assistant" else None
+            if pg is not None and p is not None:
+                merged = self.groups[pg][0] is not self.by_uuid[p]
+                last = latest.get(pg)
+                if (merged or _carries_tool_result(r)) and last is not None and last != p:
+                    self.parent[u] = last
+                    changed = True
+            t = turn(u)
+            if t is not None:
+                latest[t] = u
+        if changed:
+            self._break_cycles()
 
     # ----------------------------------------------------------------- emit
     def run(self) -> SessionPlan:
@@ -569,6 +648,15 @@ class _Planner:
                 rep.unmapped[f"record type {name} (kept as custom)"] += 1
         self.redirect[parent if parent is not None else ""] = eid
 
+    def first_model(self) -> str | None:
+        """The first model of a real response in this session (``None`` if none)."""
+        for sl in self.lines:
+            msg = sl.record.get("message")
+            m = _str(msg.get("model")) if sl.record.get("type") == "assistant" and isinstance(msg, dict) else None
+            if m is not None and m != "<synthetic>":
+                return m
+        return None
+
     # ----------------------------------------------------------------- messages
     def assistant(self, first: SourceLine, g: int | None, u: str, parent: str | None, ts: str) -> str:
         rep = self.report
@@ -623,7 +711,9 @@ class _Planner:
                 content.append(mapped)
         synthetic = model == "<synthetic>"
         if synthetic:
-            model = self.last_model or model
+            # Claude Code's placeholder for an API error (or an interrupted turn) names
+            # no model that ran: the previous real response's, else the next one's.
+            model = self.last_model or self.first_model()
         elif model is not None:
             self.last_model = model
         mid = _str((first.record.get("message") or {}).get("id"))
@@ -745,6 +835,14 @@ class _Planner:
 
 def _plan_bucket(path: str, bucket: _Bucket, session_id: str, parent_session: str | None) -> SessionPlan:
     return _Planner(path, bucket, session_id, parent_session).run()
+
+
+def _carries_tool_result(record: dict[str, Any]) -> bool:
+    """A ``user`` record whose content holds a ``tool_result`` block."""
+    msg = record.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    return record.get("type") == "user" and isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
 def _media_block(b: Any) -> dict[str, Any] | None:

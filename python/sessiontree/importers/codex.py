@@ -18,7 +18,9 @@ gets; ``function_call_output`` -> ``toolResult`` joined on ``call_id``;
 
 Entry ids are derived from the thread id and the line's position after the session
 meta line that starts its segment (a fork that replays its parent's lines after the
-parent's own ``session_meta`` gives those entries the parent's ids).
+parent's own ``session_meta`` gives those entries the parent's ids); lines before the
+first ``session_meta`` are a segment of their own, and an id the plan already holds is
+derived again, so ids are unique by construction.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ __all__ = ["SOURCE", "codex_home", "default_sources", "plan_codex"]
 SOURCE = "codex"
 CUSTOM = "codex:"
 EPOCH_ISO = "1970-01-01T00:00:00.000Z"
+_PRELUDE = "\x00before session_meta"  # the segment of lines before the first session_meta
 _ROLLOUT_ID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$")
 
 #: User-role messages that are context Codex injects, not a user's turn (kept as
@@ -190,13 +193,35 @@ def _find_rollout(thread_id: str, near: str) -> str | None:
             break
         cur = parent
     roots.append(codex_home())
+    suffix = f"{thread_id}.jsonl"
     for home in roots:
         for sub in ("sessions", "archived_sessions"):
-            pattern = os.path.join(glob.escape(os.path.join(home, sub)), "**", f"rollout-*{glob.escape(thread_id)}.jsonl")
-            for hit in sorted(glob.glob(pattern, recursive=True)):
+            hits = [p for p in _walk_files(os.path.join(home, sub))
+                    if os.path.basename(p).startswith("rollout-") and os.path.basename(p).endswith(suffix)]
+            for hit in sorted(hits):
                 if os.path.abspath(hit) != os.path.abspath(near):
                     return hit
     return None
+
+
+def _walk_files(root: str) -> list[str]:
+    """Every file under ``root``, each folder visited once: a symbolic link to a folder
+    is followed unless that folder was seen (``a -> .`` twice made ``glob("**")`` walk
+    forever), and errors are passed over."""
+    seen: set[tuple[int, int]] = set()
+    out: list[str] = []
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        try:
+            st = os.stat(folder)
+        except OSError:
+            dirs[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            dirs[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        out.extend(os.path.join(folder, f) for f in files)
+    return out
 
 
 # ------------------------------------------------------------------------ planning
@@ -261,10 +286,10 @@ class _CodexPlanner:
         if parent_thread is not None:
             pfile = _find_rollout(parent_thread, path)
             head = _header_of(pfile) if pfile else None
+            self.plan.parent_source_id = parent_thread if head is None else head[0]
             if head is not None:
                 self.plan.parent_session = target_path(SessionPlan(SOURCE, pfile or "", head[0], head[2], head[1]), to)
             else:
-                self.plan.parent_source_id = parent_thread
                 report.unmapped["parentSession (parent thread's rollout not found)"] += 1
         self.meta_line = meta_line
         self.entries = self.plan.entries
@@ -274,8 +299,13 @@ class _CodexPlanner:
         self.level_at: dict[str, str | None] = {}
         self.leaf: str | None = None
         self.last_ts = ts
-        self.segment = sid
+        # Lines before the first session_meta are a segment of their own: keyed like the
+        # lines after it, their ids were those of the lines after it (a cycle of parents
+        # that the rollback walk followed forever, and messages dropped as "conflicts").
+        # A rollout without one keeps the thread id as its only segment.
+        self.segment = _PRELUDE if meta_line is not None else sid
         self.seg_index = 0
+        self.used: set[str] = set()
         self.line_n = 0
         self.cur_line_key: tuple[str, int] = (sid, 0)
         self.group: _Group | None = None
@@ -287,9 +317,18 @@ class _CodexPlanner:
 
     # ----------------------------------------------------------------- helpers
     def new_id(self) -> str:
+        """The id of the next entry of the current line: from its segment and place in
+        it (module docstring), and never one this plan gave already (a segment's id met
+        again, or ids crafted to meet: derived again from the id and a count)."""
         self.line_n += 1
         seg, k = self.cur_line_key
-        return derive_id(SOURCE, seg, k) if self.line_n == 1 else derive_id(SOURCE, seg, k, self.line_n)
+        eid = derive_id(SOURCE, seg, k) if self.line_n == 1 else derive_id(SOURCE, seg, k, self.line_n)
+        again = 0
+        while eid in self.used:
+            again += 1
+            eid = derive_id(SOURCE, "again", seg, k, self.line_n, again)
+        self.used.add(eid)
+        return eid
 
     def add(self, kind: str, fields: dict[str, Any], ln: _Line) -> PlannedEntry:
         eid = self.new_id()
@@ -549,20 +588,40 @@ class _CodexPlanner:
             if bt in ("input_text", "output_text", "text") and isinstance(b.get("text"), str):
                 out.append({"type": "text", "text": b["text"]})
             elif bt == "input_image":
-                url = b.get("image_url")
-                img = _data_url(url)
-                if img is not None:
-                    out.append(img)
-                else:
-                    self.report.unmapped["input_image by URL (kept as text)"] += 1
-                    out.append({"type": "text", "text": f"[image: {url}]"})
+                out.append(self.image(b.get("image_url")))
             else:
                 self.report.unmapped[f"message content {bt} (kept as JSON text)"] += 1
                 out.append({"type": "text", "text": compact_json(b)})
         return out
 
+    def image(self, url: Any) -> dict[str, Any]:
+        """An image by its URL: a ``data:`` URL's bytes; another URL as a text naming it;
+        none (``null``, not a string) as ``[image]``."""
+        img = _data_url(url)
+        if img is not None:
+            return img
+        if not isinstance(url, str) or not url:
+            self.report.unmapped["image without a URL (kept as [image])"] += 1
+            return {"type": "text", "text": "[image]"}
+        self.report.unmapped["input_image by URL (kept as text)"] += 1
+        return {"type": "text", "text": f"[image: {url}]"}
+
     def output(self, out: Any) -> tuple[list[dict[str, Any]], bool]:
         is_error = False
+        if isinstance(out, str) and out.startswith("{"):
+            # Codex's shell tools return their result as JSON text: {"output": "...",
+            # "metadata": {"exit_code": N, "duration_seconds": ...}}. The output is the
+            # result; a non-zero exit code makes it an error, as Pi marks its own tool
+            # failures (isError).
+            try:
+                parsed = json.loads(out)
+            except ValueError:
+                parsed = None
+            meta = parsed.get("metadata") if isinstance(parsed, dict) else None
+            if isinstance(parsed, dict) and isinstance(parsed.get("output"), str) and isinstance(meta, dict):
+                code = meta.get("exit_code")
+                is_error = isinstance(code, int) and not isinstance(code, bool) and code != 0
+                return [{"type": "text", "text": parsed["output"]}], is_error
         if isinstance(out, dict):
             if out.get("success") is False:
                 is_error = True
@@ -600,8 +659,7 @@ class _CodexPlanner:
                 self.close()
                 blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
                 for url in p.get("images") or []:
-                    img = _data_url(url)
-                    blocks.append(img if img is not None else {"type": "text", "text": f"[image: {url}]"})
+                    blocks.append(self.image(url))
                 e = self.add("message", {"message": {"role": "user", "content": blocks,
                                                      "timestamp": ms_of(ln.ts or self.last_ts)}}, ln)
                 self.turn.add(e.id)
@@ -684,7 +742,9 @@ class _CodexPlanner:
         rep = self.report
         path: list[str] = []
         cur = self.leaf
-        while cur is not None:
+        seen: set[str] = set()
+        while cur is not None and cur not in seen:  # parents come first: a cycle would be a bug, never a hang
+            seen.add(cur)
             path.append(cur)
             cur = self.parent_of.get(cur)
         turns = [e for e in reversed(path) if e in self.turn]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -104,22 +105,124 @@ def _columns(src: Source) -> _Columns:
 
 
 _TYPES = [ENTRIES.field(name).type for name in _fields.ENTRY_FIELDS]
+_IMAGES = ENTRIES.field("images").type
+_CALLS = pa.schema([("entry", pa.int32()), ("call_id", pa.string()), ("tool_name", pa.string()),
+                    ("arguments", pa.string()), ("arguments_bytes", pa.int64())])  # fmt: skip
+_RESULTS = pa.schema([("entry", pa.int32()), ("call_id", pa.string()), ("is_error", pa.bool_()),
+                      ("text", pa.string()), ("text_bytes", pa.int64()), ("images", _IMAGES)])  # fmt: skip
+
+
+@dataclass
+class _Decoded:
+    """One batch's decoded columns: ``entries``'s (:data:`_fields.ENTRY_FIELDS` order),
+    its tool calls and its results (entry numbers counted from the session's first)."""
+
+    fields: list[pa.Array]
+    calls: pa.Table
+    results: pa.Table
+    bad_blocks: int
+
+
+def _stubs(stubs: list[dict[str, Any]]) -> tuple[pa.Array, int]:
+    return pa.array(stubs, _IMAGES.value_type), sum(s["problem"] is not None for s in stubs)
+
+
+def _decode_python(index: TreeIndex, a: int, b: int) -> _Decoded:
+    """The python backend's batch: ``_fields``'s rules over the decoded entries."""
+    entries = index.entries_range(a, b)
+    calls: list[Call] = []
+    results: list[tuple[str, Result]] = []
+    for i, e in enumerate(entries, a):
+        calls.extend(calls_of(e, i, partial(index.raw_line, e["id"])))
+        r = result_of(e, i)
+        if r is not None:
+            results.append(r)
+    columns = list(zip(*map(entry_fields, entries)))
+    flat = [stub for images in columns[_IMAGE_AT] for stub in images]
+    _, bad = _stubs(flat)
+    fields = [pa.array(values, t) for values, t in zip(columns, _TYPES)]
+    return _Decoded(
+        fields,
+        pa.Table.from_pydict({"entry": [k.entry for k in calls], "call_id": [k.call_id for k in calls],
+                              "tool_name": [k.tool_name for k in calls], "arguments": [k.arguments for k in calls],
+                              "arguments_bytes": [k.arguments_bytes for k in calls]}, schema=_CALLS),
+        pa.Table.from_pydict({"entry": [r.entry for _, r in results], "call_id": [c for c, _ in results],
+                              "is_error": [r.is_error for _, r in results], "text": [r.text for _, r in results],
+                              "text_bytes": [r.text_bytes for _, r in results],
+                              "images": [r.images for _, r in results]}, schema=_RESULTS),
+        bad,
+    )  # fmt: skip
+
+
+_IMAGE_AT = _fields.ENTRY_FIELDS.index("images")
+
+
+def _decode_native(d: dict[str, bytes], a: int, n: int) -> _Decoded:
+    """The native backend's batch: the core's columns (``Index.table_rows``), images'
+    stubs made here (``_fields.image_stub``: one home for the base64 rule)."""
+
+    def strs(name: str, k: int) -> pa.Array:
+        offsets = d[f"{name}.offsets"]
+        wide = len(offsets) > 4 * (k + 1)  # past 2 GiB: i64 offsets
+        a = pa.Array.from_buffers(pa.large_string() if wide else pa.string(), k,
+                                  [_buf(d[f"{name}.valid"]), _buf(offsets), _buf(d[f"{name}.data"])])  # fmt: skip
+        return a.cast(pa.string()) if wide else a  # (past 2 GiB raises ArrowInvalid: the session fails, reported)
+
+    def opt(name: str, t: pa.DataType, k: int, values: str = "values") -> pa.Array:
+        return pa.Array.from_buffers(t, k, [_buf(d[f"{name}.valid"]), _buf(d[f"{name}.{values}"])])
+
+    def entry_numbers(name: str) -> pa.Array:
+        local = pa.Array.from_buffers(pa.int32(), len(d[name]) // 4, [None, _buf(d[name])])
+        return pc.add(local, pa.scalar(a, pa.int32())), local
+
+    offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, _buf(d["images.offsets"])])
+    m = len(offsets) and offsets[-1].as_py()
+    offsets_data = d["image_data.offsets"]
+    data = pa.Array.from_buffers(pa.large_binary() if len(offsets_data) > 4 * (m + 1) else pa.binary(), m,
+                                 [_buf(d["image_data.valid"]), _buf(offsets_data), _buf(d["image_data.data"])]).to_pylist()  # fmt: skip
+    mimes = strs("image_mime", m).to_pylist()
+    stub_array, bad = _stubs([_fields.image_stub(x, y) for x, y in zip(data, mimes)])
+    images = pa.ListArray.from_arrays(offsets, stub_array, type=_IMAGES)
+    by_name = {name: strs(name, n) for name in _STRING_FIELDS}
+    by_name |= {name: opt(name, pa.int64(), n) for name in _INT_FIELDS}
+    by_name["cost"] = opt("cost", pa.float64(), n)
+    by_name["is_error"] = opt("is_error", pa.bool_(), n)
+    by_name["images"] = images
+    calls_at, _ = entry_numbers("call.entry")
+    k = len(calls_at)
+    calls = pa.Table.from_arrays([calls_at, strs("call_id", k), strs("tool_name", k), strs("arguments", k),
+                                  opt("arguments_bytes", pa.int64(), k)], schema=_CALLS)  # fmt: skip
+    results_at, local = entry_numbers("result.entry")
+    k = len(results_at)
+    results = pa.Table.from_arrays([results_at, strs("result_call", k), opt("result_is_error", pa.bool_(), k),
+                                    strs("result_text", k), opt("result_text_bytes", pa.int64(), k),
+                                    images.take(local)], schema=_RESULTS)  # fmt: skip
+    return _Decoded([by_name[name] for name in _fields.ENTRY_FIELDS], calls, results, bad)
+
+
+_STRING_FIELDS = ("type", "role", "provider", "model", "stop_reason", "text", "custom_type", "label", "target_id",
+                  "first_kept_entry_id")  # fmt: skip
+_INT_FIELDS = ("text_bytes", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+               "total_tokens", "tokens_before")  # fmt: skip
 
 
 class SessionTables:
     """The ``sessions``, ``entries`` and ``tool_calls`` tables of one session.
 
     :meth:`entries` decodes the session once, batch by batch, and gathers the tool
-    calls and results on the way, so that :meth:`tool_calls` after it costs no second
-    pass (alone, it makes its own pass, extracting only calls and results).
+    calls, the results and the bad blocks on the way, so that :meth:`tool_calls` and
+    :meth:`session_row` after it cost no second pass (alone, each makes that pass).
+    The native backend decodes in the core (``Index.table_rows``, GIL released), the
+    python backend with ``_fields``'s rules: the same columns (``tests/test_tables_rows.py``).
     """
 
     def __init__(self, src: Source) -> None:
         self.src = src
         self._c = _columns(src)
         self.session_id = _fields.field(src.header.get("id"))
-        self._calls: list[Call] | None = None
-        self._results: dict[str, Result] = {}
+        self._calls: list[pa.Table] | None = None
+        self._results: list[pa.Table] = []
+        self.bad_blocks = 0
 
     # -------------------------------------------------------------------- pass
     def _ranges(self) -> Iterator[tuple[int, int]]:
@@ -133,13 +236,19 @@ class SessionTables:
             yield a, b
             a = b
 
-    def _gather(self, entries: list[Any], start: int, calls: list[Call]) -> None:
-        results = self._results
-        for i, e in enumerate(entries, start):
-            calls.extend(calls_of(e, i))
-            r = result_of(e, i)
-            if r is not None and r[0] not in results:  # the first result of a call stands
-                results[r[0]] = r[1]
+    def _decoded(self) -> Iterator[tuple[int, int, _Decoded]]:
+        index = self.src.index
+        rows = index.table_rows
+        calls: list[pa.Table] = []
+        self._results, self.bad_blocks = [], 0
+        for a, b in self._ranges():
+            d = rows(a, b)
+            dec = _decode_python(index, a, b) if d is None else _decode_native(d, a, b - a)
+            calls.append(dec.calls)
+            self._results.append(dec.results)
+            self.bad_blocks += dec.bad_blocks
+            yield a, b, dec
+        self._calls = calls
 
     def entries(self) -> Iterator[pa.RecordBatch]:
         """The ``entries`` table in batches of at most :data:`BATCH_ROWS` entries or
@@ -149,54 +258,47 @@ class SessionTables:
             StaleSessionError: the file changed under the session while it was read.
         """
         c = self._c
-        calls: list[Call] = []
-        index = self.src.index
         sid = pa.scalar(self.session_id, pa.string())
-        for a, b in self._ranges():
-            entries = index.entries_range(a, b)
-            self._gather(entries, a, calls)
-            fields = list(zip(*map(entry_fields, entries)))
+        for a, b, dec in self._decoded():
             k = b - a
             arrays = [pa.repeat(sid, k), c.ids.slice(a, k), c.parent_ids.slice(a, k), c.line.slice(a, k),
-                      c.offset.slice(a, k), c.length.slice(a, k)]  # fmt: skip
-            decoded = [pa.array(values, t) for values, t in zip(fields, _TYPES)]
-            arrays.append(decoded[0])  # type
-            arrays += [c.timestamp.slice(a, k), c.depth.slice(a, k), c.on_path.slice(a, k)]
-            arrays += decoded[1:]
+                      c.offset.slice(a, k), c.length.slice(a, k), dec.fields[0],
+                      c.timestamp.slice(a, k), c.depth.slice(a, k), c.on_path.slice(a, k), *dec.fields[1:]]  # fmt: skip
             yield pa.RecordBatch.from_arrays(arrays, schema=ENTRIES)
-        self._calls = calls
 
-    def _only_calls(self) -> None:
-        calls: list[Call] = []
-        for a, b in self._ranges():
-            self._gather(self.src.index.entries_range(a, b), a, calls)
-        self._calls = calls
+    def _pass(self) -> None:
+        if self._calls is None:
+            for _ in self._decoded():
+                pass
 
     def tool_calls(self) -> pa.Table:
         """The ``tool_calls`` table: every tool call in file order, joined with the
         first ``toolResult`` in file order whose ``toolCallId`` is the call's id."""
-        if self._calls is None:
-            self._only_calls()
+        self._pass()
         assert self._calls is not None
-        calls, results, c = self._calls, self._results, self._c
-        found = [results.get(k.call_id) if k.call_id is not None else None for k in calls]
-        at = pa.array([k.entry for k in calls], pa.int32())
-        res_at = pa.array([r.entry if r is not None else None for r in found], pa.int32())
+        c = self._c
+        calls = pa.concat_tables([_CALLS.empty_table(), *self._calls])
+        results = pa.concat_tables([_RESULTS.empty_table(), *self._results])
+        found = pc.index_in(calls.column("call_id"), value_set=results.column("call_id"))
+        res = results.take(found)
+        at = calls.column("entry")
+        res_at = res.column("entry")
+        n = calls.num_rows
         return pa.Table.from_arrays(
             [
-                pa.repeat(pa.scalar(self.session_id, pa.string()), len(calls)),
-                pa.array([k.call_id for k in calls], pa.string()),
-                pa.array([k.tool_name for k in calls], pa.string()),
-                pa.array([k.arguments for k in calls], pa.string()),
-                pa.array([k.arguments_bytes for k in calls], pa.int64()),
+                pa.repeat(pa.scalar(self.session_id, pa.string()), n),
+                calls.column("call_id"),
+                calls.column("tool_name"),
+                calls.column("arguments"),
+                calls.column("arguments_bytes"),
                 c.ids.take(at),
                 c.timestamp.take(at),
                 c.on_path.take(at),
                 c.ids.take(res_at),
-                pa.array([r.is_error if r is not None else None for r in found], pa.bool_()),
-                pa.array([r.text if r is not None else None for r in found], pa.string()),
-                pa.array([r.text_bytes if r is not None else None for r in found], pa.int64()),
-                pa.array([r.images if r is not None else [] for r in found], TOOL_CALLS.field("result_images").type),
+                res.column("is_error"),
+                res.column("text"),
+                res.column("text_bytes"),
+                pc.if_else(pc.is_null(found), pa.scalar([], _IMAGES), res.column("images")),
             ],
             schema=TOOL_CALLS,
         )
@@ -222,7 +324,12 @@ class SessionTables:
             "bytes": src.index.image_len(),
             "version": _fields.integer(src.version),
             "load_issues": src.load_issues,
+            "bad_blocks": self._bad_blocks(),
         }
+
+    def _bad_blocks(self) -> int:
+        self._pass()
+        return self.bad_blocks
 
 
 def sessions_table(rows: list[dict[str, Any]]) -> pa.Table:

@@ -14,12 +14,13 @@ from __future__ import annotations
 import binascii
 import hashlib
 import math
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
-import orjson
-
-from .._jsonl import encode_entry
+from ..schema import blob_sha256
 
 __all__ = [
     "MAX_TEXT",
@@ -27,12 +28,16 @@ __all__ = [
     "MAX_ARGUMENTS",
     "MAX_FIELD",
     "ENTRY_FIELDS",
+    "NOT_BASE64",
+    "NO_DATA",
     "Call",
     "Result",
     "cut",
     "entry_fields",
     "calls_of",
     "result_of",
+    "image_stub",
+    "arguments_texts",
 ]
 
 MAX_TEXT = 64 << 10
@@ -92,9 +97,12 @@ def integer(value: Any) -> int | None:
 
 
 def number(value: Any) -> float | None:
-    """A cost: a finite int or float, else ``None``."""
+    """A cost: an int or float whose float is finite, else ``None``."""
     if type(value) is int or type(value) is float:
-        f = float(value) if abs(value) < 1e308 else math.inf
+        try:
+            f = float(value)
+        except OverflowError:  # an int past the largest float
+            return None
         return f if math.isfinite(f) else None
     return None
 
@@ -115,19 +123,42 @@ def _blocks(content: Any) -> tuple[list[str], list[dict[str, Any]]]:
                 if type(t) is str:
                     texts.append(t)
             elif kind == "image":
-                images.append(image_stub(block))
+                data = block.get("data")
+                images.append(image_stub(_clean(data) if type(data) is str else None, field(block.get("mimeType"))))
     return texts, images
 
 
-def image_stub(block: dict[str, Any]) -> dict[str, Any]:
-    """``{sha256, bytes, mime}`` of an image block: the hash and length of the bytes
-    its base64 ``data`` decodes to (``None`` for both when ``data`` is not a string)."""
-    data = block.get("data")
+NOT_BASE64 = "not_base64"
+"""``images.problem`` of an image block whose ``data`` does not decode as base64
+(``binascii.a2b_base64``, non-strict: a wrong length or padding)."""
+NO_DATA = "no_data"
+"""``images.problem`` of an image block whose ``data`` is absent or not a string."""
+
+
+def image_stub(data: bytes | None, mime: str | None) -> dict[str, Any]:
+    """``{sha256, bytes, mime, problem}`` of an image block whose ``data`` is ``data``
+    (its UTF-8 bytes; ``None``: absent or not a string) and ``mimeType`` ``mime``: the
+    hash and length of the bytes the base64 decodes to (``binascii.a2b_base64``,
+    non-strict: characters outside the alphabet are skipped), and ``problem`` null. A
+    block whose data does not decode (:data:`NOT_BASE64`) or is not a string
+    (:data:`NO_DATA`) keeps its place with ``sha256`` and ``bytes`` null and the problem
+    named: its entry and session are exported all the same (docs/TABLES.md, "Bad
+    blocks"). Both backends' images come here (the native core gives ``data`` as
+    bytes). oh-my-pi's blob reference (``blob:sha256:<hex>``, :func:`~sessiontree.schema.blob_sha256`)
+    gives the hash it names, no length (the bytes are not in the file) and no problem."""
     digest = size = None
-    if type(data) is str:
-        raw = binascii.a2b_base64(_clean(data), strict_mode=False)
-        digest, size = hashlib.sha256(raw).hexdigest(), len(raw)
-    return {"sha256": digest, "bytes": size, "mime": field(block.get("mimeType"))}
+    problem: str | None = NO_DATA
+    blob = blob_sha256(data.decode("ascii")) if data is not None and data.isascii() else None
+    if blob is not None:
+        digest, problem = blob, None
+    elif data is not None:
+        try:
+            raw = binascii.a2b_base64(data, strict_mode=False)
+        except binascii.Error:
+            problem = NOT_BASE64
+        else:
+            digest, size, problem = hashlib.sha256(raw).hexdigest(), len(raw), None
+    return {"sha256": digest, "bytes": size, "mime": mime, "problem": problem}
 
 
 def _joined(texts: list[str], limit: int) -> tuple[str | None, int | None]:
@@ -165,8 +196,8 @@ def entry_fields(e: Any) -> tuple[Any, ...]:
     ``custom_message`` gives customType, text and images of its content; ``compaction``
     and ``branch_summary`` their summary as text, their usage, and firstKeptEntryId /
     tokensBefore; ``model_change`` provider and modelId; ``usage`` provider, model and
-    usage; ``label`` targetId and label; ``context_edit`` targetId; ``custom``
-    customType.
+    usage; ``label`` targetId and label; ``context_edit`` and ``leaf`` targetId;
+    ``custom`` customType.
     """
     if type(e) is not dict:
         e = {}
@@ -209,7 +240,7 @@ def entry_fields(e: Any) -> tuple[Any, ...]:
         usage = _usage(e.get("usage"))
     elif etype == "label":
         target, label = e.get("targetId"), e.get("label")
-    elif etype == "context_edit":
+    elif etype == "context_edit" or etype == "leaf":
         target = e.get("targetId")
     elif etype == "custom":
         custom = e.get("customType")
@@ -241,24 +272,104 @@ class Result:
     images: list[dict[str, Any]]
 
 
-def _json(value: Any) -> str:
-    try:
-        return orjson.dumps(value).decode("utf-8")
-    except (TypeError, orjson.JSONEncodeError):  # ints beyond 64 bits, lone surrogates
-        return encode_entry(value).decode("utf-8", "surrogatepass")
+def _ws(s: str, i: int) -> int:
+    n = len(s)
+    while i < n and s[i] in " \t\n\r":
+        i += 1
+    return i
 
 
-def calls_of(e: Any, entry: int) -> list[Call]:
-    """The tool calls of an assistant ``message`` entry (none for any other entry)."""
+_SPECIAL = re.compile(r'["\[\]{}]')
+_SCALAR_END = re.compile(r"[,}\] \t\n\r]")
+
+
+def _skip(s: str, i: int) -> int:
+    """One past the JSON value that starts at ``s[i]`` (``s`` valid JSON)."""
+    c = s[i : i + 1]
+    if c == '"':
+        return scanstring(s, i + 1, False)[1]  # type: ignore[no-any-return]
+    if c == "{" or c == "[":
+        depth = 0
+        while (m := _SPECIAL.search(s, i)) is not None:
+            i = m.start()
+            if s[i] == '"':
+                i = scanstring(s, i + 1, False)[1]
+                continue
+            depth += 1 if s[i] in "{[" else -1
+            i += 1
+            if depth == 0:
+                return i
+        return len(s)
+    m = _SCALAR_END.search(s, i)
+    return m.start() if m else len(s)
+
+
+def _member(s: str, span: tuple[int, int] | None, key: str) -> tuple[int, int] | None:
+    """The span of the last ``key`` member's value of the object at ``span``."""
+    if span is None or s[span[0] : span[0] + 1] != "{":
+        return None
+    found = None
+    i = _ws(s, span[0] + 1)
+    while s[i : i + 1] == '"':
+        k, j = scanstring(s, i + 1, False)
+        v = _ws(s, _ws(s, j) + 1)
+        end = _skip(s, v)
+        if k == key:
+            found = (v, end)
+        i = _ws(s, end)
+        if s[i : i + 1] != ",":
+            break
+        i = _ws(s, i + 1)
+    return found
+
+
+def _elements(s: str, span: tuple[int, int] | None) -> list[tuple[int, int]]:
+    if span is None or s[span[0] : span[0] + 1] != "[":
+        return []
+    out: list[tuple[int, int]] = []
+    i = _ws(s, span[0] + 1)
+    if s[i : i + 1] == "]":
+        return out
+    while i < len(s):
+        end = _skip(s, i)
+        out.append((i, end))
+        i = _ws(s, end)
+        if s[i : i + 1] != ",":
+            break
+        i = _ws(s, i + 1)
+    return out
+
+
+def arguments_texts(line: str) -> list[str | None]:
+    """Per element of ``message.content`` of the entry whose JSON text is ``line``: the
+    JSON text of its ``arguments`` as the line holds it (``None``: not an object, or no
+    such key). The last duplicate of a key counts, as ``json.loads`` keeps it."""
+    content = _member(line, _member(line, (_ws(line, 0), len(line)), "message"), "content")
+    out: list[str | None] = []
+    for a, _ in _elements(line, content):
+        span = _member(line, (a, 0), "arguments")
+        out.append(None if span is None else line[span[0] : span[1]])
+    return out
+
+
+def calls_of(e: Any, entry: int, raw_line: Callable[[], bytes | None]) -> list[Call]:
+    """The tool calls of an assistant ``message`` entry (none for any other entry).
+    ``raw_line`` gives the entry's JSON text: ``arguments`` is taken as it stands there."""
     m = e.get("message") if type(e) is dict and e.get("type") == "message" else None
     if type(m) is not dict or m.get("role") != "assistant" or type(m.get("content")) is not list:
         return []
     out = []
-    for block in m["content"]:
+    texts: list[str | None] | None = None
+    for k, block in enumerate(m["content"]):
         if type(block) is dict and block.get("type") == "toolCall":
             args: tuple[str | None, int | None] = (None, None)
             if "arguments" in block:
-                args = cut(_json(block["arguments"]), MAX_ARGUMENTS)
+                if texts is None:
+                    raw = raw_line() or b""
+                    texts = arguments_texts(raw.decode("utf-8", "replace"))
+                text = texts[k] if k < len(texts) else None
+                if text is not None:
+                    args = cut(text, MAX_ARGUMENTS)
             out.append(Call(entry, field(block.get("id")), field(block.get("name")), *args))
     return out
 

@@ -8,8 +8,9 @@ import pyarrow as pa
 __all__ = ["SESSIONS", "ENTRIES", "TOOL_CALLS", "IMAGE", "SCHEMAS", "TIMESTAMP"]
 
 TIMESTAMP = pa.timestamp("ms", tz="UTC")
-IMAGE = pa.struct([("sha256", pa.string()), ("bytes", pa.int64()), ("mime", pa.string())])
-"""A base64 image, reduced to the hash and length of its bytes and its MIME type."""
+IMAGE = pa.struct([("sha256", pa.string()), ("bytes", pa.int64()), ("mime", pa.string()), ("problem", pa.string())])
+"""A base64 image, reduced to the hash and length of its bytes and its MIME type;
+``problem`` names why its data gave no bytes (null when it did: ``_fields.image_stub``)."""
 
 SESSIONS = pa.schema([
     ("session_id", pa.string()),
@@ -24,6 +25,7 @@ SESSIONS = pa.schema([
     ("bytes", pa.int64()),
     ("version", pa.int64()),
     ("load_issues", pa.int64()),
+    ("bad_blocks", pa.int64()),
 ])  # fmt: skip
 
 ENTRIES = pa.schema([

@@ -1,0 +1,428 @@
+"""Where a session's entries and its leaf are kept: agent-core's ``SessionStorage``.
+
+Pi has two session layers. The coding agent's ``SessionManager`` (``_manager.py``) is
+one; below it agent-core has its own (``packages/agent/src/harness/types.ts``
+``SessionStorage``, implemented by ``session/jsonl-storage.ts`` ``JsonlSessionStorage``
+and ``session/memory-storage.ts`` ``InMemorySessionStorage``). Here the two meet: a
+storage holds the session's index, its leaf and (for a file) the lines not written yet
+and the file; :class:`~sessiontree.SessionManager` runs over one of the two classes
+(``self._st``), and each class also answers agent-core's operations
+(:class:`SessionStorage`), synchronously.
+
+The seam is where the manager used to hand lines to ``_persist.SessionFile``: an entry
+line goes to :meth:`InMemorySessionStorage.append_line`, which indexes it and moves the
+leaf (loader rule 13), and :class:`JsonlSessionStorage` also writes it: held until the
+first write (``first_write``), then one whole line per entry through the durable writer
+(lock, exclusive creation, a torn piece sealed, fsync).
+
+Options of a storage (agent-core's semantics are an option; the coding agent's are the
+default):
+
+* ``leaf_entries``: every leaf move (``set_leaf_id``, ``SessionManager.branch``,
+  ``reset_leaf``, ``branch_with_summary``) is written as a ``leaf`` entry, a child of the
+  leaf before it with ``targetId`` the new leaf (agent-core's ``setLeafId``). Off: a
+  move lives in memory only (the coding agent's ``branch``).
+* ``first_write`` (files): when a new session's file is created: ``"assistant"`` at the
+  first assistant message (the coding agent, default), ``"message"`` at the first
+  ``message`` entry of any role, ``"now"`` with the header at once (agent-core's
+  ``JsonlSessionStorage.create``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import uuid
+from collections.abc import Callable, Container
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from . import _shapes
+from ._backend import TreeIndex
+from ._jsonl import decode_line, encode_entry
+from ._labels import agent_core_label
+from ._persist import SessionFile
+from ._time import now_iso
+from .errors import EntryExistsError, EntryNotFoundError, SessionFileExistsError
+
+__all__ = [
+    "FirstWrite",
+    "InMemorySessionStorage",
+    "JsonlSessionStorage",
+    "SessionMetadata",
+    "SessionStorage",
+]
+
+FirstWrite = Literal["assistant", "message", "now"]
+_FIRST_WRITES = ("assistant", "message", "now")
+
+
+@dataclass(frozen=True)
+class SessionMetadata:
+    """agent-core's ``SessionMetadata`` / ``JsonlSessionMetadata`` of a session.
+
+    Attributes:
+        id: the header's ``id``.
+        created_at: the header's ``timestamp`` (agent-core's ``createdAt``).
+        cwd: the header's ``cwd``.
+        path: the session file (``None`` in memory).
+        parent_session_path: the header's ``parentSession``, when a string.
+        metadata: the header's ``metadata``, when an object.
+    """
+
+    id: Any
+    created_at: Any
+    cwd: Any = None
+    path: str | None = None
+    parent_session_path: str | None = None
+    metadata: dict[str, Any] | None = field(default=None, compare=True)
+
+
+class SessionStorage(Protocol):
+    """agent-core's ``SessionStorage`` (``packages/agent/src/harness/types.ts``), with
+    Python names and synchronous calls. Entries are dicts equal to ``json.loads`` of
+    their line."""
+
+    def get_metadata(self) -> SessionMetadata: ...
+    def get_leaf_id(self) -> str | None: ...
+    def set_leaf_id(self, leaf_id: str | None) -> None: ...
+    def create_entry_id(self) -> str: ...
+    def append_entry(self, entry: dict[str, Any]) -> None: ...
+    def get_entry(self, entry_id: str) -> dict[str, Any] | None: ...
+    def find_entries(self, entry_type: str) -> builtins.list[dict[str, Any]]: ...
+    def get_label(self, entry_id: str) -> str | None: ...
+    def get_path_to_root(self, leaf_id: str | None) -> builtins.list[dict[str, Any]]: ...
+    def get_entries(self) -> builtins.list[dict[str, Any]]: ...
+
+
+def leaf_after(entry: dict[str, Any], entry_id: str) -> str | None:
+    """The leaf after appending ``entry`` (loader rule 13; agent-core's
+    ``leafIdAfterEntry``): a ``leaf`` entry's ``targetId``, else the entry itself."""
+    return entry.get("targetId") if entry.get("type") == "leaf" else entry_id
+
+
+def new_entry_id(taken: Container[str]) -> str:
+    """A new entry id: 8 lowercase hex chars not in ``taken`` (Pi's ``generateId``)."""
+    for _ in range(100):
+        candidate = uuid.uuid4().hex[:8]
+        if candidate not in taken:
+            return candidate
+    return str(uuid.uuid4())
+
+
+class InMemorySessionStorage:
+    """A session kept in memory only (agent-core's ``InMemorySessionStorage``).
+
+    Build one with :meth:`create`; a :class:`~sessiontree.SessionManager` made with
+    ``in_memory`` runs over one (``SessionManager.storage``).
+
+    Attributes:
+        index: the backend index of the session image (header and entry lines).
+        leaf: the current leaf (``None``: before the first entry).
+        leaf_entries: write every leaf move as a ``leaf`` entry (agent-core's semantics).
+        new_id: ``new_id(taken)`` gives a new entry id (the manager's hook).
+        now: the current time as written (the manager's hook).
+    """
+
+    file: SessionFile | None = None
+
+    def __init__(self, *, leaf_entries: bool = False) -> None:
+        if not isinstance(leaf_entries, bool):
+            raise TypeError(f"leaf_entries must be a bool, not {type(leaf_entries).__name__}")
+        self.index: TreeIndex = None  # type: ignore[assignment]  # set by the manager
+        self.leaf: str | None = None
+        self.leaf_entries = leaf_entries
+        self.new_id: Callable[[Container[str]], str] = new_entry_id
+        self.now: Callable[[], str] = now_iso
+        # Lines of an image not written yet (header first) and whether the first write
+        # is due (files only; kept here so that a manager treats both alike).
+        self.pending: builtins.list[bytes] = []
+        self.ready = False
+        # An append took in lines of another process too: the load report changed.
+        self.report_changed = False
+
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def create(
+        cls,
+        cwd: str | None = None,
+        *,
+        session_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        created_at: str | None = None,
+        leaf_entries: bool = False,
+        backend: str | None = None,
+    ) -> InMemorySessionStorage:
+        """A new, empty session in memory.
+
+        Args:
+            cwd: the header's ``cwd`` (the process's if ``None``).
+            session_id: the header's ``id`` (a new UUID v7 if ``None``).
+            metadata: the header's ``metadata`` (agent-core), left out if ``None``.
+            created_at: the header's ``timestamp`` (now if ``None``).
+            leaf_entries: agent-core's leaf moves (see the module).
+            backend: ``"auto"``, ``"python"`` or ``"native"``.
+
+        Raises:
+            TypeError: an argument of the wrong type.
+        """
+        from ._manager import SessionManager
+
+        return SessionManager._over(cls(leaf_entries=leaf_entries), cwd, None, session_id, None, metadata,
+                                    backend, created_at).storage  # type: ignore[return-value]
+
+    # ----------------------------------------------------------- the manager's
+    def start(self, index: TreeIndex, lines: builtins.list[bytes], ready: bool) -> None:
+        """Hold a new image: ``index`` of ``lines`` (not written yet); ``ready`` says the
+        first write is due (the image holds an assistant message)."""
+        self.index = index
+        self.pending = lines
+        self.leaf = index.file_leaf()
+        self.ready = ready
+
+    def loaded(self, index: TreeIndex, file: SessionFile | None) -> None:
+        """Hold an image read from ``file``: every later entry goes straight to it."""
+        self.index = index
+        self.file = file
+        self.pending = []
+        self.ready = True
+        self.leaf = index.file_leaf()
+
+    def append_line(self, line: bytes, entry: dict[str, Any]) -> tuple[str, bool]:
+        """Index one entry line (no LF) of ``entry`` and move the leaf after it.
+
+        Returns:
+            ``(entry id, changed)``: ``changed`` says the load report may have changed
+            apart from the new entry.
+        """
+        entry_id = self.index.append_line(line)
+        self.pending.append(line + b"\n")
+        self.leaf = leaf_after(entry, entry_id)
+        return entry_id, False
+
+    def write_if_due(self) -> None:
+        """Nothing to write in memory."""
+
+    def close(self) -> None:
+        """Drop the writer and its lock (files) and the index (idempotent)."""
+        if self.index is not None:
+            self.index.close()
+
+    # ---------------------------------------------------- agent-core's interface
+    def get_metadata(self) -> SessionMetadata:
+        """The header as agent-core's metadata (``headerToSessionMetadata``)."""
+        h = self.index.header()
+        parent = h.get("parentSession")
+        meta = h.get("metadata")
+        return SessionMetadata(
+            id=h.get("id"),
+            created_at=h.get("timestamp"),
+            cwd=h.get("cwd"),
+            path=self.file.path if self.file is not None else None,
+            parent_session_path=parent if isinstance(parent, str) else None,
+            metadata=meta if isinstance(meta, dict) else None,
+        )
+
+    def get_leaf_id(self) -> str | None:
+        """The current leaf (``None``: before the first entry)."""
+        return self.leaf
+
+    def set_leaf_id(self, leaf_id: str | None) -> None:
+        """Move the leaf to ``leaf_id`` (``None``: before the first entry); with
+        ``leaf_entries`` the move is written as a ``leaf`` entry (agent-core's
+        ``setLeafId``: ``parentId`` the leaf before the move).
+
+        Raises:
+            TypeError: ``leaf_id`` is not a str or ``None``.
+            EntryNotFoundError: no such entry.
+        """
+        if leaf_id is not None and not isinstance(leaf_id, str):
+            raise TypeError(f"leaf_id must be a str or None, not {type(leaf_id).__name__}")
+        if leaf_id is not None and leaf_id not in self.index:
+            raise EntryNotFoundError(leaf_id)
+        if self.leaf_entries:
+            self.append_entry(
+                _shapes.entry("leaf", self.create_entry_id(), self.leaf, self.now(), targetId=leaf_id)
+            )
+        self.leaf = leaf_id
+
+    def create_entry_id(self) -> str:
+        """A new entry id not in the session (8 hex characters, as Pi's)."""
+        return self.new_id(self.index)
+
+    def append_entry(self, entry: dict[str, Any]) -> None:
+        """Append ``entry`` as it is (its ``id``, ``parentId`` and ``timestamp`` given)
+        and move the leaf after it (a ``leaf`` entry's target, else the entry).
+
+        Raises:
+            TypeError: ``entry`` is not a dict with a non-empty string ``id``.
+            EntryExistsError: its id is already in the session.
+            ValueError: it cannot be written as a line that reads back as itself.
+            OSError: the file cannot be written (files).
+        """
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not entry["id"]:
+            raise TypeError("entry must be a dict with a non-empty string id")
+        if entry["id"] in self.index:
+            raise EntryExistsError(f"Duplicate entry id {entry['id']}")
+        line = encode_entry(entry)
+        decode_line(line)  # refuse what the loader would skip before a byte is written
+        self.append_line(line, entry)
+
+    def get_entry(self, entry_id: str) -> dict[str, Any] | None:
+        """The entry, or ``None``."""
+        return self.index.get(entry_id) if isinstance(entry_id, str) else None
+
+    def find_entries(self, entry_type: str) -> builtins.list[dict[str, Any]]:
+        """Every entry of one ``type``, in file order."""
+        return [e for e in self.index.entries() if e.get("type") == entry_type]
+
+    def get_label(self, entry_id: str) -> str | None:
+        """The entry's label, trimmed (agent-core's rule, ``_labels.agent_core_label``)."""
+        return agent_core_label(self.index.label(entry_id)) if isinstance(entry_id, str) else None
+
+    def get_path_to_root(self, leaf_id: str | None) -> builtins.list[dict[str, Any]]:
+        """The entries from the root down to ``leaf_id`` (empty for ``None``).
+
+        Raises:
+            EntryNotFoundError: no such entry.
+        """
+        if leaf_id is None:
+            return []
+        if not isinstance(leaf_id, str) or leaf_id not in self.index:
+            raise EntryNotFoundError(leaf_id)
+        return self.index.path(leaf_id)
+
+    def get_entries(self) -> builtins.list[dict[str, Any]]:
+        """Every entry in file order."""
+        return self.index.entries()
+
+
+class JsonlSessionStorage(InMemorySessionStorage):
+    """A session kept in a JSONL file (agent-core's ``JsonlSessionStorage``) through
+    sessiontree's durable writer: the lock, the first write as one exclusive creation,
+    whole-line appends, the native index.
+
+    Build one with :meth:`create` or :meth:`open`; a :class:`~sessiontree.SessionManager`
+    on a file runs over one (``SessionManager.storage``).
+
+    Attributes:
+        file: the session file and this process's hold on it.
+        first_write: when a new session's file is created (see the module).
+    """
+
+    def __init__(self, *, leaf_entries: bool = False, first_write: FirstWrite = "assistant") -> None:
+        super().__init__(leaf_entries=leaf_entries)
+        if first_write not in _FIRST_WRITES:
+            raise ValueError(f"first_write must be one of {', '.join(_FIRST_WRITES)}, not {first_write!r}")
+        self.first_write = first_write
+
+    @classmethod
+    def create(  # type: ignore[override]
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        cwd: str,
+        session_id: str | None = None,
+        parent_session_path: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        created_at: str | None = None,
+        leaf_entries: bool = False,
+        first_write: FirstWrite = "assistant",
+        backend: str | None = None,
+    ) -> JsonlSessionStorage:
+        """A new session to be written at ``path`` (agent-core's
+        ``JsonlSessionStorage.create``): with ``first_write="now"`` the header is written
+        at once, else with the first (assistant) message. The other arguments are the
+        header's fields and the options (module docstring; ``created_at``: the
+        header's ``timestamp``, now if ``None``).
+
+        Raises:
+            TypeError: an argument of the wrong type.
+            ValueError: an unknown ``first_write``.
+            SessionFileExistsError: ``path`` exists (``first_write="now"``; else at the
+                first write).
+            OSError: the file cannot be written.
+        """
+        from ._manager import SessionManager
+
+        if isinstance(path, (str, os.PathLike)) and os.path.lexists(path):
+            raise SessionFileExistsError(f"{os.fspath(path)}: a file is already there (nothing is overwritten)")
+        storage = cls(leaf_entries=leaf_entries, first_write=first_write)
+        return SessionManager._over(storage, cwd, path, session_id, parent_session_path, metadata,
+                                    backend, created_at).storage  # type: ignore[return-value]
+
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike[str], *, leaf_entries: bool = False, backend: str | None = None
+    ) -> JsonlSessionStorage:
+        """The session in the file at ``path`` (agent-core's ``JsonlSessionStorage.open``),
+        read by sessiontree's loader: the leaf is the file's (rule 13), damaged lines are
+        skipped and reported (``SessionManager.load_report``).
+
+        Raises:
+            FileNotFoundError: no file at ``path``.
+            InvalidSessionError: no valid header.
+            OSError: it cannot be read.
+        """
+        from ._manager import SessionManager
+
+        if not os.path.lexists(path):
+            raise FileNotFoundError(2, "No such session file", os.fspath(path))
+        storage = cls(leaf_entries=leaf_entries)
+        return SessionManager._over(storage, None, path, None, None, None, backend).storage  # type: ignore[return-value]
+
+    def start(self, index: TreeIndex, lines: builtins.list[bytes], ready: bool) -> None:
+        """As :meth:`InMemorySessionStorage.start`, ``ready`` by ``first_write``."""
+        super().start(index, lines, ready)
+        if self.first_write == "now":
+            self.ready = True
+        elif self.first_write == "message" and not ready:
+            self.ready = any(index.entry_type(i) == "message" for i in index.ids())
+
+    def append_line(self, line: bytes, entry: dict[str, Any]) -> tuple[str, bool]:
+        """Index one entry line and write it: appended to the file once it exists, else
+        held with the image and the whole file created once the first write is due.
+
+        Raises:
+            SessionLockedError: another writer holds the file.
+            StaleSessionError: the file changed under us.
+            SessionFileExistsError: the first write found the path taken.
+            OSError: the write failed (naming the file); see ``SessionFile.append``.
+        """
+        if self.file is None:
+            return super().append_line(line, entry)
+        if not self.ready and entry.get("type") == "message":
+            message = entry.get("message")
+            role = message.get("role") if isinstance(message, dict) else None
+            self.ready = self.first_write == "message" or role == "assistant"
+        if self.file.on_disk:
+            try:
+                entry_id, changed = self.file.append(self.index, line)
+            except OSError:
+                self.report_changed = True  # part of the line may be indexed as a torn piece
+                raise
+            self.leaf = leaf_after(entry, entry_id)
+            self.report_changed |= changed
+            return entry_id, changed
+        entry_id, _ = super().append_line(line, entry)
+        # As Pi: the entry is in the session even if writing it fails below.
+        self.write_if_due()
+        return entry_id, False
+
+    def write_if_due(self) -> None:
+        """Create the file with the image held so far if the first write is due.
+
+        Raises:
+            SessionFileExistsError: the path exists (nothing is written).
+            OSError: the write failed (the image stays held; the next append tries again).
+        """
+        if self.file is not None and not self.file.on_disk and self.ready:
+            self.file.create(b"".join(self.pending))
+            self.pending = []
+
+    def close(self) -> None:
+        """Drop the writer and its lock and the index (idempotent)."""
+        if self.file is not None:
+            self.file.release()
+        super().close()
+

@@ -1,0 +1,168 @@
+"""A Markdown export cannot hide text (issue 24, item 7; ``export.markdown.contain``).
+
+A message that opened a code fence and never closed it (a pasted "```python"), or opened
+an HTML comment, hid every later section of the rendered document (1 of 3 headings
+shown), and a compaction summary's ``## Goal`` sat at the level of the entry headings.
+Checked with the real parser, markdown-it-py (CommonMark, raw HTML on, as renderers
+read it), and with the HTML it renders read by the standard library's HTML parser (a
+browser's view: an unclosed ``<!--`` or ``<textarea>`` there swallows the rest of the
+page): for adversarial texts from hypothesis, the document's top-level headings are
+exactly its title and one heading per entry, in order, and no raw HTML is left.
+"""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+
+from sessiontree._structure import structure_of
+from sessiontree.export.markdown import contain, write_markdown
+
+from _shared import open_quiet
+
+MD = MarkdownIt("commonmark")
+
+PIECES = ["```", "```python", "````", "~~~", "~~~~ x", "<!--", "-->", "<!-- c -->", "<textarea>", "</textarea>",
+          "<script>", "<style>x", "<div>", "</div>", "<span hidden>", "<?php", "?>", "<![CDATA[", "]]>",
+          "<!DOCTYPE x>", "<http://x.y>", "# ", "## Goal", "###### six", "#", "===", "---", "- ", "* ", "1. ",
+          "> ", "    ", "\t", "`", "``", "\\", "\\`", "[x]: /u", "<b>", "</b>", "text", "word", " ", "\n", "\n\n",
+          "<a href=\"`\">", "&lt;", "|a|b|", "|-|-|"]
+
+text = st.lists(st.sampled_from(PIECES) | st.text(max_size=4), max_size=14).map("".join)
+
+
+def _session(path: Path, texts: list[str], thinking: str, summary: str) -> Path:
+    lines = [{"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"}]
+    parent = None
+    for i, t in enumerate(texts):
+        eid = f"e{i}"
+        if i % 2 == 0:
+            msg: dict[str, Any] = {"role": "user", "content": t, "timestamp": i}
+        else:
+            msg = {"role": "assistant", "content": [{"type": "thinking", "thinking": thinking},
+                                                    {"type": "text", "text": t}],
+                   "provider": "p", "model": "m", "timestamp": i}
+        lines.append({"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-01-01T00:00:01.000Z",
+                      "message": msg})
+        parent = eid
+    lines.append({"type": "compaction", "id": "c", "parentId": parent, "timestamp": "2026-01-01T00:00:02.000Z",
+                  "summary": summary, "firstKeptEntryId": "c", "tokensBefore": 1})
+    lines.append({"type": "message", "id": "last", "parentId": "c", "timestamp": "2026-01-01T00:00:03.000Z",
+                  "message": {"role": "user", "content": "the last words", "timestamp": 9}})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def _export(path: Path, detail: str = "full") -> tuple[str, int]:
+    with open_quiet(path, "python") as sm:
+        out: list[str] = []
+        stats = write_markdown(structure_of(sm), out.append, detail=detail)
+    return "".join(out), stats.sections
+
+
+def _top_headings(doc: str) -> list[tuple[str, str]]:
+    tokens = MD.parse(doc)
+    return [(t.tag, tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == "heading_open" and t.level == 0]
+
+
+def _raw_html(doc: str) -> list[str]:
+    found = []
+    for t in MD.parse(doc):
+        if t.type == "html_block":
+            found.append(t.content)
+        for c in t.children or ():
+            if c.type == "html_inline":
+                found.append(c.content)
+    return found
+
+
+class _Headings(HTMLParser):
+    """What a browser makes of the rendered page: the h1/h2 elements and their text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[str, str]] = []
+        self._in: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        if tag in ("h1", "h2"):
+            self._in = tag
+            self.found.append((tag, ""))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == self._in:
+            self._in = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in is not None:
+            tag, got = self.found[-1]
+            self.found[-1] = (tag, got + data)
+
+
+def _check(doc: str, sections: int) -> None:
+    # The document's levels (1: title, 2: entries) are its own; a message's headings are deeper.
+    heads = [h for h in _top_headings(doc) if h[0] in ("h1", "h2")]
+    assert [t for t, _ in heads] == ["h1"] + ["h2"] * sections, heads
+    assert "last words" not in heads[-1][1] and heads[-1][1].startswith("user")  # the last entry's heading survived
+    assert doc.rstrip().endswith("the last words")
+    assert _raw_html(doc) == []
+    page = _Headings()
+    page.feed(MD.render(doc))
+    page.close()
+    assert [t for t, _ in page.found] == ["h1"] + ["h2"] * sections
+
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                              HealthCheck.function_scoped_fixture])
+
+
+@SETTINGS
+@given(texts=st.lists(text, min_size=1, max_size=4), thinking=text, summary=text)
+def test_every_entry_heading_survives_any_message(tmp_path: Path, texts: list[str], thinking: str,
+                                                  summary: str) -> None:
+    path = _session(tmp_path / "s.jsonl", texts, thinking, summary)
+    for detail in ("full", "no-tools"):
+        doc, sections = _export(path, detail)
+        _check(doc, sections)
+
+
+@pytest.mark.parametrize("hostile", [
+    "```python\nprint('never closed')",
+    "<!-- an HTML comment never closed",
+    "<textarea>\neverything after this is a text box",
+    "## Goal\n\nsummary text at the entries' level",
+    "Title\n=====",
+    "<div>\n\n# inside\n",
+    "~~~\nunclosed tilde fence",
+])
+def test_the_attacks_reproducers(tmp_path: Path, hostile: str) -> None:
+    """Three entries (the attack counted 1 of 3 headings shown) around a hostile text."""
+    doc, sections = _export(_session(tmp_path / "s.jsonl", [hostile, "an answer"], hostile, hostile))
+    _check(doc, sections)
+    assert sections == 4
+
+
+@pytest.mark.parametrize("plain", ["hello", "a `code` span: `<b>` and ``x `<i>` y``", "| a | b |\n|---|---|\n| 1 | 2 |",
+                                   "- a list\n- of two", "```py\nclosed()\n```", "x < y and y > z", "<http://x.y>",
+                                   "### already deep"])
+def test_contained_text_reads_as_written(plain: str) -> None:
+    """What cannot leak stays as written (code spans keep their <, autolinks stay links)."""
+    out = contain(plain)
+    if plain == "### already deep":
+        assert out == "##### already deep"
+    else:
+        assert out == plain
+    assert MD.render(out).count("<code>") == MD.render(plain).count("<code>")
+
+
+def test_escapes_show_the_text_as_written() -> None:
+    for hostile in ("<!-- c", "a <b>bold?</b> b", "<textarea>x", "<?php echo 1; ?>"):
+        rendered = MD.render(contain(hostile))
+        assert "&lt;" in rendered and "<textarea" not in rendered and "<!--" not in rendered
