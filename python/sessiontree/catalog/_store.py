@@ -527,7 +527,7 @@ class Store:
             part = files[k:k + 500]
             rows = self.conn.execute(
                 f"SELECT file, log FROM usage_log WHERE file IN ({','.join('?' * len(part))})", part)
-            for f, log in checked("usage_log", ("file", "log"), rows):
+            for f, log in checked_all("usage_log", ("file", "log"), rows.fetchall()):
                 out[f] = log
         return out
 
