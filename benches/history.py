@@ -5,8 +5,8 @@ sessions root in Pi's layout (``sessiontree generate ROOT --sessions 2000 --size
 930MB``). Every figure is the wall time of a fresh process (the command as a user runs
 it), page cache warm, the package's byte code compiled first (as an installed wheel's
 is), best and median of ``--rounds`` rounds that alternate the tools; the load average
-is noted before and after. docs/BENCHMARKS.md, "A history against the
-peers", says how to read it.
+is noted before and after. docs/BENCHMARKS.md, "A history against rg, grep, DuckDB
+and cat", says how to read it.
 
 * search: ``sessiontree search WORD ROOT --all`` (page of 20) against ``rg -l -i WORD``
   and ``grep -rli WORD`` on the same files; *first* with a new catalog (nothing
