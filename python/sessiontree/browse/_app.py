@@ -26,11 +26,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Input, Static
 
-from .._drawing import ENTRY, FOLD, MORE, Drawing, Row
-from .._structure import AmbiguousIdError, Structure, structure_of
-from ..cli._common import human_bytes, human_seconds, safe
+from ..view._drawing import ENTRY, FOLD, MORE, Drawing, Row
+from ..view._structure import AmbiguousIdError, Structure, structure_of
+from ..view._text import human_bytes, human_seconds, safe
 from ..errors import SessionError
-from ..export._render import item_of
+from ..view._render import item_of
 from ._detail import item_text
 from ._screens import AskScreen, ConfirmScreen, ContextScreen, HelpScreen
 from ._tree_view import TreeView

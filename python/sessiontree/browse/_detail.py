@@ -11,8 +11,8 @@ import re
 
 from rich.text import Text
 
-from ..cli._common import KIND_STYLES
-from ..export._render import Item
+from ..view._text import KIND_STYLES
+from ..view._render import Item
 
 __all__ = ["item_text", "MAX_PART_LINES"]
 

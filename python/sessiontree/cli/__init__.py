@@ -14,7 +14,7 @@ from typing import Any
 
 from .._select import backend_name
 from . import bench, browse, check, context, export, fork, gen, import_, index, info, ls, migrate, search, tree, usage
-from ._common import BACKENDS, CliError, exit_for_broken_pipe, make_io, plain_doc, quiet_load_warnings, safe
+from ..view._text import BACKENDS, CliError, exit_for_broken_pipe, make_io, plain_doc, quiet_load_warnings, safe
 
 __all__ = ["main", "build_parser"]
 

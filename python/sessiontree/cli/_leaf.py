@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._common import CliError, Io, safe, spinner
+from ..view._text import CliError, Io, safe, spinner
 
 
 def resolve_entry(io: Io, sm: Any, file: str, ident: str, option: str = "--leaf") -> tuple[str, Any]:
@@ -17,7 +17,7 @@ def resolve_entry(io: Io, sm: Any, file: str, ident: str, option: str = "--leaf"
     Raises:
         CliError: no entry has that id or prefix, or several have the prefix.
     """
-    from .._structure import AmbiguousIdError, structure_of
+    from ..view._structure import AmbiguousIdError, structure_of
 
     if ident in sm:
         return str(ident), None

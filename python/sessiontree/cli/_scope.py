@@ -19,7 +19,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ._common import CliError, Io, safe
+from ..view._text import CliError, Io, safe
 
 
 def add_arguments(p: argparse.ArgumentParser, *, dir_arg: bool = True, default_all: bool = False) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from rich.text import Text
 
 from ..errors import InvalidSessionError, SessionError
-from ._common import CliError, Io, load_report, one_line, open_session, safe, show
+from ..view._text import CliError, Io, load_report, one_line, open_session, safe, show
 
 _INFORMATIONAL = frozenset({"bom"})
 

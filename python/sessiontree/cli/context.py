@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 from rich.text import Text
 
-from ._common import (
+from ..view._text import (
     KIND_STYLES,
     CliError,
     Io,

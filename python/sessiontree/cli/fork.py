@@ -12,7 +12,7 @@ import os
 
 from rich.text import Text
 
-from ._common import CliError, Io, open_session, safe
+from ..view._text import CliError, Io, open_session, safe
 from ._leaf import resolve_entry
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ._common import CliError, Io, safe
+from ..view._text import CliError, Io, safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -19,7 +19,7 @@ import argparse
 import time
 
 from . import _scope
-from ._common import CliError, Io, byte_progress, human_bytes, human_seconds
+from ..view._text import CliError, Io, byte_progress, human_bytes, human_seconds
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

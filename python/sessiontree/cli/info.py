@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ..schema import CodeColumn
 
-from ._common import (
+from ..view._text import (
     Io,
     file_version,
     human_bytes,

@@ -12,7 +12,7 @@ import os
 
 from rich.text import Text
 
-from ._common import Io, open_session, safe
+from ..view._text import Io, open_session, safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

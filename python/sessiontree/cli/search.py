@@ -25,7 +25,7 @@ from rich.text import Text
 
 from .._time import local_time
 from . import _scope
-from ._common import CliError, Io, byte_progress, one_line, safe
+from ..view._text import CliError, Io, byte_progress, one_line, safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -39,7 +39,7 @@ from itertools import islice
 from typing import Any, NamedTuple
 
 from ..schema import CodeColumn
-from ._common import (
+from ..view._text import (
     KIND_STYLES,
     PREVIEW_CLIP,
     cells,

@@ -24,7 +24,7 @@ from typing import Any
 
 
 from . import _scope
-from ._common import CliError, Io, byte_progress, safe
+from ..view._text import CliError, Io, byte_progress, safe
 
 _GROUPS = ("daily", "weekly", "monthly", "session", "model", "project")
 

@@ -37,11 +37,11 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from .._drawing import CLOSE, ENTRY, FOLD, MAX_SIBLINGS, NOTE, OPEN, Drawing, fold_text
-from .._structure import Structure
-from ..cli._common import entry_preview, human_bytes, to_json_bytes
+from ..view._drawing import CLOSE, ENTRY, FOLD, MAX_SIBLINGS, NOTE, OPEN, Drawing, fold_text
+from ..view._structure import Structure
+from ..view._text import entry_preview, human_bytes, to_json_bytes
 from ._page import CSS, JS, csp
-from ._render import Item, Part, clean, item_of, one_line
+from ..view._render import Item, Part, clean, item_of, one_line
 
 __all__ = ["write_html", "HtmlStats", "AUTO_ALL_BYTES", "BRANCHES"]
 

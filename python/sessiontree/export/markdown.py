@@ -29,8 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .._structure import Structure
-from ._render import Item, Part, item_of, one_line
+from ..view._structure import Structure
+from ..view._render import Item, Part, item_of, one_line
 
 __all__ = ["write_markdown", "contain", "fence", "DETAILS", "MarkdownStats"]
 

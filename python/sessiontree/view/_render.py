@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from ..cli._common import human_bytes, json_text, num, number, tool_call_preview, value_text
+from ._text import human_bytes, json_text, num, number, tool_call_preview, value_text
 from ..schema import blob_sha256
 
 __all__ = ["Part", "Item", "item_of", "clean", "one_line", "usage_text", "IMAGE_TYPES"]
