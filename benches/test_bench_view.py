@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from _benchlib import BenchFile, opened, set_info
-from sessiontree.view._drawing import ENTRY, Drawing
-from sessiontree.view._structure import structure_of
+from sessiontree.view import ENTRY, Drawing
+from sessiontree.view import structure_of
 from sessiontree.cli.tree import Layout, format_row
 from sessiontree.cli.tree import Row as TreeRow
 from sessiontree.export.html import write_html

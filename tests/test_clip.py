@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiontree._clip import WHOLE_KEYS, clip_entry
-from sessiontree.view._text import PREVIEW_CLIP, content_text, entry_preview, one_line, as_is
+from sessiontree.view import PREVIEW_CLIP, content_text, entry_preview, one_line, as_is
 
 from _shared import CASES, CORPUS, backends, native_available, open_quiet
 

@@ -20,7 +20,7 @@ import pytest
 
 from _shared import open_quiet
 from sessiontree import SessionManager
-from sessiontree.view._structure import structure_of
+from sessiontree.view import structure_of
 from sessiontree.export._page import CSS, JS
 from sessiontree.export.html import write_html
 from sessiontree.export.markdown import fence, write_markdown

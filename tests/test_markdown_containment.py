@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from sessiontree.view._structure import structure_of
+from sessiontree.view import structure_of
 from sessiontree.export.markdown import contain, write_markdown
 
 from _shared import open_quiet

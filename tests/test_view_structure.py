@@ -15,8 +15,8 @@ import pytest
 
 from _shared import open_quiet
 from sessiontree import SessionManager
-from sessiontree.view._drawing import ENTRY, FOLD, MORE, NOTE, Drawing
-from sessiontree.view._structure import AmbiguousIdError, structure_of
+from sessiontree.view import ENTRY, FOLD, MORE, NOTE, Drawing
+from sessiontree.view import AmbiguousIdError, structure_of
 from sessiontree.cli.tree import Layout, iter_rows
 from sessiontree.generate import generate_session
 from sessiontree.schema import ENTRY_TYPES

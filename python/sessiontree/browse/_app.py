@@ -26,11 +26,21 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Input, Static
 
-from ..view._drawing import ENTRY, FOLD, MORE, Drawing, Row
-from ..view._structure import AmbiguousIdError, Structure, structure_of
-from ..view._text import human_bytes, human_seconds, safe
+from ..view import (
+    AmbiguousIdError,
+    Drawing,
+    ENTRY,
+    FOLD,
+    MORE,
+    Row,
+    Structure,
+    human_bytes,
+    human_seconds,
+    item_of,
+    safe,
+    structure_of,
+)
 from ..errors import SessionError
-from ..view._render import item_of
 from ._detail import item_text
 from ._screens import AskScreen, ConfirmScreen, ContextScreen, HelpScreen
 from ._tree_view import TreeView

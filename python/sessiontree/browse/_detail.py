@@ -11,8 +11,7 @@ import re
 
 from rich.text import Text
 
-from ..view._text import KIND_STYLES
-from ..view._render import Item
+from ..view import Item, KIND_STYLES
 
 __all__ = ["item_text", "MAX_PART_LINES"]
 

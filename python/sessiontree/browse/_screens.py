@@ -13,7 +13,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, RichLog, Static
 
-from ..view._text import show
+from ..view import show
 from ..errors import SessionError
 
 __all__ = ["ContextScreen", "AskScreen", "ConfirmScreen", "HelpScreen"]
@@ -175,7 +175,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         from ..cli import browse
-        from ..view._text import plain_doc
+        from ..view import plain_doc
 
         with Vertical():
             yield Static(Text(plain_doc(browse.__doc__)))  # as `browse --help` shows it

@@ -21,8 +21,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ..view._drawing import ENTRY, FOLD, MORE, NOTE, Drawing, Row
-from ..view._text import safe
+from ..view import Drawing, ENTRY, FOLD, MORE, NOTE, Row, safe
 from ..errors import SessionError
 from ..cli.tree import Layout, format_row
 from ..cli.tree import Row as TreeRow

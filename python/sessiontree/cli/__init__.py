@@ -14,7 +14,8 @@ from typing import Any
 
 from .._select import backend_name
 from . import bench, browse, check, context, export, fork, gen, import_, index, info, ls, migrate, search, tree, usage
-from ..view._text import BACKENDS, CliError, exit_for_broken_pipe, make_io, plain_doc, quiet_load_warnings, safe
+from ._common import BACKENDS, CliError, exit_for_broken_pipe, make_io, quiet_load_warnings
+from ..view import plain_doc, safe
 
 __all__ = ["main", "build_parser"]
 

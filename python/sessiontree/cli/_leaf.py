@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..view._text import CliError, Io, safe, spinner
+from ._common import CliError, Io, spinner
+from ..view import safe
 
 
 def resolve_entry(io: Io, sm: Any, file: str, ident: str, option: str = "--leaf") -> tuple[str, Any]:
@@ -17,7 +18,7 @@ def resolve_entry(io: Io, sm: Any, file: str, ident: str, option: str = "--leaf"
     Raises:
         CliError: no entry has that id or prefix, or several have the prefix.
     """
-    from ..view._structure import AmbiguousIdError, structure_of
+    from ..view import AmbiguousIdError, structure_of
 
     if ident in sm:
         return str(ident), None

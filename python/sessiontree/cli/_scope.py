@@ -19,7 +19,8 @@ from typing import Any
 
 from rich.text import Text
 
-from ..view._text import CliError, Io, safe
+from ._common import CliError, Io
+from ..view import safe
 
 
 def add_arguments(p: argparse.ArgumentParser, *, dir_arg: bool = True, default_all: bool = False) -> None:

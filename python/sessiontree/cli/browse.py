@@ -28,7 +28,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..view._text import CliError, Io, require_file
+from ._common import CliError, Io, require_file
 
 INSTALL_HINT = "pip install textual (in a checkout: pip install '.[browse]')"
 

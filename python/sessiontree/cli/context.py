@@ -9,15 +9,13 @@ from typing import Any, Iterator
 
 from rich.text import Text
 
-from ..view._text import (
+from ._common import CliError, Io, open_session
+from ..view import (
     KIND_STYLES,
-    CliError,
-    Io,
     human_bytes,
     json_text,
     num,
     one_line,
-    open_session,
     safe,
     safe_block,
     show,

@@ -25,7 +25,8 @@ from rich.text import Text
 
 from .._time import local_time
 from . import _scope
-from ..view._text import CliError, Io, byte_progress, one_line, safe
+from ._common import CliError, Io, byte_progress
+from ..view import one_line, safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -39,22 +39,8 @@ from itertools import islice
 from typing import Any, NamedTuple
 
 from ..schema import CodeColumn
-from ..view._text import (
-    KIND_STYLES,
-    PREVIEW_CLIP,
-    cells,
-    CliError,
-    Io,
-    as_is,
-    content_text,
-    count_progress,
-    entry_preview,
-    fit,
-    one_line,
-    open_session,
-    show,
-    spinner,
-)
+from ._common import CliError, Io, count_progress, open_session, spinner
+from ..view import KIND_STYLES, PREVIEW_CLIP, cells, as_is, content_text, entry_preview, fit, one_line, show
 
 _KEEP_TYPES = frozenset({"compaction", "branch_summary", "session_info"})
 _EDGE = 2  # entries kept at each end of a folded run

@@ -37,11 +37,26 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from ..view._drawing import CLOSE, ENTRY, FOLD, MAX_SIBLINGS, NOTE, OPEN, Drawing, fold_text
-from ..view._structure import Structure
-from ..view._text import entry_preview, human_bytes, to_json_bytes
+from ..view import (
+    CLOSE,
+    Drawing,
+    ENTRY,
+    FOLD,
+    Item,
+    MAX_SIBLINGS,
+    NOTE,
+    OPEN,
+    Part,
+    Structure,
+    clean,
+    doc_line,
+    entry_preview,
+    fold_text,
+    human_bytes,
+    item_of,
+    to_json_bytes,
+)
 from ._page import CSS, JS, csp
-from ..view._render import Item, Part, clean, item_of, one_line
 
 __all__ = ["write_html", "HtmlStats", "AUTO_ALL_BYTES", "BRANCHES"]
 
@@ -128,13 +143,13 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
     outside = _outside_context(st)
 
     name = sm.get_session_name()
-    title = one_line(name, 200) if name else f"Session {one_line(sm.session_id, 80)}"
+    title = doc_line(name, 200) if name else f"Session {doc_line(sm.session_id, 80)}"
     facts = [f"{len(st):,} entries", f"{len(path):,} on the path shown"]
     if st.leaf is not None:
-        facts.append(f"to {one_line(st.id(st.leaf), 80)}")
+        facts.append(f"to {doc_line(st.id(st.leaf), 80)}")
     if source:
-        facts.append(one_line(os.path.basename(source), 200))
-    facts.append(f"cwd {one_line(sm.cwd, 200)}")
+        facts.append(doc_line(os.path.basename(source), 200))
+    facts.append(f"cwd {doc_line(sm.cwd, 200)}")
     if not every:
         facts.append("only this path's entries are in this file (export another with --leaf ID)")
     write("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
@@ -238,11 +253,11 @@ def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = Fa
     text = ""
     if preview:
         _, text = entry_preview(st.entry(n), clean)
-        text = one_line(text, 110)
+        text = doc_line(text, 110)
     marks = []
     label = st.labels.get(n)
     if label is not None:
-        marks.append(f'<span class="lb">[{h(one_line(label, 80))}]</span>')
+        marks.append(f'<span class="lb">[{h(doc_line(label, 80))}]</span>')
     branches = len(st.children(n))
     if branches >= 2:
         marks.append(f'<span class="mk">⑂{branches}</span>')
@@ -250,11 +265,11 @@ def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = Fa
         marks.append('<span class="mk">tip</span>')
     if n == st.session_leaf:
         marks.append('<span class="mk">← leaf</span>')
-    k = one_line(kind, 40)
+    k = doc_line(kind, 40)
     kcls = f" k-{k}" if k in _KINDS else ""
     tg = '<span class="tg"></span>' if toggle else ""
     return (f'<a class="{css}" id="t{n}" href="#a{n}" data-n="{n}"><span class="px">{h(prefix)}</span>{tg}'
-            f'{h(one_line(st.id(n), 12)[:8])} <span class="k{kcls}">{h(k)}</span> <span class="pv">{h(text)}</span>'
+            f'{h(doc_line(st.id(n), 12)[:8])} <span class="k{kcls}">{h(k)}</span> <span class="pv">{h(text)}</span>'
             f'{" " + " ".join(marks) if marks else ""}</a>\n')
 
 
@@ -271,8 +286,8 @@ def _article(st: Structure, n: int, md: MarkdownIt, *, shown: bool, out: bool) -
     if item.meta:
         parts.append(f"<span>{h(' · '.join(m for m in item.meta if m))}</span>")
     if item.label is not None:
-        parts.append(f'<span class="lb">[{h(one_line(item.label, 200))}]</span>')
-    parts.append(f'<a class="eid" href="#a{n}">{h(one_line(item.id, 80))}</a></header>')
+        parts.append(f'<span class="lb">[{h(doc_line(item.label, 200))}]</span>')
+    parts.append(f'<a class="eid" href="#a{n}">{h(doc_line(item.id, 80))}</a></header>')
     if out:
         parts.append('<p class="outnote">summarized by a later compaction: not in the model\'s context at this leaf</p>')
     role = item.kind

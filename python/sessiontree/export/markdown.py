@@ -29,8 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..view._structure import Structure
-from ..view._render import Item, Part, item_of, one_line
+from ..view import Item, Part, Structure, doc_line, item_of
 
 __all__ = ["write_markdown", "contain", "fence", "DETAILS", "MarkdownStats"]
 
@@ -236,14 +235,14 @@ def write_markdown(st: Structure, write: Callable[[str], Any], *, leaf: int | No
     path = st.path_to(leaf) if leaf is not None else []
     stats = MarkdownStats(path=len(path))
     name = sm.get_session_name()
-    title = md_inline(one_line(name, 200)) if name else f"Session {md_inline(one_line(sm.session_id, 80))}"
+    title = md_inline(doc_line(name, 200)) if name else f"Session {md_inline(doc_line(sm.session_id, 80))}"
     write(f"# {title}\n\n")
     facts = []
     if source:
-        facts.append(f"- file: {md_inline(one_line(source, 300))}")
-    facts.append(f"- working directory: {md_inline(one_line(sm.cwd, 300))}")
+        facts.append(f"- file: {md_inline(doc_line(source, 300))}")
+    facts.append(f"- working directory: {md_inline(doc_line(sm.cwd, 300))}")
     if leaf is not None:
-        facts.append(f"- path: {len(path):,} entries, root → {md_inline(one_line(st.id(leaf), 80))}")
+        facts.append(f"- path: {len(path):,} entries, root → {md_inline(doc_line(st.id(leaf), 80))}")
     facts.append(f"- detail: {detail}")
     write("\n".join(facts) + "\n")
     for n in path:
@@ -276,9 +275,9 @@ def _section(item: Item, detail: str) -> str:
         head.append(md_inline(item.when))
     if detail == "full":
         head.extend(md_inline(m) for m in item.meta if m)
-        head.append(md_inline(one_line(item.id, 80)))
+        head.append(md_inline(doc_line(item.id, 80)))
     if item.label is not None:
-        head.append(f"label: {md_inline(one_line(item.label, 200))}")
+        head.append(f"label: {md_inline(doc_line(item.label, 200))}")
     out = [f"## {' · '.join(head)}\n"]
     for part in parts:
         out.append(_part(part, item))

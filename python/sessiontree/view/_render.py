@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from ._text import human_bytes, json_text, num, number, tool_call_preview, value_text
+from ._preview import tool_call_preview
+from ._text import human_bytes, json_text, num, number, value_text
 from ..schema import blob_sha256
 
-__all__ = ["Part", "Item", "item_of", "clean", "one_line", "usage_text", "IMAGE_TYPES"]
+__all__ = ["Part", "Item", "item_of", "clean", "doc_line", "usage_text", "IMAGE_TYPES"]
 
 # C0 controls but LF and TAB, DEL, C1, ALM, LRM/RLM, the embeddings, overrides and
 # isolates (U+202A-U+202E, U+2066-U+2069), lone surrogates: shown as escapes. CR and the
@@ -47,7 +48,7 @@ def clean(value: Any) -> str:
     return _UNSAFE_RE.sub(_escape, _BREAK_RE.sub("\n", text))
 
 
-def one_line(value: Any, limit: int = 200) -> str:
+def doc_line(value: Any, limit: int = 200) -> str:
     """:func:`clean` text on one line (whitespace runs as one space), at most ``limit`` chars."""
     text = " ".join(clean(value_text(value, limit * 4)).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -98,7 +99,7 @@ class Item:
 def _when(entry: dict[str, Any]) -> str:
     ts = entry.get("timestamp")
     if isinstance(ts, str):
-        return one_line(ts.replace("T", " ")[:19], 40)
+        return doc_line(ts.replace("T", " ")[:19], 40)
     return ""
 
 
@@ -157,7 +158,7 @@ def _content_parts(content: Any, kind: str = "text", *, error: bool = False) -> 
         elif btype == "image":
             parts.append(_image(block))
         else:
-            parts.append(Part("json", clean(json_text(block, indent=True)), one_line(btype, 60) or "block"))
+            parts.append(Part("json", clean(json_text(block, indent=True)), doc_line(btype, 60) or "block"))
     return parts
 
 
@@ -165,18 +166,18 @@ def _image(block: dict[str, Any]) -> Part:
     mime, data = block.get("mimeType"), block.get("data")
     blob = blob_sha256(data)
     if blob is not None:  # oh-my-pi kept the bytes in its blob store, not in the file
-        return Part("note", f"[image {one_line(mime, 60)} kept outside the session file: blob sha256:{blob}]")
+        return Part("note", f"[image {doc_line(mime, 60)} kept outside the session file: blob sha256:{blob}]")
     size = len(data) * 3 // 4 if isinstance(data, str) else 0
     if mime in IMAGE_TYPES and isinstance(data, str) and _BASE64_RE.fullmatch(data):
         return Part("image", mime=str(mime), data=data, title=f"image {mime} {human_bytes(size)}")
-    return Part("note", f"[image {one_line(mime, 60)} {human_bytes(size)}, not shown: not a PNG, JPEG, GIF or "
+    return Part("note", f"[image {doc_line(mime, 60)} {human_bytes(size)}, not shown: not a PNG, JPEG, GIF or "
                         "WebP in base64]")
 
 
 def item_of(entry: dict[str, Any], label: str | None = None) -> Item:
     """The :class:`Item` of one decoded entry (any JSON: nothing here raises)."""
     etype = entry.get("type")
-    item = Item(id=value_text(entry.get("id"), None), kind=one_line(etype, 60),
+    item = Item(id=value_text(entry.get("id"), None), kind=doc_line(etype, 60),
                 when=_when(entry), label=clean(label) if label is not None else None)
     if etype == "message":
         msg = entry.get("message")
@@ -186,7 +187,7 @@ def item_of(entry: dict[str, Any], label: str | None = None) -> Item:
             return item
         _message(item, msg)
         return item
-    short = lambda v: one_line(v, 120)  # noqa: E731
+    short = lambda v: doc_line(v, 120)  # noqa: E731
     if etype == "custom_message":
         item.meta.append(short(entry.get("customType")) + ("" if entry.get("display") else " (hidden from the user)"))
         item.parts.extend(_content_parts(entry.get("content")))
@@ -239,32 +240,32 @@ def item_of(entry: dict[str, Any], label: str | None = None) -> Item:
 
 def _message(item: Item, msg: dict[str, Any]) -> None:
     role = msg.get("role")
-    item.kind = one_line(role, 60) if role is not None else "message"
+    item.kind = doc_line(role, 60) if role is not None else "message"
     item.when = _message_when(msg) or item.when
     if role == "assistant":
-        model = f"{one_line(msg.get('provider'), 80)}/{one_line(msg.get('model'), 120)}".strip("/")
+        model = f"{doc_line(msg.get('provider'), 80)}/{doc_line(msg.get('model'), 120)}".strip("/")
         if model:
             item.meta.append(model)
         stop = msg.get("stopReason")
         if stop not in (None, "stop", "toolUse"):
-            item.meta.append(f"stop: {one_line(stop, 60)}")
+            item.meta.append(f"stop: {doc_line(stop, 60)}")
         item.meta.extend(usage_text(msg.get("usage")))
         if msg.get("errorMessage"):
-            item.parts.append(Part("note", f"error: {one_line(msg.get('errorMessage'), 500)}"))
+            item.parts.append(Part("note", f"error: {doc_line(msg.get('errorMessage'), 500)}"))
         item.parts.extend(_content_parts(msg.get("content")))
     elif role == "toolResult":
         error = bool(msg.get("isError"))
-        item.meta.append(one_line(msg.get("toolName"), 80) + (" ✗ error" if error else ""))
+        item.meta.append(doc_line(msg.get("toolName"), 80) + (" ✗ error" if error else ""))
         item.parts.extend(_content_parts(msg.get("content"), "tool_result", error=error))
     elif role == "bashExecution":
         code = msg.get("exitCode")
-        item.meta.append(f"exit {one_line(code, 20)}" if code is not None else "no exit code")
+        item.meta.append(f"exit {doc_line(code, 20)}" if code is not None else "no exit code")
         if msg.get("excludeFromContext"):
             item.meta.append("excluded from the context")
-        item.parts.append(Part("note", f"$ {one_line(msg.get('command'), 2000)}"))
+        item.parts.append(Part("note", f"$ {doc_line(msg.get('command'), 2000)}"))
         item.parts.append(Part("output", clean(msg.get("output")), error=code not in (0, None)))
     elif role in ("custom", "hookMessage"):
-        item.meta.append(one_line(msg.get("customType"), 120))
+        item.meta.append(doc_line(msg.get("customType"), 120))
         item.parts.extend(_content_parts(msg.get("content")))
     elif role in ("compactionSummary", "branchSummary"):
         item.parts.append(Part("summary", clean(msg.get("summary"))))
