@@ -15,8 +15,7 @@ from typing import Any
 from _benchlib import BenchFile, opened, set_info
 from sessiontree.view import ENTRY, Drawing
 from sessiontree.view import structure_of
-from sessiontree.cli.tree import Layout, format_row
-from sessiontree.cli.tree import Row as TreeRow
+from sessiontree.view import Layout, TreeRow, format_row
 from sessiontree.export.html import write_html
 from sessiontree.export.markdown import write_markdown
 

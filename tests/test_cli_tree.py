@@ -193,7 +193,7 @@ def test_fold_kinds_and_kept_entries_match_naming_each_entry(tmp_path: Path, bac
 
     from sessiontree import SessionManager
     from sessiontree.view import one_line
-    from sessiontree.cli.tree import Layout
+    from sessiontree.view import Layout
 
     entries: list[dict[str, Any]] = []
     parent = None

@@ -11,8 +11,11 @@ so that an entry reads the same in each:
 * ``_preview``: one entry on one line (``tree``, the HTML sidebar, the browser's tree);
 * ``_render``: one entry as an :class:`Item` of :class:`Part` s (the exports and the
   browser's detail pane);
+* ``_context_lines``: the context's messages as terminal lines (``context``, the
+  browser's context screen);
 * ``_structure`` and ``_drawing``: the viewers' model of the tree (the shape, paths,
-  labels, and the rows drawn from it, with folding).
+  labels, and the rows drawn from it, with folding); ``_tree_rows``: ``tree``'s drawing
+  as text rows within a width.
 
 It stands on the core's public API only; the viewers import it through this module.
 """
@@ -20,6 +23,7 @@ It stands on the core's public API only; the viewers import it through this modu
 from __future__ import annotations
 
 from ._cells import cells, fit
+from ._context_lines import model_text, render_message
 from ._drawing import CLOSE, ENTRY, FOLD, MAX_SIBLINGS, MORE, NOTE, OPEN, Drawing, Row, fold_text
 from ._escape import safe, safe_block
 from ._preview import KIND_STYLES, content_text, entry_preview, message_preview, tool_call_preview
@@ -32,6 +36,7 @@ from ._text import (
     collapse,
     human_bytes,
     human_seconds,
+    ms_time,
     int_text,
     json_text,
     num,
@@ -42,11 +47,12 @@ from ._text import (
     to_json_bytes,
     value_text,
 )
+from ._tree_rows import Layout, TreeRow, format_row, tree_rows
 
 __all__ = [
-    "AmbiguousIdError", "CLOSE", "Drawing", "ENTRY", "FOLD", "IMAGE_TYPES", "Item", "KIND_STYLES", "MAX_SIBLINGS",
-    "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "Part", "Row", "Structure", "as_is", "cells", "clean", "collapse",
-    "content_text", "doc_line", "entry_preview", "fit", "fold_text", "human_bytes", "human_seconds", "int_text",
-    "item_of", "json_text", "message_preview", "num", "number", "one_line", "plain_doc", "safe", "safe_block",
-    "show", "structure_of", "to_json_bytes", "tool_call_preview", "usage_text", "value_text",
+    "AmbiguousIdError", "CLOSE", "Drawing", "ENTRY", "FOLD", "IMAGE_TYPES", "Item", "KIND_STYLES", "Layout", "MAX_SIBLINGS",
+    "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "Part", "Row", "Structure", "TreeRow", "as_is", "cells", "clean", "collapse",
+    "content_text", "doc_line", "entry_preview", "fit", "fold_text", "format_row", "human_bytes", "human_seconds", "int_text",
+    "item_of", "json_text", "message_preview", "model_text", "ms_time", "num", "number", "one_line", "plain_doc", "safe", "safe_block",
+    "render_message", "show", "structure_of", "to_json_bytes", "tool_call_preview", "tree_rows", "usage_text", "value_text",
 ]

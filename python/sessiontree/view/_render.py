@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from ._preview import tool_call_preview
-from ._text import human_bytes, json_text, num, number, value_text
+from ._text import human_bytes, json_text, ms_time, num, number, value_text
 from ..schema import blob_sha256
 
 __all__ = ["Part", "Item", "item_of", "clean", "doc_line", "usage_text", "IMAGE_TYPES"]
@@ -101,16 +100,6 @@ def _when(entry: dict[str, Any]) -> str:
     if isinstance(ts, str):
         return doc_line(ts.replace("T", " ")[:19], 40)
     return ""
-
-
-def _message_when(msg: dict[str, Any]) -> str:
-    ms = number(msg.get("timestamp"))
-    if ms is None:
-        return ""
-    try:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-    except (OverflowError, OSError, ValueError):
-        return ""
 
 
 def usage_text(usage: Any) -> list[str]:
@@ -241,7 +230,7 @@ def item_of(entry: dict[str, Any], label: str | None = None) -> Item:
 def _message(item: Item, msg: dict[str, Any]) -> None:
     role = msg.get("role")
     item.kind = doc_line(role, 60) if role is not None else "message"
-    item.when = _message_when(msg) or item.when
+    item.when = ms_time(msg.get("timestamp")) or item.when
     if role == "assistant":
         model = f"{doc_line(msg.get('provider'), 80)}/{doc_line(msg.get('model'), 120)}".strip("/")
         if model:

@@ -10,13 +10,14 @@ import json
 import math
 import re
 import sys
+from datetime import datetime, timezone
 from typing import Any
 
 from ._escape import safe
 
 __all__ = [
     "PREVIEW_CLIP", "to_json_bytes", "json_text", "value_text", "show", "one_line", "collapse", "as_is",
-    "plain_doc", "number", "int_text", "num", "human_bytes", "human_seconds",
+    "plain_doc", "number", "int_text", "num", "human_bytes", "human_seconds", "ms_time",
 ]
 
 
@@ -202,3 +203,14 @@ def one_line(text: Any, limit: int = _PREVIEW_CHARS) -> str:
 
 def as_is(text: str) -> str:
     return text
+
+
+def ms_time(ms: Any) -> str:
+    """A time in milliseconds since the epoch (a message's ``timestamp``) as
+    ``YYYY-MM-DD HH:MM:SS`` UTC; ``""`` for anything that is not a number or not a date."""
+    if isinstance(ms, (int, float)) and not isinstance(ms, bool):
+        try:
+            return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        except (OverflowError, OSError, ValueError):
+            return ""
+    return ""
