@@ -42,6 +42,7 @@ from ..view import (
     Drawing,
     ENTRY,
     FOLD,
+    KINDS,
     Item,
     MAX_SIBLINGS,
     NOTE,
@@ -63,11 +64,6 @@ __all__ = ["write_html", "HtmlStats", "AUTO_ALL_BYTES", "BRANCHES"]
 AUTO_ALL_BYTES = 32 * 1024 * 1024
 BRANCHES = ("auto", "all", "path")
 
-# Kinds with a style of their own; any other kind (whatever the file says) gets none.
-_KINDS = frozenset({"user", "assistant", "toolResult", "bashExecution", "custom", "system", "compaction",
-                    "compactionSummary", "branch_summary", "branchSummary", "custom_message", "model_change",
-                    "thinking_level_change", "label", "session_info", "usage", "context_edit",
-                    "active_tools_change", "leaf"})
 _LINK_RE = re.compile(r"(?i)(?:https?://|mailto:)")
 _THINKING_OPEN = 600  # thinking shorter than this many characters is shown open
 _OUTPUT_OPEN = 20  # command output of at most this many lines is shown open
@@ -266,7 +262,7 @@ def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = Fa
     if n == st.session_leaf:
         marks.append('<span class="mk">← leaf</span>')
     k = doc_line(kind, 40)
-    kcls = f" k-{k}" if k in _KINDS else ""
+    kcls = f" k-{k}" if k in KINDS else ""
     tg = '<span class="tg"></span>' if toggle else ""
     return (f'<a class="{css}" id="t{n}" href="#a{n}" data-n="{n}"><span class="px">{h(prefix)}</span>{tg}'
             f'{h(doc_line(st.id(n), 12)[:8])} <span class="k{kcls}">{h(k)}</span> <span class="pv">{h(text)}</span>'
@@ -278,7 +274,7 @@ def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = Fa
 
 def _article(st: Structure, n: int, md: MarkdownIt, *, shown: bool, out: bool) -> str:
     item = item_of(st.entry(n), st.labels.get(n))
-    kcls = f" k-{item.kind}" if item.kind in _KINDS else ""
+    kcls = f" k-{item.kind}" if item.kind in KINDS else ""
     classes = "m" + (f" m-{item.kind}" if kcls else "") + (" shown" if shown else "") + (" out" if out else "")
     parts = [f'<article id="a{n}" class="{classes}" data-n="{n}"><header><span class="k{kcls}">{h(item.kind)}</span>']
     if item.when:

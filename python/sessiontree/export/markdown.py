@@ -29,14 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..view import Item, Part, Structure, doc_line, item_of
+from ..view import CONVERSATION, Item, Part, Structure, doc_line, item_of
 
 __all__ = ["write_markdown", "contain", "fence", "DETAILS", "MarkdownStats"]
 
 DETAILS = ("full", "no-tools", "user-only")
 
-_CONVERSATION = frozenset({"user", "assistant", "system", "custom", "hookMessage", "custom_message",
-                           "compaction", "branch_summary", "compactionSummary", "branchSummary"})
 _PLAIN_PARTS = frozenset({"text", "summary", "image"})
 _INLINE_RE = re.compile(r"([\\`*_\[\]<>#|~])")
 _TICKS_RE = re.compile(r"`+")
@@ -259,13 +257,13 @@ def _keep(item: Item, part: Part, detail: str) -> bool:
         return True
     if detail == "user-only":
         return item.kind == "user" and part.kind in _PLAIN_PARTS
-    return item.kind in _CONVERSATION and part.kind in _PLAIN_PARTS
+    return item.kind in CONVERSATION and part.kind in _PLAIN_PARTS
 
 
 def _section(item: Item, detail: str) -> str:
     if detail == "user-only" and item.kind != "user":
         return ""
-    if detail == "no-tools" and item.kind not in _CONVERSATION:
+    if detail == "no-tools" and item.kind not in CONVERSATION:
         return ""
     parts = [p for p in item.parts if _keep(item, p, detail)]
     if not parts and detail != "full":

@@ -8,9 +8,10 @@ so that an entry reads the same in each:
   format characters made visible);
 * ``_text``: any JSON value as text (numbers, sizes, JSON); ``_cells``: fitting text to
   a width in terminal cells;
-* ``_preview``: one entry on one line (``tree``, the HTML sidebar, the browser's tree);
-* ``_render``: one entry as an :class:`Item` of :class:`Part` s (the exports and the
-  browser's detail pane);
+* ``_entries``: the table of how each entry type and message role is shown (its word,
+  colour, folding, and its functions in ``_preview``, one line: ``tree``, the HTML
+  sidebar, the browser's tree, and ``_render``, an :class:`Item` of :class:`Part` s:
+  the exports and the browser's detail pane);
 * ``_context_lines``: the context's messages as terminal lines (``context``, the
   browser's context screen);
 * ``_structure`` and ``_drawing``: the viewers' model of the tree (the shape, paths,
@@ -26,8 +27,9 @@ from ._cells import cells, fit
 from ._context_lines import model_text, render_message
 from ._drawing import CLOSE, ENTRY, FOLD, MAX_SIBLINGS, MORE, NOTE, OPEN, Drawing, Row, fold_text
 from ._escape import safe, safe_block
-from ._preview import KIND_STYLES, content_text, entry_preview, message_preview, tool_call_preview
-from ._render import IMAGE_TYPES, Item, Part, clean, item_of, usage_text
+from ._entries import CONVERSATION, KEEP_TYPES, KIND_STYLES, KINDS, entry_preview, item_of, message_preview
+from ._preview import content_text, tool_call_preview
+from ._render import IMAGE_TYPES, Item, Part, clean, usage_text
 from ._render import doc_line
 from ._structure import AmbiguousIdError, Structure, structure_of
 from ._text import (
@@ -50,7 +52,7 @@ from ._text import (
 from ._tree_rows import Layout, TreeRow, format_row, tree_rows
 
 __all__ = [
-    "AmbiguousIdError", "CLOSE", "Drawing", "ENTRY", "FOLD", "IMAGE_TYPES", "Item", "KIND_STYLES", "Layout", "MAX_SIBLINGS",
+    "AmbiguousIdError", "CLOSE", "CONVERSATION", "KEEP_TYPES", "KINDS", "Drawing", "ENTRY", "FOLD", "IMAGE_TYPES", "Item", "KIND_STYLES", "Layout", "MAX_SIBLINGS",
     "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "Part", "Row", "Structure", "TreeRow", "as_is", "cells", "clean", "collapse",
     "content_text", "doc_line", "entry_preview", "fit", "fold_text", "format_row", "human_bytes", "human_seconds", "int_text",
     "item_of", "json_text", "message_preview", "model_text", "ms_time", "num", "number", "one_line", "plain_doc", "safe", "safe_block",

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ._escape import safe_block
-from ._preview import KIND_STYLES, tool_call_preview
+from ._entries import KIND_STYLES
+from ._preview import tool_call_preview
 from ._text import human_bytes, json_text, ms_time, num, one_line, show, value_text
 
 __all__ = ["render_message", "model_text"]

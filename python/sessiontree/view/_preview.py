@@ -1,8 +1,16 @@
-"""One entry on one line: the previews ``sessiontree tree``, the HTML sidebar and the
-browser's tree pane show (its kind, and the gist of its text)."""
+"""One entry on one line: the gist of its text that ``sessiontree tree``, the HTML sidebar
+and the browser's tree pane show beside its kind, one function per entry type and per
+message role (``_entries`` holds them in its table and dispatches).
+
+Every function takes any JSON (nothing raises) and a ``clean`` function that makes text
+fit for where it goes (``_escape.safe`` for a terminal, ``_render.clean`` for a page,
+``as_is`` for ``--json``); an entry function returns its text cleaned, a role function
+its raw text (``message_preview`` collapses and cleans it).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ._cells import fit
@@ -11,7 +19,10 @@ from ._text import PREVIEW_CLIP as _PREVIEW_CHARS
 from ._text import collapse as _collapse
 from ._text import value_text
 
-__all__ = ["content_text", "tool_call_preview", "message_preview", "entry_preview", "KIND_STYLES"]
+__all__ = ["Clean", "content_text", "tool_call_preview"]
+
+Clean = Callable[[str], str]
+"""What makes a text fit for its viewer (``safe``, ``clean``, ``as_is``)."""
 
 
 def content_text(content: Any, *, images: bool = True) -> str:
@@ -51,110 +62,115 @@ def tool_call_preview(block: dict[str, Any], width: int = 60, clean: Any = safe)
     return fit(clean(f"{_collapse(block.get('name', '?'), 200)}({', '.join(shown)})"), width)
 
 
-def message_preview(msg: Any, clean: Any = safe) -> tuple[str, str]:
-    """``(kind, text)`` for an agent message: kind is its role, text its gist on one line.
+def _line(clean: Clean, text: Any, limit: int = _PREVIEW_CHARS) -> str:
+    return clean(_collapse(text, limit))
 
-    Any JSON types are shown; ``clean`` (default :func:`safe`) makes both fit for a terminal.
-    """
-    if not isinstance(msg, dict):
-        return "message", ""
-    role = clean(_collapse(msg.get("role", "?"), 100))
+
+def _short(value: Any) -> str:
+    return value_text(value, 100, none="None")
+
+
+# ------------------------------------------------------------------ message roles
+def assistant(msg: dict[str, Any], clean: Clean) -> str:
+    """Its text blocks, then its tool calls (``→ read(path='a')``); else the start of its
+    thinking; an error or abort first."""
     content = msg.get("content")
-    if role == "assistant":
-        texts, calls, thinking = [], [], ""
-        for block in content if isinstance(content, list) else []:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "text" and block.get("text"):
-                texts.append(value_text(block["text"]))
-            elif block.get("type") == "toolCall":
-                calls.append("→ " + tool_call_preview(block, 50, clean))
-            elif block.get("type") == "thinking" and not thinking:
-                thinking = value_text(block.get("thinking"))
-        text = " ".join(texts + calls)
-        if not text and thinking:
-            text = f"(thinking) {thinking}"
-        stop = msg.get("stopReason")
-        if stop in ("error", "aborted"):
-            text = f"[{stop}] {value_text(msg.get('errorMessage'))} {text}"
-    elif role == "toolResult":
-        err = " ✗" if msg.get("isError") else ""
-        text = f"{value_text(msg.get('toolName', '?'), 200)}{err}: {content_text(content)}"
-    elif role == "bashExecution":
-        code = msg.get("exitCode")
-        tail = f" (exit {value_text(code, 40)})" if code not in (0, None) else ""
-        text = f"$ {value_text(msg.get('command'))}{tail}"
-    elif role in ("custom", "hookMessage"):
-        text = f"{value_text(msg.get('customType'), 200)}: {content_text(content)}"
-    elif role in ("compactionSummary", "branchSummary"):
-        text = value_text(msg.get("summary"))
-    else:
-        text = content_text(content)
-    return role, clean(_collapse(text))
+    texts, calls, thinking = [], [], ""
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and block.get("text"):
+            texts.append(value_text(block["text"]))
+        elif block.get("type") == "toolCall":
+            calls.append("→ " + tool_call_preview(block, 50, clean))
+        elif block.get("type") == "thinking" and not thinking:
+            thinking = value_text(block.get("thinking"))
+    text = " ".join(texts + calls)
+    if not text and thinking:
+        text = f"(thinking) {thinking}"
+    stop = msg.get("stopReason")
+    if stop in ("error", "aborted"):
+        text = f"[{stop}] {value_text(msg.get('errorMessage'))} {text}"
+    return text
 
 
-def entry_preview(entry: dict[str, Any], clean: Any = safe) -> tuple[str, str]:
-    """``(kind, text)`` for one entry: kind is the role for messages, else the entry type.
-
-    Any JSON types are shown; ``clean`` (default :func:`safe`) makes both fit for a terminal.
-    """
-    etype = entry.get("type")
-    if etype == "message":
-        return message_preview(entry.get("message"), clean)
-
-    def line(text: Any, limit: int = _PREVIEW_CHARS) -> str:
-        return clean(_collapse(text, limit))
-
-    def short(value: Any) -> str:
-        return value_text(value, 100, none="None")
-
-    if etype == "custom_message":
-        return "custom_message", line(f"{value_text(entry.get('customType'), 200)}: "
-                                      f"{content_text(entry.get('content'))}")
-    if etype == "compaction":
-        return "compaction", f"{line(entry.get('summary'))} (tokensBefore {line(short(entry.get('tokensBefore')))})"
-    if etype == "branch_summary":
-        return "branch_summary", line(entry.get("summary")) or "(empty summary)"
-    if etype == "model_change":
-        return "model", line(f"{short(entry.get('provider'))}/{short(entry.get('modelId'))}")
-    if etype == "thinking_level_change":
-        return "thinking", line(short(entry.get("thinkingLevel")))
-    if etype == "label":
-        label = entry.get("label")
-        target = short(entry.get("targetId"))
-        if label is None:
-            return "label", line(f"{target} cleared")
-        # repr of the label's start: its quotes must not depend on text past the clip.
-        shown = repr(label[:_PREVIEW_CHARS]) if isinstance(label, str) else short(label)
-        return "label", line(f"{target} = {shown}")
-    if etype == "session_info":
-        return "session_info", line(entry.get("name"))
-    if etype == "custom":
-        return "custom", line(entry.get("customType"), 200)
-    if etype == "active_tools_change":
-        names = entry.get("activeToolNames")
-        return "tools", line(", ".join(map(short, names)) if isinstance(names, list) else short(names))
-    if etype == "leaf":
-        moved_to = entry.get("targetId")
-        return "leaf", line("→ " + ("(before the first entry)" if moved_to is None else short(moved_to)))
-    return line(short(etype)), ""
+def tool_result(msg: dict[str, Any], clean: Clean) -> str:
+    """``read ✗: <its text>`` (``✗`` when ``isError``)."""
+    err = " ✗" if msg.get("isError") else ""
+    return f"{value_text(msg.get('toolName', '?'), 200)}{err}: {content_text(msg.get('content'))}"
 
 
-KIND_STYLES = {
-    "user": "bold green",
-    "assistant": "bold cyan",
-    "toolResult": "yellow",
-    "bashExecution": "magenta",
-    "custom": "blue",
-    "custom_message": "blue",
-    "compaction": "bold red",
-    "compactionSummary": "bold red",
-    "branch_summary": "bold magenta",
-    "branchSummary": "bold magenta",
-    "model": "bright_blue",
-    "thinking": "bright_blue",
-    "tools": "bright_blue",
-    "leaf": "bright_black",
-    "label": "bright_black",
-    "session_info": "bright_black",
-}
+def bash_execution(msg: dict[str, Any], clean: Clean) -> str:
+    """``$ <command> (exit 1)`` (the exit code when not 0)."""
+    code = msg.get("exitCode")
+    tail = f" (exit {value_text(code, 40)})" if code not in (0, None) else ""
+    return f"$ {value_text(msg.get('command'))}{tail}"
+
+
+def custom_message(msg: dict[str, Any], clean: Clean) -> str:
+    """``<customType>: <its text>`` (roles ``custom`` and ``hookMessage``)."""
+    return f"{value_text(msg.get('customType'), 200)}: {content_text(msg.get('content'))}"
+
+
+def summary_message(msg: dict[str, Any], clean: Clean) -> str:
+    """Its ``summary`` (``compactionSummary``, ``branchSummary``)."""
+    return value_text(msg.get("summary"))
+
+
+def plain_message(msg: dict[str, Any], clean: Clean) -> str:
+    """Its content's text (``user``, ``system``, and roles Pi does not define)."""
+    return content_text(msg.get("content"))
+
+
+# ------------------------------------------------------------------ entry types
+def custom_message_entry(entry: dict[str, Any], clean: Clean) -> str:
+    return _line(clean, f"{value_text(entry.get('customType'), 200)}: {content_text(entry.get('content'))}")
+
+
+def compaction(entry: dict[str, Any], clean: Clean) -> str:
+    return f"{_line(clean, entry.get('summary'))} (tokensBefore {_line(clean, _short(entry.get('tokensBefore')))})"
+
+
+def branch_summary(entry: dict[str, Any], clean: Clean) -> str:
+    return _line(clean, entry.get("summary")) or "(empty summary)"
+
+
+def model_change(entry: dict[str, Any], clean: Clean) -> str:
+    return _line(clean, f"{_short(entry.get('provider'))}/{_short(entry.get('modelId'))}")
+
+
+def thinking_level_change(entry: dict[str, Any], clean: Clean) -> str:
+    return _line(clean, _short(entry.get("thinkingLevel")))
+
+
+def label(entry: dict[str, Any], clean: Clean) -> str:
+    text = entry.get("label")
+    target = _short(entry.get("targetId"))
+    if text is None:
+        return _line(clean, f"{target} cleared")
+    # repr of the label's start: its quotes must not depend on text past the clip.
+    shown = repr(text[:_PREVIEW_CHARS]) if isinstance(text, str) else _short(text)
+    return _line(clean, f"{target} = {shown}")
+
+
+def session_info(entry: dict[str, Any], clean: Clean) -> str:
+    return _line(clean, entry.get("name"))
+
+
+def custom(entry: dict[str, Any], clean: Clean) -> str:
+    return _line(clean, entry.get("customType"), 200)
+
+
+def active_tools_change(entry: dict[str, Any], clean: Clean) -> str:
+    names = entry.get("activeToolNames")
+    return _line(clean, ", ".join(map(_short, names)) if isinstance(names, list) else _short(names))
+
+
+def leaf(entry: dict[str, Any], clean: Clean) -> str:
+    moved_to = entry.get("targetId")
+    return _line(clean, "→ " + ("(before the first entry)" if moved_to is None else _short(moved_to)))
+
+
+def unknown_type(etype: Any, clean: Clean) -> str:
+    """The kind of an entry whose ``type`` no row of the table names: the type as written."""
+    return _line(clean, _short(etype))

@@ -1,7 +1,8 @@
 """What one entry shows, for every viewer: an :class:`Item` of :class:`Part` s.
 
 The HTML and Markdown exports and the browser's detail pane all show an entry through
-:func:`item_of`, so a message reads the same everywhere: its kind, time, model, usage,
+``_entries.item_of`` (one function here per entry type and per message role, in its
+table), so a message reads the same everywhere: its kind, time, model, usage,
 label, then its parts (text, thinking, tool calls, tool results, images, command
 output, summaries, notes). Every string in an item has been through :func:`clean`:
 session text is untrusted, and control characters, bidi controls and lone surrogates
@@ -19,7 +20,7 @@ from ._preview import tool_call_preview
 from ._text import human_bytes, json_text, ms_time, num, number, value_text
 from ..schema import blob_sha256
 
-__all__ = ["Part", "Item", "item_of", "clean", "doc_line", "usage_text", "IMAGE_TYPES"]
+__all__ = ["Part", "Item", "new_item", "start_message", "clean", "doc_line", "usage_text", "IMAGE_TYPES"]
 
 # C0 controls but LF and TAB, DEL, C1, ALM, LRM/RLM, the embeddings, overrides and
 # isolates (U+202A-U+202E, U+2066-U+2069), lone surrogates: shown as escapes. CR and the
@@ -163,100 +164,145 @@ def _image(block: dict[str, Any]) -> Part:
                         "WebP in base64]")
 
 
-def item_of(entry: dict[str, Any], label: str | None = None) -> Item:
-    """The :class:`Item` of one decoded entry (any JSON: nothing here raises)."""
-    etype = entry.get("type")
-    item = Item(id=value_text(entry.get("id"), None), kind=doc_line(etype, 60),
+def new_item(entry: dict[str, Any], label: str | None = None) -> Item:
+    """The :class:`Item` of one decoded entry before its kind's function fills it in:
+    its id, its type as its kind, its time and ``label``."""
+    return Item(id=value_text(entry.get("id"), None), kind=doc_line(entry.get("type"), 60),
                 when=_when(entry), label=clean(label) if label is not None else None)
-    if etype == "message":
-        msg = entry.get("message")
-        if not isinstance(msg, dict):
-            item.kind = "message"
-            item.parts.append(Part("json", clean(json_text(msg, indent=True)), "message"))
-            return item
-        _message(item, msg)
-        return item
-    short = lambda v: doc_line(v, 120)  # noqa: E731
-    if etype == "custom_message":
-        item.meta.append(short(entry.get("customType")) + ("" if entry.get("display") else " (hidden from the user)"))
-        item.parts.extend(_content_parts(entry.get("content")))
-    elif etype == "compaction":
-        item.meta.append(f"{num(entry.get('tokensBefore'))} tokens before")
-        item.meta.append(f"keeps from {short(entry.get('firstKeptEntryId'))}")
-        item.meta.extend(usage_text(entry.get("usage")))
-        item.parts.append(Part("summary", clean(entry.get("summary"))))
-    elif etype == "branch_summary":
-        item.meta.append(f"from {short(entry.get('fromId'))}")
-        item.meta.extend(usage_text(entry.get("usage")))
-        item.parts.append(Part("summary", clean(entry.get("summary")) or "(empty summary)"))
-    elif etype == "model_change":
-        item.parts.append(Part("note", f"model → {short(entry.get('provider'))}/{short(entry.get('modelId'))}"))
-    elif etype == "thinking_level_change":
-        item.parts.append(Part("note", f"thinking level → {short(entry.get('thinkingLevel'))}"))
-    elif etype == "label":
-        lab = entry.get("label")
-        what = f"label {short(lab)!r}" if isinstance(lab, str) and lab else "label cleared"
-        item.parts.append(Part("note", f"{what} on {short(entry.get('targetId'))}"))
-    elif etype == "session_info":
-        item.parts.append(Part("note", f"session name: {short(entry.get('name'))}"))
-    elif etype == "custom":
-        item.meta.append(short(entry.get("customType")))
-        if "data" in entry:
-            item.parts.append(Part("json", clean(json_text(entry.get("data"), indent=True)), "extension state"))
-    elif etype == "usage":
-        item.meta.append(f"{short(entry.get('kind'))} · {short(entry.get('provider'))}/{short(entry.get('model'))}")
-        item.meta.extend(usage_text(entry.get("usage")))
-        if entry.get("note"):
-            item.parts.append(Part("note", short(entry.get("note"))))
-    elif etype == "context_edit":
-        replacement = entry.get("replacement")
-        verb = "removes" if replacement is None else "replaces the content of"
-        item.parts.append(Part("note", f"{verb} {short(entry.get('targetId'))} in the context"))
-        if replacement is not None:
-            item.parts.append(Part("json", clean(json_text(replacement, indent=True)), "replacement"))
-    elif etype == "active_tools_change":
-        names = entry.get("activeToolNames")
-        text = ", ".join(short(n) for n in names) if isinstance(names, list) else short(names)
-        item.parts.append(Part("note", f"active tools → {text or '(none)'}"))
-    elif etype == "leaf":
-        target = entry.get("targetId")
-        where = "before the first entry" if target is None else short(target)
-        item.parts.append(Part("note", f"leaf moved → {where}"))
-    else:
-        item.parts.append(Part("json", clean(json_text(entry, indent=True)), "entry"))
-    return item
 
 
-def _message(item: Item, msg: dict[str, Any]) -> None:
+def _short(value: Any) -> str:
+    return doc_line(value, 120)
+
+
+# ------------------------------------------------------------------ message roles
+def start_message(item: Item, msg: dict[str, Any]) -> None:
+    """A message's kind (its role) and time (the message's own, else the entry's)."""
     role = msg.get("role")
     item.kind = doc_line(role, 60) if role is not None else "message"
     item.when = ms_time(msg.get("timestamp")) or item.when
-    if role == "assistant":
-        model = f"{doc_line(msg.get('provider'), 80)}/{doc_line(msg.get('model'), 120)}".strip("/")
-        if model:
-            item.meta.append(model)
-        stop = msg.get("stopReason")
-        if stop not in (None, "stop", "toolUse"):
-            item.meta.append(f"stop: {doc_line(stop, 60)}")
-        item.meta.extend(usage_text(msg.get("usage")))
-        if msg.get("errorMessage"):
-            item.parts.append(Part("note", f"error: {doc_line(msg.get('errorMessage'), 500)}"))
-        item.parts.extend(_content_parts(msg.get("content")))
-    elif role == "toolResult":
-        error = bool(msg.get("isError"))
-        item.meta.append(doc_line(msg.get("toolName"), 80) + (" ✗ error" if error else ""))
-        item.parts.extend(_content_parts(msg.get("content"), "tool_result", error=error))
-    elif role == "bashExecution":
-        code = msg.get("exitCode")
-        item.meta.append(f"exit {doc_line(code, 20)}" if code is not None else "no exit code")
-        if msg.get("excludeFromContext"):
-            item.meta.append("excluded from the context")
-        item.parts.append(Part("note", f"$ {doc_line(msg.get('command'), 2000)}"))
-        item.parts.append(Part("output", clean(msg.get("output")), error=code not in (0, None)))
-    elif role in ("custom", "hookMessage"):
-        item.meta.append(doc_line(msg.get("customType"), 120))
-        item.parts.extend(_content_parts(msg.get("content")))
-    elif role in ("compactionSummary", "branchSummary"):
-        item.parts.append(Part("summary", clean(msg.get("summary"))))
-    else:  # user, system, and roles Pi does not define
-        item.parts.extend(_content_parts(msg.get("content")))
+
+
+def assistant(item: Item, msg: dict[str, Any]) -> None:
+    model = f"{doc_line(msg.get('provider'), 80)}/{doc_line(msg.get('model'), 120)}".strip("/")
+    if model:
+        item.meta.append(model)
+    stop = msg.get("stopReason")
+    if stop not in (None, "stop", "toolUse"):
+        item.meta.append(f"stop: {doc_line(stop, 60)}")
+    item.meta.extend(usage_text(msg.get("usage")))
+    if msg.get("errorMessage"):
+        item.parts.append(Part("note", f"error: {doc_line(msg.get('errorMessage'), 500)}"))
+    item.parts.extend(_content_parts(msg.get("content")))
+
+
+def tool_result(item: Item, msg: dict[str, Any]) -> None:
+    error = bool(msg.get("isError"))
+    item.meta.append(doc_line(msg.get("toolName"), 80) + (" ✗ error" if error else ""))
+    item.parts.extend(_content_parts(msg.get("content"), "tool_result", error=error))
+
+
+def bash_execution(item: Item, msg: dict[str, Any]) -> None:
+    code = msg.get("exitCode")
+    item.meta.append(f"exit {doc_line(code, 20)}" if code is not None else "no exit code")
+    if msg.get("excludeFromContext"):
+        item.meta.append("excluded from the context")
+    item.parts.append(Part("note", f"$ {doc_line(msg.get('command'), 2000)}"))
+    item.parts.append(Part("output", clean(msg.get("output")), error=code not in (0, None)))
+
+
+def custom_message(item: Item, msg: dict[str, Any]) -> None:
+    """Roles ``custom`` and ``hookMessage``."""
+    item.meta.append(doc_line(msg.get("customType"), 120))
+    item.parts.extend(_content_parts(msg.get("content")))
+
+
+def summary_message(item: Item, msg: dict[str, Any]) -> None:
+    """Roles ``compactionSummary`` and ``branchSummary``."""
+    item.parts.append(Part("summary", clean(msg.get("summary"))))
+
+
+def plain_message(item: Item, msg: dict[str, Any]) -> None:
+    """``user``, ``system``, and roles Pi does not define."""
+    item.parts.extend(_content_parts(msg.get("content")))
+
+
+def not_a_message(item: Item, msg: Any) -> None:
+    """A ``message`` entry whose ``message`` is not an object: shown as JSON."""
+    item.kind = "message"
+    item.parts.append(Part("json", clean(json_text(msg, indent=True)), "message"))
+
+
+# ------------------------------------------------------------------ entry types
+def custom_message_entry(item: Item, entry: dict[str, Any]) -> None:
+    item.meta.append(_short(entry.get("customType")) + ("" if entry.get("display") else " (hidden from the user)"))
+    item.parts.extend(_content_parts(entry.get("content")))
+
+
+def compaction(item: Item, entry: dict[str, Any]) -> None:
+    item.meta.append(f"{num(entry.get('tokensBefore'))} tokens before")
+    item.meta.append(f"keeps from {_short(entry.get('firstKeptEntryId'))}")
+    item.meta.extend(usage_text(entry.get("usage")))
+    item.parts.append(Part("summary", clean(entry.get("summary"))))
+
+
+def branch_summary(item: Item, entry: dict[str, Any]) -> None:
+    item.meta.append(f"from {_short(entry.get('fromId'))}")
+    item.meta.extend(usage_text(entry.get("usage")))
+    item.parts.append(Part("summary", clean(entry.get("summary")) or "(empty summary)"))
+
+
+def model_change(item: Item, entry: dict[str, Any]) -> None:
+    item.parts.append(Part("note", f"model → {_short(entry.get('provider'))}/{_short(entry.get('modelId'))}"))
+
+
+def thinking_level_change(item: Item, entry: dict[str, Any]) -> None:
+    item.parts.append(Part("note", f"thinking level → {_short(entry.get('thinkingLevel'))}"))
+
+
+def label(item: Item, entry: dict[str, Any]) -> None:
+    lab = entry.get("label")
+    what = f"label {_short(lab)!r}" if isinstance(lab, str) and lab else "label cleared"
+    item.parts.append(Part("note", f"{what} on {_short(entry.get('targetId'))}"))
+
+
+def session_info(item: Item, entry: dict[str, Any]) -> None:
+    item.parts.append(Part("note", f"session name: {_short(entry.get('name'))}"))
+
+
+def custom(item: Item, entry: dict[str, Any]) -> None:
+    item.meta.append(_short(entry.get("customType")))
+    if "data" in entry:
+        item.parts.append(Part("json", clean(json_text(entry.get("data"), indent=True)), "extension state"))
+
+
+def usage(item: Item, entry: dict[str, Any]) -> None:
+    item.meta.append(f"{_short(entry.get('kind'))} · {_short(entry.get('provider'))}/{_short(entry.get('model'))}")
+    item.meta.extend(usage_text(entry.get("usage")))
+    if entry.get("note"):
+        item.parts.append(Part("note", _short(entry.get("note"))))
+
+
+def context_edit(item: Item, entry: dict[str, Any]) -> None:
+    replacement = entry.get("replacement")
+    verb = "removes" if replacement is None else "replaces the content of"
+    item.parts.append(Part("note", f"{verb} {_short(entry.get('targetId'))} in the context"))
+    if replacement is not None:
+        item.parts.append(Part("json", clean(json_text(replacement, indent=True)), "replacement"))
+
+
+def active_tools_change(item: Item, entry: dict[str, Any]) -> None:
+    names = entry.get("activeToolNames")
+    text = ", ".join(_short(n) for n in names) if isinstance(names, list) else _short(names)
+    item.parts.append(Part("note", f"active tools → {text or '(none)'}"))
+
+
+def leaf(item: Item, entry: dict[str, Any]) -> None:
+    target = entry.get("targetId")
+    where = "before the first entry" if target is None else _short(target)
+    item.parts.append(Part("note", f"leaf moved → {where}"))
+
+
+def unknown_type(item: Item, entry: dict[str, Any]) -> None:
+    """An entry whose ``type`` no row of the table names: the whole entry as JSON."""
+    item.parts.append(Part("json", clean(json_text(entry, indent=True)), "entry"))

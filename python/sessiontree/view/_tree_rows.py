@@ -16,14 +16,13 @@ from typing import Any, NamedTuple
 
 from ..schema import CodeColumn
 from ._cells import cells, fit
-from ._preview import KIND_STYLES, content_text, entry_preview
+from ._drawing import EDGE, MIN_FOLD, fold_text
+from ._entries import KEEP_TYPES, KIND_STYLES, entry_preview
+from ._preview import content_text
 from ._text import one_line, show
 
 __all__ = ["TreeRow", "Layout", "tree_rows", "format_row"]
 
-_KEEP_TYPES = frozenset({"compaction", "branch_summary", "session_info"})
-_EDGE = 2  # entries kept at each end of a folded run
-_MIN_FOLD = 3  # a fold line must hide at least this many entries
 _SPINE, _FORK, _LAST, _PIPE, _GAP, _MORE = "│ ", "├─ ", "└─ ", "│  ", "   ", "└┄ "
 
 
@@ -137,7 +136,7 @@ def _kind_table(shape: Any) -> tuple[Any, list[str], set[int], dict[int, str]]:
         kinds = list(map(_kind, types, roles))
         names = list(dict.fromkeys(kinds))
         code_of = {k: c for c, k in enumerate(names)}
-        return [code_of[k] for k in kinds], names, {i for i, t in enumerate(types) if t in _KEEP_TYPES}, {}
+        return [code_of[k] for k in kinds], names, {i for i, t in enumerate(types) if t in KEEP_TYPES}, {}
     t, r = types.codes, roles.codes
     # Code = role code << 4 | type code, byte by byte: one OR of the two columns read
     # as integers (the nibbles do not overlap, so nothing carries).
@@ -150,7 +149,7 @@ def _kind_table(shape: Any) -> tuple[Any, list[str], set[int], dict[int, str]]:
     odd = {i: _kind("message", role) for i, role in (roles.others or {}).items()}
     keep: set[int] = set()
     for tc, etype in enumerate(types.names):
-        if etype in _KEEP_TYPES:
+        if etype in KEEP_TYPES:
             code = bytes((tc,))
             at = t.find(code)
             while at >= 0:
@@ -267,13 +266,13 @@ def _run_rows(lay: Layout, run: list[int], g_first: tuple[str, ...], g_rest: tup
               full: bool) -> Iterator[TreeRow]:
     n = len(run)
     path = lay.on_path
-    if full or n <= 2 * _EDGE + _MIN_FOLD:
+    if full or n <= 2 * EDGE + MIN_FOLD:
         for k, i in enumerate(run):
             yield TreeRow(g_first if k == 0 else g_rest, i, i in path, depth)
         return
-    for k in range(_EDGE):
+    for k in range(EDGE):
         yield TreeRow(g_first if k == 0 else g_rest, run[k], run[k] in path, depth)
-    inner = run[_EDGE : n - _EDGE]
+    inner = run[EDGE : n - EDGE]
     start = 0
     for k in lay.kept_in(inner):
         if k > start:
@@ -282,12 +281,12 @@ def _run_rows(lay: Layout, run: list[int], g_first: tuple[str, ...], g_rest: tup
         start = k + 1
     if start < len(inner):
         yield from _flush(lay, inner[start:], g_rest, depth)
-    for i in run[n - _EDGE :]:
+    for i in run[n - EDGE :]:
         yield TreeRow(g_rest, i, i in path, depth)
 
 
 def _flush(lay: Layout, hidden: list[int], guides: tuple[str, ...], depth: int) -> Iterator[TreeRow]:
-    if len(hidden) < _MIN_FOLD:
+    if len(hidden) < MIN_FOLD:
         for i in hidden:
             yield TreeRow(guides, i, i in lay.on_path, depth)
         return
@@ -333,13 +332,6 @@ def _subtree_size(lay: Layout, v: int) -> int:
     return n
 
 
-def _fold_text(kinds: Counter[str]) -> str:
-    total = sum(kinds.values())
-    parts = ", ".join(f"{n:,} {k}" for k, n in kinds.most_common(4))
-    more = " …" if len(kinds) > 4 else ""
-    return f"  ⋮ {total:,} entries: {parts}{more}"
-
-
 
 def format_row(row: TreeRow, lay: Layout, label: Any, width: int) -> tuple[str, list[tuple[str, str]]]:
     """Lay out one row within ``width`` cells.
@@ -356,7 +348,7 @@ def format_row(row: TreeRow, lay: Layout, label: Any, width: int) -> tuple[str, 
     prefix, used = lay.prefix(row.guides, width)
     segs: list[tuple[str, str]] = [(prefix, "bright_black")]
     if row.at is None:
-        text = fit(row.note if row.note is not None else _fold_text(row.folded or Counter()), width - used)
+        text = fit(row.note if row.note is not None else "  " + fold_text(row.folded or Counter()), width - used)
         segs.append((text, "dim italic"))
         return prefix + text, segs
     i = row.at
