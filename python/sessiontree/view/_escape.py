@@ -1,8 +1,15 @@
-"""The one escaping rule for session text shown to a person (session text is untrusted):
-which characters are made visible, and how they are spelled.
+"""The one escaping rule for session text shown to a person: which characters are made
+visible, and how they are spelled. Session text is untrusted; every viewer (the command
+line, the browser, the HTML and Markdown exports) shows it through this rule.
 
-Modes: :func:`safe` (one terminal line: line breaks and tabs escaped too),
-:func:`safe_block` (terminal text on several lines: LF and TAB kept).
+Two modes:
+
+* :func:`safe`: one line (a terminal row, a heading, an attribute): line breaks and
+  tabs are escaped too.
+* :func:`safe_block`: text shown on several lines (a message in the context, the
+  browser's detail pane, an exported page): CR, CRLF, U+2028 and U+2029 become LF, and
+  LF and TAB stay. Each format still escapes for its own syntax (HTML entities,
+  Markdown fences) after this.
 """
 
 from __future__ import annotations
@@ -16,17 +23,17 @@ __all__ = ["safe", "safe_block"]
 # overrides, isolates, marks) and the Unicode line/paragraph separators: session text
 # is untrusted, and any of these would let it move the cursor, recolour or clear the
 # terminal, or reorder what is shown. Also the invisible format characters a terminal
-# draws as nothing or as a box (soft hyphen, zero-width space, word joiner, BOM, the
-# deprecated format controls, interlinear annotation, tags), which would hide text or
-# shift columns, and lone surrogates (the stream would print them as six characters
-# the width count did not see); ZWJ/ZWNJ and variation selectors stay, as emoji and
-# scripts need them. ``safe_block`` keeps LF and TAB (rendered on purpose as lines and
-# indentation); ``safe`` escapes them too.
+# or a page draws as nothing or as a box (soft hyphen, combining grapheme joiner,
+# Mongolian vowel separator, zero-width space, word joiner and the invisible operators,
+# BOM, the deprecated format controls, interlinear annotation, tags), which would hide
+# text or shift columns, and lone surrogates (a stream would print them as six
+# characters the width count did not see); ZWJ/ZWNJ and variation selectors stay, as
+# emoji and scripts need them.
 _UNSAFE_OTHER = ("\x7f-\x9f\xad\u034f\u061c\u180e\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
                  "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f")
 _UNSAFE_RE = re.compile(f"[\x00-\x1f{_UNSAFE_OTHER}]")
 _UNSAFE_BLOCK_RE = re.compile(f"[\x00-\x08\x0b-\x1f{_UNSAFE_OTHER}]")  # LF (0a) and TAB (09) kept
-
+_BREAK_RE = re.compile("\r\n?|[\u2028\u2029]")  # line breaks a block shows as LF
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
@@ -40,13 +47,13 @@ def _escape_char(m: re.Match[str]) -> str:
     return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
 
 
-
 def safe(text: str) -> str:
-    """``text`` fit for a terminal line: controls, bidi controls, U+2028/U+2029 and line
-    breaks become visible escapes (``\\x1b``, ``\\u202e``, ``\\x0a``).
+    """``text`` fit for one line: controls, bidi and invisible format characters, lone
+    surrogates and line breaks become visible escapes (``\\x1b``, ``\\u202e``,
+    ``\\u200b``, ``\\n``).
 
     Every piece of session content (and every path or message that may echo it) goes
-    through this, or :func:`safe_block`, before human output.
+    through this, or :func:`safe_block`, before a person sees it.
     """
     if text.isascii() and text.isprintable():
         return text
@@ -54,7 +61,10 @@ def safe(text: str) -> str:
 
 
 def safe_block(text: str) -> str:
-    """Like :func:`safe` but keeps LF and TAB, for text deliberately shown on several lines."""
+    """``text`` fit to be shown on several lines: as :func:`safe`, but CR, CRLF, U+2028
+    and U+2029 become LF, and LF and TAB stay."""
     if text.isascii() and text.isprintable():
         return text
-    return _UNSAFE_BLOCK_RE.sub(_escape_char, text)
+    if _UNSAFE_BLOCK_RE.search(text) is None:  # most text: nothing to change
+        return text
+    return _UNSAFE_BLOCK_RE.sub(_escape_char, _BREAK_RE.sub("\n", text))

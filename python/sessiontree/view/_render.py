@@ -5,8 +5,9 @@ The HTML and Markdown exports and the browser's detail pane all show an entry th
 table), so a message reads the same everywhere: its kind, time, model, usage,
 label, then its parts (text, thinking, tool calls, tool results, images, command
 output, summaries, notes). Every string in an item has been through :func:`clean`:
-session text is untrusted, and control characters, bidi controls and lone surrogates
-become visible escapes (``\\u202e``) here, once, before any format sees them. Each
+session text is untrusted, and control characters, bidi and invisible format
+characters and lone surrogates become visible escapes (``\\u202e``) here, once, by the
+one rule every viewer uses (``_escape``), before any format sees them. Each
 format still escapes for its own syntax (HTML entities, Markdown fences).
 """
 
@@ -16,36 +17,23 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._escape import safe_block
 from ._preview import tool_call_preview
 from ._text import human_bytes, json_text, ms_time, num, number, value_text
 from ..schema import blob_sha256
 
 __all__ = ["Part", "Item", "new_item", "start_message", "clean", "doc_line", "usage_text", "IMAGE_TYPES"]
 
-# C0 controls but LF and TAB, DEL, C1, ALM, LRM/RLM, the embeddings, overrides and
-# isolates (U+202A-U+202E, U+2066-U+2069), lone surrogates: shown as escapes. CR and the
-# Unicode line/paragraph separators are line breaks.
-_UNSAFE_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_BREAK_RE = re.compile("\r\n?|[\u2028\u2029]")
-_CHECK_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _BASE64_RE = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 
-def _escape(m: re.Match[str]) -> str:
-    o = ord(m.group())
-    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
-
-
 def clean(value: Any) -> str:
-    """Any JSON value as text fit for any viewer: controls, bidi controls and lone
-    surrogates escaped (``\\x1b``, ``\\u202e``, ``\\udc80``), CR / CRLF / U+2028 / U+2029
-    as LF. LF and TAB stay."""
-    text = value_text(value, None)
-    if _CHECK_RE.search(text) is None:
-        return text
-    return _UNSAFE_RE.sub(_escape, _BREAK_RE.sub("\n", text))
+    """Any JSON value as text fit for any viewer, on several lines (``_escape.safe_block``):
+    controls, bidi and invisible format characters and lone surrogates escaped
+    (``\\x1b``, ``\\u202e``, ``\\u200b``, ``\\udc80``), CR / CRLF / U+2028 / U+2029 as LF; LF
+    and TAB stay."""
+    return safe_block(value_text(value, None))
 
 
 def doc_line(value: Any, limit: int = 200) -> str:
