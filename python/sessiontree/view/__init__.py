@@ -27,9 +27,21 @@ from ._cells import cells, fit
 from ._context_lines import model_text, render_message
 from ._drawing import CLOSE, ENTRY, FOLD, MAX_SIBLINGS, MORE, NOTE, OPEN, Drawing, Row, fold_text
 from ._escape import safe, safe_block
-from ._entries import CONVERSATION, KEEP_TYPES, KIND_STYLES, KINDS, entry_preview, item_of, message_preview
+from ._entries import (
+    CONVERSATION,
+    ENTRY_VIEWS,
+    KEEP_TYPES,
+    KIND_STYLES,
+    KINDS,
+    ROLE_VIEWS,
+    EntryView,
+    RoleView,
+    entry_preview,
+    item_of,
+    message_preview,
+)
 from ._preview import content_text, tool_call_preview
-from ._render import IMAGE_TYPES, Item, Part, clean, usage_text
+from ._render import IMAGE_TYPES, Item, Part, clean
 from ._render import doc_line
 from ._structure import AmbiguousIdError, Structure, structure_of
 from ._text import (
@@ -47,12 +59,13 @@ from ._text import (
     plain_doc,
     show,
     to_json_bytes,
+    usage_text,
     value_text,
 )
 from ._tree_rows import Layout, TreeRow, format_row, tree_rows
 
 __all__ = [
-    "AmbiguousIdError", "CLOSE", "CONVERSATION", "KEEP_TYPES", "KINDS", "Drawing", "ENTRY", "FOLD", "IMAGE_TYPES", "Item", "KIND_STYLES", "Layout", "MAX_SIBLINGS",
+    "AmbiguousIdError", "CLOSE", "CONVERSATION", "ENTRY_VIEWS", "EntryView", "ROLE_VIEWS", "RoleView", "KEEP_TYPES", "KINDS", "Drawing", "ENTRY", "FOLD", "IMAGE_TYPES", "Item", "KIND_STYLES", "Layout", "MAX_SIBLINGS",
     "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "Part", "Row", "Structure", "TreeRow", "as_is", "cells", "clean", "collapse",
     "content_text", "doc_line", "entry_preview", "fit", "fold_text", "format_row", "human_bytes", "human_seconds", "int_text",
     "item_of", "json_text", "message_preview", "model_text", "ms_time", "num", "number", "one_line", "plain_doc", "safe", "safe_block",

@@ -64,8 +64,8 @@ ENTRY_VIEWS: dict[str, EntryView] = {
     "label": EntryView("label", "bright_black", p.label, r.label),
     "session_info": EntryView("session_info", "bright_black", p.session_info, r.session_info, keep=True),
     "custom": EntryView("custom", "blue", p.custom, r.custom),
-    "usage": EntryView("usage", "", None, r.usage),
-    "context_edit": EntryView("context_edit", "", None, r.context_edit),
+    "usage": EntryView("usage", "", p.usage, r.usage),
+    "context_edit": EntryView("context_edit", "", p.context_edit, r.context_edit),
     "active_tools_change": EntryView("tools", "bright_blue", p.active_tools_change, r.active_tools_change),
     "leaf": EntryView("leaf", "bright_black", p.leaf, r.leaf),
 }

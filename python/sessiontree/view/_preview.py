@@ -17,7 +17,7 @@ from ._cells import fit
 from ._escape import safe
 from ._text import PREVIEW_CLIP as _PREVIEW_CHARS
 from ._text import collapse as _collapse
-from ._text import value_text
+from ._text import usage_text, value_text
 
 __all__ = ["Clean", "content_text", "tool_call_preview"]
 
@@ -159,6 +159,24 @@ def session_info(entry: dict[str, Any], clean: Clean) -> str:
 
 def custom(entry: dict[str, Any], clean: Clean) -> str:
     return _line(clean, entry.get("customType"), 200)
+
+
+def usage(entry: dict[str, Any], clean: Clean) -> str:
+    """``compaction · anthropic/claude-x · in 1,234 · out 56 · $0.0100``: what a call
+    not tied to a message spent."""
+    head = f"{_short(entry.get('kind'))} · {_short(entry.get('provider'))}/{_short(entry.get('model'))}"
+    return _line(clean, " · ".join([head, *usage_text(entry.get("usage"))]))
+
+
+def context_edit(entry: dict[str, Any], clean: Clean) -> str:
+    """``a1b2c3d4 removed`` or ``a1b2c3d4 ← <the replacement's text>``: what the context
+    holds of the target from here on."""
+    target = _short(entry.get("targetId"))
+    replacement = entry.get("replacement")
+    if replacement is None:
+        return _line(clean, f"{target} removed")
+    content = replacement.get("content") if isinstance(replacement, dict) else replacement
+    return _line(clean, f"{target} ← {content_text(content) if isinstance(content, (str, list)) else _short(content)}")
 
 
 def active_tools_change(entry: dict[str, Any], clean: Clean) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ._escape import safe_block
 from ._preview import tool_call_preview
-from ._text import human_bytes, json_text, ms_time, num, number, value_text
+from ._text import human_bytes, json_text, ms_time, num, usage_text, value_text
 from ..schema import blob_sha256
 
 __all__ = ["Part", "Item", "new_item", "start_message", "clean", "doc_line", "usage_text", "IMAGE_TYPES"]
@@ -89,26 +89,6 @@ def _when(entry: dict[str, Any]) -> str:
     if isinstance(ts, str):
         return doc_line(ts.replace("T", " ")[:19], 40)
     return ""
-
-
-def usage_text(usage: Any) -> list[str]:
-    """``["in 1,234 · out 567 · cache 12,000 read, 0 written", "$0.0123"]`` from a
-    ``usage`` dict (any JSON value: what is not a number is left out)."""
-    if not isinstance(usage, dict):
-        return []
-    parts = []
-    for key, word in (("input", "in"), ("output", "out")):
-        if number(usage.get(key)) is not None:
-            parts.append(f"{word} {num(usage[key])}")
-    cr, cw = number(usage.get("cacheRead")), number(usage.get("cacheWrite"))
-    if cr or cw:
-        parts.append(f"cache {num(cr or 0)} read, {num(cw or 0)} written")
-    out = [" · ".join(parts)] if parts else []
-    cost = usage.get("cost")
-    total = number(cost.get("total")) if isinstance(cost, dict) else None
-    if total is not None:
-        out.append(f"${total:.4f}")
-    return out
 
 
 def _content_parts(content: Any, kind: str = "text", *, error: bool = False) -> list[Part]:

@@ -17,7 +17,7 @@ from ._escape import safe
 
 __all__ = [
     "PREVIEW_CLIP", "to_json_bytes", "json_text", "value_text", "show", "one_line", "collapse", "as_is",
-    "plain_doc", "number", "int_text", "num", "human_bytes", "human_seconds", "ms_time",
+    "plain_doc", "number", "int_text", "num", "human_bytes", "human_seconds", "ms_time", "usage_text",
 ]
 
 
@@ -214,3 +214,23 @@ def ms_time(ms: Any) -> str:
         except (OverflowError, OSError, ValueError):
             return ""
     return ""
+
+
+def usage_text(usage: Any) -> list[str]:
+    """``["in 1,234 · out 567 · cache 12,000 read, 0 written", "$0.0123"]`` from a
+    ``usage`` dict (any JSON value: what is not a number is left out)."""
+    if not isinstance(usage, dict):
+        return []
+    parts = []
+    for key, word in (("input", "in"), ("output", "out")):
+        if number(usage.get(key)) is not None:
+            parts.append(f"{word} {num(usage[key])}")
+    cr, cw = number(usage.get("cacheRead")), number(usage.get("cacheWrite"))
+    if cr or cw:
+        parts.append(f"cache {num(cr or 0)} read, {num(cw or 0)} written")
+    out = [" · ".join(parts)] if parts else []
+    cost = usage.get("cost")
+    total = number(cost.get("total")) if isinstance(cost, dict) else None
+    if total is not None:
+        out.append(f"${total:.4f}")
+    return out
