@@ -235,7 +235,7 @@ def test_item_of_shows_every_field_of_every_type() -> None:
 
 # --------------------------------------------------------------------- tables
 def test_tables_hold_every_field() -> None:
-    fields = pytest.importorskip("sessiontree.tables._fields")
+    fields = pytest.importorskip("sessiontree._rows")
     for name, entry in ENTRIES:
         etype = entry["type"]
         values = fields.entry_fields(entry)

@@ -181,7 +181,7 @@ def test_blob_references_are_named_never_decoded(tmp_path: Path) -> None:
     for bad in ("blob:sha256:" + "AB" * 32, "blob:sha256:../x", BLOB + "0", "aGVsbG8=", None):
         assert blob_sha256(bad) is None
     from sessiontree.view import item_of
-    from sessiontree.tables._fields import image_stub
+    from sessiontree._rows import image_stub
 
     block = {"type": "image", "data": BLOB, "mimeType": "image/png"}
     stub = {"sha256": "ab" * 32, "bytes": None, "mime": "image/png", "problem": None}

@@ -360,7 +360,7 @@ class TreeIndex(Protocol):
         """The decoded columns of the ``entries`` and ``tool_calls`` tables for entries
         ``start`` to ``stop - 1`` in Arrow layouts (the native core's ``Index.table_rows``,
         whose docstring names the buffers), or ``None`` where the backend has none (the
-        python backend: ``tables._fields`` decodes its entries; tests hold the two equal).
+        python backend: ``_rows`` decodes its entries; tests hold the two equal).
 
         Raises:
             StaleSessionError: a line changed in the file since it was indexed.

@@ -22,10 +22,10 @@ except ImportError as e:  # pragma: no cover - the extra is missing
         "sessiontree.tables needs pyarrow: pip install 'pyarrow>=15' (in a checkout: pip install '.[arrow]')"
     ) from e
 
-from ._build import SessionTables, Source, sessions_table
-from ._fields import MAX_ARGUMENTS, MAX_FIELD, MAX_RESULT, MAX_TEXT
+from .._tables import SessionTables, Source, sessions_table
+from .._rows import MAX_ARGUMENTS, MAX_FIELD, MAX_RESULT, MAX_TEXT
 from ._parquet import ExportResult, export_parquet, session_paths
-from ._schema import ENTRIES, SCHEMAS, SESSIONS, TOOL_CALLS
+from .._table_schema import ENTRIES, SCHEMAS, SESSIONS, TOOL_CALLS
 
 if TYPE_CHECKING:
     from .._backend import TreeIndex
