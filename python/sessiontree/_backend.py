@@ -83,7 +83,7 @@ def default_cache_budget() -> int:
     text = os.environ.get(CACHE_ENV, "").strip()
     if not text:
         return DEFAULT_CACHE_BYTES
-    from .generate import parse_size  # only when the variable is set
+    from ._sizes import parse_size  # only when the variable is set
 
     try:
         return parse_size(text)

@@ -40,7 +40,6 @@ __all__ = [
     "list_all_sessions",
     "list_folders",
     "project_cwd",
-    "project_folders",
 ]
 
 ProgressCallback = Callable[[int, int], None]
@@ -167,7 +166,7 @@ def read_session_info(path: str) -> SessionInfo:
             is not a header with a string ``id``).
         OSError: it cannot be read.
     """
-    from .catalog._extract import native_scanner, scan_file
+    from .catalog import native_scanner, scan_file
 
     require_regular_file(path)
     st = os.stat(path)
@@ -181,7 +180,7 @@ def read_session_info(path: str) -> SessionInfo:
         raise header_error(path, line, offset, header_problem(raw))
     row.header(read_value(value).value)
     row.facts(r[4])
-    from .catalog._indexer import ends_digest, listed_text
+    from .catalog import ends_digest, listed_text
 
     (end, _eof, tail, _read, ends) = r[0]
     return session_info(path, row, partial(listed_text, path, end, ends_digest(ends), tail))
@@ -233,15 +232,6 @@ def project_cwd(cwd: str) -> str:
     return os.path.realpath(os.path.expanduser(cwd))
 
 
-def project_folders(root: str) -> list[str]:
-    """The project folders of a sessions root: its direct subfolders (symlinks
-    followed), sorted (files directly in the root are not listed, as in Pi)."""
-    try:
-        return sorted(e.path for e in os.scandir(root) if e.is_dir(follow_symlinks=True))
-    except OSError:
-        return []
-
-
 def list_folders(
     folders: Sequence[str],
     on_progress: ProgressCallback | None = None,
@@ -265,8 +255,7 @@ def list_folders(
         One :class:`SessionInfo` per session file, newest ``modified`` first (ties in
         folder, then file-name order).
     """
-    from .catalog import refresh_for, run
-    from .catalog._indexer import listed_text
+    from .catalog import listed_text, refresh_for, run
 
     def op(store: Any) -> list[SessionInfo]:
         sessions: list[SessionInfo] = []
@@ -333,7 +322,7 @@ def list_all_sessions(
     Returns:
         All sessions, newest ``modified`` first.
     """
-    from ._places import default_session_root
+    from ._places import default_session_root, project_folders
 
     folders = project_folders(root if root is not None else default_session_root())
     return list_folders(folders, on_progress, on_problem, catalog=catalog, no_cache=no_cache)

@@ -1310,7 +1310,7 @@ class SessionManager:
             ImportError: pyarrow is not installed (``pip install pyarrow``).
         """
         self._check()
-        from .tables import session_reader
+        from ._tables import session_reader  # pyarrow is imported with it (the `arrow` extra)
 
         return session_reader(self, self._index, table)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["default_session_root", "session_dir_for_cwd", "session_file_name"]
+__all__ = ["default_session_root", "project_folders", "session_dir_for_cwd", "session_file_name"]
 
 
 def default_session_root() -> str:
@@ -59,3 +59,12 @@ def session_file_name(timestamp_iso: str, session_id: str) -> str:
         e.g. ``2025-11-07T09-14-10-205Z_<id>.jsonl``.
     """
     return f"{timestamp_iso.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
+
+
+def project_folders(root: str) -> list[str]:
+    """The project folders of a sessions root: its direct subfolders (symlinks
+    followed), sorted (files directly in the root are not listed, as in Pi)."""
+    try:
+        return sorted(e.path for e in os.scandir(root) if e.is_dir(follow_symlinks=True))
+    except OSError:
+        return []

@@ -12,26 +12,49 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-import pyarrow as pa
-import pyarrow.compute as pc
+try:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+except ImportError as e:  # pragma: no cover - the extra is missing
+    raise ImportError(
+        "sessiontree's tables need pyarrow: pip install 'pyarrow>=15' (in a checkout: pip install '.[arrow]')"
+    ) from e
 
 from ._time import parse_iso_ms
 from . import _rows
 from ._rows import Call, Result, calls_of, entry_fields, result_of
-from ._table_schema import ENTRIES, SESSIONS, TIMESTAMP, TOOL_CALLS
+from ._table_schema import ENTRIES, SCHEMAS, SESSIONS, TIMESTAMP, TOOL_CALLS
 
 if TYPE_CHECKING:
     from ._backend import TreeIndex
-    from ._manager import SessionManager
+    from ._backend import LoadIssue
 
-__all__ = ["Source", "SessionTables", "BATCH_ROWS", "BATCH_BYTES"]
+__all__ = ["Source", "SessionTables", "BATCH_ROWS", "BATCH_BYTES", "TABLES", "session_reader"]
+
+TABLES = tuple(SCHEMAS)
+"""The table names: ``sessions``, ``entries``, ``tool_calls``."""
 
 BATCH_ROWS = 16_384
 """Most entries decoded per batch."""
 BATCH_BYTES = 16 << 20
 """Most bytes of entry lines decoded per batch (a batch holds at least one entry)."""
+
+
+class Session(Protocol):
+    """What the tables read of an open ``SessionManager`` besides its index."""
+
+    @property
+    def file_version(self) -> Any: ...
+    @property
+    def leaf_id(self) -> str | None: ...
+    @property
+    def session_file(self) -> str | None: ...
+    @property
+    def load_report(self) -> list[LoadIssue]: ...
+    def get_header(self) -> Any: ...
+    def get_session_name(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -51,7 +74,7 @@ class Source:
     migrated: bool
 
     @classmethod
-    def of(cls, sm: SessionManager, index: TreeIndex) -> Source:
+    def of(cls, sm: Session, index: TreeIndex) -> Source:
         """The source of an open session (``index`` is its backend index)."""
         version = sm.file_version
         return cls(index, sm.leaf_id, sm.get_header(), sm.session_file, sm.get_session_name(), version,
@@ -335,3 +358,23 @@ class SessionTables:
 def sessions_table(rows: list[dict[str, Any]]) -> pa.Table:
     """The ``sessions`` table of rows from :meth:`SessionTables.session_row`."""
     return pa.Table.from_pylist(rows, schema=SESSIONS)
+
+
+def session_reader(sm: Session, index: TreeIndex, table: str) -> pa.RecordBatchReader:
+    """One table of an open session as a lazy ``pyarrow.RecordBatchReader``
+    (``SessionManager.to_arrow``'s body).
+
+    Raises:
+        ValueError: ``table`` is not one of :data:`TABLES`.
+    """
+    if table not in SCHEMAS:
+        raise ValueError(f"no table {table!r}: use one of {', '.join(TABLES)}")
+    tables = SessionTables(Source.of(sm, index))
+    batches: Any
+    if table == "entries":
+        batches = tables.entries()
+    elif table == "tool_calls":
+        batches = tables.tool_calls().to_batches()
+    else:
+        batches = sessions_table([tables.session_row()]).to_batches()
+    return pa.RecordBatchReader.from_batches(SCHEMAS[table], batches)

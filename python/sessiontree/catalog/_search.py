@@ -347,7 +347,7 @@ def search_folders(
     Raises:
         ValueError: the query is empty or its ``re:`` pattern is empty or invalid.
     """
-    from . import refresh_for, run
+    from ._run import refresh_for, run
 
     q = query if isinstance(query, Query) else parse_query(query)
     matcher = _Matcher(q)

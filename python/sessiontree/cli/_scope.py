@@ -90,8 +90,8 @@ def folders(args: argparse.Namespace) -> list[str]:
     Raises:
         CliError: DIR is not a folder, or ``--cwd`` is given with DIR.
     """
-    from .._listing import project_cwd, project_folders
-    from .._places import default_session_root, session_dir_for_cwd
+    from .._listing import project_cwd
+    from .._places import default_session_root, project_folders, session_dir_for_cwd
 
     directory = getattr(args, "dir", None)
     if directory is not None:
@@ -152,7 +152,7 @@ def catalog_options(args: argparse.Namespace, io: Io | None = None) -> dict[str,
     Raises:
         CliError: the catalog path is inside Pi's folders.
     """
-    from ..catalog._location import ENV, resolve
+    from ..catalog import ENV, resolve
 
     try:
         path = resolve(args.catalog)
