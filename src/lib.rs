@@ -39,11 +39,11 @@ pub use lines::FINGERPRINT;
 pub use listing::{
     entries_path, scan_file, Collect, Doc, DocKind, Header, Name, Scan, UsageKind, UsageRow,
 };
-pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES};
+pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES, TOKEN_KEYS};
 pub use source::count_newlines;
 pub use stat::{unchanged as stat_unchanged, Seen};
 pub use time::parse_iso_ms;
-pub use usage::{Total, UsageTotals, TOKEN_KEYS};
+pub use usage::{Total, UsageTotals};
 
 #[cfg(feature = "python")]
 mod python;
