@@ -1,6 +1,6 @@
 """The viewers (``sessiontree browse``, ``sessiontree export``) on an opened session.
 
-* ``structure``: the shape of the whole tree (``_structure.structure_of``): the index's
+* ``structure``: the shape of the whole tree (``view.structure_of``): the index's
   ``get_shape`` and the labels, no entry decoded but the label lines.
 * ``browse first screen``: from a shape to the first screen's rows: the drawing around
   the leaf and the text of 50 rows (their entries decoded), as the tree pane makes them.

@@ -79,7 +79,7 @@ def test_no_viewer_passes_an_invisible_character_through(tmp_path: Path, backend
     with SessionManager.open(str(path), backend=backend) as sm:
         st = structure_of(sm)
         entries = [st.entry(i) for i in range(len(st))]
-        shown = []
+        shown: list[str] = []
         for e in entries:
             shown.extend(entry_preview(e))
             shown.extend(_strings(item_of(e)))

@@ -1,7 +1,7 @@
 """``BrowseApp``: the ``sessiontree browse`` Textual app (keys: ``cli/browse.py``).
 
 The session opens in a worker thread (the screen is up at once) and the shape comes
-from ``_structure.structure_of``; then every key works on the shape and the drawing,
+from ``view.structure_of``; then every key works on the shape and the drawing,
 and only the entries on screen, the selected one, a search's candidates and a
 context are decoded. Writes (a label, a fork) go through ``SessionManager``: a label
 is appended to this session (as Pi appends it, at the leaf), a fork is written by a

@@ -12,7 +12,7 @@ from ..view import safe
 def resolve_entry(io: Io, sm: Any, file: str, ident: str, option: str = "--leaf") -> tuple[str, Any]:
     """``(entry id, structure or None)`` for ``ident`` in the open session ``sm``.
 
-    The structure (``_structure.structure_of``) is built only when ``ident`` is not a
+    The structure (``view.structure_of``) is built only when ``ident`` is not a
     whole id, and handed back so the caller need not build it again.
 
     Raises:

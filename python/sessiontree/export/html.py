@@ -112,7 +112,7 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
     """Write the page of ``st``'s session through ``write`` (called with text chunks).
 
     Args:
-        st: the session's structure (``_structure.structure_of``).
+        st: the session's structure (``view.structure_of``).
         write: where the page goes, chunk by chunk.
         leaf: the entry whose path is shown (default the current leaf).
         branches: ``auto``, ``all`` or ``path`` (module docstring).
