@@ -27,6 +27,7 @@ from functools import partial
 from typing import Any
 
 from . import _js
+from ._places import project_folders  # noqa: F401  (its home; a listing's callers find it here too)
 from ._reader import header_error, header_problem, read_value
 from ._storage import require_regular_file
 from ._time import datetime_from_ms, parse_iso_ms
@@ -40,6 +41,7 @@ __all__ = [
     "list_all_sessions",
     "list_folders",
     "project_cwd",
+    "project_folders",
 ]
 
 ProgressCallback = Callable[[int, int], None]
@@ -322,7 +324,7 @@ def list_all_sessions(
     Returns:
         All sessions, newest ``modified`` first.
     """
-    from ._places import default_session_root, project_folders
+    from ._places import default_session_root
 
     folders = project_folders(root if root is not None else default_session_root())
     return list_folders(folders, on_progress, on_problem, catalog=catalog, no_cache=no_cache)

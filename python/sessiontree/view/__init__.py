@@ -5,7 +5,8 @@ and the HTML and Markdown exports show sessions through this package and nothing
 so that an entry reads the same in each:
 
 * ``_escape``: the one escaping rule for session text (controls, bidi and invisible
-  format characters made visible);
+  format characters made visible), in two modes: one line (``safe``) and several
+  lines (``safe_block``; ``_render.clean`` for the exports and the detail pane);
 * ``_text``: any JSON value as text (numbers, sizes, JSON); ``_cells``: fitting text to
   a width in terminal cells;
 * ``_entries``: the table of how each entry type and message role is shown (its word,
@@ -26,7 +27,6 @@ from __future__ import annotations
 from ._cells import cells, fit
 from ._context_lines import model_text, render_message
 from ._drawing import CLOSE, ENTRY, FOLD, MAX_SIBLINGS, MORE, NOTE, OPEN, Drawing, Row, fold_text
-from ._escape import safe, safe_block
 from ._entries import (
     CONVERSATION,
     ENTRY_VIEWS,
@@ -40,9 +40,9 @@ from ._entries import (
     item_of,
     message_preview,
 )
+from ._escape import safe, safe_block
 from ._preview import content_text, tool_call_preview
-from ._render import IMAGE_TYPES, Item, Part, clean
-from ._render import doc_line
+from ._render import IMAGE_TYPES, Item, Part, clean, doc_line
 from ._structure import AmbiguousIdError, Structure, structure_of
 from ._text import (
     PREVIEW_CLIP,
@@ -50,9 +50,9 @@ from ._text import (
     collapse,
     human_bytes,
     human_seconds,
-    ms_time,
     int_text,
     json_text,
+    ms_time,
     num,
     number,
     one_line,
@@ -65,9 +65,11 @@ from ._text import (
 from ._tree_rows import Layout, TreeRow, format_row, tree_rows
 
 __all__ = [
-    "AmbiguousIdError", "CLOSE", "CONVERSATION", "ENTRY_VIEWS", "EntryView", "ROLE_VIEWS", "RoleView", "KEEP_TYPES", "KINDS", "Drawing", "ENTRY", "FOLD", "IMAGE_TYPES", "Item", "KIND_STYLES", "Layout", "MAX_SIBLINGS",
-    "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "Part", "Row", "Structure", "TreeRow", "as_is", "cells", "clean", "collapse",
-    "content_text", "doc_line", "entry_preview", "fit", "fold_text", "format_row", "human_bytes", "human_seconds", "int_text",
-    "item_of", "json_text", "message_preview", "model_text", "ms_time", "num", "number", "one_line", "plain_doc", "safe", "safe_block",
-    "render_message", "show", "structure_of", "to_json_bytes", "tool_call_preview", "tree_rows", "usage_text", "value_text",
+    "CLOSE", "CONVERSATION", "ENTRY", "ENTRY_VIEWS", "FOLD", "IMAGE_TYPES", "KEEP_TYPES", "KIND_STYLES", "KINDS",
+    "MAX_SIBLINGS", "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "ROLE_VIEWS", "AmbiguousIdError", "Drawing",
+    "EntryView", "Item", "Layout", "Part", "RoleView", "Row", "Structure", "TreeRow", "as_is", "cells", "clean",
+    "collapse", "content_text", "doc_line", "entry_preview", "fit", "fold_text", "format_row", "human_bytes",
+    "human_seconds", "int_text", "item_of", "json_text", "message_preview", "model_text", "ms_time", "num",
+    "number", "one_line", "plain_doc", "render_message", "safe", "safe_block", "show", "structure_of",
+    "to_json_bytes", "tool_call_preview", "tree_rows", "usage_text", "value_text",
 ]
