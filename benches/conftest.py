@@ -18,6 +18,11 @@ Backends
     narrows a run to one). Benchmarks set ``benchmark.group`` to ``"<operation> <size>"``
     so that one run prints the backends (and the physical references) side by side.
 
+Persisted indexes
+    Off (``SESSIONTREE_INDEX=off``) for the suites, whose opens measure the scan;
+    ``benches/reopen.py`` measures reopening through them. Nothing here writes the
+    user's index folder.
+
 Smoke mode
     Under ``--benchmark-disable`` (``make test``, CI) every body still runs once and
     asserts its result, so a broken benchmark fails the test run.
@@ -43,6 +48,20 @@ from _benchlib import (
 )
 
 HERE = Path(__file__).resolve().parent
+
+@pytest.fixture(scope="session", autouse=True)
+def _scans_not_persisted_indexes() -> Iterator[None]:
+    """Opens in the suites scan the file (see the module notes)."""
+    import os
+
+    old = os.environ.get("SESSIONTREE_INDEX")
+    os.environ["SESSIONTREE_INDEX"] = "off"
+    yield
+    if old is None:
+        os.environ.pop("SESSIONTREE_INDEX", None)
+    else:
+        os.environ["SESSIONTREE_INDEX"] = old
+
 
 # ---------------------------------------------------------------------- options
 def pytest_addoption(parser: pytest.Parser) -> None:

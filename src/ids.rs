@@ -1,12 +1,22 @@
 //! Entry ids: the id bytes of every entry back to back ([`IdArena`]) and an
 //! open-addressing table from id to entry number ([`IdTable`]) that keeps no id of its
-//! own: 8 bytes per slot, load at most 1/2 (8–16 bytes per entry).
+//! own: 4 bytes per slot, load at most 1/2 (8–16 bytes per entry). Both may view a
+//! persisted index's map (`col.rs`).
+//!
+//! Why these shapes (a 1 GiB session of 799,330 Pi entries): the arena held a `u64`
+//! end per id beside the bytes, 16 bytes per 8-hex id, and the table 8-byte slots (a
+//! 32-bit hash tag and the entry), 21 bytes per entry. Ids of one length (Pi's 8 hex,
+//! a UUID) need no ends; a slot needs as many bits for the entry as the table has
+//! slots, and the rest of 32 still filter nearly every wrong candidate before the id is
+//! compared (11 bits at this size). 37 → 18.5 bytes per entry.
+
+use crate::col::Col;
 
 /// Open-addressing table of entry numbers keyed by the id bytes kept in an
-/// [`IdArena`]: no `String` per id, 8 bytes per slot (32-bit hash tag + entry number +
-/// 1), linear probing, load at most 1/2.
+/// [`IdArena`]: no `String` per id, 4 bytes per slot (`e + 1` in the low `k` bits of
+/// a table of `2^k` slots, a hash tag in the rest), linear probing, load at most 1/2.
 pub(crate) struct IdTable {
-    slots: Vec<u64>,
+    slots: Col<u32>,
     len: usize,
     seed: u64,
 }
@@ -26,7 +36,7 @@ impl IdTable {
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
         h.write_u8(0);
         IdTable {
-            slots: Vec::new(),
+            slots: Col::default(),
             len: 0,
             seed: h.finish(),
         }
@@ -44,31 +54,47 @@ impl IdTable {
         fmix(h ^ u64::from_le_bytes(last))
     }
 
+    /// Bits of a slot that hold the entry (`log2` of the slot count).
+    fn bits(&self) -> u32 {
+        self.slots.len().trailing_zeros()
+    }
+
+    /// The probe start and the slot's tag bits for hash `h` (a table of `2^k` slots
+    /// takes the start from the low bits and the tag from the high ones).
+    #[inline]
+    fn split(&self, h: u64) -> (usize, u32) {
+        let k = self.bits();
+        let start = h as usize & (self.slots.len() - 1);
+        let tag = ((h >> 32) as u32).checked_shl(k).unwrap_or(0);
+        (start, tag)
+    }
+
     /// The entry whose id is `id`.
     pub(crate) fn find(&self, id: &[u8], ids: &IdArena) -> Option<u32> {
         if self.slots.is_empty() {
             return None;
         }
-        self.probe(id, ids).1.ok()
+        self.probe(id, ids).ok()
     }
 
-    /// Follow the probe sequence of `id` (the table must have slots): its tag, and
-    /// `Ok(entry)` where it is stored or `Err(slot)` for the empty slot that ends the
-    /// sequence, where it would go.
+    /// Follow the probe sequence of `id` (the table must have slots): `Ok(entry)`
+    /// where it is stored, or `Err((slot, tag))` for the empty slot that ends the
+    /// sequence, where it would go, and its tag.
     #[inline]
-    fn probe(&self, id: &[u8], ids: &IdArena) -> (u64, Result<u32, usize>) {
-        let tag = self.hash(id) >> 32;
-        let mask = self.slots.len() - 1;
-        let mut i = tag as usize & mask;
+    fn probe(&self, id: &[u8], ids: &IdArena) -> Result<u32, (usize, u32)> {
+        let (mut i, tag) = self.split(self.hash(id));
+        let slots = &*self.slots;
+        let mask = slots.len() - 1;
+        let low = (1u64 << self.bits()) - 1;
         loop {
-            let s = self.slots[i];
+            let s = slots[i];
             if s == 0 {
-                return (tag, Err(i));
+                return Err((i, tag));
             }
-            if s >> 32 == tag {
-                let e = (s as u32).wrapping_sub(1);
+            if s & !(low as u32) == tag {
+                let e = (s as u64 & low) as u32 - 1;
                 if ids.get(e) == id {
-                    return (tag, Ok(e));
+                    return Ok(e);
                 }
             }
             i = (i + 1) & mask;
@@ -81,11 +107,11 @@ impl IdTable {
         if self.slots.is_empty() {
             return;
         }
-        let i = (self.hash(id) >> 32) as usize & (self.slots.len() - 1);
+        let i = self.split(self.hash(id)).0;
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let p: *const u64 = &self.slots[i];
+            let p: *const u32 = &self.slots[i];
             // SAFETY: SSE is part of the x86_64 baseline; a prefetch only hints the
             // cache, never faults, and `p` points into `slots`.
             unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>()) };
@@ -95,17 +121,26 @@ impl IdTable {
     }
 
     /// Make room for `more` entries without growing in between (one rehash instead
-    /// of one per doubling while a big file is ingested).
-    pub(crate) fn reserve(&mut self, more: usize) {
-        // A linear-probing miss costs ~(1 + 1/(1-a)^2)/2 probes: 32 at load 7/8, 2.5
-        // at 1/2, so the load stays at most 1/2.
-        let want = ((self.len + more) * 2).max(16).next_power_of_two();
-        if want > self.slots.len() {
-            // The probe start is taken from the stored 32-bit tag, so growing needs no
-            // access to the ids.
-            let old = std::mem::replace(&mut self.slots, vec![0; want]);
-            for s in old.into_iter().filter(|&s| s != 0) {
-                self.put(s);
+    /// of one per doubling while a big file is ingested). A rehash hashes the ids
+    /// again (`ids` holds every id in the table): a slot keeps too few hash bits to
+    /// find its new place.
+    pub(crate) fn reserve(&mut self, more: usize, ids: &IdArena) {
+        // A linear-probing miss costs ~(1 + 1/(1-a)^2)/2 probes: 32 at load 7/8, 8.5 at
+        // 3/4, 2.5 at 1/2: a table grows to load 1/2 once it would pass 3/4 (a
+        // persisted one is kept at up to 3/4, `parts`: one more entry must not make a
+        // reopen rehash every id).
+        let need = self.len + more;
+        if need * 4 > self.slots.len() * 3 || self.slots.len() < 16 {
+            let want = (need * 2).max(16).next_power_of_two();
+            let old_low = if self.slots.is_empty() {
+                0
+            } else {
+                (1u64 << self.bits()) - 1
+            };
+            let old = std::mem::replace(&mut self.slots, Col::from(vec![0; want]));
+            for s in old.iter().copied().filter(|&s| s != 0) {
+                let e = (s as u64 & old_low) as u32 - 1;
+                self.put(self.hash(ids.get(e)), e);
             }
         }
     }
@@ -114,60 +149,125 @@ impl IdTable {
     /// that has it. One hash and one probe sequence for the duplicate check and the
     /// insert together.
     pub(crate) fn insert_new(&mut self, id: &[u8], entry: u32, ids: &IdArena) -> Option<u32> {
-        self.reserve(1);
+        self.reserve(1, ids);
         match self.probe(id, ids) {
-            (_, Ok(e)) => Some(e),
-            (tag, Err(i)) => {
-                self.slots[i] = tag << 32 | (entry as u64 + 1);
+            Ok(e) => Some(e),
+            Err((i, tag)) => {
+                self.slots[i] = tag | (entry + 1);
                 self.len += 1;
                 None
             }
         }
     }
 
-    fn put(&mut self, slot: u64) {
-        let mask = self.slots.len() - 1;
-        let mut i = (slot >> 32) as usize & mask;
-        while self.slots[i] != 0 {
+    fn put(&mut self, h: u64, entry: u32) {
+        let (mut i, tag) = self.split(h);
+        let slots = &mut *self.slots;
+        let mask = slots.len() - 1;
+        while slots[i] != 0 {
             i = (i + 1) & mask;
         }
-        self.slots[i] = slot;
+        slots[i] = tag | (entry + 1);
+    }
+
+    /// Heap bytes held.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.slots.heap_bytes()
+    }
+
+    /// The table as a persisted index keeps it: the slots of the same entries at load
+    /// at most 3/4 (a table of half as many slots when that holds them: 8 instead of 16
+    /// bytes per entry at worst, on disk and in the page cache; a look-up there takes
+    /// ~2.5 probes instead of 1.5, each a slot of the same cache line mostly, and an
+    /// insert makes it grow back to load 1/2), the entries held and the hash seed.
+    pub(crate) fn parts(&self, ids: &IdArena) -> (Vec<u32>, usize, u64) {
+        let want = (self.len * 4 / 3 + 1).max(16).next_power_of_two();
+        if want >= self.slots.len() {
+            return (self.slots.to_vec(), self.len, self.seed);
+        }
+        let mut t = IdTable {
+            slots: Col::from(vec![0; want]),
+            len: 0,
+            seed: self.seed,
+        };
+        let low = (1u64 << self.bits()) - 1;
+        for &s in self.slots.iter().filter(|&&s| s != 0) {
+            let e = (s as u64 & low) as u32 - 1;
+            t.put(t.hash(ids.get(e)), e);
+        }
+        (t.slots.to_vec(), self.len, self.seed)
+    }
+
+    /// A table from [`IdTable::parts`]; `None` unless the slot count is a power of two
+    /// that holds `len` entries at load at most 3/4 and has an empty slot (a probe
+    /// always ends; the slots themselves are the checksummed bytes of a table this
+    /// build wrote: a wrong one could only miss entries, never loop).
+    pub(crate) fn from_parts(slots: Col<u32>, len: usize, seed: u64) -> Option<IdTable> {
+        let n = slots.len();
+        let empty = slots.contains(&0);
+        (n.is_power_of_two() && n >= 16 && len * 4 <= n * 3 && empty).then_some(IdTable {
+            slots,
+            len,
+            seed,
+        })
     }
 }
 
-/// Id bytes of all entries, back to back; entry `e`'s id ends at `end[e]`.
+/// Id bytes of all entries, back to back. While every id has the same length (Pi's 8
+/// hex digits, a UUID) entry `e`'s id is the `e`-th run of that many bytes; the first
+/// id of another length switches to an end offset per id.
 #[derive(Default)]
 pub(crate) struct IdArena {
+    /// The length of every id so far (`None`: ids of several lengths, see `end`).
+    width: Option<usize>,
+    /// Where each id ends (only once the lengths differ).
     end: Vec<u64>,
-    bytes: Vec<u8>,
+    bytes: Col<u8>,
+    n: usize,
 }
 
 impl IdArena {
     /// The id of entry `e` (empty for an unknown number).
+    #[inline]
     pub(crate) fn get(&self, e: u32) -> &[u8] {
         let e = e as usize;
-        let Some(&end) = self.end.get(e) else {
+        if e >= self.n {
             return &[];
-        };
-        let start = if e == 0 { 0 } else { self.end[e - 1] };
-        &self.bytes[start as usize..end as usize]
-    }
-    /// Append the id of the next entry.
-    pub(crate) fn push(&mut self, id: &[u8]) {
-        self.bytes.extend_from_slice(id);
-        self.end.push(self.bytes.len() as u64);
+        }
+        match self.width {
+            Some(w) => &self.bytes[e * w..e * w + w],
+            None => {
+                let start = if e == 0 { 0 } else { self.end[e - 1] };
+                &self.bytes[start as usize..self.end[e] as usize]
+            }
+        }
     }
 
-    /// Room for `more` ids (of unknown length).
-    pub(crate) fn reserve(&mut self, more: usize) {
-        self.end.reserve(more);
+    /// Append the id of the next entry.
+    pub(crate) fn push(&mut self, id: &[u8]) {
+        match self.width {
+            Some(w) if w != id.len() => {
+                // The first id of another length: every id so far gets its end.
+                self.end = (1..=self.n as u64).map(|k| k * w as u64).collect();
+                self.width = None;
+            }
+            None if self.n == 0 => self.width = Some(id.len()),
+            _ => {}
+        }
+        self.bytes.extend_from_slice(id);
+        if self.width.is_none() {
+            self.end.push(self.bytes.len() as u64);
+        }
+        self.n += 1;
     }
 
     /// Room for exactly `total` ids of `total_bytes` bytes in all (an estimate of the
     /// final size: no doubling slack).
     pub(crate) fn reserve_total(&mut self, total: usize, total_bytes: usize) {
-        if let Some(more) = total.checked_sub(self.end.len()).filter(|&m| m > 0) {
-            self.end.reserve_exact(more);
+        if self.width.is_none() && self.n > 0 {
+            if let Some(more) = total.checked_sub(self.end.len()).filter(|&m| m > 0) {
+                self.end.reserve_exact(more);
+            }
         }
         if let Some(more) = total_bytes.checked_sub(self.bytes.len()).filter(|&m| m > 0) {
             self.bytes.reserve_exact(more);
@@ -183,5 +283,86 @@ impl IdArena {
     pub(crate) fn shrink_to_fit(&mut self) {
         self.end.shrink_to_fit();
         self.bytes.shrink_to_fit();
+    }
+
+    /// Heap bytes held.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.end.capacity() * 8 + self.bytes.heap_bytes()
+    }
+
+    /// The arena as its parts: the common id length (`None`: `ends` holds each id's
+    /// end) and the bytes.
+    pub(crate) fn parts(&self) -> (Option<usize>, &[u64], &[u8]) {
+        (self.width, &self.end, &self.bytes)
+    }
+
+    /// An arena from [`IdArena::parts`] (the caller checked that they fit together:
+    /// [`IdArena::check_parts`]).
+    pub(crate) fn from_parts(
+        n: usize,
+        width: Option<usize>,
+        end: Vec<u64>,
+        bytes: Col<u8>,
+    ) -> IdArena {
+        IdArena {
+            width,
+            end,
+            bytes,
+            n,
+        }
+    }
+
+    /// Whether `n` ids can be read from these parts without a read out of bounds:
+    /// `width * n` bytes, or `n` ascending ends within the bytes.
+    pub(crate) fn check_parts(n: usize, width: Option<usize>, end: &[u64], bytes: &[u8]) -> bool {
+        match width {
+            Some(w) => w > 0 && end.is_empty() && w.checked_mul(n) == Some(bytes.len()),
+            None => {
+                end.len() == n
+                    && end
+                        .last()
+                        .map_or(bytes.is_empty(), |&l| l == bytes.len() as u64)
+                    && end.windows(2).all(|p| p[0] < p[1])
+                    && end.first().is_none_or(|&f| f > 0)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_of_one_length_and_then_another() {
+        let mut a = IdArena::default();
+        let mut t = IdTable::new();
+        let ids: Vec<Vec<u8>> = (0..5000u32)
+            .map(|i| {
+                if i < 3000 {
+                    format!("{i:08x}").into_bytes()
+                } else {
+                    format!("id-{i}").into_bytes()
+                }
+            })
+            .collect();
+        for (e, id) in ids.iter().enumerate() {
+            assert_eq!(t.insert_new(id, e as u32, &a), None);
+            a.push(id);
+            if e == 2999 {
+                assert!(a.parts().0 == Some(8));
+            }
+        }
+        assert!(a.parts().0.is_none());
+        for (e, id) in ids.iter().enumerate() {
+            assert_eq!(a.get(e as u32), &id[..]);
+            assert_eq!(t.find(id, &a), Some(e as u32));
+            assert_eq!(t.insert_new(id, 9999, &a), Some(e as u32));
+        }
+        assert_eq!(t.find(b"nope", &a), None);
+        assert_eq!(a.get(5000), b"");
+        let (w, end, bytes) = a.parts();
+        assert!(IdArena::check_parts(5000, w, end, bytes));
+        assert!(!IdArena::check_parts(5001, w, end, bytes));
     }
 }

@@ -118,6 +118,13 @@ pub struct Issue {
 }
 
 impl Issue {
+    /// Heap bytes the item holds.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.ids.capacity() * 24
+            + self.ids.iter().map(Vec::capacity).sum::<usize>()
+            + self.text.as_ref().map_or(0, Vec::capacity)
+    }
+
     /// An item about the line `line` at `offset`, with no ids, count or text.
     pub(crate) fn at(kind: IssueKind, line: u64, offset: u64) -> Issue {
         Issue {

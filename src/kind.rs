@@ -36,6 +36,13 @@ macro_rules! entry_kinds {
                 }
             }
 
+            /// The kind whose byte (`kind as u8`) is `code`, if any.
+            pub fn from_code(code: u8) -> Option<EntryKind> {
+                const ALL: &[EntryKind] =
+                    &[$(EntryKind::$variant,)* EntryKind::Unknown, EntryKind::Session];
+                ALL.get(usize::from(code)).copied()
+            }
+
             /// The type name of a kind in [`ENTRY_TYPES`]; `None` for `Unknown` and
             /// `Session`.
             pub fn name(self) -> Option<&'static str> {
@@ -119,6 +126,21 @@ impl Role {
         "system",
     ];
 
+    /// The role whose byte (`role as u8`) is `code`, if any.
+    pub fn from_code(code: u8) -> Option<Role> {
+        const ALL: &[Role] = &[
+            Role::None,
+            Role::User,
+            Role::Assistant,
+            Role::ToolResult,
+            Role::BashExecution,
+            Role::Custom,
+            Role::System,
+            Role::Other,
+        ];
+        ALL.get(usize::from(code)).copied()
+    }
+
     /// The role of a decoded `message.role` string (`None`: not a string).
     #[inline]
     pub fn from_name(name: Option<&[u8]>) -> Role {
@@ -151,6 +173,15 @@ mod tests {
         assert_eq!(EntryKind::from_name(b"Message"), EntryKind::Unknown);
         assert_eq!(EntryKind::Session.name(), None);
         assert_eq!(EntryKind::Unknown.name(), None);
+        for k in [
+            EntryKind::Message,
+            EntryKind::Leaf,
+            EntryKind::Unknown,
+            EntryKind::Session,
+        ] {
+            assert_eq!(EntryKind::from_code(k as u8), Some(k));
+        }
+        assert_eq!(EntryKind::from_code(EntryKind::Session as u8 + 1), None);
     }
 
     #[test]
@@ -163,5 +194,9 @@ mod tests {
             assert_eq!(Role::from_name(Some(name.as_bytes())) as usize, i + 1);
         }
         assert_eq!(Role::Other as usize, Role::NAMES.len() + 1);
+        for c in 0..=Role::Other as u8 {
+            assert_eq!(Role::from_code(c).map(|r| r as u8), Some(c));
+        }
+        assert_eq!(Role::from_code(Role::Other as u8 + 1), None);
     }
 }

@@ -12,6 +12,7 @@
 //! (docs/ARCHITECTURE.md lists them).
 
 mod clip;
+mod col;
 mod context;
 mod error;
 mod guard;
@@ -21,7 +22,9 @@ mod issue;
 mod kind;
 mod lines;
 mod listing;
+mod persist;
 pub mod rows;
+mod runs;
 mod scan;
 mod source;
 mod stat;
@@ -39,6 +42,7 @@ pub use lines::FINGERPRINT;
 pub use listing::{
     entries_path, scan_file, Collect, Doc, DocKind, Header, Name, Scan, UsageKind, UsageRow,
 };
+pub use persist::Cache;
 pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES, TOKEN_KEYS};
 pub use source::count_newlines;
 pub use stat::{unchanged as stat_unchanged, Seen};

@@ -126,7 +126,7 @@ pub(crate) struct Chunk {
     /// Assistant messages' usage numbers and the JSON texts (in the arena) of their
     /// `provider` and `model` (`usage.rs`).
     spent: Vec<(Numbers, Ref, Ref)>,
-    /// A range scanned from offset 0 (an open): the first [`FINGERPRINT`] bytes the
+    /// When the scan keeps the ends (an open): the first [`FINGERPRINT`] bytes the
     /// chunk covers (its first block only) and those of its bytes among the range's
     /// last `2 * FINGERPRINT` (empty for all but the last chunk or two), as read.
     pub(crate) first_bytes: Vec<u8>,
@@ -426,6 +426,8 @@ struct Blocks<'a> {
     end: u64,
     first_off: Option<u64>,
     last: bool,
+    /// Chunks carry the range's first and last bytes (`Chunk::first_bytes`).
+    keep_ends: bool,
 }
 
 impl Blocks<'_> {
@@ -505,7 +507,7 @@ impl Blocks<'_> {
         let first_off = if k == 0 { self.first_off } else { None };
         let last = self.last && start + bytes.len() as u64 == self.end;
         let (mut ch, n) = scan_range(bytes, start, 0, first_off, last, soft);
-        if self.from == 0 {
+        if self.keep_ends {
             let covered = &bytes[..n];
             if k == 0 {
                 ch.first_bytes = covered[..n.min(FINGERPRINT)].to_vec();
@@ -525,7 +527,9 @@ impl Blocks<'_> {
 /// bytes it covered) to `sink` in file order. `first_off` says the range starts inside
 /// an accepted line that starts there; `last` that a final piece without `\n` is the
 /// image's tail. Blocks are scanned by all CPUs, at most [`WINDOW`] ahead of `sink`;
-/// `sink` returns `false` to stop early (the rest is not read).
+/// `sink` returns `false` to stop early (the rest is not read). `keep_ends`: the chunks
+/// carry the range's first and last bytes as read (`Chunk::first_bytes`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_blocks(
     mem: Option<&[u8]>,
     read: Reader<'_>,
@@ -533,6 +537,7 @@ pub(crate) fn scan_blocks(
     end: u64,
     first_off: Option<u64>,
     last: bool,
+    keep_ends: bool,
     sink: &mut dyn FnMut(Chunk, u64) -> Result<bool>,
 ) -> Result<()> {
     let blocks = Blocks {
@@ -542,6 +547,7 @@ pub(crate) fn scan_blocks(
         end,
         first_off,
         last,
+        keep_ends,
     };
     let n = blocks.count();
     let mut buf = Vec::new();
@@ -746,6 +752,7 @@ mod tests {
             img.len() as u64,
             None,
             last,
+            false,
             &mut |ch, bytes| {
                 covered += bytes;
                 for c in &ch.cands {

@@ -17,6 +17,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use crate::error::Error;
 use crate::index::{Index, Value};
 use crate::kind::EntryKind;
+use crate::persist::Cache;
 use crate::usage::Total;
 
 pyo3::import_exception!(sessiontree.errors, InvalidSessionError);
@@ -212,13 +213,33 @@ fn opt(n: Option<u32>) -> Option<u64> {
 
 #[pymethods]
 impl PyIndex {
-    /// Map and index the session file at `path` (releases the GIL).
+    /// Index the session file at `path` (releases the GIL); with `cache` (`(folder,
+    /// budget bytes, min file bytes, settle seconds)`), through the persisted indexes
+    /// kept in that folder (`persist`).
     #[staticmethod]
-    fn open(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<PyIndex> {
+    #[pyo3(signature = (path, cache=None))]
+    fn open(
+        py: Python<'_>,
+        path: &Bound<'_, PyAny>,
+        cache: Option<(Bound<'_, PyAny>, u64, u64, f64)>,
+    ) -> PyResult<PyIndex> {
         let p = os_path(path)?;
         let pb = p.clone();
+        let cache = match cache {
+            None => None,
+            Some((dir, budget, min_bytes, settle)) => Some(Cache {
+                dir: os_path(&dir)?,
+                budget,
+                min_bytes,
+                settle: std::time::Duration::try_from_secs_f64(settle)
+                    .map_err(|e| PyValueError::new_err(format!("settle: {e}")))?,
+            }),
+        };
         let ix = py
-            .detach(move || Index::open(&pb))
+            .detach(move || match &cache {
+                None => Index::open(&pb),
+                Some(c) => Index::open_cached(&pb, c),
+            })
             .map_err(|e| to_py_err(e, Some(&p)))?;
         Ok(PyIndex {
             inner: RwLock::new(ix),
@@ -387,6 +408,19 @@ impl PyIndex {
     fn fingerprint<'py>(&self, py: Python<'py>) -> Option<(u64, Bound<'py, PyBytes>)> {
         let ix = self.read(py);
         ix.fingerprint().map(|(n, f)| (n, PyBytes::new(py, f)))
+    }
+
+    /// Raise `StaleSessionError` if the persisted index this one reads in place was cut
+    /// short under it (by another program); `viewing` says whether it reads one.
+    fn check_persisted(&self, py: Python<'_>) -> PyResult<bool> {
+        let ix = self.read(py);
+        ix.check_persisted().map_err(|e| self.err(e))?;
+        Ok(ix.views_persisted())
+    }
+
+    /// Heap bytes each part of the index holds, as `[(part, bytes)]`.
+    fn memory(&self, py: Python<'_>) -> Vec<(&'static str, usize)> {
+        self.read(py).memory()
     }
 
     /// Bytes of the image consumed.

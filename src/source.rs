@@ -17,7 +17,8 @@
 //! gives a short read, reported as [`Error::Stale`]. The scan gives the map's pages
 //! back behind it ([`Window::release`]): an open never holds the whole file resident.
 //! Measurements: docs/BENCHMARKS.md, "Reading the file". The crate's `unsafe` is this map, the guard's signal handler,
-//! CPU intrinsics (`scan/block.rs`) and a cache prefetch (`ids.rs`).
+//! CPU intrinsics (`scan/block.rs`), a cache prefetch (`ids.rs`), a persisted index's
+//! map and the columns that view it (`col.rs`) and `malloc_trim` (`index.rs`).
 
 use std::fs::File;
 use std::io;
@@ -107,6 +108,17 @@ pub fn map_guarded(file: &File, from: u64, end: u64) -> Result<Option<Window>> {
         map,
         released: Default::default(),
     }))
+}
+
+/// A file's identity (device, inode), size and modification and change times in ns,
+/// as `fstat` gave them: the facts the catalog keeps of a file too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stat {
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+    pub(crate) size: u64,
+    pub(crate) mtime_ns: i128,
+    pub(crate) ctime_ns: i128,
 }
 
 /// `read_each` reads two file ranges in one `pread` when at most this many bytes lie
@@ -448,6 +460,29 @@ impl Source {
             Some(f) if !self.closed => {
                 let m = f.metadata()?;
                 Ok(Some((m.dev(), m.ino())))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The held file's identity, size and times (`fstat`; `None`: an owned image, or
+    /// closed): what a persisted index of it is held to (`persist`).
+    ///
+    /// # Errors
+    /// `fstat` fails.
+    pub(crate) fn stat(&self) -> Result<Option<Stat>> {
+        use std::os::unix::fs::MetadataExt;
+        match &self.file {
+            Some(f) if !self.closed => {
+                let m = f.metadata()?;
+                let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+                Ok(Some(Stat {
+                    dev: m.dev(),
+                    ino: m.ino(),
+                    size: m.len(),
+                    mtime_ns: ns(m.mtime(), m.mtime_nsec()),
+                    ctime_ns: ns(m.ctime(), m.ctime_nsec()),
+                }))
             }
             _ => Ok(None),
         }

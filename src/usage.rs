@@ -144,6 +144,33 @@ fn model_key(out: &mut Vec<u8>, provider: Option<&[u8]>, model: Option<&[u8]>) {
 }
 
 impl UsageTotals {
+    /// Totals from their parts (a persisted index): the look-up of `models` rows is
+    /// built again.
+    pub(crate) fn from_parts(
+        tokens: [Total; 5],
+        cost: Total,
+        models: Vec<(ModelKey, u64)>,
+        messages: u64,
+        exact: bool,
+    ) -> UsageTotals {
+        let mut seen = HashMap::with_capacity(models.len());
+        let mut key = Vec::new();
+        for (i, ((p, m), _)) in models.iter().enumerate() {
+            model_key(&mut key, p.as_deref(), m.as_deref());
+            seen.insert(key.clone(), i);
+        }
+        UsageTotals {
+            tokens,
+            cost,
+            models,
+            messages,
+            exact,
+            seen,
+            key: Vec::new(),
+            last: 0,
+        }
+    }
+
     /// Add one assistant entry: its `usage` numbers and the JSON texts of its
     /// `provider` and `model`. A number that cannot be summed exactly clears
     /// [`UsageTotals::exact`].

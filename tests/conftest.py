@@ -28,6 +28,27 @@ def _private_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
         os.environ["SESSIONTREE_CATALOG"] = old
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_caches(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Nothing a test runs writes the user's cache folder: ``XDG_CACHE_HOME`` is a
+    temporary folder (the persisted indexes' default home; processes the tests start
+    inherit it). In this process every session file is persisted at its first open
+    (no size floor, no settling time), so every test also runs the native backend
+    through its persisted indexes; ``SESSIONTREE_INDEX=off`` runs them without."""
+    from sessiontree import _caches
+
+    old = os.environ.get("XDG_CACHE_HOME")
+    saved = _caches.INDEX_MIN_BYTES, _caches.INDEX_SETTLE
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    _caches.INDEX_MIN_BYTES, _caches.INDEX_SETTLE = 0, 0.0
+    yield
+    _caches.INDEX_MIN_BYTES, _caches.INDEX_SETTLE = saved
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+
+
 @pytest.fixture(params=backends())
 def backend(request: pytest.FixtureRequest) -> str:
     """The backend name under test: ``"python"`` or ``"native"``."""

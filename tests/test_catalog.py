@@ -712,7 +712,7 @@ def test_catalog_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert default_path() is None
     folders = make_root(tmp_path / "s", 3, seed=1)
     assert list_folders(folders) == list_folders(folders, no_cache=True)  # off: read the files
-    assert not (tmp_path / "home" / ".cache").exists()
+    assert not (tmp_path / "home" / ".cache" / "sessiontree" / "catalog.sqlite3").exists()
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     with pytest.raises(ValueError, match="inside Pi's folder"):
         resolve(tmp_path / "agent" / "sessions" / "c.sqlite3")

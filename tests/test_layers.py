@@ -248,16 +248,17 @@ def _crates() -> set[str]:
 @functools.cache
 def rust_graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     """``(crate modules each module uses, dependencies it uses)`` for every module of
-    ``src/`` but ``lib`` (which declares them all); a module's folder (``scan/``) is
-    its own, tests included."""
+    ``src/`` but ``lib`` (which declares them all); a module's folder (``scan/``,
+    ``persist/`` with its ``mod.rs``) is its own, tests included."""
     files = {p.stem: p for p in SRC.glob("*.rs") if p.stem != "lib"}
+    files.update({p.parent.name: p for p in SRC.glob("*/mod.rs")})  # a module that is a folder
     crates = _crates()
     edges: dict[str, set[str]] = {}
     external: dict[str, set[str]] = {}
     for name, path in files.items():
         texts = [path.read_text()]
         if (SRC / name).is_dir():
-            texts += [p.read_text() for p in sorted((SRC / name).glob("*.rs"))]
+            texts += [p.read_text() for p in sorted((SRC / name).glob("*.rs")) if p != path]
         code = _RUST_COMMENT.sub("", "\n".join(texts))
         used = set(_RUST_PATH.findall(code))
         for group in _RUST_GROUP.findall(code):

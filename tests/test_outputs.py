@@ -36,10 +36,13 @@ from test_export import cli
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
+    """The child's home, cache and catalog beside ``tmp_path``, not in it: the tests
+    list ``tmp_path`` for leftovers, and an open may keep its index in the cache."""
+    aside = tmp_path.with_name(tmp_path.name + "-aside")
     env = dict(os.environ)
     env.pop("COLUMNS", None)
-    env.update(HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"),
-               SESSIONTREE_CATALOG=str(tmp_path / "catalog.sqlite3"))
+    env.update(HOME=str(aside / "home"), XDG_CACHE_HOME=str(aside / "cache"),
+               SESSIONTREE_CATALOG=str(aside / "catalog.sqlite3"))
     return env
 
 
@@ -288,7 +291,9 @@ def test_a_killed_runs_leftover_is_removed_by_the_next_run(tmp_path: Path, big_s
     gen = [sys.executable, "-m", "sessiontree", "generate", str(tmp_path / "g.jsonl"), "--size", "5GB"]
     proc = _kill_when_writing(gen, tmp_path, signal.SIGKILL, _env(tmp_path))
     assert len(_temps(tmp_path)) == 1 and ".g.jsonl." in _temps(tmp_path)[0]
-    p = cli("export", str(big_session), "--format", "markdown", "--out", str(tmp_path / "page.md"))
+    p = subprocess.run([sys.executable, "-m", "sessiontree", "export", str(big_session), "--format", "markdown",
+                        "--out", str(tmp_path / "page.md")], capture_output=True, text=True, env=_env(tmp_path),
+                       timeout=300)
     assert p.returncode == 0, p.stderr
     assert sorted(os.listdir(tmp_path)) == ["page.md"]
 

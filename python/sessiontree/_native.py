@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._backend import ContextPlan, LoadIssue, default_cache_budget, describe_issue, gc_paused
+from ._caches import index_cache
 from ._clip import clip_entry
 from ._filestate import FileId
 from ._jsonl import decode_line
@@ -164,6 +165,7 @@ class NativeIndex:
         # because the manager asks on every call (its staleness check).
         self._image_len = ix.image_len()
         self._n = len(ix)
+        self._views_persisted = ix.check_persisted()
         # Decoded entries: one slot per entry number (None: not decoded), the same by id
         # (a hit costs one dict look-up, no call into the core), the order in which
         # they were kept, each one's line size, and the bytes held. No object is made
@@ -328,7 +330,10 @@ class NativeIndex:
 
     @classmethod
     def open(cls, path: str) -> NativeIndex:
-        """Map and index the session file at ``path`` (read-only; never writes).
+        """Index the session file at ``path`` (never writes it): through its persisted
+        index when one is kept (``_caches.index_cache``, ``src/persist/``: read, and only
+        the bytes the file gained since scanned; the answers are a scan's), else by a
+        scan, after which the index is persisted when that is due.
 
         Args:
             path: the ``.jsonl`` file.
@@ -339,10 +344,13 @@ class NativeIndex:
         Raises:
             OSError: the file cannot be read (``FileNotFoundError`` if absent).
             InvalidSessionError: no valid header (loader rule 6).
+            ValueError: ``SESSIONTREE_INDEX`` or ``SESSIONTREE_INDEX_BYTES`` is not usable
+                (``_caches.index_cache``).
         """
         path = os.fspath(path)
+        cache = index_cache()
         try:
-            return cls(Index.open(path), file=path)
+            return cls(Index.open(path, cache), file=path)
         except InvalidSessionError as e:
             # The core says where and why (a code); the words are the python backend's.
             raise header_error(path, e.line, e.offset, problem_from_code(e.reason)) from None
@@ -407,7 +415,15 @@ class NativeIndex:
         return None if n is None else self._ix.id(n)
 
     def image_len(self) -> int:
-        """Bytes of the image consumed (stops before a pending last piece)."""
+        """Bytes of the image consumed (stops before a pending last piece).
+
+        Raises:
+            StaleSessionError: the persisted index this one reads in place was cut short
+                under it (another program's doing; asked here, on every call of the
+                manager's staleness check, as the file's own staleness is).
+        """
+        if self._views_persisted:
+            self._views_persisted = self._ix.check_persisted()
         return self._image_len
 
     def has_pending_tail(self) -> bool:

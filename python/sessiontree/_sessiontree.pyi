@@ -122,8 +122,14 @@ class Index:
     """The index of one session image (see ``_native.NativeIndex`` for the adapter)."""
 
     @staticmethod
-    def open(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> Index:
-        """Map and index a session file (releases the GIL).
+    def open(
+        path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
+        cache: tuple[str | bytes | os.PathLike[str] | os.PathLike[bytes], int, int, float] | None = None,
+    ) -> Index:
+        """Index a session file (releases the GIL). With ``cache`` = ``(folder, budget
+        bytes, min file bytes, settle seconds)``, through the persisted indexes kept in
+        that folder (``src/persist/``): read from there when one is provably this
+        file's, the bytes it gained since scanned, written there when due.
 
         Raises:
             OSError: the file cannot be opened or mapped.
@@ -181,6 +187,14 @@ class Index:
     def fingerprint(self) -> tuple[int, bytes] | None:
         """``(image length, its first and last FINGERPRINT bytes)`` as the open's scan read
         them; ``None`` for an image in memory or when the scan did not keep them."""
+    def check_persisted(self) -> bool:
+        """Whether the index reads a persisted index's file in place (``src/col.rs``).
+
+        Raises:
+            StaleSessionError: that file was cut short under it (by another program).
+        """
+    def memory(self) -> list[tuple[str, int]]:
+        """Heap bytes each part of the index holds (the benchmarks' breakdown)."""
     def image_len(self) -> int:
         """Bytes of the image consumed (stops before a pending last piece)."""
     def has_pending_tail(self) -> bool:

@@ -1,20 +1,19 @@
-"""Where the catalog lives: ``$SESSIONTREE_CATALOG``, else
-``$XDG_CACHE_HOME/sessiontree/catalog.sqlite3``, else
-``~/.cache/sessiontree/catalog.sqlite3``; never inside Pi's folders."""
+"""Where the catalog lives: ``$SESSIONTREE_CATALOG``, else ``catalog.sqlite3`` in
+sessiontree's cache folder (``_caches.cache_folder``: ``$XDG_CACHE_HOME/sessiontree/``,
+else ``~/.cache/sessiontree/``, the persisted indexes' home too); never inside Pi's
+folders."""
 
 from __future__ import annotations
 
 import os
 
-from .._places import default_session_root
+from .._caches import OFF, cache_folder, inside_pi_folder, pi_folders
 
 __all__ = ["ENV", "OFF", "cache_path", "default_path", "pi_folders", "resolve"]
 
 ENV = "SESSIONTREE_CATALOG"
 """The environment variable that moves the catalog (a file path), or turns it off."""
 
-OFF = frozenset({"", "0", "off", "none", "no", "false"})
-"""Values of :data:`ENV` that turn the catalog off (every command then reads the files)."""
 
 FILE_NAME = "catalog.sqlite3"
 
@@ -40,17 +39,7 @@ def cache_path() -> str:
     """The catalog's own place: ``$XDG_CACHE_HOME/sessiontree/`` (absolute only), else
     ``~/.cache/sessiontree/``, with :data:`FILE_NAME`. Whatever is there is the
     catalog's (a damaged file there is replaced, ``_store``)."""
-    cache = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(cache):
-        cache = os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "sessiontree", FILE_NAME)
-
-
-def _inside(path: str, folder: str) -> bool:
-    try:
-        return os.path.commonpath([path, folder]) == folder
-    except ValueError:  # different drives
-        return False
+    return os.path.join(cache_folder(), FILE_NAME)
 
 
 def resolve(path: str | os.PathLike[str] | None) -> str | None:
@@ -69,21 +58,7 @@ def resolve(path: str | os.PathLike[str] | None) -> str | None:
     chosen = os.path.abspath(os.fspath(path)) if path is not None else default_path()
     if chosen is None:
         return None
-    real = os.path.realpath(chosen)
-    for pi in pi_folders():
-        if _inside(real, os.path.realpath(pi)) or _inside(chosen, pi):
-            raise ValueError(f"{chosen}: the catalog must not live inside Pi's folder {pi}")
+    pi = inside_pi_folder(chosen)
+    if pi is not None:
+        raise ValueError(f"{chosen}: the catalog must not live inside Pi's folder {pi}")
     return chosen
-
-
-def pi_folders() -> tuple[str, str]:
-    """Pi's sessions root and agent folder as Pi computes them (config.ts
-    ``getAgentDir``, ``join(agentDir, "sessions")``): absolute, symlinks not resolved.
-
-    Each is compared with a catalog path both as it is and resolved on its own: a
-    sessions root that is a symlink (``~/.pi/agent/sessions`` -> ``~/pi-sessions``, a
-    dotfiles set-up) is resolved to its target, but its target's parent is not Pi's
-    folder; the agent folder is the root's parent *before* resolving.
-    """
-    root = os.path.abspath(default_session_root())
-    return root, os.path.dirname(root)

@@ -1,0 +1,111 @@
+"""Where sessiontree keeps what it learned about session files: one folder,
+``$XDG_CACHE_HOME/sessiontree/`` (an absolute ``XDG_CACHE_HOME``, as the XDG spec
+says), else ``~/.cache/sessiontree/``, never inside Pi's folders. The catalog
+(``catalog/_location.py``) is ``catalog.sqlite3`` there; the native backend's persisted
+indexes (``src/persist/``) are the folder ``index/`` there.
+
+Both know a file by the same facts: its device, inode, size, mtime and ctime, and the
+first and last ``_filestate.FINGERPRINT`` bytes of what was read (``indexed_ends``).
+
+The persisted indexes (what an open of a session learned, so that the next open in any
+process reads that and scans only the bytes the file gained since):
+
+* ``SESSIONTREE_INDEX``: unset, the folder above; ``off`` (or ``0``, ``no``, ``none``,
+  ``false``, empty) turns them off; any other value is the folder to use.
+* ``SESSIONTREE_INDEX_BYTES``: the folder's size budget (default :data:`INDEX_BUDGET`);
+  past it the least recently used indexes are removed.
+
+A folder that cannot be created or written is not an error: sessions are scanned.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ._places import default_session_root
+
+__all__ = ["INDEX_BUDGET", "INDEX_ENV", "INDEX_MIN_BYTES", "INDEX_SETTLE", "OFF", "cache_folder", "index_cache",
+           "inside_pi_folder", "pi_folders"]
+
+OFF = frozenset({"", "0", "off", "none", "no", "false"})
+"""Values of a cache's variable that turn it off."""
+
+INDEX_ENV = "SESSIONTREE_INDEX"
+"""Moves the persisted indexes (a folder), or turns them off."""
+
+INDEX_BYTES_ENV = "SESSIONTREE_INDEX_BYTES"
+
+INDEX_BUDGET = 1 << 30
+"""Bytes the persisted indexes may take by default (an index costs ~28 bytes per entry:
+1 GiB holds those of ~35 million entries)."""
+
+INDEX_MIN_BYTES = 1 << 20
+"""Session files shorter than this are not persisted: their scan takes about as long as
+reading an index (about a millisecond)."""
+
+INDEX_SETTLE = 2.0
+"""Seconds a file's mtime and ctime must be old before its index is written: a file
+written within one tick of a coarse file-system clock may change again without either
+time moving (``src/persist/mod.rs``)."""
+
+
+def cache_folder() -> str:
+    """``$XDG_CACHE_HOME/sessiontree`` (absolute only), else ``~/.cache/sessiontree``."""
+    cache = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(cache):
+        cache = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "sessiontree")
+
+
+def pi_folders() -> tuple[str, str]:
+    """Pi's sessions root and agent folder as Pi computes them (config.ts
+    ``getAgentDir``, ``join(agentDir, "sessions")``): absolute, symlinks not resolved.
+
+    Each is compared with a cache path both as it is and resolved on its own: a
+    sessions root that is a symlink (``~/.pi/agent/sessions`` -> ``~/pi-sessions``, a
+    dotfiles set-up) is resolved to its target, but its target's parent is not Pi's
+    folder; the agent folder is the root's parent *before* resolving.
+    """
+    root = os.path.abspath(default_session_root())
+    return root, os.path.dirname(root)
+
+
+def _inside(path: str, folder: str) -> bool:
+    try:
+        return os.path.commonpath([path, folder]) == folder
+    except ValueError:  # different drives
+        return False
+
+
+def inside_pi_folder(path: str) -> str | None:
+    """The Pi folder (:func:`pi_folders`) that holds ``path`` (absolute), or ``None``."""
+    real = os.path.realpath(path)
+    for pi in pi_folders():
+        if _inside(real, os.path.realpath(pi)) or _inside(path, pi):
+            return pi
+    return None
+
+
+def index_cache() -> tuple[str, int, int, float] | None:
+    """The persisted indexes' settings for ``_sessiontree.Index.open``: ``(folder,
+    budget bytes, min file bytes, settle seconds)``, or ``None`` when turned off.
+
+    Raises:
+        ValueError: the folder is inside Pi's agent folder or sessions root (a cache
+            must never write there), or ``SESSIONTREE_INDEX_BYTES`` is not a byte count.
+    """
+    env = os.environ.get(INDEX_ENV)
+    if env is not None and env.strip().lower() in OFF:
+        return None
+    folder = os.path.abspath(os.path.expanduser(env)) if env is not None else os.path.join(cache_folder(), "index")
+    pi = inside_pi_folder(folder)
+    if pi is not None:
+        raise ValueError(f"{INDEX_ENV}: {folder}: the persisted indexes must not live inside Pi's folder {pi}")
+    raw = os.environ.get(INDEX_BYTES_ENV, "").strip()
+    try:
+        budget = int(raw) if raw else INDEX_BUDGET
+    except ValueError:
+        raise ValueError(f"{INDEX_BYTES_ENV} must be a number of bytes, not {raw!r}") from None
+    if budget < 0:
+        raise ValueError(f"{INDEX_BYTES_ENV} must be a number of bytes, not {raw!r}")
+    return folder, budget, INDEX_MIN_BYTES, INDEX_SETTLE
