@@ -55,8 +55,10 @@ def md_inline(text: str) -> str:
 
 # --------------------------------------------------------------- containment
 # What may let a message's Markdown reach past its own section: a line that may be a
-# heading or a code fence, or a "<" (raw HTML). Text without any is written as it is.
-_MAY_LEAK_RE = re.compile(r"<[A-Za-z/!?]|^ {0,3}(?:#|=+[ \t]*$|-[ \t-]*$|`{3}|~{3})", re.M)
+# heading or a code fence (in a quote or a list item too), or a "<" (raw HTML). Text
+# without any is written as it is.
+_MAY_LEAK_RE = re.compile(r"<[A-Za-z/!?]|^(?:[ \t]*(?:>|(?:[-*+]|\d{1,9}[.)])(?=[ \t]|$)))*[ \t]*"
+                          r"(?:#|=+[ \t]*$|-[ \t-]*$|`{3}|~{3})", re.M)
 _SPECIAL_RE = re.compile(r"[\\`<]")
 _ROUNDS = 32  # passes over one text before it is shown verbatim instead (never reached in tests)
 _parser: Any = None
@@ -111,16 +113,22 @@ def _contain_pass(lines: list[str], every_heading: bool) -> bool:
         if t.type == "html_block":
             lines[a] = _escape_first_lt(lines[a])
             changed = True
-        elif t.type == "heading_open" and t.level == 0 and (every_heading or int(t.tag[1]) <= 2):
+        elif t.type == "heading_open" and (every_heading or int(t.tag[1]) <= 2):
+            # Nested ones too (in a list item or a quote: "- # x" is an h1 all the same).
             level = int(t.tag[1])
             deeper = min(level + 2, 6)
             if t.markup.startswith("#"):
-                i = lines[a].index("#")
+                i = lines[a].index("#")  # no container marker holds a "#"
                 lines[a] = lines[a][:i] + "#" * (deeper - level) + lines[a][i:]
                 changed = changed or deeper != level
-            else:  # setext: the content lines, then the underline
+            elif t.level == 0:  # setext: the content lines, then the underline
                 content = " ".join(x.strip() for x in lines[a:b - 1])
                 lines[a:b] = ["#" * deeper + " " + content + " " + "#" * deeper]
+                changed = True
+            else:  # a nested setext heading: its underline escaped, it reads as text
+                u = lines[b - 1]
+                i = _underline_at(u)
+                lines[b - 1] = u[:i] + "\\" + u[i:]
                 changed = True
         elif t.type == "fence" and t.level == 0 and b >= len(lines) and not _closes(lines, a, b, t.markup):
             lines.append(t.markup)
@@ -133,6 +141,15 @@ def _contain_pass(lines: list[str], every_heading: bool) -> bool:
             lines[a:b] = escaped.split("\n")
             changed = True
     return changed
+
+
+def _underline_at(line: str) -> int:
+    """Where a setext underline (``===`` or ``---``) starts on ``line``, after any
+    container markers before it."""
+    for i in range(len(line) - 1, -1, -1):
+        if line[i] not in "=-" and not line[i].isspace():
+            return i + 1 + (len(line[i + 1:]) - len(line[i + 1:].lstrip()))
+    return len(line) - len(line.lstrip())
 
 
 def _closes(lines: list[str], a: int, b: int, markup: str) -> bool:
@@ -203,6 +220,16 @@ def _closing_run(s: str, start: int, run: int) -> int:
         if e - k == run:
             return e
         k = e
+
+
+def _quoted(line: str) -> str:
+    """``line`` (contained) in a block quote, read as it reads outside one: leading tabs
+    become spaces first (a tab after "> " reaches the next tab stop sooner, so an
+    indented code line, "\\t<!--", would start raw HTML in the quote)."""
+    if not line:
+        return ">"
+    n = len(line) - len(line.lstrip(" \t"))
+    return "> " + line[:n].expandtabs(4) + line[n:]
 
 
 def fence(text: str, info: str = "") -> str:
@@ -288,7 +315,7 @@ def _part(part: Part, item: Item) -> str:
         return contain(part.text.rstrip("\n")) + "\n"
     if kind == "thinking":
         lines = contain(part.text.rstrip("\n")).split("\n")
-        return "> *thinking*\n>\n" + "\n".join(f"> {line}" if line else ">" for line in lines) + "\n"
+        return "> *thinking*\n>\n" + "\n".join(_quoted(line) for line in lines) + "\n"
     if kind == "tool_call":
         return f"**→ {md_inline(part.title)}**\n\n" + fence(part.text, "json")
     if kind == "tool_result":
