@@ -158,15 +158,14 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
     _write_tree(drawing, write, every)
     write('<main id="conv">\n')
     md = _markdown()
-    for n in path:
-        write(_article(st, n, md, shown=True, out=n in outside))
+    for n, entry in st.entries(path):
+        write(_article(st, n, entry, md, shown=True, out=n in outside))
         stats.rendered += 1
     if every:
         on = st.on_path
-        for n in drawing.order():
-            if n not in on:
-                write(_article(st, n, md, shown=False, out=False))
-                stats.rendered += 1
+        for n, entry in st.entries([n for n in drawing.order() if n not in on]):
+            write(_article(st, n, entry, md, shown=False, out=False))
+            stats.rendered += 1
     if not path:
         write('<p class="note">The session has no entries.</p>\n')
     write("</main>\n")
@@ -272,8 +271,8 @@ def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = Fa
 # ----------------------------------------------------------------------- articles
 
 
-def _article(st: Structure, n: int, md: MarkdownIt, *, shown: bool, out: bool) -> str:
-    item = item_of(st.entry(n), st.labels.get(n))
+def _article(st: Structure, n: int, entry: dict[str, Any], md: MarkdownIt, *, shown: bool, out: bool) -> str:
+    item = item_of(entry, st.labels.get(n))
     kcls = f" k-{item.kind}" if item.kind in KINDS else ""
     classes = "m" + (f" m-{item.kind}" if kcls else "") + (" shown" if shown else "") + (" out" if out else "")
     parts = [f'<article id="a{n}" class="{classes}" data-n="{n}"><header><span class="k{kcls}">{h(item.kind)}</span>']

@@ -37,7 +37,7 @@ DETAILS = ("full", "no-tools", "user-only")
 
 _PLAIN_PARTS = frozenset({"text", "summary", "image"})
 _INLINE_RE = re.compile(r"([\\`*_\[\]<>#|~])")
-_TICKS_RE = re.compile(r"`+")
+_TICKS_RE = re.compile(r"`{3,}")  # shorter runs cannot close a fence of 3
 
 
 @dataclass
@@ -234,7 +234,7 @@ def _quoted(line: str) -> str:
 
 def fence(text: str, info: str = "") -> str:
     """``text`` in a code fence no backtick run inside it can close."""
-    longest = max((len(m.group()) for m in _TICKS_RE.finditer(text)), default=0)
+    longest = max((len(m.group()) for m in _TICKS_RE.finditer(text)), default=0) if "```" in text else 0
     ticks = "`" * max(3, longest + 1)
     return f"{ticks}{info}\n{text}\n{ticks}\n"
 
@@ -270,8 +270,8 @@ def write_markdown(st: Structure, write: Callable[[str], Any], *, leaf: int | No
         facts.append(f"- path: {len(path):,} entries, root → {md_inline(doc_line(st.id(leaf), 80))}")
     facts.append(f"- detail: {detail}")
     write("\n".join(facts) + "\n")
-    for n in path:
-        item = item_of(st.entry(n), st.labels.get(n))
+    for n, entry in st.entries(path):
+        item = item_of(entry, st.labels.get(n))
         section = _section(item, detail)
         if section:
             write("\n" + section)
