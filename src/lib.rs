@@ -46,7 +46,7 @@ pub use listing::{
 };
 pub use persist::Cache;
 pub use report::{report as usage_report, Bucket, FileLog, Key as ReportKey, Report, Sum};
-pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES};
+pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES, TOKEN_KEYS};
 pub use search::index::{
     build as index_build, query as index_query, Answer, Indexed, Scope, ToIndex, Written,
 };
@@ -56,7 +56,7 @@ pub use search::{search_files, FileResult, Hit, Judged, Query};
 pub use source::count_newlines;
 pub use stat::{unchanged as stat_unchanged, Seen};
 pub use time::parse_iso_ms;
-pub use usage::{Total, UsageTotals, TOKEN_KEYS};
+pub use usage::{Total, UsageTotals};
 
 #[cfg(feature = "python")]
 mod python;

@@ -105,7 +105,7 @@ pub struct Fields {
     pub msg_timestamp: Val,
     /// `message.content` (as `role`): where its value starts, `Absent` if it has none.
     pub content: Val,
-    /// `message.usage`'s `usage::TOKEN_KEYS` fields, from its last `usage` key whose
+    /// `message.usage`'s [`TOKEN_KEYS`] fields, from its last `usage` key whose
     /// value is an object: what an assistant message spent is summed at indexing time.
     pub tokens: [Val; 5],
     /// `message.usage.cost.total` (as `tokens`, from the last `cost` object).
@@ -117,6 +117,16 @@ pub struct Fields {
     /// takes its exact path for such a line, and need not look for one in the others.
     pub long_number: bool,
 }
+
+/// The fields of `message.usage` the validator records ([`Fields::tokens`], in this
+/// order): the token counts `usage.rs` sums (`_usage.py`'s rule).
+pub const TOKEN_KEYS: [&[u8]; 5] = [
+    b"input",
+    b"output",
+    b"cacheRead",
+    b"cacheWrite",
+    b"totalTokens",
+];
 
 /// Digits in a run that make `_jsonl.decode_line` take its exact path
 /// (`_jsonl._DIGITS19`).
@@ -171,7 +181,7 @@ enum Slot {
     Model,
     MsgTimestamp,
     Content,
-    /// A field of `message.usage`: `usage::TOKEN_KEYS[k]`.
+    /// A field of `message.usage`: `TOKEN_KEYS[k]`.
     Token(u8),
     Cost,
     CostTotal,
@@ -630,7 +640,7 @@ fn key_slot_named(s: &[u8], ks: usize, ke: usize, esc: bool, depth: usize, f: &m
             }
             _ => Slot::None,
         },
-        3 => match crate::usage::TOKEN_KEYS.iter().position(|&t| t == &*key) {
+        3 => match TOKEN_KEYS.iter().position(|&t| t == &*key) {
             Some(k) => Slot::Token(k as u8),
             None if &*key == b"cost" => {
                 f.cost_total = Val::Absent;

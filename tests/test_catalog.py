@@ -27,7 +27,8 @@ import pytest
 import _brute
 from sessiontree import LoadReportWarning, SessionManager
 from sessiontree import catalog as cat
-from sessiontree._listing import list_all_sessions, list_folders, list_sessions, project_folders, read_session_info
+from sessiontree._listing import list_all_sessions, list_folders, list_sessions, read_session_info
+from sessiontree._places import project_folders
 from sessiontree._places import session_dir_for_cwd
 from sessiontree.catalog._indexer import refresh
 from sessiontree.catalog._store import Store

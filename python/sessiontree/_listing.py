@@ -167,7 +167,7 @@ def read_session_info(path: str) -> SessionInfo:
             is not a header with a string ``id``).
         OSError: it cannot be read.
     """
-    from .catalog._extract import native_scanner, scan_file
+    from .catalog import native_scanner, scan_file
 
     require_regular_file(path)
     st = os.stat(path)
@@ -181,7 +181,7 @@ def read_session_info(path: str) -> SessionInfo:
         raise header_error(path, line, offset, header_problem(raw))
     row.header(read_value(value).value)
     row.facts(r[4])
-    from .catalog._indexer import ends_digest, listed_text
+    from .catalog import ends_digest, listed_text
 
     (end, _eof, tail, _read, ends) = r[0]
     return session_info(path, row, partial(listed_text, path, end, ends_digest(ends), tail))
@@ -241,8 +241,7 @@ def list_folders(
         One :class:`SessionInfo` per session file, newest ``modified`` first (ties in
         folder, then file-name order).
     """
-    from .catalog import refresh_for, run
-    from .catalog._indexer import listed_text
+    from .catalog import listed_text, refresh_for, run
 
     def op(store: Any) -> list[SessionInfo]:
         sessions: list[SessionInfo] = []

@@ -331,7 +331,7 @@ def is_title_slot(obj: Any) -> bool:
     oh-my-pi (``omp``) writes ``{"type":"title","v":1,"title":…,"source":…,"updatedAt":…,
     "pad":"   …"}`` as the file's first line, 256 bytes with its LF, and rewrites it in
     place when the title changes (its session-format documentation). The first object
-    before the header whose ``type`` is ``"title"`` is that slot (``src/index.rs``
+    before the header whose ``type`` is ``"title"`` is that slot (``src/index/mod.rs``
     ``is_title_slot``): not an entry, not a problem; its ``title`` names the session
     when no ``session_info`` does.
     """

@@ -61,7 +61,7 @@ CLIP_WHOLE_KEYS: tuple[str, ...]
 """Top-level keys whose values ``Index.lines_clipped`` never cuts (``_clip.WHOLE_KEYS``)."""
 TABLE_LIMITS: tuple[int, int, int, int]
 """Most UTF-8 bytes of ``text``, ``result_text``, ``arguments`` and the other string columns
-``Index.table_rows`` gives (``tables._fields.MAX_TEXT``, ``MAX_RESULT``, ``MAX_ARGUMENTS``, ``MAX_FIELD``)."""
+``Index.table_rows`` gives (``_rows.MAX_TEXT``, ``MAX_RESULT``, ``MAX_ARGUMENTS``, ``MAX_FIELD``)."""
 
 def count_newlines(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> int:
     """Count LF bytes of the file at ``path`` (memchr over the mapped file)."""
@@ -296,7 +296,7 @@ class Index:
         """Release the map; later reads raise ``SessionError``."""
     def table_rows(self, start: int, stop: int) -> dict[str, bytes]:
         """The decoded columns of the ``entries`` and ``tool_calls`` tables for entries
-        ``start`` to ``stop - 1`` (``tables/_fields.py``'s rules; the GIL is released
+        ``start`` to ``stop - 1`` (``_rows.py``'s rules; the GIL is released
         while the lines are read and decoded), as ``bytes`` in Arrow layouts
         (little-endian; bitmaps LSB first, 1 = valid/true), by name: for each string
         column (``type``, ``role``, ``provider``, ``model``, ``stop_reason``, ``text``,

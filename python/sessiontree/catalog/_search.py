@@ -432,7 +432,8 @@ class _Search:
         self.sessions = self.unseen = 0
         raw = items
         if self.native is not None and q.regex is None and not no_cache:
-            from . import CatalogError, _busy, open_store
+            from ._run import busy, open_store
+            from ._store import CatalogError
 
             # Only a catalog that is there: what it can add is a search index, which
             # only `index` builds.
@@ -442,7 +443,7 @@ class _Search:
                     got = self._from_index(by_folder, order, k)
                 except sqlite3.DatabaseError as e:
                     got = None
-                    if not _busy(e):  # damage: rebuilt, never trusted (the files answer now)
+                    if not busy(e):  # damage: rebuilt, never trusted (the files answer now)
                         with contextlib.suppress(CatalogError, sqlite3.Error, OSError):
                             self.store.rebuild()
                 if got is None:
@@ -561,9 +562,10 @@ class _Search:
                 try:
                     record = self.store.entries(file)
                 except sqlite3.DatabaseError as e:
-                    from . import CatalogError, _busy
+                    from ._run import busy
+                    from ._store import CatalogError
 
-                    if not _busy(e):  # damage: rebuilt, never trusted
+                    if not busy(e):  # damage: rebuilt, never trusted
                         self.damaged = True
                         with contextlib.suppress(CatalogError, sqlite3.Error, OSError):
                             self.store.rebuild()

@@ -173,7 +173,7 @@ def usage_folders(
     Raises:
         ValueError: an unknown ``group``.
     """
-    from . import refresh_for, run
+    from ._run import refresh_for, run
 
     if group not in GROUPS:
         raise ValueError(f"unknown report {group!r}: use one of {', '.join(GROUPS)}")

@@ -14,7 +14,8 @@ import sys
 from typing import Any
 
 from .._select import backend_name
-from ._common import BACKENDS, CliError, exit_for_broken_pipe, make_io, plain_doc, quiet_load_warnings, safe
+from ._common import BACKENDS, CliError, exit_for_broken_pipe, make_io, quiet_load_warnings
+from ..view import plain_doc, safe
 
 __all__ = ["main", "build_parser"]
 

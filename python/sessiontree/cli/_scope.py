@@ -17,7 +17,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from ._common import CliError, Io, safe
+from ._common import CliError, Io
+from ..view import safe
 
 
 def add_arguments(p: argparse.ArgumentParser, *, dir_arg: bool = True, default_all: bool = False) -> None:
@@ -87,8 +88,7 @@ def folders(args: argparse.Namespace) -> list[str]:
     Raises:
         CliError: DIR is not a folder, or ``--cwd`` is given with DIR.
     """
-    from .._places import project_cwd, project_folders
-    from .._places import default_session_root, session_dir_for_cwd
+    from .._places import default_session_root, project_cwd, project_folders, session_dir_for_cwd
 
     directory = getattr(args, "dir", None)
     if directory is not None:
@@ -150,7 +150,7 @@ def catalog_options(args: argparse.Namespace, io: Io | None = None, *, create: b
     Raises:
         CliError: the catalog path is inside Pi's folders.
     """
-    from ..catalog._location import ENV, resolve
+    from ..catalog import ENV, resolve
 
     try:
         path = resolve(args.catalog)

@@ -18,7 +18,8 @@ from dataclasses import asdict
 
 from rich.text import Text
 
-from ._common import CliError, Io, byte_progress, count_progress, human_bytes, safe
+from ._common import CliError, Io, byte_progress, count_progress
+from ..view import human_bytes, safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -19,7 +19,8 @@ import argparse
 import time
 
 from . import _scope
-from ._common import CliError, Io, byte_progress, human_bytes, human_seconds
+from ._common import CliError, Io, byte_progress
+from ..view import human_bytes, human_seconds
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

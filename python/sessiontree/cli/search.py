@@ -24,7 +24,8 @@ from typing import Any
 
 from .._time import local_time
 from . import _scope
-from ._common import CliError, Io, byte_progress, one_line, safe
+from ._common import CliError, Io, byte_progress
+from ..view import one_line, safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree search``: 0 (hits or none), 2 for a bad query."""
-    from ..catalog._search import SearchResult, search_stream
+    from ..catalog import SearchResult, search_stream
 
     if args.limit < 0 or args.page < 1:
         raise CliError("--limit must be at least 0 and --page at least 1", code=2)
