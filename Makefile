@@ -55,10 +55,13 @@ test-python: $(BUILT) $(PEER)
 	$(PY) -m pytest -q -p no:cacheprovider tests benches --benchmark-disable
 	SESSIONTREE_BACKEND=python $(PY) -m pytest -q -p no:cacheprovider tests/test_cli.py
 
-# The lint gate: the package type-checks with zero errors, and so do the README's examples.
+# The lint gate: the package type-checks with zero errors, and so do the README's examples;
+# the layers hold (tests/test_layers.py: no layer break, no import cycle, the table in
+# docs/ARCHITECTURE.md current).
 lint: $(BUILT)
 	$(PY) -m mypy python/sessiontree
 	$(PY) tests/readme_examples.py --typecheck
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_layers.py
 
 test: lint test-rust test-python
 

@@ -38,7 +38,8 @@ import pytest
 
 from sessiontree import LoadReportWarning, SessionManager
 from sessiontree import catalog as cat
-from sessiontree._listing import list_all_sessions, project_folders
+from sessiontree._listing import list_all_sessions
+from sessiontree._places import project_folders
 from sessiontree._places import session_dir_for_cwd
 from sessiontree.generate import generate_session, parse_size
 

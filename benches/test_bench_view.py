@@ -1,6 +1,6 @@
 """The viewers (``sessiontree browse``, ``sessiontree export``) on an opened session.
 
-* ``structure``: the shape of the whole tree (``_structure.structure_of``): the index's
+* ``structure``: the shape of the whole tree (``view.structure_of``): the index's
   ``get_shape`` and the labels, no entry decoded but the label lines.
 * ``browse first screen``: from a shape to the first screen's rows: the drawing around
   the leaf and the text of 50 rows (their entries decoded), as the tree pane makes them.
@@ -13,10 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from _benchlib import BenchFile, opened, set_info
-from sessiontree._drawing import ENTRY, Drawing
-from sessiontree._structure import structure_of
-from sessiontree.cli.tree import Layout, format_row
-from sessiontree.cli.tree import Row as TreeRow
+from sessiontree.view import ENTRY, Drawing
+from sessiontree.view import structure_of
+from sessiontree.view import Layout, TreeRow, format_row
 from sessiontree.export.html import write_html
 from sessiontree.export.markdown import write_markdown
 

@@ -220,3 +220,15 @@ impl<T: Raw> DerefMut for Col<T> {
         &mut self.owned
     }
 }
+
+/// The persisted index an index was read from or written to (`persist` makes it; the
+/// index keeps it, so that its columns' views and a rewrite know their file).
+pub(crate) struct Persisted {
+    pub(crate) path: std::path::PathBuf,
+    /// Bytes of the session it covers.
+    pub(crate) image_len: u64,
+    /// Its own size.
+    pub(crate) bytes: u64,
+    /// Its map, while columns of the index view it.
+    pub(crate) map: Option<Arc<Mapping>>,
+}

@@ -23,9 +23,11 @@ mod kind;
 mod lines;
 mod listing;
 mod persist;
+mod report;
 pub mod rows;
 mod runs;
 mod scan;
+pub mod search;
 mod source;
 mod stat;
 mod time;
@@ -43,11 +45,18 @@ pub use listing::{
     entries_path, scan_file, Collect, Doc, DocKind, Header, Name, Scan, UsageKind, UsageRow,
 };
 pub use persist::Cache;
-pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES};
+pub use report::{report as usage_report, Bucket, FileLog, Key as ReportKey, Report, Sum};
+pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES, TOKEN_KEYS};
+pub use search::index::{
+    build as index_build, query as index_query, Answer, Indexed, Scope, ToIndex, Written,
+};
+pub use search::rules::{PChar, Term, ASCII_FOLDS, JS_WHITESPACE, NOT_ALNUM};
+pub use search::segment::{merge as merge_segments, Piece, Segment};
+pub use search::{search_files, FileResult, Hit, Judged, Query};
 pub use source::count_newlines;
 pub use stat::{unchanged as stat_unchanged, Seen};
 pub use time::parse_iso_ms;
-pub use usage::{Total, UsageTotals, TOKEN_KEYS};
+pub use usage::{Total, UsageTotals};
 
 #[cfg(feature = "python")]
 mod python;

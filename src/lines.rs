@@ -1,7 +1,7 @@
 //! Scanning a byte range of the image into candidates and issues: line framing,
 //! rules 1–5 (BOM, blank lines, UTF-8, JSON validity with torn-fragment recovery,
 //! objects only) and the fields the index needs from each object line. Which
-//! candidates become entries (rules 6–13) is `index.rs`'s business.
+//! candidates become entries (rules 6–13) is `index/`'s business.
 //!
 //! A range is read and scanned in blocks ([`scan_blocks`]): block `k` holds the lines
 //! that *start* in the `k`-th [`BLOCK`] bytes of the range, so each block finds its

@@ -173,6 +173,9 @@ pub struct Scan {
     pub docs: Vec<Doc>,
     /// Recorded usage (only with `content`).
     pub usage: Vec<UsageRow>,
+    /// Recorded usage in `crate::report`'s packed layout (only with
+    /// [`Collect::usage_log`]).
+    pub usage_log: Vec<u8>,
 }
 
 /// What a scan collects beyond the listing facts.
@@ -183,6 +186,9 @@ pub struct Collect {
     /// [`Scan::texts`] (`all_messages_text`, read only when a caller asks for it: the
     /// messages' content is then walked, which is most of a listing pass's work).
     pub texts: bool,
+    /// [`Scan::usage_log`]: the recorded usage packed (`crate::report`), an
+    /// assistant message's from the validator's spans (no walk of the message).
+    pub usage_log: bool,
 }
 
 /// Scan the file at `path` from `start` (0, or a previous call's [`Scan::end`]).
@@ -210,7 +216,7 @@ pub fn scan_file(
     let file = open_regular(path)?;
     let mut scan = BUF.with(|b| {
         let mut buf = b.take();
-        let r = scan_into(&file, start, prior, collect, limit, &mut buf);
+        let r = scan_into(&file, start, prior, collect, limit, &mut buf, None);
         if buf.len() <= 4 * BLOCK {
             b.replace(buf);
         }
@@ -227,17 +233,19 @@ pub fn scan_file(
 
 /// [`scan_file`] with `buf` (any contents) as the read buffer: `buf[..filled]` holds
 /// the file's bytes from `buf_off`; `buf` only grows (to the longest line).
-fn scan_into(
+pub(crate) fn scan_into(
     file: &File,
     start: u64,
     prior: &[u8],
     collect: Collect,
     limit: u64,
     buf: &mut Vec<u8>,
+    sink: Option<&mut dyn DocSink>,
 ) -> Result<Scan> {
     let size = file.metadata()?.len();
     let stop_at = start.saturating_add(limit);
     let mut st = State::new(prior, start, collect);
+    st.sink = sink;
     // A small file gets a small first read; a file that grows while it is read is
     // read on, block by block.
     let mut block = (size.saturating_sub(start) as usize + 1).clamp(4096, BLOCK);
@@ -262,6 +270,7 @@ fn scan_into(
             if !tail.is_empty() {
                 let off = buf_off + pos as u64;
                 st.out.tail = tail.len() as u64;
+                st.line_len = tail.len() as u64;
                 if !st.line(tail, off, false) {
                     return Ok(st.finish(false));
                 }
@@ -288,10 +297,86 @@ fn scan_into(
     }
 }
 
+/// [`scan_into`] over a whole file already in memory (`data`, from offset 0): no copy,
+/// no read. The scan sees the file end where `data` does.
+pub(crate) fn scan_slice(data: &[u8], collect: Collect, sink: Option<&mut dyn DocSink>) -> Scan {
+    let mut st = State::new(&[], 0, collect);
+    st.sink = sink;
+    st.out.bytes_read = data.len() as u64;
+    let mut pos = 0usize;
+    while pos < data.len() {
+        let Some((n, go)) = take_line(&mut st, &data[pos..], pos as u64) else {
+            break;
+        };
+        pos += n;
+        st.out.end = pos as u64;
+        if !go {
+            return st.finish(false);
+        }
+    }
+    let tail = &data[pos..];
+    if !tail.is_empty() {
+        st.out.tail = tail.len() as u64;
+        st.line_len = tail.len() as u64;
+        if !st.line(tail, pos as u64, false) {
+            return st.finish(false);
+        }
+    }
+    st.finish(true)
+}
+
+/// What a file's header says, read from the first lines only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HeaderKind {
+    /// A header of version 2 or later: the file is a session this module reads.
+    Session,
+    /// A version 1 header (entries without ids: read with the Python rules).
+    Old,
+    /// The first object is not a header, or there is none: not a session.
+    Missing,
+}
+
+/// The header of the file whose first bytes are `data` (from offset 0; `eof`: the
+/// file ends there), judged by the rules of a scan; `None` when `data` ends before a
+/// whole object line decides it.
+pub(crate) fn header_kind(data: &[u8], eof: bool) -> Option<HeaderKind> {
+    let mut st = State::new(&[], 0, Collect::default());
+    let mut pos = 0usize;
+    let decided = |st: &State<'_>| {
+        if st.header_found {
+            Some(if st.out.old_version {
+                HeaderKind::Old
+            } else {
+                HeaderKind::Session
+            })
+        } else if matches!(st.out.header, Header::Missing(_)) {
+            Some(HeaderKind::Missing)
+        } else {
+            None
+        }
+    };
+    while pos < data.len() {
+        let Some((n, _)) = take_line(&mut st, &data[pos..], pos as u64) else {
+            break;
+        };
+        pos += n;
+        if let Some(k) = decided(&st) {
+            return Some(k);
+        }
+    }
+    if !eof {
+        return None;
+    }
+    if pos < data.len() {
+        st.line(&data[pos..], pos as u64, false);
+    }
+    Some(decided(&st).unwrap_or(HeaderKind::Missing))
+}
+
 /// The whole line at the head of `rest` (file offset `off`), taken: its length with
 /// the `\n`, and whether the scan goes on; `None` when `rest` holds no whole line.
 #[inline]
-fn take_line(st: &mut State, rest: &[u8], off: u64) -> Option<(usize, bool)> {
+fn take_line(st: &mut State<'_>, rest: &[u8], off: u64) -> Option<(usize, bool)> {
     // An object line is validated up to its `\n` without a search for it first (not
     // line 1: it may start with a BOM).
     let (len, fast) = match (off != 0)
@@ -301,10 +386,12 @@ fn take_line(st: &mut State, rest: &[u8], off: u64) -> Option<(usize, bool)> {
         Some(n) => (n, true),
         None => (memchr::memchr(b'\n', rest)?, false),
     };
+    st.line_len = len as u64;
     let line = &rest[..len];
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let go = if fast {
         st.line_no += 1;
+        st.at = (off, st.line_len);
         st.object(line, off)
     } else {
         st.line(line, off, true)
@@ -313,7 +400,7 @@ fn take_line(st: &mut State, rest: &[u8], off: u64) -> Option<(usize, bool)> {
 }
 
 /// Read until `buf` is full or the file ends.
-fn read_full(file: &File, buf: &mut [u8], mut at: u64) -> Result<usize> {
+pub(crate) fn read_full(file: &File, buf: &mut [u8], mut at: u64) -> Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match file.read_at(&mut buf[got..], at) {
@@ -329,7 +416,51 @@ fn read_full(file: &File, buf: &mut [u8], mut at: u64) -> Result<usize> {
     Ok(got)
 }
 
-struct State {
+/// Where a scan hands the searchable text of the entries a caller asks for (the search
+/// pass: the lines its prefilter picked), as it meets them.
+pub(crate) trait DocSink {
+    /// Whether the entry on the line at `offset` is wanted.
+    fn wants(&mut self, offset: u64) -> bool;
+    /// One wanted entry's searchable text (see [`Doc`]), and where it lies.
+    fn doc(&mut self, doc: DocRef<'_>);
+}
+
+/// A [`Doc`] borrowed from the scan, with the offset of its line and the line's length
+/// (without its `\n`); for an object of a line of glued ones, the offset and length of
+/// that object (read back alone, it is that entry: `doc_of_line`).
+pub(crate) struct DocRef<'a> {
+    pub seq: u32,
+    pub id: &'a [u8],
+    pub kind: DocKind,
+    pub time: Option<f64>,
+    pub text: &'a [u8],
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// Hand the entry on one whole line (at offset `off`, without its `\n`) to `sink` as a
+/// scan would, the entry taken as accepted (the caller knows it was: a line an index
+/// kept); a message's text read no further than `budget` bytes when that many come
+/// before its tool calls (then the text is a prefix of the entry's).
+pub(crate) fn doc_of_line(line: &[u8], off: u64, budget: usize, sink: &mut dyn DocSink) {
+    let mut st = State::new(&[], off.max(1), Collect::default());
+    st.sink = Some(sink);
+    st.budget = budget;
+    st.line_len = line.len() as u64;
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    st.line(line, off, true);
+}
+
+struct State<'s> {
+    sink: Option<&'s mut dyn DocSink>,
+    /// Bytes of a message's text worth reading (see `text_of`).
+    budget: usize,
+    /// Length of the line being read (without its `\n`).
+    line_len: u64,
+    /// Offset and length of the object being read: its line, or its piece of a line
+    /// of glued objects (a `DocRef`'s, so that reading them back gives this object).
+    at: (u64, u64),
+    log: crate::report::LogWriter,
     arena: IdArena,
     table: IdTable,
     header_found: bool,
@@ -341,9 +472,14 @@ struct State {
     out: Scan,
 }
 
-impl State {
-    fn new(prior: &[u8], start: u64, collect: Collect) -> State {
+impl<'s> State<'s> {
+    fn new(prior: &[u8], start: u64, collect: Collect) -> State<'s> {
         let mut st = State {
+            sink: None,
+            budget: usize::MAX,
+            line_len: 0,
+            at: (0, 0),
+            log: crate::report::LogWriter::default(),
             arena: IdArena::default(),
             table: IdTable::new(),
             header_found: start > 0,
@@ -375,6 +511,7 @@ impl State {
     }
 
     fn finish(mut self, eof: bool) -> Scan {
+        self.out.usage_log = std::mem::take(&mut self.log.out);
         self.out.eof = eof && self.out.fallback.is_none() && !self.out.old_version;
         if !self.header_found && self.out.header == Header::Before {
             self.out.header = Header::Missing(self.first_nonblank.take());
@@ -387,11 +524,13 @@ impl State {
     /// then, as the loader does: `scan::split_line`); false stops the scan.
     fn line(&mut self, line: &[u8], off: u64, complete: bool) -> bool {
         self.line_no += 1;
+        let whole = line.len();
         let line = if off == 0 {
             line.strip_prefix(BOM).unwrap_or(line)
         } else {
             line
         };
+        let lead = (whole - line.len()) as u64;
         if scan::is_blank(line) {
             return true;
         }
@@ -402,6 +541,7 @@ impl State {
         match ls.verdict {
             Verdict::Object => {
                 self.fields = ls.fields;
+                self.at = (off, self.line_len);
                 self.object(line, off)
             }
             Verdict::Invalid if complete => {
@@ -410,6 +550,7 @@ impl State {
                 };
                 for p in &split.pieces {
                     self.fields = p.fields;
+                    self.at = (off + lead + p.start as u64, (p.end - p.start) as u64);
                     if !self.object(&line[p.start..p.end], off) {
                         return false;
                     }
@@ -453,16 +594,16 @@ impl State {
             return !self.out.old_version;
         }
         let Some(ty) = ty else {
-            return self.entry(obj, b"", &f);
+            return self.entry(obj, b"", &f, off);
         };
         if &*ty == b"session" {
             return true; // a later header
         }
         let ty = ty.into_owned();
-        self.entry(obj, &ty, &f)
+        self.entry(obj, &ty, &f, off)
     }
 
-    fn entry(&mut self, obj: &[u8], ty: &[u8], f: &Fields) -> bool {
+    fn entry(&mut self, obj: &[u8], ty: &[u8], f: &Fields, off: u64) -> bool {
         let Some(id) = str_of(obj, f.id) else {
             return true;
         };
@@ -484,13 +625,26 @@ impl State {
         let stamp = str_of(obj, f.timestamp);
         let entry_ms = stamp.as_deref().and_then(parse_iso_ms).map(|ms| ms as f64);
         match ty {
-            b"message" => self.message(obj, seq, &id, entry_ms, stamp.as_deref()),
+            b"message" => self.message(obj, seq, &id, entry_ms, stamp.as_deref(), off),
             b"session_info" => {
                 let name = member(obj, ws(obj, 0), b"name");
                 self.out.name = match name.and_then(|v| string(obj, v)) {
                     Some(n) => Name::Set(n.into_owned()),
                     None => Name::Cleared,
                 };
+                if let (Some(sink), Name::Set(n)) = (self.sink.as_deref_mut(), &self.out.name) {
+                    if sink.wants(off) {
+                        sink.doc(DocRef {
+                            seq,
+                            id: &id,
+                            kind: DocKind::Name,
+                            time: entry_ms,
+                            text: n,
+                            offset: self.at.0,
+                            len: self.at.1,
+                        });
+                    }
+                }
                 if let (true, Name::Set(n)) = (self.collect.content, &self.out.name) {
                     let text = n.clone();
                     self.out.docs.push(Doc {
@@ -503,7 +657,9 @@ impl State {
                 }
                 true
             }
-            b"usage" | b"compaction" | b"branch_summary" if self.collect.content => {
+            b"usage" | b"compaction" | b"branch_summary"
+                if self.collect.content || self.collect.usage_log =>
+            {
                 let kind = match ty {
                     b"usage" => UsageKind::Usage,
                     b"compaction" => UsageKind::Compaction,
@@ -516,6 +672,22 @@ impl State {
                     } else {
                         (Vec::new(), Vec::new())
                     };
+                    let numbers = usage_numbers(obj, u);
+                    if self.collect.usage_log {
+                        self.log.push(&crate::report::Record {
+                            id: &id,
+                            stamp: stamp.as_deref().unwrap_or_default(),
+                            seq,
+                            kind: kind as u8,
+                            time: entry_ms,
+                            provider: &provider,
+                            model: &model,
+                            numbers,
+                        });
+                    }
+                    if !self.collect.content {
+                        return true;
+                    }
                     self.out.usage.push(UsageRow {
                         seq,
                         id: id.into_owned(),
@@ -524,7 +696,7 @@ impl State {
                         kind,
                         provider,
                         model,
-                        numbers: usage_numbers(obj, u),
+                        numbers,
                     });
                 }
                 true
@@ -540,6 +712,7 @@ impl State {
         id: &[u8],
         entry_ms: Option<f64>,
         stamp: Option<&[u8]>,
+        off: u64,
     ) -> bool {
         self.out.message_count += 1;
         // Only user and assistant messages say more (tool results, the bulk, are
@@ -558,7 +731,39 @@ impl State {
         if let (Some(t), true) = (time, self.fields.content != Val::Absent) {
             self.out.activity = Some(self.out.activity.unwrap_or(0.0).max(t));
         }
-        if !(self.collect.content || self.collect.texts || user && self.out.first_message.is_none())
+        if let (true, false, Val::Other { start }) =
+            (self.collect.usage_log, user, self.fields.usage)
+        {
+            if obj.get(start) == Some(&b'{') {
+                let f = &self.fields;
+                let num = |v: Val| match v {
+                    Val::Num { start, end } => number(&obj[start..end]),
+                    _ => 0.0,
+                };
+                let mut numbers = [0.0; 6];
+                for (o, &v) in numbers.iter_mut().zip(&f.tokens) {
+                    *o = num(v);
+                }
+                numbers[5] = num(f.cost_total);
+                let text = |v: Val| str_of(obj, v).map(Cow::into_owned).unwrap_or_default();
+                let (provider, model) = (text(f.provider), text(f.model));
+                self.log.push(&crate::report::Record {
+                    id,
+                    stamp: stamp.unwrap_or_default(),
+                    seq,
+                    kind: UsageKind::Message as u8,
+                    time,
+                    provider: &provider,
+                    model: &model,
+                    numbers,
+                });
+            }
+        }
+        let sunk = self.sink.as_deref_mut().is_some_and(|s| s.wants(off));
+        if !(self.collect.content
+            || self.collect.texts
+            || sunk
+            || user && self.out.first_message.is_none())
         {
             return true; // no text wanted: the walk below is 35–45% of a listing pass's CPU
         }
@@ -585,7 +790,8 @@ impl State {
                     obj,
                     v,
                     &mut text,
-                    self.collect.content.then_some(&mut calls),
+                    (self.collect.content || sunk).then_some(&mut calls),
+                    self.budget,
                 );
                 fallback = end.is_none();
                 end
@@ -626,14 +832,29 @@ impl State {
                 self.out.first_message = Some(text.clone());
             }
         }
-        if self.collect.content {
+        if self.collect.content || sunk {
             if !calls.is_empty() {
                 if !text.is_empty() {
                     text.push(b'\n');
                 }
                 text.extend_from_slice(&calls);
             }
-            if !text.is_empty() {
+            if let (true, Some(sink)) = (sunk && !text.is_empty(), self.sink.as_deref_mut()) {
+                sink.doc(DocRef {
+                    seq,
+                    id,
+                    kind: if user {
+                        DocKind::User
+                    } else {
+                        DocKind::Assistant
+                    },
+                    time,
+                    text: &text,
+                    offset: self.at.0,
+                    len: self.at.1,
+                });
+            }
+            if self.collect.content && !text.is_empty() {
                 self.out.docs.push(Doc {
                     seq,
                     id: id.to_vec(),
@@ -697,6 +918,53 @@ fn value(s: &[u8], i: usize) -> Val {
 /// The decoded string at `s[i]`, if the value there is a string.
 fn string(s: &[u8], i: usize) -> Option<Cow<'_, [u8]>> {
     scan::str_bytes(s, value(s, i))
+}
+
+/// The decoded string at `s[i]` (if a string), no more of it than the first `budget`
+/// bytes of its body need (rounded up past an escape, a surrogate pair or a UTF-8
+/// sequence, so that the result is a prefix of the whole decoding).
+fn string_prefix(s: &[u8], i: usize, budget: usize) -> Option<Cow<'_, [u8]>> {
+    let v = value(s, i);
+    let Val::Str {
+        start,
+        end,
+        escaped,
+    } = v
+    else {
+        return None;
+    };
+    if end - start <= budget {
+        return scan::str_bytes(s, v);
+    }
+    let raw = s.get(start..end)?;
+    let mut k = 0;
+    while k < budget {
+        if raw[k] != b'\\' {
+            k += 1;
+            continue;
+        }
+        k += if raw.get(k + 1) == Some(&b'u') {
+            // A high surrogate's escape and the low one's after it decode as one.
+            let pair = raw.get(k + 2..k + 4).is_some_and(|h| {
+                matches!(h[0], b'd' | b'D')
+                    && matches!(h[1], b'8' | b'9' | b'a' | b'b' | b'A' | b'B')
+            }) && raw.get(k + 6..k + 8) == Some(b"\\u");
+            if pair {
+                12
+            } else {
+                6
+            }
+        } else {
+            2
+        };
+    }
+    while raw.get(k).is_some_and(|&b| b & 0xC0 == 0x80) {
+        k += 1;
+    }
+    let k = k.min(raw.len());
+    let mut out = Vec::with_capacity(k);
+    scan::decode_span(&raw[..k], escaped, false, &mut out);
+    Some(Cow::Owned(out))
 }
 
 /// A field's decoded string.
@@ -819,11 +1087,18 @@ fn text_of(
     s: &[u8],
     v: usize,
     out: &mut Vec<u8>,
-    mut calls: Option<&mut Vec<u8>>,
+    calls: Option<&mut Vec<u8>>,
+    budget: usize,
 ) -> Option<usize> {
-    match s.get(v) {
+    // Past `budget` bytes of text the rest is not needed (a snippet near the start):
+    // the walk stops there, as if the line ended.
+    let mut cut = false;
+    // Tool calls' names and arguments, read once every text block is (they follow
+    // the text).
+    let mut pending: Vec<(Option<usize>, Option<usize>)> = Vec::new();
+    let end = match s.get(v) {
         Some(b'"') => {
-            if let Some(t) = string(s, v) {
+            if let Some(t) = string_prefix(s, v, budget) {
                 out.extend_from_slice(&t);
             }
             Some(skip_str(s, v))
@@ -841,8 +1116,9 @@ fn text_of(
                         first = false;
                         match b.get(1).map(|t| value(s, t)) {
                             None | Some(Val::Null) | Some(Val::Absent) => {}
-                            Some(t @ Val::Str { .. }) => {
-                                if let Some(t) = scan::str_bytes(s, t) {
+                            Some(Val::Str { .. }) => {
+                                let rest = budget.saturating_sub(out.len());
+                                if let Some(t) = b.get(1).and_then(|t| string_prefix(s, t, rest)) {
                                     out.extend_from_slice(&t);
                                 }
                             }
@@ -854,16 +1130,13 @@ fn text_of(
                             }
                             Some(_) => return None,
                         }
-                    }
-                    Some(b"toolCall") => {
-                        if let Some(c) = calls.as_deref_mut() {
-                            if let Some(n) = b.get(2).and_then(|n| string(s, n)) {
-                                part(c, &n);
-                            }
-                            if let Some(a) = b.get(3) {
-                                leaves(s, a, c, 0);
-                            }
+                        if out.len() >= budget {
+                            cut = true;
+                            return None;
                         }
+                    }
+                    Some(b"toolCall") if calls.is_some() => {
+                        pending.push((b.get(2), b.get(3)));
                     }
                     _ => {}
                 }
@@ -871,6 +1144,25 @@ fn text_of(
             })
         }
         _ => Some(skip_value(s, v)),
+    };
+    if let (Some(c), false) = (calls, cut) {
+        let budget = budget.saturating_sub(out.len() + 1);
+        for (name, args) in pending {
+            if c.len() >= budget {
+                break;
+            }
+            if let Some(n) = name.and_then(|n| string_prefix(s, n, budget - c.len())) {
+                part(c, &n);
+            }
+            if let Some(a) = args {
+                leaves(s, a, c, 0, budget);
+            }
+        }
+    }
+    if cut {
+        Some(s.len())
+    } else {
+        end
     }
 }
 
@@ -887,19 +1179,22 @@ fn part(out: &mut Vec<u8>, text: &[u8]) {
 
 /// The strings of the value at `s[v]` in `json.loads` order (an object's keys where
 /// they first occur, with their last values), each a [`part`].
-fn leaves(s: &[u8], v: usize, out: &mut Vec<u8>, depth: usize) {
-    if depth > scan::MAX_DEPTH {
+fn leaves(s: &[u8], v: usize, out: &mut Vec<u8>, depth: usize, budget: usize) {
+    if depth > scan::MAX_DEPTH || out.len() >= budget {
         return;
     }
     match s.get(v) {
         Some(b'"') => {
-            if let Some(t) = string(s, v) {
+            if let Some(t) = string_prefix(s, v, budget - out.len()) {
                 part(out, &t);
             }
         }
         Some(b'[') => {
             elements(s, v, |e| {
-                leaves(s, e, out, depth + 1);
+                if out.len() >= budget {
+                    return None;
+                }
+                leaves(s, e, out, depth + 1, budget);
                 Some(skip_value(s, e))
             });
         }
@@ -930,7 +1225,7 @@ fn leaves(s: &[u8], v: usize, out: &mut Vec<u8>, depth: usize) {
                 j = ws(s, j + 1);
             }
             for (_, val) in slots {
-                leaves(s, val, out, depth + 1);
+                leaves(s, val, out, depth + 1, budget);
             }
         }
         _ => {}

@@ -847,6 +847,7 @@ fn count_newlines(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<u64> {
 /// One call of `listing::scan_file` (releases the GIL), as the tuple
 /// `_sessiontree.pyi` describes.
 #[pyfunction]
+#[pyo3(signature = (path, start, prior, content, limit, fingerprint, texts, usage_log=false))]
 #[allow(clippy::too_many_arguments)] // the Python signature's, one argument each
 fn scan_listing<'py>(
     py: Python<'py>,
@@ -857,6 +858,7 @@ fn scan_listing<'py>(
     limit: u64,
     fingerprint: u64,
     texts: bool,
+    usage_log: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     use crate::listing::{DocKind, Header, Name, UsageKind};
     let p = os_path(path)?;
@@ -868,7 +870,11 @@ fn scan_listing<'py>(
                 &pb,
                 start,
                 &prior,
-                crate::Collect { content, texts },
+                crate::Collect {
+                    content,
+                    texts,
+                    usage_log,
+                },
                 limit,
                 fingerprint,
             )
@@ -947,8 +953,533 @@ fn scan_listing<'py>(
         s.entry_count,
         PyList::new(py, docs)?,
         PyList::new(py, usage)?,
+        PyBytes::new(py, &s.usage_log),
     )
         .into_pyobject(py)
+}
+
+/// `report::report` (releases the GIL): the usage logs of the files in scope, oldest
+/// holder first, each file's key (`"file"`), and with `active` each file's entries
+/// record. Returns `(groups, loose, models, bad)`: groups as `(key, bucket, records,
+/// sums)` (bucket: a slice number, `None` for no time, `True` for all), each sum
+/// `(exact, floats)` (the partials, or the values themselves), loose records as
+/// `(key, time, numbers)`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn usage_report<'py>(
+    py: Python<'py>,
+    logs: Vec<Vec<u8>>,
+    keys: Vec<u32>,
+    entries: Option<Vec<Vec<u8>>>,
+    key: &str,
+    buckets: bool,
+    active: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    use crate::{Bucket, FileLog, ReportKey};
+    let key = match key {
+        "model" => ReportKey::Model,
+        "file" => ReportKey::File,
+        "none" => ReportKey::None,
+        _ => return Err(PyValueError::new_err("key: model, file or none")),
+    };
+    if keys.len() != logs.len() || entries.as_ref().is_some_and(|e| e.len() != logs.len()) {
+        return Err(PyValueError::new_err(
+            "one key (and entries record) per log",
+        ));
+    }
+    let r = py.detach(|| {
+        let files: Vec<FileLog<'_>> = logs
+            .iter()
+            .enumerate()
+            .map(|(i, log)| FileLog {
+                log,
+                key: keys[i],
+                on_path: entries.as_ref().map(|e| {
+                    let path = crate::entries_path(&e[i]);
+                    let n = path.iter().max().map_or(0, |&m| m as usize + 1);
+                    let mut on = vec![false; n];
+                    for s in path {
+                        on[s as usize] = true;
+                    }
+                    on
+                }),
+            })
+            .collect();
+        crate::usage_report(&files, key, buckets, active)
+    });
+    let groups = PyList::empty(py);
+    for ((k, b), g) in &r.groups {
+        let bucket = match b {
+            Bucket::Slice(n) => n.into_pyobject(py)?.into_any(),
+            Bucket::NoTime => py.None().into_bound(py),
+            Bucket::All => true.into_pyobject(py)?.to_owned().into_any(),
+        };
+        let sums = g
+            .sums
+            .iter()
+            .map(|s| match &s.values {
+                Some(v) => (false, v.clone()),
+                None => (true, s.partials.clone()),
+            })
+            .collect::<Vec<_>>();
+        groups.append((*k, bucket, g.records, sums))?;
+    }
+    let models = r
+        .models
+        .iter()
+        .map(|(p, m)| Ok((id_to_py(py, p)?, id_to_py(py, m)?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    (groups, r.loose, models, r.bad).into_pyobject(py)
+}
+
+/// A query's terms as the native rules read them: each a list of words; `uncased` the
+/// query's non-ASCII characters Python holds uncased.
+fn query_terms(terms: &[Vec<String>], uncased: &str) -> PyResult<Vec<crate::Term>> {
+    use crate::{PChar, Term};
+    let out: Vec<Term> = terms
+        .iter()
+        .map(|words| Term {
+            words: words
+                .iter()
+                .map(|w| {
+                    w.chars()
+                        .map(|c| PChar::new(c as u32, uncased.contains(c)))
+                        .collect()
+                })
+                .collect(),
+        })
+        .collect();
+    if out.is_empty()
+        || out
+            .iter()
+            .any(|t| t.words.is_empty() || t.words.iter().any(Vec::is_empty))
+    {
+        return Err(PyValueError::new_err(
+            "no terms, or a term with an empty word",
+        ));
+    }
+    Ok(out)
+}
+
+fn path_of(b: Vec<u8>) -> PathBuf {
+    PathBuf::from(OsString::from_vec(b))
+}
+
+type PiecePy = (u32, u64, u64, u64, u32);
+
+fn pieces_py(pieces: &[crate::Piece]) -> Vec<PiecePy> {
+    pieces
+        .iter()
+        .map(|p| (p.file, p.epoch, p.start, p.end, p.docs))
+        .collect()
+}
+
+fn role_name(r: u8) -> &'static str {
+    match r {
+        0 => "user",
+        1 => "assistant",
+        _ => "name",
+    }
+}
+
+/// `search::index::build` (releases the GIL): index pieces of files into new segments
+/// in `folder`. `files`: `(path, file id, epoch, start, end, prior entries record)`.
+/// Returns `(segments, outcomes, failure)`: segments as `(name, size, pieces)`, pieces
+/// `(file, epoch, start, end, docs)`; one outcome per piece (`"done"`, `"python"`,
+/// `"changed"` or an error's words); `failure` why a segment could not be written.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn index_build(
+    py: Python<'_>,
+    folder: Vec<u8>,
+    files: Vec<(Vec<u8>, u32, u64, u64, u64, Vec<u8>)>,
+    threads: usize,
+    max_postings: usize,
+) -> (
+    Vec<(String, u64, Vec<PiecePy>)>,
+    Vec<String>,
+    Option<String>,
+) {
+    use crate::{Indexed, ToIndex};
+    let dir = path_of(folder);
+    let files: Vec<ToIndex> = files
+        .into_iter()
+        .map(|(p, file, epoch, start, end, prior)| ToIndex {
+            path: path_of(p),
+            file,
+            epoch,
+            start,
+            end,
+            prior,
+        })
+        .collect();
+    let (written, outcomes, failure) =
+        py.detach(|| crate::index_build(&dir, &files, threads, max_postings));
+    let segs = written
+        .iter()
+        .map(|w| (w.name.clone(), w.size, pieces_py(&w.pieces)))
+        .collect();
+    let outcomes = outcomes
+        .into_iter()
+        .map(|o| match o {
+            Indexed::Done => "done".to_string(),
+            Indexed::Python => "python".to_string(),
+            Indexed::Changed => "changed".to_string(),
+            Indexed::Error(e) => format!("error: {e}"),
+        })
+        .collect();
+    (segs, outcomes, failure)
+}
+
+/// The pieces of the segment at `path` (`(file, epoch, start, end, docs)`).
+///
+/// Raises `OSError` if it cannot be read or is damaged.
+#[pyfunction]
+fn segment_pieces(path: Vec<u8>) -> PyResult<Vec<PiecePy>> {
+    let p = path_of(path);
+    let s = crate::Segment::open(&p).map_err(|e| to_py_err(e, Some(&p)))?;
+    Ok(pieces_py(&s.pieces()))
+}
+
+/// `search::segment::merge` (releases the GIL): the segments at `inputs` into a new
+/// one in `folder`, keeping the pieces of `live` (`(file, epoch, s_end)`: a piece lives
+/// if its file's epoch is this one and it ends by `s_end`). Returns `(name, size,
+/// pieces)`.
+///
+/// Raises `OSError` if an input cannot be read or is damaged, or the output cannot be
+/// written.
+#[pyfunction]
+fn index_merge(
+    py: Python<'_>,
+    folder: Vec<u8>,
+    inputs: Vec<Vec<u8>>,
+    live: Vec<(u32, u64, u64)>,
+) -> PyResult<(String, u64, Vec<PiecePy>)> {
+    let dir = path_of(folder);
+    let inputs: Vec<PathBuf> = inputs.into_iter().map(path_of).collect();
+    let live: std::collections::HashMap<u32, (u64, u64)> =
+        live.into_iter().map(|(f, e, s)| (f, (e, s))).collect();
+    py.detach(|| {
+        let segs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+        let name = crate::search::index::fresh_name();
+        let tmp = dir.join(format!(".{name}.tmp"));
+        let (size, pieces) = crate::merge_segments(
+            &segs,
+            |p| {
+                live.get(&p.file)
+                    .is_some_and(|&(e, s)| e == p.epoch && p.end <= s)
+            },
+            &tmp,
+        )?;
+        std::fs::rename(&tmp, dir.join(&name))?;
+        Ok((name, size, pieces_py(&pieces)))
+    })
+    .map_err(|e: crate::Error| to_py_err(e, Some(&dir)))
+}
+
+/// `search::index::query` (releases the GIL): answer `terms` from the segments at
+/// `segments` for the files of `scope` (`(file id, epoch, s_end, rank)`), whose paths
+/// are `paths` by rank; `k` the best decided hits wanted (`None`: all; newest first
+/// with `recent`, else by relevance). Returns `(total, top, unsure, stale)`: the best
+/// hits as `(rank, seq, offset, length, role, time, score, anchor)` (their snippets:
+/// `index_snippets`), unsure entries `(rank, seq, offset, entry_id, role, time,
+/// text)`.
+///
+/// Raises `OSError` for a segment that cannot be read or is damaged, `ValueError` for
+/// a query the index cannot narrow (a term without letters or digits).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn index_query<'py>(
+    py: Python<'py>,
+    segments: Vec<Vec<u8>>,
+    scope: Vec<(u32, u64, u64, u32)>,
+    paths: Vec<Vec<u8>>,
+    terms: Vec<Vec<String>>,
+    uncased: &str,
+    k: Option<usize>,
+    recent: bool,
+    threads: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let terms = query_terms(&terms, uncased)?;
+    let seg_paths: Vec<PathBuf> = segments.into_iter().map(path_of).collect();
+    let paths: Vec<PathBuf> = paths.into_iter().map(path_of).collect();
+    let scope: std::collections::HashMap<u32, crate::Scope> = scope
+        .into_iter()
+        .map(|(f, epoch, s_end, rank)| (f, crate::Scope { epoch, s_end, rank }))
+        .collect();
+    let r = py.detach(|| {
+        let mut segs = Vec::with_capacity(seg_paths.len());
+        for p in &seg_paths {
+            segs.push(crate::Segment::open(p).map_err(|e| format!("{}: {e}", p.display()))?);
+        }
+        crate::index_query(&segs, &scope, &terms, &paths, k, recent, threads)
+    });
+    let a = match r {
+        Ok(a) => a,
+        Err(e) if e.starts_with("a term") => return Err(PyValueError::new_err(e)),
+        Err(e) => return Err(PyOSError::new_err(e)),
+    };
+    let text = |b: &[u8]| id_to_py(py, b);
+    let unsure = a
+        .unsure
+        .iter()
+        .map(|u| {
+            (
+                u.rank,
+                u.seq,
+                u.offset,
+                text(&u.id)?,
+                role_name(u.role),
+                u.time,
+                text(&u.text)?,
+            )
+                .into_pyobject(py)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    (
+        a.total,
+        HitKeys { hits: a.top },
+        PyList::new(py, unsure)?,
+        a.stale,
+    )
+        .into_pyobject(py)
+}
+
+/// The decided hits of [`index_query`], best first, kept here (about 56 bytes a hit):
+/// all the hits of a common word over a large history are made into Python objects a
+/// chunk at a time ([`HitKeys::take`]), never all at once.
+#[pyclass(frozen, name = "HitKeys", module = "sessiontree._sessiontree")]
+pub struct HitKeys {
+    hits: Vec<crate::search::index::KeyHit>,
+}
+
+#[pymethods]
+impl HitKeys {
+    fn __len__(&self) -> usize {
+        self.hits.len()
+    }
+
+    /// Hits `[start, start + n)` (fewer at the end): each `(rank, seq, offset, length,
+    /// role, time, score, anchor)`.
+    #[allow(clippy::type_complexity)]
+    fn take(
+        &self,
+        start: usize,
+        n: usize,
+    ) -> Vec<(u32, u32, u64, u32, &'static str, Option<f64>, u64, u64)> {
+        let start = start.min(self.hits.len());
+        let end = start.saturating_add(n).min(self.hits.len());
+        self.hits[start..end]
+            .iter()
+            .map(|h| {
+                (
+                    h.rank,
+                    h.seq,
+                    h.offset,
+                    h.len,
+                    role_name(h.role),
+                    h.time,
+                    h.score,
+                    h.anchor,
+                )
+            })
+            .collect()
+    }
+}
+
+/// `search::index::snippets` (releases the GIL): the snippets of hits `(rank, offset,
+/// length, role, anchor)` (as `index_query` gives them) read from `paths` (by rank):
+/// each `("done", entry_id, snippet, marks)`, `("text", entry_id, text)` (only Python
+/// builds it) or `("stale", None)`.
+#[pyfunction]
+fn index_snippets<'py>(
+    py: Python<'py>,
+    paths: Vec<Vec<u8>>,
+    hits: Vec<(u32, u64, u32, String, u64)>,
+    terms: Vec<Vec<String>>,
+    uncased: &str,
+    threads: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    use crate::search::index::{KeyHit, Snippet};
+    let terms = query_terms(&terms, uncased)?;
+    let paths: Vec<PathBuf> = paths.into_iter().map(path_of).collect();
+    let keys: Vec<KeyHit> = hits
+        .iter()
+        .map(|(rank, offset, len, role, anchor)| KeyHit {
+            rank: *rank,
+            seq: 0,
+            offset: *offset,
+            len: *len,
+            role: match role.as_str() {
+                "user" => 0,
+                "assistant" => 1,
+                _ => 2,
+            },
+            time: None,
+            score: 0,
+            anchor: *anchor,
+        })
+        .collect();
+    let got = py.detach(|| crate::search::index::snippets(&paths, &keys, &terms, threads));
+    let out = PyList::empty(py);
+    for s in got {
+        let item = match s {
+            Snippet::Done(id, snip, marks) => ("done", id_to_py(py, &id)?, snip, marks)
+                .into_pyobject(py)?
+                .into_any(),
+            Snippet::Text(id, text) => ("text", id_to_py(py, &id)?, id_to_py(py, &text)?)
+                .into_pyobject(py)?
+                .into_any(),
+            Snippet::Stale => ("stale", py.None()).into_pyobject(py)?.into_any(),
+        };
+        out.append(item)?;
+    }
+    Ok(out)
+}
+
+/// `search::search_ranked` (releases the GIL): `paths` as `bytes` (`os.fsencode`, in
+/// the order that breaks ties), `terms` each a list of words (`None`: a regular
+/// expression, every entry's text goes back), `uncased` the query's non-ASCII
+/// characters Python holds uncased, `k` the decided hits wanted (`None`: all), best
+/// first by relevance or (`recent`) newest. Returns `(files, total, top, undecided)`
+/// as `_sessiontree.pyi` describes.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn search_files<'py>(
+    py: Python<'py>,
+    paths: Vec<Vec<u8>>,
+    terms: Option<Vec<Vec<String>>>,
+    uncased: &str,
+    threads: usize,
+    k: Option<usize>,
+    recent: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    use crate::listing::{DocKind, Name};
+    use crate::{FileResult, Hit, Judged, Query};
+    let paths: Vec<PathBuf> = paths.into_iter().map(path_of).collect();
+    let q = match terms {
+        None => Query {
+            terms: Vec::new(),
+            regex: true,
+        },
+        Some(terms) => Query {
+            terms: query_terms(&terms, uncased)?,
+            regex: false,
+        },
+    };
+    let (results, ranked) =
+        py.detach(|| crate::search::search_ranked(&paths, &q, threads, k, recent));
+    let text = |b: &[u8]| id_to_py(py, b);
+    let files = PyList::empty(py);
+    for r in results {
+        let item = match r {
+            FileResult::Session {
+                header, name, read, ..
+            } => {
+                let name = match &name {
+                    Name::Unset => (false, py.None().into_bound(py)),
+                    Name::Set(n) => (true, text(n)?),
+                    Name::Cleared => (true, py.None().into_bound(py)),
+                };
+                ("session", header.map(|h| PyBytes::new(py, &h)), name, read)
+                    .into_pyobject(py)?
+                    .into_any()
+            }
+            FileResult::NotSession { read } => ("not_session", read).into_pyobject(py)?.into_any(),
+            FileResult::Python { read } => ("python", read).into_pyobject(py)?.into_any(),
+            FileResult::Error(e) => ("error", e).into_pyobject(py)?.into_any(),
+        };
+        files.append(item)?;
+    }
+    let hit = |i: usize, h: &Hit| {
+        let role = match h.kind {
+            DocKind::User => "user",
+            DocKind::Assistant => "assistant",
+            DocKind::Name => "name",
+        };
+        let (score, anchor, body) = match &h.judged {
+            Judged::Hit { score, anchor } => (Some(*score), Some(*anchor), None),
+            Judged::Undecided(t) => (None, None, Some(text(t)?)),
+        };
+        (
+            i,
+            h.seq,
+            h.offset,
+            h.len,
+            text(&h.id)?,
+            role,
+            h.time,
+            h.on_path,
+            score,
+            anchor,
+            body,
+        )
+            .into_pyobject(py)
+    };
+    let top = ranked
+        .top
+        .iter()
+        .map(|(i, h)| hit(*i, h))
+        .collect::<PyResult<Vec<_>>>()?;
+    let undecided = ranked
+        .undecided
+        .iter()
+        .map(|(i, h)| hit(*i, h))
+        .collect::<PyResult<Vec<_>>>()?;
+    (
+        files,
+        ranked.total,
+        PyList::new(py, top)?,
+        PyList::new(py, undecided)?,
+    )
+        .into_pyobject(py)
+}
+
+/// The search rules' tables (`search::rules`), for `tests/test_search_rules.py` to
+/// hold to Python's `re` and `str.isalnum`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn search_tables() -> (Vec<u32>, Vec<(u32, u8)>, Vec<(u32, u32)>) {
+    (
+        crate::JS_WHITESPACE.to_vec(),
+        crate::ASCII_FOLDS.to_vec(),
+        crate::NOT_ALNUM.to_vec(),
+    )
+}
+
+/// `search::rules` over one text, for tests: `("miss"|"undecided", None)` or
+/// `("hit", (score, anchor, snippet, marks))`.
+#[pyfunction]
+fn judge_text<'py>(
+    py: Python<'py>,
+    terms: Vec<Vec<String>>,
+    uncased: &str,
+    text: &[u8],
+) -> PyResult<Bound<'py, PyTuple>> {
+    use crate::search::rules::{judge, snippet, Chars, Outcome};
+    use crate::{PChar, Term};
+    let terms: Vec<Term> = terms
+        .iter()
+        .map(|words| Term {
+            words: words
+                .iter()
+                .map(|w| {
+                    w.chars()
+                        .map(|c| PChar::new(c as u32, uncased.contains(c)))
+                        .collect()
+                })
+                .collect(),
+        })
+        .collect();
+    let chars = Chars::of(text);
+    match judge(&terms, &chars) {
+        Outcome::Miss => ("miss", py.None()).into_pyobject(py),
+        Outcome::Undecided => ("undecided", py.None()).into_pyobject(py),
+        Outcome::Hit { score, anchor } => match snippet(&terms, &chars, anchor as usize) {
+            Ok((s, m)) => ("hit", (score, anchor, s, m)).into_pyobject(py),
+            Err(_) => ("undecided", py.None()).into_pyobject(py),
+        },
+    }
 }
 
 /// `stat::unchanged`: `stat(path)` still shows this device, inode, size and mtime
@@ -986,9 +1517,29 @@ mod _sessiontree {
     #[pymodule_export]
     use super::entries_path;
     #[pymodule_export]
+    use super::index_build;
+    #[pymodule_export]
+    use super::index_merge;
+    #[pymodule_export]
+    use super::index_query;
+    #[pymodule_export]
+    use super::index_snippets;
+    #[pymodule_export]
+    use super::judge_text;
+    #[pymodule_export]
     use super::scan_listing;
     #[pymodule_export]
+    use super::search_files;
+    #[pymodule_export]
+    use super::search_tables;
+    #[pymodule_export]
+    use super::segment_pieces;
+    #[pymodule_export]
     use super::stat_unchanged;
+    #[pymodule_export]
+    use super::usage_report;
+    #[pymodule_export]
+    use super::HitKeys;
     #[pymodule_export]
     use super::PyIndex;
     use pyo3::prelude::*;

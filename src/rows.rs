@@ -1,5 +1,5 @@
 //! The decoded columns of the `entries` and `tool_calls` tables (docs/TABLES.md), from
-//! the JSON text of entries, in Arrow's layouts: `tables/_fields.py`'s rules, which the
+//! the JSON text of entries, in Arrow's layouts: `_rows.py`'s rules, which the
 //! python backend applies to decoded dicts and `tests/test_tables_rows.py` holds equal
 //! to these on generated adversarial sessions.
 //!
@@ -9,7 +9,7 @@
 //! surrogates kept in generalized UTF-8), then made valid UTF-8 as Python's
 //! `surrogatepass` + `decode("utf-8", "replace")` does (`from_utf8_lossy`: one U+FFFD per
 //! byte of a surrogate's form) and cut at a character boundary. Image blocks give their
-//! `data` undecoded (base64 and its hash are `_fields.image_stub`'s, in Python, for both
+//! `data` undecoded (base64 and its hash are `_rows.image_stub`'s, in Python, for both
 //! backends); a tool call's `arguments` is its JSON text as the line holds it. The
 //! text must be a line the index accepted (valid JSON, an object).
 
@@ -17,13 +17,13 @@ use std::borrow::Cow;
 
 use crate::scan::{decode_span, skip_value};
 
-/// Most UTF-8 bytes of `entries.text` (`_fields.MAX_TEXT`).
+/// Most UTF-8 bytes of `entries.text` (`_rows.MAX_TEXT`).
 pub const MAX_TEXT: usize = 64 << 10;
-/// Most UTF-8 bytes of `tool_calls.result_text` (`_fields.MAX_RESULT`).
+/// Most UTF-8 bytes of `tool_calls.result_text` (`_rows.MAX_RESULT`).
 pub const MAX_RESULT: usize = 4 << 10;
-/// Most UTF-8 bytes of `tool_calls.arguments` (`_fields.MAX_ARGUMENTS`).
+/// Most UTF-8 bytes of `tool_calls.arguments` (`_rows.MAX_ARGUMENTS`).
 pub const MAX_ARGUMENTS: usize = 16 << 10;
-/// Most UTF-8 bytes of every other string column (`_fields.MAX_FIELD`).
+/// Most UTF-8 bytes of every other string column (`_rows.MAX_FIELD`).
 pub const MAX_FIELD: usize = 4 << 10;
 
 /// The string columns of `entries` [`Rows::push`] fills, in this order.
@@ -247,7 +247,7 @@ fn cut(b: &[u8], limit: usize) -> &[u8] {
     &b[..k]
 }
 
-/// A short string column's value (`_fields.field`).
+/// A short string column's value (`_rows.field`).
 fn field<'a>(s: &'a [u8], span: Option<Span>, utf8_ok: bool) -> Option<Cow<'a, [u8]>> {
     let v = string(s, span, utf8_ok)?;
     Some(match v {
@@ -265,7 +265,7 @@ fn number_text(s: &[u8], span: Option<Span>) -> Option<&str> {
     std::str::from_utf8(t).ok()
 }
 
-/// A token count (`_fields.integer`): an integer, or an integral float, within int64.
+/// A token count (`_rows.integer`): an integer, or an integral float, within int64.
 fn integer(s: &[u8], span: Option<Span>) -> Option<i64> {
     let t = number_text(s, span)?;
     if t.bytes().any(|c| matches!(c, b'.' | b'e' | b'E')) {
@@ -277,7 +277,7 @@ fn integer(s: &[u8], span: Option<Span>) -> Option<i64> {
     t.parse().ok()
 }
 
-/// A cost (`_fields.number`): any number whose float is finite.
+/// A cost (`_rows.number`): any number whose float is finite.
 fn number(s: &[u8], span: Option<Span>) -> Option<f64> {
     let f: f64 = number_text(s, span)?.parse().ok()?;
     f.is_finite().then_some(f)

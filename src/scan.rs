@@ -105,16 +105,28 @@ pub struct Fields {
     pub msg_timestamp: Val,
     /// `message.content` (as `role`): where its value starts, `Absent` if it has none.
     pub content: Val,
-    /// `message.usage`'s `usage::TOKEN_KEYS` fields, from its last `usage` key whose
+    /// `message.usage`'s [`TOKEN_KEYS`] fields, from its last `usage` key whose
     /// value is an object: what an assistant message spent is summed at indexing time.
     pub tokens: [Val; 5],
     /// `message.usage.cost.total` (as `tokens`, from the last `cost` object).
     pub cost_total: Val,
+    /// `message.usage` (as `role`): the last `usage` key's value, `Absent` if none.
+    pub usage: Val,
     /// Some number of the document has a run of [`LONG_DIGITS`] or more digits not
     /// after a `.` (an integer orjson cannot decode exactly): `_jsonl.decode_line`
     /// takes its exact path for such a line, and need not look for one in the others.
     pub long_number: bool,
 }
+
+/// The fields of `message.usage` the validator records ([`Fields::tokens`], in this
+/// order): the token counts `usage.rs` sums (`_usage.py`'s rule).
+pub const TOKEN_KEYS: [&[u8]; 5] = [
+    b"input",
+    b"output",
+    b"cacheRead",
+    b"cacheWrite",
+    b"totalTokens",
+];
 
 /// Digits in a run that make `_jsonl.decode_line` take its exact path
 /// (`_jsonl._DIGITS19`).
@@ -169,7 +181,7 @@ enum Slot {
     Model,
     MsgTimestamp,
     Content,
-    /// A field of `message.usage`: `usage::TOKEN_KEYS[k]`.
+    /// A field of `message.usage`: `TOKEN_KEYS[k]`.
     Token(u8),
     Cost,
     CostTotal,
@@ -611,6 +623,7 @@ fn key_slot_named(s: &[u8], ks: usize, ke: usize, esc: bool, depth: usize, f: &m
                 f.content = Val::Absent;
                 f.tokens = [Val::Absent; 5];
                 f.cost_total = Val::Absent;
+                f.usage = Val::Absent;
             }
             slot
         }
@@ -627,7 +640,7 @@ fn key_slot_named(s: &[u8], ks: usize, ke: usize, esc: bool, depth: usize, f: &m
             }
             _ => Slot::None,
         },
-        3 => match crate::usage::TOKEN_KEYS.iter().position(|&t| t == &*key) {
+        3 => match TOKEN_KEYS.iter().position(|&t| t == &*key) {
             Some(k) => Slot::Token(k as u8),
             None if &*key == b"cost" => {
                 f.cost_total = Val::Absent;
@@ -643,7 +656,8 @@ fn key_slot_named(s: &[u8], ks: usize, ke: usize, esc: bool, depth: usize, f: &m
 #[inline(always)]
 fn record(f: &mut Fields, slot: Slot, v: Val) {
     let dst = match slot {
-        Slot::None | Slot::Message | Slot::Usage | Slot::Cost => return,
+        Slot::None | Slot::Message | Slot::Cost => return,
+        Slot::Usage => &mut f.usage,
         Slot::Type => &mut f.ty,
         Slot::Id => &mut f.id,
         Slot::ParentId => &mut f.parent_id,
@@ -757,6 +771,11 @@ fn push_cp(cp: u32, out: &mut Vec<u8>) {
 }
 
 fn push_lossy(raw: &[u8], out: &mut Vec<u8>) {
+    // simdutf8 settles the common case (valid text) several times faster than std.
+    if simdutf8::basic::from_utf8(raw).is_ok() {
+        out.extend_from_slice(raw);
+        return;
+    }
     match String::from_utf8_lossy(raw) {
         Cow::Borrowed(s) => out.extend_from_slice(s.as_bytes()),
         Cow::Owned(s) => out.extend_from_slice(s.as_bytes()),
@@ -780,7 +799,7 @@ pub fn str_bytes_of<'a>(s: &'a [u8], v: Val, utf8_ok: bool) -> Option<Cow<'a, [u
         return None;
     };
     let raw = s.get(start..end)?;
-    if !escaped && (utf8_ok || std::str::from_utf8(raw).is_ok()) {
+    if !escaped && (utf8_ok || simdutf8::basic::from_utf8(raw).is_ok()) {
         return Some(Cow::Borrowed(raw));
     }
     let mut out = Vec::with_capacity(raw.len());

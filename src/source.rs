@@ -7,7 +7,7 @@
 //! O(new bytes), and a file shorter than the indexed bytes is [`Error::Stale`].
 //! Whether the path still names the same file with the same bytes is the caller's to
 //! check (the Python manager's staleness check; every line read is also checked
-//! against the hash it had when indexed, `index.rs`). Nothing is ever written.
+//! against the hash it had when indexed, `index/read.rs`). Nothing is ever written.
 //!
 //! No SIGBUS: touching a mapped page past the end of a file that shrank kills the
 //! process, and no check can close the window between a check and the touch. The one
@@ -18,7 +18,7 @@
 //! back behind it ([`Window::release`]): an open never holds the whole file resident.
 //! Measurements: docs/BENCHMARKS.md, "Reading the file". The crate's `unsafe` is this map, the guard's signal handler,
 //! CPU intrinsics (`scan/block.rs`), a cache prefetch (`ids.rs`), a persisted index's
-//! map and the columns that view it (`col.rs`) and `malloc_trim` (`index.rs`).
+//! map and the columns that view it (`col.rs`) and `malloc_trim` (`index/mod.rs`).
 
 use std::fs::File;
 use std::io;

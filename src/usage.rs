@@ -24,15 +24,6 @@ use std::collections::HashMap;
 
 use crate::scan::{Fields, Val};
 
-/// The summed token fields, in this order.
-pub const TOKEN_KEYS: [&[u8]; 5] = [
-    b"input",
-    b"output",
-    b"cacheRead",
-    b"cacheWrite",
-    b"totalTokens",
-];
-
 /// One JSON number of a `usage` object, parsed for summing.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Num {
@@ -89,7 +80,7 @@ impl Total {
     }
 }
 
-/// The numbers of one assistant line's `usage` object: [`TOKEN_KEYS`], then
+/// The numbers of one assistant line's `usage` object: [`scan::TOKEN_KEYS`](crate::scan::TOKEN_KEYS), then
 /// `cost.total` (`None`: absent or not a number).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Numbers {
@@ -103,7 +94,7 @@ pub type ModelKey = (Option<Vec<u8>>, Option<Vec<u8>>);
 /// The sums over the assistant lines added so far.
 #[derive(Clone, Debug)]
 pub struct UsageTotals {
-    /// Sums of [`TOKEN_KEYS`].
+    /// Sums of [`scan::TOKEN_KEYS`](crate::scan::TOKEN_KEYS).
     pub tokens: [Total; 5],
     /// Sum of `usage.cost.total`.
     pub cost: Total,

@@ -27,7 +27,8 @@ import pytest
 import _brute
 from sessiontree import LoadReportWarning, SessionManager
 from sessiontree import catalog as cat
-from sessiontree._listing import list_all_sessions, list_folders, list_sessions, project_folders, read_session_info
+from sessiontree._listing import list_all_sessions, list_folders, list_sessions, read_session_info
+from sessiontree._places import project_folders
 from sessiontree._places import session_dir_for_cwd
 from sessiontree.catalog._indexer import refresh
 from sessiontree.catalog._store import Store
@@ -115,8 +116,8 @@ def check_search(folders: list[str], catalog_file: str) -> None:
         assert scores == sorted(scores), q
 
 
-# Texts where FTS5's unicode61 and Python's re disagree about words and case: marks and
-# characters newer than SQLite's tables inside words, Turkish i, long s, sharp s, Greek.
+# Texts where word and case rules need Unicode tables: marks and recent characters
+# inside words, Turkish i, long s, sharp s, Greek, the Kelvin sign.
 EDGE_TEXTS = [
     "re\u0301sume\u0301 of the caf\u00e9 and cafe\u0301x",  # NFD: "sume", "x" start words
     "\u0130stanbul and D\u0130YARBAKIR, \u0131stanbul",
@@ -131,7 +132,7 @@ EDGE_QUERIES: list[tuple[str, Any]] = [
 ] + [('"of the caf\u00e9"', [("phrase", "of the caf\u00e9")])]
 
 
-def test_search_where_fts5_and_python_disagree(tmp_path: Path, catalog_file: str) -> None:
+def test_search_where_unicode_rules_matter(tmp_path: Path, catalog_file: str) -> None:
     folder = tmp_path / "edge"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LoadReportWarning)
@@ -148,27 +149,6 @@ def test_search_where_fts5_and_python_disagree(tmp_path: Path, catalog_file: str
         assert {(h.path, h.entry_id, h.role, h.on_path) for h in got.hits} == _brute.search(folders, brute_q), q
         hits += got.total
     assert hits >= 12  # the texts are found, not only agreed on
-
-
-def test_fts_text_gives_ignorecase_equals_one_spelling() -> None:
-    """Every pair of characters re.IGNORECASE holds equal has one fts_text and one
-    word rule, U+0345 aside (``_words``)."""
-    from sessiontree.catalog._words import fts_text, word_char
-
-    cased = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000
-             and (chr(c).lower() != chr(c) or chr(c).upper() != chr(c) or chr(c).casefold() != chr(c))]
-    pool = "".join(cased)
-
-    def fts(c: str) -> str:  # and FTS5's own folding of ASCII
-        return fts_text(c).translate(str.maketrans(string.ascii_uppercase, string.ascii_lowercase))
-
-    odd = set()
-    for a in cased:
-        for m in re.finditer(re.escape(a), pool, re.IGNORECASE):
-            b = m.group()
-            if fts(a) != fts(b) or word_char(a) != word_char(b):
-                odd.add(frozenset((a, b)))
-    assert {c for pair in odd for c in pair} <= {"\u0345", "\u03b9", "\u0399", "\u1fbe"}, odd
 
 
 def check_usage(folders: list[str], catalog_file: str) -> None:
@@ -891,12 +871,11 @@ list_folders(sys.argv[2:], catalog=sys.argv[1])
 """
 
 
-@pytest.mark.parametrize("report", ["search", "usage"])
 def test_a_report_whose_saves_another_process_won(tmp_path: Path, catalog_file: str,
-                                                  monkeypatch: pytest.MonkeyPatch, report: str) -> None:
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A listing in another process saves the files' rows (listing facts only) between
-    this search's reads and its first save: this process's saves lose, and it must not
-    answer from rows that hold no docs or usage."""
+    this report's reads and its first save: this process's saves lose, and it must not
+    answer from rows that hold no usage log."""
     folders = make_root(tmp_path / "s", 12, seed=3)
     real = Store.batch
     ran: list[int] = []
@@ -908,12 +887,8 @@ def test_a_report_whose_saves_another_process_won(tmp_path: Path, catalog_file: 
         return real(self)
 
     monkeypatch.setattr(Store, "batch", batch)
-    if report == "search":
-        got: Any = cat.search("the", folders, catalog=catalog_file, limit=None)
-        want: Any = cat.search("the", folders, no_cache=True, limit=None)
-    else:
-        got = cat.usage("session", folders, catalog=catalog_file)
-        want = cat.usage("session", folders, no_cache=True)
+    got = cat.usage("session", folders, catalog=catalog_file)
+    want = cat.usage("session", folders, no_cache=True)
     assert ran and got == want
 
 

@@ -16,7 +16,7 @@ import pytest
 from _brute import _strings
 
 from sessiontree._filestate import indexed_ends
-from sessiontree.catalog._extract import entries_path, records, scan_file
+from sessiontree.catalog._extract import entries_path, records, scan_file, unpack_log
 from sessiontree.generate import generate_session
 
 from _shared import CASES, CORPUS, DATA, native_available, open_quiet
@@ -44,7 +44,7 @@ def _comparable(r: Any) -> list[Any]:
 
 
 def _full(path: str, content: bool, native: Any, texts: bool = True) -> Any:
-    return scan_file(path, 0, b"", content, ALL, texts=texts, native=native)
+    return scan_file(path, 0, b"", content, ALL, texts=texts, docs=content, native=native)
 
 
 def _pieces(path: str, content: bool, native: Any, limit: int) -> dict[str, Any]:
@@ -53,10 +53,12 @@ def _pieces(path: str, content: bool, native: Any, limit: int) -> dict[str, Any]
     count, first, texts, name, activity = 0, None, [], (False, None), None
     docs: list[Any] = []
     usage: list[Any] = []
+    log = b""
     header = None
     while True:
-        r = scan_file(path, start, prior, content, limit, texts=True, native=native)
-        (end, eof, tail, _read, _ends), h, old, _fb, facts, entries, n, d, u = r
+        r = scan_file(path, start, prior, content, limit, texts=True, docs=content, native=native)
+        (end, eof, tail, _read, _ends), h, old, _fb, facts, entries, n, d, u, lg = r
+        log += lg
         header = header or h
         c, f1, t, nm, act = facts
         count += c
@@ -74,7 +76,7 @@ def _pieces(path: str, content: bool, native: Any, limit: int) -> dict[str, Any]
             break
         start = end
     return {"header": header, "facts": (count, first, " ".join(texts), name, activity), "entries": prior,
-            "count": n, "docs": docs, "usage": usage, "end": end}
+            "count": n, "docs": docs, "usage": usage, "end": end, "log": log}
 
 
 @needs_native
@@ -115,8 +117,20 @@ def test_pieces_equal_one_scan(tmp_path: Path, native: bool) -> None:
             assert got["entries"] == whole[5], (p.name, limit)
             assert got["docs"] == whole[7], (p.name, limit)
             assert got["usage"] == whole[8], (p.name, limit)
+            assert unpack_log(got["log"]) == unpack_log(whole[9]), (p.name, limit)
             if whole[1][0] == "found" and not whole[2]:
                 assert got["end"] == whole[0][0]
+
+
+@needs_native
+def test_usage_logs_from_spans_equal_the_python_rules(tmp_path: Path) -> None:
+    """The native usage log, read from the validator's spans without a walk of the
+    messages (``docs`` off), is the Python rules' byte for byte."""
+    for p in _generated(tmp_path, 6) + _files():
+        a = scan_file(str(p), 0, b"", True, ALL, native=NATIVE)
+        b = scan_file(str(p), 0, b"", True, ALL, native=None)
+        assert a[9] == b[9], p.name
+        assert unpack_log(b[9]) == [(meta, tuple(nums)) for meta, nums in b[8]], p.name
 
 
 @needs_native
@@ -294,7 +308,7 @@ def test_text_that_is_not_a_string_falls_back(tmp_path: Path) -> None:
     r = _full(str(p), False, NATIVE)
     assert r[4][2] == "1,2,,[object Object] 7.5"  # JavaScript String()
     if NATIVE is not None:
-        assert NATIVE.scan_listing(str(p), 0, b"", False, ALL, 4096, True)[3] is not None  # Rust hands it over
+        assert NATIVE.scan_listing(str(p), 0, b"", False, ALL, 4096, True, False)[3] is not None  # Rust hands it over
 
 
 def test_headers_and_tails(tmp_path: Path) -> None:
@@ -333,6 +347,6 @@ def test_memory_reads_are_bounded(tmp_path: Path) -> None:
         f.write(HDR + "\n")
         for i in range(40):
             f.write(line.replace('"id":"x"', f'"id":"x{i}"') + "\n")
-    r = NATIVE.scan_listing(str(p), 0, b"", True, 4 << 20, 4096, True)
+    r = NATIVE.scan_listing(str(p), 0, b"", True, 4 << 20, 4096, True, True)
     assert r[0][3] < 8 << 20 and not r[0][1]
     assert os.path.getsize(p) > 40_000_000

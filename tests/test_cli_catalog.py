@@ -209,3 +209,51 @@ def test_a_root_named_without_all_says_to_add_it(agent: dict[str, str]) -> None:
     folder = session_dir_for_cwd("/home/user/p1", root)  # holds sessions itself: no hint
     for args in (["ls", folder], ["search", "zzzqqq", folder], ["index", folder]):
         assert hint not in run(*args, env=agent).stderr, args
+
+
+def test_piped_search_text_is_what_rich_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A search piped to a file writes its lines without rich (``Io.plain``): the same
+    text rich writes there, whatever the hits hold (controls, wide characters, a name)."""
+    from sessiontree.cli import _common, main
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    generate_session(str(folder / "s.jsonl"), entries=80, seed=4)
+    odd = folder / "odd.jsonl"
+    head = {"type": "session", "version": 3, "id": "odd", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/x"}
+    lines = [head,
+             {"type": "session_info", "id": "n1", "parentId": None, "timestamp": "2025-01-01T00:00:01.000Z",
+              "name": "the \u202e name\x1b[31m 名前"},
+             {"type": "message", "id": "m1", "parentId": "n1", "timestamp": "2025-01-01T00:00:02.000Z",
+              "message": {"role": "user", "content": "the\ttab \x07bell 漢字 the\u2028end " + "x" * 300}}]
+    odd.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    monkeypatch.setenv("SESSIONTREE_CATALOG", "off")
+    for env in ("TTY_COMPATIBLE", "FORCE_COLOR"):
+        monkeypatch.delenv(env, raising=False)
+    plain = _common.Io.plain
+    use_rich = [False]
+    monkeypatch.setattr(_common.Io, "plain", lambda self, stream: not use_rich[0] and plain(self, stream))
+    for args in (["search", "the", str(folder), "--limit", "50"], ["search", "zzzqqq", str(folder)],
+                 ["search", "the", str(folder), "--page", "99"]):
+        got = []
+        for rich_too in (True, False):
+            use_rich[0] = rich_too
+            assert main(args) == 0
+            got.append(capsys.readouterr())
+        assert got[0].out == got[1].out and got[0].err == got[1].err, args
+        assert "\\x1b" in got[0].out or "no hits" in got[0].err, args
+
+
+def test_search_makes_no_catalog(tmp_path: Path) -> None:
+    """A search uses a catalog that is there (its search index), and makes none."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    run("generate", str(folder / "s.jsonl"), "--entries", "60", "--seed", "4")
+    cat = tmp_path / "c" / "catalog.sqlite3"
+    p = run("search", "the", str(folder), env={"SESSIONTREE_CATALOG": str(cat)})
+    assert p.returncode == 0 and "hits 1–" in p.stdout, p.stderr
+    assert not cat.exists() and not cat.parent.exists()
+    assert run("index", str(folder), env={"SESSIONTREE_CATALOG": str(cat)}).returncode == 0
+    again = run("search", "the", str(folder), env={"SESSIONTREE_CATALOG": str(cat)})
+    assert cat.exists() and again.stdout == p.stdout

@@ -166,7 +166,7 @@ def test_deeply_nested_branches_fold_to_one_line(tmp_path: Path, backend: str) -
 
 def test_one_cell_characters_agree_with_rich() -> None:
     """``cells`` measures texts of the characters it counts as one cell by ``len``."""
-    from sessiontree.cli._common import _ONE_CELL_RE, cells, fit
+    from sessiontree.view._cells import _ONE_CELL_RE, cells, fit
 
     one = [chr(c) for c in range(0x3000) if _ONE_CELL_RE.fullmatch(chr(c))]
     assert len(one) > 1000 and all(cell_len(ch) == 1 for ch in one)
@@ -176,7 +176,7 @@ def test_one_cell_characters_agree_with_rich() -> None:
 
 
 def test_a_text_already_cut_is_marked_once() -> None:
-    from sessiontree.cli._common import fit
+    from sessiontree.view import fit
 
     for text in ("content='✓ packag…', path='a'", "content='日本語…', path='a'", "abcdef…ghij"):
         for width in range(2, len(text)):
@@ -192,8 +192,8 @@ def test_fold_kinds_and_kept_entries_match_naming_each_entry(tmp_path: Path, bac
     from collections import Counter
 
     from sessiontree import SessionManager
-    from sessiontree.cli._common import one_line
-    from sessiontree.cli.tree import Layout
+    from sessiontree.view import one_line
+    from sessiontree.view import Layout
 
     entries: list[dict[str, Any]] = []
     parent = None

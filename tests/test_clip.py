@@ -1,7 +1,7 @@
 """``get_entries_by_id(..., clip=N)``: the native core's cut of a line before it is
 decoded (``src/clip.rs``) equals the rule applied to the decoded entry (``_clip.py``,
 the python backend's), and what ``tree`` shows of a clipped entry is what it shows of
-the whole one (``cli/_common.PREVIEW_CLIP``)."""
+the whole one (``view.PREVIEW_CLIP``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiontree._clip import WHOLE_KEYS, clip_entry
-from sessiontree.cli._common import PREVIEW_CLIP, content_text, entry_preview, one_line, as_is
+from sessiontree.view import PREVIEW_CLIP, content_text, entry_preview, one_line, as_is
 
 from _shared import CASES, CORPUS, backends, native_available, open_quiet
 

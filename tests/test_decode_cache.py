@@ -246,3 +246,29 @@ def test_iteration_is_a_snapshot_whatever_is_cached(tmp_path: Path) -> None:
         assert sm.refresh() == 1
         assert list(kept) == now
         assert [e["id"] for e in sm][-1] == "zz" and len(list(sm)) == 52
+
+
+def test_exports_stream_the_path(tmp_path: Path) -> None:
+    """An export reads each entry of the path once: it keeps none of them decoded (its
+    memory does not grow with the path, issue 26 item 5), gives the manager its budget
+    back, and writes what it wrote when every entry was cached."""
+    from sessiontree.export import write_html, write_markdown
+    from sessiontree.view import structure_of
+
+    write_chain(tmp_path / "s.jsonl", 300, 2000)
+    pages = []
+    for budget in (1 << 30, 0):
+        with open_quiet(tmp_path / "s.jsonl", "native") as sm:
+            index: Any = sm._index
+            sm.cache_budget = budget
+            st = structure_of(sm)
+            md: list[str] = []
+            page: list[str] = []
+            write_markdown(st, md.append)
+            assert index.cache_held()[0] <= 1  # the leaf the structure looked up
+            write_html(st, page.append, branches="path")
+            assert index.cache_held()[0] < 50  # the sidebar's rows in sight, not the path
+            assert sm.cache_budget == budget
+            pages.append(("".join(md), "".join(page)))
+    assert pages[0] == pages[1]
+    assert pages[0][0].count("\n## ") == 300

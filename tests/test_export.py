@@ -20,7 +20,7 @@ import pytest
 
 from _shared import open_quiet
 from sessiontree import SessionManager
-from sessiontree._structure import structure_of
+from sessiontree.view import structure_of
 from sessiontree.export._page import CSS, JS
 from sessiontree.export.html import write_html
 from sessiontree.export.markdown import fence, write_markdown
@@ -147,13 +147,19 @@ def test_html_path_only_decodes_the_path(demo_like: Path) -> None:
     reader sees without unfolding."""
     with open_quiet(demo_like, "native") as sm:
         decoded: list[str] = []
-        real = sm.get_entry
+        real, real_many = sm.get_entry, sm.get_entries_by_id
 
         def counting(entry_id: str) -> Any:
             decoded.append(entry_id)
             return real(entry_id)
 
+        def counting_many(entry_ids: Any, **kw: Any) -> Any:
+            ids = list(entry_ids)
+            decoded.extend(ids)
+            return real_many(ids, **kw)
+
         sm.get_entry = counting  # type: ignore[method-assign]
+        sm.get_entries_by_id = counting_many  # type: ignore[method-assign]
         st = structure_of(sm)
         decoded.clear()
         out: list[str] = []
@@ -399,3 +405,11 @@ def test_every_corpus_and_case_file_exports(corpus_dir: Path, cases_dir: Path) -
             md: list[str] = []
             stats = write_markdown(st, md.append)
             assert stats.sections == stats.path == len(sm.get_branch()), path.name
+
+
+def test_fence_outlasts_every_backtick_run() -> None:
+    for text in ("", "a", "`", "``", "a `` b", "```", "x````y", "``` ` ``````"):
+        f = fence(text)
+        ticks = f.split("\n", 1)[0]
+        assert set(ticks) == {"`"} and len(ticks) >= 3
+        assert all(len(r) < len(ticks) for r in re.findall("`+", text)), (text, f)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from _shared import open_quiet
-from sessiontree._structure import structure_of
+from sessiontree.view import structure_of
 from sessiontree.export.html import write_html
 from sessiontree.generate import generate_session
 from test_export import _evil_session

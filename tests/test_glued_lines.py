@@ -267,3 +267,33 @@ def test_the_listing_and_the_catalog_read_glued_entries(backend: str, tmp_path: 
         assert [(h.entry_id, h.on_path) for h in hits.hits] == [("b", True)]
         rep = catalog.usage("session", [str(folder)], catalog=cat, no_cache=no_cache)
         assert [(r.records, r.output) for r in rep.lines] == [(1, 4)]
+
+
+def test_search_hits_in_glued_objects_name_their_own_entry(backend: str, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search's hits among glued objects of one role each name their entry and their
+    own text's snippet: read as the files are, and from the search index (`index`),
+    where a hit's place is read again for its snippet. The native readers handed every
+    glued object the whole line's place, so reading it back gave another object: the
+    page raised StaleSessionError."""
+    monkeypatch.setenv("SESSIONTREE_BACKEND", backend)
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    glued = (dumps(msg("b", "a", "assistant", text="the okapi grazes")) + " "
+             + dumps(msg("c", "b", "assistant", text="an okapi sleeps")) + dumps(msg("d", "c", text="no match")))
+    write(folder / "2026-01-01T00-00-00-000Z_s.jsonl", ["\ufeff" + dumps(HDR), dumps(msg("a", None, text="zebra")),
+                                                        glued, dumps(msg("e", "d", text="okapi last"))])
+    from sessiontree import catalog
+
+    want = [("b", "the okapi grazes", ((4, 9),)), ("c", "an okapi sleeps", ((3, 8),)), ("e", "okapi last", ((0, 5),))]
+
+    def hits(**kw: Any) -> list[tuple[str, str, Any]]:
+        return sorted((h.entry_id, h.snippet, h.marks) for h in catalog.search("okapi", [str(folder)], **kw).hits)
+
+    cat = tmp_path / "cat.sqlite3"
+    assert hits(no_cache=True) == want
+    assert hits(catalog=str(cat)) == want
+    catalog.index([str(folder)], catalog=str(cat))
+    if backend == "native":
+        assert os.listdir(f"{cat}.idx")  # the index answers (its segments are built natively)
+    assert hits(catalog=str(cat)) == want

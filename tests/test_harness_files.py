@@ -210,8 +210,10 @@ def _moved_session(folder: Path) -> Path:
 def test_catalog_search_and_usage_know_the_current_path(tmp_path: Path) -> None:
     folder = tmp_path / "sessions" / "--w--"
     _moved_session(folder)
-    for no_cache in (False, True):
-        kw: dict[str, Any] = {"no_cache": True} if no_cache else {"catalog": str(tmp_path / "c.sqlite3")}
+    for way in ("catalog", "files", "index"):  # the index: its hits' path bits from the catalog's records
+        kw: dict[str, Any] = {"no_cache": True} if way == "files" else {"catalog": str(tmp_path / "c.sqlite3")}
+        if way == "index":
+            catalog.index([str(folder)], **kw)
         hits = catalog.search("zebra", [str(folder)], **kw).hits
         assert {(h.entry_id, h.on_path) for h in hits} == {("00000003", False), ("00000004", False)}
         hits = catalog.search("kept", [str(folder)], **kw).hits

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sessiontree._structure import structure_of
+from sessiontree.view import structure_of
 from sessiontree.export.html import write_html
 
 from _shared import open_quiet

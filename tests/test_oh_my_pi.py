@@ -180,8 +180,8 @@ def test_blob_references_are_named_never_decoded(tmp_path: Path) -> None:
     assert blob_sha256(BLOB) == "ab" * 32
     for bad in ("blob:sha256:" + "AB" * 32, "blob:sha256:../x", BLOB + "0", "aGVsbG8=", None):
         assert blob_sha256(bad) is None
-    from sessiontree.export._render import item_of
-    from sessiontree.tables._fields import image_stub
+    from sessiontree.view import item_of
+    from sessiontree._rows import image_stub
 
     block = {"type": "image", "data": BLOB, "mimeType": "image/png"}
     stub = {"sha256": "ab" * 32, "bytes": None, "mime": "image/png", "problem": None}

@@ -1,7 +1,7 @@
 """An open meets another process: a file renamed over the path, a rewrite in place, a
 FIFO put at the path. The index is the file's as it then is, or ``StaleSessionError``;
 never a mix of two files, a session bound to a file the path no longer names, or a hang
-(``_persist.open_index``, ``SessionManager._loaded``: the identity of the file read and
+(``_persist.open_session``, every open's one path: the identity of the file read and
 its ends as the read saw them are what the first staleness check holds the file to;
 ``open_regular`` on the open file in both backends).
 """

@@ -50,5 +50,5 @@ def test_clip_whole_keys() -> None:
 
 
 def test_table_limits() -> None:
-    tables = pytest.importorskip("sessiontree.tables._fields")
+    tables = pytest.importorskip("sessiontree._rows")
     assert st.TABLE_LIMITS == (tables.MAX_TEXT, tables.MAX_RESULT, tables.MAX_ARGUMENTS, tables.MAX_FIELD)

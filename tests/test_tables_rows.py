@@ -4,7 +4,7 @@ invalid UTF-8, non-object content blocks, unknown types, images whose base64 doe
 decode, torn and glued lines — the Parquet dataset holds every entry of every session,
 read back by DuckDB and Polars and held against a brute-force ``json.loads`` scan of the
 files (written here, apart from the loader); and the two backends' tables are equal
-(the native core's rows, ``src/rows.rs``, against ``tables/_fields.py``)."""
+(the native core's rows, ``src/rows.rs``, against ``_rows.py``)."""
 
 from __future__ import annotations
 

@@ -121,7 +121,7 @@ def test_usage_command_on_edge_numbers(tmp_path: Path, group: str) -> None:
 def test_json_output_never_spells_infinity() -> None:
     """The fallback encoder (taken for integers beyond 64 bits) wrote `Infinity` and
     `NaN`, which are not JSON; orjson writes null. Now both do."""
-    from sessiontree.cli._common import to_json_bytes
+    from sessiontree.view import to_json_bytes
 
     for indent in (True, False):
         data = to_json_bytes({"big": 1 << 70, "x": [math.inf, {"y": -math.inf, "z": (math.nan, 1.5)}]}, indent=indent)

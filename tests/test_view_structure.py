@@ -1,6 +1,6 @@
 """The viewers' structure (``_structure``) and drawing (``_drawing``), held against what
 they did not compute: ``get_tree`` / ``get_branch`` / ``get_label`` and ``sessiontree
-tree`` (its ``iter_rows`` and ``--json``), on the corpus, the damaged-file cases and
+tree`` (``view.tree_rows`` and ``--json``), on the corpus, the damaged-file cases and
 generated sessions, on both backends."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pytest
 
 from _shared import open_quiet
 from sessiontree import SessionManager
-from sessiontree._drawing import ENTRY, FOLD, MORE, NOTE, Drawing
-from sessiontree._structure import AmbiguousIdError, structure_of
-from sessiontree.cli.tree import Layout, iter_rows
+from sessiontree.view import ENTRY, FOLD, MORE, NOTE, Drawing
+from sessiontree.view import AmbiguousIdError, structure_of
+from sessiontree.view import Layout, tree_rows
 from sessiontree.generate import generate_session
 from sessiontree.schema import ENTRY_TYPES
 
@@ -129,7 +129,7 @@ def test_folded_drawing_is_tree_folding(corpus_dir: Path, generated: Path, backe
             st = structure_of(sm)
             lay = Layout(st.shape, st.session_leaf, set(st.labels), -1, st.entry)
             theirs = []
-            for r in iter_rows(lay, list(st.shape.roots), full=False, branches=False, cap=10**6):
+            for r in tree_rows(lay, list(st.shape.roots), full=False, branches=False, cap=10**6):
                 if r.note is not None:
                     theirs.append(("note",))
                 elif r.at is None:

@@ -9,58 +9,105 @@ Public API (API.md): :class:`SessionManager`, the pure functions
 
 from __future__ import annotations
 
-from ._backend import IssueKind, LoadIssue
-from ._context import (
-    ProjectedEntry,
-    SessionContext,
-    SessionProjection,
-    build_session_context,
-    build_session_projection,
-    convert_to_llm,
-)
-from ._js import NULL
-from ._listing import ListingProblem
-from ._manager import UNSET, SessionManager
-from ._session_storage import InMemorySessionStorage, JsonlSessionStorage, SessionMetadata, SessionStorage
-from .errors import (
-    EntryExistsError,
-    EntryNotFoundError,
-    ContextEditError,
-    FirstKeptEntryError,
-    InvalidSessionError,
-    LoadReportWarning,
-    SessionError,
-    SessionFileExistsError,
-    SessionLockedError,
-    StaleSessionError,
-)
-from .schema import (
-    AgentMessage,
-    AssistantMessage,
-    BashExecutionMessage,
-    BranchSummaryEntry,
-    BranchSummaryMessage,
-    CompactionEntry,
-    CompactionSummaryMessage,
-    CustomEntry,
-    CustomMessage,
-    CustomMessageEntry,
-    ActiveToolsChangeEntry,
-    LabelEntry,
-    LeafEntry,
-    MessageEntry,
-    ModelChangeEntry,
-    SessionEntry,
-    SessionHeader,
-    SessionInfo,
-    SessionInfoEntry,
-    SessionTreeNode,
-    ThinkingLevelChangeEntry,
-    ToolResultMessage,
-    TreeShape,
-    UsageTotals,
-    UserMessage,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._backend import IssueKind, LoadIssue
+    from ._context import (
+        ProjectedEntry,
+        SessionContext,
+        SessionProjection,
+        build_session_context,
+        build_session_projection,
+        convert_to_llm,
+    )
+    from ._js import NULL
+    from ._listing import ListingProblem
+    from ._manager import UNSET, SessionManager
+    from ._session_storage import InMemorySessionStorage, JsonlSessionStorage, SessionMetadata, SessionStorage
+    from .errors import (
+        EntryExistsError,
+        EntryNotFoundError,
+        ContextEditError,
+        FirstKeptEntryError,
+        InvalidSessionError,
+        LoadReportWarning,
+        SessionError,
+        SessionFileExistsError,
+        SessionLockedError,
+        StaleSessionError,
+    )
+    from .schema import (
+        AgentMessage,
+        AssistantMessage,
+        BashExecutionMessage,
+        BranchSummaryEntry,
+        BranchSummaryMessage,
+        CompactionEntry,
+        CompactionSummaryMessage,
+        CustomEntry,
+        CustomMessage,
+        CustomMessageEntry,
+        ActiveToolsChangeEntry,
+        LabelEntry,
+        LeafEntry,
+        MessageEntry,
+        ModelChangeEntry,
+        SessionEntry,
+        SessionHeader,
+        SessionInfo,
+        SessionInfoEntry,
+        SessionTreeNode,
+        ThinkingLevelChangeEntry,
+        ToolResultMessage,
+        TreeShape,
+        UsageTotals,
+        UserMessage,
+    )
+
+# Where each public name lives: the package imports a module when one of its names is
+# first used (PEP 562), so that a command needing a few of them (``sessiontree
+# search``) does not pay for them all.
+_HOMES = {
+    **dict.fromkeys(("IssueKind", "LoadIssue"), "_backend"),
+    **dict.fromkeys(("ProjectedEntry", "SessionContext", "SessionProjection", "build_session_context",
+                     "build_session_projection", "convert_to_llm"), "_context"),
+    "NULL": "_js",
+    "ListingProblem": "_listing",
+    **dict.fromkeys(("SessionManager", "UNSET"), "_manager"),
+    **dict.fromkeys(("InMemorySessionStorage", "JsonlSessionStorage", "SessionMetadata", "SessionStorage"),
+                    "_session_storage"),
+    **dict.fromkeys(("ContextEditError", "EntryExistsError", "EntryNotFoundError", "FirstKeptEntryError",
+                     "InvalidSessionError", "LoadReportWarning", "SessionError", "SessionFileExistsError",
+                     "SessionLockedError", "StaleSessionError"), "errors"),
+    **dict.fromkeys(("ActiveToolsChangeEntry", "AgentMessage", "AssistantMessage", "BashExecutionMessage",
+                     "BranchSummaryEntry", "BranchSummaryMessage", "CompactionEntry", "CompactionSummaryMessage",
+                     "CustomEntry", "CustomMessage", "CustomMessageEntry", "LabelEntry", "LeafEntry",
+                     "MessageEntry", "ModelChangeEntry", "SessionEntry", "SessionHeader", "SessionInfo",
+                     "SessionInfoEntry", "SessionTreeNode", "ThinkingLevelChangeEntry", "ToolResultMessage",
+                     "TreeShape", "UsageTotals", "UserMessage"), "schema"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value: Any = _version()
+    elif name in _HOMES:
+        value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    else:
+        try:  # a submodule, as `sessiontree.errors` was once imported here
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES, "__version__"})
 
 
 def _version() -> str:
@@ -76,8 +123,6 @@ def _version() -> str:
         except Exception:
             return "0+unknown"
 
-
-__version__ = _version()
 
 __all__ = [
     "__version__",

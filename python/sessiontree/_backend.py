@@ -83,7 +83,7 @@ def default_cache_budget() -> int:
     text = os.environ.get(CACHE_ENV, "").strip()
     if not text:
         return DEFAULT_CACHE_BYTES
-    from .generate import parse_size  # only when the variable is set
+    from ._sizes import parse_size  # only when the variable is set
 
     try:
         return parse_size(text)
@@ -360,7 +360,7 @@ class TreeIndex(Protocol):
         """The decoded columns of the ``entries`` and ``tool_calls`` tables for entries
         ``start`` to ``stop - 1`` in Arrow layouts (the native core's ``Index.table_rows``,
         whose docstring names the buffers), or ``None`` where the backend has none (the
-        python backend: ``tables._fields`` decodes its entries; tests hold the two equal).
+        python backend: ``_rows`` decodes its entries; tests hold the two equal).
 
         Raises:
             StaleSessionError: a line changed in the file since it was indexed.

@@ -18,7 +18,7 @@ can see "mtime changed, size did not" in the middle of a plain append. Whatever 
 the two become visible in, an append leaves the indexed bytes as they were, and that
 is what is checked. A rewrite in the middle that keeps both ends is caught, for the
 native backend, line by line: every line it reads must hash to what it indexed
-(``src/index.rs``, ``read_line``); the python backend answers from what it read.
+(``src/index/read.rs``, ``read_line``); the python backend answers from what it read.
 
 The first baseline is what the index read, not the file when first checked
 (``FileWatch(ends=...)``, from ``TreeIndex.read_ends``): a rewrite between the read and

@@ -20,13 +20,13 @@ the listing read (``catalog._indexer.listed_text``).
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from functools import partial
 from typing import Any
 
 from . import _js
+from ._places import project_cwd, project_folders
 from ._reader import header_error, header_problem, read_value
 from ._storage import require_regular_file
 from ._time import datetime_from_ms, parse_iso_ms
@@ -167,7 +167,7 @@ def read_session_info(path: str) -> SessionInfo:
             is not a header with a string ``id``).
         OSError: it cannot be read.
     """
-    from .catalog._extract import native_scanner, scan_file
+    from .catalog import native_scanner, scan_file
 
     require_regular_file(path)
     st = os.stat(path)
@@ -181,7 +181,7 @@ def read_session_info(path: str) -> SessionInfo:
         raise header_error(path, line, offset, header_problem(raw))
     row.header(read_value(value).value)
     row.facts(r[4])
-    from .catalog._indexer import ends_digest, listed_text
+    from .catalog import ends_digest, listed_text
 
     (end, _eof, tail, _read, ends) = r[0]
     return session_info(path, row, partial(listed_text, path, end, ends_digest(ends), tail))
@@ -218,30 +218,6 @@ class _Row:
 
 
 # ----------------------------------------------------------------------- listing
-_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
-
-
-def project_cwd(cwd: str) -> str:
-    """The working directory as Pi would have recorded it, for finding its folder.
-
-    Pi records ``process.cwd()``: absolute, normalised, symlinks resolved. So ``~`` is
-    expanded and the path made absolute and resolved (a trailing ``/``, ``.`` and
-    ``..`` then name the same folder). A Windows path (``C:\\x``) is left as given.
-    """
-    if _DRIVE.match(cwd) or "\\" in cwd:
-        return cwd
-    return os.path.realpath(os.path.expanduser(cwd))
-
-
-def project_folders(root: str) -> list[str]:
-    """The project folders of a sessions root: its direct subfolders (symlinks
-    followed), sorted (files directly in the root are not listed, as in Pi)."""
-    try:
-        return sorted(e.path for e in os.scandir(root) if e.is_dir(follow_symlinks=True))
-    except OSError:
-        return []
-
-
 def list_folders(
     folders: Sequence[str],
     on_progress: ProgressCallback | None = None,
@@ -265,8 +241,7 @@ def list_folders(
         One :class:`SessionInfo` per session file, newest ``modified`` first (ties in
         folder, then file-name order).
     """
-    from .catalog import refresh_for, run
-    from .catalog._indexer import listed_text
+    from .catalog import listed_text, refresh_for, run
 
     def op(store: Any) -> list[SessionInfo]:
         sessions: list[SessionInfo] = []

@@ -54,7 +54,7 @@ that omits the last LF) is accepted like any line and consumed; the image then e
 mid-line. If a later ``feed`` continues that same physical line with more than blanks
 (another writer appended without starting a new line), it raises
 ``StaleSessionError``: a fresh load reads the fused line by rule 4, which the accepted
-entry cannot be turned into by a feed (``src/index.rs`` ``check_continuation``). Our own
+entry cannot be turned into by a feed (``src/index/mod.rs`` ``check_continuation``). Our own
 writer never produces this: it writes ``\\n`` first when the file does not end with one.
 """
 
@@ -228,7 +228,7 @@ class Loader:
             if (data if nl < 0 else data[:nl]).strip(_WS):
                 # Another writer glued its line onto the accepted one: a fresh open
                 # reads the fused line as one (rule 4), which no refresh can turn the
-                # accepted entry into (``src/index.rs`` ``check_continuation``).
+                # accepted entry into (``src/index/mod.rs`` ``check_continuation``).
                 raise StaleSessionError(
                     f"{self.path}: another writer continued line {m_line}, which had no line feed "
                     "and was already read; reopen the session")

@@ -34,27 +34,28 @@ from __future__ import annotations
 
 import builtins
 import os
-import secrets
 import sys
-import time
 import warnings
 import weakref
 from collections.abc import Callable, Container, Iterable, Iterator
 from typing import Any
 
 from . import _shapes
-from ._backend import LoadIssue, TreeIndex, issue_order
+from ._args import abspath as _abspath
+from ._args import require as _require
+from ._args import require_number as _require_number
+from ._args import require_path as _require_path
+from ._backend import LoadIssue, TreeIndex
 from ._context import SessionContext, SessionProjection, assemble_context, assemble_projection, current_system_message
 from ._filestate import stat_id
 from ._js import NULL, UNDEFINED
 from ._jsonl import decode_line, encode_entry
 from ._listing import ListingProblem, list_all_sessions, list_sessions, project_cwd
-from ._migrate import Migration, migrate_image
-from ._persist import SessionFile, open_file, open_index, read_file, retried
+from ._persist import SessionFile, migrated_index, open_session
 from ._places import session_dir_for_cwd, session_file_name
 from ._reader import CURRENT_VERSION, scan_header
 from ._select import index_class
-from ._session_storage import InMemorySessionStorage, JsonlSessionStorage, new_entry_id
+from ._session_storage import InMemorySessionStorage, JsonlSessionStorage, new_entry_id, new_session_id
 from ._time import now_iso, parse_iso_ms
 from .errors import (
     ContextEditError,
@@ -63,7 +64,6 @@ from .errors import (
     InvalidSessionError,
     LoadReportWarning,
     SessionError,
-    StaleSessionError,
 )
 from .schema import SessionInfo, SessionTreeNode, TreeShape, UsageTotals
 
@@ -84,40 +84,6 @@ def _optional(value: Any) -> Any:
     if value is None or value is UNDEFINED:
         return UNDEFINED
     return None if value is NULL else value
-
-
-def _require(name: str, value: Any, types: type | tuple[type, ...]) -> None:
-    """Refuse an argument of the wrong type before anything is built or written."""
-    if not isinstance(value, types):
-        want = " or ".join(
-            "None" if t is type(None) else t.__name__ for t in (types if isinstance(types, tuple) else (types,))
-        )
-        raise TypeError(f"{name} must be {want}, not {type(value).__name__}")
-
-
-def _require_path(name: str, value: Any, optional: bool = False) -> None:
-    """A path argument: ``str`` or ``os.PathLike`` (``None`` too when ``optional``)."""
-    if optional and value is None:
-        return
-    if not isinstance(value, (str, os.PathLike)):
-        want = "a str or os.PathLike" + (" or None" if optional else "")
-        raise TypeError(f"{name} must be {want}, not {type(value).__name__}")
-
-
-def _require_number(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
-
-
-def _abspath(path: str | os.PathLike[str]) -> str:
-    # "~" is expanded: an unexpanded "~/x.jsonl" would silently open a new, empty session
-    # in a folder literally named "~".
-    return os.path.abspath(os.path.expanduser(os.fspath(path)))
-
-
-def _new_uuid7() -> str:
-    rand = int.from_bytes(secrets.token_bytes(10), "big")
-    return _shapes.uuid7(int(time.time() * 1000), rand >> 68, rand)
 
 
 def _is_session_file(path: str) -> bool:
@@ -202,38 +168,6 @@ class SessionManager:
     @_file.setter
     def _file(self, file: SessionFile | None) -> None:
         self._st.file = file
-
-    @classmethod
-    def _over(cls, storage: InMemorySessionStorage, cwd: str | None, path: str | os.PathLike[str] | None,
-              session_id: str | None, parent_session: str | None, metadata: dict[str, Any] | None,
-              backend: str | None, created_at: str | None = None) -> SessionManager:
-        """A manager over ``storage`` (``_session_storage``'s constructors): the session
-        at ``path`` (read if it exists, else a new one written there) or a new one in
-        memory (``path`` ``None``), with this header's fields.
-
-        Raises:
-            TypeError: an argument of the wrong type.
-            InvalidSessionError: ``path`` holds no valid session.
-            SessionFileExistsError: a new session written at once found ``path`` taken.
-        """
-        _require("cwd", cwd, (str, type(None)))
-        _require_path("path", path, optional=True)
-        _require("session_id", session_id, (str, type(None)))
-        _require("parent_session_path", parent_session, (str, type(None)))
-        _require("metadata", metadata, (dict, type(None)))
-        _require("created_at", created_at, (str, type(None)))
-        persist = path is not None
-        full = _abspath(path) if path is not None else None
-        mgr = cls(cwd if cwd is not None else os.getcwd(), os.path.dirname(full) if full else "", persist, backend,
-                  storage)
-        if full is not None and stat_id(full) is not None:
-            mgr._load_file(full)
-            header_cwd = mgr._index.header().get("cwd")
-            if isinstance(header_cwd, str):
-                mgr._cwd = header_cwd
-            return mgr
-        mgr._new_header(session_id, parent_session, metadata, full, created_at)
-        return mgr
 
     @property
     def storage(self) -> InMemorySessionStorage:
@@ -390,13 +324,8 @@ class SessionManager:
         _require_path("session_dir", session_dir, optional=True)
         index_cls = index_class(backend)
         source_path = os.fspath(source_path)
-        source = open_index(index_cls, source_path)
+        source = open_session(index_cls, source_path).index
         try:
-            if source.needs_migration:
-                ident = source.file_id()
-                source.close()
-                data = read_file(source_path, ident)
-                source = index_cls.from_image(migrate_image(data, source_path).image)
             lines = _copy_lines(source)
         finally:
             source.close()
@@ -479,7 +408,7 @@ class SessionManager:
 
     def _new_session_id(self) -> str:
         """A new session id (UUID v7, as Pi 0.73 uses). Override to inject ids."""
-        return _new_uuid7()
+        return new_session_id()
 
     # --------------------------------------------------------------- loading
     def _load_file(self, path: str) -> None:
@@ -491,68 +420,10 @@ class SessionManager:
             self._release()
             self._new_header(None, None, None, path)
             return
-
-        def attempt() -> tuple[TreeIndex, SessionFile, Any, builtins.list[LoadIssue]]:
-            ix = open_file(self._index_cls, path)
-            try:
-                return self._loaded(path, ix)
-            except BaseException:
-                ix.close()
-                raise
-
-        # A file renamed over the path, or rewritten, while it was read is read again.
-        index, file, version, report = retried(path, attempt)
-        self._release()
-        if self._index is not None:
-            self._index.close()
-        # An existing file: every append goes straight to disk (Pi).
-        self._st.loaded(index, file)
-        self._file_version = version
-        self._session_id = index.header().get("id")  # type: ignore[assignment]
-        self._report = report
-        if report:
-            warnings.warn(
-                f"{path}: {len(report)} problem(s) found while loading; see SessionManager.load_report",
-                LoadReportWarning,
-                stacklevel=3,
-            )
-
-    def _loaded(self, path: str, index: TreeIndex) -> tuple[TreeIndex, SessionFile, Any,
-                                                             builtins.list[LoadIssue]]:
-        """What a session read from ``path`` by ``index`` is: ``(index, file, header's
-        version, load report)``, held to the file as it is now (the staleness check
-        against what the read saw). A version 1/2 file is read again whole and migrated
-        in memory; its index then replaces ``index`` (closed).
-
-        Raises:
-            StaleSessionError: the file changed since ``index`` read it.
-        """
-        ident = index.file_id()
-        header = index.header()  # native: checked against the scan's hash
-        if not index.needs_migration:
-            file = SessionFile(path, ident, None, index.read_ends())
-            file.check(index)
-            return index, file, header.get("version"), index.load_report()
-        index.close()
-        data = read_file(path, ident)
-        migrated, report, m = self._migrated(data, path)
-        try:
-            if m.header != header:  # the bytes migrated are not the file whose header was read
-                raise StaleSessionError(f"{path}: rewritten while it was read")
-            file = SessionFile(path, ident, (m, len(data)))
-            file.check(migrated)
-        except BaseException:
-            migrated.close()
-            raise
-        return migrated, file, header.get("version"), report
-
-    def _migrated(self, data: bytes, path: str) -> tuple[TreeIndex, builtins.list[LoadIssue], Migration]:
-        """The index and report of a version 1/2 file's bytes, migrated in memory."""
-        m = migrate_image(data, path)
-        index = self._index_cls.from_image(m.image)
-        report = list(m.issues) + [self._map_issue(i, m.line_map) for i in index.load_report()]
-        report.sort(key=issue_order)
-        return index, report, m
+        opened = self._st.read(self._index_cls, path)  # the one open (_persist.open_session)
+        self._file_version = opened.version
+        self._session_id = opened.index.header().get("id")  # type: ignore[assignment]
+        self._report = opened.report
 
     def _refresh_migrated(self) -> int:
         """``refresh`` of a version 1/2 session not rewritten yet: another process
@@ -563,7 +434,7 @@ class SessionManager:
         data = self._file.migrated_growth()
         if data is None:
             return 0
-        index, report, m = self._migrated(data, self._file.path)
+        index, report, m = migrated_index(self._index_cls, data, self._file.path)
         last, before = self._index.file_leaf(), len(self._index)
         self._index.close()
         self._index = index
@@ -572,13 +443,6 @@ class SessionManager:
         if self._leaf == last:
             self._leaf = index.file_leaf()
         return len(index) - before
-
-    @staticmethod
-    def _map_issue(issue: LoadIssue, line_map: builtins.list[tuple[int, int]]) -> LoadIssue:
-        if issue.line is not None and 1 <= issue.line <= len(line_map):
-            line, offset = line_map[issue.line - 1]
-            return LoadIssue(issue.kind, line, offset, issue.ids, issue.detail)
-        return issue
 
     def _new_header(self, session_id: str | None, parent_session: str | None, metadata: dict[str, Any] | None = None,
                     path: str | None = None, timestamp: str | None = None) -> None:
@@ -1446,7 +1310,7 @@ class SessionManager:
             ImportError: pyarrow is not installed (``pip install pyarrow``).
         """
         self._check()
-        from .tables import session_reader
+        from ._tables import session_reader  # pyarrow is imported with it (the `arrow` extra)
 
         return session_reader(self, self._index, table)
 

@@ -12,9 +12,10 @@ rules); this module decides *how*:
   first, or catching up with lines another process appended, so offsets stay right).
 * ``check``: once per public call, the file must still be the one indexed.
 
-:func:`open_index` opens a file's index so that it is the file's as it then is: the
-path still names the file read, and the file's ends still hold what was read (a file
-replaced or rewritten while it was read is read again).
+:func:`open_session` is the one open of a session file ("open, check, retry", and the
+migration of a version 1/2 file in memory): the index it gives is the file's as it then
+is (the path still names the file read, and the file's ends still hold what was read;
+a file replaced or rewritten while it was read is read again).
 """
 
 from __future__ import annotations
@@ -22,48 +23,116 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from ._backend import TreeIndex
+from ._backend import LoadIssue, TreeIndex, issue_order
 from ._filestate import FileId, FileWatch, file_id, open_regular
-from ._migrate import Migration
+from ._migrate import Migration, migrate_image
 from ._storage import SessionWriter, require_regular_file
 from .errors import SessionError, StaleSessionError
 
-__all__ = ["OPEN_TRIES", "SessionFile", "check_read", "open_file", "open_index", "read_file", "retried"]
+__all__ = ["OPEN_TRIES", "Opened", "SessionFile", "migrated_index", "open_session", "read_file"]
 
 T = TypeVar("T")
 
 OPEN_TRIES = 3
-"""Opens of one file that met a replacement or a rewrite before :func:`open_index`
+"""Opens of one file that met a replacement or a rewrite before :func:`open_session`
 gives up."""
 
 
-def open_index(index_cls: type[TreeIndex], path: str) -> TreeIndex:
-    """``index_cls.open(path)``, checked after the read (:func:`check_read`); an open
-    that met another file renamed over the path, or a rewrite of an end, is done again,
-    up to :data:`OPEN_TRIES` times.
+@dataclass
+class Opened:
+    """A session file as one open read it (:func:`open_session`).
+
+    Attributes:
+        index: its index (of the migrated image for a version 1/2 file).
+        file: the file and this process's hold on it (a pending migration with it).
+        version: the ``version`` its header holds (a migrated file's original one).
+        report: the load report (a migrated file's: of the original lines).
+    """
+
+    index: TreeIndex
+    file: SessionFile
+    version: Any
+    report: list[LoadIssue]
+
+
+def open_session(index_cls: type[TreeIndex], path: str) -> Opened:
+    """Open the session file at ``path``: the one open every reader goes through.
+
+    The file is read (a regular file, opened once: ``open_file``), then held to the file
+    as it is now: the staleness check of :class:`SessionFile` against what the read saw
+    (the identity of the file read, its first and last 4 KiB). A version 1/2 file is
+    read again whole, must hold the header the first read saw, and is migrated in
+    memory (:func:`migrated_index`). An open that met another file renamed over the
+    path, or a rewrite, is done again, up to :data:`OPEN_TRIES` times.
 
     Raises:
         InvalidSessionError: not a regular file, or no valid header.
         OSError: it cannot be read.
         StaleSessionError: it changed under every one of the tries.
     """
-    def attempt() -> TreeIndex:
+
+    def attempt() -> Opened:
         index = open_file(index_cls, path)
         try:
-            check_read(path, index)
+            return _held(index_cls, path, index)
         except BaseException:
             index.close()
             raise
-        return index
 
     return retried(path, attempt)
 
 
+def _held(index_cls: type[TreeIndex], path: str, index: TreeIndex) -> Opened:
+    """``index`` (just read from ``path``) held to the file as it is now; a version 1/2
+    file's index replaced (closed) by its migrated image's.
+
+    Raises:
+        StaleSessionError: the file changed since ``index`` read it.
+    """
+    ident = index.file_id()
+    header = index.header()  # native: checked against the scan's hash
+    if not index.needs_migration:
+        file = SessionFile(path, ident, None, index.read_ends())
+        file.check(index)
+        return Opened(index, file, header.get("version"), index.load_report())
+    index.close()
+    data = read_file(path, ident)
+    migrated, report, m = migrated_index(index_cls, data, path)
+    try:
+        if m.header != header:  # the bytes migrated are not the file whose header was read
+            raise StaleSessionError(f"{path}: rewritten while it was read")
+        file = SessionFile(path, ident, (m, len(data)))
+        file.check(migrated)
+    except BaseException:
+        migrated.close()
+        raise
+    return Opened(migrated, file, header.get("version"), report)
+
+
+def migrated_index(index_cls: type[TreeIndex], data: bytes,
+                   path: str) -> tuple[TreeIndex, list[LoadIssue], Migration]:
+    """The index and load report of a version 1/2 file's bytes, migrated in memory (the
+    report's lines are the original file's)."""
+    m = migrate_image(data, path)
+    index = index_cls.from_image(m.image)
+    report = list(m.issues) + [_original_line(i, m.line_map) for i in index.load_report()]
+    report.sort(key=issue_order)
+    return index, report, m
+
+
+def _original_line(issue: LoadIssue, line_map: list[tuple[int, int]]) -> LoadIssue:
+    if issue.line is not None and 1 <= issue.line <= len(line_map):
+        line, offset = line_map[issue.line - 1]
+        return LoadIssue(issue.kind, line, offset, issue.ids, issue.detail)
+    return issue
+
+
 def open_file(index_cls: type[TreeIndex], path: str) -> TreeIndex:
-    """``index_cls.open(path)`` of a regular file, not checked (the caller holds it to
-    the file with :func:`check_read` or a :class:`SessionFile`).
+    """``index_cls.open(path)`` of a regular file, not checked (:func:`open_session`
+    holds it to the file).
 
     Raises:
         InvalidSessionError: not a regular file, or no valid header.
@@ -71,17 +140,6 @@ def open_file(index_cls: type[TreeIndex], path: str) -> TreeIndex:
     """
     require_regular_file(path)
     return index_cls.open(path)
-
-
-def check_read(path: str, index: TreeIndex) -> None:
-    """The staleness check (:class:`FileWatch`) against what ``index`` read: the path
-    still names that file (``file_id``, taken from the open file) and the file's ends
-    are still what the read saw (``read_ends``).
-
-    Raises:
-        StaleSessionError: another file is at the path, or it was truncated or rewritten.
-    """
-    FileWatch(path, index.file_id(), index.read_ends()).check(index.image_len())
 
 
 def retried(path: str, attempt: Callable[[], T]) -> T:

@@ -9,8 +9,9 @@ creates a folder.
 from __future__ import annotations
 
 import os
+import re
 
-__all__ = ["default_session_root", "session_dir_for_cwd", "session_file_name"]
+__all__ = ["default_session_root", "project_cwd", "project_folders", "session_dir_for_cwd", "session_file_name"]
 
 
 def default_session_root() -> str:
@@ -59,3 +60,27 @@ def session_file_name(timestamp_iso: str, session_id: str) -> str:
         e.g. ``2025-11-07T09-14-10-205Z_<id>.jsonl``.
     """
     return f"{timestamp_iso.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
+
+
+_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+
+
+def project_cwd(cwd: str) -> str:
+    """The working directory as Pi would have recorded it, for finding its folder.
+
+    Pi records ``process.cwd()``: absolute, normalised, symlinks resolved. So ``~`` is
+    expanded and the path made absolute and resolved (a trailing ``/``, ``.`` and
+    ``..`` then name the same folder). A Windows path (``C:\\x``) is left as given.
+    """
+    if _DRIVE.match(cwd) or "\\" in cwd:
+        return cwd
+    return os.path.realpath(os.path.expanduser(cwd))
+
+
+def project_folders(root: str) -> list[str]:
+    """The project folders of a sessions root: its direct subfolders (symlinks
+    followed), sorted (files directly in the root are not listed, as in Pi)."""
+    try:
+        return sorted(e.path for e in os.scandir(root) if e.is_dir(follow_symlinks=True))
+    except OSError:
+        return []

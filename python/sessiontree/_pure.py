@@ -471,7 +471,7 @@ class PythonIndex:
 
     def table_rows(self, start: int, stop: int) -> None:
         """``None``: this backend has no core; the tables decode its entries with
-        ``tables._fields``'s rules (see ``_backend.TreeIndex.table_rows``)."""
+        ``_rows``'s rules (see ``_backend.TreeIndex.table_rows``)."""
         return None
 
     def table_columns(self, leaf_id: str | None) -> dict[str, bytes]:

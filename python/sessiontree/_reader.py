@@ -29,7 +29,6 @@ from typing import Any, NamedTuple
 from ._js import UNDEFINED
 from ._jsonl import BOM, decode_line, decode_line_ex, has_invalid_utf8, is_blank, iter_lines, object_end
 from .errors import InvalidSessionError
-from .schema import ENTRY_TYPES
 
 __all__ = [
     "CURRENT_VERSION",
@@ -151,6 +150,8 @@ def _is_line_type(value: Any) -> bool:
     been appended behind a torn fragment. Pi itself recovers nothing (an invalid line
     is skipped). ``src/scan.rs`` ``is_line_type`` is the same rule.
     """
+    from .schema import ENTRY_TYPES  # here: the schema's many TypedDicts cost a command's start
+
     return type(value) is str and (value in ENTRY_TYPES or value == "session")
 
 
@@ -332,7 +333,7 @@ def is_title_slot(obj: Any) -> bool:
     oh-my-pi (``omp``) writes ``{"type":"title","v":1,"title":…,"source":…,"updatedAt":…,
     "pad":"   …"}`` as the file's first line, 256 bytes with its LF, and rewrites it in
     place when the title changes (its session-format documentation). The first object
-    before the header whose ``type`` is ``"title"`` is that slot (``src/index.rs``
+    before the header whose ``type`` is ``"title"`` is that slot (``src/index/mod.rs``
     ``is_title_slot``): not an entry, not a problem; its ``title`` names the session
     when no ``session_info`` does.
     """

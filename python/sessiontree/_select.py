@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._backend import TreeIndex
 
-__all__ = ["BACKENDS", "backend_name", "index_class", "native_available"]
+__all__ = ["BACKENDS", "backend_name", "index_class", "native_available", "native_module"]
 
 BACKENDS = ("auto", "python", "native")
 """The accepted backend names."""
@@ -74,3 +74,19 @@ def index_class(backend: str | None = None) -> type[TreeIndex]:
     from ._pure import PythonIndex
 
     return PythonIndex
+
+
+def native_module() -> Any:
+    """The extension ``sessiontree._sessiontree`` when the native readers are to be used
+    (the catalog's, the search's), else ``None`` (``$SESSIONTREE_BACKEND=python``, or no
+    extension). A bad variable is the caller's to report: here it means ``auto``."""
+    try:
+        if backend_name(None) == "python":
+            return None
+    except ValueError:
+        pass
+    try:
+        from . import _sessiontree
+    except ImportError:
+        return None
+    return _sessiontree

@@ -32,18 +32,24 @@ from __future__ import annotations
 
 import builtins
 import os
+import secrets
+import time
 import uuid
+import warnings
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from . import _shapes
+from ._args import abspath, require, require_path
 from ._backend import TreeIndex
+from ._filestate import stat_id
 from ._jsonl import decode_line, encode_entry
 from ._labels import agent_core_label
-from ._persist import SessionFile
+from ._persist import Opened, SessionFile, open_session
+from ._select import index_class
 from ._time import now_iso
-from .errors import EntryExistsError, EntryNotFoundError, SessionFileExistsError
+from .errors import EntryExistsError, EntryNotFoundError, LoadReportWarning, SessionFileExistsError
 
 __all__ = [
     "FirstWrite",
@@ -52,6 +58,8 @@ __all__ = [
     "SessionMetadata",
     "SessionStorage",
 ]
+
+S = TypeVar("S", bound="InMemorySessionStorage")
 
 FirstWrite = Literal["assistant", "message", "now"]
 _FIRST_WRITES = ("assistant", "message", "now")
@@ -101,6 +109,45 @@ def leaf_after(entry: dict[str, Any], entry_id: str) -> str | None:
     """The leaf after appending ``entry`` (loader rule 13; agent-core's
     ``leafIdAfterEntry``): a ``leaf`` entry's ``targetId``, else the entry itself."""
     return entry.get("targetId") if entry.get("type") == "leaf" else entry_id
+
+
+def new_session_id() -> str:
+    """A new session id (UUID v7, as Pi 0.73 uses)."""
+    rand = int.from_bytes(secrets.token_bytes(10), "big")
+    return _shapes.uuid7(int(time.time() * 1000), rand >> 68, rand)
+
+
+def _made(storage: S, cwd: str | None, path: str | os.PathLike[str] | None, session_id: str | None,
+          parent_session: str | None, metadata: dict[str, Any] | None, backend: str | None,
+          created_at: str | None = None) -> S:
+    """``storage`` holding the session at ``path`` (read if it exists, else a new one to
+    be written there) or a new one in memory (``path`` ``None``), with this header's
+    fields: the storages' own constructors (agent-core's ``create`` and ``open``).
+
+    Raises:
+        TypeError: an argument of the wrong type.
+        InvalidSessionError: ``path`` holds no valid session.
+        SessionFileExistsError: a new session written at once found ``path`` taken.
+    """
+    require("cwd", cwd, (str, type(None)))
+    require_path("path", path, optional=True)
+    require("session_id", session_id, (str, type(None)))
+    require("parent_session_path", parent_session, (str, type(None)))
+    require("metadata", metadata, (dict, type(None)))
+    require("created_at", created_at, (str, type(None)))
+    index_cls = index_class(backend)
+    full = abspath(path) if path is not None else None
+    if full is not None and stat_id(full) is not None:
+        storage.read(index_cls, full)
+        return storage
+    header = _shapes.header(session_id if session_id is not None else new_session_id(),
+                            created_at if created_at is not None else now_iso(),
+                            cwd if cwd is not None else os.getcwd(), parent_session, metadata)
+    line = encode_entry(header) + b"\n"
+    storage.start(index_cls.from_image(line), [line], False)
+    storage.file = SessionFile(full) if full is not None else None
+    storage.write_if_due()
+    return storage
 
 
 def new_entry_id(taken: Container[str]) -> str:
@@ -168,12 +215,34 @@ class InMemorySessionStorage:
         Raises:
             TypeError: an argument of the wrong type.
         """
-        from ._manager import SessionManager
-
-        return SessionManager._over(cls(leaf_entries=leaf_entries), cwd, None, session_id, None, metadata,
-                                    backend, created_at).storage  # type: ignore[return-value]
+        return _made(cls(leaf_entries=leaf_entries), cwd, None, session_id, None, metadata, backend, created_at)
 
     # ----------------------------------------------------------- the manager's
+    def read(self, index_cls: type[TreeIndex], path: str) -> Opened:
+        """Hold the session in the file at ``path``, read by the one open
+        (``_persist.open_session``: checked, read again after a replacement, migrated in
+        memory); what was held before is let go. Nothing changes if the open raises. A
+        non-empty load report issues a :class:`LoadReportWarning`.
+
+        Raises:
+            InvalidSessionError: no valid header.
+            OSError: it cannot be read.
+            StaleSessionError: it kept changing while it was read.
+        """
+        opened = open_session(index_cls, path)
+        if self.file is not None:
+            self.file.release()
+        if self.index is not None:
+            self.index.close()
+        self.loaded(opened.index, opened.file)  # an existing file: every append goes straight to it (Pi)
+        if opened.report:
+            warnings.warn(
+                f"{path}: {len(opened.report)} problem(s) found while loading; see SessionManager.load_report",
+                LoadReportWarning,
+                stacklevel=4,  # the caller of SessionManager.open / JsonlSessionStorage.open
+            )
+        return opened
+
     def start(self, index: TreeIndex, lines: builtins.list[bytes], ready: bool) -> None:
         """Hold a new image: ``index`` of ``lines`` (not written yet); ``ready`` says the
         first write is due (the image holds an assistant message)."""
@@ -345,13 +414,10 @@ class JsonlSessionStorage(InMemorySessionStorage):
                 first write).
             OSError: the file cannot be written.
         """
-        from ._manager import SessionManager
-
         if isinstance(path, (str, os.PathLike)) and os.path.lexists(path):
             raise SessionFileExistsError(f"{os.fspath(path)}: a file is already there (nothing is overwritten)")
         storage = cls(leaf_entries=leaf_entries, first_write=first_write)
-        return SessionManager._over(storage, cwd, path, session_id, parent_session_path, metadata,
-                                    backend, created_at).storage  # type: ignore[return-value]
+        return _made(storage, cwd, path, session_id, parent_session_path, metadata, backend, created_at)
 
     @classmethod
     def open(
@@ -366,12 +432,9 @@ class JsonlSessionStorage(InMemorySessionStorage):
             InvalidSessionError: no valid header.
             OSError: it cannot be read.
         """
-        from ._manager import SessionManager
-
         if not os.path.lexists(path):
             raise FileNotFoundError(2, "No such session file", os.fspath(path))
-        storage = cls(leaf_entries=leaf_entries)
-        return SessionManager._over(storage, None, path, None, None, None, backend).storage  # type: ignore[return-value]
+        return _made(cls(leaf_entries=leaf_entries), None, path, None, None, None, backend)
 
     def start(self, index: TreeIndex, lines: builtins.list[bytes], ready: bool) -> None:
         """As :meth:`InMemorySessionStorage.start`, ``ready`` by ``first_write``."""

@@ -13,8 +13,18 @@ from typing import Any, final
 __all__ = [
     "count_newlines",
     "entries_path",
+    "index_build",
+    "index_merge",
+    "index_query",
+    "index_snippets",
+    "judge_text",
     "scan_listing",
+    "search_files",
+    "search_tables",
+    "segment_pieces",
     "stat_unchanged",
+    "usage_report",
+    "HitKeys",
     "Index",
     "__version__",
     "ENTRY_TYPES",
@@ -51,7 +61,7 @@ CLIP_WHOLE_KEYS: tuple[str, ...]
 """Top-level keys whose values ``Index.lines_clipped`` never cuts (``_clip.WHOLE_KEYS``)."""
 TABLE_LIMITS: tuple[int, int, int, int]
 """Most UTF-8 bytes of ``text``, ``result_text``, ``arguments`` and the other string columns
-``Index.table_rows`` gives (``tables._fields.MAX_TEXT``, ``MAX_RESULT``, ``MAX_ARGUMENTS``, ``MAX_FIELD``)."""
+``Index.table_rows`` gives (``_rows.MAX_TEXT``, ``MAX_RESULT``, ``MAX_ARGUMENTS``, ``MAX_FIELD``)."""
 
 def count_newlines(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> int:
     """Count LF bytes of the file at ``path`` (memchr over the mapped file)."""
@@ -72,11 +82,12 @@ _ListingScan = tuple[
     int,
     list[_ListingDoc],
     list[_ListingUsage],
+    bytes,
 ]
 
 def scan_listing(
     path: str | os.PathLike[str], start: int, prior: bytes, content: bool, limit: int, fingerprint: int,
-    texts: bool,
+    texts: bool, usage_log: bool = False,
 ) -> _ListingScan:
     """One pass over a session file from ``start`` for a catalog (``src/listing.rs``;
     the rules are ``catalog._extract``'s; releases the GIL).
@@ -86,10 +97,11 @@ def scan_listing(
     first line end at or past ``start + limit`` once the header is found.
     ``fingerprint``: bytes at each end of ``[0, end)`` to return (``_filestate.FINGERPRINT``).
     ``texts``: collect the listing text (else ``facts``' ``texts`` is ``""``).
+    ``usage_log``: collect the usage log (``catalog._extract``'s layout).
 
     Returns:
         ``((end, eof, tail, bytes_read, ends), header, old_version, fallback, facts, entries,
-        entry_count, docs, usage)``: ``end`` where the next call starts, ``eof`` the
+        entry_count, docs, usage, log)``: ``end`` where the next call starts, ``eof`` the
         data ran out, ``tail`` the length of an unterminated last piece that was read;
         ``header`` ``("before", None)`` (resumed), ``("found", bytes)`` or ``("missing",
         (line, offset, bytes) | None)``; ``old_version`` a version 1 header (the scan
@@ -98,7 +110,7 @@ def scan_listing(
         activity)``; ``entries`` this call's entries record; ``entry_count`` entries so
         far; ``docs`` ``(seq, id, kind, time, text)``; ``usage`` ``((seq, id, stamp, time,
         kind, provider, model), (input, output, cacheRead, cacheWrite, totalTokens,
-        cost))``.
+        cost))``; ``log`` this call's usage log (empty without ``usage_log``).
 
     Raises:
         OSError: the file cannot be read.
@@ -284,7 +296,7 @@ class Index:
         """Release the map; later reads raise ``SessionError``."""
     def table_rows(self, start: int, stop: int) -> dict[str, bytes]:
         """The decoded columns of the ``entries`` and ``tool_calls`` tables for entries
-        ``start`` to ``stop - 1`` (``tables/_fields.py``'s rules; the GIL is released
+        ``start`` to ``stop - 1`` (``_rows.py``'s rules; the GIL is released
         while the lines are read and decoded), as ``bytes`` in Arrow layouts
         (little-endian; bitmaps LSB first, 1 = valid/true), by name: for each string
         column (``type``, ``role``, ``provider``, ``model``, ``stop_reason``, ``text``,
@@ -310,3 +322,139 @@ class Index:
         ``length`` (i64: the entry's JSON text), ``parent`` (i32 entry number) and
         ``parent_valid``, ``depth`` (i32), ``on_path`` (root -> ``leaf``),
         ``timestamp`` (i64 ms, ``Date.parse``) and ``timestamp_valid``."""
+
+_SearchHit = tuple[int, int, int, int, str, str, float | None, bool, int | None, int | None, str | None]
+
+def search_files(
+    paths: Sequence[bytes], terms: Sequence[Sequence[str]] | None, uncased: str, threads: int, k: int | None,
+    recent: bool,
+) -> tuple[list[tuple[Any, ...]], int, list[_SearchHit], list[_SearchHit]]:
+    """Search session files read as they are (``src/search.rs``; releases the GIL).
+
+    ``paths`` as ``os.fsencode`` gives them, in the order that breaks ties; ``terms``
+    each a list of words (a phrase's words, one for a word), or ``None`` for a regular
+    expression (every entry's text comes back for Python to judge); ``uncased`` the
+    query's non-ASCII characters Python holds uncased; ``threads`` reading threads;
+    ``k`` the decided hits wanted (``None``: all), best first by relevance or, with
+    ``recent``, newest first.
+
+    Returns:
+        ``(files, decided, top, undecided)``: one tuple per path, ``("session", header,
+        (name_seen, name), bytes_read)`` (``header`` the header line's bytes when the file
+        has hits), ``("not_session", bytes_read)``, ``("python", bytes_read)`` (the Python
+        rules must read it: a version 1 file, or a text the native rules do not compute)
+        or ``("error", message)``; how many hits were decided; the best ``k`` of them; the
+        hits Python must judge. A hit is ``(file, seq, offset, length, entry_id, role,
+        time, on_path, score, anchor, text)``: ``file`` its index in ``paths``, ``offset``
+        and ``length`` its line's (``index_snippets`` reads its snippet), ``score`` and
+        ``anchor`` when decided, else ``text`` the entry's text.
+
+    Raises:
+        ValueError: a term with an empty word.
+    """
+
+def search_tables() -> tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]]:
+    """The native search rules' tables: JavaScript white space, the non-ASCII characters
+    equal to an ASCII letter ``(char, letter)``, ranges of non-letters ``(lo, hi)``."""
+
+def judge_text(
+    terms: Sequence[Sequence[str]], uncased: str, text: bytes,
+) -> tuple[str, tuple[int, int, str, list[tuple[int, int]]] | None]:
+    """The native search rules over one text (generalized UTF-8): ``("miss", None)``,
+    ``("undecided", None)`` or ``("hit", (score, anchor, snippet, marks))``."""
+
+def usage_report(
+    logs: Sequence[bytes], keys: Sequence[int], entries: Sequence[bytes] | None, key: str, buckets: bool,
+    active: bool,
+) -> tuple[list[tuple[int, int | bool | None, int, list[tuple[bool, list[float]]]]],
+           list[tuple[int, float, tuple[float, float, float, float, float, float]]],
+           list[tuple[str, str]], bool]:
+    """Sums of usage logs by group (``src/report.rs``; releases the GIL): files oldest
+    holder first, each its ``key`` (``key="file"``) and with ``active`` its entries
+    record; ``key`` ``"model"``, ``"file"`` or ``"none"``; ``buckets``: also by
+    15-minute slice of UTC.
+
+    Returns:
+        ``(groups, loose, models, bad)``: groups ``(key, bucket, records, sums)``
+        (bucket a slice number, ``None`` no time, ``True`` not bucketed; each sum
+        ``(exact, floats)``, the partials or the values), loose records ``(key, time,
+        numbers)`` whose time is not bucketed, the ``(provider, model)`` pairs keys
+        name, whether some log was malformed.
+
+    Raises:
+        ValueError: an unknown ``key``, or lists of different lengths.
+    """
+
+_Piece = tuple[int, int, int, int, int]
+
+def index_build(
+    folder: bytes, files: Sequence[tuple[bytes, int, int, int, int, bytes]], threads: int, max_postings: int,
+) -> tuple[list[tuple[str, int, list[_Piece]]], list[str], str | None]:
+    """Index pieces of files into new search segments in ``folder`` (``src/search/index.rs``;
+    releases the GIL). ``files``: ``(path, file id, epoch, start, end, prior entries
+    record)``; ``max_postings`` how many postings a thread holds before it writes a
+    segment.
+
+    Returns:
+        ``(segments, outcomes, failure)``: each segment ``(name, size, pieces)``, a piece
+        ``(file, epoch, start, end, docs)``; per file ``"done"``, ``"python"`` (read it with
+        the Python rules), ``"changed"`` or ``"error: ..."``; ``failure`` why a segment
+        could not be written (``None``).
+    """
+
+def index_merge(folder: bytes, inputs: Sequence[bytes], live: Sequence[tuple[int, int, int]]) -> tuple[str, int, list[_Piece]]:
+    """Merge the segments ``inputs`` into a new one in ``folder`` keeping the pieces
+    ``live`` names (``(file, epoch, s_end)``); ``(name, size, pieces)``.
+
+    Raises:
+        OSError: an input cannot be read or is damaged, or the output cannot be written.
+    """
+
+def index_query(
+    segments: Sequence[bytes], scope: Sequence[tuple[int, int, int, int]], paths: Sequence[bytes],
+    terms: Sequence[Sequence[str]], uncased: str, k: int | None, recent: bool, threads: int,
+) -> tuple[int, HitKeys, list[tuple[int, int, int, str, str, float | None, str]], bool]:
+    """Answer a query from search segments for the files of ``scope`` (``(file id, epoch,
+    s_end, rank)``) whose paths are ``paths`` by rank; ``k`` the best decided hits wanted
+    (``None``: all; newest first with ``recent``).
+
+    Returns:
+        ``(total, top, unsure, stale)``: decided hits in all; the best ``k``, best first
+        (:class:`HitKeys`; :func:`index_snippets` reads their snippets); entries Python
+        must judge as ``(rank, seq, offset, entry_id, role, time, text)``; whether a
+        file no longer holds what was indexed.
+
+    Raises:
+        OSError: a segment cannot be read or is damaged.
+        ValueError: a term without ASCII letters or digits (the index cannot narrow it).
+    """
+
+@final
+class HitKeys:
+    """Decided hits of :func:`index_query`, best first, held natively (about 56 bytes
+    each) and made into tuples a slice at a time."""
+
+    def __len__(self) -> int: ...
+    def take(self, start: int, n: int) -> list[tuple[int, int, int, int, str, float | None, int, int]]:
+        """Hits ``[start, start + n)`` (fewer at the end) as ``(rank, seq, offset,
+        length, role, time, score, anchor)``."""
+
+def index_snippets(
+    paths: Sequence[bytes], hits: Sequence[tuple[int, int, int, str, int]], terms: Sequence[Sequence[str]],
+    uncased: str, threads: int,
+) -> list[tuple[Any, ...]]:
+    """The snippets of hits ``(rank, offset, length, role, anchor)`` (as
+    :func:`index_query` gives them) read from ``paths`` by rank: each ``("done",
+    entry_id, snippet, marks)``, ``("text", entry_id, text)`` (only Python builds it) or
+    ``("stale", None)`` (the line changed).
+
+    Raises:
+        ValueError: no terms, or a term with an empty word.
+    """
+
+def segment_pieces(path: bytes) -> list[_Piece]:
+    """The pieces of a search segment: ``(file, epoch, start, end, docs)``.
+
+    Raises:
+        OSError: it cannot be read or is damaged.
+    """

@@ -46,6 +46,7 @@ __all__ = [
     "LeafEntry",
     "SessionEntry",
     "ENTRY_TYPES",
+    "ENTRY_DICTS",
     "MESSAGE_ROLES",
     # content blocks
     "TextContent",
@@ -443,23 +444,25 @@ SessionEntry = Union[
     LeafEntry,
 ]
 
-ENTRY_TYPES = frozenset(
-    {
-        "message",
-        "custom_message",
-        "compaction",
-        "branch_summary",
-        "model_change",
-        "thinking_level_change",
-        "label",
-        "session_info",
-        "custom",
-        "usage",
-        "context_edit",
-        "active_tools_change",
-        "leaf",
-    }
-)
+ENTRY_DICTS: dict[str, Any] = {
+    "message": MessageEntry,
+    "custom_message": CustomMessageEntry,
+    "compaction": CompactionEntry,
+    "branch_summary": BranchSummaryEntry,
+    "model_change": ModelChangeEntry,
+    "thinking_level_change": ThinkingLevelChangeEntry,
+    "label": LabelEntry,
+    "session_info": SessionInfoEntry,
+    "custom": CustomEntry,
+    "usage": UsageEntry,
+    "context_edit": ContextEditEntry,
+    "active_tools_change": ActiveToolsChangeEntry,
+    "leaf": LeafEntry,
+}
+"""The ``TypedDict`` of each entry type (one row per type; :data:`SessionEntry` lists the
+same classes, ``tests/test_entry_types.py`` holds the two equal)."""
+
+ENTRY_TYPES = frozenset(ENTRY_DICTS)
 """The entry types Pi 0.99's coding agent and agent-core's harness define (the
 harness's ``SessionTreeEntry`` adds ``active_tools_change`` and ``leaf``); others are
 kept and reported ``unknown_type``."""

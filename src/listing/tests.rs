@@ -5,6 +5,7 @@ fn all(content: bool) -> Collect {
     Collect {
         content,
         texts: true,
+        usage_log: false,
     }
 }
 

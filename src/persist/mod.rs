@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::col::Mapping;
+use crate::col::Persisted;
 use crate::error::{Error, Result};
 use crate::index::{Ends, Index};
 use crate::lines::FINGERPRINT;
@@ -61,17 +61,6 @@ pub struct Cache {
     /// A file whose mtime or ctime is this recent may still change without either
     /// moving (one tick of a coarse file system clock): its index is not written yet.
     pub settle: Duration,
-}
-
-/// The persisted index an index was read from or written to.
-pub(crate) struct Persisted {
-    pub(crate) path: PathBuf,
-    /// Bytes of the session it covers.
-    pub(crate) image_len: u64,
-    /// Its own size.
-    pub(crate) bytes: u64,
-    /// Its map, while columns of the index view it.
-    pub(crate) map: Option<Arc<Mapping>>,
 }
 
 /// `stat`'s times are both at least `settle` before now.

@@ -1,12 +1,27 @@
 """``sessiontree browse``: the session tree in a full-screen terminal app (Textual).
 
-Textual is an optional dependency (``pip install textual``; the ``browse`` extra); importing
-this package without it raises ``ImportError`` naming ``textual``. The keys are listed
-in ``cli/browse.py`` (``sessiontree browse --help``).
+Textual is an optional dependency (``pip install textual``; the ``browse`` extra):
+:data:`HELP` (what the app shows, its keys) needs nothing, :class:`BrowseApp` raises
+``ImportError`` naming ``textual`` without it. The keys are listed in ``_keys.py``
+(``sessiontree browse --help``, ``?`` in the app).
 """
 
 from __future__ import annotations
 
-from ._app import BrowseApp
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["BrowseApp"]
+from ._keys import HELP
+
+if TYPE_CHECKING:
+    from ._app import BrowseApp
+
+__all__ = ["BrowseApp", "HELP"]
+
+
+def __getattr__(name: str) -> Any:
+    # The app is imported when asked for: the command line reads HELP at every start.
+    if name == "BrowseApp":
+        from ._app import BrowseApp
+
+        return BrowseApp
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """``BrowseApp``: the ``sessiontree browse`` Textual app (keys: ``cli/browse.py``).
 
 The session opens in a worker thread (the screen is up at once) and the shape comes
-from ``_structure.structure_of``; then every key works on the shape and the drawing,
+from ``view.structure_of``; then every key works on the shape and the drawing,
 and only the entries on screen, the selected one, a search's candidates and a
 context are decoded. Writes (a label, a fork) go through ``SessionManager``: a label
 is appended to this session (as Pi appends it, at the leaf), a fork is written by a
@@ -26,11 +26,21 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Input, Static
 
-from .._drawing import ENTRY, FOLD, MORE, Drawing, Row
-from .._structure import AmbiguousIdError, Structure, structure_of
-from ..cli._common import human_bytes, human_seconds, safe
+from ..view import (
+    AmbiguousIdError,
+    Drawing,
+    ENTRY,
+    FOLD,
+    MORE,
+    Row,
+    Structure,
+    human_bytes,
+    human_seconds,
+    item_of,
+    safe,
+    structure_of,
+)
 from ..errors import SessionError
-from ..export._render import item_of
 from ._detail import item_text
 from ._screens import AskScreen, ConfirmScreen, ContextScreen, HelpScreen
 from ._tree_view import TreeView

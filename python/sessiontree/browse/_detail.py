@@ -11,8 +11,7 @@ import re
 
 from rich.text import Text
 
-from ..cli._common import KIND_STYLES
-from ..export._render import Item
+from ..view import Item, KIND_STYLES
 
 __all__ = ["item_text", "MAX_PART_LINES"]
 
@@ -33,7 +32,7 @@ def item_text(item: Item, *, facts: list[str] | None = None, query: str | None =
     """The pane's text for ``item``.
 
     Args:
-        item: from ``_render.item_of``.
+        item: from ``view.item_of``.
         facts: extra lines under the heading (parent, children, branch and path facts).
         query: a search text to highlight (case-insensitive).
     """

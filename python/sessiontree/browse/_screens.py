@@ -13,7 +13,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, RichLog, Static
 
-from ..cli._common import show
+from ..view import model_text, plain_doc, render_message, show
+from ._keys import HELP
 from ..errors import SessionError
 
 __all__ = ["ContextScreen", "AskScreen", "ConfirmScreen", "HelpScreen"]
@@ -54,7 +55,6 @@ class ContextScreen(Screen[None]):
 
     def _draw(self) -> None:
         from .. import convert_to_llm
-        from ..cli.context import render_message
 
         t0 = time.perf_counter()
         try:
@@ -66,11 +66,7 @@ class ContextScreen(Screen[None]):
             return
         seconds = time.perf_counter() - t0
         messages = convert_to_llm(ctx.messages) if self.llm else ctx.messages
-        model = ctx.model
-        if isinstance(model, dict) and model:
-            model = f"{show(model.get('provider'), 100, none='None')}/{show(model.get('modelId'), 100, none='None')}"
-        else:
-            model = show(model, 100, none="none") or "none"
+        model = model_text(ctx.model)
         head = (f"The context the model gets at {show(self.entry_id, 100)} (Pi's rules): {len(messages):,} messages"
                 f"{' after convert_to_llm' if self.llm else ''}, model {model}, "
                 f"thinking {show(ctx.thinking_level, 100, none='None')}; built in {seconds * 1e3:.1f} ms")
@@ -174,11 +170,8 @@ class HelpScreen(ModalScreen[None]):
     """
 
     def compose(self) -> ComposeResult:
-        from ..cli import browse
-        from ..cli._common import plain_doc
-
         with Vertical():
-            yield Static(Text(plain_doc(browse.__doc__)))  # as `browse --help` shows it
+            yield Static(Text(plain_doc(HELP)))  # as `browse --help` shows it
 
     def action_close(self) -> None:
         self.dismiss()

@@ -2,7 +2,7 @@
 
 A Line-API widget: only the rows on screen are turned into text, and only their
 entries are decoded (``Structure.entry`` → ``SessionManager.get_entry``). Row texts are
-``sessiontree tree``'s (``cli.tree.format_row`` over a ``cli.tree.Layout`` of the same
+``sessiontree tree``'s (``view.format_row`` over a ``view.Layout`` of the same
 shape: marks ``*`` for the leaf and ``◇`` for other tips), plus the browser's own
 marks: ``tip`` (the end of a branch other than the leaf) and ``▸ n entries`` on a
 collapsed branch.
@@ -21,11 +21,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from .._drawing import ENTRY, FOLD, MORE, NOTE, Drawing, Row
-from ..cli._common import safe
+from ..view import ENTRY, FOLD, MORE, NOTE, Drawing, Layout, Row, TreeRow, format_row, safe
 from ..errors import SessionError
-from ..cli.tree import Layout, format_row
-from ..cli.tree import Row as TreeRow
 
 __all__ = ["TreeView"]
 

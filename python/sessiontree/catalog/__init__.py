@@ -1,7 +1,7 @@
 """The catalog: a persistent cache of what the sessions under a root say, for instant
-listing, full-text search and usage reports over thousands of sessions.
+listing and usage reports over thousands of sessions, and the search over them.
 
-An SQLite database (standard library, FTS5) outside Pi's folders
+An SQLite database (standard library) outside Pi's folders
 (``$SESSIONTREE_CATALOG``, else ``$XDG_CACHE_HOME/sessiontree/catalog.sqlite3``, else
 ``~/.cache/sessiontree/catalog.sqlite3``; ``SESSIONTREE_CATALOG=off`` turns it off).
 It is a cache: deleting it loses nothing, a damaged, foreign or older-version file is
@@ -17,21 +17,24 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from datetime import date, tzinfo
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ._indexer import ContentSink, Found, refresh
 from ._location import ENV, default_path, resolve
+from ._run import CONTENT_ROUNDS, open_store, refresh_for, run
 from ._store import CatalogError, Store
 
 if TYPE_CHECKING:
+    from ._indexer import ContentSink, Found
     from ._search import Order, Query, SearchHit, SearchResult, parse_query
     from ._usage import Group, UsageLine, UsageReport
 
-# Search and usage are imported when first used: a listing (the call a picker waits
-# on, in a new process each time) does not pay for them.
+# Search, usage and the refresh machinery are imported when first used: a command
+# pays only for what it does (a search through the index reads no file's rows).
 _LAZY = {"Query": "_search", "SearchHit": "_search", "SearchResult": "_search", "parse_query": "_search",
-         "UsageLine": "_usage", "UsageReport": "_usage"}
+         "UsageLine": "_usage", "UsageReport": "_usage", "Found": "_indexer", "ContentSink": "_indexer",
+         "search_stream": "_search", "ends_digest": "_indexer", "listed_text": "_indexer",
+         "native_scanner": "_extract", "scan_file": "_extract"}
 
 
 def __getattr__(name: str) -> Any:
@@ -43,8 +46,6 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value
-
-T = TypeVar("T")
 
 __all__ = [
     "ENV",
@@ -68,138 +69,8 @@ __all__ = [
 ]
 
 
-def open_store(catalog: str | os.PathLike[str] | None = None, *, required: bool = False,
-               busy: float = 30.0) -> Store | None:
-    """Open (or create) the catalog.
-
-    Args:
-        catalog: the database file; ``None`` for the default place (:func:`default_path`).
-        required: raise instead of returning ``None`` when it cannot be used.
-        busy: seconds a write waits for another process's.
-
-    Returns:
-        The :class:`Store`, or ``None`` when the catalog is turned off
-        (``$SESSIONTREE_CATALOG=off``) or, unless ``required``, cannot be used here.
-
-    Raises:
-        ValueError: the path is inside Pi's folders.
-        CatalogError: ``required`` and it cannot be opened or created.
-    """
-    path = resolve(catalog)
-    if path is None:
-        if required:
-            raise CatalogError(f"the catalog is turned off (${ENV})")
-        return None
-    try:
-        return Store(path, busy=busy)
-    except CatalogError:
-        if required:
-            raise
-        return None
-
-
-def _busy(e: sqlite3.Error) -> bool:
-    """Another process holds the catalog (SQLITE_BUSY / SQLITE_LOCKED), not damage."""
-    code = getattr(e, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    return "locked" in str(e) or "busy" in str(e)
-
-
-# The catalog cannot be written here (a read-only file or folder, a full disk, no
-# permission): not damage. Rebuilding would replace a file the user made read-only.
-_UNUSABLE = tuple(getattr(sqlite3, n) for n in ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_FULL",
-                                                "SQLITE_IOERR", "SQLITE_AUTH") if hasattr(sqlite3, n))
-
-
-def _unusable(e: sqlite3.Error) -> bool:
-    code = getattr(e, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in _UNUSABLE
-    return "readonly" in str(e) or "unable to open" in str(e)
-
-
-def run(
-    op: Callable[[Store | None], T],
-    *,
-    catalog: str | os.PathLike[str] | None = None,
-    no_cache: bool = False,
-    required: bool = False,
-    wait: bool = False,
-) -> T:
-    """Run ``op(store)`` on the catalog: a damaged database found on the way (any
-    ``sqlite3.DatabaseError`` that is not "busy") is rebuilt, never trusted, and ``op``
-    run again; a catalog that cannot be used (turned off, unwritable, busy for longer
-    than the wait) gives ``op(None)``: the answer of reading the files. ``op`` must
-    give the same answer either way.
-
-    Args:
-        op: the work, given the store or ``None``.
-        catalog: the catalog file (``None``: the default place).
-        no_cache: run ``op(None)`` only.
-        required: raise instead of answering without the catalog.
-        wait: wait up to 30 s for another process's write (else 5 s).
-
-    Raises:
-        CatalogError: ``required`` and the catalog cannot be used (busy, or damaged
-            again after its rebuild).
-    """
-    store = None if no_cache else open_store(catalog, required=required, busy=30.0 if wait or required else 5.0)
-    if store is None:
-        return op(None)
-    try:
-        store.check_keys()
-        return op(store)
-    except sqlite3.DatabaseError as e:
-        if _busy(e) or _unusable(e):
-            if required:
-                why = "stayed busy" if _busy(e) else "cannot be written"
-                raise CatalogError(f"{store.path}: the catalog {why} ({e})") from e
-            return op(None)
-        # "database disk image is malformed", "file is not a database", a vanished
-        # table: rebuilt and read again.
-        try:
-            store.rebuild()
-            store.check_keys()
-            return op(store)
-        except (CatalogError, sqlite3.DatabaseError) as again:
-            # Damaged again at once (another process is breaking or replacing it):
-            # the files answer.
-            if required:
-                raise CatalogError(f"{store.path}: cannot use the catalog ({again})") from again
-            return op(None)
-
-
-CONTENT_ROUNDS = 5
-"""Refreshes a search, a report or ``index`` makes before it reads the files instead."""
-
-
-def refresh_for(store: Store | None, folders: Sequence[str], *, content: bool = False,
-                on_progress: Callable[[int, int], None] | None = None,
-                on_bytes: Callable[[int, int], None] | None = None,
-                sink: ContentSink | None = None) -> list[Found]:
-    """``_indexer.refresh`` as the commands use it. A listing answers from what it read
-    and does not wait for a busy catalog. Docs and usage must be in the catalog to be
-    searched or summed, so a content refresh waits for a busy catalog (and raises if it
-    stays busy, which :func:`run` answers by reading the files), and a file whose save
-    another process's won (that process may have saved a listing only) is refreshed
-    again from what the catalog now holds, until every file's rows are current.
-
-    Raises:
-        sqlite3.OperationalError: (content) the catalog stayed busy, or other processes
-            kept changing the same files for :data:`CONTENT_ROUNDS` rounds.
-    """
-    for _ in range(CONTENT_ROUNDS if content and store is not None else 1):
-        found = refresh(store, folders, content=content, on_progress=on_progress, on_bytes=on_bytes, sink=sink,
-                        must_save=content)
-        if not content or store is None or all(f.saved or f.row is None for f in found):
-            return found
-    raise sqlite3.OperationalError("database is locked: other processes kept changing the files' rows")
-
-
 def _folders(folders: Sequence[str] | None, root: str | None) -> list[str]:
-    from .._listing import project_folders
-    from .._places import default_session_root
+    from .._places import default_session_root, project_folders
 
     if folders is not None:
         return list(folders)
@@ -292,7 +163,7 @@ class IndexSummary:
         read: files read (the others were unchanged).
         bytes_read: bytes read.
         catalog: the catalog file (``None`` without one).
-        catalog_bytes: its size with its write-ahead log.
+        catalog_bytes: its size with its write-ahead log and search segments.
     """
 
     files: int
@@ -313,8 +184,8 @@ def index(
     on_progress: Callable[[int, int], None] | None = None,
     on_bytes: Callable[[int, int], None] | None = None,
 ) -> IndexSummary:
-    """Build or bring up to date the catalog of ``folders``: listing facts, full-text
-    index and usage (what :func:`search` and :func:`usage` would do first).
+    """Build or bring up to date the catalog of ``folders``: listing facts, usage logs
+    and the search index (``_segments``; natively only).
 
     Raises:
         CatalogError: the catalog cannot be used here (unless ``no_cache``: then the
@@ -323,14 +194,23 @@ def index(
     chosen = _folders(folders, root)
 
     def op(store: Store | None) -> IndexSummary:
+        from ._extract import native_scanner
+
         found = refresh_for(store, chosen, content=True, on_progress=on_progress, on_bytes=on_bytes)
         size = 0
+        native = native_scanner()
+        if store is not None and native is not None:
+            from . import _segments
+
+            _segments.update(store, found, native)
         if store is not None:
             with contextlib.suppress(sqlite3.Error):
                 store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             for suffix in ("", "-wal"):
                 with contextlib.suppress(OSError):
                     size += os.path.getsize(store.path + suffix)
+            with contextlib.suppress(OSError), os.scandir(store.segments_dir) as it:
+                size += sum(e.stat().st_size for e in it if e.name.startswith("seg-"))
         sessions = sum(1 for f in found if f.row is not None and f.error is None and f.row.problem is None)
         return IndexSummary(len(found), sessions, len(found) - sessions, sum(1 for f in found if f.base is not None),
                             sum(f.bytes_read for f in found), store.path if store is not None else None, size)

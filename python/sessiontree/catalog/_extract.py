@@ -37,6 +37,11 @@ What a file gives (Pi's ``buildSessionInfo``, session-manager.ts, for the listin
 An entry's *time* is a message's numeric ``timestamp``, else the entry's
 ``timestamp`` parsed as ``Date.parse`` does, in epoch ms (``None`` if neither).
 
+The usage travels and is kept as a *usage log*: ``src/report.rs`` documents its layout
+(pieces of records, each piece defining the ``(provider, model)`` pairs it names,
+varints and the odd ``f64``); :func:`pack_log` writes the same bytes and
+:func:`unpack_log` reads them.
+
 The entries seen travel between calls as an *entries record*: per accepted entry,
 a little-endian ``u32`` length and the id's UTF-8 bytes (lone surrogates as
 ``surrogatepass`` writes them), then the ``parentId`` likewise, or ``0xFFFFFFFF`` when
@@ -45,9 +50,10 @@ it is not a non-empty string.
 
 from __future__ import annotations
 
+import math
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .. import _js
@@ -56,7 +62,8 @@ from .._jsonl import BOM, is_blank
 from .._reader import is_header, is_title_slot, read_line
 from .._time import parse_iso_ms
 
-__all__ = ["ScanResult", "scan_file", "scan_stream", "tail_text", "entries_path", "native_scanner", "records"]
+__all__ = ["ScanResult", "USAGE_KINDS", "entries_path", "native_scanner", "pack_log", "records", "scan_file", "scan_stream",
+           "tail_text", "unpack_log"]
 
 ScanResult = tuple[Any, ...]
 """The tuple ``_sessiontree.scan_listing`` returns (see its stub)."""
@@ -130,6 +137,145 @@ def _usage_numbers(usage: dict[str, Any]) -> tuple[float, ...]:
 
 def _str(v: Any) -> str:
     return v if isinstance(v, str) else ""
+
+
+# ------------------------------------------------------------------ usage log
+USAGE_KINDS = ("message", "usage", "compaction", "branch_summary")
+_F64 = struct.Struct("<d")
+_SMALL = float(1 << 52)
+
+
+def _varint(out: bytearray, v: int) -> None:
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _bytes(out: bytearray, text: str) -> None:
+    b = _enc(text)
+    _varint(out, len(b))
+    out += b
+
+
+def pack_log(usage: Sequence[tuple[tuple[Any, ...], tuple[float, ...]]]) -> bytes:
+    """One piece of usage log for usage rows ``((seq, id, stamp, time, kind, provider,
+    model), numbers)`` (``b""`` for none)."""
+    if not usage:
+        return b""
+    out = bytearray(b"\x00")
+    models: dict[tuple[str, str], int] = {}
+    for (seq, eid, stamp, time, kind, provider, model), nums in usage:
+        m = models.get((provider, model))
+        if m is None:
+            m = models[(provider, model)] = len(models)
+            out.append(1)
+            _bytes(out, provider)
+            _bytes(out, model)
+        out.append(2)
+        _bytes(out, eid)
+        _bytes(out, stamp)
+        _varint(out, seq)
+        out.append(USAGE_KINDS.index(kind))
+        if time is None:
+            out.append(0)
+        elif math.isfinite(time) and time == int(time) and abs(time) < _SMALL:
+            out.append(1)
+            t = int(time)
+            _varint(out, -2 * t - 1 if t < 0 else 2 * t)  # zigzag
+        else:
+            out.append(2)
+            out += _F64.pack(time)
+        _varint(out, m)
+        for n in nums:
+            if n == 0:
+                out.append(0)
+            elif 0 < n < _SMALL and n == int(n):
+                _varint(out, 2 * int(n))
+            else:
+                out.append(1)
+                out += _F64.pack(n)
+    return bytes(out)
+
+
+def unpack_log(log: bytes) -> list[tuple[tuple[Any, ...], tuple[float, ...]]]:
+    """The usage rows of a usage log (:func:`pack_log`'s inverse, pieces concatenated).
+
+    Raises:
+        ValueError: the log is malformed.
+    """
+    rows: list[tuple[tuple[Any, ...], tuple[float, ...]]] = []
+    pos, end = 0, len(log)
+
+    def byte() -> int:
+        nonlocal pos
+        if pos >= end:
+            raise ValueError("a usage log cut short")
+        pos += 1
+        return log[pos - 1]
+
+    def varint() -> int:
+        v, shift = 0, 0
+        while True:
+            b = byte()
+            v |= (b & 0x7F) << shift
+            if b < 0x80:
+                return v
+            shift += 7
+            if shift > 63:
+                raise ValueError("a malformed usage log (varint)")
+
+    def take(n: int) -> bytes:
+        nonlocal pos
+        if pos + n > end:
+            raise ValueError("a usage log cut short")
+        pos += n
+        return log[pos - n:pos]
+
+    def text() -> str:
+        return take(varint()).decode("utf-8", "surrogatepass")
+
+    def f64() -> float:
+        return float(_F64.unpack(take(8))[0])
+
+    models: list[tuple[str, str]] = []
+    started = False
+    try:
+        while pos < end:
+            tag = byte()
+            if tag == 0:
+                models, started = [], True
+                continue
+            if tag == 1:
+                models.append((text(), text()))
+                continue
+            if tag != 2 or not started:
+                raise ValueError(f"a malformed usage log (tag {tag})")
+            eid, stamp, seq, kind = text(), text(), varint(), USAGE_KINDS[byte()]
+            how = byte()
+            if how == 0:
+                time = None
+            elif how == 1:
+                z = varint()
+                time = float(-(z + 1) // 2 if z & 1 else z // 2)
+            elif how == 2:
+                time = f64()
+            else:
+                raise ValueError("a malformed usage log (time)")
+            provider, model = models[varint()]
+            nums = []
+            for _ in range(6):
+                v = varint()
+                if v == 1:
+                    nums.append(f64())
+                elif v % 2 == 0:
+                    nums.append(float(v // 2))
+                else:
+                    raise ValueError("a malformed usage log (number)")
+            rows.append(((seq, eid, stamp, time, kind, provider, model), tuple(nums)))
+    except (IndexError, UnicodeDecodeError) as e:
+        raise ValueError(f"a malformed usage log ({e})") from e
+    return rows
 
 
 # ------------------------------------------------------------ entries record
@@ -456,29 +602,21 @@ def scan_stream(f: Any, start: int, prior: bytes, content: bool, limit: int, tex
     ends += f.read(n)
     framing = (end, eof, tail, read[0], ends)
     facts = (st.message_count, st.first_message, " ".join(st.texts), st.name, st.activity)
-    return (framing, st.header, st.old_version, None, facts, b"".join(st.entries), st.count, st.docs, st.usage)
+    return (framing, st.header, st.old_version, None, facts, b"".join(st.entries), st.count, st.docs, st.usage,
+            pack_log(st.usage))
 
 
 # ------------------------------------------------------------------- choice
 def native_scanner() -> Any:
     """``_sessiontree`` when the native reader is to be used, else ``None``
-    (``$SESSIONTREE_BACKEND=python`` or no extension)."""
-    from .._select import backend_name
+    (``$SESSIONTREE_BACKEND=python`` or no extension): ``_select.native_module``."""
+    from .._select import native_module
 
-    try:
-        if backend_name(None) == "python":
-            return None
-    except ValueError:
-        pass
-    try:
-        from .. import _sessiontree
-    except ImportError:
-        return None
-    return _sessiontree
+    return native_module()
 
 
 def scan_file(path: str | os.PathLike[str], start: int, prior: bytes, content: bool, limit: int,
-              *, texts: bool = False, native: Any = None) -> ScanResult:
+              *, texts: bool = False, docs: bool = False, native: Any = None) -> ScanResult:
     """One call's scan of ``path`` from ``start`` (a line start: 0 or an earlier call's
     ``end``), with the rules above.
 
@@ -486,7 +624,8 @@ def scan_file(path: str | os.PathLike[str], start: int, prior: bytes, content: b
         path: the session file.
         start: where to start.
         prior: the entries record of everything before ``start``.
-        content: collect docs and usage rows too.
+        content: collect the usage log.
+        docs: collect docs and usage rows too (and the usage log).
         texts: collect the listing text (``all_messages_text``, else ``""``): the one
             part of the listing facts that needs every user and assistant message's
             content read, which is most of a listing's work.
@@ -507,11 +646,11 @@ def scan_file(path: str | os.PathLike[str], start: int, prior: bytes, content: b
     """
     path = os.fspath(path)
     if native is not None:
-        r = native.scan_listing(path, start, prior, content, limit, FINGERPRINT, texts)
+        r = native.scan_listing(path, start, prior, docs, limit, FINGERPRINT, texts, content or docs)
         if r[3] is None and not r[2]:
             return r  # type: ignore[no-any-return]
     with open_regular(path) as f:
-        return scan_stream(f, start, prior, content, limit, texts)
+        return scan_stream(f, start, prior, content or docs, limit, texts)
 
 
 def entries_path(entries: bytes, *, native: Any = None) -> list[int]:

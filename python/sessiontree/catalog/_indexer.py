@@ -15,14 +15,13 @@ ctime) and the ends of the bytes read (``_filestate``'s rule: first and last
 * **gone**: its rows are dropped.
 
 Two tracks per file: the listing facts (``l_end``, always brought up to date) and the
-docs and usage rows (``c_end``, brought up to date only when asked: a first listing
-does not pay for a full-text index). When both stand at the same offset, one pass
-advances both. Reads run in a thread pool (the native reader releases the GIL) and are
+usage log (``c_end``, brought up to date only when asked). When both stand at the same
+offset, one pass advances both. Reads run in a thread pool (the native reader releases the GIL) and are
 cut into pieces of at most :data:`CHUNK` bytes when they collect docs, so memory does
 not grow with the largest file; each piece is saved in one transaction.
 
 With no store (``--no-cache``) the same passes run from offset 0 and their results
-stay in memory (docs and usage go to a callback).
+stay in memory (:func:`read_paths` hands docs to a callback).
 """
 
 from __future__ import annotations
@@ -30,9 +29,9 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import secrets
 import queue
 import sqlite3
-import stat as _stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -43,10 +42,12 @@ from .._filestate import indexed_ends, open_regular
 from .._reader import header_error, header_problem, read_value
 from .._time import parse_iso_ms
 from ..errors import InvalidSessionError
+from ._files import folder_files
 from ._extract import ScanResult, native_scanner, scan_file, scan_stream, tail_text
 from ._store import Batch, FileRow, Store
 
-__all__ = ["CHUNK", "Found", "ContentSink", "entries_of", "ends_digest", "listed_text", "refresh", "folder_files"]
+__all__ = ["CHUNK", "Found", "ContentSink", "entries_of", "ends_digest", "listed_text", "read_paths", "refresh",
+           "folder_files"]
 
 CHUNK = 16 << 20
 """Most bytes one scan that collects docs reads before its results are saved."""
@@ -84,30 +85,6 @@ class Found:
     _reset: bool = field(default=False, repr=False)
 
 
-def folder_files(folder: str) -> list[tuple[str, str, os.stat_result | OSError]]:
-    """The ``*.jsonl`` files of a folder that are regular files (or cannot be
-    ``stat``-ed: reported later), in name order: ``(name, path, stat or error)``, the
-    path the folder as given joined with the name, the ``stat`` with symlinks followed.
-    """
-    try:
-        # scandir joins the paths in C: a second listing of thousands of files is
-        # mostly this loop.
-        with os.scandir(folder) as it:
-            names = sorted((e.name, e.path) for e in it if e.name.endswith(".jsonl"))
-    except OSError:
-        return []
-    out: list[tuple[str, str, os.stat_result | OSError]] = []
-    for n, path in names:
-        try:
-            st = os.stat(path)
-        except OSError as e:
-            out.append((n, path, e))
-            continue
-        if _stat.S_ISREG(st.st_mode):
-            out.append((n, path, st))
-    return out
-
-
 def entries_of(store: Store | None, f: Found) -> bytes:
     """The entries record of a listed session (read from the catalog when not in hand)."""
     row = f.row
@@ -133,6 +110,7 @@ class _Plan:
     main_content: bool = False
     catchup: tuple[int, int] | None = None  # content-only pass [from, to)
     v1_content: bool = False
+    docs: bool = False  # read docs too (for a search's sink), not kept
 
 
 def _fresh(found: Found, folder: int) -> FileRow:
@@ -237,16 +215,17 @@ def listed_text(path: str, end: int, ends: bytes | None, tail: int = 0) -> str:
 _DONE = object()
 
 
-def _v1_content(path: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], bytes, int]:
-    """Docs, usage and the entries record of a version 1 file, read from its migrated
-    image (the ids a reader sees are those the migration gives)."""
+def _v1_content(path: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], bytes, int, bytes]:
+    """Docs, usage rows, the entries record, the entry count and the usage log of a
+    version 1 file, read from its migrated image (the ids a reader sees are those the
+    migration gives)."""
     from .._migrate import migrate_image
 
     with open_regular(path) as f:
         data = f.read()
     image = migrate_image(data, path).image
     r = scan_stream(io.BytesIO(image), 0, b"", True, 1 << 62)
-    return r[7], r[8], r[5], r[6]
+    return r[7], r[8], r[5], r[6], r[9]
 
 
 def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int) -> None:
@@ -260,7 +239,8 @@ def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int) -
             start, stop = plan.catchup
             prior = (row.entries or b"")[:row.c_entries]
             while start < stop:
-                r = scan_file(path, start, prior, True, min(limit_content, stop - start), native=native)
+                r = scan_file(path, start, prior, True, min(limit_content, stop - start), docs=plan.docs,
+                              native=native)
                 out.put((plan, "catchup", (start, r, None)))
                 if r[0][0] <= start:
                     break
@@ -271,7 +251,7 @@ def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int) -
             prior = (row.entries or b"") if start else b""
             limit = limit_content if plan.main_content else 1 << 62
             while True:
-                r = scan_file(path, start, prior, plan.main_content, limit, native=native)
+                r = scan_file(path, start, prior, plan.main_content, limit, docs=plan.docs, native=native)
                 out.put((plan, "main", (start, r, ends_digest(r[0][4]))))
                 if r[2] and plan.main_content:  # a version 1 file: its content comes migrated
                     out.put((plan, "v1", _v1_content(path)))
@@ -294,15 +274,17 @@ def _apply_main(plan: _Plan, start: int, r: ScanResult) -> bool:
     rows must go."""
     row = plan.row
     found = plan.found
-    (end, eof, tail, _read, _ends), header, old, _fb, facts, entries, count, _docs, _usage = r
+    (end, eof, tail, _read, _ends), header, old, _fb, facts, entries, count, _docs, _usage, log = r
     reset = False
     if start == 0:
         reset = found._reset
+        row.log = b"" if plan.main_content else None
         row.l_end = 0
         row.problem = row.problem_line = row.problem_offset = None
         row.message_count, row.first_message, row.title, row.activity = 0, None, None, None
         row.entries, row.entry_count = b"", 0
         row.c_end, row.c_entries, row.c_count = None, 0, 0
+        row.epoch, row.s_end, row.s_entries = secrets.randbits(62) + 1, None, 0
         row.old = False
         kind, value = header
         if kind == "found":
@@ -336,6 +318,7 @@ def _apply_main(plan: _Plan, start: int, r: ScanResult) -> bool:
     row.resumable = row.problem is None and not row.old and tail == 0
     if plan.main_content and row.problem is None and not row.old:
         row.c_end, row.c_entries, row.c_count = end, len(row.entries), count
+        row.log = (row.log or b"") + log
     return reset
 
 
@@ -364,11 +347,10 @@ def refresh(
         store: the catalog, or ``None`` to read every file from its start and keep
             the results in memory.
         folders: folders as given (their files' paths are joined to them as given).
-        content: also bring docs and usage rows up to date (with no store: pass them
-            to ``sink``).
+        content: also bring the usage logs up to date.
         on_progress: ``(files done, files)`` after each file.
         on_bytes: ``(bytes read so far, bytes to read at most)`` after each read.
-        sink: with no store, receives each file's docs and usage as they are read.
+        sink: receives the docs and usage rows of files read with ``docs`` (:func:`read_paths`).
         workers: reader threads (default: the CPU count, at most 4; 1 for the Python
             rules, which gain nothing from threads).
         must_save: a catalog that stays busy (another process writing) raises
@@ -379,8 +361,6 @@ def refresh(
         Every file, folder by folder in the order given, files in name order.
     """
     native = native_scanner()
-    if workers is None:
-        workers = min(4, os.cpu_count() or 1) if native is not None else 1
     found: list[Found] = []
     plans: list[_Plan] = []
     gone: list[int] = []
@@ -416,6 +396,41 @@ def refresh(
         except sqlite3.OperationalError:
             if must_save:
                 raise  # a listing lists what is there; the rows of gone files go next time
+    return _run(store, found, plans, content=content, on_progress=on_progress, on_bytes=on_bytes, sink=sink,
+                workers=workers, must_save=must_save, native=native)
+
+
+def read_paths(items: Sequence[tuple[str, str, os.stat_result]], *, sink: ContentSink,
+               native: Any = None) -> list[Found]:
+    """Read files from their start with no store, docs and usage going to ``sink``
+    (what :func:`refresh` with no store does for a folder's files).
+
+    Args:
+        items: ``(path, name, stat)`` of each file.
+        sink: receives each file's docs and usage as they are read.
+        native: ``_sessiontree`` to read in Rust where it can, else the Python rules.
+
+    Returns:
+        One :class:`Found` per file, in order.
+    """
+    found = [Found(path, name, None, st, saved=False) for path, name, st in items]
+    plans = []
+    for f in found:
+        p = _plan(f, None, True, False)
+        assert p is not None
+        p.docs = True
+        f.row = p.row
+        plans.append(p)
+    return _run(None, found, plans, content=True, on_progress=None, on_bytes=None, sink=sink, workers=None,
+                must_save=False, native=native)
+
+
+def _run(store: Store | None, found: list[Found], plans: list[_Plan], *, content: bool,
+         on_progress: Callable[[int, int], None] | None, on_bytes: Callable[[int, int], None] | None,
+         sink: ContentSink | None, workers: int | None, must_save: bool, native: Any) -> list[Found]:
+    """Carry out ``plans`` (see :func:`refresh`)."""
+    if workers is None:
+        workers = min(4, os.cpu_count() or 1) if native is not None else 1
     total = len(found)
     done = 0
     for _ in range(total - len(plans)):
@@ -428,6 +443,9 @@ def refresh(
         for k, p in enumerate(plans):  # the entries before where a read starts
             if (p.catchup is not None or p.start) and p.row.entries is None and p.row.id is not None:
                 p.row.entries = store.entries(p.row.id, p.row.gen)
+                appends = p.catchup is not None or p.main_content
+                if appends and p.row.entries is not None and p.row.c_end is not None and p.row.log is None:
+                    p.row.log = store.logs([p.row.id]).get(p.row.id, b"")
                 if p.row.entries is None:  # saved by another process since its row was read
                     again = _plan(p.found, p.row, content, False)  # from its start, kept here
                     assert again is not None
@@ -478,6 +496,7 @@ def refresh(
                 docs, usage = value[0], _usage_rows(value[1])
                 row.c_end = row.l_end
                 row.entries, row.entry_count = value[2], value[3]  # the ids readers see
+                row.log = value[4]
             else:
                 start, r, ends = value
                 read = r[0][3]
@@ -493,14 +512,15 @@ def refresh(
                     f._reset = False
                     if plan.main_content:
                         docs, usage = r[7], _usage_rows(r[8])
-                else:  # catchup: docs and usage only
+                else:  # catchup: the usage log only
                     docs, usage = r[7], _usage_rows(r[8])
+                    row.log = (row.log or b"") + r[9]
                     row.c_end = r[0][0]
                     row.c_entries += len(r[5])
                     row.c_count = r[6]
+            if sink is not None and plan.docs and (docs or usage):
+                sink(f, docs, usage)
             if store is None:
-                if sink is not None and (docs or usage):
-                    sink(f, docs, usage)
                 f.saved = False
                 continue
             if not (f.saved and saving):
@@ -509,7 +529,7 @@ def refresh(
             try:
                 if batch is None:
                     batch = store.batch()
-                if not batch.save(row, reset=reset, docs=docs, usage=usage, found=f):
+                if not batch.save(row, reset=reset, found=f):
                     f.saved = False  # another process got there first: this result stays here
                 if batch.full():
                     for lost in batch.commit():

@@ -13,7 +13,7 @@ allowed) and phrases anywhere, which over thousands of long sessions matches nea
 everything. Here a hit is an *entry* (see ``_extract``: user and assistant text, tool
 call names and arguments, session names), and every term must match that entry's
 text, case-insensitively (Python ``re.IGNORECASE``) and at the start of a word (the
-character before it is not a letter or digit, ``_words.word_char``):
+character before it is not a letter or digit, ``str.isalnum``):
 
 * a **word** matches where it occurs: ``Session`` finds ``SessionManager``,
   ``Manager`` does not;
@@ -28,33 +28,33 @@ their first match in the entry's text (earlier is better), then newest first; or
 newest first (``order="recent"``). Each hit says whether its entry is on the session's
 current path (root to the last entry).
 
-With a catalog, FTS5 narrows the entries to read: each term's tokens as an FTS5 phrase
-whose last token is a prefix, over ``_words.fts_text`` of the entries, which every
-match of the rules above satisfies (it starts at a word start, where a token of that
-text starts); every candidate is then checked by the rules, so the hits are exactly
-those a scan of every entry gives (``no_cache=True``; one exception, a lone U+0345
-found by ``ι``, in ``_words``). A query FTS5 cannot narrow (``re:``, terms without
-letters or digits) reads every entry of the scope.
+The files are read as they are, no index first: natively (``src/search.rs``) a byte
+prefilter that never misses a match picks the lines to read, the files with such lines
+are read by the catalog's rules (``_extract``), and each picked entry's text is judged
+by the rules above, natively where no Unicode table of Python's is needed (then by
+:class:`_Matcher`). Without the extension, and for files the native reader hands back
+(version 1, a text whose ``String()`` it does not compute), the Python rules read
+every entry. Both give the same hits (``tests/test_search_rules.py``).
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import os
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from .. import _js
+from .._select import native_module as native_scanner
 from .._time import datetime_from_ms
-from ._extract import entries_path, native_scanner
-from ._indexer import entries_of
-from ._store import checked, py_text, search_text
-from ._words import fts_text, word_char
+from ._files import folder_files
+from ._store import checked_all, py_text, search_text
 
-__all__ = ["Query", "SearchHit", "SearchResult", "parse_query", "search_folders"]
+__all__ = ["Query", "SearchHit", "SearchResult", "parse_query", "search_folders", "search_stream"]
 
 Order = Literal["relevance", "recent"]
 
@@ -135,23 +135,22 @@ def parse_query(query: str) -> Query:
 
 
 # -------------------------------------------------------------------- matching
+_WORD_START = r"(?<![^\W_])"  # not after a letter or digit (``str.isalnum``)
+
+
 class _Matcher:
-    """The rules of the module docstring over one text."""
+    """The rules of the module docstring over one text (the reference the native
+    rules, ``src/search/rules.rs``, are held to)."""
 
     def __init__(self, q: Query) -> None:
         self.regex = q.regex
-        self.terms: list[tuple[re.Pattern[str], bool]] = []
-        for t in q.terms:
-            # A word has no white space; a phrase's runs of it match any run.
-            body = (_SPACE_CLASS + "+").join(re.escape(p) for p in _split_ws(t.text))
-            self.terms.append((re.compile(body, re.IGNORECASE), True))
-
-    @staticmethod
-    def _finds(rx: re.Pattern[str], word: bool, text: str, pos: int = 0, end: int | None = None) -> Any:
-        for m in rx.finditer(text, pos, len(text) if end is None else end):
-            if word and m.start() > 0 and word_char(text[m.start() - 1]):
-                continue
-            yield m
+        # A word has no white space; a phrase's runs of it match any run. The word start
+        # is a look-behind, so a candidate that is not at one does not hide one that
+        # starts inside it ("a.a" in "xa.a.a").
+        self.terms: list[re.Pattern[str]] = [
+            re.compile(_WORD_START + (_SPACE_CLASS + "+").join(re.escape(p) for p in _split_ws(t.text)),
+                       re.IGNORECASE)
+            for t in q.terms]
 
     def match(self, text: str) -> tuple[int, int] | None:
         """``(score, anchor)``: the sum of the terms' first-match positions and the
@@ -160,8 +159,8 @@ class _Matcher:
             m = self.regex.search(text)
             return None if m is None else (m.start(), m.start())
         score, anchor = 0, -1
-        for rx, word in self.terms:
-            m = next(self._finds(rx, word, text), None)
+        for rx in self.terms:
+            m = rx.search(text)
             if m is None:
                 return None
             score += m.start()
@@ -169,12 +168,13 @@ class _Matcher:
         return score, max(anchor, 0)
 
     def spans(self, text: str, lo: int, hi: int) -> list[tuple[int, int]]:
-        """Matches of any term inside ``text[lo:hi]``, merged, in order."""
+        """Matches of any term inside ``text[lo:hi]``, merged, in order (each term's
+        matches one after another from ``lo - 200``, none past ``hi + 200``)."""
         found: list[tuple[int, int]] = []
-        pats = [(self.regex, False)] if self.regex is not None else self.terms
-        for rx, word in pats:
+        pats = [self.regex] if self.regex is not None else self.terms
+        for rx in pats:
             assert rx is not None
-            for m in self._finds(rx, word, text, max(0, lo - 200), min(len(text), hi + 200)):
+            for m in rx.finditer(text, max(0, lo - 200), min(len(text), hi + 200)):
                 s, e = max(m.start(), lo), min(m.end(), hi)
                 if e > s:
                     found.append((s, e))
@@ -289,33 +289,374 @@ def _order_key(order: Order) -> Any:
     return recent if order == "recent" else relevance
 
 
-# ---------------------------------------------------------------------- FTS5
-_TOKENIZER = "unicode61 remove_diacritics 0"
-
-
-def _tokens(conn: sqlite3.Connection, text: str) -> list[str]:
-    """FTS5's tokens of ``fts_text(text)``, from a scratch table of this connection."""
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_tok USING fts5(t, tokenize='{_TOKENIZER}')")
-    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_tok_v USING fts5vocab(temp, q_tok, instance)")
-    conn.execute("DELETE FROM temp.q_tok")
-    conn.execute("INSERT INTO temp.q_tok (t) VALUES (?)", (fts_text(search_text(text)),))
-    return [t for (t,) in conn.execute("SELECT term FROM temp.q_tok_v ORDER BY offset")]
-
-
-def fts_expression(conn: sqlite3.Connection, q: Query) -> str | None:
-    """An FTS5 query whose matches include every entry the query matches, or ``None``
-    when FTS5 cannot narrow it (module docstring)."""
-    if q.regex is not None:
-        return None
-    parts = []
-    for t in q.terms:
-        toks = _tokens(conn, t.text)
-        if toks:
-            parts.append('"' + " ".join(x.replace('"', '""') for x in toks) + '"*')
-    return " AND ".join(parts) if parts else None
-
-
 # ---------------------------------------------------------------------- search
+_THREADS = max(1, min(4, os.cpu_count() or 1))
+_BATCH = 256 << 20
+"""Bytes of files one native call reads: what it hands back (texts Python must judge)
+stays bounded whatever the history's size."""
+_CHUNK = 1000
+"""Hits whose snippets one call reads (a stream of all hits holds this many)."""
+
+
+def _terms(q: Query) -> tuple[list[list[str]] | None, str]:
+    """The query as the native rules take it: each term's words (``None`` for ``re:``),
+    and the query's non-ASCII characters Python holds uncased (``_sre.unicode_iscased``
+    false: they match only themselves)."""
+    import _sre  # type: ignore[import-not-found]
+
+    if q.regex is not None:
+        return None, ""
+    terms = [_split_ws(t.text) for t in q.terms]
+    chars = {c for t in terms for w in t for c in w if ord(c) > 0x7F}
+    return terms, "".join(sorted(c for c in chars if not _sre.unicode_iscased(ord(c))))
+
+
+# A hit before its page is made: (path, seq, time, score, ctx, entry, role, body,
+# anchor, snippet, marks, on_path, ref). ctx is (sid, title, cwd); body is the text
+# when Python builds the snippet; a hit decided natively has no snippet yet (an index
+# hit no entry or on_path either) but a ref: (its catalog file id, or None when its
+# on_path is known; (rank in _Search.ref_paths, offset, length, role, anchor)) to read
+# them by.
+_Hit = tuple[Any, ...]
+
+
+def _header_ctx(header: bytes, name: tuple[bool, Any]) -> tuple[str, str | None, str]:
+    from .._reader import read_value
+
+    h = read_value(header).value
+    cwd = h.get("cwd")
+    seen, n = name
+    title = (_js.trim(n) or None) if seen and isinstance(n, str) else None
+    return h["id"], title, cwd if isinstance(cwd, str) else ""
+
+
+def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str, str, Any]], hits: list[_Hit],
+                 order: Order, k: int | None, on_bytes: Any,
+                 ref_paths: list[bytes]) -> tuple[int, int, list[tuple[str, str, Any]]]:
+    """Search ``items`` (``(path, name, stat)``, in path order) as they are, natively:
+    the best ``k`` decided hits of each batch and every hit Python judged go to
+    ``hits`` (their paths to ``ref_paths``, which refs index). Returns the sessions
+    searched, the decided hits left out, and the files the Python rules must read."""
+    terms, uncased = _terms(q)
+    sessions = unseen = 0
+    python: list[tuple[str, str, Any]] = []
+    total = sum(st.st_size for _p, _n, st in items)
+    done = 0
+    j = 0
+    while j < len(items):
+        batch: list[tuple[str, str, Any]] = []
+        size = 0
+        while j < len(items) and (not batch or size < _BATCH):
+            batch.append(items[j])
+            size += items[j][2].st_size
+            j += 1
+        paths = [os.fsencode(p) for p, _n, _st in batch]
+        files, decided, top, undecided = native.search_files(paths, terms, uncased, _THREADS, k, order == "recent")
+        base = len(ref_paths)
+        ref_paths.extend(paths)
+        ctx: dict[int, tuple[str, str | None, str]] = {}
+        for i, r in enumerate(files):
+            if r[0] == "python":
+                python.append(batch[i])
+            elif r[0] == "session":
+                sessions += 1
+                if r[1] is not None:
+                    ctx[i] = _header_ctx(r[1], r[2])
+        unseen += decided - len(top)
+        for i, seq, off, length, entry, role, time, on_path, score, anchor, _text in top:
+            hits.append((batch[i][0], seq, time, score, ctx[i], entry, role, None, anchor, None, None, on_path,
+                         (None, (base + i, off, length, role, anchor))))
+        for i, seq, _off, _len, entry, role, time, on_path, _s, _a, text in undecided:
+            body = search_text(text)  # Python's re decides
+            m = matcher.match(body)
+            if m is not None:
+                hits.append((batch[i][0], seq, time, m[0], ctx[i], entry, role, body, m[1], None, None, on_path,
+                             None))
+        done += size
+        if on_bytes is not None:
+            on_bytes(done, total)
+    return sessions, unseen, python
+
+
+def _python_hits(native: Any, matcher: _Matcher, items: list[tuple[str, str, Any]], hits: list[_Hit]) -> int:
+    """Search ``items`` with the Python rules (``_extract``); hits go to ``hits``.
+    Returns the sessions searched."""
+    from ._extract import entries_path
+    from ._indexer import read_paths
+
+    found_docs: list[tuple[Any, Sequence[tuple[Any, ...]]]] = []
+
+    def sink(f: Any, docs: Sequence[tuple[Any, ...]], _usage: Any) -> None:
+        found_docs.append((f, docs))
+
+    found = read_paths(items, sink=sink, native=native)
+    paths: dict[int, set[int]] = {}
+    for f, docs in found_docs:
+        row = f.row
+        if row is None or f.error is not None or row.problem is not None:
+            continue
+        for seq, entry, role, time, body in docs:
+            body = search_text(body)
+            m = matcher.match(body)
+            if m is None:
+                continue
+            if id(f) not in paths:
+                paths[id(f)] = set(entries_path(row.entries or b"", native=native))
+            hits.append((f.path, seq, time, m[0], (row.sid, row.title, row.cwd or ""), entry, role, body, m[1],
+                         None, None, seq in paths[id(f)], None))
+    return sum(1 for f in found if f.row is not None and f.error is None and f.row.problem is None)
+
+
+class _Search:
+    """One search's hits before its page is made (``search_folders``, ``search_stream``)."""
+
+    def __init__(self, q: Query, folders: Sequence[str], catalog: Any, no_cache: bool, order: Order,
+                 k: int | None, on_progress: Any, on_bytes: Any) -> None:
+        self.q = q
+        self.matcher = _Matcher(q)
+        self.native = native_scanner()
+        self.store: Any = None
+        self.damaged = False
+        self.ref_paths: list[bytes] = []
+        self.entries: dict[int, bytes] = {}
+        self.key = _order_key(order)
+        # The index's decided hits, best first, held natively (``HitKeys``), and the
+        # files they index by rank (path, catalog row).
+        self.keys: Any = None
+        self.indexed: list[tuple[str, tuple[Any, ...]]] = []
+        self.ctxs: dict[int, tuple[str, str | None, str]] = {}
+        by_folder = [(folder, [(path, name, st) for name, path, st in folder_files(folder)
+                               if isinstance(st, os.stat_result)]) for folder in folders]
+        items = [x for _f, xs in by_folder for x in xs]
+        self.hits: list[_Hit] = []
+        self.sessions = self.unseen = 0
+        raw = items
+        if self.native is not None and q.regex is None and not no_cache:
+            from ._run import busy, open_store
+            from ._store import CatalogError
+
+            # Only a catalog that is there: what it can add is a search index, which
+            # only `index` builds.
+            self.store = open_store(catalog, busy=5.0, create=False)
+            if self.store is not None:
+                try:
+                    got = self._from_index(by_folder, order, k)
+                except sqlite3.DatabaseError as e:
+                    got = None
+                    if not busy(e):  # damage: rebuilt, never trusted (the files answer now)
+                        with contextlib.suppress(CatalogError, sqlite3.Error, OSError):
+                            self.store.rebuild()
+                if got is None:
+                    self.close()
+                else:
+                    self.sessions, self.unseen, raw = got
+        python: list[tuple[str, str, Any]] = []
+        if self.native is not None:
+            raw.sort(key=lambda x: x[0])
+            more, unseen, python = _native_hits(self.native, q, self.matcher, raw, self.hits, order, k, on_bytes,
+                                                self.ref_paths)
+            self.sessions += more
+            self.unseen += unseen
+        else:
+            python = raw
+        if python:
+            self.sessions += _python_hits(self.native, self.matcher, python, self.hits)
+        if on_progress is not None:
+            on_progress(len(items), len(items))
+        self.hits.sort(key=self.key)
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+    @property
+    def total(self) -> int:
+        return len(self.hits) + self.unseen + (len(self.keys) if self.keys is not None else 0)
+
+    def ordered(self) -> Iterator[_Hit]:
+        """Every hit, best first: the index's (made into tuples a chunk at a time)
+        merged with the others."""
+        if self.keys is None or not len(self.keys):
+            return iter(self.hits)
+        keys = self.keys
+
+        def indexed() -> Iterator[_Hit]:
+            for start in range(0, len(keys), _CHUNK):
+                yield from self._index_hits(keys.take(start, _CHUNK))
+
+        if not self.hits:
+            return indexed()
+        import heapq
+
+        return heapq.merge(indexed(), self.hits, key=self.key)
+
+    def _index_hits(self, top: list[tuple[Any, ...]]) -> list[_Hit]:
+        """The index's hits ``top`` (``HitKeys.take``) as hits before their page."""
+        out = []
+        for rank, seq, off, length, role, time, score, anchor in top:
+            path, row = self.indexed[rank]
+            out.append((path, seq, time, score, self._ctx(rank), None, role, None, anchor, None, None, None,
+                        (row[1], (rank, off, length, role, anchor))))
+        return out
+
+    def _ctx(self, rank: int) -> tuple[str, str | None, str]:
+        got = self.ctxs.get(rank)
+        if got is None:
+            r = self.indexed[rank][1]
+            got = self.ctxs[rank] = (py_text(r[13]), py_text(r[14]), py_text(r[15]) or "")
+        return got
+
+    def snippets(self, hits: list[_Hit], threads: int = _THREADS) -> list[Any]:
+        """The index hits' snippets, read from their files (releases the GIL)."""
+        refs = [h[12][1] for h in hits if h[12] is not None]
+        if not refs:
+            return []
+        terms, uncased = _terms(self.q)
+        return self.native.index_snippets(self.ref_paths, refs, terms, uncased, threads)  # type: ignore[no-any-return]
+
+    def page(self, hits: list[_Hit], got: list[Any] | None = None) -> list[SearchHit]:
+        """The hits, made: snippets (``got``: :meth:`snippets` of them, read now if
+        ``None``), current paths known."""
+        import gc
+
+        if got is None:
+            got = self.snippets(hits)
+        paused = gc.isenabled() and len(hits) > 100
+        if paused:  # many small objects, no cycle among them
+            gc.disable()
+        try:
+            return self._page(hits, got)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _page(self, hits: list[_Hit], got: list[Any]) -> list[SearchHit]:
+        it = iter(got)
+        out = []
+        for path, seq, time, score, ctx, entry, role, body, anchor, snip, marks, on_path, ref in hits:
+            if ref is not None:
+                kind, entry, *rest = next(it)
+                if kind == "done":
+                    snip, marks = rest[0], tuple(tuple(x) for x in rest[1])
+                elif kind == "text":
+                    body = search_text(rest[0])
+                else:  # rewritten since the search read it (an append keeps its lines)
+                    from ..errors import StaleSessionError
+
+                    raise StaleSessionError(f"{path}: rewritten while it was searched; search again")
+                if ref[0] is not None:
+                    on_path = _on(self._path(ref[0], path), seq)
+            if snip is None:
+                snip, marks = snippet(body, anchor, self.matcher)
+            out.append(SearchHit(path, ctx[0], ctx[1], ctx[2], entry, seq, role,
+                                 datetime_from_ms(time) if time is not None else None, on_path, score, snip, marks))
+        return out
+
+    def _path(self, file: int, path: str) -> bytes:
+        """The entry numbers on the current path of catalog file ``file`` (at ``path``),
+        as a bitmap (:func:`_on`: thousands of files' sets would not be small)."""
+        if file not in self.entries:
+            record = None
+            if not self.damaged:
+                try:
+                    record = self.store.entries(file)
+                except sqlite3.DatabaseError as e:
+                    from ._run import busy
+                    from ._store import CatalogError
+
+                    if not busy(e):  # damage: rebuilt, never trusted
+                        self.damaged = True
+                        with contextlib.suppress(CatalogError, sqlite3.Error, OSError):
+                            self.store.rebuild()
+            from ._extract import entries_path, scan_file
+
+            if not record:  # no record (or a row gone since): read from the file instead
+                record = scan_file(path, 0, b"", False, 1 << 62, native=self.native)[5]
+            seqs = entries_path(record, native=self.native)
+            bits = bytearray((max(seqs) >> 3) + 1 if seqs else 0)
+            for q in seqs:
+                bits[q >> 3] |= 1 << (q & 7)
+            self.entries[file] = bytes(bits)
+        return self.entries[file]
+
+    _ROW_COLUMNS = ("name", "id", "dev", "ino", "size", "mtime_ns", "ctime_ns", "l_end", "tail", "problem", "old",
+                    "epoch", "s_end", "sid", "title", "cwd")
+    _ROW = f"SELECT {', '.join(_ROW_COLUMNS)} FROM file WHERE folder = ?"
+
+    def _from_index(self, by_folder: list[tuple[str, list[Any]]], order: Order,
+                    k: int | None) -> tuple[int, int, list[Any]] | None:
+        """The hits the search index gives for the files it holds as they are
+        (unchanged since they were indexed), into ``self.hits``: the best ``k`` of its
+        decided ones and every one only Python decides; ``(sessions, decided hits left
+        out, the other files)``, or ``None`` when the index cannot answer (no segments,
+        a term without ASCII letters or digits, a damaged or vanished segment: the
+        files are read instead).
+
+        Raises:
+            sqlite3.DatabaseError: the catalog is damaged (or busy).
+        """
+        from . import _segments
+
+        store = self.store
+        try:
+            segs = store.segments()
+            if not segs:
+                return None
+            indexed: list[tuple[str, Any]] = []
+            raw: list[Any] = []
+            for folder, items in by_folder:
+                fid = store.folder_id(os.path.abspath(folder), create=False)
+                rows = ({r[0]: r for r in checked_all("file", self._ROW_COLUMNS,
+                                                     store.conn.execute(self._ROW, (fid,)).fetchall())}
+                        if fid is not None else {})
+                for path, name, st in items:
+                    r = rows.get(name)
+                    if (r is not None and r[9] is None and not r[10] and r[12] is not None
+                            and r[12] == r[7] == st.st_size and not r[8]
+                            and r[2:7] == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)):
+                        indexed.append((path, r))
+                    else:
+                        raw.append((path, name, st))
+        except sqlite3.OperationalError:
+            return None  # busy
+        if not indexed:
+            return None
+        indexed.sort(key=lambda x: x[0])
+        terms, uncased = _terms(self.q)
+        seg_paths = [os.fsencode(os.path.join(store.segments_dir, s[0])) for s in segs]
+        scope = [(r[1], r[11], r[12], rank) for rank, (_p, r) in enumerate(indexed)]
+        self.ref_paths = [os.fsencode(p) for p, _r in indexed]
+        try:
+            total, top, unsure, stale = self.native.index_query(seg_paths, scope, self.ref_paths, terms, uncased, k,
+                                                                order == "recent", _THREADS)
+        except ValueError:
+            return None  # a term the index cannot narrow
+        except OSError:
+            with _segments.locked(store, wait=False) as held:
+                if held:
+                    with contextlib.suppress(sqlite3.Error):
+                        _segments.drop_all(store)  # damaged: built again by the next `index`
+            return None
+        if stale:
+            return None
+
+        self.indexed = indexed
+        for rank, seq, _off, entry, role, time, text in unsure:
+            body = search_text(text)
+            m = self.matcher.match(body)
+            if m is not None:
+                self.hits.append((indexed[rank][0], seq, time, m[0], self._ctx(rank), entry, role, body, m[1], None,
+                                  None, _on(self._path(indexed[rank][1][1], indexed[rank][0]), seq), None))
+        self.keys = top
+        return len(indexed), total - len(top), raw
+
+
+def _on(bits: bytes, seq: int) -> bool:
+    """Entry ``seq`` is in the bitmap ``bits`` (``_Search._path``)."""
+    return (seq >> 3) < len(bits) and bool(bits[seq >> 3] >> (seq & 7) & 1)
+
+
 def search_folders(
     query: str | Query,
     folders: Sequence[str],
@@ -333,13 +674,14 @@ def search_folders(
     Args:
         query: the query text (Pi's ``/resume`` syntax) or a parsed :class:`Query`.
         folders: the session folders (their ``*.jsonl`` files).
-        catalog: the catalog file (default place when ``None``).
-        no_cache: read every file instead of the catalog (the same hits).
+        catalog: the catalog file (default place when ``None``): its search index
+            answers for the files it holds as they are.
+        no_cache: read every file (the same hits).
         order: ``"relevance"`` (Pi's) or ``"recent"`` (newest first).
         limit: hits per page (``None``: all).
         offset: hits to skip.
-        on_progress: ``(files done, files)`` while the catalog is brought up to date.
-        on_bytes: ``(bytes read, bytes to read)`` likewise.
+        on_progress: ``(files done, files)`` once the files are read.
+        on_bytes: ``(bytes read, bytes to read)`` while the files are read.
 
     Returns:
         The :class:`SearchResult`.
@@ -347,58 +689,69 @@ def search_folders(
     Raises:
         ValueError: the query is empty or its ``re:`` pattern is empty or invalid.
     """
-    from . import refresh_for, run
+    total, files, hits = search_stream(query, folders, catalog=catalog, no_cache=no_cache, order=order, limit=limit,
+                                       offset=offset, on_progress=on_progress, on_bytes=on_bytes)
+    return SearchResult(tuple(hits), total, offset, files)
+
+
+def search_stream(
+    query: str | Query,
+    folders: Sequence[str],
+    *,
+    catalog: Any = None,
+    no_cache: bool = False,
+    order: Order = "relevance",
+    limit: int | None = 20,
+    offset: int = 0,
+    on_progress: Any = None,
+    on_bytes: Any = None,
+) -> tuple[int, int, Iterator[SearchHit]]:
+    """:func:`search_folders` with its page as an iterator: ``(total, sessions searched,
+    hits)``, the hits made (their snippets read) a thousand at a time, so that all the
+    hits of a common word go out with no more than that many in memory.
+
+    Raises:
+        ValueError: the query is empty or its ``re:`` pattern is empty or invalid.
+    """
+    import itertools
 
     q = query if isinstance(query, Query) else parse_query(query)
-    matcher = _Matcher(q)
+    s = _Search(q, folders, catalog, no_cache, order, None if limit is None else offset + limit, on_progress,
+                on_bytes)
+    total = s.total
+    page = itertools.islice(s.ordered(), offset, None if limit is None else offset + limit)
+    first = list(itertools.islice(page, _CHUNK))
 
-    def op(store: Any) -> SearchResult:
-        # (path, seq, time, score, found, entry, role, body, anchor)
-        hits: list[tuple[Any, ...]] = []
+    def chunks() -> Iterator[list[_Hit]]:
+        chunk = first
+        while chunk:
+            yield chunk
+            chunk = list(itertools.islice(page, _CHUNK))
 
-        def sink(f: Any, docs: Sequence[tuple[Any, ...]], _usage: Any) -> None:
-            for seq, entry, role, time, body in docs:
-                body = search_text(body)
-                m = matcher.match(body)
-                if m is not None:
-                    hits.append((f.path, seq, time, m[0], f, entry, role, body, m[1]))
+    def made() -> Iterator[SearchHit]:
+        # The next chunk's snippets are read (natively, on one thread) while this one's
+        # hits are made and written (in Python, on the other).
+        from concurrent.futures import ThreadPoolExecutor
 
-        found = refresh_for(store, folders, content=True, sink=sink, on_progress=on_progress, on_bytes=on_bytes)
-        sessions = [f for f in found if f.row is not None and f.error is None and f.row.problem is None]
-        if store is not None:
-            by_id = {f.row.id: f for f in sessions if f.row and f.row.id is not None}
-            hits = list(_catalog_hits(store.conn, q, matcher, by_id))
-        hits.sort(key=_order_key(order))
-        page = hits[offset:] if limit is None else hits[offset:offset + limit]
-        native = native_scanner()
-        paths: dict[int, set[int]] = {}
-        out = []
-        for path, seq, time, score, f, entry, role, body, anchor in page:
-            key = id(f)
-            if key not in paths:
-                paths[key] = set(entries_path(entries_of(store, f), native=native))
-            text, marks = snippet(body, anchor, matcher)
-            row = f.row
-            out.append(SearchHit(path, row.sid, row.title, row.cwd or "", entry, seq, role,
-                                 datetime_from_ms(time) if time is not None else None,
-                                 seq in paths[key], score, text, marks))
-        return SearchResult(tuple(out), len(hits), offset, len(sessions))
+        try:
+            with ThreadPoolExecutor(1) as ahead:
+                it = chunks()
+                chunk = next(it, None)
+                nxt = ahead.submit(s.snippets, chunk, 1) if chunk else None
+                while chunk:
+                    assert nxt is not None
+                    got = nxt.result()
+                    following = next(it, None)
+                    nxt = ahead.submit(s.snippets, following, 1) if following else None
+                    yield from s.page(chunk, got)
+                    chunk = following
+        finally:
+            s.close()
 
-    return run(op, catalog=catalog, no_cache=no_cache, wait=True)
-
-
-def _catalog_hits(conn: sqlite3.Connection, q: Query, matcher: _Matcher, by_id: dict[int, Any]) -> Any:
-    ids = json.dumps(sorted(by_id))
-    expr = fts_expression(conn, q)
-    cols = "d.file, d.seq, d.entry, d.role, d.time, d.body"
-    if expr is None:
-        rows = conn.execute(f"SELECT {cols} FROM doc d WHERE d.file IN (SELECT value FROM json_each(?))", (ids,))
-    else:
-        rows = conn.execute(
-            f"SELECT {cols} FROM doc_fts JOIN doc d ON d.id = doc_fts.rowid"
-            " WHERE doc_fts MATCH ? AND d.file IN (SELECT value FROM json_each(?))", (expr, ids))
-    for file, seq, entry, role, time, body in checked("doc", ("file", "seq", "entry", "role", "time", "body"), rows):
-        m = matcher.match(body)
-        if m is not None:
-            f = by_id[file]
-            yield (f.path, seq, time, m[0], f, py_text(entry), role, body, m[1])
+    if len(first) < _CHUNK:  # one page: made now (and the catalog closed)
+        try:
+            hits = s.page(first)
+        finally:
+            s.close()
+        return total, s.sessions, iter(hits)
+    return total, s.sessions, made()

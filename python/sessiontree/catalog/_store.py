@@ -12,14 +12,19 @@ Tables:
 * ``folder(id, path)`` — absolute folder paths.
 * ``file`` — one row per ``.jsonl`` file: its identity when read (dev, inode, size,
   mtime, ctime) and the digest of the ends of the bytes read (``_filestate``'s rule), the
-  listing facts of ``[0, l_end)`` and how far docs and usage go (``c_end``); or why it
+  listing facts of ``[0, l_end)`` and how far its usage log goes (``c_end``); or why it
   is not a session (``problem``). Small, so a listing reads few pages.
 * ``entries(file, record)`` — the entries record of a file (``_extract``), which grows
   with the session: apart, so that reading a ``file`` row never walks its overflow
   pages.
-* ``doc`` — searchable text per entry, indexed by ``doc_fts`` (FTS5, external content,
-  ``unicode61`` tokens of ``_words.fts_text(body)``, kept in step by triggers).
-* ``usage`` — recorded usage per entry.
+* ``usage_log(file, log)`` — the file's recorded usage up to ``c_end`` (``_extract``'s
+  usage log), apart from the ``file`` row for the same reason.
+
+* ``segment(name, size, docs)`` — the search index's segments (``_segments``), files
+  in the folder beside the database (:attr:`Store.segments_dir`). A file row's
+  ``epoch`` (a random number drawn whenever the file is read from its start) and
+  ``s_end`` say which of their pieces are its: those of its epoch that end by
+  ``s_end``; ``s_entries`` is the length of its entries record up to ``s_end``.
 """
 
 from __future__ import annotations
@@ -35,17 +40,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ._words import fts_text
 
-__all__ = ["SCHEMA_VERSION", "COLUMN_TYPES", "FileRow", "Store", "CatalogError", "checked"]
+__all__ = ["SCHEMA_VERSION", "COLUMN_TYPES", "FileRow", "Store", "CatalogError", "checked", "checked_all"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 9
 """Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
 
 APPLICATION_ID = 0x53547243  # "STrC"
 _SQLITE_MAGIC = b"SQLite format 3\x00"  # the file header; the application id is at offset 68
 
-_TABLES = ("meta", "folder", "file", "entries", "doc", "doc_fts", "usage")
+_TABLES = ("meta", "folder", "file", "entries", "usage_log", "segment")
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -68,25 +72,12 @@ CREATE TABLE file (
     first_message, title, activity REAL,
     entry_count INTEGER NOT NULL DEFAULT 0,
     c_end INTEGER, c_entries INTEGER NOT NULL DEFAULT 0, c_count INTEGER NOT NULL DEFAULT 0,
+    epoch INTEGER NOT NULL DEFAULT 0, s_end INTEGER, s_entries INTEGER NOT NULL DEFAULT 0,
     UNIQUE (folder, name)
 );
 CREATE TABLE entries (file INTEGER PRIMARY KEY, record BLOB NOT NULL);
-CREATE TABLE doc (id INTEGER PRIMARY KEY, file INTEGER NOT NULL, seq INTEGER NOT NULL,
-                  entry NOT NULL, role TEXT NOT NULL, time REAL, body TEXT NOT NULL);
-CREATE INDEX doc_file ON doc (file, seq);
-CREATE VIRTUAL TABLE doc_fts USING fts5 (body, content='doc', content_rowid='id',
-                                         tokenize='unicode61 remove_diacritics 0');
-CREATE TRIGGER doc_ai AFTER INSERT ON doc BEGIN
-    INSERT INTO doc_fts (rowid, body) VALUES (new.id, fts_text(new.body));
-END;
-CREATE TRIGGER doc_ad AFTER DELETE ON doc BEGIN
-    INSERT INTO doc_fts (doc_fts, rowid, body) VALUES ('delete', old.id, fts_text(old.body));
-END;
-CREATE TABLE usage (file INTEGER NOT NULL, seq INTEGER NOT NULL, entry NOT NULL, stamp NOT NULL,
-                    time REAL, kind TEXT NOT NULL, provider NOT NULL, model NOT NULL,
-                    input REAL, output REAL, cache_read REAL, cache_write REAL,
-                    total_tokens REAL, cost REAL);
-CREATE INDEX usage_file ON usage (file, seq);
+CREATE TABLE usage_log (file INTEGER PRIMARY KEY, log BLOB NOT NULL);
+CREATE TABLE segment (name TEXT PRIMARY KEY, size INTEGER NOT NULL, docs INTEGER NOT NULL) WITHOUT ROWID;
 """
 
 
@@ -131,8 +122,8 @@ def py_text(v: Any) -> Any:
 
 
 def search_text(s: str) -> str:
-    """A doc's text as it is searched and stored: each lone surrogate (which FTS5 cannot
-    hold) replaced by one U+FFFD, everything else as it is."""
+    """A doc's text as it is searched: each lone surrogate replaced by one U+FFFD,
+    everything else as it is."""
     if s.isascii():
         return s
     try:
@@ -176,17 +167,22 @@ class FileRow:
     c_end: int | None = None
     c_entries: int = 0
     c_count: int = 0
+    epoch: int = 0  # drawn anew at each read from the start (search segments' pieces name it)
+    s_end: int | None = None  # the search index holds [0, s_end)
+    s_entries: int = 0
+    log: bytes | None = None  # the usage log to [0, c_end); None: not read (Store.logs)
     entries: bytes | None = None  # None: not read from the catalog (Store.entries)
 
 
 _TEXT_COLUMNS = frozenset({"name", "sid", "cwd", "parent", "first_message", "title", "problem"})
-# The ``file`` table's columns: every field but the entries record (its own table, read
-# only when needed), which is last, so FileRow(*values) leaves it unread.
-_ROW_COLUMNS = tuple(f.name for f in fields(FileRow))[:-1]
+# The ``file`` table's columns: every field but the usage log and the entries record
+# (their own tables, read only when needed), which are last, so FileRow(*values)
+# leaves them unread.
+_ROW_COLUMNS = tuple(f.name for f in fields(FileRow))[:-2]
 _TEXT_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in _TEXT_COLUMNS)
 _SAVED_COLUMNS = tuple(c for c in _ROW_COLUMNS if c not in ("id", "gen"))
 
-assert fields(FileRow)[-1].name == "entries"
+assert [f.name for f in fields(FileRow)[-2:]] == ["log", "entries"]
 
 
 # The types each column's values may have, from FileRow's annotations (a bool is
@@ -197,27 +193,25 @@ _STORED: dict[str, tuple[type, ...]] = {
     "str | None": (str, bytes, type(None)), "float | None": (float, int, type(None)),
     "bytes | None": (bytes, type(None)),
 }
-# Offsets and counts, never negative; docs never pass the listing (c_end <= l_end).
+# Offsets and counts, never negative; the usage log and the search index never pass the
+# listing (c_end, s_end <= l_end).
 _COUNTS_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in (
     "size", "l_end", "tail", "gen", "message_count", "entry_count", "c_end", "c_entries", "c_count", "problem_line",
-    "problem_offset"))
-_L_END_AT, _C_END_AT = _ROW_COLUMNS.index("l_end"), _ROW_COLUMNS.index("c_end")
+    "problem_offset", "s_end", "s_entries"))
+_L_END_AT, _C_END_AT, _S_END_AT = (_ROW_COLUMNS.index("l_end"), _ROW_COLUMNS.index("c_end"),
+                                   _ROW_COLUMNS.index("s_end"))
 
 
 _INT: tuple[type, ...] = (int,)
 _TEXT: tuple[type, ...] = (str, bytes)  # bytes: a text with a lone surrogate (db_text), py_text checks it
-_TIME: tuple[type, ...] = (float, int, type(None))
-_NUMBER: tuple[type, ...] = (float, int)  # REAL affinity reads back a float; an int is tolerated
 
 COLUMN_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
     "meta": {"key": (str,), "value": (str, float, int)},
     "folder": {"id": _INT, "path": _TEXT},
-    "file": {f.name: _STORED[str(f.type)] for f in fields(FileRow)[:-1]},
+    "file": {f.name: _STORED[str(f.type)] for f in fields(FileRow)[:-2]},
     "entries": {"file": _INT, "record": (bytes,)},
-    "doc": {"id": _INT, "file": _INT, "seq": _INT, "entry": _TEXT, "role": (str,), "time": _TIME, "body": (str,)},
-    "usage": {"file": _INT, "seq": _INT, "entry": _TEXT, "stamp": _TEXT, "time": _TIME, "kind": (str,),
-              "provider": _TEXT, "model": _TEXT, "input": _NUMBER, "output": _NUMBER, "cache_read": _NUMBER,
-              "cache_write": _NUMBER, "total_tokens": _NUMBER, "cost": _NUMBER},
+    "usage_log": {"file": _INT, "log": (bytes,)},  # its bytes are checked as they are unpacked
+    "segment": {"name": (str,), "size": _INT, "docs": _INT},
 }
 """The types each column of each table may hold when it is read: everything the catalog
 writes, nothing else. A value of another type, a NULL where none is written, a BLOB where a
@@ -229,10 +223,11 @@ the schema and corrupts every column."""
 
 _TYPES_AT = tuple((i, COLUMN_TYPES["file"][c]) for i, c in enumerate(_ROW_COLUMNS))
 
-KEYS = (("doc", "file"), ("usage", "file"), ("file", "folder"))
+KEYS = (("file", "folder"),)
 """The integer columns rows are looked up by, each the first column of an index: a row
-whose key is not an integer is never returned, so reading cannot see it (a doc or a
-usage record would be silently missing). :meth:`Store.check_keys` looks for a TEXT or
+whose key is not an integer is never returned, so reading cannot see it (a file would
+be silently missing; ``entries`` and ``usage_log`` are keyed by their rowid, which is
+always an integer). :meth:`Store.check_keys` looks for a TEXT or
 BLOB there through the index before a command reads."""
 
 
@@ -251,12 +246,31 @@ def checked(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -
         yield r
 
 
+def checked_all(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[Sequence[Any]]:
+    """:func:`checked` over all ``rows`` at once, column by column (the types of a
+    column's values gathered in one pass each: a warm report's 2,000 file rows in well
+    under a millisecond, where a value-by-value check took several).
+
+    Raises:
+        sqlite3.DatabaseError: a value the catalog never writes (damage).
+    """
+    out = rows if isinstance(rows, list) else list(rows)
+    if out:
+        spec = COLUMN_TYPES[table]
+        for c, values in zip(columns, zip(*out)):
+            bad = set(map(type, values)).difference(spec[c])
+            if bad:
+                raise sqlite3.DatabaseError(f"catalog damaged: {table}.{c} holds a {bad.pop().__name__}")
+    return out
+
+
 def _row(values: Sequence[Any]) -> FileRow:
     # Every value was written by Batch.save: any other is damage (run() rebuilds).
-    c_end = values[_C_END_AT]
+    c_end, s_end = values[_C_END_AT], values[_S_END_AT]
     if (not all(type(values[i]) in types for i, types in _TYPES_AT)
             or any(values[i] is not None and values[i] < 0 for i in _COUNTS_AT)
-            or (c_end is not None and c_end > values[_L_END_AT])):
+            or (c_end is not None and c_end > values[_L_END_AT])
+            or (s_end is not None and s_end > values[_L_END_AT])):
         raise sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
     row = FileRow(*values)
     for i in _TEXT_AT:
@@ -265,13 +279,6 @@ def _row(values: Sequence[Any]) -> FileRow:
     row.resumable = bool(row.resumable)
     row.old = bool(row.old)
     return row
-
-
-def _functions(conn: sqlite3.Connection) -> sqlite3.Connection:
-    # The triggers index fts_text of a doc, not the doc (``_words``): every connection
-    # that may add or delete docs has it.
-    conn.create_function("fts_text", 1, fts_text, deterministic=True)
-    return conn
 
 
 # ---------------------------------------------------------------------- store
@@ -307,7 +314,6 @@ class Store:
 
     def _connect(self, path: str) -> sqlite3.Connection:
         conn = sqlite3.connect(path, timeout=self.busy, isolation_level=None, check_same_thread=False)
-        _functions(conn)
         return conn
 
     @staticmethod
@@ -407,7 +413,7 @@ class Store:
         for p in (tmp, tmp + "-wal", tmp + "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(p)
-        conn = _functions(sqlite3.connect(tmp, isolation_level=None))
+        conn = sqlite3.connect(tmp, isolation_level=None)
         try:
             # One transaction, no syncs: the file is not in use until it is renamed.
             conn.execute("PRAGMA synchronous=OFF")
@@ -421,6 +427,12 @@ class Store:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path + suffix)
         os.replace(tmp, self.path)
+        # The old catalog's search segments go with it (readers holding one keep it).
+        with contextlib.suppress(OSError), os.scandir(self.segments_dir) as it:
+            for e in it:
+                if e.name.startswith(("seg-", ".seg-")):
+                    with contextlib.suppress(OSError):
+                        os.unlink(e.path)
 
     def rebuild(self) -> None:
         """Throw the catalog away and start an empty one (a damaged database)."""
@@ -493,6 +505,32 @@ class Store:
             raise sqlite3.DatabaseError(f"catalog damaged: file {file} has no entries record")
         return b""
 
+    @property
+    def segments_dir(self) -> str:
+        """The folder of the search index's segment files (beside the database)."""
+        return self.path + ".idx"
+
+    def segments(self) -> list[tuple[str, int, int]]:
+        """The search index's segments: ``(name, size, docs)``."""
+        cols = ("name", "size", "docs")
+        rows = [tuple(r) for r in checked("segment", cols, self.conn.execute(
+            "SELECT name, size, docs FROM segment ORDER BY name"))]
+        for name, _size, _docs in rows:
+            if not name.startswith("seg-") or "/" in name:
+                raise sqlite3.DatabaseError("catalog damaged: a segment row the catalog never writes")
+        return rows
+
+    def logs(self, files: Sequence[int]) -> dict[int, bytes]:
+        """The usage logs of files (those that have one)."""
+        out: dict[int, bytes] = {}
+        for k in range(0, len(files), 500):
+            part = files[k:k + 500]
+            rows = self.conn.execute(
+                f"SELECT file, log FROM usage_log WHERE file IN ({','.join('?' * len(part))})", part)
+            for f, log in checked_all("usage_log", ("file", "log"), rows.fetchall()):
+                out[f] = log
+        return out
+
     # -- writing -----------------------------------------------------------------
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -507,13 +545,11 @@ class Store:
             raise
         c.execute("COMMIT")
 
-    def save(self, row: FileRow, *, reset: bool, docs: Sequence[tuple[Any, ...]] = (),
-             usage: Sequence[tuple[Any, ...]] = ()) -> bool:
-        """Write one file's row and new rows in a transaction of their own (see
-        :meth:`Batch.save`)."""
+    def save(self, row: FileRow, *, reset: bool) -> bool:
+        """Write one file's row in a transaction of its own (see :meth:`Batch.save`)."""
         b = self.batch()
         try:
-            ok = b.save(row, reset=reset, docs=docs, usage=usage, found=row)
+            ok = b.save(row, reset=reset, found=row)
         except BaseException:
             b.abandon()
             raise
@@ -534,7 +570,7 @@ class Store:
         if not ids:
             return
         with self.write() as c:
-            for table, key in (("entries", "file"), ("doc", "file"), ("usage", "file"), ("file", "id")):
+            for table, key in (("entries", "file"), ("usage_log", "file"), ("file", "id")):
                 c.executemany(f"DELETE FROM {table} WHERE {key} = ?", [(i,) for i in ids])
 
 
@@ -562,22 +598,17 @@ class Batch:
         self._inserts: list[tuple[FileRow, int, tuple[Any, ...]]] = []
         self._insert_cols: tuple[str, ...] | None = None
         self._entries: list[tuple[int, bytes]] = []
-        self._docs: list[tuple[Any, ...]] = []
-        self._usage: list[tuple[Any, ...]] = []
+        self._logs: list[tuple[int, bytes]] = []
         self._lost: list[Any] = []  # noted files an early flush found taken by another process
 
-    def save(self, row: FileRow, *, reset: bool, docs: Sequence[tuple[Any, ...]] = (),
-             usage: Sequence[tuple[Any, ...]] = (), found: Any = None) -> bool:
-        """Write one file's row and new rows.
+    def save(self, row: FileRow, *, reset: bool, found: Any = None) -> bool:
+        """Write one file's row, entries record and usage log.
 
         Args:
             row: the row as it is now (``row.gen`` is the generation it was read at;
-                ``row.id`` ``None`` for a new file; ``row.entries`` ``None``: unchanged).
-            reset: the file was read again from its start: its old doc and usage rows
-                go first.
-            docs: ``(seq, entry, role, time, text)`` to add.
-            usage: ``(seq, entry, stamp, time, kind, provider, model, input, output,
-                cacheRead, cacheWrite, totalTokens, cost)`` to add.
+                ``row.id`` ``None`` for a new file; ``row.entries`` / ``row.log``
+                ``None``: unchanged).
+            reset: the file was read again from its start: its old usage log goes.
             found: the caller's note of the file: :meth:`commit` and :meth:`abandon`
                 return those whose saves did not happen.
 
@@ -612,21 +643,19 @@ class Batch:
                             (*values.values(), file, row.gen))
             if cur.rowcount != 1:
                 return False
-            if reset:
-                for table in ("doc", "usage"):
-                    c.execute(f"DELETE FROM {table} WHERE file = ?", (file,))
+            if reset and row.log is None:
+                c.execute("DELETE FROM usage_log WHERE file = ?", (file,))
         if row.entries is not None:
             self._entries.append((file, row.entries))
-        self._docs.extend((file, d[0], db_text(d[1]), d[2], d[3], search_text(d[4])) for d in docs)
-        self._usage.extend((file, u[0], db_text(u[1]), db_text(u[2]), *u[3:5], db_text(u[5]), db_text(u[6]), *u[7:])
-                           for u in usage)
+        if row.log is not None:
+            self._logs.append((file, row.log))
         self._undo.append((row, row.id, row.gen))
         row.id = file
         row.gen += 1
         if found is not None:
             self._found[file] = found
         self.files += 1
-        self.rows += len(docs) + len(usage)
+        self.rows += 1 + len(row.log or b"") // 256
         return True
 
     def full(self) -> bool:
@@ -654,8 +683,7 @@ class Batch:
         if not lost:
             return []
         self._entries = [x for x in self._entries if x[0] not in lost]
-        self._docs = [x for x in self._docs if x[0] not in lost]
-        self._usage = [x for x in self._usage if x[0] not in lost]
+        self._logs = [x for x in self._logs if x[0] not in lost]
         return [self._found.pop(f) for f in lost if f in self._found]
 
     def commit(self) -> list[Any]:
@@ -667,21 +695,15 @@ class Batch:
             self._lost = []
             if self._entries:
                 c.executemany("INSERT OR REPLACE INTO entries (file, record) VALUES (?, ?)", self._entries)
-            if self._docs:
-                c.executemany("INSERT INTO doc (file, seq, entry, role, time, body) VALUES (?, ?, ?, ?, ?, ?)",
-                              self._docs)
-            if self._usage:
-                c.executemany(
-                    "INSERT INTO usage (file, seq, entry, stamp, time, kind, provider, model, input, output,"
-                    " cache_read, cache_write, total_tokens, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    self._usage)
+            if self._logs:
+                c.executemany("INSERT OR REPLACE INTO usage_log (file, log) VALUES (?, ?)", self._logs)
             c.execute("COMMIT")
         except BaseException:
             self.abandon()
             raise
         self._undo.clear()
         self._found.clear()
-        self._entries, self._docs, self._usage = [], [], []
+        self._entries, self._logs = [], []
         return lost
 
     def abandon(self) -> list[Any]:
@@ -693,7 +715,7 @@ class Batch:
             row.id, row.gen = rid, gen
         self._undo.clear()
         self._inserts.clear()
-        self._entries, self._docs, self._usage = [], [], []
+        self._entries, self._logs = [], []
         found, self._found = [*self._lost, *self._found.values()], {}
         self._lost = []
         return found

@@ -23,18 +23,15 @@ order, defined for every input, ``inf`` beyond the double range).
 
 from __future__ import annotations
 
-import json
 import math
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, tzinfo
+from datetime import date, datetime, tzinfo
 from typing import Any, Literal
 
+from .._select import native_module as native_scanner
 from .._time import datetime_from_ms, local_time
-from ._extract import entries_path, native_scanner
-from ._indexer import entries_of
-from ._store import checked, py_text
 
 __all__ = ["UsageLine", "UsageReport", "GROUPS", "usage_folders"]
 
@@ -42,6 +39,9 @@ Group = Literal["daily", "weekly", "monthly", "session", "model", "project"]
 GROUPS: tuple[str, ...] = ("daily", "weekly", "monthly", "session", "model", "project")
 
 FIELDS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost")
+SLICE_MS = 15 * 60 * 1000
+"""The slices of UTC the native sums keep apart (``src/report.rs``): every day, week
+and month of a zone whose offsets are whole quarter hours is a union of them."""
 
 
 @dataclass(frozen=True)
@@ -125,18 +125,16 @@ def exact_sum(values: Iterable[float]) -> float:
             return math.inf if total > 0 else -math.inf
 
 
-def _line(key: str, rows: list[tuple[float, ...]]) -> UsageLine:
-    col = [_whole(exact_sum(r[k] for r in rows)) for k in range(5)]
-    return UsageLine(key, len(rows), col[0], col[1], col[2], col[3], col[4], exact_sum(r[5] for r in rows))
-
-
 def _bucket(group: str, ms: float | None, tz: tzinfo | None) -> str | None:
     if ms is None:
         return None
     dt = datetime_from_ms(ms)
     if dt is None:
         return None
-    local = local_time(dt, tz)
+    return _key(group, local_time(dt, tz))
+
+
+def _key(group: str, local: datetime) -> str:
     if group == "daily":
         return local.strftime("%Y-%m-%d")
     if group == "weekly":
@@ -175,81 +173,89 @@ def usage_folders(
     Raises:
         ValueError: an unknown ``group``.
     """
-    from . import refresh_for, run
+    from ._run import refresh_for, run
 
     if group not in GROUPS:
         raise ValueError(f"unknown report {group!r}: use one of {', '.join(GROUPS)}")
 
     def op(store: Any) -> UsageReport:
-        # (found, seq, entry, stamp, time, kind, provider, model, numbers...)
-        records: list[tuple[Any, ...]] = []
+        current = _current(store, folders) if store is not None else None
+        if current is not None:  # every file as the catalog holds it: no refresh to make
+            sessions = current
+        else:
+            found = refresh_for(store, folders, content=True, on_progress=on_progress, on_bytes=on_bytes)
+            sessions = [f for f in found if f.row is not None and f.error is None and f.row.problem is None]
+        sessions.sort(key=_age)  # a copy is charged to its first holder
+        rows = [f.row for f in sessions if f.row is not None]
+        need = [r.id for r in rows if r.log is None and r.id is not None]
+        kept = store.logs(need) if store is not None and need else {}
+        logs = [r.log if r.log is not None else kept.get(r.id or -1, b"") for r in rows]
+        entries = None
+        if active_path:
+            from ._indexer import entries_of
 
-        def sink(f: Any, _docs: Any, usage: Sequence[tuple[Any, ...]]) -> None:
-            records.extend((f, *u) for u in usage)
-
-        found = refresh_for(store, folders, content=True, sink=sink, on_progress=on_progress, on_bytes=on_bytes)
-        sessions = [f for f in found if f.row is not None and f.error is None and f.row.problem is None]
-        if store is not None:
-            records = _catalog_records(store.conn, {f.row.id: f for f in sessions if f.row and f.row.id is not None})
-        return _report(store, records, sessions, group, since, until, active_path, tz)
+            entries = [entries_of(store, f) for f in sessions]
+        return _report(sessions, logs, entries, group, since, until, active_path, tz)
 
     return run(op, catalog=catalog, no_cache=no_cache, wait=True)
 
 
-def _report(store: Any, records: list[tuple[Any, ...]], sessions: list[Any], group: str, since: date | None,
-            until: date | None, active_path: bool, tz: tzinfo | None) -> UsageReport:
-    # One record per copy key, charged to the oldest holder; every holder noted.
-    age = {id(f): _age(f) for f in sessions}
-    merged: dict[Any, list[Any]] = {}
-    for r in records:
-        f, seq, entry, stamp = r[0], r[1], r[2], r[3]
-        key = (entry, stamp) if stamp else (id(f), seq)
-        holders = merged.get(key)
-        if holders is None:
-            merged[key] = [r, [(f, seq)]]
-        else:
-            holders[1].append((f, seq))
-            if age[id(f)] < age[id(holders[0][0])]:
-                holders[0] = r
-    native = native_scanner()
-    paths: dict[int, set[int]] = {}
+class _Held:
+    """A session file the catalog holds as it is: its path and row facts (what
+    ``_indexer.Found`` gives a report)."""
 
-    def on_path(f: Any, seq: int) -> bool:
-        if id(f) not in paths:
-            paths[id(f)] = set(entries_path(entries_of(store, f), native=native))
-        return seq in paths[id(f)]
+    __slots__ = ("path", "row")
 
-    groups: dict[str, list[tuple[float, ...]]] = {}
-    name: str
-    kept: list[tuple[float, ...]] = []
-    for r, holders in merged.values():
-        if active_path and not any(on_path(f, seq) for f, seq in holders):
-            continue
-        f, time = r[0], r[4]
-        if since is not None or until is not None:
-            day = _bucket("daily", time, tz)
-            if day is None or (since is not None and day < since.isoformat()) or (
-                    until is not None and day > until.isoformat()):
+    def __init__(self, path: str, row: Any) -> None:
+        self.path = path
+        self.row = row
+
+
+class _Row:
+    __slots__ = ("id", "created_ms", "cwd", "log", "entries")
+
+    def __init__(self, fid: int, created_ms: Any, cwd: Any) -> None:
+        self.id, self.created_ms, self.cwd, self.log, self.entries = fid, created_ms, cwd, None, None
+
+
+_CURRENT_COLUMNS = ("name", "id", "dev", "ino", "size", "mtime_ns", "ctime_ns", "l_end", "tail", "c_end", "problem",
+                    "created_ms", "cwd")
+_CURRENT = f"SELECT {', '.join(_CURRENT_COLUMNS)} FROM file WHERE folder = ?"
+
+
+def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
+    """The sessions of ``folders`` when the catalog holds every file as it is (the same
+    identity, listed and its usage log read to its end): a warm report makes no
+    refresh. ``None`` when some file is new or changed."""
+    import os
+
+    from ._files import folder_files
+    from ._store import checked_all, py_text
+
+    out: list[Any] = []
+    try:
+        for folder in folders:
+            items = folder_files(folder)
+            if not items:
                 continue
-        nums = tuple(float(x) for x in r[8:14])
-        kept.append(nums)
-        if group in ("daily", "weekly", "monthly"):
-            name = _bucket(group, time, tz) or "(no time)"
-        elif group == "session":
-            name = f.path
-        elif group == "model":
-            provider, model = r[6], r[7]
-            name = f"{provider}/{model}" if provider or model else "(unknown)"
-        else:
-            name = f.row.cwd or ""
-        groups.setdefault(name, []).append(nums)
-    lines = [_line(k, v) for k, v in groups.items()]
-    if group in ("daily", "weekly", "monthly"):
-        lines.sort(key=lambda x: (x.key == "(no time)", x.key))
-    else:
-        # NaN (a cost of inf + -inf) sorts last, so the order never depends on the records' order.
-        lines.sort(key=lambda x: (x.cost != x.cost, -x.cost if x.cost == x.cost else 0.0, x.key))
-    return UsageReport(group, tuple(lines), _line("total", kept), active_path, len(sessions))
+            fid = store.folder_id(os.path.abspath(folder), create=False)
+            if fid is None:
+                return None
+            got = checked_all("file", _CURRENT_COLUMNS, store.conn.execute(_CURRENT, (fid,)).fetchall())
+            rows = {r[0]: r for r in got}
+            for name, path, st in items:
+                r = rows.get(name)
+                if (r is None or not isinstance(st, os.stat_result)
+                        or r[2:7] != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)):
+                    return None
+                if r[10] is not None:
+                    continue  # not a session
+                if r[9] != r[7] or r[7] != st.st_size or r[8]:
+                    return None
+                out.append(_Held(path, _Row(r[1], r[11], py_text(r[12]))))
+    except sqlite3.OperationalError:
+        return None  # busy: the refresh waits for it
+    return out
 
 
 def _age(f: Any) -> tuple[bool, int, str]:
@@ -258,11 +264,141 @@ def _age(f: Any) -> tuple[bool, int, str]:
     return (created is None, created or 0, f.path)
 
 
-def _catalog_records(conn: sqlite3.Connection, by_id: dict[int, Any]) -> list[tuple[Any, ...]]:
-    cols = ("file", "seq", "entry", "stamp", "time", "kind", "provider", "model", "input", "output", "cache_read",
-            "cache_write", "total_tokens", "cost")
-    rows = checked("usage", cols, conn.execute(
-        f"SELECT {', '.join(cols)} FROM usage WHERE file IN (SELECT value FROM json_each(?))",
-        (json.dumps(sorted(by_id)),)))
-    return [(by_id[r[0]], r[1], py_text(r[2]), py_text(r[3]), r[4], r[5], py_text(r[6]), py_text(r[7]), *r[8:])
-            for r in rows]
+# A piece of a report: (line name, day for since/until or None, records, six lists of
+# floats whose exact sums are the piece's sums).
+_Piece = tuple[str, "str | None", int, list[list[float]]]
+
+
+def _report(sessions: list[Any], logs: list[bytes], entries: list[bytes] | None, group: str, since: date | None,
+            until: date | None, active: bool, tz: tzinfo | None) -> UsageReport:
+    cwds: dict[str, int] = {}
+    keys = [i if group == "session" else cwds.setdefault(f.row.cwd or "", len(cwds)) if group == "project" else 0
+            for i, f in enumerate(sessions)]
+    names = ([f.path for f in sessions] if group == "session" else list(cwds) if group == "project" else [])
+    native = native_scanner()
+    pieces = None
+    if native is not None:
+        pieces = _native_pieces(native, logs, keys, names, entries, group, since, until, active, tz)
+    if pieces is None:
+        pieces = _python_pieces(sessions, logs, keys, names, entries, group, since, until, active, tz)
+    lines: dict[str, tuple[list[int], list[list[float]]]] = {}
+    total: tuple[list[int], list[list[float]]] = ([0], [[] for _ in FIELDS])
+    for name, day, records, sums in pieces:
+        if (since is not None or until is not None) and (
+                day is None or (since is not None and day < since.isoformat())
+                or (until is not None and day > until.isoformat())):
+            continue
+        for acc in (lines.setdefault(name, ([0], [[] for _ in FIELDS])), total):
+            acc[0][0] += records
+            for k in range(len(FIELDS)):
+                acc[1][k].extend(sums[k])
+
+    def line(key: str, acc: tuple[list[int], list[list[float]]]) -> UsageLine:
+        col = [exact_sum(v) for v in acc[1]]
+        return UsageLine(key, acc[0][0], _whole(col[0]), _whole(col[1]), _whole(col[2]), _whole(col[3]),
+                         _whole(col[4]), col[5])
+
+    out = [line(k, v) for k, v in lines.items()]
+    if group in ("daily", "weekly", "monthly"):
+        out.sort(key=lambda x: (x.key == "(no time)", x.key))
+    else:
+        out.sort(key=lambda x: (math.isnan(x.cost), 0.0 if math.isnan(x.cost) else -x.cost, x.key))
+    return UsageReport(group, tuple(out), line("total", total), active, len(sessions))
+
+
+def _model_name(provider: str, model: str) -> str:
+    return f"{provider}/{model}" if provider or model else "(unknown)"
+
+
+def _python_pieces(sessions: list[Any], logs: list[bytes], keys: list[int], names: list[str],
+                   entries: list[bytes] | None, group: str, since: date | None, until: date | None, active: bool,
+                   tz: tzinfo | None) -> list[_Piece]:
+    """The rules of the module docstring record by record (the reference)."""
+    from ._extract import entries_path, unpack_log
+
+    native = native_scanner()
+    owned: dict[Any, list[Any]] = {}  # copy key -> [file index, row, on some holder's path]
+    for i, log in enumerate(logs):
+        try:
+            rows = unpack_log(log)
+        except ValueError as e:
+            raise sqlite3.DatabaseError(f"catalog damaged: {e}") from e
+        on: set[int] = set(entries_path(entries[i], native=native)) if entries is not None else set()
+        for r in rows:
+            meta = r[0]
+            key = (meta[1], meta[2]) if meta[2] else (i, meta[0])
+            held = owned.get(key)
+            if held is None:
+                owned[key] = [i, r, meta[0] in on]
+            else:
+                held[2] = held[2] or meta[0] in on
+    time_group = group in ("daily", "weekly", "monthly")
+    pieces: list[_Piece] = []
+    for i, r, on in owned.values():
+        if active and not on:
+            continue
+        (_seq, _eid, _stamp, time, _kind, provider, model), nums = r
+        if time_group:
+            name = _bucket(group, time, tz) or "(no time)"
+        elif group == "model":
+            name = _model_name(provider, model)
+        else:
+            name = names[keys[i]]
+        day = _bucket("daily", time, tz) if since is not None or until is not None else None
+        pieces.append((name, day, 1, [[x if x != 0 else 0.0] for x in nums]))
+    return pieces
+
+
+def _native_pieces(native: Any, logs: list[bytes], keys: list[int], names: list[str], entries: list[bytes] | None,
+                   group: str, since: date | None, until: date | None, active: bool,
+                   tz: tzinfo | None) -> list[_Piece] | None:
+    """The same pieces from ``src/report.rs``'s sums by group and 15-minute slice of
+    UTC; ``None`` when a slice is not all one day, week or month of ``tz`` (a zone
+    whose offset changes inside one), which the record-by-record reference answers."""
+    time_group = group in ("daily", "weekly", "monthly")
+    dated = since is not None or until is not None
+    key = "model" if group == "model" else "file" if group in ("session", "project") else "none"
+    groups, loose, models, bad = native.usage_report(logs, keys, entries, key, time_group or dated, active)
+    if bad:
+        raise sqlite3.DatabaseError("catalog damaged: a malformed usage log")
+    slices: dict[int, tuple[str, str] | None] = {}
+    days: dict[date, tuple[str, str]] = {}
+
+    def slice_keys(b: int) -> tuple[str, str] | None:
+        # (the slice's key for a time group, its day), if its two ends are one local day
+        # at one offset (then so is every instant between: a zone's offset does not
+        # change twice in 15 minutes).
+        if b not in slices:
+            first, last = datetime_from_ms(b * SLICE_MS), datetime_from_ms(b * SLICE_MS + SLICE_MS - 1)
+            got = None
+            if first is not None and last is not None:
+                a, z = local_time(first, tz), local_time(last, tz)
+                if a.date() == z.date() and a.utcoffset() == z.utcoffset():
+                    d = a.date()
+                    if d not in days:
+                        days[d] = (_key(group, a) if time_group else "", _key("daily", a))
+                    got = days[d]
+            slices[b] = got
+        return slices[b]
+
+    def name_of(k: int) -> str:
+        if group == "model":
+            return _model_name(*models[k])
+        return names[k] if names else ""
+
+    pieces: list[_Piece] = []
+    for k, bucket, records, sums in groups:
+        floats = [list(v) for _exact, v in sums]
+        if bucket is True or bucket is None:
+            name = "(no time)" if time_group else name_of(k)
+            pieces.append((name, None, records, floats))
+            continue
+        got = slice_keys(bucket)
+        if got is None:
+            return None
+        pieces.append((got[0] if time_group else name_of(k), got[1], records, floats))
+    for k, time, nums in loose:
+        name = (_bucket(group, time, tz) or "(no time)") if time_group else name_of(k)
+        pieces.append((name, _bucket("daily", time, tz) if dated else None, 1,
+                       [[x if x != 0 else 0.0] for x in nums]))
+    return pieces

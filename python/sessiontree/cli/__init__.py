@@ -8,21 +8,46 @@ print one line on stderr and exit non-zero, without a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from typing import Any
 
 from .._select import backend_name
-from . import bench, browse, check, context, export, fork, gen, import_, index, info, ls, migrate, search, tree, usage
-from ._common import BACKENDS, CliError, exit_for_broken_pipe, make_io, plain_doc, quiet_load_warnings, safe
+from ._common import BACKENDS, CliError, exit_for_broken_pipe, make_io, quiet_load_warnings
+from ..view import plain_doc, safe
 
 __all__ = ["main", "build_parser"]
 
-_COMMANDS = (info, tree, context, ls, search, usage, index, check, fork, migrate, gen, bench, import_, browse, export)
+# Each command's module, in the order `--help` lists them. A command line naming one
+# imports that module only: the others' imports (Textual, the exporters, the
+# benchmark tools) are no part of `sessiontree search`'s time.
+_COMMANDS = {"info": "info", "tree": "tree", "context": "context", "ls": "ls", "search": "search", "usage": "usage",
+             "index": "index", "check": "check", "fork": "fork", "migrate": "migrate", "generate": "gen",
+             "bench": "bench", "import": "import_", "browse": "browse", "export": "export"}
+_VALUED = ("--backend", "--color")  # the top-level options that take a value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``sessiontree`` command (all subcommands)."""
+def _named_command(argv: list[str]) -> str | None:
+    """The command ``argv`` names (its first word that is not an option), if a known one."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return None
+        if a in _VALUED:
+            i += 2
+            continue
+        if a.startswith("-"):
+            i += 1
+            continue
+        return a if a in _COMMANDS else None
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser of the ``sessiontree`` command: every subcommand, or only the
+    one ``argv`` names."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--backend", choices=BACKENDS, default=argparse.SUPPRESS,
                         help="index with the pure-Python or the native (Rust) backend; "
@@ -49,8 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(_commands=commands)
 
     sub.add_parser = add_parser  # type: ignore[method-assign]
-    for module in _COMMANDS:
-        module.add_parser(sub)
+    named = _named_command(argv) if argv is not None else None
+    for name, module in _COMMANDS.items():
+        if named is None or name == named:
+            importlib.import_module(f"{__name__}.{module}").add_parser(sub)
     return parser
 
 
@@ -91,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     from ..errors import InvalidSessionError, SessionError
 
-    parser = build_parser()
+    parser = build_parser(sys.argv[1:] if argv is None else argv)
     args, extra = parser.parse_known_args(argv)
     if extra:
         # "sessiontree info f --bogus": the error and usage of `info`, not of the whole command.
@@ -149,6 +176,8 @@ def _backend(args: argparse.Namespace) -> str:
 
 def _cache_budget() -> None:
     """A bad ``$SESSIONTREE_CACHE_BYTES`` is a usage error before anything is opened."""
+    if "SESSIONTREE_CACHE_BYTES" not in os.environ:
+        return  # nothing to check (and `_backend` need not be imported)
     from .._backend import default_cache_budget
 
     try:

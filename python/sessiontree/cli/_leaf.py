@@ -5,19 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._common import CliError, Io, safe, spinner
+from ._common import CliError, Io, spinner
+from ..view import safe
 
 
 def resolve_entry(io: Io, sm: Any, file: str, ident: str, option: str = "--leaf") -> tuple[str, Any]:
     """``(entry id, structure or None)`` for ``ident`` in the open session ``sm``.
 
-    The structure (``_structure.structure_of``) is built only when ``ident`` is not a
+    The structure (``view.structure_of``) is built only when ``ident`` is not a
     whole id, and handed back so the caller need not build it again.
 
     Raises:
         CliError: no entry has that id or prefix, or several have the prefix.
     """
-    from .._structure import AmbiguousIdError, structure_of
+    from ..view import AmbiguousIdError, structure_of
 
     if ident in sm:
         return str(ident), None

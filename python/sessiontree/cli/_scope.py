@@ -17,9 +17,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from rich.text import Text
-
-from ._common import CliError, Io, safe
+from ._common import CliError, Io
+from ..view import safe
 
 
 def add_arguments(p: argparse.ArgumentParser, *, dir_arg: bool = True, default_all: bool = False) -> None:
@@ -89,8 +88,7 @@ def folders(args: argparse.Namespace) -> list[str]:
     Raises:
         CliError: DIR is not a folder, or ``--cwd`` is given with DIR.
     """
-    from .._listing import project_cwd, project_folders
-    from .._places import default_session_root, session_dir_for_cwd
+    from .._places import default_session_root, project_cwd, project_folders, session_dir_for_cwd
 
     directory = getattr(args, "dir", None)
     if directory is not None:
@@ -107,7 +105,7 @@ def folders(args: argparse.Namespace) -> list[str]:
 
 def where(args: argparse.Namespace) -> str:
     """The folder (or root) the command reads, in words."""
-    from .._listing import project_cwd
+    from .._places import project_cwd
     from .._places import default_session_root, session_dir_for_cwd
 
     directory = getattr(args, "dir", None)
@@ -141,17 +139,18 @@ def subfolder_hint(args: argparse.Namespace) -> str:
     return "; its subfolders hold session files: add --all" if any(map(holds_sessions, below)) else ""
 
 
-def catalog_options(args: argparse.Namespace, io: Io | None = None) -> dict[str, Any]:
+def catalog_options(args: argparse.Namespace, io: Io | None = None, *, create: bool = True) -> dict[str, Any]:
     """``catalog`` and ``no_cache`` for the library calls.
 
     With ``io``: a catalog the user named (``--catalog``, ``$SESSIONTREE_CATALOG``) that
     cannot be used (not a catalog, unwritable) is said in one note on stderr, and the
-    files are read; the library would read them silently.
+    files are read; the library would read them silently. ``create=False``: a command
+    that only reads a catalog that is there (``search``) checks only such a one.
 
     Raises:
         CliError: the catalog path is inside Pi's folders.
     """
-    from ..catalog._location import ENV, resolve
+    from ..catalog import ENV, resolve
 
     try:
         path = resolve(args.catalog)
@@ -162,8 +161,10 @@ def catalog_options(args: argparse.Namespace, io: Io | None = None) -> dict[str,
         from ..catalog import CatalogError, open_store
 
         try:
-            store = open_store(path, required=True, busy=5.0)
+            store = open_store(path, required=True, busy=5.0, create=create)
         except CatalogError as e:
+            from rich.text import Text
+
             io.err.print(Text(f"note: {safe(str(e))}; reading the files instead"))
             return {"catalog": args.catalog, "no_cache": True}
         if store is not None:

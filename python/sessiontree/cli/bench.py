@@ -19,7 +19,8 @@ from typing import Any
 
 from rich.text import Text
 
-from ._common import CliError, Io, human_bytes, human_seconds, require_file, safe, spinner
+from ._common import CliError, Io, require_file, spinner
+from ..view import human_bytes, human_seconds, safe
 
 # Time rows are cumulative: a row is the time from the start of the open to the end of
 # its call (the child reports each call's own time under the same key).

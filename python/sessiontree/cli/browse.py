@@ -1,26 +1,5 @@
-"""``sessiontree browse``: walk a session's tree in a full-screen terminal app.
-
-Left: the tree, drawn as `sessiontree tree` draws it (branch points ⑂n, tips, the
-current leaf ← leaf, long linear runs and long sibling lists folded into ⋮ rows).
-Right: the selected entry (text, thinking, tool calls and results, usage, label).
-
-Keys (also in the footer, and `?` in the app):
-  ↑ ↓ PgUp PgDn Home End   move            enter / →   unfold the row, or expand
-  ←        fold this branch, or go to the row of the parent
-  p        the parent entry                l           the current leaf
-  b / B    next / previous branch point    t / T       next / previous tip (abandoned branch ends)
-  /        search the session's text       n / N       next / previous match
-  c        the context the model gets at the selected entry (Pi's rules)
-  L        set or clear the selected entry's label (appends a label entry)
-  f        fork: write a new session file holding root → the selected entry (asks first)
-  r        reload: read what another process appended since
-  R        reopen the file (after it was replaced, truncated or removed: the app says so)
-  tab      switch between the tree and the detail pane (scroll it with the arrows)
-  q        quit
-
-The tree's shape comes from the session's index; only the entries on screen are
-decoded. Needs Textual: pip install textual (in a checkout: pip install '.[browse]').
-"""
+"""``sessiontree browse``: the command that starts the terminal browser
+(``sessiontree.browse``; its help text is ``browse.HELP``)."""
 
 from __future__ import annotations
 
@@ -28,6 +7,7 @@ import argparse
 import sys
 from typing import Any
 
+from ..browse import HELP
 from ._common import CliError, Io, require_file
 
 INSTALL_HINT = "pip install textual (in a checkout: pip install '.[browse]')"
@@ -37,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``browse`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("browse", help="walk the tree in a full-screen terminal app (fold, jump, search, "
                                       "context, label, fork)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="session file (.jsonl)")
     p.add_argument("--select", metavar="ID", help="start at this entry (an id or a unique prefix) "
                                                   "instead of the current leaf")

@@ -13,7 +13,8 @@ from typing import Any
 from rich.text import Text
 
 from ..errors import InvalidSessionError, SessionError
-from ._common import CliError, Io, load_report, one_line, open_session, safe, show
+from ._common import CliError, Io, load_report, open_session
+from ..view import one_line, safe, show
 
 _INFORMATIONAL = frozenset({"bom"})
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from .._output import open_output
-from ._common import CliError, Io, human_bytes, human_seconds, open_session, safe, spinner
+from ._common import CliError, Io, open_session, spinner
+from ..view import human_bytes, human_seconds, safe
 from ._leaf import resolve_entry
 
 __all__ = ["add_parser", "run", "FORMATS", "Format", "Job"]
@@ -59,7 +60,7 @@ class Job:
     def structure(self) -> Any:
         """The session's ``_structure.Structure`` (made on first use)."""
         if self._structure is None:
-            from .._structure import structure_of
+            from ..view import structure_of
 
             self._structure = structure_of(self.sm)
         return self._structure

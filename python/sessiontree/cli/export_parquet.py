@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ._common import CliError, Io, count_progress, safe
+from ._common import CliError, Io, count_progress
+from ..view import safe
 
 
 def run_parquet(paths: Sequence[str], *, all_projects: bool, out: str, backend: str, as_json: bool, io: Io) -> int:

@@ -12,7 +12,8 @@ import os
 
 from rich.text import Text
 
-from ._common import CliError, Io, open_session, safe
+from ._common import CliError, Io, open_session
+from ..view import safe
 from ._leaf import resolve_entry
 
 

@@ -20,7 +20,8 @@ from dataclasses import asdict
 
 from rich.text import Text
 
-from ._common import CliError, Io, byte_progress, count_progress, human_bytes, safe
+from ._common import CliError, Io, byte_progress, count_progress
+from ..view import human_bytes, safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
             raise _exists(args.out)
         streamed = os.path.exists(args.out) and not os.path.isfile(args.out)  # a FIFO, a device
     if streamed:
-        io = Io(io.err, io.err)  # the session goes to stdout or a stream: what is said, to stderr
+        io = io.on_err()  # the session goes to stdout or a stream: what is said, to stderr
     try:
         if size is not None:
             with byte_progress(io, f"generating {os.path.basename(out)}", size) as update:

@@ -24,7 +24,8 @@ from typing import Any
 
 from rich.text import Text
 
-from ._common import CliError, Io, safe
+from ._common import CliError, Io
+from ..view import safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

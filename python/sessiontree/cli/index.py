@@ -1,6 +1,6 @@
 """``sessiontree index``: build or bring up to date the catalog of a folder of sessions:
-the listing facts (``ls``), the full-text index (``search``) and the usage
-(``usage``), so that later commands read only what changed.
+the listing facts (``ls``) and the usage logs (``usage``), so that later commands read
+only what changed.
 
 The catalog is a cache (``$SESSIONTREE_CATALOG``, else
 ``$XDG_CACHE_HOME/sessiontree/catalog.sqlite3``, else
@@ -19,12 +19,13 @@ import argparse
 import time
 
 from . import _scope
-from ._common import CliError, Io, byte_progress, human_bytes, human_seconds
+from ._common import CliError, Io, byte_progress
+from ..view import human_bytes, human_seconds
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``index`` to the ``sessiontree`` subcommands."""
-    p = sub.add_parser("index", help="build or update the catalog (listing, full-text search, usage)",
+    p = sub.add_parser("index", help="build or update the catalog (listing, usage)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dir", nargs="?", help="a session folder (default: every project in Pi's store)")
     _scope.add_arguments(p, dir_arg=False, default_all=True)

@@ -12,19 +12,8 @@ from rich.text import Text
 
 from ..schema import CodeColumn
 
-from ._common import (
-    Io,
-    file_version,
-    human_bytes,
-    human_seconds,
-    load_report,
-    num,
-    open_session,
-    safe,
-    show,
-    spinner,
-    value_text,
-)
+from ._common import Io, file_version, load_report, open_session, spinner
+from ..view import human_bytes, human_seconds, num, safe, show, value_text
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

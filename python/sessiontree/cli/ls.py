@@ -20,7 +20,8 @@ from rich.text import Text
 from .._time import local_time
 from ..errors import SessionError
 from . import _scope
-from ._common import Io, cells, count_progress, fit, one_line, safe
+from ._common import Io, count_progress
+from ..view import cells, fit, one_line, safe
 
 _PREVIEW = 60
 _CWD_MAX = 60  # cells of the cwd column (--all); a longer cwd is cut with …

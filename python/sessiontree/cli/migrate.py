@@ -12,7 +12,8 @@ import os
 
 from rich.text import Text
 
-from ._common import Io, open_session, safe
+from ._common import Io, open_session
+from ..view import safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -11,21 +11,21 @@ an entry on the session's current path. Open a hit with
 ``sessiontree context FILE --leaf ENTRY``.
 
 Scope: the current directory's sessions (``--cwd PATH``: PATH's), ``--all`` every
-project, DIR a folder (``--all``: and its subfolders). The first search of a folder
-builds its full-text index in the catalog (``sessiontree index`` does it ahead).
+project, DIR a folder (``--all``: and its subfolders). The files are read as they are:
+no index is built first.
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from typing import Any
-
-from rich.text import Text
 
 from .._time import local_time
 from . import _scope
-from ._common import CliError, Io, byte_progress, one_line, safe
+from ._common import CliError, Io, byte_progress
+from ..view import one_line, safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -43,64 +43,131 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree search``: 0 (hits or none), 2 for a bad query."""
-    from ..catalog import search
+    from ..catalog import SearchResult, search_stream
 
     if args.limit < 0 or args.page < 1:
         raise CliError("--limit must be at least 0 and --page at least 1", code=2)
     limit = args.limit or None
     offset = (args.page - 1) * (args.limit or 0)
-    with byte_progress(io, "indexing sessions", None) as update:
+    with byte_progress(io, "reading sessions", None) as update:
         try:
-            result = search(args.query, _scope.folders(args), order="recent" if args.recent else "relevance",
-                            limit=limit, offset=offset, on_bytes=update, **_scope.catalog_options(args, io))
+            total, files, hits = search_stream(args.query, _scope.folders(args),
+                                               order="recent" if args.recent else "relevance", limit=limit,
+                                               offset=offset, on_bytes=update,
+                                               **_scope.catalog_options(args, io, create=False))
         except ValueError as e:
             raise CliError(f"bad query: {e}", code=2) from None
     if args.json:
-        io.write_json({
-            "query": args.query,
-            "total": result.total,
-            "offset": result.offset,
-            "files": result.files,
-            "hits": [_hit_json(h) for h in result.hits],
-        })
+        _write_json(io, {"query": args.query, "total": total, "offset": offset, "files": files}, hits)
         return 0
+    result = SearchResult(tuple(hits), total, offset, files)
     if not result.hits:
         msg = f"no hits in {result.files:,} session(s) of {safe(_scope.where(args))}{_scope.subfolder_hint(args)}"
         if result.total:
             msg = f"no hits on page {args.page} ({result.total:,} in all)"
-        io.err.print(Text(msg))
+        io.note(msg)
         return 0
-    for h in result.hits:
-        when = local_time(h.time).strftime("%Y-%m-%d %H:%M") if h.time is not None else "-" * 16
-        io.print(Text.assemble(
-            (when, "dim"), "  ", (f"{h.role:<9}", "cyan"), ("*" if h.on_path else " ", "bold green"), " ",
-            (safe(h.path), "bold"), "  ", (safe(h.entry_id), "yellow"),
-            (f"  {one_line(h.session_name, 60)}" if h.session_name else "", "dim"),
-        ), crop=False, no_wrap=True, overflow="ignore")
-        io.print(_snippet(h), crop=False, no_wrap=True, overflow="ignore")
     first = result.offset + 1
     last = result.offset + len(result.hits)
     more = f"; --page {args.page + 1} for more" if last < result.total else ""
-    io.print(Text(f"hits {first:,}–{last:,} of {result.total:,} in {result.files:,} session(s){more}"
-                  "  (* on the current path; open one: sessiontree context FILE --leaf ENTRY)", style="dim"))
+    foot = (f"hits {first:,}–{last:,} of {result.total:,} in {result.files:,} session(s){more}"
+            "  (* on the current path; open one: sessiontree context FILE --leaf ENTRY)")
+    if io.plain(sys.stdout):  # what rich would write, without it
+        out: list[str] = []
+        for h in result.hits:
+            out.append("".join(p if isinstance(p, str) else p[0] for p in _head(h)))
+            out.append("".join(p if isinstance(p, str) else p[0] for p in _snippet_parts(h)))
+        out.append(foot)
+        sys.stdout.write("\n".join(out) + "\n")
+        sys.stdout.flush()
+        return 0
+    from rich.text import Text
+
+    for h in result.hits:
+        io.print(Text.assemble(*_head(h)), crop=False, no_wrap=True, overflow="ignore")
+        io.print(Text.assemble(*_snippet_parts(h)), crop=False, no_wrap=True, overflow="ignore")
+    io.print(Text(foot, style="dim"))
     return 0
 
 
-def _snippet(h: Any) -> Text:
-    t = Text("    ")
+def _head(h: Any) -> list[str | tuple[str, str]]:
+    """A hit's first line: pieces of text, styled ``(text, style)`` or not."""
+    when = local_time(h.time).strftime("%Y-%m-%d %H:%M") if h.time is not None else "-" * 16
+    return [(when, "dim"), "  ", (f"{h.role:<9}", "cyan"), ("*" if h.on_path else " ", "bold green"), " ",
+            (safe(h.path), "bold"), "  ", (safe(h.entry_id), "yellow"),
+            (f"  {one_line(h.session_name, 60)}" if h.session_name else "", "dim")]
+
+
+def _snippet_parts(h: Any) -> list[str | tuple[str, str]]:
+    """A hit's snippet line, indented, its matches styled."""
+    parts: list[str | tuple[str, str]] = ["    "]
     pos = 0
     for s, e in h.marks:
-        t.append(safe(h.snippet[pos:s]))
-        t.append(safe(h.snippet[s:e]), style="bold reverse")
+        parts.append(safe(h.snippet[pos:s]))
+        parts.append((safe(h.snippet[s:e]), "bold reverse"))
         pos = e
-    t.append(safe(h.snippet[pos:]))
-    return t
+    parts.append(safe(h.snippet[pos:]))
+    return parts
 
 
-def _hit_json(h: Any) -> dict[str, Any]:
+def _write_json(io: Io, head: dict[str, Any], hits: Any) -> None:
+    """The result as one JSON object, its hits written as they are made (all the hits of
+    a common word never stand in memory at once)."""
+    from ._common import to_json_bytes
+
+    out = sys.stdout.buffer
+    first = True
+    quoted: dict[str, str] = {}
+    chunk: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        nonlocal first
+        # A list's items at the depth of the hits: two more spaces on every line.
+        body = b"  " + to_json_bytes(chunk)[2:-2].replace(b"\n", b"\n  ")
+        if first:
+            out.write(to_json_bytes({**head, "hits": [0]})[:-len(b"0\n  ]\n}")].rstrip(b" ") + body)
+            first = False
+        else:
+            out.write(b",\n" + body)
+        chunk.clear()
+
+    import gc
+
+    paused = gc.isenabled() and total_hint(head) > 1000
+    if paused:  # thousands of small dicts and no cycle among them
+        gc.disable()
+    try:
+        for h in hits:
+            chunk.append(_hit_json(h, quoted))
+            if len(chunk) == 1000:
+                flush()
+        if chunk:
+            flush()
+    finally:
+        if paused:
+            gc.enable()
+    out.write(b"\n  ]\n}\n" if not first else to_json_bytes({**head, "hits": []}) + b"\n")
+    out.flush()
+
+
+def total_hint(head: dict[str, Any]) -> int:
+    return int(head.get("total", 0)) - int(head.get("offset", 0))
+
+
+def _quote(s: str) -> str:
+    """``shlex.quote``, its common case (letters and digits: nothing to quote) first."""
+    return s if s.isascii() and s.isalnum() else shlex.quote(s)
+
+
+def _hit_json(h: Any, quoted: dict[str, str] | None = None) -> dict[str, Any]:
+    if quoted is None:
+        quoted = {}
+    path = quoted.get(h.path)
+    if path is None:
+        path = quoted[h.path] = shlex.quote(h.path)
     return {
         "path": h.path, "sessionId": h.session_id, "sessionName": h.session_name, "cwd": h.cwd,
         "entryId": h.entry_id, "role": h.role, "time": h.time.isoformat() if h.time is not None else None,
-        "onPath": h.on_path, "score": h.score, "snippet": h.snippet, "marks": [list(m) for m in h.marks],
-        "open": f"sessiontree context {shlex.quote(h.path)} --leaf {shlex.quote(h.entry_id)}",
+        "onPath": h.on_path, "score": h.score, "snippet": h.snippet, "marks": h.marks,
+        "open": f"sessiontree context {path} --leaf {_quote(h.entry_id)}",
     }

@@ -24,7 +24,8 @@ from typing import Any
 
 
 from . import _scope
-from ._common import CliError, Io, byte_progress, safe
+from ._common import CliError, Io, byte_progress
+from ..view import safe
 
 _GROUPS = ("daily", "weekly", "monthly", "session", "model", "project")
 

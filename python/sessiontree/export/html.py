@@ -37,22 +37,33 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from .._drawing import CLOSE, ENTRY, FOLD, MAX_SIBLINGS, NOTE, OPEN, Drawing, fold_text
-from .._structure import Structure
-from ..cli._common import entry_preview, human_bytes, to_json_bytes
+from ..view import (
+    CLOSE,
+    Drawing,
+    ENTRY,
+    FOLD,
+    KINDS,
+    Item,
+    MAX_SIBLINGS,
+    NOTE,
+    OPEN,
+    Part,
+    Structure,
+    clean,
+    doc_line,
+    entry_preview,
+    fold_text,
+    human_bytes,
+    item_of,
+    to_json_bytes,
+)
 from ._page import CSS, JS, csp
-from ._render import Item, Part, clean, item_of, one_line
 
 __all__ = ["write_html", "HtmlStats", "AUTO_ALL_BYTES", "BRANCHES"]
 
 AUTO_ALL_BYTES = 32 * 1024 * 1024
 BRANCHES = ("auto", "all", "path")
 
-# Kinds with a style of their own; any other kind (whatever the file says) gets none.
-_KINDS = frozenset({"user", "assistant", "toolResult", "bashExecution", "custom", "system", "compaction",
-                    "compactionSummary", "branch_summary", "branchSummary", "custom_message", "model_change",
-                    "thinking_level_change", "label", "session_info", "usage", "context_edit",
-                    "active_tools_change", "leaf"})
 _LINK_RE = re.compile(r"(?i)(?:https?://|mailto:)")
 _THINKING_OPEN = 600  # thinking shorter than this many characters is shown open
 _OUTPUT_OPEN = 20  # command output of at most this many lines is shown open
@@ -101,7 +112,7 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
     """Write the page of ``st``'s session through ``write`` (called with text chunks).
 
     Args:
-        st: the session's structure (``_structure.structure_of``).
+        st: the session's structure (``view.structure_of``).
         write: where the page goes, chunk by chunk.
         leaf: the entry whose path is shown (default the current leaf).
         branches: ``auto``, ``all`` or ``path`` (module docstring).
@@ -128,13 +139,13 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
     outside = _outside_context(st)
 
     name = sm.get_session_name()
-    title = one_line(name, 200) if name else f"Session {one_line(sm.session_id, 80)}"
+    title = doc_line(name, 200) if name else f"Session {doc_line(sm.session_id, 80)}"
     facts = [f"{len(st):,} entries", f"{len(path):,} on the path shown"]
     if st.leaf is not None:
-        facts.append(f"to {one_line(st.id(st.leaf), 80)}")
+        facts.append(f"to {doc_line(st.id(st.leaf), 80)}")
     if source:
-        facts.append(one_line(os.path.basename(source), 200))
-    facts.append(f"cwd {one_line(sm.cwd, 200)}")
+        facts.append(doc_line(os.path.basename(source), 200))
+    facts.append(f"cwd {doc_line(sm.cwd, 200)}")
     if not every:
         facts.append("only this path's entries are in this file (export another with --leaf ID)")
     write("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
@@ -147,15 +158,14 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
     _write_tree(drawing, write, every)
     write('<main id="conv">\n')
     md = _markdown()
-    for n in path:
-        write(_article(st, n, md, shown=True, out=n in outside))
+    for n, entry in st.entries(path):
+        write(_article(st, n, entry, md, shown=True, out=n in outside))
         stats.rendered += 1
     if every:
         on = st.on_path
-        for n in drawing.order():
-            if n not in on:
-                write(_article(st, n, md, shown=False, out=False))
-                stats.rendered += 1
+        for n, entry in st.entries([n for n in drawing.order() if n not in on]):
+            write(_article(st, n, entry, md, shown=False, out=False))
+            stats.rendered += 1
     if not path:
         write('<p class="note">The session has no entries.</p>\n')
     write("</main>\n")
@@ -238,11 +248,11 @@ def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = Fa
     text = ""
     if preview:
         _, text = entry_preview(st.entry(n), clean)
-        text = one_line(text, 110)
+        text = doc_line(text, 110)
     marks = []
     label = st.labels.get(n)
     if label is not None:
-        marks.append(f'<span class="lb">[{h(one_line(label, 80))}]</span>')
+        marks.append(f'<span class="lb">[{h(doc_line(label, 80))}]</span>')
     branches = len(st.children(n))
     if branches >= 2:
         marks.append(f'<span class="mk">⑂{branches}</span>')
@@ -250,20 +260,20 @@ def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = Fa
         marks.append('<span class="mk">tip</span>')
     if n == st.session_leaf:
         marks.append('<span class="mk">← leaf</span>')
-    k = one_line(kind, 40)
-    kcls = f" k-{k}" if k in _KINDS else ""
+    k = doc_line(kind, 40)
+    kcls = f" k-{k}" if k in KINDS else ""
     tg = '<span class="tg"></span>' if toggle else ""
     return (f'<a class="{css}" id="t{n}" href="#a{n}" data-n="{n}"><span class="px">{h(prefix)}</span>{tg}'
-            f'{h(one_line(st.id(n), 12)[:8])} <span class="k{kcls}">{h(k)}</span> <span class="pv">{h(text)}</span>'
+            f'{h(doc_line(st.id(n), 12)[:8])} <span class="k{kcls}">{h(k)}</span> <span class="pv">{h(text)}</span>'
             f'{" " + " ".join(marks) if marks else ""}</a>\n')
 
 
 # ----------------------------------------------------------------------- articles
 
 
-def _article(st: Structure, n: int, md: MarkdownIt, *, shown: bool, out: bool) -> str:
-    item = item_of(st.entry(n), st.labels.get(n))
-    kcls = f" k-{item.kind}" if item.kind in _KINDS else ""
+def _article(st: Structure, n: int, entry: dict[str, Any], md: MarkdownIt, *, shown: bool, out: bool) -> str:
+    item = item_of(entry, st.labels.get(n))
+    kcls = f" k-{item.kind}" if item.kind in KINDS else ""
     classes = "m" + (f" m-{item.kind}" if kcls else "") + (" shown" if shown else "") + (" out" if out else "")
     parts = [f'<article id="a{n}" class="{classes}" data-n="{n}"><header><span class="k{kcls}">{h(item.kind)}</span>']
     if item.when:
@@ -271,8 +281,8 @@ def _article(st: Structure, n: int, md: MarkdownIt, *, shown: bool, out: bool) -
     if item.meta:
         parts.append(f"<span>{h(' · '.join(m for m in item.meta if m))}</span>")
     if item.label is not None:
-        parts.append(f'<span class="lb">[{h(one_line(item.label, 200))}]</span>')
-    parts.append(f'<a class="eid" href="#a{n}">{h(one_line(item.id, 80))}</a></header>')
+        parts.append(f'<span class="lb">[{h(doc_line(item.label, 200))}]</span>')
+    parts.append(f'<a class="eid" href="#a{n}">{h(doc_line(item.id, 80))}</a></header>')
     if out:
         parts.append('<p class="outnote">summarized by a later compaction: not in the model\'s context at this leaf</p>')
     role = item.kind

@@ -29,18 +29,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .._structure import Structure
-from ._render import Item, Part, item_of, one_line
+from ..view import CONVERSATION, Item, Part, Structure, doc_line, item_of
 
 __all__ = ["write_markdown", "contain", "fence", "DETAILS", "MarkdownStats"]
 
 DETAILS = ("full", "no-tools", "user-only")
 
-_CONVERSATION = frozenset({"user", "assistant", "system", "custom", "hookMessage", "custom_message",
-                           "compaction", "branch_summary", "compactionSummary", "branchSummary"})
 _PLAIN_PARTS = frozenset({"text", "summary", "image"})
 _INLINE_RE = re.compile(r"([\\`*_\[\]<>#|~])")
-_TICKS_RE = re.compile(r"`+")
+_TICKS_RE = re.compile(r"`{3,}")  # shorter runs cannot close a fence of 3
 
 
 @dataclass
@@ -58,8 +55,10 @@ def md_inline(text: str) -> str:
 
 # --------------------------------------------------------------- containment
 # What may let a message's Markdown reach past its own section: a line that may be a
-# heading or a code fence, or a "<" (raw HTML). Text without any is written as it is.
-_MAY_LEAK_RE = re.compile(r"<[A-Za-z/!?]|^ {0,3}(?:#|=+[ \t]*$|-[ \t-]*$|`{3}|~{3})", re.M)
+# heading or a code fence (in a quote or a list item too), or a "<" (raw HTML). Text
+# without any is written as it is.
+_MAY_LEAK_RE = re.compile(r"<[A-Za-z/!?]|^(?:[ \t]*(?:>|(?:[-*+]|\d{1,9}[.)])(?=[ \t]|$)))*[ \t]*"
+                          r"(?:#|=+[ \t]*$|-[ \t-]*$|`{3}|~{3})", re.M)
 _SPECIAL_RE = re.compile(r"[\\`<]")
 _ROUNDS = 32  # passes over one text before it is shown verbatim instead (never reached in tests)
 _parser: Any = None
@@ -114,16 +113,22 @@ def _contain_pass(lines: list[str], every_heading: bool) -> bool:
         if t.type == "html_block":
             lines[a] = _escape_first_lt(lines[a])
             changed = True
-        elif t.type == "heading_open" and t.level == 0 and (every_heading or int(t.tag[1]) <= 2):
+        elif t.type == "heading_open" and (every_heading or int(t.tag[1]) <= 2):
+            # Nested ones too (in a list item or a quote: "- # x" is an h1 all the same).
             level = int(t.tag[1])
             deeper = min(level + 2, 6)
             if t.markup.startswith("#"):
-                i = lines[a].index("#")
+                i = lines[a].index("#")  # no container marker holds a "#"
                 lines[a] = lines[a][:i] + "#" * (deeper - level) + lines[a][i:]
                 changed = changed or deeper != level
-            else:  # setext: the content lines, then the underline
+            elif t.level == 0:  # setext: the content lines, then the underline
                 content = " ".join(x.strip() for x in lines[a:b - 1])
                 lines[a:b] = ["#" * deeper + " " + content + " " + "#" * deeper]
+                changed = True
+            else:  # a nested setext heading: its underline escaped, it reads as text
+                u = lines[b - 1]
+                i = _underline_at(u)
+                lines[b - 1] = u[:i] + "\\" + u[i:]
                 changed = True
         elif t.type == "fence" and t.level == 0 and b >= len(lines) and not _closes(lines, a, b, t.markup):
             lines.append(t.markup)
@@ -136,6 +141,15 @@ def _contain_pass(lines: list[str], every_heading: bool) -> bool:
             lines[a:b] = escaped.split("\n")
             changed = True
     return changed
+
+
+def _underline_at(line: str) -> int:
+    """Where a setext underline (``===`` or ``---``) starts on ``line``, after any
+    container markers before it."""
+    for i in range(len(line) - 1, -1, -1):
+        if line[i] not in "=-" and not line[i].isspace():
+            return i + 1 + (len(line[i + 1:]) - len(line[i + 1:].lstrip()))
+    return len(line) - len(line.lstrip())
 
 
 def _closes(lines: list[str], a: int, b: int, markup: str) -> bool:
@@ -208,9 +222,19 @@ def _closing_run(s: str, start: int, run: int) -> int:
         k = e
 
 
+def _quoted(line: str) -> str:
+    """``line`` (contained) in a block quote, read as it reads outside one: leading tabs
+    become spaces first (a tab after "> " reaches the next tab stop sooner, so an
+    indented code line, "\\t<!--", would start raw HTML in the quote)."""
+    if not line:
+        return ">"
+    n = len(line) - len(line.lstrip(" \t"))
+    return "> " + line[:n].expandtabs(4) + line[n:]
+
+
 def fence(text: str, info: str = "") -> str:
     """``text`` in a code fence no backtick run inside it can close."""
-    longest = max((len(m.group()) for m in _TICKS_RE.finditer(text)), default=0)
+    longest = max((len(m.group()) for m in _TICKS_RE.finditer(text)), default=0) if "```" in text else 0
     ticks = "`" * max(3, longest + 1)
     return f"{ticks}{info}\n{text}\n{ticks}\n"
 
@@ -236,18 +260,18 @@ def write_markdown(st: Structure, write: Callable[[str], Any], *, leaf: int | No
     path = st.path_to(leaf) if leaf is not None else []
     stats = MarkdownStats(path=len(path))
     name = sm.get_session_name()
-    title = md_inline(one_line(name, 200)) if name else f"Session {md_inline(one_line(sm.session_id, 80))}"
+    title = md_inline(doc_line(name, 200)) if name else f"Session {md_inline(doc_line(sm.session_id, 80))}"
     write(f"# {title}\n\n")
     facts = []
     if source:
-        facts.append(f"- file: {md_inline(one_line(source, 300))}")
-    facts.append(f"- working directory: {md_inline(one_line(sm.cwd, 300))}")
+        facts.append(f"- file: {md_inline(doc_line(source, 300))}")
+    facts.append(f"- working directory: {md_inline(doc_line(sm.cwd, 300))}")
     if leaf is not None:
-        facts.append(f"- path: {len(path):,} entries, root → {md_inline(one_line(st.id(leaf), 80))}")
+        facts.append(f"- path: {len(path):,} entries, root → {md_inline(doc_line(st.id(leaf), 80))}")
     facts.append(f"- detail: {detail}")
     write("\n".join(facts) + "\n")
-    for n in path:
-        item = item_of(st.entry(n), st.labels.get(n))
+    for n, entry in st.entries(path):
+        item = item_of(entry, st.labels.get(n))
         section = _section(item, detail)
         if section:
             write("\n" + section)
@@ -260,13 +284,13 @@ def _keep(item: Item, part: Part, detail: str) -> bool:
         return True
     if detail == "user-only":
         return item.kind == "user" and part.kind in _PLAIN_PARTS
-    return item.kind in _CONVERSATION and part.kind in _PLAIN_PARTS
+    return item.kind in CONVERSATION and part.kind in _PLAIN_PARTS
 
 
 def _section(item: Item, detail: str) -> str:
     if detail == "user-only" and item.kind != "user":
         return ""
-    if detail == "no-tools" and item.kind not in _CONVERSATION:
+    if detail == "no-tools" and item.kind not in CONVERSATION:
         return ""
     parts = [p for p in item.parts if _keep(item, p, detail)]
     if not parts and detail != "full":
@@ -276,9 +300,9 @@ def _section(item: Item, detail: str) -> str:
         head.append(md_inline(item.when))
     if detail == "full":
         head.extend(md_inline(m) for m in item.meta if m)
-        head.append(md_inline(one_line(item.id, 80)))
+        head.append(md_inline(doc_line(item.id, 80)))
     if item.label is not None:
-        head.append(f"label: {md_inline(one_line(item.label, 200))}")
+        head.append(f"label: {md_inline(doc_line(item.label, 200))}")
     out = [f"## {' · '.join(head)}\n"]
     for part in parts:
         out.append(_part(part, item))
@@ -291,7 +315,7 @@ def _part(part: Part, item: Item) -> str:
         return contain(part.text.rstrip("\n")) + "\n"
     if kind == "thinking":
         lines = contain(part.text.rstrip("\n")).split("\n")
-        return "> *thinking*\n>\n" + "\n".join(f"> {line}" if line else ">" for line in lines) + "\n"
+        return "> *thinking*\n>\n" + "\n".join(_quoted(line) for line in lines) + "\n"
     if kind == "tool_call":
         return f"**→ {md_inline(part.title)}**\n\n" + fence(part.text, "json")
     if kind == "tool_result":

@@ -13,23 +13,17 @@ Needs pyarrow: ``pip install pyarrow`` (the ``arrow`` extra: ``pip install '.[ar
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 try:
-    import pyarrow as _pa
+    import pyarrow  # noqa: F401  (else the message below)
 except ImportError as e:  # pragma: no cover - the extra is missing
     raise ImportError(
         "sessiontree.tables needs pyarrow: pip install 'pyarrow>=15' (in a checkout: pip install '.[arrow]')"
     ) from e
 
-from ._build import SessionTables, Source, sessions_table
-from ._fields import MAX_ARGUMENTS, MAX_FIELD, MAX_RESULT, MAX_TEXT
+from .._rows import MAX_ARGUMENTS, MAX_FIELD, MAX_RESULT, MAX_TEXT
+from .._table_schema import ENTRIES, SCHEMAS, SESSIONS, TOOL_CALLS
+from .._tables import TABLES, session_reader
 from ._parquet import ExportResult, export_parquet, session_paths
-from ._schema import ENTRIES, SCHEMAS, SESSIONS, TOOL_CALLS
-
-if TYPE_CHECKING:
-    from .._backend import TreeIndex
-    from .._manager import SessionManager
 
 __all__ = [
     "TABLES",
@@ -46,26 +40,3 @@ __all__ = [
     "session_paths",
     "session_reader",
 ]
-
-TABLES = tuple(SCHEMAS)
-"""The table names: ``sessions``, ``entries``, ``tool_calls``."""
-
-
-def session_reader(sm: SessionManager, index: TreeIndex, table: str) -> _pa.RecordBatchReader:
-    """One table of an open session as a lazy ``pyarrow.RecordBatchReader``
-    (``SessionManager.to_arrow``'s body).
-
-    Raises:
-        ValueError: ``table`` is not one of :data:`TABLES`.
-    """
-    if table not in SCHEMAS:
-        raise ValueError(f"no table {table!r}: use one of {', '.join(TABLES)}")
-    tables = SessionTables(Source.of(sm, index))
-    batches: Any
-    if table == "entries":
-        batches = tables.entries()
-    elif table == "tool_calls":
-        batches = tables.tool_calls().to_batches()
-    else:
-        batches = sessions_table([tables.session_row()]).to_batches()
-    return _pa.RecordBatchReader.from_batches(SCHEMAS[table], batches)

@@ -42,9 +42,9 @@ from .._output import open_output
 from .._places import session_dir_for_cwd
 from .._time import parse_iso_ms
 from ..errors import InvalidSessionError, LoadReportWarning, SessionError
-from . import _fields
-from ._build import SessionTables, Source, sessions_table
-from ._schema import SCHEMAS
+from .. import _rows
+from .._tables import SessionTables, Source, sessions_table
+from .._table_schema import SCHEMAS
 
 __all__ = ["ExportResult", "export_parquet", "session_paths", "ROW_GROUP_ROWS", "ROW_GROUP_BYTES", "MANIFEST"]
 
@@ -57,8 +57,8 @@ _LOCK = ".sessiontree-export.lock"
 # Changes whenever the tables would come out differently: a manifest written under
 # another format is ignored, and every session is exported again.
 _FORMAT = hashlib.sha256(
-    repr(([str(s) for s in SCHEMAS.values()], _fields.MAX_TEXT, _fields.MAX_RESULT, _fields.MAX_ARGUMENTS,
-          _fields.MAX_FIELD, 1)).encode()
+    repr(([str(s) for s in SCHEMAS.values()], _rows.MAX_TEXT, _rows.MAX_RESULT, _rows.MAX_ARGUMENTS,
+          _rows.MAX_FIELD, 1)).encode()
 ).hexdigest()[:16]  # fmt: skip
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 

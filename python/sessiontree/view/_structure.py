@@ -14,11 +14,14 @@ among siblings is ``children(i)`` (``get_tree`` order: oldest first) and among r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 
-__all__ = ["Shape", "Structure", "structure_of", "AmbiguousIdError"]
+__all__ = ["Shape", "Structure", "structure_of", "AmbiguousIdError", "STREAM_BATCH"]
+
+STREAM_BATCH = 256
+"""Entries :meth:`Structure.entries` decodes at a time (a few MB of lines at Pi's sizes)."""
 
 
 class Shape(Protocol):
@@ -101,6 +104,26 @@ class Structure:
         """The decoded entry ``i`` (the manager decodes it; nothing else is kept here)."""
         entry = self.sm.get_entry(self.shape.ids[i])
         return entry if entry is not None else {"id": self.shape.ids[i], "type": self.shape.types[i]}
+
+    def entries(self, nums: Sequence[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(number, decoded entry)`` for each of ``nums``, in order, for a viewer that
+        reads each entry once (an export): decoded :data:`STREAM_BATCH` at a time and
+        not kept, so memory holds one batch whatever the path's length. While it runs
+        the manager's decoded-entry cache holds nothing (``cache_budget`` 0; the
+        python backend keeps every entry anyway); its budget is given back after."""
+        sm = self.sm
+        budget = getattr(sm, "cache_budget", None)
+        if budget:
+            sm.cache_budget = 0
+        try:
+            ids = self.shape.ids
+            for at in range(0, len(nums), STREAM_BATCH):
+                batch = nums[at:at + STREAM_BATCH]
+                for n, entry in zip(batch, sm.get_entries_by_id([ids[n] for n in batch])):
+                    yield n, entry if entry is not None else {"id": ids[n], "type": self.shape.types[n]}
+        finally:
+            if budget:
+                sm.cache_budget = budget
 
     def children(self, i: int) -> Sequence[int]:
         return self.shape.children(i)

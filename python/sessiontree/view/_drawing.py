@@ -1,7 +1,7 @@
 """The session tree drawn as rows, from the shape alone (``browse`` and the HTML sidebar).
 
-The rows are ``sessiontree tree``'s (``cli/tree.py`` states the rules): a run of
-entries with one child each is one column; at a branch point the other branches come
+The rows are ``sessiontree tree``'s (``_tree_rows``; how to read them: ``tree --help``):
+a run of entries with one child each is one column; at a branch point the other branches come
 first, each one level deeper, and the branch holding the current leaf (else the newest)
 continues in the parent's column; several roots are drawn as branches of an invisible
 top node. With everything expanded the rows are exactly ``tree --full``'s, in the same
@@ -30,15 +30,15 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ._entries import KEEP_TYPES
 from ._structure import Structure
 
 __all__ = ["ENTRY", "FOLD", "MORE", "NOTE", "OPEN", "CLOSE", "Row", "Drawing", "MAX_SIBLINGS", "KEEP_SIBLINGS"]
 
 ENTRY, FOLD, MORE, NOTE, OPEN, CLOSE = range(6)
 
-KEEP_TYPES = frozenset({"compaction", "branch_summary", "session_info"})
-EDGE = 2  # entries kept at each end of a folded run (as `tree`)
-MIN_FOLD = 3  # a fold hides at least this many entries (as `tree`)
+EDGE = 2  # entries kept at each end of a folded run (here and in `tree`: _tree_rows)
+MIN_FOLD = 3  # a fold hides at least this many entries
 MAX_SIBLINGS = 12  # other branches drawn at one branch point before the rest are folded
 KEEP_SIBLINGS = 8  # ... and how many of the newest stay drawn then
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
-from ..schema import blob_sha256
+from .schema import blob_sha256
 
 __all__ = [
     "MAX_TEXT",

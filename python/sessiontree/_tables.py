@@ -3,7 +3,7 @@
 The index columns (ids, parents, lines, offsets, lengths, depths, the current path,
 timestamps) come from the backend's ``table_columns`` as Arrow buffers and become
 arrays without a copy; the other columns come from decoding the entries, batch by
-batch (:func:`~sessiontree.tables._fields.entry_fields`), so memory stays bounded by a
+batch (:func:`~sessiontree._rows.entry_fields`), so memory stays bounded by a
 batch whatever the session's size.
 """
 
@@ -12,26 +12,49 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-import pyarrow as pa
-import pyarrow.compute as pc
+try:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+except ImportError as e:  # pragma: no cover - the extra is missing
+    raise ImportError(
+        "sessiontree's tables need pyarrow: pip install 'pyarrow>=15' (in a checkout: pip install '.[arrow]')"
+    ) from e
 
-from .._time import parse_iso_ms
-from . import _fields
-from ._fields import Call, Result, calls_of, entry_fields, result_of
-from ._schema import ENTRIES, SESSIONS, TIMESTAMP, TOOL_CALLS
+from ._time import parse_iso_ms
+from . import _rows
+from ._rows import Call, Result, calls_of, entry_fields, result_of
+from ._table_schema import ENTRIES, SCHEMAS, SESSIONS, TIMESTAMP, TOOL_CALLS
 
 if TYPE_CHECKING:
-    from .._backend import TreeIndex
-    from .._manager import SessionManager
+    from ._backend import TreeIndex
+    from ._backend import LoadIssue
 
-__all__ = ["Source", "SessionTables", "BATCH_ROWS", "BATCH_BYTES"]
+__all__ = ["Source", "SessionTables", "BATCH_ROWS", "BATCH_BYTES", "TABLES", "session_reader"]
+
+TABLES = tuple(SCHEMAS)
+"""The table names: ``sessions``, ``entries``, ``tool_calls``."""
 
 BATCH_ROWS = 16_384
 """Most entries decoded per batch."""
 BATCH_BYTES = 16 << 20
 """Most bytes of entry lines decoded per batch (a batch holds at least one entry)."""
+
+
+class Session(Protocol):
+    """What the tables read of an open ``SessionManager`` besides its index."""
+
+    @property
+    def file_version(self) -> Any: ...
+    @property
+    def leaf_id(self) -> str | None: ...
+    @property
+    def session_file(self) -> str | None: ...
+    @property
+    def load_report(self) -> list[LoadIssue]: ...
+    def get_header(self) -> Any: ...
+    def get_session_name(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -51,7 +74,7 @@ class Source:
     migrated: bool
 
     @classmethod
-    def of(cls, sm: SessionManager, index: TreeIndex) -> Source:
+    def of(cls, sm: Session, index: TreeIndex) -> Source:
         """The source of an open session (``index`` is its backend index)."""
         version = sm.file_version
         return cls(index, sm.leaf_id, sm.get_header(), sm.session_file, sm.get_session_name(), version,
@@ -80,8 +103,8 @@ def _columns(src: Source) -> _Columns:
     cols = src.index.table_columns(src.leaf_id)
     n = len(cols["id_offsets"]) // 4 - 1
     ids = pa.Array.from_buffers(pa.string(), n, [None, _buf(cols["id_offsets"]), _buf(cols["id_data"])])
-    if n and pc.max(pc.binary_length(ids)).as_py() > _fields.MAX_FIELD:  # an adversarial id
-        ids = pa.array([_fields.field(i) for i in ids.to_pylist()], pa.string())
+    if n and pc.max(pc.binary_length(ids)).as_py() > _rows.MAX_FIELD:  # an adversarial id
+        ids = pa.array([_rows.field(i) for i in ids.to_pylist()], pa.string())
     parent = pa.Array.from_buffers(pa.int32(), n, [_buf(cols["parent_valid"]), _buf(cols["parent"])])
     i64 = pa.int64()
 
@@ -104,7 +127,7 @@ def _columns(src: Source) -> _Columns:
     )
 
 
-_TYPES = [ENTRIES.field(name).type for name in _fields.ENTRY_FIELDS]
+_TYPES = [ENTRIES.field(name).type for name in _rows.ENTRY_FIELDS]
 _IMAGES = ENTRIES.field("images").type
 _CALLS = pa.schema([("entry", pa.int32()), ("call_id", pa.string()), ("tool_name", pa.string()),
                     ("arguments", pa.string()), ("arguments_bytes", pa.int64())])  # fmt: skip
@@ -114,7 +137,7 @@ _RESULTS = pa.schema([("entry", pa.int32()), ("call_id", pa.string()), ("is_erro
 
 @dataclass
 class _Decoded:
-    """One batch's decoded columns: ``entries``'s (:data:`_fields.ENTRY_FIELDS` order),
+    """One batch's decoded columns: ``entries``'s (:data:`_rows.ENTRY_FIELDS` order),
     its tool calls and its results (entry numbers counted from the session's first)."""
 
     fields: list[pa.Array]
@@ -128,7 +151,7 @@ def _stubs(stubs: list[dict[str, Any]]) -> tuple[pa.Array, int]:
 
 
 def _decode_python(index: TreeIndex, a: int, b: int) -> _Decoded:
-    """The python backend's batch: ``_fields``'s rules over the decoded entries."""
+    """The python backend's batch: ``_rows``'s rules over the decoded entries."""
     entries = index.entries_range(a, b)
     calls: list[Call] = []
     results: list[tuple[str, Result]] = []
@@ -154,12 +177,12 @@ def _decode_python(index: TreeIndex, a: int, b: int) -> _Decoded:
     )  # fmt: skip
 
 
-_IMAGE_AT = _fields.ENTRY_FIELDS.index("images")
+_IMAGE_AT = _rows.ENTRY_FIELDS.index("images")
 
 
 def _decode_native(d: dict[str, bytes], a: int, n: int) -> _Decoded:
     """The native backend's batch: the core's columns (``Index.table_rows``), images'
-    stubs made here (``_fields.image_stub``: one home for the base64 rule)."""
+    stubs made here (``_rows.image_stub``: one home for the base64 rule)."""
 
     def strs(name: str, k: int) -> pa.Array:
         offsets = d[f"{name}.offsets"]
@@ -181,7 +204,7 @@ def _decode_native(d: dict[str, bytes], a: int, n: int) -> _Decoded:
     data = pa.Array.from_buffers(pa.large_binary() if len(offsets_data) > 4 * (m + 1) else pa.binary(), m,
                                  [_buf(d["image_data.valid"]), _buf(offsets_data), _buf(d["image_data.data"])]).to_pylist()  # fmt: skip
     mimes = strs("image_mime", m).to_pylist()
-    stub_array, bad = _stubs([_fields.image_stub(x, y) for x, y in zip(data, mimes)])
+    stub_array, bad = _stubs([_rows.image_stub(x, y) for x, y in zip(data, mimes)])
     images = pa.ListArray.from_arrays(offsets, stub_array, type=_IMAGES)
     by_name = {name: strs(name, n) for name in _STRING_FIELDS}
     by_name |= {name: opt(name, pa.int64(), n) for name in _INT_FIELDS}
@@ -197,7 +220,7 @@ def _decode_native(d: dict[str, bytes], a: int, n: int) -> _Decoded:
     results = pa.Table.from_arrays([results_at, strs("result_call", k), opt("result_is_error", pa.bool_(), k),
                                     strs("result_text", k), opt("result_text_bytes", pa.int64(), k),
                                     images.take(local)], schema=_RESULTS)  # fmt: skip
-    return _Decoded([by_name[name] for name in _fields.ENTRY_FIELDS], calls, results, bad)
+    return _Decoded([by_name[name] for name in _rows.ENTRY_FIELDS], calls, results, bad)
 
 
 _STRING_FIELDS = ("type", "role", "provider", "model", "stop_reason", "text", "custom_type", "label", "target_id",
@@ -213,13 +236,13 @@ class SessionTables:
     calls, the results and the bad blocks on the way, so that :meth:`tool_calls` and
     :meth:`session_row` after it cost no second pass (alone, each makes that pass).
     The native backend decodes in the core (``Index.table_rows``, GIL released), the
-    python backend with ``_fields``'s rules: the same columns (``tests/test_tables_rows.py``).
+    python backend with ``_rows``'s rules: the same columns (``tests/test_tables_rows.py``).
     """
 
     def __init__(self, src: Source) -> None:
         self.src = src
         self._c = _columns(src)
-        self.session_id = _fields.field(src.header.get("id"))
+        self.session_id = _rows.field(src.header.get("id"))
         self._calls: list[pa.Table] | None = None
         self._results: list[pa.Table] = []
         self.bad_blocks = 0
@@ -313,16 +336,16 @@ class SessionTables:
         latest = pc.max(c.timestamp).value if c.n else None
         return {
             "session_id": self.session_id,
-            "path": _fields.field(src.path),
-            "cwd": _fields.field(h.get("cwd")),
-            "name": _fields.field(src.name),
-            "parent_session": _fields.field(h.get("parentSession")),
+            "path": _rows.field(src.path),
+            "cwd": _rows.field(h.get("cwd")),
+            "name": _rows.field(src.name),
+            "parent_session": _rows.field(h.get("parentSession")),
             "created": created,
             "modified": latest if latest is not None else created,
             "entry_count": c.n,
-            "leaf_id": _fields.field(src.leaf_id),
+            "leaf_id": _rows.field(src.leaf_id),
             "bytes": src.index.image_len(),
-            "version": _fields.integer(src.version),
+            "version": _rows.integer(src.version),
             "load_issues": src.load_issues,
             "bad_blocks": self._bad_blocks(),
         }
@@ -335,3 +358,23 @@ class SessionTables:
 def sessions_table(rows: list[dict[str, Any]]) -> pa.Table:
     """The ``sessions`` table of rows from :meth:`SessionTables.session_row`."""
     return pa.Table.from_pylist(rows, schema=SESSIONS)
+
+
+def session_reader(sm: Session, index: TreeIndex, table: str) -> pa.RecordBatchReader:
+    """One table of an open session as a lazy ``pyarrow.RecordBatchReader``
+    (``SessionManager.to_arrow``'s body).
+
+    Raises:
+        ValueError: ``table`` is not one of :data:`TABLES`.
+    """
+    if table not in SCHEMAS:
+        raise ValueError(f"no table {table!r}: use one of {', '.join(TABLES)}")
+    tables = SessionTables(Source.of(sm, index))
+    batches: Any
+    if table == "entries":
+        batches = tables.entries()
+    elif table == "tool_calls":
+        batches = tables.tool_calls().to_batches()
+    else:
+        batches = sessions_table([tables.session_row()]).to_batches()
+    return pa.RecordBatchReader.from_batches(SCHEMAS[table], batches)

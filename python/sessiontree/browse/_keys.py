@@ -1,0 +1,30 @@
+"""The browser's help: what it shows and its keys, as ``sessiontree browse --help`` and
+``?`` in the app show it (one text for both)."""
+
+from __future__ import annotations
+
+__all__ = ["HELP"]
+
+HELP = """``sessiontree browse``: walk a session's tree in a full-screen terminal app.
+
+Left: the tree, drawn as `sessiontree tree` draws it (branch points ⑂n, tips, the
+current leaf ← leaf, long linear runs and long sibling lists folded into ⋮ rows).
+Right: the selected entry (text, thinking, tool calls and results, usage, label).
+
+Keys (also in the footer, and `?` in the app):
+  ↑ ↓ PgUp PgDn Home End   move            enter / →   unfold the row, or expand
+  ←        fold this branch, or go to the row of the parent
+  p        the parent entry                l           the current leaf
+  b / B    next / previous branch point    t / T       next / previous tip (abandoned branch ends)
+  /        search the session's text       n / N       next / previous match
+  c        the context the model gets at the selected entry (Pi's rules)
+  L        set or clear the selected entry's label (appends a label entry)
+  f        fork: write a new session file holding root → the selected entry (asks first)
+  r        reload: read what another process appended since
+  R        reopen the file (after it was replaced, truncated or removed: the app says so)
+  tab      switch between the tree and the detail pane (scroll it with the arrows)
+  q        quit
+
+The tree's shape comes from the session's index; only the entries on screen are
+decoded. Needs Textual: pip install textual (in a checkout: pip install '.[browse]').
+"""

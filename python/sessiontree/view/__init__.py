@@ -1,0 +1,75 @@
+"""How sessions are shown: the layer between the core and the viewers.
+
+The command line (``sessiontree tree``, ``context``, ``info``...), the terminal browser
+and the HTML and Markdown exports show sessions through this package and nothing else,
+so that an entry reads the same in each:
+
+* ``_escape``: the one escaping rule for session text (controls, bidi and invisible
+  format characters made visible), in two modes: one line (``safe``) and several
+  lines (``safe_block``; ``_render.clean`` for the exports and the detail pane);
+* ``_text``: any JSON value as text (numbers, sizes, JSON); ``_cells``: fitting text to
+  a width in terminal cells;
+* ``_entries``: the table of how each entry type and message role is shown (its word,
+  colour, folding, and its functions in ``_preview``, one line: ``tree``, the HTML
+  sidebar, the browser's tree, and ``_render``, an :class:`Item` of :class:`Part` s:
+  the exports and the browser's detail pane);
+* ``_context_lines``: the context's messages as terminal lines (``context``, the
+  browser's context screen);
+* ``_structure`` and ``_drawing``: the viewers' model of the tree (the shape, paths,
+  labels, and the rows drawn from it, with folding); ``_tree_rows``: ``tree``'s drawing
+  as text rows within a width.
+
+It stands on the core's public API only; the viewers import it through this module.
+"""
+
+from __future__ import annotations
+
+from ._cells import cells, fit
+from ._context_lines import model_text, render_message
+from ._drawing import CLOSE, ENTRY, FOLD, MAX_SIBLINGS, MORE, NOTE, OPEN, Drawing, Row, fold_text
+from ._entries import (
+    CONVERSATION,
+    ENTRY_VIEWS,
+    KEEP_TYPES,
+    KIND_STYLES,
+    KINDS,
+    ROLE_VIEWS,
+    EntryView,
+    RoleView,
+    entry_preview,
+    item_of,
+    message_preview,
+)
+from ._escape import safe, safe_block
+from ._preview import content_text, tool_call_preview
+from ._render import IMAGE_TYPES, Item, Part, clean, doc_line
+from ._structure import AmbiguousIdError, Structure, structure_of
+from ._text import (
+    PREVIEW_CLIP,
+    as_is,
+    collapse,
+    human_bytes,
+    human_seconds,
+    int_text,
+    json_text,
+    ms_time,
+    num,
+    number,
+    one_line,
+    plain_doc,
+    show,
+    to_json_bytes,
+    usage_text,
+    value_text,
+)
+from ._tree_rows import Layout, TreeRow, format_row, tree_rows
+
+__all__ = [
+    "CLOSE", "CONVERSATION", "ENTRY", "ENTRY_VIEWS", "FOLD", "IMAGE_TYPES", "KEEP_TYPES", "KIND_STYLES", "KINDS",
+    "MAX_SIBLINGS", "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "ROLE_VIEWS", "AmbiguousIdError", "Drawing",
+    "EntryView", "Item", "Layout", "Part", "RoleView", "Row", "Structure", "TreeRow", "as_is", "cells", "clean",
+    "collapse", "content_text", "doc_line", "entry_preview", "fit", "fold_text", "format_row", "human_bytes",
+    "human_seconds", "int_text", "item_of", "json_text", "message_preview", "model_text", "ms_time", "num",
+    "number", "one_line", "plain_doc", "render_message", "safe", "safe_block", "show", "structure_of",
+    "to_json_bytes", "tool_call_preview", "tree_rows", "usage_text", "value_text",
+]

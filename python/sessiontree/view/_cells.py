@@ -1,0 +1,53 @@
+"""Fitting text to a width in terminal cells (wide CJK and emoji take two)."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["cells", "fit"]
+
+
+# Characters that take one terminal cell each, so that a text made only of them is
+# measured by len(): Latin, Greek and Cyrillic, punctuation, arrows, box drawing and the
+# geometric shapes the tree draws with (combining marks and the few emoji among them
+# left out; tests/test_cli_tree.py holds the set against rich's cell_len).
+_ONE_CELL_RE = re.compile("[ -~\u00a0-\u02ff\u0370-\u0482\u048a-\u052f\u2010-\u2027\u2030-\u205e\u2190-\u21ff"
+                          "\u2440-\u244a\u2500-\u257f\u25a0-\u25fc]*")
+
+
+def cells(text: str) -> int:
+    """Terminal cells ``text`` takes (wide CJK/emoji count 2)."""
+    if text.isascii() or _ONE_CELL_RE.fullmatch(text):
+        return len(text)
+    from rich.cells import cell_len  # imported when first needed: a piped search never is
+
+    return cell_len(text)
+
+
+def fit(text: str, width: int) -> str:
+    """Cut ``text`` to ``width`` terminal cells (wide CJK/emoji count 2), ending in ``…``."""
+    if width <= 0:
+        return ""
+    if text.isascii() or _ONE_CELL_RE.fullmatch(text, 0, width + 1):
+        return text if len(text) <= width else _cut(text[: width - 1])
+    if len(text) <= width // 2:
+        return text  # even if every character is two cells wide
+    from rich.cells import get_character_cell_size
+
+    cells = 0
+    cut = None
+    for i, ch in enumerate(text):
+        # get_character_cell_size is cached per character; rich's whole-string
+        # functions segment graphemes first and cost ~0.2 ms per preview.
+        cells += get_character_cell_size(ch)
+        if cut is None and cells > width - 1:
+            cut = i  # text[:i] fits in width - 1 cells, leaving one for "…"
+        if cells > width:
+            return _cut(text[:cut])
+    return text
+
+
+def _cut(kept: str) -> str:
+    """``kept`` ending in one ``…`` (a text already cut, such as an argument preview,
+    is not marked twice)."""
+    return kept.rstrip().rstrip("…") + "…"

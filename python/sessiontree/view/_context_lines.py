@@ -1,0 +1,129 @@
+"""The context as a person reads it: each message the model gets as terminal lines
+(``sessiontree context`` and the browser's context screen).
+
+A message is a header line (its position, role, model, usage, tool, time) and indented
+body lines; long texts, tool calls and tool results are folded unless ``full``. Every
+line is terminal-safe (``_escape``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ._escape import safe_block
+from ._entries import KIND_STYLES
+from ._preview import tool_call_preview
+from ._text import human_bytes, json_text, ms_time, num, one_line, show, value_text
+
+__all__ = ["render_message", "model_text"]
+
+
+def model_text(model: Any) -> str:
+    """A context's ``model`` (``{"provider", "modelId"}``, or any value) in one word."""
+    if isinstance(model, dict) and model:
+        return f"{show(model.get('provider'), 100, none='None')}/{show(model.get('modelId'), 100, none='None')}"
+    return show(model, 100, none="none") or "none"
+
+
+def _body(value: Any, max_lines: int, full: bool, style: str = "") -> Iterator[tuple[str, str]]:
+    # Any JSON value; lines are split where the text breaks lines (LF, CR, U+2028, ...)
+    # and every other control is escaped (safe_block keeps only TAB).
+    text = value_text(value, None)
+    rows = text.splitlines() or [""]
+    if not full and len(rows) > max_lines:
+        hidden = len(rows) - max_lines
+        for r in rows[:max_lines]:
+            yield "    " + safe_block(r), style
+        yield f"    ⋯ {hidden:,} more line{'' if hidden == 1 else 's'} ({human_bytes(len(text.encode('utf-8', 'surrogatepass')))} in all)", "dim italic"
+    else:
+        for r in rows:
+            yield "    " + safe_block(r), style
+
+
+def _short(value: Any) -> str:
+    """Any JSON value as a short, terminal-safe word (``None`` for null/absent)."""
+    return show(value, 120, none="None")
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def render_message(i: int, msg: Any, *, full: bool, max_lines: int) -> list[tuple[str, str]]:
+    """Readable lines for one message (header line, then indented body).
+
+    Args:
+        i: its 1-based position in the context.
+        msg: an agent message (or an LLM message after ``convert_to_llm``).
+        full: show long texts, tool calls and tool results whole.
+        max_lines: lines of user/assistant text before folding.
+
+    Returns:
+        ``(text, style)`` pairs, one per output line.
+    """
+    if not isinstance(msg, dict):
+        return [(f"[{i}] ?", "red")]
+    role = one_line(msg.get("role", "?"), 100)
+    style = KIND_STYLES.get(role, "bold")
+    when = ms_time(msg.get("timestamp"))
+    out: list[tuple[str, str]] = []
+    head = f"[{i}] {role}"
+    if role == "assistant":
+        usage = msg.get("usage")
+        head += f"  {_short(msg.get('provider'))}/{_short(msg.get('model'))}  {_short(msg.get('stopReason'))}"
+        if isinstance(usage, dict) and usage:
+            # Usage numbers may be any JSON value: anything but a number shows as "-".
+            head += f"  in {num(usage.get('input', 0))} out {num(usage.get('output', 0))}"
+        if msg.get("errorMessage"):
+            head += f"  error: {one_line(msg['errorMessage'], 200)[:80]}"
+    elif role == "toolResult":
+        head += f"  {_short(msg.get('toolName'))} {_short(msg.get('toolCallId'))}" + ("  ✗ error" if msg.get("isError") else "")
+    elif role == "bashExecution":
+        head += f"  $ {one_line(msg.get('command'), 200)}  exit {_short(msg.get('exitCode'))}"
+        if msg.get("excludeFromContext"):
+            head += "  (excluded from context)"
+    elif role == "compactionSummary":
+        head += f"  tokensBefore {_short(msg.get('tokensBefore'))}"
+    elif role == "branchSummary":
+        head += f"  from {_short(msg.get('fromId'))}"
+    elif role in ("custom", "hookMessage"):
+        head += f"  {_short(msg.get('customType'))}" + ("" if msg.get("display") else "  (hidden)")
+    if when:
+        head += f"  · {when}"
+    out.append((head, style))
+
+    tool_lines = 3 if not full else 10**9
+    if role in ("compactionSummary", "branchSummary"):
+        out.extend(_body(msg.get("summary"), max_lines, full))
+        return out
+    if role == "bashExecution":
+        out.extend(_body(msg.get("output"), tool_lines, full, "dim"))
+        return out
+    for block in _blocks(msg.get("content")):
+        kind = block.get("type")
+        if kind == "text":
+            limit = tool_lines if role == "toolResult" else max_lines
+            out.extend(_body(block.get("text"), limit, full, "dim" if role == "toolResult" else ""))
+        elif kind == "thinking":
+            thought = value_text(block.get("thinking"), None)
+            if full:
+                out.extend(_body(thought, max_lines, True, "italic dim"))
+            else:
+                out.append((f"    (thinking) {one_line(thought, 200)[:100]}" + ("…" if len(thought) > 100 else ""),
+                            "italic dim"))
+        elif kind == "toolCall":
+            if full:
+                args = json_text(block.get("arguments"), indent=True)
+                out.append((f"    → {_short(block.get('name'))} {_short(block.get('id'))}", "bold"))
+                out.extend(_body(args, 10**9, True, "dim"))
+            else:
+                out.append((f"    → {tool_call_preview(block, 100)}", "bold"))
+        elif kind == "image":
+            data = block.get("data")
+            size = len(data) * 3 // 4 if isinstance(data, str) else 0
+            out.append((f"    [image {_short(block.get('mimeType'))} {human_bytes(size)}]", "dim"))
+        else:
+            out.append((f"    [{_short(kind)}]", "dim"))
+    return out

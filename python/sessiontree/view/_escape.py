@@ -1,0 +1,70 @@
+"""The one escaping rule for session text shown to a person: which characters are made
+visible, and how they are spelled. Session text is untrusted; every viewer (the command
+line, the browser, the HTML and Markdown exports) shows it through this rule.
+
+Two modes:
+
+* :func:`safe`: one line (a terminal row, a heading, an attribute): line breaks and
+  tabs are escaped too.
+* :func:`safe_block`: text shown on several lines (a message in the context, the
+  browser's detail pane, an exported page): CR, CRLF, U+2028 and U+2029 become LF, and
+  LF and TAB stay. Each format still escapes for its own syntax (HTML entities,
+  Markdown fences) after this.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["safe", "safe_block"]
+
+
+# C0 and C1 controls (ESC, NUL, BEL, BS, CR, ...), DEL, the bidi controls (embeddings,
+# overrides, isolates, marks) and the Unicode line/paragraph separators: session text
+# is untrusted, and any of these would let it move the cursor, recolour or clear the
+# terminal, or reorder what is shown. Also the invisible format characters a terminal
+# or a page draws as nothing or as a box (soft hyphen, combining grapheme joiner,
+# Mongolian vowel separator, zero-width space, word joiner and the invisible operators,
+# BOM, the deprecated format controls, interlinear annotation, tags), which would hide
+# text or shift columns, and lone surrogates (a stream would print them as six
+# characters the width count did not see); ZWJ/ZWNJ and variation selectors stay, as
+# emoji and scripts need them.
+_UNSAFE_OTHER = ("\x7f-\x9f\xad\u034f\u061c\u180e\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
+                 "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f")
+_UNSAFE_RE = re.compile(f"[\x00-\x1f{_UNSAFE_OTHER}]")
+_UNSAFE_BLOCK_RE = re.compile(f"[\x00-\x08\x0b-\x1f{_UNSAFE_OTHER}]")  # LF (0a) and TAB (09) kept
+_BREAK_RE = re.compile("\r\n?|[\u2028\u2029]")  # line breaks a block shows as LF
+
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    ch = m.group()
+    named = _NAMED.get(ch)
+    if named is not None:
+        return named
+    o = ord(ch)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+
+
+def safe(text: str) -> str:
+    """``text`` fit for one line: controls, bidi and invisible format characters, lone
+    surrogates and line breaks become visible escapes (``\\x1b``, ``\\u202e``,
+    ``\\u200b``, ``\\n``).
+
+    Every piece of session content (and every path or message that may echo it) goes
+    through this, or :func:`safe_block`, before a person sees it.
+    """
+    if text.isascii() and text.isprintable():
+        return text
+    return _UNSAFE_RE.sub(_escape_char, text)
+
+
+def safe_block(text: str) -> str:
+    """``text`` fit to be shown on several lines: as :func:`safe`, but CR, CRLF, U+2028
+    and U+2029 become LF, and LF and TAB stay."""
+    if text.isascii() and text.isprintable():
+        return text
+    if _UNSAFE_BLOCK_RE.search(text) is None:  # most text: nothing to change
+        return text
+    return _UNSAFE_BLOCK_RE.sub(_escape_char, _BREAK_RE.sub("\n", text))

@@ -1,0 +1,236 @@
+"""Any JSON value read from a session as text: strings, numbers, sizes, times, JSON.
+
+Nothing here escapes except where a name says so (:func:`show`, :func:`one_line`, through
+``_escape.safe``); the values may be any JSON type and nothing raises.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from datetime import datetime, timezone
+from typing import Any
+
+from ._escape import safe
+
+__all__ = [
+    "PREVIEW_CLIP", "to_json_bytes", "json_text", "value_text", "show", "one_line", "collapse", "as_is",
+    "plain_doc", "number", "int_text", "num", "human_bytes", "human_seconds", "ms_time", "usage_text",
+]
+
+
+def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
+    """JSON text of ``value``; falls back to ASCII-escaped ``json`` for what orjson refuses.
+
+    orjson refuses lone surrogates, integers beyond 64 bits and nesting deeper than 255,
+    which real session files contain; ``json.dumps(ensure_ascii=True)`` writes all of
+    them losslessly (with room on the stack for the loader's 1,024 levels).
+
+    The values stay exact, but DEL, C1 controls, bidi controls and U+2028/U+2029 (which
+    JSON allows raw inside strings) are written as ``\\uXXXX`` escapes, so that
+    ``--json`` on a terminal cannot be abused either.
+    """
+    import orjson
+
+    try:
+        opts = orjson.OPT_INDENT_2 if indent else 0
+        data = orjson.dumps(value, option=opts | orjson.OPT_NON_STR_KEYS, default=_json_default)
+    except (TypeError, orjson.JSONEncodeError):
+        old_limit = sys.getrecursionlimit()
+        need = old_limit + 10_000
+        sys.setrecursionlimit(need)
+        try:
+            try:
+                text = json.dumps(value, indent=2 if indent else None, ensure_ascii=True, default=_json_default,
+                                  allow_nan=False)
+            except ValueError:  # NaN or an infinity: null, as orjson writes them (never `Infinity`)
+                text = json.dumps(_finite(value), indent=2 if indent else None, ensure_ascii=True,
+                                  default=_json_default)
+        finally:
+            sys.setrecursionlimit(old_limit)
+        return text.encode()
+    if _JSON_UNSAFE_RE.search(data):
+        data = _JSON_UNSAFE_RE.sub(_json_escape, data)
+    return data
+
+
+# Raw UTF-8 of DEL, C1 (U+0080-U+009F), ALM, LRM/RLM, U+2028/U+2029, U+202A-U+202E,
+# U+2066-U+2069. Outside strings JSON holds only ASCII, so a byte-level rewrite is exact.
+_JSON_UNSAFE_RE = re.compile(
+    b"\x7f|\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8e\x8f\xa8-\xae]|\xe2\x81[\xa6-\xa9]")
+
+
+def _json_escape(m: re.Match[bytes]) -> bytes:
+    return b"\\u%04x" % ord(m.group().decode("utf-8"))
+
+
+def _finite(value: Any) -> Any:
+    """A copy of ``value`` with every NaN and infinity as ``None`` (no recursion: values
+    nest as deep as a session line's JSON)."""
+    root = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        container, key = stack.pop()
+        v = container[key]
+        if isinstance(v, float) and not math.isfinite(v):
+            container[key] = None
+        elif isinstance(v, dict):
+            obj = container[key] = dict(v)
+            stack.extend((obj, k) for k in obj)
+        elif isinstance(v, (list, tuple)):
+            seq = container[key] = list(v)
+            stack.extend((seq, i) for i in range(len(seq)))
+    return root[0]
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+
+def human_bytes(n: float) -> str:
+    """``1536`` -> ``"1.5 KiB"``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"  # pragma: no cover
+
+
+def human_seconds(s: float) -> str:
+    """``0.0123`` -> ``"12.3 ms"``."""
+    if s < 1e-3:
+        return f"{s * 1e6:.0f} µs"
+    if s < 1:
+        return f"{s * 1e3:.1f} ms"
+    return f"{s:.2f} s"
+
+
+_PREVIEW_CHARS = 600  # no terminal line shows more; never collapse megabytes of output
+PREVIEW_CLIP = _PREVIEW_CHARS
+"""The previews here read no more than this many characters of any string of an
+entry, so an entry fetched with ``get_entries_by_id(..., clip=PREVIEW_CLIP)`` previews
+as the whole entry does (``tests/test_clip.py``)."""
+
+
+def plain_doc(doc: str | None) -> str:
+    """A module docstring as a terminal shows it: without its RST literal quotes."""
+    return (doc or "").strip().replace("``", "")
+
+
+
+def number(value: Any) -> int | float | None:
+    """``value`` if it is a JSON number (not a bool), else ``None``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def int_text(n: int) -> str:
+    """``str(n)``, or a short description for integers past Python's digit limit."""
+    try:
+        return str(n)
+    except ValueError:
+        return f"<{n.bit_length():,}-bit integer>"
+
+
+def num(value: Any, default: str = "-") -> str:
+    """A number with thousands separators (``1,234``); ``default`` for anything else."""
+    n = number(value)
+    if n is None:
+        return default
+    try:
+        return f"{n:,}"
+    except ValueError:  # beyond the integer digit limit
+        return int_text(n) if isinstance(n, int) else repr(n)
+
+
+def json_text(value: Any, *, indent: bool = False) -> str:
+    """Compact (or indented) JSON text of any decoded value, whatever its depth or size."""
+    return to_json_bytes(value, indent=indent).decode("utf-8", "surrogatepass")
+
+
+def value_text(value: Any, limit: int | None = _PREVIEW_CHARS, *, none: str = "") -> str:
+    """Text of any JSON value read from a session, never raising.
+
+    Strings are themselves, ``None`` is ``none``, numbers and booleans are spelled as in
+    JSON, lists and objects become (compact) JSON. At most ``limit`` characters
+    (``None``: all). The result is *not* sanitized: pass it through :func:`safe`.
+    """
+    if isinstance(value, str):
+        text = value
+    elif value is None:
+        text = none
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, int):
+        text = int_text(value)
+    elif isinstance(value, float):
+        text = repr(value)
+    else:
+        try:
+            text = json_text(value)
+        except (TypeError, ValueError, RecursionError):
+            text = f"<{type(value).__name__}>"
+    return text if limit is None else text[:limit]
+
+
+def show(value: Any, limit: int | None = _PREVIEW_CHARS, *, none: str = "") -> str:
+    """``safe(value_text(value, limit, none=none))``: any value, ready for a terminal line."""
+    return safe(value_text(value, limit, none=none))
+
+
+def collapse(text: Any, limit: int = _PREVIEW_CHARS) -> str:
+    """:func:`value_text` of ``text`` (at most ``limit`` characters) with every run of
+    whitespace as one space; not escaped."""
+    return " ".join(value_text(text, limit).split())
+
+
+def one_line(text: Any, limit: int = _PREVIEW_CHARS) -> str:
+    """Collapse all whitespace (newlines, U+2028, tabs) into single spaces, looking at
+    no more than ``limit`` characters, and escape what is left of controls (:func:`safe`).
+
+    ``text`` may be any JSON value (non-strings are shown as by :func:`value_text`).
+    """
+    return safe(collapse(text, limit))
+
+
+def as_is(text: str) -> str:
+    return text
+
+
+def ms_time(ms: Any) -> str:
+    """A time in milliseconds since the epoch (a message's ``timestamp``) as
+    ``YYYY-MM-DD HH:MM:SS`` UTC; ``""`` for anything that is not a number or not a date."""
+    if isinstance(ms, (int, float)) and not isinstance(ms, bool):
+        try:
+            return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        except (OverflowError, OSError, ValueError):
+            return ""
+    return ""
+
+
+def usage_text(usage: Any) -> list[str]:
+    """``["in 1,234 · out 567 · cache 12,000 read, 0 written", "$0.0123"]`` from a
+    ``usage`` dict (any JSON value: what is not a number is left out)."""
+    if not isinstance(usage, dict):
+        return []
+    parts = []
+    for key, word in (("input", "in"), ("output", "out")):
+        if number(usage.get(key)) is not None:
+            parts.append(f"{word} {num(usage[key])}")
+    cr, cw = number(usage.get("cacheRead")), number(usage.get("cacheWrite"))
+    if cr or cw:
+        parts.append(f"cache {num(cr or 0)} read, {num(cw or 0)} written")
+    out = [" · ".join(parts)] if parts else []
+    cost = usage.get("cost")
+    total = number(cost.get("total")) if isinstance(cost, dict) else None
+    if total is not None:
+        out.append(f"${total:.4f}")
+    return out

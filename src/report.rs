@@ -1,0 +1,668 @@
+//! Usage reports over many sessions (docs/CONTRACT.md §7; the Python home of the rules
+//! is `catalog/_usage.py`): the records a listing pass packs per file (its *usage
+//! log*), and their sums by group, exact.
+//!
+//! A log is what the catalog keeps of a file's recorded usage, in file order. It is
+//! written in pieces (one per scan of the file: a piece starts with `0x00`), each
+//! defining the `(provider, model)` pairs its records name (`0x01`, then the two as
+//! byte strings; numbered from 0 in the piece) before the records (`0x02`): the entry
+//! id and `timestamp` string (the copy key), the entry number, the kind, the time,
+//! the pair's number and the six numbers. Byte strings are a varint length and the
+//! bytes; numbers are varints; a time is `0` (none), `1` and a zigzag varint
+//! (integral ms) or `2` and an `f64`; each of the six numbers is a varint `2n` (an
+//! integer `n` below 2^52, zero of either sign as 0) or `1` and an `f64`.
+//! `catalog._extract.pack_log` writes the same bytes.
+//!
+//! A report reads the logs of the files in scope, oldest holder first, counts each
+//! copy key once (charged to its oldest holder; with `active` only if some holder has
+//! it on its current path), and sums each group's numbers exactly: the sums are kept as
+//! Shewchuk expansions (the partials of CPython's `math.fsum`), so Python's `fsum`
+//! over them gives the correctly rounded sum of every record, whatever the order; a
+//! group whose sum is not finite on the way gives its values instead.
+//!
+//! Groups are a key (a model, or a number the caller gives each file) and, when asked,
+//! a time bucket: the 15-minute slice of UTC an integral millisecond time falls in.
+//! Times that are not integral milliseconds in years 5–9986 come back one by one.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// One recorded usage, borrowed.
+#[derive(Clone, Copy, Debug)]
+pub struct Record<'a> {
+    /// The entry's id.
+    pub id: &'a [u8],
+    /// The entry's `timestamp` string, empty when it is not one (never a copy then).
+    pub stamp: &'a [u8],
+    /// The entry's number in its file.
+    pub seq: u32,
+    /// `listing::UsageKind` as a number.
+    pub kind: u8,
+    /// The entry's time, epoch ms.
+    pub time: Option<f64>,
+    /// `provider` (empty when not a string, or not recorded).
+    pub provider: &'a [u8],
+    /// `model`, likewise.
+    pub model: &'a [u8],
+    /// `input`, `output`, `cacheRead`, `cacheWrite`, `totalTokens`, `cost.total`.
+    pub numbers: [f64; 6],
+}
+
+const PIECE: u8 = 0;
+const DEFINE: u8 = 1;
+const RECORD: u8 = 2;
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn bytes(out: &mut Vec<u8>, b: &[u8]) {
+    varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+/// Largest integer a number is written as a varint for (exact in an `f64`).
+const SMALL: f64 = (1u64 << 52) as f64;
+
+/// One piece of a log, written record by record.
+#[derive(Debug, Default)]
+pub struct LogWriter {
+    /// The bytes (empty while no record was written).
+    pub out: Vec<u8>,
+    models: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl LogWriter {
+    /// Append `r`.
+    pub fn push(&mut self, r: &Record<'_>) {
+        if self.out.is_empty() {
+            self.out.push(PIECE);
+        }
+        let m = match self
+            .models
+            .iter()
+            .position(|(p, m)| p == r.provider && m == r.model)
+        {
+            Some(m) => m,
+            None => {
+                self.out.push(DEFINE);
+                bytes(&mut self.out, r.provider);
+                bytes(&mut self.out, r.model);
+                self.models.push((r.provider.to_vec(), r.model.to_vec()));
+                self.models.len() - 1
+            }
+        };
+        let out = &mut self.out;
+        out.push(RECORD);
+        bytes(out, r.id);
+        bytes(out, r.stamp);
+        varint(out, r.seq as u64);
+        out.push(r.kind);
+        match r.time {
+            None => out.push(0),
+            Some(t) if t.fract() == 0.0 && t.abs() < SMALL => {
+                out.push(1);
+                let t = t as i64;
+                varint(out, ((t << 1) ^ (t >> 63)) as u64);
+            }
+            Some(t) => {
+                out.push(2);
+                out.extend_from_slice(&t.to_le_bytes());
+            }
+        }
+        varint(out, m as u64);
+        for n in r.numbers {
+            if n == 0.0 || (n > 0.0 && n < SMALL && n.fract() == 0.0) {
+                varint(out, 2 * n as u64);
+            } else {
+                out.push(1);
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+        }
+    }
+}
+
+/// The records of a log; a malformed log stops the walk and sets `bad`.
+pub struct Records<'a> {
+    rest: &'a [u8],
+    models: Vec<(&'a [u8], &'a [u8])>,
+    /// Pieces met so far (a record's `model` numbers are the current piece's).
+    pub piece: u32,
+    /// The current record's pair number in its piece.
+    pub model: usize,
+    /// The log is malformed.
+    pub bad: bool,
+}
+
+impl<'a> Records<'a> {
+    /// The records of `log`.
+    pub fn new(log: &'a [u8]) -> Records<'a> {
+        Records {
+            rest: log,
+            models: Vec::new(),
+            piece: 0,
+            model: 0,
+            bad: false,
+        }
+    }
+
+    fn byte(&mut self) -> Option<u8> {
+        let (&b, rest) = self.rest.split_first()?;
+        self.rest = rest;
+        Some(b)
+    }
+
+    fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7F) << shift;
+            if b < 0x80 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.rest.len() < n {
+            return None;
+        }
+        let (a, b) = self.rest.split_at(n);
+        self.rest = b;
+        Some(a)
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = usize::try_from(self.varint()?).ok()?;
+        self.take(n)
+    }
+
+    fn f64(&mut self) -> Option<f64> {
+        Some(f64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn step(&mut self) -> Option<Record<'a>> {
+        loop {
+            match self.byte()? {
+                PIECE => {
+                    self.models.clear();
+                    self.piece += 1;
+                }
+                DEFINE => {
+                    let p = self.bytes()?;
+                    let m = self.bytes()?;
+                    self.models.push((p, m));
+                }
+                RECORD => break,
+                _ => return None,
+            }
+        }
+        if self.piece == 0 {
+            return None;
+        }
+        let id = self.bytes()?;
+        let stamp = self.bytes()?;
+        let seq = u32::try_from(self.varint()?).ok()?;
+        let kind = self.byte()?;
+        let time = match self.byte()? {
+            0 => None,
+            1 => {
+                let z = self.varint()?;
+                Some((((z >> 1) as i64) ^ -((z & 1) as i64)) as f64)
+            }
+            2 => Some(self.f64()?),
+            _ => return None,
+        };
+        let m = usize::try_from(self.varint()?).ok()?;
+        let &(provider, model) = self.models.get(m)?;
+        self.model = m;
+        let mut numbers = [0.0; 6];
+        for n in &mut numbers {
+            let v = self.varint()?;
+            *n = match v {
+                1 => self.f64()?,
+                v if v % 2 == 0 => (v / 2) as f64,
+                _ => return None,
+            };
+        }
+        Some(Record {
+            id,
+            stamp,
+            seq,
+            kind,
+            time,
+            provider,
+            model,
+            numbers,
+        })
+    }
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = Record<'a>;
+
+    fn next(&mut self) -> Option<Record<'a>> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        let r = self.step();
+        if r.is_none() {
+            self.bad = true;
+            self.rest = &[];
+        }
+        r
+    }
+}
+
+/// FxHash's step: keys here are hashes or small numbers already.
+#[derive(Default)]
+struct Mix(u64);
+
+impl Hasher for Mix {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(x as u64);
+    }
+    fn write_i64(&mut self, x: i64) {
+        self.write_u64(x as u64);
+    }
+    fn write_u8(&mut self, x: u8) {
+        self.write_u64(x as u64);
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
+}
+
+type Fast = BuildHasherDefault<Mix>;
+
+/// An exact sum: non-overlapping partials whose exact sum is the sum of every value
+/// added (CPython's `msum`); `spoiled` once a value or a partial is not finite (the
+/// report then gives the group's values).
+#[derive(Clone, Debug, Default)]
+pub struct Sum {
+    /// The partials.
+    pub partials: Vec<f64>,
+    /// Every value, when the partials cannot stand for them.
+    pub values: Option<Vec<f64>>,
+    spoiled: bool,
+}
+
+impl Sum {
+    fn add(&mut self, x: f64) {
+        if self.spoiled {
+            return;
+        }
+        // `usage.get(k) or 0.0`: a zero of either sign is +0.0.
+        let mut x = if x == 0.0 { 0.0 } else { x };
+        if !x.is_finite() {
+            self.spoiled = true;
+            return;
+        }
+        let mut i = 0;
+        for j in 0..self.partials.len() {
+            let mut y = self.partials[j];
+            if x.abs() < y.abs() {
+                std::mem::swap(&mut x, &mut y);
+            }
+            let hi = x + y;
+            let lo = y - (hi - x);
+            if !hi.is_finite() {
+                self.spoiled = true;
+                return;
+            }
+            if lo != 0.0 {
+                self.partials[i] = lo;
+                i += 1;
+            }
+            x = hi;
+        }
+        self.partials.truncate(i);
+        self.partials.push(x);
+    }
+}
+
+/// What a group holds.
+#[derive(Clone, Debug, Default)]
+pub struct Group {
+    /// Records counted.
+    pub records: u64,
+    /// The six sums.
+    pub sums: [Sum; 6],
+}
+
+/// How records are keyed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    /// By `(provider, model)`.
+    Model,
+    /// By the number the caller gives the record's file.
+    File,
+    /// One key.
+    None,
+}
+
+/// A time bucket: a 15-minute slice of UTC, no time, or none asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Bucket {
+    Slice(i64),
+    NoTime,
+    All,
+}
+
+/// Milliseconds in a bucket.
+pub const SLICE_MS: i64 = 15 * 60 * 1000;
+
+/// Times bucketed here: integral milliseconds inside years 5–9986 (a local day, week
+/// or month of any zone is then a union of slices; the caller checks each slice).
+const FIRST_MS: f64 = -62_000_000_000_000.0;
+const LAST_MS: f64 = 253_000_000_000_000.0;
+
+/// One file in scope of a report.
+pub struct FileLog<'a> {
+    /// Its usage log.
+    pub log: &'a [u8],
+    /// Its key for [`Key::File`].
+    pub key: u32,
+    /// Entry numbers on its current path (only for an `active` report).
+    pub on_path: Option<Vec<bool>>,
+}
+
+/// A report's result.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// `(key, bucket)` and the group; for [`Key::Model`] the key indexes `models`.
+    pub groups: Vec<((u32, Bucket), Group)>,
+    /// Records whose time is not bucketed: `(key, time, numbers)`.
+    pub loose: Vec<(u32, f64, [f64; 6])>,
+    /// The `(provider, model)` pairs of [`Key::Model`].
+    pub models: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Some log was malformed (the catalog is damaged).
+    pub bad: bool,
+}
+
+/// A record a report counts: its file, the record, its group key, and whether some
+/// holder has it on its current path.
+struct Owned<'a> {
+    rec: Record<'a>,
+    key: u32,
+    on: bool,
+}
+
+/// Sum the records of `files` (oldest holder first): each copy key once, charged to its
+/// first holder; with `active`, only records on some holder's current path; grouped by
+/// `key` and, with `buckets`, by [`Bucket`].
+pub fn report(files: &[FileLog<'_>], key: Key, buckets: bool, active: bool) -> Report {
+    let mut out = Report::default();
+    // Copy keys by a hash of (id, stamp); the records themselves settle a collision.
+    let mut owners: HashMap<u64, usize, Fast> = HashMap::default();
+    let mut collided: HashMap<(&[u8], &[u8]), usize> = HashMap::new();
+    let mut models: HashMap<(&[u8], &[u8]), u32> = HashMap::new();
+    let mut owned: Vec<Owned<'_>> = Vec::new();
+    for f in files {
+        let mut recs = Records::new(f.log);
+        // Pair numbers of the current piece → report keys.
+        let (mut piece, mut local): (u32, Vec<Option<u32>>) = (0, Vec::new());
+        while let Some(rec) = recs.next() {
+            let on = f
+                .on_path
+                .as_ref()
+                .is_some_and(|p| p.get(rec.seq as usize).copied().unwrap_or(false));
+            if !rec.stamp.is_empty() {
+                let h = twox_hash::XxHash3_64::oneshot_with_seed(
+                    twox_hash::XxHash3_64::oneshot(rec.id),
+                    rec.stamp,
+                );
+                match owners.get(&h) {
+                    Some(&k) if owned[k].rec.id == rec.id && owned[k].rec.stamp == rec.stamp => {
+                        owned[k].on |= on;
+                        continue;
+                    }
+                    Some(_) => match collided.get(&(rec.id, rec.stamp)) {
+                        Some(&k) => {
+                            owned[k].on |= on;
+                            continue;
+                        }
+                        None => {
+                            collided.insert((rec.id, rec.stamp), owned.len());
+                        }
+                    },
+                    None => {
+                        owners.insert(h, owned.len());
+                    }
+                }
+            }
+            let k = match key {
+                Key::Model => {
+                    if recs.piece != piece {
+                        piece = recs.piece;
+                        local.clear();
+                    }
+                    if local.len() <= recs.model {
+                        local.resize(recs.model + 1, None);
+                    }
+                    *local[recs.model].get_or_insert_with(|| {
+                        let n = models.len() as u32;
+                        *models.entry((rec.provider, rec.model)).or_insert_with(|| {
+                            out.models.push((rec.provider.to_vec(), rec.model.to_vec()));
+                            n
+                        })
+                    })
+                }
+                Key::File => f.key,
+                Key::None => 0,
+            };
+            owned.push(Owned { rec, key: k, on });
+        }
+        out.bad |= recs.bad;
+    }
+    let mut index: HashMap<(u32, Bucket), usize, Fast> = HashMap::default();
+    let mut groups: Vec<((u32, Bucket), Group)> = Vec::new();
+    let mut member: Vec<usize> = vec![usize::MAX; owned.len()];
+    for (i, o) in owned.iter().enumerate() {
+        if active && !o.on {
+            continue;
+        }
+        let r = &o.rec;
+        let b = match (buckets, r.time) {
+            (false, _) => Bucket::All,
+            (true, None) => Bucket::NoTime,
+            (true, Some(t)) if t.fract() == 0.0 && (FIRST_MS..LAST_MS).contains(&t) => {
+                Bucket::Slice((t as i64).div_euclid(SLICE_MS))
+            }
+            (true, Some(t)) => {
+                out.loose.push((o.key, t, r.numbers));
+                continue;
+            }
+        };
+        let g = *index.entry((o.key, b)).or_insert_with(|| {
+            groups.push(((o.key, b), Group::default()));
+            groups.len() - 1
+        });
+        member[i] = g;
+        let group = &mut groups[g].1;
+        group.records += 1;
+        for (s, &n) in group.sums.iter_mut().zip(&r.numbers) {
+            s.add(n);
+        }
+    }
+    // A sum that met a value or a partial that is not finite: its values instead.
+    if groups.iter().any(|g| g.1.sums.iter().any(|s| s.spoiled)) {
+        for (i, o) in owned.iter().enumerate() {
+            let Some((_, g)) = groups.get_mut(member[i]) else {
+                continue;
+            };
+            for (s, &n) in g.sums.iter_mut().zip(&o.rec.numbers) {
+                if s.spoiled {
+                    s.values
+                        .get_or_insert_with(Vec::new)
+                        .push(if n == 0.0 { 0.0 } else { n });
+                }
+            }
+        }
+    }
+    out.groups = groups;
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (id, stamp, seq, time, model, numbers)
+    type Rec<'a> = (&'a str, &'a str, u32, Option<f64>, &'a str, [f64; 6]);
+
+    fn log(recs: &[Rec<'_>]) -> Vec<u8> {
+        let mut w = LogWriter::default();
+        for &(id, stamp, seq, time, model, numbers) in recs {
+            w.push(&Record {
+                id: id.as_bytes(),
+                stamp: stamp.as_bytes(),
+                seq,
+                kind: 0,
+                time,
+                provider: b"p",
+                model: model.as_bytes(),
+                numbers,
+            });
+        }
+        w.out
+    }
+
+    fn total(s: &Sum) -> f64 {
+        s.partials.iter().sum()
+    }
+
+    #[test]
+    fn logs_read_back() {
+        let mut a = log(&[
+            (
+                "x",
+                "t",
+                3,
+                Some(-5.0),
+                "m",
+                [0.0, -0.0, 1.5, 2.0, 1e300, f64::NAN],
+            ),
+            ("y", "", 4, Some(0.25), "n", [1.0; 6]),
+        ]);
+        a.extend(log(&[("z", "u", 5, None, "n", [7.0; 6])]));
+        let recs: Vec<_> = Records::new(&a).collect();
+        assert_eq!(recs.len(), 3);
+        assert_eq!(
+            (recs[0].seq, recs[0].time, recs[0].model),
+            (3, Some(-5.0), &b"m"[..])
+        );
+        assert_eq!(recs[0].numbers[..5], [0.0, 0.0, 1.5, 2.0, 1e300]);
+        assert!(recs[0].numbers[5].is_nan());
+        assert_eq!((recs[1].time, recs[1].model), (Some(0.25), &b"n"[..]));
+        assert_eq!(
+            (recs[2].id, recs[2].model, recs[2].time),
+            (&b"z"[..], &b"n"[..], None)
+        );
+        let mut cut = Records::new(&a[..a.len() - 3]);
+        assert_eq!(cut.by_ref().count(), 2);
+        assert!(cut.bad);
+    }
+
+    #[test]
+    fn copies_once_to_the_oldest_holder() {
+        let a = log(&[
+            ("x", "t1", 0, Some(0.0), "m", [1.0; 6]),
+            ("y", "", 1, None, "m", [2.0; 6]),
+        ]);
+        let b = log(&[
+            ("x", "t1", 0, Some(0.0), "n", [5.0; 6]),
+            ("y", "", 1, None, "n", [3.0; 6]),
+        ]);
+        let files = [
+            FileLog {
+                log: &a,
+                key: 0,
+                on_path: None,
+            },
+            FileLog {
+                log: &b,
+                key: 1,
+                on_path: None,
+            },
+        ];
+        let r = report(&files, Key::File, false, false);
+        let mut g: Vec<_> = r
+            .groups
+            .iter()
+            .map(|((k, _), g)| (*k, g.records, total(&g.sums[0])))
+            .collect();
+        g.sort_by_key(|x| x.0);
+        assert_eq!(g, vec![(0, 2, 3.0), (1, 1, 3.0)]);
+    }
+
+    #[test]
+    fn sums_are_exact() {
+        let mut s = Sum::default();
+        for x in [1e16, 1.0, -1e16, 0.1, 0.2] {
+            s.add(x);
+        }
+        let mut p = s.partials.clone();
+        p.sort_by(|a, b| a.abs().partial_cmp(&b.abs()).unwrap());
+        assert!((p.iter().sum::<f64>() - 1.3).abs() < 1e-15);
+        let a = log(&[
+            ("a", "1", 0, None, "m", [1e308; 6]),
+            ("b", "2", 1, None, "m", [1e308; 6]),
+        ]);
+        let r = report(
+            &[FileLog {
+                log: &a,
+                key: 0,
+                on_path: None,
+            }],
+            Key::None,
+            false,
+            false,
+        );
+        assert_eq!(
+            r.groups[0].1.sums[0].values.as_deref(),
+            Some(&[1e308, 1e308][..])
+        );
+    }
+
+    #[test]
+    fn buckets_and_loose_times() {
+        let a = log(&[
+            ("a", "1", 0, Some(900_000.0), "m", [1.0; 6]),
+            ("b", "2", 1, Some(1_799_999.0), "m", [1.0; 6]),
+            ("c", "3", 2, Some(0.5), "m", [1.0; 6]),
+            ("d", "4", 3, None, "m", [1.0; 6]),
+        ]);
+        let r = report(
+            &[FileLog {
+                log: &a,
+                key: 0,
+                on_path: None,
+            }],
+            Key::Model,
+            true,
+            false,
+        );
+        let mut b: Vec<_> = r.groups.iter().map(|((_, b), g)| (*b, g.records)).collect();
+        b.sort_by_key(|x| format!("{:?}", x.0));
+        assert_eq!(b, vec![(Bucket::NoTime, 1), (Bucket::Slice(1), 2)]);
+        assert_eq!(r.loose.len(), 1);
+        assert_eq!(r.models, vec![(b"p".to_vec(), b"m".to_vec())]);
+    }
+}

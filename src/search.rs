@@ -1,0 +1,398 @@
+//! A search over many session files read as they are, with no index: every thread takes
+//! the next file, finds the lines whose bytes may hold a match (`needle`: a byte
+//! prefilter that never misses one), and only when a file has such lines reads it
+//! again by the catalog's rules (`listing`: lines judged as the loader does, the first
+//! definition of an id, the entries' text), judging each picked entry's text by the
+//! search rules (`rules`). What only Python's tables can judge goes back as text.
+//!
+//! The rules are docs/CONTRACT.md §7's; the Python home is `catalog/_search.py`, and
+//! `tests/test_search_rules.py` holds the two equal.
+
+pub mod index;
+pub mod needle;
+pub mod rules;
+pub mod segment;
+pub mod tokens;
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::error::Result;
+use crate::listing::{self, Collect, DocKind, DocRef, DocSink, Header, HeaderKind, Name};
+use crate::source::open_regular;
+
+use needle::Needle;
+use rules::{judge_text, Outcome, Term};
+
+/// A parsed query as the native pass reads it.
+pub struct Query {
+    /// The terms (all must match); empty for a regular expression.
+    pub terms: Vec<Term>,
+    /// A regular expression: every entry's text goes back to Python.
+    pub regex: bool,
+}
+
+/// How a hit was judged.
+#[derive(Debug)]
+pub enum Judged {
+    /// Decided here: the score and anchor (characters); the snippet is read for the
+    /// hits shown (`index::snippets`).
+    Hit { score: u64, anchor: u64 },
+    /// Python decides: the entry's text (generalized UTF-8).
+    Undecided(Vec<u8>),
+}
+
+/// An entry that matches (or may: [`Judged::Undecided`]).
+#[derive(Debug)]
+pub struct Hit {
+    /// Entry number in the file.
+    pub seq: u32,
+    /// Offset of the entry's line and its length (without `\n`).
+    pub offset: u64,
+    pub len: u64,
+    /// The entry's id.
+    pub id: Vec<u8>,
+    /// Which text it is.
+    pub kind: DocKind,
+    /// The entry's time (epoch ms).
+    pub time: Option<f64>,
+    /// On the session's current path (root to the last entry).
+    pub on_path: bool,
+    /// The verdict.
+    pub judged: Judged,
+}
+
+/// What one file gave.
+#[derive(Debug)]
+pub enum FileResult {
+    /// A session (version 2 or later) read here; `header` and `name` only when it has
+    /// hits.
+    Session {
+        header: Option<Vec<u8>>,
+        name: Name,
+        hits: Vec<Hit>,
+        /// Bytes read.
+        read: u64,
+    },
+    /// Not a session (no header first).
+    NotSession { read: u64 },
+    /// To be read with the Python rules (a version 1 file, or a text whose
+    /// `String()` is not computed here).
+    Python { read: u64 },
+    /// The file could not be read.
+    Error(String),
+}
+
+/// Bytes asked of the file per read by the prefilter.
+const BLOCK: usize = 1 << 20;
+
+/// The decided hits of a search over files: how many, and the best `k` of them (file
+/// index in `paths`, hit), best first; and every hit Python must judge.
+#[derive(Debug, Default)]
+pub struct Ranked {
+    pub total: u64,
+    pub top: Vec<(usize, Hit)>,
+    pub undecided: Vec<(usize, Hit)>,
+}
+
+/// The ranking key of a decided hit of file `rank` (relevance, or newest first with
+/// `recent`; then newest, path (the order of `paths`), entry).
+fn key(h: &Hit, rank: usize, recent: bool) -> (u64, bool, i64, usize, u32) {
+    let score = match h.judged {
+        Judged::Hit { score, .. } if !recent => score,
+        _ => 0,
+    };
+    let (no_time, neg) = match h.time {
+        Some(t) => (false, index::order_key(-t)),
+        None => (true, 0),
+    };
+    (score, no_time, neg, rank, h.seq)
+}
+
+/// [`search_files`], then the hits taken out of the results and ranked: the best `k`
+/// (`None`: all) of the decided ones, and the undecided ones.
+pub fn search_ranked(
+    paths: &[PathBuf],
+    q: &Query,
+    threads: usize,
+    k: Option<usize>,
+    recent: bool,
+) -> (Vec<FileResult>, Ranked) {
+    let mut results = search_files(paths, q, threads);
+    let mut r = Ranked::default();
+    let mut decided = Vec::new();
+    for (i, res) in results.iter_mut().enumerate() {
+        if let FileResult::Session { hits, .. } = res {
+            for h in std::mem::take(hits) {
+                match h.judged {
+                    Judged::Hit { .. } => decided.push((i, h)),
+                    Judged::Undecided(_) => r.undecided.push((i, h)),
+                }
+            }
+        }
+    }
+    r.total = decided.len() as u64;
+    let k = k.unwrap_or(decided.len()).min(decided.len());
+    if k < decided.len() {
+        decided.select_nth_unstable_by_key(k, |(i, h)| key(h, *i, recent));
+        decided.truncate(k);
+    }
+    decided.sort_unstable_by_key(|(i, h)| key(h, *i, recent));
+    r.top = decided;
+    (results, r)
+}
+
+/// Search `paths` with `threads` threads; one result per path, in order.
+pub fn search_files(paths: &[PathBuf], q: &Query, threads: usize) -> Vec<FileResult> {
+    let needle = if q.regex { None } else { Needle::of(&q.terms) };
+    let next = AtomicUsize::new(0);
+    let mut parts: Vec<Vec<(usize, FileResult)>> = Vec::new();
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads.max(1).min(paths.len().max(1)))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    let (mut buf, mut buf2) = (Vec::new(), Vec::new());
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(path) = paths.get(i) else { break };
+                        let r = match one(path, q, needle.as_ref(), &mut buf, &mut buf2) {
+                            Ok(r) => r,
+                            Err(e) => FileResult::Error(e.to_string()),
+                        };
+                        if buf.len() > 4 * BLOCK {
+                            buf = Vec::new();
+                        }
+                        if buf2.len() > 4 * BLOCK {
+                            buf2 = Vec::new();
+                        }
+                        out.push((i, r));
+                    }
+                    out
+                })
+            })
+            .collect();
+        for w in workers {
+            parts.push(w.join().unwrap_or_default());
+        }
+    });
+    let mut all: Vec<(usize, FileResult)> = parts.into_iter().flatten().collect();
+    all.sort_by_key(|x| x.0);
+    all.into_iter().map(|x| x.1).collect()
+}
+
+/// The lines a file's prefilter picked: their offsets, ascending, or every line.
+enum Picked {
+    All,
+    Lines(Vec<u64>),
+}
+
+/// Files up to this size are read once, whole: the prefilter and the full read (when
+/// the file has candidate lines) both work on that copy.
+const WHOLE: u64 = 64 << 20;
+
+fn one(
+    path: &std::path::Path,
+    q: &Query,
+    needle: Option<&Needle>,
+    buf: &mut Vec<u8>,
+    buf2: &mut Vec<u8>,
+) -> Result<FileResult> {
+    let file = open_regular(path)?;
+    let size = file.metadata()?.len();
+    let mut read = 0u64;
+    // A file read whole into `buf` (then `buf[..whole]` is all of it).
+    let mut whole: Option<usize> = None;
+    let picked = match needle {
+        None => Picked::All,
+        Some(n) => {
+            let (kind, lines, got, all) = prefilter(&file, n, buf, size <= WHOLE)?;
+            read += got;
+            whole = all;
+            match kind {
+                Some(HeaderKind::Missing) => return Ok(FileResult::NotSession { read }),
+                Some(HeaderKind::Old) => return Ok(FileResult::Python { read }),
+                Some(HeaderKind::Session) if lines.is_empty() => {
+                    return Ok(FileResult::Session {
+                        header: None,
+                        name: Name::Unset,
+                        hits: Vec::new(),
+                        read,
+                    })
+                }
+                _ => Picked::Lines(lines),
+            }
+        }
+    };
+    let mut sink = Judge {
+        q,
+        picked,
+        next: 0,
+        hits: Vec::new(),
+    };
+    let scan = match whole {
+        Some(n) => listing::scan_slice(&buf[..n], Collect::default(), Some(&mut sink)),
+        None => {
+            let s = listing::scan_into(
+                &file,
+                0,
+                &[],
+                Collect::default(),
+                u64::MAX,
+                buf2,
+                Some(&mut sink),
+            )?;
+            read += s.bytes_read;
+            s
+        }
+    };
+    if scan.fallback.is_some() || scan.old_version {
+        return Ok(FileResult::Python { read });
+    }
+    let header = match scan.header {
+        Header::Found(h) => h,
+        _ => return Ok(FileResult::NotSession { read }),
+    };
+    let mut hits = sink.hits;
+    if hits.is_empty() {
+        return Ok(FileResult::Session {
+            header: None,
+            name: Name::Unset,
+            hits,
+            read,
+        });
+    }
+    let path_seqs = listing::entries_path(&scan.entries);
+    let mut on = vec![false; scan.entry_count as usize];
+    for s in path_seqs {
+        if let Some(x) = on.get_mut(s as usize) {
+            *x = true;
+        }
+    }
+    for h in &mut hits {
+        h.on_path = on.get(h.seq as usize).copied().unwrap_or(false);
+    }
+    Ok(FileResult::Session {
+        header: Some(header),
+        name: scan.name,
+        hits,
+        read,
+    })
+}
+
+/// The prefilter over a whole file: what its header says (`None`: not decided by its
+/// first block, the full read will tell), the offsets of the lines the needle picked
+/// (ascending), and the bytes read.
+#[allow(clippy::type_complexity)]
+fn prefilter(
+    file: &File,
+    n: &Needle,
+    buf: &mut Vec<u8>,
+    whole: bool,
+) -> Result<(Option<HeaderKind>, Vec<u64>, u64, Option<usize>)> {
+    let size = file.metadata()?.len();
+    // Read whole (one read; the full read then scans this copy), or a block at a time.
+    let mut block = if whole {
+        size as usize + 1
+    } else {
+        (size as usize + 1).clamp(4096, BLOCK)
+    };
+    let mut first = true;
+    let (mut buf_off, mut filled, mut read) = (0u64, 0usize, 0u64);
+    let mut kind = None;
+    let mut lines: Vec<u64> = Vec::new();
+    loop {
+        let want = block.max(filled);
+        block = BLOCK;
+        if buf.len() < filled + want {
+            buf.resize(filled + want, 0);
+        }
+        let got = listing::read_full(
+            file,
+            &mut buf[filled..filled + want],
+            buf_off + filled as u64,
+        )?;
+        let all = first && got < want; // the whole file is in `buf`
+        first = false;
+        read += got as u64;
+        filled += got;
+        let eof = got < want;
+        if buf_off == 0 && kind.is_none() {
+            kind = listing::header_kind(&buf[..filled], eof);
+            if matches!(kind, Some(HeaderKind::Missing | HeaderKind::Old)) {
+                return Ok((kind, lines, read, None));
+            }
+        }
+        // Whole lines only (all of it at the end of the file).
+        let whole = if eof {
+            filled
+        } else {
+            match memchr::memrchr(b'\n', &buf[..filled]) {
+                Some(p) => p + 1,
+                None => 0,
+            }
+        };
+        let region = &buf[..whole];
+        let mut found: Vec<u64> = Vec::new();
+        n.each(region, |at| {
+            let start = memchr::memrchr(b'\n', &region[..at]).map_or(0, |p| p + 1);
+            found.push(buf_off + start as u64);
+            memchr::memchr(b'\n', &region[at..]).map_or(region.len(), |p| at + p + 1)
+        });
+        found.sort_unstable();
+        found.dedup();
+        lines.extend(found);
+        if eof {
+            lines.dedup();
+            return Ok((kind, lines, read, all.then_some(filled)));
+        }
+        buf.copy_within(whole..filled, 0);
+        filled -= whole;
+        buf_off += whole as u64;
+    }
+}
+
+/// The sink of the full read: wants the picked lines, judges their texts.
+struct Judge<'q> {
+    q: &'q Query,
+    picked: Picked,
+    next: usize,
+    hits: Vec<Hit>,
+}
+
+impl DocSink for Judge<'_> {
+    fn wants(&mut self, offset: u64) -> bool {
+        match &self.picked {
+            Picked::All => true,
+            Picked::Lines(lines) => {
+                while self.next < lines.len() && lines[self.next] < offset {
+                    self.next += 1;
+                }
+                self.next < lines.len() && lines[self.next] == offset
+            }
+        }
+    }
+
+    fn doc(&mut self, d: DocRef<'_>) {
+        let judged = if self.q.regex {
+            Judged::Undecided(d.text.to_vec())
+        } else {
+            match judge_text(&self.q.terms, d.text) {
+                Outcome::Miss => return,
+                Outcome::Undecided => Judged::Undecided(d.text.to_vec()),
+                Outcome::Hit { score, anchor } => Judged::Hit { score, anchor },
+            }
+        };
+        self.hits.push(Hit {
+            seq: d.seq,
+            offset: d.offset,
+            len: d.len,
+            id: d.id.to_vec(),
+            kind: d.kind,
+            time: d.time,
+            on_path: false,
+            judged,
+        });
+    }
+}

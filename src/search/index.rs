@@ -1,0 +1,647 @@
+//! The search index over segments (`segment`): building segments from pieces of
+//! session files, and answering a query from them.
+//!
+//! A query looks up, per term, each of its runs ([`super::tokens::runs`]) and keeps the
+//! entries holding every run of every term, in live pieces of files in scope. An entry
+//! whose terms are all plain words found at sure word starts is a hit with its score
+//! from the index alone; any other is read again from its file and judged by the rules
+//! (`rules`), or handed to Python. Only the page's hits are read for their snippets.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use super::rules::{judge, snippet, Chars, Outcome, Term};
+use super::segment::{Builder, DocMeta, Piece, Segment};
+use super::tokens::{runs, TermRuns};
+use crate::error::Result;
+use crate::listing::{self, Collect, DocKind, DocRef, DocSink};
+use crate::source::open_regular;
+
+/// One piece of a file to index: its path, catalog id and epoch, the byte range (a
+/// line start to a line end the listing reached) and the entries record before it.
+pub struct ToIndex {
+    pub path: PathBuf,
+    pub file: u32,
+    pub epoch: u64,
+    pub start: u64,
+    pub end: u64,
+    pub prior: Vec<u8>,
+}
+
+/// What a piece's read gave.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Indexed {
+    /// In a segment.
+    Done,
+    /// The Python rules must read it (a version 1 file, a text not computed here).
+    Python,
+    /// The file no longer holds those bytes as they were listed.
+    Changed,
+    /// It could not be read.
+    Error(String),
+}
+
+/// A segment written by [`build`]: its file name in the folder, size, pieces.
+pub struct Written {
+    pub name: String,
+    pub size: u64,
+    pub pieces: Vec<Piece>,
+}
+
+fn role_of(k: DocKind) -> u8 {
+    match k {
+        DocKind::User => 0,
+        DocKind::Assistant => 1,
+        DocKind::Name => 2,
+    }
+}
+
+struct Collector<'b> {
+    b: &'b mut Builder,
+}
+
+impl DocSink for Collector<'_> {
+    fn wants(&mut self, _offset: u64) -> bool {
+        true
+    }
+
+    fn doc(&mut self, d: DocRef<'_>) {
+        let meta = DocMeta {
+            offset: d.offset,
+            len: u32::try_from(d.len).unwrap_or(u32::MAX),
+            seq: d.seq,
+            time: d.time.unwrap_or(f64::NAN),
+            role: role_of(d.kind),
+        };
+        self.b.doc(meta, d.text);
+    }
+}
+
+/// A new segment file name.
+pub fn fresh_name() -> String {
+    let mut b = [0u8; 8];
+    // Names need only be unique in the folder: time, process and a counter.
+    static COUNT: AtomicUsize = AtomicUsize::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let x = twox_hash::XxHash3_64::oneshot_with_seed(
+        std::process::id() as u64 ^ (COUNT.fetch_add(1, Ordering::Relaxed) as u64) << 32,
+        &t.to_le_bytes(),
+    );
+    b.copy_from_slice(&x.to_le_bytes());
+    format!(
+        "seg-{}.idx",
+        b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+    )
+}
+
+/// Write `b` into `dir` under a new name (written aside, then renamed).
+fn flush(dir: &Path, b: Builder) -> Result<Written> {
+    let name = fresh_name();
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let pieces = b.pieces().to_vec();
+    let size = b.write(&tmp)?;
+    std::fs::rename(&tmp, dir.join(&name))?;
+    Ok(Written { name, size, pieces })
+}
+
+/// Index `files` into new segments in `dir` with `threads` threads, a segment per
+/// thread at most every `max_held` postings; the segments and each piece's outcome.
+pub fn build(
+    dir: &Path,
+    files: &[ToIndex],
+    threads: usize,
+    max_held: usize,
+) -> (Vec<Written>, Vec<Indexed>, Option<String>) {
+    let next = AtomicUsize::new(0);
+    let outcomes: Mutex<Vec<(usize, Indexed)>> = Mutex::new(Vec::new());
+    let written: Mutex<Vec<Written>> = Mutex::new(Vec::new());
+    let failure: Mutex<Option<String>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1).min(files.len().max(1)) {
+            s.spawn(|| {
+                let mut b = Builder::default();
+                let mut buf = Vec::new();
+                let mut mine = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(f) = files.get(i) else { break };
+                    let outcome = index_one(f, &mut b, &mut buf);
+                    if outcome != Indexed::Done {
+                        b.abandon();
+                    }
+                    mine.push((i, outcome));
+                    if buf.len() > 4 << 20 {
+                        buf = Vec::new();
+                    }
+                    if b.held >= max_held {
+                        match flush(dir, std::mem::take(&mut b)) {
+                            Ok(w) => written.lock().unwrap().push(w),
+                            Err(e) => *failure.lock().unwrap() = Some(e.to_string()),
+                        }
+                    }
+                }
+                if !b.is_empty() {
+                    match flush(dir, b) {
+                        Ok(w) => written.lock().unwrap().push(w),
+                        Err(e) => *failure.lock().unwrap() = Some(e.to_string()),
+                    }
+                }
+                outcomes.lock().unwrap().extend(mine);
+            });
+        }
+    });
+    let mut o = outcomes.into_inner().unwrap_or_default();
+    o.sort_by_key(|x| x.0);
+    (
+        written.into_inner().unwrap_or_default(),
+        o.into_iter().map(|x| x.1).collect(),
+        failure.into_inner().unwrap_or_default(),
+    )
+}
+
+fn index_one(f: &ToIndex, b: &mut Builder, buf: &mut Vec<u8>) -> Indexed {
+    let file = match open_regular(&f.path) {
+        Ok(x) => x,
+        Err(e) => return Indexed::Error(e.to_string()),
+    };
+    b.begin(f.file, f.epoch, f.start);
+    let mut sink = Collector { b };
+    let limit = f.end.saturating_sub(f.start).max(1);
+    let scan = match listing::scan_into(
+        &file,
+        f.start,
+        &f.prior,
+        Collect::default(),
+        limit,
+        buf,
+        Some(&mut sink),
+    ) {
+        Ok(s) => s,
+        Err(e) => return Indexed::Error(e.to_string()),
+    };
+    if scan.fallback.is_some() || scan.old_version {
+        return Indexed::Python;
+    }
+    if scan.end != f.end || f.start == 0 && !matches!(scan.header, listing::Header::Found(_)) {
+        return Indexed::Changed;
+    }
+    b.end(f.end);
+    Indexed::Done
+}
+
+// -------------------------------------------------------------------- querying
+
+/// What the index knows of a file in scope: its row's epoch and search end, and its
+/// rank (the order of paths, for ties).
+#[derive(Clone, Copy, Debug)]
+pub struct Scope {
+    pub epoch: u64,
+    pub s_end: u64,
+    pub rank: u32,
+}
+
+/// A hit decided here: where its entry is, and its score and anchor (its snippet is
+/// read by [`snippets`]).
+#[derive(Clone, Copy, Debug)]
+pub struct KeyHit {
+    pub rank: u32,
+    pub seq: u32,
+    pub offset: u64,
+    pub len: u32,
+    pub role: u8,
+    pub time: Option<f64>,
+    pub score: u64,
+    pub anchor: u64,
+}
+
+/// An entry only Python can judge.
+#[derive(Debug)]
+pub struct Unsure {
+    pub rank: u32,
+    pub seq: u32,
+    pub offset: u64,
+    pub id: Vec<u8>,
+    pub role: u8,
+    pub time: Option<f64>,
+    pub text: Vec<u8>,
+}
+
+/// A query's answer from the index.
+#[derive(Debug, Default)]
+pub struct Answer {
+    /// Hits decided here, in all.
+    pub total: u64,
+    /// The best `k` of them, best first.
+    pub top: Vec<KeyHit>,
+    /// Entries Python must judge.
+    pub unsure: Vec<Unsure>,
+    /// A file could not be read again (changed since it was indexed): the caller
+    /// searches without the index.
+    pub stale: bool,
+}
+
+/// A candidate entry.
+#[derive(Clone, Copy, Debug)]
+struct Cand {
+    rank: u32,
+    score: u64,
+    anchor: u64,
+    exact: bool,
+    meta: DocMeta,
+}
+
+impl Cand {
+    /// The ranking key: score (unless by `recent`), then newest (no time last), then
+    /// path, entry.
+    fn key(&self, recent: bool) -> (u64, bool, i64, u32, u32) {
+        let t = self.meta.time;
+        let no_time = t.is_nan();
+        // -time as a total order on the bits (times compare as numbers).
+        let neg = if no_time { 0 } else { order_key(-t) };
+        let score = if recent { 0 } else { self.score };
+        (score, no_time, neg, self.rank, self.meta.seq)
+    }
+}
+
+/// An `i64` ordered as the float is (total order for non-NaN values).
+pub(crate) fn order_key(x: f64) -> i64 {
+    let x = if x == 0.0 { 0.0 } else { x }; // -0.0 and 0.0 tie, as in Python
+    let b = x.to_bits() as i64;
+    if b < 0 {
+        b ^ i64::MAX
+    } else {
+        b
+    }
+}
+
+/// The candidate entries of one segment: every term's runs present, in live pieces.
+fn candidates(
+    s: &Segment,
+    plan: &[TermRuns],
+    scope: &dyn Fn(&Piece) -> Option<u32>,
+    out: &mut Vec<Cand>,
+) -> bool {
+    let n = s.n_docs();
+    // Per term: the best (pos << 1 | unsure) of its first run, and whether every run is
+    // there.
+    let mut best: Vec<Vec<u32>> = Vec::with_capacity(plan.len());
+    let mut ok = true;
+    for tr in plan {
+        let mut first = vec![u32::MAX; n];
+        let mut seen = vec![0u8; n];
+        let all: Vec<&(Vec<u8>, bool)> = tr.runs.iter().chain(&tr.pairs).collect();
+        for (r, (tok, whole)) in all.iter().enumerate() {
+            for i in s.lookup(tok, *whole) {
+                ok &= s.postings(i, |d, pos, unsure| {
+                    let d = d as usize;
+                    if r == 0 {
+                        let v = pos << 1 | unsure as u32;
+                        if v < first[d] {
+                            first[d] = v;
+                        }
+                    }
+                    if seen[d] as usize == r {
+                        seen[d] = (r + 1) as u8;
+                    }
+                });
+            }
+            // A doc lacking run r is out: later runs only count docs that had r.
+            if r + 1 < all.len() {
+                for x in seen.iter_mut() {
+                    if (*x as usize) < r + 1 {
+                        *x = 0;
+                    }
+                }
+            }
+        }
+        let need = all.len() as u8;
+        for d in 0..n {
+            if seen[d] != need || need == 0 {
+                first[d] = u32::MAX;
+            }
+        }
+        best.push(first);
+    }
+    for p in s.pieces() {
+        let Some(rank) = scope(&p) else { continue };
+        for d in p.first_doc..p.first_doc.saturating_add(p.docs) {
+            let d = d as usize;
+            if d >= n || best.iter().any(|b| b[d] == u32::MAX) {
+                continue;
+            }
+            let Some(meta) = s.doc(d) else {
+                ok = false;
+                continue;
+            };
+            let (mut score, mut anchor, mut exact) = (0u64, u64::MAX, true);
+            for (t, tr) in plan.iter().enumerate() {
+                let v = best[t][d];
+                let pos = (v >> 1) as u64;
+                let lb = if tr.lead == u32::MAX {
+                    0
+                } else {
+                    pos.saturating_sub(tr.lead as u64)
+                };
+                score += lb;
+                anchor = anchor.min(lb);
+                exact &= v & 1 == 0 && plain(tr);
+            }
+            out.push(Cand {
+                rank,
+                score,
+                anchor,
+                exact,
+                meta,
+            });
+        }
+    }
+    ok
+}
+
+/// A term the index answers alone: one word of token characters only.
+fn plain(tr: &TermRuns) -> bool {
+    tr.runs.len() == 1 && tr.lead == 0 && !tr.cut && !tr.runs[0].1
+}
+
+/// What reading a file's candidates gave: decided hits (score and anchor set), the
+/// entries only Python can judge, and whether the file changed since it was indexed.
+struct Judged {
+    hits: Vec<Cand>,
+    unsure: Vec<Unsure>,
+    stale: bool,
+}
+
+/// What one line's doc gave (`doc_of_line`).
+struct One {
+    got: Option<(Vec<u8>, DocKind, Vec<u8>)>,
+}
+
+impl DocSink for One {
+    fn wants(&mut self, _offset: u64) -> bool {
+        true
+    }
+    fn doc(&mut self, d: DocRef<'_>) {
+        self.got = Some((d.id.to_vec(), d.kind, d.text.to_vec()));
+    }
+}
+
+/// The entry on the line `[offset, offset + len)` of `file`: id, role and text (a
+/// prefix of the text at least `budget` bytes long when it is cut); `None` when the
+/// line no longer holds an entry of that role with text.
+fn read_doc(
+    file: &File,
+    buf: &mut Vec<u8>,
+    offset: u64,
+    len: u32,
+    role: u8,
+    budget: usize,
+) -> Option<(Vec<u8>, Vec<u8>)> {
+    buf.resize(len as usize, 0);
+    read_all(file, buf, offset).ok()?;
+    let mut one = One { got: None };
+    listing::doc_of_line(buf, offset, budget, &mut one);
+    let (id, kind, text) = one.got?;
+    (role_of(kind) == role).then_some((id, text))
+}
+
+fn judge_file(path: &Path, cands: &[Cand], terms: &[Term]) -> Judged {
+    let mut out = Judged {
+        hits: Vec::new(),
+        unsure: Vec::new(),
+        stale: false,
+    };
+    let Ok(file) = open_regular(path) else {
+        out.stale = true;
+        return out;
+    };
+    let mut buf = Vec::new();
+    for c in cands {
+        let m = c.meta;
+        let Some((id, text)) = read_doc(&file, &mut buf, m.offset, m.len, m.role, usize::MAX)
+        else {
+            out.stale = true; // the line no longer holds the entry the index saw
+            return out;
+        };
+        match judge(terms, &Chars::of(&text)) {
+            Outcome::Miss => {}
+            Outcome::Hit { score, anchor } => {
+                let mut c = *c;
+                c.score = score;
+                c.anchor = anchor;
+                out.hits.push(c);
+            }
+            Outcome::Undecided => out.unsure.push(Unsure {
+                rank: c.rank,
+                seq: m.seq,
+                offset: m.offset,
+                id,
+                role: m.role,
+                time: (!m.time.is_nan()).then_some(m.time),
+                text,
+            }),
+        }
+    }
+    out
+}
+
+fn read_all(file: &File, buf: &mut [u8], mut at: u64) -> std::io::Result<()> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], at) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                got += n;
+                at += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Run `f` over groups of items that share a rank (one file each), on `threads`
+/// threads; the results in no particular order.
+fn per_file<T: Sync, R: Send>(
+    items: Vec<T>,
+    rank: impl Fn(&T) -> (u32, u64),
+    threads: usize,
+    f: impl Fn(&[T]) -> R + Sync,
+) -> Vec<R> {
+    let mut items = items;
+    items.sort_unstable_by_key(&rank);
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+    for i in 0..items.len() {
+        match groups.last_mut() {
+            Some(g) if rank(&items[g.start]).0 == rank(&items[i]).0 => g.end = i + 1,
+            _ => groups.push(i..i + 1),
+        }
+    }
+    let next = AtomicUsize::new(0);
+    let out = Mutex::new(Vec::with_capacity(groups.len()));
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1).min(groups.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(g) = groups.get(i) else { break };
+                let r = f(&items[g.clone()]);
+                out.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+            });
+        }
+    });
+    out.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A page hit's snippet, read from its file.
+#[derive(Debug)]
+pub enum Snippet {
+    /// The entry's id, the snippet and its marks.
+    Done(Vec<u8>, String, Vec<(u32, u32)>),
+    /// Only Python can build it: the id and the entry's whole text.
+    Text(Vec<u8>, Vec<u8>),
+    /// The file changed since it was indexed.
+    Stale,
+}
+
+/// The snippets of `hits` (in their order), their lines read from `paths` (by rank):
+/// a hit's text is read no further than its snippet needs.
+pub fn snippets(
+    paths: &[PathBuf],
+    hits: &[KeyHit],
+    terms: &[Term],
+    threads: usize,
+) -> Vec<Snippet> {
+    let items: Vec<(usize, KeyHit)> = hits.iter().copied().enumerate().collect();
+    let parts = per_file(
+        items,
+        |x| (x.1.rank, x.1.offset),
+        threads,
+        |group| {
+            let mut out = Vec::with_capacity(group.len());
+            let file = paths
+                .get(group[0].1.rank as usize)
+                .and_then(|p| open_regular(p).ok());
+            let mut buf = Vec::new();
+            for &(i, h) in group {
+                let Some(file) = file.as_ref() else {
+                    out.push((i, Snippet::Stale));
+                    continue;
+                };
+                // The snippet reads up to 307 characters past the anchor (`rules::snippet`):
+                // that many characters are at most four times as many bytes.
+                let budget = 4 * (h.anchor as usize + 330);
+                let Some((id, text)) = read_doc(file, &mut buf, h.offset, h.len, h.role, budget)
+                else {
+                    out.push((i, Snippet::Stale));
+                    continue;
+                };
+                let s = match snippet(
+                    terms,
+                    &Chars::prefix(&text, h.anchor as usize + 320),
+                    h.anchor as usize,
+                ) {
+                    Ok((s, marks)) => Snippet::Done(id, s, marks),
+                    Err(_) => match read_doc(file, &mut buf, h.offset, h.len, h.role, usize::MAX) {
+                        Some((id, text)) => Snippet::Text(id, text),
+                        None => Snippet::Stale,
+                    },
+                };
+                out.push((i, s));
+            }
+            out
+        },
+    );
+    let mut all: Vec<(usize, Snippet)> = parts.into_iter().flatten().collect();
+    all.sort_unstable_by_key(|x| x.0);
+    all.into_iter().map(|x| x.1).collect()
+}
+
+/// Answer `terms` from `segments` for the files `scope` names (by catalog id), whose
+/// paths are `paths` by rank: the decided hits' total and the best `k` (all: `None`;
+/// by relevance, or newest first with `recent`) with their snippets, and the entries
+/// Python must judge. `Err` when a segment is malformed.
+#[allow(clippy::too_many_arguments)]
+pub fn query(
+    segments: &[Segment],
+    scope: &std::collections::HashMap<u32, Scope>,
+    terms: &[Term],
+    paths: &[PathBuf],
+    k: Option<usize>,
+    recent: bool,
+    threads: usize,
+) -> std::result::Result<Answer, String> {
+    let plan: Vec<TermRuns> = terms
+        .iter()
+        .map(|t| {
+            runs(
+                &t.words
+                    .iter()
+                    .map(|w| w.iter().map(|c| c.code()).collect())
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    if plan.iter().any(|t| t.runs.is_empty()) {
+        return Err("a term without letters or digits: the index cannot narrow it".into());
+    }
+    let mut cands = Vec::new();
+    for s in segments {
+        let live = |p: &Piece| {
+            scope
+                .get(&p.file)
+                .filter(|x| x.epoch == p.epoch && p.end <= x.s_end)
+                .map(|x| x.rank)
+        };
+        if !candidates(s, &plan, &live, &mut cands) {
+            return Err("a malformed search segment".into());
+        }
+    }
+    let (exact, rest): (Vec<Cand>, Vec<Cand>) = cands.into_iter().partition(|c| c.exact);
+    let mut ans = Answer::default();
+    let mut hits: Vec<Cand> = exact;
+    // Entries the index cannot decide: read and judged.
+    let judged = per_file(
+        rest,
+        |c| (c.rank, c.meta.offset),
+        threads,
+        |g| match paths.get(g[0].rank as usize) {
+            Some(p) => judge_file(p, g, terms),
+            None => Judged {
+                hits: Vec::new(),
+                unsure: Vec::new(),
+                stale: true,
+            },
+        },
+    );
+    for j in judged {
+        ans.stale |= j.stale;
+        ans.unsure.extend(j.unsure);
+        hits.extend(j.hits);
+    }
+    ans.total = hits.len() as u64;
+    let k = k.unwrap_or(hits.len()).min(hits.len());
+    if k < hits.len() {
+        hits.select_nth_unstable_by_key(k, |c| c.key(recent));
+        hits.truncate(k);
+    }
+    hits.sort_unstable_by_key(|c| c.key(recent));
+    ans.top = hits
+        .iter()
+        .map(|c| KeyHit {
+            rank: c.rank,
+            seq: c.meta.seq,
+            offset: c.meta.offset,
+            len: c.meta.len,
+            role: c.meta.role,
+            time: (!c.meta.time.is_nan()).then_some(c.meta.time),
+            score: c.score,
+            anchor: c.anchor,
+        })
+        .collect();
+    Ok(ans)
+}

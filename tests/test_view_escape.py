@@ -1,0 +1,99 @@
+"""One escaping rule for every viewer (``view/_escape.py``): the terminal line, the
+terminal block, the browser's detail pane and the HTML and Markdown exports make the
+same characters visible. Before, the exports and the browser's detail pane (documented
+terminal-safe) passed seven invisible characters through that ``tree`` escaped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sessiontree import SessionManager
+from sessiontree.view import clean, entry_preview, item_of, safe, safe_block, structure_of
+
+# Zero-width space, soft hyphen, BOM, word joiner, Mongolian vowel separator, combining
+# grapheme joiner, a tag character.
+INVISIBLE = ["\u200b", "\u00ad", "\ufeff", "\u2060", "\u180e", "\u034f", "\U000e0041"]
+LINE_BREAKS = {"\n", "\r", "\u2028", "\u2029"}
+
+
+def test_the_two_modes_escape_the_same_characters() -> None:
+    """Every code point but the line breaks and TAB: escaped by one mode iff by the other
+    and by the renderer's ``clean`` (which the exports and the detail pane use)."""
+    differ = []
+    for cp in range(0x110000):
+        ch = chr(cp)
+        if ch in LINE_BREAKS or ch == "\t":
+            continue
+        line, block, doc = safe(ch) != ch, safe_block(ch) != ch, clean(ch) != ch
+        if not line == block == doc:
+            differ.append((hex(cp), line, block, doc))
+    assert differ == []
+
+
+def test_line_breaks_by_mode() -> None:
+    assert safe("a\r\nb\u2028c\td") == "a\\r\\nb\\u2028c\\td"
+    assert safe_block("a\r\nb\u2028c\rd\u2029e\tf") == "a\nb\nc\nd\ne\tf"
+    assert clean("a\r\nb") == "a\nb"
+
+
+@pytest.mark.parametrize("ch", INVISIBLE)
+def test_every_mode_shows_an_invisible_character(ch: str) -> None:
+    escaped = f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}"
+    escaped = f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else escaped
+    for mode in (safe, safe_block, clean):
+        assert mode(f"a{ch}b") == f"a{escaped}b", mode
+
+
+def _session(tmp_path: Path) -> Path:
+    text = "x" + "".join(INVISIBLE) + "y"
+    lines = [
+        {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"},
+        {"type": "message", "id": "u", "parentId": None, "timestamp": "2025-01-01T00:00:01.000Z",
+         "message": {"role": "user", "content": text, "timestamp": 1735689601000}},
+        {"type": "message", "id": "a", "parentId": "u", "timestamp": "2025-01-01T00:00:02.000Z",
+         "message": {"role": "assistant", "content": [{"type": "thinking", "thinking": text},
+                                                      {"type": "text", "text": text}],
+                     "provider": "p", "model": "m" + text, "stopReason": "stop", "timestamp": 1735689602000}},
+        {"type": "compaction", "id": "c", "parentId": "a", "timestamp": "2025-01-01T00:00:03.000Z",
+         "summary": text, "firstKeptEntryId": "a", "tokensBefore": 1},
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _strings(item: object) -> list[str]:
+    out = [item.kind, item.when, item.id, *(item.meta)]  # type: ignore[attr-defined]
+    for part in item.parts:  # type: ignore[attr-defined]
+        out.extend([part.text, part.title])
+    return out
+
+
+def test_no_viewer_passes_an_invisible_character_through(tmp_path: Path, backend: str) -> None:
+    from sessiontree.export import write_html, write_markdown
+
+    path = _session(tmp_path)
+    with SessionManager.open(str(path), backend=backend) as sm:
+        st = structure_of(sm)
+        entries = [st.entry(i) for i in range(len(st))]
+        shown: list[str] = []
+        for e in entries:
+            shown.extend(entry_preview(e))
+            shown.extend(_strings(item_of(e)))
+        page: list[str] = []
+        write_html(st, page.append, branches="all")
+        md: list[str] = []
+        write_markdown(st, md.append)
+    shown += ["".join(page), "".join(md)]
+    try:  # the browser's detail pane: rich text, documented terminal-safe
+        from sessiontree.browse._detail import item_text
+    except ImportError:
+        pass
+    else:
+        shown.extend(item_text(item_of(e)).plain for e in entries)
+    leaks = {ch for text in shown for ch in INVISIBLE if ch in text}
+    assert leaks == set()
+    assert any("\\u200b" in text for text in shown)
