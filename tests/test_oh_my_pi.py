@@ -188,3 +188,34 @@ def test_blob_references_are_named_never_decoded(tmp_path: Path) -> None:
     assert image_stub(BLOB.encode(), "image/png") == stub
     [part] = item_of(entry("i1", None, message={"role": "user", "content": [block], "timestamp": 1})).parts
     assert part.kind == "note" and ("sha256:" + "ab" * 32) in part.text
+
+
+def test_viewers_read_omps_model_change_and_blob_images(backend: str, tmp_path: Path) -> None:
+    """oh-my-pi's ``model_change`` holds ``model: "provider/modelId"`` (and ``role``,
+    ``resolvedModelIsFallback``), not Pi's ``provider`` / ``modelId``: ``tree`` showed
+    ``None/None`` and the Markdown export ``*model → /*``. A ``blob:sha256:`` image is a
+    name of bytes kept elsewhere: ``context`` showed ``[image image/png 57 B]``, the
+    reference's own length."""
+    import subprocess
+    import sys
+
+    body = [*BODY, entry("m2", "c1", "model_change", model="openai/gpt-5", role="smol", resolvedModelIsFallback=True),
+            entry("m3", "m2", "model_change", provider="anthropic", modelId="claude-haiku-4-5")]  # Pi's shape
+    p = write(tmp_path / "s.jsonl", body=body)
+    env = dict(os.environ, HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "c"), SESSIONTREE_CATALOG="off")
+
+    def cli(*args: str) -> str:
+        r = subprocess.run([sys.executable, "-m", "sessiontree", *args, "--backend", backend], capture_output=True,
+                           text=True, env=env, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    tree = cli("tree", str(p))
+    assert "anthropic/claude-opus-4-6" in tree and "openai/gpt-5 (role smol) (fallback)" in tree, tree
+    assert "anthropic/claude-haiku-4-5" in tree and "None/None" not in tree, tree
+    md = cli("export", str(p), "--format", "markdown", "--out", "-")
+    assert "*model → anthropic/claude-opus-4-6*" in md and "*model → openai/gpt-5 (role smol) (fallback)*" in md
+    assert "*model → anthropic/claude-haiku-4-5*" in md and "model → /" not in md
+    ctx = cli("context", str(p), "--leaf", "i1")
+    assert f"[image image/png kept outside the session file: blob sha256:{'ab' * 32}]" in ctx, ctx
+    assert " 57 B]" not in ctx

@@ -14,6 +14,7 @@ from ._escape import safe_block
 from ._entries import KIND_STYLES
 from ._preview import tool_call_preview
 from ._text import human_bytes, json_text, ms_time, num, one_line, show, value_text
+from ..schema import blob_sha256
 
 __all__ = ["render_message", "model_text"]
 
@@ -122,6 +123,11 @@ def render_message(i: int, msg: Any, *, full: bool, max_lines: int) -> list[tupl
                 out.append((f"    → {tool_call_preview(block, 100)}", "bold"))
         elif kind == "image":
             data = block.get("data")
+            blob = blob_sha256(data)
+            if blob is not None:  # oh-my-pi kept the bytes in its blob store: the text is a name
+                out.append((f"    [image {_short(block.get('mimeType'))} kept outside the session file: "
+                            f"blob sha256:{blob}]", "dim"))
+                continue
             size = len(data) * 3 // 4 if isinstance(data, str) else 0
             out.append((f"    [image {_short(block.get('mimeType'))} {human_bytes(size)}]", "dim"))
         else:

@@ -135,8 +135,28 @@ def branch_summary(entry: dict[str, Any], clean: Clean) -> str:
     return _line(clean, entry.get("summary")) or "(empty summary)"
 
 
+def model_change_text(entry: dict[str, Any]) -> str:
+    """The model a ``model_change`` selects, as ``provider/modelId`` (not sanitized).
+
+    Pi writes ``provider`` and ``modelId``. oh-my-pi writes ``model``, already
+    ``"provider/modelId"``, with ``role`` (``"default"`` when absent: ``"smol"``,
+    ``"slow"``, …) and ``resolvedModelIsFallback`` (its ``session-entries.ts``,
+    ``ModelChangeEntry``): shown as ``model (role smol)`` / ``model (fallback)``.
+    """
+    model = entry.get("model")
+    if "provider" in entry or "modelId" in entry or not isinstance(model, str):
+        return f"{_short(entry.get('provider'))}/{_short(entry.get('modelId'))}"
+    text = value_text(model, 200)
+    role = entry.get("role")
+    if isinstance(role, str) and role and role != "default":
+        text += f" (role {value_text(role, 60)})"
+    if entry.get("resolvedModelIsFallback") is True:
+        text += " (fallback)"
+    return text
+
+
 def model_change(entry: dict[str, Any], clean: Clean) -> str:
-    return _line(clean, f"{_short(entry.get('provider'))}/{_short(entry.get('modelId'))}")
+    return _line(clean, model_change_text(entry))
 
 
 def thinking_level_change(entry: dict[str, Any], clean: Clean) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._escape import safe_block
-from ._preview import tool_call_preview
+from ._preview import model_change_text, tool_call_preview
 from ._text import human_bytes, json_text, ms_time, num, usage_text, value_text
 from ..schema import blob_sha256
 
@@ -221,7 +221,7 @@ def branch_summary(item: Item, entry: dict[str, Any]) -> None:
 
 
 def model_change(item: Item, entry: dict[str, Any]) -> None:
-    item.parts.append(Part("note", f"model → {_short(entry.get('provider'))}/{_short(entry.get('modelId'))}"))
+    item.parts.append(Part("note", f"model → {doc_line(model_change_text(entry), 300)}"))
 
 
 def thinking_level_change(item: Item, entry: dict[str, Any]) -> None:
