@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import shutil
 from pathlib import Path
 
@@ -94,3 +97,18 @@ def test_import_all_with_nothing_to_import_says_where_it_looked(tmp_path: Path) 
     for source, var in (("claude", "CLAUDE_CONFIG_DIR"), ("codex", "CODEX_HOME")):
         p = run("import", source, "--all", "--to", str(tmp_path / "out"), env={var: str(tmp_path / "none")})
         assert p.returncode == 1 and f"no {source} transcripts found" in p.stderr, p.stderr
+
+
+def test_a_fifo_given_to_the_python_api_is_refused_not_waited_on(tmp_path: Path, backend: str) -> None:
+    """A FIFO (or a device) named as a source is refused at once: opening it for reading
+    would wait for a writer that never comes. The child is killed after 20 s if it hangs."""
+    fifo = tmp_path / "rollout.jsonl"
+    os.mkfifo(fifo)
+    code = ("import sys\nfrom sessiontree.importers import import_claude, import_codex\n"
+            "for call in (import_claude, import_codex):\n"
+            "    try:\n        call(sys.argv[1], to=sys.argv[2], backend=sys.argv[3])\n"
+            "    except OSError as e:\n        print('refused', e)\n")
+    p = subprocess.run([sys.executable, "-c", code, str(fifo), str(tmp_path / "out"), backend],
+                       capture_output=True, text=True, timeout=20)
+    assert p.returncode == 0 and p.stdout.count("refused") == 2 and "not a regular file" in p.stdout, p
+    assert not (tmp_path / "out").exists()

@@ -29,6 +29,7 @@ Not caught at the file level: a rewrite that keeps the bytes at both ends.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from typing import BinaryIO, NamedTuple, Protocol
@@ -68,11 +69,15 @@ def open_regular(path: str) -> BinaryIO:
     device is not read without end.
 
     Raises:
-        OSError: it cannot be opened, or is not a regular file.
+        OSError: it cannot be opened, or is not a regular file (``IsADirectoryError``
+            for a folder, as ``open`` raises).
     """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        if not stat.S_ISREG(mode):
             raise OSError(f"not a regular file: {path}")
         return os.fdopen(fd, "rb")
     except BaseException:

@@ -61,14 +61,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ._filestate import FileId, file_id
+from ._filestate import FileId, file_id, open_regular
 from ._reader import line_prefix
 from .errors import InvalidSessionError, SessionFileExistsError, SessionLockedError
 
 Verify = Callable[[int], os.stat_result]
 """Checks an open descriptor before a write; returns its ``fstat`` or raises."""
 
-__all__ = ["SessionWriter", "FSYNC_APPENDS"]
+__all__ = ["SessionWriter", "FSYNC_APPENDS", "open_regular", "require_regular_file"]
 
 FSYNC_APPENDS = os.environ.get("SESSIONTREE_FSYNC", "1").strip().lower() not in ("0", "false", "no", "off")
 """Whether each append is followed by ``fsync`` (env ``SESSIONTREE_FSYNC``, default on)."""

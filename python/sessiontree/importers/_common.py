@@ -27,7 +27,7 @@ from .._jsonl import decode_line, encode_entry, has_invalid_utf8, iter_lines
 from .._places import session_dir_for_cwd, session_file_name
 from .._shapes import session_name
 from .._manager import SessionManager
-from .._storage import SessionWriter
+from .._storage import SessionWriter, open_regular
 from .._time import iso_from_ms, parse_iso_ms
 from ..errors import LoadReportWarning, SessionError
 
@@ -176,7 +176,7 @@ def read_source(path: str, report: Report) -> list[SourceLine]:
     Raises:
         OSError: the file cannot be read.
     """
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         data = f.read()
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._jsonl import decode_line, iter_lines
+from .._storage import open_regular
 
 __all__ = ["NAMES", "source_kind"]
 
@@ -52,7 +53,7 @@ def source_kind(path: str) -> str | None:
     Raises:
         OSError: the file cannot be read.
     """
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         data = f.read(_HEAD)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]

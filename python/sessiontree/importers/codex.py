@@ -33,6 +33,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from .._storage import open_regular
 from ._common import (
     PlannedEntry,
     Report,
@@ -161,7 +162,7 @@ def _parent_thread(meta: dict[str, Any]) -> tuple[str | None, str]:
 def _header_of(path: str) -> tuple[str, str, str] | None:
     """(thread id, header timestamp, cwd) from a rollout's first ``session_meta`` line."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             for _ in range(20):
                 raw = f.readline()
                 if not raw:
