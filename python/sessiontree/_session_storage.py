@@ -95,12 +95,6 @@ class SessionStorage(Protocol):
     def get_entries(self) -> builtins.list[dict[str, Any]]: ...
 
 
-def leaf_after(entry: dict[str, Any], entry_id: str) -> str | None:
-    """The leaf after appending ``entry`` (loader rule 13; agent-core's
-    ``leafIdAfterEntry``): a ``leaf`` entry's ``targetId``, else the entry itself."""
-    return entry.get("targetId") if entry.get("type") == "leaf" else entry_id
-
-
 def new_entry_id(taken: Container[str]) -> str:
     """A new entry id: 8 lowercase hex chars not in ``taken`` (Pi's ``generateId``)."""
     for _ in range(100):
@@ -197,7 +191,9 @@ class InMemorySessionStorage:
         """
         entry_id = self.index.append_line(line)
         self.pending.append(line + b"\n")
-        self.leaf = leaf_after(entry, entry_id)
+        # The index applies rule 9 (a `leaf` entry whose target is no earlier entry
+        # moves nothing), so memory and a reopen agree.
+        self.leaf = self.index.file_leaf()
         return entry_id, False
 
     def write_if_due(self) -> None:
@@ -252,18 +248,22 @@ class InMemorySessionStorage:
 
     def append_entry(self, entry: dict[str, Any]) -> None:
         """Append ``entry`` as it is (its ``id``, ``parentId`` and ``timestamp`` given)
-        and move the leaf after it (a ``leaf`` entry's target, else the entry).
+        and move the leaf after it by rule 9 (a ``leaf`` entry's target, nowhere when
+        that is no earlier entry; else the entry), as a reopen finds it.
 
         Raises:
             TypeError: ``entry`` is not a dict with a non-empty string ``id``.
             EntryExistsError: its id is already in the session.
-            ValueError: it cannot be written as a line that reads back as itself.
+            ValueError: it cannot be written as a line that reads back as itself, or
+                it is a header (``type`` ``"session"``, which rule 5 skips).
             OSError: the file cannot be written (files).
         """
         if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not entry["id"]:
             raise TypeError("entry must be a dict with a non-empty string id")
         if entry["id"] in self.index:
             raise EntryExistsError(f"Duplicate entry id {entry['id']}")
+        if entry.get("type") == "session":  # rule 5: a later header is no entry
+            raise ValueError("a session header cannot be appended as an entry")
         line = encode_entry(entry)
         decode_line(line)  # refuse what the loader would skip before a byte is written
         self.append_line(line, entry)
@@ -401,7 +401,7 @@ class JsonlSessionStorage(InMemorySessionStorage):
             except OSError:
                 self.report_changed = True  # part of the line may be indexed as a torn piece
                 raise
-            self.leaf = leaf_after(entry, entry_id)
+            self.leaf = self.index.file_leaf()
             self.report_changed |= changed
             return entry_id, changed
         entry_id, _ = super().append_line(line, entry)

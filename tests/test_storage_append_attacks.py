@@ -1,0 +1,79 @@
+"""agent-core's ``append_entry`` given entries a reopen reads differently (an outside
+attack on issue 29): memory and the file must agree.
+
+* A ``leaf`` entry whose ``targetId`` is no earlier entry (absent from the session, the
+  entry itself, not a string) moves nothing (CONTRACT §2 rule 9); the storage used to
+  take the target as its leaf, so the session went on from an entry that does not
+  exist while a reopen resumed from the last real one.
+* A ``session`` object is a later header (rule 5), no entry: it used to be written to
+  the file and then refused (``ValueError`` after the write); now it is refused before.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessiontree import InMemorySessionStorage, JsonlSessionStorage
+
+from _shared import report, open_quiet
+
+TS = "2026-01-01T00:00:00.000Z"
+
+
+def _user(eid: str, parent: str | None) -> dict[str, Any]:
+    return {"type": "message", "id": eid, "parentId": parent, "timestamp": TS,
+            "message": {"role": "user", "content": "hi", "timestamp": 1}}
+
+
+@pytest.mark.parametrize("target", ["nope", "L1", 5, ["a"], {"x": 1}])
+def test_leaf_entry_to_no_entry_moves_nothing(backend: str, tmp_path: Path, target: Any) -> None:
+    path = tmp_path / "s.jsonl"
+    st = JsonlSessionStorage.create(path, cwd="/p", first_write="now", backend=backend)
+    mem = InMemorySessionStorage.create("/p", backend=backend)
+    for s in (st, mem):
+        s.append_entry(_user("a", None))
+        s.append_entry(_user("b", "a"))
+        s.append_entry({"type": "leaf", "id": "L1", "parentId": "b", "timestamp": TS, "targetId": target})
+        assert s.get_leaf_id() == "b"
+        assert [e["id"] for e in s.get_path_to_root(s.get_leaf_id())] == ["a", "b"]
+    st.close()
+    again = open_quiet(path, backend)
+    assert again.leaf_id == "b"
+    assert [k for k, *_ in report(again)] == ["invalid_leaf_target"]
+    again.close()
+
+
+def test_leaf_entry_to_earlier_entry_moves_the_leaf(backend: str, tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    st = JsonlSessionStorage.create(path, cwd="/p", first_write="now", backend=backend)
+    st.append_entry(_user("a", None))
+    st.append_entry(_user("b", "a"))
+    st.append_entry({"type": "leaf", "id": "L1", "parentId": "b", "timestamp": TS, "targetId": "a"})
+    assert st.get_leaf_id() == "a"
+    st.append_entry({"type": "leaf", "id": "L2", "parentId": "a", "timestamp": TS, "targetId": None})
+    assert st.get_leaf_id() is None
+    st.close()
+    again = open_quiet(path, backend)
+    assert again.leaf_id is None and report(again) == []
+    again.close()
+
+
+def test_a_header_is_refused_before_it_is_written(backend: str, tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    st = JsonlSessionStorage.create(path, cwd="/p", first_write="now", backend=backend)
+    st.append_entry(_user("a", None))
+    before = path.read_bytes()
+    with pytest.raises(ValueError):
+        st.append_entry({"type": "session", "id": "S1", "parentId": "a", "timestamp": TS, "version": 3})
+    assert path.read_bytes() == before
+    st.append_entry(_user("b", "a"))  # the storage goes on
+    assert st.get_leaf_id() == "b"
+    st.close()
+    again = open_quiet(path, backend)
+    assert [e["id"] for e in again.get_entries()] == ["a", "b"] and report(again) == []
+    again.close()
+    assert os.listdir(tmp_path) == ["s.jsonl"]
