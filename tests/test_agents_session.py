@@ -151,6 +151,11 @@ def test_refused_items_write_nothing(tmp_path: Path) -> None:
         run(s.add_items([{"role": "user", "content": "ok"}, {"role": "user", "content": float("nan")}]))
     with pytest.raises(TypeError):
         run(s.add_items([{"role": "user", "content": object()}]))
+    # JSON would give these back as other values: a string key, a list (CONTRACT §9).
+    for item in ({"role": "user", "content": "ok", 1: 2}, {"role": "user", "content": "ok", True: 1},
+                 {"role": "user", "content": ("a", "b")}, {"role": "user", "content": [{None: "x"}]}):
+        with pytest.raises(ValueError):
+            run(s.add_items([{"role": "user", "content": "ok"}, item]))
     assert run(s.get_items()) == []
     assert not os.path.exists(s.path)
     run(s.add_items([]))

@@ -186,7 +186,10 @@ class PiSession:
         for item in items:
             if not isinstance(item, dict):
                 raise TypeError(f"an item must be a dict, not {type(item).__name__}")
-            json.dumps(item, allow_nan=False)  # what cannot come back equal is refused first
+            # What cannot come back equal is refused first: NaN, and keys or containers
+            # JSON turns into others (an int key becomes a string, a tuple a list).
+            if json.loads(json.dumps(item, allow_nan=False)) != item:
+                raise ValueError("an item must read back equal from JSON (string keys, lists, no tuples)")
         if not items:
             return
         with self._lock:
