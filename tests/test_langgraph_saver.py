@@ -278,6 +278,28 @@ def test_copy_thread_is_a_pi_fork(tmp_path: Path, backend: str) -> None:
         assert dst.load_report == []
 
 
+def test_copy_thread_removes_a_dead_copiers_folder(tmp_path: Path) -> None:
+    """A copy killed outright (SIGKILL; SIGTERM ends the process without unwinding)
+    left its folder beside the threads for good; the next copy removes one whose
+    process is gone, and keeps one of a live process."""
+    make = ("import os, sys, tempfile; d = tempfile.mkdtemp(prefix=f'.copy-{os.getpid()}-', dir=sys.argv[1]); "
+            "open(os.path.join(d, 'fork.jsonl'), 'w').write('{}'); print(d, flush=True); sys.stdin.read()")
+    dead = subprocess.Popen([sys.executable, "-c", make, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    live = subprocess.Popen([sys.executable, "-c", make, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    dead_dir, live_dir = dead.stdout.readline().strip(), live.stdout.readline().strip()  # type: ignore[union-attr]
+    dead.kill()
+    dead.wait()
+    saver = PiCheckpointSaver(tmp_path)
+    saver.put({"configurable": {"thread_id": "src", "checkpoint_ns": ""}}, empty_checkpoint(), {"step": 0}, {})
+    saver.copy_thread("src", "dst")
+    saver.close()
+    live.communicate("")
+    assert not os.path.exists(dead_dir) and os.path.isdir(live_dir)
+    assert sorted(n for n in os.listdir(tmp_path) if not n.startswith(".")) == ["dst.jsonl", "src.jsonl"]
+
+
 def test_writes_after_the_next_checkpoint(tmp_path: Path, backend: str) -> None:
     """Writes of a checkpoint stored after its child checkpoint (the background puts in
     the other order) go on at the end of the run: the file's last entry is still the end
