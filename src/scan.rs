@@ -976,6 +976,7 @@ pub fn split_line(line: &[u8]) -> Option<Split> {
             at: pos,
             in_str: false,
             esc: false,
+            known: line[pos..].starts_with(b"{\""),
         };
         for q in memchr::memmem::find_iter(&line[pos + 1..], b"{\"type\":") {
             if tries == MAX_TORN_CANDIDATES {
@@ -1009,14 +1010,19 @@ pub fn split_line(line: &[u8]) -> Option<Split> {
     (!out.pieces.is_empty()).then_some(out)
 }
 
-/// How a JSON reader would stand in a fragment's bytes (from its first byte, a record
-/// boundary): inside a string or not.
+/// How a JSON reader would stand in a fragment's bytes (from its first byte): inside a
+/// string or not. Only a fragment that starts as a record does (`{"`) starts outside a
+/// string; in one that starts otherwise (the rest of a record a raw LF split, or two
+/// writers interleaved) a byte's string state is not known, and `may_nest` takes it as
+/// outside (`_reader.py` `_Torn` is the same rule).
 struct Torn {
     /// Bytes before this are read.
     at: usize,
     in_str: bool,
     /// The last byte read is a `\\` inside a string.
     esc: bool,
+    /// The fragment starts a record: string states are known.
+    known: bool,
 }
 
 impl Torn {
@@ -1055,7 +1061,7 @@ impl Torn {
     /// `[`, `,` or `:`. Anywhere else JSON allows no value, so the object can only be
     /// a record glued on after the cut.
     fn may_nest(&self, line: &[u8], from: usize, q: usize) -> bool {
-        if self.in_str {
+        if self.in_str && self.known {
             return false;
         }
         let mut i = q;

@@ -153,6 +153,24 @@ def test_a_nested_entry_of_a_torn_record_is_not_an_entry(backend: str, tmp_path:
     assert ids(again)[-1] == "w" and "z" not in ids(again)
 
 
+def test_a_nested_entry_in_the_tail_of_a_record_is_not_an_entry(backend: str, tmp_path: Path) -> None:
+    """A line that starts inside a record (the rest of one a raw LF split, as a writer
+    that does not escape line feeds in strings writes; or of one two writers
+    interleaved) holds bytes whose string state is unknown: counting its quotes from
+    the line's start put an entry-shaped object nested in the record (a tool result
+    holding parsed session lines) inside no string, and read it as an entry that was
+    never a line of the file. Such bytes (a run that does not start with ``{"``) are
+    read as possibly outside a string: only what cannot be a nested value, or ends the
+    line, counts; a record glued on after the tail's end still does."""
+    nested = dumps(msg("n1", None))
+    odd = 'lo world","details":{"entries":[' + nested + ',"x"]}}'  # odd quotes before the object
+    even = 'lo world,"details":{"entries":[' + nested + ',"x"]}}'  # even
+    p = write(tmp_path / "s.jsonl", [dumps(HDR), dumps(msg("a", None)), odd, even, odd + dumps(msg("b", "a"))])
+    mgr = open_quiet(p, backend)
+    assert ids(mgr) == ["a", "b"]
+    assert [k for k, *_ in report(mgr)] == ["invalid_json", "invalid_json", "torn_fragment"]
+
+
 def test_a_v1_index_counts_the_glued_records(backend: str, tmp_path: Path) -> None:
     """A version 1 file (Pi 0.x, December 2025) whose last compaction is glued behind the
     assistant message it keeps: ``firstKeptEntryIndex`` counts that message, so the

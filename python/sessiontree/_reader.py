@@ -159,15 +159,19 @@ _QUOTE_OR_ESCAPE = re.compile(rb'["\\]')
 
 
 class _Torn:
-    """How a JSON reader would stand in a fragment's bytes, read from its first byte (a
-    record boundary) up to ``at``: inside a string or not (``src/scan.rs`` ``Torn``)."""
+    """How a JSON reader would stand in a fragment's bytes, read from its first byte up
+    to ``at``: inside a string or not (``src/scan.rs`` ``Torn``). Only a fragment that
+    starts as a record does (``{"``) starts outside a string; in one that starts
+    otherwise (the rest of a record a raw LF split, or two writers interleaved) a
+    byte's string state is not known, and :meth:`may_nest` takes it as outside."""
 
-    __slots__ = ("at", "in_str", "esc")
+    __slots__ = ("at", "in_str", "esc", "known")
 
-    def __init__(self, at: int) -> None:
+    def __init__(self, at: int, known: bool = True) -> None:
         self.at = at
         self.in_str = False
         self.esc = False  # the last byte read is a backslash inside a string
+        self.known = known  # the fragment starts a record: string states are known
 
     def advance(self, content: bytes, to: int) -> None:
         i = self.at
@@ -198,7 +202,7 @@ class _Torn:
         """Whether an object at ``q`` could be a value nested in the record the fragment
         from ``start`` is a cut piece of: outside a string, right after ``[``, ``,`` or
         ``:`` (JSON allows a value nowhere else)."""
-        if self.in_str:
+        if self.in_str and self.known:
             return False
         i = q
         while i > start and content[i - 1] in _BLANK:
@@ -250,7 +254,7 @@ def _split(content: bytes) -> LineRead | None:
             pos = blank(got[1])
             continue
         found: tuple[int, Any, int] | None = None
-        torn = _Torn(pos)
+        torn = _Torn(pos, content.startswith(b'{"', pos))
         q = content.find(_TORN_MARK, pos + 1)
         while q > 0 and tries < MAX_TORN_CANDIDATES:
             tries += 1
