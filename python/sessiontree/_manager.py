@@ -689,8 +689,12 @@ class SessionManager:
         header and every entry appended so far go to disk in the one exclusive create
         of the first write (docs/CONTRACT.md §4); from then on each append is written
         at once. For stores that must keep what they acknowledge (the framework
-        sessions of ``sessiontree.agents`` and ``sessiontree.langgraph``). Does nothing
-        for a session already on disk or in memory.
+        sessions of ``sessiontree.agents`` and ``sessiontree.langgraph``). For a session
+        already on disk it takes the writer's lock now, if this process does not hold it,
+        and indexes what other processes appended before it (the leaf follows them as
+        :meth:`refresh` moves it): a store that reads the path and then appends to it
+        does so after the file's last entry, never beside one another process wrote in
+        between. Does nothing in memory or while a migration is pending.
 
         Returns:
             The session file's path, or ``None`` in memory.
@@ -698,12 +702,20 @@ class SessionManager:
         Raises:
             SessionFileExistsError: a file appeared at the path (nothing is written;
                 the entries stay in memory).
+            SessionLockedError: another writer holds the file.
+            StaleSessionError: the file was truncated or replaced.
             OSError: the write failed (nothing is left at the path).
         """
         self._check()
         if self._file is not None and not self._file.on_disk:
             self._st.ready = True  # the first write is due now, whatever comes next
             self._st.write_if_due()
+        elif self._file is not None and not self._file.migration_pending:
+            last = self._index.file_leaf()
+            if self._file.hold(self._index):
+                if self._leaf == last:
+                    self._leaf = self._index.file_leaf()
+                self._report = self._index.load_report()
         return self.session_file
 
     def _entry(self, etype: str, **fields: Any) -> dict[str, Any]:
