@@ -7,17 +7,21 @@ attack on issue 29): memory and the file must agree.
   exist while a reopen resumed from the last real one.
 * A ``session`` object is a later header (rule 5), no entry: it used to be written to
   the file and then refused (``ValueError`` after the write); now it is refused before.
+* An id another process appended since the file was read is refused before anything
+  is written (``EntryExistsError``).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sessiontree import InMemorySessionStorage, JsonlSessionStorage
+from sessiontree import EntryExistsError, InMemorySessionStorage, JsonlSessionStorage
 
 from _shared import report, open_quiet
 
@@ -77,3 +81,37 @@ def test_a_header_is_refused_before_it_is_written(backend: str, tmp_path: Path) 
     assert [e["id"] for e in again.get_entries()] == ["a", "b"] and report(again) == []
     again.close()
     assert os.listdir(tmp_path) == ["s.jsonl"]
+
+
+OTHER_APPENDS = """
+import sys
+from sessiontree import JsonlSessionStorage
+st = JsonlSessionStorage.open(sys.argv[1])
+st.append_entry({"type": "message", "id": "x", "parentId": "a", "timestamp": "2026-01-01T00:00:00.000Z",
+                 "message": {"role": "user", "content": "theirs", "timestamp": 1}})
+st.close()
+"""
+
+
+def test_an_id_another_process_took_is_refused_before_writing(backend: str, tmp_path: Path) -> None:
+    """Ids are checked after the lock is taken and the other process's lines indexed:
+    an id another process appended since this storage read the file used to be written
+    again and then refused (``ValueError`` after the write; a ``duplicate_id`` line in
+    the file for good)."""
+    path = tmp_path / "s.jsonl"
+    st = JsonlSessionStorage.create(path, cwd="/p", first_write="now", backend=backend)
+    st.append_entry(_user("a", None))
+    st.close()
+    mine = JsonlSessionStorage.open(path, backend=backend)
+    assert "x" not in [e["id"] for e in mine.get_entries()]
+    subprocess.run([sys.executable, "-c", OTHER_APPENDS, str(path)], check=True)
+    written = path.read_bytes()
+    with pytest.raises(EntryExistsError):
+        mine.append_entry({**_user("x", "a"), "message": {"role": "user", "content": "mine", "timestamp": 1}})
+    assert path.read_bytes() == written
+    assert mine.get_entry("x")["message"]["content"] == "theirs"
+    mine.append_entry(_user("b", "x"))
+    mine.close()
+    again = open_quiet(path, backend)
+    assert [e["id"] for e in again.get_entries()] == ["a", "x", "b"] and report(again) == []
+    again.close()

@@ -387,6 +387,8 @@ class JsonlSessionStorage(InMemorySessionStorage):
             SessionLockedError: another writer holds the file.
             StaleSessionError: the file changed under us.
             SessionFileExistsError: the first write found the path taken.
+            EntryExistsError: another process appended an entry with this id since the
+                file was read (nothing written).
             OSError: the write failed (naming the file); see ``SessionFile.append``.
         """
         if self.file is None:
@@ -396,6 +398,11 @@ class JsonlSessionStorage(InMemorySessionStorage):
             role = message.get("role") if isinstance(message, dict) else None
             self.ready = self.first_write == "message" or role == "assistant"
         if self.file.on_disk:
+            # The lock first: lines another process appended since the file was read are
+            # indexed now, and an id one of them took is refused before a byte is written.
+            self.report_changed |= self.file.hold(self.index)
+            if entry.get("id") in self.index:
+                raise EntryExistsError(f"Duplicate entry id {entry['id']} (written by another process)")
             try:
                 entry_id, changed = self.file.append(self.index, line)
             except OSError:
