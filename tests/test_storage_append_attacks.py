@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from sessiontree import EntryExistsError, InMemorySessionStorage, JsonlSessionStorage
+from sessiontree import EntryExistsError, InMemorySessionStorage, JsonlSessionStorage, StaleSessionError
 
 from _shared import report, open_quiet
 
@@ -115,3 +115,33 @@ def test_an_id_another_process_took_is_refused_before_writing(backend: str, tmp_
     again = open_quiet(path, backend)
     assert [e["id"] for e in again.get_entries()] == ["a", "x", "b"] and report(again) == []
     again.close()
+
+
+@pytest.mark.parametrize("how", ["truncated", "replaced", "removed", "rewritten"])
+def test_a_file_changed_under_the_storage_is_stale(backend: str, tmp_path: Path, how: str) -> None:
+    """The storage's own calls check the file as the manager's do (CONTRACT §4): an
+    ``append_entry`` after the file was replaced or removed went to the old inode the
+    writer held (acknowledged, and in no file anyone reads), after a truncation (python
+    backend) below entries the file no longer held, and reads answered from memory."""
+    path = tmp_path / "s.jsonl"
+    st = JsonlSessionStorage.create(path, cwd="/p", first_write="now", backend=backend)
+    for k in range(5):
+        st.append_entry(_user(f"e{k}", f"e{k - 1}" if k else None))
+    if how == "truncated":
+        os.truncate(path, path.stat().st_size - 150)
+    elif how == "replaced":
+        (tmp_path / "new").write_bytes(path.read_bytes())
+        os.rename(tmp_path / "new", path)
+    elif how == "removed":
+        path.unlink()
+    else:
+        data = path.read_bytes()
+        path.write_bytes(data.replace(b'"e2"', b'"q2"'))
+    before = path.read_bytes() if path.exists() else None
+    for call in (lambda: st.append_entry(_user("new", "e4")), lambda: st.set_leaf_id("e1"), st.get_entries,
+                 lambda: st.get_entry("e1"), lambda: st.get_path_to_root("e4"), lambda: st.find_entries("message"),
+                 lambda: st.get_label("e1")):
+        with pytest.raises(StaleSessionError):
+            call()
+    assert (path.read_bytes() if path.exists() else None) == before
+    st.close()

@@ -199,6 +199,9 @@ class InMemorySessionStorage:
     def write_if_due(self) -> None:
         """Nothing to write in memory."""
 
+    def check(self) -> None:
+        """Nothing to check in memory (a file: see :meth:`JsonlSessionStorage.check`)."""
+
     def close(self) -> None:
         """Drop the writer and its lock (files) and the index (idempotent)."""
         if self.index is not None:
@@ -234,6 +237,7 @@ class InMemorySessionStorage:
         """
         if leaf_id is not None and not isinstance(leaf_id, str):
             raise TypeError(f"leaf_id must be a str or None, not {type(leaf_id).__name__}")
+        self.check()
         if leaf_id is not None and leaf_id not in self.index:
             raise EntryNotFoundError(leaf_id)
         if self.leaf_entries:
@@ -260,6 +264,7 @@ class InMemorySessionStorage:
         """
         if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not entry["id"]:
             raise TypeError("entry must be a dict with a non-empty string id")
+        self.check()
         if entry["id"] in self.index:
             raise EntryExistsError(f"Duplicate entry id {entry['id']}")
         if entry.get("type") == "session":  # rule 5: a later header is no entry
@@ -270,14 +275,17 @@ class InMemorySessionStorage:
 
     def get_entry(self, entry_id: str) -> dict[str, Any] | None:
         """The entry, or ``None``."""
+        self.check()
         return self.index.get(entry_id) if isinstance(entry_id, str) else None
 
     def find_entries(self, entry_type: str) -> builtins.list[dict[str, Any]]:
         """Every entry of one ``type``, in file order."""
+        self.check()
         return [e for e in self.index.entries() if e.get("type") == entry_type]
 
     def get_label(self, entry_id: str) -> str | None:
         """The entry's label, trimmed (agent-core's rule, ``_labels.agent_core_label``)."""
+        self.check()
         return agent_core_label(self.index.label(entry_id)) if isinstance(entry_id, str) else None
 
     def get_path_to_root(self, leaf_id: str | None) -> builtins.list[dict[str, Any]]:
@@ -288,12 +296,14 @@ class InMemorySessionStorage:
         """
         if leaf_id is None:
             return []
+        self.check()
         if not isinstance(leaf_id, str) or leaf_id not in self.index:
             raise EntryNotFoundError(leaf_id)
         return self.index.path(leaf_id)
 
     def get_entries(self) -> builtins.list[dict[str, Any]]:
         """Every entry in file order."""
+        self.check()
         return self.index.entries()
 
 
@@ -426,6 +436,16 @@ class JsonlSessionStorage(InMemorySessionStorage):
         if self.file is not None and not self.file.on_disk and self.ready:
             self.file.create(b"".join(self.pending))
             self.pending = []
+
+    def check(self) -> None:
+        """Fail unless the file still holds what was read (the manager's check before
+        every call, CONTRACT §4).
+
+        Raises:
+            StaleSessionError: the file was removed, replaced, truncated or rewritten.
+        """
+        if self.file is not None:
+            self.file.check(self.index)
 
     def close(self) -> None:
         """Drop the writer and its lock and the index (idempotent)."""
