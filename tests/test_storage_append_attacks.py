@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from sessiontree import EntryExistsError, InMemorySessionStorage, JsonlSessionStorage, StaleSessionError
+from sessiontree import EntryExistsError, InMemorySessionStorage, JsonlSessionStorage, SessionError, StaleSessionError
 
 from _shared import report, open_quiet
 
@@ -145,3 +145,26 @@ def test_a_file_changed_under_the_storage_is_stale(backend: str, tmp_path: Path,
             call()
     assert (path.read_bytes() if path.exists() else None) == before
     st.close()
+
+
+def test_a_closed_storage_writes_nothing(backend: str, tmp_path: Path) -> None:
+    """After ``close()`` (its own, or its manager's) a storage's calls raise
+    ``SessionError`` on both backends: on the python backend an ``append_entry`` wrote
+    and took the file's lock again, which then no one released (a later writer got
+    ``SessionLockedError``), where the native backend refused."""
+    path = tmp_path / "s.jsonl"
+    st = JsonlSessionStorage.create(path, cwd="/p", first_write="now", backend=backend)
+    st.append_entry(_user("a", None))
+    st.close()
+    via_manager = open_quiet(path, backend)
+    other = via_manager.storage
+    via_manager.close()
+    written = path.read_bytes()
+    for s in (st, other):
+        for call in (lambda: s.append_entry(_user("b", "a")), lambda: s.set_leaf_id("a"), s.get_entries):
+            with pytest.raises(SessionError):
+                call()
+    assert path.read_bytes() == written
+    later = JsonlSessionStorage.open(path, backend=backend)
+    later.append_entry(_user("c", "a"))  # nobody holds the lock
+    later.close()

@@ -637,7 +637,7 @@ class SessionManager:
 
     # ------------------------------------------------------------- staleness
     def _check(self) -> None:
-        if self._closed:
+        if self._closed or self._st.closed:
             raise SessionError("session manager is closed")
         if self._file is not None:
             self._file.check(self._index)
@@ -1469,6 +1469,7 @@ class SessionManager:
         if self._index is not None and not self._closed:
             self._index.close()
         self._closed = True
+        self._st.closed = True  # its storage too: a later call through it must not write
 
     # -------------------------------------------------------------- protocols
     def __enter__(self) -> SessionManager:

@@ -43,7 +43,7 @@ from ._jsonl import decode_line, encode_entry
 from ._labels import agent_core_label
 from ._persist import SessionFile
 from ._time import now_iso
-from .errors import EntryExistsError, EntryNotFoundError, SessionFileExistsError
+from .errors import EntryExistsError, EntryNotFoundError, SessionError, SessionFileExistsError
 
 __all__ = [
     "FirstWrite",
@@ -134,6 +134,7 @@ class InMemorySessionStorage:
         self.ready = False
         # An append took in lines of another process too: the load report changed.
         self.report_changed = False
+        self.closed = False
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -200,10 +201,19 @@ class InMemorySessionStorage:
         """Nothing to write in memory."""
 
     def check(self) -> None:
-        """Nothing to check in memory (a file: see :meth:`JsonlSessionStorage.check`)."""
+        """Fail once the storage is closed (a file's is checked too:
+        :meth:`JsonlSessionStorage.check`).
+
+        Raises:
+            SessionError: the storage (or the manager over it) was closed.
+        """
+        if self.closed:
+            raise SessionError("session storage is closed")
 
     def close(self) -> None:
-        """Drop the writer and its lock (files) and the index (idempotent)."""
+        """Drop the writer and its lock (files) and the index (idempotent); later calls
+        raise ``SessionError``."""
+        self.closed = True
         if self.index is not None:
             self.index.close()
 
@@ -444,6 +454,7 @@ class JsonlSessionStorage(InMemorySessionStorage):
         Raises:
             StaleSessionError: the file was removed, replaced, truncated or rewritten.
         """
+        super().check()
         if self.file is not None:
             self.file.check(self.index)
 
