@@ -982,8 +982,11 @@ pub fn split_line(line: &[u8]) -> Option<Split> {
             if tries == MAX_TORN_CANDIDATES {
                 break;
             }
-            tries += 1;
             let q = pos + 1 + q;
+            if !may_name_line_type(&line[q + 8..]) {
+                continue;
+            }
+            tries += 1;
             let Some(n) = validate_prefix(&line[q..], &mut f) else {
                 continue;
             };
@@ -1078,6 +1081,28 @@ impl Torn {
 /// `\n` (Pi 0.84.4+ ends an unterminated last line when it loads the file) validates
 /// as "a fragment, then an object"; only an entry can have been appended behind a
 /// torn fragment. Pi itself recovers nothing: an invalid line is skipped.
+/// Whether the value after a `{"type":` (`rest`) may name an entry type or `session`,
+/// from its bytes alone: a string with no escape that is no such name cannot (a
+/// content block: `text`, `toolCall`, `thinking`, `image`; nor can a value that is no
+/// string), so it costs no try of the line's [`MAX_TORN_CANDIDATES`]. Reads at most
+/// the longest name's length past the quote (`_reader.py` `_may_name_line_type`).
+fn may_name_line_type(rest: &[u8]) -> bool {
+    const LONGEST: usize = 21; // "thinking_level_change"; checked by a test
+    let i = rest
+        .iter()
+        .position(|&c| !matches!(c, b' ' | b'\t' | b'\r'))
+        .unwrap_or(rest.len());
+    if rest.get(i) != Some(&b'"') {
+        return false;
+    }
+    let window = &rest[i + 1..rest.len().min(i + 2 + LONGEST)];
+    match memchr::memchr2(b'"', b'\\', window) {
+        None => false,
+        Some(k) if window[k] == b'\\' => true,
+        Some(k) => EntryKind::from_name(&window[..k]) != EntryKind::Unknown,
+    }
+}
+
 fn is_line_type(s: &[u8], ty: Val) -> bool {
     str_bytes(s, ty).is_some_and(|t| EntryKind::from_name(&t) != EntryKind::Unknown)
 }

@@ -56,7 +56,8 @@ CURRENT_VERSION = 3
 
 MAX_TORN_CANDIDATES = 16
 """How many ``{"type":`` positions rule 4 tries on an invalid line (all its fragments
-together)."""
+together); one whose value cannot name an entry type (:func:`_may_name_line_type`)
+costs no try."""
 
 _TORN_MARK = b'{"type":'
 
@@ -137,6 +138,31 @@ class Value(NamedTuple):
     value: Any
     replaced: bool = False
     recovered_at: int = 0
+
+
+_TYPE_NAMES = frozenset(t.encode() for t in (*ENTRY_TYPES, "session"))
+_LONGEST_TYPE = max(len(t) for t in _TYPE_NAMES)
+
+
+def _may_name_line_type(content: bytes, q: int) -> bool:
+    """Whether the ``{"type":`` at ``q`` may begin an object whose ``type`` names an
+    entry type or ``session``, from the bytes of its value alone: a string with no
+    escape that is no such name cannot (a content block: ``text``, ``toolCall``,
+    ``thinking``, ``image``; nor can a value that is no string), so it costs no try of
+    the line's 16. Reads at most the longest name's length past the quote
+    (``src/scan.rs`` ``may_name_line_type``)."""
+    i = q + len(_TORN_MARK)
+    while i < len(content) and content[i] in _BLANK:
+        i += 1
+    if i >= len(content) or content[i] != 0x22:
+        return False
+    window = content[i + 1 : i + 2 + _LONGEST_TYPE]
+    m = _QUOTE_OR_ESCAPE.search(window)
+    if m is None:
+        return False
+    if window[m.start()] == 0x5C:
+        return True  # an escape: only a full read says what the string is
+    return window[: m.start()] in _TYPE_NAMES
 
 
 def _is_line_type(value: Any) -> bool:
@@ -257,6 +283,9 @@ def _split(content: bytes) -> LineRead | None:
         torn = _Torn(pos, content.startswith(b'{"', pos))
         q = content.find(_TORN_MARK, pos + 1)
         while q > 0 and tries < MAX_TORN_CANDIDATES:
+            if not _may_name_line_type(content, q):
+                q = content.find(_TORN_MARK, q + 1)
+                continue
             tries += 1
             got = _object_at(content, text, q)
             if got is not None:
