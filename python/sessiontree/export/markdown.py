@@ -59,7 +59,7 @@ def md_inline(text: str) -> str:
 # --------------------------------------------------------------- containment
 # What may let a message's Markdown reach past its own section: a line that may be a
 # heading or a code fence, or a "<" (raw HTML). Text without any is written as it is.
-_MAY_LEAK_RE = re.compile(r"<[A-Za-z/!?]|^ {0,3}(?:#|=+[ \t]*$|-[ \t-]*$|`{3}|~{3})", re.M)
+_MAY_LEAK_RE = re.compile(r"<[A-Za-z/!?]|^[ \t>*+\-0-9.)]*(?:#|=+[ \t]*$|-[ \t-]*$|`{3}|~{3})", re.M)
 _SPECIAL_RE = re.compile(r"[\\`<]")
 _ROUNDS = 32  # passes over one text before it is shown verbatim instead (never reached in tests)
 _parser: Any = None
@@ -80,9 +80,10 @@ def contain(text: str) -> str:
     The rules, checked by parsing the text with markdown-it (CommonMark) after each
     pass and applied until none is broken:
 
-    * a heading at the text's top level goes two levels down (``#`` -> ``###``, at most
-      ``######``; a setext heading becomes an ATX one): the document's own levels (1,
-      the title, 2, the entries) are never a message's;
+    * a heading goes two levels down (``#`` -> ``###``, at most ``######``; a setext
+      heading becomes an ATX one, or in a list item or quote loses its underline): the
+      document's own levels (1, the title, 2, the entries) are never a message's, at
+      its top level or inside a list item or quote;
     * a code fence left open at the end is closed (it would take every later section);
     * raw HTML (an HTML block, inline tags, comments) gets a backslash before its
       ``<``, which shows the text as written and is not HTML for any renderer; code
@@ -114,13 +115,20 @@ def _contain_pass(lines: list[str], every_heading: bool) -> bool:
         if t.type == "html_block":
             lines[a] = _escape_first_lt(lines[a])
             changed = True
-        elif t.type == "heading_open" and t.level == 0 and (every_heading or int(t.tag[1]) <= 2):
+        elif t.type == "heading_open" and (every_heading or int(t.tag[1]) <= 2):
             level = int(t.tag[1])
             deeper = min(level + 2, 6)
             if t.markup.startswith("#"):
+                # The first "#" of the line is the heading's: container markers (a list
+                # item's, a quote's) hold none.
                 i = lines[a].index("#")
                 lines[a] = lines[a][:i] + "#" * (deeper - level) + lines[a][i:]
                 changed = changed or deeper != level
+            elif t.level > 0:  # setext in a list item or quote: its underline escaped
+                u = lines[b - 1]
+                i = len(u) - len(u.lstrip(" \t>"))
+                lines[b - 1] = u[:i] + "\\" + u[i:]
+                changed = True
             else:  # setext: the content lines, then the underline
                 content = " ".join(x.strip() for x in lines[a:b - 1])
                 lines[a:b] = ["#" * deeper + " " + content + " " + "#" * deeper]
