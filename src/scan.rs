@@ -995,13 +995,17 @@ pub fn split_line(line: &[u8]) -> Option<Split> {
             at: pos,
             in_str: false,
             esc: false,
+            known: line[pos..].starts_with(b"{\""),
         };
         for q in memchr::memmem::find_iter(&line[pos + 1..], b"{\"type\":") {
             if tries == MAX_TORN_CANDIDATES {
                 break;
             }
-            tries += 1;
             let q = pos + 1 + q;
+            if !may_name_line_type(&line[q + 8..]) {
+                continue;
+            }
+            tries += 1;
             let Some(n) = validate_prefix(&line[q..], &mut f) else {
                 continue;
             };
@@ -1028,14 +1032,19 @@ pub fn split_line(line: &[u8]) -> Option<Split> {
     (!out.pieces.is_empty()).then_some(out)
 }
 
-/// How a JSON reader would stand in a fragment's bytes (from its first byte, a record
-/// boundary): inside a string or not.
+/// How a JSON reader would stand in a fragment's bytes (from its first byte): inside a
+/// string or not. Only a fragment that starts as a record does (`{"`) starts outside a
+/// string; in one that starts otherwise (the rest of a record a raw LF split, or two
+/// writers interleaved) a byte's string state is not known, and `may_nest` takes it as
+/// outside (`_reader.py` `_Torn` is the same rule).
 struct Torn {
     /// Bytes before this are read.
     at: usize,
     in_str: bool,
     /// The last byte read is a `\\` inside a string.
     esc: bool,
+    /// The fragment starts a record: string states are known.
+    known: bool,
 }
 
 impl Torn {
@@ -1074,7 +1083,7 @@ impl Torn {
     /// `[`, `,` or `:`. Anywhere else JSON allows no value, so the object can only be
     /// a record glued on after the cut.
     fn may_nest(&self, line: &[u8], from: usize, q: usize) -> bool {
-        if self.in_str {
+        if self.in_str && self.known {
             return false;
         }
         let mut i = q;
@@ -1091,6 +1100,28 @@ impl Torn {
 /// `\n` (Pi 0.84.4+ ends an unterminated last line when it loads the file) validates
 /// as "a fragment, then an object"; only an entry can have been appended behind a
 /// torn fragment. Pi itself recovers nothing: an invalid line is skipped.
+/// Whether the value after a `{"type":` (`rest`) may name an entry type or `session`,
+/// from its bytes alone: a string with no escape that is no such name cannot (a
+/// content block: `text`, `toolCall`, `thinking`, `image`; nor can a value that is no
+/// string), so it costs no try of the line's [`MAX_TORN_CANDIDATES`]. Reads at most
+/// the longest name's length past the quote (`_reader.py` `_may_name_line_type`).
+fn may_name_line_type(rest: &[u8]) -> bool {
+    const LONGEST: usize = 21; // "thinking_level_change"; checked by a test
+    let i = rest
+        .iter()
+        .position(|&c| !matches!(c, b' ' | b'\t' | b'\r'))
+        .unwrap_or(rest.len());
+    if rest.get(i) != Some(&b'"') {
+        return false;
+    }
+    let window = &rest[i + 1..rest.len().min(i + 2 + LONGEST)];
+    match memchr::memchr2(b'"', b'\\', window) {
+        None => false,
+        Some(k) if window[k] == b'\\' => true,
+        Some(k) => EntryKind::from_name(&window[..k]) != EntryKind::Unknown,
+    }
+}
+
 fn is_line_type(s: &[u8], ty: Val) -> bool {
     str_bytes(s, ty).is_some_and(|t| EntryKind::from_name(&t) != EntryKind::Unknown)
 }

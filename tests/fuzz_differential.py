@@ -277,16 +277,27 @@ def possible_entries(data: bytes) -> set[str]:
 
 
 def _migrates(data: bytes) -> bool:
-    """The first header-shaped line asks for migration (no version, or one below 3):
-    then entries get ids the migration makes, and are not lines of the file as such."""
+    """The first header-shaped object asks for migration (no version, or one below 3):
+    then entries get ids the migration makes, and are not lines of the file as such.
+    The header may be a line or glued behind torn bytes (rule 3), with a key that
+    invalid UTF-8 made another (``"ver\\xc3sion"``: no version, so version 1)."""
     for raw in data.split(b"\n"):
+        raw = raw.removeprefix(b"\xef\xbb\xbf").rstrip(b"\r")
         try:
-            obj = _loads(raw.removeprefix(b"\xef\xbb\xbf").rstrip(b"\r"))
+            objs = [_loads(raw)]
         except (ValueError, RecursionError):
-            continue
-        if isinstance(obj, dict) and obj.get("type") == "session" and isinstance(obj.get("id"), str):
-            v = obj.get("version")
-            return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v < 3)
+            text, objs = raw.decode("utf-8", "replace"), []
+            p = text.find("{")
+            while p >= 0:
+                try:
+                    objs.append(_BRUTE.raw_decode(text, p)[0])
+                except (ValueError, RecursionError):
+                    pass
+                p = text.find("{", p + 1)
+        for obj in objs:
+            if isinstance(obj, dict) and obj.get("type") == "session" and isinstance(obj.get("id"), str):
+                v = obj.get("version")
+                return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v < 3)
     return False
 
 

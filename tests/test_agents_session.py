@@ -151,6 +151,11 @@ def test_refused_items_write_nothing(tmp_path: Path) -> None:
         run(s.add_items([{"role": "user", "content": "ok"}, {"role": "user", "content": float("nan")}]))
     with pytest.raises(TypeError):
         run(s.add_items([{"role": "user", "content": object()}]))
+    # JSON would give these back as other values: a string key, a list (CONTRACT §9).
+    for item in ({"role": "user", "content": "ok", 1: 2}, {"role": "user", "content": "ok", True: 1},
+                 {"role": "user", "content": ("a", "b")}, {"role": "user", "content": [{None: "x"}]}):
+        with pytest.raises(ValueError):
+            run(s.add_items([{"role": "user", "content": "ok"}, item]))
     assert run(s.get_items()) == []
     assert not os.path.exists(s.path)
     run(s.add_items([]))
@@ -376,3 +381,37 @@ def test_a_session_made_per_request_and_dropped(tmp_path: Path) -> None:
     s = PiSession("per-request", tmp_path)
     assert [i["content"] for i in run(s.get_items())] == ["m0", "m1", "m2"]
     s.close()
+
+
+def test_a_write_between_read_and_lock_is_not_forked_off(tmp_path: Path) -> None:
+    """Sessions made per request in several processes: another process's items written
+    after this session read the file and before it took the file's lock were indexed at
+    the lock, and this session's item went below the path it had read, beside them: the
+    conversation forked and one side's acknowledged items left ``get_items`` (4 processes
+    of 40 requests each: 2 to 12 of 160 items lost, 3 to 9 leaves). The lock is taken
+    before the path is read; the other process then either writes first or is refused."""
+    first = PiSession("shared", tmp_path)
+    run(first.add_items([{"role": "user", "content": "first"}]))
+    first.close()
+    s = PiSession("shared", tmp_path)
+    run(s.get_items())
+    real_refresh = s.manager.refresh
+    outcome: list[str] = []
+
+    def refresh_then_other_writes() -> int:
+        added = real_refresh()
+        if not outcome:  # the other request runs between this read and the write
+            other = subprocess.run([sys.executable, "-c", OTHER, str(tmp_path), "write"], capture_output=True,
+                                   text=True)
+            outcome.append(other.stdout.strip() or other.stderr)
+        return added
+
+    s.manager.refresh = refresh_then_other_writes  # type: ignore[method-assign]
+    run(s.add_items([{"role": "assistant", "content": "mine"}]))
+    s.close()
+    assert outcome[0] in ("written", SessionLockedError.__name__), outcome
+    acknowledged = ["first", "mine"] + (["from the other process"] if outcome[0] == "written" else [])
+    again = PiSession("shared", tmp_path)
+    assert sorted(i["content"] for i in run(again.get_items())) == sorted(acknowledged)
+    assert len(again.manager.get_leaf_ids()) == 1
+    again.close()

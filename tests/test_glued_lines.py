@@ -153,6 +153,42 @@ def test_a_nested_entry_of_a_torn_record_is_not_an_entry(backend: str, tmp_path:
     assert ids(again)[-1] == "w" and "z" not in ids(again)
 
 
+def test_a_nested_entry_in_the_tail_of_a_record_is_not_an_entry(backend: str, tmp_path: Path) -> None:
+    """A line that starts inside a record (the rest of one a raw LF split, as a writer
+    that does not escape line feeds in strings writes; or of one two writers
+    interleaved) holds bytes whose string state is unknown: counting its quotes from
+    the line's start put an entry-shaped object nested in the record (a tool result
+    holding parsed session lines) inside no string, and read it as an entry that was
+    never a line of the file. Such bytes (a run that does not start with ``{"``) are
+    read as possibly outside a string: only what cannot be a nested value, or ends the
+    line, counts; a record glued on after the tail's end still does."""
+    nested = dumps(msg("n1", None))
+    odd = 'lo world","details":{"entries":[' + nested + ',"x"]}}'  # odd quotes before the object
+    even = 'lo world,"details":{"entries":[' + nested + ',"x"]}}'  # even
+    p = write(tmp_path / "s.jsonl", [dumps(HDR), dumps(msg("a", None)), odd, even, odd + dumps(msg("b", "a"))])
+    mgr = open_quiet(p, backend)
+    assert ids(mgr) == ["a", "b"]
+    assert [k for k, *_ in report(mgr)] == ["invalid_json", "invalid_json", "torn_fragment"]
+
+
+@pytest.mark.parametrize("calls", [15, 16, 40])
+def test_an_entry_behind_a_torn_record_of_many_blocks(backend: str, tmp_path: Path, calls: int) -> None:
+    """The commonest glued line: a writer died in the middle of a long assistant
+    message, and the next run appended an entry right behind it. Each complete content
+    block of the cut record (``{"type":"toolCall",...}``) used one of the 16 candidates
+    a line may try, so behind a response of 16 or more tool calls the entry glued on was
+    lost and the next line lost its parent. A ``{"type":`` whose value names no entry
+    type is passed over without being tried."""
+    blocks = [{"type": "toolCall", "id": f"c{k}", "name": "bash", "arguments": {"command": "ls"}} for k in range(calls)]
+    asst = dumps(msg("b", "a", "assistant") | {"message": {"role": "assistant", "content": blocks}})
+    glued, after = msg("c", "a"), msg("d", "c")
+    p = write(tmp_path / "s.jsonl", [dumps(HDR), dumps(msg("a", None)), asst[:-30] + dumps(glued), dumps(after)])
+    mgr = open_quiet(p, backend)
+    assert ids(mgr) == ["a", "c", "d"]
+    assert [k for k, *_ in report(mgr)] == ["torn_fragment"]
+    assert mgr.get_entry("c") == glued
+
+
 def test_a_v1_index_counts_the_glued_records(backend: str, tmp_path: Path) -> None:
     """A version 1 file (Pi 0.x, December 2025) whose last compaction is glued behind the
     assistant message it keeps: ``firstKeptEntryIndex`` counts that message, so the

@@ -217,3 +217,20 @@ def test_one_line_per_response_imports_as_before(backend: str, tmp_path: Path) -
     with sm:
         assert sm.get_path_ids() == [uid(1), uid(2), uid(3), uid(4), uid(5)]
         assert unanswered(sm) == [] and branch_points(sm) == 0
+
+
+def test_a_record_holding_any_key_is_imported(backend: str, tmp_path: Path) -> None:
+    """The importer marked a record whose uuid came before with a key of its own
+    (``__duplicate__``); a source record holding that key was taken for such a copy and
+    dropped silently, and with it everything below it (3 of 4 messages lost)."""
+    t = Transcript()
+    t.prompt(1, None, "go")
+    t.line(2, 1, "msg_A", text("hi"), stop="end_turn")
+    t.prompt(3, 2, "second")
+    t.line(4, 3, "msg_B", text("yo"), stop="end_turn")
+    t.records[1]["__duplicate__"] = True
+    src = t.write(tmp_path / "projects" / "-home-dev-app" / f"{SID}.jsonl")
+    [r] = import_claude(src, to=tmp_path / "out", backend=backend)
+    assert not r.skipped
+    with open_clean(r.path, backend) as sm:
+        assert context_view(sm) == ["user:go", "assistant:hi", "user:second", "assistant:yo"]

@@ -278,6 +278,72 @@ def test_copy_thread_is_a_pi_fork(tmp_path: Path, backend: str) -> None:
         assert dst.load_report == []
 
 
+def test_copy_thread_removes_a_dead_copiers_folder(tmp_path: Path) -> None:
+    """A copy killed outright (SIGKILL; SIGTERM ends the process without unwinding)
+    left its folder beside the threads for good; the next copy removes one whose
+    process is gone, and keeps one of a live process."""
+    make = ("import os, sys, tempfile; d = tempfile.mkdtemp(prefix=f'.copy-{os.getpid()}-', dir=sys.argv[1]); "
+            "open(os.path.join(d, 'fork.jsonl'), 'w').write('{}'); print(d, flush=True); sys.stdin.read()")
+    dead = subprocess.Popen([sys.executable, "-c", make, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    live = subprocess.Popen([sys.executable, "-c", make, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    dead_dir, live_dir = dead.stdout.readline().strip(), live.stdout.readline().strip()  # type: ignore[union-attr]
+    dead.kill()
+    dead.wait()
+    saver = PiCheckpointSaver(tmp_path)
+    saver.put({"configurable": {"thread_id": "src", "checkpoint_ns": ""}}, empty_checkpoint(), {"step": 0}, {})
+    saver.copy_thread("src", "dst")
+    saver.close()
+    live.communicate("")
+    assert not os.path.exists(dead_dir) and os.path.isdir(live_dir)
+    assert sorted(n for n in os.listdir(tmp_path) if not n.startswith(".")) == ["dst.jsonl", "src.jsonl"]
+
+
+OTHER_WRITES = textwrap.dedent("""
+    import sys
+    from sessiontree.langgraph import PiCheckpointSaver
+    with PiCheckpointSaver(sys.argv[1]) as s:
+        s.put_writes({"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": sys.argv[2]}},
+                     [("c", "theirs")], "task-theirs")
+""")
+
+
+def test_a_write_between_read_and_lock(tmp_path: Path, backend: str) -> None:
+    """Savers made per request in several processes: another process's writes stored
+    after this saver read the thread and before it took the file's lock used to take
+    the id this saver then chose for its own writes entry: the line was written, read
+    as a ``duplicate_id`` (``check`` unclean for good) and ``put_writes`` raised. The
+    lock is taken before the thread is read for a write."""
+    first = PiCheckpointSaver(tmp_path, backend=backend)
+    cp = empty_checkpoint()
+    cfg = first.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, cp, {"step": 0}, {})
+    first.close()
+    saver = PiCheckpointSaver(tmp_path, backend=backend)
+    assert saver.get_tuple(cfg) is not None  # the thread is read
+    mgr = saver._file("t", "").mgr
+    assert mgr is not None
+    real_refresh = mgr.refresh
+    ran: list[int] = []
+
+    def refresh_then_other_writes() -> int:
+        added = real_refresh()
+        if not ran:
+            ran.append(subprocess.run([sys.executable, "-c", OTHER_WRITES, str(tmp_path), cp["id"]]).returncode)
+        return added
+
+    mgr.refresh = refresh_then_other_writes  # type: ignore[method-assign]
+    saver.put_writes(cfg, [("c", "mine")], "task-mine")
+    saver.close()
+    assert ran == [0]
+    again = PiCheckpointSaver(tmp_path, backend=backend)
+    got = again.get_tuple(cfg)
+    assert got is not None and sorted(got.pending_writes) == [("task-mine", "c", "mine"), ("task-theirs", "c", "theirs")]
+    again.close()
+    with SessionManager.open(str(tmp_path / "t.jsonl"), backend=backend) as sm:
+        assert sm.load_report == [] and len(sm.get_leaf_ids()) == 1
+
+
 def test_writes_after_the_next_checkpoint(tmp_path: Path, backend: str) -> None:
     """Writes of a checkpoint stored after its child checkpoint (the background puts in
     the other order) go on at the end of the run: the file's last entry is still the end

@@ -176,3 +176,14 @@ def test_escapes_show_the_text_as_written() -> None:
     for hostile in ("<!-- c", "a <b>bold?</b> b", "<textarea>x", "<?php echo 1; ?>"):
         rendered = MD.render(contain(hostile))
         assert "&lt;" in rendered and "<textarea" not in rendered and "<!--" not in rendered
+
+
+@pytest.mark.parametrize("text", ["- # ", "- # Goal", "> # Goal", "1. ## Step", "- > # deep", "- a\n  ===", "> a\n> ---"])
+def test_a_heading_in_a_list_item_or_quote_stays_below_the_documents(text: str) -> None:
+    """A heading inside a list item or a quote is an ``<h1>`` / ``<h2>`` of the page as
+    much as one at the top level (found by the property test below: ``- # ``); it goes
+    two levels down too, or a setext one loses its underline."""
+    page = _Headings()
+    page.feed(MD.render(contain(text)))
+    page.close()
+    assert not [t for t, _ in page.found if t in ("h1", "h2")], contain(text)

@@ -501,7 +501,7 @@ class SessionManager:
 
     # ------------------------------------------------------------- staleness
     def _check(self) -> None:
-        if self._closed:
+        if self._closed or self._st.closed:
             raise SessionError("session manager is closed")
         if self._file is not None:
             self._file.check(self._index)
@@ -553,8 +553,12 @@ class SessionManager:
         header and every entry appended so far go to disk in the one exclusive create
         of the first write (docs/CONTRACT.md §4); from then on each append is written
         at once. For stores that must keep what they acknowledge (the framework
-        sessions of ``sessiontree.agents`` and ``sessiontree.langgraph``). Does nothing
-        for a session already on disk or in memory.
+        sessions of ``sessiontree.agents`` and ``sessiontree.langgraph``). For a session
+        already on disk it takes the writer's lock now, if this process does not hold it,
+        and indexes what other processes appended before it (the leaf follows them as
+        :meth:`refresh` moves it): a store that reads the path and then appends to it
+        does so after the file's last entry, never beside one another process wrote in
+        between. Does nothing in memory or while a migration is pending.
 
         Returns:
             The session file's path, or ``None`` in memory.
@@ -562,12 +566,20 @@ class SessionManager:
         Raises:
             SessionFileExistsError: a file appeared at the path (nothing is written;
                 the entries stay in memory).
+            SessionLockedError: another writer holds the file.
+            StaleSessionError: the file was truncated or replaced.
             OSError: the write failed (nothing is left at the path).
         """
         self._check()
         if self._file is not None and not self._file.on_disk:
             self._st.ready = True  # the first write is due now, whatever comes next
             self._st.write_if_due()
+        elif self._file is not None and not self._file.migration_pending:
+            last = self._index.file_leaf()
+            if self._file.hold(self._index):
+                if self._leaf == last:
+                    self._leaf = self._index.file_leaf()
+                self._report = self._index.load_report()
         return self.session_file
 
     def _entry(self, etype: str, **fields: Any) -> dict[str, Any]:
@@ -1321,6 +1333,7 @@ class SessionManager:
         if self._index is not None and not self._closed:
             self._index.close()
         self._closed = True
+        self._st.closed = True  # its storage too: a later call through it must not write
 
     # -------------------------------------------------------------- protocols
     def __enter__(self) -> SessionManager:

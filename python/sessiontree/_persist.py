@@ -264,6 +264,19 @@ class SessionFile:
             raise
         return index.append_line(line), changed or torn
 
+    def hold(self, index: TreeIndex) -> bool:
+        """Take the writer (its lock) now if this process does not hold it yet, and index
+        the lines another process appended before it (see :meth:`append`).
+
+        Returns:
+            Whether the load report may have changed (lines were indexed).
+
+        Raises:
+            SessionLockedError: another writer holds the file.
+            StaleSessionError: the file changed under us.
+        """
+        return self._take_writer(index)
+
     def migrate(self, index: TreeIndex) -> str | None:
         """Write a pending migration now (taking the writer).
 

@@ -21,6 +21,7 @@ applies the same rules in Rust and reports header problems with the codes of
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -57,7 +58,8 @@ CURRENT_VERSION = 3
 
 MAX_TORN_CANDIDATES = 16
 """How many ``{"type":`` positions rule 4 tries on an invalid line (all its fragments
-together)."""
+together); one whose value cannot name an entry type (:func:`_may_name_line_type`)
+costs no try."""
 
 _TORN_MARK = b'{"type":'
 
@@ -140,6 +142,38 @@ class Value(NamedTuple):
     recovered_at: int = 0
 
 
+@functools.cache
+def _type_names() -> tuple[frozenset[bytes], int]:
+    """The line types' names as bytes, and the longest one's length (made when first
+    needed: the schema's many TypedDicts cost a command's start)."""
+    from .schema import ENTRY_TYPES
+
+    names = frozenset(t.encode() for t in (*ENTRY_TYPES, "session"))
+    return names, max(len(t) for t in names)
+
+
+def _may_name_line_type(content: bytes, q: int) -> bool:
+    """Whether the ``{"type":`` at ``q`` may begin an object whose ``type`` names an
+    entry type or ``session``, from the bytes of its value alone: a string with no
+    escape that is no such name cannot (a content block: ``text``, ``toolCall``,
+    ``thinking``, ``image``; nor can a value that is no string), so it costs no try of
+    the line's 16. Reads at most the longest name's length past the quote
+    (``src/scan.rs`` ``may_name_line_type``)."""
+    i = q + len(_TORN_MARK)
+    while i < len(content) and content[i] in _BLANK:
+        i += 1
+    if i >= len(content) or content[i] != 0x22:
+        return False
+    names, longest = _type_names()
+    window = content[i + 1 : i + 2 + longest]
+    m = _QUOTE_OR_ESCAPE.search(window)
+    if m is None:
+        return False
+    if window[m.start()] == 0x5C:
+        return True  # an escape: only a full read says what the string is
+    return window[: m.start()] in names
+
+
 def _is_line_type(value: Any) -> bool:
     """Whether an object found behind a torn fragment has a ``type`` naming one of Pi's
     entry types (or ``session``, a header behind a torn fragment).
@@ -162,15 +196,19 @@ _QUOTE_OR_ESCAPE = re.compile(rb'["\\]')
 
 
 class _Torn:
-    """How a JSON reader would stand in a fragment's bytes, read from its first byte (a
-    record boundary) up to ``at``: inside a string or not (``src/scan.rs`` ``Torn``)."""
+    """How a JSON reader would stand in a fragment's bytes, read from its first byte up
+    to ``at``: inside a string or not (``src/scan.rs`` ``Torn``). Only a fragment that
+    starts as a record does (``{"``) starts outside a string; in one that starts
+    otherwise (the rest of a record a raw LF split, or two writers interleaved) a
+    byte's string state is not known, and :meth:`may_nest` takes it as outside."""
 
-    __slots__ = ("at", "in_str", "esc")
+    __slots__ = ("at", "in_str", "esc", "known")
 
-    def __init__(self, at: int) -> None:
+    def __init__(self, at: int, known: bool = True) -> None:
         self.at = at
         self.in_str = False
         self.esc = False  # the last byte read is a backslash inside a string
+        self.known = known  # the fragment starts a record: string states are known
 
     def advance(self, content: bytes, to: int) -> None:
         i = self.at
@@ -201,7 +239,7 @@ class _Torn:
         """Whether an object at ``q`` could be a value nested in the record the fragment
         from ``start`` is a cut piece of: outside a string, right after ``[``, ``,`` or
         ``:`` (JSON allows a value nowhere else)."""
-        if self.in_str:
+        if self.in_str and self.known:
             return False
         i = q
         while i > start and content[i - 1] in _BLANK:
@@ -253,9 +291,12 @@ def _split(content: bytes) -> LineRead | None:
             pos = blank(got[1])
             continue
         found: tuple[int, Any, int] | None = None
-        torn = _Torn(pos)
+        torn = _Torn(pos, content.startswith(b'{"', pos))
         q = content.find(_TORN_MARK, pos + 1)
         while q > 0 and tries < MAX_TORN_CANDIDATES:
+            if not _may_name_line_type(content, q):
+                q = content.find(_TORN_MARK, q + 1)
+                continue
             tries += 1
             got = _object_at(content, text, q)
             if got is not None:

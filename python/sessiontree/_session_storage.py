@@ -49,7 +49,7 @@ from ._labels import agent_core_label
 from ._persist import Opened, SessionFile, open_session
 from ._select import index_class
 from ._time import now_iso
-from .errors import EntryExistsError, EntryNotFoundError, LoadReportWarning, SessionFileExistsError
+from .errors import EntryExistsError, EntryNotFoundError, LoadReportWarning, SessionError, SessionFileExistsError
 
 __all__ = [
     "FirstWrite",
@@ -103,12 +103,6 @@ class SessionStorage(Protocol):
     def get_label(self, entry_id: str) -> str | None: ...
     def get_path_to_root(self, leaf_id: str | None) -> builtins.list[dict[str, Any]]: ...
     def get_entries(self) -> builtins.list[dict[str, Any]]: ...
-
-
-def leaf_after(entry: dict[str, Any], entry_id: str) -> str | None:
-    """The leaf after appending ``entry`` (loader rule 13; agent-core's
-    ``leafIdAfterEntry``): a ``leaf`` entry's ``targetId``, else the entry itself."""
-    return entry.get("targetId") if entry.get("type") == "leaf" else entry_id
 
 
 def new_session_id() -> str:
@@ -189,6 +183,7 @@ class InMemorySessionStorage:
         self.ready = False
         # An append took in lines of another process too: the load report changed.
         self.report_changed = False
+        self.closed = False
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -268,14 +263,28 @@ class InMemorySessionStorage:
         """
         entry_id = self.index.append_line(line)
         self.pending.append(line + b"\n")
-        self.leaf = leaf_after(entry, entry_id)
+        # The index applies rule 9 (a `leaf` entry whose target is no earlier entry
+        # moves nothing), so memory and a reopen agree.
+        self.leaf = self.index.file_leaf()
         return entry_id, False
 
     def write_if_due(self) -> None:
         """Nothing to write in memory."""
 
+    def check(self) -> None:
+        """Fail once the storage is closed (a file's is checked too:
+        :meth:`JsonlSessionStorage.check`).
+
+        Raises:
+            SessionError: the storage (or the manager over it) was closed.
+        """
+        if self.closed:
+            raise SessionError("session storage is closed")
+
     def close(self) -> None:
-        """Drop the writer and its lock (files) and the index (idempotent)."""
+        """Drop the writer and its lock (files) and the index (idempotent); later calls
+        raise ``SessionError``."""
+        self.closed = True
         if self.index is not None:
             self.index.close()
 
@@ -309,6 +318,7 @@ class InMemorySessionStorage:
         """
         if leaf_id is not None and not isinstance(leaf_id, str):
             raise TypeError(f"leaf_id must be a str or None, not {type(leaf_id).__name__}")
+        self.check()
         if leaf_id is not None and leaf_id not in self.index:
             raise EntryNotFoundError(leaf_id)
         if self.leaf_entries:
@@ -323,32 +333,40 @@ class InMemorySessionStorage:
 
     def append_entry(self, entry: dict[str, Any]) -> None:
         """Append ``entry`` as it is (its ``id``, ``parentId`` and ``timestamp`` given)
-        and move the leaf after it (a ``leaf`` entry's target, else the entry).
+        and move the leaf after it by rule 9 (a ``leaf`` entry's target, nowhere when
+        that is no earlier entry; else the entry), as a reopen finds it.
 
         Raises:
             TypeError: ``entry`` is not a dict with a non-empty string ``id``.
             EntryExistsError: its id is already in the session.
-            ValueError: it cannot be written as a line that reads back as itself.
+            ValueError: it cannot be written as a line that reads back as itself, or
+                it is a header (``type`` ``"session"``, which rule 5 skips).
             OSError: the file cannot be written (files).
         """
         if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not entry["id"]:
             raise TypeError("entry must be a dict with a non-empty string id")
+        self.check()
         if entry["id"] in self.index:
             raise EntryExistsError(f"Duplicate entry id {entry['id']}")
+        if entry.get("type") == "session":  # rule 5: a later header is no entry
+            raise ValueError("a session header cannot be appended as an entry")
         line = encode_entry(entry)
         decode_line(line)  # refuse what the loader would skip before a byte is written
         self.append_line(line, entry)
 
     def get_entry(self, entry_id: str) -> dict[str, Any] | None:
         """The entry, or ``None``."""
+        self.check()
         return self.index.get(entry_id) if isinstance(entry_id, str) else None
 
     def find_entries(self, entry_type: str) -> builtins.list[dict[str, Any]]:
         """Every entry of one ``type``, in file order."""
+        self.check()
         return [e for e in self.index.entries() if e.get("type") == entry_type]
 
     def get_label(self, entry_id: str) -> str | None:
         """The entry's label, trimmed (agent-core's rule, ``_labels.agent_core_label``)."""
+        self.check()
         return agent_core_label(self.index.label(entry_id)) if isinstance(entry_id, str) else None
 
     def get_path_to_root(self, leaf_id: str | None) -> builtins.list[dict[str, Any]]:
@@ -359,12 +377,14 @@ class InMemorySessionStorage:
         """
         if leaf_id is None:
             return []
+        self.check()
         if not isinstance(leaf_id, str) or leaf_id not in self.index:
             raise EntryNotFoundError(leaf_id)
         return self.index.path(leaf_id)
 
     def get_entries(self) -> builtins.list[dict[str, Any]]:
         """Every entry in file order."""
+        self.check()
         return self.index.entries()
 
 
@@ -452,6 +472,8 @@ class JsonlSessionStorage(InMemorySessionStorage):
             SessionLockedError: another writer holds the file.
             StaleSessionError: the file changed under us.
             SessionFileExistsError: the first write found the path taken.
+            EntryExistsError: another process appended an entry with this id since the
+                file was read (nothing written).
             OSError: the write failed (naming the file); see ``SessionFile.append``.
         """
         if self.file is None:
@@ -461,12 +483,17 @@ class JsonlSessionStorage(InMemorySessionStorage):
             role = message.get("role") if isinstance(message, dict) else None
             self.ready = self.first_write == "message" or role == "assistant"
         if self.file.on_disk:
+            # The lock first: lines another process appended since the file was read are
+            # indexed now, and an id one of them took is refused before a byte is written.
+            self.report_changed |= self.file.hold(self.index)
+            if entry.get("id") in self.index:
+                raise EntryExistsError(f"Duplicate entry id {entry['id']} (written by another process)")
             try:
                 entry_id, changed = self.file.append(self.index, line)
             except OSError:
                 self.report_changed = True  # part of the line may be indexed as a torn piece
                 raise
-            self.leaf = leaf_after(entry, entry_id)
+            self.leaf = self.index.file_leaf()
             self.report_changed |= changed
             return entry_id, changed
         entry_id, _ = super().append_line(line, entry)
@@ -484,6 +511,17 @@ class JsonlSessionStorage(InMemorySessionStorage):
         if self.file is not None and not self.file.on_disk and self.ready:
             self.file.create(b"".join(self.pending))
             self.pending = []
+
+    def check(self) -> None:
+        """Fail unless the file still holds what was read (the manager's check before
+        every call, CONTRACT §4).
+
+        Raises:
+            StaleSessionError: the file was removed, replaced, truncated or rewritten.
+        """
+        super().check()
+        if self.file is not None:
+            self.file.check(self.index)
 
     def close(self) -> None:
         """Drop the writer and its lock and the index (idempotent)."""

@@ -242,13 +242,21 @@ fn scan_line_flags_utf8_and_split_recovers_torn_fragments() {
         split(br#"xx{"type":"session","id":"h"}"#).unwrap().0,
         vec![r#"{"type":"session","id":"h"}"#]
     );
-    // At most MAX_TORN_CANDIDATES tries.
+    // At most MAX_TORN_CANDIDATES tries of a `{"type":` that may name an entry type.
     let mut many = b"x".to_vec();
     for _ in 0..MAX_TORN_CANDIDATES {
-        many.extend_from_slice(br#"{"type":"#);
+        many.extend_from_slice(br#"{"type":"message""#);
     }
     many.extend_from_slice(br#"{"type":"label"}"#);
     assert_eq!(split(&many), None);
+    // One whose value names no entry type (a content block's), or is no string, costs
+    // no try: the entry behind many of them is found.
+    let mut blocks = b"x".to_vec();
+    for _ in 0..MAX_TORN_CANDIDATES {
+        blocks.extend_from_slice(br#"{"type":"toolCall","id":"c"},{"type":"#);
+    }
+    blocks.extend_from_slice(br#"{"type":"label"}"#);
+    assert_eq!(split(&blocks).unwrap().0, vec![r#"{"type":"label"}"#]);
 }
 
 #[test]
@@ -1281,4 +1289,35 @@ fn reference_follows_the_rules() {
     // Against the validator on the same cases.
     assert_eq!(verdict(deep(MAX_DEPTH).as_bytes()), Verdict::NotObject);
     assert_eq!(verdict(deep(MAX_DEPTH + 1).as_bytes()), Verdict::Invalid);
+}
+
+#[test]
+fn may_name_line_type_reads_far_enough() {
+    // The window it reads holds the longest name and its closing quote.
+    let longest = crate::kind::ENTRY_TYPES
+        .iter()
+        .chain(&["session"])
+        .map(|t| t.len())
+        .max()
+        .unwrap();
+    assert_eq!(longest, 21);
+    for t in crate::kind::ENTRY_TYPES.iter().chain(&["session"]) {
+        assert!(may_name_line_type(format!("\"{t}\",\"id\":1}}").as_bytes()));
+        assert!(may_name_line_type(format!(" \"{t}\"}}").as_bytes()));
+    }
+    for rest in [
+        &b"\"text\",\"text\":\"x\"}"[..],
+        b"\"toolCall\"",
+        b"1}",
+        b"null}",
+        b"\"messages\"",
+        b"\"message",
+    ] {
+        assert!(
+            !may_name_line_type(rest),
+            "{}",
+            String::from_utf8_lossy(rest)
+        );
+    }
+    assert!(may_name_line_type(b"\"mess\\u0061ge\"}")); // an escape: read in full
 }

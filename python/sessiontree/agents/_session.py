@@ -186,7 +186,10 @@ class PiSession:
         for item in items:
             if not isinstance(item, dict):
                 raise TypeError(f"an item must be a dict, not {type(item).__name__}")
-            json.dumps(item, allow_nan=False)  # what cannot come back equal is refused first
+            # What cannot come back equal is refused first: NaN, and keys or containers
+            # JSON turns into others (an int key becomes a string, a tuple a list).
+            if json.loads(json.dumps(item, allow_nan=False)) != item:
+                raise ValueError("an item must read back equal from JSON (string keys, lists, no tuples)")
         if not items:
             return
         with self._lock:
@@ -199,7 +202,21 @@ class PiSession:
                 self._mgr, self._items = self._open(), None
                 self._append_items(items, usage)
 
+    def _hold(self) -> None:
+        """Take the file's lock before the path is read for a write: another process
+        appending between the read and the write would otherwise be indexed at the lock
+        and this write would fork beside it."""
+        if os.path.lexists(self.path):
+            try:
+                self._mgr.flush()
+            except SessionFileExistsError:
+                # Another process created the file since this session looked: use it.
+                self._mgr.close()
+                self._mgr, self._items = self._open(), None
+                self._mgr.flush()
+
     def _append_items(self, items: list[Any], usage: dict[str, Any] | None) -> None:
+        self._hold()
         current = self._current()
         now_ms = int(time.time() * 1000)
         planned = []
@@ -228,6 +245,7 @@ class PiSession:
 
     def _pop_item(self) -> Any:
         with self._lock:
+            self._hold()
             items = self._current()
             if not items:
                 return None
@@ -240,6 +258,7 @@ class PiSession:
 
     def _clear_session(self) -> None:
         with self._lock:
+            self._hold()
             if not self._current():
                 return
             self._mgr.branch_with_summary(None, "", details={"op": "clear_session"})

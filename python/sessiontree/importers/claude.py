@@ -58,6 +58,10 @@ COMMON_KEYS = frozenset({
 })
 #: Record types kept in the chain without an entry (children re-linked to the parent).
 PASS_THROUGH = frozenset({"progress"})
+
+# What a record whose uuid came before is replaced by: no key of a source record can
+# look like it (a record may hold any key, so a marker key would drop real records).
+_DUPLICATE: dict[str, Any] = {}
 TITLE_TYPES = {"summary": "summary", "custom-title": "customTitle", "ai-title": "aiTitle"}
 STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "refusal": "stop",
                 "max_tokens": "length", "model_context_window_exceeded": "length", "tool_use": "toolUse"}
@@ -344,7 +348,7 @@ class _Planner:
                 continue
             if u in self.by_uuid:
                 rep.skip(f"{sl.record.get('type')} (duplicate uuid)", sl.line)
-                sl.record = {"__duplicate__": True}
+                sl.record = _DUPLICATE
                 continue
             self.by_uuid[u] = sl
         for u, sl in self.by_uuid.items():
@@ -523,7 +527,7 @@ class _Planner:
         done: set[str] = set()
         for sl in self.lines:
             r = sl.record
-            if r.get("__duplicate__"):
+            if r is _DUPLICATE:
                 continue
             u = _str(r.get("uuid"))
             if u is None:

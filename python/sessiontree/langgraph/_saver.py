@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
+import stat
 import tempfile
 import threading
 from collections import OrderedDict
@@ -30,6 +32,53 @@ from ..errors import SessionFileExistsError
 from ._thread import ThreadFile
 
 __all__ = ["PiCheckpointSaver"]
+
+# copy_thread forks a thread into a folder of its own beside the threads, named for its
+# process so that one left by a killed process (SIGKILL, or SIGTERM, which ends the
+# process without unwinding) can be told from one in use and removed by the next copy.
+_ASIDE_PREFIX = ".copy-{pid}-"
+_ASIDE = re.compile(r"\.copy-(?P<pid>[0-9]+)-[A-Za-z0-9_]+")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process
+    return True
+
+
+def _sweep_asides(root: str) -> None:
+    """Remove the copy folders (and the files in them) that a dead process left in
+    ``root``; a file someone holds locked, anything else and every error are left."""
+    import fcntl
+
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return
+    for name in names:
+        m = _ASIDE.fullmatch(name)
+        if m is None or int(m["pid"]) == os.getpid() or _alive(int(m["pid"])):
+            continue
+        folder = os.path.join(root, name)
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                continue
+            for inner in os.listdir(folder):
+                p = os.path.join(folder, inner)
+                fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW)
+                try:
+                    if stat.S_ISREG(os.fstat(fd).st_mode):
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        os.unlink(p)
+                finally:
+                    os.close(fd)
+            os.rmdir(folder)
+        except OSError:
+            continue
 
 
 class PiCheckpointSaver(BaseCheckpointSaver[str]):
@@ -277,7 +326,8 @@ class PiCheckpointSaver(BaseCheckpointSaver[str]):
                 if os.path.lexists(target):
                     raise SessionFileExistsError(f"{target}: the target thread exists")
                 # Forked aside (Pi names the copy), then given the target's name.
-                aside = tempfile.mkdtemp(prefix=".copy-", dir=self.root)
+                _sweep_asides(self.root)
+                aside = tempfile.mkdtemp(prefix=_ASIDE_PREFIX.format(pid=os.getpid()), dir=self.root)
                 try:
                     copy = SessionManager.fork_from(source.path, self.cwd, aside, backend=self.backend)
                     try:

@@ -140,6 +140,19 @@ class ThreadFile:
         self._reindex()
         return mgr
 
+    def _open_to_write(self) -> _Manager:
+        """The manager, holding the file's lock and caught up with the file: ids,
+        parents and the writes already stored are read after the lock, so a write of
+        another process in between can neither be forked off nor share an id."""
+        mgr = self._open(create=True)
+        assert mgr is not None
+        if os.path.lexists(self.path):
+            before = len(mgr)
+            mgr.flush()  # SessionFileExistsError: another process created it; the caller retries
+            if len(mgr) != before:
+                self._reindex()
+        return mgr
+
     def _reindex(self) -> None:
         """The checkpoint ids, from the index's columns (no entry decoded): the
         ``custom`` entries whose id has no ``/``."""
@@ -437,8 +450,7 @@ class ThreadFile:
 
     def _put(self, checkpoint_id: str, c: dict[str, Any], values: Mapping[str, Any], entry_metadata: list[str],
              new_versions: Mapping[str, Any], parent: str | None) -> None:
-        mgr = self._open(create=True)
-        assert mgr is not None
+        mgr = self._open_to_write()
         if checkpoint_id in mgr:
             raise ValueError(f"{self.path}: the thread already holds an entry with id {checkpoint_id!r} "
                              "(a Pi session is append-only: a checkpoint is stored once)")
@@ -517,8 +529,7 @@ class ThreadFile:
             self._put_writes(checkpoint_id, writes, task_id, task_path)
 
     def _put_writes(self, checkpoint_id: str, writes: list[tuple[str, Any]], task_id: str, task_path: str) -> None:
-        mgr = self._open(create=True)
-        assert mgr is not None
+        mgr = self._open_to_write()
         stored = self._writes(checkpoint_id)
         new: list[list[Any]] = []
         for idx, (channel, value) in enumerate(writes):
