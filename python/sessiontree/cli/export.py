@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from .._output import open_output
+from . import _scope
 from ._common import CliError, Io, open_session, spinner
 from ..view import human_bytes, human_seconds, safe
 from ._leaf import resolve_entry
@@ -137,8 +138,6 @@ def _parquet_options(group: Any) -> None:
 def _run_parquet(args: argparse.Namespace, io: Io) -> int:
     from .export_parquet import run_parquet
 
-    from . import _scope
-
     if args.out in (None, "-"):
         raise CliError("--format parquet writes a folder: give --out DIR", code=2)
     scope = _scope.resolve(args, io)
@@ -169,8 +168,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                 "instead of the path to the current leaf")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (a regular file is replaced whole, atomically; "
                                                 "a FIFO or device is written as a stream); parquet: the dataset's folder")
-    from . import _scope
-
     _scope.add_arguments(p.add_argument_group("parquet scope"), paths=False)  # type: ignore[arg-type]
     for name, fmt in FORMATS.items():
         fmt.add_options(p.add_argument_group(f"{name} options"))
