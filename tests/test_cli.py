@@ -646,7 +646,7 @@ def test_usage_report_names_and_folders() -> None:
     p = run("usage", "yearly")
     assert p.returncode == 2 and "unknown report 'yearly'" in p.stderr, p.stderr
     p = run("usage", "/no/such/folder")
-    assert p.returncode == 1 and "/no/such/folder: no such directory" in p.stderr, p.stderr
+    assert p.returncode == 1 and "/no/such/folder: no such file or folder" in p.stderr, p.stderr
 
 
 def test_a_reader_that_stops_early_ends_every_command_with_0(tmp_path: Path) -> None:

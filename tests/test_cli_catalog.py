@@ -43,13 +43,14 @@ def _json(p: subprocess.CompletedProcess[str]) -> object:
 
 def test_same_answers_without_the_catalog(agent: dict[str, str]) -> None:
     for args in (["ls", "--all"], ["search", "refactor", "--all", "--limit", "0"],
-                 ["search", '"the session" src', "--all", "--recent"], ["usage", "--utc"],
-                 ["usage", "model"], ["usage", "project", "--active-path"], ["usage", "weekly", "--utc"]):
+                 ["search", '"the session" src', "--all", "--recent"], ["usage", "--all", "--utc"],
+                 ["usage", "model", "--all"], ["usage", "project", "--all", "--active-path"],
+                 ["usage", "weekly", "--all", "--utc"]):
         first = _json(run(*args, "--json", env=agent))
         again = _json(run(*args, "--json", env=agent))
         plain = _json(run(*args, "--json", "--no-cache", env=agent))
         assert first == again == plain, args
-    index = _json(run("index", "--json", env=agent))
+    index = _json(run("index", "--all", "--json", env=agent))
     assert index["sessions"] == 30 and index["read"] == 0  # everything was read already
     assert index["catalog"] == agent["SESSIONTREE_CATALOG"] and index["catalogBytes"] > 0
 
@@ -61,7 +62,7 @@ def test_ls_cwd_is_normalised(agent: dict[str, str], tmp_path: Path) -> None:
         assert _json(run("ls", "--cwd", spelling, "--json", env=agent)) == want, spelling
     assert _json(run("search", "refactor", "--cwd", "/home/user/p1/", "--json", env=agent))["files"] == 10  # type: ignore[index]
     p = run("ls", "/tmp", "--cwd", "/x", env=agent)
-    assert p.returncode == 2 and "DIR or --cwd" in p.stderr
+    assert p.returncode == 2 and "--cwd DIR alone" in p.stderr
 
 
 def test_search_output_and_hits_open(agent: dict[str, str]) -> None:
@@ -93,11 +94,11 @@ def test_bad_input(agent: dict[str, str]) -> None:
 
 
 def test_usage_text(agent: dict[str, str]) -> None:
-    p = run("usage", "daily", "--utc", "--since", "20250101", env=agent)
+    p = run("usage", "daily", "--all", "--utc", "--since", "20250101", env=agent)
     assert p.returncode == 0 and "total" in p.stdout and "cost ($)" in p.stdout
-    data = _json(run("usage", "daily", "--utc", "--json", env=agent))
+    data = _json(run("usage", "daily", "--all", "--utc", "--json", env=agent))
     day = data["lines"][0]["key"]  # type: ignore[index]
-    one = _json(run("usage", "--utc", "--since", day, "--until", day, "--json", env=agent))
+    one = _json(run("usage", "--all", "--utc", "--since", day, "--until", day, "--json", env=agent))
     assert [x["key"] for x in one["lines"]] == [day]  # type: ignore[index]
     folder = session_dir_for_cwd("/home/user/p2", str(Path(agent["PI_CODING_AGENT_DIR"]) / "sessions"))
     by_dir = _json(run("usage", "session", folder, "--json", env=agent))
@@ -106,9 +107,9 @@ def test_usage_text(agent: dict[str, str]) -> None:
 
 
 def test_usage_on_a_narrow_terminal_keeps_its_keys(agent: dict[str, str]) -> None:
-    data = _json(run("usage", "model", "--json", env=agent))
+    data = _json(run("usage", "model", "--all", "--json", env=agent))
     keys = [x["key"] for x in data["lines"]]  # type: ignore[index]
-    p = run("usage", "model", env={**agent, "COLUMNS": "80"})
+    p = run("usage", "model", "--all", env={**agent, "COLUMNS": "80"})
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert all(len(line) <= 80 for line in lines), lines
@@ -117,9 +118,9 @@ def test_usage_on_a_narrow_terminal_keeps_its_keys(agent: dict[str, str]) -> Non
 
 
 def test_index_text_and_off(agent: dict[str, str], tmp_path: Path) -> None:
-    p = run("index", env={**agent, "SESSIONTREE_CATALOG": str(tmp_path / "new.sqlite3")})
+    p = run("index", "--all", env={**agent, "SESSIONTREE_CATALOG": str(tmp_path / "new.sqlite3")})
     assert p.returncode == 0 and "30 session(s)" in p.stdout and "catalog" in p.stdout
-    p = run("index", env={**agent, "SESSIONTREE_CATALOG": "off"})
+    p = run("index", "--all", env={**agent, "SESSIONTREE_CATALOG": "off"})
     assert p.returncode == 1 and "turned off" in p.stderr
     p = run("ls", "--all", "--json", env={**agent, "SESSIONTREE_CATALOG": "off"})
     assert len(json.loads(p.stdout)["sessions"]) == 30
@@ -197,18 +198,21 @@ def test_a_named_catalog_that_cannot_be_used_is_said_once(tmp_path: Path) -> Non
     assert good.returncode == 0 and "note:" not in good.stderr
 
 
-def test_a_root_named_without_all_says_to_add_it(agent: dict[str, str]) -> None:
-    """Pi's sessions root holds one folder per project: named as DIR without --all, each
-    command says where the sessions are instead of answering as if there were none."""
+def test_a_root_named_is_read_with_its_subfolders(agent: dict[str, str]) -> None:
+    """Pi's sessions root holds one folder per project: named as a PATH, each command
+    reads every project (a folder is read with its subfolders), as ``--all`` does; the
+    old spelling ``ROOT --all`` still works, with a note."""
     root = str(Path(agent["PI_CODING_AGENT_DIR"]) / "sessions")
-    hint = "its subfolders hold session files: add --all"
-    for args in (["ls", root], ["search", "refactor", root], ["usage", root], ["index", root]):
-        p = run(*args, env=agent)
-        assert p.returncode == 0 and hint in p.stderr, (args, p.stderr)
-        assert hint not in run(*args, "--all", env=agent).stderr, args
-    folder = session_dir_for_cwd("/home/user/p1", root)  # holds sessions itself: no hint
-    for args in (["ls", folder], ["search", "zzzqqq", folder], ["index", folder]):
-        assert hint not in run(*args, env=agent).stderr, args
+    for args in (["ls"], ["search", "refactor", "--limit", "0"], ["usage", "session"], ["index"]):
+        named = _json(run(*args, root, "--json", env=agent))
+        everything = _json(run(*args, "--all", "--json", env=agent))
+        for key in ("seconds", "catalogBytes", "read", "bytesRead"):
+            named.pop(key, None)  # type: ignore[union-attr]
+            everything.pop(key, None)  # type: ignore[union-attr]
+        assert named == everything, args
+        old = run(*args, root, "--all", "--json", env=agent)
+        assert old.returncode == 0 and "note: --all is not needed with a PATH" in old.stderr, (args, old.stderr)
+    assert len(_json(run("ls", root, "--json", env=agent))["sessions"]) == 30  # type: ignore[index]
 
 
 def test_piped_search_text_is_what_rich_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -354,7 +354,9 @@ def test_cli_export_parquet(generated: Path, tmp_path: Path, capsys: pytest.Capt
     assert d["written"] == 8 and [Path(x["path"]).name for x in d["failed"]] == ["broken.jsonl"]
     assert main(["export", "--format", "parquet", str(agent / "sessions" / "--home-u-p1--"), "--out", str(out)]) == 0
     assert "0 sessions written" in capsys.readouterr().out
-    assert main(["export", "--format", "parquet", "--out", str(out)]) == 2
+    monkeypatch.chdir(tmp_path)  # no sessions of this folder in Pi's store: nothing to export is an error
+    assert main(["export", "--format", "parquet", "--out", str(out)]) == 1
+    assert "no sessions found" in capsys.readouterr().err
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LoadReportWarning)
         assert duckdb.sql(f"select count(distinct session_id) from {export_sql(out, 'entries')}").fetchall()[0] == (8,)

@@ -229,7 +229,8 @@ def list_folders(
     """The sessions of several folders (their ``*.jsonl`` regular files), newest first.
 
     Args:
-        folders: the folders, as given (each file's ``path`` is joined to it).
+        folders: the folders, as given (each file's ``path`` is joined to it; not
+            their subfolders), or session files (each its own ``path``).
         on_progress: called ``(loaded, total)`` after each file, over all folders.
         on_problem: called with a :class:`ListingProblem` for each ``.jsonl`` file left
             out (not a session, unreadable).

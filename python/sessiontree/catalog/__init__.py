@@ -94,7 +94,8 @@ def search(
 
     Args:
         query: words, ``"quoted phrases"``, or ``re:PATTERN``.
-        folders: session folders; ``None``: every project folder of ``root``.
+        folders: session folders (each without its subfolders) or session files;
+            ``None``: every project folder of ``root``.
         root: the sessions root (default Pi's: ``$PI_CODING_AGENT_DIR/sessions``, else
             ``~/.pi/agent/sessions``).
         order: ``"relevance"`` (Pi's: earliest matches first) or ``"recent"``.

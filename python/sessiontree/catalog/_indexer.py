@@ -42,7 +42,7 @@ from .._filestate import indexed_ends, open_regular
 from .._reader import header_error, header_problem, read_value
 from .._time import parse_iso_ms
 from ..errors import InvalidSessionError
-from ._files import folder_files
+from ._files import folder_files, folder_key
 from ._extract import ScanResult, native_scanner, scan_file, scan_stream, tail_text
 from ._store import Batch, FileRow, Store
 
@@ -365,7 +365,7 @@ def refresh(
     plans: list[_Plan] = []
     gone: list[int] = []
     for folder in folders:
-        key = os.path.abspath(folder)
+        key, whole = folder_key(folder)
         listing = folder_files(folder)
         fid = None
         if store is not None:
@@ -389,7 +389,8 @@ def refresh(
             f.row = p.row if p is not None else row
             if p is not None:
                 plans.append(p)
-        gone.extend(r.id for n, r in rows.items() if n not in present and r.id is not None)
+        if whole:
+            gone.extend(r.id for n, r in rows.items() if n not in present and r.id is not None)
     if store is not None and gone:
         try:
             store.drop(gone)

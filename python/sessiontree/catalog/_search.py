@@ -51,7 +51,7 @@ from typing import Any, Literal
 from .. import _js
 from .._select import native_module as native_scanner
 from .._time import datetime_from_ms
-from ._files import folder_files
+from ._files import folder_files, folder_key
 from ._store import checked_all, py_text, search_text
 
 __all__ = ["Query", "SearchHit", "SearchResult", "parse_query", "search_folders", "search_stream"]
@@ -606,7 +606,7 @@ class _Search:
             indexed: list[tuple[str, Any]] = []
             raw: list[Any] = []
             for folder, items in by_folder:
-                fid = store.folder_id(os.path.abspath(folder), create=False)
+                fid = store.folder_id(folder_key(folder)[0], create=False)
                 rows = ({r[0]: r for r in checked_all("file", self._ROW_COLUMNS,
                                                      store.conn.execute(self._ROW, (fid,)).fetchall())}
                         if fid is not None else {})

@@ -229,7 +229,7 @@ def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
     refresh. ``None`` when some file is new or changed."""
     import os
 
-    from ._files import folder_files
+    from ._files import folder_files, folder_key
     from ._store import checked_all, py_text
 
     out: list[Any] = []
@@ -238,7 +238,7 @@ def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
             items = folder_files(folder)
             if not items:
                 continue
-            fid = store.folder_id(os.path.abspath(folder), create=False)
+            fid = store.folder_id(folder_key(folder)[0], create=False)
             if fid is None:
                 return None
             got = checked_all("file", _CURRENT_COLUMNS, store.conn.execute(_CURRENT, (fid,)).fetchall())

@@ -120,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser(sys.argv[1:] if argv is None else argv)
     args, extra = parser.parse_known_args(argv)
+    if extra and isinstance(getattr(args, "paths", None), list) and not any(x.startswith("-") for x in extra):
+        # `search QUERY --limit 5 ROOT`: argparse has used up PATH ... before the option.
+        args.paths.extend(extra)
+        extra = []
     if extra:
         # "sessiontree info f --bogus": the error and usage of `info`, not of the whole command.
         command = parser.get_default("_commands").get(getattr(args, "command", None), parser)

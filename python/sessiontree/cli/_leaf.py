@@ -1,5 +1,6 @@
-"""The entry an ``--leaf ID`` (or ``--select ID``) argument names: a whole id, or a
-prefix of exactly one (``tree`` shows ids cut to 8 characters)."""
+"""The entry an ``--leaf ID`` (``--from ID``, ``--select ID``) argument names: a whole
+id, or a prefix of exactly one (``tree`` shows ids cut to the fewest characters that
+tell them apart: ``view.id_width``)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def resolve_entry(io: Io, sm: Any, file: str, ident: str, option: str = "--leaf"
     try:
         return st.resolve(ident), st
     except AmbiguousIdError as e:
-        raise CliError(f"{safe(file)}: {option} {safe(ident)} is ambiguous ({safe(str(e))})") from None
+        raise CliError(f"{safe(file)}: {option} {safe(ident)} is ambiguous ({safe(str(e))}); "
+                       "give more characters") from None
     except KeyError:
         raise CliError(f"{safe(file)}: entry {safe(ident)} not found") from None

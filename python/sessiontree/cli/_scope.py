@@ -1,13 +1,16 @@
-"""The folders a catalog command reads and the catalog options, shared by ``ls``,
-``search``, ``usage`` and ``index``.
+"""Which sessions a command reads: one rule for ``ls``, ``search``, ``usage``,
+``index``, ``check`` and ``export`` (docs/CONTRACT.md §10).
 
-Without DIR: the current directory's folder in Pi's store (``--cwd PATH`` names another
-directory), or with ``--all`` every project folder of the store
-(``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions``). With DIR: the
-``.jsonl`` files in DIR, or with ``--all`` DIR and all its subfolders (folders linked in
-by symlinks too, each folder once). ``usage`` and
-``index`` read every project when given neither DIR nor ``--cwd`` (``--this``: the
-current directory's).
+* ``PATH ...``: each a session file, or a folder: its ``.jsonl`` files and those of
+  every folder below it (folders linked in by symlinks too, each folder once). One
+  folder of sessions, Pi's sessions root and any folder of project folders are
+  named the same way.
+* no PATH: the current directory's sessions in Pi's store (``--cwd DIR``: DIR's).
+* ``--all``: every project in Pi's store (``$PI_CODING_AGENT_DIR/sessions``, else
+  ``~/.pi/agent/sessions``).
+
+Old spellings still work, with a note on stderr: ``--all`` beside a PATH (a folder
+is read with its subfolders anyway) and ``--this`` (the default).
 """
 
 from __future__ import annotations
@@ -15,25 +18,29 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ._common import CliError, Io
 from ..view import safe
 
+__all__ = ["Scope", "add_arguments", "add_catalog_options", "resolve", "walk", "catalog_options"]
 
-def add_arguments(p: argparse.ArgumentParser, *, dir_arg: bool = True, default_all: bool = False) -> None:
-    """Add DIR (unless ``dir_arg`` is false), ``--all``, ``--cwd``, ``--catalog`` and
-    ``--no-cache`` to a subcommand's parser."""
-    if dir_arg:
-        p.add_argument("dir", nargs="?", help="a session folder (default: this directory's folder in Pi's store)")
-    p.add_argument("--all", action="store_true",
-                   help="every project (with DIR: DIR and its subfolders)" + ("" if default_all else
-                        ", not only the current directory's"))
-    if default_all:
-        p.add_argument("--this", action="store_true",
-                       help="only the current directory's sessions (default without DIR: every project)")
-    p.set_defaults(_default_all=default_all)
-    p.add_argument("--cwd", metavar="PATH", help="the sessions of this working directory (default: the current one)")
+
+def add_arguments(p: argparse.ArgumentParser, *, paths: bool = True, what: str = "sessions") -> None:
+    """Add ``PATH ...`` (unless ``paths`` is false: the command names its own),
+    ``--all`` and ``--cwd`` to a subcommand's parser, and ``--this`` hidden."""
+    if paths:
+        p.add_argument("paths", nargs="*", metavar="PATH",
+                       help="session files or folders (a folder with all its subfolders); "
+                            "default: the current directory's sessions in Pi's store")
+    p.add_argument("--all", action="store_true", help=f"the {what} of every project in Pi's store")
+    p.add_argument("--cwd", metavar="DIR", help="the sessions of this working directory (default: the current one)")
+    p.add_argument("--this", action="store_true", help=argparse.SUPPRESS)  # the default now
+
+
+def add_catalog_options(p: argparse.ArgumentParser) -> None:
+    """``--catalog`` and ``--no-cache`` (the commands that go through the catalog)."""
     p.add_argument("--catalog", metavar="FILE",
                    help="the catalog database (default: $SESSIONTREE_CATALOG, else $XDG_CACHE_HOME/sessiontree/"
                         "catalog.sqlite3, else ~/.cache/sessiontree/catalog.sqlite3)")
@@ -41,18 +48,122 @@ def add_arguments(p: argparse.ArgumentParser, *, dir_arg: bool = True, default_a
                    help="read every file instead of the catalog (the same answer, slower)")
 
 
+@dataclass(frozen=True)
+class Scope:
+    """What a command reads.
+
+    Attributes:
+        sources: folders (each read without its subfolders: those are listed too) and
+            session files, in order, each once; the catalog's functions take them as
+            they are.
+        where: the scope in words, for a message (``"ROOT"``, ``"Pi's store (…)"``).
+        kind: ``"paths"``, ``"store"`` or ``"project"``.
+    """
+
+    sources: tuple[str, ...]
+    where: str
+    kind: str
+
+    def files(self) -> list[str]:
+        """Every session file of the scope: a named file as it is, a folder's
+        ``.jsonl`` entries (whatever they are: a FIFO is reported, never read) in
+        name order."""
+        out: list[str] = []
+        for s in self.sources:
+            try:
+                with os.scandir(s) as it:
+                    out.extend(sorted(e.path for e in it if e.name.endswith(".jsonl")))
+            except NotADirectoryError:
+                out.append(s)
+            except OSError:
+                if self.kind == "paths" and not os.path.isdir(s):
+                    out.append(s)  # named, and not there (``check`` says so)
+        return out
+
+    def empty_hint(self) -> str:
+        """What to try when the scope holds no session (``""``: nothing to say)."""
+        return "; --all for every project" if self.kind == "project" else ""
+
+
+def resolve(args: argparse.Namespace, io: Io | None = None, *, missing_ok: bool = False) -> Scope:
+    """The scope the command line names (module docstring).
+
+    Args:
+        io: where the notes on old spellings go (none without it).
+        missing_ok: a PATH that does not exist is kept as a file (``check`` reports
+            it with the others) instead of being an error.
+
+    Raises:
+        CliError: a PATH does not exist; ``--cwd`` with a PATH or ``--all`` (usage
+            error, status 2).
+    """
+    from .._places import default_session_root, project_cwd, project_folders, session_dir_for_cwd
+
+    paths = list(getattr(args, "paths", None) or [])
+    cwd = getattr(args, "cwd", None)
+    everything = bool(getattr(args, "all", False))
+    if cwd is not None and (paths or everything):
+        raise CliError("give --cwd DIR alone: not with a PATH or --all", code=2)
+    if getattr(args, "this", False) and io is not None:
+        io.note("note: --this is the default now (the current directory's sessions); it can be left out")
+    if paths:
+        if everything and io is not None:
+            io.note("note: --all is not needed with a PATH (a folder is read with its subfolders); "
+                    "it names Pi's whole store only without one")
+        return Scope(tuple(_sources(paths, missing_ok)), ", ".join(paths), "paths")
+    root = default_session_root()
+    if everything:
+        return Scope(tuple(project_folders(root)), f"Pi's store ({root})", "store")
+    here = project_cwd(cwd if cwd is not None else os.getcwd())
+    folder = session_dir_for_cwd(here, root)
+    # Pi makes the folder with the first session: none yet is no session, not an error.
+    return Scope((folder,) if os.path.isdir(folder) else (), f"{folder} (Pi's folder for {here})", "project")
+
+
+def _sources(paths: list[str], missing_ok: bool) -> list[str]:
+    """The sources of ``paths``, in the order given: each folder walked, each folder
+    and file once (a file in a folder already read is read as the folder's)."""
+    seen: set[tuple[int, int]] = set()
+    walked: list[list[str] | os.stat_result | None] = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            if not missing_ok:
+                raise CliError(f"{safe(p)}: no such file or folder") from None
+            walked.append(None)
+            continue
+        walked.append(list(_walk(p, seen)) if os.path.isdir(p) else st)
+    out: list[str] = []
+    named: set[tuple[int, int]] = set()
+    for p, got in zip(paths, walked):
+        if isinstance(got, list):
+            out.extend(got)
+            continue
+        if isinstance(got, os.stat_result):
+            try:
+                parent = os.stat(os.path.dirname(os.path.abspath(p)))
+            except OSError:
+                parent = None
+            if parent is not None and (parent.st_dev, parent.st_ino) in seen and p.endswith(".jsonl"):
+                continue
+            if (got.st_dev, got.st_ino) in named:
+                continue
+            named.add((got.st_dev, got.st_ino))
+        out.append(p)
+    return out
+
+
 def walk(root: str) -> list[str]:
     """``root`` and every folder under it, sorted at each level, folders reached through
     a symlink included (a sessions folder kept elsewhere and linked in), each folder
     once: one reached again (a link to a folder already walked, a link that loops) is
     left out, so a walk always ends."""
-    return list(_walk(root))
+    return list(_walk(root, set()))
 
 
-def _walk(root: str) -> Iterator[str]:
+def _walk(root: str, seen: set[tuple[int, int]]) -> Iterator[str]:
     # Folders are known by (device, inode): a path can name one already seen.
-    seen: set[tuple[int, int]] = set()
-
     def first_time(path: str) -> bool:
         try:
             st = os.stat(path)
@@ -65,7 +176,6 @@ def _walk(root: str) -> Iterator[str]:
         return True
 
     if not first_time(root):
-        yield root
         return
     yield root
     for dirpath, dirnames, _ in os.walk(root, followlinks=True):
@@ -73,70 +183,6 @@ def _walk(root: str) -> Iterator[str]:
         dirnames[:] = [d for d in dirnames if first_time(os.path.join(dirpath, d))]
         for d in dirnames:
             yield os.path.join(dirpath, d)
-
-
-def _all(args: argparse.Namespace) -> bool:
-    if args.all:
-        return True
-    return bool(getattr(args, "_default_all", False)) and getattr(args, "dir", None) is None and not (
-        getattr(args, "this", False) or getattr(args, "cwd", None) is not None)
-
-
-def folders(args: argparse.Namespace) -> list[str]:
-    """The folders the command reads (module docstring).
-
-    Raises:
-        CliError: DIR is not a folder, or ``--cwd`` is given with DIR.
-    """
-    from .._places import default_session_root, project_cwd, project_folders, session_dir_for_cwd
-
-    directory = getattr(args, "dir", None)
-    if directory is not None:
-        if getattr(args, "cwd", None) is not None:
-            raise CliError("give DIR or --cwd, not both", code=2)
-        if not os.path.isdir(directory):
-            raise CliError(f"{safe(directory)}: no such directory")
-        return walk(directory) if _all(args) else [directory]
-    root = default_session_root()
-    if _all(args):
-        return project_folders(root)
-    return [session_dir_for_cwd(project_cwd(args.cwd if args.cwd is not None else os.getcwd()), root)]
-
-
-def where(args: argparse.Namespace) -> str:
-    """The folder (or root) the command reads, in words."""
-    from .._places import project_cwd
-    from .._places import default_session_root, session_dir_for_cwd
-
-    directory = getattr(args, "dir", None)
-    if directory is not None:
-        return directory
-    root = default_session_root()
-    if _all(args):
-        return root
-    return session_dir_for_cwd(project_cwd(args.cwd if args.cwd is not None else os.getcwd()), root)
-
-
-def subfolder_hint(args: argparse.Namespace) -> str:
-    """``"; its subfolders hold session files: add --all"`` when the command was given a
-    DIR without ``--all`` that holds no ``.jsonl`` file while a folder below it does
-    (Pi's sessions root, one folder per project); else ``""``."""
-    directory = getattr(args, "dir", None)
-    if directory is None or _all(args):
-        return ""
-
-    def holds_sessions(folder: str) -> bool:
-        try:
-            with os.scandir(folder) as it:
-                return any(e.name.endswith(".jsonl") for e in it)
-        except OSError:
-            return False
-
-    if holds_sessions(directory):
-        return ""
-    below = _walk(directory)  # stops at the first
-    next(below, None)  # the directory itself
-    return "; its subfolders hold session files: add --all" if any(map(holds_sessions, below)) else ""
 
 
 def catalog_options(args: argparse.Namespace, io: Io | None = None, *, create: bool = True) -> dict[str, Any]:
@@ -150,10 +196,10 @@ def catalog_options(args: argparse.Namespace, io: Io | None = None, *, create: b
     Raises:
         CliError: the catalog path is inside Pi's folders.
     """
-    from ..catalog import ENV, resolve
+    from ..catalog import ENV, resolve as resolve_catalog
 
     try:
-        path = resolve(args.catalog)
+        path = resolve_catalog(args.catalog)
     except ValueError as e:
         raise CliError(str(e), code=2) from None
     named = args.catalog is not None or os.environ.get(ENV) is not None

@@ -1,5 +1,11 @@
 """``sessiontree check``: every problem the loader found, with line numbers and offsets.
 
+Scope (as for ``ls``, ``search``, ``usage``, ``index`` and ``export``): PATH, each a
+session file or a folder with all its subfolders (their ``.jsonl`` files); without
+one, the current directory's sessions in Pi's store (``--cwd DIR``: DIR's); ``--all``,
+every project in Pi's store. One line per file, then a total when more than one file
+was checked; ``--problems`` shows only the files that have one.
+
 Exit status 0 when every file is clean, 1 when any file has a problem or cannot be read.
 A UTF-8 BOM is reported but does not make a file unclean (Pi ignores it too).
 """
@@ -13,7 +19,8 @@ from typing import Any
 from rich.text import Text
 
 from ..errors import InvalidSessionError, SessionError
-from ._common import CliError, Io, load_report, open_session
+from . import _scope
+from ._common import CliError, Io, count_progress, load_report, open_session
 from ..view import one_line, safe, show
 
 _INFORMATIONAL = frozenset({"bom"})
@@ -23,7 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``check`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("check", help="report damaged lines and broken links; exit 1 if any",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("files", nargs="+", metavar="FILE", help="session files (.jsonl)")
+    _scope.add_arguments(p)
+    p.add_argument("--problems", action="store_true", help="show only the files that have a problem (and the total)")
     p.add_argument("--json", action="store_true", help="print one JSON object per file in a list")
     p.set_defaults(func=run)
 
@@ -65,13 +73,29 @@ def check_file(io: Io, path: str, backend: str) -> dict[str, Any]:
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree check``: the exit status (see the module docstring)."""
-    results = [check_file(io, f, args.backend) for f in args.files]
+    scope = _scope.resolve(args, io, missing_ok=True)
+    files = scope.files()
+    if not files:
+        # Nothing to check is not "all clean": a typo in a folder name must not pass.
+        raise CliError(f"no session files in {safe(scope.where)}{scope.empty_hint()}")
+    results = []
+    with count_progress(io, "checking", enabled=len(files) > 1) as update:
+        for k, f in enumerate(files):
+            r = check_file(io, f, args.backend)
+            results.append(r)
+            if not args.json and not (args.problems and r["ok"]):
+                render(io, r)
+            update(k + 1, len(files))
+    bad = [r for r in results if not r["ok"]]
     if args.json:
-        io.write_json(results)
-    else:
-        for r in results:
-            render(io, r)
-    return 0 if all(r["ok"] for r in results) else 1
+        io.write_json(bad if args.problems else results)
+    elif len(results) > 1 or args.problems:
+        unreadable = sum(1 for r in bad if r["error"] is not None)
+        io.print(Text.assemble((f"{len(results):,} file(s) checked: ", "bold"),
+                               (f"{len(results) - len(bad):,} clean", "green"), ", ",
+                               (f"{len(bad) - unreadable:,} with problems", "red" if len(bad) > unreadable else ""),
+                               ", ", (f"{unreadable:,} not readable as sessions", "red" if unreadable else "")))
+    return 1 if bad else 0
 
 
 def _without_path(message: str, path: str) -> str:

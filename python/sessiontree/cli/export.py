@@ -6,10 +6,14 @@ Formats (--format):
             text, code, tool calls and results folded, images inline, model and usage
             per message, compactions and branch summaries where they sit)
   markdown  one path as Markdown, to read, share or feed to a model (--detail)
-  parquet   sessions as a Parquet dataset for DuckDB, Polars and Spark: FILE may be one
-            or more session files or folders, --all adds Pi's whole store; --out DIR is
-            the dataset's folder, updated in place (only changed sessions rewritten;
-            docs/TABLES.md); needs the `arrow` extra (pyarrow)
+  parquet   sessions as a Parquet dataset for DuckDB, Polars and Spark: the sessions
+            of the scope below; --out DIR is the dataset's folder, updated in place
+            (only changed sessions rewritten; docs/TABLES.md); needs the `arrow` extra
+            (pyarrow)
+
+Scope of parquet (as for ls, search, usage, index and check): FILE, each a session
+file or a folder with all its subfolders; without one, the current directory's
+sessions in Pi's store (--cwd DIR: DIR's); --all, every project in Pi's store.
 
 For html and markdown, the path is root → the current leaf, or root → --leaf ID (a unique
 prefix of an id is enough). Output goes to --out FILE, else to stdout (also --out -). A
@@ -30,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from .._output import open_output
+from . import _scope
 from ._common import CliError, Io, open_session, spinner
 from ..view import human_bytes, human_seconds, safe
 from ._leaf import resolve_entry
@@ -126,9 +131,6 @@ def _write_markdown(job: Job) -> str:
 
 
 def _parquet_options(group: Any) -> None:
-    group.add_argument("--all", dest="all_projects", action="store_const", const=True, default=None,
-                       help="every project in Pi's session store ($PI_CODING_AGENT_DIR/sessions, "
-                            "else ~/.pi/agent/sessions)")
     group.add_argument("--json", dest="as_json", action="store_const", const=True, default=None,
                        help="print what was done as JSON")
 
@@ -138,7 +140,8 @@ def _run_parquet(args: argparse.Namespace, io: Io) -> int:
 
     if args.out in (None, "-"):
         raise CliError("--format parquet writes a folder: give --out DIR", code=2)
-    return run_parquet(args.paths, all_projects=bool(args.all_projects), out=args.out, backend=args.backend,
+    scope = _scope.resolve(args, io)
+    return run_parquet(scope.sources, where=scope.where + scope.empty_hint(), out=args.out, backend=args.backend,
                        as_json=bool(args.as_json), io=io)
 
 
@@ -147,8 +150,8 @@ FORMATS: dict[str, Format] = {
                    _html_options, ("branches",), _write_html),
     "markdown": Format("one path as Markdown (--detail full | no-tools | user-only)",
                        _markdown_options, ("detail",), _write_markdown),
-    "parquet": Format("sessions as a Parquet dataset (files, folders, --all) into --out DIR",
-                      _parquet_options, ("all_projects", "as_json"), binary=True, run_many=_run_parquet),
+    "parquet": Format("sessions as a Parquet dataset (files, folders, --all, --cwd) into --out DIR",
+                      _parquet_options, ("as_json",), binary=True, run_many=_run_parquet),
 }
 
 
@@ -158,12 +161,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                       "or sessions as Parquet",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", metavar="FILE",
-                   help="session file (.jsonl); parquet also takes several files and folders")
+                   help="session file (.jsonl); parquet takes several files and folders (default: the current "
+                        "directory's sessions in Pi's store)")
     p.add_argument("--format", required=True, choices=tuple(FORMATS), help="the output format (see above)")
     p.add_argument("--leaf", metavar="ID", help="export the path to this entry (an id or a unique prefix) "
                                                 "instead of the path to the current leaf")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (a regular file is replaced whole, atomically; "
                                                 "a FIFO or device is written as a stream); parquet: the dataset's folder")
+    _scope.add_arguments(p.add_argument_group("parquet scope"), paths=False)  # type: ignore[arg-type]
     for name, fmt in FORMATS.items():
         fmt.add_options(p.add_argument_group(f"{name} options"))
     p.set_defaults(func=run)
@@ -177,11 +182,15 @@ def run(args: argparse.Namespace, io: Io) -> int:
             continue
         for dest in ofmt.options:
             if getattr(args, dest, None) is not None and dest not in fmt.options:
-                flag = {"all_projects": "all", "as_json": "json"}.get(dest, dest)
+                flag = {"as_json": "json"}.get(dest, dest)
                 raise CliError(f"--{flag.replace('_', '-')} is an option of --format {other}, not {args.format}",
                                code=2)
     if fmt.run_many is not None:
         return fmt.run_many(args, io)
+    for flag in ("all", "cwd", "this"):
+        if getattr(args, flag, None) not in (None, False):
+            raise CliError(f"--{flag} chooses sessions for --format parquet; --format {args.format} exports one "
+                           "session file: name it", code=2)
     if len(args.paths) != 1:
         raise CliError(f"--format {args.format} exports one session file: name exactly one", code=2)
     args.file = args.paths[0]

@@ -1,9 +1,7 @@
 """``sessiontree export --format parquet``: sessions as a Parquet dataset for DuckDB,
 Polars and Spark.
 
-PATH may be a session file or a folder of sessions; ``--all`` adds every project in
-Pi's store (``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions``). The
-dataset in OUT has three tables (``sessions``, ``entries``, ``tool_calls``),
+The sessions are those of the command line's scope (``_scope``). The dataset in OUT has three tables (``sessions``, ``entries``, ``tool_calls``),
 Hive-partitioned by project and date, zstd-compressed; run again, only the sessions
 that changed are rewritten. Schema and queries: docs/TABLES.md.
 """
@@ -17,23 +15,24 @@ from ._common import CliError, Io, count_progress
 from ..view import safe
 
 
-def run_parquet(paths: Sequence[str], *, all_projects: bool, out: str, backend: str, as_json: bool, io: Io) -> int:
-    """Export ``paths`` (files, folders) and, with ``all_projects``, Pi's whole store to
-    the dataset in ``out``; print a summary (with the bad blocks marked: sessions
-    holding them are exported, docs/TABLES.md). Exit status 1 if a named path or a
-    session could not be exported, else 0.
+def run_parquet(sources: Sequence[str], *, where: str, out: str, backend: str, as_json: bool, io: Io) -> int:
+    """Export the sessions of ``sources`` (files, and folders each without its
+    subfolders: ``_scope.Scope.sources``) to the dataset in ``out``; print a summary
+    (with the bad blocks marked: sessions holding them are exported, docs/TABLES.md).
+    Exit status 1 if a named path or a session could not be exported, else 0.
 
     Raises:
-        CliError: nothing to export, or pyarrow is missing.
+        CliError: no session in the scope (``where`` names it), or pyarrow is missing.
     """
-    if not paths and not all_projects:
-        raise CliError("name session files or folders, or --all", code=2)
     try:
         from ..tables import export_parquet, session_paths
     except ImportError as e:
         raise CliError(str(e)) from None
     problems: list[tuple[str, str]] = []
-    sessions = session_paths(paths, all_projects=all_projects, on_problem=lambda p, r: problems.append((p, r)))
+    sessions = session_paths(sources, on_problem=lambda p, r: problems.append((p, r)))
+    if not sessions and not problems:
+        # An empty dataset and status 0 would read as "exported".
+        raise CliError(f"no sessions found in {safe(where)}")
     with count_progress(io, "exporting") as update:
         result = export_parquet(sessions, out, backend=backend, on_progress=lambda d, t, _p: update(d, t))
     failed = problems + result.failed

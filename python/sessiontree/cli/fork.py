@@ -1,7 +1,8 @@
 """``sessiontree fork``: a new session file holding one root-to-entry path.
 
 Like Pi's ``createBranchedSession``, the new file goes into the session's folder (the
-source file's folder) unless ``--to DIR`` names another one; DIR is created if missing.
+source file's folder) unless ``--out DIR`` names another one (``--to DIR``, its older
+name, still works); DIR is created if missing.
 The new file's path is printed on its own line.
 """
 
@@ -23,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="session file (.jsonl)")
     p.add_argument("--leaf", required=True, metavar="ID", help="the entry (an id or a unique prefix) whose root-to-entry path is copied")
-    p.add_argument("--to", metavar="DIR",
+    p.add_argument("--out", "--to", dest="out", metavar="DIR",
                    help="folder for the new file, created if missing (default: the source file's folder, "
                         "as Pi's createBranchedSession does)")
     p.add_argument("--json", action="store_true", help="print {source, leafId, path, entries} as JSON")
@@ -59,8 +60,11 @@ def _remove_empty(created: list[str]) -> None:
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree fork``: the exit status (see the module docstring)."""
-    default = args.to is None
-    to = os.path.dirname(os.path.abspath(args.file)) if default else args.to
+    default = args.out is None
+    if args.out == "-":
+        raise CliError("fork writes a session file into a folder (named as Pi names it): give --out DIR, not -",
+                       code=2)
+    to = os.path.dirname(os.path.abspath(args.file)) if default else args.out
     if os.path.exists(to) and not os.path.isdir(to):
         raise CliError(f"{safe(to)}: exists and is not a directory")
     sm, _ = open_session(io, args.file, args.backend, session_dir=to)
@@ -73,7 +77,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
             try:
                 new_path = sm.create_branched_session(args.leaf)
             except PermissionError as e:
-                hint = " (choose another folder with --to DIR)" if default else ""
+                hint = " (choose another folder with --out DIR)" if default else ""
                 raise CliError(f"{safe(e.filename or to)}: permission denied, no session written{hint}") from None
             entries = len(sm)
             problems = sm.load_report

@@ -1,7 +1,7 @@
 """``sessiontree import``: Claude Code transcripts and Codex rollouts as Pi session trees.
 
-    sessiontree import claude [PATH ...] [--all] [--to DIR] [--json]
-    sessiontree import codex  [PATH ...] [--all] [--to DIR] [--json]
+    sessiontree import claude [PATH ...] [--all] [--out DIR] [--json]
+    sessiontree import codex  [PATH ...] [--all] [--out DIR] [--json]
 
 A PATH may be a folder: a Claude Code project folder (its ``*.jsonl`` sessions, each
 with its subagents), or for Codex any folder of rollouts (searched below). A file of
@@ -9,8 +9,8 @@ the other agent (or a Pi session) is refused with the importer that reads it.
 
 ``--all`` imports every source under ``~/.claude/projects`` (``$CLAUDE_CONFIG_DIR``) or
 ``~/.codex/sessions`` (``$CODEX_HOME``). Each session is written as a new Pi v3 file in
-Pi's folder for its cwd (``--to DIR`` to choose one); sources are only read. Running it
-again changes nothing, or appends what the sources gained since. One report line per
+Pi's folder for its cwd (``--out DIR`` to choose one; ``--to DIR`` is its older
+name); sources are only read. Running it again changes nothing, or appends what the sources gained since. One report line per
 session, then counts of what could not be mapped, per record type. Exit status 0 when
 every source was read (problems in a source are reported, not fatal), 1 otherwise.
 """
@@ -36,7 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help="source .jsonl files or folders of them (default with --all: every one)")
     p.add_argument("--all", action="store_true", help="import every session of that agent on this machine")
-    p.add_argument("--to", metavar="DIR", help="folder for the imported files (default: Pi's folder for each cwd)")
+    p.add_argument("--out", "--to", dest="out", metavar="DIR",
+                   help="folder for the imported files (default: Pi's folder for each cwd)")
     p.add_argument("--include-incomplete", action="store_true",
                    help="codex: also import a model response a rollout ends in the middle of")
     p.add_argument("--json", action="store_true", help="print one JSON object per imported session, in a list")
@@ -57,6 +58,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
         paths += found
     if not paths:
         raise CliError("name source files, or --all for every one", code=2)
+    if args.out == "-":
+        raise CliError("import writes session files into a folder: give --out DIR, not -", code=2)
     backend = None if args.backend == "auto" else args.backend
     results = []
     seen: set[str] = set()
@@ -66,10 +69,10 @@ def run(args: argparse.Namespace, io: Io) -> int:
             continue
         seen.add(ap)
         if args.source == "claude":
-            rs = import_claude(ap, to=args.to, backend=backend)
+            rs = import_claude(ap, to=args.out, backend=backend)
             seen.update(r.source for r in rs)
         else:
-            rs = import_codex(ap, to=args.to, backend=backend, include_incomplete=args.include_incomplete)
+            rs = import_codex(ap, to=args.out, backend=backend, include_incomplete=args.include_incomplete)
         results.extend(rs)
     if args.json:
         io.write_json([r.to_json() for r in results])

@@ -9,8 +9,10 @@ loses nothing. Unchanged files cost a ``stat``, grown files their new bytes; rep
 truncated or rewritten files are read again, vanished ones dropped. ``--no-cache``
 reads every file and keeps nothing.
 
-Scope: every project (``--this``: the current directory's sessions; DIR a folder,
-``--all`` with its subfolders).
+Scope (as for ``ls``, ``search``, ``usage``, ``check`` and ``export``): PATH, each a
+session file or a folder with all its subfolders; without one, the current
+directory's sessions in Pi's store (``--cwd DIR``: DIR's); ``--all``, every project in
+Pi's store.
 """
 
 from __future__ import annotations
@@ -20,15 +22,15 @@ import time
 
 from . import _scope
 from ._common import CliError, Io, byte_progress
-from ..view import human_bytes, human_seconds
+from ..view import human_bytes, human_seconds, safe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``index`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("index", help="build or update the catalog (listing, usage)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("dir", nargs="?", help="a session folder (default: every project in Pi's store)")
-    _scope.add_arguments(p, dir_arg=False, default_all=True)
+    _scope.add_arguments(p)
+    _scope.add_catalog_options(p)
     p.add_argument("--json", action="store_true", help="print what was done as JSON")
     p.set_defaults(func=run)
 
@@ -37,10 +39,11 @@ def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree index``: 0, or 1 when the catalog cannot be used."""
     from ..catalog import CatalogError, index
 
+    scope = _scope.resolve(args, io)
     t0 = time.perf_counter()
     with byte_progress(io, "indexing sessions", None) as update:
         try:
-            s = index(_scope.folders(args), on_bytes=update, **_scope.catalog_options(args))
+            s = index(list(scope.sources), on_bytes=update, **_scope.catalog_options(args))
         except CatalogError as e:
             raise CliError(str(e)) from None
     seconds = time.perf_counter() - t0
@@ -52,6 +55,6 @@ def run(args: argparse.Namespace, io: Io) -> int:
     where = f"; catalog {s.catalog} ({human_bytes(s.catalog_bytes)})" if s.catalog else " (no catalog)"
     io.print(f"{s.files:,} file(s), {s.sessions:,} session(s), {s.problems:,} not session(s); read {s.read:,} "
              f"({human_bytes(s.bytes_read)}) in {human_seconds(seconds)}{where}", markup=False, highlight=False)
-    if not s.files and (hint := _scope.subfolder_hint(args)):
-        io.err.print(f"nothing indexed{hint}", markup=False, highlight=False)
+    if not s.files:
+        io.note(f"no sessions found in {safe(scope.where)}{scope.empty_hint()}")
     return 0

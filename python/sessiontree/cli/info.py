@@ -92,6 +92,7 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
         "parentSession": header.get("parentSession"),
         "firstTimestamp": _timestamp(sm, shape, range(n)),
         "lastTimestamp": _timestamp(sm, shape, range(n - 1, -1, -1)),
+        "timeRange": _time_range(shape.timestamps_ms),
         "entries": n,
         "byType": dict(by_type.most_common()),
         "byRole": dict(by_role.most_common()),
@@ -130,6 +131,17 @@ def _timestamp(sm: Any, shape: Any, order: range) -> str | None:
         if isinstance(ts, str):
             return ts
     return None
+
+
+def _time_range(times: Any) -> list[str] | None:
+    """``[earliest, latest]`` entry time (ISO 8601, UTC), whatever the file order (a
+    fork's copied entries are older than its header), or ``None`` when no entry has one."""
+    from .._time import iso_from_ms
+
+    known = [t for t in times if t is not None]
+    if not known:
+        return None
+    return [iso_from_ms(min(known)), iso_from_ms(max(known))]
 
 
 def _finite(x: Any) -> Any:
@@ -179,7 +191,7 @@ def render(io: Io, d: dict[str, Any]) -> None:
     add("cwd", show(d["cwd"], none="None"))
     if d["parentSession"]:
         add("forked from", show(d["parentSession"]))
-    add("time", f"{show(d['header'].get('timestamp'), 100, none='None')} … {show(d['lastTimestamp'], 100) or '-'}")
+    add("time", _time_row(d))
     add("entries", f"{d['entries']:,}  " + _counts(d["byType"]))
     add("messages", _counts(d["byRole"]) or "none")
     add("tree", f"{d['roots']:,} root(s), {d['leaves']:,} leaves, {d['branchPoints']:,} branch points")
@@ -209,6 +221,25 @@ def render(io: Io, d: dict[str, Any]) -> None:
     else:
         add("problems", "none")
     io.print(Text("\n").join(rows))
+
+
+def _time_row(d: dict[str, Any]) -> str:
+    """The entries' time range, earliest first, and the header's time when it lies
+    outside (a fork is made after the entries it copies)."""
+    from .._time import parse_iso_ms
+
+    created = d["header"].get("timestamp")
+    span = d.get("timeRange")
+    if span is None:
+        return f"{show(created, 100, none='-')} (no entry has a time)"
+    at = parse_iso_ms(created)
+    lo, hi = parse_iso_ms(span[0]), parse_iso_ms(span[1])
+    if at is not None and lo is not None and at <= lo:
+        return f"{show(created, 100)} … {span[1]}"  # the file's start, as Pi made it
+    row = f"{span[0]} … {span[1]}"
+    if at is None or hi is None or at > hi:
+        row += f"  ({'forked' if d.get('parentSession') else 'file created'} {show(created, 100, none='-')})"
+    return row
 
 
 def _counts(counts: dict[str, int]) -> str:

@@ -1,17 +1,20 @@
 """``sessiontree ls``: the sessions a session picker shows, newest first.
 
-Without DIR: the sessions of the current directory (``--cwd PATH``: of PATH), in Pi's
-session folder (``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions``). With
-DIR: the ``.jsonl`` files in DIR. ``--all``: every project (with DIR: DIR and its
-subfolders). Files that are not sessions are listed as problems at the end; they never
-stop the listing. The listing goes through the catalog (``sessiontree index``):
-unchanged files are not read again; ``--no-cache`` reads them all (the same answer).
+Scope (as for ``search``, ``usage``, ``index``, ``check`` and ``export``): PATH, each a
+session file or a folder with all its subfolders; without one, the current
+directory's sessions in Pi's store (``--cwd DIR``: DIR's); ``--all``, every project in
+Pi's store. Each session's path is printed as other commands take it. Files that are
+not sessions are listed as problems at the end; they never stop the listing. The
+listing goes through the catalog (``sessiontree index``): unchanged files are not read
+again; ``--no-cache`` reads them all (the same answer).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import shlex
 from typing import Any
 
 from rich.cells import set_cell_size
@@ -32,19 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ls", help="list sessions like Pi's session picker",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     _scope.add_arguments(p)
+    _scope.add_catalog_options(p)
     p.add_argument("--json", action="store_true", help="print sessions and problems as JSON")
     p.set_defaults(func=run)
-
-
-def _jsonl_files(folders: list[str]) -> list[str]:
-    files: list[str] = []
-    for folder in folders:
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        files.extend(os.path.join(folder, n) for n in names if n.endswith(".jsonl"))
-    return files
 
 
 def _why_not(path: str, backend: str) -> str:
@@ -64,27 +57,23 @@ def _why_not(path: str, backend: str) -> str:
         return e.strerror or str(e)
 
 
-def searched_folder(args: argparse.Namespace) -> str:
-    """The folder ``ls`` looks in (with ``--all``: the root it walks)."""
-    return _scope.where(args)
-
-
-def collect(args: argparse.Namespace, io: Io) -> tuple[list[Any], list[dict[str, Any]]]:
-    """``(sessions, problems)`` for the chosen folder(s)."""
+def collect(args: argparse.Namespace, io: Io, scope: Any = None) -> tuple[list[Any], list[dict[str, Any]]]:
+    """``(sessions, problems)`` of the scope (``_scope.resolve`` unless given)."""
     from .._listing import ListingProblem, list_folders
 
-    folders = _scope.folders(args)
+    if scope is None:
+        scope = _scope.resolve(args, io)
     problems: list[dict[str, Any]] = []
 
     def on_problem(p: ListingProblem) -> None:
         problems.append({"path": p.path, "reason": p.reason, "line": p.line, "offset": p.offset})
 
     with count_progress(io, "reading sessions") as update:
-        sessions = list_folders(folders, update, on_problem, **_scope.catalog_options(args, io))
+        sessions = list_folders(list(scope.sources), update, on_problem, **_scope.catalog_options(args, io))
     # Whatever the listing neither listed nor reported (a folder named *.jsonl, a FIFO)
     # is a problem too. Both name a file as its folder (as given) joined with its name.
     seen = {s.path for s in sessions} | {p["path"] for p in problems}
-    for f in sorted(_jsonl_files(folders)):
+    for f in scope.files():
         if f not in seen:
             problems.append({"path": f, "reason": _why_not(f, args.backend), "line": None, "offset": None})
     return sessions, problems
@@ -92,7 +81,8 @@ def collect(args: argparse.Namespace, io: Io) -> tuple[list[Any], list[dict[str,
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree ls``: the exit status (see the module docstring)."""
-    sessions, problems = collect(args, io)
+    scope = _scope.resolve(args, io)
+    sessions, problems = collect(args, io, scope)
     if args.json:
         io.write_json({
             "sessions": [
@@ -105,35 +95,78 @@ def run(args: argparse.Namespace, io: Io) -> int:
         })
         return 0
     if not sessions and not problems:
-        where = searched_folder(args)
-        scope = " (and its subfolders)" if args.all else ""
-        io.err.print(Text(f"no sessions found in {safe(where)}{scope}{_scope.subfolder_hint(args)}"))
+        io.note(f"no sessions found in {safe(scope.where)}{scope.empty_hint()}")
         return 0
-    # Fixed columns, padded by terminal cells (CJK and emoji are two wide), no
-    # trailing spaces: the same lines read well on a terminal and in a pipe.
-    # Styled segments written as strings: a picker's thousands of rows through
-    # Console.print would cost more than the listing (Io.styler).
-    paint = io.styler()
-    counts = [f"{s.message_count:,}" for s in sessions]
-    count_w = max([4, *map(len, counts)])
-    cwds = [one_line(s.cwd, 400) for s in sessions] if args.all else []
-    cwd_w = min(_CWD_MAX, max(map(cells, cwds))) if cwds else 0
-    lines = [paint(f"{'modified':<19}  {'msgs':>{count_w}}  {set_cell_size('name / first message', _PREVIEW)}"
-                   f"{'  ' + set_cell_size('cwd', cwd_w) if args.all else ''}  file", "bold")] if sessions else []
-    for k, s in enumerate(sessions):
-        title = one_line(s.name) if s.name else one_line(s.first_message)
-        lines.append("".join((
-            local_time(s.modified).strftime("%Y-%m-%d %H:%M:%S"),
-            f"  {counts[k]:>{count_w}}  ",
-            paint(set_cell_size(fit(title, _PREVIEW), _PREVIEW), "bold" if s.name else ""),
-            paint("  " + set_cell_size(fit(cwds[k], cwd_w), cwd_w), "cyan") if args.all else "",
-            paint("  " + safe(os.path.basename(s.path)), "dim"),
-        )))
-    lines.append(paint(f"{len(sessions):,} session(s)", "dim"))
-    io.write("\n".join(lines) + "\n")
+    width = io.out.width if io.out.is_terminal else None
+    io.write("".join(line + "\n" for line in rows(sessions, io.styler(), width)))
     if problems:
         io.print(Text(f"\n{len(problems)} file(s) are not sessions:", style="bold red"))
         for p in problems:
             where = f":{p['line']}" if p.get("line") else ""
             io.print(Text.assemble("  ", (f"{safe(str(p['path']))}{where}", "bold"), ": ", one_line(p["reason"], 400)))
     return 0
+
+
+# What a shell reads as more than a word's letters (shlex.quote would also quote every
+# non-ASCII letter, which a shell takes as it is).
+_SHELL_SPECIAL = re.compile(r"[\s'\"\\$`!*?\[\]{}()<>|&;#~=%^]")
+
+
+def shown_path(path: str) -> str:
+    """A session's path as a shell takes it back (quoted where it must be), escaped."""
+    return safe(shlex.quote(path) if not path or _SHELL_SPECIAL.search(path) else path)
+
+
+def rows(sessions: list[Any], paint: Any, width: int | None) -> list[str]:
+    """The listing's lines: a header, one line per session (two when the path does
+    not fit beside its title: the path then on its own line), a count.
+
+    Columns are padded by terminal cells (CJK and emoji are two wide), with no trailing
+    spaces, and no line is wider than ``width`` cells (``None``: no limit, for a pipe)
+    but for a path longer than the line, which is never cut (it is meant to be taken
+    back as an argument). The cwd column shows when the sessions have several cwds.
+    Styled segments are written as strings: a picker's thousands of rows through
+    ``Console.print`` would cost more than the listing (``Io.styler``).
+    """
+    counts = [f"{s.message_count:,}" for s in sessions]
+    count_w = max([4, *map(len, counts)])
+    paths = [shown_path(s.path) for s in sessions]
+    path_w = max(map(cells, paths), default=4)
+    cwds = [one_line(s.cwd, 400) for s in sessions]
+    cwd_w = min(_CWD_MAX, max(map(cells, cwds), default=0)) if len(set(cwds)) > 1 else 0
+    title_w = _PREVIEW
+    fixed = 19 + 2 + count_w + 2
+    two_lines = False
+    if width is not None:
+        # Room is taken from the cwd column first (down to 16 cells), then the titles
+        # (down to 20); if the path still does not fit, it goes on a line of its own.
+        def over() -> int:
+            return fixed + title_w + (2 + cwd_w if cwd_w else 0) + 2 + path_w - width
+
+        cwd_w = max(min(cwd_w, 16), cwd_w - max(over(), 0)) if cwd_w else 0
+        title_w = max(20, title_w - max(over(), 0))
+        if over() > 0:
+            # The path on its own line: the title keeps at least 20 cells, the cwd what is left.
+            two_lines = True
+            room = width - fixed
+            cwd_w = min(cwd_w, 16) if cwd_w and room - 2 - min(cwd_w, 16) >= 20 else 0
+            title_w = max(1, min(_PREVIEW, room - (2 + cwd_w if cwd_w else 0)))
+    head = f"{'modified':<19}  {'msgs':>{count_w}}  {set_cell_size(fit('name / first message', title_w), title_w)}"
+    head += f"  {set_cell_size('cwd', cwd_w)}" if cwd_w else ""
+    head += "" if two_lines else "  path"
+    lines = [paint(head.rstrip() if two_lines else head, "bold")] if sessions else []
+    for k, s in enumerate(sessions):
+        title = one_line(s.name) if s.name else one_line(s.first_message)
+        first = "".join((
+            local_time(s.modified).strftime("%Y-%m-%d %H:%M:%S"),
+            f"  {counts[k]:>{count_w}}  ",
+            paint(set_cell_size(fit(title, title_w), title_w), "bold" if s.name else ""),
+            paint("  " + set_cell_size(fit(cwds[k], cwd_w), cwd_w), "cyan") if cwd_w else "",
+        ))
+        if two_lines:
+            lines.append(first.rstrip())
+            lines.append(paint("    " + paths[k], "dim"))
+        else:
+            lines.append(first + paint("  " + paths[k], "dim"))
+    lines.append(paint(f"{len(sessions):,} session(s)", "dim"))
+    return lines

@@ -10,9 +10,10 @@ relevance; ``--recent``: newest first) and paged (``--limit``, ``--page``); ``*`
 an entry on the session's current path. Open a hit with
 ``sessiontree context FILE --leaf ENTRY``.
 
-Scope: the current directory's sessions (``--cwd PATH``: PATH's), ``--all`` every
-project, DIR a folder (``--all``: and its subfolders). The files are read as they are:
-no index is built first.
+Scope (as for ``ls``, ``usage``, ``index``, ``check`` and ``export``): PATH, each a
+session file or a folder with all its subfolders; without one, the current
+directory's sessions in Pi's store (``--cwd DIR``: DIR's); ``--all``, every project in
+Pi's store. The files are read as they are: no index is built first.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("query", help='words, "a phrase", or re:PATTERN')
     _scope.add_arguments(p)
+    _scope.add_catalog_options(p)
     p.add_argument("--recent", action="store_true", help="newest first (default: Pi's relevance)")
     p.add_argument("--limit", type=int, default=20, metavar="N", help="hits per page (default 20; 0: all)")
     p.add_argument("--page", type=int, default=1, metavar="N", help="which page (default 1)")
@@ -49,9 +51,10 @@ def run(args: argparse.Namespace, io: Io) -> int:
         raise CliError("--limit must be at least 0 and --page at least 1", code=2)
     limit = args.limit or None
     offset = (args.page - 1) * (args.limit or 0)
+    scope = _scope.resolve(args, io)
     with byte_progress(io, "reading sessions", None) as update:
         try:
-            total, files, hits = search_stream(args.query, _scope.folders(args),
+            total, files, hits = search_stream(args.query, list(scope.sources),
                                                order="recent" if args.recent else "relevance", limit=limit,
                                                offset=offset, on_bytes=update,
                                                **_scope.catalog_options(args, io, create=False))
@@ -62,7 +65,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
         return 0
     result = SearchResult(tuple(hits), total, offset, files)
     if not result.hits:
-        msg = f"no hits in {result.files:,} session(s) of {safe(_scope.where(args))}{_scope.subfolder_hint(args)}"
+        msg = f"no hits in {result.files:,} session(s) of {safe(scope.where)}{scope.empty_hint()}"
         if result.total:
             msg = f"no hits on page {args.page} ({result.total:,} in all)"
         io.note(msg)

@@ -37,7 +37,8 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
-from ..view import PREVIEW_CLIP, Layout, TreeRow, as_is, entry_preview, format_row, show, tree_rows
+from ..view import (PREVIEW_CLIP, AmbiguousIdError, Layout, TreeRow, as_is, entry_preview, format_row, id_width,
+                    resolve_id, show, tree_rows)
 from ._common import CliError, Io, count_progress, open_session, spinner
 
 _NESTED = 2  # abandoned branches drawn nested this deep unless --nested / --full say otherwise
@@ -111,14 +112,18 @@ def run(args: argparse.Namespace, io: Io) -> int:
         full = args.full or args.json
         # --branches lists every tip: nesting there is what the view is for.
         nest = args.nested if args.nested is not None else -1 if full or args.branches else _NESTED
-        lay = Layout(shape, leaf, labelled, -1 if args.depth is None else args.depth, entries, nest)
+        lay = Layout(shape, leaf, labelled, -1 if args.depth is None else args.depth, entries, nest,
+                     id_width(shape.ids))
         roots = list(shape.roots)
         start_depth = 0
         if args.start is not None:
             try:
-                start = shape.index(sm.resolve_id(args.start))
-            except (KeyError, ValueError) as e:
-                raise CliError(f"--from {show(args.start, 100)}: {show(str(e).strip(chr(39)), 200)}") from None
+                start = shape.index(resolve_id(sm, args.start, shape.ids))
+            except AmbiguousIdError as e:
+                raise CliError(f"{show(args.file, 300)}: --from {show(args.start, 100)} is ambiguous "
+                               f"({show(str(e), 400)}); give more characters") from None
+            except KeyError:
+                raise CliError(f"{show(args.file, 300)}: entry {show(args.start, 100)} not found") from None
             roots, start_depth = [start], shape.depth(start)
         width = _width(io, args.width)
         cap = max(1, (width - _MIN_TEXT) // 5)

@@ -9,8 +9,10 @@ its source's entries count once too, charged to the oldest session holding them.
 is what abandoned branches cost. Days, weeks (ISO) and months are in this machine's
 time zone (``--utc``: UTC); ``--since``/``--until`` are inclusive dates.
 
-Scope: every project (``--this``: the current directory's sessions, ``--cwd PATH``:
-PATH's; DIR a folder, ``--all`` with its subfolders).
+Scope (as for ``ls``, ``search``, ``index``, ``check`` and ``export``): PATH, each a
+session file or a folder with all its subfolders; without one, the current
+directory's sessions in Pi's store (``--cwd DIR``: DIR's); ``--all``, every project in
+Pi's store.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("usage", help="token and cost report (by day, week, month, session, model, project)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("report", nargs="?", metavar="REPORT", help=f"{' | '.join(_GROUPS)} (default daily)")
-    p.add_argument("dir", nargs="?", help="a session folder (default: every project in Pi's store)")
-    _scope.add_arguments(p, dir_arg=False, default_all=True)
+    _scope.add_arguments(p)
+    _scope.add_catalog_options(p)
     p.add_argument("--since", type=_date, metavar="DATE", help="from this day on (YYYY-MM-DD or YYYYMMDD)")
     p.add_argument("--until", type=_date, metavar="DATE", help="up to and including this day")
     p.add_argument("--active-path", action="store_true", help="only what each session's current path holds")
@@ -76,14 +78,17 @@ def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree usage``: 0, or 2 for a bad report name."""
     from ..catalog import usage
 
+    if args.report is None and args.paths and args.paths[0] in _GROUPS:
+        args.report = args.paths.pop(0)  # `usage --utc daily`: the report after an option
     if args.report is not None and args.report not in _GROUPS:
-        if args.dir is None and (os.sep in args.report or os.path.isdir(os.path.expanduser(args.report))):
-            args.report, args.dir = None, args.report  # `usage DIR`: the report is the default one
+        if os.sep in args.report or os.path.exists(args.report):
+            args.report, args.paths = None, [args.report, *args.paths]  # `usage PATH`: the default report
         else:
             raise CliError(f"unknown report {args.report!r}: use one of {', '.join(_GROUPS)}", code=2)
     group = args.report or "daily"
+    scope = _scope.resolve(args, io)
     with byte_progress(io, "indexing sessions", None) as update:
-        report = usage(group, _scope.folders(args), since=args.since, until=args.until,  # type: ignore[arg-type]
+        report = usage(group, list(scope.sources), since=args.since, until=args.until,  # type: ignore[arg-type]
                        active_path=args.active_path, tz=timezone.utc if args.utc else None, on_bytes=update,
                        **_scope.catalog_options(args, io))
     if args.json:
@@ -96,8 +101,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
         })
         return 0
     if not report.lines:
-        io.err.print(f"no recorded usage in {report.files:,} session(s) of {safe(_scope.where(args))}{_scope.subfolder_hint(args)}",
-                     markup=False, highlight=False)
+        io.note(f"no recorded usage in {report.files:,} session(s) of {safe(scope.where)}{scope.empty_hint()}")
         return 0
     from rich.table import Table  # here: every command starts by importing this module
 
@@ -127,7 +131,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
     table.add_section()
     row(report.total, "bold")
     io.print(table)
-    scope = "current paths only" if args.active_path else "every branch"
-    io.print(f"{report.files:,} session(s); {scope}; each entry counted once", style="dim", markup=False,
+    counted = "current paths only" if args.active_path else "every branch"
+    io.print(f"{report.files:,} session(s); {counted}; each entry counted once", style="dim", markup=False,
              highlight=False)
     return 0

@@ -15,6 +15,7 @@ so that an entry reads the same in each:
   the exports and the browser's detail pane);
 * ``_context_lines``: the context's messages as terminal lines (``context``, the
   browser's context screen);
+* ``_ids``: ids shown as short as the file allows and taken back by a unique prefix;
 * ``_structure`` and ``_drawing``: the viewers' model of the tree (the shape, paths,
   labels, and the rows drawn from it, with folding); ``_tree_rows``: ``tree``'s drawing
   as text rows within a width.
@@ -43,7 +44,8 @@ from ._entries import (
 from ._escape import safe, safe_block
 from ._preview import content_text, tool_call_preview
 from ._render import IMAGE_TYPES, Item, Part, clean, doc_line
-from ._structure import AmbiguousIdError, Structure, structure_of
+from ._ids import SHORT_ID, AmbiguousIdError, id_width, resolve_id
+from ._structure import Structure, structure_of
 from ._text import (
     PREVIEW_CLIP,
     as_is,
@@ -66,10 +68,10 @@ from ._tree_rows import Layout, TreeRow, format_row, tree_rows
 
 __all__ = [
     "CLOSE", "CONVERSATION", "ENTRY", "ENTRY_VIEWS", "FOLD", "IMAGE_TYPES", "KEEP_TYPES", "KIND_STYLES", "KINDS",
-    "MAX_SIBLINGS", "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "ROLE_VIEWS", "AmbiguousIdError", "Drawing",
+    "MAX_SIBLINGS", "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "ROLE_VIEWS", "SHORT_ID", "AmbiguousIdError", "Drawing",
     "EntryView", "Item", "Layout", "Part", "RoleView", "Row", "Structure", "TreeRow", "as_is", "cells", "clean",
     "collapse", "content_text", "doc_line", "entry_preview", "fit", "fold_text", "format_row", "human_bytes",
-    "human_seconds", "int_text", "item_of", "json_text", "message_preview", "model_text", "ms_time", "num",
-    "number", "one_line", "plain_doc", "render_message", "safe", "safe_block", "show", "structure_of",
+    "human_seconds", "id_width", "int_text", "item_of", "json_text", "message_preview", "model_text", "ms_time", "num",
+    "number", "one_line", "plain_doc", "render_message", "resolve_id", "safe", "safe_block", "show", "structure_of",
     "to_json_bytes", "tool_call_preview", "tree_rows", "usage_text", "value_text",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from ._cells import fit
 from ._escape import safe_block
 from ._entries import KIND_STYLES
 from ._preview import tool_call_preview
@@ -73,12 +74,15 @@ def render_message(i: int, msg: Any, *, full: bool, max_lines: int) -> list[tupl
     head = f"[{i}] {role}"
     if role == "assistant":
         usage = msg.get("usage")
-        head += f"  {_short(msg.get('provider'))}/{_short(msg.get('model'))}  {_short(msg.get('stopReason'))}"
+        if msg.get("provider") is not None or msg.get("model") is not None:
+            head += f"  {_short(msg.get('provider'))}/{_short(msg.get('model'))}"
+        if msg.get("stopReason") is not None:  # a message cut off before it ended has none
+            head += f"  {_short(msg.get('stopReason'))}"
         if isinstance(usage, dict) and usage:
             # Usage numbers may be any JSON value: anything but a number shows as "-".
             head += f"  in {num(usage.get('input', 0))} out {num(usage.get('output', 0))}"
         if msg.get("errorMessage"):
-            head += f"  error: {one_line(msg['errorMessage'], 200)[:80]}"
+            head += f"  error: {fit(one_line(msg['errorMessage'], 200), 80)}"
     elif role == "toolResult":
         head += f"  {_short(msg.get('toolName'))} {_short(msg.get('toolCallId'))}" + ("  ✗ error" if msg.get("isError") else "")
     elif role == "bashExecution":

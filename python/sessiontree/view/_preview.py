@@ -56,8 +56,9 @@ def tool_call_preview(block: dict[str, Any], width: int = 60, clean: Any = safe)
             if isinstance(value, str):
                 value = _collapse(value, 80)
                 value = repr(value if len(value) <= 40 else value[:39] + "…")
-            else:
-                value = _collapse(value, 80)[:40]
+            else:  # JSON text: a cut one says so, as a cut string does
+                value = _collapse(value, 80)
+                value = value if len(value) <= 40 else value[:39] + "…"
             shown.append(f"{_collapse(key, 80)}={value}")
     return fit(clean(f"{_collapse(block.get('name', '?'), 200)}({', '.join(shown)})"), width)
 

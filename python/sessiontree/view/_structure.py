@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
+from ._ids import AmbiguousIdError, resolve_id
 
 __all__ = ["Shape", "Structure", "structure_of", "AmbiguousIdError", "STREAM_BATCH"]
 
@@ -53,10 +54,6 @@ class Shape(Protocol):
     def children(self, i: int) -> Sequence[int]: ...
     def index(self, entry_id: str) -> Any: ...
     def __len__(self) -> int: ...
-
-
-class AmbiguousIdError(LookupError):
-    """An id prefix names more than one entry."""
 
 
 class Structure:
@@ -162,10 +159,7 @@ class Structure:
         """
         if self.number(text) is not None:
             return text
-        try:
-            return str(self.sm.resolve_id(text))
-        except (LookupError, ValueError) as e:
-            raise AmbiguousIdError(str(e)) if "ambiguous" in str(e).lower() else KeyError(text) from None
+        return resolve_id(self.sm, text, self.shape.ids)
 
 
 def structure_of(sm: Any) -> Structure:

@@ -18,6 +18,7 @@ from ..schema import CodeColumn
 from ._cells import cells, fit
 from ._drawing import EDGE, MIN_FOLD, fold_text
 from ._entries import KEEP_TYPES, KIND_STYLES, entry_preview
+from ._ids import SHORT_ID
 from ._preview import content_text
 from ._text import one_line, show
 
@@ -42,12 +43,14 @@ class TreeRow(NamedTuple):
 
 class Layout:
     """What the drawing needs to know about the tree: the shape (no entry decoded), the
-    leaf, the labelled entries, ``--depth`` and ``--nested`` (-1: no limit) and
-    ``entry(i)``, which decodes entry ``i`` (only for rows shown)."""
+    leaf, the labelled entries, ``--depth`` and ``--nested`` (-1: no limit),
+    ``entry(i)``, which decodes entry ``i`` (only for rows shown), and how many
+    characters of each id are shown (``_ids.id_width``)."""
 
     def __init__(self, shape: Any, leaf: int | None, labelled: set[int], max_depth: int,
-                 entry: Callable[[int], dict[str, Any]], nest: int = -1) -> None:
+                 entry: Callable[[int], dict[str, Any]], nest: int = -1, id_width: int = SHORT_ID) -> None:
         self.shape = shape
+        self.id_width = id_width
         self.leaf = leaf
         self.max_depth = max_depth
         self.nest = nest
@@ -361,7 +364,8 @@ def format_row(row: TreeRow, lay: Layout, label: Any, width: int) -> tuple[str, 
         preview = f"“{row.summary}”"
     kind = fit(kind, 40)  # an entry type is whatever the file says; keep the columns
     mark = "* " if is_leaf else "◇ " if n_kids == 0 else "  "
-    head = f"{mark}{eid[:8]:<8} {kind:<14} "
+    w = lay.id_width
+    head = f"{mark}{eid[:w]:<{w}} {kind:<14} "
     tail_parts = []
     if row.hidden:
         tail_parts.append(f"(+{row.hidden:,})")
@@ -382,8 +386,8 @@ def format_row(row: TreeRow, lay: Layout, label: Any, width: int) -> tuple[str, 
         head = fit(head, max(0, width - used - cells(tail)))
     dim = "" if row.on_path else " dim"
     segs.append((head[:2], "bold reverse green" if is_leaf else "bold" if n_kids == 0 else ""))
-    segs.append((head[2:11], "bright_black"))
-    segs.append((head[11:], (KIND_STYLES.get(kind, "") + dim).strip()))
+    segs.append((head[2:w + 3], "bright_black"))
+    segs.append((head[w + 3:], (KIND_STYLES.get(kind, "") + dim).strip()))
     segs.append((preview, "dim" if not row.on_path else ""))
     if tail:
         segs.append((tail, "bold yellow"))
