@@ -968,7 +968,7 @@ fn scan_listing<'py>(
 #[allow(clippy::type_complexity)]
 fn usage_report<'py>(
     py: Python<'py>,
-    logs: Vec<Vec<u8>>,
+    logs: Vec<pyo3::pybacked::PyBackedBytes>,
     keys: Vec<u32>,
     entries: Option<Vec<Vec<u8>>>,
     key: &str,
@@ -992,7 +992,7 @@ fn usage_report<'py>(
             .iter()
             .enumerate()
             .map(|(i, log)| FileLog {
-                log,
+                log: log.as_ref(),
                 key: keys[i],
                 on_path: entries.as_ref().map(|e| {
                     let path = crate::entries_path(&e[i]);
