@@ -1504,6 +1504,14 @@ fn stat_unchanged(
     py.detach(|| crate::stat_unchanged(name, &seen))
 }
 
+/// `escape::json_unsafe`: `data` holds a character JSON output escapes (DEL, C1, ALM,
+/// LRM/RLM, U+2028-U+202E, U+2066-U+2069), as `view/_text.py`'s expression finds them.
+#[pyfunction]
+fn json_unsafe(py: Python<'_>, data: &Bound<'_, PyBytes>) -> bool {
+    let data = data.as_bytes();
+    py.detach(|| crate::json_unsafe(data))
+}
+
 /// `listing::entries_path`: the current path of a session's entries record.
 #[pyfunction]
 fn entries_path(entries: &Bound<'_, PyBytes>) -> Vec<u32> {
@@ -1524,6 +1532,8 @@ mod _sessiontree {
     use super::index_query;
     #[pymodule_export]
     use super::index_snippets;
+    #[pymodule_export]
+    use super::json_unsafe;
     #[pymodule_export]
     use super::judge_text;
     #[pymodule_export]
