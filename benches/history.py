@@ -3,9 +3,10 @@
 Usage: ``python benches/history.py ROOT [--rounds N] [--out FILE.json]``, ROOT a
 sessions root in Pi's layout (``sessiontree generate ROOT --sessions 2000 --size
 930MB``). Every figure is the wall time of a fresh process (the command as a user runs
-it), page cache warm, the package's byte code compiled first (as an installed wheel's
-is), best and median of ``--rounds`` rounds that alternate the tools; the load average
-is noted before and after. docs/BENCHMARKS.md, "A history against rg, grep, DuckDB
+it; its CPU time, user + system from ``wait4``, beside it), page cache warm, the
+package's byte code compiled first (as an installed wheel's is), best and median of
+``--rounds`` rounds that alternate the tools; the load average is noted before and
+after. docs/BENCHMARKS.md, "A history against rg, grep, DuckDB
 and cat", says how to read it.
 
 * search: ``sessiontree search WORD ROOT --all`` (page of 20) against ``rg -l -i WORD``
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import shlex
 import shutil
@@ -90,10 +92,17 @@ def files_of(root: str) -> list[str]:
     return sorted(str(p) for d in sorted(Path(root).iterdir()) if d.is_dir() for p in d.glob("*.jsonl"))
 
 
-def timed(argv: list[str], env: dict[str, str] | None = None, peak: bool = False) -> tuple[float, bytes, int]:
-    """Wall seconds, stdout and (``peak``) peak RSS in bytes of one process: its
-    ``VmHWM``, read from /proc while it runs (``wait4``'s ``ru_maxrss`` counts the
-    parent's pages the child had at fork)."""
+class Secs(float):
+    """Wall seconds of one process, with its CPU seconds (user + system, ``wait4``) as
+    ``cpu``: on a shared machine CPU time moves less with the load than wall time."""
+
+    cpu: float = math.nan
+
+
+def timed(argv: list[str], env: dict[str, str] | None = None, peak: bool = False) -> tuple[Secs, bytes, int]:
+    """Wall seconds (with the CPU seconds: :class:`Secs`), stdout and (``peak``) peak RSS
+    in bytes of one process: its ``VmHWM``, read from /proc while it runs (``wait4``'s
+    ``ru_maxrss`` counts the parent's pages the child had at fork)."""
     import threading
 
     t = time.perf_counter()
@@ -116,8 +125,10 @@ def timed(argv: list[str], env: dict[str, str] | None = None, peak: bool = False
     if peak:
         watcher.start()
     out = p.stdout.read() if p.stdout else b""
-    code = p.wait()
-    wall = time.perf_counter() - t
+    _pid, status, usage = os.wait4(p.pid, 0)
+    wall = Secs(time.perf_counter() - t)
+    wall.cpu = usage.ru_utime + usage.ru_stime
+    code = p.returncode = os.waitstatus_to_exitcode(status)
     stop.set()
     if peak:
         watcher.join()
@@ -129,10 +140,14 @@ def timed(argv: list[str], env: dict[str, str] | None = None, peak: bool = False
 class Table:
     def __init__(self) -> None:
         self.rows: dict[str, list[float]] = {}
+        self.cpu: dict[str, list[float]] = {}
         self.info: dict[str, Any] = {}
 
     def add(self, name: str, seconds: float) -> None:
         self.rows.setdefault(name, []).append(seconds)
+        cpu = getattr(seconds, "cpu", None)
+        if cpu is not None:
+            self.cpu.setdefault(name, []).append(cpu)
 
     def best(self, name: str) -> float:
         return min(self.rows[name])
@@ -290,7 +305,8 @@ def main(argv: list[str]) -> int:
         t.info["load_after"] = load()
         shutil.rmtree(tmp, ignore_errors=True)
         if args.out:
-            Path(args.out).write_text(json.dumps({"info": t.info, "rows": t.rows}, indent=1, default=str))
+            Path(args.out).write_text(json.dumps({"info": t.info, "rows": t.rows, "cpu": t.cpu}, indent=1,
+                                                 default=str))
     report(t)
     return 0
 
@@ -303,10 +319,14 @@ def report(t: Table) -> None:
           f"{i['segment_bytes'] / 1e6:.1f} MB = {(i['catalog_bytes'] + i['segment_bytes']) / i['bytes']:.1%} "
           f"of the sessions; append {i['append']}")
     print(f"all hits of the common word: peak RSS {i['all hits peak rss'] / 1e6:.0f} MB; checks: {i.get('checks')}")
-    print("\n| question | sessiontree best (median) | peer best (median) | ratio |\n|---|--:|--:|--:|")
+    print("\n| question | sessiontree best (median); CPU best | peer best (median); CPU best | ratio |"
+          "\n|---|--:|--:|--:|")
 
     def ms(name: str) -> str:
-        return f"{t.best(name) * 1000:,.0f} ms ({t.median(name) * 1000:,.0f})" if name in t.rows else "-"
+        if name not in t.rows:
+            return "-"
+        cpu = f"; {min(t.cpu[name]) * 1000:,.0f}" if t.cpu.get(name) else ""
+        return f"{t.best(name) * 1000:,.0f} ms ({t.median(name) * 1000:,.0f}){cpu}"
 
     pairs = [
         ("search, first, rare word", "search first rare", "rg rare"),

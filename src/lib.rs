@@ -7,7 +7,8 @@
 //! of the same lines, for a catalog: one pass per file from an offset, listing facts,
 //! search text and usage (over `scan`, `ids`, `tree`, `time`). `stat` answers the
 //! staleness check's early return (the rule is in Python); `clip` cuts a line's long
-//! string values for previews. `python.rs` (feature
+//! string values for previews; `escape` tests JSON output for the characters the command
+//! line escapes. `python.rs` (feature
 //! `python`) is the only file that touches PyO3. `use crate::` edges form a DAG
 //! (docs/ARCHITECTURE.md lists them).
 
@@ -15,6 +16,7 @@ mod clip;
 mod col;
 mod context;
 mod error;
+mod escape;
 mod guard;
 mod ids;
 mod index;
@@ -37,6 +39,7 @@ mod usage;
 pub use clip::{clip_strings, WHOLE as CLIP_WHOLE_KEYS};
 pub use context::Plan;
 pub use error::{Error, Result};
+pub use escape::json_unsafe;
 pub use index::Index;
 pub use issue::{Issue, IssueKind};
 pub use kind::{EntryKind, Role, ENTRY_TYPES};

@@ -968,7 +968,7 @@ fn scan_listing<'py>(
 #[allow(clippy::type_complexity)]
 fn usage_report<'py>(
     py: Python<'py>,
-    logs: Vec<Vec<u8>>,
+    logs: Vec<pyo3::pybacked::PyBackedBytes>,
     keys: Vec<u32>,
     entries: Option<Vec<Vec<u8>>>,
     key: &str,
@@ -992,7 +992,7 @@ fn usage_report<'py>(
             .iter()
             .enumerate()
             .map(|(i, log)| FileLog {
-                log,
+                log: log.as_ref(),
                 key: keys[i],
                 on_path: entries.as_ref().map(|e| {
                     let path = crate::entries_path(&e[i]);
@@ -1504,6 +1504,14 @@ fn stat_unchanged(
     py.detach(|| crate::stat_unchanged(name, &seen))
 }
 
+/// `escape::json_unsafe`: `data` holds a character JSON output escapes (DEL, C1, ALM,
+/// LRM/RLM, U+2028-U+202E, U+2066-U+2069), as `view/_text.py`'s expression finds them.
+#[pyfunction]
+fn json_unsafe(py: Python<'_>, data: &Bound<'_, PyBytes>) -> bool {
+    let data = data.as_bytes();
+    py.detach(|| crate::json_unsafe(data))
+}
+
 /// `listing::entries_path`: the current path of a session's entries record.
 #[pyfunction]
 fn entries_path(entries: &Bound<'_, PyBytes>) -> Vec<u32> {
@@ -1524,6 +1532,8 @@ mod _sessiontree {
     use super::index_query;
     #[pymodule_export]
     use super::index_snippets;
+    #[pymodule_export]
+    use super::json_unsafe;
     #[pymodule_export]
     use super::judge_text;
     #[pymodule_export]

@@ -97,3 +97,31 @@ def test_no_viewer_passes_an_invisible_character_through(tmp_path: Path, backend
     leaks = {ch for text in shown for ch in INVISIBLE if ch in text}
     assert leaks == set()
     assert any("\\u200b" in text for text in shown)
+
+
+def test_json_output_finds_what_its_expression_rewrites() -> None:
+    """``to_json_bytes``'s test for characters JSON output escapes (natively a ``memchr``
+    scan, ``src/escape.rs``) says yes exactly where the rule's expression matches: every
+    code point as UTF-8 inside a JSON string, and byte strings built of the lead and
+    continuation bytes (torn sequences, sequences at the end)."""
+    import itertools
+
+    from _shared import native_available
+    from sessiontree import _sessiontree
+    from sessiontree.view._text import _JSON_UNSAFE_RE
+
+    if not native_available():
+        pytest.skip("the native extension is not built")
+    differ = []
+    for cp in itertools.chain(range(0x3000), range(0xE000, 0x110000, 97)):
+        data = b'{"a":"x' + chr(cp).encode("utf-8", "surrogatepass") + b'y"}'
+        if _sessiontree.json_unsafe(data) != (_JSON_UNSAFE_RE.search(data) is not None):
+            differ.append(hex(cp))
+    parts = [b"\x7f", b"\xc2", b"\xd8", b"\xe2", b"\x80", b"\x81", b"\x8e", b"\x8f", b"\x9c", b"\x9f", b"\xa0",
+             b"\xa6", b"\xa8", b"\xa9", b"\xae", b"\xaf", b"a"]
+    for n in (1, 2, 3):
+        for combo in itertools.product(parts, repeat=n):
+            data = b"".join(combo)
+            if _sessiontree.json_unsafe(data) != (_JSON_UNSAFE_RE.search(data) is not None):
+                differ.append(data.hex())
+    assert not differ, differ[:20]

@@ -17,6 +17,7 @@ __all__ = [
     "index_merge",
     "index_query",
     "index_snippets",
+    "json_unsafe",
     "judge_text",
     "scan_listing",
     "search_files",
@@ -124,6 +125,11 @@ def stat_unchanged(path: bytes, dev: int, ino: int, size: int, mtime_ns: int) ->
     Raises:
         OverflowError: a number outside the field's range (negative dev/ino/size).
     """
+
+def json_unsafe(data: bytes) -> bool:
+    """``True`` iff ``data`` holds the UTF-8 of a character JSON output escapes (DEL, C1
+    controls, ALM, LRM/RLM, U+2028-U+202E, U+2066-U+2069: ``view._text``'s rule), found
+    with ``memchr`` (``src/escape.rs``)."""
 
 def entries_path(entries: bytes) -> list[int]:
     """Entry numbers from the root to the last entry of an entries record (the

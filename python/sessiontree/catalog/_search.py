@@ -569,11 +569,18 @@ class _Search:
                         self.damaged = True
                         with contextlib.suppress(CatalogError, sqlite3.Error, OSError):
                             self.store.rebuild()
-            from ._extract import entries_path, scan_file
-
             if not record:  # no record (or a row gone since): read from the file instead
+                from ._extract import scan_file
+
                 record = scan_file(path, 0, b"", False, 1 << 62, native=self.native)[5]
-            seqs = entries_path(record, native=self.native)
+            if self.native is not None:
+                # Natively: `_extract` (and the Python reader, orjson) stay unimported by
+                # a page of hits from the index: about 15 ms of a warm search's start.
+                seqs = self.native.entries_path(record)
+            else:
+                from ._extract import entries_path
+
+                seqs = entries_path(record)
             bits = bytearray((max(seqs) >> 3) + 1 if seqs else 0)
             for q in seqs:
                 bits[q >> 3] |= 1 << (q & 7)

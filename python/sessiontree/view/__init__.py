@@ -25,46 +25,87 @@ It stands on the core's public API only; the viewers import it through this modu
 
 from __future__ import annotations
 
-from ._cells import cells, fit
-from ._context_lines import model_text, render_message
-from ._drawing import CLOSE, ENTRY, FOLD, MAX_SIBLINGS, MORE, NOTE, OPEN, Drawing, Row, fold_text
-from ._entries import (
-    CONVERSATION,
-    ENTRY_VIEWS,
-    KEEP_TYPES,
-    KIND_STYLES,
-    KINDS,
-    ROLE_VIEWS,
-    EntryView,
-    RoleView,
-    entry_preview,
-    item_of,
-    message_preview,
-)
-from ._escape import safe, safe_block
-from ._preview import content_text, tool_call_preview
-from ._render import IMAGE_TYPES, Item, Part, clean, doc_line
-from ._ids import SHORT_ID, AmbiguousIdError, id_width, resolve_id
-from ._structure import Structure, structure_of
-from ._text import (
-    PREVIEW_CLIP,
-    as_is,
-    collapse,
-    human_bytes,
-    human_seconds,
-    int_text,
-    json_text,
-    ms_time,
-    num,
-    number,
-    one_line,
-    plain_doc,
-    show,
-    to_json_bytes,
-    usage_text,
-    value_text,
-)
-from ._tree_rows import Layout, TreeRow, format_row, tree_rows
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._cells import cells, fit
+    from ._context_lines import model_text, render_message
+    from ._drawing import CLOSE, ENTRY, FOLD, MAX_SIBLINGS, MORE, NOTE, OPEN, Drawing, Row, fold_text
+    from ._entries import (
+        CONVERSATION,
+        ENTRY_VIEWS,
+        KEEP_TYPES,
+        KIND_STYLES,
+        KINDS,
+        ROLE_VIEWS,
+        EntryView,
+        RoleView,
+        entry_preview,
+        item_of,
+        message_preview,
+    )
+    from ._escape import safe, safe_block
+    from ._preview import content_text, tool_call_preview
+    from ._render import IMAGE_TYPES, Item, Part, clean, doc_line
+    from ._ids import SHORT_ID, AmbiguousIdError, id_width, resolve_id
+    from ._structure import Structure, structure_of
+    from ._text import (
+        PREVIEW_CLIP,
+        as_is,
+        collapse,
+        human_bytes,
+        human_seconds,
+        int_text,
+        json_text,
+        ms_time,
+        num,
+        number,
+        one_line,
+        plain_doc,
+        show,
+        to_json_bytes,
+        usage_text,
+        value_text,
+    )
+    from ._tree_rows import Layout, TreeRow, format_row, tree_rows
+
+# Each name is imported from its module when first used: `sessiontree usage` needs
+# `safe` only, and importing every viewer's table (the entry types, the drawing) cost
+# it about 20 ms of its start.
+_HOMES: dict[str, str] = {
+    **dict.fromkeys(('cells', 'fit'), "_cells"),
+    **dict.fromkeys(('model_text', 'render_message'), "_context_lines"),
+    **dict.fromkeys((
+        'CLOSE', 'ENTRY', 'FOLD', 'MAX_SIBLINGS', 'MORE', 'NOTE', 'OPEN', 'Drawing', 'Row', 'fold_text',
+    ), "_drawing"),
+    **dict.fromkeys((
+        'CONVERSATION', 'ENTRY_VIEWS', 'KEEP_TYPES', 'KIND_STYLES', 'KINDS', 'ROLE_VIEWS', 'EntryView',
+        'RoleView', 'entry_preview', 'item_of', 'message_preview',
+    ), "_entries"),
+    **dict.fromkeys(('safe', 'safe_block'), "_escape"),
+    **dict.fromkeys(('content_text', 'tool_call_preview'), "_preview"),
+    **dict.fromkeys(('IMAGE_TYPES', 'Item', 'Part', 'clean', 'doc_line'), "_render"),
+    **dict.fromkeys(('SHORT_ID', 'AmbiguousIdError', 'id_width', 'resolve_id'), "_ids"),
+    **dict.fromkeys(('Structure', 'structure_of'), "_structure"),
+    **dict.fromkeys((
+        'PREVIEW_CLIP', 'as_is', 'collapse', 'human_bytes', 'human_seconds', 'int_text', 'json_text',
+        'ms_time', 'num', 'number', 'one_line', 'plain_doc', 'show', 'to_json_bytes', 'usage_text',
+        'value_text',
+    ), "_text"),
+    **dict.fromkeys(('Layout', 'TreeRow', 'format_row', 'tree_rows'), "_tree_rows"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CLOSE", "CONVERSATION", "ENTRY", "ENTRY_VIEWS", "FOLD", "IMAGE_TYPES", "KEEP_TYPES", "KIND_STYLES", "KINDS",

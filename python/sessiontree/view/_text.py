@@ -51,9 +51,21 @@ def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
         finally:
             sys.setrecursionlimit(old_limit)
         return text.encode()
-    if _JSON_UNSAFE_RE.search(data):
+    if _json_unsafe(data):
         data = _JSON_UNSAFE_RE.sub(_json_escape, data)
     return data
+
+
+def _json_unsafe(data: bytes) -> bool:
+    """``data`` holds something :data:`_JSON_UNSAFE_RE` rewrites: natively by ``memchr``
+    (the expression tries every byte: 0.27 s for the 60 MB of all the hits of a common
+    word, the native test 0.02 s), else the expression itself."""
+    from .._select import native_module
+
+    native = native_module()
+    if native is not None:
+        return native.json_unsafe(data)  # type: ignore[no-any-return]
+    return _JSON_UNSAFE_RE.search(data) is not None
 
 
 # Raw UTF-8 of DEL, C1 (U+0080-U+009F), ALM, LRM/RLM, U+2028/U+2029, U+202A-U+202E,
