@@ -1035,8 +1035,23 @@ fn usage_report<'py>(
 /// A query's terms as the native rules read them: each a list of words; `uncased` the
 /// query's non-ASCII characters Python holds uncased.
 fn query_terms(terms: &[Vec<String>], uncased: &str) -> PyResult<Vec<crate::Term>> {
+    let out = terms_of(terms, uncased);
+    if out.is_empty()
+        || out
+            .iter()
+            .any(|t| t.words.is_empty() || t.words.iter().any(Vec::is_empty))
+    {
+        return Err(PyValueError::new_err(
+            "no terms, or a term with an empty word",
+        ));
+    }
+    Ok(out)
+}
+
+/// The terms as the native rules read them, unchecked.
+fn terms_of(terms: &[Vec<String>], uncased: &str) -> Vec<crate::Term> {
     use crate::{PChar, Term};
-    let out: Vec<Term> = terms
+    terms
         .iter()
         .map(|words| Term {
             words: words
@@ -1048,17 +1063,7 @@ fn query_terms(terms: &[Vec<String>], uncased: &str) -> PyResult<Vec<crate::Term
                 })
                 .collect(),
         })
-        .collect();
-    if out.is_empty()
-        || out
-            .iter()
-            .any(|t| t.words.is_empty() || t.words.iter().any(Vec::is_empty))
-    {
-        return Err(PyValueError::new_err(
-            "no terms, or a term with an empty word",
-        ));
-    }
-    Ok(out)
+        .collect()
 }
 
 fn path_of(b: Vec<u8>) -> PathBuf {
@@ -1457,20 +1462,7 @@ fn judge_text<'py>(
     text: &[u8],
 ) -> PyResult<Bound<'py, PyTuple>> {
     use crate::search::rules::{judge, snippet, Chars, Outcome};
-    use crate::{PChar, Term};
-    let terms: Vec<Term> = terms
-        .iter()
-        .map(|words| Term {
-            words: words
-                .iter()
-                .map(|w| {
-                    w.chars()
-                        .map(|c| PChar::new(c as u32, uncased.contains(c)))
-                        .collect()
-                })
-                .collect(),
-        })
-        .collect();
+    let terms = terms_of(&terms, uncased);
     let chars = Chars::of(text);
     match judge(&terms, &chars) {
         Outcome::Miss => ("miss", py.None()).into_pyobject(py),

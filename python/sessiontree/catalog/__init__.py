@@ -20,6 +20,7 @@ from datetime import date, tzinfo
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import lazy_names
 from ._location import ENV, default_path, resolve
 from ._run import CONTENT_ROUNDS, open_store, refresh_for, run
 from ._store import CatalogError, Store
@@ -37,15 +38,7 @@ _LAZY = {"Query": "_search", "SearchHit": "_search", "SearchResult": "_search", 
          "native_scanner": "_extract", "scan_file": "_extract"}
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 __all__ = [
     "ENV",

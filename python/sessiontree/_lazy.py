@@ -1,0 +1,29 @@
+"""A package's names imported from their modules when first used (PEP 562 module
+``__getattr__``): a command pays only for the modules it uses."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["lazy_names"]
+
+
+def lazy_names(package: str, homes: Mapping[str, str], namespace: dict[str, Any]) -> Callable[[str], Any]:
+    """The ``__getattr__`` of ``package``: ``homes`` maps a name to the submodule that
+    holds it; a name, once imported, is kept in ``namespace`` (the package's globals).
+
+    Raises (from the returned function):
+        AttributeError: the name has no home.
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = homes.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        namespace[name] = value
+        return value
+
+    return __getattr__
