@@ -403,6 +403,28 @@ def test_fork_question_wraps_in_a_small_terminal(session: Path) -> None:
     asyncio.run(main())
 
 
+def test_key_hints_fit_an_80_by_24_terminal(session: Path) -> None:
+    """At 80×24 (a terminal's default) the footer's last line shows the help and quit keys
+    (issue 26: the focused tree's keys came first and pushed the app's off the edge)."""
+    app = BrowseApp(str(session))
+
+    async def main() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _ready(app, pilot)
+            await _until(pilot, lambda: "← leaf" in screen(app), "the first screen")
+            lines = screen(app).splitlines()
+            assert len(lines) == 24
+            footer = lines[-1]
+            assert "? keys" in footer and "q quit" in footer, footer
+            await pilot.press("question_mark")  # the key the footer names opens the help
+            await _until(pilot, lambda: "Keys (also in the footer" in screen(app), "the help")
+            await pilot.press("escape")
+            await pilot.press("q")
+        assert app.return_code == 0
+
+    asyncio.run(main())
+
+
 # ------------------------------------------------ issue 24: the file changes under the app
 
 
