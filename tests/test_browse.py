@@ -96,7 +96,7 @@ def test_walk_to_an_abandoned_branch_read_it_see_its_context_and_fork_it(session
     async def walk(app: Any, pilot: Any) -> None:
         await _until(pilot, lambda: "← leaf" in screen(app), "the first screen")
         text = screen(app)
-        assert f"{n_entries:,} entries" in text and "← leaf" in text and "⑂" in text
+        assert f"{n_entries:,} entries" in text and "← leaf" in text and "┬" in text
         assert selected(app) == leaf  # starts on the current leaf
         assert "the session's current leaf" in detail(app)
         # `t`: the next tip of an abandoned branch (from the leaf, wrapping back: `T`).

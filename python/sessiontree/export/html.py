@@ -1,7 +1,7 @@
 """``sessiontree export --format html``: one self-contained HTML page of a session.
 
 The page works offline and alone: a tree sidebar (drawn as ``sessiontree tree`` draws
-it, from the shape: branch points ``⑂n``, tips, the leaf, folded runs and older
+it, from the shape: branch points ``┬n``, tips, the leaf, folded runs and older
 siblings behind ``<details>``, each other branch foldable, the chosen path in bold) and
 the conversation of the chosen path (Markdown text, code blocks, collapsible thinking,
 tool calls and results, images inline as ``data:`` URIs, model and usage per message,
@@ -38,6 +38,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from ..view import (
+    BRANCH_MARK,
     CLOSE,
     Drawing,
     ENTRY,
@@ -212,7 +213,7 @@ def _write_tree(drawing: Drawing, write: Callable[[str], Any], every: bool) -> N
         if len(st.children(i)) > MAX_SIBLINGS + 1:
             drawing.expand(("more", i))  # all siblings drawn; the older ones closed below
     write('<nav id="tree" aria-label="session tree">\n<p class="hint">Click an entry to read its branch. '
-          "▾ folds a branch; ⋮ rows open folded runs. ⑂n: a branch point with n branches; "
+          f"▾ folds a branch; ⋮ rows open folded runs. {BRANCH_MARK}n: a branch point with n branches; "
           "tip: the end of a branch; ← leaf: the session's current leaf.</p>\n")
     in_summary = False
     out: list[str] = []
@@ -255,7 +256,7 @@ def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = Fa
         marks.append(f'<span class="lb">[{h(doc_line(label, 80))}]</span>')
     branches = len(st.children(n))
     if branches >= 2:
-        marks.append(f'<span class="mk">⑂{branches}</span>')
+        marks.append(f'<span class="mk">{BRANCH_MARK}{branches}</span>')
     elif branches == 0 and n != st.session_leaf:
         marks.append('<span class="mk">tip</span>')
     if n == st.session_leaf:
