@@ -304,7 +304,7 @@ def test_real_runner_turns_tool_call_and_rewind(tmp_path: Path, monkeypatch: pyt
     assert "clean" in check.stdout
     tree = cli("tree", path, home=home)
     assert tree.returncode == 0, tree.stderr
-    assert "⑂2" in tree.stdout and "← leaf" in tree.stdout and "weather(city='Paris')" in tree.stdout
+    assert "┬2" in tree.stdout and "← leaf" in tree.stdout and "weather(city='Paris')" in tree.stdout
     found = cli("search", "sunny", str(folder), "--json", home=home)
     assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout)["hits"]

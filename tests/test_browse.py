@@ -96,7 +96,7 @@ def test_walk_to_an_abandoned_branch_read_it_see_its_context_and_fork_it(session
     async def walk(app: Any, pilot: Any) -> None:
         await _until(pilot, lambda: "← leaf" in screen(app), "the first screen")
         text = screen(app)
-        assert f"{n_entries:,} entries" in text and "← leaf" in text and "⑂" in text
+        assert f"{n_entries:,} entries" in text and "← leaf" in text and "┬" in text
         assert selected(app) == leaf  # starts on the current leaf
         assert "the session's current leaf" in detail(app)
         # `t`: the next tip of an abandoned branch (from the leaf, wrapping back: `T`).
@@ -399,6 +399,28 @@ def test_fork_question_wraps_in_a_small_terminal(session: Path) -> None:
             assert question.region.right <= box.content_region.right, (question.region, box.content_region)
             assert question.region.height >= 2, question.region  # wrapped, all of it shown
             await pilot.press("n")
+
+    asyncio.run(main())
+
+
+def test_key_hints_fit_an_80_by_24_terminal(session: Path) -> None:
+    """At 80×24 (a terminal's default) the footer's last line shows the help and quit keys
+    (issue 26: the focused tree's keys came first and pushed the app's off the edge)."""
+    app = BrowseApp(str(session))
+
+    async def main() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _ready(app, pilot)
+            await _until(pilot, lambda: "← leaf" in screen(app), "the first screen")
+            lines = screen(app).splitlines()
+            assert len(lines) == 24
+            footer = lines[-1]
+            assert "? keys" in footer and "q quit" in footer, footer
+            await pilot.press("question_mark")  # the key the footer names opens the help
+            await _until(pilot, lambda: "Keys (also in the footer" in screen(app), "the help")
+            await pilot.press("escape")
+            await pilot.press("q")
+        assert app.return_code == 0
 
     asyncio.run(main())
 

@@ -103,8 +103,37 @@ def test_parent_and_sibling_are_unmistakable(tmp_path: Path, backend: str) -> No
     assert [line[:2] for line in out] == ["  ", "│ ", "  ", "│ ", "  ", "* "]
     assert col["b1"].startswith("│ └─ ◇ b1") and col["c1"].startswith("│ └─ ◇ c1")
     assert col["a2"].startswith("  a2") and col["a3"].startswith("  a3")  # continuations in column 0
-    assert "⑂2" in col["a1"] and "⑂2" in col["a2"]
+    assert "┬2" in col["a1"] and "┬2" in col["a2"]
 
+
+
+def _in_font(family: str, ch: str) -> bool:
+    """``family`` (as fontconfig knows it) has a glyph for ``ch``."""
+    out = subprocess.run(["fc-list", f":family={family}:charset={ord(ch):x}", "family"],
+                         capture_output=True, text=True, timeout=60).stdout
+    return family in out
+
+
+def test_the_marks_are_in_a_common_monospace_font(tmp_path: Path) -> None:
+    """Every character ``tree`` draws around ASCII entries (guides, tip, leaf and branch
+    point marks) has a glyph in DejaVu Sans Mono, as fontconfig reads the font file (issue
+    26: ``⑂``, U+2442, the old branch point mark, has none and showed as a box)."""
+    import shutil
+
+    family = "DejaVu Sans Mono"
+    if shutil.which("fc-list") is None or not _in_font(family, "a"):
+        pytest.skip(f"fontconfig or {family} is not installed (apt-get install fontconfig fonts-dejavu-core)")
+    from sessiontree.view import BRANCH_MARK, cells
+
+    path = write(tmp_path / "two.jsonl", [
+        msg("a1", None, "first"), msg("b1", "a1", "tried"), msg("a2", "a1", "second", "assistant"),
+        msg("c1", "a2", "tried again"), msg("a3", "a2", "third"), msg("a4", "a3", "done", "assistant"),
+    ])
+    out = run("tree", str(path), "--full", "--color", "never").stdout
+    assert f"{BRANCH_MARK}2" in out and cells(BRANCH_MARK) == 1
+    drawn = sorted({ch for ch in out if not ch.isascii()})
+    assert BRANCH_MARK in drawn
+    assert [ch for ch in drawn if not _in_font(family, ch)] == []
 
 def test_from_depth_and_branches(tmp_path: Path, backend: str) -> None:
     path = nested(tmp_path / "deep.jsonl", 5)
@@ -153,10 +182,10 @@ def test_deeply_nested_branches_fold_to_one_line(tmp_path: Path, backend: str) -
     assert p.returncode == 0, p.stderr
     out = p.stdout
     assert "s02" in out and "s03" not in out and "t03" not in out
-    assert "⑂ 1 more branch here (tree --from s02)" in out
+    assert "┬ 1 more branch here (tree --from s02)" in out
     assert "* m2" in out and "◇ t01" in out and "◇ t02" in out
     p = run("tree", str(path), "--color", "never", "--nested", "1", "--backend", backend)
-    assert "s02" not in p.stdout and "⑂ 1 more branch here (tree --from s01)" in p.stdout
+    assert "s02" not in p.stdout and "┬ 1 more branch here (tree --from s01)" in p.stdout
     p = run("tree", str(path), "--color", "never", "--from", "s02", "--backend", backend)
     assert "s03" in p.stdout and "◇ t03" in p.stdout  # opened where the line said
     for args in (["--nested", "100"], ["--full"], ["--branches"]):

@@ -9,6 +9,7 @@ import base64
 import hashlib
 import json
 import os
+import html
 import re
 import subprocess
 import sys
@@ -141,6 +142,42 @@ def test_html_tree_and_path_are_tree_and_context(demo_like: Path) -> None:
     leaf_rows = [text for n, text in page.rows if "← leaf" in text]
     assert len(leaf_rows) == 1 and data["ids"][data["leaf"]] in [r["id"] for r in tree if r["leaf"]]
 
+
+
+def _header_facts(page_text: str) -> dict[str, str]:
+    head = re.search(r"<header><h1>.*?</h1><p>(.*?)</p></header>", page_text, re.S)
+    assert head is not None
+    return {k: html.unescape(v) for k, v in re.findall(r'<span id="(h-\w+)">(.*?)</span>', head.group(1))}
+
+
+@pytest.mark.parametrize("branches", ["all", "path"])
+def test_html_header_describes_the_branch_shown(demo_like: Path, backend: str, branches: str) -> None:
+    """``--leaf`` on an abandoned tip: the header counts that branch's path and names its
+    tip as a branch beside the session's current leaf (issue 26: it named the tip as if it
+    were the leaf); the page's data carries both leaves for the script that rewrites the
+    header when the reader picks another branch (tests/test_export_browser.py)."""
+    with open_quiet(demo_like, backend) as sm:
+        leaf = sm.leaf_id
+        tip = next(e["id"] for e in sm.get_entries() if not sm.get_children(e["id"]) and e["id"] != leaf)
+        n_tip = len(sm.get_branch(tip))
+        n_leaf = len(sm.get_branch())
+        st = structure_of(sm)
+        out: list[str] = []
+        write_html(st, out.append, leaf=st.number(tip), branches=branches)
+        default: list[str] = []
+        write_html(st, default.append, branches=branches)
+    assert n_tip != n_leaf
+    page_text = "".join(out)
+    assert _header_facts(page_text) == {
+        "h-path": f"{n_tip:,} on the path shown",
+        "h-leaf": f"to {tip}, a branch (the session's current leaf is {leaf})",
+    }
+    data = Page(page_text).data()
+    assert data["ids"][data["leaf"]] == tip and data["ids"][data["sessionLeaf"]] == leaf
+    assert _header_facts("".join(default)) == {
+        "h-path": f"{n_leaf:,} on the path shown",
+        "h-leaf": f"to {leaf} (the session's current leaf)",
+    }
 
 def test_html_path_only_decodes_the_path(demo_like: Path) -> None:
     """branches="path" renders exactly the path, and decodes only it and the rows a

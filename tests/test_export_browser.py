@@ -104,6 +104,9 @@ def test_page_loads_and_clicking_a_branch_shows_it(browser: Any, demo: Path, tmp
         held = [n for n in st.path_to(tip) if n in st.on_path]
         assert page.shown() == held + [st.path_to(tip)[len(held)]]
     tip_shown = page.shown()
+    # The header follows the branch shown (issue 26): that branch's length and its tip.
+    assert page.page.inner_text("#h-path") == f"{len(st.path_to(tip)):,} on the path shown"
+    assert page.page.inner_text("#h-leaf") == f"to {st.id(tip)}, a branch (the session's current leaf is {st.id(st.leaf)})"
     assert "cur" in page.page.get_attribute(f"#t{tip}", "class").split()
     if branches == "all":
         assert "cur" in page.page.get_attribute(f"#a{tip}", "class").split()
@@ -126,6 +129,8 @@ def test_page_loads_and_clicking_a_branch_shows_it(browser: Any, demo: Path, tmp
     # Clicking an entry on the path shows the path again (down to the leaf).
     page.page.click(f"#t{st.path[1]}")
     assert page.shown() == st.path
+    assert page.page.inner_text("#h-path") == f"{len(st.path):,} on the path shown"
+    assert page.page.inner_text("#h-leaf") == f"to {st.id(st.leaf)} (the session's current leaf)"
     # A link to an entry opens the page on that entry's branch.
     again = Loaded(browser, out)
     again.page.goto(out.as_uri() + f"#a{tip}")

@@ -168,7 +168,7 @@ def test_a_real_graph_is_a_conversation_tree(tmp_path: Path, backend: str) -> No
     check = cli("check", path, home=home)
     assert check.returncode == 0 and "clean" in check.stdout, check.stdout + check.stderr
     tree = cli("tree", path, home=home)
-    assert tree.returncode == 0 and "⑂2" in tree.stdout and "langgraph.checkpoint" in tree.stdout, tree.stderr
+    assert tree.returncode == 0 and "┬2" in tree.stdout and "langgraph.checkpoint" in tree.stdout, tree.stderr
     found = cli("search", "sunny", str(folder), "--json", home=home)
     assert [h["role"] for h in json.loads(found.stdout)["hits"]] == ["assistant"], found.stderr
     out = tmp_path / "thread.md"

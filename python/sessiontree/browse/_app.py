@@ -43,7 +43,7 @@ from ..view import (
 from ..errors import SessionError
 from ._detail import item_text
 from ._screens import AskScreen, ConfirmScreen, ContextScreen, HelpScreen
-from ._tree_view import TreeView
+from ._tree_view import APP_KEYS, TreeView
 
 __all__ = ["BrowseApp"]
 
@@ -75,7 +75,7 @@ class BrowseApp(App[None]):
     #search { dock: bottom; display: none; }
     #search.open { display: block; }
     """
-    BINDINGS = [Binding("question_mark", "help", "keys"), Binding("q", "quit", "quit")]
+    BINDINGS = list(APP_KEYS)
 
     def __init__(self, path: str, *, backend: str = "auto", select: str | None = None) -> None:
         super().__init__()

@@ -7,7 +7,7 @@ __all__ = ["HELP"]
 
 HELP = """``sessiontree browse``: walk a session's tree in a full-screen terminal app.
 
-Left: the tree, drawn as `sessiontree tree` draws it (branch points ⑂n, tips, the
+Left: the tree, drawn as `sessiontree tree` draws it (branch points ┬n, tips, the
 current leaf ← leaf, long linear runs and long sibling lists folded into ⋮ rows).
 Right: the selected entry (text, thinking, tool calls and results, usage, label).
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.style import Style
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -24,7 +24,7 @@ from textual.strip import Strip
 from ..view import ENTRY, FOLD, MORE, NOTE, Drawing, Layout, Row, TreeRow, format_row, safe
 from ..errors import SessionError
 
-__all__ = ["TreeView"]
+__all__ = ["APP_KEYS", "TreeView"]
 
 _CACHE_ROWS = 4096  # row texts kept (entries decoded once while they stay on screen)
 _CURSOR = Style(bgcolor="grey23", bold=True)
@@ -38,6 +38,12 @@ def _style(name: str) -> Style:
     return st
 
 
+# Textual's footer lists the focused widget's keys first and the app's last; with the tree
+# focused at 80 columns the help and quit keys fell off the edge (issue 26). The tree leads
+# with them; the app binds the same two for when the detail pane has the focus.
+APP_KEYS: list[BindingType] = [Binding("question_mark", "app.help", "keys"), Binding("q", "app.quit", "quit")]
+
+
 class TreeView(ScrollView, can_focus=True):
     """The drawing's rows with a cursor. Posts :class:`TreeView.Moved` when it moves."""
 
@@ -47,6 +53,7 @@ class TreeView(ScrollView, can_focus=True):
     # The browser's keys live here, so that they act only while the tree has the focus
     # (not in the search box, not on the context screen); most are the app's actions.
     BINDINGS = [
+        *APP_KEYS,
         Binding("up", "cursor(-1)", "up", show=False),
         Binding("down", "cursor(1)", "down", show=False),
         Binding("pageup", "page(-1)", "page up", show=False),

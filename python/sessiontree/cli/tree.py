@@ -5,7 +5,7 @@ How to read it:
 * Entries in one column follow each other: each is the child of the row above it in
   that column. The branch holding the current leaf (else the newest) stays in the
   first column, whatever its length.
-* A branch point (``⑂N``: N children) keeps its continuing child in its own column;
+* A branch point (``┬N``: N children) keeps its continuing child in its own column;
   its other children start abandoned branches, drawn first, behind ``├─`` / ``└─``
   and hanging from a ``│`` spine that joins the branch point to its continuation.
   Siblings share one connector column; a branch point further down draws its own
@@ -18,7 +18,7 @@ How to read it:
 * Long runs of entries with one child each are folded to one ``⋮`` line, except
   entries worth seeing (compactions, branch summaries, session names, labelled
   entries, the leaf) and the first and last two of each run; abandoned branches are
-  drawn nested two deep, deeper ones as one ``⑂ N more branches here`` line each.
+  drawn nested two deep, deeper ones as one ``┬ N more branches here`` line each.
   ``--full`` shows every entry; ``--from ID`` draws only the part below one entry
   (an id or a unique prefix, as git takes commits), ``--depth N`` stops N entries
   below the start, ``--nested N`` draws branches nested N deep, and ``--branches``

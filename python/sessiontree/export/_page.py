@@ -107,6 +107,16 @@ JS = """
     a.appendChild(p);
     return a;
   }
+  function header(path) {
+    // The header describes the branch shown, worded as html._leaf_fact words it.
+    var tip = path[path.length - 1], lead = data.sessionLeaf;
+    var hp = document.getElementById("h-path"), hl = document.getElementById("h-leaf");
+    if (hp) { hp.textContent = path.length.toLocaleString("en-US") + " on the path shown"; }
+    if (hl) {
+      hl.textContent = "to " + data.ids[tip] + (tip === lead || lead < 0 ? " (the session's current leaf)" :
+        ", a branch (the session's current leaf is " + data.ids[lead] + ")");
+    }
+  }
   function show(n, scroll) {
     var path = branchOf(n);
     var i, a, r;
@@ -131,6 +141,7 @@ JS = """
       if (r) { r.classList.add("sel"); marked.push(r); }
     }
     document.body.classList.toggle("dp", path[path.length - 1] === data.leaf);
+    header(path);
     r = row(n);
     if (r) {
       r.classList.add("cur");

@@ -1,7 +1,7 @@
 """``sessiontree export --format html``: one self-contained HTML page of a session.
 
 The page works offline and alone: a tree sidebar (drawn as ``sessiontree tree`` draws
-it, from the shape: branch points ``⑂n``, tips, the leaf, folded runs and older
+it, from the shape: branch points ``┬n``, tips, the leaf, folded runs and older
 siblings behind ``<details>``, each other branch foldable, the chosen path in bold) and
 the conversation of the chosen path (Markdown text, code blocks, collapsible thinking,
 tool calls and results, images inline as ``data:`` URIs, model and usage per message,
@@ -38,6 +38,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from ..view import (
+    BRANCH_MARK,
     CLOSE,
     Drawing,
     ENTRY,
@@ -140,12 +141,13 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
 
     name = sm.get_session_name()
     title = doc_line(name, 200) if name else f"Session {doc_line(sm.session_id, 80)}"
-    facts = [f"{len(st):,} entries", f"{len(path):,} on the path shown"]
+    facts = [f"{len(st):,} entries", f'<span id="h-path">{len(path):,} on the path shown</span>']
     if st.leaf is not None:
-        facts.append(f"to {doc_line(st.id(st.leaf), 80)}")
+        # The page's script rewrites these two spans when another branch is shown (_page.JS).
+        facts.append(f'<span id="h-leaf">{h(_leaf_fact(st, st.leaf))}</span>')
     if source:
-        facts.append(doc_line(os.path.basename(source), 200))
-    facts.append(f"cwd {doc_line(sm.cwd, 200)}")
+        facts.append(h(doc_line(os.path.basename(source), 200)))
+    facts.append(h(f"cwd {doc_line(sm.cwd, 200)}"))
     if not every:
         facts.append("only this path's entries are in this file (export another with --leaf ID)")
     write("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
@@ -153,7 +155,7 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
           '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
           '<meta name="referrer" content="no-referrer">\n'
           f"<title>{h(title)}</title>\n<style>{CSS}</style></head>\n<body class=\"dp\">\n"
-          f"<header><h1>{h(title)}</h1><p>{h(' · '.join(facts))}</p></header>\n")
+          f"<header><h1>{h(title)}</h1><p>{' · '.join(facts)}</p></header>\n")
 
     _write_tree(drawing, write, every)
     write('<main id="conv">\n')
@@ -180,12 +182,23 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
         else:
             down.append(next((c for c in kids if c in on_path), kids[-1]))
     data = {"ids": [clean(eid) for eid in shape.ids], "parents": list(shape.parents), "down": down,
-            "leaf": st.leaf if st.leaf is not None else -1, "file": clean(source or sm.session_file or "FILE")}
+            "leaf": st.leaf if st.leaf is not None else -1,
+            "sessionLeaf": st.session_leaf if st.session_leaf is not None else -1,
+            "file": clean(source or sm.session_file or "FILE")}
     write('<script type="application/json" id="st-data">')
     write(_script_json(data))
     write(f"</script>\n<script>{JS}</script>\n</body></html>\n")
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+def _leaf_fact(st: Structure, leaf: int) -> str:
+    """The header's word on ``leaf``, the tip of the branch shown (the page's script words
+    it the same way when the reader picks another branch)."""
+    shown = doc_line(st.id(leaf), 80)
+    if leaf == st.session_leaf or st.session_leaf is None:
+        return f"to {shown} (the session's current leaf)"
+    return f"to {shown}, a branch (the session's current leaf is {doc_line(st.id(st.session_leaf), 80)})"
 
 
 def _script_json(value: Any) -> str:
@@ -212,7 +225,7 @@ def _write_tree(drawing: Drawing, write: Callable[[str], Any], every: bool) -> N
         if len(st.children(i)) > MAX_SIBLINGS + 1:
             drawing.expand(("more", i))  # all siblings drawn; the older ones closed below
     write('<nav id="tree" aria-label="session tree">\n<p class="hint">Click an entry to read its branch. '
-          "▾ folds a branch; ⋮ rows open folded runs. ⑂n: a branch point with n branches; "
+          f"▾ folds a branch; ⋮ rows open folded runs. {BRANCH_MARK}n: a branch point with n branches; "
           "tip: the end of a branch; ← leaf: the session's current leaf.</p>\n")
     in_summary = False
     out: list[str] = []
@@ -255,7 +268,7 @@ def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = Fa
         marks.append(f'<span class="lb">[{h(doc_line(label, 80))}]</span>')
     branches = len(st.children(n))
     if branches >= 2:
-        marks.append(f'<span class="mk">⑂{branches}</span>')
+        marks.append(f'<span class="mk">{BRANCH_MARK}{branches}</span>')
     elif branches == 0 and n != st.session_leaf:
         marks.append('<span class="mk">tip</span>')
     if n == st.session_leaf:

@@ -32,7 +32,7 @@ from .._lazy import lazy_names
 if TYPE_CHECKING:
     from ._cells import cells, fit
     from ._context_lines import model_text, render_message
-    from ._drawing import CLOSE, ENTRY, FOLD, MAX_SIBLINGS, MORE, NOTE, OPEN, Drawing, Row, fold_text
+    from ._drawing import BRANCH_MARK, CLOSE, ENTRY, FOLD, MAX_SIBLINGS, MORE, NOTE, OPEN, Drawing, Row, fold_text
     from ._entries import (
         CONVERSATION,
         ENTRY_VIEWS,
@@ -78,7 +78,7 @@ _HOMES: dict[str, str] = {
     **dict.fromkeys(('cells', 'fit'), "_cells"),
     **dict.fromkeys(('model_text', 'render_message'), "_context_lines"),
     **dict.fromkeys((
-        'CLOSE', 'ENTRY', 'FOLD', 'MAX_SIBLINGS', 'MORE', 'NOTE', 'OPEN', 'Drawing', 'Row', 'fold_text',
+        'BRANCH_MARK', 'CLOSE', 'ENTRY', 'FOLD', 'MAX_SIBLINGS', 'MORE', 'NOTE', 'OPEN', 'Drawing', 'Row', 'fold_text',
     ), "_drawing"),
     **dict.fromkeys((
         'CONVERSATION', 'ENTRY_VIEWS', 'KEEP_TYPES', 'KIND_STYLES', 'KINDS', 'ROLE_VIEWS', 'EntryView',

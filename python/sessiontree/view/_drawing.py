@@ -33,9 +33,14 @@ from typing import Any
 from ._entries import KEEP_TYPES
 from ._structure import Structure
 
-__all__ = ["ENTRY", "FOLD", "MORE", "NOTE", "OPEN", "CLOSE", "Row", "Drawing", "MAX_SIBLINGS", "KEEP_SIBLINGS"]
+__all__ = ["BRANCH_MARK", "ENTRY", "FOLD", "MORE", "NOTE", "OPEN", "CLOSE", "Row", "Drawing", "MAX_SIBLINGS", "KEEP_SIBLINGS"]
 
 ENTRY, FOLD, MORE, NOTE, OPEN, CLOSE = range(6)
+
+# A branch point's mark, before its number of branches (``┬3``): Box Drawing, which the
+# common monospace fonts carry; ``⑂`` (U+2442), the mark before issue 26, has no glyph in
+# DejaVu Sans Mono (fontconfig says so; tests/test_cli_tree.py asks it). One cell wide.
+BRANCH_MARK = "┬"
 
 EDGE = 2  # entries kept at each end of a folded run (here and in `tree`: _tree_rows)
 MIN_FOLD = 3  # a fold hides at least this many entries

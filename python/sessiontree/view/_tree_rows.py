@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from ..schema import CodeColumn
 from ._cells import cells, fit
-from ._drawing import EDGE, MIN_FOLD, fold_text
+from ._drawing import BRANCH_MARK, EDGE, MIN_FOLD, fold_text
 from ._entries import KEEP_TYPES, KIND_STYLES, entry_preview
 from ._ids import SHORT_ID
 from ._preview import content_text
@@ -262,7 +262,7 @@ def _column(lay: Layout, v: int, first_guides: tuple[str, ...], guides: tuple[st
 def _more(n: int, what: str, at: str | None) -> str:
     plural = f"{n:,} more {what}{'es' if what == 'branch' else 's'}" if n != 1 else f"1 more {what}"
     where = f" here (tree --from {at[:12]})" if at is not None else " (tree --nested 1)"
-    return f"⑂ {plural}{where}"
+    return f"{BRANCH_MARK} {plural}{where}"
 
 
 def _run_rows(lay: Layout, run: list[int], g_first: tuple[str, ...], g_rest: tuple[str, ...], depth: int,
@@ -374,7 +374,7 @@ def format_row(row: TreeRow, lay: Layout, label: Any, width: int) -> tuple[str, 
     if label is not None:
         tail_parts.append(f"[{one_line(label, 200)}]")
     if n_kids >= 2:
-        tail_parts.append(f"⑂{n_kids}")
+        tail_parts.append(f"{BRANCH_MARK}{n_kids}")
     if is_leaf:
         tail_parts.append("← leaf")
     tail = ("  " + " ".join(tail_parts)) if tail_parts else ""
