@@ -102,7 +102,7 @@ __getattr__ = lazy_names(__name__, _HOMES, globals())
 
 
 __all__ = [
-    "CLOSE", "CONVERSATION", "ENTRY", "ENTRY_VIEWS", "FOLD", "IMAGE_TYPES", "KEEP_TYPES", "KIND_STYLES", "KINDS",
+    "BRANCH_MARK", "CLOSE", "CONVERSATION", "ENTRY", "ENTRY_VIEWS", "FOLD", "IMAGE_TYPES", "KEEP_TYPES", "KIND_STYLES", "KINDS",
     "MAX_SIBLINGS", "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "ROLE_VIEWS", "SHORT_ID", "AmbiguousIdError", "Drawing",
     "EntryView", "Item", "Layout", "Part", "RoleView", "Row", "Structure", "TreeRow", "as_is", "cells", "clean",
     "collapse", "content_text", "doc_line", "entry_preview", "fit", "fold_text", "format_row", "human_bytes",
