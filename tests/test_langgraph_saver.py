@@ -496,7 +496,7 @@ def test_a_killed_writer_loses_nothing_acknowledged(tmp_path: Path) -> None:
     listed = [t.config["configurable"]["checkpoint_id"] for t in saver.list({"configurable": {"thread_id": "crash"}})]
     assert set(acked_puts) <= set(listed)
     saver.close()
-    # CONTRACT §6: a write torn by a kill is sealed with `#` by the next writer and stays an
+    # CONTRACT §4: a write torn by a kill is sealed with `#` by the next writer and stays an
     # `invalid_json` line; only the last kill can leave a `truncated` tail.
     lines = Path(saver.path_of("crash")).read_bytes().split(b"\n")
     with SessionManager.open(saver.path_of("crash")) as sm:
