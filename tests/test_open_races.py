@@ -127,6 +127,9 @@ def _swap(path: str, a: str, b: str, stop: Any) -> None:
             g.write(f.read())
         os.replace(tmp, path)
         k += 1
+        # Swaps back to back on an idle core can leave no open whole (every one stale,
+        # as a clean CI run saw): pauses of 0-15 ms let some opens fall between swaps.
+        stop.wait((k % 4) * 0.005)
 
 
 def test_opens_racing_a_real_renamer_see_one_whole_file(tmp_path: Path, backend: str) -> None:
