@@ -86,7 +86,7 @@ def native_module() -> Any:
     except ValueError:
         pass
     try:
-        from . import _sessiontree
+        import sessiontree._sessiontree as native  # the extension module itself, not the package
     except ImportError:
         return None
-    return _sessiontree
+    return native
