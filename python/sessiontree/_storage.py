@@ -68,7 +68,7 @@ from .errors import InvalidSessionError, SessionFileExistsError, SessionLockedEr
 Verify = Callable[[int], os.stat_result]
 """Checks an open descriptor before a write; returns its ``fstat`` or raises."""
 
-__all__ = ["SessionWriter", "FSYNC_APPENDS", "open_regular", "require_regular_file"]
+__all__ = ["SessionWriter", "FSYNC_APPENDS", "open_regular", "process_alive", "require_regular_file"]
 
 FSYNC_APPENDS = os.environ.get("SESSIONTREE_FSYNC", "1").strip().lower() not in ("0", "false", "no", "off")
 """Whether each append is followed by ``fsync`` (env ``SESSIONTREE_FSYNC``, default on)."""
@@ -210,7 +210,8 @@ def release_temp(tmp: str, *, remove: bool) -> None:
             _restore_handlers()
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (a dead writer's leftovers may be removed)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -246,7 +247,7 @@ def sweep_temps(folder: str) -> list[str]:
             st = os.lstat(p)
             if not stat.S_ISREG(st.st_mode):
                 continue
-            if pid == me or (_alive(pid) and time.time() - st.st_mtime < _TEMP_GRACE_S):
+            if pid == me or (process_alive(pid) and time.time() - st.st_mtime < _TEMP_GRACE_S):
                 continue
             fd = os.open(p, os.O_RDONLY | _O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
         except OSError:

@@ -28,6 +28,7 @@ from langgraph.checkpoint.base import (
 
 from .._keyed import key_file_name, keys_of_file_name
 from .._manager import SessionManager
+from .._storage import process_alive
 from ..errors import SessionFileExistsError
 from ._thread import ThreadFile
 
@@ -38,16 +39,6 @@ __all__ = ["PiCheckpointSaver"]
 # process without unwinding) can be told from one in use and removed by the next copy.
 _ASIDE_PREFIX = ".copy-{pid}-"
 _ASIDE = re.compile(r"\.copy-(?P<pid>[0-9]+)-[A-Za-z0-9_]+")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # another user's process
-    return True
 
 
 def _sweep_asides(root: str) -> None:
@@ -61,7 +52,7 @@ def _sweep_asides(root: str) -> None:
         return
     for name in names:
         m = _ASIDE.fullmatch(name)
-        if m is None or int(m["pid"]) == os.getpid() or _alive(int(m["pid"])):
+        if m is None or int(m["pid"]) == os.getpid() or process_alive(int(m["pid"])):
             continue
         folder = os.path.join(root, name)
         try:
