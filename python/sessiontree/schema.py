@@ -1,6 +1,6 @@
 """The typed surface of a Pi session file (format version 3).
 
-Entries stay plain ``dict``\\ s equal to ``json.loads`` of their line (API.md section 2);
+Entries stay plain ``dict``\\ s equal to ``json.loads`` of their line (CONTRACT §2);
 the ``TypedDict``\\ s here only describe them for type checkers and readers. Key names are
 the file's camelCase keys. Types and field rules follow Pi's
 ``packages/coding-agent/src/core/session-manager.ts`` (``SessionHeader``,
