@@ -22,7 +22,12 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, NotRequired, TypedDict, Union, overload
+from typing import Any, Literal, TypedDict, Union, overload
+
+if sys.version_info >= (3, 11):
+    from typing import NotRequired
+else:  # Python 3.10 (a dependency there, as for rich)
+    from typing_extensions import NotRequired
 
 from .errors import EntryNotFoundError
 
