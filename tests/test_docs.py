@@ -110,3 +110,35 @@ def test_architecture_holds_no_timings() -> None:
             for m in _TIMING.finditer(line)]
     assert not hits, "move these to docs/BENCHMARKS.md and link there:\n" + "\n".join(hits)
     assert _TIMING.search("opened in 4.1 s, now ~40 ms") and not _TIMING.search("the first and last 4 KiB")
+
+
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading: lower case, punctuation dropped, spaces
+    as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_links_between_the_docs_resolve() -> None:
+    """Every relative link of the README and docs/ names a file that exists, and its
+    ``#anchor`` a heading of that file (the README's performance table links into
+    BENCHMARKS.md by section)."""
+    bad = []
+    for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for m in _LINK.finditer(p.read_text(encoding="utf-8")):
+            target = m.group(1)
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            path, _, anchor = target.partition("#")
+            f = (p.parent / path).resolve() if path else p
+            if not f.exists():
+                bad.append(f"{p.relative_to(ROOT)}: {target}: no such file")
+            elif anchor and f.suffix == ".md":
+                heads = {_slug(h) for h in re.findall(r"^#+ (.*)$", f.read_text(encoding="utf-8"), re.M)}
+                if anchor not in heads:
+                    bad.append(f"{p.relative_to(ROOT)}: {target}: no such heading")
+    assert not bad, "\n".join(bad)
+    assert _slug("Exports against a plain-Python writer (issue 26, 2026-12-05)") == \
+        "exports-against-a-plain-python-writer-issue-26-2026-12-05"
