@@ -10,7 +10,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 RUST_SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: all build demo test lint test-rust test-python bench profile fuzz clean spark-test browser-test
+.PHONY: all build demo test lint test-rust test-python wheel-test bench profile fuzz clean spark-test browser-test
 
 all: build
 
@@ -35,7 +35,11 @@ $(PEER): $(DEPS)
 	tar -xzf $(VENV)/peer/pi_agent_harness_lc-$(PEER_VERSION).tar.gz -C $(VENV)/peer
 	touch $@
 
+# The extension is built for the stable ABI (one `_sessiontree.abi3.so` for every CPython
+# >= 3.10); a per-version `_sessiontree.cpython-*.so` left by an older build would be
+# imported before it, so it goes.
 $(BUILT): $(DEPS) $(RUST_SOURCES)
+	rm -f python/sessiontree/_sessiontree.cpython-*.so
 	$(VENV)/bin/maturin develop --release --quiet
 	touch $@
 
@@ -55,15 +59,25 @@ test-python: $(BUILT) $(PEER)
 	$(PY) -m pytest -q -p no:cacheprovider tests benches --benchmark-disable
 	SESSIONTREE_BACKEND=python $(PY) -m pytest -q -p no:cacheprovider tests/test_cli.py
 
-# The lint gate: the package type-checks with zero errors, and so do the README's examples;
+# The lint gate: the package type-checks with zero errors, also against the oldest Python it
+# supports (3.10: typing.NotRequired is typing_extensions there), and so do the README's examples;
 # the layers hold (tests/test_layers.py: no layer break, no import cycle, the table in
-# docs/ARCHITECTURE.md current).
+# docs/ARCHITECTURE.md current); docs/CONTRACT.md is cited by sections it has
+# (tests/test_docs.py).
 lint: $(BUILT)
 	$(PY) -m mypy python/sessiontree
+	$(PY) -m mypy --python-version 3.10 python/sessiontree
 	$(PY) tests/readme_examples.py --typecheck
-	$(PY) -m pytest -q -p no:cacheprovider tests/test_layers.py
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_layers.py tests/test_docs.py
 
 test: lint test-rust test-python
+
+# The wheel a user installs (tests/test_wheel.py, also part of `make test`): `maturin build
+# --release` (the cargo cache of `make build`: no recompile), then the one cp310-abi3 wheel
+# installed into a fresh virtualenv of each CPython found here (this one, and the oldest and
+# newest >= 3.10 that pyenv has) with its dependencies from PyPI, and run there.
+wheel-test: $(BUILT)
+	$(PY) -m pytest -q -p no:cacheprovider -rs tests/test_wheel.py
 
 demo: $(BUILT)
 	$(PY) -m sessiontree.demo
@@ -116,4 +130,4 @@ browser-test: $(BUILT)
 	$(PY) -m pytest -q -p no:cacheprovider -rs tests/test_export_browser.py tests/test_browse.py
 
 clean:
-	rm -rf $(VENV) target bench-results/*.json bench-results/profile
+	rm -rf $(VENV) target bench-results/*.json bench-results/profile python/sessiontree/_sessiontree.*so

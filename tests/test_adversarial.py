@@ -4,7 +4,7 @@ writer and the command line.
 Two groups:
 
 * **Regressions** (``test_bug_*``): each failed when it was written; the docstring says
-  what broke and what API.md / docs/ARCHITECTURE.md ask for instead.
+  what broke and what docs/CONTRACT.md / docs/ARCHITECTURE.md ask for instead.
 * **Guards** (``test_guard_*``): nasty inputs that did not break; they keep it so.
 
 Big inputs are generated in ``tmp_path``; every test stays well under 2 s once the bug
@@ -190,7 +190,7 @@ def test_bug_sigbus_when_file_shrinks_during_a_read(tmp_path: Path) -> None:
     """Another process truncates the session file (and writes it back) while the native
     backend copies a line out of its memory map: the check-then-read race of
     ``Source::check`` lets the copy touch pages past the new end of file and the
-    interpreter dies of SIGBUS (rc -7). API.md: nothing may crash; ARCHITECTURE.md:
+    interpreter dies of SIGBUS (rc -7). CONTRACT §4: never a signal; ARCHITECTURE.md:
     "the native core checks again before touching its mapping (no SIGBUS)". Expected:
     ``StaleSessionError`` (or the old bytes), never a signal."""
     big = b'{"type":"message","id":"b","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"'
@@ -283,7 +283,7 @@ def test_bug_invalid_header_error_differs_between_backends(data: bytes, tmp_path
     """``InvalidSessionError`` for the same bytes carries a different message (and for
     ``{entry}\\r{header}`` a different reason: python reads the first object and says
     "type is 'message'", native says "header is not valid JSON") depending on the
-    backend. API.md §4: equal values for every method and every input; the
+    backend. CONTRACT §6: equal values for every method and every input; the
     differential tests require the same class and message."""
     p = write(tmp_path, data)
     errors = []
@@ -298,7 +298,7 @@ def test_bug_invalid_header_error_differs_between_backends(data: bytes, tmp_path
 @needs_native
 @pytest.mark.parametrize("limit,digits", [(640, 1000), (0, 5000)])
 def test_bug_int_max_str_digits_splits_the_backends(limit: int, digits: int, tmp_path: Path) -> None:
-    """Entries must equal ``json.loads`` of their line (API.md). Python's limit on integer
+    """Entries must equal ``json.loads`` of their line (CONTRACT §2). Python's limit on integer
     digits is a process setting (``sys.set_int_max_str_digits``,
     ``PYTHONINTMAXSTRDIGITS``); native hard-codes 4,300 digits. With the limit at 640
     native accepts the line and then ``get_entries()`` raises a bare ``ValueError``
@@ -359,7 +359,7 @@ def test_bug_refresh_that_adds_no_entry_keeps_stale_report(chunk: bytes, backend
     """``SessionManager.refresh()`` re-reads the index's report only when entries were
     added (``if added: self._report = ...``): a foreign junk line, duplicate or torn
     tail is indexed and reported by the index, yet ``load_report`` does not list it
-    (a fresh open does). API.md: ``load_report`` lists every problem found."""
+    (a fresh open does). CONTRACT §2: every problem is an item of ``load_report``."""
     p = write(tmp_path, HDR + line("a", None) + assistant("b", "a"))
     mgr = open_quiet(p, backend)
     with open(p, "ab") as f:

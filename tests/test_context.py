@@ -33,7 +33,7 @@ def _scenario_names() -> list[str]:
 
 def load_entries(path: Path) -> list[dict[str, Any]]:
     """Entries as sessiontree accepts them: decodable objects after the header, first
-    definition of an id only (API.md section 5 point 1)."""
+    definition of an id only (CONTRACT §5 point 1)."""
     data = path.read_bytes()
     start = len(BOM) if data.startswith(BOM) else 0
     entries, seen = [], set()
@@ -55,7 +55,7 @@ def load_entries(path: Path) -> list[dict[str, Any]]:
 
 def as_js(value: Any) -> Any:
     """What JSON.stringify would print, read back; ints beyond 2**53 as doubles (Pi has
-    no exact big ints, API.md section 5 point 6)."""
+    no exact big ints, CONTRACT §5 point 6)."""
     stack_in = json.loads(encode_entry(value))
 
     def fix(v: Any) -> Any:

@@ -5,7 +5,7 @@ For every scenario: open the ``.jsonl`` and compare everything Pi's reading reco
 timestamps, in memory (contexts) and to disk (the written file, line for line, byte for
 byte); migrate every ``migrated-*`` input and compare with ``.idfree.json``.
 
-Only API.md section 5's differences are accounted for, each where it applies:
+Only CONTRACT §5's differences are accounted for, each where it applies:
 duplicate ids (first definition stands: Pi's lists are de-duplicated, its nested
 ``tree`` repeats nodes and is not compared), a header-less input (raises and is left
 untouched), numbers (compared as JavaScript doubles: both sides go through
@@ -114,14 +114,14 @@ _JS_TRIM = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\
 
 
 def name_as_pi_099(name: str | None) -> str | None:
-    """Pi 0.99's appendSessionInfo: CR/LF runs become one space, then trim (API.md 5.9)."""
+    """Pi 0.99's appendSessionInfo: CR/LF runs become one space, then trim (CONTRACT §4, ``append_session_info``)."""
     if name is None:
         return None
     return _CRLF.sub(" ", name).strip(_JS_TRIM) or None
 
 
 def lines_as_pi_099(name: str, lines: list[bytes], ops: dict[str, Any]) -> list[bytes]:
-    """The lines of Pi 0.73.1's file as Pi 0.99 writes them (API.md section 5 point 9):
+    """The lines of Pi 0.73.1's file as Pi 0.99 writes them (CONTRACT §5, its last paragraph):
     a session name with CR/LF runs replaced, and in a branched file each copied entry
     re-linked to the previous copied entry (labels dropped from the copied path, then
     re-created at the end: the ``newEntries`` of the op)."""
@@ -239,7 +239,7 @@ def test_open_matches_pi(name: str, backend: str, corpus_dir: Path, tmp_path: Pa
 
 @pytest.mark.parametrize("name", [n for n in OPENABLE if _load(n).get("rewrittenOnOpen")] if SCENARIOS else [])
 def test_headerless_input_raises_and_is_untouched(name: str, backend: str, tmp_path: Path) -> None:
-    """API.md 5.2: Pi overwrote this input with a fresh header; we raise and keep it."""
+    """CONTRACT §5 point 2: Pi overwrote this input with a fresh header; we raise and keep it."""
     exp = _load(name)
     src = CORPUS / exp["inputFile"]
     path = tmp_path / "input.jsonl"
@@ -464,6 +464,6 @@ def test_replay_to_disk_is_byte_identical(name: str, backend: str, tmp_path: Pat
 
 
 def test_replay_refuses_off_path_compaction(backend: str, corpus_dir: Path) -> None:
-    """API.md 5.4: the corpus's hand-compaction appends off-path compactions; we refuse."""
+    """CONTRACT §5 point 4: the corpus's hand-compaction appends off-path compactions; we refuse."""
     mgr, stopped, _ = replay(_ops("hand-compaction"), backend, None)
     assert stopped

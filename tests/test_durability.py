@@ -1,4 +1,4 @@
-"""Durability rules (API.md section 3) on both backends: deferred first write, exclusive
+"""Durability rules (CONTRACT §4) on both backends: deferred first write, exclusive
 create, whole-line appends, torn-tail appends, never truncate, atomic migration rewrite,
 and the advisory writer lock between two real processes."""
 

@@ -37,13 +37,13 @@ def test_version_and_count_newlines(tmp_path: Path) -> None:
 
 
 def test_corpus_matches_pi(corpus_dir: Path) -> None:
-    """Ids, leaf, children and branches equal Pi's (duplicates aside: API.md §5.1)."""
+    """Ids, leaf, children and branches equal Pi's (duplicates aside: CONTRACT §5 point 1)."""
     for f in sorted(corpus_dir.glob("*.jsonl")):
         exp = json.loads(f.with_name(f.name[: -len(".jsonl")] + ".expected.json").read_text())
         try:
             ix = NativeIndex.open(str(f))
         except InvalidSessionError:
-            continue  # Pi overwrites headerless files; we refuse (API.md §5.2)
+            continue  # Pi overwrites headerless files; we refuse (CONTRACT §5 point 2)
         if ix.needs_migration:
             continue
         unique = list(dict.fromkeys(exp["entryIds"]))

@@ -8,8 +8,8 @@ Writers: each ``writers/NAME.ops.json`` is replayed through the API with the ids
 timestamps Pi would assign; refused calls raise with Pi's message; the file holds
 exactly the lines Pi 0.99 writes. Two points of the fixtures are not this project's
 contract and are not checked (docs/CONTRACT.md, "Where sessiontree differs from Pi"):
-when the first write happens (Pi 0.99: at the first user message; here, as API.md
-section 3 says: at the first assistant message), and ``branchWithSummary``'s ``fromId``
+when the first write happens (Pi 0.99: at the first user message; here, as CONTRACT
+§5 point 9 says: at the first assistant message), and ``branchWithSummary``'s ``fromId``
 (Pi 0.84.3+: the leaf before the call; here, as in the 0.73.1 corpus: the entry branched
 from).
 """
@@ -197,7 +197,7 @@ def test_writer_scenario(name: str, backend: str, tmp_path: Path) -> None:
     assert not cls.ids and not cls.sessions
     path = mgr.session_file
     # The lines of the session: its file, or, before the first assistant message (when
-    # this project writes first, API.md section 3), what it will write then.
+    # this project writes first, CONTRACT §4), what it will write then.
     image = _image(mgr)
     mgr.close()
     want = _from_id_as_073(spec["lines"], ops)

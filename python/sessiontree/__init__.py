@@ -1,6 +1,6 @@
 """sessiontree: Pi coding-agent sessions (JSONL v3) as append-only trees.
 
-Public API (API.md): :class:`SessionManager`, the pure functions
+Public API (docs/CONTRACT.md): :class:`SessionManager`, the pure functions
 :func:`build_session_context` / :func:`convert_to_llm`, :class:`SessionContext`,
 :class:`SessionTreeNode`, :class:`TreeShape`, :class:`UsageTotals`, :class:`SessionInfo`, the entry TypedDicts of
 :mod:`sessiontree.schema`, :class:`LoadIssue` / :class:`IssueKind` (items of

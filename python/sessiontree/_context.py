@@ -616,7 +616,7 @@ def convert_to_llm(messages: Iterable[Any], *, merge_consecutive_user: bool = Tr
     * anything else (unknown roles, non-objects): dropped.
       ``timestamp``/``content`` keys are omitted where the source has none.
 
-    With ``merge_consecutive_user`` (sessiontree's addition, API.md section 5 point 5),
+    With ``merge_consecutive_user`` (sessiontree's addition, CONTRACT §5 point 5),
     each run of two or more adjacent user messages (after the conversion) becomes one new
     dict: the first message's keys in its order (``role``, ``timestamp`` and any extra
     fields of the first message), with ``content`` = the concatenation of every

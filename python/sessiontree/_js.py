@@ -100,7 +100,7 @@ def number_text(value: float | int) -> str:
     """Spell a number as JavaScript's ``Number.prototype.toString`` / ``JSON.stringify``.
 
     Ints (not bools) are printed as exact digits (JavaScript would round beyond 2^53;
-    sessiontree keeps Python's exact value, API.md section 5 point 6). Floats follow
+    sessiontree keeps Python's exact value, CONTRACT §5 point 6). Floats follow
     ECMA-262 Number::toString: shortest round-trip digits (Python's ``repr`` gives the
     same digits), plain notation for 1e-7 <= |x| < 1e21, else ``d.ddde±n``; ``-0`` ->
     ``0``; NaN and ±inf -> ``null`` (the ``JSON.stringify`` rule; :func:`string` spells

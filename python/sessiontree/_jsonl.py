@@ -447,11 +447,13 @@ def _may_differ(out: bytes) -> bool:
         or b"e+2" in out
     )
 
-# One match per float token: group 1 possessively swallows everything before it (whole
-# strings, punctuation, ints), group 2 is the float, or the end of the text. Work is
-# linear in the output and Python runs once per float, not once per string.
+# One match per float token: group 1 swallows everything before it (whole strings,
+# punctuation, ints) without giving any of it back, group 2 is the float, or the end of
+# the text. Work is linear in the output and Python runs once per float, not once per
+# string. "Without giving back" is a lookahead's capture then matched again by reference
+# (a possessive `*+` would do it from Python 3.11 only).
 _FLOAT_SCAN = re.compile(
-    rb'((?:"[^"\\]*(?:\\.[^"\\]*)*"|[^"0-9-]+|-?[0-9]+(?![0-9.eE]))*+)'
+    rb'(?=((?:"[^"\\]*(?:\\.[^"\\]*)*"|[^"0-9-]+|-?[0-9]+(?![0-9.eE]))*))\1'
     rb"(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|\Z)"
 )
 

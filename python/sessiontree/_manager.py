@@ -743,7 +743,7 @@ class SessionManager:
         Raises:
             TypeError: an argument of the wrong type (nothing is written).
             FirstKeptEntryError: ``first_kept_entry_id`` is not on the current path
-                (Pi accepts it and then keeps no messages; API.md section 5).
+                (Pi accepts it and then keeps no messages; CONTRACT §5 point 4).
         """
         _require("summary", summary, str)
         _require("first_kept_entry_id", first_kept_entry_id, (str, type(None)))

@@ -1,6 +1,6 @@
 """The session's file on disk: when it is written, by whom, and whether it is still ours.
 
-:class:`SessionFile` is the manager's link to its file (API.md section 3). It holds the
+:class:`SessionFile` is the manager's link to its file (CONTRACT §4). It holds the
 path, the :class:`~sessiontree._filestate.FileWatch` (identity and staleness), the
 :class:`~sessiontree._storage.SessionWriter` (taken lazily, with its lock, at the first
 write) and a pending migration rewrite. The manager decides *what* is written (Pi's

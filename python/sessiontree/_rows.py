@@ -153,7 +153,7 @@ def image_stub(data: bytes | None, mime: str | None) -> dict[str, Any]:
         digest, problem = blob, None
     elif data is not None:
         try:
-            raw = binascii.a2b_base64(data, strict_mode=False)
+            raw = binascii.a2b_base64(data)  # not strict (the default; no strict_mode before 3.11)
         except binascii.Error:
             problem = NOT_BASE64
         else:

@@ -1,4 +1,4 @@
-"""``SessionWriter``: the only code that writes session files (API.md section 3).
+"""``SessionWriter``: the only code that writes session files (CONTRACT §4).
 
 Rules it keeps:
 

@@ -83,7 +83,7 @@ class StaleSessionError(SessionError):
 
 class FirstKeptEntryError(SessionError, ValueError):
     """``append_compaction`` was given a ``first_kept_entry_id`` that is not on the
-    current path (API.md §5 point 4: Pi accepts it, sessiontree refuses)."""
+    current path (CONTRACT §5 point 4: Pi accepts it, sessiontree refuses)."""
 
 
 class ContextEditError(SessionError, ValueError):

@@ -1,6 +1,6 @@
 """The typed surface of a Pi session file (format version 3).
 
-Entries stay plain ``dict``\\ s equal to ``json.loads`` of their line (API.md section 2);
+Entries stay plain ``dict``\\ s equal to ``json.loads`` of their line (CONTRACT §2);
 the ``TypedDict``\\ s here only describe them for type checkers and readers. Key names are
 the file's camelCase keys. Types and field rules follow Pi's
 ``packages/coding-agent/src/core/session-manager.ts`` (``SessionHeader``,
@@ -22,7 +22,12 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, NotRequired, TypedDict, Union, overload
+from typing import Any, Literal, TypedDict, Union, overload
+
+if sys.version_info >= (3, 11):
+    from typing import NotRequired
+else:  # Python 3.10 (a dependency there, as for rich)
+    from typing_extensions import NotRequired
 
 from .errors import EntryNotFoundError
 

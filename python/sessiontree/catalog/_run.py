@@ -59,9 +59,9 @@ def open_store(catalog: str | os.PathLike[str] | None = None, *, required: bool 
 
 def busy(e: sqlite3.Error) -> bool:
     """Another process holds the catalog (SQLITE_BUSY / SQLITE_LOCKED), not damage."""
-    code = getattr(e, "sqlite_errorcode", None)
+    code = getattr(e, "sqlite_errorcode", None)  # Python 3.11+; 3.10 has the message only
     if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+        return code & 0xFF in (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (sqlite3 names them from 3.11)
     return "locked" in str(e) or "busy" in str(e)
 
 

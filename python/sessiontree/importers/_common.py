@@ -59,7 +59,7 @@ def derive_id(*parts: object) -> str:
     """A stable entry id: the first 16 hex chars of SHA-256 over ``parts`` joined by ``\\x1f``.
 
     Sixteen hex chars (64 bits) rather than Pi's eight, so ids derived for thousands of
-    sessions do not collide; API.md accepts ids longer than eight hex chars.
+    sessions do not collide; CONTRACT §1 accepts any non-empty string as an id.
     """
     h = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8", "surrogatepass"))
     return h.hexdigest()[:16]
