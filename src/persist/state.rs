@@ -169,6 +169,7 @@ pub(crate) fn encode(ix: &Index, stat: &Stat, fingerprint: &[u8]) -> Vec<u8> {
     });
     h.u64(u.messages);
     h.bool(u.exact);
+    h.opt_u64(ix.activity.map(f64::to_bits));
     let (slots, table_len, seed) = ix.table.parts(&ix.ids);
     h.u64(table_len as u64);
     h.u64(seed);
@@ -325,6 +326,7 @@ pub(crate) fn decode(
     })?;
     let messages = r.u64()?;
     let exact = r.bool()?;
+    ix.activity = r.opt_u64()?.map(f64::from_bits);
     let table_len = usize::try_from(r.u64()?).ok()?;
     let seed = r.u64()?;
     let width = r.opt_u64()?.map(usize::try_from).transpose().ok()?;
