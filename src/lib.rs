@@ -44,6 +44,7 @@ pub use index::Index;
 pub use issue::{Issue, IssueKind};
 pub use kind::{EntryKind, Role, ENTRY_TYPES};
 pub use lines::FINGERPRINT;
+pub use listing::indexed::scan_indexed;
 pub use listing::{
     entries_path, scan_file, Collect, Doc, DocKind, Header, Name, Scan, UsageKind, UsageRow,
 };

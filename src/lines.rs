@@ -94,6 +94,10 @@ pub(crate) struct Cand {
     pub(crate) spent: Option<u32>,
     /// `scan::Fields::long_number` of the object.
     pub(crate) long_number: bool,
+    /// A user or assistant message with `content`: its time as a listing counts it
+    /// (the message's numeric `timestamp`, else the entry's; `listing.rs`, Pi's
+    /// `getLastActivityTime`), `None` for any other entry or no time.
+    pub(crate) activity: Option<f64>,
 }
 
 /// The hash of an entry's bytes kept by the index: every later read of the line must
@@ -388,6 +392,13 @@ fn add_cand(
     let id = ch.intern(obj, f.id, ok);
     let parent = ch.intern(obj, f.parent_id, ok);
     let spent = (role == Role::Assistant).then(|| ch.add_spent(obj, f));
+    let activity = match role {
+        Role::User | Role::Assistant if f.content != scan::Val::Absent => match f.msg_timestamp {
+            scan::Val::Num { start, end } => Some(scan::json_number(&obj[start..end])),
+            _ => (ts != i64::MIN).then_some(ts as f64),
+        },
+        _ => None,
+    };
     let extra = match kind {
         EntryKind::Compaction => ch.intern(obj, f.first_kept, ok),
         EntryKind::ContextEdit | EntryKind::Leaf => ch.intern(obj, f.target_id, ok),
@@ -408,6 +419,7 @@ fn add_cand(
         hash: line_hash(obj),
         spent,
         long_number: f.long_number,
+        activity,
     });
 }
 

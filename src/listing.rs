@@ -31,7 +31,9 @@ use std::path::Path;
 
 use crate::error::Result;
 use crate::ids::{IdArena, IdTable};
-use crate::scan::{self, skip_str, skip_str_esc, skip_value, Fields, Val, Verdict};
+use crate::scan::{
+    self, json_number as number, skip_str, skip_str_esc, skip_value, Fields, Val, Verdict,
+};
 use crate::source::open_regular;
 use crate::time::parse_iso_ms;
 use crate::tree;
@@ -972,14 +974,6 @@ fn str_of(s: &[u8], v: Val) -> Option<Cow<'_, [u8]>> {
     scan::str_bytes(s, v)
 }
 
-/// A JSON number's value as `float()` reads its text (out of range: ±inf).
-fn number(text: &[u8]) -> f64 {
-    std::str::from_utf8(text)
-        .ok()
-        .and_then(|t| t.parse::<f64>().ok())
-        .unwrap_or(0.0)
-}
-
 /// The value positions of the last member named by each of `keys` in the object at
 /// `s[i]` (`json.loads` keeps the last of duplicate keys).
 struct Members {
@@ -1381,6 +1375,8 @@ pub fn entries_path(entries: &[u8]) -> Vec<u32> {
         None => Vec::new(),
     }
 }
+
+pub mod indexed;
 
 #[cfg(test)]
 mod tests;

@@ -247,6 +247,34 @@ impl PyIndex {
         })
     }
 
+    /// `Index.open(path, cache)` when `cache` keeps an index of the file that is
+    /// still its own (the bytes the file gained since scanned), else `None`: the file
+    /// is not scanned (`persist::Index::open_kept`).
+    #[staticmethod]
+    fn open_kept(
+        py: Python<'_>,
+        path: &Bound<'_, PyAny>,
+        cache: (Bound<'_, PyAny>, u64, u64, f64),
+    ) -> PyResult<Option<PyIndex>> {
+        let p = os_path(path)?;
+        let pb = p.clone();
+        let (dir, budget, min_bytes, settle) = cache;
+        let cache = Cache {
+            dir: os_path(&dir)?,
+            budget,
+            min_bytes,
+            settle: std::time::Duration::try_from_secs_f64(settle)
+                .map_err(|e| PyValueError::new_err(format!("settle: {e}")))?,
+        };
+        let ix = py
+            .detach(move || Index::open_kept(&pb, &cache))
+            .map_err(|e| to_py_err(e, Some(&p)))?;
+        Ok(ix.map(|ix| PyIndex {
+            inner: RwLock::new(ix),
+            path: Some(p),
+        }))
+    }
+
     /// Index an in-memory image (releases the GIL).
     #[staticmethod]
     fn from_image(py: Python<'_>, data: &Bound<'_, PyBytes>) -> PyResult<PyIndex> {
@@ -408,6 +436,21 @@ impl PyIndex {
     fn fingerprint<'py>(&self, py: Python<'py>) -> Option<(u64, Bound<'py, PyBytes>)> {
         let ix = self.read(py);
         ix.fingerprint().map(|(n, f)| (n, PyBytes::new(py, f)))
+    }
+
+    /// The catalog's listing of the bytes this index covers, as `scan_listing` from
+    /// offset 0 with no content would give it up to the end of the last line covered
+    /// (`listing::scan_indexed`); `None` when the index cannot give it so.
+    fn listing<'py>(
+        &self,
+        py: Python<'py>,
+        fingerprint: u64,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let ix = self.read(py);
+        match crate::listing::indexed::scan_indexed(&ix, fingerprint).map_err(|e| self.err(e))? {
+            Some(s) => scan_tuple(py, &s).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Raise `StaleSessionError` if the persisted index this one reads in place was cut
@@ -860,7 +903,6 @@ fn scan_listing<'py>(
     texts: bool,
     usage_log: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    use crate::listing::{DocKind, Header, Name, UsageKind};
     let p = os_path(path)?;
     let pb = p.clone();
     let prior = prior.as_bytes().to_vec();
@@ -880,6 +922,12 @@ fn scan_listing<'py>(
             )
         })
         .map_err(|e| to_py_err(e, Some(&p)))?;
+    scan_tuple(py, &s)
+}
+
+/// A listing scan as the tuple `_sessiontree.pyi` describes (`scan_listing`).
+fn scan_tuple<'py>(py: Python<'py>, s: &crate::listing::Scan) -> PyResult<Bound<'py, PyTuple>> {
+    use crate::listing::{DocKind, Header, Name, UsageKind};
     let text = |b: &[u8]| id_to_py(py, b);
     let header = match &s.header {
         Header::Before => ("before", py.None()).into_pyobject(py)?,

@@ -1128,3 +1128,12 @@ fn is_line_type(s: &[u8], ty: Val) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+/// A JSON number's value as `float()` reads its text (out of range: ±inf; 0 for text
+/// that is not one: the validator already judged it a number).
+pub(crate) fn json_number(text: &[u8]) -> f64 {
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.parse::<f64>().ok())
+        .unwrap_or(0.0)
+}

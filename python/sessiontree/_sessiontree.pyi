@@ -205,6 +205,31 @@ class Index:
     def fingerprint(self) -> tuple[int, bytes] | None:
         """``(image length, its first and last FINGERPRINT bytes)`` as the open's scan read
         them; ``None`` for an image in memory or when the scan did not keep them."""
+    @staticmethod
+    def open_kept(
+        path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
+        cache: tuple[str | bytes | os.PathLike[str] | os.PathLike[bytes], int, int, float],
+    ) -> Index | None:
+        """``Index.open(path, cache)`` when the folder keeps an index of the file that is
+        still its own (the bytes the file gained since are scanned), else ``None``
+        without scanning the file (releases the GIL).
+
+        Raises:
+            OSError: the file cannot be read.
+            StaleSessionError: the file shrank while its growth was read.
+        """
+    def listing(self, fingerprint: int) -> _ListingScan | None:
+        """What ``scan_listing(path, 0, b"", False, limit, fingerprint, False)`` gives
+        for the bytes up to the end of the last line this index covers (``limit`` that
+        end), read from the index and a few lines (the header, a title slot, ``leaf``
+        entries, the last ``session_info``, the user messages up to the first with
+        text): ``src/listing/indexed.rs``. ``None`` when the index cannot give it so (no
+        header, a version 1 file, an index that ends inside a line).
+
+        Raises:
+            StaleSessionError: a line read changed since it was indexed, or the file shrank.
+            OSError: a read failed.
+        """
     def check_persisted(self) -> bool:
         """Whether the index reads a persisted index's file in place (``src/col.rs``).
 

@@ -237,6 +237,9 @@ pub struct Index {
     pub(crate) scanned: u64,
     /// What the assistant messages accepted so far spent (`usage.rs`).
     pub(crate) usage: UsageTotals,
+    /// The largest [`crate::lines::Cand::activity`] of the entries accepted so far
+    /// (at least 0): a listing's last activity time (`listing::indexed`).
+    pub(crate) activity: Option<f64>,
     /// Entries whose line has a number with a long digit run (`scan::LONG_DIGITS`),
     /// ascending: rare, so kept as a list.
     pub(crate) long_numbers: Vec<u32>,
@@ -306,6 +309,7 @@ impl Index {
             children: OnceLock::new(),
             scanned: 0,
             usage: UsageTotals::default(),
+            activity: None,
             long_numbers: Vec::new(),
             leaf: None,
             persisted: None,
@@ -642,6 +646,9 @@ impl Index {
         }
         if let Some((n, provider, model)) = ch.spent(c) {
             self.usage.add(n, provider, model);
+        }
+        if let Some(t) = c.activity {
+            self.activity = Some(self.activity.unwrap_or(0.0).max(t));
         }
         match c.parent {
             Ref::Null => {}

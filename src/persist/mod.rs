@@ -119,6 +119,32 @@ impl Index {
         Ok(ix)
     }
 
+    /// [`Index::open_cached`] when `cache` keeps an index of the file that is still
+    /// its own (grown by what the file gained since, and kept again when due); `None`
+    /// when it keeps none, without scanning the file: for a reader that has its own way
+    /// to read it (the catalog's listing, `listing::indexed`), and makes no index of a
+    /// session nothing opened.
+    ///
+    /// # Errors
+    /// As [`Index::open_cached`] (the growth is read; a file no longer a session's).
+    pub fn open_kept(path: &Path, cache: &Cache) -> Result<Option<Index>> {
+        let src = Source::open(path)?;
+        let Some(before) = src.stat()? else {
+            return Ok(None);
+        };
+        if before.size < cache.min_bytes {
+            return Ok(None);
+        }
+        let file = cache.dir.join(folder::entry_name(before.dev, before.ino));
+        let mut ix = match restore(src, &before, file) {
+            Restore::Done(ix) => *ix,
+            Restore::Miss(_) | Restore::Failed => return Ok(None),
+        };
+        ix.persist_if_due(cache, &before);
+        crate::index::give_back_freed_memory();
+        Ok(Some(ix))
+    }
+
     /// Write this index to `cache` if it covers enough that a persisted copy pays, if
     /// the file was stable while it was read (`before`: its `fstat` before the read),
     /// and if the copy it came from (if any) is behind by more than its own size.
@@ -240,4 +266,4 @@ fn restore(src: Source, now: &Stat, file: PathBuf) -> Restore {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

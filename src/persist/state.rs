@@ -122,8 +122,12 @@ fn ascending<T>(v: &[(u32, T)], n: usize) -> bool {
     v.windows(2).all(|p| p[0].0 < p[1].0) && v.last().is_none_or(|l| (l.0 as usize) < n)
 }
 
-fn le_bytes<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len() * N);
+fn le_bytes<'a, T: Copy + 'a, const N: usize>(
+    v: impl IntoIterator<Item = &'a T>,
+    f: impl Fn(T) -> [u8; N],
+) -> Vec<u8> {
+    let v = v.into_iter();
+    let mut out = Vec::with_capacity(v.size_hint().0 * N);
     for &x in v {
         out.extend_from_slice(&f(x));
     }
@@ -165,13 +169,14 @@ pub(crate) fn encode(ix: &Index, stat: &Stat, fingerprint: &[u8]) -> Vec<u8> {
     });
     h.u64(u.messages);
     h.bool(u.exact);
+    h.opt_u64(ix.activity.map(f64::to_bits));
     let (slots, table_len, seed) = ix.table.parts(&ix.ids);
     h.u64(table_len as u64);
     h.u64(seed);
     let (width, ends, id_bytes) = ix.ids.parts();
     h.opt_u64(width.map(|w| w as u64));
 
-    let lens = le_bytes(&ix.lens.short, u16::to_le_bytes);
+    let lens = le_bytes(ix.lens.short.iter(), u16::to_le_bytes);
     let kr: Vec<u8> = ix
         .kinds
         .iter()
@@ -193,7 +198,7 @@ pub(crate) fn encode(ix: &Index, stat: &Stat, fingerprint: &[u8]) -> Vec<u8> {
         deltas.extend_from_slice(&d.to_le_bytes());
         prev = t;
     }
-    let hashes = le_bytes(&ix.hashes, u32::to_le_bytes);
+    let hashes = le_bytes(ix.hashes.iter(), u32::to_le_bytes);
     let table = le_bytes(&slots, u32::to_le_bytes);
 
     let mut b = Writer::default();
@@ -244,7 +249,7 @@ pub(crate) fn encode(ix: &Index, stat: &Stat, fingerprint: &[u8]) -> Vec<u8> {
     b.u32s(&ix.long_numbers);
     format::assemble(
         &h.buf,
-        &[&lens, &kr, &deltas, &hashes, id_bytes, &table, &b.buf],
+        &[&lens, &kr, &deltas, &hashes, &id_bytes, &table, &b.buf],
     )
 }
 
@@ -321,6 +326,7 @@ pub(crate) fn decode(
     })?;
     let messages = r.u64()?;
     let exact = r.bool()?;
+    ix.activity = r.opt_u64()?.map(f64::from_bits);
     let table_len = usize::try_from(r.u64()?).ok()?;
     let seed = r.u64()?;
     let width = r.opt_u64()?.map(usize::try_from).transpose().ok()?;

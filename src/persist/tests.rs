@@ -193,6 +193,15 @@ fn lines(rng: &mut Rng, ids: &mut Vec<String>, count: usize, next: &mut u64) -> 
                 r#""type":"message","message":{{"role":"user","content":"{}"}}"#,
                 "x".repeat(65_380 + rng.next(300) as usize)
             ),
+            11 => format!(
+                r#""type":"message","message":{{"role":"user","content":[{{"type":"text","text":"{}"}}],"timestamp":{}}}"#,
+                "y".repeat(rng.next(3) as usize),
+                rng.next(1 << 40)
+            ),
+            12 => format!(
+                r#""type":"message","message":{{"role":"assistant","content":[{{"type":"text","text":"a"}}],"timestamp":"{}"}}"#,
+                rng.next(9)
+            ),
             _ => format!(
                 r#""type":"message","message":{{"role":"user","content":"{}"}}"#,
                 "x".repeat(rng.next(300) as usize)
@@ -225,6 +234,16 @@ fn session(rng: &mut Rng, ids: &mut Vec<String>, count: usize, next: &mut u64) -
     img.extend_from_slice(HEADER.as_bytes());
     img.push(b'\n');
     img.extend(lines(rng, ids, count, next));
+    img
+}
+
+/// A whole generated session file (with a tail) for `seed`.
+pub(crate) fn generated(seed: u64) -> Vec<u8> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x1234_5678_9abc));
+    let (mut ids, mut next) = (Vec::new(), 0);
+    let count = 5 + rng.next(60) as usize;
+    let mut img = session(&mut rng, &mut ids, count, &mut next);
+    img.extend_from_slice(tail(&mut rng));
     img
 }
 

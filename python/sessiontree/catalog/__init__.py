@@ -197,6 +197,10 @@ def index(
             from . import _segments
 
             _segments.update(store, found, native)
+        if not no_cache:
+            from ._shared import keep_indexes
+
+            keep_indexes([f.path for f in found if f.row is not None and f.error is None], native)
         if store is not None:
             with contextlib.suppress(sqlite3.Error):
                 store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

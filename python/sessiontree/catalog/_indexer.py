@@ -44,6 +44,7 @@ from .._time import parse_iso_ms
 from ..errors import InvalidSessionError
 from ._files import folder_files, folder_key
 from ._extract import ScanResult, native_scanner, scan_file, scan_stream, tail_text
+from ._shared import listing_from_index
 from ._store import Batch, FileRow, Store
 
 __all__ = ["CHUNK", "Found", "ContentSink", "entries_of", "ends_digest", "listed_text", "read_paths", "refresh",
@@ -228,8 +229,10 @@ def _v1_content(path: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]
     return r[7], r[8], r[5], r[6], r[9]
 
 
-def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int) -> None:
-    """Run a plan's reads in a worker thread; each result goes to ``out``."""
+def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int, shared: bool = False) -> None:
+    """Run a plan's reads in a worker thread; each result goes to ``out``. ``shared``: a
+    listing from the start may be read through the session's persisted index
+    (``_shared``; never without a catalog: ``--no-cache`` reads the files)."""
     path = plan.found.path
     row = plan.row
     try:
@@ -250,6 +253,12 @@ def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int) -
             start = plan.start
             prior = (row.entries or b"") if start else b""
             limit = limit_content if plan.main_content else 1 << 62
+            if shared and start == 0 and not (plan.main_content or plan.docs):
+                # One cache (_shared): the listing up to the end of the session's index.
+                kept = listing_from_index(path, row.size, native)
+                if kept is not None:
+                    out.put((plan, "main", (0, kept, ends_digest(kept[0][4]))))
+                    prior, start = kept[5], kept[0][0]
             while True:
                 r = scan_file(path, start, prior, plan.main_content, limit, docs=plan.docs, native=native)
                 out.put((plan, "main", (start, r, ends_digest(r[0][4]))))
@@ -465,7 +474,7 @@ def _run(store: Store | None, found: list[Found], plans: list[_Plan], *, content
                 p = next(todo, None)
             if p is None:
                 return
-            _work(p, native, out, CHUNK)
+            _work(p, native, out, CHUNK, shared=store is not None)
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(workers, len(plans)))]
     for t in threads:
