@@ -26,7 +26,7 @@ pytest.importorskip("textual", reason="Textual is not installed: pip install tex
 
 from sessiontree import SessionManager  # noqa: E402
 from sessiontree.browse import BrowseApp, Picker, Scope  # noqa: E402
-from sessiontree.browse._sessions import Found, age, batches, rows, threaded  # noqa: E402
+from sessiontree.browse._sessions import Found, age, counts, next_want, rows, take, threaded  # noqa: E402
 from sessiontree.catalog import search  # noqa: E402
 from sessiontree.schema import SessionInfo  # noqa: E402
 
@@ -155,7 +155,7 @@ def test_sorts_name_filter_and_a_search_s_order() -> None:
     assert rows(s, sort="relevance", named=False, found=found)[0].hit.path == "/a"
 
 
-def test_batches_grow_and_keep_folders_whole(tmp_path: Path) -> None:
+def test_listing_groups_keep_folders_whole_and_grow_with_the_pace(tmp_path: Path) -> None:
     folders = []
     for k, n in enumerate([30, 40, 100, 10, 500]):
         f = tmp_path / f"p{k}"
@@ -166,9 +166,16 @@ def test_batches_grow_and_keep_folders_whole(tmp_path: Path) -> None:
         folders.append(str(f))
     one = tmp_path / "one.jsonl"
     one.touch()
-    got = batches((*folders, str(one), str(tmp_path / "missing")))
-    assert [(len(g), n) for g, n in got] == [(2, 70), (3, 610), (2, 1)]  # 64, then 128 files at least
-    assert [s for g, _ in got for s in g] == [*folders, str(one), str(tmp_path / "missing")]
+    left = counts((*folders, str(one), str(tmp_path / "missing")))
+    assert [n for _, n in left] == [30, 40, 100, 10, 500, 1, 0]
+    group, n, rest = take(left, 64)
+    assert (group, n) == (folders[:2], 70)
+    group, n, rest = take(rest, 1)  # at least one source
+    assert (group, n) == (folders[2:3], 100)
+    group, n, rest = take(rest, 10_000)
+    assert n == 511 and rest == []
+    assert next_want(100, 1.0, 64) == 128  # slow: twice the last
+    assert next_want(200, 0.02, 64) == 2500  # fast (a warm catalog): a quarter second's worth
 
 
 # ---------------------------------------------------------------------------- the screen

@@ -1,8 +1,9 @@
 """The session picker: a screen over a history's sessions (Pi's ``/resume`` selector;
 its model, the rows and their order, is ``_sessions``).
 
-The listing runs in a worker thread, a group of folders at a time (``_sessions.batches``),
-and each group's rows are shown as they arrive, so the screen is up at once and the
+The listing runs in a worker thread, a group of folders at a time (``_sessions.take``,
+each group as large as the last one's pace reads in a quarter of a second), and each
+group's rows are shown as they arrive, so the screen is up at once and the
 newest sessions of the first folders show before the last folder is read. A query is
 answered by the catalog's search in another worker, its sessions shown as the hits
 stream in (best first); a newer query stops an older one.
@@ -33,7 +34,7 @@ from textual.widgets import Footer, Input, Static
 from .._time import local_time
 from ..schema import SessionInfo
 from ..view import cells, fit, human_seconds, one_line, safe
-from ._sessions import SORTS, Found, Picker, Row, age, batches, rows
+from ._sessions import FIRST_GROUP, SORTS, Found, Picker, Row, age, counts, next_want, rows, take
 
 __all__ = ["PickerScreen", "SessionList"]
 
@@ -199,7 +200,8 @@ class PickerScreen(Screen[None]):
         self.sort = SORTS[0]
         self.named = False
         self.listed: dict[int, list[SessionInfo]] = {}
-        self.reading: dict[int, tuple[int, int]] = {}  # scope -> (files read, files)
+        self.reading: dict[int, tuple[int, int]] = {}  # scope -> (files read, files) shown
+        self._counts: dict[int, tuple[int, int]] = {}  # the same, as the worker knows it
         self.problems: dict[int, int] = {}
         self.found: Found | None = None
         self.timings: dict[str, float] = {}
@@ -222,6 +224,7 @@ class PickerScreen(Screen[None]):
         self.query_one(Input).focus()
         self._load(self.scope)
         self._draw()
+        self.set_interval(0.1, self._tick)
 
     def on_screen_resume(self) -> None:
         self.query_one(Input).focus()
@@ -237,39 +240,51 @@ class PickerScreen(Screen[None]):
         from .._listing import list_folders
 
         sc = self.picker.scopes[scope]
-        groups = batches(sc.sources)
-        files = sum(n for _, n in groups)
+        left = counts(sc.sources)
+        files = sum(n for _, n in left)
         self.app.call_from_thread(self._progress, scope, 0, files, again)
         got: list[SessionInfo] = []
         problems = 0
         done = 0
+        want = FIRST_GROUP
 
         def problem(_p: Any) -> None:
             nonlocal problems
             problems += 1
 
-        for group, n in groups:
-            def progress(loaded: int, _total: int, base: int = done) -> None:
-                if loaded % 50 == 0:
-                    self.app.call_from_thread(self._progress, scope, base + loaded, files, again)
+        while left:
+            group, n, left = take(left, want)
 
+            def progress(loaded: int, _total: int, base: int = done) -> None:
+                # Not call_from_thread, which waits for the screen: a timer shows it.
+                if not again:
+                    self._counts[scope] = (base + loaded, files)
+
+            t0 = time.perf_counter()
             try:
                 part = list_folders(group, progress, problem, catalog=self.picker.catalog,
                                     no_cache=self.picker.no_cache)
             except Exception as e:  # noqa: BLE001 - said; the other folders are listed
                 self.app.call_from_thread(self.say, f"cannot list {safe(', '.join(group))}: {safe(str(e))}")
                 part = []
+            want = next_want(n, time.perf_counter() - t0, want)
             done += n
             # Newest first, ties in folder then file-name order: the order of one listing
             # of all the folders (the groups keep the folders' order; the sort is stable).
             got = sorted(got + part, key=lambda s: s.modified, reverse=True) if got else part
-            if not again:
+            if not again and left:
                 self.app.call_from_thread(self._arrived, scope, list(got), done, files, problems, False)
         self.app.call_from_thread(self._arrived, scope, got, files, files, problems, True)
 
     def _progress(self, scope: int, done: int, files: int, again: bool) -> None:
         if not again:
-            self.reading[scope] = (done, files)
+            self.reading[scope] = self._counts[scope] = (done, files)
+            self._head()
+
+    def _tick(self) -> None:
+        """The listing's count while it runs (the worker writes ``_counts``)."""
+        if self.scope in self.reading and self._counts.get(self.scope, (0, 0)) > self.reading[self.scope]:
+            self.reading[self.scope] = self._counts[self.scope]
             self._head()
 
     def _arrived(self, scope: int, sessions: list[SessionInfo], done: int, files: int, problems: int,

@@ -30,13 +30,15 @@ from typing import Any
 
 from ..schema import SessionInfo
 
-__all__ = ["SORTS", "Picker", "Row", "Scope", "Found", "age", "batches", "rows", "threaded"]
+__all__ = ["SORTS", "Picker", "Row", "Scope", "Found", "age", "counts", "next_want", "rows", "take", "threaded"]
 
 SORTS = ("threaded", "recent", "relevance")
 """Pi's sort modes, in the order ``ctrl+s`` cycles them; the first is the default."""
 
-_FIRST_BATCH = 64
-_MAX_BATCH = 1024
+FIRST_GROUP = 64
+"""Files the listing's first group holds at least (the first rows' wait)."""
+GROUP_SECONDS = 0.25
+"""About how long each next group of the listing takes to read."""
 
 
 @dataclass(frozen=True)
@@ -96,14 +98,10 @@ class Found:
             self.order.append(hit.path)
 
 
-def batches(sources: tuple[str, ...]) -> list[tuple[list[str], int]]:
-    """The sources in groups the picker lists one after another, so that the first rows
-    show before the last folder is read: ``(sources, .jsonl names)`` per group. A group
-    holds whole folders, at least 64 files in the first and twice as many in each next
-    one (up to 1,024), in the sources' order."""
-    groups: list[tuple[list[str], int]] = []
-    want, have = _FIRST_BATCH, 0
-    group: list[str] = []
+def counts(sources: tuple[str, ...]) -> list[tuple[str, int]]:
+    """Each source with the ``.jsonl`` names it holds (a file: 1; a folder that cannot
+    be read: 0, the listing says why)."""
+    out: list[tuple[str, int]] = []
     for s in sources:
         try:
             with os.scandir(s) as it:
@@ -112,14 +110,29 @@ def batches(sources: tuple[str, ...]) -> list[tuple[list[str], int]]:
             n = 1
         except OSError:
             n = 0
-        group.append(s)
-        have += n
-        if have >= want:
-            groups.append((group, have))
-            group, have, want = [], 0, min(_MAX_BATCH, want * 2)
-    if group:
-        groups.append((group, have))
-    return groups
+        out.append((s, n))
+    return out
+
+
+def take(sources: list[tuple[str, int]], want: int) -> tuple[list[str], int, list[tuple[str, int]]]:
+    """The next group the picker lists: whole sources from the front until they hold
+    ``want`` files (at least one source): ``(group, its files, the rest)``."""
+    group: list[str] = []
+    have = 0
+    k = 0
+    while k < len(sources) and (not group or have < want):
+        group.append(sources[k][0])
+        have += sources[k][1]
+        k += 1
+    return group, have, sources[k:]
+
+
+def next_want(files: int, seconds: float, previous: int) -> int:
+    """How many files the next group holds: what the last group's pace reads in about a
+    quarter of a second (a warm catalog: the rest at once), and never fewer than twice
+    the last group's count."""
+    pace = files / max(seconds, 1e-3)
+    return max(2 * max(previous, 1), int(pace * GROUP_SECONDS))
 
 
 def age(modified: datetime, now: datetime | None = None) -> str:
