@@ -443,6 +443,54 @@ def test_command_line_errors(history: Path, tmp_path: Path) -> None:
     assert p.returncode == 2 and "--cwd" in p.stderr
 
 
+def test_the_command_line_s_scopes_become_the_picker_s(history: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """No PATH: the current directory's folder in Pi's store, then (tab) the whole store;
+    --all: the other way round; DIR: that folder and its subfolders alone."""
+    from sessiontree.cli import build_parser
+    from sessiontree.cli._common import Io
+    from sessiontree.cli.browse import _picker
+
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "sessions").symlink_to(history)
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    work = tmp_path / "work" / "alpha"
+    work.mkdir(parents=True)
+
+    def scopes(*argv: str) -> list[tuple[str, tuple[str, ...], bool]]:
+        args = build_parser().parse_args(["browse", *argv])
+        return [(s.label, s.sources, s.projects) for s in _picker(args, Io()).scopes]
+
+    store = str(agent / "sessions")
+    folders = tuple(os.path.join(store, d) for d in sorted(os.listdir(history)))
+    monkeypatch.chdir(work)
+    mine = scopes()
+    assert [m[0] for m in mine] == ["current folder", "all"] and mine[1] == ("all", folders, True)
+    assert mine[0][1] == () and not mine[0][2]  # Pi has no folder for this cwd yet: no session
+    assert [m[0] for m in scopes("--all")] == ["all", "current folder"]
+    other = scopes("--cwd", str(work))
+    assert [m[0] for m in other] == ["current folder", "all"]
+    there = scopes(str(history))
+    assert len(there) == 1 and there[0][1] == (str(history), *(str(f) for f in sorted(history.iterdir())))
+
+
+def test_an_empty_scope_says_where_it_looked(tmp_path: Path) -> None:
+    async def steps(app: Any, pilot: Any) -> None:
+        await until(pilot, lambda: "no sessions (tab: all) in " in screen(app), "the empty listing")
+        await pilot.press("tab")
+        await until(pilot, lambda: "2 sessions" in screen(app), "the other scope")
+        await pilot.press("escape")
+
+    root = tmp_path / "s"
+    write_session(root / "--a--", 1, first="one", reply="ok", minutes=1)
+    write_session(root / "--a--", 2, first="two", reply="ok", minutes=2)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    drive(Picker((Scope("current folder", str(empty), (str(empty),)),
+                  Scope("all", str(root), (str(root / "--a--"),), projects=True))), steps)
+
+
 class Terminal:
     """A real process on a pseudo-terminal of ``cols`` × ``rows``, its output fed to a
     VT100 emulator (pyte) by a reader thread."""

@@ -178,7 +178,6 @@ class PickerScreen(Screen[None]):
         Binding("pagedown", "page(1)", "page down", show=False, priority=True),
         Binding("ctrl+home", "edge(False)", "first", show=False, priority=True),
         Binding("ctrl+end", "edge(True)", "last", show=False, priority=True),
-        Binding("question_mark", "app.help", "keys", show=False),
     ]
     DEFAULT_CSS = """
     PickerScreen #picker-head { height: 1; background: $boost; padding: 0 1; }
@@ -369,8 +368,9 @@ class PickerScreen(Screen[None]):
         if sessions is None:
             msg = f"listing {safe(sc.where)} …"
         elif not sessions and self.scope not in self.reading:
-            hint = "; tab: the next scope" if len(self.picker.scopes) > 1 else ""
-            msg = f"no sessions in {safe(sc.where)}{hint}"
+            scopes = self.picker.scopes
+            hint = f" (tab: {safe(scopes[(self.scope + 1) % len(scopes)].label)})" if len(scopes) > 1 else ""
+            msg = f"no sessions{hint} in {safe(sc.where)}"
         else:
             msg = f"{shown:,} of {len(sessions):,} sessions" if shown != len(sessions) else f"{len(sessions):,} sessions"
             if "listed" in self.timings and self.scope not in self.reading:
