@@ -312,7 +312,9 @@ class PickerScreen(Screen[None]):
         if not self.moved:
             lst.cursor = 0
         lst.show_cwd = self.picker.scopes[self.scope].projects or len({s.cwd for s in sessions[:2000]}) > 1
-        lst.show(rows(sessions, sort=self.sort, named=self.named, found=self.found), keep)
+        with self._lock:  # the search's worker adds to ``found``
+            shown = rows(sessions, sort=self.sort, named=self.named, found=self.found)
+        lst.show(shown, keep)
         self._head()
         self._detail()
         self._status()
@@ -325,7 +327,7 @@ class PickerScreen(Screen[None]):
             done, files = self.reading[self.scope]
             parts.append(f"loading {done:,}/{files:,}")
         elif len(self.picker.scopes) > 1:
-            parts.append(" | ".join(("◉ " if i == self.scope else "○ ") + s.label.split(":")[0]
+            parts.append(" | ".join(("◉ " if i == self.scope else "○ ") + s.label
                                     for i, s in enumerate(self.picker.scopes)))
         parts.append(f"name: {'named' if self.named else 'all'}")
         parts.append(f"sort: {_SORT_WORDS[self.sort]}")
@@ -513,9 +515,7 @@ class PickerScreen(Screen[None]):
         self.app.call_from_thread(self._searched, found)
 
     def _searched(self, found: Found) -> None:
-        if found is not self.found:
-            return
-        with self._lock:
+        if found is self.found:
             self._draw()
 
 
