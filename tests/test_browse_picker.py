@@ -583,3 +583,24 @@ def test_the_picker_in_a_real_terminal(history: Path, tmp_path: Path) -> None:
         assert term.proc.wait(timeout=60) == 0
     finally:
         term.close()
+
+
+def test_without_the_catalog_the_picker_answers_the_same(history: Path) -> None:
+    """``--no-cache``: the listing and the search read the files; the same rows."""
+    with_catalog = picker_of(history)
+    plain = Picker(with_catalog.scopes, no_cache=True)
+    got: dict[bool, list[list[str]]] = {}
+    for p in (with_catalog, plain):
+        async def steps(app: Any, pilot: Any, p: Picker = p) -> None:
+            seen = got.setdefault(p.no_cache, [])
+            await ready(app, pilot, 5)
+            seen.append(listed_rows(app))
+            await pilot.press(*"parser")
+            picker = app.get_screen("picker")
+            await until(pilot, lambda: picker.found is not None and picker.found.done and len(listed_rows(app)) == 4,
+                        "the search")
+            seen.append(listed_rows(app))
+            await pilot.press("escape")
+
+        drive(p, steps)
+    assert got[True] == got[False] and len(got[True][1]) == 4
