@@ -42,6 +42,8 @@ from ..view import (
 )
 from ..errors import SessionError
 from ._detail import item_text
+from ._picker import PickerScreen, SessionList
+from ._sessions import Picker
 from ._screens import AskScreen, ConfirmScreen, ContextScreen, HelpScreen
 from ._tree_view import APP_KEYS, TreeView
 
@@ -51,12 +53,14 @@ _SEARCH_CHUNK = 400  # entries decoded between two screen updates while searchin
 
 
 class BrowseApp(App[None]):
-    """Browse one session file.
+    """Browse one session file, or pick one of a history's sessions first.
 
     Args:
-        path: the session file.
+        path: the session file (``None`` with a ``picker``).
         backend: ``auto``, ``python`` or ``native``.
         select: an entry id (or unique prefix) to start at; default the current leaf.
+        picker: the sessions to pick from (``_picker.Picker``): the app opens on the
+            picker, enter opens the chosen session, ``escape`` in the tree goes back.
 
     After :meth:`run`, ``failure`` holds the exception that stopped the app (the file
     could not be opened), else ``None``; ``return_code`` is Textual's (1 after a crash).
@@ -76,10 +80,15 @@ class BrowseApp(App[None]):
     #search.open { display: block; }
     """
     BINDINGS = list(APP_KEYS)
+    ENABLE_COMMAND_PALETTE = False  # its ctrl+p is the picker's (Pi's path key)
 
-    def __init__(self, path: str, *, backend: str = "auto", select: str | None = None) -> None:
+    def __init__(self, path: str | None = None, *, backend: str = "auto", select: str | None = None,
+                 picker: Picker | None = None) -> None:
         super().__init__()
-        self.path = path
+        if path is None and picker is None:
+            raise ValueError("BrowseApp needs a session file or a picker")
+        self.path = path or ""
+        self.picker = picker
         self.backend = backend
         self.select = select
         self.failure: BaseException | None = None
@@ -105,6 +114,14 @@ class BrowseApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        if self.picker is not None:
+            self.install_screen(PickerScreen(self.picker, self.open_session, self._picker_cancelled), name="picker")
+            self.say("enter in the picker opens a session")
+            self.push_screen("picker")
+            return
+        self._start()
+
+    def _start(self) -> None:
         try:
             size = f" ({human_bytes(os.path.getsize(self.path))})"
         except OSError:
@@ -141,8 +158,61 @@ class BrowseApp(App[None]):
         self.call_from_thread(self._opened, sm, st, t1 - t0, t2 - t1)
 
     def _fail(self, error: BaseException) -> None:
+        if self.picker is not None:  # back to the picker, which says why
+            name = os.path.basename(self.path)
+            why = safe(str(error).replace(self.path, name)) if self.path else safe(str(error))
+            self.path = ""
+            self.say("")
+            self.action_sessions()
+            picker = self.get_screen("picker")
+            assert isinstance(picker, PickerScreen)
+            picker.say(f"cannot open {safe(name)}: {why}")
+            return
         self.failure = error
         self.exit()
+
+    # ------------------------------------------------------------------ the picker
+    def open_session(self, path: str) -> None:
+        """Open ``path`` in the browser (the picker's enter); the session open now, if
+        another, is closed once the new one is read."""
+        if self.screen.id == "picker" or isinstance(self.screen, PickerScreen):
+            self.pop_screen()
+        if path == self.path and self.sm is not None and self.changed is None:
+            self._tree().focus()
+            return
+        self.path, self.select, self.query_text = path, None, None
+        self.facts, self.changed = "", None
+        if self.sm is not None:
+            self.sm.close()
+        self.sm = self.st = self.drawing = None
+        self._tree().clear()
+        self.query_one("#detail-text", Static).update("")
+        self._start()
+
+    def action_sessions(self) -> None:
+        """Back to the picker (``escape`` in the tree); a running search stops first."""
+        if self.picker is None:
+            return
+        if self.searching:
+            self.searching = False
+            return
+        if not isinstance(self.screen, PickerScreen):
+            picker = self.get_screen("picker")
+            assert isinstance(picker, PickerScreen)
+            picker.query_one(SessionList).current = self.path or None
+            self.push_screen("picker")
+
+    def _picker_cancelled(self) -> None:
+        """``escape`` in the picker: back to the session open, else quit."""
+        if self.sm is not None:
+            self.pop_screen()
+            self._tree().focus()
+        else:
+            self.exit()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The tree's "sessions" key is shown (and works) only when there is a picker.
+        return self.picker is not None if action == "sessions" else True
 
     def _reopen_failed(self, error: BaseException) -> None:
         self.say(f"cannot reopen it: {safe(str(error).replace(self.path, os.path.basename(self.path)))} "
@@ -206,6 +276,10 @@ class BrowseApp(App[None]):
                         "no such entry" if isinstance(e, KeyError) else safe(str(e)))
         self.facts = self._facts_line()
         self.sub_title = safe(os.path.basename(self.path))
+        if self.picker is not None:
+            picker = self.get_screen("picker")
+            assert isinstance(picker, PickerScreen)
+            picker.query_one(SessionList).current = self.path
         tree = self.query_one(TreeView)
         if start is not None:
             self.drawing.reveal(start)

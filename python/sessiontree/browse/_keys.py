@@ -5,7 +5,7 @@ from __future__ import annotations
 
 __all__ = ["HELP"]
 
-HELP = """``sessiontree browse``: walk a session's tree in a full-screen terminal app.
+HELP = """``sessiontree browse``: pick a session, walk its tree in a full-screen terminal app.
 
 Left: the tree, drawn as `sessiontree tree` draws it (branch points ┬n, tips, the
 current leaf ← leaf, long linear runs and long sibling lists folded into ⋮ rows).
@@ -23,7 +23,18 @@ Keys (also in the footer, and `?` in the app):
   r        reload: read what another process appended since
   R        reopen the file (after it was replaced, truncated or removed: the app says so)
   tab      switch between the tree and the detail pane (scroll it with the arrows)
+  esc      back to the session picker (when the session was picked there)
   q        quit
+
+The session picker (Pi's /resume), opened by `browse` without a session file:
+  sessiontree browse               the current directory's sessions (Pi's folder for it)
+  sessiontree browse DIR ...       the sessions of DIR and its subfolders
+  sessiontree browse --all         every project in Pi's store
+Type to search (words, "a phrase", re:PATTERN: the entries' text, as `sessiontree
+search` finds it); ↑ ↓ PgUp PgDn move; enter opens the session.
+  tab      current folder / all projects   ctrl+s   sort: threaded, recent, relevance
+  ctrl+n   named sessions only             ctrl+p   show the files' paths
+  esc      back to the session open, else quit
 
 The tree's shape comes from the session's index; only the entries on screen are
 decoded. Needs Textual: pip install textual (in a checkout: pip install '.[browse]').

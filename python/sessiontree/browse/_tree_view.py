@@ -54,6 +54,7 @@ class TreeView(ScrollView, can_focus=True):
     # (not in the search box, not on the context screen); most are the app's actions.
     BINDINGS = [
         *APP_KEYS,
+        Binding("escape", "app.sessions", "sessions"),  # back to the picker (shown when there is one)
         Binding("up", "cursor(-1)", "up", show=False),
         Binding("down", "cursor(1)", "down", show=False),
         Binding("pageup", "page(-1)", "page up", show=False),
@@ -110,6 +111,14 @@ class TreeView(ScrollView, can_focus=True):
             self.move_to(self._index[current.entry])
         else:
             self.move_to(min(self.cursor, max(0, len(self.rows) - 1)))
+        self.refresh()
+
+    def clear(self) -> None:
+        """Show no rows (another session is being opened)."""
+        self.drawing, self.rows, self.cursor = None, [], 0
+        self._index = {}
+        self._texts.clear()
+        self.virtual_size = Size(1, 0)
         self.refresh()
 
     def forget(self) -> None:

@@ -1,13 +1,23 @@
 """``sessiontree browse``: the command that starts the terminal browser
-(``sessiontree.browse``; its help text is ``browse.HELP``)."""
+(``sessiontree.browse``; its help text is ``browse.HELP``).
+
+``browse FILE`` opens the session's tree. Any other scope (CONTRACT §10: a folder of
+sessions, a folder of project folders, ``--all`` for Pi's store, nothing for the
+current project) opens the session picker over it first (Pi's ``/resume``); ``tab``
+there goes between the current project and Pi's whole store when the scope is one of
+those two.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
 from ..browse import HELP
+from ..view import safe
+from . import _scope
 from ._common import CliError, Io, require_file
 
 INSTALL_HINT = "pip install textual (in a checkout: pip install '.[browse]')"
@@ -15,18 +25,31 @@ INSTALL_HINT = "pip install textual (in a checkout: pip install '.[browse]')"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``browse`` to the ``sessiontree`` subcommands."""
-    p = sub.add_parser("browse", help="walk the tree in a full-screen terminal app (fold, jump, search, "
-                                      "context, label, fork)",
+    p = sub.add_parser("browse", help="pick a session (Pi's /resume) and walk its tree in a full-screen terminal "
+                                      "app (fold, jump, search, context, label, fork)",
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("file", help="session file (.jsonl)")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="a session file (opens its tree), or folders (a picker over their sessions, subfolders "
+                        "too); default: a picker over the current directory's sessions in Pi's store")
+    _scope.add_arguments(p, paths=False)
+    _scope.add_catalog_options(p)
     p.add_argument("--select", metavar="ID", help="start at this entry (an id or a unique prefix) "
-                                                  "instead of the current leaf")
+                                                  "instead of the current leaf (with a session file)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree browse``: the exit status."""
-    require_file(args.file)
+    one_file = len(args.paths) == 1 and not os.path.isdir(args.paths[0])
+    if one_file:
+        if args.cwd is not None:
+            raise CliError("give --cwd DIR alone: not with a PATH or --all", code=2)
+        require_file(args.paths[0])
+        picker = None
+    else:
+        if args.select is not None:
+            raise CliError("--select needs one session file", code=2)
+        picker = _picker(args, io)
     try:
         from ..browse import BrowseApp
     except ImportError as e:
@@ -35,10 +58,37 @@ def run(args: argparse.Namespace, io: Io) -> int:
         raise CliError(f"sessiontree browse needs Textual, which is not installed: {INSTALL_HINT}") from None
     if not (_isatty(sys.stdin) and _isatty(sys.stdout)):
         raise CliError("sessiontree browse needs a terminal (stdin and stdout); "
-                       "for a pipe use `sessiontree tree` or `sessiontree export`", code=2)
-    app = BrowseApp(args.file, backend=args.backend, select=args.select)
+                       "for a pipe use `sessiontree ls`, `sessiontree tree` or `sessiontree export`", code=2)
+    if picker is not None:
+        app = BrowseApp(backend=args.backend, picker=picker)
+    else:
+        app = BrowseApp(args.paths[0], backend=args.backend, select=args.select)
     app.run()
     return exit_status(app)
+
+
+def _picker(args: argparse.Namespace, io: Io) -> Any:
+    """The picker's scopes: the one the command line names, and, when that is the
+    current project or Pi's store, the other of the two (Pi's ``tab``)."""
+    from ..browse import Picker, Scope
+
+    scope = _scope.resolve(args, io)
+    options = _scope.catalog_options(args, io)
+
+    def picked(s: _scope.Scope) -> Scope:
+        if s.kind == "project":
+            return Scope("current folder", s.where, s.sources)
+        if s.kind == "store":
+            return Scope("all", s.where, s.sources, projects=True)
+        return Scope(safe(s.where), s.where, s.sources)
+
+    scopes = [picked(scope)]
+    if scope.kind in ("project", "store"):
+        # --cwd names the project; with --all, tab goes to the current directory's.
+        other = argparse.Namespace(paths=[], all=scope.kind == "project",
+                                   cwd=None if scope.kind == "project" else args.cwd)
+        scopes.append(picked(_scope.resolve(other)))
+    return Picker(tuple(scopes), catalog=options["catalog"], no_cache=options["no_cache"])
 
 
 def exit_status(app: Any) -> int:
