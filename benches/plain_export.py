@@ -5,8 +5,10 @@ writes that path as Markdown or as an HTML page, one section per entry.
 
 It writes the same sections in the same order as the export (the same headings, the
 same parts: text, thinking, tool calls as JSON, tool results and command output in
-fences or ``<pre>``, summaries, notes) and renders Markdown text to HTML with the same
-library (markdown-it-py, CommonMark, raw HTML off). It does less than the export: no
+fences or ``<pre>``, summaries, notes) and renders Markdown text to HTML with the library
+a Python user would pick (markdown-it-py, CommonMark, raw HTML off; the export renders it
+with pulldown-cmark in its extension, by the same rules, and falls back to markdown-it-py
+without it: ``tests/test_export_markdown_html.py``). It does less than the export: no
 escaping of control or bidi characters, no containment of a message's headings, fences
 and raw HTML in the Markdown, no tree sidebar or script in the page, and it holds every
 entry in memory (what a script would do). It uses nothing from sessiontree.

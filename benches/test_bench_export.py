@@ -24,11 +24,30 @@ def test_both_writers_export_the_whole_chain(tmp_path: Path) -> None:
     with SessionManager.open(str(chain)) as sm:
         ids = [e["id"] for e in sm.get_branch()]
         assert len(ids) == len(sm) and sm.load_report == []
-    best = export_vs_plain.run(str(chain), str(tmp_path), rounds=1)
+    best = export_vs_plain.run(str(chain), str(tmp_path), rounds=1)  # checks the sections' entries
     assert set(best) == {"markdown", "html"}
     for row in best.values():
-        assert row["path"] == len(ids) and row["sessiontree_s"] > 0 and row["plain_s"] > 0
-    ours = (tmp_path / "ours.markdown").read_text()
-    plain = (tmp_path / "peer.markdown").read_text()
+        assert row["path"] == row["sections_checked"] == len(ids)
+        assert row["sessiontree_s"] > 0 and row["plain_s"] > 0 and row["sessiontree_cpu_s"] > 0
+    ours = (tmp_path / "sessiontree.markdown").read_text()
+    plain = (tmp_path / "plain.markdown").read_text()
     assert re.findall(r"^## .*? · (\w{8})(?: · label: .*)?$", ours, re.M) == ids
     assert re.findall(r"^## .* · (\w{8})$", plain, re.M) == ids
+
+
+def test_linear_copy_takes_the_entry_id_not_a_tool_call_id(tmp_path: Path) -> None:
+    """An assistant line may spell a tool call's ``"id"`` before the entry's own (the
+    benchdata sessions do): the chain must still run through every entry."""
+    src, chain = tmp_path / "s.jsonl", tmp_path / "chain.jsonl"
+    src.write_text(
+        '{"type":"session","version":3,"id":"s1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}\n'
+        '{"type":"message","id":"a1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z",'
+        '"message":{"role":"user","content":"hi","timestamp":1}}\n'
+        '{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"assistant","content":'
+        '[{"type":"toolCall","id":"call_1","name":"read","arguments":{}}],"timestamp":2},'
+        '"id":"b2","parentId":"zz"}\n'
+        '{"type":"message","id":"c3","parentId":"nope","timestamp":"2025-01-01T00:00:03.000Z",'
+        '"message":{"role":"user","content":"again","timestamp":3}}\n')
+    export_vs_plain.linear_copy(str(src), str(chain))
+    with SessionManager.open(str(chain)) as sm:
+        assert [e["id"] for e in sm.get_branch()] == ["a1", "b2", "c3"] and sm.load_report == []

@@ -8,7 +8,8 @@
 //! search text and usage (over `scan`, `ids`, `tree`, `time`). `stat` answers the
 //! staleness check's early return (the rule is in Python); `clip` cuts a line's long
 //! string values for previews; `escape` tests JSON output for the characters the command
-//! line escapes. `python.rs` (feature
+//! line escapes; `markdown` renders message text as HTML for the HTML export (over
+//! pulldown-cmark, importing nothing of the crate). `python.rs` (feature
 //! `python`) is the only file that touches PyO3. `use crate::` edges form a DAG
 //! (docs/ARCHITECTURE.md lists them).
 
@@ -24,6 +25,7 @@ mod issue;
 mod kind;
 mod lines;
 mod listing;
+mod markdown;
 mod persist;
 mod report;
 pub mod rows;
@@ -48,6 +50,7 @@ pub use listing::indexed::scan_indexed;
 pub use listing::{
     entries_path, scan_file, Collect, Doc, DocKind, Header, Name, Scan, UsageKind, UsageRow,
 };
+pub use markdown::markdown_html;
 pub use persist::Cache;
 pub use report::{report as usage_report, Bucket, FileLog, Key as ReportKey, Report, Sum};
 pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES, TOKEN_KEYS};

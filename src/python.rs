@@ -1552,6 +1552,12 @@ fn json_unsafe(py: Python<'_>, data: &Bound<'_, PyBytes>) -> bool {
     py.detach(|| crate::json_unsafe(data))
 }
 
+/// `markdown::markdown_html`: message text (Markdown) as the HTML export shows it.
+#[pyfunction]
+fn markdown_html(py: Python<'_>, text: &str) -> String {
+    py.detach(|| crate::markdown_html(text))
+}
+
 /// `listing::entries_path`: the current path of a session's entries record.
 #[pyfunction]
 fn entries_path(entries: &Bound<'_, PyBytes>) -> Vec<u32> {
@@ -1576,6 +1582,8 @@ mod _sessiontree {
     use super::json_unsafe;
     #[pymodule_export]
     use super::judge_text;
+    #[pymodule_export]
+    use super::markdown_html;
     #[pymodule_export]
     use super::scan_listing;
     #[pymodule_export]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._backend import TreeIndex
 
-__all__ = ["BACKENDS", "backend_name", "index_class", "native_available", "native_module"]
+__all__ = ["BACKENDS", "backend_name", "extension", "index_class", "native_available", "native_module"]
 
 BACKENDS = ("auto", "python", "native")
 """The accepted backend names."""
@@ -85,6 +85,17 @@ def native_module() -> Any:
             return None
     except ValueError:
         pass
+    try:
+        import sessiontree._sessiontree as native  # the extension module itself, not the package
+    except ImportError:
+        return None
+    return native
+
+
+def extension() -> Any:
+    """The extension ``sessiontree._sessiontree`` whichever backend is chosen, or ``None``
+    when it is not built: for what must not depend on the backend (the HTML export's
+    Markdown, ``export/html.py``), where the backend's choice would change the output."""
     try:
         import sessiontree._sessiontree as native  # the extension module itself, not the package
     except ImportError:

@@ -19,6 +19,7 @@ __all__ = [
     "index_snippets",
     "json_unsafe",
     "judge_text",
+    "markdown_html",
     "scan_listing",
     "search_files",
     "search_tables",
@@ -130,6 +131,16 @@ def json_unsafe(data: bytes) -> bool:
     """``True`` iff ``data`` holds the UTF-8 of a character JSON output escapes (DEL, C1
     controls, ALM, LRM/RLM, U+2028-U+202E, U+2066-U+2069: ``view._text``'s rule), found
     with ``memchr`` (``src/escape.rs``)."""
+
+def markdown_html(text: str) -> str:
+    """Message text (Markdown) as the HTML export shows it (``src/markdown.rs``):
+    CommonMark with GFM tables and strikethrough, raw HTML as escaped text, links only
+    to ``http:``, ``https:`` and ``mailto:`` (with ``rel="noopener noreferrer
+    nofollow"``; any other stays text), images as links to them (``[image: ALT]``).
+
+    Raises:
+        UnicodeEncodeError: ``text`` holds a lone surrogate (``view.clean`` escapes them).
+    """
 
 def entries_path(entries: bytes) -> list[int]:
     """Entry numbers from the root to the last entry of an entries record (the

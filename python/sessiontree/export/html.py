@@ -18,8 +18,11 @@ so a 1 GiB session exports without being held in memory.
 
 Session text is untrusted. Every string is escaped (:func:`html.escape` after
 ``_render.clean``, which makes control and bidi characters visible); Markdown is
-rendered by markdown-it-py with raw HTML off, links only to ``http``, ``https`` and
-``mailto`` (anything else stays text) and Markdown images shown as links, never loaded;
+rendered as CommonMark with GFM tables and strikethrough (by the extension's
+pulldown-cmark, ``src/markdown.rs``, whichever backend reads the session; by
+markdown-it-py with the same rules where the extension is not built), raw HTML shown
+as text, links only to ``http``, ``https`` and ``mailto`` (anything else stays text)
+and Markdown images shown as links, never loaded;
 the data the script reads is JSON with ``<``, ``>`` and ``&`` escaped; and a
 Content-Security-Policy allows only the page's own style and script (by hash) and
 ``data:`` images, so even a missed escape could not run a script or reach the network.
@@ -34,8 +37,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-from markdown_it import MarkdownIt
 
 from ..view import (
     BRANCH_MARK,
@@ -58,6 +59,7 @@ from ..view import (
     item_of,
     to_json_bytes,
 )
+from .._select import extension
 from ._page import CSS, JS, csp
 
 __all__ = ["write_html", "HtmlStats", "AUTO_ALL_BYTES", "BRANCHES"]
@@ -86,7 +88,10 @@ class HtmlStats:
     seconds: float = 0.0
 
 
-def _markdown() -> MarkdownIt:
+def _markdown() -> Any:
+    """markdown-it-py with the page's rules (without the extension)."""
+    from markdown_it import MarkdownIt
+
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
     md.validateLink = lambda url: _LINK_RE.match(url) is not None  # type: ignore[method-assign]
@@ -106,6 +111,17 @@ def _markdown() -> MarkdownIt:
     md.add_render_rule("link_open", link_open)
     md.add_render_rule("image", image)
     return md
+
+
+def markdown_renderer() -> Callable[[str], str]:
+    """The function that renders message text (Markdown, already clean) as HTML: the
+    extension's ``markdown_html`` (pulldown-cmark, ~50x markdown-it-py on a session's
+    messages), else markdown-it-py with the same rules. The two agree on CommonMark's
+    spec and on the page's rules (raw HTML as text, which links, images as links,
+    tables and strikethrough written alike); where CommonMark leaves room they may
+    differ (``tests/test_export_markdown_html.py`` lists where)."""
+    native = extension()
+    return native.markdown_html if native is not None else _markdown().render  # type: ignore[no-any-return]
 
 
 def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None = None,
@@ -159,7 +175,7 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
 
     _write_tree(drawing, write, every)
     write('<main id="conv">\n')
-    md = _markdown()
+    md = markdown_renderer()
     for n, entry in st.entries(path):
         write(_article(st, n, entry, md, shown=True, out=n in outside))
         stats.rendered += 1
@@ -284,7 +300,8 @@ def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = Fa
 # ----------------------------------------------------------------------- articles
 
 
-def _article(st: Structure, n: int, entry: dict[str, Any], md: MarkdownIt, *, shown: bool, out: bool) -> str:
+def _article(st: Structure, n: int, entry: dict[str, Any], md: Callable[[str], str], *, shown: bool,
+             out: bool) -> str:
     item = item_of(entry, st.labels.get(n))
     kcls = f" k-{item.kind}" if item.kind in KINDS else ""
     classes = "m" + (f" m-{item.kind}" if kcls else "") + (" shown" if shown else "") + (" out" if out else "")
@@ -307,17 +324,18 @@ def _article(st: Structure, n: int, entry: dict[str, Any], md: MarkdownIt, *, sh
 
 def _lines(text: str) -> str:
     n = text.count("\n") + 1 if text else 0
-    return f"{n:,} line{'' if n == 1 else 's'}, {human_bytes(len(text.encode('utf-8', 'surrogatepass')))}"
+    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))  # no copy when ASCII
+    return f"{n:,} line{'' if n == 1 else 's'}, {human_bytes(size)}"
 
 
-def _part(part: Part, md: MarkdownIt, role: str, item: Item) -> str:
+def _part(part: Part, md: Callable[[str], str], role: str, item: Item) -> str:
     kind = part.kind
     if kind in ("text", "summary"):
-        return f'<div class="md">{md.render(part.text)}</div>'
+        return f'<div class="md">{md(part.text)}</div>'
     if kind == "thinking":
         opened = " open" if len(part.text) < _THINKING_OPEN else ""
         return (f'<details class="js"{opened}><summary>thinking</summary>'
-                f'<div class="thinking md">{md.render(part.text)}</div></details>')
+                f'<div class="thinking md">{md(part.text)}</div></details>')
     if kind == "tool_call":
         return f'<details class="tc"><summary>→ {h(part.title)}</summary><pre><code>{h(part.text)}</code></pre></details>'
     if kind == "tool_result":

