@@ -21,7 +21,10 @@
 //! group whose sum is not finite on the way gives its values instead.
 //!
 //! Groups are a key (a model, or a number the caller gives each file) and, when asked,
-//! a time bucket: the 15-minute slice of UTC an integral millisecond time falls in.
+//! a time bucket: the 15-minute slice of UTC an integral millisecond time falls in, or,
+//! where the caller gives the zone's offset for the slice's UTC day, the local day the
+//! slice lies in (the slices of one local day summed here: a report by day, week or
+//! month gets a group per local day, not one per slice for Python to place).
 //! Times that are not integral milliseconds in years 5–9986 come back one by one.
 
 use std::collections::HashMap;
@@ -357,16 +360,27 @@ pub enum Key {
     None,
 }
 
-/// A time bucket: a 15-minute slice of UTC, no time, or none asked for.
+/// A time bucket: a 15-minute slice of UTC, a local day (days since 1970-01-01 in the
+/// caller's zone), no time, or none asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Bucket {
     Slice(i64),
+    Day(i64),
     NoTime,
     All,
 }
 
 /// Milliseconds in a bucket.
 pub const SLICE_MS: i64 = 15 * 60 * 1000;
+
+/// Milliseconds in a day (of UTC; a local day is one too between offset changes).
+pub const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// The zone's offset (ms east of UTC) of each UTC day asked (days since 1970-01-01,
+/// ascending), `None` where it is not one offset for the whole day. A slice of a day
+/// with an offset that is a whole number of slices lies in one local day; the others
+/// stay slices.
+pub type DayOffsets<'f> = &'f mut dyn FnMut(&[i64]) -> Vec<Option<i64>>;
 
 /// Times bucketed here: integral milliseconds inside years 5–9986 (a local day, week
 /// or month of any zone is then a union of slices; the caller checks each slice).
@@ -406,8 +420,15 @@ struct Owned<'a> {
 
 /// Sum the records of `files` (oldest holder first): each copy key once, charged to its
 /// first holder; with `active`, only records on some holder's current path; grouped by
-/// `key` and, with `buckets`, by [`Bucket`].
-pub fn report(files: &[FileLog<'_>], key: Key, buckets: bool, active: bool) -> Report {
+/// `key` and, with `buckets`, by [`Bucket`]: by local day where `days` gives the
+/// slice's UTC day an offset, else by slice.
+pub fn report(
+    files: &[FileLog<'_>],
+    key: Key,
+    buckets: bool,
+    active: bool,
+    days: Option<DayOffsets<'_>>,
+) -> Report {
     let mut out = Report::default();
     // Copy keys by a hash of (id, stamp); the records themselves settle a collision.
     let mut owners: HashMap<u64, usize, Fast> = HashMap::default();
@@ -471,6 +492,30 @@ pub fn report(files: &[FileLog<'_>], key: Key, buckets: bool, active: bool) -> R
         }
         out.bad |= recs.bad;
     }
+    let slice_of = |t: Option<f64>| match t {
+        Some(t) if t.fract() == 0.0 && (FIRST_MS..LAST_MS).contains(&t) => {
+            Some((t as i64).div_euclid(SLICE_MS))
+        }
+        _ => None,
+    };
+    let offsets: HashMap<i64, i64, Fast> = match (buckets, days) {
+        (true, Some(ask)) => {
+            let mut utc: Vec<i64> = owned
+                .iter()
+                .filter(|o| !active || o.on)
+                .filter_map(|o| slice_of(o.rec.time))
+                .map(|n| (n * SLICE_MS).div_euclid(DAY_MS))
+                .collect();
+            utc.sort_unstable();
+            utc.dedup();
+            let got = ask(&utc);
+            utc.into_iter()
+                .zip(got)
+                .filter_map(|(d, off)| off.filter(|o| o % SLICE_MS == 0).map(|o| (d, o)))
+                .collect()
+        }
+        _ => HashMap::default(),
+    };
     let mut index: HashMap<(u32, Bucket), usize, Fast> = HashMap::default();
     let mut groups: Vec<((u32, Bucket), Group)> = Vec::new();
     let mut member: Vec<usize> = vec![usize::MAX; owned.len()];
@@ -479,13 +524,17 @@ pub fn report(files: &[FileLog<'_>], key: Key, buckets: bool, active: bool) -> R
             continue;
         }
         let r = &o.rec;
-        let b = match (buckets, r.time) {
-            (false, _) => Bucket::All,
-            (true, None) => Bucket::NoTime,
-            (true, Some(t)) if t.fract() == 0.0 && (FIRST_MS..LAST_MS).contains(&t) => {
-                Bucket::Slice((t as i64).div_euclid(SLICE_MS))
+        let b = match (buckets, r.time, slice_of(r.time)) {
+            (false, _, _) => Bucket::All,
+            (true, None, _) => Bucket::NoTime,
+            (true, Some(_), Some(n)) => {
+                let start = n * SLICE_MS;
+                match offsets.get(&start.div_euclid(DAY_MS)) {
+                    Some(off) => Bucket::Day((start + off).div_euclid(DAY_MS)),
+                    None => Bucket::Slice(n),
+                }
             }
-            (true, Some(t)) => {
+            (true, Some(t), None) => {
                 out.loose.push((o.key, t, r.numbers));
                 continue;
             }
@@ -602,7 +651,7 @@ mod tests {
                 on_path: None,
             },
         ];
-        let r = report(&files, Key::File, false, false);
+        let r = report(&files, Key::File, false, false, None);
         let mut g: Vec<_> = r
             .groups
             .iter()
@@ -634,6 +683,7 @@ mod tests {
             Key::None,
             false,
             false,
+            None,
         );
         assert_eq!(
             r.groups[0].1.sums[0].values.as_deref(),
@@ -658,11 +708,56 @@ mod tests {
             Key::Model,
             true,
             false,
+            None,
         );
         let mut b: Vec<_> = r.groups.iter().map(|((_, b), g)| (*b, g.records)).collect();
         b.sort_by_key(|x| format!("{:?}", x.0));
         assert_eq!(b, vec![(Bucket::NoTime, 1), (Bucket::Slice(1), 2)]);
         assert_eq!(r.loose.len(), 1);
         assert_eq!(r.models, vec![(b"p".to_vec(), b"m".to_vec())]);
+    }
+
+    #[test]
+    fn slices_of_a_day_with_an_offset_are_one_local_day() {
+        // 23:45 and 00:15 UTC of 1970-01-01/02; day 1 at +1 h; day 0 with no one offset.
+        let a = log(&[
+            ("a", "1", 0, Some(85_500_000.0), "m", [1.0; 6]),
+            ("b", "2", 1, Some(87_300_000.0), "m", [2.0; 6]),
+            ("c", "3", 2, Some(170_000_000.0), "m", [4.0; 6]),
+        ]);
+        let files = [FileLog {
+            log: &a,
+            key: 0,
+            on_path: None,
+        }];
+        let mut asked = Vec::new();
+        let mut days = |d: &[i64]| {
+            asked.extend_from_slice(d);
+            vec![None, Some(3_600_000)]
+        };
+        let r = report(&files, Key::None, true, false, Some(&mut days));
+        assert_eq!(asked, vec![0, 1]);
+        let mut b: Vec<_> = r
+            .groups
+            .iter()
+            .map(|((_, b), g)| (*b, g.records, total(&g.sums[0])))
+            .collect();
+        b.sort_by_key(|x| format!("{:?}", x.0));
+        // 00:15 and 23:13 UTC of day 1 are local 01:15 and 00:13 of day 2.
+        assert_eq!(
+            b,
+            vec![
+                (Bucket::Day(1), 1, 2.0),
+                (Bucket::Day(2), 1, 4.0),
+                (Bucket::Slice(95), 1, 1.0)
+            ]
+        );
+        // An offset that is not a whole number of slices leaves the slices.
+        let mut odd = |d: &[i64]| vec![Some(7 * 60_000); d.len()];
+        let r = report(&files, Key::None, true, false, Some(&mut odd));
+        assert!(r
+            .groups
+            .iter()
+            .all(|((_, b), _)| matches!(b, Bucket::Slice(_))));
     }
 }
