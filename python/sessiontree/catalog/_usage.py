@@ -105,7 +105,13 @@ def exact_sum(values: Iterable[float]) -> float:
     is NaN. ``math.fsum`` alone raised ``OverflowError`` (``1e308 + 1e308``) or
     ``ValueError`` (``inf + -inf``), depending on the order for the former.
     """
-    vals = list(values)
+    vals = values if type(values) is list else list(values)
+    try:
+        # The common case at C speed: ``fsum`` gives this rounding, ``inf`` for infinite
+        # terms of one sign and NaN for a NaN; it raises for the rest, sorted out below.
+        return math.fsum(vals)
+    except (OverflowError, ValueError):
+        pass
     pos = neg = False
     for v in vals:
         if not math.isfinite(v):
@@ -415,7 +421,7 @@ def _native_pieces(native: Any, logs: list[bytes], keys: list[int], names: list[
 
     pieces: list[_Piece] = []
     for k, bucket, records, sums in groups:
-        floats = [list(v) for _exact, v in sums]
+        floats = [v for _exact, v in sums]  # fresh lists, only read from here
         if bucket is True or bucket is None:
             name = "(no time)" if time_group else name_of(k)
             pieces.append((name, None, records, floats))
