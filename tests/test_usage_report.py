@@ -165,3 +165,24 @@ def test_local_days_across_offset_changes(tmp_path: Path, monkeypatch: pytest.Mo
     days = cat.usage("daily", [str(folder)], tz=new_york, catalog=catalog_file)
     # Three records an hour: the local days of 23 and 25 hours.
     assert [x.records for x in days.lines if x.key in ("2025-03-09", "2025-11-02")] == [69, 75]
+
+
+@needs_native
+def test_the_days_callback_errors_reach_the_caller(tmp_path: Path) -> None:
+    """``usage_report``'s ``days``: an exception it raises, or a list of the wrong
+    length, is the call's error (never a report with days silently left out)."""
+    from sessiontree._select import native_module
+    from sessiontree.catalog._extract import pack_log
+
+    native = native_module()
+    log = pack_log([((0, "e1", "t1", 1767225600000.0, "message", "p", "m"), (1.0, 2.0, 0.0, 0.0, 3.0, 0.5))])
+
+    def fails(days: list[int]) -> list[int | None]:
+        raise ZeroDivisionError("no offset")
+
+    with pytest.raises(ZeroDivisionError):
+        native.usage_report([log], [0], None, "none", True, False, fails)
+    with pytest.raises(ValueError):
+        native.usage_report([log], [0], None, "none", True, False, lambda days: [])
+    groups = native.usage_report([log], [0], None, "none", True, False, lambda days: [3_600_000] * len(days))[0]
+    assert [g[1] for g in groups] == [("day", 1767225600000 // _usage.DAY_MS)]
