@@ -52,7 +52,9 @@ pub use listing::{
 };
 pub use markdown::markdown_html;
 pub use persist::Cache;
-pub use report::{report as usage_report, Bucket, FileLog, Key as ReportKey, Report, Sum};
+pub use report::{
+    report as usage_report, Bucket, DayOffsets, FileLog, Key as ReportKey, Report, Sum,
+};
 pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES, TOKEN_KEYS};
 pub use search::index::{
     build as index_build, query as index_query, Answer, Indexed, Scope, ToIndex, Written,

@@ -1008,12 +1008,15 @@ fn scan_tuple<'py>(py: Python<'py>, s: &crate::listing::Scan) -> PyResult<Bound<
 
 /// `report::report` (releases the GIL): the usage logs of the files in scope, oldest
 /// holder first, each file's key (`"file"`), and with `active` each file's entries
-/// record. Returns `(groups, loose, models, bad)`: groups as `(key, bucket, records,
-/// sums)` (bucket: a slice number, `None` for no time, `True` for all), each sum
-/// `(exact, floats)` (the partials, or the values themselves), loose records as
-/// `(key, time, numbers)`.
+/// record; `days`, when given, the zone's offset of UTC days (`report::DayOffsets`:
+/// called once, with the GIL, with the days' numbers). Returns `(groups, loose, models,
+/// bad)`: groups as `(key, bucket, records, sums)` (bucket: a slice number, `("day",
+/// n)` for a local day, `None` for no time, `True` for all), each sum `(exact,
+/// floats)` (the partials, or the values themselves), loose records as `(key, time,
+/// numbers)`.
 #[pyfunction]
-#[allow(clippy::type_complexity)]
+#[pyo3(signature = (logs, keys, entries, key, buckets, active, days=None))]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 fn usage_report<'py>(
     py: Python<'py>,
     logs: Vec<pyo3::pybacked::PyBackedBytes>,
@@ -1022,6 +1025,7 @@ fn usage_report<'py>(
     key: &str,
     buckets: bool,
     active: bool,
+    days: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     use crate::{Bucket, FileLog, ReportKey};
     let key = match key {
@@ -1035,7 +1039,29 @@ fn usage_report<'py>(
             "one key (and entries record) per log",
         ));
     }
+    let mut failed: Option<PyErr> = None;
     let r = py.detach(|| {
+        let mut ask = |utc: &[i64]| -> Vec<Option<i64>> {
+            let Some(f) = days.as_ref() else {
+                return Vec::new();
+            };
+            Python::attach(|py| {
+                f.bind(py)
+                    .call1((utc.to_vec(),))
+                    .and_then(|v| v.extract::<Vec<Option<i64>>>())
+                    .and_then(|v| {
+                        if v.len() == utc.len() {
+                            Ok(v)
+                        } else {
+                            Err(PyValueError::new_err("days: one offset (or None) per day"))
+                        }
+                    })
+            })
+            .unwrap_or_else(|e| {
+                failed = Some(e);
+                Vec::new()
+            })
+        };
         let files: Vec<FileLog<'_>> = logs
             .iter()
             .enumerate()
@@ -1053,12 +1079,18 @@ fn usage_report<'py>(
                 }),
             })
             .collect();
-        crate::usage_report(&files, key, buckets, active)
+        let days: Option<crate::DayOffsets<'_>> =
+            if days.is_some() { Some(&mut ask) } else { None };
+        crate::usage_report(&files, key, buckets, active, days)
     });
+    if let Some(e) = failed {
+        return Err(e);
+    }
     let groups = PyList::empty(py);
     for ((k, b), g) in &r.groups {
         let bucket = match b {
             Bucket::Slice(n) => n.into_pyobject(py)?.into_any(),
+            Bucket::Day(n) => ("day", n).into_pyobject(py)?.into_any(),
             Bucket::NoTime => py.None().into_bound(py),
             Bucket::All => true.into_pyobject(py)?.to_owned().into_any(),
         };

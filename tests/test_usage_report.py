@@ -120,3 +120,69 @@ def test_a_damaged_usage_log_is_rebuilt(root: list[str], tmp_path: Path) -> None
     conn.close()
     again = cat.usage("model", project_folders(str(Path(root[0]).parent))[:3], catalog=catalog_file)
     assert again == first
+
+
+def _dst_session(folder: Path) -> None:
+    """Assistant records every 20 minutes through New York's two offset changes of 2025
+    (2025-03-09 07:00Z, 2025-11-02 06:00Z) and the UTC days around them."""
+    head = {"type": "session", "version": 3, "id": "dst", "timestamp": "2025-03-07T00:00:00.000Z", "cwd": "/dst"}
+    lines = [json.dumps(head)]
+    parent = None
+    n = 0
+    for start in (1741305600000, 1761868800000):  # 2025-03-07T00:00Z, 2025-10-31T00:00Z
+        for k in range(4 * 72):
+            ms = start + k * 20 * 60 * 1000
+            line = {"type": "message", "id": f"d{n}", "parentId": parent, "timestamp": f"t{n}",
+                    "message": {"role": "assistant", "content": [], "provider": "p", "model": f"m{n % 3}",
+                                "timestamp": ms, "usage": {"input": n, "output": 1, "cost": {"total": 0.1 * n}}}}
+            lines.append(json.dumps(line))
+            parent = f"d{n}"
+            n += 1
+    (folder / "2025-03-07T00-00-00-000Z_dst.jsonl").write_text("\n".join(lines) + "\n")
+
+
+@needs_native
+def test_local_days_across_offset_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The native sums put slices in local days where a UTC day has one offset, and keep
+    the slices of a day whose offset changes: both give the reference's report."""
+    new_york = ZoneInfo("America/New_York")
+    day = 1741478400000 // _usage.DAY_MS  # 2025-03-09, UTC
+    assert _usage._day_offset(day, new_york) is None
+    assert _usage._day_offset(day - 1, new_york) == -5 * 3600 * 1000
+    assert _usage._day_offset(day + 1, new_york) == -4 * 3600 * 1000
+    assert _usage._day_offset(day, timezone(timedelta(minutes=7))) == 7 * 60 * 1000
+    folder = tmp_path / "dst"
+    folder.mkdir()
+    _dst_session(folder)
+    catalog_file = str(tmp_path / "c.sqlite3")
+    for tz in (new_york, ZoneInfo("Europe/Berlin"), ZoneInfo("Australia/Lord_Howe"), timezone(timedelta(minutes=7))):
+        for group in ("daily", "weekly", "monthly", "model"):
+            for since, until in ((None, None), (date(2025, 3, 8), date(2025, 3, 9)), (date(2025, 11, 2), None)):
+                kw = dict(tz=tz, since=since, until=until)
+                got = cat.usage(group, [str(folder)], catalog=catalog_file, **kw)  # type: ignore[arg-type]
+                assert got == _reference(monkeypatch, group, [str(folder)], **kw), (group, tz, since)
+                assert got.total.records > 0
+    days = cat.usage("daily", [str(folder)], tz=new_york, catalog=catalog_file)
+    # Three records an hour: the local days of 23 and 25 hours.
+    assert [x.records for x in days.lines if x.key in ("2025-03-09", "2025-11-02")] == [69, 75]
+
+
+@needs_native
+def test_the_days_callback_errors_reach_the_caller(tmp_path: Path) -> None:
+    """``usage_report``'s ``days``: an exception it raises, or a list of the wrong
+    length, is the call's error (never a report with days silently left out)."""
+    from sessiontree._select import native_module
+    from sessiontree.catalog._extract import pack_log
+
+    native = native_module()
+    log = pack_log([((0, "e1", "t1", 1767225600000.0, "message", "p", "m"), (1.0, 2.0, 0.0, 0.0, 3.0, 0.5))])
+
+    def fails(days: list[int]) -> list[int | None]:
+        raise ZeroDivisionError("no offset")
+
+    with pytest.raises(ZeroDivisionError):
+        native.usage_report([log], [0], None, "none", True, False, fails)
+    with pytest.raises(ValueError):
+        native.usage_report([log], [0], None, "none", True, False, lambda days: [])
+    groups = native.usage_report([log], [0], None, "none", True, False, lambda days: [3_600_000] * len(days))[0]
+    assert [g[1] for g in groups] == [("day", 1767225600000 // _usage.DAY_MS)]

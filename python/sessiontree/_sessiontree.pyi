@@ -7,7 +7,7 @@ as ``bytes`` copies, never views of the memory map.
 """
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, final
 
 __all__ = [
@@ -407,18 +407,22 @@ def judge_text(
 
 def usage_report(
     logs: Sequence[bytes], keys: Sequence[int], entries: Sequence[bytes] | None, key: str, buckets: bool,
-    active: bool,
-) -> tuple[list[tuple[int, int | bool | None, int, list[tuple[bool, list[float]]]]],
+    active: bool, days: Callable[[list[int]], Sequence[int | None]] | None = None,
+) -> tuple[list[tuple[int, int | tuple[str, int] | bool | None, int, list[tuple[bool, list[float]]]]],
            list[tuple[int, float, tuple[float, float, float, float, float, float]]],
            list[tuple[str, str]], bool]:
     """Sums of usage logs by group (``src/report.rs``; releases the GIL): files oldest
     holder first, each its ``key`` (``key="file"``) and with ``active`` its entries
     record; ``key`` ``"model"``, ``"file"`` or ``"none"``; ``buckets``: also by
-    15-minute slice of UTC.
+    15-minute slice of UTC, or by local day where ``days`` (called once with the UTC
+    days' numbers since 1970-01-01, ascending) gives a UTC day the zone's one offset
+    (ms east of UTC; ``None``: not one offset; one that is not a whole number of
+    slices is taken as ``None``).
 
     Returns:
         ``(groups, loose, models, bad)``: groups ``(key, bucket, records, sums)``
-        (bucket a slice number, ``None`` no time, ``True`` not bucketed; each sum
+        (bucket a slice number, ``("day", n)`` a local day as days since 1970-01-01,
+        ``None`` no time, ``True`` not bucketed; each sum
         ``(exact, floats)``, the partials or the values), loose records ``(key, time,
         numbers)`` whose time is not bucketed, the ``(provider, model)`` pairs keys
         name, whether some log was malformed.

@@ -601,9 +601,18 @@ pub fn query(
             return Err("a malformed search segment".into());
         }
     }
-    let (exact, rest): (Vec<Cand>, Vec<Cand>) = cands.into_iter().partition(|c| c.exact);
+    // The few the index cannot decide taken out in place: a partition into two new
+    // vectors touched fresh pages for every hit of a common word (its page faults were
+    // a third of a warm query's CPU).
+    let mut rest: Vec<Cand> = Vec::new();
+    cands.retain(|c| {
+        if !c.exact {
+            rest.push(*c);
+        }
+        c.exact
+    });
     let mut ans = Answer::default();
-    let mut hits: Vec<Cand> = exact;
+    let mut hits: Vec<Cand> = cands;
     // Entries the index cannot decide: read and judged.
     let judged = per_file(
         rest,

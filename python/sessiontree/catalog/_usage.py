@@ -27,7 +27,7 @@ import math
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, tzinfo
+from datetime import date, datetime, timedelta, tzinfo
 from typing import Any, Literal
 
 from .._select import native_module as native_scanner
@@ -42,6 +42,8 @@ FIELDS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost")
 SLICE_MS = 15 * 60 * 1000
 """The slices of UTC the native sums keep apart (``src/report.rs``): every day, week
 and month of a zone whose offsets are whole quarter hours is a union of them."""
+DAY_MS = 24 * 60 * 60 * 1000
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,13 @@ def exact_sum(values: Iterable[float]) -> float:
     is NaN. ``math.fsum`` alone raised ``OverflowError`` (``1e308 + 1e308``) or
     ``ValueError`` (``inf + -inf``), depending on the order for the former.
     """
-    vals = list(values)
+    vals = values if type(values) is list else list(values)
+    try:
+        # The common case at C speed: ``fsum`` gives this rounding, ``inf`` for infinite
+        # terms of one sign and NaN for a NaN; it raises for the rest, sorted out below.
+        return math.fsum(vals)
+    except (OverflowError, ValueError):
+        pass
     pos = neg = False
     for v in vals:
         if not math.isfinite(v):
@@ -134,7 +142,23 @@ def _bucket(group: str, ms: float | None, tz: tzinfo | None) -> str | None:
     return _key(group, local_time(dt, tz))
 
 
-def _key(group: str, local: datetime) -> str:
+def _day_offset(utc_day: int, tz: tzinfo | None) -> int | None:
+    """The offset of ``tz`` (ms east of UTC) through the UTC day ``utc_day`` (days since
+    1970-01-01), if its first and last milliseconds have the same one (the native sums
+    then put the day's slices in local days); ``None`` if not. In between it stays
+    the same: no zone of the tz database changes its offset twice in one day (the
+    closest two changes are four days apart, Africa/Freetown's in 1939)."""
+    first = datetime_from_ms(utc_day * DAY_MS)
+    last = datetime_from_ms(utc_day * DAY_MS + DAY_MS - 1)
+    if first is None or last is None:
+        return None
+    a, z = local_time(first, tz).utcoffset(), local_time(last, tz).utcoffset()
+    if a is None or a != z:
+        return None
+    return a // timedelta(milliseconds=1)
+
+
+def _key(group: str, local: date) -> str:
     if group == "daily":
         return local.strftime("%Y-%m-%d")
     if group == "weekly":
@@ -352,17 +376,26 @@ def _python_pieces(sessions: list[Any], logs: list[bytes], keys: list[int], name
 def _native_pieces(native: Any, logs: list[bytes], keys: list[int], names: list[str], entries: list[bytes] | None,
                    group: str, since: date | None, until: date | None, active: bool,
                    tz: tzinfo | None) -> list[_Piece] | None:
-    """The same pieces from ``src/report.rs``'s sums by group and 15-minute slice of
-    UTC; ``None`` when a slice is not all one day, week or month of ``tz`` (a zone
-    whose offset changes inside one), which the record-by-record reference answers."""
+    """The same pieces from ``src/report.rs``'s sums by group and local day of ``tz``
+    (or, in a UTC day whose offset changes, 15-minute slice of UTC); ``None`` when a
+    slice is not all one day, week or month of ``tz`` (a zone whose offset changes
+    inside one), which the record-by-record reference answers."""
     time_group = group in ("daily", "weekly", "monthly")
     dated = since is not None or until is not None
     key = "model" if group == "model" else "file" if group in ("session", "project") else "none"
-    groups, loose, models, bad = native.usage_report(logs, keys, entries, key, time_group or dated, active)
+    groups, loose, models, bad = native.usage_report(logs, keys, entries, key, time_group or dated, active,
+                                                     lambda utc: [_day_offset(d, tz) for d in utc])
     if bad:
         raise sqlite3.DatabaseError("catalog damaged: a malformed usage log")
     slices: dict[int, tuple[str, str] | None] = {}
     days: dict[date, tuple[str, str]] = {}
+
+    def day_keys(n: int) -> tuple[str, str]:
+        # (the local day's key for a time group, its day): the native sums' own day.
+        d = date.fromordinal(n + _EPOCH_ORDINAL)
+        if d not in days:
+            days[d] = (_key(group, d) if time_group else "", _key("daily", d))
+        return days[d]
 
     def slice_keys(b: int) -> tuple[str, str] | None:
         # (the slice's key for a time group, its day), if its two ends are one local day
@@ -388,12 +421,12 @@ def _native_pieces(native: Any, logs: list[bytes], keys: list[int], names: list[
 
     pieces: list[_Piece] = []
     for k, bucket, records, sums in groups:
-        floats = [list(v) for _exact, v in sums]
+        floats = [v for _exact, v in sums]  # fresh lists, only read from here
         if bucket is True or bucket is None:
             name = "(no time)" if time_group else name_of(k)
             pieces.append((name, None, records, floats))
             continue
-        got = slice_keys(bucket)
+        got = day_keys(bucket[1]) if type(bucket) is tuple else slice_keys(bucket)
         if got is None:
             return None
         pieces.append((got[0] if time_group else name_of(k), got[1], records, floats))
