@@ -107,6 +107,11 @@ def _contain_pass(lines: list[str], every_heading: bool) -> bool:
     first pass moves every top-level heading down (their levels keep their order);
     later ones only a heading that an escape made at the document's levels."""
     tokens = _md().parse("\n".join(lines))
+    # A fence open at the end ends, in the parser's map, before the blank lines that
+    # trail the text ("```\n    " maps to line 0 only): it is open if nothing follows it.
+    end = len(lines)
+    while end and not lines[end - 1].strip():
+        end -= 1
     changed = False
     for t in reversed(tokens):
         if t.map is None:
@@ -132,7 +137,7 @@ def _contain_pass(lines: list[str], every_heading: bool) -> bool:
                 i = _underline_at(u)
                 lines[b - 1] = u[:i] + "\\" + u[i:]
                 changed = True
-        elif t.type == "fence" and t.level == 0 and b >= len(lines) and not _closes(lines, a, b, t.markup):
+        elif t.type == "fence" and t.level == 0 and b >= end and not _closes(lines, a, b, t.markup):
             lines.append(t.markup)
             changed = True
         elif t.type == "inline" and any(c.type == "html_inline" for c in t.children or ()):
