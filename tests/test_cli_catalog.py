@@ -93,6 +93,22 @@ def test_bad_input(agent: dict[str, str]) -> None:
     assert p.returncode == 2 and "inside Pi's folder" in p.stderr
 
 
+@pytest.mark.parametrize("no_cache", [[], ["--no-cache"]])
+def test_pages_and_limits_past_64_bits(agent: dict[str, str], no_cache: list[str]) -> None:
+    """A page or a limit no int64 holds (an attack gave OverflowError tracebacks): a page
+    past every hit is empty, a limit past every hit is all of them."""
+    every = _json(run("search", "the", "--all", "--json", "--limit", "0", *no_cache, env=agent))
+    big = str(2**70)
+    for args, hits in ((["--page", big], 0), (["--page", str(2**62), "--limit", "4"], 0),
+                       (["--limit", big], every["total"]), (["--limit", str(2**63)], every["total"])):  # type: ignore[index]
+        p = run("search", "the", "--all", "--json", *args, *no_cache, env=agent)
+        assert p.returncode == 0 and "Traceback" not in p.stderr, (args, p.stderr)
+        got = json.loads(p.stdout)
+        assert len(got["hits"]) == hits and got["total"] == every["total"], args  # type: ignore[index]
+    p = run("search", "the", "--all", "--page", big, *no_cache, env=agent)
+    assert p.returncode == 0 and "no hits on page" in p.stderr, p.stderr
+
+
 def test_usage_text(agent: dict[str, str]) -> None:
     p = run("usage", "daily", "--all", "--utc", "--since", "20250101", env=agent)
     assert p.returncode == 0 and "total" in p.stdout and "cost ($)" in p.stdout

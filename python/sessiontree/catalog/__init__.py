@@ -101,7 +101,8 @@ def search(
         A :class:`SearchResult` (``hits``, ``total``, ``offset``, ``files``).
 
     Raises:
-        ValueError: an empty query, or an empty or invalid ``re:`` pattern.
+        ValueError: an empty query, or an empty or invalid ``re:`` pattern; a negative
+            ``limit`` or ``offset``.
     """
     from ._search import search_folders
 

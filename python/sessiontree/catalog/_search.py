@@ -718,15 +718,22 @@ def search_stream(
     hits of a common word go out with no more than that many in memory.
 
     Raises:
-        ValueError: the query is empty or its ``re:`` pattern is empty or invalid.
+        ValueError: the query is empty or its ``re:`` pattern is empty or invalid; a
+            negative ``limit`` or ``offset``.
     """
     import itertools
+    import sys
 
+    if offset < 0 or (limit is not None and limit < 0):
+        raise ValueError(f"limit and offset must be at least 0 (limit {limit}, offset {offset})")
+    # No history holds sys.maxsize hits: a page past it is empty, an end past it is "all"
+    # (the native side counts in 64 bits).
+    offset = min(offset, sys.maxsize)
+    end = None if limit is None or offset + limit > sys.maxsize else offset + limit
     q = query if isinstance(query, Query) else parse_query(query)
-    s = _Search(q, folders, catalog, no_cache, order, None if limit is None else offset + limit, on_progress,
-                on_bytes)
+    s = _Search(q, folders, catalog, no_cache, order, end, on_progress, on_bytes)
     total = s.total
-    page = itertools.islice(s.ordered(), offset, None if limit is None else offset + limit)
+    page = itertools.islice(s.ordered(), offset, end)
     first = list(itertools.islice(page, _CHUNK))
 
     def chunks() -> Iterator[list[_Hit]]:
