@@ -97,7 +97,10 @@ def test_listing_good_bad_empty_bom(tmp_path: Path, cases_dir: Path) -> None:
     assert [Path(i.path).name for i in infos] == ["bom.jsonl", "b.jsonl", "a.jsonl"]  # F07 is from 2026
     assert progress == [(i, 8) for i in range(1, 9)]  # 8 .jsonl files (not the folder)
     bad = {Path(p.path).name: p for p in problems}
-    assert set(bad) == {"empty.jsonl", "blank.jsonl", "garbage.jsonl", "entry-first.jsonl", "corrupt.jsonl"}
+    # The folder named sub.jsonl is not read, but said (as `ls` says it).
+    assert set(bad) == {"empty.jsonl", "blank.jsonl", "garbage.jsonl", "entry-first.jsonl", "corrupt.jsonl",
+                        "sub.jsonl"}
+    assert "directory" in bad["sub.jsonl"].reason
     assert (bad["corrupt.jsonl"].line, bad["corrupt.jsonl"].offset) == (1, 0)
     assert "not valid JSON" in bad["corrupt.jsonl"].reason
     assert bad["entry-first.jsonl"].line == 1 and "message" in bad["entry-first.jsonl"].reason
@@ -232,3 +235,26 @@ def test_manager_list_reports_files_it_leaves_out(tmp_path: Path) -> None:
     infos = SessionManager.list("/p", str(tmp_path), on_problem=problems.append)
     assert [i.id for i in infos] == ["good"]
     assert [(p.path, p.line, p.offset) for p in problems] == [(str(bad), 1, 0)]
+
+
+def test_list_folders_reports_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    """A folder or a FIFO named *.jsonl is reported with why, never opened (an attack saw
+    the session picker count 1 file not a session where ``ls`` listed 3)."""
+    from sessiontree._listing import list_folders
+
+    (tmp_path / "good.jsonl").write_bytes(
+        b'{"type":"session","version":3,"id":"good","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}\n'
+    )
+    (tmp_path / "garbage.jsonl").write_bytes(b"garbage\n")
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    os.mkfifo(tmp_path / "fifo.jsonl")  # opening it for reading would block: the test would hang
+    (tmp_path / "dir.jsonl").mkdir()
+    problems: list[ListingProblem] = []
+    for no_cache in (True, False):
+        problems.clear()
+        infos = list_folders([str(tmp_path)], on_problem=problems.append, no_cache=no_cache,
+                             catalog=tmp_path / "c.sqlite3")
+        assert [i.id for i in infos] == ["good"]
+        why = {Path(p.path).name: p.reason for p in problems}
+        assert set(why) == {"garbage.jsonl", "empty.jsonl", "fifo.jsonl", "dir.jsonl"}, why
+        assert "directory" in why["dir.jsonl"] and "not a regular file" in why["fifo.jsonl"], why

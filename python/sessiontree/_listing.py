@@ -29,6 +29,7 @@ from . import _js
 from ._places import project_cwd, project_folders
 from ._reader import header_error, header_problem, read_value
 from ._storage import require_regular_file
+from .errors import SessionError
 from ._time import datetime_from_ms, parse_iso_ms
 from .schema import SessionInfo
 
@@ -233,7 +234,8 @@ def list_folders(
             their subfolders), or session files (each its own ``path``).
         on_progress: called ``(loaded, total)`` after each file, over all folders.
         on_problem: called with a :class:`ListingProblem` for each ``.jsonl`` file left
-            out (not a session, unreadable).
+            out (not a session, unreadable, or not a regular file: a folder or a FIFO so
+            named is said, never opened).
         catalog: the catalog file (default: ``$SESSIONTREE_CATALOG``, else the cache
             folder; see ``sessiontree.catalog``).
         no_cache: read every file, without a catalog (the same answer).
@@ -257,7 +259,8 @@ def list_folders(
                 continue
             sessions.append(session_info(f.path, row, partial(listed_text, f.path, row.l_end, row.ends, row.tail)))
         if on_problem is not None:
-            for p in problems:
+            seen = {s.path for s in sessions} | {p.path for p in problems}
+            for p in problems + _left_out(folders, seen):
                 on_problem(p)
         return sessions
 
@@ -265,6 +268,34 @@ def list_folders(
     # Newest first; sort is stable, so ties keep file-name order.
     sessions.sort(key=lambda s: s.modified, reverse=True)
     return sessions
+
+
+def _left_out(folders: Sequence[str], seen: set[str]) -> list[ListingProblem]:
+    """The ``.jsonl`` names of ``folders`` (or the files named) that the listing neither
+    listed nor reported — a folder named so, a FIFO, a device — each with why: they are
+    never opened (a FIFO may block, a device may not end)."""
+    names: list[str] = []
+    for folder in folders:
+        try:
+            with os.scandir(folder) as it:
+                names.extend(sorted(e.path for e in it if e.name.endswith(".jsonl")))
+        except NotADirectoryError:
+            names.append(folder)
+        except OSError:
+            continue
+    out: list[ListingProblem] = []
+    for path in names:
+        if path in seen:
+            continue
+        try:
+            require_regular_file(path)
+            reason = "empty file" if os.path.getsize(path) == 0 else "skipped by the listing"
+        except SessionError as e:
+            reason = getattr(e, "reason", None) or str(e)
+        except OSError as e:
+            reason = e.strerror or str(e)
+        out.append(ListingProblem(path, reason))
+    return out
 
 
 def list_sessions(

@@ -12,7 +12,6 @@ again; ``--no-cache`` reads them all (the same answer).
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shlex
 from typing import Any
@@ -21,7 +20,6 @@ from rich.cells import set_cell_size
 from rich.text import Text
 
 from .._time import local_time
-from ..errors import SessionError
 from . import _scope
 from ._common import Io, count_progress
 from ..view import cells, fit, one_line, safe
@@ -40,23 +38,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _why_not(path: str, backend: str) -> str:
-    """One line saying why ``list`` left a file out."""
-    from .. import SessionManager
-    from .._storage import require_regular_file
-
-    try:
-        require_regular_file(path)  # a FIFO or device is not read (it may block or not end)
-        if os.path.getsize(path) == 0:
-            return "empty file"
-        with SessionManager.open(path, backend=backend):
-            return "skipped by the listing"
-    except SessionError as e:
-        return getattr(e, "reason", None) or str(e)
-    except OSError as e:
-        return e.strerror or str(e)
-
-
 def collect(args: argparse.Namespace, io: Io, scope: Any = None) -> tuple[list[Any], list[dict[str, Any]]]:
     """``(sessions, problems)`` of the scope (``_scope.resolve`` unless given)."""
     from .._listing import ListingProblem, list_folders
@@ -70,12 +51,6 @@ def collect(args: argparse.Namespace, io: Io, scope: Any = None) -> tuple[list[A
 
     with count_progress(io, "reading sessions") as update:
         sessions = list_folders(list(scope.sources), update, on_problem, **_scope.catalog_options(args, io))
-    # Whatever the listing neither listed nor reported (a folder named *.jsonl, a FIFO)
-    # is a problem too. Both name a file as its folder (as given) joined with its name.
-    seen = {s.path for s in sessions} | {p["path"] for p in problems}
-    for f in scope.files():
-        if f not in seen:
-            problems.append({"path": f, "reason": _why_not(f, args.backend), "line": None, "offset": None})
     return sessions, problems
 
 
