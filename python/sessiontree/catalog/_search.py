@@ -64,6 +64,8 @@ SNIPPET = 160
 
 
 # ---------------------------------------------------------------------- query
+# Named tuples, not dataclasses: ``dataclasses`` imports ``inspect`` (with ``ast``, ``dis``,
+# ``tokenize``), about 7 ms of a warm report's start (docs/BENCHMARKS.md, issue 25).
 class Term(NamedTuple):
     """One query term: ``kind`` ``"word"`` or ``"phrase"``, and its text."""
 

@@ -45,6 +45,8 @@ DAY_MS = 24 * 60 * 60 * 1000
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 
+# Named tuples, not dataclasses: ``dataclasses`` imports ``inspect`` (with ``ast``, ``dis``,
+# ``tokenize``), about 7 ms of a warm report's start (docs/BENCHMARKS.md, issue 25).
 class UsageLine(NamedTuple):
     """One line of a report.
 
