@@ -125,3 +125,84 @@ def test_json_output_finds_what_its_expression_rewrites() -> None:
             if _sessiontree.json_unsafe(data) != (_JSON_UNSAFE_RE.search(data) is not None):
                 differ.append(data.hex())
     assert not differ, differ[:20]
+
+
+def _orjson_bytes(value: object, indent: bool) -> bytes:
+    """What ``to_json_bytes`` wrote before its standard-library path: orjson's bytes,
+    with the rule's characters escaped."""
+    import orjson
+
+    from sessiontree.view._text import _JSON_UNSAFE_RE, _json_escape
+
+    data = orjson.dumps(value, option=(orjson.OPT_INDENT_2 if indent else 0) | orjson.OPT_NON_STR_KEYS)
+    return _JSON_UNSAFE_RE.sub(_json_escape, data)
+
+
+_EDGES = [0.0, -0.0, 1e-4, -1e-4, 0.00010000000000000002, 9.999999999999998e15, 1e15, 123456.789, 0.1 + 0.2,
+          True, False, None, 0, -(1 << 63) + 1, (1 << 63) - 1, "", "\x00\x1f\"\\/\x7f\u0085\u061c\u200e\u2028\u202e"
+          "\u2066\u2069 é 中 😀", ["x", ("y", 1)], {"a": {}, "b": [], "c": ()}]
+
+
+def test_plain_values_are_written_as_orjson_writes_them() -> None:
+    """The standard library's ``json`` writes what ``_plain`` accepts to orjson's bytes
+    (indented and compact), at the edges of the float range where the two agree and of
+    the integers orjson takes; what ``_plain`` refuses is orjson's (floats whose
+    exponent forms differ, NaN, huge integers, named tuples, non-string keys)."""
+    from typing import NamedTuple
+
+    from sessiontree.view._text import _plain, to_json_bytes
+
+    class Pair(NamedTuple):
+        a: int
+        b: int
+
+    for value in [*_EDGES, _EDGES, {"all": _EDGES, "nested": [[[{"k": _EDGES}]]]}]:
+        assert _plain(value), value
+        for indent in (True, False):
+            assert to_json_bytes(value, indent=indent) == _orjson_bytes(value, indent), value
+    for value in (1e-5, 1.5e-7, 1e16, float("nan"), float("inf"), 1 << 63, -(1 << 63), Pair(1, 2), {1: 2},
+                  [0] * 3000):
+        assert not _plain([value]), value
+    assert to_json_bytes(["\ud800"]) == b'[\n  "\\ud800"\n]'  # a lone surrogate: ASCII-escaped, as before
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_plain_values_are_written_as_orjson_writes_them(seed: int) -> None:
+    """Random nests of plain values (strings from every plane, floats across the plain
+    range, 62-bit integers): the same bytes as orjson, or refused by ``_plain``."""
+    import random
+
+    from sessiontree.view._text import _plain, to_json_bytes
+
+    rnd = random.Random(seed)
+
+    def text() -> str:
+        return "".join(chr(rnd.choice((rnd.randrange(0x80), rnd.randrange(0x80, 0x3000), rnd.randrange(0x10000, 0x10400))))
+                       for _ in range(rnd.randrange(6)))
+
+    def value(depth: int = 0) -> object:
+        k = rnd.randrange(8 if depth < 4 else 5)
+        if k == 0:
+            return text()
+        if k == 1:
+            return rnd.choice((True, False, None))
+        if k == 2:
+            return rnd.randrange(-(1 << 62), 1 << 62)
+        if k == 3:
+            return rnd.uniform(-1, 1) * 10 ** rnd.uniform(-4, 15.99)
+        if k == 4:
+            return rnd.random()
+        if k == 5:
+            return {text(): value(depth + 1) for _ in range(rnd.randrange(4))}
+        if k == 6:
+            return tuple(value(depth + 1) for _ in range(rnd.randrange(3)))
+        return [value(depth + 1) for _ in range(rnd.randrange(4))]
+
+    checked = 0
+    for _ in range(3000):
+        v = value()
+        if _plain(v):
+            checked += 1
+            for indent in (True, False):
+                assert to_json_bytes(v, indent=indent) == _orjson_bytes(v, indent), repr(v)[:300]
+    assert checked > 2000

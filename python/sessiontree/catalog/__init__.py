@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from dataclasses import dataclass
 from datetime import date, tzinfo
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,14 +25,14 @@ from ._run import CONTENT_ROUNDS, open_store, refresh_for, run
 from ._store import CatalogError, Store
 
 if TYPE_CHECKING:
-    from ._indexer import ContentSink, Found
+    from ._indexer import ContentSink, Found, IndexSummary
     from ._search import Order, Query, SearchHit, SearchResult, parse_query
     from ._usage import Group, UsageLine, UsageReport
 
 # Search, usage and the refresh machinery are imported when first used: a command
 # pays only for what it does (a search through the index reads no file's rows).
 _LAZY = {"Query": "_search", "SearchHit": "_search", "SearchResult": "_search", "parse_query": "_search",
-         "UsageLine": "_usage", "UsageReport": "_usage", "Found": "_indexer", "ContentSink": "_indexer",
+         "UsageLine": "_usage", "UsageReport": "_usage", "Found": "_indexer", "ContentSink": "_indexer", "IndexSummary": "_indexer",
          "search_stream": "_search", "ends_digest": "_indexer", "listed_text": "_indexer",
          "native_scanner": "_extract", "scan_file": "_extract"}
 
@@ -147,29 +146,6 @@ def usage(
                          catalog=catalog, no_cache=no_cache, on_progress=on_progress, on_bytes=on_bytes)
 
 
-@dataclass(frozen=True)
-class IndexSummary:
-    """What :func:`index` did.
-
-    Attributes:
-        files: ``.jsonl`` files seen.
-        sessions: of which sessions.
-        problems: of which not sessions or unreadable.
-        read: files read (the others were unchanged).
-        bytes_read: bytes read.
-        catalog: the catalog file (``None`` without one).
-        catalog_bytes: its size with its write-ahead log and search segments.
-    """
-
-    files: int
-    sessions: int
-    problems: int
-    read: int
-    bytes_read: int
-    catalog: str | None
-    catalog_bytes: int
-
-
 def index(
     folders: Sequence[str] | None = None,
     *,
@@ -190,6 +166,7 @@ def index(
 
     def op(store: Store | None) -> IndexSummary:
         from ._extract import native_scanner
+        from ._indexer import IndexSummary
 
         found = refresh_for(store, chosen, content=True, on_progress=on_progress, on_bytes=on_bytes)
         size = 0

@@ -47,14 +47,38 @@ from ._extract import ScanResult, native_scanner, scan_file, scan_stream, tail_t
 from ._shared import listing_from_index
 from ._store import Batch, FileRow, Store
 
-__all__ = ["CHUNK", "Found", "ContentSink", "entries_of", "ends_digest", "listed_text", "read_paths", "refresh",
-           "folder_files"]
+__all__ = ["CHUNK", "Found", "ContentSink", "IndexSummary", "entries_of", "ends_digest", "listed_text", "read_paths",
+           "refresh", "folder_files"]
 
 CHUNK = 16 << 20
 """Most bytes one scan that collects docs reads before its results are saved."""
 
 ContentSink = Callable[["Found", Sequence[tuple[Any, ...]], Sequence[tuple[Any, ...]]], None]
 """``sink(found, docs, usage)``: content of a file read without a store."""
+
+
+
+@dataclass(frozen=True)
+class IndexSummary:
+    """What :func:`index` did.
+
+    Attributes:
+        files: ``.jsonl`` files seen.
+        sessions: of which sessions.
+        problems: of which not sessions or unreadable.
+        read: files read (the others were unchanged).
+        bytes_read: bytes read.
+        catalog: the catalog file (``None`` without one).
+        catalog_bytes: its size with its write-ahead log and search segments.
+    """
+
+    files: int
+    sessions: int
+    problems: int
+    read: int
+    bytes_read: int
+    catalog: str | None
+    catalog_bytes: int
 
 
 @dataclass

@@ -44,9 +44,8 @@ import os
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from .. import _js
 from .._select import native_module as native_scanner
@@ -65,16 +64,16 @@ SNIPPET = 160
 
 
 # ---------------------------------------------------------------------- query
-@dataclass(frozen=True)
-class Term:
+# Named tuples, not dataclasses: ``dataclasses`` imports ``inspect`` (with ``ast``, ``dis``,
+# ``tokenize``), about 7 ms of a warm report's start (docs/BENCHMARKS.md, issue 25).
+class Term(NamedTuple):
     """One query term: ``kind`` ``"word"`` or ``"phrase"``, and its text."""
 
     kind: Literal["word", "phrase"]
     text: str
 
 
-@dataclass(frozen=True)
-class Query:
+class Query(NamedTuple):
     """A parsed query: terms (all must match), or a regular expression."""
 
     source: str
@@ -228,8 +227,7 @@ def snippet(text: str, anchor: int, matcher: _Matcher, width: int = SNIPPET) -> 
 
 
 # ---------------------------------------------------------------------- results
-@dataclass(frozen=True)
-class SearchHit:
+class SearchHit(NamedTuple):
     """One entry that matches.
 
     Attributes:
@@ -261,8 +259,7 @@ class SearchHit:
     marks: tuple[tuple[int, int], ...]
 
 
-@dataclass(frozen=True)
-class SearchResult:
+class SearchResult(NamedTuple):
     """A page of hits.
 
     Attributes:

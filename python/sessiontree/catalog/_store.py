@@ -37,7 +37,6 @@ import sqlite3
 import stat
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -134,9 +133,14 @@ def search_text(s: str) -> str:
 
 
 # ------------------------------------------------------------------ file rows
-@dataclass
 class FileRow:
-    """One ``file`` row (see the module docstring); ``id`` is ``None`` until saved."""
+    """One ``file`` row (see the module docstring); ``id`` is ``None`` until saved.
+
+    ``FileRow(*values)`` takes the fields in the order below, ``FileRow(name=value)`` by
+    name; a field not given keeps its default (its class attribute). A plain class, not
+    a dataclass: ``dataclasses`` imports ``inspect`` (``ast``, ``dis``, ``tokenize``),
+    about 7 ms of every warm ``usage`` and ``search`` (docs/BENCHMARKS.md, issue 25).
+    """
 
     folder: int
     name: str
@@ -173,16 +177,45 @@ class FileRow:
     log: bytes | None = None  # the usage log to [0, c_end); None: not read (Store.logs)
     entries: bytes | None = None  # None: not read from the catalog (Store.entries)
 
+    def __init__(self, *values: Any, **named: Any) -> None:
+        if len(values) > len(_FIELDS) or not named.keys() <= _FIELD_SET:
+            raise TypeError(f"FileRow: unknown fields {sorted(named.keys() - _FIELD_SET)} or too many values")
+        d = self.__dict__
+        d.update(zip(_FIELDS, values))
+        if named:
+            d.update(named)
+        if len(values) < len(_REQUIRED):
+            missing = [f for f in _REQUIRED if f not in d]
+            if missing:
+                raise TypeError(f"FileRow: missing {missing}")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not FileRow:
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in _FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"FileRow({', '.join(f'{f}={getattr(self, f)!r}' for f in _FIELDS)})"
+
+
+# The fields in order, with their annotations (strings: ``from __future__ import annotations``).
+_FIELD_TYPES: dict[str, str] = dict(FileRow.__annotations__)
+_FIELDS = tuple(_FIELD_TYPES)
+_FIELD_SET = frozenset(_FIELDS)
+_REQUIRED = tuple(f for f in _FIELDS if f not in vars(FileRow))
+
 
 _TEXT_COLUMNS = frozenset({"name", "sid", "cwd", "parent", "first_message", "title", "problem"})
 # The ``file`` table's columns: every field but the usage log and the entries record
 # (their own tables, read only when needed), which are last, so FileRow(*values)
 # leaves them unread.
-_ROW_COLUMNS = tuple(f.name for f in fields(FileRow))[:-2]
+_ROW_COLUMNS = _FIELDS[:-2]
 _TEXT_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in _TEXT_COLUMNS)
 _SAVED_COLUMNS = tuple(c for c in _ROW_COLUMNS if c not in ("id", "gen"))
 
-assert [f.name for f in fields(FileRow)[-2:]] == ["log", "entries"]
+assert list(_FIELDS[-2:]) == ["log", "entries"]
 
 
 # The types each column's values may have, from FileRow's annotations (a bool is
@@ -208,7 +241,7 @@ _TEXT: tuple[type, ...] = (str, bytes)  # bytes: a text with a lone surrogate (d
 COLUMN_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
     "meta": {"key": (str,), "value": (str, float, int)},
     "folder": {"id": _INT, "path": _TEXT},
-    "file": {f.name: _STORED[str(f.type)] for f in fields(FileRow)[:-2]},
+    "file": {f: _STORED[_FIELD_TYPES[f]] for f in _ROW_COLUMNS},
     "entries": {"file": _INT, "record": (bytes,)},
     "usage_log": {"file": _INT, "log": (bytes,)},  # its bytes are checked as they are unpacked
     "segment": {"name": (str,), "size": _INT, "docs": _INT},
@@ -272,7 +305,8 @@ def _row(values: Sequence[Any]) -> FileRow:
             or (c_end is not None and c_end > values[_L_END_AT])
             or (s_end is not None and s_end > values[_L_END_AT])):
         raise sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
-    row = FileRow(*values)
+    row = FileRow.__new__(FileRow)  # every column is there (checked above): no need to check names
+    row.__dict__ = dict(zip(_ROW_COLUMNS, values))
     for i in _TEXT_AT:
         if isinstance(values[i], bytes):
             setattr(row, _ROW_COLUMNS[i], py_text(values[i]))

@@ -26,9 +26,8 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from .._select import native_module as native_scanner
 from .._time import datetime_from_ms, local_time
@@ -46,8 +45,9 @@ DAY_MS = 24 * 60 * 60 * 1000
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 
-@dataclass(frozen=True)
-class UsageLine:
+# Named tuples, not dataclasses: ``dataclasses`` imports ``inspect`` (with ``ast``, ``dis``,
+# ``tokenize``), about 7 ms of a warm report's start (docs/BENCHMARKS.md, issue 25).
+class UsageLine(NamedTuple):
     """One line of a report.
 
     Attributes:
@@ -75,8 +75,7 @@ class UsageLine:
                 "totalTokens": self.total_tokens, "cost": self.cost}
 
 
-@dataclass(frozen=True)
-class UsageReport:
+class UsageReport(NamedTuple):
     """A report: its lines (in time order, or costliest first) and their total."""
 
     group: str

@@ -18,8 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._common import CliError, Io
 from ..view import safe
@@ -48,8 +47,7 @@ def add_catalog_options(p: argparse.ArgumentParser) -> None:
                    help="read every file instead of the catalog (the same answer, slower)")
 
 
-@dataclass(frozen=True)
-class Scope:
+class Scope(NamedTuple):
     """What a command reads.
 
     Attributes:

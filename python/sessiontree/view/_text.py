@@ -31,7 +31,21 @@ def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
     The values stay exact, but DEL, C1 controls, bidi controls and U+2028/U+2029 (which
     JSON allows raw inside strings) are written as ``\\uXXXX`` escapes, so that
     ``--json`` on a terminal cannot be abused either.
+
+    A small value of plain types (:func:`_plain`: a usage report, a page of hits) is
+    written by the standard library's ``json``, to the same bytes: importing orjson
+    costs a command about 11 ms (it imports ``dataclasses``, ``uuid`` and ``platform``,
+    docs/BENCHMARKS.md, issue 25), more than ``json`` takes to write such a value.
     """
+    if _plain(value):
+        try:
+            text = json.dumps(value, indent=2 if indent else None, separators=None if indent else (",", ":"),
+                              ensure_ascii=False, allow_nan=False)
+            data = text.encode()
+        except UnicodeEncodeError:  # a lone surrogate: as orjson refuses it, below
+            pass
+        else:
+            return _JSON_UNSAFE_RE.sub(_json_escape, data) if _json_unsafe(data) else data
     import orjson
 
     try:
@@ -54,6 +68,50 @@ def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
     if _json_unsafe(data):
         data = _JSON_UNSAFE_RE.sub(_json_escape, data)
     return data
+
+
+_PLAIN_NODES = 2000
+"""Most values :func:`_plain` accepts: ``json`` writes indented JSON in Python, about a
+microsecond a value, where orjson's import costs about 11 ms."""
+_PLAIN_DEPTH = 100
+
+
+def _plain(value: Any) -> bool:
+    """``value`` is small and ``json`` writes it as orjson does, byte for byte: dicts
+    with ``str`` keys, lists, tuples, ``str``, ``bool``, ``None``, integers within 63 bits, and
+    floats that both write in plain decimal (zero, or 1e-4 <= |x| < 1e16: outside it
+    the two choose different exponent forms, ``1e-05`` and ``0.00001``), at most
+    :data:`_PLAIN_NODES` of them, nested at most :data:`_PLAIN_DEPTH` deep. Anything
+    else (times, NaN, a subclass such as a named tuple) is orjson's."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    n = 0
+    while stack:
+        v, depth = stack.pop()
+        n += 1
+        if n > _PLAIN_NODES or depth > _PLAIN_DEPTH:
+            return False
+        t = type(v)
+        if t is str or t is bool or v is None:
+            continue
+        if t is int:
+            if -(1 << 63) < v < (1 << 63):
+                continue
+            return False
+        if t is float:
+            if v == 0.0 or 1e-4 <= abs(v) < 1e16:
+                continue
+            return False
+        if t is dict:
+            for k, x in v.items():
+                if type(k) is not str:
+                    return False
+                stack.append((x, depth + 1))
+            continue
+        if t is list or t is tuple:
+            stack.extend((x, depth + 1) for x in v)
+            continue
+        return False
+    return True
 
 
 def _json_unsafe(data: bytes) -> bool:
