@@ -154,10 +154,17 @@ class IndexSummary:
         files: ``.jsonl`` files seen.
         sessions: of which sessions.
         problems: of which not sessions or unreadable.
-        read: files read (the others were unchanged).
-        bytes_read: bytes read.
+        read: files read for the catalog's rows (their listing facts or usage logs;
+            the others were up to date).
+        bytes_read: bytes read for them.
         catalog: the catalog file (``None`` without one).
         catalog_bytes: its size with its write-ahead log and search segments.
+        indexed: files whose new bytes went into the search index (``_segments``;
+            natively only).
+        bytes_indexed: those bytes.
+        indexes_built: sessions scanned to build their persisted index (``_shared``;
+            natively, sessions of at least ``_caches.INDEX_MIN_BYTES``).
+        indexes_reused: sessions whose persisted index was already kept.
     """
 
     files: int
@@ -167,6 +174,10 @@ class IndexSummary:
     bytes_read: int
     catalog: str | None
     catalog_bytes: int
+    indexed: int = 0
+    bytes_indexed: int = 0
+    indexes_built: int = 0
+    indexes_reused: int = 0
 
 
 def index(
@@ -193,14 +204,15 @@ def index(
         found = refresh_for(store, chosen, content=True, on_progress=on_progress, on_bytes=on_bytes)
         size = 0
         native = native_scanner()
+        indexed = bytes_indexed = built = reused = 0
         if store is not None and native is not None:
             from . import _segments
 
-            _segments.update(store, found, native)
+            indexed, bytes_indexed = _segments.update(store, found, native)
         if not no_cache:
             from ._shared import keep_indexes
 
-            keep_indexes([f.path for f in found if f.row is not None and f.error is None], native)
+            built, reused = keep_indexes([f.path for f in found if f.row is not None and f.error is None], native)
         if store is not None:
             with contextlib.suppress(sqlite3.Error):
                 store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -210,7 +222,9 @@ def index(
             with contextlib.suppress(OSError), os.scandir(store.segments_dir) as it:
                 size += sum(e.stat().st_size for e in it if e.name.startswith("seg-"))
         sessions = sum(1 for f in found if f.row is not None and f.error is None and f.row.problem is None)
-        return IndexSummary(len(found), sessions, len(found) - sessions, sum(1 for f in found if f.base is not None),
-                            sum(f.bytes_read for f in found), store.path if store is not None else None, size)
+        # A file counts as read whether its listing or only its usage log was read.
+        read = sum(1 for f in found if f.base is not None or f.bytes_read)
+        return IndexSummary(len(found), sessions, len(found) - sessions, read, sum(f.bytes_read for f in found),
+                            store.path if store is not None else None, size, indexed, bytes_indexed, built, reused)
 
     return run(op, catalog=catalog, no_cache=no_cache, required=not no_cache)
