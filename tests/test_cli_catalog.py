@@ -329,3 +329,36 @@ def test_piped_usage_by_session_never_folds_a_path(tmp_path: Path) -> None:
     lines = run("usage", "session", str(folder), env=env).stdout.splitlines()
     for key in keys:
         assert any(line.startswith(key + " ") for line in lines), (key, lines)
+
+
+def test_search_marker_has_a_column_of_its_own(tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """In ``search``'s text, the on-path ``*`` stands in its own column before the role,
+    spaced from it, whether the role is ``user`` or ``assistant`` (the longest role
+    once ran into it: ``assistant*``); the roles and paths start at one column."""
+    from sessiontree.cli import main
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    head = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/x"}
+
+    def msg(eid: str, parent: str | None, role: str, text: str) -> dict[str, object]:
+        body: dict[str, object] = {"role": role, "content": [{"type": "text", "text": text}]}
+        return {"type": "message", "id": eid, "parentId": parent, "timestamp": "2025-01-01T00:00:01.000Z",
+                "message": body}
+
+    lines = [head, msg("u1", None, "user", "zebra one"), msg("a1", "u1", "assistant", "zebra two"),
+             msg("a2", "u1", "assistant", "zebra three"), msg("u2", "a2", "user", "zebra four")]
+    (folder / "s.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    monkeypatch.setenv("SESSIONTREE_BACKEND", backend)
+    monkeypatch.setenv("SESSIONTREE_CATALOG", "off")
+    assert main(["search", "zebra", str(folder)]) == 0
+    heads = [line for line in capsys.readouterr().out.splitlines() if "s.jsonl" in line]
+    got = {line.split()[-1]: line for line in heads}
+    assert set(got) == {"u1", "a1", "a2", "u2"}, heads
+    at = {1 + (line.index(" user ") if " user " in line else line.index(" assistant ")) for line in heads}
+    assert len(at) == 1, heads  # every role starts in one column
+    (role_at,) = at
+    marks = {eid: line[role_at - 2:role_at] for eid, line in got.items()}
+    assert marks == {"u1": "* ", "a1": "  ", "a2": "* ", "u2": "* "}, heads
+    assert len({line.index(str(folder)) for line in heads}) == 1, heads
