@@ -9,13 +9,15 @@
 //!   shown as the text it was written as;
 //! * an image is never loaded: it is a link to its address, `[image: ALT]`;
 //! * links carry `rel="noopener noreferrer nofollow"`, and addresses are percent-encoded
-//!   as markdown-it's `normalizeLink` encodes them (its `mdurl.encode` set).
+//!   as markdown-it's `normalizeLink` encodes them (its `mdurl.encode` set);
+//! * a heading goes one level down (`# A` is an `<h2>`, at most `<h6>`): the page's
+//!   title is its only `<h1>`, so no message's heading stands beside it.
 //!
 //! Tables and strikethrough are written as markdown-it writes them (a line per row and
 //! cell, `<s>`), so the page reads the same with either renderer (the export falls
 //! back to markdown-it-py without this extension).
 
-use pulldown_cmark::{Alignment, CowStr, Event, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{Alignment, CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 const REL: &str = "noopener noreferrer nofollow";
 
@@ -73,6 +75,18 @@ pub fn markdown_html(src: &str) -> String {
                     html(escape(&src[range]))
                 }
             }
+            Event::Start(Tag::Heading {
+                level,
+                id,
+                classes,
+                attrs,
+            }) => Event::Start(Tag::Heading {
+                level: demoted(level),
+                id,
+                classes,
+                attrs,
+            }),
+            Event::End(TagEnd::Heading(level)) => Event::End(TagEnd::Heading(demoted(level))),
             Event::End(TagEnd::Link) => html("</a>".into()),
             Event::Start(Tag::Strikethrough) => html("<s>".into()),
             Event::End(TagEnd::Strikethrough) => html("</s>".into()),
@@ -126,6 +140,11 @@ pub fn markdown_html(src: &str) -> String {
     let mut page = String::with_capacity(src.len() + src.len() / 4 + 16);
     pulldown_cmark::html::push_html(&mut page, events.into_iter());
     page
+}
+
+/// A message's heading level on the page: one down, at most 6.
+fn demoted(level: HeadingLevel) -> HeadingLevel {
+    HeadingLevel::try_from((level as usize + 1).min(6)).unwrap_or(HeadingLevel::H6)
 }
 
 fn html(text: String) -> Event<'static> {

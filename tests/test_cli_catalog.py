@@ -222,7 +222,8 @@ def test_a_root_named_is_read_with_its_subfolders(agent: dict[str, str]) -> None
     for args in (["ls"], ["search", "refactor", "--limit", "0"], ["usage", "session"], ["index"]):
         named = _json(run(*args, root, "--json", env=agent))
         everything = _json(run(*args, "--all", "--json", env=agent))
-        for key in ("seconds", "catalogBytes", "read", "bytesRead"):
+        for key in ("seconds", "catalogBytes", "read", "bytesRead", "indexed", "bytesIndexed", "indexesBuilt",
+                    "indexesReused"):
             named.pop(key, None)  # type: ignore[union-attr]
             everything.pop(key, None)  # type: ignore[union-attr]
         assert named == everything, args
@@ -277,3 +278,103 @@ def test_search_makes_no_catalog(tmp_path: Path) -> None:
     assert run("index", str(folder), env={"SESSIONTREE_CATALOG": str(cat)}).returncode == 0
     again = run("search", "the", str(folder), env={"SESSIONTREE_CATALOG": str(cat)})
     assert cat.exists() and again.stdout == p.stdout
+
+
+def test_index_summary_says_what_it_did(tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """``index``'s summary counts what it did: after ``ls`` built the catalog it reads
+    every file's usage log (files read, not only bytes); after ``usage`` built it, it
+    reads no file for the catalog yet fills the search index and the sessions' persisted
+    indexes (natively), and says so; a run with nothing left to do says it read nothing."""
+    from sessiontree import _caches
+    from sessiontree.cli import main
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for i in range(3):
+        generate_session(str(folder / f"s{i}.jsonl"), size_bytes=_caches.INDEX_MIN_BYTES + 50_000, seed=70 + i)
+    total = sum(f.stat().st_size for f in folder.iterdir())
+    monkeypatch.setenv("SESSIONTREE_BACKEND", backend)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("SESSIONTREE_INDEX", raising=False)
+    monkeypatch.setattr(_caches, "INDEX_SETTLE", 0.0)  # kept at once, as the index tests do
+    native = backend == "native"
+
+    def index(catalog: Path, *extra: str) -> dict[str, object]:
+        assert main(["index", str(folder), "--catalog", str(catalog), *extra]) == 0
+        out = capsys.readouterr().out
+        return json.loads(out) if extra else {"text": out}
+
+    def did(read: int, bytes_read: int, indexed: int, built: int, reused: int) -> dict[str, int]:
+        return {"read": read, "bytesRead": bytes_read, "indexed": indexed if native else 0,
+                "bytesIndexed": total if native and indexed else 0, "indexesBuilt": built if native else 0,
+                "indexesReused": reused if native else 0}
+
+    def counts(s: dict[str, object]) -> dict[str, object]:
+        return {k: s[k] for k in ("read", "bytesRead", "indexed", "bytesIndexed", "indexesBuilt", "indexesReused")}
+
+    after_ls = tmp_path / "ls.sqlite3"
+    assert main(["ls", str(folder), "--catalog", str(after_ls), "--json"]) == 0
+    capsys.readouterr()
+    assert counts(index(after_ls, "--json")) == did(3, total, 3, 3, 0)
+    assert counts(index(after_ls, "--json")) == did(0, 0, 0, 0, 3)
+
+    after_usage = tmp_path / "usage.sqlite3"
+    assert main(["usage", "session", str(folder), "--catalog", str(after_usage), "--json"]) == 0
+    capsys.readouterr()
+    text = index(after_usage)["text"]
+    assert "3 file(s), 3 session(s), 0 not session(s); read 0 file(s) (0 B)" in str(text), text
+    if native:  # the search index is the catalog's own; the persisted indexes were kept above
+        assert "added 3 file(s)" in str(text) and "0 session index(es) built, 3 reused" in str(text), text
+    else:
+        assert "search index" not in str(text) and "session index" not in str(text), text
+
+
+def test_piped_usage_by_session_never_folds_a_path(tmp_path: Path) -> None:
+    """``usage session`` piped (no terminal, so no width to fit, as for ``ls``) writes
+    each session's path whole on its row, however long (Pi's names: a project folder
+    and a timestamp with a UUID), never folded into two lines."""
+    folder = tmp_path / "sessions" / ("--home-user-work-a-rather-long-project-name-" + "x" * 40 + "--")
+    folder.mkdir(parents=True)
+    for i in range(2):
+        generate_session(folder / f"2025-11-1{i}T09-12-33-415Z_019a7801-afbe-7d9f-b3c1-0e5d2f4a6b7{i}.jsonl",
+                         entries=40, seed=90 + i)
+    env = {"SESSIONTREE_CATALOG": str(tmp_path / "c.sqlite3")}
+    keys = [x["key"] for x in _json(run("usage", "session", str(folder), "--json", env=env))["lines"]]  # type: ignore[index]
+    assert len(keys) == 2 and min(map(len, keys)) > 160 - 70  # with the numbers, wider than a pipe's 160 cells
+    lines = run("usage", "session", str(folder), env=env).stdout.splitlines()
+    for key in keys:
+        assert any(line.startswith(key + " ") for line in lines), (key, lines)
+
+
+def test_search_marker_has_a_column_of_its_own(tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """In ``search``'s text, the on-path ``*`` stands in its own column before the role,
+    spaced from it, whether the role is ``user`` or ``assistant`` (the longest role
+    once ran into it: ``assistant*``); the roles and paths start at one column."""
+    from sessiontree.cli import main
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    head = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/x"}
+
+    def msg(eid: str, parent: str | None, role: str, text: str) -> dict[str, object]:
+        body: dict[str, object] = {"role": role, "content": [{"type": "text", "text": text}]}
+        return {"type": "message", "id": eid, "parentId": parent, "timestamp": "2025-01-01T00:00:01.000Z",
+                "message": body}
+
+    lines = [head, msg("u1", None, "user", "zebra one"), msg("a1", "u1", "assistant", "zebra two"),
+             msg("a2", "u1", "assistant", "zebra three"), msg("u2", "a2", "user", "zebra four")]
+    (folder / "s.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    monkeypatch.setenv("SESSIONTREE_BACKEND", backend)
+    monkeypatch.setenv("SESSIONTREE_CATALOG", "off")
+    assert main(["search", "zebra", str(folder)]) == 0
+    heads = [line for line in capsys.readouterr().out.splitlines() if "s.jsonl" in line]
+    got = {line.split()[-1]: line for line in heads}
+    assert set(got) == {"u1", "a1", "a2", "u2"}, heads
+    at = {1 + (line.index(" user ") if " user " in line else line.index(" assistant ")) for line in heads}
+    assert len(at) == 1, heads  # every role starts in one column
+    (role_at,) = at
+    marks = {eid: line[role_at - 2:role_at] for eid, line in got.items()}
+    assert marks == {"u1": "* ", "a1": "  ", "a2": "* ", "u2": "* "}, heads
+    assert len({line.index(str(folder)) for line in heads}) == 1, heads

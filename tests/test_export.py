@@ -295,6 +295,28 @@ def test_html_session_text_cannot_inject(tmp_path: Path, backend: str) -> None:
     assert text.index("Content-Security-Policy") < text.index("<title>")
 
 
+@pytest.mark.parametrize("renderer", ["extension", "markdown_it"])
+def test_html_message_headings_sit_below_the_title(tmp_path: Path, backend: str, renderer: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page's title is its only ``<h1>``: a message's ``# Goal`` is an ``<h2>``
+    (each level one down, at most ``<h6>``), by either renderer (docs/VIEWERS.md)."""
+    import sessiontree.export.html as html_mod
+
+    if renderer == "markdown_it":
+        monkeypatch.setattr(html_mod, "markdown_renderer", lambda: html_mod._markdown().render)
+    path = tmp_path / "h.jsonl"
+    head = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/x"}
+    user = {"type": "message", "id": "u1", "parentId": None, "timestamp": "2025-01-01T00:00:01.000Z",
+            "message": {"role": "user", "content": "# Goal\n\ntext\n\n###### Six"}}
+    reply = {"type": "message", "id": "a1", "parentId": "u1", "timestamp": "2025-01-01T00:00:02.000Z",
+             "message": {"role": "assistant", "content": [{"type": "text", "text": "Plan\n====\n\n## Steps"}]}}
+    path.write_text("".join(json.dumps(x) + "\n" for x in (head, user, reply)), encoding="utf-8")
+    text, _ = export_page(path, backend, branches="all")
+    assert len(re.findall(r"<h1[ >]", text)) == 1 and "<header><h1>" in text
+    found = re.findall(r"<(h[1-6])>([^<]*)</\1>", text)
+    assert found[1:] == [("h2", "Goal"), ("h6", "Six"), ("h2", "Plan"), ("h3", "Steps")], found
+
+
 def test_html_big_session_path_mode_on_auto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sessiontree.export.html as html_mod
 

@@ -23,6 +23,7 @@ AGREE = [
     "say \"hi\" & <b>bold</b> 'quoted'",
     "*em* **strong** `code <x>` ~~gone~~",
     "# Heading\n\n## Second\n\ntext",
+    "###### Six\n\n##### Five\n\n> # quoted\n\n- # in a list",
     "Setext\n======\n\nand\n---",
     "- a\n- b\n  - nested\n\n1. one\n2. two",
     "> quoted\n> more\n\n>> deeper",
@@ -97,6 +98,16 @@ def test_the_renderers_agree(text: str) -> None:
 def test_where_the_renderers_differ(text: str, pulldown: str, markdown_it: str) -> None:
     assert native.markdown_html(text) == pulldown
     assert _markdown().render(text) == markdown_it
+
+
+@pytest.mark.parametrize("renderer", ["pulldown", "markdown_it"])
+def test_message_headings_sit_below_the_page_title(renderer: str) -> None:
+    """The page's title is its only ``<h1>``: a message's headings go one level down
+    (ATX or setext, in a quote or a list too), ``<h6>`` staying ``<h6>``."""
+    render = native.markdown_html if renderer == "pulldown" else _markdown().render
+    got = render("# One\n\n## Two\n\nSetext\n======\n\n> ### Three\n\n- ##### Five\n\n###### Six")
+    assert re.findall(r"<(h[1-6])>([^<]*)</\1>", got) == [
+        ("h2", "One"), ("h3", "Two"), ("h2", "Setext"), ("h4", "Three"), ("h6", "Five"), ("h6", "Six")], got
 
 
 @pytest.mark.parametrize("text", HOSTILE)

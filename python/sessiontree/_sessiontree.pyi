@@ -136,7 +136,8 @@ def markdown_html(text: str) -> str:
     """Message text (Markdown) as the HTML export shows it (``src/markdown.rs``):
     CommonMark with GFM tables and strikethrough, raw HTML as escaped text, links only
     to ``http:``, ``https:`` and ``mailto:`` (with ``rel="noopener noreferrer
-    nofollow"``; any other stays text), images as links to them (``[image: ALT]``).
+    nofollow"``; any other stays text), images as links to them (``[image: ALT]``),
+    headings one level down (``# A`` is an ``<h2>``, at most ``<h6>``).
 
     Raises:
         UnicodeEncodeError: ``text`` holds a lone surrogate (``view.clean`` escapes them).

@@ -171,14 +171,15 @@ def index(
         found = refresh_for(store, chosen, content=True, on_progress=on_progress, on_bytes=on_bytes)
         size = 0
         native = native_scanner()
+        indexed = bytes_indexed = built = reused = 0
         if store is not None and native is not None:
             from . import _segments
 
-            _segments.update(store, found, native)
+            indexed, bytes_indexed = _segments.update(store, found, native)
         if not no_cache:
             from ._shared import keep_indexes
 
-            keep_indexes([f.path for f in found if f.row is not None and f.error is None], native)
+            built, reused = keep_indexes([f.path for f in found if f.row is not None and f.error is None], native)
         if store is not None:
             with contextlib.suppress(sqlite3.Error):
                 store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -188,7 +189,9 @@ def index(
             with contextlib.suppress(OSError), os.scandir(store.segments_dir) as it:
                 size += sum(e.stat().st_size for e in it if e.name.startswith("seg-"))
         sessions = sum(1 for f in found if f.row is not None and f.error is None and f.row.problem is None)
-        return IndexSummary(len(found), sessions, len(found) - sessions, sum(1 for f in found if f.base is not None),
-                            sum(f.bytes_read for f in found), store.path if store is not None else None, size)
+        # A file counts as read whether its listing or only its usage log was read.
+        read = sum(1 for f in found if f.base is not None or f.bytes_read)
+        return IndexSummary(len(found), sessions, len(found) - sessions, read, sum(f.bytes_read for f in found),
+                            store.path if store is not None else None, size, indexed, bytes_indexed, built, reused)
 
     return run(op, catalog=catalog, no_cache=no_cache, required=not no_cache)

@@ -66,10 +66,17 @@ class IndexSummary:
         files: ``.jsonl`` files seen.
         sessions: of which sessions.
         problems: of which not sessions or unreadable.
-        read: files read (the others were unchanged).
-        bytes_read: bytes read.
+        read: files read for the catalog's rows (their listing facts or usage logs;
+            the others were up to date).
+        bytes_read: bytes read for them.
         catalog: the catalog file (``None`` without one).
         catalog_bytes: its size with its write-ahead log and search segments.
+        indexed: files whose new bytes went into the search index (``_segments``;
+            natively only).
+        bytes_indexed: those bytes.
+        indexes_built: sessions scanned to build their persisted index (``_shared``;
+            natively, sessions of at least ``_caches.INDEX_MIN_BYTES``).
+        indexes_reused: sessions whose persisted index was already kept.
     """
 
     files: int
@@ -79,6 +86,10 @@ class IndexSummary:
     bytes_read: int
     catalog: str | None
     catalog_bytes: int
+    indexed: int = 0
+    bytes_indexed: int = 0
+    indexes_built: int = 0
+    indexes_reused: int = 0
 
 
 @dataclass

@@ -63,9 +63,10 @@ def _level(size: int) -> int:
     return level
 
 
-def update(store: Store, found: Sequence[Any], native: Any, threads: int = 2) -> int:
+def update(store: Store, found: Sequence[Any], native: Any, threads: int = 2) -> tuple[int, int]:
     """Index the new bytes of the listed sessions in ``found`` (``_indexer.Found``
-    after a refresh, their rows saved) and merge; the bytes read. Holds the lock.
+    after a refresh, their rows saved) and merge; ``(files, bytes)`` whose pieces this
+    call added to the index. Holds the lock.
 
     Raises:
         sqlite3.OperationalError: the catalog stayed busy.
@@ -78,7 +79,7 @@ def update(store: Store, found: Sequence[Any], native: Any, threads: int = 2) ->
     return read
 
 
-def _index_new(store: Store, found: Sequence[Any], native: Any, threads: int) -> int:
+def _index_new(store: Store, found: Sequence[Any], native: Any, threads: int) -> tuple[int, int]:
     # The rows as they are now, read under the lock: another indexer may have moved
     # their s_end since this process listed them (then there is less, or nothing, to read).
     ids = [f.row.id for f in found if f.row is not None and f.row.id is not None and f.error is None]
@@ -100,7 +101,7 @@ def _index_new(store: Store, found: Sequence[Any], native: Any, threads: int) ->
             todo.append((os.fsencode(paths[fid]), fid, epoch, start, l_end, entries[:s_entries]))
             ends.append((fid, epoch, s_end, l_end, len(entries)))
     if not todo:
-        return 0
+        return 0, 0
     written, outcomes, failure = native.index_build(os.fsencode(store.segments_dir), todo, threads, MAX_POSTINGS)
     if failure is not None:
         for name, _size, _pieces in written:
@@ -117,7 +118,8 @@ def _index_new(store: Store, found: Sequence[Any], native: Any, threads: int) ->
                       " WHERE id = ? AND epoch = ? AND s_end IS ? AND l_end >= ?",
                       [(l_end, n, fid, epoch, s_end, l_end) for (fid, epoch, s_end, l_end, n), o
                        in zip(ends, outcomes) if o == "done"])
-    return sum(t[4] - t[3] for t, o in zip(todo, outcomes) if o == "done")
+    added = [t[4] - t[3] for t, o in zip(todo, outcomes) if o == "done"]
+    return len(added), sum(added)
 
 
 def live_scope(store: Store) -> list[tuple[int, int, int]]:

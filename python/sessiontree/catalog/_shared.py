@@ -62,16 +62,26 @@ def listing_from_index(path: str, size: int, native: Any) -> tuple[Any, ...] | N
         return None
 
 
-def keep_indexes(paths: Sequence[str], native: Any) -> None:
+def keep_indexes(paths: Sequence[str], native: Any) -> tuple[int, int]:
     """Open each session of ``paths`` through the persisted indexes (a reopen for one
-    already kept, else a scan whose index is kept), so that the next open is a reopen;
-    errors are the open's to report later."""
+    already kept, else a scan whose index is kept once the file has settled), so that the
+    next open is a reopen; ``(built, reused)``: sessions scanned to build their index,
+    and sessions whose kept index was reread (with the bytes the file gained since).
+    Sessions shorter than ``_caches.INDEX_MIN_BYTES`` count in neither; errors are the
+    open's to report later."""
     cache = _cache()
+    built = reused = 0
     if native is None or cache is None:
-        return
+        return built, reused
     for path in paths:
         try:
-            if os.stat(path).st_size >= _caches.INDEX_MIN_BYTES:
+            if os.stat(path).st_size < _caches.INDEX_MIN_BYTES:
+                continue
+            if native.Index.open_kept(path, cache) is not None:
+                reused += 1
+            else:
                 native.Index.open(path, cache)
+                built += 1
         except (OSError, SessionError):
             continue
+    return built, reused

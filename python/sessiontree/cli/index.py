@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import TYPE_CHECKING
 
 from . import _scope
 from ._common import CliError, Io, byte_progress
 from ..view import human_bytes, human_seconds, safe
+
+if TYPE_CHECKING:
+    from ..catalog import IndexSummary
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -33,6 +37,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _scope.add_catalog_options(p)
     p.add_argument("--json", action="store_true", help="print what was done as JSON")
     p.set_defaults(func=run)
+
+
+def summary_line(s: IndexSummary, seconds: float) -> str:
+    """What ``index`` did, in one line: the files read for the catalog's rows, the files
+    added to the search index and the sessions' persisted indexes built or reused (each
+    said only when the run did any), the time taken and the catalog's size."""
+    did = [f"read {s.read:,} file(s) ({human_bytes(s.bytes_read)})"]
+    if s.indexed:
+        did.append(f"added {s.indexed:,} file(s) ({human_bytes(s.bytes_indexed)}) to the search index")
+    if s.indexes_built or s.indexes_reused:
+        did.append(f"{s.indexes_built:,} session index(es) built, {s.indexes_reused:,} reused")
+    where = f"; catalog {s.catalog} ({human_bytes(s.catalog_bytes)})" if s.catalog else " (no catalog)"
+    return (f"{s.files:,} file(s), {s.sessions:,} session(s), {s.problems:,} not session(s); {'; '.join(did)}"
+            f" in {human_seconds(seconds)}{where}")
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
@@ -49,12 +67,11 @@ def run(args: argparse.Namespace, io: Io) -> int:
     seconds = time.perf_counter() - t0
     if args.json:
         io.write_json({"files": s.files, "sessions": s.sessions, "problems": s.problems, "read": s.read,
-                       "bytesRead": s.bytes_read, "seconds": round(seconds, 3), "catalog": s.catalog,
-                       "catalogBytes": s.catalog_bytes})
+                       "bytesRead": s.bytes_read, "indexed": s.indexed, "bytesIndexed": s.bytes_indexed,
+                       "indexesBuilt": s.indexes_built, "indexesReused": s.indexes_reused,
+                       "seconds": round(seconds, 3), "catalog": s.catalog, "catalogBytes": s.catalog_bytes})
         return 0
-    where = f"; catalog {s.catalog} ({human_bytes(s.catalog_bytes)})" if s.catalog else " (no catalog)"
-    io.print(f"{s.files:,} file(s), {s.sessions:,} session(s), {s.problems:,} not session(s); read {s.read:,} "
-             f"({human_bytes(s.bytes_read)}) in {human_seconds(seconds)}{where}", markup=False, highlight=False)
+    io.print(summary_line(s, seconds), markup=False, highlight=False)
     if not s.files:
         io.note(f"no sessions found in {safe(scope.where)}{scope.empty_hint()}")
     return 0

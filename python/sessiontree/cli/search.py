@@ -75,10 +75,11 @@ def run(args: argparse.Namespace, io: Io) -> int:
     more = f"; --page {args.page + 1} for more" if last < result.total else ""
     foot = (f"hits {first:,}–{last:,} of {result.total:,} in {result.files:,} session(s){more}"
             "  (* on the current path; open one: sessiontree context FILE --leaf ENTRY)")
+    role_w = max(len(h.role) for h in result.hits)
     if io.plain(sys.stdout):  # what rich would write, without it
         out: list[str] = []
         for h in result.hits:
-            out.append("".join(p if isinstance(p, str) else p[0] for p in _head(h)))
+            out.append("".join(p if isinstance(p, str) else p[0] for p in _head(h, role_w)))
             out.append("".join(p if isinstance(p, str) else p[0] for p in _snippet_parts(h)))
         out.append(foot)
         sys.stdout.write("\n".join(out) + "\n")
@@ -87,16 +88,18 @@ def run(args: argparse.Namespace, io: Io) -> int:
     from rich.text import Text
 
     for h in result.hits:
-        io.print(Text.assemble(*_head(h)), crop=False, no_wrap=True, overflow="ignore")
+        io.print(Text.assemble(*_head(h, role_w)), crop=False, no_wrap=True, overflow="ignore")
         io.print(Text.assemble(*_snippet_parts(h)), crop=False, no_wrap=True, overflow="ignore")
     io.print(Text(foot, style="dim"))
     return 0
 
 
-def _head(h: Any) -> list[str | tuple[str, str]]:
-    """A hit's first line: pieces of text, styled ``(text, style)`` or not."""
+def _head(h: Any, role_w: int) -> list[str | tuple[str, str]]:
+    """A hit's first line: pieces of text, styled ``(text, style)`` or not. The on-path
+    marker has a column of its own before the role (padded to ``role_w``, the page's
+    longest), so that it never runs into a role."""
     when = local_time(h.time).strftime("%Y-%m-%d %H:%M") if h.time is not None else "-" * 16
-    return [(when, "dim"), "  ", (f"{h.role:<9}", "cyan"), ("*" if h.on_path else " ", "bold green"), " ",
+    return [(when, "dim"), "  ", ("*" if h.on_path else " ", "bold green"), " ", (f"{h.role:<{role_w}}", "cyan"), "  ",
             (safe(h.path), "bold"), "  ", (safe(h.entry_id), "yellow"),
             (f"  {one_line(h.session_name, 60)}" if h.session_name else "", "dim")]
 

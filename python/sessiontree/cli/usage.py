@@ -27,7 +27,7 @@ from typing import Any
 
 from . import _scope
 from ._common import CliError, Io, byte_progress
-from ..view import safe
+from ..view import cells, safe
 
 _GROUPS = ("daily", "weekly", "monthly", "session", "model", "project")
 
@@ -108,29 +108,33 @@ def run(args: argparse.Namespace, io: Io) -> int:
     table = Table(box=None, pad_edge=False, header_style="bold")
     names = {"daily": "day", "weekly": "week", "monthly": "month"}
     keys = [safe(x.key) for x in report.lines]
-    key_width = min(max(len(k) for k in keys), 40)
+    # Piped (as ``ls``): no width to fit, so a key (a session's path) is never folded.
+    piped = not io.out.is_terminal
+    key_width = max(map(cells, keys)) if piped else min(max(len(k) for k in keys), 40)
     titles = ("records", "input", "output", "cache read", "cache write", "total tokens", "cost ($)")
 
-    def cells(x: Any, num: Callable[[float], str]) -> list[str]:
+    def cells_of(x: Any, num: Callable[[float], str]) -> list[str]:
         return [f"{x.records:,}", num(x.input), num(x.output), num(x.cache_read), num(x.cache_write),
                 num(x.total_tokens), f"{x.cost:,.4f}" if num is _num else (f"{x.cost:.2f}" if abs(x.cost) < 1e4 else _short(x.cost))]
 
     # The key column must stay readable: on a narrow terminal numbers go short (61.5M).
-    wide = [cells(x, _num) for x in (*report.lines, report.total)]
+    wide = [cells_of(x, _num) for x in (*report.lines, report.total)]
     widths = [max(len(t), *(len(r[i]) for r in wide)) for i, t in enumerate(titles)]
-    num = _num if key_width + sum(widths) + 2 * len(titles) <= io.out.width else _short
-    table.add_column(names.get(group, group), overflow="fold", min_width=min(key_width, 24))
+    needed = key_width + sum(widths) + 2 * len(titles)
+    num = _num if needed <= io.out.width else _short
+    table.add_column(names.get(group, group), overflow="fold", no_wrap=piped,
+                     min_width=key_width if piped else min(key_width, 24))
     for title in titles:
         table.add_column(title if num is _num else _SHORT_TITLES.get(title, title), justify="right", no_wrap=True)
 
     def row(x, style: str = "") -> None:  # type: ignore[no-untyped-def]
-        table.add_row(safe(x.key), *cells(x, num), style=style)
+        table.add_row(safe(x.key), *cells_of(x, num), style=style)
 
     for line in report.lines:
         row(line)
     table.add_section()
     row(report.total, "bold")
-    io.print(table)
+    io.print(table, width=max(needed, io.out.width) if piped else None)
     counted = "current paths only" if args.active_path else "every branch"
     io.print(f"{report.files:,} session(s); {counted}; each entry counted once", style="dim", markup=False,
              highlight=False)

@@ -22,7 +22,8 @@ rendered as CommonMark with GFM tables and strikethrough (by the extension's
 pulldown-cmark, ``src/markdown.rs``, whichever backend reads the session; by
 markdown-it-py with the same rules where the extension is not built), raw HTML shown
 as text, links only to ``http``, ``https`` and ``mailto`` (anything else stays text)
-and Markdown images shown as links, never loaded;
+and Markdown images shown as links, never loaded, and a message's headings one level
+down (``# A`` is an ``<h2>``, at most ``<h6>``: the page's title is its only ``<h1>``);
 the data the script reads is JSON with ``<``, ``>`` and ``&`` escaped; and a
 Content-Security-Policy allows only the page's own style and script (by hash) and
 ``data:`` images, so even a missed escape could not run a script or reach the network.
@@ -108,8 +109,15 @@ def _markdown() -> Any:
         return (f'<a class="mdimg" href="{h(str(src))}" rel="noopener noreferrer nofollow">'
                 f"[image: {h(alt)}]</a>")
 
+    def heading(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+        # One level down, at most h6 (src/markdown.rs does the same).
+        tokens[idx].tag = f"h{min(6, int(tokens[idx].tag[1:]) + 1)}"
+        return str(self.renderToken(tokens, idx, options, env))
+
     md.add_render_rule("link_open", link_open)
     md.add_render_rule("image", image)
+    md.add_render_rule("heading_open", heading)
+    md.add_render_rule("heading_close", heading)
     return md
 
 
