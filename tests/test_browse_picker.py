@@ -460,7 +460,11 @@ def test_the_command_line_s_scopes_become_the_picker_s(history: Path, tmp_path: 
 
     def scopes(*argv: str) -> list[tuple[str, tuple[str, ...], bool]]:
         args = build_parser().parse_args(["browse", *argv])
-        return [(s.label, s.sources, s.projects) for s in _picker(args, Io()).scopes]
+        picker = _picker(args, Io())
+        return [(s.label, s.sources, s.projects) for s in picker.scopes[picker.start:] + picker.scopes[:picker.start]]
+
+    def order(*argv: str) -> list[str]:  # the header's order, whichever scope is shown first
+        return [s.label for s in _picker(build_parser().parse_args(["browse", *argv]), Io()).scopes]
 
     store = str(agent / "sessions")
     folders = tuple(os.path.join(store, d) for d in sorted(os.listdir(history)))
@@ -468,7 +472,8 @@ def test_the_command_line_s_scopes_become_the_picker_s(history: Path, tmp_path: 
     mine = scopes()
     assert [m[0] for m in mine] == ["current folder", "all"] and mine[1] == ("all", folders, True)
     assert mine[0][1] == () and not mine[0][2]  # Pi has no folder for this cwd yet: no session
-    assert [m[0] for m in scopes("--all")] == ["all", "current folder"]
+    assert [m[0] for m in scopes("--all")] == ["all", "current folder"]  # --all starts on all
+    assert order("--all") == order() == ["current folder", "all"]  # one order in the header (Pi's)
     other = scopes("--cwd", str(work))
     assert [m[0] for m in other] == ["current folder", "all"]
     there = scopes(str(history))
@@ -575,8 +580,10 @@ def test_the_picker_in_a_real_terminal(history: Path, tmp_path: Path) -> None:
         text = term.wait(lambda t: "← leaf" in t, "the session's tree")
         assert "Zoo inventory" in text and "esc sessions" in text.splitlines()[-1]
         term.keys("\x1b")
-        text = term.wait(lambda t: "Resume session" in t and "1 of 5 sessions" in t, "the picker again")
-        assert "zebra" in text
+        # A session is open: escape goes back to it, and the footer says so.
+        text = term.wait(lambda t: "Resume session" in t and "1 of 5 sessions" in t
+                         and "esc back" in t.splitlines()[-1], "the picker again")
+        assert "zebra" in text and "esc quit" not in text
         term.keys("\x1b")  # back to the session
         term.wait(lambda t: "← leaf" in t, "the session again")
         term.keys("q")
@@ -604,3 +611,210 @@ def test_without_the_catalog_the_picker_answers_the_same(history: Path) -> None:
 
         drive(p, steps)
     assert got[True] == got[False] and len(got[True][1]) == 4
+
+
+# ---------------------------------------------------------------------------- what a first user met
+
+
+def _head(app: Any) -> str:
+    return str(app.get_screen("picker").query_one("#picker-head").render())
+
+
+def _status(app: Any) -> str:
+    return str(app.get_screen("picker").query_one("#picker-status").render())
+
+
+def test_the_footer_says_what_escape_does_now(history: Path) -> None:
+    """Before a session is opened escape quits; after, it goes back to that session
+    (``browse --help``): the footer names the one that holds."""
+    async def steps(app: Any, pilot: Any) -> None:
+        await ready(app, pilot, 5)
+        await until(pilot, lambda: "esc quit" in screen(app).splitlines()[-1], "the footer")
+        assert "esc back" not in screen(app)
+        await pilot.press("enter")
+        await until(pilot, lambda: app.st is not None and "← leaf" in screen(app), "the session")
+        await pilot.press("escape")
+        await until(pilot, lambda: "Resume session" in screen(app), "the picker again")
+        await until(pilot, lambda: "esc back" in screen(app).splitlines()[-1], "the footer's back")
+        assert "esc quit" not in screen(app)
+        await pilot.press("escape")  # what it says: back to the session
+        await until(pilot, lambda: "← leaf" in screen(app), "the session again")
+        await pilot.press("q")
+
+    app = drive(picker_of(history), steps, size=(80, 24))
+    assert app.return_code == 0
+
+
+def test_the_header_names_the_order_a_search_shows(history: Path) -> None:
+    """Pi's ``filterAndSortSessions`` ranks a query's sessions by relevance when the sort
+    is threaded (it only threads the whole listing): the rows lose their threads, and
+    the header says relevance while the query stands."""
+    async def steps(app: Any, pilot: Any) -> None:
+        await ready(app, pilot, 5)
+        assert "sort: threaded" in _head(app)
+        await pilot.press(*"parser")
+        picker = app.get_screen("picker")
+        await until(pilot, lambda: picker.found is not None and picker.found.done and len(listed_rows(app)) == 4,
+                    "the search")
+        assert "sort: relevance (with a query)" in _head(app) and "threaded" not in _head(app)
+        assert [r.prefix for r in picker.query_one("#picker-list").rows] == [""] * 4  # no threads
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: "sort: recent" in _head(app), "recent")
+        await pilot.press("ctrl+s", "ctrl+s")
+        await until(pilot, lambda: "sort: relevance (with a query)" in _head(app), "threaded again")
+        for _ in "parser":
+            await pilot.press("backspace")
+        await until(pilot, lambda: "sort: threaded" in _head(app) and len(listed_rows(app)) == 5, "no query")
+        await pilot.press("escape")
+
+    drive(picker_of(history), steps, size=(160, 30))
+
+
+def test_the_entry_count_follows_the_name_filter_and_counts_in_the_singular(history: Path) -> None:
+    """"N of M sessions · K matching entries": K counts the matching entries of the
+    sessions shown, so ctrl+n (named only) narrows it too; one is said in the singular.
+    The counts are held against the catalog's search, hit by hit."""
+    folders = [str(f) for f in sorted(history.iterdir())]
+    hits = search("animals", folders, limit=None).hits
+    named = {s.path for f in folders for s in list_sessions(f) if s.name}
+    assert len(hits) == 7 and len({h.path for h in hits}) == 7
+    assert len([h for h in hits if h.path in named]) == 1
+
+    async def steps(app: Any, pilot: Any) -> None:
+        await ready(app, pilot, 5)
+        await pilot.press("tab")
+        await until(pilot, lambda: len(listed_rows(app)) == 11 and "11 sessions" in _status(app), "all")
+        await pilot.press(*"animals")
+        picker = app.get_screen("picker")
+        await until(pilot, lambda: picker.found is not None and picker.found.done
+                    and "7 of 11 sessions" in _status(app) and "· 7 matching entries" in _status(app), "the search")
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: "1 of 11 sessions" in _status(app) and _status(app).endswith("· 1 matching entry"),
+                    "named only")
+        assert "entries" not in _status(app)
+        await pilot.press("escape")
+
+    drive(picker_of(history), steps, size=(160, 30))
+
+    async def one(app: Any, pilot: Any) -> None:
+        await until(pilot, lambda: "1 session" in _status(app) and "listed in" in _status(app), "one session")
+        assert "1 sessions" not in _status(app)
+        await pilot.press("escape")
+
+    lone = history.parent / "lone"
+    write_session(lone, 99, first="alone", reply="ok", minutes=1)
+    drive(Picker((Scope(str(lone), str(lone), (str(lone),)),)), one)
+
+
+def test_the_scope_toggle_keeps_one_order(history: Path) -> None:
+    """Started on all (``--all``) or on the current folder, the toggle reads
+    ``current folder | all`` (Pi's order), the shown scope marked."""
+    base = picker_of(history)
+
+    async def steps(app: Any, pilot: Any) -> None:
+        await until(pilot, lambda: len(listed_rows(app)) == 11 and "○ current folder | ◉ all" in _head(app), "all")
+        await pilot.press("tab")
+        await until(pilot, lambda: "◉ current folder | ○ all" in _head(app), "the current folder")
+        await pilot.press("tab")
+        await until(pilot, lambda: "○ current folder | ◉ all" in _head(app), "all again")
+        await pilot.press("escape")
+
+    drive(Picker(base.scopes, start=1), steps, size=(160, 30))
+
+
+def test_a_fork_s_times_read_forwards(history: Path) -> None:
+    """A fork's messages are copied from its parent, so its last message (Pi's
+    ``modified``) is older than its header (``created``, when it was forked): the
+    detail line names each time, and never says "modified" before "created"."""
+    alpha = sorted(history.iterdir())[0]
+    parent = next(s.path for s in list_sessions(str(alpha)) if s.name)
+    fork = write_session(alpha, 77, first="Count the animals", reply="Forked copy.", minutes=-30,
+                         cwd="/work/alpha", parent=Path(parent))
+    lines = fork.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    header["timestamp"] = _iso(BASE + timedelta(days=3))  # forked three days after its last message
+    fork.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+    info = next(s for s in list_sessions(str(alpha)) if s.path == str(fork))
+    assert info.modified < info.created
+
+    async def steps(app: Any, pilot: Any) -> None:
+        await ready(app, pilot, 6)
+        picker = app.get_screen("picker")
+        at = listed_rows(app).index(str(fork))
+        await pilot.press(*["down"] * at)
+        await until(pilot, lambda: picker.query_one("#picker-list").cursor == at, "the fork's row")
+        detail = str(picker.query_one("#picker-detail").render())
+        line = detail.splitlines()[1]
+        from sessiontree._time import local_time
+
+        assert f"last message {local_time(info.modified):%Y-%m-%d %H:%M}" in line, line
+        assert f"forked {local_time(info.created):%Y-%m-%d %H:%M} from {os.path.basename(parent)}" in line, line
+        assert "modified" not in line and "created" not in line
+        await pilot.press("escape")
+
+    drive(picker_of(history), steps, size=(200, 30))
+
+
+def test_the_help_fits_80_by_24(history: Path) -> None:
+    """``?`` at 80×24: no line of the help wraps (each shows whole on one screen row),
+    and the box scrolls to its last line."""
+    from sessiontree.browse import HELP
+    from sessiontree.view import plain_doc
+
+    want = [line.rstrip() for line in plain_doc(HELP).splitlines() if line.strip()]
+
+    async def steps(app: Any, pilot: Any) -> None:
+        await ready(app, pilot, 5)
+        await pilot.press("enter")
+        await until(pilot, lambda: app.st is not None and "← leaf" in screen(app), "the session")
+        await pilot.press("question_mark")
+        await until(pilot, lambda: "Keys (also in the footer" in screen(app), "the help")
+        seen: set[str] = set()
+        for _ in range(10):
+            rows = screen(app).splitlines()
+            assert len(rows) == 24
+            seen |= {w for w in want if any(w.strip() in r for r in rows)}
+            await pilot.press("pagedown")
+            await pilot.pause(0.05)
+        assert seen == set(want), sorted(set(want) - seen)
+        await pilot.press("escape", "q")
+
+    drive(picker_of(history), steps, size=(80, 24))
+
+
+def test_the_fork_notice_shows_the_new_file_s_name(history: Path) -> None:
+    """At 80 columns the status line keeps the fork's file name whole (the facts give
+    way), not a path cut after its folder."""
+    async def steps(app: Any, pilot: Any) -> None:
+        await ready(app, pilot, 5)
+        await pilot.press("enter")
+        await until(pilot, lambda: app.st is not None and "← leaf" in screen(app), "the session")
+        await pilot.press("f")
+        await until(pilot, lambda: "Fork:" in screen(app), "the question")
+        await pilot.press("y")
+        await until(pilot, lambda: app.forked is not None, "the fork")
+        name = os.path.basename(app.forked or "")
+        await until(pilot, lambda: name in str(app.query_one("#status").render()), "the notice")
+        assert len(name) > 60 and name in screen(app).splitlines()[-2], screen(app).splitlines()[-2]
+        await pilot.press("q")
+
+    drive(picker_of(history), steps, size=(80, 24))
+
+
+def test_a_bad_select_exits_1_as_context_does(history: Path, tmp_path: Path) -> None:
+    """``browse FILE --select ID`` with no such entry: exit 1 and the one line
+    ``context --leaf ID`` prints, before the app (no terminal needed to be told)."""
+    session = next(iter(sorted(history.rglob("*.jsonl"))))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sessiontree", *args], capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL, env=_env(tmp_path))
+
+    ctx = run("context", str(session), "--leaf", "zzzz")
+    got = run("browse", str(session), "--select", "zzzz")
+    assert ctx.returncode == 1 and "entry zzzz not found" in ctx.stderr
+    assert got.returncode == 1 and got.stderr == ctx.stderr and "Traceback" not in got.stderr
+    # A good id goes on to the app (which here is told it has no terminal).
+    first = json.loads(session.read_text(encoding="utf-8").splitlines()[1])["id"]
+    good = run("browse", str(session), "--select", first)
+    assert good.returncode == 2 and "needs a terminal" in good.stderr, good.stderr

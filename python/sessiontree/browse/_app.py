@@ -34,6 +34,8 @@ from ..view import (
     MORE,
     Row,
     Structure,
+    cells,
+    fit,
     human_bytes,
     human_seconds,
     item_of,
@@ -199,7 +201,8 @@ class BrowseApp(App[None]):
         if not isinstance(self.screen, PickerScreen):
             picker = self.get_screen("picker")
             assert isinstance(picker, PickerScreen)
-            picker.query_one(SessionList).current = self.path or None
+            # (the footer's escape: "back" to an open session, else "quit")
+            picker.query_one(SessionList).current = self.path if self.sm is not None else None
             self.push_screen("picker")
 
     def _picker_cancelled(self) -> None:
@@ -301,7 +304,16 @@ class BrowseApp(App[None]):
                    "(sessiontree check lists them)" if problems else ""))
 
     def say(self, message: str) -> None:
-        self.query_one("#status", Static).update(Text(f"{self.facts}  │  {message}" if self.facts else message))
+        """``message`` on the status line after the session's facts; on a narrow
+        terminal the facts give way (cut, then left out), never the message."""
+        box = self.query_one("#status", Static)
+        facts = self.facts
+        width = box.size.width - 2  # its padding; 0 or less before the first layout
+        if facts and width > 0:
+            room = width - cells(message) - 5
+            facts = fit(facts, room) if room >= 12 else ""
+        line = Text(f"{facts}  │  {message}" if facts else message, no_wrap=True, overflow="ellipsis")
+        box.update(line)
 
     def on_tree_view_moved(self, event: TreeView.Moved) -> None:
         self._show_detail(event.row)
@@ -609,7 +621,7 @@ class BrowseApp(App[None]):
                 self.say(f"no file written: the path to {safe(eid)} has no assistant message (Pi's rule)")
                 return
             self.forked = new
-            self.say(f"forked into {safe(new)}")
+            self.say(f"forked: {safe(os.path.basename(new))}")  # the folder is this session's
             self.notify(f"new session: {safe(new)}", markup=False, timeout=15)
 
         self.push_screen(ConfirmScreen(

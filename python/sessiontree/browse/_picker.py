@@ -171,6 +171,8 @@ class PickerScreen(Screen[None]):
         Binding("ctrl+s", "sort", "sort", priority=True),
         Binding("ctrl+n", "named", "named", priority=True),
         Binding("ctrl+p", "path", "path", priority=True),
+        # One key, two meanings: the footer shows the one that holds now (check_action).
+        Binding("escape", "back", "back", priority=True),
         Binding("escape", "cancel", "quit", priority=True),
         Binding("up", "move(-1)", "up", show=False, priority=True),
         Binding("down", "move(1)", "down", show=False, priority=True),
@@ -195,7 +197,7 @@ class PickerScreen(Screen[None]):
         self.picker = picker
         self.on_choose = on_choose
         self.on_cancel = on_cancel
-        self.scope = 0
+        self.scope = picker.start
         self.sort = SORTS[0]
         self.named = False
         self.listed: dict[int, list[SessionInfo]] = {}
@@ -227,6 +229,7 @@ class PickerScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         self.query_one(Input).focus()
+        self.refresh_bindings()  # escape: back to a session opened since, or quit
         if self.timings.get("listed") is not None and self.scope not in self.reading:
             self._load(self.scope, again=True)  # the browser may have changed a session
 
@@ -326,11 +329,14 @@ class PickerScreen(Screen[None]):
         if self.scope in self.reading:
             done, files = self.reading[self.scope]
             parts.append(f"loading {done:,}/{files:,}")
-        elif len(self.picker.scopes) > 1:
+        elif len(self.picker.scopes) > 1:  # always in one order (Pi's), the current marked
             parts.append(" | ".join(("◉ " if i == self.scope else "○ ") + s.label
                                     for i, s in enumerate(self.picker.scopes)))
         parts.append(f"name: {'named' if self.named else 'all'}")
-        parts.append(f"sort: {_SORT_WORDS[self.sort]}")
+        # With a query, threaded ranks as relevance does (Pi's filterAndSortSessions):
+        # the header says the order the rows are in.
+        searching = self.found is not None and self.sort == "threaded"
+        parts.append("sort: relevance (with a query)" if searching else f"sort: {_SORT_WORDS[self.sort]}")
         right = "  ".join(parts)
         width = max(20, self.size.width - 2)
         left_w = max(0, width - cells(right) - 1)
@@ -355,10 +361,13 @@ class PickerScreen(Screen[None]):
             h = row.hit
             second = Text.assemble((f"{h.role}: ", "cyan"), *_marked(h.snippet, h.marks))
         else:
-            parent = f" · forked from {safe(os.path.basename(s.parent_session_path))}" if s.parent_session_path else ""
-            second = Text(f"modified {local_time(s.modified):%Y-%m-%d %H:%M} · created "
-                          f"{local_time(s.created):%Y-%m-%d %H:%M} · {s.message_count:,} messages · "
-                          f"{one_line(s.cwd, 200)}{parent}", style="dim")
+            # ``modified`` is the last message's time (Pi's), ``created`` the header's: a
+            # fork copies its messages, so its last message is older than the fork.
+            started = (f"forked {local_time(s.created):%Y-%m-%d %H:%M} from "
+                       f"{safe(os.path.basename(s.parent_session_path))}" if s.parent_session_path
+                       else f"started {local_time(s.created):%Y-%m-%d %H:%M}")
+            second = Text(f"last message {local_time(s.modified):%Y-%m-%d %H:%M} · {started} · "
+                          f"{_many(s.message_count, 'message')} · {one_line(s.cwd, 200)}", style="dim")
         for t in (first, second):  # one line each, cut to the width
             t.truncate(width, overflow="ellipsis")
         box.update(Text("\n").join([first, second]))
@@ -374,7 +383,7 @@ class PickerScreen(Screen[None]):
             hint = f" (tab: {safe(scopes[(self.scope + 1) % len(scopes)].label)})" if len(scopes) > 1 else ""
             msg = f"no sessions{hint} in {safe(sc.where)}"
         else:
-            msg = f"{shown:,} of {len(sessions):,} sessions" if shown != len(sessions) else f"{len(sessions):,} sessions"
+            msg = (f"{shown:,} of " if shown != len(sessions) else "") + _many(len(sessions), "session")
             if "listed" in self.timings and self.scope not in self.reading:
                 msg += f" · listed in {human_seconds(self.timings['listed'])}"
         f = self.found
@@ -382,7 +391,10 @@ class PickerScreen(Screen[None]):
             if f.error:
                 msg = f"bad query: {safe(f.error)}"
             else:
-                msg += f" · {f.total:,} matching entries" + ("" if f.done else " · searching …")
+                with self._lock:  # the entries of the sessions shown (the name filter's too)
+                    matching = sum(f.entries.get(r.info.path, 0) for r in self._list().rows)
+                msg += f" · {_many(matching, 'matching entry', 'matching entries')}" + (
+                    "" if f.done else " · searching …")
         if self.problems.get(self.scope):
             msg += f" · {self.problems[self.scope]:,} files are not sessions (sessiontree ls lists them)"
         if self.note:
@@ -432,6 +444,15 @@ class PickerScreen(Screen[None]):
     def on_session_list_chosen(self, _event: SessionList.Chosen) -> None:
         self.action_choose()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # escape goes back to the session open in the browser, if any, else quits.
+        if action in ("back", "cancel"):
+            return (self._list().current is not None) == (action == "back")
+        return True
+
+    def action_back(self) -> None:
+        self.on_cancel()
+
     def action_cancel(self) -> None:
         self.on_cancel()
 
@@ -476,6 +497,7 @@ class PickerScreen(Screen[None]):
         found = Found(query)
         self.found = found
         self.moved = False
+        self._head()
         self._status()
         self._run_search(found, self._search_seq, self.picker.scopes[self.scope].sources)
 
@@ -517,6 +539,11 @@ class PickerScreen(Screen[None]):
     def _searched(self, found: Found) -> None:
         if found is self.found:
             self._draw()
+
+
+def _many(n: int, one: str, many: str | None = None) -> str:
+    """``1 session``, ``2 sessions``: ``n`` (with thousands commas) and the word it takes."""
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
 
 
 def _marked(snippet: str, marks: tuple[tuple[int, int], ...]) -> list[tuple[str, str]]:

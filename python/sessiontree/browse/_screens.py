@@ -9,7 +9,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, RichLog, Static
 
@@ -163,15 +163,17 @@ class HelpScreen(ModalScreen[None]):
     """The keys, as ``sessiontree browse --help`` lists them."""
 
     BINDINGS = [Binding("escape,q,question_mark", "close", "back")]
+    # HELP's lines fit 74 cells: at 80 columns the box takes the whole width (less its
+    # border, padding and scroll bar) and no line wraps; on a short terminal it scrolls.
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > Vertical { width: 90%; max-width: 110; height: auto; border: thick $primary; padding: 1 2;
-                            background: $surface; }
+    HelpScreen > VerticalScroll { width: 100%; max-width: 84; height: auto; max-height: 100%;
+                                  border: thick $primary; padding: 0 1; background: $surface; }
     """
 
     def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(Text(plain_doc(HELP)))  # as `browse --help` shows it
+        with VerticalScroll():
+            yield Static(Text(plain_doc(HELP), no_wrap=True))  # as `browse --help` shows it
 
     def action_close(self) -> None:
         self.dismiss()

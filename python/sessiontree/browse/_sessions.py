@@ -61,13 +61,16 @@ class Scope:
 
 @dataclass(frozen=True)
 class Picker:
-    """What the picker lists: its scopes (``tab`` goes to the next: Pi's current folder
-    and all projects), and the catalog options of the listing and the search
-    (``catalog``, ``no_cache``: as ``sessiontree.catalog`` takes them)."""
+    """What the picker lists: its scopes, in the header's order (``tab`` goes to the
+    next: Pi's current folder, then all projects), the one shown first (``start``: an
+    index into ``scopes``; ``--all`` starts on the second), and the catalog options of
+    the listing and the search (``catalog``, ``no_cache``: as ``sessiontree.catalog``
+    takes them)."""
 
     scopes: tuple[Scope, ...]
     catalog: Any = None
     no_cache: bool = False
+    start: int = 0
 
 
 @dataclass(frozen=True)
@@ -83,16 +86,20 @@ class Row:
 @dataclass
 class Found:
     """The sessions a search found so far, in the order of their best hits (the
-    catalog's relevance: each session's first hit in the stream is its best)."""
+    catalog's relevance: each session's first hit in the stream is its best), and how
+    many of its entries match in each (``entries``: path -> count, so that a count
+    follows the rows a filter keeps)."""
 
     query: str
     order: list[str] = field(default_factory=list)
     hits: dict[str, Any] = field(default_factory=dict)
+    entries: dict[str, int] = field(default_factory=dict)
     total: int = 0
     done: bool = False
     error: str | None = None
 
     def add(self, hit: Any) -> None:
+        self.entries[hit.path] = self.entries.get(hit.path, 0) + 1
         if hit.path not in self.hits:
             self.hits[hit.path] = hit
             self.order.append(hit.path)

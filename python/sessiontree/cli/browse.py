@@ -18,7 +18,8 @@ from typing import Any
 from ..browse import HELP
 from ..view import safe
 from . import _scope
-from ._common import CliError, Io, require_file
+from ._common import CliError, Io, open_session, require_file
+from ._leaf import resolve_entry
 
 INSTALL_HINT = "pip install textual (in a checkout: pip install '.[browse]')"
 
@@ -45,6 +46,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
         if args.cwd is not None:
             raise CliError("give --cwd DIR alone: not with a PATH or --all", code=2)
         require_file(args.paths[0])
+        if args.select is not None:  # a bad id is said as `context --leaf` says it, before the app
+            args.select = _entry(io, args.paths[0], args.backend, args.select)
         picker = None
     else:
         if args.select is not None:
@@ -88,7 +91,20 @@ def _picker(args: argparse.Namespace, io: Io) -> Any:
         other = argparse.Namespace(paths=[], all=scope.kind == "project",
                                    cwd=None if scope.kind == "project" else args.cwd)
         scopes.append(picked(_scope.resolve(other)))
+        if scope.kind == "store":  # the header keeps Pi's order: current folder | all
+            return Picker((scopes[1], scopes[0]), catalog=options["catalog"], no_cache=options["no_cache"], start=1)
     return Picker(tuple(scopes), catalog=options["catalog"], no_cache=options["no_cache"])
+
+
+def _entry(io: Io, path: str, backend: str, ident: str) -> str:
+    """The entry id ``--select ident`` names in the session at ``path``.
+
+    Raises:
+        CliError: no entry has that id or prefix, or several have the prefix (exit 1).
+    """
+    sm, _ = open_session(io, path, backend)
+    with sm:
+        return resolve_entry(io, sm, path, ident, "--select")[0]
 
 
 def exit_status(app: Any) -> int:
