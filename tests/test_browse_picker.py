@@ -26,7 +26,7 @@ pytest.importorskip("textual", reason="Textual is not installed: pip install tex
 
 from sessiontree import SessionManager  # noqa: E402
 from sessiontree.browse import BrowseApp, Picker, Scope  # noqa: E402
-from sessiontree.browse._sessions import Found, age, counts, next_want, rows, take, threaded  # noqa: E402
+from sessiontree.browse._sessions import MAX_PREFIX, Found, age, counts, next_want, rows, take, threaded  # noqa: E402
 from sessiontree.catalog import search  # noqa: E402
 from sessiontree.schema import SessionInfo  # noqa: E402
 
@@ -122,6 +122,26 @@ def test_threaded_rows_draw_forks_under_their_parent_as_pi_does() -> None:
     # A cycle of parents (no root above): every session still shows, once.
     loop = [_info("/p", 2, "/q"), _info("/q", 1, "/p")]
     assert sorted(r.info.path for r in threaded(loop)) == ["/p", "/q"]
+
+
+def test_a_fork_of_a_session_in_a_cycle_of_parents_is_drawn_under_it() -> None:
+    """An attack: a and b name each other as parent and child names a; child fell to the
+    flat tail. The newest of the cycle stands as a root, the others under it."""
+    s = [_info("/c", 30, "/a"), _info("/b", 20, "/a"), _info("/a", 10, "/b"), _info("/r", 5)]
+    got = [(r.prefix, r.info.path) for r in threaded(s)]
+    assert got == [("", "/r"), ("", "/b"), ("   └─ ", "/a"), ("      └─ ", "/c")], got
+
+
+def test_a_deep_thread_keeps_its_rows_on_screen() -> None:
+    """An attack: 200 forks each of the one before drew rows whose prefix filled the line.
+    The prefix is capped (the last levels after a …); every session shows once."""
+    s = [_info("/s0", 0)] + [_info(f"/s{i}", i, f"/s{i - 1}") for i in range(1, 200)]
+    s.sort(key=lambda x: x.modified, reverse=True)
+    rows_ = threaded(s)
+    assert [r.info.path for r in rows_] == [f"/s{i}" for i in range(200)]
+    assert max(len(r.prefix) for r in rows_) <= MAX_PREFIX
+    assert rows_[-1].prefix.startswith("…") and rows_[-1].prefix.endswith("└─ ")
+    assert rows_[5].prefix == "   " * 5 + "└─ "  # shallow rows as Pi draws them
 
 
 def test_age_is_pis_format_session_date() -> None:

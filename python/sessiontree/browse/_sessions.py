@@ -171,36 +171,62 @@ def threaded(sessions: list[SessionInfo]) -> list[Row]:
     by_path = {os.path.abspath(s.path): i for i, s in enumerate(sessions)}
     children: dict[int, list[int]] = {}
     roots: list[int] = []
+    parent_of: dict[int, int] = {}
     for i, s in enumerate(sessions):
         parent = by_path.get(os.path.abspath(s.parent_session_path)) if s.parent_session_path else None
         if parent is None or parent == i:
             roots.append(i)
         else:
             children.setdefault(parent, []).append(i)
+            parent_of[i] = parent
 
     def newest(ids: list[int]) -> list[int]:
         return sorted(ids, key=lambda i: sessions[i].modified, reverse=True)
 
     out: list[Row] = []
     seen: set[int] = set()
-    # Iterative depth-first walk: a history can thread thousands deep.
-    stack: list[tuple[int, str, str]] = [(i, "", "   ") for i in reversed(newest(roots))]
-    while stack:
-        i, prefix, indent = stack.pop()
+
+    def walk(starts: list[int]) -> None:
+        # Iterative depth-first walk: a history can thread thousands deep.
+        stack: list[tuple[int, str, str]] = [(i, "", "   ") for i in reversed(starts)]
+        while stack:
+            i, prefix, indent = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            out.append(Row(sessions[i], _fitted(prefix)))
+            kids = newest([k for k in children.get(i, []) if k not in seen])  # a cycle's root is seen
+            # The children's prefixes: "├─ " / "└─ " after three spaces for the root, then
+            # a continuing line "│  " for each ancestor below it that has later siblings (Pi's).
+            for k in reversed(range(len(kids))):
+                last = k == len(kids) - 1
+                stack.append((kids[k], indent + ("└─ " if last else "├─ "),
+                              indent + ("   " if last else "│  ")))
+
+    walk(newest(roots))
+    # What is left hangs from a cycle of parents (no root above it): the newest session
+    # of each cycle stands as a root, the rest of the cycle and their forks under it.
+    for i in newest([i for i in range(len(sessions)) if i not in seen]):
         if i in seen:
             continue
-        seen.add(i)
-        out.append(Row(sessions[i], prefix))
-        kids = newest(children.get(i, []))
-        # The children's prefixes: "├─ " / "└─ " after three spaces for the root, then a
-        # continuing line "│  " for each ancestor below it that has later siblings (Pi's).
-        for k in reversed(range(len(kids))):
-            last = k == len(kids) - 1
-            stack.append((kids[k], indent + ("└─ " if last else "├─ "),
-                          indent + ("   " if last else "│  ")))
-    # Sessions caught in a cycle of parents (no root above them) are shown at the end.
-    out.extend(Row(sessions[i]) for i in range(len(sessions)) if i not in seen)
+        climbed: set[int] = set()
+        while i not in climbed:  # up to the first session met twice: one on the cycle
+            climbed.add(i)
+            i = parent_of[i]
+        cycle = [i]
+        while parent_of[cycle[-1]] != i:
+            cycle.append(parent_of[cycle[-1]])
+        walk(newest(cycle)[:1])
     return out
+
+
+MAX_PREFIX = 30
+"""Cells of thread drawing a row may take (ten levels); deeper rows show the last ones
+after a ``…``, so that the session's text stays on screen at any depth."""
+
+
+def _fitted(prefix: str) -> str:
+    return prefix if len(prefix) <= MAX_PREFIX else "…" + prefix[len(prefix) - MAX_PREFIX + 1:]
 
 
 def rows(sessions: list[SessionInfo], *, sort: str, named: bool, found: Found | None) -> list[Row]:
