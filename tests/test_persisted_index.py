@@ -429,3 +429,38 @@ def test_the_first_call_after_its_index_is_cut_is_stale_never_a_wrong_answer(tmp
             assert how == "stale", (key, str(what)[:200])
     assert answers(str(p)) == answers(str(p), index=False)
 
+
+def test_its_settings_name_what_was_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder in Pi's store is refused naming the variable, or the default folder (a
+    symlink into the store) when the variable is unset; the budget takes sizes as
+    SESSIONTREE_CACHE_BYTES does, and one past 64 bits is a ValueError naming it, for
+    both variables (``_sizes.size_from_env``), never an OverflowError from the core."""
+    from sessiontree._backend import default_cache_budget
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("PI_CODING_AGENT_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    store = tmp_path / "home" / ".pi" / "agent" / "sessions"
+    store.mkdir(parents=True)
+    p = tmp_path / "s.jsonl"
+    _session(p, 50)
+    monkeypatch.setenv(_caches.INDEX_ENV, str(store / "idx"))
+    with pytest.raises(ValueError, match=f"^SESSIONTREE_INDEX='{store}/idx': .* inside Pi's folder {store},"):
+        _open(str(p))
+    monkeypatch.delenv(_caches.INDEX_ENV)
+    (tmp_path / "cache" / "sessiontree").mkdir(parents=True)
+    (tmp_path / "cache" / "sessiontree" / "index").symlink_to(store)
+    with pytest.raises(ValueError, match=f"^the persisted indexes' default folder .*index \\(a link to {store}\\)"):
+        _open(str(p))
+    (tmp_path / "cache" / "sessiontree" / "index").unlink()
+    for text, size in (("1GiB", 1 << 30), ("64 MiB", 64 << 20), ("1.5k", 1500), ("0", 0), ("", _caches.INDEX_BUDGET)):
+        monkeypatch.setenv("SESSIONTREE_INDEX_BYTES", text)
+        cache = _caches.index_cache()
+        assert cache is not None and cache[1] == size, text
+    _open(str(p)).close()
+    for env in ("SESSIONTREE_INDEX_BYTES", "SESSIONTREE_CACHE_BYTES"):
+        for text in ("99999999999999999999999", "1e30", "-1", "abc"):
+            monkeypatch.setenv(env, text)
+            with pytest.raises(ValueError, match=f"^{env} must be a size such as 512MiB or 0, not '{text}'"):
+                _caches.index_cache() if env == "SESSIONTREE_INDEX_BYTES" else default_cache_budget()
+        monkeypatch.delenv(env)
