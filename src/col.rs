@@ -6,14 +6,18 @@
 //! growth copies the view into an owned vector.
 //!
 //! The map is read under the SIGBUS guard (`guard.rs`) for as long as a column views
-//! it: if the file were cut short under it, the pages past its new end read as zeros
-//! and [`Mapping::faulted`] says so (the manager's next call raises
-//! `StaleSessionError`); nothing here writes or truncates such a file (they are
-//! replaced by rename, removed by unlink), so that is another program's doing.
+//! it: if the file were cut short under it, what lies past its new end reads as zeros,
+//! and [`Mapping::cut_short`] says so (the guard's flag, or the file's size for the
+//! rest of the page the cut falls in, which reads as zeros without a fault); every
+//! call of the Python class asks after it has read (`python.rs`, `PyIndex::checked`),
+//! so an answer read from a cut file is never given (`StaleSessionError` instead).
+//! Nothing here writes or truncates such a file (they are replaced by rename, removed
+//! by unlink), so a cut is another program's doing.
 
 #![allow(unsafe_code)]
 
 use std::fs::File;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use memmap2::{Mmap, MmapOptions};
@@ -33,11 +37,14 @@ impl Raw for u32 {}
 /// memory aligned for the widest column.
 pub(crate) struct Mapping {
     backing: Backing,
+    /// A cut was seen: it stays seen (a file grown again holds other bytes).
+    cut: AtomicBool,
 }
 
 enum Backing {
-    // Drop order: the guard (unregisters the range) before the map (unmaps it).
-    Map(Guard, Mmap),
+    // Drop order: the guard (unregisters the range) before the map (unmaps it). The
+    // file stays open so that a cut can be seen by its size (`cut_short`).
+    Map(Guard, Mmap, File),
     Copy(Vec<u64>, usize),
 }
 
@@ -52,7 +59,7 @@ impl Mapping {
         // integer of a type valid for any bits.
         let map = unsafe { MmapOptions::new().len(len).map(&file) }.ok()?;
         let backing = match Guard::new(map.as_ptr(), map.len()) {
-            Some(guard) => Backing::Map(guard, map),
+            Some(guard) => Backing::Map(guard, map, file),
             None => {
                 drop(map);
                 let mut words = vec![0u64; len.div_ceil(8)];
@@ -61,7 +68,10 @@ impl Mapping {
                 Backing::Copy(words, len)
             }
         };
-        Some(Arc::new(Mapping { backing }))
+        Some(Arc::new(Mapping {
+            backing,
+            cut: AtomicBool::new(false),
+        }))
     }
 
     /// How the bytes are held (tests).
@@ -76,7 +86,7 @@ impl Mapping {
     /// The file's bytes.
     pub(crate) fn bytes(&self) -> &[u8] {
         match &self.backing {
-            Backing::Map(_, map) => map,
+            Backing::Map(_, map, _) => map,
             // SAFETY: `len` bytes of the vector's memory, which holds at least that many;
             // any `u64` is valid as bytes.
             Backing::Copy(words, len) => unsafe {
@@ -85,16 +95,34 @@ impl Mapping {
         }
     }
 
-    /// A page of the map faulted: the file was cut short under it (a copy is never
-    /// stale). One atomic load: asked on every call of the manager. A cut is seen at
-    /// the first read of a page past the new end (what that read gave is zeros), not
-    /// before: an `fstat` per call to see it sooner cost 0.3 µs of a 0.9 µs
-    /// `get_entry`, for a file nothing here ever truncates.
+    /// A page of the map faulted: the file was cut short under it and a read past its
+    /// new end gave zeros (one atomic load; a copy is never stale). Asked right after a
+    /// read, in the open; [`Mapping::cut_short`] after every call.
     pub(crate) fn faulted(&self) -> bool {
         match &self.backing {
-            Backing::Map(guard, _) => guard.faulted(),
+            Backing::Map(guard, ..) => guard.faulted(),
             Backing::Copy(..) => false,
         }
+    }
+
+    /// The file is shorter than the map: some of what was read from it may have been
+    /// zeros. A fault says so for a read past the new end's page; the rest of that page
+    /// reads as zeros without one (the kernel zeroes a cut page's tail), which only the
+    /// file's size shows: an `fstat`, about 0.3 µs, asked after each call of an index
+    /// that views the map, so that no answer read from a cut file is given (CONTRACT §6,
+    /// "Bounded"). A file that cannot be `fstat`ed counts as cut.
+    pub(crate) fn cut_short(&self) -> bool {
+        let Backing::Map(guard, map, file) = &self.backing else {
+            return false;
+        };
+        if self.cut.load(Ordering::Relaxed)
+            || guard.faulted()
+            || file.metadata().map_or(true, |m| m.len() < map.len() as u64)
+        {
+            self.cut.store(true, Ordering::Relaxed);
+            return true;
+        }
+        false
     }
 
     /// `len` values of `T` at byte `off`, if they lie in the bytes and `off` is aligned.

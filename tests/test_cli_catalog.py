@@ -378,3 +378,50 @@ def test_search_marker_has_a_column_of_its_own(tmp_path: Path, backend: str, mon
     marks = {eid: line[role_at - 2:role_at] for eid, line in got.items()}
     assert marks == {"u1": "* ", "a1": "  ", "a2": "* ", "u2": "* "}, heads
     assert len({line.index(str(folder)) for line in heads}) == 1, heads
+
+
+def test_persisted_index_settings_that_cannot_be_used_are_one_line_errors(tmp_path: Path) -> None:
+    """CONTRACT §6: the persisted indexes are never inside Pi's folders, and
+    SESSIONTREE_INDEX_BYTES is a size as SESSIONTREE_CACHE_BYTES is. A setting that
+    breaks either is one ``sessiontree: error:`` line and exit 2 from every command (not
+    a traceback from those that open a session, not silence from those that list),
+    naming what was set: the variable, or the default folder when it is unset."""
+    home, cache = tmp_path / "home", tmp_path / "cache"
+    store = home / ".pi" / "agent" / "sessions"
+    (store / "--p--").mkdir(parents=True)
+    cache.mkdir()
+    s = tmp_path / "s" / "a.jsonl"
+    s.parent.mkdir()
+    generate_session(s, size_bytes=3_000, seed=7, cwd="/p")
+    base = {"HOME": str(home), "XDG_CACHE_HOME": str(cache), "SESSIONTREE_CATALOG": str(tmp_path / "c.sqlite3")}
+    base_env = {k: v for k, v in os.environ.items() if k not in ("PI_CODING_AGENT_DIR", "SESSIONTREE_INDEX")}
+    leaf = json.loads(run("info", str(s), "--json", env=base).stdout)["leafId"]
+    commands = [["info", str(s)], ["tree", str(s)], ["context", str(s)], ["check", str(s)],
+                ["export", str(s), "--format", "markdown", "--out", str(tmp_path / "o.md")],
+                ["fork", str(s), "--leaf", leaf, "--out", str(tmp_path / "f")], ["browse", str(s)],
+                ["ls", str(s.parent)], ["search", "the", str(s.parent)], ["usage", str(s.parent)],
+                ["index", str(s.parent)]]
+
+    def fails(env: dict[str, str], needles: list[str], cmds: list[list[str]]) -> None:
+        for args in cmds:
+            p = subprocess.run([sys.executable, "-m", "sessiontree", *args], capture_output=True, text=True,
+                               env={**base_env, **base, **env}, timeout=120, stdin=subprocess.DEVNULL)
+            lines = p.stderr.strip().splitlines()
+            assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("sessiontree: error: "), (args, p.stderr)
+            assert all(n in lines[0] for n in needles), (args, lines[0])
+        assert not (tmp_path / "f").exists() and not (tmp_path / "o.md").exists()
+        assert sorted(q.name for q in store.rglob("*")) == ["--p--"]  # nothing written in Pi's store
+
+    inside = str(store / "idx")
+    fails({"SESSIONTREE_INDEX": inside}, [f"SESSIONTREE_INDEX={inside!r}", f"inside Pi's folder {store}"], commands)
+    (cache / "sessiontree").mkdir()
+    (cache / "sessiontree" / "index").symlink_to(store / "--p--")
+    fails({}, ["default folder", str(cache / "sessiontree" / "index"), f"a link to {store / '--p--'}",
+               "set SESSIONTREE_INDEX"], commands)
+    (cache / "sessiontree" / "index").unlink()
+    for value in ("abc", "-1", "1e30", "99999999999999999999999"):
+        fails({"SESSIONTREE_INDEX_BYTES": value}, [f"SESSIONTREE_INDEX_BYTES must be a size such as 512MiB or 0, "
+                                                   f"not {value!r}"], [["info", str(s)], ["ls", str(s.parent)]])
+    for value in ("1GiB", "64 MiB", "0", "1048576"):  # the syntax of SESSIONTREE_CACHE_BYTES
+        p = run("info", str(s), env={**base, "SESSIONTREE_INDEX_BYTES": value})
+        assert p.returncode == 0 and not p.stderr, (value, p.stderr)

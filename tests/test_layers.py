@@ -70,6 +70,7 @@ CORE_API = {
     "sessiontree._shapes": "Pi's line shapes and key orders",
     "sessiontree._js": "JavaScript's values (generator)",
     "sessiontree._sizes": "sizes as text",
+    "sessiontree._caches": "where the caches live, their settings (checked by the CLI before a command)",
     "sessiontree._lazy": "a package's names imported when first used",
     "sessiontree._rows": "the tables' row rules (Parquet export)",
     "sessiontree._table_schema": "the tables' schemas (Parquet export)",

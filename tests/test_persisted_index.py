@@ -326,9 +326,11 @@ m = SessionManager.open(sys.argv[1], backend="native")  # reads the index in pla
 (f,) = Path(os.environ["SESSIONTREE_INDEX"]).glob("*.idx")
 os.truncate(f, 100)
 try:
-    m.get_entries()  # reads zeros past the cut (flagged, never a signal): may raise
+    m.get_entries()  # reads zeros past the cut (flagged, never a signal): raises
 except StaleSessionError:
     pass
+else:
+    print("the first call answered")
 try:
     m.get_leaf_entry()
 except StaleSessionError as e:
@@ -344,5 +346,121 @@ def test_an_index_cut_while_in_use_is_stale_never_a_signal(tmp_path: Path) -> No
     env = dict(os.environ, SESSIONTREE_INDEX=str(tmp_path / "idx"))
     out = subprocess.run([sys.executable, "-c", _CUT_SCRIPT, str(p)], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.startswith("stale") and "persisted index" in out.stdout
+    assert out.stdout.startswith("stale") and "index of this session kept in" in out.stdout
     assert answers(str(p)) == answers(str(p), index=False)
+
+
+# Each call on a session reopened through its kept index, made first after that index
+# file is cut (to 0, to half, or inside its last page, where the kernel zeroes the rest
+# of the page and no read faults): what it gave, or the StaleSessionError it raised.
+_FIRST_CALL_SCRIPT = r"""
+import json, os, sys, warnings
+from pathlib import Path
+warnings.simplefilter("ignore")
+from sessiontree import SessionManager, StaleSessionError, _caches
+_caches.INDEX_MIN_BYTES, _caches.INDEX_SETTLE = 0, 0.0
+path, leaf, root, label_target = sys.argv[1:5]
+calls = {
+    "ids": lambda m: list(m.get_shape().ids),
+    "leaves": lambda m: m.get_leaf_ids(),
+    "parent": lambda m: m.parent_of(leaf),
+    "children": lambda m: m.get_children_ids(root),
+    "resolve": lambda m: m.resolve_id(leaf[:6]),
+    "labels": lambda m: m.get_labels(),
+    "branch": lambda m: [e["id"] for e in m.get_branch()],
+    "context": lambda m: len(m.build_session_context().messages),
+}
+folder = Path(os.environ["SESSIONTREE_INDEX"])
+out = {}
+for cut in ("0", "half", "last page"):
+    for name, call in calls.items():
+        for f in folder.glob("*.idx"):
+            f.unlink()
+        SessionManager.open(path, backend="native").close()  # keeps the index
+        m = SessionManager.open(path, backend="native")  # reads it in place
+        (f,) = folder.glob("*.idx")
+        size = f.stat().st_size
+        os.truncate(f, {"0": 0, "half": size // 2, "last page": size - 1}[cut])
+        try:
+            got = ["answer", call(m)]
+        except StaleSessionError as e:
+            got = ["stale", str(e)]
+        except Exception as e:
+            got = ["error", f"{type(e).__name__}: {e}"]
+        try:
+            m.close()
+        except Exception:
+            pass
+        out[f"{cut} {name}"] = got
+print(json.dumps(out))
+"""
+
+
+def test_the_first_call_after_its_index_is_cut_is_stale_never_a_wrong_answer(tmp_path: Path) -> None:
+    """CONTRACT §6, "Bounded": a kept index cut short under a reopened session makes the
+    next call raise StaleSessionError naming the kept index (the session file did not
+    change), never a wrong answer: not NUL ids, not an entry "not found", not a line
+    "changed in the file". Every call asks (``PyIndex::checked``), after it has read."""
+    p = tmp_path / "s.jsonl"
+    _session(p, 3000)
+    with p.open("ab") as f:  # a label, so that get_labels reads lines
+        f.write(line("label", 3000, f"{2999:08x}", targetId=f"{1:08x}", label="here") + b"\n")
+    ref = _open(str(p), backend="python")
+    expected = {
+        "ids": list(ref.get_shape().ids), "leaves": ref.get_leaf_ids(), "parent": ref.parent_of(ref.leaf_id),
+        "children": ref.get_children_ids(f"{0:08x}"), "resolve": ref.leaf_id, "labels": ref.get_labels(),
+        "branch": [e["id"] for e in ref.get_branch()], "context": len(ref.build_session_context().messages),
+    }
+    assert ref.leaf_id is not None and expected["labels"]
+    env = dict(os.environ, SESSIONTREE_INDEX=str(tmp_path / "idx"))
+    run = subprocess.run([sys.executable, "-c", _FIRST_CALL_SCRIPT, str(p), ref.leaf_id, f"{0:08x}", f"{1:08x}"],
+                         env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout)
+    assert len(got) == 3 * len(expected)
+    for key, (how, what) in got.items():
+        cut, name = key.rsplit(" ", 1)
+        if how == "stale":
+            assert "index of this session kept in" in what and "session file itself did not change" in what, key
+            assert str(tmp_path / "idx") in what, key
+        else:
+            assert how == "answer" and what == expected[name], (key, how, str(what)[:200])
+        if cut == "0":  # nothing of the index is left: every call meets the cut
+            assert how == "stale", (key, str(what)[:200])
+    assert answers(str(p)) == answers(str(p), index=False)
+
+
+def test_its_settings_name_what_was_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder in Pi's store is refused naming the variable, or the default folder (a
+    symlink into the store) when the variable is unset; the budget takes sizes as
+    SESSIONTREE_CACHE_BYTES does, and one past 64 bits is a ValueError naming it, for
+    both variables (``_sizes.size_from_env``), never an OverflowError from the core."""
+    from sessiontree._backend import default_cache_budget
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("PI_CODING_AGENT_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    store = tmp_path / "home" / ".pi" / "agent" / "sessions"
+    store.mkdir(parents=True)
+    p = tmp_path / "s.jsonl"
+    _session(p, 50)
+    monkeypatch.setenv(_caches.INDEX_ENV, str(store / "idx"))
+    with pytest.raises(ValueError, match=f"^SESSIONTREE_INDEX='{store}/idx': .* inside Pi's folder {store},"):
+        _open(str(p))
+    monkeypatch.delenv(_caches.INDEX_ENV)
+    (tmp_path / "cache" / "sessiontree").mkdir(parents=True)
+    (tmp_path / "cache" / "sessiontree" / "index").symlink_to(store)
+    with pytest.raises(ValueError, match=f"^the persisted indexes' default folder .*index \\(a link to {store}\\)"):
+        _open(str(p))
+    (tmp_path / "cache" / "sessiontree" / "index").unlink()
+    for text, size in (("1GiB", 1 << 30), ("64 MiB", 64 << 20), ("1.5k", 1500), ("0", 0), ("", _caches.INDEX_BUDGET)):
+        monkeypatch.setenv("SESSIONTREE_INDEX_BYTES", text)
+        cache = _caches.index_cache()
+        assert cache is not None and cache[1] == size, text
+    _open(str(p)).close()
+    for env in ("SESSIONTREE_INDEX_BYTES", "SESSIONTREE_CACHE_BYTES"):
+        for text in ("99999999999999999999999", "1e30", "-1", "abc"):
+            monkeypatch.setenv(env, text)
+            with pytest.raises(ValueError, match=f"^{env} must be a size such as 512MiB or 0, not '{text}'"):
+                _caches.index_cache() if env == "SESSIONTREE_INDEX_BYTES" else default_cache_budget()
+        monkeypatch.delenv(env)

@@ -78,17 +78,14 @@ def default_cache_budget() -> int:
     :data:`DEFAULT_CACHE_BYTES`.
 
     Raises:
-        ValueError: the variable is set to something that is not a size.
+        ValueError: the variable is set to something that is not a size
+            (``_sizes.size_from_env``).
     """
-    text = os.environ.get(CACHE_ENV, "").strip()
-    if not text:
+    if not os.environ.get(CACHE_ENV, "").strip():
         return DEFAULT_CACHE_BYTES
-    from ._sizes import parse_size  # only when the variable is set
+    from ._sizes import size_from_env  # only when the variable is set
 
-    try:
-        return parse_size(text)
-    except ValueError:
-        raise ValueError(f"{CACHE_ENV} must be a size such as 512MiB or 0, not {text!r}") from None
+    return size_from_env(CACHE_ENV, DEFAULT_CACHE_BYTES)
 
 
 class IssueKind:

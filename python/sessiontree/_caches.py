@@ -12,8 +12,9 @@ process reads that and scans only the bytes the file gained since):
 
 * ``SESSIONTREE_INDEX``: unset, the folder above; ``off`` (or ``0``, ``no``, ``none``,
   ``false``, empty) turns them off; any other value is the folder to use.
-* ``SESSIONTREE_INDEX_BYTES``: the folder's size budget (default :data:`INDEX_BUDGET`);
-  past it the least recently used indexes are removed.
+* ``SESSIONTREE_INDEX_BYTES``: the folder's size budget (default :data:`INDEX_BUDGET`),
+  a size as ``SESSIONTREE_CACHE_BYTES`` takes one (``512MiB``, ``0``, bytes:
+  ``_sizes.size_from_env``); past it the least recently used indexes are removed.
 
 A folder that cannot be created or written is not an error: sessions are scanned.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 import os
 
 from ._places import default_session_root
+from ._sizes import size_from_env
 
 __all__ = ["INDEX_BUDGET", "INDEX_ENV", "INDEX_MIN_BYTES", "INDEX_SETTLE", "OFF", "cache_folder", "index_cache",
            "inside_pi_folder", "pi_folders"]
@@ -91,8 +93,11 @@ def index_cache() -> tuple[str, int, int, float] | None:
     budget bytes, min file bytes, settle seconds)``, or ``None`` when turned off.
 
     Raises:
-        ValueError: the folder is inside Pi's agent folder or sessions root (a cache
-            must never write there), or ``SESSIONTREE_INDEX_BYTES`` is not a byte count.
+        ValueError: the folder is inside Pi's agent folder or sessions root, as it is
+            or through a symlink (a cache must never write there): the message names
+            what put it there, ``SESSIONTREE_INDEX`` or the default folder; or
+            ``SESSIONTREE_INDEX_BYTES`` is not a size such as ``512MiB``
+            (``_sizes.size_from_env``, the rule of ``SESSIONTREE_CACHE_BYTES``).
     """
     env = os.environ.get(INDEX_ENV)
     if env is not None and env.strip().lower() in OFF:
@@ -100,12 +105,11 @@ def index_cache() -> tuple[str, int, int, float] | None:
     folder = os.path.abspath(os.path.expanduser(env)) if env is not None else os.path.join(cache_folder(), "index")
     pi = inside_pi_folder(folder)
     if pi is not None:
-        raise ValueError(f"{INDEX_ENV}: {folder}: the persisted indexes must not live inside Pi's folder {pi}")
-    raw = os.environ.get(INDEX_BYTES_ENV, "").strip()
-    try:
-        budget = int(raw) if raw else INDEX_BUDGET
-    except ValueError:
-        raise ValueError(f"{INDEX_BYTES_ENV} must be a number of bytes, not {raw!r}") from None
-    if budget < 0:
-        raise ValueError(f"{INDEX_BYTES_ENV} must be a number of bytes, not {raw!r}")
-    return folder, budget, INDEX_MIN_BYTES, INDEX_SETTLE
+        real = os.path.realpath(folder)
+        where = folder if real == folder else f"{folder} (a link to {real})"
+        if env is not None:
+            raise ValueError(f"{INDEX_ENV}={env!r}: {where} is inside Pi's folder {pi}, where sessiontree "
+                             f"never writes; set {INDEX_ENV} to another folder, or to off")
+        raise ValueError(f"the persisted indexes' default folder {where} is inside Pi's folder {pi}, "
+                         f"where sessiontree never writes; set {INDEX_ENV} to another folder, or to off")
+    return folder, size_from_env(INDEX_BYTES_ENV, INDEX_BUDGET), INDEX_MIN_BYTES, INDEX_SETTLE

@@ -1,9 +1,16 @@
-"""Sizes written as text (``300MB``, ``1GiB``, ``512k``): ``$SESSIONTREE_CACHE_BYTES``,
-``sessiontree generate --size``, the benchmarks' sizes."""
+"""Sizes written as text (``300MB``, ``1GiB``, ``512k``): the budgets set in the
+environment (``$SESSIONTREE_CACHE_BYTES``, ``$SESSIONTREE_INDEX_BYTES``: one rule,
+:func:`size_from_env`), ``sessiontree generate --size``, the benchmarks' sizes."""
 
 from __future__ import annotations
 
-__all__ = ["parse_size"]
+import os
+
+__all__ = ["MAX_SIZE", "parse_size", "size_from_env"]
+
+MAX_SIZE = (1 << 63) - 1
+"""The largest size a variable may hold: the core counts bytes in 64 bits (a larger
+number was an ``OverflowError`` from deep inside an open)."""
 
 
 _UNITS = {
@@ -40,3 +47,24 @@ def parse_size(text: str) -> int:
     if not 0 <= value < float("inf"):  # also NaN
         raise ValueError(f"not a size: {text!r}")
     return int(value * _UNITS[unit])
+
+
+def size_from_env(name: str, default: int) -> int:
+    """The size the environment variable ``name`` holds (:func:`parse_size`'s syntax:
+    ``512MiB``, ``1GiB``, ``0``, bytes), else ``default`` when it is unset or blank.
+
+    Raises:
+        ValueError: it is set to something that is not a size, or to more than
+            :data:`MAX_SIZE` bytes (naming the variable and its value).
+    """
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        size = parse_size(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a size such as 512MiB or 0, not {text!r}") from None
+    if size > MAX_SIZE:
+        raise ValueError(f"{name} must be a size such as 512MiB or 0, not {text!r} "
+                         f"(more than {MAX_SIZE} bytes)")
+    return size

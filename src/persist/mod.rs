@@ -185,17 +185,36 @@ impl Index {
     }
 
     /// [`Error::Stale`] if the persisted index this one views was cut short under its
-    /// map (by another program: nothing here truncates one); the answers since may be
-    /// wrong, and it goes.
+    /// map (by another program: nothing here truncates one), as its size shows or a
+    /// read past the cut's page flagged (`col::Mapping::cut_short`, an `fstat`: the
+    /// manager asks once per call, before it); the answers since may be wrong, and it
+    /// goes.
     ///
     /// # Errors
     /// As said.
     pub fn check_persisted(&self) -> Result<()> {
+        self.persisted_stale(|m| m.cut_short())
+    }
+
+    /// [`Index::check_persisted`] by the guard's flag alone (one atomic load): asked
+    /// after every read of the index (`python.rs`, `PyIndex::checked`), it sees a cut
+    /// that the read itself met past the cut's page.
+    ///
+    /// # Errors
+    /// As said.
+    pub fn check_persisted_reads(&self) -> Result<()> {
+        self.persisted_stale(|m| m.faulted())
+    }
+
+    fn persisted_stale(&self, cut: impl Fn(&crate::col::Mapping) -> bool) -> Result<()> {
         match &self.persisted {
-            Some(p) if p.map.as_ref().is_some_and(|m| m.faulted()) => {
+            Some(p) if p.map.as_deref().is_some_and(cut) => {
                 folder::remove(&p.path);
+                // The session file is not what changed: say so, and which file did.
                 Err(Error::Stale(format!(
-                    "its persisted index {} was cut short while in use",
+                    "the index of this session kept in {} was cut short while in use \
+                     (by another program; the session file itself did not change); \
+                     reopen the session",
                     p.path.display()
                 )))
             }

@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     io = make_io(args.color)
     try:
         args.backend = _backend(args)
-        _cache_budget()
+        _cache_settings()
         return int(args.func(args, io) or 0)
     except CliError as e:
         _fail(io, str(e))
@@ -178,8 +178,18 @@ def _backend(args: argparse.Namespace) -> str:
                        "(or unset it)", code=2) from None
 
 
-def _cache_budget() -> None:
-    """A bad ``$SESSIONTREE_CACHE_BYTES`` is a usage error before anything is opened."""
+def _cache_settings() -> None:
+    """A bad ``$SESSIONTREE_CACHE_BYTES``, or persisted indexes the library refuses
+    (``$SESSIONTREE_INDEX`` or the default folder inside Pi's folders, a bad
+    ``$SESSIONTREE_INDEX_BYTES``: ``_caches.index_cache``), is a usage error before
+    anything is opened, for every command: an open would raise it, and a listing would
+    keep no indexes without a word."""
+    from .._caches import index_cache
+
+    try:
+        index_cache()
+    except ValueError as e:
+        raise CliError(str(e), code=2) from None
     if "SESSIONTREE_CACHE_BYTES" not in os.environ:
         return  # nothing to check (and `_backend` need not be imported)
     from .._backend import default_cache_budget
