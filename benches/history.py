@@ -160,7 +160,10 @@ class Table:
 
 
 def fresh_catalog(tmp: str) -> str:
+    """A new catalog, and no session index kept (a first run on a new machine has
+    neither; ``ls`` and ``index`` would reuse kept indexes)."""
     path = os.path.join(tmp, f"c{time.monotonic_ns()}.sqlite3")
+    shutil.rmtree(os.environ["SESSIONTREE_INDEX"], ignore_errors=True)
     return path
 
 
@@ -199,6 +202,8 @@ def main(argv: list[str]) -> int:
     subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.dirname(sessiontree.__file__)],
                    check=True, stdout=subprocess.DEVNULL)
     tmp = tempfile.mkdtemp(prefix="st-history-")
+    # The sessions' kept indexes in the run's own folder, never the user's cache.
+    os.environ["SESSIONTREE_INDEX"] = os.path.join(tmp, "index")
     checks: dict[str, Any] = {}
     try:
         for f in files:  # page cache warm
