@@ -84,6 +84,20 @@ fn os_path(path: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
     Ok(PathBuf::from(OsString::from_vec(bytes)))
 }
 
+/// The persisted indexes' folder and rules as `_caches.index_cache()` gives them:
+/// `(folder, budget in bytes, smallest file kept in bytes, settle in seconds)`.
+fn cache_of(
+    (dir, budget, min_bytes, settle): (Bound<'_, PyAny>, u64, u64, f64),
+) -> PyResult<Cache> {
+    Ok(Cache {
+        dir: os_path(&dir)?,
+        budget,
+        min_bytes,
+        settle: std::time::Duration::try_from_secs_f64(settle)
+            .map_err(|e| PyValueError::new_err(format!("settle: {e}")))?,
+    })
+}
+
 /// A column as `bytes`, each item by `f` (native byte order), in one allocation.
 fn packed<'py, T: Copy, const N: usize>(
     py: Python<'py>,
@@ -240,16 +254,7 @@ impl PyIndex {
     ) -> PyResult<PyIndex> {
         let p = os_path(path)?;
         let pb = p.clone();
-        let cache = match cache {
-            None => None,
-            Some((dir, budget, min_bytes, settle)) => Some(Cache {
-                dir: os_path(&dir)?,
-                budget,
-                min_bytes,
-                settle: std::time::Duration::try_from_secs_f64(settle)
-                    .map_err(|e| PyValueError::new_err(format!("settle: {e}")))?,
-            }),
-        };
+        let cache = cache.map(cache_of).transpose()?;
         let ix = py
             .detach(move || match &cache {
                 None => Index::open(&pb),
@@ -273,14 +278,7 @@ impl PyIndex {
     ) -> PyResult<Option<PyIndex>> {
         let p = os_path(path)?;
         let pb = p.clone();
-        let (dir, budget, min_bytes, settle) = cache;
-        let cache = Cache {
-            dir: os_path(&dir)?,
-            budget,
-            min_bytes,
-            settle: std::time::Duration::try_from_secs_f64(settle)
-                .map_err(|e| PyValueError::new_err(format!("settle: {e}")))?,
-        };
+        let cache = cache_of(cache)?;
         let ix = py
             .detach(move || Index::open_kept(&pb, &cache))
             .map_err(|e| to_py_err(e, Some(&p)))?;

@@ -270,21 +270,29 @@ def list_folders(
     return sessions
 
 
+def jsonl_names(sources: Sequence[str], on_error: Callable[[str], None] | None = None) -> list[str]:
+    """Every ``.jsonl`` name of ``sources`` (folders, each without its subfolders, or
+    files named), whatever each is (a FIFO or a folder so named too), a folder's in name
+    order; ``on_error(source)`` for a source that cannot be read as either."""
+    names: list[str] = []
+    for source in sources:
+        try:
+            with os.scandir(source) as it:
+                names.extend(sorted(e.path for e in it if e.name.endswith(".jsonl")))
+        except NotADirectoryError:
+            names.append(source)
+        except OSError:
+            if on_error is not None:
+                on_error(source)
+    return names
+
+
 def _left_out(folders: Sequence[str], seen: set[str]) -> list[ListingProblem]:
     """The ``.jsonl`` names of ``folders`` (or the files named) that the listing neither
     listed nor reported — a folder named so, a FIFO, a device — each with why: they are
     never opened (a FIFO may block, a device may not end)."""
-    names: list[str] = []
-    for folder in folders:
-        try:
-            with os.scandir(folder) as it:
-                names.extend(sorted(e.path for e in it if e.name.endswith(".jsonl")))
-        except NotADirectoryError:
-            names.append(folder)
-        except OSError:
-            continue
     out: list[ListingProblem] = []
-    for path in names:
+    for path in jsonl_names(folders):
         if path in seen:
             continue
         try:

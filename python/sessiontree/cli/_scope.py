@@ -66,16 +66,17 @@ class Scope(NamedTuple):
         """Every session file of the scope: a named file as it is, a folder's
         ``.jsonl`` entries (whatever they are: a FIFO is reported, never read) in
         name order."""
+        from .._listing import jsonl_names
+
         out: list[str] = []
+
+        def missing(s: str) -> None:
+            if self.kind == "paths" and not os.path.isdir(s):
+                out.append(s)  # named, and not there (``check`` says so)
+
+        # The missing ones where they were named, as before: in the sources' order.
         for s in self.sources:
-            try:
-                with os.scandir(s) as it:
-                    out.extend(sorted(e.path for e in it if e.name.endswith(".jsonl")))
-            except NotADirectoryError:
-                out.append(s)
-            except OSError:
-                if self.kind == "paths" and not os.path.isdir(s):
-                    out.append(s)  # named, and not there (``check`` says so)
+            out.extend(jsonl_names([s], missing))
         return out
 
     def empty_hint(self) -> str:
