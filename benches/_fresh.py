@@ -1,7 +1,7 @@
 """What the scripts that time a call in a fresh process share (``reopen.py``,
-``shared_cache.py``; run from ``benches/``, which puts this folder on the path): the
-child that prints its figures as JSON, ``wc -l`` timed the same way beside it, and the
-min / median line of a figure."""
+``shared_cache.py``, ``ab_builds.py``; run from ``benches/``, which puts this folder on
+the path): the child that prints its figures as JSON, ``wc -l`` timed the same way
+beside it, and the min / median line of a figure."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Any
 
 
-def json_child(script: str, arg: str, env: dict[str, str]) -> dict[str, float]:
+def json_child(script: str, arg: str, env: dict[str, str]) -> dict[str, Any]:
     """Run ``python -c script arg`` with ``env``: the JSON object it prints."""
     out = subprocess.run([sys.executable, "-c", script, arg], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout)  # type: ignore[no-any-return]
