@@ -14,11 +14,12 @@ docs/BENCHMARKS.md, "One wheel for every Python: the stable ABI".
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
+from typing import Any
+
+from _fresh import json_child
 
 _CHILD = r"""
 import json, resource, sys, time
@@ -30,7 +31,6 @@ def cpu():
     return r.ru_utime + r.ru_stime
 
 out = {"module": sessiontree._sessiontree.__file__}
-steps = []
 def step(name, fn):
     c, t = cpu(), time.perf_counter()
     value = fn()
@@ -48,12 +48,10 @@ print(json.dumps(out))
 STEPS = ("open", "context", "get_entries", "parent_of every id")
 
 
-def run(pkg: str, path: str, home: str) -> dict[str, object]:
+def run(pkg: str, path: str, home: str) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=pkg, HOME=home, XDG_CACHE_HOME=home, SESSIONTREE_INDEX="off",
                SESSIONTREE_CATALOG="off")
-    done = subprocess.run([sys.executable, "-c", _CHILD, path], env=env, capture_output=True, text=True, check=True)
-    result: dict[str, object] = json.loads(done.stdout)
-    return result
+    return json_child(_CHILD, path, env)
 
 
 def main(argv: list[str]) -> int:
@@ -73,7 +71,7 @@ def main(argv: list[str]) -> int:
                     if r == 0:
                         print(f"{name}: {res['module']}", file=sys.stderr)
                     for s in STEPS:
-                        c, w = res[s]  # type: ignore[misc]
+                        c, w = res[s]
                         key = (path, s, name)
                         old = best.get(key, (float("inf"), float("inf")))
                         best[key] = (min(old[0], c), min(old[1], w))

@@ -22,11 +22,12 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _fresh import json_child, summary, wc_l
 
 _CHILD = r"""
 import gc, json, os, sys, time, warnings
@@ -66,25 +67,7 @@ def last_id(path: str) -> str:
 
 
 def child(path: str, folder: str) -> dict[str, float]:
-    env = dict(os.environ, SESSIONTREE_INDEX=folder)
-    out = subprocess.run([sys.executable, "-c", _CHILD, path], env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)  # type: ignore[no-any-return]
-
-
-def wc(path: str) -> dict[str, float]:
-    load = os.getloadavg()[0]
-    r0 = os.times()
-    t = time.perf_counter()
-    subprocess.run(["wc", "-l", path], capture_output=True, check=True)
-    wall = time.perf_counter() - t
-    r1 = os.times()
-    cpu = (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
-    return {"open": wall, "open_cpu": cpu, "load": load}
-
-
-def summary(rows: list[dict[str, float]], key: str) -> str:
-    v = [r[key] * 1000 for r in rows]
-    return f"{min(v):.1f} / {statistics.median(v):.1f} ms"
+    return json_child(_CHILD, path, dict(os.environ, SESSIONTREE_INDEX=folder))
 
 
 def measure(path: str, rounds: int, work: Path) -> dict[str, object]:
@@ -97,7 +80,8 @@ def measure(path: str, rounds: int, work: Path) -> dict[str, object]:
     child(copy, folder + "-copy")  # the copy's index, read by every "+1 entry" open
     rows: dict[str, list[dict[str, float]]] = {"wc -l": [], "first": [], "reopen": [], "+1 entry": []}
     for k in range(rounds):
-        rows["wc -l"].append(wc(path))
+        wall, cpu, load = wc_l(path)
+        rows["wc -l"].append({"open": wall, "open_cpu": cpu, "load": load})
         shutil.rmtree(folder, ignore_errors=True)
         rows["first"].append(child(path, folder))
         rows["reopen"].append(child(path, folder))

@@ -28,11 +28,12 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _fresh import json_child, summary, wc_l
 
 _LS = r"""
 import json, os, sys, time
@@ -58,22 +59,6 @@ print(json.dumps({"wall": t1 - t, "cpu": c1 - c, "load": load, "read": 0}))
 """
 
 
-def child(script: str, arg: str, env: dict[str, str]) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", script, arg], env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)  # type: ignore[no-any-return]
-
-
-def wc(path: str) -> dict[str, float]:
-    load = os.getloadavg()[0]
-    r0 = os.times()
-    t = time.perf_counter()
-    subprocess.run(["wc", "-l", path], capture_output=True, check=True)
-    wall = time.perf_counter() - t
-    r1 = os.times()
-    cpu = (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
-    return {"wall": wall, "cpu": cpu, "load": load, "read": os.path.getsize(path)}
-
-
 def measure(path: str, rounds: int, work: Path) -> dict[str, object]:
     folder = work / "sessions"
     folder.mkdir()
@@ -89,23 +74,19 @@ def measure(path: str, rounds: int, work: Path) -> dict[str, object]:
     rows: dict[str, list[dict[str, float]]] = {k: [] for k in
                                                ("wc -l", "ls, scan", "first open", "ls after open")}
     for _ in range(rounds):
-        rows["wc -l"].append(wc(str(copy)))
+        wall, cpu, load = wc_l(str(copy))
+        rows["wc -l"].append({"wall": wall, "cpu": cpu, "load": load, "read": os.path.getsize(copy)})
         shutil.rmtree(cache, ignore_errors=True)
-        rows["ls, scan"].append(child(_LS, str(folder), env))
+        rows["ls, scan"].append(json_child(_LS, str(folder), env))
         shutil.rmtree(cache, ignore_errors=True)
-        rows["first open"].append(child(_OPEN, str(copy), env))
+        rows["first open"].append(json_child(_OPEN, str(copy), env))
         for p in cache.glob("sessiontree/catalog*"):
             if p.is_dir():
                 shutil.rmtree(p)
             else:
                 p.unlink()
-        rows["ls after open"].append(child(_LS, str(folder), env))
+        rows["ls after open"].append(json_child(_LS, str(folder), env))
     return {"file": path, "bytes": os.path.getsize(path), "rows": rows}
-
-
-def summary(rows: list[dict[str, float]], key: str) -> str:
-    v = [r[key] * 1000 for r in rows]
-    return f"{min(v):.1f} / {statistics.median(v):.1f} ms"
 
 
 def main(argv: list[str]) -> int:

@@ -243,6 +243,12 @@ async def ready(app: Any, pilot: Any, n: int) -> None:
     await until(pilot, lambda: len(listed_rows(app)) == n and picker.scope not in picker.reading, "the listing")
 
 
+async def open_selected(app: Any, pilot: Any) -> None:
+    """``enter`` in the picker, and wait until the session's tree is on screen."""
+    await pilot.press("enter")
+    await until(pilot, lambda: app.st is not None and "← leaf" in screen(app), "the session's tree")
+
+
 def test_pick_search_open_and_go_back(history: Path) -> None:
     alpha = str(sorted(history.iterdir())[0])
     want = [s.path for s in list_sessions(alpha)]
@@ -260,8 +266,7 @@ def test_pick_search_open_and_go_back(history: Path) -> None:
         await pilot.press(*"zebra")
         await until(pilot, lambda: listed_rows(app) == [zoo] and "1 of 5 sessions" in screen(app), "the search")
         assert "assistant: I found a zebra crossing" in screen(app)
-        await pilot.press("enter")
-        await until(pilot, lambda: app.st is not None and "← leaf" in screen(app), "the session's tree")
+        await open_selected(app, pilot)
         assert app.path == zoo and "Zoo inventory" in screen(app)
         assert "esc sessions" in screen(app)
         await pilot.press("escape")  # back to the picker, as it was
@@ -651,8 +656,7 @@ def test_the_footer_says_what_escape_does_now(history: Path) -> None:
         await ready(app, pilot, 5)
         await until(pilot, lambda: "esc quit" in screen(app).splitlines()[-1], "the footer")
         assert "esc back" not in screen(app)
-        await pilot.press("enter")
-        await until(pilot, lambda: app.st is not None and "← leaf" in screen(app), "the session")
+        await open_selected(app, pilot)
         await pilot.press("escape")
         await until(pilot, lambda: "Resume session" in screen(app), "the picker again")
         await until(pilot, lambda: "esc back" in screen(app).splitlines()[-1], "the footer's back")
@@ -785,8 +789,7 @@ def test_the_help_fits_80_by_24(history: Path) -> None:
 
     async def steps(app: Any, pilot: Any) -> None:
         await ready(app, pilot, 5)
-        await pilot.press("enter")
-        await until(pilot, lambda: app.st is not None and "← leaf" in screen(app), "the session")
+        await open_selected(app, pilot)
         await pilot.press("question_mark")
         await until(pilot, lambda: "Keys (also in the footer" in screen(app), "the help")
         seen: set[str] = set()
@@ -807,8 +810,7 @@ def test_the_fork_notice_shows_the_new_file_s_name(history: Path) -> None:
     way), not a path cut after its folder."""
     async def steps(app: Any, pilot: Any) -> None:
         await ready(app, pilot, 5)
-        await pilot.press("enter")
-        await until(pilot, lambda: app.st is not None and "← leaf" in screen(app), "the session")
+        await open_selected(app, pilot)
         await pilot.press("f")
         await until(pilot, lambda: "Fork:" in screen(app), "the question")
         await pilot.press("y")

@@ -166,9 +166,7 @@ class BrowseApp(App[None]):
             self.path = ""
             self.say("")
             self.action_sessions()
-            picker = self.get_screen("picker")
-            assert isinstance(picker, PickerScreen)
-            picker.say(f"cannot open {safe(name)}: {why}")
+            self._picker_screen().say(f"cannot open {safe(name)}: {why}")
             return
         self.failure = error
         self.exit()
@@ -177,7 +175,7 @@ class BrowseApp(App[None]):
     def open_session(self, path: str) -> None:
         """Open ``path`` in the browser (the picker's enter); the session open now, if
         another, is closed once the new one is read."""
-        if self.screen.id == "picker" or isinstance(self.screen, PickerScreen):
+        if isinstance(self.screen, PickerScreen):
             self.pop_screen()
         if path == self.path and self.sm is not None and self.changed is None:
             self._tree().focus()
@@ -199,11 +197,15 @@ class BrowseApp(App[None]):
             self.searching = False
             return
         if not isinstance(self.screen, PickerScreen):
-            picker = self.get_screen("picker")
-            assert isinstance(picker, PickerScreen)
             # (the footer's escape: "back" to an open session, else "quit")
-            picker.query_one(SessionList).current = self.path if self.sm is not None else None
+            self._picker_screen().query_one(SessionList).current = self.path if self.sm is not None else None
             self.push_screen("picker")
+
+    def _picker_screen(self) -> PickerScreen:
+        """The picker (installed by ``on_mount`` when there is one)."""
+        picker = self.get_screen("picker")
+        assert isinstance(picker, PickerScreen)
+        return picker
 
     def _picker_cancelled(self) -> None:
         """``escape`` in the picker: back to the session open, else quit."""
@@ -280,9 +282,7 @@ class BrowseApp(App[None]):
         self.facts = self._facts_line()
         self.sub_title = safe(os.path.basename(self.path))
         if self.picker is not None:
-            picker = self.get_screen("picker")
-            assert isinstance(picker, PickerScreen)
-            picker.query_one(SessionList).current = self.path
+            self._picker_screen().query_one(SessionList).current = self.path
         tree = self.query_one(TreeView)
         if start is not None:
             self.drawing.reveal(start)

@@ -41,7 +41,6 @@ __all__ = ["PickerScreen", "SessionList"]
 _CURSOR = Style(bgcolor="grey23", bold=True)
 _SEARCH_DELAY = 0.25  # seconds of no typing before a query goes to the search
 _SHOW_EVERY = 0.15  # seconds between two screen updates while hits stream in
-_SORT_WORDS = {"threaded": "threaded", "recent": "recent", "relevance": "relevance"}
 
 
 class SessionList(ScrollView, can_focus=False):
@@ -244,7 +243,8 @@ class PickerScreen(Screen[None]):
         sc = self.picker.scopes[scope]
         left = counts(sc.sources)
         files = sum(n for _, n in left)
-        self.app.call_from_thread(self._progress, scope, 0, files, again)
+        if not again:  # a listing again (back from the browser) keeps its rows and header
+            self.app.call_from_thread(self._progress, scope, files)
         got: list[SessionInfo] = []
         problems = 0
         done = 0
@@ -278,10 +278,9 @@ class PickerScreen(Screen[None]):
                 self.app.call_from_thread(self._arrived, scope, list(got), done, files, problems, False)
         self.app.call_from_thread(self._arrived, scope, got, files, files, problems, True)
 
-    def _progress(self, scope: int, done: int, files: int, again: bool) -> None:
-        if not again:
-            self.reading[scope] = self._counts[scope] = (done, files)
-            self._head()
+    def _progress(self, scope: int, files: int) -> None:
+        self.reading[scope] = self._counts[scope] = (0, files)
+        self._head()
 
     def _tick(self) -> None:
         """The listing's count while it runs (the worker writes ``_counts``)."""
@@ -336,7 +335,7 @@ class PickerScreen(Screen[None]):
         # With a query, threaded ranks as relevance does (Pi's filterAndSortSessions):
         # the header says the order the rows are in.
         searching = self.found is not None and self.sort == "threaded"
-        parts.append("sort: relevance (with a query)" if searching else f"sort: {_SORT_WORDS[self.sort]}")
+        parts.append("sort: relevance (with a query)" if searching else f"sort: {self.sort}")
         right = "  ".join(parts)
         width = max(20, self.size.width - 2)
         left_w = max(0, width - cells(right) - 1)

@@ -106,19 +106,11 @@ class Found:
 
 
 def counts(sources: tuple[str, ...]) -> list[tuple[str, int]]:
-    """Each source with the ``.jsonl`` names it holds (a file: 1; a folder that cannot
-    be read: 0, the listing says why)."""
-    out: list[tuple[str, int]] = []
-    for s in sources:
-        try:
-            with os.scandir(s) as it:
-                n = sum(1 for e in it if e.name.endswith(".jsonl"))
-        except NotADirectoryError:
-            n = 1
-        except OSError:
-            n = 0
-        out.append((s, n))
-    return out
+    """Each source with the ``.jsonl`` names it holds (``_listing.jsonl_names``: a file,
+    1; a folder that cannot be read, 0: the listing says why)."""
+    from .._listing import jsonl_names  # imported on use, as the listing is: `browse FILE` needs neither
+
+    return [(s, len(jsonl_names([s]))) for s in sources]
 
 
 def take(sources: list[tuple[str, int]], want: int) -> tuple[list[str], int, list[tuple[str, int]]]:

@@ -91,9 +91,8 @@ def _picker(args: argparse.Namespace, io: Io) -> Any:
         other = argparse.Namespace(paths=[], all=scope.kind == "project",
                                    cwd=None if scope.kind == "project" else args.cwd)
         scopes.append(picked(_scope.resolve(other)))
-        if scope.kind == "store":  # the header keeps Pi's order: current folder | all
-            return Picker((scopes[1], scopes[0]), catalog=options["catalog"], no_cache=options["no_cache"], start=1)
-    return Picker(tuple(scopes), catalog=options["catalog"], no_cache=options["no_cache"])
+    start = 1 if scope.kind == "store" else 0  # the header keeps Pi's order: current folder | all
+    return Picker(tuple(scopes[::-1] if start else scopes), start=start, **options)
 
 
 def _entry(io: Io, path: str, backend: str, ident: str) -> str:
