@@ -14,11 +14,12 @@ memory. Appends through the API extend the image by exactly the bytes written to
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from ._sizes import size_from_env
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -81,10 +82,6 @@ def default_cache_budget() -> int:
         ValueError: the variable is set to something that is not a size
             (``_sizes.size_from_env``).
     """
-    if not os.environ.get(CACHE_ENV, "").strip():
-        return DEFAULT_CACHE_BYTES
-    from ._sizes import size_from_env  # only when the variable is set
-
     return size_from_env(CACHE_ENV, DEFAULT_CACHE_BYTES)
 
 

@@ -85,11 +85,7 @@ def native_module() -> Any:
             return None
     except ValueError:
         pass
-    try:
-        import sessiontree._sessiontree as native  # the extension module itself, not the package
-    except ImportError:
-        return None
-    return native
+    return extension()
 
 
 def extension() -> Any:

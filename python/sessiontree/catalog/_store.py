@@ -136,8 +136,8 @@ def search_text(s: str) -> str:
 class FileRow:
     """One ``file`` row (see the module docstring); ``id`` is ``None`` until saved.
 
-    ``FileRow(*values)`` takes the fields in the order below, ``FileRow(name=value)`` by
-    name; a field not given keeps its default (its class attribute). A plain class, not
+    ``FileRow(name=value, ...)`` takes fields by name; a field not given keeps its
+    default (its class attribute). A catalog row is built by ``_row``. A plain class, not
     a dataclass: ``dataclasses`` imports ``inspect`` (``ast``, ``dis``, ``tokenize``),
     about 7 ms of every warm ``usage`` and ``search`` (docs/BENCHMARKS.md, issue 25).
     """
@@ -177,17 +177,12 @@ class FileRow:
     log: bytes | None = None  # the usage log to [0, c_end); None: not read (Store.logs)
     entries: bytes | None = None  # None: not read from the catalog (Store.entries)
 
-    def __init__(self, *values: Any, **named: Any) -> None:
-        if len(values) > len(_FIELDS) or not named.keys() <= _FIELD_SET:
-            raise TypeError(f"FileRow: unknown fields {sorted(named.keys() - _FIELD_SET)} or too many values")
-        d = self.__dict__
-        d.update(zip(_FIELDS, values))
-        if named:
-            d.update(named)
-        if len(values) < len(_REQUIRED):
-            missing = [f for f in _REQUIRED if f not in d]
-            if missing:
-                raise TypeError(f"FileRow: missing {missing}")
+    def __init__(self, **named: Any) -> None:
+        unknown = named.keys() - _FIELD_SET
+        missing = [f for f in _REQUIRED if f not in named]
+        if unknown or missing:
+            raise TypeError(f"FileRow: unknown fields {sorted(unknown)}, missing {missing}")
+        self.__dict__.update(named)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not FileRow:
@@ -209,8 +204,8 @@ _REQUIRED = tuple(f for f in _FIELDS if f not in vars(FileRow))
 
 _TEXT_COLUMNS = frozenset({"name", "sid", "cwd", "parent", "first_message", "title", "problem"})
 # The ``file`` table's columns: every field but the usage log and the entries record
-# (their own tables, read only when needed), which are last, so FileRow(*values)
-# leaves them unread.
+# (their own tables, read only when needed), which are last, so a row read (``_row``)
+# leaves them unread (their class defaults).
 _ROW_COLUMNS = _FIELDS[:-2]
 _TEXT_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in _TEXT_COLUMNS)
 _SAVED_COLUMNS = tuple(c for c in _ROW_COLUMNS if c not in ("id", "gen"))

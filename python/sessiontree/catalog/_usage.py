@@ -389,9 +389,8 @@ def _native_pieces(native: Any, logs: list[bytes], keys: list[int], names: list[
     slices: dict[int, tuple[str, str] | None] = {}
     days: dict[date, tuple[str, str]] = {}
 
-    def day_keys(n: int) -> tuple[str, str]:
-        # (the local day's key for a time group, its day): the native sums' own day.
-        d = date.fromordinal(n + _EPOCH_ORDINAL)
+    def day_keys(d: date) -> tuple[str, str]:
+        # (the local day's key for a time group, its day)
         if d not in days:
             days[d] = (_key(group, d) if time_group else "", _key("daily", d))
         return days[d]
@@ -406,10 +405,7 @@ def _native_pieces(native: Any, logs: list[bytes], keys: list[int], names: list[
             if first is not None and last is not None:
                 a, z = local_time(first, tz), local_time(last, tz)
                 if a.date() == z.date() and a.utcoffset() == z.utcoffset():
-                    d = a.date()
-                    if d not in days:
-                        days[d] = (_key(group, a) if time_group else "", _key("daily", a))
-                    got = days[d]
+                    got = day_keys(a.date())
             slices[b] = got
         return slices[b]
 
@@ -425,7 +421,8 @@ def _native_pieces(native: Any, logs: list[bytes], keys: list[int], names: list[
             name = "(no time)" if time_group else name_of(k)
             pieces.append((name, None, records, floats))
             continue
-        got = day_keys(bucket[1]) if type(bucket) is tuple else slice_keys(bucket)
+        # A tuple: the native sums' own local day (days since 1970-01-01); else a slice.
+        got = day_keys(date.fromordinal(bucket[1] + _EPOCH_ORDINAL)) if type(bucket) is tuple else slice_keys(bucket)
         if got is None:
             return None
         pieces.append((got[0] if time_group else name_of(k), got[1], records, floats))
