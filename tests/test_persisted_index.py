@@ -210,6 +210,8 @@ class PersistedIndex(RuleBasedStateMachine):
                 return
             b = bytearray(others[0].read_bytes())
         else:
+            if len(b) <= 16:  # an earlier damage left no build stamp to change
+                return
             b[16] ^= 1  # the build stamp
         f.write_bytes(bytes(b))
 
