@@ -1126,9 +1126,6 @@ fn is_line_type(s: &[u8], ty: Val) -> bool {
     str_bytes(s, ty).is_some_and(|t| EntryKind::from_name(&t) != EntryKind::Unknown)
 }
 
-#[cfg(test)]
-mod tests;
-
 /// A JSON number's value as `float()` reads its text (out of range: ±inf; 0 for text
 /// that is not one: the validator already judged it a number).
 pub(crate) fn json_number(text: &[u8]) -> f64 {
@@ -1137,3 +1134,6 @@ pub(crate) fn json_number(text: &[u8]) -> f64 {
         .and_then(|t| t.parse::<f64>().ok())
         .unwrap_or(0.0)
 }
+
+#[cfg(test)]
+mod tests;
