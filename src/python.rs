@@ -1068,27 +1068,27 @@ fn usage_report<'py>(
     }
     let mut failed: Option<PyErr> = None;
     let r = py.detach(|| {
-        let mut ask = |utc: &[i64]| -> Vec<Option<i64>> {
-            let Some(f) = days.as_ref() else {
-                return Vec::new();
-            };
-            Python::attach(|py| {
-                f.bind(py)
-                    .call1((utc.to_vec(),))
-                    .and_then(|v| v.extract::<Vec<Option<i64>>>())
-                    .and_then(|v| {
-                        if v.len() == utc.len() {
-                            Ok(v)
-                        } else {
-                            Err(PyValueError::new_err("days: one offset (or None) per day"))
-                        }
-                    })
-            })
-            .unwrap_or_else(|e| {
-                failed = Some(e);
-                Vec::new()
-            })
-        };
+        let failed = &mut failed;
+        let mut ask = days.as_ref().map(|f| {
+            move |utc: &[i64]| -> Vec<Option<i64>> {
+                Python::attach(|py| {
+                    f.bind(py)
+                        .call1((utc.to_vec(),))
+                        .and_then(|v| v.extract::<Vec<Option<i64>>>())
+                        .and_then(|v| {
+                            if v.len() == utc.len() {
+                                Ok(v)
+                            } else {
+                                Err(PyValueError::new_err("days: one offset (or None) per day"))
+                            }
+                        })
+                })
+                .unwrap_or_else(|e| {
+                    *failed = Some(e);
+                    Vec::new()
+                })
+            }
+        });
         let files: Vec<FileLog<'_>> = logs
             .iter()
             .enumerate()
@@ -1106,8 +1106,7 @@ fn usage_report<'py>(
                 }),
             })
             .collect();
-        let days: Option<crate::DayOffsets<'_>> =
-            if days.is_some() { Some(&mut ask) } else { None };
+        let days = ask.as_mut().map(|a| a as crate::DayOffsets<'_>);
         crate::usage_report(&files, key, buckets, active, days)
     });
     if let Some(e) = failed {
