@@ -645,7 +645,7 @@ impl Index {
             self.usage.add(n, provider, model);
         }
         if let Some(t) = c.activity {
-            self.activity = Some(self.activity.unwrap_or(0.0).max(t));
+            self.activity = scan::later_activity(self.activity, t);
         }
         match c.parent {
             Ref::Null => {}
