@@ -2,15 +2,17 @@
 //! map (`persist`): a reopened index reads its widest columns where the page cache
 //! holds them, instead of copying them into fresh memory (on the machine measured a
 //! fresh page cost as much as reading 40 KB: 16 ms for the 40 MB of a 1 GiB session's
-//! columns, against 1 ms to map and read its persisted file). The first change or
-//! growth copies the view into an owned vector.
+//! columns, against 1 ms to map and read its persisted file). The first change of a
+//! viewed value copies the view into an owned vector; growth is kept after the view.
 //!
 //! The map is read under the SIGBUS guard (`guard.rs`) for as long as a column views
 //! it: if the file were cut short under it, what lies past its new end reads as zeros,
 //! and [`Mapping::cut_short`] says so (the guard's flag, or the file's size for the
-//! rest of the page the cut falls in, which reads as zeros without a fault); every
-//! call of the Python class asks after it has read (`python.rs`, `PyIndex::checked`),
-//! so an answer read from a cut file is never given (`StaleSessionError` instead).
+//! rest of the page the cut falls in, which reads as zeros without a fault): the
+//! manager asks it before each call (`Index::check_persisted`), and the guard's flag
+//! alone is asked after every read of the Python class (`python.rs`,
+//! `PyIndex::reading`), so an answer that read past a cut page is not given
+//! (`StaleSessionError` instead).
 //! Nothing here writes or truncates such a file (they are replaced by rename, removed
 //! by unlink), so a cut is another program's doing.
 
@@ -97,7 +99,7 @@ impl Mapping {
 
     /// A page of the map faulted: the file was cut short under it and a read past its
     /// new end gave zeros (one atomic load; a copy is never stale). Asked right after a
-    /// read, in the open; [`Mapping::cut_short`] after every call.
+    /// read: in the open, and after every call of the Python class.
     pub(crate) fn faulted(&self) -> bool {
         match &self.backing {
             Backing::Map(guard, ..) => guard.faulted(),
@@ -108,9 +110,9 @@ impl Mapping {
     /// The file is shorter than the map: some of what was read from it may have been
     /// zeros. A fault says so for a read past the new end's page; the rest of that page
     /// reads as zeros without one (the kernel zeroes a cut page's tail), which only the
-    /// file's size shows: an `fstat`, about 0.3 µs, asked after each call of an index
-    /// that views the map, so that no answer read from a cut file is given (CONTRACT §6,
-    /// "Bounded"). A file that cannot be `fstat`ed counts as cut.
+    /// file's size shows: an `fstat`, about 0.3 µs, asked once per call of the manager,
+    /// before it (`Index::check_persisted`; CONTRACT §6, "Bounded"). A file that cannot
+    /// be `fstat`ed counts as cut.
     pub(crate) fn cut_short(&self) -> bool {
         let Backing::Map(guard, map, file) = &self.backing else {
             return false;

@@ -30,6 +30,16 @@ pub(crate) struct IdTable {
     base: u32,
 }
 
+/// The entries held by the slots of a table whose first entry is `base`: a slot keeps
+/// `e - base + 1` in its low `log2(slots.len())` bits (0: empty).
+fn entries_of(slots: &[u32], base: u32) -> impl Iterator<Item = u32> + '_ {
+    let low = (slots.len() as u64).wrapping_sub(1);
+    slots
+        .iter()
+        .filter(|&&s| s != 0)
+        .map(move |&s| (s as u64 & low) as u32 - 1 + base)
+}
+
 fn fmix(mut h: u64) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
@@ -161,14 +171,8 @@ impl IdTable {
         let need = self.len + more;
         if need * 4 > self.slots.len() * 3 || self.slots.len() < 16 {
             let want = (need * 2).max(16).next_power_of_two();
-            let old_low = if self.slots.is_empty() {
-                0
-            } else {
-                (1u64 << self.bits()) - 1
-            };
             let old = std::mem::replace(&mut self.slots, Col::from(vec![0; want]));
-            for s in old.iter().copied().filter(|&s| s != 0) {
-                let e = (s as u64 & old_low) as u32 - 1 + self.base;
+            for e in entries_of(old.as_slice().unwrap_or(&[]), self.base) {
                 self.put(self.hash(ids.get(e)), e);
             }
         }
@@ -206,15 +210,7 @@ impl IdTable {
 
     /// The entries of `slots` (not of `added`).
     fn entries(&self) -> impl Iterator<Item = u32> + '_ {
-        let low = if self.slots.is_empty() {
-            0
-        } else {
-            (1u64 << self.bits()) - 1
-        };
-        self.slots()
-            .iter()
-            .filter(|&&s| s != 0)
-            .map(move |&s| (s as u64 & low) as u32 - 1 + self.base)
+        entries_of(self.slots(), self.base)
     }
 
     /// Copy the viewed slots into owned memory and move `added`'s ids into them.

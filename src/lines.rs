@@ -393,10 +393,9 @@ fn add_cand(
     let parent = ch.intern(obj, f.parent_id, ok);
     let spent = (role == Role::Assistant).then(|| ch.add_spent(obj, f));
     let activity = match role {
-        Role::User | Role::Assistant if f.content != scan::Val::Absent => match f.msg_timestamp {
-            scan::Val::Num { start, end } => Some(scan::json_number(&obj[start..end])),
-            _ => (ts != i64::MIN).then_some(ts as f64),
-        },
+        Role::User | Role::Assistant if f.content != scan::Val::Absent => {
+            scan::message_time(obj, f, (ts != i64::MIN).then_some(ts as f64))
+        }
         _ => None,
     };
     let extra = match kind {

@@ -724,14 +724,11 @@ impl<'s> State<'s> {
             Some(b"assistant") => false,
             _ => return true,
         };
-        // getLastActivityTime: the largest of the message's numeric timestamp, else the
-        // entry's time, over messages with `content`; at least 0.
-        let time = match self.fields.msg_timestamp {
-            Val::Num { start, end } => Some(number(&obj[start..end])),
-            _ => entry_ms,
-        };
+        // getLastActivityTime: the largest message time over messages with `content`;
+        // at least 0.
+        let time = scan::message_time(obj, &self.fields, entry_ms);
         if let (Some(t), true) = (time, self.fields.content != Val::Absent) {
-            self.out.activity = Some(self.out.activity.unwrap_or(0.0).max(t));
+            self.out.activity = scan::later_activity(self.out.activity, t);
         }
         if let (true, false, Val::Other { start }) =
             (self.collect.usage_log, user, self.fields.usage)

@@ -58,7 +58,7 @@ pub fn markdown_html(src: &str) -> String {
                         escape(&encode_url(&dest_url))
                     ))
                 } else {
-                    skip_to_end(&mut iter);
+                    to_end(&mut iter, drop); // its whole source is shown as text
                     html(escape(&src[range]))
                 }
             }
@@ -71,7 +71,7 @@ pub fn markdown_html(src: &str) -> String {
                         escape(&alt)
                     ))
                 } else {
-                    skip_to_end(&mut iter);
+                    to_end(&mut iter, drop); // its whole source is shown as text
                     html(escape(&src[range]))
                 }
             }
@@ -151,9 +151,12 @@ fn html(text: String) -> Event<'static> {
     Event::Html(CowStr::from(text))
 }
 
-/// Skips the events up to the end of the link or image just opened (its whole source
-/// is shown as text instead).
-fn skip_to_end<'a>(iter: &mut impl Iterator<Item = (Event<'a>, std::ops::Range<usize>)>) {
+/// Consumes the events up to the end of the link or image just opened, giving each
+/// one inside it to `each`.
+fn to_end<'a>(
+    iter: &mut impl Iterator<Item = (Event<'a>, std::ops::Range<usize>)>,
+    mut each: impl FnMut(Event<'a>),
+) {
     let mut depth = 1usize;
     for (event, _) in iter.by_ref() {
         match event {
@@ -164,27 +167,18 @@ fn skip_to_end<'a>(iter: &mut impl Iterator<Item = (Event<'a>, std::ops::Range<u
         if depth == 0 {
             return;
         }
+        each(event);
     }
 }
 
 /// The plain text of the image just opened (its alt), consuming its events.
 fn alt_text<'a>(iter: &mut impl Iterator<Item = (Event<'a>, std::ops::Range<usize>)>) -> String {
     let mut alt = String::new();
-    let mut depth = 1usize;
-    for (event, _) in iter.by_ref() {
-        match event {
-            Event::Start(_) => depth += 1,
-            Event::End(_) => depth -= 1,
-            Event::Text(t) | Event::Code(t) | Event::Html(t) | Event::InlineHtml(t) => {
-                alt.push_str(&t)
-            }
-            Event::SoftBreak | Event::HardBreak => alt.push('\n'),
-            _ => {}
-        }
-        if depth == 0 {
-            break;
-        }
-    }
+    to_end(iter, |event| match event {
+        Event::Text(t) | Event::Code(t) | Event::Html(t) | Event::InlineHtml(t) => alt.push_str(&t),
+        Event::SoftBreak | Event::HardBreak => alt.push('\n'),
+        _ => {}
+    });
     alt
 }
 

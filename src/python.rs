@@ -172,11 +172,7 @@ impl PyIndex {
         items: &Bound<'py, PyList>,
         nums_of: fn(&Index, u32) -> Vec<u32>,
     ) -> PyResult<Option<Bound<'py, PyList>>> {
-        let nums = {
-            let ix = self.read(py);
-            let nums = Self::entry(&ix, n).map(|e| nums_of(&ix, e));
-            self.checked(&ix, nums)?
-        };
+        let nums = self.reading(py, |ix| Self::entry(ix, n).map(|e| nums_of(ix, e)))?;
         gather(items, &nums)
     }
 
@@ -184,7 +180,7 @@ impl PyIndex {
         to_py_err(e, self.path.as_deref())
     }
 
-    /// `out`, an answer (or error) `ix` gave, unless a read of a kept index it views in
+    /// `f`'s answer (or error) from the index, unless a read of a kept index it views in
     /// place met a cut (CONTRACT §6, "Bounded"): such a read gives zeros (`guard.rs`),
     /// so the answer may be wrong (NUL ids, entries not found, a line "changed"), and
     /// `StaleSessionError` naming the kept index takes its place. One atomic load (the
@@ -193,7 +189,9 @@ impl PyIndex {
     /// meet. An `fstat` here too (a cut within the page the call reads last, which reads
     /// as zeros without a fault) cost 0.25 µs per call of the core, 0.75 µs of a 1.6 µs
     /// `parent_of` (docs/BENCHMARKS.md, "Reopening").
-    fn checked<R>(&self, ix: &Index, out: PyResult<R>) -> PyResult<R> {
+    fn reading<R>(&self, py: Python<'_>, f: impl FnOnce(&Index) -> PyResult<R>) -> PyResult<R> {
+        let ix = self.read(py);
+        let out = f(&ix);
         ix.check_persisted_reads().map_err(|e| self.err(e))?;
         out
     }
@@ -304,28 +302,28 @@ impl PyIndex {
     /// The header's version is absent or < 3: only the header was indexed.
     #[getter]
     fn needs_migration(&self, py: Python<'_>) -> PyResult<bool> {
-        let ix = self.read(py);
-        self.checked(&ix, Ok(ix.needs_migration()))
+        self.reading(py, |ix| Ok(ix.needs_migration()))
     }
 
     /// The header line's bytes.
     fn header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let ix = self.read(py);
-        let h = ix.header().map_err(|e| self.err(e));
-        self.checked(&ix, h.map(|h| PyBytes::new(py, &h)))
+        self.reading(py, |ix| {
+            let h = ix.header().map_err(|e| self.err(e))?;
+            Ok(PyBytes::new(py, &h))
+        })
     }
 
     /// oh-my-pi's title slot line before the header, as the file holds it now.
     fn title_slot<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let ix = self.read(py);
-        let t = ix.title_slot().map_err(|e| self.err(e));
-        self.checked(&ix, t.map(|t| t.map(|b| PyBytes::new(py, &b))))
+        self.reading(py, |ix| {
+            let t = ix.title_slot().map_err(|e| self.err(e))?;
+            Ok(t.map(|b| PyBytes::new(py, &b)))
+        })
     }
 
     /// `load_report` items: (kind, line, offset, ids, n, text), by line then rule.
     fn issues<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let ix = self.read(py);
-        let out = (|| {
+        self.reading(py, |ix| {
             let items = ix
                 .issues()
                 .into_iter()
@@ -348,42 +346,36 @@ impl PyIndex {
                 })
                 .collect::<PyResult<Vec<_>>>()?;
             PyList::new(py, items)
-        })();
-        self.checked(&ix, out)
+        })
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        let ix = self.read(py);
-        self.checked(&ix, Ok(ix.len()))
+        self.reading(py, |ix| Ok(ix.len()))
     }
 
     /// Ids of entries `ns` (all entries in file order when `None`).
     #[pyo3(signature = (ns=None))]
     fn ids<'py>(&self, py: Python<'py>, ns: Option<Vec<i64>>) -> PyResult<Bound<'py, PyList>> {
-        let ix = self.read(py);
-        let out = (|| {
+        self.reading(py, |ix| {
             let v = match ns {
                 None => (0..ix.len() as u32)
                     .map(|e| id_to_py(py, ix.id(e)))
                     .collect::<PyResult<Vec<_>>>()?,
                 Some(ns) => ns
                     .into_iter()
-                    .map(|n| id_to_py(py, ix.id(Self::entry(&ix, n)?)))
+                    .map(|n| id_to_py(py, ix.id(Self::entry(ix, n)?)))
                     .collect::<PyResult<Vec<_>>>()?,
             };
             PyList::new(py, v)
-        })();
-        self.checked(&ix, out)
+        })
     }
 
     /// The id of entry `n`.
     fn id<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyAny>> {
-        let ix = self.read(py);
-        let out = (|| {
-            let e = Self::entry(&ix, n)?;
+        self.reading(py, |ix| {
+            let e = Self::entry(ix, n)?;
             id_to_py(py, ix.id(e))
-        })();
-        self.checked(&ix, out)
+        })
     }
 
     /// Entry number of `entry_id`, or `None` (also for a non-`str`).
@@ -391,37 +383,32 @@ impl PyIndex {
         let Some(id) = id_from_py(entry_id)? else {
             return Ok(None);
         };
-        let ix = self.read(py);
-        self.checked(&ix, Ok(ix.find(&id)))
+        self.reading(py, |ix| Ok(ix.find(&id)))
     }
 
     /// The line of entry `n` (no CR/LF) as a copy (`pread` straight into the `bytes`).
     fn line<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyBytes>> {
-        let ix = self.read(py);
-        let out = (|| {
-            let e = Self::entry(&ix, n)?;
+        self.reading(py, |ix| {
+            let e = Self::entry(ix, n)?;
             PyBytes::new_with(py, ix.line_len(e), |buf| {
                 ix.read_line(e, buf).map_err(|e| self.err(e))
             })
-        })();
-        self.checked(&ix, out)
+        })
     }
 
     /// Lines of entries `ns` (all entries when `None`), one copy each.
     #[pyo3(signature = (ns=None))]
     fn lines<'py>(&self, py: Python<'py>, ns: Option<Vec<i64>>) -> PyResult<Bound<'py, PyList>> {
-        let ix = self.read(py);
-        let out = (|| {
+        self.reading(py, |ix| {
             let es = match ns {
                 None => (0..ix.len() as u32).collect::<Vec<_>>(),
                 Some(ns) => ns
                     .into_iter()
-                    .map(|n| Self::entry(&ix, n))
+                    .map(|n| Self::entry(ix, n))
                     .collect::<PyResult<Vec<_>>>()?,
             };
-            self.lines_of(py, &ix, &es)
-        })();
-        self.checked(&ix, out)
+            self.lines_of(py, ix, &es)
+        })
     }
 
     /// The lines of entries `ns` as `lines` reads them (checked against the index),
@@ -432,11 +419,10 @@ impl PyIndex {
         ns: Vec<i64>,
         keep: usize,
     ) -> PyResult<Bound<'py, PyList>> {
-        let ix = self.read(py);
-        let out = (|| {
+        self.reading(py, |ix| {
             let es = ns
                 .into_iter()
-                .map(|n| Self::entry(&ix, n))
+                .map(|n| Self::entry(ix, n))
                 .collect::<PyResult<Vec<_>>>()?;
             let mut out = Vec::with_capacity(es.len());
             let mut buf = Vec::new();
@@ -446,34 +432,30 @@ impl PyIndex {
             })
             .map_err(|e| self.err(e))?;
             PyList::new(py, out)
-        })();
-        self.checked(&ix, out)
+        })
     }
 
     /// The last accepted entry, or `None`.
     fn last(&self, py: Python<'_>) -> PyResult<Option<u32>> {
-        let ix = self.read(py);
-        self.checked(&ix, Ok(ix.last()))
+        self.reading(py, |ix| Ok(ix.last()))
     }
 
     /// The leaf on open (rule 13), or `None` (before the first entry).
     fn file_leaf(&self, py: Python<'_>) -> PyResult<Option<u32>> {
-        let ix = self.read(py);
-        self.checked(&ix, Ok(ix.file_leaf()))
+        self.reading(py, |ix| Ok(ix.file_leaf()))
     }
 
     /// `(st_dev, st_ino)` of the file the index reads; `None` for an image in memory.
     fn file_id(&self, py: Python<'_>) -> PyResult<Option<(u64, u64)>> {
-        let ix = self.read(py);
-        self.checked(&ix, ix.file_id().map_err(|e| self.err(e)))
+        self.reading(py, |ix| ix.file_id().map_err(|e| self.err(e)))
     }
 
     /// `(image length, first and last FINGERPRINT bytes of it)` as the open's scan
     /// read them; `None` for an image in memory or when the scan did not keep them.
     fn fingerprint<'py>(&self, py: Python<'py>) -> PyResult<Option<(u64, Bound<'py, PyBytes>)>> {
-        let ix = self.read(py);
-        let out = ix.fingerprint().map(|(n, f)| (n, PyBytes::new(py, f)));
-        self.checked(&ix, Ok(out))
+        self.reading(py, |ix| {
+            Ok(ix.fingerprint().map(|(n, f)| (n, PyBytes::new(py, f))))
+        })
     }
 
     /// The catalog's listing of the bytes this index covers, as `scan_listing` from
@@ -484,14 +466,12 @@ impl PyIndex {
         py: Python<'py>,
         fingerprint: u64,
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        let ix = self.read(py);
-        let out = (|| match crate::listing::indexed::scan_indexed(&ix, fingerprint)
-            .map_err(|e| self.err(e))?
-        {
-            Some(s) => scan_tuple(py, &s).map(Some),
-            None => Ok(None),
-        })();
-        self.checked(&ix, out)
+        self.reading(py, |ix| {
+            match crate::listing::indexed::scan_indexed(ix, fingerprint).map_err(|e| self.err(e))? {
+                Some(s) => scan_tuple(py, &s).map(Some),
+                None => Ok(None),
+            }
+        })
     }
 
     /// Raise `StaleSessionError` if the persisted index this one reads in place was cut
@@ -509,28 +489,22 @@ impl PyIndex {
 
     /// Bytes of the image consumed.
     fn image_len(&self, py: Python<'_>) -> PyResult<u64> {
-        let ix = self.read(py);
-        self.checked(&ix, Ok(ix.image_len()))
+        self.reading(py, |ix| Ok(ix.image_len()))
     }
 
     /// An invalid last piece without LF waits for the rest of its line.
     fn has_pending_tail(&self, py: Python<'_>) -> PyResult<bool> {
-        let ix = self.read(py);
-        self.checked(&ix, Ok(ix.has_pending_tail()))
+        self.reading(py, |ix| Ok(ix.has_pending_tail()))
     }
 
     /// Children of entry `n` in file order.
     fn children(&self, py: Python<'_>, n: i64) -> PyResult<Vec<u32>> {
-        let ix = self.read(py);
-        let out = (|| Ok(ix.children(Self::entry(&ix, n)?)))();
-        self.checked(&ix, out)
+        self.reading(py, |ix| Ok(ix.children(Self::entry(ix, n)?)))
     }
 
     /// Entry numbers from the root down to `n`.
     fn path(&self, py: Python<'_>, n: i64) -> PyResult<Vec<u32>> {
-        let ix = self.read(py);
-        let out = (|| Ok(ix.path(Self::entry(&ix, n)?)))();
-        self.checked(&ix, out)
+        self.reading(py, |ix| Ok(ix.path(Self::entry(ix, n)?)))
     }
 
     /// `items[k]` for each entry `k` from the root down to `n`, or `None` if one of them
@@ -557,24 +531,21 @@ impl PyIndex {
 
     /// Ids from the root down to `n`.
     fn path_ids<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyList>> {
-        let ix = self.read(py);
-        let out = (|| {
-            let e = Self::entry(&ix, n)?;
+        self.reading(py, |ix| {
+            let e = Self::entry(ix, n)?;
             let v = ix
                 .path(e)
                 .into_iter()
                 .map(|x| id_to_py(py, ix.id(x)))
                 .collect::<PyResult<Vec<_>>>()?;
             PyList::new(py, v)
-        })();
-        self.checked(&ix, out)
+        })
     }
 
     /// `getTree` shape: (roots in file order, start, children) where the children of
     /// entry `e`, oldest first, are `children[start[e]:start[e + 1]]`.
     fn tree(&self, py: Python<'_>) -> PyResult<(Vec<u32>, Vec<u32>, Vec<u32>)> {
-        let ix = self.read(py);
-        self.checked(&ix, Ok(ix.tree()))
+        self.reading(py, |ix| Ok(ix.tree()))
     }
 
     /// Entries whose `type` is `type_name` (one of `ENTRY_TYPES`) numbered `start` or
@@ -588,22 +559,19 @@ impl PyIndex {
             )));
         }
         let from = u32::try_from(start.max(0)).unwrap_or(u32::MAX);
-        let ix = self.read(py);
-        self.checked(&ix, Ok(ix.entries_of_kind(k, from)))
+        self.reading(py, |ix| Ok(ix.entries_of_kind(k, from)))
     }
 
     /// Those of entries `ns` whose line has a number with 19 or more digits in a run not
     /// after `.` (`_jsonl.decode_line` looks for such runs only in these), in order.
     fn long_numbers(&self, py: Python<'_>, ns: Vec<i64>) -> PyResult<Vec<u32>> {
-        let ix = self.read(py);
-        let out = (|| {
+        self.reading(py, |ix| {
             let es = ns
                 .iter()
-                .map(|&n| Self::entry(&ix, n))
+                .map(|&n| Self::entry(ix, n))
                 .collect::<PyResult<Vec<u32>>>()?;
             Ok(ix.long_numbers(&es))
-        })();
-        self.checked(&ix, out)
+        })
     }
 
     /// The label entries numbered `start` or later, in file order, as `(entry,
@@ -613,11 +581,7 @@ impl PyIndex {
     #[pyo3(signature = (start=0))]
     fn label_fields<'py>(&self, py: Python<'py>, start: i64) -> PyResult<Bound<'py, PyList>> {
         let from = u32::try_from(start.max(0)).unwrap_or(u32::MAX);
-        let got = {
-            let ix = self.read(py);
-            let got = ix.label_fields(from).map_err(|e| self.err(e));
-            self.checked(&ix, got)?
-        };
+        let got = self.reading(py, |ix| ix.label_fields(from).map_err(|e| self.err(e)))?;
         let value = |v: &Option<Value>| -> PyResult<Option<Bound<'py, PyAny>>> {
             Ok(match v {
                 None => None,
@@ -653,8 +617,7 @@ impl PyIndex {
         Bound<'py, PyBytes>,
         Bound<'py, PyList>,
     )> {
-        let ix = self.read(py);
-        let out = (|| {
+        self.reading(py, |ix| {
             let (roots, start, kids) = ix.tree();
             let kinds: Vec<u8> = ix.kinds().iter().map(|&k| k as u8).collect();
             let roles: Vec<u8> = ix.roles().iter().map(|&r| r as u8).collect();
@@ -676,28 +639,24 @@ impl PyIndex {
                 packed(py, &kids, |x| x.to_ne_bytes()),
                 PyList::new(py, others)?,
             ))
-        })();
-        self.checked(&ix, out)
+        })
     }
 
     /// The parent of entry `n`, `None` for a root.
     fn parent(&self, py: Python<'_>, n: i64) -> PyResult<Option<u32>> {
-        let ix = self.read(py);
-        let out = (|| Ok(ix.parent_of(Self::entry(&ix, n)?)))();
-        self.checked(&ix, out)
+        self.reading(py, |ix| Ok(ix.parent_of(Self::entry(ix, n)?)))
     }
 
     /// The `type` of entry `n` when it is one of `ENTRY_TYPES`, else `None`.
     fn kind(&self, py: Python<'_>, n: i64) -> PyResult<Option<&'static str>> {
-        let ix = self.read(py);
-        let out = (|| Ok(ix.kind_of(Self::entry(&ix, n)?).and_then(EntryKind::name)))();
-        self.checked(&ix, out)
+        self.reading(py, |ix| {
+            Ok(ix.kind_of(Self::entry(ix, n)?).and_then(EntryKind::name))
+        })
     }
 
     /// Entries without children, in file order.
     fn leaves(&self, py: Python<'_>) -> PyResult<Vec<u32>> {
-        let ix = self.read(py);
-        self.checked(&ix, Ok(ix.leaves()))
+        self.reading(py, |ix| Ok(ix.leaves()))
     }
 
     /// Entries whose id starts with `prefix`: the first `limit` in file order and how
@@ -711,8 +670,7 @@ impl PyIndex {
         let Some(p) = id_from_py(prefix)? else {
             return Ok((Vec::new(), 0));
         };
-        let ix = self.read(py);
-        self.checked(&ix, Ok(ix.with_prefix(&p, limit)))
+        self.reading(py, |ix| Ok(ix.with_prefix(&p, limit)))
     }
 
     /// Token and cost totals of the assistant messages, reading only their lines:
@@ -731,8 +689,7 @@ impl PyIndex {
             u64,
         )>,
     > {
-        let ix = self.read(py);
-        let out = (|| {
+        self.reading(py, |ix| {
             let Some(t) = ix.usage_totals() else {
                 return Ok(None);
             };
@@ -755,16 +712,14 @@ impl PyIndex {
                 PyList::new(py, models)?,
                 t.messages,
             )))
-        })();
-        self.checked(&ix, out)
+        })
     }
 
     /// The context plan at `leaf` (`None`: empty): (messages, compaction, thinking,
     /// model, entries, edits, active tools) as entry numbers.
     fn context_plan(&self, py: Python<'_>, leaf: Option<i64>) -> PyResult<PlanTuple> {
-        let ix = self.read(py);
-        let out = (|| {
-            let leaf = leaf.map(|n| Self::entry(&ix, n)).transpose()?;
+        self.reading(py, |ix| {
+            let leaf = leaf.map(|n| Self::entry(ix, n)).transpose()?;
             let p = ix.plan(leaf);
             Ok((
                 p.messages,
@@ -775,8 +730,7 @@ impl PyIndex {
                 p.edits,
                 opt(p.active_tools),
             ))
-        })();
-        self.checked(&ix, out)
+        })
     }
 
     /// Index one line appended to the image; returns its entry number, or `None` if
@@ -789,8 +743,8 @@ impl PyIndex {
             ));
         }
         let mut ix = self.write(py);
-        let out = ix.append_line(bytes).map_err(|e| self.err(e));
-        self.checked(&ix, out)
+        let out = ix.append_line(bytes);
+        ix.check_persisted_reads().and(out).map_err(|e| self.err(e))
     }
 
     /// Index complete lines appended to the file since `image_len()`, read from the
@@ -825,9 +779,8 @@ impl PyIndex {
         py: Python<'py>,
         leaf: Option<i64>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let ix = self.read(py);
-        let out = (|| {
-            let leaf = leaf.map(|n| Self::entry(&ix, n)).transpose()?;
+        self.reading(py, |ix| {
+            let leaf = leaf.map(|n| Self::entry(ix, n)).transpose()?;
             let c = ix.columns(leaf).map_err(|e| self.err(e))?;
             let d = PyDict::new(py);
             for (name, buf) in [
@@ -846,8 +799,7 @@ impl PyIndex {
                 d.set_item(name, PyBytes::new(py, buf))?;
             }
             Ok(d)
-        })();
-        self.checked(&ix, out)
+        })
     }
 
     /// The decoded columns of entries `start..stop` (`Index::rows`, read and decoded
@@ -1116,27 +1068,27 @@ fn usage_report<'py>(
     }
     let mut failed: Option<PyErr> = None;
     let r = py.detach(|| {
-        let mut ask = |utc: &[i64]| -> Vec<Option<i64>> {
-            let Some(f) = days.as_ref() else {
-                return Vec::new();
-            };
-            Python::attach(|py| {
-                f.bind(py)
-                    .call1((utc.to_vec(),))
-                    .and_then(|v| v.extract::<Vec<Option<i64>>>())
-                    .and_then(|v| {
-                        if v.len() == utc.len() {
-                            Ok(v)
-                        } else {
-                            Err(PyValueError::new_err("days: one offset (or None) per day"))
-                        }
-                    })
-            })
-            .unwrap_or_else(|e| {
-                failed = Some(e);
-                Vec::new()
-            })
-        };
+        let failed = &mut failed;
+        let mut ask = days.as_ref().map(|f| {
+            move |utc: &[i64]| -> Vec<Option<i64>> {
+                Python::attach(|py| {
+                    f.bind(py)
+                        .call1((utc.to_vec(),))
+                        .and_then(|v| v.extract::<Vec<Option<i64>>>())
+                        .and_then(|v| {
+                            if v.len() == utc.len() {
+                                Ok(v)
+                            } else {
+                                Err(PyValueError::new_err("days: one offset (or None) per day"))
+                            }
+                        })
+                })
+                .unwrap_or_else(|e| {
+                    *failed = Some(e);
+                    Vec::new()
+                })
+            }
+        });
         let files: Vec<FileLog<'_>> = logs
             .iter()
             .enumerate()
@@ -1154,8 +1106,7 @@ fn usage_report<'py>(
                 }),
             })
             .collect();
-        let days: Option<crate::DayOffsets<'_>> =
-            if days.is_some() { Some(&mut ask) } else { None };
+        let days = ask.as_mut().map(|a| a as crate::DayOffsets<'_>);
         crate::usage_report(&files, key, buckets, active, days)
     });
     if let Some(e) = failed {

@@ -770,6 +770,15 @@ mod tests {
         w.out
     }
 
+    /// `log` as file `key`, without an entries record.
+    fn file(log: &[u8], key: u32) -> FileLog<'_> {
+        FileLog {
+            log,
+            key,
+            on_path: None,
+        }
+    }
+
     fn total(s: &Sum) -> f64 {
         s.partials.iter().sum()
     }
@@ -816,18 +825,7 @@ mod tests {
             ("x", "t1", 0, Some(0.0), "n", [5.0; 6]),
             ("y", "", 1, None, "n", [3.0; 6]),
         ]);
-        let files = [
-            FileLog {
-                log: &a,
-                key: 0,
-                on_path: None,
-            },
-            FileLog {
-                log: &b,
-                key: 1,
-                on_path: None,
-            },
-        ];
+        let files = [file(&a, 0), file(&b, 1)];
         let r = report(&files, Key::File, false, false, None);
         let mut g: Vec<_> = r
             .groups
@@ -851,17 +849,7 @@ mod tests {
             ("a", "1", 0, None, "m", [1e308; 6]),
             ("b", "2", 1, None, "m", [1e308; 6]),
         ]);
-        let r = report(
-            &[FileLog {
-                log: &a,
-                key: 0,
-                on_path: None,
-            }],
-            Key::None,
-            false,
-            false,
-            None,
-        );
+        let r = report(&[file(&a, 0)], Key::None, false, false, None);
         assert_eq!(
             r.groups[0].1.sums[0].values.as_deref(),
             Some(&[1e308, 1e308][..])
@@ -876,17 +864,7 @@ mod tests {
             ("c", "3", 2, Some(0.5), "m", [1.0; 6]),
             ("d", "4", 3, None, "m", [1.0; 6]),
         ]);
-        let r = report(
-            &[FileLog {
-                log: &a,
-                key: 0,
-                on_path: None,
-            }],
-            Key::Model,
-            true,
-            false,
-            None,
-        );
+        let r = report(&[file(&a, 0)], Key::Model, true, false, None);
         let mut b: Vec<_> = r.groups.iter().map(|((_, b), g)| (*b, g.records)).collect();
         b.sort_by_key(|x| format!("{:?}", x.0));
         assert_eq!(b, vec![(Bucket::NoTime, 1), (Bucket::Slice(1), 2)]);
@@ -902,11 +880,7 @@ mod tests {
             ("b", "2", 1, Some(87_300_000.0), "m", [2.0; 6]),
             ("c", "3", 2, Some(170_000_000.0), "m", [4.0; 6]),
         ]);
-        let files = [FileLog {
-            log: &a,
-            key: 0,
-            on_path: None,
-        }];
+        let files = [file(&a, 0)];
         let mut asked = Vec::new();
         let mut days = |d: &[i64]| {
             asked.extend_from_slice(d);
@@ -966,11 +940,7 @@ mod tests {
         let files: Vec<FileLog<'_>> = logs
             .iter()
             .enumerate()
-            .map(|(i, l)| FileLog {
-                log: l,
-                key: i as u32 % 3,
-                on_path: None,
-            })
+            .map(|(i, l)| file(l, i as u32 % 3))
             .collect();
         let norm = |r: &Report| {
             let mut g: Vec<String> = r
@@ -999,13 +969,8 @@ mod tests {
                         .map(|&x| (x != 1).then_some(3_600_000 * x))
                         .collect()
                 };
-                let mut days2 = |d: &[i64]| {
-                    d.iter()
-                        .map(|&x| (x != 1).then_some(3_600_000 * x))
-                        .collect()
-                };
                 let a = streamed(&files, key, buckets, &mut days).unwrap();
-                let b = held(&files, key, buckets, false, &mut days2);
+                let b = held(&files, key, buckets, false, &mut days);
                 assert_eq!(norm(&a), norm(&b), "{key:?} {buckets}");
                 assert!(a.groups.iter().map(|g| g.1.records).sum::<u64>() > 100);
             }

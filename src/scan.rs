@@ -1126,9 +1126,6 @@ fn is_line_type(s: &[u8], ty: Val) -> bool {
     str_bytes(s, ty).is_some_and(|t| EntryKind::from_name(&t) != EntryKind::Unknown)
 }
 
-#[cfg(test)]
-mod tests;
-
 /// A JSON number's value as `float()` reads its text (out of range: ±inf; 0 for text
 /// that is not one: the validator already judged it a number).
 pub(crate) fn json_number(text: &[u8]) -> f64 {
@@ -1137,3 +1134,22 @@ pub(crate) fn json_number(text: &[u8]) -> f64 {
         .and_then(|t| t.parse::<f64>().ok())
         .unwrap_or(0.0)
 }
+
+/// A message's time as Pi reads it (`getLastActivityTime`, a usage record's time): its
+/// numeric `message.timestamp`, else the entry's time (`entry_ms`). `obj` is the line
+/// `f` was read from.
+pub(crate) fn message_time(obj: &[u8], f: &Fields, entry_ms: Option<f64>) -> Option<f64> {
+    match f.msg_timestamp {
+        Val::Num { start, end } => Some(json_number(&obj[start..end])),
+        _ => entry_ms,
+    }
+}
+
+/// `last` with activity time `t` met: the largest time so far, at least 0
+/// (`getLastActivityTime` starts from 0).
+pub(crate) fn later_activity(last: Option<f64>, t: f64) -> Option<f64> {
+    Some(last.unwrap_or(0.0).max(t))
+}
+
+#[cfg(test)]
+mod tests;

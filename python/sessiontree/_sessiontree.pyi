@@ -149,7 +149,12 @@ def entries_path(entries: bytes) -> list[int]:
 
 @final
 class Index:
-    """The index of one session image (see ``_native.NativeIndex`` for the adapter)."""
+    """The index of one session image (see ``_native.NativeIndex`` for the adapter).
+
+    Every method that reads the index raises ``StaleSessionError`` when a read met the
+    cut of a persisted index it views in place (``check_persisted``; ``src/python.rs``,
+    ``PyIndex::reading``): the answer may hold the zeros such a read gives.
+    """
 
     @staticmethod
     def open(
@@ -429,7 +434,8 @@ def usage_report(
         name, whether some log was malformed.
 
     Raises:
-        ValueError: an unknown ``key``, or lists of different lengths.
+        ValueError: an unknown ``key``, lists of different lengths, or ``days`` giving
+            not one offset (or ``None``) per day; what ``days`` raises is raised.
     """
 
 _Piece = tuple[int, int, int, int, int]

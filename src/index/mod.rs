@@ -594,10 +594,7 @@ impl Index {
         // value is taken as current.
         self.needs_migration = match f.version {
             Val::Absent | Val::Null => true,
-            Val::Num { start, end } => std::str::from_utf8(&bytes[start..end])
-                .ok()
-                .and_then(|t| t.parse::<f64>().ok())
-                .is_some_and(|v| v < 3.0),
+            Val::Num { start, end } => scan::json_number(&bytes[start..end]) < 3.0,
             _ => false,
         };
         self.header = Some(range);
@@ -648,7 +645,7 @@ impl Index {
             self.usage.add(n, provider, model);
         }
         if let Some(t) = c.activity {
-            self.activity = Some(self.activity.unwrap_or(0.0).max(t));
+            self.activity = scan::later_activity(self.activity, t);
         }
         match c.parent {
             Ref::Null => {}

@@ -197,7 +197,7 @@ impl Index {
     }
 
     /// [`Index::check_persisted`] by the guard's flag alone (one atomic load): asked
-    /// after every read of the index (`python.rs`, `PyIndex::checked`), it sees a cut
+    /// after every read of the index (`python.rs`, `PyIndex::reading`), it sees a cut
     /// that the read itself met past the cut's page.
     ///
     /// # Errors
