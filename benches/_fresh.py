@@ -14,9 +14,10 @@ import time
 from typing import Any
 
 
-def json_child(script: str, arg: str, env: dict[str, str]) -> dict[str, Any]:
-    """Run ``python -c script arg`` with ``env``: the JSON object it prints."""
-    out = subprocess.run([sys.executable, "-c", script, arg], env=env, capture_output=True, text=True, check=True)
+def json_child(script: str, arg: str, env: dict[str, str], *more: str) -> dict[str, Any]:
+    """Run ``python -c script arg *more`` with ``env``: the JSON object it prints."""
+    out = subprocess.run([sys.executable, "-c", script, arg, *more], env=env, capture_output=True, text=True,
+                         check=True)
     return json.loads(out.stdout)  # type: ignore[no-any-return]
 
 

@@ -10,7 +10,11 @@ kept at once: ``_caches.INDEX_SETTLE``), rounds of:
   as before);
 * ``first open``: ``SessionManager.open`` (a scan; its index kept);
 * ``ls after open``: a listing with an empty catalog, the index kept (the index reread,
-  a few lines read).
+  a few lines read);
+* ``usage pass``, ``search pass``: the catalog's read of the file from its start for
+  usage (``scan_file`` with the usage log) and for search (with docs too): what a kept
+  index could spare them is the listing's framing (``ls, scan``); the rest is the text
+  and usage of user and assistant lines, which no index holds.
 
 Each figure is the call alone (``refresh_for`` of the folder, its modules imported
 before, and the catalog's commit with it; or the open): wall
@@ -47,6 +51,18 @@ t1, c1 = time.perf_counter(), time.process_time()
 print(json.dumps({"wall": t1 - t, "cpu": c1 - c, "load": load, "read": sum(f.bytes_read for f in found)}))
 """
 
+_PASS = r"""
+import json, os, sys, time
+from sessiontree import _sessiontree
+from sessiontree.catalog._extract import scan_file
+load = os.getloadavg()[0]
+docs = sys.argv[2] == "docs"
+t, c = time.perf_counter(), time.process_time()
+r = scan_file(sys.argv[1], 0, b"", True, 1 << 62, docs=docs, native=_sessiontree)
+t1, c1 = time.perf_counter(), time.process_time()
+print(json.dumps({"wall": t1 - t, "cpu": c1 - c, "load": load, "read": r[0][0]}))
+"""
+
 _OPEN = r"""
 import json, os, sys, time, warnings
 warnings.simplefilter("ignore")
@@ -72,7 +88,8 @@ def measure(path: str, rounds: int, work: Path) -> dict[str, object]:
     for k in ("SESSIONTREE_INDEX", "SESSIONTREE_CATALOG", "SESSIONTREE_BACKEND"):
         env.pop(k, None)
     rows: dict[str, list[dict[str, float]]] = {k: [] for k in
-                                               ("wc -l", "ls, scan", "first open", "ls after open")}
+                                               ("wc -l", "ls, scan", "first open", "ls after open",
+                                                                "usage pass", "search pass")}
     for _ in range(rounds):
         wall, cpu, load = wc_l(str(copy))
         rows["wc -l"].append({"wall": wall, "cpu": cpu, "load": load, "read": os.path.getsize(copy)})
@@ -86,6 +103,8 @@ def measure(path: str, rounds: int, work: Path) -> dict[str, object]:
             else:
                 p.unlink()
         rows["ls after open"].append(json_child(_LS, str(folder), env))
+        rows["usage pass"].append(json_child(_PASS, str(copy), env, "usage"))
+        rows["search pass"].append(json_child(_PASS, str(copy), env, "docs"))
     return {"file": path, "bytes": os.path.getsize(path), "rows": rows}
 
 

@@ -299,6 +299,41 @@ def test_the_folder_keeps_to_its_budget(tmp_path: Path, monkeypatch: pytest.Monk
     assert total <= 2 * size + size // 2
 
 
+def test_the_catalog_counts_first_in_the_one_cache_folders_budget(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """CONTRACT §6 "Bounded": in the default layout ``SESSIONTREE_INDEX_BYTES`` is the
+    budget of the whole cache folder; a real catalog's files (built by ``ls`` in a real
+    process) count first, the indexes keep to what is left, and the catalog is never
+    evicted. A folder named by ``SESSIONTREE_INDEX`` keeps its own budget."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    for env in (_caches.INDEX_ENV, _caches.CATALOG_ENV, "SESSIONTREE_INDEX_BYTES"):
+        monkeypatch.delenv(env, raising=False)
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    paths = [folder / f"{i}.jsonl" for i in range(4)]
+    for p in paths:
+        _session(p, 200)
+    cache = tmp_path / "xdg" / "sessiontree"
+    _open(str(paths[0])).close()
+    size = next((cache / "index").glob("*.idx")).stat().st_size
+    subprocess.run([sys.executable, "-m", "sessiontree", "ls", str(folder)], check=True, capture_output=True,
+                   env={**os.environ, "HOME": str(tmp_path)})
+    catalog = _caches.catalog_bytes(str(cache))
+    assert (cache / "catalog.sqlite3").is_file() and catalog > 2 * size  # else the test proves nothing
+    budget = catalog + 2 * size + size // 2
+    monkeypatch.setenv("SESSIONTREE_INDEX_BYTES", str(budget))
+    assert _caches.index_cache()[1] == 2 * size + size // 2  # type: ignore[index]
+    for p in paths[1:]:
+        os.utime(next(iter(sorted((cache / "index").glob("*.idx"), key=lambda f: f.stat().st_mtime))))
+        _open(str(p)).close()
+    kept = list((cache / "index").glob("*.idx"))
+    assert len(kept) == 2
+    assert sum(f.stat().st_size for f in kept) + _caches.catalog_bytes(str(cache)) <= budget
+    assert (cache / "catalog.sqlite3").is_file()
+    monkeypatch.setenv(_caches.INDEX_ENV, str(cache / "index"))
+    assert _caches.index_cache()[1] == budget  # type: ignore[index]
+
+
 def test_a_rewrite_that_keeps_both_ends_and_grows_is_caught_when_its_line_is_read(tmp_path: Path) -> None:
     """Not seen at open (as for an open session, CONTRACT.md §4), but the changed line
     is refused when read, its persisted index removed, and the next open is a scan."""

@@ -12,9 +12,13 @@ process reads that and scans only the bytes the file gained since):
 
 * ``SESSIONTREE_INDEX``: unset, the folder above; ``off`` (or ``0``, ``no``, ``none``,
   ``false``, empty) turns them off; any other value is the folder to use.
-* ``SESSIONTREE_INDEX_BYTES``: the folder's size budget (default :data:`INDEX_BUDGET`),
+* ``SESSIONTREE_INDEX_BYTES``: the cache's size budget (default :data:`INDEX_BUDGET`),
   a size as ``SESSIONTREE_CACHE_BYTES`` takes one (``512MiB``, ``0``, bytes:
-  ``_sizes.size_from_env``); past it the least recently used indexes are removed.
+  ``_sizes.size_from_env``); past it the least recently used indexes are removed. In
+  the default layout the budget is the whole folder's: the catalog's files
+  (:func:`catalog_bytes`) count first, and the indexes keep to what they leave. The
+  catalog itself is not evicted: it is what a warm search and usage read, and it is
+  ~6% of the sessions it describes (docs/BENCHMARKS.md).
 
 A folder that cannot be created or written is not an error: sessions are scanned.
 """
@@ -26,11 +30,17 @@ import os
 from ._places import default_session_root
 from ._sizes import size_from_env
 
-__all__ = ["INDEX_BUDGET", "INDEX_ENV", "INDEX_MIN_BYTES", "INDEX_SETTLE", "OFF", "cache_folder", "index_cache",
-           "inside_pi_folder", "pi_folders"]
+__all__ = ["CATALOG_ENV", "CATALOG_FILE", "INDEX_BUDGET", "INDEX_ENV", "INDEX_MIN_BYTES", "INDEX_SETTLE", "OFF",
+           "cache_folder", "catalog_bytes", "catalog_default_path", "index_cache", "inside_pi_folder", "pi_folders"]
 
 OFF = frozenset({"", "0", "off", "none", "no", "false"})
 """Values of a cache's variable that turn it off."""
+
+CATALOG_ENV = "SESSIONTREE_CATALOG"
+"""Moves the catalog (a file path), or turns it off."""
+
+CATALOG_FILE = "catalog.sqlite3"
+"""The catalog's file name in the cache folder."""
 
 INDEX_ENV = "SESSIONTREE_INDEX"
 """Moves the persisted indexes (a folder), or turns them off."""
@@ -57,6 +67,46 @@ def cache_folder() -> str:
     if not os.path.isabs(cache):
         cache = os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(cache, "sessiontree")
+
+
+def catalog_default_path() -> str | None:
+    """The catalog file the environment asks for, ``None`` when it is turned off:
+    ``$SESSIONTREE_CATALOG`` (``~`` expanded), else :data:`CATALOG_FILE` in
+    :func:`cache_folder`; ``None`` when the variable is one of :data:`OFF` (other
+    than unset)."""
+    env = os.environ.get(CATALOG_ENV)
+    if env is not None:
+        if env.strip().lower() in OFF:
+            return None
+        return os.path.abspath(os.path.expanduser(env))
+    return os.path.join(cache_folder(), CATALOG_FILE)
+
+
+def catalog_bytes(folder: str) -> int:
+    """Bytes the catalog takes inside ``folder``: its database, journal files
+    (``-wal``, ``-shm``) and search segments (``<catalog>.idx/``, one level), when the
+    catalog the environment asks for (:func:`catalog_default_path`) lives directly in
+    ``folder``; else 0. A file that cannot be read counts 0."""
+    path = catalog_default_path()
+    if path is None or os.path.dirname(path) != os.path.abspath(folder):
+        return 0
+    total = 0
+    for name in (path, path + "-wal", path + "-shm"):
+        try:
+            total += os.stat(name).st_size
+        except OSError:
+            pass
+    try:
+        with os.scandir(path + ".idx") as it:
+            for e in it:
+                try:
+                    if e.is_file(follow_symlinks=False):
+                        total += e.stat(follow_symlinks=False).st_size
+                except OSError:
+                    pass
+    except OSError:
+        pass
+    return total
 
 
 def pi_folders() -> tuple[str, str]:
@@ -90,7 +140,10 @@ def inside_pi_folder(path: str) -> str | None:
 
 def index_cache() -> tuple[str, int, int, float] | None:
     """The persisted indexes' settings for ``_sessiontree.Index.open``: ``(folder,
-    budget bytes, min file bytes, settle seconds)``, or ``None`` when turned off.
+    budget bytes, min file bytes, settle seconds)``, or ``None`` when turned off. With
+    the default folder (``SESSIONTREE_INDEX`` unset) the budget is what the catalog's
+    files leave of ``SESSIONTREE_INDEX_BYTES`` (:func:`catalog_bytes`, at least 0): one
+    budget for the one cache folder.
 
     Raises:
         ValueError: the folder is inside Pi's agent folder or sessions root, as it is
@@ -112,4 +165,7 @@ def index_cache() -> tuple[str, int, int, float] | None:
                              f"never writes; set {INDEX_ENV} to another folder, or to off")
         raise ValueError(f"the persisted indexes' default folder {where} is inside Pi's folder {pi}, "
                          f"where sessiontree never writes; set {INDEX_ENV} to another folder, or to off")
-    return folder, size_from_env(INDEX_BYTES_ENV, INDEX_BUDGET), INDEX_MIN_BYTES, INDEX_SETTLE
+    budget = size_from_env(INDEX_BYTES_ENV, INDEX_BUDGET)
+    if env is None:
+        budget = max(0, budget - catalog_bytes(cache_folder()))
+    return folder, budget, INDEX_MIN_BYTES, INDEX_SETTLE
