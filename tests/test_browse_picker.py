@@ -287,6 +287,30 @@ def test_pick_search_open_and_go_back(history: Path) -> None:
     assert app.return_code == 0 and app.failure is None
 
 
+def test_ctrl_c_quits_from_the_picker_and_from_the_tree(history: Path) -> None:
+    """ctrl+c quits, as it leaves Pi's /resume (Textual would take it for "copy" in the
+    search box and only say how to quit), with the search box focused and from a
+    session opened from the picker."""
+    async def from_picker(app: Any, pilot: Any) -> None:
+        await until(pilot, lambda: len(listed_rows(app)) >= 1, "the listing")
+        await pilot.press("z")
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: not app.is_running, "the app to quit")
+
+    app = drive(picker_of(history), from_picker)
+    assert app.return_code == 0 and app.failure is None
+
+    async def from_tree(app: Any, pilot: Any) -> None:
+        await until(pilot, lambda: len(listed_rows(app)) >= 1, "the listing")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.st is not None and "← leaf" in screen(app), "the session")
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: not app.is_running, "the app to quit")
+
+    app = drive(picker_of(history), from_tree)
+    assert app.return_code == 0 and app.failure is None
+
+
 def test_scope_sort_named_and_path_keys(history: Path) -> None:
     every = {s.path for f in history.iterdir() for s in list_sessions(str(f))}
 

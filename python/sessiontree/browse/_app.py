@@ -81,7 +81,9 @@ class BrowseApp(App[None]):
     #search { dock: bottom; display: none; }
     #search.open { display: block; }
     """
-    BINDINGS = list(APP_KEYS)
+    # ctrl+c quits from every screen, the search box's too, as it leaves Pi's /resume:
+    # Textual would take it for "copy" there and only say how to quit.
+    BINDINGS = [*APP_KEYS, Binding("ctrl+c", "quit", "quit", show=False, priority=True)]
     ENABLE_COMMAND_PALETTE = False  # its ctrl+p is the picker's (Pi's path key)
 
     def __init__(self, path: str | None = None, *, backend: str = "auto", select: str | None = None,
