@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("textual", reason="Textual is not installed: pip install textual")
 
@@ -285,6 +287,39 @@ def test_pick_search_open_and_go_back(history: Path) -> None:
 
     app = drive(picker_of(history), steps)
     assert app.return_code == 0 and app.failure is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from("ab/é漢字😀\u0301-"), max_size=40), width=st.integers(0, 50))
+def test_fit_start_cuts_by_cells_keeping_the_end(text: str, width: int) -> None:
+    """``view.fit_start``: at most ``width`` cells (rich's measure), the text's end after
+    one ``…``, and as much of it as fits."""
+    from rich.cells import cell_len
+    from sessiontree.view import fit_start
+
+    out = fit_start(text, width)
+    assert cell_len(out) <= width
+    if cell_len(text) <= width:
+        assert out == text
+    elif out:
+        assert out[0] == "…" and text.endswith(out[1:])
+        more = text[len(text) - len(out):]  # one character more of the end
+        assert cell_len("…" + more) > width
+
+
+def test_a_wide_path_is_cut_to_the_row_in_cells() -> None:
+    """A path of wide characters (CJK folders) shown with ctrl+p fits its row: it was cut
+    by characters, two cells each, and pushed the row past the terminal's width."""
+    from rich.cells import cell_len
+    from sessiontree.browse._picker import row_text
+    from sessiontree.browse._sessions import Row
+
+    path = "/w/" + "項目" * 30 + "/2025-12-03T07-22-23-176Z_019ae317.jsonl"
+    for width in (60, 80, 120):
+        text = row_text(Row(_info(path, 5)), width, show_path=True, show_cwd=False, current=None,
+                        now=BASE + timedelta(hours=1))
+        assert cell_len(text.plain) <= width, (width, text.plain)
+        assert "019ae317.jsonl" in text.plain
 
 
 def test_ctrl_c_quits_from_the_picker_and_from_the_tree(history: Path) -> None:

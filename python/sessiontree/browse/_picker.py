@@ -33,7 +33,7 @@ from textual.widgets import Footer, Input, Static
 
 from .._time import local_time
 from ..schema import SessionInfo
-from ..view import cells, fit, human_seconds, one_line, safe
+from ..view import cells, fit, fit_start, human_seconds, one_line, safe
 from ._sessions import FIRST_GROUP, SORTS, Found, Picker, Row, age, counts, next_want, rows, take
 
 __all__ = ["PickerScreen", "SessionList"]
@@ -132,7 +132,7 @@ def row_text(row: Row, width: int, *, show_path: bool, show_cwd: bool, current: 
         room = width - lead - 10 - 2 - cells(right) - 1
         path = safe(_home(s.path))
         if cells(path) > room:
-            path = "…" + path[-(room - 1):] if room >= 12 else ""
+            path = fit_start(path, room) if room >= 12 else ""
         right = f"{path} {right}" if path else right
     right_w = cells(right)
     room = width - lead - right_w - 2
@@ -353,8 +353,7 @@ class PickerScreen(Screen[None]):
         s = row.info
         width = max(10, box.size.width - 2)  # its padding
         shown = safe(_home(s.path))
-        if cells(shown) > width:  # the file's name matters most: cut at the start
-            shown = "…" + shown[-(width - 1):]
+        shown = fit_start(shown, width)  # the file's name matters most: cut at the start
         first = Text(shown, style="bold")
         if row.hit is not None:
             h = row.hit

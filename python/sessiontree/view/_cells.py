@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["cells", "fit"]
+__all__ = ["cells", "fit", "fit_start"]
 
 
 # Characters that take one terminal cell each, so that a text made only of them is
@@ -45,6 +45,25 @@ def fit(text: str, width: int) -> str:
         if cells > width:
             return _cut(text[:cut])
     return text
+
+
+def fit_start(text: str, width: int) -> str:
+    """Cut ``text`` to ``width`` terminal cells by its start, beginning with ``…`` (a
+    path whose file name matters most); ``""`` when not even ``…`` and one cell fit."""
+    if cells(text) <= width:
+        return text
+    if width < 2:
+        return ""
+    if text.isascii():
+        return "…" + text[len(text) - (width - 1):]
+    from rich.cells import get_character_cell_size
+
+    used = 0
+    i = len(text)
+    while i > 0 and used + get_character_cell_size(text[i - 1]) <= width - 1:
+        i -= 1
+        used += get_character_cell_size(text[i])
+    return "…" + text[i:]
 
 
 def _cut(kept: str) -> str:
