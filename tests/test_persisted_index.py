@@ -330,6 +330,13 @@ def test_the_catalog_counts_first_in_the_one_cache_folders_budget(tmp_path: Path
     assert len(kept) == 2
     assert sum(f.stat().st_size for f in kept) + _caches.catalog_bytes(str(cache)) <= budget
     assert (cache / "catalog.sqlite3").is_file()
+    # A sparse file counts the disk it holds, a symlink nothing (its target is elsewhere).
+    (cache / "catalog.sqlite3.idx").mkdir(exist_ok=True)
+    with open(cache / "catalog.sqlite3.idx" / "junk", "wb") as f:
+        f.truncate(1 << 40)
+    if not os.path.lexists(cache / "catalog.sqlite3-shm"):
+        os.symlink(paths[0], cache / "catalog.sqlite3-shm")
+    assert _caches.catalog_bytes(str(cache)) == catalog
     monkeypatch.setenv(_caches.INDEX_ENV, str(cache / "index"))
     assert _caches.index_cache()[1] == budget  # type: ignore[index]
 
