@@ -110,15 +110,36 @@ pub fn map_guarded(file: &File, from: u64, end: u64) -> Result<Option<Window>> {
     }))
 }
 
-/// A file's identity (device, inode), size and modification and change times in ns,
-/// as `fstat` gave them: the facts the catalog keeps of a file too.
+/// A file's identity (device, inode and the inode's generation), size and
+/// modification and change times in ns, as `fstat` and [`generation`] gave them: the
+/// facts the catalog keeps of a file too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Stat {
     pub(crate) dev: u64,
     pub(crate) ino: u64,
+    pub(crate) generation: u64,
     pub(crate) size: u64,
     pub(crate) mtime_ns: i128,
     pub(crate) ctime_ns: i128,
+}
+
+/// The inode's generation number (`FS_IOC_GETVERSION`: ext4, XFS, Btrfs), 0 where the
+/// file system keeps none (tmpfs). ext4 hands a freed inode number out again at once:
+/// a file replaced by rename twice (`sed -i`) can be back on its old inode, larger and
+/// with both ends as they were; its generation is new (`_filestate.generation` reads
+/// the same number).
+pub(crate) fn generation(file: &File) -> u64 {
+    use std::os::fd::AsRawFd;
+    // _IOR('v', 1, long); the kernel writes an int into it.
+    const FS_IOC_GETVERSION: libc::c_ulong = 0x8008_7601;
+    let mut v = [0u8; 8];
+    // SAFETY: the call writes at most a long (8 bytes) into `v`, which lives across it.
+    let r = unsafe { libc::ioctl(file.as_raw_fd(), FS_IOC_GETVERSION as _, v.as_mut_ptr()) };
+    if r == 0 {
+        u64::from(u32::from_ne_bytes([v[0], v[1], v[2], v[3]]))
+    } else {
+        0
+    }
 }
 
 /// `read_each` reads two file ranges in one `pread` when at most this many bytes lie
@@ -479,6 +500,7 @@ impl Source {
                 Ok(Some(Stat {
                     dev: m.dev(),
                     ino: m.ino(),
+                    generation: generation(f),
                     size: m.len(),
                     mtime_ns: ns(m.mtime(), m.mtime_nsec()),
                     ctime_ns: ns(m.ctime(), m.ctime_nsec()),

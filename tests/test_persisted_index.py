@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -330,8 +331,66 @@ def test_the_catalog_counts_first_in_the_one_cache_folders_budget(tmp_path: Path
     assert len(kept) == 2
     assert sum(f.stat().st_size for f in kept) + _caches.catalog_bytes(str(cache)) <= budget
     assert (cache / "catalog.sqlite3").is_file()
+    # A sparse file counts the disk it holds, a symlink nothing (its target is elsewhere).
+    (cache / "catalog.sqlite3.idx").mkdir(exist_ok=True)
+    with open(cache / "catalog.sqlite3.idx" / "junk", "wb") as f:
+        f.truncate(1 << 40)
+    if not os.path.lexists(cache / "catalog.sqlite3-shm"):
+        os.symlink(paths[0], cache / "catalog.sqlite3-shm")
+    assert _caches.catalog_bytes(str(cache)) == catalog
     monkeypatch.setenv(_caches.INDEX_ENV, str(cache / "index"))
     assert _caches.index_cache()[1] == budget  # type: ignore[index]
+
+
+def _replace_by_rename(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def test_a_file_renamed_back_onto_its_old_inode_is_not_taken_for_grown(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """ext4 hands a freed inode number out again at once: two rewrites by rename
+    (``sed -i``) with an append between put the session back on its first inode, larger,
+    both ends as they were, a middle line changed. The inode's generation differs, so
+    the persisted index, the listing through it and the catalog read it again
+    (adversary round 36, F1); every answer equals a fresh scan."""
+    from sessiontree import catalog
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    for env in (_caches.INDEX_ENV, _caches.CATALOG_ENV):
+        monkeypatch.delenv(env, raising=False)
+    folder = tmp_path / "s"
+    folder.mkdir()
+    p = folder / "s.jsonl"
+    import fcntl
+
+    with open(tmp_path / "probe", "wb") as f:  # FS_IOC_GETVERSION, as _filestate asks it
+        try:
+            fcntl.ioctl(f.fileno(), 0x80087601, bytes(8))
+        except OSError:
+            pytest.skip("this file system keeps no inode generation (tmpfs)")
+    for _ in range(20):
+        _session(p, 400, pad=60)
+        first = p.stat().st_ino
+        want_before = answers(str(p), index=False)
+        assert answers(str(p)) == want_before  # its index kept
+        assert catalog.search("quokka", [str(folder)]).total == 0  # the catalog's rows made
+        data = bytearray(p.read_bytes())
+        k = data.index(b'"xxxxxxxx', len(data) // 2)
+        data[k + 1:k + 7] = b"quokka"  # a middle line's text changed, its length kept
+        _replace_by_rename(p, bytes(data))
+        with open(p, "ab") as f:
+            f.write(line("message", 5000, "0000018f", message={"role": "user", "content": "appended"}) + b"\n")
+        _replace_by_rename(p, p.read_bytes())
+        if p.stat().st_ino == first:
+            break
+        shutil.rmtree(tmp_path / "xdg")
+    else:
+        pytest.skip("the file system did not hand the inode number out again")
+    assert answers(str(p)) == answers(str(p), index=False)
+    got = catalog.search("quokka", [str(folder)])
+    assert got == catalog.search("quokka", [str(folder)], no_cache=True) and got.total == 1
 
 
 def test_a_rewrite_that_keeps_both_ends_and_grows_is_caught_when_its_line_is_read(tmp_path: Path) -> None:

@@ -171,6 +171,73 @@ def test_a_damaged_segment_is_never_trusted(root: list[str], tmp_path: Path) -> 
     _same(root[:3], catalog, "the", limit=None)
 
 
+_SEARCH_AND_INDEX = """
+import json, sys
+from sessiontree import catalog
+catalog.index([sys.argv[2]], catalog=sys.argv[1])
+r = catalog.search(sys.argv[3], [sys.argv[2]], catalog=sys.argv[1], limit=None)
+print(json.dumps([r.total, sorted((h.path, h.entry_id) for h in r.hits)]))
+"""
+
+
+def _in_child(catalog: str, folder: str, query: str) -> Any:
+    """An ``index`` then a ``search`` in a real process, which must end (a FIFO read
+    would block it for ever: the timeout fails the test instead of hanging the suite)."""
+    out = subprocess.run([sys.executable, "-c", _SEARCH_AND_INDEX, catalog, folder, query], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_a_segment_or_its_folder_that_is_no_file_is_never_opened(root: list[str], tmp_path: Path) -> None:
+    """CONTRACT §7: a FIFO in a segment's place is never opened — not by a search, not
+    by the merge of ``index`` (both blocked on it for ever) — and a segment folder that
+    cannot be used (a file in its place, its lock a folder) leaves a search reading the
+    files, not failing."""
+    work = tmp_path / "w"
+    shutil.copytree(Path(root[0]), work)
+    files = sorted(str(p) for p in work.glob("*.jsonl"))
+    catalog = str(tmp_path / "c.sqlite3")
+    want = lambda q: (lambda r: [r.total, sorted([h.path, h.entry_id] for h in r.hits)])(  # noqa: E731
+        cat.search(q, [str(work)], no_cache=True, limit=None))
+    cat.index([str(work)], catalog=catalog)
+    for k in range(_segments._FANOUT - 2):  # segments that the next ones merge with
+        _append(files[k % len(files)], f"appended number {k} wombat")
+        cat.index([str(work)], catalog=catalog)
+    store = Store(catalog)
+    seg = os.path.join(store.segments_dir, store.segments()[0][0])
+    store.close()
+    os.unlink(seg)
+    os.mkfifo(seg)
+    for k in range(2 * _segments._FANOUT):  # `index` runs whose merges take the FIFO
+        _append(files[k % len(files)], f"appended number {k} wombat")
+        out = subprocess.run([sys.executable, "-c", _INDEXER, catalog, str(work)], capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr
+    assert _in_child(catalog, str(work), "wombat") == want("wombat")
+    assert _in_child(catalog, str(work), "the") == want("the")
+    store = Store(catalog)
+    seg_dir, first = store.segments_dir, store.segments()
+    store.close()
+    assert first, "the index was built again"
+    shutil.rmtree(seg_dir)
+    Path(seg_dir).write_text("not a folder")
+    assert _same([str(work)], catalog, "the", limit=None).total == want("the")[0]
+    os.unlink(seg_dir)
+    _same([str(work)], catalog, "the", limit=None)  # its segments are gone: dropped
+    cat.index([str(work)], catalog=catalog)  # and built again
+    store = Store(catalog)
+    seg = next(p for s in store.segments() if os.path.isfile(p := os.path.join(store.segments_dir, s[0])))
+    store.close()
+    data = bytearray(Path(seg).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    Path(seg).write_bytes(bytes(data))
+    lock = os.path.join(seg_dir, "lock")
+    os.unlink(lock)
+    os.mkdir(lock)
+    assert _same([str(work)], catalog, "the", limit=None).total == want("the")[0]
+
+
 _INDEXER = """
 import sys
 from sessiontree import catalog

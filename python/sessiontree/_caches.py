@@ -26,6 +26,7 @@ A folder that cannot be created or written is not an error: sessions are scanned
 from __future__ import annotations
 
 import os
+import stat
 
 from ._places import default_session_root
 from ._sizes import size_from_env
@@ -86,22 +87,27 @@ def catalog_bytes(folder: str) -> int:
     """Bytes the catalog takes inside ``folder``: its database, journal files
     (``-wal``, ``-shm``) and search segments (``<catalog>.idx/``, one level), when the
     catalog the environment asks for (:func:`catalog_default_path`) lives directly in
-    ``folder``; else 0. A file that cannot be read counts 0."""
+    ``folder``; else 0. Only regular files count (a symlink's target lives elsewhere),
+    each by the smaller of its length and the blocks it holds (a sparse file's length
+    is not disk used); a file that cannot be read counts 0."""
     path = catalog_default_path()
     if path is None or os.path.dirname(path) != os.path.abspath(folder):
         return 0
+
+    def used(st: os.stat_result) -> int:
+        return min(st.st_size, st.st_blocks * 512) if stat.S_ISREG(st.st_mode) else 0
+
     total = 0
     for name in (path, path + "-wal", path + "-shm"):
         try:
-            total += os.stat(name).st_size
+            total += used(os.lstat(name))
         except OSError:
             pass
     try:
         with os.scandir(path + ".idx") as it:
             for e in it:
                 try:
-                    if e.is_file(follow_symlinks=False):
-                        total += e.stat(follow_symlinks=False).st_size
+                    total += used(e.stat(follow_symlinks=False))
                 except OSError:
                     pass
     except OSError:

@@ -30,13 +30,15 @@ Not caught at the file level: a rewrite that keeps the bytes at both ends.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
+import sys
 import stat
 from typing import BinaryIO, NamedTuple, Protocol
 
 from .errors import StaleSessionError
 
-__all__ = ["FileId", "FileWatch", "FINGERPRINT", "StatUnchanged", "file_id", "indexed_ends", "same_ends", "stat_id"]
+__all__ = ["FileId", "FileWatch", "FINGERPRINT", "StatUnchanged", "file_id", "generation", "indexed_ends", "same_ends", "stat_id"]
 
 FINGERPRINT = 4096
 """Bytes at each end of the indexed image that must stay as they were read."""
@@ -83,6 +85,23 @@ def open_regular(path: str) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+_FS_IOC_GETVERSION = 0x80087601  # _IOR('v', 1, long); the kernel writes an int
+
+
+def generation(path: str) -> int:
+    """The generation number of the inode at ``path`` (``FS_IOC_GETVERSION``: ext4,
+    XFS, Btrfs), 0 where the file system keeps none (tmpfs) or it cannot be read. ext4
+    hands a freed inode number out again at once, so a file replaced by rename twice
+    (``sed -i``) can be back on its old inode, grown, with both ends as they were; its
+    generation is new. ``src/source.rs`` (``generation``) reads the same number."""
+    try:
+        with open_regular(path) as f:
+            got = fcntl.ioctl(f.fileno(), _FS_IOC_GETVERSION, bytes(8))
+    except OSError:
+        return 0
+    return int.from_bytes(got[:4], sys.byteorder)
 
 
 def indexed_ends(path: str, length: int) -> bytes:

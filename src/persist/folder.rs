@@ -84,6 +84,31 @@ pub(crate) fn write(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<PathBuf>
     out.map(|()| target)
 }
 
+/// Whether `name` is one of this module's: `Some(false)` for an index
+/// ([`entry_name`]), `Some(true)` for a writer's temporary file ([`write`]'s
+/// `.<index name>.<pid>.<8 hex digits>.tmp`), `None` for any other name.
+fn ours(name: &str) -> Option<bool> {
+    fn hex(s: &str) -> bool {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    }
+    fn index(name: &str) -> bool {
+        name.strip_suffix(".idx")
+            .and_then(|n| n.split_once('-'))
+            .is_some_and(|(dev, ino)| hex(dev) && hex(ino))
+    }
+    if index(name) {
+        return Some(false);
+    }
+    let rest = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (rest, rand) = rest.rsplit_once('.')?;
+    let (index_name, pid) = rest.rsplit_once('.')?;
+    let ok =
+        rand.len() == 8 && hex(rand) && pid.bytes().all(|b| b.is_ascii_digit()) && !pid.is_empty();
+    (ok && index(index_name)).then_some(true)
+}
+
 /// Remove a persisted index (one found wrong).
 pub(crate) fn remove(path: &Path) {
     let _ = fs::remove_file(path);
@@ -102,11 +127,9 @@ pub(crate) fn evict(dir: &Path, budget: u64, keep: &Path) {
     let mut total = 0u64;
     for entry in rd.flatten() {
         let name = entry.file_name();
-        let name = name.to_string_lossy();
-        let temp = name.starts_with('.') && name.ends_with(".tmp");
-        if !temp && !name.ends_with(".idx") {
-            continue;
-        }
+        let Some(temp) = name.to_str().and_then(ours) else {
+            continue; // another program's file, in a folder it may share
+        };
         let Ok(meta) = entry.metadata() else { continue };
         if !meta.is_file() {
             continue;
@@ -129,7 +152,7 @@ pub(crate) fn evict(dir: &Path, budget: u64, keep: &Path) {
             break;
         }
         if path == keep || path.extension().is_none_or(|e| e != "idx") {
-            continue;
+            continue; // a live writer's temporary file stays
         }
         if fs::remove_file(&path).is_ok() {
             total -= size;

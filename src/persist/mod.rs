@@ -7,7 +7,8 @@
 //! file): a persisted index is used only for the file it was made of, provably
 //! unchanged in what it covers:
 //!
-//! * the same device and inode (the folder is keyed by them), and either the same size,
+//! * the same device, inode (the folder is keyed by them) and inode generation (a
+//!   file replaced by rename onto a freed inode number has another), and either the same size,
 //!   mtime and ctime (nothing was written since), or a larger size (it grew);
 //! * the first and last `FINGERPRINT` bytes of what it covers, read from the file now,
 //!   are the ones it holds (`_filestate.indexed_ends`; these become the open's
@@ -251,7 +252,7 @@ fn restore(src: Source, now: &Stat, file: PathBuf) -> Restore {
         return Restore::Miss(src);
     };
     let s = then.stat;
-    let same = s.dev == now.dev && s.ino == now.ino;
+    let same = s.dev == now.dev && s.ino == now.ino && s.generation == now.generation;
     let unchanged = now.size == s.size && now.mtime_ns == s.mtime_ns && now.ctime_ns == s.ctime_ns;
     if !same || !(unchanged || now.size > s.size) {
         return Restore::Miss(src);

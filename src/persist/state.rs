@@ -49,6 +49,7 @@ fn headroom(n: usize) -> usize {
 fn w_stat(w: &mut Writer, s: &Stat) {
     w.u64(s.dev);
     w.u64(s.ino);
+    w.u64(s.generation);
     w.u64(s.size);
     w.i128(s.mtime_ns);
     w.i128(s.ctime_ns);
@@ -58,6 +59,7 @@ fn r_stat(r: &mut Reader<'_>) -> Option<Stat> {
     Some(Stat {
         dev: r.u64()?,
         ino: r.u64()?,
+        generation: r.u64()?,
         size: r.u64()?,
         mtime_ns: r.i128()?,
         ctime_ns: r.i128()?,

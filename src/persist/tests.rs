@@ -508,19 +508,45 @@ fn the_folder_keeps_to_its_budget_least_recently_used_first() {
     assert!(files[0].exists() && !files[1].exists() && files[2].exists() && new.exists());
     // A dead writer's old temporary file is removed, a live one kept.
     cache.budget = u64::MAX;
-    let dead = cache.dir.join(".x.idx.1.00000000.tmp");
-    let live = cache.dir.join(".y.idx.1.00000000.tmp");
-    std::fs::write(&dead, b"x").unwrap();
-    std::fs::write(&live, b"x").unwrap();
+    let dead = cache.dir.join(".a1-b2.idx.1.00000000.tmp");
+    let live = cache.dir.join(".c3-d4.idx.1.00000000.tmp");
+    // Other programs' files in a folder it may share (`SESSIONTREE_INDEX` names any
+    // folder): never touched, however old, whatever the budget.
+    let others: Vec<PathBuf> = [
+        "words.idx",
+        ".draft.tmp",
+        "A1-B2.idx",
+        "a1-b2.idx.bak",
+        ".a1-b2.idx.x.00000000.tmp",
+        "seg-5e5b922037dbd532.idx",
+    ]
+    .iter()
+    .map(|n| cache.dir.join(n))
+    .collect();
     let old = std::time::SystemTime::now() - Duration::from_secs(7200);
-    std::fs::File::options()
-        .write(true)
-        .open(&dead)
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
+    for f in others.iter().chain([&dead, &live]) {
+        std::fs::write(f, b"x").unwrap();
+        if f != &live {
+            std::fs::File::options()
+                .write(true)
+                .open(f)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+    }
     Index::open_cached(&paths[1], &cache).unwrap();
     assert!(!dead.exists() && live.exists());
+    cache.budget = 0;
+    let fifth = dir.0.join("4.jsonl");
+    std::fs::write(&fifth, plain(4)).unwrap();
+    let ix = Index::open_cached(&fifth, &cache).unwrap();
+    let kept = ix.persisted.as_ref().unwrap().path.clone();
+    assert!(kept.exists() && !files[0].exists() && live.exists());
+    assert!(
+        others.iter().all(|f| f.exists()),
+        "another program's file was removed"
+    );
 }
 
 #[test]

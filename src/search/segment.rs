@@ -379,7 +379,8 @@ impl Segment {
     /// # Errors
     /// It cannot be read, or it is not a whole, undamaged segment (`InvalidData`).
     pub fn open(path: &Path) -> Result<Segment> {
-        let file = File::open(path)?;
+        // Never blocks on a FIFO put in a segment's place, nor maps a device.
+        let file = crate::source::open_regular(path)?;
         // SAFETY: segments are written once, aside, and renamed into place; never
         // changed afterwards (a truncation by another program is the one risk of any
         // map, as for the catalog's SQLite file).
@@ -543,7 +544,7 @@ struct Input {
 
 impl Input {
     fn open(path: &Path) -> Result<Input> {
-        let file = File::open(path)?;
+        let file = crate::source::open_regular(path)?;
         let len = file.metadata()?.len() as usize;
         let mut head = [0u8; HEADER];
         read_exact_at(&file, &mut head, 0)?;

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _js
-from .._filestate import indexed_ends, open_regular
+from .._filestate import generation, indexed_ends, open_regular
 from .._reader import header_error, header_problem, read_value
 from .._time import parse_iso_ms
 from ..errors import InvalidSessionError
@@ -130,9 +130,11 @@ def entries_of(store: Store | None, f: Found) -> bytes:
     return row.entries
 
 
-def ends_digest(ends: bytes) -> bytes:
-    """What the catalog keeps of the ends of the bytes read (``indexed_ends``)."""
-    return hashlib.blake2b(ends, digest_size=16).digest()
+def ends_digest(ends: bytes, generation: int) -> bytes:
+    """What the catalog keeps of the ends of the bytes read (``indexed_ends``) and of
+    the inode's generation (``_filestate.generation``): a file replaced by rename onto
+    a freed inode number, grown, with both ends as they were, is not the one read."""
+    return hashlib.blake2b(generation.to_bytes(8, "little") + ends, digest_size=16).digest()
 
 
 # ------------------------------------------------------------------ planning
@@ -147,6 +149,7 @@ class _Plan:
     catchup: tuple[int, int] | None = None  # content-only pass [from, to)
     v1_content: bool = False
     docs: bool = False  # read docs too (for a search's sink), not kept
+    generation: int | None = None  # the inode's, checked when planned; None: read with the file
 
 
 def _fresh(found: Found, folder: int) -> FileRow:
@@ -185,12 +188,12 @@ def _plan(found: Found, row: FileRow | None, want_content: bool, store: bool) ->
         return None
     elif ((st.st_dev, st.st_ino) == (row.dev, row.ino) and st.st_size >= row.l_end
           and not (st.st_size == row.size and (st.st_mtime_ns, st.st_ctime_ns) != (row.mtime_ns, row.ctime_ns))
-          and _same_ends(found.path, row.l_end, row.ends)):
+          and (gen := _same_ends(found.path, row.l_end, row.ends)) is not None):
         # It grew (or a read was cut short): go on from where the catalog stopped.
         content_now = row.c_end == row.l_end
         row.dev, row.ino, row.size, row.mtime_ns, row.ctime_ns = ident
         catchup = (row.c_end or 0, row.l_end) if wants_catchup else None
-        return _Plan(found, row, row.l_end, want_content or content_now, catchup)
+        return _Plan(found, row, row.l_end, want_content or content_now, catchup, generation=gen)
     # New content under an old name: read it all again.
     fresh = _fresh(found, row.folder)
     fresh.id, fresh.gen = row.id, row.gen
@@ -198,13 +201,17 @@ def _plan(found: Found, row: FileRow | None, want_content: bool, store: bool) ->
     return _Plan(found, fresh, 0, want_content)
 
 
-def _same_ends(path: str, end: int, ends: bytes | None) -> bool:
-    """Whether the file's first ``end`` bytes may be those read when their ends' digest
-    was ``ends`` (it only grew since; ``_filestate``'s rule)."""
+def _same_ends(path: str, end: int, ends: bytes | None) -> int | None:
+    """The inode's generation if the file's first ``end`` bytes may be those read when
+    their ends' digest (:func:`ends_digest`) was ``ends`` (it only grew since;
+    ``_filestate``'s rule), else ``None``."""
+    if ends is None:
+        return None
     try:
-        return ends is not None and ends_digest(indexed_ends(path, end)) == ends
+        gen = generation(path)
+        return gen if ends_digest(indexed_ends(path, end), gen) == ends else None
     except OSError:
-        return False
+        return None
 
 
 def listed_text(path: str, end: int, ends: bytes | None, tail: int = 0) -> str:
@@ -233,7 +240,7 @@ def listed_text(path: str, end: int, ends: bytes | None, tail: int = 0) -> str:
         r = scan_file(path, 0, b"", False, limit, texts=True, native=native)
         return str(r[4][2]), r
 
-    if not _same_ends(path, end, ends):
+    if _same_ends(path, end, ends) is None:
         return text_upto(1 << 62)[0]
     text, r = text_upto(end)
     if not tail or r[2]:  # a version 1 file is read to its end whatever the limit
@@ -270,6 +277,7 @@ def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int, s
     (``_shared``; never without a catalog: ``--no-cache`` reads the files)."""
     path = plan.found.path
     row = plan.row
+    gen = generation(path) if plan.generation is None else plan.generation
     try:
         if plan.v1_content:
             out.put((plan, "v1", _v1_content(path)))
@@ -292,11 +300,11 @@ def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int, s
                 # One cache (_shared): the listing up to the end of the session's index.
                 kept = listing_from_index(path, row.size, native)
                 if kept is not None:
-                    out.put((plan, "main", (0, kept, ends_digest(kept[0][4]))))
+                    out.put((plan, "main", (0, kept, ends_digest(kept[0][4], gen))))
                     prior, start = kept[5], kept[0][0]
             while True:
                 r = scan_file(path, start, prior, plan.main_content, limit, docs=plan.docs, native=native)
-                out.put((plan, "main", (start, r, ends_digest(r[0][4]))))
+                out.put((plan, "main", (start, r, ends_digest(r[0][4], gen))))
                 if r[2] and plan.main_content:  # a version 1 file: its content comes migrated
                     out.put((plan, "v1", _v1_content(path)))
                 end, eof = r[0][0], r[0][1]

@@ -637,10 +637,13 @@ class _Search:
         except ValueError:
             return None  # a term the index cannot narrow
         except OSError:
-            with _segments.locked(store, wait=False) as held:
+            # Damaged: dropped, built again by the next `index`. A segment folder that
+            # cannot be used (a file or FIFO in its place, its lock a folder) is no error
+            # for a search either (CONTRACT §7): the files are read.
+            with contextlib.suppress(OSError), _segments.locked(store, wait=False) as held:
                 if held:
                     with contextlib.suppress(sqlite3.Error):
-                        _segments.drop_all(store)  # damaged: built again by the next `index`
+                        _segments.drop_all(store)
             return None
         if stale:
             return None

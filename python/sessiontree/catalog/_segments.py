@@ -139,7 +139,14 @@ def _merge(store: Store, native: Any) -> None:
             return
         group = sorted(group, key=lambda s: s[1])[:_FANOUT]
         inputs = [os.fsencode(os.path.join(store.segments_dir, s[0])) for s in group]
-        name, size, pieces = native.index_merge(os.fsencode(store.segments_dir), inputs, live_scope(store))
+        try:
+            name, size, pieces = native.index_merge(os.fsencode(store.segments_dir), inputs, live_scope(store))
+        except OSError:
+            # An input damaged, or not a file (a FIFO in its place is never opened): the
+            # index is dropped, as a search drops it, and the next `index` builds it
+            # again; the files answer meanwhile.
+            drop_all(store)
+            return
         with store.write() as c:
             c.executemany("DELETE FROM segment WHERE name = ?", [(s[0],) for s in group])
             c.execute("INSERT INTO segment (name, size, docs) VALUES (?, ?, ?)", (name, size, sum(p[4] for p in pieces)))
