@@ -69,12 +69,15 @@ AUTO_ALL_BYTES = 32 * 1024 * 1024
 BRANCHES = ("auto", "all", "path")
 
 _LINK_RE = re.compile(r"(?i)(?:https?://|mailto:)")
+_HTML_SPECIAL_RE = re.compile("[&<>\"']")  # what html.escape(quote=True) replaces
 _THINKING_OPEN = 600  # thinking shorter than this many characters is shown open
 _OUTPUT_OPEN = 20  # command output of at most this many lines is shown open
 
 
 def h(text: str) -> str:
     """``text`` escaped for HTML text and attribute values (already :func:`clean`)."""
+    if _HTML_SPECIAL_RE.search(text) is None:  # most values: nothing to escape, and no copy
+        return text
     return html.escape(text, quote=True)
 
 

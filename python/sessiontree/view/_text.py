@@ -35,17 +35,14 @@ def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
     A small value of plain types (:func:`_plain`: a usage report, a page of hits) is
     written by the standard library's ``json``, to the same bytes: importing orjson
     costs a command about 11 ms (it imports ``dataclasses``, ``uuid`` and ``platform``,
-    docs/BENCHMARKS.md, issue 25), more than ``json`` takes to write such a value.
+    docs/BENCHMARKS.md, issue 25), more than ``json`` takes to write such a value. Once
+    orjson is imported (a command that decoded entries has it), orjson writes every
+    value: ``json``'s indented writer is Python code, many times slower per value.
     """
-    if _plain(value):
-        try:
-            text = json.dumps(value, indent=2 if indent else None, separators=None if indent else (",", ":"),
-                              ensure_ascii=False, allow_nan=False)
-            data = text.encode()
-        except UnicodeEncodeError:  # a lone surrogate: as orjson refuses it, below
-            pass
-        else:
-            return _JSON_UNSAFE_RE.sub(_json_escape, data) if _json_unsafe(data) else data
+    if "orjson" not in sys.modules and _plain(value):  # once orjson is loaded, it is the cheaper writer
+        plain = plain_json_bytes(value, indent=indent)
+        if plain is not None:
+            return plain
     import orjson
 
     try:
@@ -68,6 +65,19 @@ def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
     if _json_unsafe(data):
         data = _JSON_UNSAFE_RE.sub(_json_escape, data)
     return data
+
+
+def plain_json_bytes(value: Any, *, indent: bool = True) -> bytes | None:
+    """:func:`to_json_bytes` of a value :func:`_plain` accepts, by the standard library's
+    ``json`` (orjson's bytes: ``tests/test_view_escape.py``); ``None`` for a lone
+    surrogate, which orjson refuses too."""
+    try:
+        text = json.dumps(value, indent=2 if indent else None, separators=None if indent else (",", ":"),
+                          ensure_ascii=False, allow_nan=False)
+        data = text.encode()
+    except UnicodeEncodeError:
+        return None
+    return _JSON_UNSAFE_RE.sub(_json_escape, data) if _json_unsafe(data) else data
 
 
 _PLAIN_NODES = 2000
