@@ -6,11 +6,12 @@ Nothing here escapes except where a name says so (:func:`show`, :func:`one_line`
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 import sys
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import Any
 
 from ._escape import safe
@@ -285,9 +286,26 @@ def as_is(text: str) -> str:
     return text
 
 
+_MS_YEAR_10000 = 253_402_300_800_000  # 10000-01-01T00:00:00Z in ms: datetime's end
+
+
+@functools.lru_cache(maxsize=64)
+def _day_text(day: int) -> str:
+    """``YYYY-MM-DD`` of the ``day``-th day after 1970-01-01."""
+    return date.fromordinal(_EPOCH_ORDINAL + day).isoformat()
+
+
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+
+
 def ms_time(ms: Any) -> str:
     """A time in milliseconds since the epoch (a message's ``timestamp``) as
     ``YYYY-MM-DD HH:MM:SS`` UTC; ``""`` for anything that is not a number or not a date."""
+    if type(ms) is int and 0 <= ms < _MS_YEAR_10000:
+        # An integer time from 1970 on (every message's): its day's date from a cache and
+        # its clock by arithmetic, the datetime's text without making one per message.
+        day, sec = divmod(ms // 1000, 86400)
+        return f"{_day_text(day)} {sec // 3600:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}"
     if isinstance(ms, (int, float)) and not isinstance(ms, bool):
         try:
             when = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
