@@ -191,3 +191,91 @@ def test_a_heading_in_a_list_item_or_quote_stays_below_the_documents(text: str) 
     page.feed(MD.render(contain(text)))
     page.close()
     assert not [t for t, _ in page.found if t in ("h1", "h2")], contain(text)
+
+
+# ------------------------------------------------------- the quick path vs the parser
+# contain() answers the commonest text that may leak (headings and closed fences at the
+# left margin) without the parser (_contain_plain); where it answers, its answer must
+# be the parser's. Fence-heavy pieces make it answer often.
+FENCE_PIECES = ["```", "```py", "``` x`y", "````", "~~~", "~~~ a`b", "   ```", "    ```", "\t```", "``` \t", "```  ",
+                "# ", "## ", "###### ", "####### ", "#x", "- ", "> ", "1. ", "---", "===", "<b>", "a < b", "\n", "\n",
+                "\n", "text", " ", "\t", "\r", "\x00", "`", "\\"]
+fenced = st.lists(st.lists(st.sampled_from(FENCE_PIECES) | st.text(max_size=3), max_size=3).map("".join),
+                  max_size=10).map("\n".join)
+
+
+def _texts_of(value: Any) -> list[str]:
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return out
+
+
+def _quick_agrees(text: str) -> bool | None:
+    """Whether the quick path answered (None: it left the text to the parser); raises
+    AssertionError where its answer is not the parser's."""
+    from sessiontree.export.markdown import _contain_plain, contain_parsed
+
+    quick = _contain_plain(text)
+    if quick is None:
+        return None
+    assert quick == contain_parsed(text), text
+    assert contain(text) == quick
+    return True
+
+
+@settings(max_examples=3000, deadline=None)
+@given(text=fenced)
+def test_the_quick_path_answers_as_the_parser(text: str) -> None:
+    _quick_agrees(text)
+
+
+def test_the_quick_path_answers_as_the_parser_on_the_corpus() -> None:
+    """Every string of every file of the shared corpus and cases (and each string with
+    its lines shifted into and out of fences), where the quick path answers."""
+    from _shared import CASES, CORPUS
+
+    files = sorted(CORPUS.glob("*.jsonl")) + sorted(CASES.glob("*.jsonl"))
+    if not files:
+        pytest.skip("the shared corpus is not beside the repository")
+    answered = 0
+    for f in files:
+        for raw in f.read_bytes().splitlines():
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                continue
+            for s in _texts_of(value):
+                for text in (s, "```\n" + s, s + "\n```", "# h\n" + s):
+                    answered += bool(_quick_agrees(text))
+    assert answered > 100
+
+
+@pytest.mark.parametrize("text, quick", [
+    ("# a\n```\n# not a heading\n```\n## b", "### a\n```\n# not a heading\n```\n#### b"),
+    ("##### five\n###### six", "###### five\n###### six"),
+    ("~~~ x`y\n<b>\n~~~", "~~~ x`y\n<b>\n~~~"),
+    ("```\ncode\n   ```  ", "```\ncode\n   ```  "),
+    ("```\n    ```\n# h\n```", "```\n    ```\n# h\n```"),  # indented 4: not a closer
+    ("````\n```\n# h\n````", "````\n```\n# h\n````"),  # shorter than the opener: not a closer
+    ("```\n~~~\n# h\n```", "```\n~~~\n# h\n```"),  # the other character: not a closer
+    ("```\nopen", None),  # the parser closes it
+    ("``` a`b\n# h", None),  # not a fence: a paragraph's code span
+    ("```\nx\n``` \t", None),  # a tab after a closer
+    ("- ```\nx", None),  # a fence in a list item
+    ("# <b>", None),
+    ("a\r\n# b", None),
+])
+def test_the_quick_path_knows_where_it_stops(text: str, quick: str | None) -> None:
+    from sessiontree.export.markdown import _contain_plain, contain_parsed
+
+    assert _contain_plain(text) == quick
+    if quick is not None:
+        assert contain_parsed(text) == quick

@@ -150,7 +150,7 @@ def test_plain_values_are_written_as_orjson_writes_them() -> None:
     exponent forms differ, NaN, huge integers, named tuples, non-string keys)."""
     from typing import NamedTuple
 
-    from sessiontree.view._text import _plain, to_json_bytes
+    from sessiontree.view._text import _plain, plain_json_bytes, to_json_bytes
 
     class Pair(NamedTuple):
         a: int
@@ -159,6 +159,7 @@ def test_plain_values_are_written_as_orjson_writes_them() -> None:
     for value in [*_EDGES, _EDGES, {"all": _EDGES, "nested": [[[{"k": _EDGES}]]]}]:
         assert _plain(value), value
         for indent in (True, False):
+            assert plain_json_bytes(value, indent=indent) == _orjson_bytes(value, indent), value
             assert to_json_bytes(value, indent=indent) == _orjson_bytes(value, indent), value
     for value in (1e-5, 1.5e-7, 1e16, float("nan"), float("inf"), 1 << 63, -(1 << 63), Pair(1, 2), {1: 2},
                   [0] * 3000):
@@ -172,7 +173,7 @@ def test_random_plain_values_are_written_as_orjson_writes_them(seed: int) -> Non
     range, 62-bit integers): the same bytes as orjson, or refused by ``_plain``."""
     import random
 
-    from sessiontree.view._text import _plain, to_json_bytes
+    from sessiontree.view._text import _plain, plain_json_bytes, to_json_bytes
 
     rnd = random.Random(seed)
 
@@ -204,5 +205,32 @@ def test_random_plain_values_are_written_as_orjson_writes_them(seed: int) -> Non
         if _plain(v):
             checked += 1
             for indent in (True, False):
+                assert plain_json_bytes(v, indent=indent) == _orjson_bytes(v, indent), repr(v)[:300]
                 assert to_json_bytes(v, indent=indent) == _orjson_bytes(v, indent), repr(v)[:300]
     assert checked > 2000
+
+
+def test_the_quick_answers_are_the_rules() -> None:
+    """``safe_block`` and ``clean`` return printable text without looking at it with the
+    rule's expression, and ``doc_line`` returns a short clean line as it is: for every
+    code point, alone and between a LF and a TAB (the second quick test), the answer is
+    the expression's, and ``doc_line``'s is the spelled-out rule's."""
+    from sessiontree.view._escape import _BREAK_RE, _UNSAFE_BLOCK_RE, _escape_char
+    from sessiontree.view._render import doc_line
+
+    def by_rule(text: str) -> str:
+        return _UNSAFE_BLOCK_RE.sub(_escape_char, _BREAK_RE.sub("\n", text))
+
+    differ = []
+    for cp in range(0x110000):
+        ch = chr(cp)
+        for text in (ch, f"a\n{ch}\tb", f"{ch}{ch} x"):
+            if safe_block(text) != by_rule(text) or clean(text) != by_rule(text):
+                differ.append(hex(cp))
+        line = " ".join(by_rule(f"a {ch} b").split())
+        if doc_line(f"a {ch} b", 200) != line:
+            differ.append(("doc_line", hex(cp)))
+    assert differ == []
+    for text, limit in (("a  b", 10), (" a", 10), ("a ", 10), ("abcdef", 3), ("abc", 3), ("", 5)):
+        want = " ".join(text.split())
+        assert doc_line(text, limit) == (want if len(want) <= limit else want[:limit - 1] + "…"), text

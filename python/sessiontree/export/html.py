@@ -35,7 +35,8 @@ import html
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import islice
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,12 +70,15 @@ AUTO_ALL_BYTES = 32 * 1024 * 1024
 BRANCHES = ("auto", "all", "path")
 
 _LINK_RE = re.compile(r"(?i)(?:https?://|mailto:)")
+_HTML_SPECIAL_RE = re.compile("[&<>\"']")  # what html.escape(quote=True) replaces
 _THINKING_OPEN = 600  # thinking shorter than this many characters is shown open
 _OUTPUT_OPEN = 20  # command output of at most this many lines is shown open
 
 
 def h(text: str) -> str:
     """``text`` escaped for HTML text and attribute values (already :func:`clean`)."""
+    if _HTML_SPECIAL_RE.search(text) is None:  # most values: nothing to escape, and no copy
+        return text
     return html.escape(text, quote=True)
 
 
@@ -181,7 +185,8 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
           f"<title>{h(title)}</title>\n<style>{CSS}</style></head>\n<body class=\"dp\">\n"
           f"<header><h1>{h(title)}</h1><p>{' · '.join(facts)}</p></header>\n")
 
-    _write_tree(drawing, write, every)
+    with st.uncached():  # the sidebar decodes each entry once, for its preview
+        _write_tree(drawing, write, every)
     write('<main id="conv">\n')
     md = markdown_renderer()
     for n, entry in st.entries(path):
@@ -196,21 +201,8 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
         write('<p class="note">The session has no entries.</p>\n')
     write("</main>\n")
 
-    children = shape.children
-    on_path = st.on_path
-    down = []
-    for i in range(len(shape)):
-        kids = children(i)
-        if not kids or i == st.leaf:
-            down.append(-1)
-        else:
-            down.append(next((c for c in kids if c in on_path), kids[-1]))
-    data = {"ids": [clean(eid) for eid in shape.ids], "parents": list(shape.parents), "down": down,
-            "leaf": st.leaf if st.leaf is not None else -1,
-            "sessionLeaf": st.session_leaf if st.session_leaf is not None else -1,
-            "file": clean(source or sm.session_file or "FILE")}
     write('<script type="application/json" id="st-data">')
-    write(_script_json(data))
+    _write_data(st, write, clean(source or sm.session_file or "FILE"))
     write(f"</script>\n<script>{JS}</script>\n</body></html>\n")
     stats.seconds = time.perf_counter() - t0
     return stats
@@ -223,6 +215,38 @@ def _leaf_fact(st: Structure, leaf: int) -> str:
     if leaf == st.session_leaf or st.session_leaf is None:
         return f"to {shown} (the session's current leaf)"
     return f"to {shown}, a branch (the session's current leaf is {doc_line(st.id(st.session_leaf), 80)})"
+
+
+_DATA_CHUNK = 4096  # array items per piece of the page's data
+
+
+def _write_data(st: Structure, write: Callable[[str], Any], file: str) -> None:
+    """The data the page's script reads (one JSON object: ``ids``, ``parents``, ``down``,
+    ``leaf``, ``sessionLeaf``, ``file``), written in pieces of :data:`_DATA_CHUNK`
+    items: its arrays hold one item per entry of the session, and the whole text at once
+    was the export's largest allocation."""
+    shape = st.shape
+    children = shape.children
+    on_path = st.on_path
+    leaf = st.leaf
+
+    def down() -> Iterator[int]:
+        # Where the page goes down from each entry: the path's child, else the newest.
+        for i in range(len(shape)):
+            kids = children(i)
+            yield -1 if not kids or i == leaf else next((c for c in kids if c in on_path), kids[-1])
+
+    for k, (name, items) in enumerate((("ids", (clean(eid) for eid in shape.ids)),
+                                       ("parents", iter(shape.parents)), ("down", down()))):
+        write(("{" if k == 0 else ",") + f'"{name}":[')
+        sep = ""
+        while chunk := list(islice(items, _DATA_CHUNK)):
+            write(sep + _script_json(chunk)[1:-1])
+            sep = ","
+        write("]")
+    tail = {"leaf": leaf if leaf is not None else -1,
+            "sessionLeaf": st.session_leaf if st.session_leaf is not None else -1, "file": file}
+    write("," + _script_json(tail)[1:])
 
 
 def _script_json(value: Any) -> str:
@@ -269,7 +293,11 @@ def _write_tree(drawing: Drawing, write: Callable[[str], Any], every: bool) -> N
         elif kind == FOLD:
             text = fold_text(drawing.kinds(row.hidden))
             out.append(f'<details class="fold"><summary>{h(row.prefix)}  {h(clean(text))}</summary>')
-            out.extend(_row(st, n, row.prefix, preview=every) for n in row.hidden)
+            for n in row.hidden:  # a fold may hide the whole path: written as it goes
+                out.append(_row(st, n, row.prefix, preview=every))
+                if len(out) >= 512:
+                    write("".join(out))
+                    out.clear()
             out.append("</details>\n")
         elif kind == NOTE:
             out.append(f'<p class="hint">{h(row.note)}</p>\n')

@@ -94,11 +94,70 @@ def contain(text: str) -> str:
     """
     if not _MAY_LEAK_RE.search(text):
         return text
+    quick = _contain_plain(text)
+    return quick if quick is not None else contain_parsed(text)
+
+
+def contain_parsed(text: str) -> str:
+    """:func:`contain` by the parser alone (what :func:`_contain_plain`'s answers are
+    checked against: ``tests/test_markdown_containment.py``)."""
     lines = text.split("\n")
     for k in range(_ROUNDS):
         if not _contain_pass(lines, every_heading=k == 0):
             return "\n".join(lines)
     return fence(text).rstrip("\n")
+
+
+_FENCE_OPEN_RE = re.compile(r"(`{3,}|~{3,})(.*)")
+_ATX_RE = re.compile(r"#{1,6}(?=[ \t]|$)")
+_TAG_START_RE = re.compile(r"<[A-Za-z/!?]")
+
+
+def _contain_plain(text: str) -> str | None:
+    """:func:`contain` of the commonest text that may leak, without the parser, or
+    ``None`` where it cannot tell: text whose only lines that may leak (``_MAY_LEAK_RE``)
+    are ATX headings and code fences at the left margin, outside any fence, the fences
+    all closed. Such a line is a block of the document's top level whatever came before
+    it (a heading or a fence ends a paragraph, a list item or a quote it does not
+    continue; no ``<`` means no HTML block), so the parser's passes would move each
+    heading two levels down and change nothing else. Anything else (a ``<`` outside a
+    fence, an indented or nested fence, a setext underline, a fence left open, a
+    closing fence with a tab after it, a CR or NUL, which the parser normalises) is the
+    parser's."""
+    if "\r" in text or "\x00" in text:
+        return None
+    lines = text.split("\n")
+    fence = ""  # the open fence's marker run; "" outside one
+    changed = False
+    for i, line in enumerate(lines):
+        if fence:
+            # CommonMark's closing fence: up to 3 spaces, the opener's character at least
+            # as many times, then only spaces (a tab before it reaches column 4).
+            body = line.lstrip(" ")
+            if len(line) - len(body) <= 3 and body.startswith(fence):
+                rest = body.lstrip(fence[0])
+                if not rest.strip(" "):
+                    fence = ""
+                elif not rest.strip(" \t"):
+                    return None  # spaces and tabs after a closer: parsers differ
+            continue
+        if _MAY_LEAK_RE.search(line) is None:
+            continue
+        if _TAG_START_RE.search(line) is not None:
+            return None
+        m = _ATX_RE.match(line)
+        if m is not None:
+            deeper = min(m.end() + 2, 6)
+            lines[i] = "#" * (deeper - m.end()) + line
+            changed = True
+            continue
+        m = _FENCE_OPEN_RE.match(line)
+        if m is None or (m.group(1)[0] == "`" and "`" in m.group(2)):
+            return None  # not a fence the left margin opens (a backtick fence's info holds no backtick)
+        fence = m.group(1)
+    if fence:
+        return None
+    return "\n".join(lines) if changed else text
 
 
 def _contain_pass(lines: list[str], every_heading: bool) -> bool:

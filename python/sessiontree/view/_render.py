@@ -33,11 +33,16 @@ def clean(value: Any) -> str:
     controls, bidi and invisible format characters and lone surrogates escaped
     (``\\x1b``, ``\\u202e``, ``\\u200b``, ``\\udc80``), CR / CRLF / U+2028 / U+2029 as LF; LF
     and TAB stay."""
+    if type(value) is str and value.isascii() and value.isprintable():  # most values: nothing to change
+        return value
     return safe_block(value_text(value, None))
 
 
 def doc_line(value: Any, limit: int = 200) -> str:
     """:func:`clean` text on one line (whitespace runs as one space), at most ``limit`` chars."""
+    if (type(value) is str and len(value) <= limit and value.isascii() and value.isprintable()
+            and "  " not in value and value[:1] != " " and value[-1:] != " "):
+        return value  # already one clean line: most ids, times, names and models
     text = " ".join(clean(value_text(value, limit * 4)).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -15,6 +15,7 @@ among siblings is ``children(i)`` (``get_tree`` order: oldest first) and among r
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from ._ids import AmbiguousIdError, resolve_id
@@ -105,19 +106,28 @@ class Structure:
     def entries(self, nums: Sequence[int]) -> Iterator[tuple[int, dict[str, Any]]]:
         """``(number, decoded entry)`` for each of ``nums``, in order, for a viewer that
         reads each entry once (an export): decoded :data:`STREAM_BATCH` at a time and
-        not kept, so memory holds one batch whatever the path's length. While it runs
-        the manager's decoded-entry cache holds nothing (``cache_budget`` 0; the
-        python backend keeps every entry anyway); its budget is given back after."""
+        not kept, so memory holds one batch whatever the path's length (the manager's
+        cache held off, :meth:`uncached`)."""
         sm = self.sm
-        budget = getattr(sm, "cache_budget", None)
-        if budget:
-            sm.cache_budget = 0
-        try:
+        with self.uncached():
             ids = self.shape.ids
             for at in range(0, len(nums), STREAM_BATCH):
                 batch = nums[at:at + STREAM_BATCH]
                 for n, entry in zip(batch, sm.get_entries_by_id([ids[n] for n in batch])):
                     yield n, entry if entry is not None else {"id": ids[n], "type": self.shape.types[n]}
+
+    @contextmanager
+    def uncached(self) -> Iterator[None]:
+        """While it is open the manager's decoded-entry cache holds nothing
+        (``cache_budget`` 0; the python backend keeps every entry anyway), for a viewer
+        that reads every entry once (an export's page and sidebar); its budget is given
+        back after."""
+        sm = self.sm
+        budget = getattr(sm, "cache_budget", None)
+        if budget:
+            sm.cache_budget = 0
+        try:
+            yield
         finally:
             if budget:
                 sm.cache_budget = budget

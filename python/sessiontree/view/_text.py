@@ -6,11 +6,12 @@ Nothing here escapes except where a name says so (:func:`show`, :func:`one_line`
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 import sys
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import Any
 
 from ._escape import safe
@@ -35,17 +36,14 @@ def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
     A small value of plain types (:func:`_plain`: a usage report, a page of hits) is
     written by the standard library's ``json``, to the same bytes: importing orjson
     costs a command about 11 ms (it imports ``dataclasses``, ``uuid`` and ``platform``,
-    docs/BENCHMARKS.md, issue 25), more than ``json`` takes to write such a value.
+    docs/BENCHMARKS.md, issue 25), more than ``json`` takes to write such a value. Once
+    orjson is imported (a command that decoded entries has it), orjson writes every
+    value: ``json``'s indented writer is Python code, many times slower per value.
     """
-    if _plain(value):
-        try:
-            text = json.dumps(value, indent=2 if indent else None, separators=None if indent else (",", ":"),
-                              ensure_ascii=False, allow_nan=False)
-            data = text.encode()
-        except UnicodeEncodeError:  # a lone surrogate: as orjson refuses it, below
-            pass
-        else:
-            return _JSON_UNSAFE_RE.sub(_json_escape, data) if _json_unsafe(data) else data
+    if "orjson" not in sys.modules and _plain(value):  # once orjson is loaded, it is the cheaper writer
+        plain = plain_json_bytes(value, indent=indent)
+        if plain is not None:
+            return plain
     import orjson
 
     try:
@@ -68,6 +66,19 @@ def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
     if _json_unsafe(data):
         data = _JSON_UNSAFE_RE.sub(_json_escape, data)
     return data
+
+
+def plain_json_bytes(value: Any, *, indent: bool = True) -> bytes | None:
+    """:func:`to_json_bytes` of a value :func:`_plain` accepts, by the standard library's
+    ``json`` (orjson's bytes: ``tests/test_view_escape.py``); ``None`` for a lone
+    surrogate, which orjson refuses too."""
+    try:
+        text = json.dumps(value, indent=2 if indent else None, separators=None if indent else (",", ":"),
+                          ensure_ascii=False, allow_nan=False)
+        data = text.encode()
+    except UnicodeEncodeError:
+        return None
+    return _JSON_UNSAFE_RE.sub(_json_escape, data) if _json_unsafe(data) else data
 
 
 _PLAIN_NODES = 2000
@@ -275,9 +286,26 @@ def as_is(text: str) -> str:
     return text
 
 
+_MS_YEAR_10000 = 253_402_300_800_000  # 10000-01-01T00:00:00Z in ms: datetime's end
+
+
+@functools.lru_cache(maxsize=64)
+def _day_text(day: int) -> str:
+    """``YYYY-MM-DD`` of the ``day``-th day after 1970-01-01."""
+    return date.fromordinal(_EPOCH_ORDINAL + day).isoformat()
+
+
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+
+
 def ms_time(ms: Any) -> str:
     """A time in milliseconds since the epoch (a message's ``timestamp``) as
     ``YYYY-MM-DD HH:MM:SS`` UTC; ``""`` for anything that is not a number or not a date."""
+    if type(ms) is int and 0 <= ms < _MS_YEAR_10000:
+        # An integer time from 1970 on (every message's): its day's date from a cache and
+        # its clock by arithmetic, the datetime's text without making one per message.
+        day, sec = divmod(ms // 1000, 86400)
+        return f"{_day_text(day)} {sec // 3600:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}"
     if isinstance(ms, (int, float)) and not isinstance(ms, bool):
         try:
             when = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
