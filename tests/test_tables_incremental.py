@@ -228,3 +228,23 @@ def test_a_dataset_of_another_layout_is_replaced(tmp_path: Path) -> None:
     r = export_parquet(session_paths([str(folder)]), str(out))
     assert len(r.written) == 3 and not old.exists()
     agrees(out, root, tmp_path, "python")
+
+
+@pytest.mark.parametrize("guess", ["none", "wrong"])
+def test_a_first_line_that_misleads_is_checked_against_the_header(tmp_path: Path, guess: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Where a session's rows go is read from its first line before it is opened; the
+    loaded header decides (a session the first line misplaced is moved)."""
+    root = tmp_path / "sessions"
+    for i in range(4):
+        folder = root / f"--home-u-p{i % 2}--"
+        folder.mkdir(parents=True, exist_ok=True)
+        gen(folder / f"s{i}.jsonl", 12_000, 90 + i, f"/home/u/p{i % 2}")
+    real = _parquet._header_partition
+    monkeypatch.setattr(_parquet, "_header_partition", lambda path, st: (
+        None if guess == "none" else "project=elsewhere/date=1999-01-01") if path.endswith("s1.jsonl") else real(path, st))
+    out = tmp_path / "out"
+    r = export_parquet(session_paths(folders(root)), str(out))
+    assert len(r.written) == 4 and not r.failed
+    agrees(out, root, tmp_path, "python")
+    assert not (out / "entries" / "project=elsewhere").exists()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -385,7 +386,7 @@ class _Manifest:
         self.path = os.path.join(out, MANIFEST)
         self.sessions: dict[str, dict[str, Any]] = {}
         self.chunks: dict[str, dict[str, Any]] = {}
-        self.pending: list[tuple[str, str]] = []
+        self.pending: list[tuple[str | None, str]] = []
         try:
             with open(self.path, "rb") as f:
                 d = json.load(f)
@@ -398,7 +399,8 @@ class _Manifest:
                 self.sessions, self.chunks = d["sessions"], d["chunks"]
                 for part, name in d.get("pending", []):
                     if name not in self.chunks:
-                        _unlink_pair(out, part, name)
+                        for p in [part] if part is not None else _partitions_holding(out, name):
+                            _unlink_pair(out, p, name)
             else:  # another version's tables (or layout): its files go, everything is made again
                 for rec in (d.get("sessions") or {}).values():
                     _unlink_all(out, rec.get("files") or [])
@@ -430,6 +432,16 @@ def _unlink(path: str) -> None:
 def _unlink_all(out: str, files: Iterable[str]) -> None:
     for rel in files:
         _unlink(os.path.join(out, rel))
+
+
+def _partitions_holding(out: str, name: str) -> list[str]:
+    """The partitions with a file of the pair ``name`` (one made for a session whose
+    partition was known only once it was opened)."""
+    found = set()
+    for table in ("entries", "tool_calls"):
+        for f in glob.glob(os.path.join(glob.escape(os.path.join(out, table)), "*", "*", glob.escape(name) + ".parquet")):
+            found.add(os.path.relpath(os.path.dirname(f), os.path.join(out, table)))
+    return sorted(found)
 
 
 def _unlink_pair(out: str, partition: str, name: str) -> None:
@@ -627,7 +639,7 @@ def export_parquet(
             for round_ in range(3):
                 jobs = _plan(manifest, members, fresh, intact)
                 members, fresh = {}, []
-                new = [(j.partition, j.name) for j in jobs if j.name not in manifest.chunks and j.partition is not None]
+                new = [(j.partition, j.name) for j in jobs if j.name not in manifest.chunks]
                 if new:  # a run that dies leaves them: the next one removes them
                     manifest.pending = [*manifest.pending, *new]
                     manifest.save()
