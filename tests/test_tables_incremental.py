@@ -207,7 +207,8 @@ def test_a_killed_run_leaves_whole_files_and_the_next_run_mends_them(tmp_path: P
     assert proc.returncode == 9, proc.stderr[-2000:]
     dataset(out)  # whole files only: DuckDB reads every one
     json.loads((out / _parquet.MANIFEST).read_text())
-    export_parquet(session_paths(folders(root)), str(out))
+    r = export_parquet(session_paths(folders(root)), str(out))
+    assert len(r.written) + r.skipped == len(session_paths(folders(root))) and not r.failed
     agrees(out, root, tmp_path, "python")
 
 

@@ -656,6 +656,8 @@ def export_parquet(
                                 result.written.append(m.path)
                                 result.bytes_read += r["row"]["bytes"]
                                 result.bad_blocks += r["row"]["bad_blocks"]
+                            elif m.path in named and m.path not in reported:  # its pair's files were not as recorded
+                                result.skipped += 1
                         elif isinstance(r, tuple) and r[0] == "moved":
                             # Its header names another partition than its first line
                             # seemed to: placed again, in that one (the last round: alone).
