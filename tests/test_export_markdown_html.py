@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from sessiontree.export.html import _markdown
+from sessiontree.export.html import _markdown, visible
 
 native = pytest.importorskip("sessiontree._sessiontree")
 
@@ -124,3 +124,18 @@ def test_no_text_leaves_its_place(text: str, renderer: str) -> None:
         if tag == "a":
             assert 'rel="noopener noreferrer nofollow"' in attrs, html
     assert "<script" not in html and "<img" not in html and "<iframe" not in html
+
+
+@pytest.mark.parametrize("renderer", ["pulldown", "markdown_it"])
+def test_character_references_do_not_put_controls_on_the_page(renderer: str) -> None:
+    """A character reference is decoded by the renderer after the text was cleaned: the
+    page's rule applies to its output too, so a bidi override, an escape, a zero-width
+    space or a C1 control written as ``&#x...;`` is shown escaped, as the character
+    itself is (adversary round 36, F5); a no-break space stays one."""
+    render = visible(native.markdown_html if renderer == "pulldown" else _markdown().render)
+    got = render("ref: &#x202E;evil&#x202C; &#x1b;[31m &#x200B; &#x9b; &#xAD; &nbsp;x")
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u202a-\u202e\u00ad]", got), got
+    # markdown-it-py decodes a control's reference as U+FFFD, as CommonMark allows.
+    assert "\\u202e" in got and ("\\x1b" in got or "\ufffd" in got) and "\xa0x" in got
+    assert render("# A\n\n*b* <c> &amp;") == (native.markdown_html if renderer == "pulldown"
+                                                else _markdown().render)("# A\n\n*b* <c> &amp;")

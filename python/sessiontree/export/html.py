@@ -59,6 +59,7 @@ from ..view import (
     fold_text,
     human_bytes,
     item_of,
+    safe_block,
     to_json_bytes,
 )
 from .._select import extension
@@ -133,7 +134,19 @@ def markdown_renderer() -> Callable[[str], str]:
     tables and strikethrough written alike); where CommonMark leaves room they may
     differ (``tests/test_export_markdown_html.py`` lists where)."""
     native = extension()
-    return native.markdown_html if native is not None else _markdown().render  # type: ignore[no-any-return]
+    return visible(native.markdown_html if native is not None else _markdown().render)
+
+
+def visible(render: Callable[[str], str]) -> Callable[[str], str]:
+    """``render`` with the page's rule (``safe_block``) applied to its output too: a
+    character reference in the text (``&#x202E;``, ``&#x1b;``) is decoded by the
+    renderer after the text was cleaned, and would put a bidi override or a control
+    character on the page raw. The rest of its output is left as it is (markup is
+    ASCII; what the text held was cleaned before)."""
+    def md(text: str) -> str:
+        return safe_block(render(text))
+
+    return md
 
 
 def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None = None,
