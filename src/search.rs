@@ -8,6 +8,7 @@
 //! The rules are docs/CONTRACT.md §7's; the Python home is `catalog/_search.py`, and
 //! `tests/test_search_rules.py` holds the two equal.
 
+pub mod hits_json;
 pub mod index;
 pub mod needle;
 pub mod rules;
