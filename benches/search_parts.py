@@ -31,6 +31,7 @@ from typing import Any
 from sessiontree._select import native_module
 from sessiontree.catalog import _search
 from sessiontree.catalog._files import folder_files
+from sessiontree.cli.search import items_json
 
 
 def timed(fn: Any) -> tuple[float, float, Any]:
@@ -88,7 +89,7 @@ def main(argv: list[str]) -> int:
                 w, c, made = timed(lambda: [s.page(ch, g) for ch, g in zip(chunks, got)])
                 rows.setdefault("all hits: made", []).append((w, c))
                 quoted: dict[str, str] = {}
-                w, c, _r = timed(lambda: [_search.items_json(m, quoted) for m in made])
+                w, c, _r = timed(lambda: [items_json(m, quoted) for m in made])
                 rows.setdefault("all hits: JSON of the made hits (Python)", []).append((w, c))
                 w, c, _r = timed(lambda: [s.json(ch, 1) for ch in chunks])
                 rows.setdefault("all hits: snippets and JSON natively, one thread", []).append((w, c))

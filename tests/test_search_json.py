@@ -1,6 +1,6 @@
 """The native writer of a search's hits as ``--json`` (``src/search/hits_json.rs``,
-``_Search.json``) against the Python one it replaces (``hit_json`` and
-``to_json_bytes``): the same bytes chunk by chunk, through the index and without it,
+``_Search.json``) against the Python one it replaces (``cli/search.py``'s
+``_hit_json`` and ``to_json_bytes``): the same bytes chunk by chunk, through the index and without it,
 over sessions with odd ids, names, paths, texts and times; the same bytes for
 generated strings, times, scores and current-path flags; and the command's whole
 ``--json`` output equal with the native writer and without it."""
@@ -21,6 +21,7 @@ from sessiontree import LoadReportWarning
 from sessiontree import catalog as cat
 from sessiontree._time import datetime_from_ms
 from sessiontree.catalog import _search
+from sessiontree.cli.search import _hit_json, items_json
 
 from _shared import native_available
 from test_catalog import make_root
@@ -103,7 +104,7 @@ def test_native_chunks_equal_python_chunks(root: list[str], tmp_path: Path, mode
                 quoted: dict[str, str] = {}
                 for chunk in _chunks(s):
                     got = s.json(chunk, threads=2)
-                    want = _search.items_json(s.page(chunk), quoted)
+                    want = items_json(s.page(chunk), quoted)
                     json.loads(b"[" + want + b"]")
                     if got is not None:
                         native += 1
@@ -119,10 +120,10 @@ def test_search_json_equals_search_stream(root: list[str], tmp_path: Path) -> No
     for query in QUERIES:
         for kw in ({"limit": None}, {"limit": 5, "offset": 3}, {"limit": None, "no_cache": True}):
             total, files, chunks = cat.search_json(query, root, catalog=catalog, **kw)
-            body = b",\n".join(chunks)
+            body = b",\n".join(c if isinstance(c, bytes) else items_json(c) for c in chunks)
             t2, f2, hits = cat.search_stream(query, root, catalog=catalog, **kw)
             assert (total, files) == (t2, f2)
-            assert json.loads(b"[" + body + b"]") == [json.loads(json.dumps(_search.hit_json(h))) for h in hits]
+            assert json.loads(b"[" + body + b"]") == [json.loads(json.dumps(_hit_json(h))) for h in hits]
 
 
 def _one_hit(root: list[str], catalog: str) -> tuple[Any, Any]:
@@ -166,7 +167,7 @@ def test_writer_equals_hit_json(root: list[str], indexed: str, path: str, sid: s
         got = w.write([(*key, hit[1], time, score, on_path)], 1)
         made = s.page([hit])[0]
         dt = datetime_from_ms(time) if time is not None else None
-        want = _search.items_json([made._replace(path=path, session_id=sid, session_name=name, cwd=cwd, time=dt,
+        want = items_json([made._replace(path=path, session_id=sid, session_name=name, cwd=cwd, time=dt,
                                                  score=score, on_path=on_path)])
         if got is None:  # only a time that is not a whole millisecond is left to Python here
             assert time is not None and time == time and abs(time) != float("inf") and time != int(time)

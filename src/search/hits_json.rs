@@ -4,7 +4,7 @@
 //! file (72,546 at 2,000 sessions) spent about 0.4 s of Python on that
 //! (docs/BENCHMARKS.md, issue 25).
 //!
-//! The shape's home is `catalog/_search.py` (`hit_json`), the bytes' home
+//! The shape's home is `cli/search.py` (`_hit_json`), the bytes' home
 //! `view/_text.py` (`to_json_bytes`: orjson's indented output, then DEL, C1 and the
 //! bidi controls as `\uXXXX`); `tests/test_search_json.py` holds this writer to them
 //! over generated strings, times and marks. Where a hit falls outside what is written
@@ -14,8 +14,8 @@
 
 use std::path::PathBuf;
 
-use super::index::{snippets, KeyHit, Snippet};
-use super::rules::Term;
+use crate::search::index::{snippets, KeyHit, Snippet};
+use crate::search::rules::Term;
 
 /// What every hit of one file shares.
 pub struct Head {

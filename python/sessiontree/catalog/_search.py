@@ -54,8 +54,7 @@ from .._time import datetime_from_ms
 from ._files import folder_files, folder_key
 from ._store import checked_all, py_text, search_text
 
-__all__ = ["Query", "SearchHit", "SearchResult", "hit_json", "items_json", "parse_query", "search_folders", "search_json",
-           "search_stream"]
+__all__ = ["Query", "SearchHit", "SearchResult", "parse_query", "search_folders", "search_json", "search_stream"]
 
 Order = Literal["relevance", "recent"]
 
@@ -538,7 +537,7 @@ class _Search:
         natively with their snippets (``HitsJson``: no Python object per hit); ``None``
         where a hit is one only Python writes (judged by Python, a file's text or an id
         that is not UTF-8, a snippet only Python builds, a changed line, a time that is
-        not a whole millisecond): then :meth:`page` and :func:`hit_json` make them."""
+        not a whole millisecond): then :meth:`page` makes them."""
         if self.native is None or self.q.regex is not None:
             return None
         w = self.writer
@@ -813,37 +812,6 @@ def search_stream(
     return total, s.sessions, made()
 
 
-def _quote(s: str) -> str:
-    """``shlex.quote``, its common case (letters and digits: nothing to quote) first."""
-    return s if s.isascii() and s.isalnum() else shlex.quote(s)
-
-
-def hit_json(h: SearchHit, quoted: dict[str, str] | None = None) -> dict[str, Any]:
-    """A hit as ``sessiontree search --json`` writes it (``quoted``: paths already
-    quoted for the shell, by path). The native writer (``src/search/hits_json.rs``) is
-    held to this and ``to_json_bytes`` by ``tests/test_search_json.py``."""
-    if quoted is None:
-        quoted = {}
-    path = quoted.get(h.path)
-    if path is None:
-        path = quoted[h.path] = shlex.quote(h.path)
-    return {
-        "path": h.path, "sessionId": h.session_id, "sessionName": h.session_name, "cwd": h.cwd,
-        "entryId": h.entry_id, "role": h.role, "time": h.time.isoformat() if h.time is not None else None,
-        "onPath": h.on_path, "score": h.score, "snippet": h.snippet, "marks": h.marks,
-        "open": f"sessiontree context {path} --leaf {_quote(h.entry_id)}",
-    }
-
-
-def items_json(hits: Sequence[SearchHit], quoted: dict[str, str] | None = None) -> bytes:
-    """``hits`` as the items of ``--json``'s ``hits`` list: each object indented by four
-    spaces, joined by ``,\n``, no newline at the end."""
-    from ..view import to_json_bytes
-
-    # A list's items at the depth of the hits: two more spaces on every line.
-    return b"  " + to_json_bytes([hit_json(h, quoted) for h in hits])[2:-2].replace(b"\n", b"\n  ")
-
-
 def search_json(
     query: str | Query,
     folders: Sequence[str],
@@ -855,13 +823,13 @@ def search_json(
     offset: int = 0,
     on_progress: Any = None,
     on_bytes: Any = None,
-) -> tuple[int, int, Iterator[bytes]]:
-    """:func:`search_stream` with its hits as JSON text, as ``sessiontree search
-    --json`` writes them: ``(total, sessions searched, chunks)``, each chunk the items
-    (:func:`items_json`) of up to a thousand hits, made natively where the extension
-    can (``_Search.json``: 72,546 hits of a common word about 0.4 s of CPU less than
-    Python objects and a serializer per hit, docs/BENCHMARKS.md) and by
-    :func:`hit_json` otherwise, to the same bytes.
+) -> tuple[int, int, Iterator[bytes | list[SearchHit]]]:
+    """:func:`search_stream` with its hits as ``sessiontree search --json`` writes them
+    (the shape's home: ``cli/search.py``): ``(total, sessions searched, chunks)``, each
+    chunk of up to a thousand hits either the items of the ``hits`` list as bytes, made
+    natively (``_Search.json``: for 72,546 hits of a common word about 0.4 s of CPU
+    less than a Python object, a dict and a serializer per hit, docs/BENCHMARKS.md), or
+    where a hit is one only Python writes, the chunk's :class:`SearchHit` list.
 
     Raises:
         ValueError: as :func:`search_stream`.
@@ -870,26 +838,14 @@ def search_json(
 
     s, total, page = _start(query, folders, catalog, no_cache, order, limit, offset, on_progress, on_bytes)
 
-    def chunks() -> Iterator[bytes]:
-        import gc
-
-        quoted: dict[str, str] = {}
+    def chunks() -> Iterator[bytes | list[SearchHit]]:
         try:
             while True:
                 chunk = list(itertools.islice(page, _CHUNK))
                 if not chunk:
                     return
                 got = s.json(chunk)
-                if got is None:
-                    paused = gc.isenabled() and len(chunk) > 100
-                    if paused:  # many small objects, no cycle among them
-                        gc.disable()
-                    try:
-                        got = items_json(s.page(chunk), quoted)
-                    finally:
-                        if paused:
-                            gc.enable()
-                yield got
+                yield s.page(chunk) if got is None else got
         finally:
             s.close()
 

@@ -19,6 +19,7 @@ Pi's store. The files are read as they are: no index is built first.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from typing import Any
 
@@ -116,13 +117,27 @@ def _snippet_parts(h: Any) -> list[str | tuple[str, str]]:
 
 def _write_json(head: dict[str, Any], chunks: Any) -> None:
     """The result as one JSON object, its hits written a chunk at a time as they are made
-    (``catalog.search_json``: all the hits of a common word never stand in memory at
-    once)."""
+    (``catalog.search_json``: natively made bytes, or hits written here by
+    :func:`items_json`; all the hits of a common word never stand in memory at once)."""
+    import gc
+
     from ._common import to_json_bytes
 
     out = sys.stdout.buffer
     first = True
-    for body in chunks:
+    quoted: dict[str, str] = {}
+    for chunk in chunks:
+        if isinstance(chunk, bytes):
+            body = chunk
+        else:
+            paused = gc.isenabled() and len(chunk) > 100
+            if paused:  # many small dicts, no cycle among them
+                gc.disable()
+            try:
+                body = items_json(chunk, quoted)
+            finally:
+                if paused:
+                    gc.enable()
         if first:
             out.write(to_json_bytes({**head, "hits": [0]})[:-len(b"0\n  ]\n}")].rstrip(b" ") + body)
             first = False
@@ -130,3 +145,34 @@ def _write_json(head: dict[str, Any], chunks: Any) -> None:
             out.write(b",\n" + body)
     out.write(b"\n  ]\n}\n" if not first else to_json_bytes({**head, "hits": []}) + b"\n")
     out.flush()
+
+
+def items_json(hits: Any, quoted: dict[str, str] | None = None) -> bytes:
+    """``hits`` as the items of ``--json``'s ``hits`` list: each object indented by four
+    spaces, joined by ``,\\n``, no newline at the end (``src/search/hits_json.rs``
+    writes the same bytes natively: ``tests/test_search_json.py``)."""
+    from ._common import to_json_bytes
+
+    # A list's items at the depth of the hits: two more spaces on every line.
+    return b"  " + to_json_bytes([_hit_json(h, quoted) for h in hits])[2:-2].replace(b"\n", b"\n  ")
+
+
+def _quote(s: str) -> str:
+    """``shlex.quote``, its common case (letters and digits: nothing to quote) first."""
+    return s if s.isascii() and s.isalnum() else shlex.quote(s)
+
+
+def _hit_json(h: Any, quoted: dict[str, str] | None = None) -> dict[str, Any]:
+    """A hit as ``--json`` writes it (the shape's home; ``quoted``: paths already quoted
+    for the shell, by path)."""
+    if quoted is None:
+        quoted = {}
+    path = quoted.get(h.path)
+    if path is None:
+        path = quoted[h.path] = shlex.quote(h.path)
+    return {
+        "path": h.path, "sessionId": h.session_id, "sessionName": h.session_name, "cwd": h.cwd,
+        "entryId": h.entry_id, "role": h.role, "time": h.time.isoformat() if h.time is not None else None,
+        "onPath": h.on_path, "score": h.score, "snippet": h.snippet, "marks": h.marks,
+        "open": f"sessiontree context {path} --leaf {_quote(h.entry_id)}",
+    }
