@@ -1370,6 +1370,14 @@ impl HitKeys {
         self.hits.len()
     }
 
+    /// The files (ranks) of hits `[start, start + n)`, each once.
+    fn ranks(&self, start: usize, n: usize) -> Vec<u32> {
+        let mut r: Vec<u32> = self.slice(start, n).iter().map(|h| h.rank).collect();
+        r.sort_unstable();
+        r.dedup();
+        r
+    }
+
     /// Hits `[start, start + n)` (fewer at the end): each `(rank, seq, offset, length,
     /// role, time, score, anchor)`.
     #[allow(clippy::type_complexity)]
@@ -1378,9 +1386,7 @@ impl HitKeys {
         start: usize,
         n: usize,
     ) -> Vec<(u32, u32, u64, u32, &'static str, Option<f64>, u64, u64)> {
-        let start = start.min(self.hits.len());
-        let end = start.saturating_add(n).min(self.hits.len());
-        self.hits[start..end]
+        self.slice(start, n)
             .iter()
             .map(|h| {
                 (
@@ -1395,6 +1401,13 @@ impl HitKeys {
                 )
             })
             .collect()
+    }
+}
+
+impl HitKeys {
+    fn slice(&self, start: usize, n: usize) -> &[crate::search::index::KeyHit] {
+        let start = start.min(self.hits.len());
+        &self.hits[start..start.saturating_add(n).min(self.hits.len())]
     }
 }
 
@@ -1543,6 +1556,26 @@ impl HitsJson {
                     on_path,
                 },
             )
+            .collect();
+        let got = py.detach(|| write(&self.paths, &self.heads, &hits, &self.terms, threads));
+        got.map(|b| PyBytes::new(py, &b))
+    }
+
+    /// [`HitsJson::write`] of the index's hits `[start, start + n)` of `keys` (their
+    /// `on_path` from their files' heads).
+    fn write_keys<'py>(
+        &self,
+        py: Python<'py>,
+        keys: PyRef<'py, HitKeys>,
+        start: usize,
+        n: usize,
+        threads: usize,
+    ) -> Option<Bound<'py, PyBytes>> {
+        use crate::search::hits_json::{write, JsonHit};
+        let hits: Vec<JsonHit> = keys
+            .slice(start, n)
+            .iter()
+            .map(|&key| JsonHit { key, on_path: None })
             .collect();
         let got = py.detach(|| write(&self.paths, &self.heads, &hits, &self.terms, threads));
         got.map(|b| PyBytes::new(py, &b))

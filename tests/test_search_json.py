@@ -109,6 +109,13 @@ def test_native_chunks_equal_python_chunks(root: list[str], tmp_path: Path, mode
                     if got is not None:
                         native += 1
                         assert got == want, (query, order)
+                if s.keys is not None and len(s.keys):  # the index's hits without tuples
+                    for start in range(0, len(s.keys), 7):
+                        got = s.json_keys(start, 7, threads=2)
+                        want = items_json(s.page(s._index_hits(s.keys.take(start, 7))), quoted)
+                        if got is not None:
+                            native += 1
+                            assert got == want, (query, order, start)
             finally:
                 s.close()
     assert native > 20  # the writer answered, not only declined
@@ -186,9 +193,11 @@ def test_cli_json_output_same_with_and_without_native_writer(root: list[str], in
     for native in (True, False):
         if not native:
             monkeypatch.setattr(_search._Search, "json", lambda self, hits, threads=2: None)
+            monkeypatch.setattr(_search._Search, "json_keys", lambda self, start, n, threads=2: None)
         got = []
         for args in (["the", "--limit", "0"], ["the", "--limit", "3", "--page", "2"], ["zebrafish"],
-                     ["name", "--recent", "--limit", "0"]):
+                     ["name", "--recent", "--limit", "0"], ["the", "--limit", "1000", "--page", "2"],
+                     ["the", "--limit", "7", "--page", "1000"], ["ÄÖÜ", "--limit", "0"], ["re:th+e", "--limit", "0"]):
             assert main(["search", *args, *root, "--catalog", indexed, "--json"]) == 0
             got.append(capsysbinary.readouterr().out)
         outs.append(got)

@@ -492,6 +492,8 @@ class HitKeys:
     def take(self, start: int, n: int) -> list[tuple[int, int, int, int, str, float | None, int, int]]:
         """Hits ``[start, start + n)`` (fewer at the end) as ``(rank, seq, offset,
         length, role, time, score, anchor)``."""
+    def ranks(self, start: int, n: int) -> list[int]:
+        """The files (ranks) of hits ``[start, start + n)``, each once, ascending."""
 
 @final
 class HitsJson:
@@ -503,7 +505,7 @@ class HitsJson:
         ValueError: no terms, or a term with an empty word.
     """
 
-    def __init__(self, paths: Sequence[bytes], terms: Sequence[Sequence[str]], uncased: str) -> None: ...
+    def __new__(cls, paths: Sequence[bytes], terms: Sequence[Sequence[str]], uncased: str) -> HitsJson: ...
     def head(self, rank: int, path: str, session_id: str, session_name: str | None, cwd: str, open: str,
              path_bits: bytes | None) -> None:
         """The fields the hits of file ``rank`` share (``open``: the ``open`` field up to
@@ -521,6 +523,9 @@ class HitsJson:
         ``,\\n``), their snippets read with ``threads`` threads; ``None`` where Python
         must write them (a snippet only Python builds, a changed line, an id that is
         not UTF-8, a time that is not a whole millisecond, a file with no head)."""
+    def write_keys(self, keys: HitKeys, start: int, n: int, threads: int) -> bytes | None:
+        """:meth:`write` of hits ``[start, start + n)`` of ``keys`` (their ``on_path``
+        from their files' heads' bitmaps)."""
 
 def index_snippets(
     paths: Sequence[bytes], hits: Sequence[tuple[int, int, int, str, int]], terms: Sequence[Sequence[str]],

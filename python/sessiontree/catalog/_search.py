@@ -538,12 +538,9 @@ class _Search:
         where a hit is one only Python writes (judged by Python, a file's text or an id
         that is not UTF-8, a snippet only Python builds, a changed line, a time that is
         not a whole millisecond): then :meth:`page` makes them."""
-        if self.native is None or self.q.regex is not None:
-            return None
-        w = self.writer
+        w = self._writer()
         if w is None:
-            terms, uncased = _terms(self.q)
-            w = self.writer = self.native.HitsJson(self.ref_paths, terms, uncased)
+            return None
         items = []
         heads = self.heads
         for path, seq, time, score, ctx, _e, _r, _b, _a, _s, _m, on_path, ref in hits:
@@ -552,18 +549,47 @@ class _Search:
             key = ref[1]
             ok = heads.get(key[0])
             if ok is None:
-                bits = self._path(ref[0], path) if ref[0] is not None else None
-                try:
-                    w.head(key[0], path, ctx[0], ctx[1], ctx[2], f"sessiontree context {shlex.quote(path)} --leaf ",
-                           bits)
-                    ok = True
-                except UnicodeEncodeError:  # a lone surrogate: JSON output escapes it in Python
-                    ok = False
-                heads[key[0]] = ok
+                ok = self._head(key[0], path, ctx, ref[0])
             if not ok:
                 return None
             items.append((*key, seq, time, score, on_path))
         return w.write(items, threads)  # type: ignore[no-any-return]
+
+    def json_keys(self, start: int, n: int, threads: int = _THREADS) -> bytes | None:
+        """:meth:`json` of the index's hits ``[start, start + n)`` (``HitKeys``) when no
+        other hit is merged with them: no tuple per hit either."""
+        w = self._writer()
+        if w is None or self.keys is None:
+            return None
+        for rank in self.keys.ranks(start, n):
+            ok = self.heads.get(rank)
+            if ok is None:
+                path, row = self.indexed[rank]
+                ok = self._head(rank, path, self._ctx(rank), row[1])
+            if not ok:
+                return None
+        return w.write_keys(self.keys, start, n, threads)  # type: ignore[no-any-return]
+
+    def _writer(self) -> Any:
+        """The native writer of this search's hits (``HitsJson``), or ``None``."""
+        if self.writer is None and self.native is not None and self.q.regex is None:
+            terms, uncased = _terms(self.q)
+            self.writer = self.native.HitsJson(self.ref_paths, terms, uncased)
+        return self.writer
+
+    def _head(self, rank: int, path: str, ctx: tuple[str, str | None, str], file: int | None) -> bool:
+        """Give the writer what the hits of file ``rank`` share (``file``: its catalog
+        id, whose current path the hits' ``on_path`` is read from); ``False`` when
+        Python must write them."""
+        bits = self._path(file, path) if file is not None else None
+        try:
+            self.writer.head(rank, path, ctx[0], ctx[1], ctx[2], f"sessiontree context {shlex.quote(path)} --leaf ",
+                             bits)
+            ok = True
+        except UnicodeEncodeError:  # a lone surrogate: JSON output escapes it in Python
+            ok = False
+        self.heads[rank] = ok
+        return ok
 
     def _page(self, hits: list[_Hit], got: list[Any]) -> list[SearchHit]:
         it = iter(got)
@@ -736,8 +762,10 @@ def search_folders(
 
 
 def _start(query: str | Query, folders: Sequence[str], catalog: Any, no_cache: bool, order: Order,
-           limit: int | None, offset: int, on_progress: Any, on_bytes: Any) -> tuple[_Search, int, Iterator[_Hit]]:
-    """A search run (:class:`_Search`), its total and the hits of its page, best first."""
+           limit: int | None, offset: int, on_progress: Any,
+           on_bytes: Any) -> tuple[_Search, int, Iterator[_Hit], int, int | None]:
+    """A search run (:class:`_Search`), its total, the hits of its page, best first, and
+    the page's bounds (``offset``, ``end``)."""
     import itertools
     import sys
 
@@ -749,7 +777,7 @@ def _start(query: str | Query, folders: Sequence[str], catalog: Any, no_cache: b
     end = None if limit is None or offset + limit > sys.maxsize else offset + limit
     q = query if isinstance(query, Query) else parse_query(query)
     s = _Search(q, folders, catalog, no_cache, order, end, on_progress, on_bytes)
-    return s, s.total, itertools.islice(s.ordered(), offset, end)
+    return s, s.total, itertools.islice(s.ordered(), offset, end), offset, end
 
 
 def search_stream(
@@ -774,7 +802,7 @@ def search_stream(
     """
     import itertools
 
-    s, total, page = _start(query, folders, catalog, no_cache, order, limit, offset, on_progress, on_bytes)
+    s, total, page, _o, _e = _start(query, folders, catalog, no_cache, order, limit, offset, on_progress, on_bytes)
     first = list(itertools.islice(page, _CHUNK))
 
     def chunks() -> Iterator[list[_Hit]]:
@@ -836,10 +864,19 @@ def search_json(
     """
     import itertools
 
-    s, total, page = _start(query, folders, catalog, no_cache, order, limit, offset, on_progress, on_bytes)
+    s, total, page, offset, end = _start(query, folders, catalog, no_cache, order, limit, offset, on_progress,
+                                         on_bytes)
 
     def chunks() -> Iterator[bytes | list[SearchHit]]:
         try:
+            keys = s.keys
+            if keys is not None and not s.hits and s.native is not None:  # the index's hits alone
+                stop = len(keys) if end is None else min(end, len(keys))
+                for start in range(min(offset, stop), stop, _CHUNK):
+                    n = min(_CHUNK, stop - start)
+                    got = s.json_keys(start, n)
+                    yield s.page(s._index_hits(keys.take(start, n))) if got is None else got
+                return
             while True:
                 chunk = list(itertools.islice(page, _CHUNK))
                 if not chunk:
