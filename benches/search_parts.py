@@ -9,8 +9,9 @@ sessions root in Pi's layout. Page cache warm; times are ``perf_counter`` (wall)
 * with ``--catalog`` (a catalog built by ``sessiontree index ROOT --all``), all the hits
   of a common word: the index query (``_Search``), reading their snippets
   (``_Search.snippets``, a thousand at a time, one thread), making the hits
-  (``_Search.page``), and their JSON as ``--json`` writes it (``_hit_json`` then
-  ``to_json_bytes``).
+  (``_Search.page``), and their JSON as the Python writer makes it (``items_json``);
+  against the native writer ``--json`` uses (``_Search.json``: snippets and JSON in
+  the extension), on one thread and on ``_THREADS``.
 
 docs/BENCHMARKS.md, "A history against rg, grep, DuckDB and cat", cites it.
 """
@@ -30,8 +31,7 @@ from typing import Any
 from sessiontree._select import native_module
 from sessiontree.catalog import _search
 from sessiontree.catalog._files import folder_files
-from sessiontree.cli._common import to_json_bytes
-from sessiontree.cli.search import _hit_json
+from sessiontree.cli.search import items_json
 
 
 def timed(fn: Any) -> tuple[float, float, Any]:
@@ -89,8 +89,12 @@ def main(argv: list[str]) -> int:
                 w, c, made = timed(lambda: [s.page(ch, g) for ch, g in zip(chunks, got)])
                 rows.setdefault("all hits: made", []).append((w, c))
                 quoted: dict[str, str] = {}
-                w, c, _r = timed(lambda: [to_json_bytes([_hit_json(h, quoted) for h in m]) for m in made])
-                rows.setdefault("all hits: JSON", []).append((w, c))
+                w, c, _r = timed(lambda: [items_json(m, quoted) for m in made])
+                rows.setdefault("all hits: JSON of the made hits (Python)", []).append((w, c))
+                w, c, _r = timed(lambda: [s.json(ch, 1) for ch in chunks])
+                rows.setdefault("all hits: snippets and JSON natively, one thread", []).append((w, c))
+                w, c, _r = timed(lambda: [s.json(ch) for ch in chunks])
+                rows.setdefault(f"all hits: the same, {_search._THREADS} threads", []).append((w, c))
             finally:
                 if paused:
                     gc.enable()

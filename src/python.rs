@@ -1370,6 +1370,14 @@ impl HitKeys {
         self.hits.len()
     }
 
+    /// The files (ranks) of hits `[start, start + n)`, each once.
+    fn ranks(&self, start: usize, n: usize) -> Vec<u32> {
+        let mut r: Vec<u32> = self.slice(start, n).iter().map(|h| h.rank).collect();
+        r.sort_unstable();
+        r.dedup();
+        r
+    }
+
     /// Hits `[start, start + n)` (fewer at the end): each `(rank, seq, offset, length,
     /// role, time, score, anchor)`.
     #[allow(clippy::type_complexity)]
@@ -1378,9 +1386,7 @@ impl HitKeys {
         start: usize,
         n: usize,
     ) -> Vec<(u32, u32, u64, u32, &'static str, Option<f64>, u64, u64)> {
-        let start = start.min(self.hits.len());
-        let end = start.saturating_add(n).min(self.hits.len());
-        self.hits[start..end]
+        self.slice(start, n)
             .iter()
             .map(|h| {
                 (
@@ -1395,6 +1401,13 @@ impl HitKeys {
                 )
             })
             .collect()
+    }
+}
+
+impl HitKeys {
+    fn slice(&self, start: usize, n: usize) -> &[crate::search::index::KeyHit] {
+        let start = start.min(self.hits.len());
+        &self.hits[start..start.saturating_add(n).min(self.hits.len())]
     }
 }
 
@@ -1446,6 +1459,127 @@ fn index_snippets<'py>(
         out.append(item)?;
     }
     Ok(out)
+}
+
+/// A search's hits written as `--json` writes them (`search::hits_json`), a chunk at
+/// a time: made with the paths the hits' ranks index and the query; each file's
+/// shared fields given once (`head`), then `write` for each chunk.
+#[pyclass(name = "HitsJson", module = "sessiontree._sessiontree")]
+pub struct HitsJson {
+    paths: Vec<PathBuf>,
+    terms: Vec<crate::Term>,
+    heads: Vec<Option<crate::search::hits_json::Head>>,
+}
+
+#[pymethods]
+impl HitsJson {
+    #[new]
+    fn new(paths: Vec<Vec<u8>>, terms: Vec<Vec<String>>, uncased: &str) -> PyResult<Self> {
+        let paths: Vec<PathBuf> = paths.into_iter().map(path_of).collect();
+        let n = paths.len();
+        Ok(HitsJson {
+            paths,
+            terms: query_terms(&terms, uncased)?,
+            heads: (0..n).map(|_| None).collect(),
+        })
+    }
+
+    /// The fields the hits of file `rank` share; `path_bits` the entries on its current
+    /// path as a bitmap (bit `seq`), for hits whose `on_path` is `None`.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (rank, path, session_id, session_name, cwd, open, path_bits))]
+    fn head(
+        &mut self,
+        rank: usize,
+        path: String,
+        session_id: String,
+        session_name: Option<String>,
+        cwd: String,
+        open: String,
+        path_bits: Option<Bound<'_, PyBytes>>,
+    ) -> PyResult<()> {
+        let slot = self
+            .heads
+            .get_mut(rank)
+            .ok_or_else(|| PyIndexError::new_err("rank out of range"))?;
+        *slot = Some(crate::search::hits_json::Head {
+            path,
+            session_id,
+            session_name,
+            cwd,
+            open,
+            path_bits: path_bits.map(|b| b.as_bytes().to_vec()),
+        });
+        Ok(())
+    }
+
+    /// The hits `(rank, offset, length, role, anchor, seq, time, score, on_path)` as
+    /// the items of `--json`'s `hits` list (releases the GIL while their snippets are
+    /// read with `threads` threads), or `None` where Python must write them.
+    #[allow(clippy::type_complexity)]
+    fn write<'py>(
+        &self,
+        py: Python<'py>,
+        hits: Vec<(
+            u32,
+            u64,
+            u32,
+            String,
+            u64,
+            u32,
+            Option<f64>,
+            u64,
+            Option<bool>,
+        )>,
+        threads: usize,
+    ) -> Option<Bound<'py, PyBytes>> {
+        use crate::search::hits_json::{write, JsonHit};
+        use crate::search::index::KeyHit;
+        let hits: Vec<JsonHit> = hits
+            .into_iter()
+            .map(
+                |(rank, offset, len, role, anchor, seq, time, score, on_path)| JsonHit {
+                    key: KeyHit {
+                        rank,
+                        seq,
+                        offset,
+                        len,
+                        role: match role.as_str() {
+                            "user" => 0,
+                            "assistant" => 1,
+                            _ => 2,
+                        },
+                        time,
+                        score,
+                        anchor,
+                    },
+                    on_path,
+                },
+            )
+            .collect();
+        let got = py.detach(|| write(&self.paths, &self.heads, &hits, &self.terms, threads));
+        got.map(|b| PyBytes::new(py, &b))
+    }
+
+    /// [`HitsJson::write`] of the index's hits `[start, start + n)` of `keys` (their
+    /// `on_path` from their files' heads).
+    fn write_keys<'py>(
+        &self,
+        py: Python<'py>,
+        keys: PyRef<'py, HitKeys>,
+        start: usize,
+        n: usize,
+        threads: usize,
+    ) -> Option<Bound<'py, PyBytes>> {
+        use crate::search::hits_json::{write, JsonHit};
+        let hits: Vec<JsonHit> = keys
+            .slice(start, n)
+            .iter()
+            .map(|&key| JsonHit { key, on_path: None })
+            .collect();
+        let got = py.detach(|| write(&self.paths, &self.heads, &hits, &self.terms, threads));
+        got.map(|b| PyBytes::new(py, &b))
+    }
 }
 
 /// `search::search_ranked` (releases the GIL): `paths` as `bytes` (`os.fsencode`, in
@@ -1656,6 +1790,8 @@ mod _sessiontree {
     use super::usage_report;
     #[pymodule_export]
     use super::HitKeys;
+    #[pymodule_export]
+    use super::HitsJson;
     #[pymodule_export]
     use super::PyIndex;
     use pyo3::prelude::*;

@@ -8,6 +8,7 @@
 //! The rules are docs/CONTRACT.md §7's; the Python home is `catalog/_search.py`, and
 //! `tests/test_search_rules.py` holds the two equal.
 
+pub mod hits_json;
 pub mod index;
 pub mod needle;
 pub mod rules;
@@ -283,75 +284,98 @@ fn one(
 
 /// The prefilter over a whole file: what its header says (`None`: not decided by its
 /// first block, the full read will tell), the offsets of the lines the needle picked
-/// (ascending), and the bytes read.
+/// (ascending), the bytes read, and (`keep`, a file of at most [`WHOLE`] bytes) the
+/// length of the whole file kept in `buf` for the full read.
+///
+/// The file is read [`STEP`] bytes at a time into the same bytes of `buf` (they stay
+/// in the cache: the kernel's copy is most of a rare word's search, and a file read
+/// whole in one call was copied to fresh memory and read back from it), until a line is
+/// picked: from there (`keep`) the rest is read on after it and the bytes before it
+/// read again, so that the full read scans one copy of the whole file.
 #[allow(clippy::type_complexity)]
 fn prefilter(
     file: &File,
     n: &Needle,
     buf: &mut Vec<u8>,
-    whole: bool,
+    keep: bool,
 ) -> Result<(Option<HeaderKind>, Vec<u64>, u64, Option<usize>)> {
-    let size = file.metadata()?.len();
-    // Read whole (one read; the full read then scans this copy), or a block at a time.
-    let mut block = if whole {
-        size as usize + 1
-    } else {
-        (size as usize + 1).clamp(4096, BLOCK)
-    };
-    let mut first = true;
-    let (mut buf_off, mut filled, mut read) = (0u64, 0usize, 0u64);
+    let (mut may_keep, mut keep) = (keep, false);
+    // `buf[..filled]` holds the file from `base`; its lines before `scanned` are searched.
+    let (mut base, mut filled, mut scanned, mut read) = (0u64, 0usize, 0usize, 0u64);
     let mut kind = None;
     let mut lines: Vec<u64> = Vec::new();
     loop {
-        let want = block.max(filled);
-        block = BLOCK;
+        let want = if keep { STEP } else { STEP.max(filled) };
         if buf.len() < filled + want {
             buf.resize(filled + want, 0);
         }
-        let got = listing::read_full(
-            file,
-            &mut buf[filled..filled + want],
-            buf_off + filled as u64,
-        )?;
-        let all = first && got < want; // the whole file is in `buf`
-        first = false;
+        let got = listing::read_full(file, &mut buf[filled..filled + want], base + filled as u64)?;
+        let before = filled;
         read += got as u64;
         filled += got;
         let eof = got < want;
-        if buf_off == 0 && kind.is_none() {
+        if base == 0 && kind.is_none() {
             kind = listing::header_kind(&buf[..filled], eof);
             if matches!(kind, Some(HeaderKind::Missing | HeaderKind::Old)) {
                 return Ok((kind, lines, read, None));
             }
         }
-        // Whole lines only (all of it at the end of the file).
-        let whole = if eof {
+        // Whole lines only (all of it at the end of the file); a newline is looked for
+        // in the new bytes alone, so that a long line costs its length once.
+        let end = if eof {
             filled
         } else {
-            match memchr::memrchr(b'\n', &buf[..filled]) {
-                Some(p) => p + 1,
-                None => 0,
-            }
+            memchr::memrchr(b'\n', &buf[before..filled]).map_or(scanned, |p| before + p + 1)
         };
-        let region = &buf[..whole];
+        let region = &buf[scanned..end];
+        let at = base + scanned as u64;
         let mut found: Vec<u64> = Vec::new();
-        n.each(region, |at| {
-            let start = memchr::memrchr(b'\n', &region[..at]).map_or(0, |p| p + 1);
-            found.push(buf_off + start as u64);
-            memchr::memchr(b'\n', &region[at..]).map_or(region.len(), |p| at + p + 1)
+        n.each(region, |i| {
+            let start = memchr::memrchr(b'\n', &region[..i]).map_or(0, |p| p + 1);
+            found.push(at + start as u64);
+            memchr::memchr(b'\n', &region[i..]).map_or(region.len(), |p| i + p + 1)
         });
         found.sort_unstable();
         found.dedup();
         lines.extend(found);
+        scanned = end;
+        if may_keep && !keep && !lines.is_empty() {
+            // The first pick: the bytes before `buf`'s read again in front of them (a file
+            // cut meanwhile is read on a step at a time; the full read reads it again).
+            let head = base as usize;
+            if buf.len() < head + filled {
+                buf.resize(head + filled, 0);
+            }
+            buf.copy_within(0..filled, head);
+            let got = listing::read_full(file, &mut buf[..head], 0)?;
+            read += got as u64;
+            if got == head {
+                keep = true;
+                (base, scanned, filled) = (0, scanned + head, filled + head);
+            } else {
+                buf.copy_within(head..head + filled, 0);
+                may_keep = false;
+            }
+        }
         if eof {
             lines.dedup();
-            return Ok((kind, lines, read, all.then_some(filled)));
+            return Ok((kind, lines, read, keep.then_some(filled)));
         }
-        buf.copy_within(whole..filled, 0);
-        filled -= whole;
-        buf_off += whole as u64;
+        if keep && filled > WHOLE as usize {
+            // Grown past WHOLE since it was sized: read on a step at a time.
+            (keep, may_keep) = (false, false);
+        }
+        if !keep {
+            buf.copy_within(scanned..filled, 0);
+            filled -= scanned;
+            base += scanned as u64;
+            scanned = 0;
+        }
     }
 }
+
+/// Bytes read and searched at a time.
+const STEP: usize = 256 << 10;
 
 /// The sink of the full read: wants the picked lines, judges their texts.
 struct Judge<'q> {

@@ -27,6 +27,7 @@ __all__ = [
     "stat_unchanged",
     "usage_report",
     "HitKeys",
+    "HitsJson",
     "Index",
     "__version__",
     "ENTRY_TYPES",
@@ -491,6 +492,40 @@ class HitKeys:
     def take(self, start: int, n: int) -> list[tuple[int, int, int, int, str, float | None, int, int]]:
         """Hits ``[start, start + n)`` (fewer at the end) as ``(rank, seq, offset,
         length, role, time, score, anchor)``."""
+    def ranks(self, start: int, n: int) -> list[int]:
+        """The files (ranks) of hits ``[start, start + n)``, each once, ascending."""
+
+@final
+class HitsJson:
+    """A search's hits written as ``sessiontree search --json`` writes them
+    (``src/search/hits_json.rs``), a chunk at a time: made with the paths the hits'
+    ranks index and the query, each file's shared fields given once (:meth:`head`).
+
+    Raises:
+        ValueError: no terms, or a term with an empty word.
+    """
+
+    def __new__(cls, paths: Sequence[bytes], terms: Sequence[Sequence[str]], uncased: str) -> HitsJson: ...
+    def head(self, rank: int, path: str, session_id: str, session_name: str | None, cwd: str, open: str,
+             path_bits: bytes | None) -> None:
+        """The fields the hits of file ``rank`` share (``open``: the ``open`` field up to
+        the entry's id); ``path_bits`` the entries on its current path as a bitmap (bit
+        ``seq``), for hits whose ``on_path`` is ``None``.
+
+        Raises:
+            IndexError: ``rank`` is not one of the paths'.
+            UnicodeEncodeError: a text holds a lone surrogate.
+        """
+    def write(self, hits: Sequence[tuple[int, int, int, str, int, int, float | None, int, bool | None]],
+              threads: int) -> bytes | None:
+        """The hits ``(rank, offset, length, role, anchor, seq, time, score, on_path)`` as
+        the items of ``--json``'s ``hits`` list (objects indented four spaces, joined by
+        ``,\\n``), their snippets read with ``threads`` threads; ``None`` where Python
+        must write them (a snippet only Python builds, a changed line, an id that is
+        not UTF-8, a time that is not a whole millisecond, a file with no head)."""
+    def write_keys(self, keys: HitKeys, start: int, n: int, threads: int) -> bytes | None:
+        """:meth:`write` of hits ``[start, start + n)`` of ``keys`` (their ``on_path``
+        from their files' heads' bitmaps)."""
 
 def index_snippets(
     paths: Sequence[bytes], hits: Sequence[tuple[int, int, int, str, int]], terms: Sequence[Sequence[str]],

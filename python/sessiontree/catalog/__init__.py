@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 # pays only for what it does (a search through the index reads no file's rows).
 _LAZY = {"Query": "_search", "SearchHit": "_search", "SearchResult": "_search", "parse_query": "_search",
          "UsageLine": "_usage", "UsageReport": "_usage", "Found": "_indexer", "ContentSink": "_indexer", "IndexSummary": "_indexer",
-         "search_stream": "_search", "ends_digest": "_indexer", "listed_text": "_indexer",
+         "search_stream": "_search", "search_json": "_search", "ends_digest": "_indexer", "listed_text": "_indexer",
          "native_scanner": "_extract", "scan_file": "_extract"}
 
 

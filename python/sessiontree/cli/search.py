@@ -45,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree search``: 0 (hits or none), 2 for a bad query."""
-    from ..catalog import SearchResult, search_stream
+    from ..catalog import SearchResult, search_json, search_stream
 
     if args.limit < 0 or args.page < 1:
         raise CliError("--limit must be at least 0 and --page at least 1", code=2)
@@ -54,14 +54,13 @@ def run(args: argparse.Namespace, io: Io) -> int:
     scope = _scope.resolve(args, io)
     with byte_progress(io, "reading sessions", None) as update:
         try:
-            total, files, hits = search_stream(args.query, list(scope.sources),
-                                               order="recent" if args.recent else "relevance", limit=limit,
-                                               offset=offset, on_bytes=update,
-                                               **_scope.catalog_options(args, io, create=False))
+            total, files, hits = (search_json if args.json else search_stream)(
+                args.query, list(scope.sources), order="recent" if args.recent else "relevance", limit=limit,
+                offset=offset, on_bytes=update, **_scope.catalog_options(args, io, create=False))
         except ValueError as e:
             raise CliError(f"bad query: {e}", code=2) from None
     if args.json:
-        _write_json(io, {"query": args.query, "total": total, "offset": offset, "files": files}, hits)
+        _write_json({"query": args.query, "total": total, "offset": offset, "files": files}, hits)
         return 0
     result = SearchResult(tuple(hits), total, offset, files)
     if not result.hits:
@@ -116,48 +115,46 @@ def _snippet_parts(h: Any) -> list[str | tuple[str, str]]:
     return parts
 
 
-def _write_json(io: Io, head: dict[str, Any], hits: Any) -> None:
-    """The result as one JSON object, its hits written as they are made (all the hits of
-    a common word never stand in memory at once)."""
+def _write_json(head: dict[str, Any], chunks: Any) -> None:
+    """The result as one JSON object, its hits written a chunk at a time as they are made
+    (``catalog.search_json``: natively made bytes, or hits written here by
+    :func:`items_json`; all the hits of a common word never stand in memory at once)."""
+    import gc
+
     from ._common import to_json_bytes
 
     out = sys.stdout.buffer
     first = True
     quoted: dict[str, str] = {}
-    chunk: list[dict[str, Any]] = []
-
-    def flush() -> None:
-        nonlocal first
-        # A list's items at the depth of the hits: two more spaces on every line.
-        body = b"  " + to_json_bytes(chunk)[2:-2].replace(b"\n", b"\n  ")
+    for chunk in chunks:
+        if isinstance(chunk, bytes):
+            body = chunk
+        else:
+            paused = gc.isenabled() and len(chunk) > 100
+            if paused:  # many small dicts, no cycle among them
+                gc.disable()
+            try:
+                body = items_json(chunk, quoted)
+            finally:
+                if paused:
+                    gc.enable()
         if first:
             out.write(to_json_bytes({**head, "hits": [0]})[:-len(b"0\n  ]\n}")].rstrip(b" ") + body)
             first = False
         else:
             out.write(b",\n" + body)
-        chunk.clear()
-
-    import gc
-
-    paused = gc.isenabled() and total_hint(head) > 1000
-    if paused:  # thousands of small dicts and no cycle among them
-        gc.disable()
-    try:
-        for h in hits:
-            chunk.append(_hit_json(h, quoted))
-            if len(chunk) == 1000:
-                flush()
-        if chunk:
-            flush()
-    finally:
-        if paused:
-            gc.enable()
     out.write(b"\n  ]\n}\n" if not first else to_json_bytes({**head, "hits": []}) + b"\n")
     out.flush()
 
 
-def total_hint(head: dict[str, Any]) -> int:
-    return int(head.get("total", 0)) - int(head.get("offset", 0))
+def items_json(hits: Any, quoted: dict[str, str] | None = None) -> bytes:
+    """``hits`` as the items of ``--json``'s ``hits`` list: each object indented by four
+    spaces, joined by ``,\\n``, no newline at the end (``src/search/hits_json.rs``
+    writes the same bytes natively: ``tests/test_search_json.py``)."""
+    from ._common import to_json_bytes
+
+    # A list's items at the depth of the hits: two more spaces on every line.
+    return b"  " + to_json_bytes([_hit_json(h, quoted) for h in hits])[2:-2].replace(b"\n", b"\n  ")
 
 
 def _quote(s: str) -> str:
@@ -166,6 +163,8 @@ def _quote(s: str) -> str:
 
 
 def _hit_json(h: Any, quoted: dict[str, str] | None = None) -> dict[str, Any]:
+    """A hit as ``--json`` writes it (the shape's home; ``quoted``: paths already quoted
+    for the shell, by path)."""
     if quoted is None:
         quoted = {}
     path = quoted.get(h.path)
