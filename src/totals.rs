@@ -730,3 +730,129 @@ pub fn report_totals(
     out.groups = groups;
     Some(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{LogWriter, Record};
+
+    /// A log of records `(id, stamp, seq, time, model, input)`.
+    fn log(recs: &[(&str, &str, u32, Option<f64>, &str, f64)]) -> Vec<u8> {
+        let mut w = LogWriter::default();
+        for &(id, stamp, seq, time, model, x) in recs {
+            w.push(&Record {
+                id: id.as_bytes(),
+                stamp: stamp.as_bytes(),
+                seq,
+                kind: 0,
+                time,
+                provider: b"p",
+                model: model.as_bytes(),
+                numbers: [x, 1.0, 0.0, 0.0, x + 1.0, x * 0.1],
+            });
+        }
+        w.out
+    }
+
+    /// The groups of one part, as sorted text (partials summed, in magnitude order).
+    fn norm(blob: &[u8], on: bool) -> Vec<String> {
+        let mut pairs = Vec::new();
+        let mut out = Vec::new();
+        let mut loose = Vec::new();
+        visit(
+            blob,
+            on,
+            &mut |p, m| pairs.push((p.to_vec(), m.to_vec())),
+            &mut |k, b, records, sums| {
+                let s: Vec<f64> = sums.iter().map(|p| p.iter().sum()).collect();
+                out.push(format!("{k} {b:?} {records} {s:?}"));
+            },
+            &mut |k, t, n| loose.push(format!("{k} loose {t} {n:?}")),
+        )
+        .unwrap();
+        out.extend(loose);
+        let mut named: Vec<String> = out
+            .into_iter()
+            .map(|g| {
+                let (k, rest) = g.split_once(' ').unwrap();
+                format!("{:?} {rest}", pairs[k.parse::<usize>().unwrap()])
+            })
+            .collect();
+        named.sort();
+        named
+    }
+
+    /// An entries record (`listing`'s layout): `(id, parent)` per entry, none a leaf
+    /// move (a length and the id; a length and the parent, or `u32::MAX` for none;
+    /// `u32::MAX`: not a move).
+    fn entries(ids: &[(&str, Option<&str>)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (id, parent) in ids {
+            out.extend_from_slice(&(id.len() as u32).to_le_bytes());
+            out.extend_from_slice(id.as_bytes());
+            match parent {
+                Some(p) => {
+                    out.extend_from_slice(&(p.len() as u32).to_le_bytes());
+                    out.extend_from_slice(p.as_bytes());
+                }
+                None => out.extend_from_slice(&u32::MAX.to_le_bytes()),
+            }
+            out.extend_from_slice(&u32::MAX.to_le_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn grown_totals_equal_the_whole_log_s() {
+        let a = log(&[
+            ("e0", "t0", 0, Some(0.0), "m", 1.0),
+            ("e1", "t1", 1, Some(1_000_000.0), "n", 2.0),
+            ("e2", "", 2, Some(0.5), "m", 3.0),
+        ]);
+        let b = log(&[
+            ("e3", "t3", 3, Some(2_000_000.0), "m", 4.0),
+            ("e4", "t4", 4, None, "o", 5.0),
+        ]);
+        let whole: Vec<u8> = [a.clone(), b.clone()].concat();
+        // e3 and e4 are both children of e2: e4 is the leaf, e3 is off the path.
+        let first = entries(&[("e0", None), ("e1", Some("e0")), ("e2", Some("e1"))]);
+        let now = entries(&[
+            ("e0", None),
+            ("e1", Some("e0")),
+            ("e2", Some("e1")),
+            ("e3", Some("e2")),
+            ("e4", Some("e2")),
+        ]);
+        let old = update(None, &a, &a, &first, 3).unwrap();
+        let grown = update(Some(&old), &b, &whole, &now, 5).unwrap();
+        let fresh = update(None, &whole, &whole, &now, 5).unwrap();
+        for on in [false, true] {
+            assert_eq!(norm(&grown, on), norm(&fresh, on), "on {on}");
+        }
+        assert_ne!(norm(&grown, false), norm(&grown, true));
+        // A piece repeating a copy key is summed again from the whole log.
+        let again = log(&[("e0", "t0", 5, Some(0.0), "m", 9.0)]);
+        let whole2: Vec<u8> = [whole.clone(), again.clone()].concat();
+        let grown2 = update(Some(&grown), &again, &whole2, &now, 5).unwrap();
+        let fresh2 = update(None, &whole2, &whole2, &now, 5).unwrap();
+        assert_eq!(norm(&grown2, false), norm(&fresh2, false));
+    }
+
+    #[test]
+    fn files_sharing_a_hash_are_involved() {
+        let a = log(&[("x", "t", 0, Some(0.0), "m", 1.0)]);
+        let b = log(&[
+            ("y", "u", 0, Some(0.0), "m", 1.0),
+            ("x", "t", 1, Some(0.0), "m", 2.0),
+        ]);
+        let c = log(&[("z", "v", 0, Some(0.0), "m", 1.0)]);
+        let e = entries(&[("x", None)]);
+        let t: Vec<Vec<u8>> = [&a, &b, &c]
+            .iter()
+            .map(|l| update(None, l, l, &e, 1).unwrap())
+            .collect();
+        let refs: Vec<Option<&[u8]>> =
+            vec![Some(&t[0]), Some(&t[1]), Some(&t[2]), None, Some(b"\x07")];
+        assert_eq!(involved(&refs), vec![true, true, false, true, true]);
+    }
+}
