@@ -736,8 +736,11 @@ mod tests {
     use super::*;
     use crate::report::{LogWriter, Record};
 
-    /// A log of records `(id, stamp, seq, time, model, input)`.
-    fn log(recs: &[(&str, &str, u32, Option<f64>, &str, f64)]) -> Vec<u8> {
+    /// `(id, stamp, seq, time, model, input)`
+    type Rec<'a> = (&'a str, &'a str, u32, Option<f64>, &'a str, f64);
+
+    /// A log of records.
+    fn log(recs: &[Rec<'_>]) -> Vec<u8> {
         let mut w = LogWriter::default();
         for &(id, stamp, seq, time, model, x) in recs {
             w.push(&Record {
