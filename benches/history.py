@@ -27,6 +27,9 @@ and cat", says how to read it.
   file.
 * index: ``sessiontree index ROOT --all`` once (time, catalog and segments on disk),
   and after one entry is appended to one session (the bytes it reads).
+
+``--only usage``: DuckDB, the index, warm usage (with each process's peak RSS) and the
+append, nothing else (a 20,000-session history's search and first answers take hours).
 """
 
 from __future__ import annotations
@@ -186,7 +189,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--common", default="the")
     ap.add_argument("--phrase", default="the session")
     ap.add_argument("--out")
+    ap.add_argument("--only", choices=("usage",),
+                    help="usage only: DuckDB, index, warm usage (each report, the call alone, peak RSS), the "
+                         "append; no search, ls or first report (a 20,000-session history in minutes, not hours)")
     args = ap.parse_args(argv)
+    only_usage = args.only == "usage"
     root = os.path.abspath(args.root)
     files = files_of(root)
     total = sum(os.path.getsize(f) for f in files)
@@ -212,7 +219,11 @@ def main(argv: list[str]) -> int:
                     pass
         words = {"rare": args.rare, "common": args.common, "phrase": f'"{args.phrase}"'}
         # ------------------------------------------------------------ first answers
-        for _ in range(args.rounds):
+        for _ in range(args.rounds if only_usage else 0):
+            w, out, _ = timed([sys.executable, "-c", DUCK % root])
+            t.add("duckdb model", w)
+            checks["duckdb"] = out
+        for _ in range(0 if only_usage else args.rounds):
             w, _out, _ = timed(cat_argv(root, files))
             t.add("cat", w)
             for kind, word in words.items():
@@ -252,20 +263,22 @@ def main(argv: list[str]) -> int:
         # ------------------------------------------------------------------- warm
         for _ in range(args.rounds):
             timed(cat_argv(root, files))
-            for kind, word in words.items():
+            for kind, word in ({} if only_usage else words).items():
                 w, out, _ = timed([*ST, "search", word, root, "--all", "--catalog", c, "--json"])
                 t.add(f"search warm {kind}", w)
                 checks[f"warm {kind}"] = out
                 w, _out, _ = timed([*ST, "search", word, root, "--all", "--catalog", c])
                 t.add(f"search warm {kind} (text)", w)
-            w, out, rss = timed([*ST, "search", args.common, root, "--all", "--catalog", c, "--limit", "0", "--json"],
-                                peak=True)
-            t.add("search warm common all", w)
-            t.info["all hits peak rss"] = max(rss, t.info.get("all hits peak rss", 0))
-            checks["all hits"] = out
+            if not only_usage:
+                w, out, rss = timed([*ST, "search", args.common, root, "--all", "--catalog", c, "--limit", "0",
+                                     "--json"], peak=True)
+                t.add("search warm common all", w)
+                t.info["all hits peak rss"] = max(rss, t.info.get("all hits peak rss", 0))
+                checks["all hits"] = out
             for group in ("model", "daily", "weekly", "monthly", "project", "session"):
-                w, out, _ = timed([*ST, "usage", group, root, "--all", "--catalog", c, "--json"])
+                w, out, rss = timed([*ST, "usage", group, root, "--all", "--catalog", c, "--json"], peak=True)
                 t.add(f"usage warm {group}", w)
+                t.info[f"usage warm {group} peak rss"] = max(rss, t.info.get(f"usage warm {group} peak rss", 0))
                 checks[f"usage warm {group}"] = out
             for group in ("model", "daily", "session"):
                 _w, out, _ = timed([sys.executable, "-c", CALL, root, group, c])
@@ -273,8 +286,9 @@ def main(argv: list[str]) -> int:
                 call = Secs(wall)
                 call.cpu = cpu
                 t.add(f"usage warm {group} (call)", call)
-            w, _out, _ = timed([*ST, "ls", root, "--all", "--catalog", c, "--json"])
-            t.add("ls warm", w)
+            if not only_usage:
+                w, _out, _ = timed([*ST, "ls", root, "--all", "--catalog", c, "--json"])
+                t.add("ls warm", w)
         # --------------------------------------------------------- one append
         work = os.path.join(tmp, "append")
         target = files[len(files) // 2]
@@ -293,25 +307,29 @@ def main(argv: list[str]) -> int:
         w, out, _ = timed([*ST, "index", work, "--all", "--catalog", c2, "--json"])
         t.info["append"] = {"appended_bytes": appended, "index_read_bytes": json.loads(out)["bytesRead"], "seconds": w}
         # ------------------------------------------------------------------ checks
-        no_cache = {k: timed([*ST, "search", w_, root, "--all", "--no-cache", "--json"])[1] for k, w_ in words.items()}
-        for kind in words:
+        no_cache = {k: timed([*ST, "search", w_, root, "--all", "--no-cache", "--json"])[1]
+                    for k, w_ in ({} if only_usage else words).items()}
+        for kind in ({} if only_usage else words):
             first, warm = json.loads(checks[f"first {kind}"]), json.loads(checks[f"warm {kind}"])
             assert first == warm == json.loads(no_cache[kind]), kind
             if rg:
                 extra = hit_files(checks[f"warm {kind}"]) - checks[f"rg files {kind}"]
                 t.info[f"hits of {kind} outside rg's files"] = len(extra)
             t.info[f"hits {kind}"] = warm["total"]
-        assert json.loads(checks["all hits"])["total"] == json.loads(checks["warm common"])["total"]
+        if not only_usage:
+            assert json.loads(checks["all hits"])["total"] == json.loads(checks["warm common"])["total"]
         duck = {r[0]: r for r in json.loads(checks["duckdb"])}
         mine_usage = json.loads(checks["usage warm model"])
-        assert mine_usage == json.loads(checks["usage first"])
+        if not only_usage:
+            assert mine_usage == json.loads(checks["usage first"])
         for line in mine_usage["lines"]:
             d = duck.pop(line["key"])
             assert [line["records"], line["input"], line["output"], line["cacheRead"], line["cacheWrite"],
                     line["totalTokens"]] == d[1:7], line
             assert abs(line["cost"] - d[7]) <= 1e-9 * max(1.0, abs(d[7])), line
         assert not duck, duck
-        t.info["checks"] = "first = warm = --no-cache; hits within rg's files; usage by model = DuckDB"
+        t.info["checks"] = ("usage by model = DuckDB" if only_usage else
+                            "first = warm = --no-cache; hits within rg's files; usage by model = DuckDB")
     finally:
         t.info["load_after"] = load()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -329,7 +347,12 @@ def report(t: Table) -> None:
     print(f"index: {i['index']}; catalog {i['catalog_bytes'] / 1e6:.1f} MB + segments "
           f"{i['segment_bytes'] / 1e6:.1f} MB = {(i['catalog_bytes'] + i['segment_bytes']) / i['bytes']:.1%} "
           f"of the sessions; append {i['append']}")
-    print(f"all hits of the common word: peak RSS {i['all hits peak rss'] / 1e6:.0f} MB; checks: {i.get('checks')}")
+    if "all hits peak rss" in i:
+        print(f"all hits of the common word: peak RSS {i['all hits peak rss'] / 1e6:.0f} MB")
+    print(f"checks: {i.get('checks')}")
+    peaks = {k: v for k, v in i.items() if k.startswith("usage warm") and k.endswith("peak rss")}
+    if peaks:
+        print("usage warm peak RSS: " + ", ".join(f"{k.split()[2]} {v / 1e6:.0f} MB" for k, v in peaks.items()))
     print("\n| question | sessiontree best (median); CPU best | peer best (median); CPU best | ratio |"
           "\n|---|--:|--:|--:|")
 

@@ -35,6 +35,7 @@ pub mod search;
 mod source;
 mod stat;
 mod time;
+mod totals;
 mod tree;
 mod usage;
 
@@ -65,6 +66,10 @@ pub use search::{search_files, FileResult, Hit, Judged, Query};
 pub use source::count_newlines;
 pub use stat::{unchanged as stat_unchanged, Seen};
 pub use time::parse_iso_ms;
+pub use totals::{
+    involved as usage_involved, report_totals as usage_report_totals, update as usage_sums,
+    FileTotals,
+};
 pub use usage::{Total, UsageTotals};
 
 #[cfg(feature = "python")]

@@ -1054,7 +1054,7 @@ fn usage_report<'py>(
     active: bool,
     days: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    use crate::{Bucket, FileLog, ReportKey};
+    use crate::{FileLog, ReportKey};
     let key = match key {
         "model" => ReportKey::Model,
         "file" => ReportKey::File,
@@ -1112,6 +1112,12 @@ fn usage_report<'py>(
     if let Some(e) = failed {
         return Err(e);
     }
+    report_py(py, &r)
+}
+
+/// A report as `usage_report` returns it.
+fn report_py<'py>(py: Python<'py>, r: &crate::Report) -> PyResult<Bound<'py, PyTuple>> {
+    use crate::Bucket;
     let groups = PyList::empty(py);
     for ((k, b), g) in &r.groups {
         let bucket = match b {
@@ -1135,7 +1141,120 @@ fn usage_report<'py>(
         .iter()
         .map(|(p, m)| Ok((id_to_py(py, p)?, id_to_py(py, m)?)))
         .collect::<PyResult<Vec<_>>>()?;
-    (groups, r.loose, models, r.bad).into_pyobject(py)
+    (groups, r.loose.clone(), models, r.bad).into_pyobject(py)
+}
+
+/// `totals::update`: a file's usage totals after its usage log grew by `piece` (`log`
+/// the whole log now, `entries` its entries record of `count` entries; `old` its
+/// totals before, if kept). `None`: totals are not kept for it.
+#[pyfunction]
+#[pyo3(signature = (old, piece, log, entries, count))]
+fn usage_sums<'py>(
+    py: Python<'py>,
+    old: Option<pyo3::pybacked::PyBackedBytes>,
+    piece: pyo3::pybacked::PyBackedBytes,
+    log: pyo3::pybacked::PyBackedBytes,
+    entries: pyo3::pybacked::PyBackedBytes,
+    count: u32,
+) -> Option<Bound<'py, PyBytes>> {
+    let out = py.detach(|| crate::usage_sums(old.as_deref(), &piece, &log, &entries, count));
+    out.map(|b| PyBytes::new(py, &b))
+}
+
+/// `totals::involved`: the positions of the files whose logs a report must read.
+#[pyfunction]
+fn usage_involved(
+    py: Python<'_>,
+    totals: Vec<Option<pyo3::pybacked::PyBackedBytes>>,
+) -> Vec<usize> {
+    py.detach(|| {
+        let t: Vec<Option<&[u8]>> = totals.iter().map(|t| t.as_deref()).collect();
+        crate::usage_involved(&t)
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, x)| x.then_some(i))
+            .collect()
+    })
+}
+
+/// `totals::report_totals` (releases the GIL): as `usage_report`, each file by its
+/// totals or (where `logs` has one) its log and, with `active`, its entries record.
+/// `None` when the totals cannot answer (the logs can).
+#[pyfunction]
+#[pyo3(signature = (totals, logs, keys, entries, key, buckets, active, days=None))]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
+fn usage_report_totals<'py>(
+    py: Python<'py>,
+    totals: Vec<Option<pyo3::pybacked::PyBackedBytes>>,
+    logs: Vec<Option<pyo3::pybacked::PyBackedBytes>>,
+    keys: Vec<u32>,
+    entries: Vec<Option<pyo3::pybacked::PyBackedBytes>>,
+    key: &str,
+    buckets: bool,
+    active: bool,
+    days: Option<Py<PyAny>>,
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    use crate::{FileTotals, ReportKey};
+    let key = match key {
+        "model" => ReportKey::Model,
+        "file" => ReportKey::File,
+        "none" => ReportKey::None,
+        _ => return Err(PyValueError::new_err("key: model, file or none")),
+    };
+    if keys.len() != totals.len() || logs.len() != totals.len() || entries.len() != totals.len() {
+        return Err(PyValueError::new_err(
+            "one key, log and entries record (or None) per file",
+        ));
+    }
+    let mut failed: Option<PyErr> = None;
+    let r = py.detach(|| {
+        let failed = &mut failed;
+        let mut ask = days.as_ref().map(|f| {
+            move |utc: &[i64]| -> Vec<Option<i64>> {
+                Python::attach(|py| {
+                    f.bind(py)
+                        .call1((utc.to_vec(),))
+                        .and_then(|v| v.extract::<Vec<Option<i64>>>())
+                        .and_then(|v| {
+                            if v.len() == utc.len() {
+                                Ok(v)
+                            } else {
+                                Err(PyValueError::new_err("days: one offset (or None) per day"))
+                            }
+                        })
+                })
+                .unwrap_or_else(|e| {
+                    *failed = Some(e);
+                    Vec::new()
+                })
+            }
+        });
+        let files: Vec<FileTotals<'_>> = (0..totals.len())
+            .map(|i| FileTotals {
+                totals: totals[i].as_deref(),
+                log: logs[i].as_deref(),
+                key: keys[i],
+                on_path: match (&logs[i], &entries[i]) {
+                    (Some(_), Some(e)) if active => {
+                        let path = crate::entries_path(e);
+                        let n = path.iter().max().map_or(0, |&m| m as usize + 1);
+                        let mut on = vec![false; n];
+                        for s in path {
+                            on[s as usize] = true;
+                        }
+                        Some(on)
+                    }
+                    _ => None,
+                },
+            })
+            .collect();
+        let days = ask.as_mut().map(|a| a as crate::DayOffsets<'_>);
+        crate::usage_report_totals(&files, key, buckets, active, days)
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    r.map(|r| report_py(py, &r)).transpose()
 }
 
 /// A query's terms as the native rules read them: each a list of words; `uncased` the
@@ -1787,7 +1906,13 @@ mod _sessiontree {
     #[pymodule_export]
     use super::stat_unchanged;
     #[pymodule_export]
+    use super::usage_involved;
+    #[pymodule_export]
     use super::usage_report;
+    #[pymodule_export]
+    use super::usage_report_totals;
+    #[pymodule_export]
+    use super::usage_sums;
     #[pymodule_export]
     use super::HitKeys;
     #[pymodule_export]

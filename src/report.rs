@@ -55,7 +55,7 @@ const PIECE: u8 = 0;
 const DEFINE: u8 = 1;
 const RECORD: u8 = 2;
 
-fn varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -63,7 +63,7 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn bytes(out: &mut Vec<u8>, b: &[u8]) {
+pub(crate) fn bytes(out: &mut Vec<u8>, b: &[u8]) {
     varint(out, b.len() as u64);
     out.extend_from_slice(b);
 }
@@ -131,7 +131,7 @@ impl LogWriter {
 
 /// The records of a log; a malformed log stops the walk and sets `bad`.
 pub struct Records<'a> {
-    rest: &'a [u8],
+    pub(crate) rest: &'a [u8],
     models: Vec<(&'a [u8], &'a [u8])>,
     /// Pieces met so far (a record's `model` numbers are the current piece's).
     pub piece: u32,
@@ -153,13 +153,13 @@ impl<'a> Records<'a> {
         }
     }
 
-    fn byte(&mut self) -> Option<u8> {
+    pub(crate) fn byte(&mut self) -> Option<u8> {
         let (&b, rest) = self.rest.split_first()?;
         self.rest = rest;
         Some(b)
     }
 
-    fn varint(&mut self) -> Option<u64> {
+    pub(crate) fn varint(&mut self) -> Option<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.byte()?;
@@ -171,7 +171,7 @@ impl<'a> Records<'a> {
         None
     }
 
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub(crate) fn chunk(&mut self, n: usize) -> Option<&'a [u8]> {
         if self.rest.len() < n {
             return None;
         }
@@ -180,13 +180,13 @@ impl<'a> Records<'a> {
         Some(a)
     }
 
-    fn bytes(&mut self) -> Option<&'a [u8]> {
+    pub(crate) fn bytes(&mut self) -> Option<&'a [u8]> {
         let n = usize::try_from(self.varint()?).ok()?;
-        self.take(n)
+        self.chunk(n)
     }
 
-    fn f64(&mut self) -> Option<f64> {
-        Some(f64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    pub(crate) fn f64(&mut self) -> Option<f64> {
+        Some(f64::from_le_bytes(self.chunk(8)?.try_into().ok()?))
     }
 
     fn step(&mut self) -> Option<Record<'a>> {
@@ -264,7 +264,7 @@ impl<'a> Iterator for Records<'a> {
 
 /// FxHash's step: keys here are hashes or small numbers already.
 #[derive(Default)]
-struct Mix(u64);
+pub(crate) struct Mix(u64);
 
 impl Hasher for Mix {
     fn finish(&self) -> u64 {
@@ -292,7 +292,7 @@ impl Hasher for Mix {
     }
 }
 
-type Fast = BuildHasherDefault<Mix>;
+pub(crate) type Fast = BuildHasherDefault<Mix>;
 
 /// An exact sum: non-overlapping partials whose exact sum is the sum of every value
 /// added (CPython's `msum`); `spoiled` once a value or a partial is not finite (the
@@ -303,11 +303,11 @@ pub struct Sum {
     pub partials: Vec<f64>,
     /// Every value, when the partials cannot stand for them.
     pub values: Option<Vec<f64>>,
-    spoiled: bool,
+    pub(crate) spoiled: bool,
 }
 
 impl Sum {
-    fn add(&mut self, x: f64) {
+    pub(crate) fn add(&mut self, x: f64) {
         if self.spoiled {
             return;
         }
@@ -443,7 +443,7 @@ pub fn report(
 }
 
 /// The slice of UTC an integral millisecond time in years 5–9986 falls in.
-fn slice_of(t: Option<f64>) -> Option<i64> {
+pub(crate) fn slice_of(t: Option<f64>) -> Option<i64> {
     match t {
         Some(t) if t.fract() == 0.0 && (FIRST_MS..LAST_MS).contains(&t) => {
             Some((t as i64).div_euclid(SLICE_MS))
@@ -454,7 +454,7 @@ fn slice_of(t: Option<f64>) -> Option<i64> {
 
 /// The offsets `ask` gives the UTC days of `slices`, those that are a whole number of
 /// slices (the others' slices are not all in one local day).
-fn day_table(
+pub(crate) fn day_table(
     slices: impl Iterator<Item = i64>,
     ask: &mut dyn FnMut(&[i64]) -> Vec<Option<i64>>,
 ) -> HashMap<i64, i64, Fast> {
@@ -472,7 +472,7 @@ fn day_table(
 }
 
 /// The bucket of slice `n`: its local day if its UTC day has an offset in `table`.
-fn day_of(n: i64, table: &HashMap<i64, i64, Fast>) -> Bucket {
+pub(crate) fn day_of(n: i64, table: &HashMap<i64, i64, Fast>) -> Bucket {
     let start = n * SLICE_MS;
     match table.get(&start.div_euclid(DAY_MS)) {
         Some(off) => Bucket::Day((start + off).div_euclid(DAY_MS)),
@@ -521,7 +521,7 @@ impl<'a> ModelKeys<'a> {
 }
 
 /// The copy key's hash (`id`, then `timestamp` string).
-fn copy_hash(rec: &Record<'_>) -> u64 {
+pub(crate) fn copy_hash(rec: &Record<'_>) -> u64 {
     twox_hash::XxHash3_64::oneshot_with_seed(twox_hash::XxHash3_64::oneshot(rec.id), rec.stamp)
 }
 

@@ -30,6 +30,13 @@ from test_catalog import make_root
 
 NOT_AT_START = {"dataclasses", "inspect", "orjson", "rich"}
 """Imported by no warm ``usage`` or ``search`` page, with or without ``--json``."""
+NOT_IN_USAGE = {"typing", "shutil", "bz2", "lzma"}
+"""Nor by a warm ``usage --json``: ``typing`` (the package's modules import it only for
+type checkers; ``_tuples.NamedTuple`` stands in for ``typing.NamedTuple``), ``shutil``
+with ``bz2`` and ``lzma`` (argparse's help formatter imports it for every argument added;
+``cli._columns`` gives it the width). About 4 ms of 60 (docs/BENCHMARKS.md, issue 25)."""
+NOT_IN_SEARCH = {"shutil", "bz2", "lzma"}
+"""Nor by a warm ``search`` (``typing`` is: ``catalog._search``'s named tuples)."""
 HEAVY_VIEW = ("sessiontree.view._entries", "sessiontree.view._drawing", "sessiontree.view._render",
               "sessiontree.view._context_lines", "sessiontree.schema")
 
@@ -69,9 +76,43 @@ def test_warm_usage_and_search_leave_the_viewers_and_the_scanner_alone(tmp_path:
         assert "sessiontree.catalog._usage" in usage  # the run did report
         assert not usage & set(HEAVY_VIEW), sorted(usage & set(HEAVY_VIEW))
         assert not usage & NOT_AT_START, sorted(usage & NOT_AT_START)
+        assert not usage & NOT_IN_USAGE, sorted(usage & NOT_IN_USAGE)
     for json_flag in ([], ["--json"]):
         search = _imported(["search", "the", root, "--all", *json_flag], env)
         assert "sessiontree.catalog._segments" in search  # answered from the index
         assert "sessiontree.catalog._extract" not in search
         assert not search & set(HEAVY_VIEW), sorted(search & set(HEAVY_VIEW))
         assert not search & NOT_AT_START, sorted(search & NOT_AT_START)
+        assert not search & NOT_IN_SEARCH, sorted(search & NOT_IN_SEARCH)
+
+
+def test_the_stand_in_named_tuple_makes_typings_class() -> None:
+    """``_tuples.NamedTuple`` builds what ``typing.NamedTuple`` builds: fields in order,
+    defaults, methods, docstring, repr, equality, ``_asdict``, pickling (its annotations
+    stay the strings ``from __future__ import annotations`` leaves, not ``ForwardRef``s)."""
+    import pickle
+    import typing
+
+    from sessiontree._tuples import NamedTuple as Stand
+
+    made = []
+    for base in (typing.NamedTuple, Stand):
+        class Point(base):  # type: ignore[misc, valid-type]
+            """A point."""
+
+            x: int
+            y: str = "b"
+
+            def twice(self) -> int:
+                return 2 * self.x
+
+        made.append(Point)
+    a, b = (cls(3) for cls in made)
+    assert a == b and a._fields == b._fields == ("x", "y") and a._asdict() == b._asdict()
+    assert repr(a) == repr(b) == "Point(x=3, y='b')" and a.twice() == b.twice() == 6
+    assert made[1].__doc__ == "A point." and list(made[1].__annotations__) == list(made[0].__annotations__)
+    assert made[1]._field_defaults == {"y": "b"} and isinstance(b, tuple)
+    from sessiontree.catalog import UsageLine
+
+    line = UsageLine("k", 1, 2, 3, 4, 5, 6, 0.5)
+    assert pickle.loads(pickle.dumps(line)) == line and line.as_dict()["cacheRead"] == 4

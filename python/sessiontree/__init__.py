@@ -9,10 +9,11 @@ Public API (docs/CONTRACT.md): :class:`SessionManager`, the pure functions
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._backend import IssueKind, LoadIssue
     from ._context import (
         ProjectedEntry,
@@ -94,16 +95,22 @@ def __getattr__(name: str) -> Any:
     if name == "__version__":
         value: Any = _version()
     elif name in _HOMES:
-        value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+        value = getattr(_module(_HOMES[name]), name)
     else:
         try:  # a submodule, as `sessiontree.errors` was once imported here
-            value = importlib.import_module(f"{__name__}.{name}")
+            value = _module(name)
         except ModuleNotFoundError as e:
             if e.name != f"{__name__}.{name}":
                 raise
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
     globals()[name] = value
     return value
+
+
+def _module(name: str) -> Any:
+    import importlib
+
+    return importlib.import_module(f"{__name__}.{name}")
 
 
 def __dir__() -> list[str]:

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["lazy_names"]
 
@@ -22,6 +24,8 @@ def lazy_names(package: str, homes: Mapping[str, str], namespace: dict[str, Any]
         module = homes.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        import importlib
+
         value = getattr(importlib.import_module(f"{package}.{module}"), name)
         namespace[name] = value
         return value

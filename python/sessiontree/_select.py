@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._backend import TreeIndex
 
 __all__ = ["BACKENDS", "backend_name", "extension", "index_class", "native_available", "native_module"]

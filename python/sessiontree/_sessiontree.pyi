@@ -25,7 +25,10 @@ __all__ = [
     "search_tables",
     "segment_pieces",
     "stat_unchanged",
+    "usage_involved",
     "usage_report",
+    "usage_report_totals",
+    "usage_sums",
     "HitKeys",
     "HitsJson",
     "Index",
@@ -437,6 +440,33 @@ def usage_report(
     Raises:
         ValueError: an unknown ``key``, lists of different lengths, or ``days`` giving
             not one offset (or ``None``) per day; what ``days`` raises is raised.
+    """
+
+def usage_sums(old: bytes | None, piece: bytes, log: bytes, entries: bytes, count: int) -> bytes | None:
+    """A file's usage totals (``src/totals.rs``) after its usage log grew by ``piece``:
+    ``old`` (its totals before, if kept) with the piece's records added, or taken again
+    from the whole ``log`` (a repeated copy key hash, a changed path, no ``old``);
+    ``entries`` its entries record now, of ``count`` entries. ``None``: none kept (a sum
+    not finite, a malformed log)."""
+
+def usage_involved(totals: Sequence[bytes | None]) -> list[int]:
+    """The positions of the files (oldest holder first) whose logs a report must read:
+    no readable totals, or a copy key hash another file holds (releases the GIL)."""
+
+def usage_report_totals(
+    totals: Sequence[bytes | None], logs: Sequence[bytes | None], keys: Sequence[int],
+    entries: Sequence[bytes | None], key: str, buckets: bool, active: bool,
+    days: Callable[[list[int]], Sequence[int | None]] | None = None,
+) -> tuple[list[tuple[int, int | tuple[str, int] | bool | None, int, list[tuple[bool, list[float]]]]],
+           list[tuple[int, float, tuple[float, float, float, float, float, float]]],
+           list[tuple[str, str]], bool] | None:
+    """As :func:`usage_report`, each file by its totals or, where ``logs`` has one, its
+    log (with ``active``, its entries record): ``None`` when the totals cannot answer (a
+    sum not finite, totals that do not read: the logs can). Releases the GIL.
+
+    Raises:
+        ValueError: an unknown ``key``, lists of different lengths, ``days`` giving not
+            one offset (or ``None``) per day; what ``days`` raises is raised.
     """
 
 _Piece = tuple[int, int, int, int, int]

@@ -17,7 +17,7 @@ import os
 import sqlite3
 from datetime import date, tzinfo
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 
 from .._lazy import lazy_names
 from ._location import ENV, default_path, resolve
@@ -25,6 +25,8 @@ from ._run import CONTENT_ROUNDS, open_store, refresh_for, run
 from ._store import CatalogError, Store
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._indexer import ContentSink, Found, IndexSummary
     from ._search import Order, Query, SearchHit, SearchResult, parse_query
     from ._usage import Group, UsageLine, UsageReport

@@ -321,7 +321,17 @@ def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int, s
 
 
 # ------------------------------------------------------------------ applying
-def _apply_main(plan: _Plan, start: int, r: ScanResult) -> bool:
+def _sum(row: FileRow, piece: bytes, fresh: bool, native: Any) -> None:
+    """The row's usage totals after its log grew by ``piece`` (``fresh``: the log is
+    ``piece`` alone): the old totals with the piece's records added, natively
+    (``src/totals.rs``); none without the native module (a report then reads the log)."""
+    if native is None or row.log is None:
+        row.sums = None
+        return
+    row.sums = native.usage_sums(None if fresh else row.sums, piece, row.log, row.entries or b"", row.entry_count)
+
+
+def _apply_main(plan: _Plan, start: int, r: ScanResult, native: Any = None) -> bool:
     """Fold one main-pass result into the plan's row; whether the row's old derived
     rows must go."""
     row = plan.row
@@ -331,6 +341,7 @@ def _apply_main(plan: _Plan, start: int, r: ScanResult) -> bool:
     if start == 0:
         reset = found._reset
         row.log = b"" if plan.main_content else None
+        row.sums = None
         row.l_end = 0
         row.problem = row.problem_line = row.problem_offset = None
         row.message_count, row.first_message, row.title, row.activity = 0, None, None, None
@@ -371,6 +382,7 @@ def _apply_main(plan: _Plan, start: int, r: ScanResult) -> bool:
     if plan.main_content and row.problem is None and not row.old:
         row.c_end, row.c_entries, row.c_count = end, len(row.entries), count
         row.log = (row.log or b"") + log
+        _sum(row, log, start == 0, native)
     return reset
 
 
@@ -499,6 +511,7 @@ def _run(store: Store | None, found: list[Found], plans: list[_Plan], *, content
                 appends = p.catchup is not None or p.main_content
                 if appends and p.row.entries is not None and p.row.c_end is not None and p.row.log is None:
                     p.row.log = store.logs([p.row.id]).get(p.row.id, b"")
+                    p.row.sums = store.sums([p.row.id]).get(p.row.id)
                 if p.row.entries is None:  # saved by another process since its row was read
                     again = _plan(p.found, p.row, content, False)  # from its start, kept here
                     assert again is not None
@@ -550,6 +563,7 @@ def _run(store: Store | None, found: list[Found], plans: list[_Plan], *, content
                 row.c_end = row.l_end
                 row.entries, row.entry_count = value[2], value[3]  # the ids readers see
                 row.log = value[4]
+                _sum(row, row.log, True, native)
             else:
                 start, r, ends = value
                 read = r[0][3]
@@ -560,7 +574,7 @@ def _run(store: Store | None, found: list[Found], plans: list[_Plan], *, content
                 if kind == "main":
                     if f.base is None:
                         f.base = start
-                    reset = _apply_main(plan, start, r)
+                    reset = _apply_main(plan, start, r, native)
                     row.ends = ends
                     f._reset = False
                     if plan.main_content:
@@ -571,6 +585,7 @@ def _run(store: Store | None, found: list[Found], plans: list[_Plan], *, content
                     row.c_end = r[0][0]
                     row.c_entries += len(r[5])
                     row.c_count = r[6]
+                    _sum(row, r[9], False, native)
             if sink is not None and plan.docs and (docs or usage):
                 sink(f, docs, usage)
             if store is None:

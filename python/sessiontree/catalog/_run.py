@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 
 from ._location import ENV, resolve
 from ._store import CatalogError, Store
@@ -19,7 +19,10 @@ if TYPE_CHECKING:
 
 __all__ = ["CONTENT_ROUNDS", "busy", "open_store", "refresh_for", "run"]
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 
 def open_store(catalog: str | os.PathLike[str] | None = None, *, required: bool = False,

@@ -27,7 +27,9 @@ import fcntl
 import os
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
+if TYPE_CHECKING:
+    from typing import Any
 
 from ._store import Store, checked_all
 

@@ -20,6 +20,10 @@ Tables:
   pages.
 * ``usage_log(file, log)`` — the file's recorded usage up to ``c_end`` (``_extract``'s
   usage log), apart from the ``file`` row for the same reason.
+* ``usage_sum(file, sums)`` — the same usage summed by the keys reports group on
+  (``src/totals.rs``: by model and 15-minute slice of UTC, all records and those on
+  the current path, with the records' copy key hashes), written with the log it sums
+  (no row: none kept, the log answers): a warm report reads these, not the logs.
 
 * ``segment(name, size, docs)`` — the search index's segments (``_segments``), files
   in the folder beside the database (:attr:`Store.segments_dir`). A file row's
@@ -38,18 +42,20 @@ import sqlite3
 import stat
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 __all__ = ["SCHEMA_VERSION", "COLUMN_TYPES", "FileRow", "Store", "CatalogError", "checked", "checked_all"]
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 """Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
 
 APPLICATION_ID = 0x53547243  # "STrC"
 _SQLITE_MAGIC = b"SQLite format 3\x00"  # the file header; the application id is at offset 68
 
-_TABLES = ("meta", "folder", "file", "entries", "usage_log", "segment")
+_TABLES = ("meta", "folder", "file", "entries", "usage_log", "usage_sum", "segment")
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -77,6 +83,7 @@ CREATE TABLE file (
 );
 CREATE TABLE entries (file INTEGER PRIMARY KEY, record BLOB NOT NULL);
 CREATE TABLE usage_log (file INTEGER PRIMARY KEY, log BLOB NOT NULL);
+CREATE TABLE usage_sum (file INTEGER PRIMARY KEY, sums BLOB NOT NULL);
 CREATE TABLE segment (name TEXT PRIMARY KEY, size INTEGER NOT NULL, docs INTEGER NOT NULL) WITHOUT ROWID;
 """
 
@@ -175,6 +182,7 @@ class FileRow:
     epoch: int = 0  # drawn anew at each read from the start (search segments' pieces name it)
     s_end: int | None = None  # the search index holds [0, s_end)
     s_entries: int = 0
+    sums: bytes | None = None  # the usage totals of ``log`` (src/totals.rs); None: not kept or not read
     log: bytes | None = None  # the usage log to [0, c_end); None: not read (Store.logs)
     entries: bytes | None = None  # None: not read from the catalog (Store.entries)
 
@@ -204,14 +212,14 @@ _REQUIRED = tuple(f for f in _FIELDS if f not in vars(FileRow))
 
 
 _TEXT_COLUMNS = frozenset({"name", "sid", "cwd", "parent", "first_message", "title", "problem"})
-# The ``file`` table's columns: every field but the usage log and the entries record
-# (their own tables, read only when needed), which are last, so a row read (``_row``)
-# leaves them unread (their class defaults).
-_ROW_COLUMNS = _FIELDS[:-2]
+# The ``file`` table's columns: every field but the usage totals, the usage log and the
+# entries record (their own tables, read only when needed), which are last, so a row
+# read (``_row``) leaves them unread (their class defaults).
+_ROW_COLUMNS = _FIELDS[:-3]
 _TEXT_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in _TEXT_COLUMNS)
 _SAVED_COLUMNS = tuple(c for c in _ROW_COLUMNS if c not in ("id", "gen"))
 
-assert list(_FIELDS[-2:]) == ["log", "entries"]
+assert list(_FIELDS[-3:]) == ["sums", "log", "entries"]
 
 
 # The types each column's values may have, from FileRow's annotations (a bool is
@@ -240,6 +248,7 @@ COLUMN_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
     "file": {f: _STORED[_FIELD_TYPES[f]] for f in _ROW_COLUMNS},
     "entries": {"file": _INT, "record": (bytes,)},
     "usage_log": {"file": _INT, "log": (bytes,)},  # its bytes are checked as they are unpacked
+    "usage_sum": {"file": _INT, "sums": (bytes,)},  # its bytes are checked as they are read (src/totals.rs)
     "segment": {"name": (str,), "size": _INT, "docs": _INT},
 }
 """The types each column of each table may hold when it is read: everything the catalog
@@ -561,6 +570,17 @@ class Store:
                 out[f] = log
         return out
 
+    def sums(self, files: Sequence[int]) -> dict[int, bytes]:
+        """The usage totals of files (those that have them)."""
+        out: dict[int, bytes] = {}
+        for k in range(0, len(files), 500):
+            part = files[k:k + 500]
+            rows = self.conn.execute(
+                f"SELECT file, sums FROM usage_sum WHERE file IN ({','.join('?' * len(part))})", part)
+            for f, sums in checked_all("usage_sum", ("file", "sums"), rows.fetchall()):
+                out[f] = sums
+        return out
+
     # -- writing -----------------------------------------------------------------
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -600,7 +620,7 @@ class Store:
         if not ids:
             return
         with self.write() as c:
-            for table, key in (("entries", "file"), ("usage_log", "file"), ("file", "id")):
+            for table, key in (("entries", "file"), ("usage_log", "file"), ("usage_sum", "file"), ("file", "id")):
                 c.executemany(f"DELETE FROM {table} WHERE {key} = ?", [(i,) for i in ids])
 
 
@@ -629,6 +649,7 @@ class Batch:
         self._insert_cols: tuple[str, ...] | None = None
         self._entries: list[tuple[int, bytes]] = []
         self._logs: list[tuple[int, bytes]] = []
+        self._sums: list[tuple[int, bytes | None]] = []
         self._lost: list[Any] = []  # noted files an early flush found taken by another process
 
     def save(self, row: FileRow, *, reset: bool, found: Any = None) -> bool:
@@ -675,10 +696,12 @@ class Batch:
                 return False
             if reset and row.log is None:
                 c.execute("DELETE FROM usage_log WHERE file = ?", (file,))
+                c.execute("DELETE FROM usage_sum WHERE file = ?", (file,))
         if row.entries is not None:
             self._entries.append((file, row.entries))
         if row.log is not None:
             self._logs.append((file, row.log))
+            self._sums.append((file, row.sums))  # the totals go with the log they sum
         self._undo.append((row, row.id, row.gen))
         row.id = file
         row.gen += 1
@@ -714,6 +737,7 @@ class Batch:
             return []
         self._entries = [x for x in self._entries if x[0] not in lost]
         self._logs = [x for x in self._logs if x[0] not in lost]
+        self._sums = [x for x in self._sums if x[0] not in lost]
         return [self._found.pop(f) for f in lost if f in self._found]
 
     def commit(self) -> list[Any]:
@@ -727,13 +751,17 @@ class Batch:
                 c.executemany("INSERT OR REPLACE INTO entries (file, record) VALUES (?, ?)", self._entries)
             if self._logs:
                 c.executemany("INSERT OR REPLACE INTO usage_log (file, log) VALUES (?, ?)", self._logs)
+            if self._sums:
+                c.executemany("DELETE FROM usage_sum WHERE file = ?", [(f,) for f, s in self._sums if s is None])
+                c.executemany("INSERT OR REPLACE INTO usage_sum (file, sums) VALUES (?, ?)",
+                              [(f, s) for f, s in self._sums if s is not None])
             c.execute("COMMIT")
         except BaseException:
             self.abandon()
             raise
         self._undo.clear()
         self._found.clear()
-        self._entries, self._logs = [], []
+        self._entries, self._logs, self._sums = [], [], []
         return lost
 
     def abandon(self) -> list[Any]:
@@ -745,7 +773,7 @@ class Batch:
             row.id, row.gen = rid, gen
         self._undo.clear()
         self._inserts.clear()
-        self._entries, self._logs = [], []
+        self._entries, self._logs, self._sums = [], [], []
         found, self._found = [*self._lost, *self._found.values()], {}
         self._lost = []
         return found

@@ -27,14 +27,19 @@ import math
 import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta, tzinfo
-from typing import Any, Literal, NamedTuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
+if TYPE_CHECKING:
+    from typing import Any, Literal, NamedTuple
+
+    Group = Literal["daily", "weekly", "monthly", "session", "model", "project"]
+else:
+    from .._tuples import NamedTuple
 
 from .._select import native_module as native_scanner
 from .._time import datetime_from_ms, local_time
 
 __all__ = ["UsageLine", "UsageReport", "GROUPS", "usage_folders"]
 
-Group = Literal["daily", "weekly", "monthly", "session", "model", "project"]
 GROUPS: tuple[str, ...] = ("daily", "weekly", "monthly", "session", "model", "project")
 
 FIELDS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost")
@@ -86,7 +91,7 @@ class UsageReport(NamedTuple):
 
 
 def _whole(x: float) -> float:
-    return int(x) if math.isfinite(x) and x == int(x) else x
+    return int(x) if x.is_integer() else x  # (a float: never for inf or NaN)
 
 
 _SCALE = 1074  # every finite double is a whole multiple of 2**-1074
@@ -203,12 +208,22 @@ def usage_folders(
 
     def op(store: Any) -> UsageReport:
         current = _current(store, folders) if store is not None else None
-        if current is not None:  # every file as the catalog holds it: no refresh to make
+        found = None
+        if current is None:
+            found = refresh_for(store, folders, content=True, on_progress=on_progress, on_bytes=on_bytes)
+            if store is not None:  # every file saved: the catalog's totals answer
+                current = _current(store, folders)
+        if current is not None:  # every file as the catalog holds it
             sessions = current
         else:
-            found = refresh_for(store, folders, content=True, on_progress=on_progress, on_bytes=on_bytes)
+            assert found is not None
             sessions = [f for f in found if f.row is not None and f.error is None and f.row.problem is None]
         sessions.sort(key=_age)  # a copy is charged to its first holder
+        native = native_scanner()
+        if current is not None and native is not None:
+            got = _totals_report(native, store, sessions, group, since, until, active_path, tz)
+            if got is not None:
+                return got
         rows = [f.row for f in sessions if f.row is not None]
         need = [r.id for r in rows if r.log is None and r.id is not None]
         kept = store.logs(need) if store is not None and need else {}
@@ -235,15 +250,18 @@ class _Held:
 
 
 class _Row:
-    __slots__ = ("id", "created_ms", "cwd", "log", "entries")
+    __slots__ = ("id", "created_ms", "cwd", "log", "entries", "sums")
 
-    def __init__(self, fid: int, created_ms: Any, cwd: Any) -> None:
+    def __init__(self, fid: int, created_ms: Any, cwd: Any, sums: bytes | None) -> None:
         self.id, self.created_ms, self.cwd, self.log, self.entries = fid, created_ms, cwd, None, None
+        self.sums = sums
 
 
 _CURRENT_COLUMNS = ("name", "id", "dev", "ino", "size", "mtime_ns", "ctime_ns", "l_end", "tail", "c_end", "problem",
                     "created_ms", "cwd")
-_CURRENT = f"SELECT {', '.join(_CURRENT_COLUMNS)} FROM file WHERE folder = ?"
+_CURRENT = (f"SELECT {', '.join('file.' + c for c in _CURRENT_COLUMNS)}, usage_sum.sums FROM file"
+            " LEFT JOIN usage_sum ON usage_sum.file = file.id WHERE file.folder = ?")
+_SUMS_TYPES = frozenset((bytes, type(None)))
 
 
 def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
@@ -264,7 +282,10 @@ def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
             fid = store.folder_id(folder_key(folder)[0], create=False)
             if fid is None:
                 return None
+            # (checked_all checks the file columns; the totals after them are checked here)
             got = checked_all("file", _CURRENT_COLUMNS, store.conn.execute(_CURRENT, (fid,)).fetchall())
+            if got and not {type(r[13]) for r in got} <= _SUMS_TYPES:
+                raise sqlite3.DatabaseError("catalog damaged: usage_sum.sums holds a value the catalog never writes")
             rows = {r[0]: r for r in got}
             for name, path, st in items:
                 r = rows.get(name)
@@ -275,7 +296,7 @@ def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
                     continue  # not a session
                 if r[9] != r[7] or r[7] != st.st_size or r[8]:
                     return None
-                out.append(_Held(path, _Row(r[1], r[11], py_text(r[12]))))
+                out.append(_Held(path, _Row(r[1], r[11], py_text(r[12]), r[13])))
     except sqlite3.OperationalError:
         return None  # busy: the refresh waits for it
     return out
@@ -292,41 +313,89 @@ def _age(f: Any) -> tuple[bool, int, str]:
 _Piece = tuple[str, "str | None", int, list[list[float]]]
 
 
-def _report(sessions: list[Any], logs: list[bytes], entries: list[bytes] | None, group: str, since: date | None,
-            until: date | None, active: bool, tz: tzinfo | None) -> UsageReport:
+def _keys(sessions: list[Any], group: str) -> tuple[list[int], list[str]]:
+    """Each file's key (``session``: its place; ``project``: its cwd's number) and the
+    keys' names."""
     cwds: dict[str, int] = {}
     keys = [i if group == "session" else cwds.setdefault(f.row.cwd or "", len(cwds)) if group == "project" else 0
             for i, f in enumerate(sessions)]
     names = ([f.path for f in sessions] if group == "session" else list(cwds) if group == "project" else [])
+    return keys, names
+
+
+def _totals_report(native: Any, store: Any, sessions: list[Any], group: str, since: date | None,
+                   until: date | None, active: bool, tz: tzinfo | None) -> UsageReport | None:
+    """The report from the catalog's usage totals (``src/totals.rs``): each file's sums by
+    model and slice, and the logs (with ``active``, the entries records) of the files
+    whose records may be copies of another's. ``None`` when the totals cannot answer
+    (a sum not finite, totals that do not read): the logs answer."""
+    rows = [f.row for f in sessions]
+    sums = [r.sums for r in rows]
+    logs: list[bytes | None] = [None] * len(rows)
+    entries: list[bytes | None] = [None] * len(rows)
+    need = native.usage_involved(sums)
+    if need:
+        kept = store.logs([rows[i].id for i in need])
+        for i in need:
+            logs[i] = kept.get(rows[i].id, b"")
+            if active:
+                entries[i] = store.entries(rows[i].id) or b""
+    keys, names = _keys(sessions, group)
+    time_group = group in ("daily", "weekly", "monthly")
+    dated = since is not None or until is not None
+    key = "model" if group == "model" else "file" if group in ("session", "project") else "none"
+    got = native.usage_report_totals(sums, logs, keys, entries, key, time_group or dated, active,
+                                     lambda utc: [_day_offset(d, tz) for d in utc])
+    if got is None:
+        return None
+    pieces = _pieces(got, names, group, since, until, tz)
+    if pieces is None:
+        return None
+    return _summary(pieces, group, since, until, active, len(sessions))
+
+
+def _report(sessions: list[Any], logs: list[bytes], entries: list[bytes] | None, group: str, since: date | None,
+            until: date | None, active: bool, tz: tzinfo | None) -> UsageReport:
+    keys, names = _keys(sessions, group)
     native = native_scanner()
     pieces = None
     if native is not None:
         pieces = _native_pieces(native, logs, keys, names, entries, group, since, until, active, tz)
     if pieces is None:
         pieces = _python_pieces(sessions, logs, keys, names, entries, group, since, until, active, tz)
-    lines: dict[str, tuple[list[int], list[list[float]]]] = {}
-    total: tuple[list[int], list[list[float]]] = ([0], [[] for _ in FIELDS])
+    return _summary(pieces, group, since, until, active, len(sessions))
+
+
+def _summary(pieces: list[_Piece], group: str, since: date | None, until: date | None, active: bool,
+             files: int) -> UsageReport:
+    """The report's lines and total from its pieces (each piece's lists are its own:
+    kept, never changed)."""
+    lo = since.isoformat() if since is not None else None
+    hi = until.isoformat() if until is not None else None
+    dated = lo is not None or hi is not None
+    lines: dict[str, list[Any]] = {}  # name -> [records, six lists of floats]
     for name, day, records, sums in pieces:
-        if (since is not None or until is not None) and (
-                day is None or (since is not None and day < since.isoformat())
-                or (until is not None and day > until.isoformat())):
+        if dated and (day is None or (lo is not None and day < lo) or (hi is not None and day > hi)):
             continue
-        for acc in (lines.setdefault(name, ([0], [[] for _ in FIELDS])), total):
-            acc[0][0] += records
-            for k in range(len(FIELDS)):
-                acc[1][k].extend(sums[k])
+        acc = lines.get(name)
+        if acc is None:
+            lines[name] = [records, sums]
+        else:
+            acc[0] += records
+            acc[1] = [a + b for a, b in zip(acc[1], sums)]
 
-    def line(key: str, acc: tuple[list[int], list[list[float]]]) -> UsageLine:
-        col = [exact_sum(v) for v in acc[1]]
-        return UsageLine(key, acc[0][0], _whole(col[0]), _whole(col[1]), _whole(col[2]), _whole(col[3]),
-                         _whole(col[4]), col[5])
+    def line(key: str, records: int, cols: list[list[float]]) -> UsageLine:
+        s = [exact_sum(v) for v in cols]
+        return UsageLine(key, records, _whole(s[0]), _whole(s[1]), _whole(s[2]), _whole(s[3]), _whole(s[4]), s[5])
 
-    out = [line(k, v) for k, v in lines.items()]
+    out = [line(k, v[0], v[1]) for k, v in lines.items()]
     if group in ("daily", "weekly", "monthly"):
         out.sort(key=lambda x: (x.key == "(no time)", x.key))
     else:
         out.sort(key=lambda x: (math.isnan(x.cost), 0.0 if math.isnan(x.cost) else -x.cost, x.key))
-    return UsageReport(group, tuple(out), line("total", total), active, len(sessions))
+    accs = list(lines.values())
+    total = line("total", sum(a[0] for a in accs), [[x for a in accs for x in a[1][k]] for k in range(len(FIELDS))])
+    return UsageReport(group, tuple(out), total, active, files)
 
 
 def _model_name(provider: str, model: str) -> str:
@@ -382,8 +451,18 @@ def _native_pieces(native: Any, logs: list[bytes], keys: list[int], names: list[
     time_group = group in ("daily", "weekly", "monthly")
     dated = since is not None or until is not None
     key = "model" if group == "model" else "file" if group in ("session", "project") else "none"
-    groups, loose, models, bad = native.usage_report(logs, keys, entries, key, time_group or dated, active,
-                                                     lambda utc: [_day_offset(d, tz) for d in utc])
+    got = native.usage_report(logs, keys, entries, key, time_group or dated, active,
+                              lambda utc: [_day_offset(d, tz) for d in utc])
+    return _pieces(got, names, group, since, until, tz)
+
+
+def _pieces(got: Any, names: list[str], group: str, since: date | None, until: date | None,
+            tz: tzinfo | None) -> list[_Piece] | None:
+    """The pieces of a native report's ``(groups, loose, models, bad)`` (see
+    :func:`_native_pieces`)."""
+    groups, loose, models, bad = got
+    time_group = group in ("daily", "weekly", "monthly")
+    dated = since is not None or until is not None
     if bad:
         raise sqlite3.DatabaseError("catalog damaged: a malformed usage log")
     slices: dict[int, tuple[str, str] | None] = {}

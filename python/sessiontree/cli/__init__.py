@@ -11,7 +11,9 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
+if TYPE_CHECKING:
+    from typing import Any
 
 from .._select import backend_name
 from ._common import BACKENDS, CliError, exit_for_broken_pipe, make_io, quiet_load_warnings
@@ -45,17 +47,46 @@ def _named_command(argv: list[str]) -> str | None:
     return None
 
 
+def _columns() -> int:
+    """``shutil.get_terminal_size().columns`` (``$COLUMNS``, else the terminal on
+    stdout, else 80), without importing ``shutil``: argparse's help formatter imports it
+    (with ``bz2``, ``lzma`` and ``fnmatch``) for every argument added, about 2 ms of
+    every command's start (docs/BENCHMARKS.md, issue 25)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
+class _Help(argparse.HelpFormatter):
+    """argparse's formatter, as wide as the terminal (:func:`_columns`)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
+class _RawHelp(_Help, argparse.RawDescriptionHelpFormatter):
+    """``RawDescriptionHelpFormatter``, as wide as the terminal."""
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser of the ``sessiontree`` command: every subcommand, or only the
     one ``argv`` names."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, formatter_class=_Help)
     common.add_argument("--backend", choices=BACKENDS, default=argparse.SUPPRESS,
                         help="index with the pure-Python or the native (Rust) backend; "
                              "auto = native when built (the default, which $SESSIONTREE_BACKEND sets; this flag wins)")
     common.add_argument("--color", choices=("auto", "always", "never"), default=argparse.SUPPRESS,
                         help="colour output: auto (on a terminal), always, never")
     parser = argparse.ArgumentParser(
-        prog="sessiontree", parents=[common],
+        prog="sessiontree", parents=[common], formatter_class=_Help,
         description="Inspect and manipulate Pi coding-agent session files (JSONL v3 trees).",
     )
     parser.add_argument("--version", action=_Version, help="show the version and exit")
@@ -66,6 +97,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
     def add_parser(name: str, **kw):  # type: ignore[no-untyped-def]
         kw.setdefault("parents", [common])
+        kw["formatter_class"] = _RawHelp if kw.get("formatter_class") is argparse.RawDescriptionHelpFormatter else _Help
         if kw.get("description"):
             kw["description"] = plain_doc(kw["description"])
         p = commands[name] = real_add(name, **kw)

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 import warnings
-from typing import TYPE_CHECKING, Any, Iterator
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 
 from .._select import BACKENDS
 from ..view import human_bytes, number, safe, to_json_bytes, value_text
@@ -20,6 +20,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
     from rich.console import Console
 
 

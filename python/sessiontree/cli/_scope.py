@@ -18,7 +18,11 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from .._tuples import NamedTuple
 
 from ._common import CliError, Io
 from ..view import safe

@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
+if TYPE_CHECKING:
+    from typing import Any
 
 from .._time import local_time
 from . import _scope

@@ -22,7 +22,9 @@ import os
 import re
 from collections.abc import Callable
 from datetime import date, timezone
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 from . import _scope

@@ -25,7 +25,7 @@ It stands on the core's public API only; the viewers import it through this modu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 
 from .._lazy import lazy_names
 

@@ -12,7 +12,9 @@ import math
 import re
 import sys
 from datetime import date, datetime, timezone
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
+if TYPE_CHECKING:
+    from typing import Any
 
 from ._escape import safe
 

@@ -1,0 +1,861 @@
+//! A file's usage totals: its usage log (`report`) summed by the keys reports group on,
+//! so that a warm report reads a few groups per file, not a record per entry
+//! (docs/CONTRACT.md §7; issue 25).
+//!
+//! A file's totals hold, summed exactly (`report::Sum`'s partials):
+//!
+//! * by `(provider, model)` pair and 15-minute slice of UTC (or no time), the records
+//!   of the file (*all*) and those on its current path (*on*); records whose time is
+//!   not bucketed (`report::slice_of`) one by one. Every day, week and month of a zone
+//!   whose offsets are whole quarter hours is a union of slices (`+05:30` and `+05:45`
+//!   too), and a session file or project is a union of files: every report's groups are
+//!   unions of these.
+//! * the copy key hashes of its records (`report::copy_hash`, its low 32 bits: a
+//!   filter, not a key, so a short one only costs a few files read from their logs at
+//!   20,000 sessions, and halves what a report reads): a report sums a file's
+//!   totals only when no other file in scope holds one of its hashes, so no record of it
+//!   is a copy of (or copied into) another; the files that share one are summed from
+//!   their logs, record by record, under the copy rule ([`report_totals`]). Equal hashes
+//!   of different keys only send a file to that exact path.
+//! * what the totals were taken over: the number of entries and a hash of the current
+//!   path's entry numbers, so that an append adds its records to *on* when the path up
+//!   to the old entries is the same ([`update`]).
+//!
+//! Inside one file, a copy key is counted once (the report's rule for one file): a log
+//! whose new piece repeats a hash the totals hold is summed again from its start.
+//! Totals whose sums leave the finite doubles are not kept (the report then reads the
+//! file's log, which gives the values themselves).
+//!
+//! Layout: a version byte, the entry count (varint), the path hash (8 bytes), the
+//! number of hashes and each (4 bytes, little-endian), the pairs (varint count, two byte
+//! strings each), then *all*, then `1` if *on* is the same (one branch) or `0` and *on*:
+//! each a varint count of groups, a group being the
+//! pair's number, a bucket (`0` no time, `1` and a zigzag varint slice), the records and
+//! six sums (a varint count of partials, each a number as the log writes one); then a
+//! varint count of loose records (pair, time as 8 bytes, six numbers).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::report::{
+    self, bytes, copy_hash, day_of, day_table, varint, Bucket, DayOffsets, Fast, FileLog, Group,
+    Key, Records, Report,
+};
+
+const VERSION: u8 = 1;
+const SMALL: f64 = (1u64 << 52) as f64;
+
+/// Groups by `(pair number, bucket)` and loose records `(pair, time, numbers)`.
+#[derive(Clone, Debug, Default)]
+struct Part {
+    groups: Vec<((u32, Bucket), Group)>,
+    loose: Vec<(u32, f64, [f64; 6])>,
+}
+
+impl Part {
+    fn same(&self, other: &Part) -> bool {
+        let bits =
+            |n: &[f64; 6], m: &[f64; 6]| n.iter().zip(m).all(|(a, b)| a.to_bits() == b.to_bits());
+        self.groups.len() == other.groups.len()
+            && self.loose.len() == other.loose.len()
+            && self
+                .groups
+                .iter()
+                .zip(&other.groups)
+                .all(|((k, g), (l, h))| {
+                    k == l
+                        && g.records == h.records
+                        && g.sums.iter().zip(&h.sums).all(|(s, t)| {
+                            s.partials.len() == t.partials.len()
+                                && s.partials
+                                    .iter()
+                                    .zip(&t.partials)
+                                    .all(|(a, b)| a.to_bits() == b.to_bits())
+                        })
+                })
+            && self
+                .loose
+                .iter()
+                .zip(&other.loose)
+                .all(|(a, b)| a.0 == b.0 && a.1.to_bits() == b.1.to_bits() && bits(&a.2, &b.2))
+    }
+}
+
+/// A file's totals, decoded.
+#[derive(Clone, Debug, Default)]
+pub struct Totals {
+    count: u32,
+    path: u64,
+    hashes: Vec<u32>,
+    models: Vec<(Vec<u8>, Vec<u8>)>,
+    all: Part,
+    on: Part,
+}
+
+fn number(out: &mut Vec<u8>, n: f64) {
+    if n == 0.0 || (n > 0.0 && n < SMALL && n.fract() == 0.0) {
+        varint(out, 2 * n as u64);
+    } else {
+        out.push(1);
+        out.extend_from_slice(&n.to_le_bytes());
+    }
+}
+
+fn read_number(r: &mut Records<'_>) -> Option<f64> {
+    match r.varint()? {
+        1 => r.f64(),
+        v if v % 2 == 0 => Some((v / 2) as f64),
+        _ => None,
+    }
+}
+
+fn path_hash(path: &[u32]) -> u64 {
+    let mut b = Vec::with_capacity(path.len() * 4);
+    for s in path {
+        b.extend_from_slice(&s.to_le_bytes());
+    }
+    twox_hash::XxHash3_64::oneshot(&b)
+}
+
+impl Totals {
+    fn encode(&self) -> Vec<u8> {
+        let mut out = vec![VERSION];
+        varint(&mut out, u64::from(self.count));
+        out.extend_from_slice(&self.path.to_le_bytes());
+        varint(&mut out, self.hashes.len() as u64);
+        for h in &self.hashes {
+            out.extend_from_slice(&h.to_le_bytes());
+        }
+        varint(&mut out, self.models.len() as u64);
+        for (p, m) in &self.models {
+            bytes(&mut out, p);
+            bytes(&mut out, m);
+        }
+        let same = self.on.same(&self.all);
+        for part in [&self.all, &self.on] {
+            if std::ptr::eq(part, &self.on) {
+                // Most sessions are one branch: every record on the path.
+                out.push(u8::from(same));
+                if same {
+                    break;
+                }
+            }
+            varint(&mut out, part.groups.len() as u64);
+            for ((k, b), g) in &part.groups {
+                varint(&mut out, u64::from(*k));
+                match b {
+                    Bucket::Slice(n) => {
+                        out.push(1);
+                        varint(&mut out, ((n << 1) ^ (n >> 63)) as u64);
+                    }
+                    _ => out.push(0),
+                }
+                varint(&mut out, g.records);
+                for s in &g.sums {
+                    varint(&mut out, s.partials.len() as u64);
+                    for &p in &s.partials {
+                        number(&mut out, p);
+                    }
+                }
+            }
+            varint(&mut out, part.loose.len() as u64);
+            for (k, t, nums) in &part.loose {
+                varint(&mut out, u64::from(*k));
+                out.extend_from_slice(&t.to_le_bytes());
+                for &n in nums {
+                    number(&mut out, n);
+                }
+            }
+        }
+        out
+    }
+
+    /// The hashes of `blob` (`None`: not totals this version writes).
+    fn hashes(blob: &[u8]) -> Option<(Records<'_>, u64)> {
+        let mut r = Records::new(blob);
+        if r.byte()? != VERSION {
+            return None;
+        }
+        r.varint()?;
+        r.chunk(8)?;
+        let n = r.varint()?;
+        Some((r, n))
+    }
+
+    fn decode(blob: &[u8]) -> Option<Totals> {
+        let mut r = Records::new(blob);
+        if r.byte()? != VERSION {
+            return None;
+        }
+        let count = u32::try_from(r.varint()?).ok()?;
+        let path = u64::from_le_bytes(r.chunk(8)?.try_into().ok()?);
+        let n = usize::try_from(r.varint()?).ok()?;
+        let raw = r.chunk(n.checked_mul(4)?)?;
+        let hashes = raw
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap_or_default()))
+            .collect();
+        let n = r.varint()?;
+        let mut models = Vec::new();
+        for _ in 0..n {
+            let p = r.bytes()?.to_vec();
+            let m = r.bytes()?.to_vec();
+            models.push((p, m));
+        }
+        let mut parts = [Part::default(), Part::default()];
+        let mut same = false;
+        for (n, part) in parts.iter_mut().enumerate() {
+            if n == 1 {
+                same = match r.byte()? {
+                    0 => false,
+                    1 => true,
+                    _ => return None,
+                };
+                if same {
+                    break;
+                }
+            }
+            for _ in 0..r.varint()? {
+                let k = u32::try_from(r.varint()?).ok()?;
+                if k as usize >= models.len() {
+                    return None;
+                }
+                let b = match r.byte()? {
+                    0 => Bucket::NoTime,
+                    1 => {
+                        let z = r.varint()?;
+                        Bucket::Slice(((z >> 1) as i64) ^ -((z & 1) as i64))
+                    }
+                    _ => return None,
+                };
+                let mut g = Group {
+                    records: r.varint()?,
+                    ..Group::default()
+                };
+                for s in &mut g.sums {
+                    for _ in 0..r.varint()? {
+                        s.partials.push(read_number(&mut r)?);
+                    }
+                }
+                part.groups.push(((k, b), g));
+            }
+            for _ in 0..r.varint()? {
+                let k = u32::try_from(r.varint()?).ok()?;
+                if k as usize >= models.len() {
+                    return None;
+                }
+                let t = r.f64()?;
+                let mut nums = [0.0; 6];
+                for x in &mut nums {
+                    *x = read_number(&mut r)?;
+                }
+                part.loose.push((k, t, nums));
+            }
+        }
+        if r.byte().is_some() {
+            return None;
+        }
+        let [all, mut on] = parts;
+        if same {
+            on = all.clone();
+        }
+        Some(Totals {
+            count,
+            path,
+            hashes,
+            models,
+            all,
+            on,
+        })
+    }
+
+    /// A part from one report of a log, its pairs renumbered into `self.models`.
+    fn absorb(&mut self, into_on: bool, r: &Report) {
+        let map: Vec<u32> = r.models.iter().map(|m| self.model(m)).collect();
+        let part = if into_on { &mut self.on } else { &mut self.all };
+        let mut at: HashMap<(u32, Bucket), usize, Fast> = part
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (*k, i))
+            .collect();
+        for ((k, b), g) in &r.groups {
+            let k = (map[*k as usize], *b);
+            match at.get(&k) {
+                Some(&i) => {
+                    let m = &mut part.groups[i].1;
+                    m.records += g.records;
+                    for (s, t) in m.sums.iter_mut().zip(&g.sums) {
+                        for &p in &t.partials {
+                            s.add(p);
+                        }
+                    }
+                }
+                None => {
+                    at.insert(k, part.groups.len());
+                    part.groups.push((k, g.clone()));
+                }
+            }
+        }
+        part.loose
+            .extend(r.loose.iter().map(|&(k, t, n)| (map[k as usize], t, n)));
+    }
+
+    fn model(&mut self, m: &(Vec<u8>, Vec<u8>)) -> u32 {
+        match self.models.iter().position(|x| x == m) {
+            Some(i) => i as u32,
+            None => {
+                self.models.push(m.clone());
+                (self.models.len() - 1) as u32
+            }
+        }
+    }
+
+    fn spoiled(&self) -> bool {
+        [&self.all, &self.on]
+            .iter()
+            .any(|p| p.groups.iter().any(|g| g.1.sums.iter().any(|s| s.spoiled)))
+    }
+}
+
+type GroupFn<'f> = dyn FnMut(u32, Bucket, u64, &[Vec<f64>; 6]) + 'f;
+type LooseFn<'f> = dyn FnMut(u32, f64, [f64; 6]) + 'f;
+
+/// One part of totals from `r`: each group (pair, bucket, records, the six sums'
+/// partials) and loose record to `emit`, or skipped (`None`). `None` when malformed.
+fn read_part(
+    r: &mut Records<'_>,
+    pairs: u64,
+    mut emit: Option<(&mut GroupFn<'_>, &mut LooseFn<'_>)>,
+    scratch: &mut [Vec<f64>; 6],
+) -> Option<()> {
+    for _ in 0..r.varint()? {
+        let k = u32::try_from(r.varint()?).ok()?;
+        if u64::from(k) >= pairs {
+            return None;
+        }
+        let b = match r.byte()? {
+            0 => Bucket::NoTime,
+            1 => {
+                let z = r.varint()?;
+                Bucket::Slice(((z >> 1) as i64) ^ -((z & 1) as i64))
+            }
+            _ => return None,
+        };
+        let records = r.varint()?;
+        for s in scratch.iter_mut() {
+            s.clear();
+            for _ in 0..r.varint()? {
+                s.push(read_number(r)?);
+            }
+        }
+        if let Some((group, _)) = emit.as_mut() {
+            group(k, b, records, scratch);
+        }
+    }
+    for _ in 0..r.varint()? {
+        let k = u32::try_from(r.varint()?).ok()?;
+        if u64::from(k) >= pairs {
+            return None;
+        }
+        let t = r.f64()?;
+        let mut nums = [0.0; 6];
+        for x in &mut nums {
+            *x = read_number(r)?;
+        }
+        if let Some((_, loose)) = emit.as_mut() {
+            loose(k, t, nums);
+        }
+    }
+    Some(())
+}
+
+/// Walk the totals `blob` without building them: its pairs to `pair` (in order: a
+/// group's pair is its number), then the groups and loose records of *all* (or, with
+/// `on`, of *on*). `None` when it is not totals this version writes.
+fn visit<'a>(
+    blob: &'a [u8],
+    on: bool,
+    pair: &mut dyn FnMut(&'a [u8], &'a [u8]),
+    group: &mut GroupFn<'_>,
+    loose: &mut LooseFn<'_>,
+) -> Option<()> {
+    let mut r = Records::new(blob);
+    if r.byte()? != VERSION {
+        return None;
+    }
+    r.varint()?;
+    r.chunk(8)?;
+    let n = usize::try_from(r.varint()?).ok()?;
+    r.chunk(n.checked_mul(4)?)?;
+    let pairs = r.varint()?;
+    for _ in 0..pairs {
+        let p = r.bytes()?;
+        let m = r.bytes()?;
+        pair(p, m);
+    }
+    let mut scratch: [Vec<f64>; 6] = Default::default();
+    let all = r.rest;
+    read_part(
+        &mut r,
+        pairs,
+        (!on).then_some((&mut *group, &mut *loose)),
+        &mut scratch,
+    )?;
+    let same = match r.byte()? {
+        0 => false,
+        1 => true,
+        _ => return None,
+    };
+    if same {
+        if on {
+            let mut again = Records::new(all);
+            read_part(&mut again, pairs, Some((group, loose)), &mut scratch)?;
+        }
+        return r.byte().is_none().then_some(());
+    }
+    read_part(&mut r, pairs, on.then_some((group, loose)), &mut scratch)?;
+    r.byte().is_none().then_some(())
+}
+
+/// The sums of one log (as one file) by pair and slice; with `on`, only its records on
+/// that path. `None` when a sum is not finite or the log is malformed.
+fn sums_of(log: &[u8], on: Option<&[bool]>) -> Option<Report> {
+    let f = FileLog {
+        log,
+        key: 0,
+        on_path: on.map(<[bool]>::to_vec),
+    };
+    let mut none = |d: &[i64]| vec![None; d.len()];
+    let r = report::report(&[f], Key::Model, true, on.is_some(), Some(&mut none));
+    let values = r
+        .groups
+        .iter()
+        .any(|g| g.1.sums.iter().any(|s| s.values.is_some()));
+    (!r.bad && !values).then_some(r)
+}
+
+/// The copy key hashes of a log's stamped records, each once.
+fn log_hashes(log: &[u8]) -> Option<Vec<u32>> {
+    let mut recs = Records::new(log);
+    let mut seen: HashSet<u32, Fast> = HashSet::default();
+    let mut out = Vec::new();
+    for rec in recs.by_ref() {
+        if !rec.stamp.is_empty() {
+            let h = copy_hash(&rec) as u32;
+            if seen.insert(h) {
+                out.push(h);
+            }
+        }
+    }
+    (!recs.bad).then_some(out)
+}
+
+fn on_path(path: &[u32]) -> Vec<bool> {
+    let n = path.iter().max().map_or(0, |&m| m as usize + 1);
+    let mut on = vec![false; n];
+    for &s in path {
+        on[s as usize] = true;
+    }
+    on
+}
+
+/// The totals of a whole log, whose file's entries record is `entries` (`count`
+/// entries).
+fn whole(log: &[u8], path: &[u32], count: u32) -> Option<Totals> {
+    let mut t = Totals {
+        count,
+        path: path_hash(path),
+        hashes: log_hashes(log)?,
+        ..Totals::default()
+    };
+    t.absorb(false, &sums_of(log, None)?);
+    t.absorb(true, &sums_of(log, Some(&on_path(path)))?);
+    (!t.spoiled()).then_some(t)
+}
+
+/// A file's totals after its usage log grew by `piece`: `old` (its totals before, if
+/// kept) with `piece`'s records added, or taken again from the whole `log` (`old` then
+/// `piece`) when `old` is missing or unreadable, `piece` repeats a copy key hash, or
+/// the current path up to the old entries changed. `entries` is the file's entries
+/// record now (`count` entries). `None`: totals are not kept (a sum not finite, a
+/// malformed log).
+pub fn update(
+    old: Option<&[u8]>,
+    piece: &[u8],
+    log: &[u8],
+    entries: &[u8],
+    count: u32,
+) -> Option<Vec<u8>> {
+    let path = crate::entries_path(entries);
+    let grown = old.and_then(Totals::decode).and_then(|mut t| {
+        let before: Vec<u32> = path.iter().copied().filter(|&s| s < t.count).collect();
+        if path_hash(&before) != t.path || count < t.count {
+            return None;
+        }
+        let mut held: HashSet<u32, Fast> = t.hashes.iter().copied().collect();
+        let new = log_hashes(piece)?;
+        if !new.iter().all(|h| held.insert(*h)) {
+            return None;
+        }
+        t.hashes.extend(new);
+        t.absorb(false, &sums_of(piece, None)?);
+        t.absorb(true, &sums_of(piece, Some(&on_path(&path)))?);
+        t.count = count;
+        t.path = path_hash(&path);
+        (!t.spoiled()).then_some(t)
+    });
+    grown
+        .or_else(|| whole(log, &path, count))
+        .map(|t| t.encode())
+}
+
+/// Which files in scope must be summed from their logs: those without (readable)
+/// totals and those holding a copy key hash another file holds.
+pub fn involved(totals: &[Option<&[u8]>]) -> Vec<bool> {
+    let mut out = vec![false; totals.len()];
+    let n: usize = totals
+        .iter()
+        .filter_map(|t| t.and_then(Totals::hashes).map(|h| h.1 as usize))
+        .sum();
+    let mut first: HashMap<u32, u32, Fast> = HashMap::with_capacity_and_hasher(n, Fast::default());
+    for (i, t) in totals.iter().enumerate() {
+        let Some((mut r, n)) = t.and_then(Totals::hashes) else {
+            out[i] = true;
+            continue;
+        };
+        let Some(raw) = usize::try_from(n)
+            .ok()
+            .and_then(|n| n.checked_mul(4))
+            .and_then(|n| r.chunk(n))
+        else {
+            out[i] = true;
+            continue;
+        };
+        for c in raw.chunks_exact(4) {
+            let h = u32::from_le_bytes(c.try_into().unwrap_or_default());
+            match first.get(&h) {
+                Some(&j) if j as usize != i => {
+                    out[i] = true;
+                    out[j as usize] = true;
+                }
+                Some(_) => {}
+                None => {
+                    first.insert(h, i as u32);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// One file in scope of [`report_totals`]: its totals, or (a file [`involved`] names)
+/// its log and, for an `active` report, the entry numbers on its current path.
+pub struct FileTotals<'a> {
+    /// Its totals (used when `log` is `None`).
+    pub totals: Option<&'a [u8]>,
+    /// Its usage log.
+    pub log: Option<&'a [u8]>,
+    /// Its key for [`Key::File`].
+    pub key: u32,
+    /// With `log`, for an `active` report.
+    pub on_path: Option<Vec<bool>>,
+}
+
+/// [`report::report`] over files (oldest holder first) each given by its totals or, where
+/// [`involved`] says so, its log. `None` when a file's totals do not read (the caller
+/// reports from the logs) or a sum is not finite (likewise: the logs give the values).
+pub fn report_totals(
+    files: &[FileTotals<'_>],
+    key: Key,
+    buckets: bool,
+    active: bool,
+    days: Option<DayOffsets<'_>>,
+) -> Option<Report> {
+    let logs: Vec<FileLog<'_>> = files
+        .iter()
+        .filter_map(|f| {
+            f.log.map(|log| FileLog {
+                log,
+                key: f.key,
+                on_path: f.on_path.clone(),
+            })
+        })
+        .collect();
+    let mut out = Report::default();
+    let mut models: HashMap<(Vec<u8>, Vec<u8>), u32> = HashMap::new();
+    let mut index: HashMap<(u32, Bucket), usize, Fast> = HashMap::default();
+    let mut groups: Vec<((u32, Bucket), Group)> = Vec::new();
+    let mut add = |k: u32, b: Bucket, g: &Group, groups: &mut Vec<((u32, Bucket), Group)>| {
+        let b = if buckets { b } else { Bucket::All };
+        match index.get(&(k, b)) {
+            Some(&i) => {
+                let m = &mut groups[i].1;
+                m.records += g.records;
+                for (s, t) in m.sums.iter_mut().zip(&g.sums) {
+                    for &p in &t.partials {
+                        s.add(p);
+                    }
+                }
+            }
+            None => {
+                index.insert((k, b), groups.len());
+                let mut fresh = Group {
+                    records: g.records,
+                    ..Group::default()
+                };
+                for (s, t) in fresh.sums.iter_mut().zip(&g.sums) {
+                    for &p in &t.partials {
+                        s.add(p);
+                    }
+                }
+                groups.push(((k, b), fresh));
+            }
+        }
+    };
+    let mut model_key = |m: &(Vec<u8>, Vec<u8>), out: &mut Vec<(Vec<u8>, Vec<u8>)>| -> u32 {
+        let n = models.len() as u32;
+        *models.entry(m.clone()).or_insert_with(|| {
+            out.push(m.clone());
+            n
+        })
+    };
+    if !logs.is_empty() {
+        let mut none = |d: &[i64]| vec![None; d.len()];
+        let r = report::report(&logs, key, true, active, Some(&mut none));
+        if r.groups
+            .iter()
+            .any(|g| g.1.sums.iter().any(|s| s.values.is_some()))
+        {
+            return None;
+        }
+        out.bad = r.bad;
+        let map: Vec<u32> = r
+            .models
+            .iter()
+            .map(|m| model_key(m, &mut out.models))
+            .collect();
+        let k_of = |k: u32| {
+            if key == Key::Model {
+                map[k as usize]
+            } else {
+                k
+            }
+        };
+        for ((k, b), g) in &r.groups {
+            add(k_of(*k), *b, g, &mut groups);
+        }
+        for &(k, t, n) in &r.loose {
+            out.loose.push((k_of(k), t, n));
+        }
+    }
+    let map: std::cell::RefCell<Vec<u32>> = Default::default();
+    let mut sums = Group::default();
+    for f in files.iter().filter(|f| f.log.is_none()) {
+        map.borrow_mut().clear();
+        let ok = visit(
+            f.totals?,
+            active,
+            &mut |p, m| {
+                map.borrow_mut().push(match key {
+                    Key::Model => model_key(&(p.to_vec(), m.to_vec()), &mut out.models),
+                    Key::File => f.key,
+                    Key::None => 0,
+                })
+            },
+            &mut |k, b, records, partials| {
+                sums.records = records;
+                for (s, p) in sums.sums.iter_mut().zip(partials) {
+                    s.partials.clear();
+                    s.partials.extend_from_slice(p);
+                }
+                add(map.borrow()[k as usize], b, &sums, &mut groups);
+            },
+            &mut |k, time, n| out.loose.push((map.borrow()[k as usize], time, n)),
+        );
+        ok?;
+    }
+    let spoiled =
+        |g: &[((u32, Bucket), Group)]| g.iter().any(|g| g.1.sums.iter().any(|s| s.spoiled));
+    if spoiled(&groups) {
+        return None;
+    }
+    if !buckets {
+        // The loose records' times are not asked for: they join their key's group.
+        for (k, _t, n) in std::mem::take(&mut out.loose) {
+            let mut g = Group {
+                records: 1,
+                ..Group::default()
+            };
+            for (s, &x) in g.sums.iter_mut().zip(&n) {
+                s.add(x);
+            }
+            add(k, Bucket::All, &g, &mut groups);
+        }
+    } else if let Some(ask) = days {
+        let slices = groups.iter().filter_map(|((_, b), _)| match b {
+            Bucket::Slice(n) => Some(*n),
+            _ => None,
+        });
+        let table = day_table(slices, ask);
+        if !table.is_empty() {
+            let mut at: HashMap<(u32, Bucket), usize, Fast> = HashMap::default();
+            let mut merged: Vec<((u32, Bucket), Group)> = Vec::new();
+            for ((k, b), g) in groups {
+                let b = match b {
+                    Bucket::Slice(n) => day_of(n, &table),
+                    _ => b,
+                };
+                match at.get(&(k, b)) {
+                    Some(&i) => {
+                        let m = &mut merged[i].1;
+                        m.records += g.records;
+                        for (s, t) in m.sums.iter_mut().zip(&g.sums) {
+                            for &p in &t.partials {
+                                s.add(p);
+                            }
+                        }
+                    }
+                    None => {
+                        at.insert((k, b), merged.len());
+                        merged.push(((k, b), g));
+                    }
+                }
+            }
+            groups = merged;
+        }
+    }
+    if spoiled(&groups) {
+        return None;
+    }
+    out.groups = groups;
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{LogWriter, Record};
+
+    /// `(id, stamp, seq, time, model, input)`
+    type Rec<'a> = (&'a str, &'a str, u32, Option<f64>, &'a str, f64);
+
+    /// A log of records.
+    fn log(recs: &[Rec<'_>]) -> Vec<u8> {
+        let mut w = LogWriter::default();
+        for &(id, stamp, seq, time, model, x) in recs {
+            w.push(&Record {
+                id: id.as_bytes(),
+                stamp: stamp.as_bytes(),
+                seq,
+                kind: 0,
+                time,
+                provider: b"p",
+                model: model.as_bytes(),
+                numbers: [x, 1.0, 0.0, 0.0, x + 1.0, x * 0.1],
+            });
+        }
+        w.out
+    }
+
+    /// The groups of one part, as sorted text (partials summed, in magnitude order).
+    fn norm(blob: &[u8], on: bool) -> Vec<String> {
+        let mut pairs = Vec::new();
+        let mut out = Vec::new();
+        let mut loose = Vec::new();
+        visit(
+            blob,
+            on,
+            &mut |p, m| pairs.push((p.to_vec(), m.to_vec())),
+            &mut |k, b, records, sums| {
+                let s: Vec<f64> = sums.iter().map(|p| p.iter().sum()).collect();
+                out.push(format!("{k} {b:?} {records} {s:?}"));
+            },
+            &mut |k, t, n| loose.push(format!("{k} loose {t} {n:?}")),
+        )
+        .unwrap();
+        out.extend(loose);
+        let mut named: Vec<String> = out
+            .into_iter()
+            .map(|g| {
+                let (k, rest) = g.split_once(' ').unwrap();
+                format!("{:?} {rest}", pairs[k.parse::<usize>().unwrap()])
+            })
+            .collect();
+        named.sort();
+        named
+    }
+
+    /// An entries record (`listing`'s layout): `(id, parent)` per entry, none a leaf
+    /// move (a length and the id; a length and the parent, or `u32::MAX` for none;
+    /// `u32::MAX`: not a move).
+    fn entries(ids: &[(&str, Option<&str>)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (id, parent) in ids {
+            out.extend_from_slice(&(id.len() as u32).to_le_bytes());
+            out.extend_from_slice(id.as_bytes());
+            match parent {
+                Some(p) => {
+                    out.extend_from_slice(&(p.len() as u32).to_le_bytes());
+                    out.extend_from_slice(p.as_bytes());
+                }
+                None => out.extend_from_slice(&u32::MAX.to_le_bytes()),
+            }
+            out.extend_from_slice(&u32::MAX.to_le_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn grown_totals_equal_the_whole_log_s() {
+        let a = log(&[
+            ("e0", "t0", 0, Some(0.0), "m", 1.0),
+            ("e1", "t1", 1, Some(1_000_000.0), "n", 2.0),
+            ("e2", "", 2, Some(0.5), "m", 3.0),
+        ]);
+        let b = log(&[
+            ("e3", "t3", 3, Some(2_000_000.0), "m", 4.0),
+            ("e4", "t4", 4, None, "o", 5.0),
+        ]);
+        let whole: Vec<u8> = [a.clone(), b.clone()].concat();
+        // e3 and e4 are both children of e2: e4 is the leaf, e3 is off the path.
+        let first = entries(&[("e0", None), ("e1", Some("e0")), ("e2", Some("e1"))]);
+        let now = entries(&[
+            ("e0", None),
+            ("e1", Some("e0")),
+            ("e2", Some("e1")),
+            ("e3", Some("e2")),
+            ("e4", Some("e2")),
+        ]);
+        let old = update(None, &a, &a, &first, 3).unwrap();
+        let grown = update(Some(&old), &b, &whole, &now, 5).unwrap();
+        let fresh = update(None, &whole, &whole, &now, 5).unwrap();
+        for on in [false, true] {
+            assert_eq!(norm(&grown, on), norm(&fresh, on), "on {on}");
+        }
+        assert_ne!(norm(&grown, false), norm(&grown, true));
+        // A piece repeating a copy key is summed again from the whole log.
+        let again = log(&[("e0", "t0", 5, Some(0.0), "m", 9.0)]);
+        let whole2: Vec<u8> = [whole.clone(), again.clone()].concat();
+        let grown2 = update(Some(&grown), &again, &whole2, &now, 5).unwrap();
+        let fresh2 = update(None, &whole2, &whole2, &now, 5).unwrap();
+        assert_eq!(norm(&grown2, false), norm(&fresh2, false));
+    }
+
+    #[test]
+    fn files_sharing_a_hash_are_involved() {
+        let a = log(&[("x", "t", 0, Some(0.0), "m", 1.0)]);
+        let b = log(&[
+            ("y", "u", 0, Some(0.0), "m", 1.0),
+            ("x", "t", 1, Some(0.0), "m", 2.0),
+        ]);
+        let c = log(&[("z", "v", 0, Some(0.0), "m", 1.0)]);
+        let e = entries(&[("x", None)]);
+        let t: Vec<Vec<u8>> = [&a, &b, &c]
+            .iter()
+            .map(|l| update(None, l, l, &e, 1).unwrap())
+            .collect();
+        let refs: Vec<Option<&[u8]>> =
+            vec![Some(&t[0]), Some(&t[1]), Some(&t[2]), None, Some(b"\x07")];
+        assert_eq!(involved(&refs), vec![true, true, false, true, true]);
+    }
+}

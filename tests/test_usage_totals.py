@@ -1,0 +1,205 @@
+"""The catalog's per-file usage totals (``src/totals.rs``, ``usage_sum``): a warm report
+reads them, not the usage logs, and still equals ``--no-cache`` and the record-by-record
+reference (``catalog._usage._python_pieces``) through appends on the current path, new
+branches, records copied into another session or repeated inside one, in zones whose
+offsets are half and quarter hours or change, with ``active_path`` (issue 25)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import date, timedelta, timezone
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from sessiontree import catalog as cat
+from sessiontree.catalog import _indexer, _store, _usage
+
+from _shared import native_available
+
+pytestmark = pytest.mark.skipif(not native_available(), reason="the native extension is not built")
+
+ZONES: list[Any] = [timezone.utc, ZoneInfo("Asia/Kolkata"), ZoneInfo("Asia/Kathmandu"),
+                    ZoneInfo("America/New_York")]
+DAY0 = 1762128000000  # 2025-11-03T00:00Z (New York leaves summer time on 2025-11-02)
+
+
+def _reference(monkeypatch: pytest.MonkeyPatch, *args: Any, **kw: Any) -> Any:
+    """The report with the Python rules only (reading and summing), no catalog."""
+    with monkeypatch.context() as m:
+        m.setattr(_usage, "native_scanner", lambda: None)
+        m.setattr(_indexer, "native_scanner", lambda: None)
+        return cat.usage(*args, no_cache=True, **kw)
+
+
+def _header(sid: str, when: str, parent: str | None = None) -> str:
+    h: dict[str, Any] = {"type": "session", "version": 3, "id": sid, "timestamp": when, "cwd": f"/work/{sid}"}
+    if parent is not None:
+        h["parentSession"] = parent
+    return json.dumps(h)
+
+
+def _record(eid: str, parent: str | None, n: int, model: str = "m", stamp: str | None = None) -> str:
+    """An assistant message with usage, ``n`` its number (time: every 20 minutes from
+    DAY0 minus 6 hours, across local midnights of every zone above)."""
+    ms = DAY0 - 6 * 3600_000 + n * 20 * 60_000
+    return json.dumps({
+        "type": "message", "id": eid, "parentId": parent, "timestamp": stamp or f"2025-11-03T00:00:{n:02d}.000Z",
+        "message": {"role": "assistant", "content": [], "provider": "p", "model": model, "timestamp": ms,
+                    "usage": {"input": 10 + n, "output": n, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 10 + 2 * n,
+                              "cost": {"total": 0.1 * n + 0.01}}}})
+
+
+def _write(path: Path, lines: list[str]) -> None:
+    with open(path, "a") as f:
+        f.write("".join(line + "\n" for line in lines))
+
+
+def _check(folders: list[str], catalog: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for group in _usage.GROUPS:
+        for tz in ZONES:
+            for active in (False, True):
+                for since, until in ((None, None), (date(2025, 11, 3), date(2025, 11, 3))):
+                    kw = dict(tz=tz, active_path=active, since=since, until=until)
+                    got = cat.usage(group, folders, catalog=catalog, **kw)  # type: ignore[arg-type]
+                    assert got == cat.usage(group, folders, no_cache=True, **kw), (group, kw)  # type: ignore[arg-type]
+                    assert got == _reference(monkeypatch, group, folders, **kw), (group, kw)
+
+
+def _logs_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The ids of the files whose usage logs the catalog reads from now on."""
+    read: list[int] = []
+    real = _store.Store.logs
+
+    def logs(self: _store.Store, files: Any) -> Any:
+        read.extend(files)
+        return real(self, files)
+
+    monkeypatch.setattr(_store.Store, "logs", logs)
+    return read
+
+
+def test_appends_forks_and_branches_keep_the_totals_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    a, b, c = folder / "2025-11-01_a.jsonl", folder / "2025-11-02_b.jsonl", folder / "2025-11-03_c.jsonl"
+    _write(a, [_header("a", "2025-11-01T00:00:00.000Z")] + [_record(f"a{n}", f"a{n - 1}" if n else None, n)
+                                                            for n in range(30)])
+    # b: a fork of a's first ten records (the same ids and timestamps, other numbers), then its own.
+    _write(b, [_header("b", "2025-11-02T00:00:00.000Z", str(a))]
+           + [_record(f"a{n}", f"a{n - 1}" if n else None, n + 7, model="copy", stamp=f"2025-11-03T00:00:{n:02d}.000Z")
+              for n in range(10)]
+           + [_record(f"b{n}", "a9" if n == 0 else f"b{n - 1}", n) for n in range(20)])
+    _write(c, [_header("c", "2025-11-03T00:00:00.000Z")] + [_record(f"c{n}", f"c{n - 1}" if n else None, n, model="n")
+                                                            for n in range(40)])
+    folders = [str(folder)]
+    catalog = str(tmp_path / "catalog.sqlite3")
+    summary = cat.index(folders, catalog=catalog)
+    with sqlite3.connect(catalog) as conn:
+        assert conn.execute("SELECT count(*) FROM usage_sum").fetchone()[0] == 3
+        ids = dict(conn.execute("SELECT name, id FROM file"))
+    read = _logs_read(monkeypatch)
+    cat.usage("model", folders, catalog=catalog)
+    assert sorted(read) == sorted([ids[a.name], ids[b.name]])  # the fork and its source: c from its totals
+    _check(folders, catalog, monkeypatch)
+
+    sums: list[tuple[bool, bool]] = []  # (old totals given, fresh) of each update
+    real_sum = _indexer._sum
+
+    def spy(row: Any, piece: bytes, fresh: bool, native: Any) -> None:
+        sums.append((row.sums is not None, fresh))
+        real_sum(row, piece, fresh, native)
+
+    monkeypatch.setattr(_indexer, "_sum", spy)
+    steps = [
+        (c, [_record(f"c{n}", f"c{n - 1}", n, model="n") for n in range(40, 45)]),  # on the path
+        # Two children of the leaf: the first is off the path the second ends.
+        (c, [_record("c45", "c44", 45, model="n"), _record("c46", "c44", 46, model="n")]),
+        (c, [_record("c-branch", "c10", 50, model="n2")]),  # a new branch: the path moves
+        (a, [_record("c3", "a29", 3, model="n", stamp="2025-11-03T00:00:03.000Z")]),  # a copy of c's record
+        (c, [_record("c5", "c-branch", 51, stamp="2025-11-03T00:00:05.000Z")]),  # an id again (the first counts)
+        (c, ['{"type":"message","id":"torn"']),  # half a line: not read until finished
+    ]
+    for path, lines in steps:
+        before = path.stat().st_size
+        _write(path, lines)
+        got = cat.index(folders, catalog=catalog)
+        assert got.bytes_read <= path.stat().st_size - before + 1, got  # an append costs its new bytes
+        _check(folders, catalog, monkeypatch)
+    assert (True, False) in sums  # some totals grew by their new records
+    with sqlite3.connect(catalog) as conn:
+        assert conn.execute("SELECT count(*) FROM usage_sum").fetchone()[0] == 3
+    assert summary.sessions == 3
+
+
+def test_a_history_without_copies_reads_no_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folders = []
+    for k in range(3):
+        folder = tmp_path / f"p{k}"
+        folder.mkdir()
+        folders.append(str(folder))
+        for s in range(4):
+            sid = f"s{k}{s}"
+            _write(folder / f"2025-11-0{s + 1}_{sid}.jsonl",
+                   [_header(sid, f"2025-11-0{s + 1}T00:00:00.000Z")]
+                   + [_record(f"{sid}e{n}", f"{sid}e{n - 1}" if n else None, n + s, model=f"m{n % 3}")
+                      for n in range(25)])
+    catalog = str(tmp_path / "catalog.sqlite3")
+    cat.index(folders, catalog=catalog)
+    read = _logs_read(monkeypatch)
+    for group in _usage.GROUPS:
+        for active in (False, True):
+            got = cat.usage(group, folders, catalog=catalog, tz=ZoneInfo("Asia/Kathmandu"), active_path=active)
+            assert got == _reference(monkeypatch, group, folders, tz=ZoneInfo("Asia/Kathmandu"), active_path=active)
+    assert read == []
+
+
+def test_damaged_totals_are_read_from_the_logs_or_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for s in range(3):
+        _write(folder / f"2025-11-0{s + 1}_s{s}.jsonl", [_header(f"s{s}", f"2025-11-0{s + 1}T00:00:00.000Z")]
+               + [_record(f"s{s}e{n}", f"s{s}e{n - 1}" if n else None, n) for n in range(12)])
+    catalog = str(tmp_path / "catalog.sqlite3")
+    want = cat.usage("daily", [str(folder)], catalog=catalog, tz=ZoneInfo("Asia/Kolkata"))
+    for damage in ("x'0500000061'", "x''", "'text'", "7"):
+        with sqlite3.connect(catalog) as conn:
+            blob = conn.execute("SELECT sums FROM usage_sum LIMIT 1").fetchone()[0]
+            conn.execute(f"UPDATE usage_sum SET sums = {damage} WHERE rowid = (SELECT min(rowid) FROM usage_sum)")
+        assert cat.usage("daily", [str(folder)], catalog=catalog, tz=ZoneInfo("Asia/Kolkata")) == want, damage
+        with sqlite3.connect(catalog) as conn:  # put back (a rebuilt catalog has none to put back)
+            conn.execute("UPDATE usage_sum SET sums = ? WHERE rowid = (SELECT min(rowid) FROM usage_sum)", (blob,))
+
+
+def test_an_older_catalog_is_rebuilt_not_misread(tmp_path: Path) -> None:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    _write(folder / "2025-11-01_s.jsonl", [_header("s", "2025-11-01T00:00:00.000Z")]
+           + [_record(f"e{n}", f"e{n - 1}" if n else None, n) for n in range(5)])
+    catalog = str(tmp_path / "catalog.sqlite3")
+    want = cat.usage("model", [str(folder)], catalog=catalog)
+    with sqlite3.connect(catalog) as conn:
+        conn.execute("DROP TABLE usage_sum")
+        conn.execute(f"PRAGMA user_version = {_store.SCHEMA_VERSION - 1}")
+    assert cat.usage("model", [str(folder)], catalog=catalog) == want
+    with sqlite3.connect(catalog) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == _store.SCHEMA_VERSION
+        assert conn.execute("SELECT count(*) FROM usage_sum").fetchone()[0] == 1
+
+
+def test_sums_past_the_doubles_fall_back_to_the_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    lines = [_header("s", "2025-11-01T00:00:00.000Z")]
+    for n, cost in enumerate(["1e308", "1e308", "-1e308", "0.5"]):
+        lines.append(_record(f"e{n}", f"e{n - 1}" if n else None, n).replace('"total": ' + repr(0.1 * n + 0.01),
+                                                                            f'"total": {cost}'))
+    _write(folder / "2025-11-01_s.jsonl", lines)
+    catalog = str(tmp_path / "catalog.sqlite3")
+    for group in ("model", "daily", "session"):
+        got = cat.usage(group, [str(folder)], catalog=catalog, tz=timezone(timedelta(hours=5, minutes=45)))
+        assert got == _reference(monkeypatch, group, [str(folder)], tz=timezone(timedelta(hours=5, minutes=45)))
+        assert got.total.cost == 1e308 + 0.5
