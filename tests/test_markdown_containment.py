@@ -155,6 +155,11 @@ def test_every_entry_heading_survives_any_message(tmp_path: Path, texts: list[st
     # open at the end without its trailing blank lines, so "```\n    " was left open.
     "```\n    ",
     "~~~\n\n  \n",
+    # Adversary round 38: a tab before the closing fence is four columns (CommonMark), so
+    # "\t```" is indented code and closes nothing; taken for a close, the fence stayed open.
+    "look:\n```\n\t```",
+    "```\n  \t```",
+    "~~~\n \t~~~\n",
 ])
 def test_the_attacks_reproducers(tmp_path: Path, hostile: str) -> None:
     """Three entries (the attack counted 1 of 3 headings shown) around a hostile text."""

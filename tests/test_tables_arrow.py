@@ -360,3 +360,51 @@ def test_cli_export_parquet(generated: Path, tmp_path: Path, capsys: pytest.Capt
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LoadReportWarning)
         assert duckdb.sql(f"select count(distinct session_id) from {export_sql(out, 'entries')}").fetchall()[0] == (8,)
+
+
+def test_the_dataset_folder_never_hangs_nor_reaches_outside(generated: Path, tmp_path: Path) -> None:
+    """Adversary round 38: a FIFO in the manifest's or a dataset file's place hung every
+    run (read or written as a stream); a hand-edited manifest named files outside the
+    output folder (deleted) or had another shape (a traceback); a rewrite at the same
+    size with its mtime put back was never exported again. Now: one clear error, the
+    outside untouched, the odd record dropped, the rewrite seen (the ctime moved)."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "--home-u-p0--"
+    shutil.copytree(generated / "--home-u-p0--", src)
+    out = tmp_path / "out"
+    files = sorted(str(p) for p in src.glob("*.jsonl"))
+    export_parquet(files, str(out))
+    manifest = out / "_sessiontree_manifest.json"
+    d = json.loads(manifest.read_bytes())
+    # Outside the folder: a gone session's record naming ../elsewhere; odd shapes.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("precious")
+    d["sessions"]["/gone/a.jsonl"] = {"identity": [1, 2, 3, 4, 5], "partition": "project=x/date=y",
+                                      "files": ["../elsewhere/notes.txt", str(elsewhere / "notes.txt")], "row": {}}
+    d["sessions"]["/gone/b.jsonl"] = {"files": 7}
+    d["sessions"][files[0]] = {"identity": "no"}
+    manifest.write_text(json.dumps(d))
+    r = export_parquet(files, str(out))
+    assert (elsewhere / "notes.txt").read_text() == "precious" and not r.failed and files[0] in r.written
+    # FIFOs, each run in a child process that must end.
+    run = [sys.executable, "-c", "import sys; from sessiontree.tables import export_parquet; "
+           "r = export_parquet(sys.argv[2:], sys.argv[1]); print(r.failed)", str(out), *files]
+    target = next(out.glob("entries/*/*/*.parquet"))
+    for place in (manifest, target):
+        place.unlink()
+        os.mkfifo(place)
+        os.utime(files[0])  # something to write
+        p = subprocess.run(run, capture_output=True, text=True, timeout=120)
+        assert "not a regular file" in p.stderr + p.stdout, (p.stdout, p.stderr)  # said, not hung
+        place.unlink()
+    export_parquet(files, str(out))
+    # A rewrite at the same size, its mtime put back: exported again.
+    data = Path(files[1]).read_bytes()
+    st = os.stat(files[1])
+    k = data.index(b'"text":"') + len(b'"text":"')
+    Path(files[1]).write_bytes(data[:k] + (b"Z" if data[k:k + 1] != b"Z" else b"Y") + data[k + 1:])
+    os.utime(files[1], ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert files[1] in export_parquet(files, str(out)).written

@@ -223,7 +223,21 @@ def _closes(lines: list[str], a: int, b: int, markup: str) -> bool:
     if b - 1 <= a:
         return False
     last = lines[b - 1].strip()
-    return len(last) >= len(markup) and set(last) == {markup[0]} and not lines[b - 1].startswith("    ")
+    return len(last) >= len(markup) and set(last) == {markup[0]} and _indent_columns(lines[b - 1]) < 4
+
+
+def _indent_columns(line: str) -> int:
+    """Columns of ``line``'s leading white space as CommonMark counts them: a tab goes
+    to the next multiple of four (``\t```\``` is indented code, not a closing fence)."""
+    col = 0
+    for ch in line:
+        if ch == " ":
+            col += 1
+        elif ch == "\t":
+            col += 4 - col % 4
+        else:
+            break
+    return col
 
 
 def _escape_first_lt(line: str) -> str:

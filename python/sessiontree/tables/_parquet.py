@@ -11,7 +11,7 @@ Layout under the output folder::
 with any character other than ``A-Z a-z 0-9 . _ -`` as ``_``), ``D`` the UTC date of
 its header's time. Files are zstd-compressed, in row groups of up to
 :data:`ROW_GROUP_ROWS` rows. A session is the unit of change: the manifest keeps each
-source file's identity (device, inode, size, mtime); a run skips a session whose file
+source file's identity (device, inode, size, mtime, ctime); a run skips a session whose file
 has the same identity as when it was exported, rewrites those that changed, and drops
 those whose file is gone. Every file is written as every output is (``_output``: under
 a temporary name, renamed into place; removed if the run is stopped); names beginning with ``.`` or ``_`` are ignored by Spark, DuckDB's
@@ -21,6 +21,7 @@ a temporary name, renamed into place; removed if the run is stopped); names begi
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -151,7 +152,8 @@ def _workers() -> int:
 
 
 def _identity(st: os.stat_result) -> list[int]:
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+    # The ctime too: a rewrite at the same size with its mtime put back moves it.
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 def _project(cwd: Any) -> str:
@@ -199,10 +201,30 @@ class _Writer:
         self.w.close()
 
 
+def _no_stream(path: str) -> None:
+    """Refuse a FIFO, socket or device (or a link to one) in a dataset file's place:
+    ``open_output`` would write into it as a stream, which a dataset's file (or its
+    manifest) is not (no reader: a hang).
+
+    Raises:
+        OSError: one is there.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        mode = os.stat(path).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise OSError(errno.EINVAL, "not a regular file in the dataset's place", path)
+
+
 def _write(path: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> None:
     """Write one file of the dataset as every output is written (``_output``: a
-    temporary file renamed into place, never a FIFO or device replaced)."""
+    temporary file renamed into place, never a FIFO or device replaced).
+
+    Raises:
+        OSError: a FIFO, socket or device holds the file's place (:func:`_no_stream`):
+            the session fails, its previous export kept.
+    """
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    _no_stream(path)
     with open_output(path) as out:
         w = _Writer(out.file, schema)
         w.write(batches)
@@ -238,14 +260,19 @@ class _Manifest:
         self.path = os.path.join(out, MANIFEST)
         self.sessions: dict[str, dict[str, Any]] = {}
         try:
-            with open(self.path, "rb") as f:
+            # Non-blocking and checked on the open file: a FIFO in its place is never read.
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    return
                 d = json.load(f)
-            if d.get("format") == _FORMAT:
-                self.sessions = d["sessions"]
-        except (OSError, ValueError, KeyError, TypeError):
+            if type(d) is dict and d.get("format") == _FORMAT and type(d.get("sessions")) is dict:
+                self.sessions = {p: r for p, r in d["sessions"].items() if _record_ok(r)}
+        except (OSError, ValueError):
             pass
 
     def save(self) -> None:
+        _no_stream(self.path)
         with open_output(self.path) as out:
             out.file.write(json.dumps({"format": _FORMAT, "sessions": self.sessions}).encode())
 
@@ -258,9 +285,27 @@ def _unlink(path: str) -> None:
             os.unlink(path)
 
 
+def _inside(rel: Any) -> bool:
+    """Whether ``rel`` (from the manifest) names a file of the dataset: a relative path
+    that stays inside the output folder (a hand-edited manifest never makes a run
+    touch anything else)."""
+    return (type(rel) is str and bool(rel) and not os.path.isabs(rel)
+            and not os.path.normpath(rel).startswith(("..", os.sep)) and "\0" not in rel)
+
+
+def _record_ok(rec: Any) -> bool:
+    """Whether a manifest's session record has the shape this module writes: others are
+    dropped as unknown (the session is exported again; its files' names are its own)."""
+    return (type(rec) is dict and type(rec.get("identity")) is list
+            and all(type(v) is int for v in rec["identity"]) and type(rec.get("partition")) is str
+            and _inside(rec["partition"]) and type(rec.get("files")) is list
+            and all(_inside(f) for f in rec["files"]) and type(rec.get("row")) is dict)
+
+
 def _unlink_all(out: str, files: Iterable[str]) -> None:
     for rel in files:
-        _unlink(os.path.join(out, rel))
+        if _inside(rel):
+            _unlink(os.path.join(out, rel))
 
 
 def _write_sessions(out: str, manifest: _Manifest, partitions: Iterable[str]) -> None:
