@@ -228,7 +228,7 @@ def _closes(lines: list[str], a: int, b: int, markup: str) -> bool:
 
 def _indent_columns(line: str) -> int:
     """Columns of ``line``'s leading white space as CommonMark counts them: a tab goes
-    to the next multiple of four (``\t```\``` is indented code, not a closing fence)."""
+    to the next multiple of four (a tab then a fence is indented code, not a close)."""
     col = 0
     for ch in line:
         if ch == " ":
