@@ -346,6 +346,26 @@ def test_ctrl_c_quits_from_the_picker_and_from_the_tree(history: Path) -> None:
     assert app.return_code == 0 and app.failure is None
 
 
+def test_the_detail_line_is_made_again_for_a_new_width(history: Path) -> None:
+    """The picker's head and detail (the selected file's path, cut by its start) are
+    text made for a width: after a resize they are made again, so the file's name stays
+    on one line at the new width (the trial saw the old width's text wrap)."""
+    from rich.cells import cell_len
+
+    async def steps(app: Any, pilot: Any) -> None:
+        await until(pilot, lambda: len(listed_rows(app)) >= 1, "the listing")
+        name = Path(listed_rows(app)[0]).name
+        await until(pilot, lambda: name in screen(app), "the detail line")
+        await pilot.resize_terminal(40, 24)
+        await until(pilot, lambda: any(name[-20:] in line and cell_len(line.rstrip()) <= 40
+                                       for line in screen(app).splitlines()), "the detail made again at 40 columns")
+        await pilot.resize_terminal(100, 30)
+        await until(pilot, lambda: any(name in line for line in screen(app).splitlines()), "and at 100")
+
+    app = drive(picker_of(history), steps)
+    assert app.failure is None
+
+
 def test_scope_sort_named_and_path_keys(history: Path) -> None:
     every = {s.path for f in history.iterdir() for s in list_sessions(str(f))}
 

@@ -319,7 +319,7 @@ def test_the_catalog_counts_first_in_the_one_cache_folders_budget(tmp_path: Path
     size = next((cache / "index").glob("*.idx")).stat().st_size
     subprocess.run([sys.executable, "-m", "sessiontree", "ls", str(folder)], check=True, capture_output=True,
                    env={**os.environ, "HOME": str(tmp_path)})
-    catalog = _caches.catalog_bytes(str(cache))
+    catalog = _caches.other_bytes(str(cache), "index")
     assert (cache / "catalog.sqlite3").is_file() and catalog > 2 * size  # else the test proves nothing
     budget = catalog + 2 * size + size // 2
     monkeypatch.setenv("SESSIONTREE_INDEX_BYTES", str(budget))
@@ -329,7 +329,7 @@ def test_the_catalog_counts_first_in_the_one_cache_folders_budget(tmp_path: Path
         _open(str(p)).close()
     kept = list((cache / "index").glob("*.idx"))
     assert len(kept) == 2
-    assert sum(f.stat().st_size for f in kept) + _caches.catalog_bytes(str(cache)) <= budget
+    assert sum(f.stat().st_size for f in kept) + _caches.other_bytes(str(cache), "index") <= budget
     assert (cache / "catalog.sqlite3").is_file()
     # A sparse file counts the disk it holds, a symlink nothing (its target is elsewhere).
     (cache / "catalog.sqlite3.idx").mkdir(exist_ok=True)
@@ -337,7 +337,10 @@ def test_the_catalog_counts_first_in_the_one_cache_folders_budget(tmp_path: Path
         f.truncate(1 << 40)
     if not os.path.lexists(cache / "catalog.sqlite3-shm"):
         os.symlink(paths[0], cache / "catalog.sqlite3-shm")
-    assert _caches.catalog_bytes(str(cache)) == catalog
+    assert _caches.other_bytes(str(cache), "index") == catalog
+    # Any other file there counts too (the demo keeps its session in the folder).
+    (cache / "demo-s7.jsonl").write_bytes(b"x" * 20_000)
+    assert _caches.other_bytes(str(cache), "index") == catalog + 20_000
     monkeypatch.setenv(_caches.INDEX_ENV, str(cache / "index"))
     assert _caches.index_cache()[1] == budget  # type: ignore[index]
 

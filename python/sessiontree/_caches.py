@@ -15,10 +15,10 @@ process reads that and scans only the bytes the file gained since):
 * ``SESSIONTREE_INDEX_BYTES``: the cache's size budget (default :data:`INDEX_BUDGET`),
   a size as ``SESSIONTREE_CACHE_BYTES`` takes one (``512MiB``, ``0``, bytes:
   ``_sizes.size_from_env``); past it the least recently used indexes are removed. In
-  the default layout the budget is the whole folder's: the catalog's files
-  (:func:`catalog_bytes`) count first, and the indexes keep to what they leave. The
-  catalog itself is not evicted: it is what a warm search and usage read, and it is
-  ~6% of the sessions it describes (docs/BENCHMARKS.md).
+  the default layout the budget is the whole folder's: its other files (the catalog,
+  its search segments, the demo's session: :func:`other_bytes`) count first, and the
+  indexes keep to what they leave. Those are not evicted: the catalog is what a warm
+  search and usage read, ~6% of the sessions it describes (docs/BENCHMARKS.md).
 
 A folder that cannot be created or written is not an error: sessions are scanned.
 """
@@ -32,7 +32,7 @@ from ._places import default_session_root
 from ._sizes import size_from_env
 
 __all__ = ["CATALOG_ENV", "CATALOG_FILE", "INDEX_BUDGET", "INDEX_ENV", "INDEX_MIN_BYTES", "INDEX_SETTLE", "OFF",
-           "cache_folder", "catalog_bytes", "catalog_default_path", "index_cache", "inside_pi_folder", "pi_folders"]
+           "cache_folder", "catalog_default_path", "index_cache", "inside_pi_folder", "other_bytes", "pi_folders"]
 
 OFF = frozenset({"", "0", "off", "none", "no", "false"})
 """Values of a cache's variable that turn it off."""
@@ -83,33 +83,34 @@ def catalog_default_path() -> str | None:
     return os.path.join(cache_folder(), CATALOG_FILE)
 
 
-def catalog_bytes(folder: str) -> int:
-    """Bytes the catalog takes inside ``folder``: its database, journal files
-    (``-wal``, ``-shm``) and search segments (``<catalog>.idx/``, one level), when the
-    catalog the environment asks for (:func:`catalog_default_path`) lives directly in
-    ``folder``; else 0. Only regular files count (a symlink's target lives elsewhere),
-    each by the smaller of its length and the blocks it holds (a sparse file's length
-    is not disk used); a file that cannot be read counts 0."""
-    path = catalog_default_path()
-    if path is None or os.path.dirname(path) != os.path.abspath(folder):
-        return 0
+def other_bytes(folder: str, index_dir: str) -> int:
+    """Bytes the files in ``folder`` other than the persisted indexes take: every
+    regular file directly in it (the catalog, its journal, the demo's session) and in
+    its folders one level down (the catalog's search segments), but ``index_dir``'s.
+    A symlink counts nothing (its target lives elsewhere); a file counts the smaller of
+    its length and the blocks it holds (a sparse file's length is not disk used); one
+    that cannot be read counts 0."""
 
-    def used(st: os.stat_result) -> int:
+    def used(e: os.DirEntry[str]) -> int:
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            return 0
         return min(st.st_size, st.st_blocks * 512) if stat.S_ISREG(st.st_mode) else 0
 
     total = 0
-    for name in (path, path + "-wal", path + "-shm"):
-        try:
-            total += used(os.lstat(name))
-        except OSError:
-            pass
     try:
-        with os.scandir(path + ".idx") as it:
+        with os.scandir(folder) as it:
             for e in it:
-                try:
-                    total += used(e.stat(follow_symlinks=False))
-                except OSError:
-                    pass
+                if e.is_dir(follow_symlinks=False):
+                    if e.name != index_dir:
+                        try:
+                            with os.scandir(e.path) as inner:
+                                total += sum(used(f) for f in inner)
+                        except OSError:
+                            pass
+                else:
+                    total += used(e)
     except OSError:
         pass
     return total
@@ -147,9 +148,9 @@ def inside_pi_folder(path: str) -> str | None:
 def index_cache() -> tuple[str, int, int, float] | None:
     """The persisted indexes' settings for ``_sessiontree.Index.open``: ``(folder,
     budget bytes, min file bytes, settle seconds)``, or ``None`` when turned off. With
-    the default folder (``SESSIONTREE_INDEX`` unset) the budget is what the catalog's
-    files leave of ``SESSIONTREE_INDEX_BYTES`` (:func:`catalog_bytes`, at least 0): one
-    budget for the one cache folder.
+    the default folder (``SESSIONTREE_INDEX`` unset) the budget is what the folder's
+    other files leave of ``SESSIONTREE_INDEX_BYTES`` (:func:`other_bytes`, at least 0):
+    one budget for the one cache folder.
 
     Raises:
         ValueError: the folder is inside Pi's agent folder or sessions root, as it is
@@ -173,5 +174,5 @@ def index_cache() -> tuple[str, int, int, float] | None:
                          f"where sessiontree never writes; set {INDEX_ENV} to another folder, or to off")
     budget = size_from_env(INDEX_BYTES_ENV, INDEX_BUDGET)
     if env is None:
-        budget = max(0, budget - catalog_bytes(cache_folder()))
+        budget = max(0, budget - other_bytes(cache_folder(), "index"))
     return folder, budget, INDEX_MIN_BYTES, INDEX_SETTLE

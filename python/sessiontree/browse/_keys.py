@@ -44,6 +44,7 @@ Type to search (words, "a phrase", re:PATTERN: the entries' text, as
   ctrl+n     named sessions only
   ctrl+p     show the files' paths
   esc        back to the session open, else quit
+  ctrl+c     quit (from every screen)
 
 The tree's shape comes from the session's index; only the entries on
 screen are decoded. Needs Textual: pip install textual (in a checkout:

@@ -226,6 +226,12 @@ class PickerScreen(Screen[None]):
         self._draw()
         self.set_interval(0.1, self._tick)
 
+    def on_resize(self, _event: Any) -> None:
+        # The head and the detail are text made for a width: made again once the new
+        # one is laid out (the list's rows draw themselves at any width).
+        self.call_after_refresh(self._head)
+        self.call_after_refresh(self._detail)
+
     def on_screen_resume(self) -> None:
         self.query_one(Input).focus()
         self.refresh_bindings()  # escape: back to a session opened since, or quit
