@@ -1041,6 +1041,44 @@ fn scan_tuple<'py>(py: Python<'py>, s: &crate::listing::Scan) -> PyResult<Bound<
 /// n)` for a local day, `None` for no time, `True` for all), each sum `(exact,
 /// floats)` (the partials, or the values themselves), loose records as `(key, time,
 /// numbers)`.
+/// A report's key by name (`model`, `file` or `none`).
+fn report_key(key: &str) -> PyResult<crate::ReportKey> {
+    use crate::ReportKey;
+    Ok(match key {
+        "model" => ReportKey::Model,
+        "file" => ReportKey::File,
+        "none" => ReportKey::None,
+        _ => return Err(PyValueError::new_err("key: model, file or none")),
+    })
+}
+
+/// The core's question "which offset has each of these UTC days" put to the caller's
+/// `days` (the GIL taken for the call); an error is kept in `failed` (the answer then
+/// empty: no day placed) for the caller to raise.
+fn day_offsets<'a>(
+    days: &'a Py<PyAny>,
+    failed: &'a mut Option<PyErr>,
+) -> impl FnMut(&[i64]) -> Vec<Option<i64>> + 'a {
+    move |utc: &[i64]| -> Vec<Option<i64>> {
+        Python::attach(|py| {
+            days.bind(py)
+                .call1((utc.to_vec(),))
+                .and_then(|v| v.extract::<Vec<Option<i64>>>())
+                .and_then(|v| {
+                    if v.len() == utc.len() {
+                        Ok(v)
+                    } else {
+                        Err(PyValueError::new_err("days: one offset (or None) per day"))
+                    }
+                })
+        })
+        .unwrap_or_else(|e| {
+            *failed = Some(e);
+            Vec::new()
+        })
+    }
+}
+
 #[pyfunction]
 #[pyo3(signature = (logs, keys, entries, key, buckets, active, days=None))]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
@@ -1055,12 +1093,7 @@ fn usage_report<'py>(
     days: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     use crate::{FileLog, ReportKey};
-    let key = match key {
-        "model" => ReportKey::Model,
-        "file" => ReportKey::File,
-        "none" => ReportKey::None,
-        _ => return Err(PyValueError::new_err("key: model, file or none")),
-    };
+    let key = report_key(key)?;
     if keys.len() != logs.len() || entries.as_ref().is_some_and(|e| e.len() != logs.len()) {
         return Err(PyValueError::new_err(
             "one key (and entries record) per log",
@@ -1069,26 +1102,7 @@ fn usage_report<'py>(
     let mut failed: Option<PyErr> = None;
     let r = py.detach(|| {
         let failed = &mut failed;
-        let mut ask = days.as_ref().map(|f| {
-            move |utc: &[i64]| -> Vec<Option<i64>> {
-                Python::attach(|py| {
-                    f.bind(py)
-                        .call1((utc.to_vec(),))
-                        .and_then(|v| v.extract::<Vec<Option<i64>>>())
-                        .and_then(|v| {
-                            if v.len() == utc.len() {
-                                Ok(v)
-                            } else {
-                                Err(PyValueError::new_err("days: one offset (or None) per day"))
-                            }
-                        })
-                })
-                .unwrap_or_else(|e| {
-                    *failed = Some(e);
-                    Vec::new()
-                })
-            }
-        });
+        let mut ask = days.as_ref().map(|f| day_offsets(f, failed));
         let files: Vec<FileLog<'_>> = logs
             .iter()
             .enumerate()
@@ -1195,12 +1209,7 @@ fn usage_report_totals<'py>(
     days: Option<Py<PyAny>>,
 ) -> PyResult<Option<Bound<'py, PyTuple>>> {
     use crate::{FileTotals, ReportKey};
-    let key = match key {
-        "model" => ReportKey::Model,
-        "file" => ReportKey::File,
-        "none" => ReportKey::None,
-        _ => return Err(PyValueError::new_err("key: model, file or none")),
-    };
+    let key = report_key(key)?;
     if keys.len() != totals.len() || logs.len() != totals.len() || entries.len() != totals.len() {
         return Err(PyValueError::new_err(
             "one key, log and entries record (or None) per file",
@@ -1209,26 +1218,7 @@ fn usage_report_totals<'py>(
     let mut failed: Option<PyErr> = None;
     let r = py.detach(|| {
         let failed = &mut failed;
-        let mut ask = days.as_ref().map(|f| {
-            move |utc: &[i64]| -> Vec<Option<i64>> {
-                Python::attach(|py| {
-                    f.bind(py)
-                        .call1((utc.to_vec(),))
-                        .and_then(|v| v.extract::<Vec<Option<i64>>>())
-                        .and_then(|v| {
-                            if v.len() == utc.len() {
-                                Ok(v)
-                            } else {
-                                Err(PyValueError::new_err("days: one offset (or None) per day"))
-                            }
-                        })
-                })
-                .unwrap_or_else(|e| {
-                    *failed = Some(e);
-                    Vec::new()
-                })
-            }
-        });
+        let mut ask = days.as_ref().map(|f| day_offsets(f, failed));
         let files: Vec<FileTotals<'_>> = (0..totals.len())
             .map(|i| FileTotals {
                 totals: totals[i].as_deref(),

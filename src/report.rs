@@ -349,6 +349,18 @@ pub struct Group {
     pub sums: [Sum; 6],
 }
 
+impl Group {
+    /// Count `g`'s records and sums in this group too (its partials added exactly).
+    pub(crate) fn absorb(&mut self, g: &Group) {
+        self.records += g.records;
+        for (s, t) in self.sums.iter_mut().zip(&g.sums) {
+            for &p in &t.partials {
+                s.add(p);
+            }
+        }
+    }
+}
+
 /// How records are keyed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Key {
@@ -480,6 +492,39 @@ pub(crate) fn day_of(n: i64, table: &HashMap<i64, i64, Fast>) -> Bucket {
     }
 }
 
+/// `groups` with each 15-minute slice put into its local day where `ask` gives its UTC
+/// day an offset of whole slices ([`day_table`]), the partial sums of one key and day
+/// merged; a slice whose day has no such offset stays a slice (placed by the caller).
+pub(crate) fn slices_into_days(
+    groups: Vec<((u32, Bucket), Group)>,
+    ask: &mut dyn FnMut(&[i64]) -> Vec<Option<i64>>,
+) -> Vec<((u32, Bucket), Group)> {
+    let slices = groups.iter().filter_map(|((_, b), _)| match b {
+        Bucket::Slice(n) => Some(*n),
+        _ => None,
+    });
+    let table = day_table(slices, ask);
+    if table.is_empty() {
+        return groups;
+    }
+    let mut at: HashMap<(u32, Bucket), usize, Fast> = HashMap::default();
+    let mut merged: Vec<((u32, Bucket), Group)> = Vec::new();
+    for ((k, b), g) in groups {
+        let b = match b {
+            Bucket::Slice(n) => day_of(n, &table),
+            _ => b,
+        };
+        match at.get(&(k, b)) {
+            Some(&i) => merged[i].1.absorb(&g),
+            None => {
+                at.insert((k, b), merged.len());
+                merged.push(((k, b), g));
+            }
+        }
+    }
+    merged
+}
+
 /// The report keys of `(provider, model)` pairs: a piece's pair numbers → the
 /// report's, numbered as first met.
 #[derive(Default)]
@@ -596,39 +641,9 @@ fn streamed(
         return None;
     }
     if buckets {
-        let slices = groups.iter().filter_map(|((_, b), _)| match b {
-            Bucket::Slice(n) => Some(*n),
-            _ => None,
-        });
-        let table = day_table(slices, ask);
-        if !table.is_empty() {
-            let mut at: HashMap<(u32, Bucket), usize, Fast> = HashMap::default();
-            let mut merged: Vec<((u32, Bucket), Group)> = Vec::new();
-            for ((k, b), g) in groups {
-                let b = match b {
-                    Bucket::Slice(n) => day_of(n, &table),
-                    _ => b,
-                };
-                match at.get(&(k, b)) {
-                    Some(&i) => {
-                        let m = &mut merged[i].1;
-                        m.records += g.records;
-                        for (s, t) in m.sums.iter_mut().zip(&g.sums) {
-                            for &p in &t.partials {
-                                s.add(p);
-                            }
-                        }
-                    }
-                    None => {
-                        at.insert((k, b), merged.len());
-                        merged.push(((k, b), g));
-                    }
-                }
-            }
-            if spoiled(&merged) {
-                return None;
-            }
-            groups = merged;
+        groups = slices_into_days(groups, ask);
+        if spoiled(&groups) {
+            return None;
         }
     }
     out.groups = groups;
@@ -747,13 +762,14 @@ fn held(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// (id, stamp, seq, time, model, numbers)
-    type Rec<'a> = (&'a str, &'a str, u32, Option<f64>, &'a str, [f64; 6]);
+    pub(crate) type Rec<'a> = (&'a str, &'a str, u32, Option<f64>, &'a str, [f64; 6]);
 
-    fn log(recs: &[Rec<'_>]) -> Vec<u8> {
+    /// A log of records (provider `p`, kind 0).
+    pub(crate) fn log(recs: &[Rec<'_>]) -> Vec<u8> {
         let mut w = LogWriter::default();
         for &(id, stamp, seq, time, model, numbers) in recs {
             w.push(&Record {

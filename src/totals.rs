@@ -37,8 +37,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::report::{
-    self, bytes, copy_hash, day_of, day_table, varint, Bucket, DayOffsets, Fast, FileLog, Group,
-    Key, Records, Report,
+    self, bytes, copy_hash, varint, Bucket, DayOffsets, Fast, FileLog, Group, Key, Records, Report,
 };
 
 const VERSION: u8 = 1;
@@ -97,6 +96,18 @@ fn number(out: &mut Vec<u8>, n: f64) {
     } else {
         out.push(1);
         out.extend_from_slice(&n.to_le_bytes());
+    }
+}
+
+/// A bucket as written: `0` no time, `1` and the slice's zigzag varint.
+fn read_bucket(r: &mut Records<'_>) -> Option<Bucket> {
+    match r.byte()? {
+        0 => Some(Bucket::NoTime),
+        1 => {
+            let z = r.varint()?;
+            Some(Bucket::Slice(((z >> 1) as i64) ^ -((z & 1) as i64)))
+        }
+        _ => None,
     }
 }
 
@@ -219,14 +230,7 @@ impl Totals {
                 if k as usize >= models.len() {
                     return None;
                 }
-                let b = match r.byte()? {
-                    0 => Bucket::NoTime,
-                    1 => {
-                        let z = r.varint()?;
-                        Bucket::Slice(((z >> 1) as i64) ^ -((z & 1) as i64))
-                    }
-                    _ => return None,
-                };
+                let b = read_bucket(&mut r)?;
                 let mut g = Group {
                     records: r.varint()?,
                     ..Group::default()
@@ -281,15 +285,7 @@ impl Totals {
         for ((k, b), g) in &r.groups {
             let k = (map[*k as usize], *b);
             match at.get(&k) {
-                Some(&i) => {
-                    let m = &mut part.groups[i].1;
-                    m.records += g.records;
-                    for (s, t) in m.sums.iter_mut().zip(&g.sums) {
-                        for &p in &t.partials {
-                            s.add(p);
-                        }
-                    }
-                }
+                Some(&i) => part.groups[i].1.absorb(g),
                 None => {
                     at.insert(k, part.groups.len());
                     part.groups.push((k, g.clone()));
@@ -333,14 +329,7 @@ fn read_part(
         if u64::from(k) >= pairs {
             return None;
         }
-        let b = match r.byte()? {
-            0 => Bucket::NoTime,
-            1 => {
-                let z = r.varint()?;
-                Bucket::Slice(((z >> 1) as i64) ^ -((z & 1) as i64))
-            }
-            _ => return None,
-        };
+        let b = read_bucket(r)?;
         let records = r.varint()?;
         for s in scratch.iter_mut() {
             s.clear();
@@ -588,26 +577,11 @@ pub fn report_totals(
     let mut add = |k: u32, b: Bucket, g: &Group, groups: &mut Vec<((u32, Bucket), Group)>| {
         let b = if buckets { b } else { Bucket::All };
         match index.get(&(k, b)) {
-            Some(&i) => {
-                let m = &mut groups[i].1;
-                m.records += g.records;
-                for (s, t) in m.sums.iter_mut().zip(&g.sums) {
-                    for &p in &t.partials {
-                        s.add(p);
-                    }
-                }
-            }
+            Some(&i) => groups[i].1.absorb(g),
             None => {
                 index.insert((k, b), groups.len());
-                let mut fresh = Group {
-                    records: g.records,
-                    ..Group::default()
-                };
-                for (s, t) in fresh.sums.iter_mut().zip(&g.sums) {
-                    for &p in &t.partials {
-                        s.add(p);
-                    }
-                }
+                let mut fresh = Group::default();
+                fresh.absorb(g);
                 groups.push(((k, b), fresh));
             }
         }
@@ -692,37 +666,7 @@ pub fn report_totals(
             add(k, Bucket::All, &g, &mut groups);
         }
     } else if let Some(ask) = days {
-        let slices = groups.iter().filter_map(|((_, b), _)| match b {
-            Bucket::Slice(n) => Some(*n),
-            _ => None,
-        });
-        let table = day_table(slices, ask);
-        if !table.is_empty() {
-            let mut at: HashMap<(u32, Bucket), usize, Fast> = HashMap::default();
-            let mut merged: Vec<((u32, Bucket), Group)> = Vec::new();
-            for ((k, b), g) in groups {
-                let b = match b {
-                    Bucket::Slice(n) => day_of(n, &table),
-                    _ => b,
-                };
-                match at.get(&(k, b)) {
-                    Some(&i) => {
-                        let m = &mut merged[i].1;
-                        m.records += g.records;
-                        for (s, t) in m.sums.iter_mut().zip(&g.sums) {
-                            for &p in &t.partials {
-                                s.add(p);
-                            }
-                        }
-                    }
-                    None => {
-                        at.insert((k, b), merged.len());
-                        merged.push(((k, b), g));
-                    }
-                }
-            }
-            groups = merged;
-        }
+        groups = report::slices_into_days(groups, ask);
     }
     if spoiled(&groups) {
         return None;
@@ -734,27 +678,26 @@ pub fn report_totals(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{LogWriter, Record};
 
     /// `(id, stamp, seq, time, model, input)`
     type Rec<'a> = (&'a str, &'a str, u32, Option<f64>, &'a str, f64);
 
-    /// A log of records.
+    /// A log of records, the numbers made from `input`.
     fn log(recs: &[Rec<'_>]) -> Vec<u8> {
-        let mut w = LogWriter::default();
-        for &(id, stamp, seq, time, model, x) in recs {
-            w.push(&Record {
-                id: id.as_bytes(),
-                stamp: stamp.as_bytes(),
-                seq,
-                kind: 0,
-                time,
-                provider: b"p",
-                model: model.as_bytes(),
-                numbers: [x, 1.0, 0.0, 0.0, x + 1.0, x * 0.1],
-            });
-        }
-        w.out
+        let full: Vec<crate::report::tests::Rec<'_>> = recs
+            .iter()
+            .map(|&(id, stamp, seq, time, model, x)| {
+                (
+                    id,
+                    stamp,
+                    seq,
+                    time,
+                    model,
+                    [x, 1.0, 0.0, 0.0, x + 1.0, x * 0.1],
+                )
+            })
+            .collect();
+        crate::report::tests::log(&full)
     }
 
     /// The groups of one part, as sorted text (partials summed, in magnitude order).

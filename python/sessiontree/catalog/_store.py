@@ -561,24 +561,22 @@ class Store:
 
     def logs(self, files: Sequence[int]) -> dict[int, bytes]:
         """The usage logs of files (those that have one)."""
-        out: dict[int, bytes] = {}
-        for k in range(0, len(files), 500):
-            part = files[k:k + 500]
-            rows = self.conn.execute(
-                f"SELECT file, log FROM usage_log WHERE file IN ({','.join('?' * len(part))})", part)
-            for f, log in checked_all("usage_log", ("file", "log"), rows.fetchall()):
-                out[f] = log
-        return out
+        return self._blobs("usage_log", "log", files)
 
     def sums(self, files: Sequence[int]) -> dict[int, bytes]:
         """The usage totals of files (those that have them)."""
+        return self._blobs("usage_sum", "sums", files)
+
+    def _blobs(self, table: str, column: str, files: Sequence[int]) -> dict[int, bytes]:
+        """``file -> column`` of the rows of ``table`` (one of this module's) for ``files``,
+        500 to a query (SQLite's bound-parameter limit)."""
         out: dict[int, bytes] = {}
         for k in range(0, len(files), 500):
             part = files[k:k + 500]
             rows = self.conn.execute(
-                f"SELECT file, sums FROM usage_sum WHERE file IN ({','.join('?' * len(part))})", part)
-            for f, sums in checked_all("usage_sum", ("file", "sums"), rows.fetchall()):
-                out[f] = sums
+                f"SELECT file, {column} FROM {table} WHERE file IN ({','.join('?' * len(part))})", part)
+            for f, blob in checked_all(table, ("file", column), rows.fetchall()):
+                out[f] = blob
         return out
 
     # -- writing -----------------------------------------------------------------
