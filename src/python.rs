@@ -1092,7 +1092,7 @@ fn usage_report<'py>(
     active: bool,
     days: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    use crate::{FileLog, ReportKey};
+    use crate::FileLog;
     let key = report_key(key)?;
     if keys.len() != logs.len() || entries.as_ref().is_some_and(|e| e.len() != logs.len()) {
         return Err(PyValueError::new_err(
@@ -1208,7 +1208,7 @@ fn usage_report_totals<'py>(
     active: bool,
     days: Option<Py<PyAny>>,
 ) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    use crate::{FileTotals, ReportKey};
+    use crate::FileTotals;
     let key = report_key(key)?;
     if keys.len() != totals.len() || logs.len() != totals.len() || entries.len() != totals.len() {
         return Err(PyValueError::new_err(
