@@ -122,6 +122,15 @@ def test_usage_text(agent: dict[str, str]) -> None:
     assert _json(run("usage", folder, "--json", env=agent))["report"] == "daily"  # type: ignore[index]
 
 
+def test_usage_json_names_its_zone(agent: dict[str, str]) -> None:
+    """``timeZone`` says which zone the days are of (a trial found ``local``, which a
+    JSON reader cannot place): ``UTC`` with ``--utc``, else ``$TZ`` as set."""
+    assert _json(run("usage", "--all", "--utc", "--json", env=agent))["timeZone"] == "UTC"  # type: ignore[index]
+    for tz in ("Asia/Kathmandu", ":America/New_York", "XYZ-5:17"):
+        got = _json(run("usage", "--all", "--json", env={**agent, "TZ": tz}))["timeZone"]  # type: ignore[index]
+        assert got == tz.lstrip(":")
+
+
 def test_usage_on_a_narrow_terminal_keeps_its_keys(agent: dict[str, str]) -> None:
     data = _json(run("usage", "model", "--all", "--json", env=agent))
     keys = [x["key"] for x in data["lines"]]  # type: ignore[index]

@@ -76,6 +76,18 @@ def _short(x: float) -> str:
 _SHORT_TITLES = {"cache read": "cache r", "cache write": "cache w", "total tokens": "total", "cost ($)": "$"}
 
 
+def _zone_name() -> str:
+    """The local zone's name for ``--json``: ``$TZ`` as set (a name or a POSIX rule,
+    without a leading ``:``), else the IANA name ``/etc/localtime`` links to, else
+    ``local``."""
+    tz = os.environ.get("TZ")
+    if tz:
+        return tz.lstrip(":")
+    real = os.path.realpath("/etc/localtime")
+    i = real.find("/zoneinfo/")
+    return real[i + len("/zoneinfo/"):] if i >= 0 else "local"
+
+
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree usage``: 0, or 2 for a bad report name."""
     from ..catalog import usage
@@ -98,7 +110,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
             "report": group, "activePath": args.active_path,
             "since": args.since.isoformat() if args.since else None,
             "until": args.until.isoformat() if args.until else None,
-            "timeZone": "UTC" if args.utc else "local", "files": report.files,
+            "timeZone": "UTC" if args.utc else _zone_name(), "files": report.files,
             "lines": [x.as_dict() for x in report.lines], "total": report.total.as_dict(),
         })
         return 0
