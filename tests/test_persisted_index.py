@@ -307,7 +307,7 @@ def test_the_catalog_counts_first_in_the_one_cache_folders_budget(tmp_path: Path
     process) count first, the indexes keep to what is left, and the catalog is never
     evicted. A folder named by ``SESSIONTREE_INDEX`` keeps its own budget."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    for env in (_caches.INDEX_ENV, _caches.CATALOG_ENV, "SESSIONTREE_INDEX_BYTES"):
+    for env in (_caches.INDEX_ENV, "SESSIONTREE_CATALOG", "SESSIONTREE_INDEX_BYTES"):
         monkeypatch.delenv(env, raising=False)
     folder = tmp_path / "sessions"
     folder.mkdir()
@@ -361,7 +361,7 @@ def test_a_file_renamed_back_onto_its_old_inode_is_not_taken_for_grown(tmp_path:
     from sessiontree import catalog
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    for env in (_caches.INDEX_ENV, _caches.CATALOG_ENV):
+    for env in (_caches.INDEX_ENV, "SESSIONTREE_CATALOG"):
         monkeypatch.delenv(env, raising=False)
     folder = tmp_path / "s"
     folder.mkdir()

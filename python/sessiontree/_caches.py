@@ -31,17 +31,11 @@ import stat
 from ._places import default_session_root
 from ._sizes import size_from_env
 
-__all__ = ["CATALOG_ENV", "CATALOG_FILE", "INDEX_BUDGET", "INDEX_ENV", "INDEX_MIN_BYTES", "INDEX_SETTLE", "OFF",
-           "cache_folder", "catalog_default_path", "index_cache", "inside_pi_folder", "other_bytes", "pi_folders"]
+__all__ = ["INDEX_BUDGET", "INDEX_ENV", "INDEX_MIN_BYTES", "INDEX_SETTLE", "OFF",
+           "cache_folder", "index_cache", "inside_pi_folder", "other_bytes", "pi_folders"]
 
 OFF = frozenset({"", "0", "off", "none", "no", "false"})
 """Values of a cache's variable that turn it off."""
-
-CATALOG_ENV = "SESSIONTREE_CATALOG"
-"""Moves the catalog (a file path), or turns it off."""
-
-CATALOG_FILE = "catalog.sqlite3"
-"""The catalog's file name in the cache folder."""
 
 INDEX_ENV = "SESSIONTREE_INDEX"
 """Moves the persisted indexes (a folder), or turns them off."""
@@ -68,19 +62,6 @@ def cache_folder() -> str:
     if not os.path.isabs(cache):
         cache = os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(cache, "sessiontree")
-
-
-def catalog_default_path() -> str | None:
-    """The catalog file the environment asks for, ``None`` when it is turned off:
-    ``$SESSIONTREE_CATALOG`` (``~`` expanded), else :data:`CATALOG_FILE` in
-    :func:`cache_folder`; ``None`` when the variable is one of :data:`OFF` (other
-    than unset)."""
-    env = os.environ.get(CATALOG_ENV)
-    if env is not None:
-        if env.strip().lower() in OFF:
-            return None
-        return os.path.abspath(os.path.expanduser(env))
-    return os.path.join(cache_folder(), CATALOG_FILE)
 
 
 def other_bytes(folder: str, index_dir: str) -> int:

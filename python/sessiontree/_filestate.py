@@ -38,7 +38,7 @@ from typing import BinaryIO, NamedTuple, Protocol
 
 from .errors import StaleSessionError
 
-__all__ = ["FileId", "FileWatch", "FINGERPRINT", "StatUnchanged", "file_id", "generation", "indexed_ends", "same_ends", "stat_id"]
+__all__ = ["FileId", "FileWatch", "FINGERPRINT", "StatUnchanged", "ends_and_generation", "file_id", "generation", "indexed_ends", "same_ends", "stat_id"]
 
 FINGERPRINT = 4096
 """Bytes at each end of the indexed image that must stay as they were read."""
@@ -98,7 +98,14 @@ def generation(path: str) -> int:
     generation is new. ``src/source.rs`` (``generation``) reads the same number."""
     try:
         with open_regular(path) as f:
-            got = fcntl.ioctl(f.fileno(), _FS_IOC_GETVERSION, bytes(8))
+            return _generation_of(f)
+    except OSError:
+        return 0
+
+
+def _generation_of(f: BinaryIO) -> int:
+    try:
+        got = fcntl.ioctl(f.fileno(), _FS_IOC_GETVERSION, bytes(8))
     except OSError:
         return 0
     return int.from_bytes(got[:4], sys.byteorder)
@@ -111,10 +118,19 @@ def indexed_ends(path: str, length: int) -> bytes:
     Raises:
         OSError: it cannot be read, or is not a regular file.
     """
+    return ends_and_generation(path, length)[0]
+
+
+def ends_and_generation(path: str, length: int) -> tuple[bytes, int]:
+    """:func:`indexed_ends` and :func:`generation` of the one file opened once.
+
+    Raises:
+        OSError: it cannot be read, or is not a regular file.
+    """
     with open_regular(path) as f:
         head = f.read(min(FINGERPRINT, length))
         f.seek(max(0, length - FINGERPRINT))
-        return head + f.read(min(FINGERPRINT, length))
+        return head + f.read(min(FINGERPRINT, length)), _generation_of(f)
 
 
 _TITLE_SLOT = b'{"type":"title"'

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _js
-from .._filestate import generation, indexed_ends, open_regular
+from .._filestate import ends_and_generation, generation, open_regular
 from .._reader import header_error, header_problem, read_value
 from .._time import parse_iso_ms
 from ..errors import InvalidSessionError
@@ -208,10 +208,10 @@ def _same_ends(path: str, end: int, ends: bytes | None) -> int | None:
     if ends is None:
         return None
     try:
-        gen = generation(path)
-        return gen if ends_digest(indexed_ends(path, end), gen) == ends else None
+        now, gen = ends_and_generation(path, end)
     except OSError:
         return None
+    return gen if ends_digest(now, gen) == ends else None
 
 
 def listed_text(path: str, end: int, ends: bytes | None, tail: int = 0) -> str:
@@ -277,7 +277,6 @@ def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int, s
     (``_shared``; never without a catalog: ``--no-cache`` reads the files)."""
     path = plan.found.path
     row = plan.row
-    gen = generation(path) if plan.generation is None else plan.generation
     try:
         if plan.v1_content:
             out.put((plan, "v1", _v1_content(path)))
@@ -293,6 +292,8 @@ def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int, s
                 prior += r[5]
                 start = r[0][0]
         if plan.start is not None:
+            # Only a main pass records the ends its digest holds the generation with.
+            gen = generation(path) if plan.generation is None else plan.generation
             start = plan.start
             prior = (row.entries or b"") if start else b""
             limit = limit_content if plan.main_content else 1 << 62

@@ -7,12 +7,32 @@ from __future__ import annotations
 
 import os
 
-from .._caches import CATALOG_ENV as ENV
-from .._caches import CATALOG_FILE as FILE_NAME
 from .._caches import OFF, cache_folder, inside_pi_folder, pi_folders
-from .._caches import catalog_default_path as default_path
 
-__all__ = ["ENV", "FILE_NAME", "OFF", "cache_path", "default_path", "pi_folders", "resolve"]
+__all__ = ["ENV", "OFF", "cache_path", "default_path", "pi_folders", "resolve"]
+
+ENV = "SESSIONTREE_CATALOG"
+"""The environment variable that moves the catalog (a file path), or turns it off."""
+
+
+FILE_NAME = "catalog.sqlite3"
+
+
+def default_path() -> str | None:
+    """The catalog file the environment asks for, ``None`` when it is turned off.
+
+    Returns:
+        ``$SESSIONTREE_CATALOG`` (``~`` expanded), else ``$XDG_CACHE_HOME/sessiontree/``
+        (an absolute ``XDG_CACHE_HOME`` only, as the XDG spec says), else
+        ``~/.cache/sessiontree/``, with :data:`FILE_NAME`; ``None`` when the variable
+        is one of :data:`OFF` (other than unset).
+    """
+    env = os.environ.get(ENV)
+    if env is not None:
+        if env.strip().lower() in OFF:
+            return None
+        return os.path.abspath(os.path.expanduser(env))
+    return cache_path()
 
 
 def cache_path() -> str:
