@@ -484,6 +484,18 @@ def test_cycles_are_broken_at_the_earliest_entry(size: int, backend: str, tmp_pa
         assert len(mgr.build_session_context("x").messages) == len(mgr.get_branch("x"))
 
 
+def test_two_cycles_on_one_glued_line_are_reported_in_entry_order(backend: str, tmp_path: Path) -> None:
+    """Found by the persisted-index state machine: x's walk reaches the cycle {a, b}
+    before the walk from c finds {c, d}, yet c comes first on their shared line."""
+    glued = (json.dumps(msg("c", "d"), separators=(",", ":")) + json.dumps(msg("a", "b"), separators=(",", ":"))).encode()
+    path = write(tmp_path, msg("x", "a"), glued + b"\n", msg("b", "a"), msg("d", "c"))
+    with open_quiet(path, backend) as mgr:
+        assert [(k, line, i) for k, line, _, i in report(mgr) if k == IssueKind.CYCLE] == [
+            (IssueKind.CYCLE, 3, ("c", "d")),
+            (IssueKind.CYCLE, 3, ("a", "b")),
+        ]
+
+
 def test_compaction_off_path_unknown_type_not_object_extra_header_nan(backend: str, tmp_path: Path) -> None:
     comp = {"type": "compaction", "id": "k1", "parentId": "a2", "timestamp": "2026-01-01T00:00:03.000Z", "summary": "S", "firstKeptEntryId": "b1", "tokensBefore": 1}
     path = write(

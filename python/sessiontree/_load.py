@@ -429,7 +429,7 @@ class Loader:
         """Rules 10 and 11 over the whole graph (after forward references resolved)."""
         parent = list(self._natural)
         n = len(parent)
-        cycle_issues: list[LoadIssue] = []
+        cycles: list[list[int]] = []
         state = bytearray(n)  # 0 new, 1 on the current walk, 2 done
         for i in range(n):
             if state[i]:
@@ -442,15 +442,17 @@ class Loader:
                 j = parent[j]
             if j >= 0 and state[j] == 1:
                 cycle = sorted(walk[walk.index(j):])
-                head = cycle[0]
-                parent[head] = -1
-                cycle_issues.append(
-                    make_issue(
-                        IssueKind.CYCLE, self.lines[head], self.offsets[head], tuple(self.ids[c] for c in cycle), n=len(cycle)
-                    )
-                )
+                parent[cycle[0]] = -1
+                cycles.append(cycle)
             for w in walk:
                 state[w] = 2
+        # By earliest entry, as the native backend (``tree::break_cycles``): discovery
+        # order differs when two cycles share a line of glued objects.
+        cycles.sort()
+        cycle_issues = [
+            make_issue(IssueKind.CYCLE, self.lines[c[0]], self.offsets[c[0]], tuple(self.ids[e] for e in c), n=len(c))
+            for c in cycles
+        ]
         if parent != self.parent:
             self.generation += 1
         self.parent = parent
