@@ -21,7 +21,10 @@ byte-exact ``JSON.stringify`` in :mod:`sessiontree._jsonl`.
 from __future__ import annotations
 
 import math
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["UNDEFINED", "NULL", "WHITESPACE", "truthy", "string", "scalar_text", "number_text", "trim", "math_max"]
 

@@ -46,7 +46,14 @@ import shlex
 import sqlite3
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
+if TYPE_CHECKING:
+    from typing import Any, Literal, NamedTuple
+
+    Order = Literal["relevance", "recent"]
+    _Hit = tuple[Any, ...]
+else:
+    from .._tuples import NamedTuple
 
 from .. import _js
 from .._select import native_module as native_scanner
@@ -55,8 +62,6 @@ from ._files import folder_files, folder_key
 from ._store import checked_all, py_text, search_text
 
 __all__ = ["Query", "SearchHit", "SearchResult", "parse_query", "search_folders", "search_json", "search_stream"]
-
-Order = Literal["relevance", "recent"]
 
 _SPACE_CLASS = "[" + re.escape(_js.WHITESPACE) + "]"
 _SPACE_RUN = re.compile(_SPACE_CLASS + "+")
@@ -314,8 +319,7 @@ def _terms(q: Query) -> tuple[list[list[str]] | None, str]:
 # when Python builds the snippet; a hit decided natively has no snippet yet (an index
 # hit no entry or on_path either) but a ref: (its catalog file id, or None when its
 # on_path is known; (rank in _Search.ref_paths, offset, length, role, anchor)) to read
-# them by.
-_Hit = tuple[Any, ...]
+# them by (``_Hit``).
 
 
 def _header_ctx(header: bytes, name: tuple[bool, Any]) -> tuple[str, str | None, str]:
