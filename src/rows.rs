@@ -471,7 +471,7 @@ impl Rows {
                 strs[8] = field(s, target_id, ok);
                 strs[7] = field(s, label, ok);
             }
-            Some(b"context_edit") => strs[8] = field(s, target_id, ok),
+            Some(b"context_edit" | b"leaf") => strs[8] = field(s, target_id, ok),
             Some(b"custom") => strs[6] = field(s, custom_type, ok),
             _ => {}
         }

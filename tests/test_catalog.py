@@ -999,3 +999,42 @@ def test_damaged_values_in_rows_are_rebuilt(tmp_path: Path, catalog_file: str, d
     assert list_folders(folders, catalog=catalog_file) == list_folders(folders, no_cache=True)
     assert cat.search("the", folders, catalog=catalog_file, limit=None) == cat.search(
         "the", folders, no_cache=True, limit=None)
+
+
+_FULL_DISK_LS = r"""
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
+from sessiontree.cli import main
+sys.exit(main(["ls", sys.argv[1], "--catalog", sys.argv[2]]))
+"""
+
+
+def test_a_catalog_that_cannot_be_made_leaves_no_file_behind(tmp_path: Path) -> None:
+    """Adversary round 41, F4: on a full disk every command that tried to make the
+    catalog left ``catalog.sqlite3.<pid>.new`` behind, counted against the cache
+    folder's budget and never swept. The answer still comes (read from the files);
+    a later run that makes the catalog sweeps a killed run's leftovers, and only those."""
+    folder = tmp_path / "s"
+    folder.mkdir()
+    generate_session(str(folder / "a.jsonl"), size_bytes=20_000, seed=1)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    catalog = cache / "catalog.sqlite3"
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CACHE_HOME": str(cache), "SESSIONTREE_INDEX": "off"}
+    r = subprocess.run([sys.executable, "-c", _FULL_DISK_LS, str(folder), str(catalog)], env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "a.jsonl" in r.stdout
+    assert not [p.name for p in cache.iterdir() if ".new" in p.name]
+    # A run killed while making it leaves one; the next run that makes one sweeps it.
+    (cache / "catalog.sqlite3.4242.new").write_bytes(b"x")
+    (cache / "catalog.sqlite3.4242.new-wal").write_bytes(b"x")
+    (cache / "other.sqlite3.4242.new").write_bytes(b"x")  # not the catalog's: kept
+    (cache / "catalog.sqlite3.x.new").write_bytes(b"x")  # not a name the catalog makes: kept
+    r = subprocess.run([sys.executable, "-m", "sessiontree", "ls", str(folder), "--catalog", str(catalog)], env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in cache.iterdir() if ".new" in p.name) == ["catalog.sqlite3.x.new",
+                                                                        "other.sqlite3.4242.new"]
+    assert catalog.is_file()

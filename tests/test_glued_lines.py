@@ -240,6 +240,25 @@ def test_refresh_reads_a_glued_line_as_a_fresh_open_does(backend: str, tmp_path:
     assert reader.get_usage_totals() == fresh.get_usage_totals()
 
 
+def test_a_read_line_another_writer_continued_fails_every_later_call(backend: str, tmp_path: Path) -> None:
+    """Adversary round 41, F3: a last line read without its line feed (complete JSON)
+    and then continued by another writer is stale for good (CONTRACT §4): a fresh open
+    reads one fused line, which no refresh can make of the entry already read. The
+    native manager failed every later call that read the file and answered those it
+    held; the python one answered every later call from memory."""
+    p = write(tmp_path / "s.jsonl", [dumps(HDR), dumps(msg("a", None))], end="")
+    mgr = open_quiet(p, backend)
+    assert ids(mgr) == ["a"]
+    with open(p, "ab") as f:
+        f.write(dumps(msg("b", "a")).encode() + b"\n")
+    with pytest.raises(StaleSessionError, match="continued line 2"):
+        mgr.refresh()
+    for call in (mgr.get_entries, mgr.get_tree, mgr.build_session_context, mgr.refresh, mgr.get_session_name):
+        with pytest.raises(StaleSessionError, match="continued line 2"):
+            call()
+    assert ids(open_quiet(p, backend)) == ["a", "b"]  # a fresh open: one fused line of two objects
+
+
 def test_appends_after_a_glued_line_keep_working(backend: str, tmp_path: Path) -> None:
     p = write(tmp_path / "s.jsonl", [dumps(HDR), dumps(msg("a", None)) + dumps(msg("b", "a", "assistant"))])
     mgr = open_quiet(p, backend)

@@ -96,7 +96,7 @@ def entry(draw: Any, k: int) -> dict[str, Any]:
     e |= draw(st.fixed_dictionaries({}, optional={
         "message": st.one_of(message, scalars), "content": st.one_of(texts, st.lists(block(), max_size=3)),
         "summary": st.one_of(texts, scalars), "usage": usage, "customType": scalars, "label": scalars,
-        "targetId": scalars, "firstKeptEntryId": scalars, "tokensBefore": scalars, "provider": scalars,
+        "targetId": st.one_of(st.sampled_from(["e0", "e1"]), scalars), "firstKeptEntryId": scalars, "tokensBefore": scalars, "provider": scalars,
         "modelId": scalars}))  # fmt: skip
     return e
 
@@ -304,6 +304,23 @@ def test_backends_give_equal_tables(data: bytes) -> None:
                 assert py.column(name).to_pylist() == nat.column(name).to_pylist(), (t, name)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_every_entry_that_targets_one_has_its_target_id(tmp_path: Path, backend: str) -> None:
+    """docs/TABLES.md: ``target_id`` for ``label``, ``context_edit`` and ``leaf``
+    entries. The native rows left a ``leaf`` entry's empty (adversary round 41, F5)."""
+    h = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-11-07T10:00:00.000Z", "cwd": "/p"}
+    lines = [h, {"type": "message", "id": "a", "parentId": None, "timestamp": "2025-11-07T10:00:01.000Z",
+                 "message": {"role": "user", "content": "hi"}}]
+    for k, kind in enumerate(("leaf", "label", "context_edit")):
+        lines.append({"type": kind, "id": f"t{k}", "parentId": "a", "timestamp": "2025-11-07T10:00:02.000Z",
+                      "targetId": "a", **({"label": "x"} if kind == "label" else {})})
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(json.dumps(e).encode() + b"\n" for e in lines))
+    with open_quiet(path, backend) as sm:
+        rows = pa.table(sm.to_arrow("entries")).to_pylist()
+    assert [(r["type"], r["target_id"]) for r in rows] == [("message", None), ("leaf", "a"), ("label", "a"),
+                                                           ("context_edit", "a")]
 
 
 def test_a_session_with_an_image_that_does_not_decode_is_exported(

@@ -197,6 +197,10 @@ class SessionFile:
         self._watch = FileWatch(path, ident, ends)
         self._writer: SessionWriter | None = None
         self._migration = migration
+        # Set when a refresh found the read bytes changed beyond repair (another writer
+        # continued a line read without its line feed): every later call fails the same
+        # way, whatever either backend still holds in memory.
+        self._failed: StaleSessionError | None = None
 
     @property
     def migration_pending(self) -> bool:
@@ -213,6 +217,8 @@ class SessionFile:
         """
         if not self.on_disk:
             return
+        if self._failed is not None:
+            raise StaleSessionError(*self._failed.args)
         if self._migration is not None:
             self._watch.check_identity()
         else:
@@ -309,7 +315,14 @@ class SessionFile:
         return changed
 
     def _catch_up(self, index: TreeIndex) -> bool:
-        return index.refresh(self.path) > 0
+        return self._refresh(index) > 0
+
+    def _refresh(self, index: TreeIndex) -> int:
+        try:
+            return index.refresh(self.path)
+        except StaleSessionError as e:
+            self._failed = e
+            raise
 
     def migrated_growth(self) -> bytes | None:
         """While a migration is pending: the file's bytes if another process appended
@@ -341,7 +354,7 @@ class SessionFile:
         (0 while a migration is pending: the image is not the file's)."""
         if not self.on_disk or self._migration is not None:
             return 0
-        return index.refresh(self.path)
+        return self._refresh(index)
 
     def release(self) -> None:
         """Drop the writer and its lock (idempotent)."""

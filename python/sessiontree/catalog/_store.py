@@ -54,6 +54,8 @@ SCHEMA_VERSION = 11
 
 APPLICATION_ID = 0x53547243  # "STrC"
 _SQLITE_MAGIC = b"SQLite format 3\x00"  # the file header; the application id is at offset 68
+# After the catalog's own name: a half-made catalog (``Store._create``).
+_LEFTOVER = re.compile(r"\.[0-9]+\.new(?:-wal|-shm)?")
 
 _TABLES = ("meta", "folder", "file", "entries", "usage_log", "usage_sum", "segment")
 
@@ -449,19 +451,31 @@ class Store:
         Built beside it and renamed into place, so no process opens a half-made one.
         """
         tmp = f"{self.path}.{os.getpid()}.new"
-        for p in (tmp, tmp + "-wal", tmp + "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(p)
-        conn = sqlite3.connect(tmp, isolation_level=None)
+        # Under the lock no other process is making one: any such file is a leftover
+        # (a run killed mid-way), swept so it never counts against the folder's budget.
+        folder, base = os.path.split(self.path)
+        with contextlib.suppress(OSError), os.scandir(folder or ".") as it:
+            for e in it:
+                if _LEFTOVER.fullmatch(e.name[len(base):]) and e.name.startswith(base):
+                    with contextlib.suppress(OSError):
+                        os.unlink(e.path)
+        conn = None
         try:
+            conn = sqlite3.connect(tmp, isolation_level=None)
             # One transaction, no syncs: the file is not in use until it is renamed.
             conn.execute("PRAGMA synchronous=OFF")
             conn.execute("PRAGMA journal_mode=MEMORY")
             conn.executescript("BEGIN;" + _SCHEMA + f"PRAGMA application_id={APPLICATION_ID};"
                                f"PRAGMA user_version={SCHEMA_VERSION};"
                                f"INSERT INTO meta VALUES ('created', {time.time()!r}); COMMIT;")
-        finally:
-            conn.close()
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            for p in (tmp, tmp + "-wal", tmp + "-shm"):  # a full disk: leave nothing behind
+                with contextlib.suppress(OSError):
+                    os.unlink(p)
+            raise
+        conn.close()
         for suffix in ("-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path + suffix)

@@ -59,7 +59,7 @@ _LOCK = ".sessiontree-export.lock"
 # another format is ignored, and every session is exported again.
 _FORMAT = hashlib.sha256(
     repr(([str(s) for s in SCHEMAS.values()], _rows.MAX_TEXT, _rows.MAX_RESULT, _rows.MAX_ARGUMENTS,
-          _rows.MAX_FIELD, 1)).encode()
+          _rows.MAX_FIELD, 2)).encode()
 ).hexdigest()[:16]  # fmt: skip
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
