@@ -65,7 +65,8 @@ def active_backends() -> list[str]:
 # ------------------------------------------------------------------ the files
 def cache_dir() -> Path:
     env = os.environ.get("SESSIONTREE_BENCH_CACHE")
-    root = Path(env) if env else Path.home() / ".cache" / "sessiontree-bench"
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    root = Path(env) if env else (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "sessiontree-bench"
     root.mkdir(parents=True, exist_ok=True)
     return root
 

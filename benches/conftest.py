@@ -8,8 +8,9 @@ Sizes
 
 Cache
     Generated files are kept between runs in ``$SESSIONTREE_BENCH_CACHE``, else
-    ``~/.cache/sessiontree-bench/``. A file's name carries a hash of the generator's
-    source and of this file's derivation code, so a changed generator regenerates.
+    ``$XDG_CACHE_HOME/sessiontree-bench/`` (``~/.cache/`` without it). A file's name
+    carries a hash of the generator's source and of this file's derivation code, so a
+    changed generator regenerates.
     Benchmarks never write to a cached file: append and refresh work on copies in
     pytest's ``tmp_path``.
 

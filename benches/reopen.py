@@ -101,7 +101,7 @@ def measure(path: str, rounds: int, work: Path) -> dict[str, object]:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("files", nargs="+")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--json")

@@ -5,7 +5,9 @@ alone). Measured: open (index the file), then the context at the leaf, the root-
 path and the whole tree, each time row counted from the start of the open (the python
 backend decodes every entry at open, the native one an entry when it is first read,
 so a call's own time would compare unlike things); memory held after open, and the
-process's peak RSS.
+process's peak RSS. Both scan the file: the native backend's kept index (CONTRACT §6)
+is not used (``SESSIONTREE_INDEX=off`` in the child), as the python backend has none;
+``benches/reopen.py`` times a reopen through it.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ def measure(path: str, backend: str) -> dict[str, Any]:
     """
     env = dict(os.environ)
     env.pop("SESSIONTREE_BACKEND", None)  # the child is told its backend explicitly
+    env["SESSIONTREE_INDEX"] = "off"  # a scan against a scan, never a reopen through a kept index
     proc = subprocess.run([sys.executable, "-m", "sessiontree.cli._bench_child", path, backend],
                           capture_output=True, text=True, env=env)
     if proc.returncode != 0:

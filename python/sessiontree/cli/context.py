@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
         io.write_json(out)
         return 0
     model = model_text(ctx.model)
-    head = (f"context at {show(leaf, 100, none='None')}: {len(messages)} messages"
+    head = (f"context at {show(leaf, 100, none='None')}: {len(messages)} message{'' if len(messages) == 1 else 's'}"
             f"{' (convert_to_llm)' if args.llm else ''}, model {model}, "
             f"thinking {show(ctx.thinking_level, 100, none='None')}"
             + (f", tools {show(', '.join(map(show, ctx.active_tool_names)), 200)}"
