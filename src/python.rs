@@ -1853,6 +1853,25 @@ fn json_unsafe(py: Python<'_>, data: &Bound<'_, PyBytes>) -> bool {
     py.detach(|| crate::json_unsafe(data))
 }
 
+/// `escape::safe_block`: `text` with the escaping rule's block mode applied
+/// (`view/_escape.py`), `text` itself when nothing changes. A string holding a lone
+/// surrogate (which has no UTF-8) is read as `encode("utf-8", "surrogatepass")` writes it.
+#[pyfunction]
+fn safe_block<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>> {
+    let py = text.py();
+    let escaped = match text.to_str() {
+        Ok(s) => crate::safe_block(s.as_bytes()),
+        Err(_) => {
+            let raw = text.call_method1("encode", ("utf-8", "surrogatepass"))?;
+            crate::safe_block(raw.cast::<PyBytes>()?.as_bytes())
+        }
+    };
+    Ok(match escaped {
+        None => text.clone(),
+        Some(out) => PyString::new(py, &out),
+    })
+}
+
 /// `markdown::markdown_html`: message text (Markdown) as the HTML export shows it.
 #[pyfunction]
 fn markdown_html(py: Python<'_>, text: &str) -> String {
@@ -1885,6 +1904,8 @@ mod _sessiontree {
     use super::judge_text;
     #[pymodule_export]
     use super::markdown_html;
+    #[pymodule_export]
+    use super::safe_block;
     #[pymodule_export]
     use super::scan_listing;
     #[pymodule_export]

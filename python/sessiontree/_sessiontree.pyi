@@ -20,6 +20,7 @@ __all__ = [
     "json_unsafe",
     "judge_text",
     "markdown_html",
+    "safe_block",
     "scan_listing",
     "search_files",
     "search_tables",
@@ -135,6 +136,12 @@ def json_unsafe(data: bytes) -> bool:
     """``True`` iff ``data`` holds the UTF-8 of a character JSON output escapes (DEL, C1
     controls, ALM, LRM/RLM, U+2028-U+202E, U+2066-U+2069: ``view._text``'s rule), found
     with ``memchr`` (``src/escape.rs``)."""
+
+def safe_block(text: str) -> str:
+    """The escaping rule's block mode (``view/_escape.py``: ``safe_block``) in one pass
+    (``src/escape.rs``): CR, CRLF, U+2028 and U+2029 as LF, LF and TAB kept, controls,
+    bidi and invisible format characters and lone surrogates as ``\\x1b``, ``\\u202e``,
+    ``\\U000e0041``; ``text`` itself when nothing changes."""
 
 def markdown_html(text: str) -> str:
     """Message text (Markdown) as the HTML export shows it (``src/markdown.rs``):
