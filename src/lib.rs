@@ -42,7 +42,7 @@ mod usage;
 pub use clip::{clip_strings, WHOLE as CLIP_WHOLE_KEYS};
 pub use context::Plan;
 pub use error::{Error, Result};
-pub use escape::{json_unsafe, safe_block};
+pub use escape::{html_escape, json_unsafe, safe_block};
 pub use index::Index;
 pub use issue::{Issue, IssueKind};
 pub use kind::{EntryKind, Role, ENTRY_TYPES};

@@ -1872,6 +1872,34 @@ fn safe_block<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>
     })
 }
 
+/// `escape::html_escape`: `html.escape(text, quote=True)`, `text` itself when it holds
+/// none of the five characters. A lone surrogate is kept (read and written back as
+/// `surrogatepass` does).
+#[pyfunction]
+fn html_escape<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>> {
+    let py = text.py();
+    let escaped = match text.to_str() {
+        Ok(s) => crate::html_escape(s.as_bytes()),
+        Err(_) => {
+            let raw = text.call_method1("encode", ("utf-8", "surrogatepass"))?;
+            match crate::html_escape(raw.cast::<PyBytes>()?.as_bytes()) {
+                None => None,
+                Some(out) => {
+                    let b = PyBytes::new(py, &out);
+                    return Ok(b
+                        .call_method1("decode", ("utf-8", "surrogatepass"))?
+                        .cast_into::<PyString>()?);
+                }
+            }
+        }
+    };
+    Ok(match escaped {
+        None => text.clone(),
+        // Only ASCII was replaced, by ASCII: what was UTF-8 still is.
+        Some(out) => PyString::new(py, &String::from_utf8_lossy(&out)),
+    })
+}
+
 /// `markdown::markdown_html`: message text (Markdown) as the HTML export shows it.
 #[pyfunction]
 fn markdown_html(py: Python<'_>, text: &str) -> String {
@@ -1890,6 +1918,8 @@ mod _sessiontree {
     use super::count_newlines;
     #[pymodule_export]
     use super::entries_path;
+    #[pymodule_export]
+    use super::html_escape;
     #[pymodule_export]
     use super::index_build;
     #[pymodule_export]

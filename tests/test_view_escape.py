@@ -268,3 +268,30 @@ def test_the_extension_escapes_generated_text_as_the_rule(text: str) -> None:
     _native = pytest.importorskip("sessiontree._sessiontree")
     assert _native.safe_block(text) == safe_block_rule(text)
     assert safe_block(text) == safe_block_rule(text)
+
+
+def test_the_extension_escapes_html_as_the_standard_library() -> None:
+    """``src/escape.rs``'s ``html_escape`` (``export/html.py``'s ``h`` of long text)
+    against ``html.escape(quote=True)``: each code point among the five it replaces."""
+    import html
+
+    _native = pytest.importorskip("sessiontree._sessiontree")
+    differ = []
+    for cp in range(0x110000):
+        text = f"<{chr(cp)}&\"'>{chr(cp)}"
+        if _native.html_escape(text) != html.escape(text, quote=True):
+            differ.append(hex(cp))
+    assert differ == []
+    plain = "no specials here, é 中 \udc80"
+    assert _native.html_escape(plain) is plain
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet=st.one_of(st.sampled_from("&<>\"'a\udc80é"), st.characters(codec=None)), max_size=200))
+def test_the_page_escapes_generated_text_as_the_standard_library(text: str) -> None:
+    import html
+
+    from sessiontree.export.html import h
+
+    assert h(text) == html.escape(text, quote=True)
+    assert h(text * 10) == html.escape(text * 10, quote=True)

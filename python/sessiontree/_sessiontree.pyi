@@ -17,6 +17,7 @@ __all__ = [
     "index_merge",
     "index_query",
     "index_snippets",
+    "html_escape",
     "json_unsafe",
     "judge_text",
     "markdown_html",
@@ -142,6 +143,10 @@ def safe_block(text: str) -> str:
     (``src/escape.rs``): CR, CRLF, U+2028 and U+2029 as LF, LF and TAB kept, controls,
     bidi and invisible format characters and lone surrogates as ``\\x1b``, ``\\u202e``,
     ``\\U000e0041``; ``text`` itself when nothing changes."""
+
+def html_escape(text: str) -> str:
+    """``html.escape(text, quote=True)`` in one pass (``src/escape.rs``); ``text`` itself
+    when it holds none of ``&<>"'``."""
 
 def markdown_html(text: str) -> str:
     """Message text (Markdown) as the HTML export shows it (``src/markdown.rs``):

@@ -77,10 +77,30 @@ _OUTPUT_OPEN = 20  # command output of at most this many lines is shown open
 
 
 def h(text: str) -> str:
-    """``text`` escaped for HTML text and attribute values (already :func:`clean`)."""
-    if _HTML_SPECIAL_RE.search(text) is None:  # most values: nothing to escape, and no copy
-        return text
-    return html.escape(text, quote=True)
+    """``text`` escaped for HTML text and attribute values (already :func:`clean`):
+    ``html.escape(text, quote=True)``, by the extension's one pass when it is built
+    (``src/escape.rs``; the standard library's copies the text once per character it
+    replaces, five times over a tool's output; ``tests/test_view_escape.py`` holds the
+    two equal)."""
+    if len(text) < 64:  # most values: short, nothing to escape, and no copy
+        return text if _HTML_SPECIAL_RE.search(text) is None else html.escape(text, quote=True)
+    return _html_escape(text)
+
+
+def _escape_once(text: str) -> str:
+    """:func:`h` of a long text: the extension's ``html_escape``, else ``html.escape``
+    (looked up on the first call; :data:`_html_escape` is then that function)."""
+    global _html_escape
+    native = extension()
+    _html_escape = native.html_escape if native is not None else _stdlib_escape
+    return _html_escape(text)
+
+
+def _stdlib_escape(text: str) -> str:
+    return text if _HTML_SPECIAL_RE.search(text) is None else html.escape(text, quote=True)
+
+
+_html_escape: Callable[[str], str] = _escape_once
 
 
 @dataclass
