@@ -35,7 +35,7 @@ import html
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from dataclasses import dataclass
 from typing import Any
@@ -259,15 +259,20 @@ def _write_data(st: Structure, write: Callable[[str], Any], file: str) -> None:
     items: its arrays hold one item per entry of the session, and the whole text at once
     was the export's largest allocation."""
     shape = st.shape
-    children = shape.children
+    start, kids = shape.children_table()
     on_path = st.on_path
     leaf = st.leaf
 
     def down() -> Iterator[int]:
         # Where the page goes down from each entry: the path's child, else the newest.
         for i in range(len(shape)):
-            kids = children(i)
-            yield -1 if not kids or i == leaf else next((c for c in kids if c in on_path), kids[-1])
+            a, b = start[i], start[i + 1]
+            if a == b or i == leaf:
+                yield -1
+            elif b - a == 1:
+                yield kids[a]
+            else:
+                yield next((c for c in kids[a:b] if c in on_path), kids[b - 1])
 
     for k, (name, items) in enumerate((("ids", (clean(eid) for eid in shape.ids)),
                                        ("parents", iter(shape.parents)), ("down", down()))):
@@ -326,11 +331,13 @@ def _write_tree(drawing: Drawing, write: Callable[[str], Any], every: bool) -> N
         elif kind == FOLD:
             text = fold_text(drawing.kinds(row.hidden))
             out.append(f'<details class="fold"><summary>{h(row.prefix)}  {h(clean(text))}</summary>')
-            for n in row.hidden:  # a fold may hide the whole path: written as it goes
-                out.append(_row(st, n, row.prefix, preview=every))
-                if len(out) >= 512:
-                    write("".join(out))
-                    out.clear()
+            # A fold may hide the whole path: its rows are written as they go, 512 at a time.
+            rows = (_row(st, n, row.prefix, preview=True) for n in row.hidden) if every else \
+                _plain_rows(st, row.hidden, row.prefix)
+            for chunk in iter(lambda: list(islice(rows, 512)), []):
+                out.extend(chunk)
+                write("".join(out))
+                out.clear()
             out.append("</details>\n")
         elif kind == NOTE:
             out.append(f'<p class="hint">{h(row.note)}</p>\n')
@@ -338,6 +345,34 @@ def _write_tree(drawing: Drawing, write: Callable[[str], Any], every: bool) -> N
             write("".join(out))
             out.clear()
     write("".join(out) + "</nav>\n")
+
+
+def _plain_rows(st: Structure, nums: Sequence[int], prefix: str) -> Iterator[str]:
+    """``_row(st, n, prefix, preview=False)`` for each of ``nums`` (a fold's hidden rows,
+    most of a long path's sidebar), with what is the same for every row worked out once:
+    the same strings (``tests/test_export_html.py``)."""
+    shape = st.shape
+    start, kids = shape.children_table()
+    types, roles, labels, on_path, tip = shape.types, shape.roles, st.labels, st.on_path, st.session_leaf
+    px = f'<span class="px">{h(prefix)}</span>'
+    kind_html: dict[str, str] = {}
+    for n in nums:
+        branches = start[n + 1] - start[n]
+        if n in labels or branches >= 2 or n == tip:
+            yield _row(st, n, prefix, preview=False)  # marks: the general row
+            continue
+        etype = types[n]
+        kind = (roles[n] if isinstance(roles[n], str) else "message") if etype == "message" else \
+            etype if isinstance(etype, str) else str(etype)
+        k = kind_html.get(kind)
+        if k is None:
+            d = doc_line(kind, 40)
+            k = kind_html[kind] = f' <span class="k{f" k-{d}" if d in KINDS else ""}">{h(d)}</span> <span class="pv"></span>'
+        eid = shape.ids[n]
+        shown = eid if len(eid) <= 8 and eid.isascii() and eid.isalnum() else h(doc_line(eid, 12)[:8])
+        mark = "" if branches else ' <span class="mk">tip</span>'
+        yield (f'<a class="{"r on" if n in on_path else "r"}" id="t{n}" href="#a{n}" data-n="{n}">{px}{shown}'
+               f'{k}{mark}</a>\n')
 
 
 def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = False) -> str:
