@@ -132,18 +132,24 @@ pub fn safe_block(src: &[u8]) -> Option<String> {
 /// `html.escape` by `tests/test_view_escape.py`.
 pub fn html_escape(src: &[u8]) -> Option<Vec<u8>> {
     let special = |b: &u8| matches!(b, b'&' | b'<' | b'>' | b'"' | b'\'');
-    let first = src.iter().position(special)?;
+    let mut at = src.iter().position(special)?;
     let mut out = Vec::with_capacity(src.len() + src.len() / 8 + 16);
-    out.extend_from_slice(&src[..first]);
-    for &b in &src[first..] {
-        match b {
-            b'&' => out.extend_from_slice(b"&amp;"),
-            b'<' => out.extend_from_slice(b"&lt;"),
-            b'>' => out.extend_from_slice(b"&gt;"),
-            b'"' => out.extend_from_slice(b"&quot;"),
-            b'\'' => out.extend_from_slice(b"&#x27;"),
-            _ => out.push(b),
-        }
+    out.extend_from_slice(&src[..at]);
+    while at < src.len() {
+        out.extend_from_slice(match src[at] {
+            b'&' => b"&amp;",
+            b'<' => b"&lt;",
+            b'>' => b"&gt;",
+            b'"' => b"&quot;",
+            _ => b"&#x27;",
+        });
+        // The run up to the next special character, copied whole.
+        let from = at + 1;
+        at = src[from..]
+            .iter()
+            .position(special)
+            .map_or(src.len(), |k| from + k);
+        out.extend_from_slice(&src[from..at]);
     }
     Some(out)
 }

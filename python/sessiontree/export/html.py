@@ -51,6 +51,7 @@ from ..view import (
     MAX_SIBLINGS,
     NOTE,
     OPEN,
+    PREVIEW_CLIP,
     Part,
     Structure,
     clean,
@@ -251,6 +252,7 @@ def _leaf_fact(st: Structure, leaf: int) -> str:
 
 
 _DATA_CHUNK = 4096  # array items per piece of the page's data
+_GROUP = 256  # sidebar rows drawn, and their entries fetched, at a time
 
 
 def _write_data(st: Structure, write: Callable[[str], Any], file: str) -> None:
@@ -315,36 +317,51 @@ def _write_tree(drawing: Drawing, write: Callable[[str], Any], every: bool) -> N
           "tip: the end of a branch; ← leaf: the session's current leaf.</p>\n")
     in_summary = False
     out: list[str] = []
-    for row in drawing.iter_rows(markers=True):
-        kind = row.kind
-        if kind == OPEN:
-            opened = "" if drawing.sibling_folded(row.entry) else " open"
-            out.append(f'<details class="br"{opened}><summary>')
-            in_summary = True
-        elif kind == CLOSE:
-            out.append("</details>\n")
-        elif kind == ENTRY:
-            out.append(_row(st, row.entry, row.prefix, preview=True, toggle=in_summary))
-            if in_summary:
-                out.append("</summary>")
-                in_summary = False
-        elif kind == FOLD:
-            text = fold_text(drawing.kinds(row.hidden))
-            out.append(f'<details class="fold"><summary>{h(row.prefix)}  {h(clean(text))}</summary>')
-            # A fold may hide the whole path: its rows are written as they go, 512 at a time.
-            rows = (_row(st, n, row.prefix, preview=True) for n in row.hidden) if every else \
-                _plain_rows(st, row.hidden, row.prefix)
-            for chunk in iter(lambda: list(islice(rows, 512)), []):
-                out.extend(chunk)
+    rows = drawing.iter_rows(markers=True)
+    while group := list(islice(rows, _GROUP)):
+        # The entries a group's rows preview are fetched in one call, cut to what a preview
+        # reads (PREVIEW_CLIP): a row read alone cost a staleness check and a whole line.
+        previews = dict(st.entries([r.entry for r in group if r.kind == ENTRY], clip=PREVIEW_CLIP))
+        for row in group:
+            kind = row.kind
+            if kind == OPEN:
+                opened = "" if drawing.sibling_folded(row.entry) else " open"
+                out.append(f'<details class="br"{opened}><summary>')
+                in_summary = True
+            elif kind == CLOSE:
+                out.append("</details>\n")
+            elif kind == ENTRY:
+                out.append(_row(st, row.entry, row.prefix, preview=True, toggle=in_summary,
+                                entry=previews[row.entry]))
+                if in_summary:
+                    out.append("</summary>")
+                    in_summary = False
+            elif kind == FOLD:
+                text = fold_text(drawing.kinds(row.hidden))
+                out.append(f'<details class="fold"><summary>{h(row.prefix)}  {h(clean(text))}</summary>')
+                # A fold may hide the whole path: its rows are written as they go.
+                _write_hidden(st, row.hidden, row.prefix, every, out, write)
+                out.append("</details>\n")
+            elif kind == NOTE:
+                out.append(f'<p class="hint">{h(row.note)}</p>\n')
+            if len(out) >= 512:
                 write("".join(out))
                 out.clear()
-            out.append("</details>\n")
-        elif kind == NOTE:
-            out.append(f'<p class="hint">{h(row.note)}</p>\n')
-        if len(out) >= 512:
-            write("".join(out))
-            out.clear()
     write("".join(out) + "</nav>\n")
+
+
+def _write_hidden(st: Structure, hidden: Sequence[int], prefix: str, every: bool, out: list[str],
+                  write: Callable[[str], Any]) -> None:
+    """The rows of a fold (``every``: with previews), :data:`_GROUP` at a time
+    through ``out`` (written and emptied after each)."""
+    for at in range(0, len(hidden), _GROUP):
+        nums = hidden[at:at + _GROUP]
+        if every:
+            out.extend(_row(st, n, prefix, preview=True, entry=e) for n, e in st.entries(nums, clip=PREVIEW_CLIP))
+        else:
+            out.extend(_plain_rows(st, nums, prefix))
+        write("".join(out))
+        out.clear()
 
 
 def _plain_rows(st: Structure, nums: Sequence[int], prefix: str) -> Iterator[str]:
@@ -375,12 +392,15 @@ def _plain_rows(st: Structure, nums: Sequence[int], prefix: str) -> Iterator[str
                f'{k}{mark}</a>\n')
 
 
-def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = False) -> str:
+def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = False,
+         entry: dict[str, Any] | None = None) -> str:
+    """One row of the sidebar; ``entry`` the entry ``n`` (whole, or cut to
+    ``PREVIEW_CLIP``), else it is read here when ``preview`` asks for it."""
     kind = st.kind(n)
     css = "r on" if n in st.on_path else "r"
     text = ""
     if preview:
-        _, text = entry_preview(st.entry(n), clean)
+        _, text = entry_preview(entry if entry is not None else st.entry(n), clean)
         text = doc_line(text, 110)
     marks = []
     label = st.labels.get(n)
