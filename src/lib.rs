@@ -8,8 +8,9 @@
 //! search text and usage (over `scan`, `ids`, `tree`, `time`). `stat` answers the
 //! staleness check's early return (the rule is in Python); `clip` cuts a line's long
 //! string values for previews; `escape` tests JSON output for the characters the command
-//! line escapes; `markdown` renders message text as HTML for the HTML export (over
-//! pulldown-cmark, importing nothing of the crate). `python.rs` (feature
+//! line escapes and runs the viewers' escaping rule and `html.escape` in one pass each
+//! (their statements are in Python); `markdown` renders message text as HTML for the
+//! HTML export (over pulldown-cmark, importing nothing of the crate). `python.rs` (feature
 //! `python`) is the only file that touches PyO3. `use crate::` edges form a DAG
 //! (docs/ARCHITECTURE.md lists them).
 
