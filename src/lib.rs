@@ -8,8 +8,9 @@
 //! search text and usage (over `scan`, `ids`, `tree`, `time`). `stat` answers the
 //! staleness check's early return (the rule is in Python); `clip` cuts a line's long
 //! string values for previews; `escape` tests JSON output for the characters the command
-//! line escapes; `markdown` renders message text as HTML for the HTML export (over
-//! pulldown-cmark, importing nothing of the crate). `python.rs` (feature
+//! line escapes and runs the viewers' escaping rule and `html.escape` in one pass each
+//! (their statements are in Python); `markdown` renders message text as HTML for the
+//! HTML export (over pulldown-cmark, importing nothing of the crate). `python.rs` (feature
 //! `python`) is the only file that touches PyO3. `use crate::` edges form a DAG
 //! (docs/ARCHITECTURE.md lists them).
 
@@ -42,7 +43,7 @@ mod usage;
 pub use clip::{clip_strings, WHOLE as CLIP_WHOLE_KEYS};
 pub use context::Plan;
 pub use error::{Error, Result};
-pub use escape::json_unsafe;
+pub use escape::{html_escape, json_unsafe, safe_block};
 pub use index::Index;
 pub use issue::{Issue, IssueKind};
 pub use kind::{EntryKind, Role, ENTRY_TYPES};

@@ -1853,6 +1853,53 @@ fn json_unsafe(py: Python<'_>, data: &Bound<'_, PyBytes>) -> bool {
     py.detach(|| crate::json_unsafe(data))
 }
 
+/// `escape::safe_block`: `text` with the escaping rule's block mode applied
+/// (`view/_escape.py`), `text` itself when nothing changes. A string holding a lone
+/// surrogate (which has no UTF-8) is read as `encode("utf-8", "surrogatepass")` writes it.
+#[pyfunction]
+fn safe_block<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>> {
+    let py = text.py();
+    let escaped = match text.to_str() {
+        Ok(s) => crate::safe_block(s.as_bytes()),
+        Err(_) => {
+            let raw = text.call_method1("encode", ("utf-8", "surrogatepass"))?;
+            crate::safe_block(raw.cast::<PyBytes>()?.as_bytes())
+        }
+    };
+    Ok(match escaped {
+        None => text.clone(),
+        Some(out) => PyString::new(py, &out),
+    })
+}
+
+/// `escape::html_escape`: `html.escape(text, quote=True)`, `text` itself when it holds
+/// none of the five characters. A lone surrogate is kept (read and written back as
+/// `surrogatepass` does).
+#[pyfunction]
+fn html_escape<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>> {
+    let py = text.py();
+    let escaped = match text.to_str() {
+        Ok(s) => crate::html_escape(s.as_bytes()),
+        Err(_) => {
+            let raw = text.call_method1("encode", ("utf-8", "surrogatepass"))?;
+            match crate::html_escape(raw.cast::<PyBytes>()?.as_bytes()) {
+                None => None,
+                Some(out) => {
+                    let b = PyBytes::new(py, &out);
+                    return Ok(b
+                        .call_method1("decode", ("utf-8", "surrogatepass"))?
+                        .cast_into::<PyString>()?);
+                }
+            }
+        }
+    };
+    Ok(match escaped {
+        None => text.clone(),
+        // Only ASCII was replaced, by ASCII: what was UTF-8 still is.
+        Some(out) => PyString::new(py, &String::from_utf8_lossy(&out)),
+    })
+}
+
 /// `markdown::markdown_html`: message text (Markdown) as the HTML export shows it.
 #[pyfunction]
 fn markdown_html(py: Python<'_>, text: &str) -> String {
@@ -1872,6 +1919,8 @@ mod _sessiontree {
     #[pymodule_export]
     use super::entries_path;
     #[pymodule_export]
+    use super::html_escape;
+    #[pymodule_export]
     use super::index_build;
     #[pymodule_export]
     use super::index_merge;
@@ -1885,6 +1934,8 @@ mod _sessiontree {
     use super::judge_text;
     #[pymodule_export]
     use super::markdown_html;
+    #[pymodule_export]
+    use super::safe_block;
     #[pymodule_export]
     use super::scan_listing;
     #[pymodule_export]

@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sessiontree import SessionManager
 from sessiontree.view import clean, entry_preview, item_of, safe, safe_block, structure_of
@@ -234,3 +236,62 @@ def test_the_quick_answers_are_the_rules() -> None:
     for text, limit in (("a  b", 10), (" a", 10), ("a ", 10), ("abcdef", 3), ("abc", 3), ("", 5)):
         want = " ".join(text.split())
         assert doc_line(text, limit) == (want if len(want) <= limit else want[:limit - 1] + "…"), text
+
+
+# ------------------------------------------------ the extension's pass against the rule
+_BLOCK_EDGES = "".join(chr(c) for c in (0x00, 0x08, 0x09, 0x0a, 0x0b, 0x0d, 0x1f, 0x20, 0x7e, 0x7f, 0x85, 0x9f, 0xa0,
+                                        0xad, 0x34f, 0x61c, 0x180e, 0x200b, 0x200d, 0x200e, 0x2028, 0x2029, 0x202e,
+                                        0x2060, 0x2065, 0x2066, 0x206f, 0xd800, 0xdbff, 0xdc00, 0xdfff, 0xfeff, 0xfff9,
+                                        0xfffc, 0x1f600, 0xe0000, 0xe007f, 0xe0080, 0x10ffff))
+
+
+def test_the_extension_escapes_every_code_point_as_the_rule() -> None:
+    """``src/escape.rs``'s ``safe_block`` against ``safe_block_rule`` (the expressions):
+    each code point alone, between letters, and after a CR (which it must not join)."""
+    from sessiontree.view._escape import safe_block_rule
+
+    _native = pytest.importorskip("sessiontree._sessiontree")
+    differ = []
+    for cp in range(0x110000):
+        ch = chr(cp)
+        for text in (ch, f"a{ch}b", f"\r{ch}\r\n"):
+            if _native.safe_block(text) != safe_block_rule(text):
+                differ.append(hex(cp))
+    assert differ == []
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=st.one_of(st.sampled_from(_BLOCK_EDGES), st.characters(codec=None)), max_size=60))
+def test_the_extension_escapes_generated_text_as_the_rule(text: str) -> None:
+    from sessiontree.view._escape import safe_block_rule
+
+    _native = pytest.importorskip("sessiontree._sessiontree")
+    assert _native.safe_block(text) == safe_block_rule(text)
+    assert safe_block(text) == safe_block_rule(text)
+
+
+def test_the_extension_escapes_html_as_the_standard_library() -> None:
+    """``src/escape.rs``'s ``html_escape`` (``export/html.py``'s ``h`` of long text)
+    against ``html.escape(quote=True)``: each code point among the five it replaces."""
+    import html
+
+    _native = pytest.importorskip("sessiontree._sessiontree")
+    differ = []
+    for cp in range(0x110000):
+        text = f"<{chr(cp)}&\"'>{chr(cp)}"
+        if _native.html_escape(text) != html.escape(text, quote=True):
+            differ.append(hex(cp))
+    assert differ == []
+    plain = "no specials here, é 中 \udc80"
+    assert _native.html_escape(plain) is plain
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet=st.one_of(st.sampled_from("&<>\"'a\udc80é"), st.characters(codec=None)), max_size=200))
+def test_the_page_escapes_generated_text_as_the_standard_library(text: str) -> None:
+    import html
+
+    from sessiontree.export.html import h
+
+    assert h(text) == html.escape(text, quote=True)
+    assert h(text * 10) == html.escape(text * 10, quote=True)

@@ -17,9 +17,11 @@ __all__ = [
     "index_merge",
     "index_query",
     "index_snippets",
+    "html_escape",
     "json_unsafe",
     "judge_text",
     "markdown_html",
+    "safe_block",
     "scan_listing",
     "search_files",
     "search_tables",
@@ -135,6 +137,16 @@ def json_unsafe(data: bytes) -> bool:
     """``True`` iff ``data`` holds the UTF-8 of a character JSON output escapes (DEL, C1
     controls, ALM, LRM/RLM, U+2028-U+202E, U+2066-U+2069: ``view._text``'s rule), found
     with ``memchr`` (``src/escape.rs``)."""
+
+def safe_block(text: str) -> str:
+    """The escaping rule's block mode (``view/_escape.py``: ``safe_block``) in one pass
+    (``src/escape.rs``): CR, CRLF, U+2028 and U+2029 as LF, LF and TAB kept, controls,
+    bidi and invisible format characters and lone surrogates as ``\\x1b``, ``\\u202e``,
+    ``\\U000e0041``; ``text`` itself when nothing changes."""
+
+def html_escape(text: str) -> str:
+    """``html.escape(text, quote=True)`` in one pass (``src/escape.rs``); ``text`` itself
+    when it holds none of ``&<>"'``."""
 
 def markdown_html(text: str) -> str:
     """Message text (Markdown) as the HTML export shows it (``src/markdown.rs``):

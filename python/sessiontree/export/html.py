@@ -35,7 +35,7 @@ import html
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +51,7 @@ from ..view import (
     MAX_SIBLINGS,
     NOTE,
     OPEN,
+    PREVIEW_CLIP,
     Part,
     Structure,
     clean,
@@ -77,10 +78,30 @@ _OUTPUT_OPEN = 20  # command output of at most this many lines is shown open
 
 
 def h(text: str) -> str:
-    """``text`` escaped for HTML text and attribute values (already :func:`clean`)."""
-    if _HTML_SPECIAL_RE.search(text) is None:  # most values: nothing to escape, and no copy
-        return text
-    return html.escape(text, quote=True)
+    """``text`` escaped for HTML text and attribute values (already :func:`clean`):
+    ``html.escape(text, quote=True)``, by the extension's one pass when it is built
+    (``src/escape.rs``; the standard library's copies the text once per character it
+    replaces, five times over a tool's output; ``tests/test_view_escape.py`` holds the
+    two equal)."""
+    if len(text) < 64:  # most values: short, nothing to escape, and no copy
+        return text if _HTML_SPECIAL_RE.search(text) is None else html.escape(text, quote=True)
+    return _html_escape(text)
+
+
+def _escape_once(text: str) -> str:
+    """:func:`h` of a long text: the extension's ``html_escape``, else ``html.escape``
+    (looked up on the first call; :data:`_html_escape` is then that function)."""
+    global _html_escape
+    native = extension()
+    _html_escape = native.html_escape if native is not None else _stdlib_escape
+    return _html_escape(text)
+
+
+def _stdlib_escape(text: str) -> str:
+    return text if _HTML_SPECIAL_RE.search(text) is None else html.escape(text, quote=True)
+
+
+_html_escape: Callable[[str], str] = _escape_once
 
 
 @dataclass
@@ -178,7 +199,7 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
     path = st.path
     every = branches == "all"
     stats = HtmlStats(entries=len(st), path=len(path), branches=branches)
-    outside = _outside_context(st)
+    outside = _Outside(st)
 
     name = sm.get_session_name()
     title = doc_line(name, 200) if name else f"Session {doc_line(sm.session_id, 80)}"
@@ -231,6 +252,7 @@ def _leaf_fact(st: Structure, leaf: int) -> str:
 
 
 _DATA_CHUNK = 4096  # array items per piece of the page's data
+_GROUP = 256  # sidebar rows drawn, and their entries fetched, at a time
 
 
 def _write_data(st: Structure, write: Callable[[str], Any], file: str) -> None:
@@ -239,15 +261,20 @@ def _write_data(st: Structure, write: Callable[[str], Any], file: str) -> None:
     items: its arrays hold one item per entry of the session, and the whole text at once
     was the export's largest allocation."""
     shape = st.shape
-    children = shape.children
+    start, kids = shape.children_table()
     on_path = st.on_path
     leaf = st.leaf
 
     def down() -> Iterator[int]:
         # Where the page goes down from each entry: the path's child, else the newest.
         for i in range(len(shape)):
-            kids = children(i)
-            yield -1 if not kids or i == leaf else next((c for c in kids if c in on_path), kids[-1])
+            a, b = start[i], start[i + 1]
+            if a == b or i == leaf:
+                yield -1
+            elif b - a == 1:
+                yield kids[a]
+            else:
+                yield next((c for c in kids[a:b] if c in on_path), kids[b - 1])
 
     for k, (name, items) in enumerate((("ids", (clean(eid) for eid in shape.ids)),
                                        ("parents", iter(shape.parents)), ("down", down()))):
@@ -268,13 +295,25 @@ def _script_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _outside_context(st: Structure) -> set[int]:
-    """Path entries the model does not see at the leaf (before a compaction's kept part)."""
-    if st.leaf is None:
-        return set()
-    projection = st.sm.build_session_projection(st.id(st.leaf))
-    seen = {p.source.get("id") for p in projection.entries}
-    return {n for n in st.path if st.id(n) not in seen}
+class _Outside:
+    """Which path entries the model does not see at the leaf (before a compaction's kept
+    part), held as the entries it does see: a long path's context is its last part, so
+    this is small where the path is long (a set of the outside ones held most of a 1 GiB
+    path: 35 MB)."""
+
+    def __init__(self, st: Structure) -> None:
+        self.inside: set[int] = set()
+        self.path = st.on_path
+        if st.leaf is None:
+            return
+        projection = st.sm.build_session_projection(st.id(st.leaf))
+        for p in projection.entries:
+            n = st.number(p.source.get("id"))
+            if n is not None:
+                self.inside.add(n)
+
+    def __contains__(self, n: object) -> bool:
+        return n in self.path and n not in self.inside
 
 
 # ----------------------------------------------------------------------- sidebar
@@ -290,42 +329,90 @@ def _write_tree(drawing: Drawing, write: Callable[[str], Any], every: bool) -> N
           "tip: the end of a branch; ← leaf: the session's current leaf.</p>\n")
     in_summary = False
     out: list[str] = []
-    for row in drawing.iter_rows(markers=True):
-        kind = row.kind
-        if kind == OPEN:
-            opened = "" if drawing.sibling_folded(row.entry) else " open"
-            out.append(f'<details class="br"{opened}><summary>')
-            in_summary = True
-        elif kind == CLOSE:
-            out.append("</details>\n")
-        elif kind == ENTRY:
-            out.append(_row(st, row.entry, row.prefix, preview=True, toggle=in_summary))
-            if in_summary:
-                out.append("</summary>")
-                in_summary = False
-        elif kind == FOLD:
-            text = fold_text(drawing.kinds(row.hidden))
-            out.append(f'<details class="fold"><summary>{h(row.prefix)}  {h(clean(text))}</summary>')
-            for n in row.hidden:  # a fold may hide the whole path: written as it goes
-                out.append(_row(st, n, row.prefix, preview=every))
-                if len(out) >= 512:
-                    write("".join(out))
-                    out.clear()
-            out.append("</details>\n")
-        elif kind == NOTE:
-            out.append(f'<p class="hint">{h(row.note)}</p>\n')
-        if len(out) >= 512:
-            write("".join(out))
-            out.clear()
+    rows = drawing.iter_rows(markers=True)
+    while group := list(islice(rows, _GROUP)):
+        # The entries a group's rows preview are fetched in one call, cut to what a preview
+        # reads (PREVIEW_CLIP): a row read alone cost a staleness check and a whole line.
+        previews = dict(st.entries([r.entry for r in group if r.kind == ENTRY], clip=PREVIEW_CLIP))
+        for row in group:
+            kind = row.kind
+            if kind == OPEN:
+                opened = "" if drawing.sibling_folded(row.entry) else " open"
+                out.append(f'<details class="br"{opened}><summary>')
+                in_summary = True
+            elif kind == CLOSE:
+                out.append("</details>\n")
+            elif kind == ENTRY:
+                out.append(_row(st, row.entry, row.prefix, preview=True, toggle=in_summary,
+                                entry=previews[row.entry]))
+                if in_summary:
+                    out.append("</summary>")
+                    in_summary = False
+            elif kind == FOLD:
+                text = fold_text(drawing.kinds(row.hidden))
+                out.append(f'<details class="fold"><summary>{h(row.prefix)}  {h(clean(text))}</summary>')
+                # A fold may hide the whole path: its rows are written as they go.
+                _write_hidden(st, row.hidden, row.prefix, every, out, write)
+                out.append("</details>\n")
+            elif kind == NOTE:
+                out.append(f'<p class="hint">{h(row.note)}</p>\n')
+            if len(out) >= 512:
+                write("".join(out))
+                out.clear()
     write("".join(out) + "</nav>\n")
 
 
-def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = False) -> str:
+def _write_hidden(st: Structure, hidden: Sequence[int], prefix: str, every: bool, out: list[str],
+                  write: Callable[[str], Any]) -> None:
+    """The rows of a fold (``every``: with previews), :data:`_GROUP` at a time
+    through ``out`` (written and emptied after each)."""
+    for at in range(0, len(hidden), _GROUP):
+        nums = hidden[at:at + _GROUP]
+        if every:
+            out.extend(_row(st, n, prefix, preview=True, entry=e) for n, e in st.entries(nums, clip=PREVIEW_CLIP))
+        else:
+            out.extend(_plain_rows(st, nums, prefix))
+        write("".join(out))
+        out.clear()
+
+
+def _plain_rows(st: Structure, nums: Sequence[int], prefix: str) -> Iterator[str]:
+    """``_row(st, n, prefix, preview=False)`` for each of ``nums`` (a fold's hidden rows,
+    most of a long path's sidebar), with what is the same for every row worked out once:
+    the same strings (``tests/test_export_html.py``)."""
+    shape = st.shape
+    start, kids = shape.children_table()
+    types, roles, labels, on_path, tip = shape.types, shape.roles, st.labels, st.on_path, st.session_leaf
+    px = f'<span class="px">{h(prefix)}</span>'
+    kind_html: dict[str, str] = {}
+    for n in nums:
+        branches = start[n + 1] - start[n]
+        if n in labels or branches >= 2 or n == tip:
+            yield _row(st, n, prefix, preview=False)  # marks: the general row
+            continue
+        etype = types[n]
+        kind = (roles[n] if isinstance(roles[n], str) else "message") if etype == "message" else \
+            etype if isinstance(etype, str) else str(etype)
+        k = kind_html.get(kind)
+        if k is None:
+            d = doc_line(kind, 40)
+            k = kind_html[kind] = f' <span class="k{f" k-{d}" if d in KINDS else ""}">{h(d)}</span> <span class="pv"></span>'
+        eid = shape.ids[n]
+        shown = eid if len(eid) <= 8 and eid.isascii() and eid.isalnum() else h(doc_line(eid, 12)[:8])
+        mark = "" if branches else ' <span class="mk">tip</span>'
+        yield (f'<a class="{"r on" if n in on_path else "r"}" id="t{n}" href="#a{n}" data-n="{n}">{px}{shown}'
+               f'{k}{mark}</a>\n')
+
+
+def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = False,
+         entry: dict[str, Any] | None = None) -> str:
+    """One row of the sidebar; ``entry`` the entry ``n`` (whole, or cut to
+    ``PREVIEW_CLIP``), else it is read here when ``preview`` asks for it."""
     kind = st.kind(n)
     css = "r on" if n in st.on_path else "r"
     text = ""
     if preview:
-        _, text = entry_preview(st.entry(n), clean)
+        _, text = entry_preview(entry if entry is not None else st.entry(n), clean)
         text = doc_line(text, 110)
     marks = []
     label = st.labels.get(n)

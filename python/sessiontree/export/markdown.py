@@ -375,18 +375,31 @@ def _section(item: Item, detail: str) -> str:
     parts = [p for p in item.parts if _keep(item, p, detail)]
     if not parts and detail != "full":
         return ""
-    head = [md_inline(item.kind)]
-    if item.when:
-        head.append(md_inline(item.when))
-    if detail == "full":
-        head.extend(md_inline(m) for m in item.meta if m)
-        head.append(md_inline(doc_line(item.id, 80)))
-    if item.label is not None:
-        head.append(f"label: {md_inline(doc_line(item.label, 200))}")
-    out = [f"## {' · '.join(head)}\n"]
+    out = [f"## {_heading(item, detail == 'full')}\n"]
     for part in parts:
         out.append(_part(part, item))
     return "\n".join(out)
+
+
+def _heading(item: Item, full: bool) -> str:
+    """A section's heading: kind, time, (``full``: meta, id), label, each through
+    :func:`md_inline`, joined by `` · ``."""
+    head = [item.kind, item.when] if item.when else [item.kind]
+    if full:
+        head.extend(m for m in item.meta if m)
+        head.append(doc_line(item.id, 80))
+    label = doc_line(item.label, 200) if item.label is not None else None
+    if all(x.strip() for x in head) and (label is None or label.strip()):
+        # No piece is blank, so md_inline of the joined line is the join of each one's:
+        # the separator's spaces absorb the pieces' outer white space, and the escapes
+        # are per character (one search and one split for the heading, not one a piece).
+        if label is not None:
+            head.append(f"label: {label}")
+        return md_inline(" · ".join(head))
+    pieces = [md_inline(x) for x in head]
+    if label is not None:
+        pieces.append(f"label: {md_inline(label)}")
+    return " · ".join(pieces)
 
 
 def _part(part: Part, item: Item) -> str:

@@ -15,8 +15,9 @@ Two modes:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-__all__ = ["safe", "safe_block"]
+__all__ = ["safe", "safe_block", "safe_block_rule"]
 
 
 # C0 and C1 controls (ESC, NUL, BEL, BS, CR, ...), DEL, the bidi controls (embeddings,
@@ -62,7 +63,20 @@ def safe(text: str) -> str:
 
 def safe_block(text: str) -> str:
     """``text`` fit to be shown on several lines: as :func:`safe`, but CR, CRLF, U+2028
-    and U+2029 become LF, and LF and TAB stay."""
+    and U+2029 become LF, and LF and TAB stay.
+
+    The extension's ``safe_block`` (``src/escape.rs``: one pass over the text, where the
+    expressions below step through every character twice) computes it when it is built;
+    :func:`safe_block_rule` states the rule and is what runs without it. The two are held
+    equal on every code point and on generated text (``tests/test_view_escape.py``)."""
+    if text.isprintable() and "\u034f" not in text:
+        return text
+    native = _native_block()
+    return native(text) if native is not None else safe_block_rule(text)
+
+
+def safe_block_rule(text: str) -> str:
+    """:func:`safe_block` by the rule's expressions (the statement of the rule)."""
     if text.isprintable() and "\u034f" not in text:
         return text
     # Every character the rule escapes but U+034F is one str.isprintable refuses
@@ -74,3 +88,16 @@ def safe_block(text: str) -> str:
     if not text.isascii() and _UNSAFE_BLOCK_RE.search(text) is None:  # printable says no to more than the rule
         return text
     return _UNSAFE_BLOCK_RE.sub(_escape_char, _BREAK_RE.sub("\n", text))
+
+
+_native: list[Callable[[str], str] | None] = []
+
+
+def _native_block() -> Callable[[str], str] | None:
+    """The extension's ``safe_block``, or ``None`` when it is not built (looked up once)."""
+    if not _native:
+        from .._select import extension
+
+        ext = extension()
+        _native.append(getattr(ext, "safe_block", None) if ext is not None else None)
+    return _native[0]

@@ -53,6 +53,7 @@ class Shape(Protocol):
     def timestamps_ms(self) -> Sequence[Any]: ...
 
     def children(self, i: int) -> Sequence[int]: ...
+    def children_table(self) -> tuple[Sequence[int], Sequence[int]]: ...
     def index(self, entry_id: str) -> Any: ...
     def __len__(self) -> int: ...
 
@@ -103,17 +104,18 @@ class Structure:
         entry = self.sm.get_entry(self.shape.ids[i])
         return entry if entry is not None else {"id": self.shape.ids[i], "type": self.shape.types[i]}
 
-    def entries(self, nums: Sequence[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+    def entries(self, nums: Sequence[int], *, clip: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
         """``(number, decoded entry)`` for each of ``nums``, in order, for a viewer that
         reads each entry once (an export): decoded :data:`STREAM_BATCH` at a time and
         not kept, so memory holds one batch whatever the path's length (the manager's
-        cache held off, :meth:`uncached`)."""
+        cache held off, :meth:`uncached`). ``clip``: each entry's long strings cut to
+        that many characters (``SessionManager.get_entries_by_id``), for previews."""
         sm = self.sm
         with self.uncached():
             ids = self.shape.ids
             for at in range(0, len(nums), STREAM_BATCH):
                 batch = nums[at:at + STREAM_BATCH]
-                for n, entry in zip(batch, sm.get_entries_by_id([ids[n] for n in batch])):
+                for n, entry in zip(batch, sm.get_entries_by_id([ids[n] for n in batch], clip=clip)):
                     yield n, entry if entry is not None else {"id": ids[n], "type": self.shape.types[n]}
 
     @contextmanager

@@ -128,15 +128,22 @@ def _plain(value: Any) -> bool:
 
 
 def _json_unsafe(data: bytes) -> bool:
-    """``data`` holds something :data:`_JSON_UNSAFE_RE` rewrites: natively by ``memchr``
-    (the expression tries every byte: 0.27 s for the 60 MB of all the hits of a common
-    word, the native test 0.02 s), else the expression itself."""
-    from .._select import native_module
+    """``data`` holds something :data:`_JSON_UNSAFE_RE` rewrites: by the extension's
+    ``memchr`` test when it is built (the expression tries every byte: 0.27 s for the 60
+    MB of all the hits of a common word, the native test 0.02 s), else the expression
+    itself. The two give the same answer (``tests/test_view_escape.py``), so the
+    extension is used whichever backend reads the session, looked up once: a look-up of
+    the backend's variable per call was a tenth of an export's view items."""
+    if not _unsafe_test:
+        from .._select import extension
 
-    native = native_module()
-    if native is not None:
-        return native.json_unsafe(data)  # type: ignore[no-any-return]
-    return _JSON_UNSAFE_RE.search(data) is not None
+        native = extension()
+        _unsafe_test.append(native.json_unsafe if native is not None else None)
+    test = _unsafe_test[0]
+    return test(data) if test is not None else _JSON_UNSAFE_RE.search(data) is not None
+
+
+_unsafe_test: list[Any] = []
 
 
 # Raw UTF-8 of DEL, C1 (U+0080-U+009F), ALM, LRM/RLM, U+2028/U+2029, U+202A-U+202E,
@@ -298,16 +305,25 @@ def _day_text(day: int) -> str:
 
 
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+_minute_text: dict[int, str] = {}  # minutes since the epoch -> "YYYY-MM-DD HH:MM:"
+_SECONDS = tuple(f"{s:02d}" for s in range(60))
 
 
 def ms_time(ms: Any) -> str:
     """A time in milliseconds since the epoch (a message's ``timestamp``) as
     ``YYYY-MM-DD HH:MM:SS`` UTC; ``""`` for anything that is not a number or not a date."""
     if type(ms) is int and 0 <= ms < _MS_YEAR_10000:
-        # An integer time from 1970 on (every message's): its day's date from a cache and
-        # its clock by arithmetic, the datetime's text without making one per message.
-        day, sec = divmod(ms // 1000, 86400)
-        return f"{_day_text(day)} {sec // 3600:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}"
+        # An integer time from 1970 on (every message's): its minute's text from a cache
+        # (a session's messages come minutes apart) and its second from a table, the
+        # datetime's text without making one per message.
+        minute, sec = divmod(ms // 1000, 60)
+        head = _minute_text.get(minute)
+        if head is None:
+            if len(_minute_text) >= 4096:
+                _minute_text.clear()
+            day, m = divmod(minute, 1440)
+            head = _minute_text[minute] = f"{_day_text(day)} {m // 60:02d}:{m % 60:02d}:"
+        return head + _SECONDS[sec]
     if isinstance(ms, (int, float)) and not isinstance(ms, bool):
         try:
             when = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
