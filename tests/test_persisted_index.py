@@ -351,6 +351,59 @@ def _replace_by_rename(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def _renamed_back(tmp_path: Path, folder: Path, monkeypatch: pytest.MonkeyPatch, index: str | None = None) -> None:
+    """Put ``folder/s.jsonl`` back on its first inode after two rewrites by rename with an
+    append between (larger, both ends as they were, a middle line's text changed and
+    another line re-parented so that the current path takes in an assistant message
+    with usage), its index kept (unless ``index`` sets ``SESSIONTREE_INDEX``) and its
+    catalog rows made; then every answer must equal a fresh scan and the catalog's
+    search and usage (on the current path: the entries record, which only a read from
+    the start gets right) the files'."""
+    from sessiontree import catalog
+
+    def usage() -> tuple[int, int]:
+        got = catalog.usage("session", [str(folder)], active_path=True).total.records
+        return got, catalog.usage("session", [str(folder)], active_path=True, no_cache=True).total.records
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    for env in (_caches.INDEX_ENV, "SESSIONTREE_CATALOG"):
+        monkeypatch.delenv(env, raising=False)
+    if index is not None:
+        monkeypatch.setenv(_caches.INDEX_ENV, index)
+    p = folder / "s.jsonl"
+    for _ in range(20):
+        shutil.rmtree(tmp_path / "xdg", ignore_errors=True)
+        _session(p, 400, pad=60)
+        lines = p.read_bytes().split(b"\n")
+        lines[211] = line("message", 210, f"{209:08x}", message={  # off the current path
+            "role": "assistant", "content": [{"type": "text", "text": "a"}], "provider": "p", "model": "m",
+            "usage": {"input": 1, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1, "cost": {"total": 0}}})
+        p.write_bytes(b"\n".join(lines))
+        first = p.stat().st_ino
+        want_before = answers(str(p), index=False)
+        assert answers(str(p)) == want_before  # its index kept
+        assert catalog.search("quokka", [str(folder)]).total == 0  # the catalog's rows made
+        assert usage() == (0, 0)
+        data = bytearray(p.read_bytes())
+        k = data.index(b'"xxxxxxxx', len(data) // 2)
+        data[k + 1:k + 7] = b"quokka"  # a middle line's text changed, its length kept
+        k = data.index(b'"parentId":"%08x"' % 350)
+        data[k + 12:k + 20] = b"%08x" % 210  # entry 351 re-parented onto the assistant message
+        _replace_by_rename(p, bytes(data))
+        with open(p, "ab") as f:
+            f.write(line("message", 5000, "0000018f", message={"role": "user", "content": "appended"}) + b"\n")
+        _replace_by_rename(p, p.read_bytes())
+        if p.stat().st_ino == first:
+            break
+        p.unlink()
+    else:
+        pytest.skip("the file system did not hand the inode number out again")
+    assert answers(str(p)) == answers(str(p), index=False)
+    got = catalog.search("quokka", [str(folder)])
+    assert got == catalog.search("quokka", [str(folder)], no_cache=True) and got.total == 1
+    assert usage() == (1, 1)
+
+
 def test_a_file_renamed_back_onto_its_old_inode_is_not_taken_for_grown(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """ext4 hands a freed inode number out again at once: two rewrites by rename
@@ -358,14 +411,6 @@ def test_a_file_renamed_back_onto_its_old_inode_is_not_taken_for_grown(tmp_path:
     both ends as they were, a middle line changed. The inode's generation differs, so
     the persisted index, the listing through it and the catalog read it again
     (adversary round 36, F1); every answer equals a fresh scan."""
-    from sessiontree import catalog
-
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    for env in (_caches.INDEX_ENV, "SESSIONTREE_CATALOG"):
-        monkeypatch.delenv(env, raising=False)
-    folder = tmp_path / "s"
-    folder.mkdir()
-    p = folder / "s.jsonl"
     import fcntl
 
     with open(tmp_path / "probe", "wb") as f:  # FS_IOC_GETVERSION, as _filestate asks it
@@ -373,27 +418,54 @@ def test_a_file_renamed_back_onto_its_old_inode_is_not_taken_for_grown(tmp_path:
             fcntl.ioctl(f.fileno(), 0x80087601, bytes(8))
         except OSError:
             pytest.skip("this file system keeps no inode generation (tmpfs)")
-    for _ in range(20):
-        _session(p, 400, pad=60)
-        first = p.stat().st_ino
-        want_before = answers(str(p), index=False)
-        assert answers(str(p)) == want_before  # its index kept
-        assert catalog.search("quokka", [str(folder)]).total == 0  # the catalog's rows made
-        data = bytearray(p.read_bytes())
-        k = data.index(b'"xxxxxxxx', len(data) // 2)
-        data[k + 1:k + 7] = b"quokka"  # a middle line's text changed, its length kept
-        _replace_by_rename(p, bytes(data))
-        with open(p, "ab") as f:
-            f.write(line("message", 5000, "0000018f", message={"role": "user", "content": "appended"}) + b"\n")
-        _replace_by_rename(p, p.read_bytes())
-        if p.stat().st_ino == first:
-            break
-        shutil.rmtree(tmp_path / "xdg")
-    else:
-        pytest.skip("the file system did not hand the inode number out again")
-    assert answers(str(p)) == answers(str(p), index=False)
-    got = catalog.search("quokka", [str(folder)])
-    assert got == catalog.search("quokka", [str(folder)], no_cache=True) and got.total == 1
+    folder = tmp_path / "s"
+    folder.mkdir()
+    _renamed_back(tmp_path, folder, monkeypatch)
+
+
+@pytest.mark.parametrize("index", [None, "off"])
+def test_on_overlayfs_a_file_renamed_back_onto_its_old_inode_is_not_taken_for_grown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index: str | None) -> None:
+    """overlayfs (Docker's root file system) gives a file replaced by rename the inode
+    number of the one before and keeps no inode generation (``FS_IOC_GETVERSION`` is
+    ENOTTY), so only the birth time, which it passes through from its upper layer,
+    tells the replacement from the file grown: the persisted index and the catalog
+    (with and without kept indexes) read it again (adversary round 41, F1). A real
+    overlay mounted under ``tmp_path``; skipped where mounting is not permitted."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting an overlay needs root")
+    ov = tmp_path / "ov"
+    for sub in ("lower", "upper", "work", "merged"):
+        (ov / sub).mkdir(parents=True)
+    mount = subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                            f"lowerdir={ov}/lower,upperdir={ov}/upper,workdir={ov}/work", str(ov / "merged")],
+                           capture_output=True, text=True)
+    if mount.returncode != 0:
+        pytest.skip(f"an overlay cannot be mounted here: {mount.stderr.strip()}")
+    try:
+        folder = ov / "merged" / "s"
+        folder.mkdir()
+        _renamed_back(tmp_path, folder, monkeypatch, index)
+    finally:
+        subprocess.run(["umount", str(ov / "merged")], check=True)
+
+
+def test_the_catalog_holds_a_file_to_its_inode_marks(tmp_path: Path) -> None:
+    """The catalog's identity rule without a file system that reuses inode numbers: the
+    ends it recorded count as the file's only with the inode's generation and birth
+    time it recorded them with (``_indexer.ends_digest``, ``_filestate.inode_marks``);
+    a file born again on the same inode (overlayfs: no generation, a new btime) is read
+    again from its start (adversary round 41, F1)."""
+    from sessiontree._filestate import InodeMarks, ends_and_marks
+    from sessiontree.catalog._indexer import _same_ends, ends_digest
+
+    p = tmp_path / "s.jsonl"
+    _session(p, 200)
+    end = p.stat().st_size
+    ends, marks = ends_and_marks(str(p), end)
+    assert _same_ends(str(p), end, ends_digest(ends, marks)) == marks
+    for other in (InodeMarks(marks.generation ^ 1, marks.birth_ns), InodeMarks(marks.generation, marks.birth_ns + 1)):
+        assert _same_ends(str(p), end, ends_digest(ends, other)) is None, other
 
 
 def test_a_rewrite_that_keeps_both_ends_and_grows_is_caught_when_its_line_is_read(tmp_path: Path) -> None:

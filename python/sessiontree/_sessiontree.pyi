@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, final
 
 __all__ = [
+    "birth_ns",
     "count_newlines",
     "entries_path",
     "index_build",
@@ -121,6 +122,11 @@ def scan_listing(
     Raises:
         OSError: the file cannot be read.
     """
+
+def birth_ns(fd: int) -> int:
+    """The birth time (``statx``'s ``stx_btime``) in ns since the epoch of the file open
+    as ``fd`` (not closed), 0 where the file system keeps none or ``fd`` cannot be
+    ``statx``ed (``src/source.rs``, ``birth_ns``)."""
 
 def stat_unchanged(path: bytes, dev: int, ino: int, size: int, mtime_ns: int) -> bool:
     """``True`` iff ``stat`` of ``path`` succeeds and shows exactly this ``st_dev``,

@@ -7,9 +7,12 @@
 //! file): a persisted index is used only for the file it was made of, provably
 //! unchanged in what it covers:
 //!
-//! * the same device, inode (the folder is keyed by them) and inode generation (a
-//!   file replaced by rename onto a freed inode number has another), and either the same size,
-//!   mtime and ctime (nothing was written since), or a larger size (it grew);
+//! * the same device, inode (the folder is keyed by them), inode generation and birth
+//!   time (a file replaced by rename onto a freed inode number has another generation
+//!   on ext4, XFS and Btrfs, another birth time there and on overlayfs, which keeps no
+//!   generation; where neither is kept, NFS or 9p, both are 0 and only the ends below
+//!   tell), and either the same size, mtime and ctime (nothing was written since), or a
+//!   larger size (it grew);
 //! * the first and last `FINGERPRINT` bytes of what it covers, read from the file now,
 //!   are the ones it holds (`_filestate.indexed_ends`; these become the open's
 //!   fingerprint, so the manager's staleness check goes on from them);
@@ -252,7 +255,10 @@ fn restore(src: Source, now: &Stat, file: PathBuf) -> Restore {
         return Restore::Miss(src);
     };
     let s = then.stat;
-    let same = s.dev == now.dev && s.ino == now.ino && s.generation == now.generation;
+    let same = s.dev == now.dev
+        && s.ino == now.ino
+        && s.generation == now.generation
+        && s.birth_ns == now.birth_ns;
     let unchanged = now.size == s.size && now.mtime_ns == s.mtime_ns && now.ctime_ns == s.ctime_ns;
     if !same || !(unchanged || now.size > s.size) {
         return Restore::Miss(src);

@@ -425,6 +425,66 @@ fn a_rewritten_cut_or_replaced_file_is_scanned_again() {
     same_as_scan(&path, &cache, "after a changed line");
 }
 
+/// The identity rule without a file system that reuses inode numbers: an index kept of
+/// a file with another inode generation or birth time (overlayfs hands a replaced
+/// file's inode number to the next file, keeps no generation, and passes a new btime
+/// through; adversary round 41, F1) is a miss, unchanged or grown; with both as the
+/// file has them now, a hit.
+#[test]
+fn another_generation_or_birth_time_on_the_same_inode_is_a_miss() {
+    let dir = Dir::new("identity");
+    let cache = dir.cache();
+    let mut rng = Rng(41);
+    let (mut ids, mut next) = (Vec::new(), 0);
+    let path = dir.0.join("s.jsonl");
+    let img = session(&mut rng, &mut ids, 60, &mut next);
+    std::fs::write(&path, &img).unwrap();
+    let grown = lines(&mut rng, &mut ids, 2, &mut next);
+    let ix = Index::open(&path).unwrap();
+    let (len, fp) = ix.fingerprint().map(|(n, f)| (n, f.to_vec())).unwrap();
+    assert_eq!(len, img.len() as u64);
+    let now = ix.src.stat().unwrap().unwrap();
+    let name = folder::entry_name(now.dev, now.ino);
+    let keep = |stat: &Stat| {
+        folder::write(&cache.dir, &name, &state::encode(&ix, stat, &fp)).unwrap();
+    };
+    let other_gen = Stat {
+        generation: now.generation ^ 1,
+        ..now
+    };
+    let other_birth = Stat {
+        birth_ns: now.birth_ns + 1,
+        ..now
+    };
+    for (what, kept, hit) in [
+        ("as it is", now, true),
+        ("another generation", other_gen, false),
+        ("another birth time", other_birth, false),
+    ] {
+        std::fs::write(&path, &img).unwrap();
+        let now = Index::open(&path).unwrap().src.stat().unwrap().unwrap();
+        keep(&Stat {
+            size: now.size,
+            mtime_ns: now.mtime_ns,
+            ctime_ns: now.ctime_ns,
+            ..kept
+        });
+        let same = same_as_scan(&path, &cache, what);
+        assert_eq!(same.scanned == 0, hit, "{what}, unchanged");
+        keep(&Stat {
+            size: now.size,
+            mtime_ns: now.mtime_ns,
+            ctime_ns: now.ctime_ns,
+            ..kept
+        });
+        append(&path, &grown);
+        let more = same_as_scan(&path, &cache, what);
+        let size = std::fs::metadata(&path).unwrap().len();
+        let scanned = if hit { size - img.len() as u64 } else { size };
+        assert_eq!(more.scanned, scanned, "{what}, grown");
+    }
+}
+
 #[test]
 fn what_is_not_persisted() {
     let dir = Dir::new("not");
