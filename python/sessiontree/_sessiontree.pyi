@@ -258,10 +258,12 @@ class Index:
             OSError: a read failed.
         """
     def check_persisted(self) -> bool:
-        """Whether the index reads a persisted index's file in place (``src/col.rs``).
+        """Whether the index reads a persisted index's file in place (``src/col.rs``),
+        after building the index again from the session file if another program cut
+        that file short or wrote it over (``Index::rebuild``; CONTRACT.md §6).
 
         Raises:
-            StaleSessionError: that file was cut short under it (by another program).
+            StaleSessionError: the session file no longer gives what was read.
         """
     def memory(self) -> list[tuple[str, int]]:
         """Heap bytes each part of the index holds (the benchmarks' breakdown)."""
