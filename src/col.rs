@@ -7,20 +7,23 @@
 //!
 //! The map is read under the SIGBUS guard (`guard.rs`) for as long as a column views
 //! it: if the file were cut short under it, what lies past its new end reads as zeros,
-//! and [`Mapping::cut_short`] says so (the guard's flag, or the file's size for the
-//! rest of the page the cut falls in, which reads as zeros without a fault): the
-//! manager asks it before each call (`Index::check_persisted`), and the guard's flag
-//! alone is asked after every read of the Python class (`python.rs`,
-//! `PyIndex::reading`), so an answer that read past a cut page is not given
-//! (`StaleSessionError` instead).
+//! and [`Mapping::held`] says so (the guard's flag, or the file's size for the rest of
+//! the page the cut falls in, which reads as zeros without a fault); if it were written
+//! in place (`cp other.idx` onto it, one byte changed), a map shows the new bytes, and
+//! [`Mapping::held`] says that the file's size, mtime or ctime moved since they were
+//! seen. The manager asks it before each call (`Index::check_persisted`), which holds
+//! the bytes to what was mapped when they moved, and the guard's flag alone is asked
+//! after every read of the Python class (`python.rs`, `PyIndex::reading`), so an answer
+//! that read past a cut page is not given (`StaleSessionError` instead).
 //! Nothing here writes or truncates such a file (they are replaced by rename, removed
-//! by unlink), so a cut is another program's doing.
+//! by unlink; a read marks it used by its mtime, which moves nothing in it), so a cut
+//! or a write is another program's doing.
 
 #![allow(unsafe_code)]
 
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use memmap2::{Mmap, MmapOptions};
 
@@ -41,11 +44,46 @@ pub(crate) struct Mapping {
     backing: Backing,
     /// A cut was seen: it stays seen (a file grown again holds other bytes).
     cut: AtomicBool,
+    /// The file's size, mtime and ctime (ns) before it was mapped, or when its bytes
+    /// were last found to be those mapped ([`Mapping::confirm`]).
+    seen: Mutex<Seen>,
+    /// The first [`HEAD_COPY`] bytes as mapped: what the bytes are held to once the
+    /// file moved (`persist`: they hold the checksums of all the others).
+    head: Vec<u8>,
+}
+
+/// Bytes of the map's start kept aside ([`Mapping::head`]).
+const HEAD_COPY: usize = 64;
+
+/// A file's size, mtime and ctime in ns, as `fstat` shows them.
+pub(crate) type Seen = (u64, i128, i128);
+
+/// What the file's `fstat` shows against what was seen ([`Mapping::held`]).
+pub(crate) enum Held {
+    /// As seen (or a copy: never stale).
+    Same,
+    /// Shorter than the map, or a read of the map faulted: what was read may be zeros.
+    Cut,
+    /// Its size, mtime or ctime moved (`Seen` is what it shows now): its bytes may
+    /// have been written in place, or only touched (another process's read marks it
+    /// used), which only its bytes tell.
+    Moved(Seen),
+}
+
+fn seen_of(file: &File) -> Option<Seen> {
+    use std::os::unix::fs::MetadataExt;
+    let m = file.metadata().ok()?;
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    Some((
+        m.len(),
+        ns(m.mtime(), m.mtime_nsec()),
+        ns(m.ctime(), m.ctime_nsec()),
+    ))
 }
 
 enum Backing {
     // Drop order: the guard (unregisters the range) before the map (unmaps it). The
-    // file stays open so that a cut can be seen by its size (`cut_short`).
+    // file stays open so that a cut or a write can be seen by its `fstat` (`held`).
     Map(Guard, Mmap, File),
     Copy(Vec<u64>, usize),
 }
@@ -56,6 +94,8 @@ impl Mapping {
         if len == 0 {
             return None;
         }
+        // Before a byte is read: a write from here on moves the file's times.
+        let seen = seen_of(&file)?;
         // SAFETY: a read-only private map; reads through it are guarded (a fault past
         // a new end of file reads zeros and is flagged), and every value read is an
         // integer of a type valid for any bits.
@@ -70,10 +110,14 @@ impl Mapping {
                 Backing::Copy(words, len)
             }
         };
-        Some(Arc::new(Mapping {
+        let mut m = Mapping {
             backing,
             cut: AtomicBool::new(false),
-        }))
+            seen: Mutex::new(seen),
+            head: Vec::new(),
+        };
+        m.head = m.bytes()[..len.min(HEAD_COPY)].to_vec();
+        Some(Arc::new(m))
     }
 
     /// How the bytes are held (tests).
@@ -107,24 +151,43 @@ impl Mapping {
         }
     }
 
-    /// The file is shorter than the map: some of what was read from it may have been
-    /// zeros. A fault says so for a read past the new end's page; the rest of that page
-    /// reads as zeros without one (the kernel zeroes a cut page's tail), which only the
-    /// file's size shows: an `fstat`, about 0.3 µs, asked once per call of the manager,
-    /// before it (`Index::check_persisted`; CONTRACT §6, "Bounded"). A file that cannot
-    /// be `fstat`ed counts as cut.
-    pub(crate) fn cut_short(&self) -> bool {
+    /// Whether the file is still as mapped, by its `fstat` (about 0.3 µs, asked once per
+    /// call of the manager, before it: `Index::check_persisted`; CONTRACT §6,
+    /// "Bounded"). Shorter than the map: some of what was read from it may have been
+    /// zeros (a fault says so for a read past the new end's page; the rest of that page
+    /// reads as zeros without one, which only the size shows). A file that cannot be
+    /// `fstat`ed counts as cut.
+    pub(crate) fn held(&self) -> Held {
         let Backing::Map(guard, map, file) = &self.backing else {
-            return false;
+            return Held::Same;
         };
-        if self.cut.load(Ordering::Relaxed)
-            || guard.faulted()
-            || file.metadata().map_or(true, |m| m.len() < map.len() as u64)
-        {
-            self.cut.store(true, Ordering::Relaxed);
-            return true;
+        if self.cut.load(Ordering::Relaxed) || guard.faulted() {
+            return Held::Cut;
         }
-        false
+        match seen_of(file) {
+            Some(now) if now.0 >= map.len() as u64 => {
+                if *self.seen.lock().unwrap_or_else(|e| e.into_inner()) == now {
+                    Held::Same
+                } else {
+                    Held::Moved(now)
+                }
+            }
+            _ => {
+                self.cut.store(true, Ordering::Relaxed);
+                Held::Cut
+            }
+        }
+    }
+
+    /// The bytes were found to be those mapped when the file showed `now` (taken
+    /// before they were read): it is what is seen from here on.
+    pub(crate) fn confirm(&self, now: Seen) {
+        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = now;
+    }
+
+    /// The first bytes of the map as they were when it was made.
+    pub(crate) fn head(&self) -> &[u8] {
+        &self.head
     }
 
     /// `len` values of `T` at byte `off`, if they lie in the bytes and `off` is aligned.

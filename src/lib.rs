@@ -64,7 +64,7 @@ pub use search::index::{
 pub use search::rules::{PChar, Term, ASCII_FOLDS, JS_WHITESPACE, NOT_ALNUM};
 pub use search::segment::{merge as merge_segments, Piece, Segment};
 pub use search::{search_files, FileResult, Hit, Judged, Query};
-pub use source::count_newlines;
+pub use source::{birth_ns, count_newlines};
 pub use stat::{unchanged as stat_unchanged, Seen};
 pub use time::parse_iso_ms;
 pub use totals::{

@@ -474,11 +474,25 @@ impl PyIndex {
         })
     }
 
-    /// Raise `StaleSessionError` if the persisted index this one reads in place was cut
-    /// short under it (by another program); `viewing` says whether it reads one.
+    /// Before a call of the manager: if the persisted index this one reads in place was
+    /// cut short or written over under it (by another program), build the index again
+    /// from the session file (`Index::rebuild`: the same answers, no longer read from
+    /// the kept index, which is removed). Returns whether it still reads one.
+    ///
+    /// Raises `StaleSessionError` if the session file no longer gives what was read.
     fn check_persisted(&self, py: Python<'_>) -> PyResult<bool> {
-        let ix = self.read(py);
-        ix.check_persisted().map_err(|e| self.err(e))?;
+        {
+            let ix = self.read(py);
+            if ix.check_persisted().is_ok() {
+                return Ok(ix.views_persisted());
+            }
+        }
+        let mut ix = self.write(py);
+        if ix.views_persisted() {
+            // (else another thread built it again meanwhile)
+            let ix = &mut *ix;
+            py.detach(|| ix.rebuild()).map_err(|e| self.err(e))?;
+        }
         Ok(ix.views_persisted())
     }
 
@@ -1845,6 +1859,21 @@ fn stat_unchanged(
     py.detach(|| crate::stat_unchanged(name, &seen))
 }
 
+/// `source::birth_ns` of the open file descriptor `fd` (borrowed, not closed): its
+/// birth time in ns, 0 where the file system keeps none or `fd` cannot be `statx`ed
+/// (`_filestate.inode_marks`).
+#[pyfunction]
+fn birth_ns(fd: i32) -> i128 {
+    use std::os::fd::FromRawFd;
+    if fd < 0 {
+        return 0;
+    }
+    // SAFETY: the caller's descriptor, open for the call (Python holds its file object);
+    // `ManuallyDrop` never closes it, and only `fstat`/`statx` is done with it.
+    let file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+    file.metadata().map_or(0, |m| crate::birth_ns(&m))
+}
+
 /// `escape::json_unsafe`: `data` holds a character JSON output escapes (DEL, C1, ALM,
 /// LRM/RLM, U+2028-U+202E, U+2066-U+2069), as `view/_text.py`'s expression finds them.
 #[pyfunction]
@@ -1914,6 +1943,8 @@ fn entries_path(entries: &Bound<'_, PyBytes>) -> Vec<u32> {
 
 #[pymodule(gil_used = false)]
 mod _sessiontree {
+    #[pymodule_export]
+    use super::birth_ns;
     #[pymodule_export]
     use super::count_newlines;
     #[pymodule_export]

@@ -110,14 +110,16 @@ pub fn map_guarded(file: &File, from: u64, end: u64) -> Result<Option<Window>> {
     }))
 }
 
-/// A file's identity (device, inode and the inode's generation), size and
-/// modification and change times in ns, as `fstat` and [`generation`] gave them: the
-/// facts the catalog keeps of a file too.
+/// A file's identity (device, inode, the inode's generation and the file's birth
+/// time), size and modification and change times in ns, as `fstat` (`statx`),
+/// [`generation`] and [`birth_ns`] gave them: the facts the catalog keeps of a file
+/// too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Stat {
     pub(crate) dev: u64,
     pub(crate) ino: u64,
     pub(crate) generation: u64,
+    pub(crate) birth_ns: i128,
     pub(crate) size: u64,
     pub(crate) mtime_ns: i128,
     pub(crate) ctime_ns: i128,
@@ -139,6 +141,24 @@ pub(crate) fn generation(file: &File) -> u64 {
         u64::from(u32::from_ne_bytes([v[0], v[1], v[2], v[3]]))
     } else {
         0
+    }
+}
+
+/// The file's birth time in ns since the epoch (`statx`'s `stx_btime`, which
+/// `Metadata::created` reads on Linux), 0 where the file system keeps none (NFS, 9p,
+/// old kernels). Where no inode generation is kept, it still tells a file from
+/// another on the same inode number: overlayfs (Docker's root file system) hands the
+/// number of a file replaced by rename back to the next one (and answers no
+/// `FS_IOC_GETVERSION`), but passes its upper layer's btime through, which each new
+/// file gets anew (`_filestate.inode_marks` reads the same number through
+/// `_sessiontree.birth_ns`).
+pub fn birth_ns(meta: &std::fs::Metadata) -> i128 {
+    match meta.created() {
+        Ok(t) => match t.duration_since(std::time::UNIX_EPOCH) {
+            Ok(d) => d.as_nanos() as i128,
+            Err(e) => -(e.duration().as_nanos() as i128),
+        },
+        Err(_) => 0,
     }
 }
 
@@ -219,6 +239,28 @@ impl Source {
             primary: Primary::File(len),
             tail: Vec::new(),
             tail_base: len,
+            closed: false,
+            failed: None,
+            file_read: 0.into(),
+        })
+    }
+
+    /// Another source of the same image over the same open file (a `dup` of its
+    /// descriptor, no path opened again): what an index is built again from beside the
+    /// one that reads this source (`Index::rebuild`).
+    ///
+    /// # Errors
+    /// It is closed or failed; the descriptor cannot be duplicated.
+    pub(crate) fn duplicate(&self) -> Result<Source> {
+        self.usable()?;
+        Ok(Source {
+            file: self.file.as_ref().map(File::try_clone).transpose()?,
+            primary: match &self.primary {
+                Primary::File(len) => Primary::File(*len),
+                Primary::Owned(v) => Primary::Owned(v.clone()),
+            },
+            tail: self.tail.clone(),
+            tail_base: self.tail_base,
             closed: false,
             failed: None,
             file_read: 0.into(),
@@ -501,6 +543,7 @@ impl Source {
                     dev: m.dev(),
                     ino: m.ino(),
                     generation: generation(f),
+                    birth_ns: birth_ns(&m),
                     size: m.len(),
                     mtime_ns: ns(m.mtime(), m.mtime_nsec()),
                     ctime_ns: ns(m.ctime(), m.ctime_nsec()),

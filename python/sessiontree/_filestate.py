@@ -34,11 +34,12 @@ import fcntl
 import os
 import sys
 import stat
-from typing import BinaryIO, NamedTuple, Protocol
+from typing import BinaryIO, Callable, NamedTuple, Protocol
 
 from .errors import StaleSessionError
 
-__all__ = ["FileId", "FileWatch", "FINGERPRINT", "StatUnchanged", "ends_and_generation", "file_id", "generation", "indexed_ends", "same_ends", "stat_id"]
+__all__ = ["FileId", "FileWatch", "FINGERPRINT", "InodeMarks", "StatUnchanged", "ends_and_marks", "file_id", "indexed_ends",
+           "inode_marks", "same_ends", "stat_id"]
 
 FINGERPRINT = 4096
 """Bytes at each end of the indexed image that must stay as they were read."""
@@ -90,25 +91,53 @@ def open_regular(path: str) -> BinaryIO:
 _FS_IOC_GETVERSION = 0x80087601  # _IOR('v', 1, long); the kernel writes an int
 
 
-def generation(path: str) -> int:
-    """The generation number of the inode at ``path`` (``FS_IOC_GETVERSION``: ext4,
-    XFS, Btrfs), 0 where the file system keeps none (tmpfs) or it cannot be read. ext4
-    hands a freed inode number out again at once, so a file replaced by rename twice
-    (``sed -i``) can be back on its old inode, grown, with both ends as they were; its
-    generation is new. ``src/source.rs`` (``generation``) reads the same number."""
+class InodeMarks(NamedTuple):
+    """What tells a file from another that got its inode number when it was freed: the
+    inode's generation (``FS_IOC_GETVERSION``: ext4, XFS, Btrfs) and the file's birth
+    time in ns (``statx``'s btime: ext4, XFS, Btrfs, tmpfs, and overlayfs from its
+    upper layer), each 0 where the file system keeps none.
+
+    ext4 hands a freed inode number out again at once, and overlayfs (Docker's root
+    file system) gives a file replaced by rename the number of the one before, with
+    no generation: a file replaced twice (``sed -i``) can be back on its old inode,
+    grown, with both ends as they were. Its marks are new. ``src/source.rs``
+    (``generation``, ``birth_ns``) reads the same numbers; the birth time comes from
+    the extension (``_sessiontree.birth_ns``: Python's ``os.stat`` has no btime on
+    Linux), and is 0 without it. Where both are 0 (NFS, 9p without btime; or no
+    extension on overlayfs) only the ends tell a replacement (CONTRACT.md §6)."""
+
+    generation: int
+    birth_ns: int
+
+
+def inode_marks(path: str) -> InodeMarks:
+    """The :class:`InodeMarks` of the file at ``path``, 0s when it cannot be read."""
     try:
         with open_regular(path) as f:
-            return _generation_of(f)
+            return _marks_of(f)
     except OSError:
-        return 0
+        return InodeMarks(0, 0)
 
 
-def _generation_of(f: BinaryIO) -> int:
+_birth_ns: Callable[[int], int] | None = None
+
+
+def _marks_of(f: BinaryIO) -> InodeMarks:
+    global _birth_ns
     try:
         got = fcntl.ioctl(f.fileno(), _FS_IOC_GETVERSION, bytes(8))
+        gen = int.from_bytes(got[:4], sys.byteorder)
     except OSError:
-        return 0
-    return int.from_bytes(got[:4], sys.byteorder)
+        gen = 0
+    if _birth_ns is None:
+        # Whichever backend is chosen: a fact of the file, not an answer
+        # (_select.extension, which imports what imports this module).
+        try:
+            from ._sessiontree import birth_ns
+        except ImportError:
+            birth_ns = lambda fd: 0  # noqa: E731
+        _birth_ns = birth_ns
+    return InodeMarks(gen, _birth_ns(f.fileno()))
 
 
 def indexed_ends(path: str, length: int) -> bytes:
@@ -118,11 +147,11 @@ def indexed_ends(path: str, length: int) -> bytes:
     Raises:
         OSError: it cannot be read, or is not a regular file.
     """
-    return ends_and_generation(path, length)[0]
+    return ends_and_marks(path, length)[0]
 
 
-def ends_and_generation(path: str, length: int) -> tuple[bytes, int]:
-    """:func:`indexed_ends` and :func:`generation` of the one file opened once.
+def ends_and_marks(path: str, length: int) -> tuple[bytes, InodeMarks]:
+    """:func:`indexed_ends` and :func:`inode_marks` of the one file opened once.
 
     Raises:
         OSError: it cannot be read, or is not a regular file.
@@ -130,7 +159,7 @@ def ends_and_generation(path: str, length: int) -> tuple[bytes, int]:
     with open_regular(path) as f:
         head = f.read(min(FINGERPRINT, length))
         f.seek(max(0, length - FINGERPRINT))
-        return head + f.read(min(FINGERPRINT, length)), _generation_of(f)
+        return head + f.read(min(FINGERPRINT, length)), _marks_of(f)
 
 
 _TITLE_SLOT = b'{"type":"title"'

@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any
 
 from . import _js
-from ._filestate import generation
+from ._filestate import inode_marks
 from ._places import project_cwd, project_folders
 from ._reader import header_error, header_problem, read_value
 from ._storage import require_regular_file
@@ -173,7 +173,7 @@ def read_session_info(path: str) -> SessionInfo:
 
     require_regular_file(path)
     st = os.stat(path)
-    gen = generation(path)
+    gen = inode_marks(path)
     r = scan_file(path, 0, b"", False, 1 << 62, native=native_scanner())
     row = _Row(st.st_mtime_ns)
     kind, value = r[1]

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, final
 
 __all__ = [
+    "birth_ns",
     "count_newlines",
     "entries_path",
     "index_build",
@@ -123,6 +124,11 @@ def scan_listing(
     Raises:
         OSError: the file cannot be read.
     """
+
+def birth_ns(fd: int) -> int:
+    """The birth time (``statx``'s ``stx_btime``) in ns since the epoch of the file open
+    as ``fd`` (not closed), 0 where the file system keeps none or ``fd`` cannot be
+    ``statx``ed (``src/source.rs``, ``birth_ns``)."""
 
 def stat_unchanged(path: bytes, dev: int, ino: int, size: int, mtime_ns: int) -> bool:
     """``True`` iff ``stat`` of ``path`` succeeds and shows exactly this ``st_dev``,
@@ -264,10 +270,12 @@ class Index:
             OSError: a read failed.
         """
     def check_persisted(self) -> bool:
-        """Whether the index reads a persisted index's file in place (``src/col.rs``).
+        """Whether the index reads a persisted index's file in place (``src/col.rs``),
+        after building the index again from the session file if another program cut
+        that file short or wrote it over (``Index::rebuild``; CONTRACT.md §6).
 
         Raises:
-            StaleSessionError: that file was cut short under it (by another program).
+            StaleSessionError: the session file no longer gives what was read.
         """
     def memory(self) -> list[tuple[str, int]]:
         """Heap bytes each part of the index holds (the benchmarks' breakdown)."""

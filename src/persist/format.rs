@@ -26,7 +26,7 @@
 pub(crate) const MAGIC: [u8; 8] = *b"STIDX\r\n\x1a";
 
 /// The layout's version: bumped whenever what `state.rs` writes changes shape.
-pub(crate) const FORMAT: u32 = 3;
+pub(crate) const FORMAT: u32 = 4;
 
 /// Bytes before the head.
 pub(crate) const HEADER: usize = 64;

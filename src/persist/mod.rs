@@ -7,9 +7,12 @@
 //! file): a persisted index is used only for the file it was made of, provably
 //! unchanged in what it covers:
 //!
-//! * the same device, inode (the folder is keyed by them) and inode generation (a
-//!   file replaced by rename onto a freed inode number has another), and either the same size,
-//!   mtime and ctime (nothing was written since), or a larger size (it grew);
+//! * the same device, inode (the folder is keyed by them), inode generation and birth
+//!   time (a file replaced by rename onto a freed inode number has another generation
+//!   on ext4, XFS and Btrfs, another birth time there and on overlayfs, which keeps no
+//!   generation; where neither is kept, NFS or 9p, both are 0 and only the ends below
+//!   tell), and either the same size, mtime and ctime (nothing was written since), or a
+//!   larger size (it grew);
 //! * the first and last `FINGERPRINT` bytes of what it covers, read from the file now,
 //!   are the ones it holds (`_filestate.indexed_ends`; these become the open's
 //!   fingerprint, so the manager's staleness check goes on from them);
@@ -43,7 +46,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::col::Persisted;
+use crate::col::{Held, Persisted};
 use crate::error::{Error, Result};
 use crate::index::{Ends, Index};
 use crate::lines::FINGERPRINT;
@@ -186,15 +189,37 @@ impl Index {
     }
 
     /// [`Error::Stale`] if the persisted index this one views was cut short under its
-    /// map (by another program: nothing here truncates one), as its size shows or a
-    /// read past the cut's page flagged (`col::Mapping::cut_short`, an `fstat`: the
-    /// manager asks once per call, before it); the answers since may be wrong, and it
-    /// goes.
+    /// map, or written in place (by another program: nothing here truncates or writes
+    /// one in place), as its `fstat` shows or a read past the cut's page flagged
+    /// (`col::Mapping::held`: the manager asks once per call, before it); the answers
+    /// since may be wrong, and it goes. A file whose size, mtime or ctime moved while
+    /// it is no shorter (another process's read marks it used by its mtime; a program
+    /// may have written it) is read whole once: if its bytes are still those mapped
+    /// (the header as it was, which holds the checksum of the head, which holds those
+    /// of the sections, and every checksum right), what it shows is seen from then on;
+    /// else it was written in place.
     ///
     /// # Errors
     /// As said.
     pub fn check_persisted(&self) -> Result<()> {
-        self.persisted_stale(|m| m.cut_short())
+        let Some(map) = self.persisted.as_ref().and_then(|p| p.map.as_deref()) else {
+            return Ok(());
+        };
+        let cut = match map.held() {
+            Held::Same => return Ok(()),
+            Held::Cut => true,
+            Held::Moved(now) => {
+                let bytes = map.bytes();
+                let intact = bytes.get(..map.head().len()) == Some(map.head())
+                    && format::open(bytes).is_some_and(|o| format::check_sections(bytes, &o));
+                if intact && !map.faulted() {
+                    map.confirm(now);
+                    return Ok(());
+                }
+                map.faulted()
+            }
+        };
+        self.persisted_stale(cut)
     }
 
     /// [`Index::check_persisted`] by the guard's flag alone (one atomic load): asked
@@ -204,23 +229,56 @@ impl Index {
     /// # Errors
     /// As said.
     pub fn check_persisted_reads(&self) -> Result<()> {
-        self.persisted_stale(|m| m.faulted())
-    }
-
-    fn persisted_stale(&self, cut: impl Fn(&crate::col::Mapping) -> bool) -> Result<()> {
-        match &self.persisted {
-            Some(p) if p.map.as_deref().is_some_and(cut) => {
-                folder::remove(&p.path);
-                // The session file is not what changed: say so, and which file did.
-                Err(Error::Stale(format!(
-                    "the index of this session kept in {} was cut short while in use \
-                     (by another program; the session file itself did not change); \
-                     reopen the session",
-                    p.path.display()
-                )))
-            }
+        match self.persisted.as_ref().and_then(|p| p.map.as_deref()) {
+            Some(m) if m.faulted() => self.persisted_stale(true),
             _ => Ok(()),
         }
+    }
+
+    fn persisted_stale(&self, cut: bool) -> Result<()> {
+        let Some(p) = &self.persisted else {
+            return Ok(());
+        };
+        folder::remove(&p.path);
+        // The session file is not what changed: say so, and which file did.
+        Err(Error::Stale(format!(
+            "the index of this session kept in {} was {} while in use \
+             (by another program; the session file itself did not change); \
+             reopen the session",
+            p.path.display(),
+            if cut { "cut short" } else { "written over" }
+        )))
+    }
+
+    /// After [`Index::check_persisted`] found the persisted index this one views cut
+    /// or written over: this index built again from the session file, in place, viewing
+    /// no persisted index (a first open's scan, once; the manager checks before every
+    /// call that the file still holds the image unchanged). What is built must be what
+    /// this index answered from: every entry's span, parent, kind, role and time, the
+    /// header and the leaf (columns held in memory, never read from the map), else the
+    /// session file changed in a way its ends did not show, and it is [`Error::Stale`].
+    ///
+    /// # Errors
+    /// As said; the file cannot be read.
+    pub fn rebuild(&mut self) -> Result<()> {
+        let fresh = Index::build(self.src.duplicate()?)?;
+        let same = fresh.image_len == self.image_len
+            && fresh.header == self.header
+            && fresh.leaf == self.leaf
+            && fresh.start == self.start
+            && fresh.parent == self.parent
+            && fresh.kinds == self.kinds
+            && fresh.roles == self.roles
+            && fresh.ts == self.ts;
+        if !same {
+            return Err(Error::Stale(
+                "the session file changed since it was read (found when its kept index, \
+                 written over by another program, was built again from it)"
+                    .into(),
+            ));
+        }
+        *self = fresh;
+        Ok(())
     }
 
     /// Some column of this index reads a persisted index's map in place.
@@ -252,7 +310,10 @@ fn restore(src: Source, now: &Stat, file: PathBuf) -> Restore {
         return Restore::Miss(src);
     };
     let s = then.stat;
-    let same = s.dev == now.dev && s.ino == now.ino && s.generation == now.generation;
+    let same = s.dev == now.dev
+        && s.ino == now.ino
+        && s.generation == now.generation
+        && s.birth_ns == now.birth_ns;
     let unchanged = now.size == s.size && now.mtime_ns == s.mtime_ns && now.ctime_ns == s.ctime_ns;
     if !same || !(unchanged || now.size > s.size) {
         return Restore::Miss(src);

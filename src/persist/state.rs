@@ -50,6 +50,7 @@ fn w_stat(w: &mut Writer, s: &Stat) {
     w.u64(s.dev);
     w.u64(s.ino);
     w.u64(s.generation);
+    w.i128(s.birth_ns);
     w.u64(s.size);
     w.i128(s.mtime_ns);
     w.i128(s.ctime_ns);
@@ -60,6 +61,7 @@ fn r_stat(r: &mut Reader<'_>) -> Option<Stat> {
         dev: r.u64()?,
         ino: r.u64()?,
         generation: r.u64()?,
+        birth_ns: r.i128()?,
         size: r.u64()?,
         mtime_ns: r.i128()?,
         ctime_ns: r.i128()?,

@@ -425,6 +425,130 @@ fn a_rewritten_cut_or_replaced_file_is_scanned_again() {
     same_as_scan(&path, &cache, "after a changed line");
 }
 
+/// The identity rule without a file system that reuses inode numbers: an index kept of
+/// a file with another inode generation or birth time (overlayfs hands a replaced
+/// file's inode number to the next file, keeps no generation, and passes a new btime
+/// through; adversary round 41, F1) is a miss, unchanged or grown; with both as the
+/// file has them now, a hit.
+#[test]
+fn another_generation_or_birth_time_on_the_same_inode_is_a_miss() {
+    let dir = Dir::new("identity");
+    let cache = dir.cache();
+    let mut rng = Rng(41);
+    let (mut ids, mut next) = (Vec::new(), 0);
+    let path = dir.0.join("s.jsonl");
+    let img = session(&mut rng, &mut ids, 60, &mut next);
+    std::fs::write(&path, &img).unwrap();
+    let grown = lines(&mut rng, &mut ids, 2, &mut next);
+    let ix = Index::open(&path).unwrap();
+    let (len, fp) = ix.fingerprint().map(|(n, f)| (n, f.to_vec())).unwrap();
+    assert_eq!(len, img.len() as u64);
+    let now = ix.src.stat().unwrap().unwrap();
+    let name = folder::entry_name(now.dev, now.ino);
+    let keep = |stat: &Stat| {
+        folder::write(&cache.dir, &name, &state::encode(&ix, stat, &fp)).unwrap();
+    };
+    let other_gen = Stat {
+        generation: now.generation ^ 1,
+        ..now
+    };
+    let other_birth = Stat {
+        birth_ns: now.birth_ns + 1,
+        ..now
+    };
+    for (what, kept, hit) in [
+        ("as it is", now, true),
+        ("another generation", other_gen, false),
+        ("another birth time", other_birth, false),
+    ] {
+        std::fs::write(&path, &img).unwrap();
+        let now = Index::open(&path).unwrap().src.stat().unwrap().unwrap();
+        keep(&Stat {
+            size: now.size,
+            mtime_ns: now.mtime_ns,
+            ctime_ns: now.ctime_ns,
+            ..kept
+        });
+        let same = same_as_scan(&path, &cache, what);
+        assert_eq!(same.scanned == 0, hit, "{what}, unchanged");
+        keep(&Stat {
+            size: now.size,
+            mtime_ns: now.mtime_ns,
+            ctime_ns: now.ctime_ns,
+            ..kept
+        });
+        append(&path, &grown);
+        let more = same_as_scan(&path, &cache, what);
+        let size = std::fs::metadata(&path).unwrap().len();
+        let scanned = if hit { size - img.len() as u64 } else { size };
+        assert_eq!(more.scanned, scanned, "{what}, grown");
+    }
+}
+
+/// A persisted index read in place and then touched (another process's open marks it
+/// used), written again with its own bytes, written over by another's, or changed in
+/// one byte: the first two are still read in place, the others are stale, and the
+/// index built again from the session file answers as a scan (adversary round 41, F2).
+#[test]
+fn an_index_written_over_while_viewed_is_built_again_from_the_file() {
+    let dir = Dir::new("held");
+    let cache = dir.cache();
+    let mut rng = Rng(412);
+    let (mut ids, mut next) = (Vec::new(), 0);
+    let (a, b) = (dir.0.join("a.jsonl"), dir.0.join("b.jsonl"));
+    std::fs::write(&a, session(&mut rng, &mut ids, 80, &mut next)).unwrap();
+    std::fs::write(&b, session(&mut rng, &mut ids, 50, &mut next)).unwrap();
+    let fb = same_as_scan(&b, &cache, "b").persisted.unwrap().path;
+    let theirs = std::fs::read(&fb).unwrap();
+    type Write = fn(&Path, &[u8], &[u8]);
+    let cases: [(&str, Write, bool); 4] = [
+        ("touched", |f, _, _| touch(f), true),
+        (
+            "same bytes",
+            |f, own, _| std::fs::write(f, own).unwrap(),
+            true,
+        ),
+        (
+            "another's",
+            |f, _, theirs| std::fs::write(f, theirs).unwrap(),
+            false,
+        ),
+        (
+            "one byte",
+            |f, own, _| {
+                let mut bytes = own.to_vec();
+                let k = bytes.len() / 2;
+                bytes[k] ^= 1;
+                std::fs::write(f, bytes).unwrap();
+            },
+            false,
+        ),
+    ];
+    for (what, write, intact) in cases {
+        same_as_scan(&a, &cache, what);
+        let mut ix = Index::open_cached(&a, &cache).unwrap();
+        assert!(ix.views_persisted(), "{what}");
+        let fa = ix.persisted.as_ref().unwrap().path.clone();
+        let own = std::fs::read(&fa).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        write(&fa, &own, &theirs);
+        assert_eq!(ix.check_persisted().is_ok(), intact, "{what}");
+        assert_eq!(ix.check_persisted().is_ok(), intact, "{what}, asked again");
+        if !intact {
+            assert!(!fa.exists(), "{what}");
+            ix.rebuild().unwrap();
+            assert!(!ix.views_persisted(), "{what}");
+            assert!(ix.check_persisted().is_ok(), "{what}");
+        }
+        assert_eq!(facts(&ix), facts(&Index::open(&a).unwrap()), "{what}");
+    }
+}
+
+fn touch(f: &Path) {
+    let file = std::fs::File::options().write(true).open(f).unwrap();
+    file.set_modified(std::time::SystemTime::now()).unwrap();
+}
+
 #[test]
 fn what_is_not_persisted() {
     let dir = Dir::new("not");

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _js
-from .._filestate import ends_and_generation, generation, open_regular
+from .._filestate import InodeMarks, ends_and_marks, inode_marks, open_regular
 from .._reader import header_error, header_problem, read_value
 from .._time import parse_iso_ms
 from ..errors import InvalidSessionError
@@ -130,11 +130,14 @@ def entries_of(store: Store | None, f: Found) -> bytes:
     return row.entries
 
 
-def ends_digest(ends: bytes, generation: int) -> bytes:
+def ends_digest(ends: bytes, marks: InodeMarks) -> bytes:
     """What the catalog keeps of the ends of the bytes read (``indexed_ends``) and of
-    the inode's generation (``_filestate.generation``): a file replaced by rename onto
-    a freed inode number, grown, with both ends as they were, is not the one read."""
-    return hashlib.blake2b(generation.to_bytes(8, "little") + ends, digest_size=16).digest()
+    the inode's marks (``_filestate.inode_marks``: generation and birth time): a file
+    replaced by rename onto a freed inode number, grown, with both ends as they were,
+    is not the one read."""
+    gen, birth = marks
+    return hashlib.blake2b(gen.to_bytes(8, "little") + birth.to_bytes(16, "little", signed=True) + ends,
+                           digest_size=16).digest()
 
 
 # ------------------------------------------------------------------ planning
@@ -149,7 +152,7 @@ class _Plan:
     catchup: tuple[int, int] | None = None  # content-only pass [from, to)
     v1_content: bool = False
     docs: bool = False  # read docs too (for a search's sink), not kept
-    generation: int | None = None  # the inode's, checked when planned; None: read with the file
+    marks: InodeMarks | None = None  # the inode's, checked when planned; None: read with the file
 
 
 def _fresh(found: Found, folder: int) -> FileRow:
@@ -193,7 +196,7 @@ def _plan(found: Found, row: FileRow | None, want_content: bool, store: bool) ->
         content_now = row.c_end == row.l_end
         row.dev, row.ino, row.size, row.mtime_ns, row.ctime_ns = ident
         catchup = (row.c_end or 0, row.l_end) if wants_catchup else None
-        return _Plan(found, row, row.l_end, want_content or content_now, catchup, generation=gen)
+        return _Plan(found, row, row.l_end, want_content or content_now, catchup, marks=gen)
     # New content under an old name: read it all again.
     fresh = _fresh(found, row.folder)
     fresh.id, fresh.gen = row.id, row.gen
@@ -201,14 +204,14 @@ def _plan(found: Found, row: FileRow | None, want_content: bool, store: bool) ->
     return _Plan(found, fresh, 0, want_content)
 
 
-def _same_ends(path: str, end: int, ends: bytes | None) -> int | None:
-    """The inode's generation if the file's first ``end`` bytes may be those read when
+def _same_ends(path: str, end: int, ends: bytes | None) -> InodeMarks | None:
+    """The inode's marks if the file's first ``end`` bytes may be those read when
     their ends' digest (:func:`ends_digest`) was ``ends`` (it only grew since;
     ``_filestate``'s rule), else ``None``."""
     if ends is None:
         return None
     try:
-        now, gen = ends_and_generation(path, end)
+        now, gen = ends_and_marks(path, end)
     except OSError:
         return None
     return gen if ends_digest(now, gen) == ends else None
@@ -292,8 +295,8 @@ def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int, s
                 prior += r[5]
                 start = r[0][0]
         if plan.start is not None:
-            # Only a main pass records the ends its digest holds the generation with.
-            gen = generation(path) if plan.generation is None else plan.generation
+            # Only a main pass records the ends its digest holds the inode's marks with.
+            gen = inode_marks(path) if plan.marks is None else plan.marks
             start = plan.start
             prior = (row.entries or b"") if start else b""
             limit = limit_content if plan.main_content else 1 << 62

@@ -11,7 +11,7 @@ Tables:
 
 * ``folder(id, path)`` — absolute folder paths.
 * ``file`` — one row per ``.jsonl`` file: its identity when read (dev, inode, size,
-  mtime, ctime) and the digest of the ends of the bytes read with the inode's generation
+  mtime, ctime) and the digest of the ends of the bytes read with the inode's marks
   (``_indexer.ends_digest``: ``_filestate``'s rule), the
   listing facts of ``[0, l_end)`` and how far its usage log goes (``c_end``); or why it
   is not a session (``problem``). Small, so a listing reads few pages.
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_VERSION", "COLUMN_TYPES", "FileRow", "Store", "CatalogError", "checked", "checked_all"]
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 """Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
 
 APPLICATION_ID = 0x53547243  # "STrC"
