@@ -474,25 +474,12 @@ impl PyIndex {
         })
     }
 
-    /// Before a call of the manager: if the persisted index this one reads in place was
-    /// cut short or written over under it (by another program), build the index again
-    /// from the session file (`Index::rebuild`: the same answers, no longer read from
-    /// the kept index, which is removed). Returns whether it still reads one.
-    ///
-    /// Raises `StaleSessionError` if the session file no longer gives what was read.
+    /// Raise `StaleSessionError` if the persisted index this one reads in place was cut
+    /// short or written over under it (by another program; the kept index is removed);
+    /// `viewing` says whether it reads one.
     fn check_persisted(&self, py: Python<'_>) -> PyResult<bool> {
-        {
-            let ix = self.read(py);
-            if ix.check_persisted().is_ok() {
-                return Ok(ix.views_persisted());
-            }
-        }
-        let mut ix = self.write(py);
-        if ix.views_persisted() {
-            // (else another thread built it again meanwhile)
-            let ix = &mut *ix;
-            py.detach(|| ix.rebuild()).map_err(|e| self.err(e))?;
-        }
+        let ix = self.read(py);
+        ix.check_persisted().map_err(|e| self.err(e))?;
         Ok(ix.views_persisted())
     }
 

@@ -245,28 +245,6 @@ impl Source {
         })
     }
 
-    /// Another source of the same image over the same open file (a `dup` of its
-    /// descriptor, no path opened again): what an index is built again from beside the
-    /// one that reads this source (`Index::rebuild`).
-    ///
-    /// # Errors
-    /// It is closed or failed; the descriptor cannot be duplicated.
-    pub(crate) fn duplicate(&self) -> Result<Source> {
-        self.usable()?;
-        Ok(Source {
-            file: self.file.as_ref().map(File::try_clone).transpose()?,
-            primary: match &self.primary {
-                Primary::File(len) => Primary::File(*len),
-                Primary::Owned(v) => Primary::Owned(v.clone()),
-            },
-            tail: self.tail.clone(),
-            tail_base: self.tail_base,
-            closed: false,
-            failed: None,
-            file_read: 0.into(),
-        })
-    }
-
     /// Owned bytes (a new, in-memory or migrated session).
     pub fn from_bytes(data: Vec<u8>) -> Source {
         let len = data.len() as u64;

@@ -433,13 +433,10 @@ class NativeIndex:
     def image_len(self) -> int:
         """Bytes of the image consumed (stops before a pending last piece).
 
-        Asked on every call of the manager's staleness check, as the file's own
-        staleness is: a persisted index this one reads in place that another program
-        cut short or wrote over is left, the index built again from the session file
-        (``PyIndex::check_persisted``, CONTRACT.md §6).
-
         Raises:
-            StaleSessionError: the session file no longer gives what was read then.
+            StaleSessionError: the persisted index this one reads in place was cut short
+                or written over under it (another program's doing; asked here, on every
+                call of the manager's staleness check, as the file's own staleness is).
         """
         if self._views_persisted:
             self._views_persisted = self._ix.check_persisted()

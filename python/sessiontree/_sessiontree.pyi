@@ -270,12 +270,11 @@ class Index:
             OSError: a read failed.
         """
     def check_persisted(self) -> bool:
-        """Whether the index reads a persisted index's file in place (``src/col.rs``),
-        after building the index again from the session file if another program cut
-        that file short or wrote it over (``Index::rebuild``; CONTRACT.md §6).
+        """Whether the index reads a persisted index's file in place (``src/col.rs``).
 
         Raises:
-            StaleSessionError: the session file no longer gives what was read.
+            StaleSessionError: that file was cut short or written over under it (by
+                another program; CONTRACT.md §6).
         """
     def memory(self) -> list[tuple[str, int]]:
         """Heap bytes each part of the index holds (the benchmarks' breakdown)."""

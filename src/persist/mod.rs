@@ -240,45 +240,13 @@ impl Index {
             return Ok(());
         };
         folder::remove(&p.path);
-        // The session file is not what changed: say so, and which file did.
+        // Say which file changed: the kept index, which may be all that did.
         Err(Error::Stale(format!(
             "the index of this session kept in {} was {} while in use \
-             (by another program; the session file itself did not change); \
-             reopen the session",
+             (by another program); reopen the session",
             p.path.display(),
             if cut { "cut short" } else { "written over" }
         )))
-    }
-
-    /// After [`Index::check_persisted`] found the persisted index this one views cut
-    /// or written over: this index built again from the session file, in place, viewing
-    /// no persisted index (a first open's scan, once; the manager checks before every
-    /// call that the file still holds the image unchanged). What is built must be what
-    /// this index answered from: every entry's span, parent, kind, role and time, the
-    /// header and the leaf (columns held in memory, never read from the map), else the
-    /// session file changed in a way its ends did not show, and it is [`Error::Stale`].
-    ///
-    /// # Errors
-    /// As said; the file cannot be read.
-    pub fn rebuild(&mut self) -> Result<()> {
-        let fresh = Index::build(self.src.duplicate()?)?;
-        let same = fresh.image_len == self.image_len
-            && fresh.header == self.header
-            && fresh.leaf == self.leaf
-            && fresh.start == self.start
-            && fresh.parent == self.parent
-            && fresh.kinds == self.kinds
-            && fresh.roles == self.roles
-            && fresh.ts == self.ts;
-        if !same {
-            return Err(Error::Stale(
-                "the session file changed since it was read (found when its kept index, \
-                 written over by another program, was built again from it)"
-                    .into(),
-            ));
-        }
-        *self = fresh;
-        Ok(())
     }
 
     /// Some column of this index reads a persisted index's map in place.
