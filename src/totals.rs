@@ -15,7 +15,7 @@
 //!   20,000 sessions, and halves what a report reads): a report sums a file's
 //!   totals only when no other file in scope holds one of its hashes, so no record of it
 //!   is a copy of (or copied into) another; the files that share one are summed from
-//!   their logs, record by record, under the copy rule ([`report_totals`]). Equal hashes
+//!   their logs, record by record, under the copy rule ([`Warm`]). Equal hashes
 //!   of different keys only send a file to that exact path.
 //! * what the totals were taken over: the number of entries and a hash of the current
 //!   path's entry numbers, so that an append adds its records to *on* when the path up

@@ -452,6 +452,7 @@ _Report = tuple[list[tuple[int, int | tuple[str, int] | bool | None, int, list[t
                 list[tuple[int, float, tuple[float, float, float, float, float, float]]],
                 list[tuple[str, str]], bool]
 
+@final
 class UsageScan:
     """A warm usage report from the catalog's usage totals (``src/totals.rs``,
     ``catalog._usage._warm``), one folder at a time: the folders are listed and
@@ -470,7 +471,7 @@ class UsageScan:
         ValueError: an unknown ``key``.
     """
 
-    def __init__(self, folders: Sequence[bytes], key: str, buckets: bool, active: bool) -> None: ...
+    def __new__(cls, folders: Sequence[bytes], key: str, buckets: bool, active: bool) -> UsageScan: ...
     def folder(self, rows: list[tuple[Any, ...]]) -> int:
         """Add the next folder's files from ``rows``, each ``(name, warm, totals, cwd)``
         (``catalog._usage._WARM``): 0 added, 1 some file is new, changed, not read to its
