@@ -328,8 +328,12 @@ def main(argv: list[str]) -> int:
                     line["totalTokens"]] == d[1:7], line
             assert abs(line["cost"] - d[7]) <= 1e-9 * max(1.0, abs(d[7])), line
         assert not duck, duck
-        t.info["checks"] = ("usage by model = DuckDB" if only_usage else
-                            "first = warm = --no-cache; hits within rg's files; usage by model = DuckDB")
+        for group in ("model", "daily", "weekly", "monthly", "project", "session"):
+            no_cache_usage = timed([*ST, "usage", group, root, "--all", "--no-cache", "--json"])[1]
+            assert json.loads(no_cache_usage) == json.loads(checks[f"usage warm {group}"]), group
+        t.info["checks"] = ("usage by model = DuckDB; warm usage = --no-cache, every report" if only_usage else
+                            "first = warm = --no-cache; hits within rg's files; usage by model = DuckDB; "
+                            "warm usage = --no-cache, every report")
     finally:
         t.info["load_after"] = load()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -65,12 +65,9 @@ pub use search::rules::{PChar, Term, ASCII_FOLDS, JS_WHITESPACE, NOT_ALNUM};
 pub use search::segment::{merge as merge_segments, Piece, Segment};
 pub use search::{search_files, FileResult, Hit, Judged, Query};
 pub use source::{birth_ns, count_newlines};
-pub use stat::{unchanged as stat_unchanged, Seen};
+pub use stat::{folder_files, unchanged as stat_unchanged, FileStat, Listed, Seen};
 pub use time::parse_iso_ms;
-pub use totals::{
-    involved as usage_involved, report_totals as usage_report_totals, update as usage_sums,
-    FileTotals,
-};
+pub use totals::{update as usage_sums, LogFile, Warm as UsageWarm};
 pub use usage::{Total, UsageTotals};
 
 #[cfg(feature = "python")]

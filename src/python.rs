@@ -1176,76 +1176,343 @@ fn usage_sums<'py>(
     out.map(|b| PyBytes::new(py, &b))
 }
 
-/// `totals::involved`: the positions of the files whose logs a report must read.
-#[pyfunction]
-fn usage_involved(
-    py: Python<'_>,
-    totals: Vec<Option<pyo3::pybacked::PyBackedBytes>>,
-) -> Vec<usize> {
-    py.detach(|| {
-        let t: Vec<Option<&[u8]>> = totals.iter().map(|t| t.as_deref()).collect();
-        crate::usage_involved(&t)
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, x)| x.then_some(i))
-            .collect()
-    })
+/// A directory entry's name as the catalog stores it (`catalog/_store.db_text` of
+/// `os.fsdecode(name)`): UTF-8 as it is; otherwise each byte that is not part of valid
+/// UTF-8 is the lone surrogate U+DC80–U+DCFF `surrogateescape` gives it, written as
+/// `surrogatepass` writes it (three bytes).
+fn db_name(raw: &[u8]) -> Cow<'_, [u8]> {
+    if std::str::from_utf8(raw).is_ok() {
+        return Cow::Borrowed(raw);
+    }
+    let mut out = Vec::with_capacity(raw.len() * 3);
+    for chunk in raw.utf8_chunks() {
+        out.extend_from_slice(chunk.valid().as_bytes());
+        for &b in chunk.invalid() {
+            let cp = 0xDC00u32 + u32::from(b);
+            out.extend_from_slice(&[
+                0xE0 | (cp >> 12) as u8,
+                0x80 | ((cp >> 6) & 0x3F) as u8,
+                0x80 | (cp & 0x3F) as u8,
+            ]);
+        }
+    }
+    Cow::Owned(out)
 }
 
-/// `totals::report_totals` (releases the GIL): as `usage_report`, each file by its
-/// totals or (where `logs` has one) its log and, with `active`, its entries record.
-/// `None` when the totals cannot answer (the logs can).
-#[pyfunction]
-#[pyo3(signature = (totals, logs, keys, entries, key, buckets, active, days=None))]
-#[allow(clippy::type_complexity, clippy::too_many_arguments)]
-fn usage_report_totals<'py>(
-    py: Python<'py>,
-    totals: Vec<Option<pyo3::pybacked::PyBackedBytes>>,
-    logs: Vec<Option<pyo3::pybacked::PyBackedBytes>>,
+/// `dev, ino, size, mtime_ns, ctime_ns` as the catalog holds them.
+type Ident = (i64, i64, i64, i64, i64);
+
+/// The fields of a `file.warm` text: the identity and the state (`None`: not six
+/// integers, which the catalog never writes).
+fn warm_fields(w: &str) -> Option<(Ident, i64)> {
+    let mut it = w.split(' ').map(|x| x.parse::<i64>().ok());
+    let mut next = || it.next().flatten();
+    let out = ((next()?, next()?, next()?, next()?, next()?), next()?);
+    it.next().is_none().then_some(out)
+}
+
+/// A `str` or `bytes` column value's bytes, borrowed from the object (a `str`'s UTF-8).
+fn name_bytes<'a>(v: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
+    if let Ok(s) = v.cast::<PyString>() {
+        return Ok(s.to_str()?.as_bytes());
+    }
+    Ok(v.cast::<PyBytes>()?.as_bytes())
+}
+
+/// A text column's value as its stored bytes: a `str`'s UTF-8, a `bytes` as it is
+/// (`db_text`'s form of a text with lone surrogates), `None` for anything else.
+fn text_bytes(v: &Bound<'_, PyAny>) -> Option<Vec<u8>> {
+    if let Ok(s) = v.cast::<PyString>() {
+        return s.to_str().ok().map(|s| s.as_bytes().to_vec());
+    }
+    v.cast::<PyBytes>().ok().map(|b| b.as_bytes().to_vec())
+}
+
+/// A warm usage report from the catalog's totals, one folder at a time
+/// (`catalog/_usage._warm`): each folder's files listed and `stat`-ed here against the
+/// catalog's rows, each current file's totals summed as it is read (`totals::Warm`).
+#[pyclass(name = "UsageScan", module = "sessiontree._sessiontree")]
+struct UsageScan {
+    warm: Option<crate::UsageWarm>,
+    /// The folders' listings, made on a thread of their own while the rows are read
+    /// (`stat` of every file is a third of a warm report's time), a folder or two ahead.
+    listings: std::sync::Mutex<std::sync::mpsc::Receiver<Vec<crate::Listed>>>,
+    key: crate::ReportKey,
+    /// With `ReportKey::File`: a key per project (cwd) instead of per file.
+    projects: bool,
+    /// Per file added: its report key, folder (its number among the calls of
+    /// `folder`), path, and the length of its name (the path's end).
     keys: Vec<u32>,
-    entries: Vec<Option<pyo3::pybacked::PyBackedBytes>>,
-    key: &str,
-    buckets: bool,
-    active: bool,
-    days: Option<Py<PyAny>>,
-) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    use crate::FileTotals;
-    let key = report_key(key)?;
-    if keys.len() != totals.len() || logs.len() != totals.len() || entries.len() != totals.len() {
-        return Err(PyValueError::new_err(
-            "one key, log and entries record (or None) per file",
-        ));
+    folders: Vec<u32>,
+    paths: Vec<Vec<u8>>,
+    name_lens: Vec<u32>,
+    calls: u32,
+    cwd_keys: std::collections::HashMap<(bool, Vec<u8>), u32>,
+    cwds: Vec<Py<PyAny>>,
+}
+
+/// A file `UsageScan.involved` names: `(file, folder, name, path)`.
+type Involved<'py> = (u32, u32, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+/// One `file` row as `UsageScan.folder` reads it.
+struct WarmRow<'py> {
+    ident: Ident,
+    state: i64,
+    body: Bound<'py, PyAny>,
+    cwd: Bound<'py, PyAny>,
+}
+
+#[pymethods]
+impl UsageScan {
+    /// `folders`: `os.fsencode` of each folder (or session file) of the scope, in the
+    /// order `folder` is called; `key`: `model`, `file` (a key per file, in the order
+    /// added), `project` (a key per cwd) or `none`; `buckets`: by slice too; `active`:
+    /// the current paths' records.
+    #[new]
+    fn new(folders: Vec<Vec<u8>>, key: &str, buckets: bool, active: bool) -> PyResult<Self> {
+        let (k, projects) = match key {
+            "project" => (crate::ReportKey::File, true),
+            k => (report_key(k)?, false),
+        };
+        let (send, listings) = std::sync::mpsc::sync_channel(2);
+        std::thread::spawn(move || {
+            for f in &folders {
+                if send.send(crate::folder_files(f)).is_err() {
+                    break; // the scan ended early (a file changed): nothing more to list
+                }
+            }
+        });
+        Ok(UsageScan {
+            warm: Some(crate::UsageWarm::new(k, buckets, active)),
+            listings: std::sync::Mutex::new(listings),
+            key: k,
+            projects,
+            keys: Vec::new(),
+            folders: Vec::new(),
+            paths: Vec::new(),
+            name_lens: Vec::new(),
+            calls: 0,
+            cwd_keys: Default::default(),
+            cwds: Vec::new(),
+        })
     }
-    let mut failed: Option<PyErr> = None;
-    let r = py.detach(|| {
-        let failed = &mut failed;
-        let mut ask = days.as_ref().map(|f| day_offsets(f, failed));
-        let files: Vec<FileTotals<'_>> = (0..totals.len())
-            .map(|i| FileTotals {
-                totals: totals[i].as_deref(),
-                log: logs[i].as_deref(),
-                key: keys[i],
-                on_path: match (&logs[i], &entries[i]) {
-                    (Some(_), Some(e)) if active => {
-                        let path = crate::entries_path(e);
-                        let n = path.iter().max().map_or(0, |&m| m as usize + 1);
-                        let mut on = vec![false; n];
-                        for s in path {
-                            on[s as usize] = true;
-                        }
-                        Some(on)
-                    }
-                    _ => None,
+
+    /// Add the session files of the next folder (`folders[n]` at the `n`th call) that the
+    /// catalog holds as they are, from `rows`: each `(name, warm, totals, cwd)` of the
+    /// folder's files, `warm` the `file.warm` text (`catalog/_store`: `dev ino size
+    /// mtime_ns ctime_ns state`, state 0 not a session, 1 its usage log read to its end,
+    /// 2 not), `totals` its `usage_sum` (1: none kept). Returns 0 (added), 1 (some file is new, changed, not read to its
+    /// end or cannot be `stat`-ed: the catalog must be brought up to date) or 2 (a row
+    /// holds a value the catalog never writes).
+    fn folder(&mut self, py: Python<'_>, rows: &Bound<'_, PyList>) -> PyResult<u8> {
+        let call = self.calls;
+        self.calls += 1;
+        let listings = &self.listings;
+        let listed = py
+            .detach(|| listings.lock().ok().and_then(|r| r.recv().ok()))
+            .ok_or_else(|| PyValueError::new_err("more calls than folders"))?;
+        if listed.is_empty() {
+            return Ok(0);
+        }
+        let mut parsed: Vec<(Bound<'_, PyAny>, WarmRow<'_>)> = Vec::with_capacity(rows.len());
+        for r in rows.iter() {
+            let Ok(t) = r.cast::<PyTuple>() else {
+                return Ok(2);
+            };
+            if t.len() != 4 {
+                return Ok(2);
+            }
+            let name = t.get_item(0)?;
+            let warm = t.get_item(1)?;
+            let body = t.get_item(2)?;
+            let cwd = t.get_item(3)?;
+            let Some((ident, state)) = warm
+                .cast::<PyString>()
+                .ok()
+                .and_then(|w| warm_fields(w.to_str().ok()?))
+            else {
+                return Ok(2);
+            };
+            let body_ok =
+                body.is_instance_of::<PyBytes>() || body.extract::<i64>().is_ok_and(|b| b == 1);
+            if !body_ok
+                || !(name.is_instance_of::<PyString>() || name.is_instance_of::<PyBytes>())
+                || !(cwd.is_none()
+                    || cwd.is_instance_of::<PyString>()
+                    || cwd.is_instance_of::<PyBytes>())
+            {
+                return Ok(2);
+            }
+            parsed.push((
+                name,
+                WarmRow {
+                    ident,
+                    state,
+                    body,
+                    cwd,
                 },
-            })
-            .collect();
-        let days = ask.as_mut().map(|a| a as crate::DayOffsets<'_>);
-        crate::usage_report_totals(&files, key, buckets, active, days)
-    });
-    if let Some(e) = failed {
-        return Err(e);
+            ));
+        }
+        let mut by_name: std::collections::HashMap<&[u8], &WarmRow<'_>> =
+            std::collections::HashMap::with_capacity(parsed.len());
+        for (name, row) in &parsed {
+            by_name.insert(name_bytes(name)?, row);
+        }
+        let warm = self
+            .warm
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("the report was made"))?;
+        for f in &listed {
+            let (Some(st), Some(row)) = (f.st, by_name.get(db_name(&f.name).as_ref())) else {
+                return Ok(1);
+            };
+            let now = (
+                i64::try_from(st.dev).ok(),
+                i64::try_from(st.ino).ok(),
+                i64::try_from(st.size).ok(),
+                i64::try_from(st.mtime_ns).ok(),
+                i64::try_from(st.ctime_ns).ok(),
+            );
+            let (a, b, c, d, e) = row.ident;
+            if now != (Some(a), Some(b), Some(c), Some(d), Some(e)) {
+                return Ok(1);
+            }
+            match row.state {
+                0 => continue,
+                1 => {}
+                _ => return Ok(1),
+            }
+            let totals = row.body.cast::<PyBytes>().ok().map(|b| b.as_bytes());
+            let key = match self.key {
+                crate::ReportKey::File if self.projects => {
+                    let k = if row.cwd.is_none() {
+                        (false, Vec::new())
+                    } else {
+                        (
+                            row.cwd.is_instance_of::<PyBytes>(),
+                            text_bytes(&row.cwd).unwrap_or_default(),
+                        )
+                    };
+                    let n = self.cwd_keys.len() as u32;
+                    *self.cwd_keys.entry(k).or_insert_with(|| {
+                        self.cwds.push(row.cwd.clone().unbind());
+                        n
+                    })
+                }
+                crate::ReportKey::File => warm.files(),
+                _ => 0,
+            };
+            warm.add(key, totals);
+            self.keys.push(key);
+            self.folders.push(call);
+            self.paths.push(f.path.clone());
+            self.name_lens.push(f.name.len() as u32);
+        }
+        Ok(0)
     }
-    r.map(|r| report_py(py, &r)).transpose()
+
+    /// Files added.
+    #[getter]
+    fn files(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Every file's path (`os.fsencode` form), in the order added (the keys of `file`).
+    fn paths<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyBytes>> {
+        self.paths.iter().map(|p| PyBytes::new(py, p)).collect()
+    }
+
+    /// The projects' cwds as the catalog holds them (`None` for a session without one),
+    /// in key order.
+    fn cwds<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyAny>> {
+        self.cwds.iter().map(|c| c.bind(py).clone()).collect()
+    }
+
+    /// The files whose logs the report must read (`totals::Warm::involved`): each
+    /// `(file, folder, name, path)`, `folder` the number of its `folder` call, `name` the
+    /// directory entry's bytes.
+    fn involved<'py>(&mut self, py: Python<'py>) -> PyResult<Vec<Involved<'py>>> {
+        let warm = self
+            .warm
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("the report was made"))?;
+        Ok(warm
+            .involved()
+            .into_iter()
+            .map(|f| {
+                let i = f as usize;
+                let p = &self.paths[i];
+                let name = &p[p.len() - self.name_lens[i] as usize..];
+                (
+                    f,
+                    self.folders[i],
+                    PyBytes::new(py, name),
+                    PyBytes::new(py, p),
+                )
+            })
+            .collect())
+    }
+
+    /// The report (as `usage_report` returns it) with the `involved` files, oldest holder
+    /// first, each `(file, totals, log, entries)` as the catalog holds them (`entries`
+    /// for an `active` report, else `None`); `None` when the totals cannot answer.
+    #[pyo3(signature = (files, days=None))]
+    #[allow(clippy::type_complexity)]
+    fn report<'py>(
+        &mut self,
+        py: Python<'py>,
+        files: Vec<(
+            u32,
+            Option<pyo3::pybacked::PyBackedBytes>,
+            pyo3::pybacked::PyBackedBytes,
+            Option<pyo3::pybacked::PyBackedBytes>,
+        )>,
+        days: Option<Py<PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let mut keys = Vec::with_capacity(files.len());
+        for (f, ..) in &files {
+            match self.keys.get(*f as usize) {
+                Some(&k) => keys.push(k),
+                None => return Err(PyValueError::new_err("not a file of this scan")),
+            }
+        }
+        let warm = self
+            .warm
+            .take()
+            .ok_or_else(|| PyValueError::new_err("the report was made"))?;
+        let mut failed: Option<PyErr> = None;
+        let r = py.detach(|| {
+            let failed = &mut failed;
+            let mut ask = days.as_ref().map(|f| day_offsets(f, failed));
+            let logs: Vec<crate::LogFile<'_>> = files
+                .iter()
+                .zip(&keys)
+                .map(|((f, totals, log, entries), key)| crate::LogFile {
+                    file: *f,
+                    totals: totals.as_deref(),
+                    log: crate::FileLog {
+                        log,
+                        key: *key,
+                        on_path: entries.as_ref().map(|e| {
+                            let path = crate::entries_path(e);
+                            let n = path.iter().max().map_or(0, |&m| m as usize + 1);
+                            let mut on = vec![false; n];
+                            for s in path {
+                                on[s as usize] = true;
+                            }
+                            on
+                        }),
+                    },
+                })
+                .collect();
+            let days = ask.as_mut().map(|a| a as crate::DayOffsets<'_>);
+            warm.finish(&logs, days)
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        r.map(|r| report_py(py, &r)).transpose()
+    }
 }
 
 /// A query's terms as the native rules read them: each a list of words; `uncased` the
@@ -1965,11 +2232,7 @@ mod _sessiontree {
     #[pymodule_export]
     use super::stat_unchanged;
     #[pymodule_export]
-    use super::usage_involved;
-    #[pymodule_export]
     use super::usage_report;
-    #[pymodule_export]
-    use super::usage_report_totals;
     #[pymodule_export]
     use super::usage_sums;
     #[pymodule_export]
@@ -1978,6 +2241,8 @@ mod _sessiontree {
     use super::HitsJson;
     #[pymodule_export]
     use super::PyIndex;
+    #[pymodule_export]
+    use super::UsageScan;
     use pyo3::prelude::*;
 
     /// The core's tables, for `tests/test_tables.py` to hold equal to Python's.

@@ -15,7 +15,7 @@
 //!   20,000 sessions, and halves what a report reads): a report sums a file's
 //!   totals only when no other file in scope holds one of its hashes, so no record of it
 //!   is a copy of (or copied into) another; the files that share one are summed from
-//!   their logs, record by record, under the copy rule ([`report_totals`]). Equal hashes
+//!   their logs, record by record, under the copy rule ([`Warm`]). Equal hashes
 //!   of different keys only send a file to that exact path.
 //! * what the totals were taken over: the number of entries and a hash of the current
 //!   path's entry numbers, so that an append adds its records to *on* when the path up
@@ -498,181 +498,356 @@ pub fn update(
         .map(|t| t.encode())
 }
 
-/// Which files in scope must be summed from their logs: those without (readable)
-/// totals and those holding a copy key hash another file holds.
-pub fn involved(totals: &[Option<&[u8]>]) -> Vec<bool> {
-    let mut out = vec![false; totals.len()];
-    let n: usize = totals
-        .iter()
-        .filter_map(|t| t.and_then(Totals::hashes).map(|h| h.1 as usize))
-        .sum();
-    let mut first: HashMap<u32, u32, Fast> = HashMap::with_capacity_and_hasher(n, Fast::default());
-    for (i, t) in totals.iter().enumerate() {
-        let Some((mut r, n)) = t.and_then(Totals::hashes) else {
-            out[i] = true;
-            continue;
-        };
-        let Some(raw) = usize::try_from(n)
-            .ok()
-            .and_then(|n| n.checked_mul(4))
-            .and_then(|n| r.chunk(n))
-        else {
-            out[i] = true;
-            continue;
-        };
-        for c in raw.chunks_exact(4) {
-            let h = u32::from_le_bytes(c.try_into().unwrap_or_default());
-            match first.get(&h) {
-                Some(&j) if j as usize != i => {
-                    out[i] = true;
-                    out[j as usize] = true;
-                }
-                Some(_) => {}
-                None => {
-                    first.insert(h, i as u32);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// One file in scope of [`report_totals`]: its totals, or (a file [`involved`] names)
-/// its log and, for an `active` report, the entry numbers on its current path.
-pub struct FileTotals<'a> {
-    /// Its totals (used when `log` is `None`).
-    pub totals: Option<&'a [u8]>,
-    /// Its usage log.
-    pub log: Option<&'a [u8]>,
-    /// Its key for [`Key::File`].
-    pub key: u32,
-    /// With `log`, for an `active` report.
-    pub on_path: Option<Vec<bool>>,
-}
-
-/// [`report::report`] over files (oldest holder first) each given by its totals or, where
-/// [`involved`] says so, its log. `None` when a file's totals do not read (the caller
-/// reports from the logs) or a sum is not finite (likewise: the logs give the values).
-pub fn report_totals(
-    files: &[FileTotals<'_>],
+/// A warm report from the catalog's totals, fed one file at a time so that what it holds
+/// does not grow with the files (issue 25): each file's totals are added to the report
+/// as they are read, and only their copy key hashes (4 bytes a record) are kept to find,
+/// at the end, the files that share one with another file in scope ([`Warm::involved`]).
+/// Those, and the files without readable totals, are then summed from their logs under
+/// the copy rule ([`Warm::finish`]), after their totals are taken out again: the sums
+/// are exact (`report::Sum`'s partials), so adding a file's totals and its totals
+/// negated leaves every sum as it was.
+pub struct Warm {
     key: Key,
     buckets: bool,
     active: bool,
-    days: Option<DayOffsets<'_>>,
-) -> Option<Report> {
-    let logs: Vec<FileLog<'_>> = files
-        .iter()
-        .filter_map(|f| {
-            f.log.map(|log| FileLog {
-                log,
-                key: f.key,
-                on_path: f.on_path.clone(),
-            })
-        })
-        .collect();
-    let mut out = Report::default();
-    let mut models: HashMap<(Vec<u8>, Vec<u8>), u32> = HashMap::new();
-    let mut index: HashMap<(u32, Bucket), usize, Fast> = HashMap::default();
-    let mut groups: Vec<((u32, Bucket), Group)> = Vec::new();
-    let mut add = |k: u32, b: Bucket, g: &Group, groups: &mut Vec<((u32, Bucket), Group)>| {
-        let b = if buckets { b } else { Bucket::All };
-        match index.get(&(k, b)) {
-            Some(&i) => groups[i].1.absorb(g),
-            None => {
-                index.insert((k, b), groups.len());
-                let mut fresh = Group::default();
-                fresh.absorb(g);
-                groups.push(((k, b), fresh));
-            }
+    models: HashMap<(Vec<u8>, Vec<u8>), u32>,
+    out_models: Vec<(Vec<u8>, Vec<u8>)>,
+    index: HashMap<(u32, Bucket), usize, Fast>,
+    groups: Vec<((u32, Bucket), Group)>,
+    /// Loose records with the file they came from.
+    loose: Vec<(u32, f64, [f64; 6], u32)>,
+    /// Every summed file's copy key hashes, file after file (`ends[f]`: where file
+    /// `f`'s end, a file without totals holding none).
+    hashes: Vec<u32>,
+    ends: Vec<u32>,
+    /// Per file: the hash of the totals summed, or `None` (to be read from its log).
+    summed: Vec<Option<u64>>,
+    /// A file's totals did not read: the report cannot come from the totals.
+    broken: bool,
+}
+
+/// Add (or, `negate`, take out) one group of `records` and `partials` at `(k, b)`.
+#[allow(clippy::too_many_arguments)]
+fn put(
+    index: &mut HashMap<(u32, Bucket), usize, Fast>,
+    groups: &mut Vec<((u32, Bucket), Group)>,
+    buckets: bool,
+    k: u32,
+    b: Bucket,
+    records: u64,
+    partials: &[Vec<f64>; 6],
+    negate: bool,
+) -> bool {
+    let b = if buckets { b } else { Bucket::All };
+    let i = match index.get(&(k, b)) {
+        Some(&i) => i,
+        None if negate => return false,
+        None => {
+            index.insert((k, b), groups.len());
+            groups.push(((k, b), Group::default()));
+            groups.len() - 1
         }
     };
-    let mut model_key = |m: &(Vec<u8>, Vec<u8>), out: &mut Vec<(Vec<u8>, Vec<u8>)>| -> u32 {
-        let n = models.len() as u32;
-        *models.entry(m.clone()).or_insert_with(|| {
-            out.push(m.clone());
-            n
-        })
-    };
-    if !logs.is_empty() {
-        let mut none = |d: &[i64]| vec![None; d.len()];
-        let r = report::report(&logs, key, true, active, Some(&mut none));
-        if r.groups
-            .iter()
-            .any(|g| g.1.sums.iter().any(|s| s.values.is_some()))
-        {
-            return None;
+    let g = &mut groups[i].1;
+    if negate {
+        match g.records.checked_sub(records) {
+            Some(r) => g.records = r,
+            None => return false,
         }
-        out.bad = r.bad;
-        let map: Vec<u32> = r
-            .models
-            .iter()
-            .map(|m| model_key(m, &mut out.models))
-            .collect();
-        let k_of = |k: u32| {
-            if key == Key::Model {
-                map[k as usize]
-            } else {
-                k
-            }
-        };
-        for ((k, b), g) in &r.groups {
-            add(k_of(*k), *b, g, &mut groups);
-        }
-        for &(k, t, n) in &r.loose {
-            out.loose.push((k_of(k), t, n));
+    } else {
+        g.records += records;
+    }
+    for (s, p) in g.sums.iter_mut().zip(partials) {
+        for &x in p {
+            s.add(if negate { -x } else { x });
         }
     }
-    let map: std::cell::RefCell<Vec<u32>> = Default::default();
-    let mut sums = Group::default();
-    for f in files.iter().filter(|f| f.log.is_none()) {
-        map.borrow_mut().clear();
-        let ok = visit(
-            f.totals?,
+    true
+}
+
+/// One file of [`Warm::finish`]: a file [`Warm::involved`] named, with its totals as
+/// the catalog holds them (those [`Warm::add`] was given), its usage log and, for an
+/// `active` report, its entries record's current path.
+pub struct LogFile<'a> {
+    pub file: u32,
+    pub totals: Option<&'a [u8]>,
+    pub log: FileLog<'a>,
+}
+
+impl Warm {
+    /// A report keyed by `key`; with `buckets`, by slice too; with `active`, of the
+    /// records on the current paths.
+    pub fn new(key: Key, buckets: bool, active: bool) -> Warm {
+        Warm {
+            key,
+            buckets,
             active,
+            models: HashMap::new(),
+            out_models: Vec::new(),
+            index: HashMap::default(),
+            groups: Vec::new(),
+            loose: Vec::new(),
+            hashes: Vec::new(),
+            ends: Vec::new(),
+            summed: Vec::new(),
+            broken: false,
+        }
+    }
+
+    /// Files added so far.
+    pub fn files(&self) -> u32 {
+        self.summed.len() as u32
+    }
+
+    /// Add the next file (its number: [`Warm::files`] before the call), `key` its
+    /// report key for [`Key::File`], by its `totals`: summed now, or (none, or not
+    /// readable) left to its log.
+    pub fn add(&mut self, key: u32, totals: Option<&[u8]>) {
+        let file = self.summed.len() as u32;
+        let hashes = totals.and_then(|t| {
+            let (mut r, n) = Totals::hashes(t)?;
+            r.chunk(usize::try_from(n).ok()?.checked_mul(4)?)
+        });
+        let (Some(t), Some(raw)) = (totals, hashes) else {
+            self.summed.push(None);
+            self.ends.push(self.hashes.len() as u32);
+            return;
+        };
+        self.summed.push(Some(twox_hash::XxHash3_64::oneshot(t)));
+        self.hashes.extend(
+            raw.chunks_exact(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap_or_default())),
+        );
+        self.ends.push(self.hashes.len() as u32);
+        if !self.visit(file, key, t, false) {
+            self.broken = true;
+        }
+    }
+
+    /// Sum (or take out) one file's totals.
+    fn visit(&mut self, file: u32, key: u32, totals: &[u8], negate: bool) -> bool {
+        let Warm {
+            key: by,
+            buckets,
+            active,
+            models,
+            out_models,
+            index,
+            groups,
+            loose,
+            ..
+        } = self;
+        let (by, buckets) = (*by, *buckets);
+        let map: std::cell::RefCell<Vec<u32>> = Default::default();
+        let mut ok = true;
+        let read = visit(
+            totals,
+            *active,
             &mut |p, m| {
-                map.borrow_mut().push(match key {
-                    Key::Model => model_key(&(p.to_vec(), m.to_vec()), &mut out.models),
-                    Key::File => f.key,
+                map.borrow_mut().push(match by {
+                    Key::Model => {
+                        let n = models.len() as u32;
+                        *models.entry((p.to_vec(), m.to_vec())).or_insert_with(|| {
+                            out_models.push((p.to_vec(), m.to_vec()));
+                            n
+                        })
+                    }
+                    Key::File => key,
                     Key::None => 0,
                 })
             },
             &mut |k, b, records, partials| {
-                sums.records = records;
-                for (s, p) in sums.sums.iter_mut().zip(partials) {
-                    s.partials.clear();
-                    s.partials.extend_from_slice(p);
-                }
-                add(map.borrow()[k as usize], b, &sums, &mut groups);
+                let k = map.borrow()[k as usize];
+                ok &= put(index, groups, buckets, k, b, records, partials, negate);
             },
-            &mut |k, time, n| out.loose.push((map.borrow()[k as usize], time, n)),
+            &mut |k, time, n| {
+                if !negate {
+                    loose.push((map.borrow()[k as usize], time, n, file));
+                }
+            },
         );
-        ok?;
+        read.is_some() && ok
     }
-    let spoiled =
-        |g: &[((u32, Bucket), Group)]| g.iter().any(|g| g.1.sums.iter().any(|s| s.spoiled));
-    if spoiled(&groups) {
-        return None;
-    }
-    if !buckets {
-        // The loose records' times are not asked for: they join their key's group.
-        for (k, _t, n) in std::mem::take(&mut out.loose) {
-            let mut g = Group {
-                records: 1,
-                ..Group::default()
-            };
-            for (s, &x) in g.sums.iter_mut().zip(&n) {
-                s.add(x);
+
+    /// The files to sum from their logs, in order: those without readable totals and
+    /// those holding a copy key hash another file holds. Equal hashes of different keys
+    /// only send a file to that exact path.
+    ///
+    /// Two bitmaps of the hashes' low bits (seen, seen again) leave the few hashes that
+    /// may repeat, which a table then settles: 4 bytes a record held (3.2 MB for
+    /// 807,000 records) and two bitmaps, where a table of every hash and its file took
+    /// 13 MB and 20 ms (docs/BENCHMARKS.md, issue 25).
+    pub fn involved(&mut self) -> Vec<u32> {
+        let hashes = std::mem::take(&mut self.hashes);
+        let mut out: Vec<bool> = self.summed.iter().map(Option::is_none).collect();
+        // 8–16 bits per hash (at most 2^27: 16 MiB a map): about 1 in 8 of the hashes
+        // falls on a bit another set, and only those go into the table.
+        let bits = (hashes.len().max(1) * 8)
+            .next_power_of_two()
+            .clamp(64, 1 << 27);
+        let mask = bits as u32 - 1;
+        let mut seen = vec![0u64; bits / 64];
+        let mut again = vec![0u64; bits / 64];
+        for &h in &hashes {
+            let b = (h & mask) as usize;
+            let (w, m) = (b / 64, 1u64 << (b % 64));
+            if seen[w] & m != 0 {
+                again[w] |= m;
             }
-            add(k, Bucket::All, &g, &mut groups);
+            seen[w] |= m;
         }
-    } else if let Some(ask) = days {
-        groups = report::slices_into_days(groups, ask);
+        drop(seen);
+        let mut first: HashMap<u32, u32, Fast> = HashMap::default();
+        let mut start = 0usize;
+        for (f, &end) in self.ends.iter().enumerate() {
+            for &h in &hashes[start..end as usize] {
+                let b = (h & mask) as usize;
+                if again[b / 64] & (1u64 << (b % 64)) == 0 {
+                    continue;
+                }
+                // A file lists each of its hashes once: another file holds this one.
+                let held = *first.entry(h).or_insert(f as u32);
+                if held as usize != f {
+                    out[f] = true;
+                    out[held as usize] = true;
+                }
+            }
+            start = end as usize;
+        }
+        out.iter()
+            .enumerate()
+            .filter_map(|(i, &x)| x.then_some(i as u32))
+            .collect()
     }
-    if spoiled(&groups) {
-        return None;
+
+    /// The report: the files [`Warm::involved`] named (oldest holder first) taken out of
+    /// the totals and summed from their logs, the rest as added. `None` when the totals
+    /// cannot answer: some did not read, a file's totals are not those added, a sum is
+    /// not finite (the logs give the values themselves).
+    pub fn finish(mut self, files: &[LogFile<'_>], days: Option<DayOffsets<'_>>) -> Option<Report> {
+        if self.broken {
+            return None;
+        }
+        let mut out_of_totals: HashSet<u32, Fast> = HashSet::default();
+        for f in files {
+            let held = *self.summed.get(f.file as usize)?;
+            match (held, f.totals) {
+                (None, _) => {}
+                (Some(h), Some(t)) if twox_hash::XxHash3_64::oneshot(t) == h => {
+                    if !self.visit(f.file, f.log.key, t, true) {
+                        return None;
+                    }
+                    out_of_totals.insert(f.file);
+                }
+                _ => return None,
+            }
+        }
+        let (key, buckets, active) = (self.key, self.buckets, self.active);
+        let Warm {
+            models,
+            out_models,
+            index,
+            groups,
+            loose,
+            ..
+        } = &mut self;
+        groups.retain(|g| g.1.records > 0);
+        index.clear();
+        for (i, g) in groups.iter().enumerate() {
+            index.insert(g.0, i);
+        }
+        let mut out = Report {
+            loose: loose
+                .iter()
+                .filter(|l| !out_of_totals.contains(&l.3))
+                .map(|&(k, t, n, _)| (k, t, n))
+                .collect(),
+            ..Report::default()
+        };
+        if !files.is_empty() {
+            let logs: Vec<FileLog<'_>> = files
+                .iter()
+                .map(|f| FileLog {
+                    log: f.log.log,
+                    key: f.log.key,
+                    on_path: f.log.on_path.clone(),
+                })
+                .collect();
+            let mut none = |d: &[i64]| vec![None; d.len()];
+            let r = report::report(&logs, key, true, active, Some(&mut none));
+            if r.groups
+                .iter()
+                .any(|g| g.1.sums.iter().any(|s| s.values.is_some()))
+            {
+                return None;
+            }
+            out.bad = r.bad;
+            let map: Vec<u32> = r
+                .models
+                .iter()
+                .map(|m| {
+                    let n = models.len() as u32;
+                    *models.entry(m.clone()).or_insert_with(|| {
+                        out_models.push(m.clone());
+                        n
+                    })
+                })
+                .collect();
+            let k_of = |k: u32| {
+                if key == Key::Model {
+                    map[k as usize]
+                } else {
+                    k
+                }
+            };
+            for ((k, b), g) in &r.groups {
+                let partials: [Vec<f64>; 6] = std::array::from_fn(|i| g.sums[i].partials.clone());
+                put(
+                    index,
+                    groups,
+                    buckets,
+                    k_of(*k),
+                    *b,
+                    g.records,
+                    &partials,
+                    false,
+                );
+            }
+            for &(k, t, n) in &r.loose {
+                out.loose.push((k_of(k), t, n));
+            }
+        }
+        let mut groups = std::mem::take(groups);
+        out.models = std::mem::take(out_models);
+        let spoiled =
+            |g: &[((u32, Bucket), Group)]| g.iter().any(|g| g.1.sums.iter().any(|s| s.spoiled));
+        if spoiled(&groups) {
+            return None;
+        }
+        if !buckets {
+            // The loose records' times are not asked for: they join their key's group.
+            for (k, _t, n) in std::mem::take(&mut out.loose) {
+                let partials: [Vec<f64>; 6] = std::array::from_fn(|i| vec![n[i]]);
+                put(
+                    index,
+                    &mut groups,
+                    false,
+                    k,
+                    Bucket::All,
+                    1,
+                    &partials,
+                    false,
+                );
+            }
+        } else if let Some(ask) = days {
+            groups = report::slices_into_days(groups, ask);
+        }
+        if spoiled(&groups) {
+            return None;
+        }
+        out.groups = groups;
+        Some(out)
     }
-    out.groups = groups;
-    Some(out)
 }
 
 #[cfg(test)]
@@ -784,6 +959,14 @@ mod tests {
         assert_eq!(norm(&grown2, false), norm(&fresh2, false));
     }
 
+    fn warm_of(t: &[Option<&[u8]>]) -> Warm {
+        let mut w = Warm::new(Key::Model, false, false);
+        for (i, x) in t.iter().enumerate() {
+            w.add(i as u32, *x);
+        }
+        w
+    }
+
     #[test]
     fn files_sharing_a_hash_are_involved() {
         let a = log(&[("x", "t", 0, Some(0.0), "m", 1.0)]);
@@ -799,6 +982,87 @@ mod tests {
             .collect();
         let refs: Vec<Option<&[u8]>> =
             vec![Some(&t[0]), Some(&t[1]), Some(&t[2]), None, Some(b"\x07")];
-        assert_eq!(involved(&refs), vec![true, true, false, true, true]);
+        assert_eq!(warm_of(&refs).involved(), vec![0, 1, 3, 4]);
+    }
+
+    /// Each model's records and sums (partials summed), sorted.
+    fn by_model(r: &Report) -> Vec<String> {
+        let mut out: Vec<String> = r
+            .groups
+            .iter()
+            .map(|((k, _), g)| {
+                let s: Vec<f64> = g.sums.iter().map(|s| s.partials.iter().sum()).collect();
+                let (p, m) = &r.models[*k as usize];
+                let name = format!(
+                    "{}/{}",
+                    String::from_utf8_lossy(p),
+                    String::from_utf8_lossy(m)
+                );
+                format!("{name} {} {s:?}", g.records)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn the_involved_files_taken_out_and_summed_from_their_logs_give_the_logs_report() {
+        // a and b share a copy (x/t); b's copy has other numbers: the first holder's count.
+        let a = log(&[
+            ("x", "t", 0, Some(0.0), "m", 1.0),
+            ("a1", "ta", 1, None, "only-a", 4.0),
+        ]);
+        let b = log(&[
+            ("y", "u", 0, Some(0.0), "n", 1.0),
+            ("x", "t", 1, Some(0.0), "m", 2.0),
+        ]);
+        let c = log(&[("z", "v", 0, Some(0.0), "m", 1.0)]);
+        let e = entries(&[("x", None)]);
+        let logs = [&a, &b, &c];
+        let t: Vec<Vec<u8>> = logs
+            .iter()
+            .map(|l| update(None, l, l, &e, 1).unwrap())
+            .collect();
+        let mut w = warm_of(&[Some(&t[0]), Some(&t[1]), Some(&t[2])]);
+        let need = w.involved();
+        assert_eq!(need, vec![0, 1]);
+        let files: Vec<LogFile<'_>> = need
+            .iter()
+            .map(|&i| LogFile {
+                file: i,
+                totals: Some(&t[i as usize]),
+                log: FileLog {
+                    log: logs[i as usize],
+                    key: i,
+                    on_path: None,
+                },
+            })
+            .collect();
+        let got = w.finish(&files, None).unwrap();
+        let all: Vec<FileLog<'_>> = logs
+            .iter()
+            .enumerate()
+            .map(|(i, l)| FileLog {
+                log: l,
+                key: i as u32,
+                on_path: None,
+            })
+            .collect();
+        let want = report::report(&all, Key::Model, false, false, None);
+        assert_eq!(by_model(&got), by_model(&want));
+        assert!(by_model(&got).iter().any(|g| g.contains("only-a")));
+        // Totals that are not the ones added: no answer.
+        let mut w = warm_of(&[Some(&t[0]), Some(&t[1]), Some(&t[2])]);
+        w.involved();
+        let swapped = [LogFile {
+            file: 0,
+            totals: Some(&t[1]),
+            log: FileLog {
+                log: &a,
+                key: 0,
+                on_path: None,
+            },
+        }];
+        assert!(w.finish(&swapped, None).is_none());
     }
 }

@@ -7,6 +7,7 @@ offsets are half and quarter hours or change, with ``active_path`` (issue 25).""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from datetime import date, timedelta, timezone
 from pathlib import Path
@@ -203,3 +204,87 @@ def test_sums_past_the_doubles_fall_back_to_the_logs(tmp_path: Path, monkeypatch
         got = cat.usage(group, [str(folder)], catalog=catalog, tz=timezone(timedelta(hours=5, minutes=45)))
         assert got == _reference(monkeypatch, group, [str(folder)], tz=timezone(timedelta(hours=5, minutes=45)))
         assert got.total.cost == 1e308 + 0.5
+
+
+def _refreshes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One item per refresh a report makes from now on (and per fall back to the
+    record-by-record path: ``_current``)."""
+    calls: list[int] = []
+    real_current = _usage._current
+    from sessiontree.catalog import _run
+
+    real = _run.refresh_for
+
+    def refresh(*a: Any, **kw: Any) -> Any:
+        calls.append(1)
+        return real(*a, **kw)
+
+    def current(*a: Any, **kw: Any) -> Any:
+        calls.append(2)
+        return real_current(*a, **kw)
+
+    monkeypatch.setattr(_run, "refresh_for", refresh)
+    monkeypatch.setattr(_usage, "_current", current)
+    return calls
+
+
+def test_a_warm_report_lists_the_folders_as_the_files_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm report lists and ``stat``s the folders natively (``UsageScan``): names that
+    are not UTF-8, a scope naming one session file, a symlinked session, a file that is not
+    a session, a folder that is not there; then a new file, an append, a removal, a
+    ``touch`` are each seen (issue 25)."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    other = tmp_path / "q"
+    other.mkdir()
+
+    def session(path: Path, sid: str, n: int, model: str = "m") -> None:
+        _write(path, [_header(sid, f"2025-11-0{n}T00:00:00.000Z")]
+               + [_record(f"{sid}e{k}", f"{sid}e{k - 1}" if k else None, k + n, model=model) for k in range(6)])
+
+    session(folder / "2025-11-01_a.jsonl", "a", 1)
+    raw = os.fsencode(str(folder)) + b"/2025-11-02_b\xff\xfe.jsonl"  # not UTF-8: a lone surrogate pair in Python
+    session(Path(os.fsdecode(raw)), "b", 2, model="n")
+    (folder / "notes.jsonl").write_text("not json\n")
+    session(other / "2025-11-03_c.jsonl", "c", 3)
+    os.symlink(other / "2025-11-03_c.jsonl", folder / "2025-11-03_link.jsonl")
+    one = other / "2025-11-04_d.jsonl"
+    session(one, "d", 4, model="o")
+    scope = [str(folder), str(one), str(tmp_path / "gone")]
+    catalog = str(tmp_path / "catalog.sqlite3")
+    cat.index(scope, catalog=catalog)
+    calls = _refreshes(monkeypatch)
+
+    def check(refreshes: int, files: int = 4) -> None:
+        for group in _usage.GROUPS:
+            del calls[:]
+            got = cat.usage(group, scope, catalog=catalog, tz=timezone.utc)
+            assert calls == [1] * refreshes, group  # warm: neither a refresh nor the slow path
+            assert got == cat.usage(group, scope, no_cache=True, tz=timezone.utc), group
+            assert got == _reference(monkeypatch, group, scope, tz=timezone.utc), group
+            refreshes = 0
+            assert got.files == files
+
+    check(0)
+    session(folder / "2025-11-05_e.jsonl", "e", 5)  # a new file
+    check(1, files=5)
+    os.unlink(folder / "2025-11-05_e.jsonl")  # gone: its row is left, not counted
+    check(0)
+    _write(one, [_record("d9", "d5", 9, model="o")])  # an append to the one file named
+    check(1)
+    os.utime(folder / "2025-11-01_a.jsonl")  # the same bytes, a new mtime
+    check(1)
+
+
+def test_a_catalog_without_its_warm_index_is_rebuilt(tmp_path: Path) -> None:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    _write(folder / "2025-11-01_s.jsonl", [_header("s", "2025-11-01T00:00:00.000Z")]
+           + [_record(f"e{n}", f"e{n - 1}" if n else None, n) for n in range(5)])
+    catalog = str(tmp_path / "catalog.sqlite3")
+    want = cat.usage("model", [str(folder)], catalog=catalog)
+    with sqlite3.connect(catalog) as conn:
+        conn.execute("DROP INDEX file_warm")
+    assert cat.usage("model", [str(folder)], catalog=catalog) == want
+    with sqlite3.connect(catalog) as conn:
+        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'file_warm'").fetchone()[0] == 1

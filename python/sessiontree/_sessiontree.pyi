@@ -28,13 +28,12 @@ __all__ = [
     "search_tables",
     "segment_pieces",
     "stat_unchanged",
-    "usage_involved",
     "usage_report",
-    "usage_report_totals",
     "usage_sums",
     "HitKeys",
     "HitsJson",
     "Index",
+    "UsageScan",
     "__version__",
     "ENTRY_TYPES",
     "ROLES",
@@ -468,25 +467,60 @@ def usage_sums(old: bytes | None, piece: bytes, log: bytes, entries: bytes, coun
     ``entries`` its entries record now, of ``count`` entries. ``None``: none kept (a sum
     not finite, a malformed log)."""
 
-def usage_involved(totals: Sequence[bytes | None]) -> list[int]:
-    """The positions of the files (oldest holder first) whose logs a report must read:
-    no readable totals, or a copy key hash another file holds (releases the GIL)."""
+_Report = tuple[list[tuple[int, int | tuple[str, int] | bool | None, int, list[tuple[bool, list[float]]]]],
+                list[tuple[int, float, tuple[float, float, float, float, float, float]]],
+                list[tuple[str, str]], bool]
 
-def usage_report_totals(
-    totals: Sequence[bytes | None], logs: Sequence[bytes | None], keys: Sequence[int],
-    entries: Sequence[bytes | None], key: str, buckets: bool, active: bool,
-    days: Callable[[list[int]], Sequence[int | None]] | None = None,
-) -> tuple[list[tuple[int, int | tuple[str, int] | bool | None, int, list[tuple[bool, list[float]]]]],
-           list[tuple[int, float, tuple[float, float, float, float, float, float]]],
-           list[tuple[str, str]], bool] | None:
-    """As :func:`usage_report`, each file by its totals or, where ``logs`` has one, its
-    log (with ``active``, its entries record): ``None`` when the totals cannot answer (a
-    sum not finite, totals that do not read: the logs can). Releases the GIL.
+@final
+class UsageScan:
+    """A warm usage report from the catalog's usage totals (``src/totals.rs``,
+    ``catalog._usage._warm``), one folder at a time: the folders are listed and
+    ``stat``-ed on a thread of its own (``catalog._files.folder_files``' rule) while the
+    rows are read, each file the catalog holds as it is summed by its totals as it comes,
+    only its copy key hashes (4 bytes a record) and place kept.
+
+    Args:
+        folders: ``os.fsencode`` of each folder (or one session file) of the scope, in
+            the order :meth:`folder` is called.
+        key: ``model``, ``file`` (a key per file, in the order added), ``project`` (a
+            key per cwd) or ``none``.
+        buckets: by 15-minute slice of UTC too; active: the current paths' records only.
 
     Raises:
-        ValueError: an unknown ``key``, lists of different lengths, ``days`` giving not
-            one offset (or ``None``) per day; what ``days`` raises is raised.
+        ValueError: an unknown ``key``.
     """
+
+    def __new__(cls, folders: Sequence[bytes], key: str, buckets: bool, active: bool) -> UsageScan: ...
+    def folder(self, rows: list[tuple[Any, ...]]) -> int:
+        """Add the next folder's files from ``rows``, each ``(name, warm, totals, cwd)``
+        (``catalog._usage._WARM``): 0 added, 1 some file is new, changed, not read to its
+        end or cannot be ``stat``-ed (bring the catalog up to date), 2 a row holds a value
+        the catalog never writes.
+
+        Raises:
+            ValueError: more calls than folders.
+        """
+    @property
+    def files(self) -> int:
+        """Files added."""
+    def paths(self) -> list[bytes]:
+        """Every file's path (``os.fsencode`` form), in the order added."""
+    def cwds(self) -> list[str | bytes | None]:
+        """The projects' cwds as the catalog holds them, in key order."""
+    def involved(self) -> list[tuple[int, int, bytes, bytes]]:
+        """The files the report must sum from their logs (no readable totals, or a copy
+        key hash another file holds): ``(file, folder call, name, path)``."""
+    def report(self, files: Sequence[tuple[int, bytes | None, bytes, bytes | None]],
+               days: Callable[[list[int]], Sequence[int | None]] | None = None) -> _Report | None:
+        """The report (as :func:`usage_report`), the :meth:`involved` files, oldest holder
+        first, given as ``(file, totals, log, entries)`` (``entries`` for an active
+        report): taken out of the totals and summed from their logs under the copy
+        rule. ``None`` when the totals cannot answer (some did not read, a file's totals
+        are not those added, a sum not finite). Once only.
+
+        Raises:
+            ValueError: a file not of this scan, a second call; what ``days`` raises.
+        """
 
 _Piece = tuple[int, int, int, int, int]
 

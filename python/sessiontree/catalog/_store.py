@@ -14,7 +14,10 @@ Tables:
   mtime, ctime) and the digest of the ends of the bytes read with the inode's marks
   (``_indexer.ends_digest``: ``_filestate``'s rule), the
   listing facts of ``[0, l_end)`` and how far its usage log goes (``c_end``); or why it
-  is not a session (``problem``). Small, so a listing reads few pages.
+  is not a session (``problem``). Small, so a listing reads few pages. ``warm``
+  (generated, kept only in the index ``file_warm`` with the folder and name) is its
+  identity and whether its usage log is read to its end, as one text: a warm report
+  reads the index, not the rows (``_usage._warm``).
 * ``entries(file, record)`` — the entries record of a file (``_extract``), which grows
   with the session: apart, so that reading a ``file`` row never walks its overflow
   pages.
@@ -49,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_VERSION", "COLUMN_TYPES", "FileRow", "Store", "CatalogError", "checked", "checked_all"]
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 """Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
 
 APPLICATION_ID = 0x53547243  # "STrC"
@@ -58,6 +61,7 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"  # the file header; the application id is
 _LEFTOVER = re.compile(r"\.[0-9]+\.new(?:-wal|-shm)?")
 
 _TABLES = ("meta", "folder", "file", "entries", "usage_log", "usage_sum", "segment")
+_INDEXES = ("file_warm",)  # a query names it (``_usage._warm``): a catalog without it is rebuilt
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -81,8 +85,11 @@ CREATE TABLE file (
     entry_count INTEGER NOT NULL DEFAULT 0,
     c_end INTEGER, c_entries INTEGER NOT NULL DEFAULT 0, c_count INTEGER NOT NULL DEFAULT 0,
     epoch INTEGER NOT NULL DEFAULT 0, s_end INTEGER, s_entries INTEGER NOT NULL DEFAULT 0,
+    warm TEXT GENERATED ALWAYS AS (dev || ' ' || ino || ' ' || size || ' ' || mtime_ns || ' ' || ctime_ns || ' ' ||
+        CASE WHEN problem IS NOT NULL THEN 0 WHEN c_end = l_end AND l_end = size AND tail = 0 THEN 1 ELSE 2 END) VIRTUAL,
     UNIQUE (folder, name)
 );
+CREATE INDEX file_warm ON file (folder, name, warm);
 CREATE TABLE entries (file INTEGER PRIMARY KEY, record BLOB NOT NULL);
 CREATE TABLE usage_log (file INTEGER PRIMARY KEY, log BLOB NOT NULL);
 CREATE TABLE usage_sum (file INTEGER PRIMARY KEY, sums BLOB NOT NULL);
@@ -373,7 +380,7 @@ class Store:
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         except sqlite3.DatabaseError:
             return False
-        return app == APPLICATION_ID and version == SCHEMA_VERSION and all(t in names for t in _TABLES)
+        return app == APPLICATION_ID and version == SCHEMA_VERSION and all(t in names for t in _TABLES + _INDEXES)
 
     def _try(self) -> sqlite3.Connection | None:
         """A connection to ``path`` if it holds a valid catalog (a regular file: SQLite

@@ -23,6 +23,7 @@ order, defined for every input, ``inf`` beyond the double range).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -207,11 +208,21 @@ def usage_folders(
         raise ValueError(f"unknown report {group!r}: use one of {', '.join(GROUPS)}")
 
     def op(store: Any) -> UsageReport:
+        native = native_scanner()
+        if store is not None and native is not None:
+            got = _warm(native, store, folders, group, since, until, active_path, tz)
+            if got is _STALE:
+                refresh_for(store, folders, content=True, on_progress=on_progress, on_bytes=on_bytes)
+                got = _warm(native, store, folders, group, since, until, active_path, tz)
+            if got is not None and got is not _STALE:
+                return got  # type: ignore[return-value]
+        # The files one by one: no native module, a catalog that could not answer from
+        # its totals, or one still changing under us.
         current = _current(store, folders) if store is not None else None
         found = None
         if current is None:
             found = refresh_for(store, folders, content=True, on_progress=on_progress, on_bytes=on_bytes)
-            if store is not None:  # every file saved: the catalog's totals answer
+            if store is not None:  # every file saved: the catalog's logs answer
                 current = _current(store, folders)
         if current is not None:  # every file as the catalog holds it
             sessions = current
@@ -219,11 +230,6 @@ def usage_folders(
             assert found is not None
             sessions = [f for f in found if f.row is not None and f.error is None and f.row.problem is None]
         sessions.sort(key=_age)  # a copy is charged to its first holder
-        native = native_scanner()
-        if current is not None and native is not None:
-            got = _totals_report(native, store, sessions, group, since, until, active_path, tz)
-            if got is not None:
-                return got
         rows = [f.row for f in sessions if f.row is not None]
         need = [r.id for r in rows if r.log is None and r.id is not None]
         kept = store.logs(need) if store is not None and need else {}
@@ -250,18 +256,15 @@ class _Held:
 
 
 class _Row:
-    __slots__ = ("id", "created_ms", "cwd", "log", "entries", "sums")
+    __slots__ = ("id", "created_ms", "cwd", "log", "entries")
 
-    def __init__(self, fid: int, created_ms: Any, cwd: Any, sums: bytes | None) -> None:
+    def __init__(self, fid: int, created_ms: Any, cwd: Any) -> None:
         self.id, self.created_ms, self.cwd, self.log, self.entries = fid, created_ms, cwd, None, None
-        self.sums = sums
 
 
 _CURRENT_COLUMNS = ("name", "id", "dev", "ino", "size", "mtime_ns", "ctime_ns", "l_end", "tail", "c_end", "problem",
                     "created_ms", "cwd")
-_CURRENT = (f"SELECT {', '.join('file.' + c for c in _CURRENT_COLUMNS)}, usage_sum.sums FROM file"
-            " LEFT JOIN usage_sum ON usage_sum.file = file.id WHERE file.folder = ?")
-_SUMS_TYPES = frozenset((bytes, type(None)))
+_CURRENT = f"SELECT {', '.join(_CURRENT_COLUMNS)} FROM file WHERE folder = ?"
 
 
 def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
@@ -282,10 +285,7 @@ def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
             fid = store.folder_id(folder_key(folder)[0], create=False)
             if fid is None:
                 return None
-            # (checked_all checks the file columns; the totals after them are checked here)
             got = checked_all("file", _CURRENT_COLUMNS, store.conn.execute(_CURRENT, (fid,)).fetchall())
-            if got and not {type(r[13]) for r in got} <= _SUMS_TYPES:
-                raise sqlite3.DatabaseError("catalog damaged: usage_sum.sums holds a value the catalog never writes")
             rows = {r[0]: r for r in got}
             for name, path, st in items:
                 r = rows.get(name)
@@ -296,7 +296,7 @@ def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
                     continue  # not a session
                 if r[9] != r[7] or r[7] != st.st_size or r[8]:
                     return None
-                out.append(_Held(path, _Row(r[1], r[11], py_text(r[12]), r[13])))
+                out.append(_Held(path, _Row(r[1], r[11], py_text(r[12]))))
     except sqlite3.OperationalError:
         return None  # busy: the refresh waits for it
     return out
@@ -323,35 +323,83 @@ def _keys(sessions: list[Any], group: str) -> tuple[list[int], list[str]]:
     return keys, names
 
 
-def _totals_report(native: Any, store: Any, sessions: list[Any], group: str, since: date | None,
-                   until: date | None, active: bool, tz: tzinfo | None) -> UsageReport | None:
-    """The report from the catalog's usage totals (``src/totals.rs``): each file's sums by
-    model and slice, and the logs (with ``active``, the entries records) of the files
-    whose records may be copies of another's. ``None`` when the totals cannot answer
-    (a sum not finite, totals that do not read): the logs answer."""
-    rows = [f.row for f in sessions]
-    sums = [r.sums for r in rows]
-    logs: list[bytes | None] = [None] * len(rows)
-    entries: list[bytes | None] = [None] * len(rows)
-    need = native.usage_involved(sums)
-    if need:
-        kept = store.logs([rows[i].id for i in need])
-        for i in need:
-            logs[i] = kept.get(rows[i].id, b"")
-            if active:
-                entries[i] = store.entries(rows[i].id) or b""
-    keys, names = _keys(sessions, group)
+# A file as the warm report reads it: its name, ``file.warm`` (``_store``: its
+# identity, then 0 not a session, 1 its usage log read to its end, 2 not) and its usage
+# totals (1: none kept; -1: a value the catalog never writes), through the index that
+# holds the first two (a row is ten times the size).
+_WARM = ("SELECT file.name, file.warm,"
+         " CASE typeof(usage_sum.sums) WHEN 'blob' THEN usage_sum.sums WHEN 'null' THEN 1 ELSE -1 END, {cwd}"
+         " FROM file INDEXED BY file_warm LEFT JOIN usage_sum ON usage_sum.file = file.id WHERE file.folder = ?")
+_WARM_PROJECT = _WARM.format(cwd="file.cwd")
+_WARM_OTHER = _WARM.format(cwd="NULL")
+_STALE = object()
+
+
+def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: date | None, until: date | None,
+          active: bool, tz: tzinfo | None) -> Any:
+    """The report from the catalog's usage totals (``src/totals.rs``) when the catalog
+    holds every file as it is, in one read transaction: each folder listed, ``stat``-ed
+    and checked against its rows natively, each file's totals summed as they are read
+    (``_sessiontree.UsageScan``; nothing kept per file but its copy key hashes and
+    place), then the files whose records may be copies of another's (or without
+    totals) summed from their logs under the copy rule. :data:`_STALE` when some file
+    is new, changed or not read to its end (a refresh is due); ``None`` when the
+    totals cannot answer (a sum not finite, totals that do not read): the logs answer.
+
+    Raises:
+        sqlite3.DatabaseError: a row holds a value the catalog never writes.
+    """
+    import os
+
+    from ._files import folder_key
+    from ._store import db_text, py_text
+
     time_group = group in ("daily", "weekly", "monthly")
     dated = since is not None or until is not None
-    key = "model" if group == "model" else "file" if group in ("session", "project") else "none"
-    got = native.usage_report_totals(sums, logs, keys, entries, key, time_group or dated, active,
-                                     lambda utc: [_day_offset(d, tz) for d in utc])
+    key = "model" if group == "model" else "file" if group == "session" else group if group == "project" else "none"
+    scan = native.UsageScan([os.fsencode(f) for f in folders], key, time_group or dated, active)
+    sql = _WARM_PROJECT if group == "project" else _WARM_OTHER
+    conn = store.conn
+    try:
+        conn.execute("BEGIN")  # one snapshot: the rows, the totals and the logs read below agree
+        try:
+            fids = []
+            for folder in folders:
+                fid = store.folder_id(folder_key(folder)[0], create=False)
+                fids.append(fid)
+                rows = conn.execute(sql, (fid,)).fetchall() if fid is not None else []
+                state = scan.folder(rows)
+                if state == 1:
+                    return _STALE
+                if state == 2:
+                    raise sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
+            need = []
+            for file, at, name, path in scan.involved():
+                got = conn.execute("SELECT id, created_ms FROM file WHERE folder = ? AND name = ?",
+                                   (fids[at], db_text(os.fsdecode(name)))).fetchone()
+                if got is None or type(got[0]) is not int or type(got[1]) not in (int, type(None)):
+                    raise sqlite3.DatabaseError("catalog damaged: a file row does not read back")
+                need.append((got[1] is None, got[1] or 0, os.fsdecode(path), file, got[0]))
+            need.sort()  # a copy is charged to its first holder: the older header, then the path
+            ids = [n[4] for n in need]
+            logs = store.logs(ids) if ids else {}
+            sums = store.sums(ids) if ids else {}
+            files = [(n[3], sums.get(n[4]), logs.get(n[4], b""), (store.entries(n[4]) or b"") if active else None)
+                     for n in need]
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("COMMIT")
+    except sqlite3.OperationalError:
+        return _STALE  # busy: the refresh waits for it
+    got = scan.report(files, lambda utc: [_day_offset(d, tz) for d in utc])
     if got is None:
         return None
+    names = ([os.fsdecode(p) for p in scan.paths()] if group == "session"
+             else [py_text(c) or "" for c in scan.cwds()] if group == "project" else [])
     pieces = _pieces(got, names, group, since, until, tz)
     if pieces is None:
         return None
-    return _summary(pieces, group, since, until, active, len(sessions))
+    return _summary(pieces, group, since, until, active, scan.files)
 
 
 def _report(sessions: list[Any], logs: list[bytes], entries: list[bytes] | None, group: str, since: date | None,
