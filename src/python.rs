@@ -1110,15 +1110,7 @@ fn usage_report<'py>(
             .map(|(i, log)| FileLog {
                 log: log.as_ref(),
                 key: keys[i],
-                on_path: entries.as_ref().map(|e| {
-                    let path = crate::entries_path(&e[i]);
-                    let n = path.iter().max().map_or(0, |&m| m as usize + 1);
-                    let mut on = vec![false; n];
-                    for s in path {
-                        on[s as usize] = true;
-                    }
-                    on
-                }),
+                on_path: entries.as_ref().map(|e| on_path_mask(&e[i])),
             })
             .collect();
         let days = ask.as_mut().map(|a| a as crate::DayOffsets<'_>);
@@ -1493,15 +1485,7 @@ impl UsageScan {
                     log: crate::FileLog {
                         log,
                         key: *key,
-                        on_path: entries.as_ref().map(|e| {
-                            let path = crate::entries_path(e);
-                            let n = path.iter().max().map_or(0, |&m| m as usize + 1);
-                            let mut on = vec![false; n];
-                            for s in path {
-                                on[s as usize] = true;
-                            }
-                            on
-                        }),
+                        on_path: entries.as_ref().map(|e| on_path_mask(e)),
                     },
                 })
                 .collect();
@@ -2193,6 +2177,17 @@ fn markdown_html(py: Python<'_>, text: &str) -> String {
 #[pyfunction]
 fn entries_path(entries: &Bound<'_, PyBytes>) -> Vec<u32> {
     crate::entries_path(entries.as_bytes())
+}
+
+/// Which entries of a file lie on its current path: a catalog `entries` record (the
+/// path's entry numbers) as one flag per entry number, for the usage reports.
+fn on_path_mask(entries: &[u8]) -> Vec<bool> {
+    let path = crate::entries_path(entries);
+    let mut on = vec![false; path.iter().max().map_or(0, |&m| m as usize + 1)];
+    for s in path {
+        on[s as usize] = true;
+    }
+    on
 }
 
 #[pymodule(gil_used = false)]
