@@ -61,8 +61,8 @@ fn id_to_py<'py>(py: Python<'py>, id: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     }
 }
 
-/// A Python id as the index's bytes (borrowed from the `str`'s UTF-8 form unless it
-/// holds lone surrogates); `None` for anything that is not a `str`.
+/// A Python id (or other `str`) as the index's bytes (borrowed from the `str`'s UTF-8
+/// form unless it holds lone surrogates); `None` for anything that is not a `str`.
 fn id_from_py<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<Option<Cow<'a, [u8]>>> {
     let Ok(s) = obj.cast::<PyString>() else {
         return Ok(None);
@@ -2125,17 +2125,10 @@ fn json_unsafe(py: Python<'_>, data: &Bound<'_, PyBytes>) -> bool {
 /// surrogate (which has no UTF-8) is read as `encode("utf-8", "surrogatepass")` writes it.
 #[pyfunction]
 fn safe_block<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>> {
-    let py = text.py();
-    let escaped = match text.to_str() {
-        Ok(s) => crate::safe_block(s.as_bytes()),
-        Err(_) => {
-            let raw = text.call_method1("encode", ("utf-8", "surrogatepass"))?;
-            crate::safe_block(raw.cast::<PyBytes>()?.as_bytes())
-        }
-    };
-    Ok(match escaped {
+    let raw = id_from_py(text.as_any())?.unwrap_or_default();
+    Ok(match crate::safe_block(&raw) {
         None => text.clone(),
-        Some(out) => PyString::new(py, &out),
+        Some(out) => PyString::new(text.py(), &out),
     })
 }
 
@@ -2144,26 +2137,10 @@ fn safe_block<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>
 /// `surrogatepass` does).
 #[pyfunction]
 fn html_escape<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>> {
-    let py = text.py();
-    let escaped = match text.to_str() {
-        Ok(s) => crate::html_escape(s.as_bytes()),
-        Err(_) => {
-            let raw = text.call_method1("encode", ("utf-8", "surrogatepass"))?;
-            match crate::html_escape(raw.cast::<PyBytes>()?.as_bytes()) {
-                None => None,
-                Some(out) => {
-                    let b = PyBytes::new(py, &out);
-                    return Ok(b
-                        .call_method1("decode", ("utf-8", "surrogatepass"))?
-                        .cast_into::<PyString>()?);
-                }
-            }
-        }
-    };
-    Ok(match escaped {
+    let raw = id_from_py(text.as_any())?.unwrap_or_default();
+    Ok(match crate::html_escape(&raw) {
         None => text.clone(),
-        // Only ASCII was replaced, by ASCII: what was UTF-8 still is.
-        Some(out) => PyString::new(py, &String::from_utf8_lossy(&out)),
+        Some(out) => id_to_py(text.py(), &out)?.cast_into::<PyString>()?,
     })
 }
 
