@@ -147,7 +147,8 @@ def indexed_ends(path: str, length: int) -> bytes:
     Raises:
         OSError: it cannot be read, or is not a regular file.
     """
-    return ends_and_marks(path, length)[0]
+    with open_regular(path) as f:
+        return _ends_of(f, length)
 
 
 def ends_and_marks(path: str, length: int) -> tuple[bytes, InodeMarks]:
@@ -157,9 +158,13 @@ def ends_and_marks(path: str, length: int) -> tuple[bytes, InodeMarks]:
         OSError: it cannot be read, or is not a regular file.
     """
     with open_regular(path) as f:
-        head = f.read(min(FINGERPRINT, length))
-        f.seek(max(0, length - FINGERPRINT))
-        return head + f.read(min(FINGERPRINT, length)), _marks_of(f)
+        return _ends_of(f, length), _marks_of(f)
+
+
+def _ends_of(f: BinaryIO, length: int) -> bytes:
+    head = f.read(min(FINGERPRINT, length))
+    f.seek(max(0, length - FINGERPRINT))
+    return head + f.read(min(FINGERPRINT, length))
 
 
 _TITLE_SLOT = b'{"type":"title"'
