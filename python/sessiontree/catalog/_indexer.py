@@ -135,8 +135,8 @@ def ends_digest(ends: bytes, marks: InodeMarks) -> bytes:
     the inode's marks (``_filestate.inode_marks``: generation and birth time): a file
     replaced by rename onto a freed inode number, grown, with both ends as they were,
     is not the one read."""
-    gen, birth = marks
-    return hashlib.blake2b(gen.to_bytes(8, "little") + birth.to_bytes(16, "little", signed=True) + ends,
+    generation, birth = marks
+    return hashlib.blake2b(generation.to_bytes(8, "little") + birth.to_bytes(16, "little", signed=True) + ends,
                            digest_size=16).digest()
 
 
@@ -191,12 +191,12 @@ def _plan(found: Found, row: FileRow | None, want_content: bool, store: bool) ->
         return None
     elif ((st.st_dev, st.st_ino) == (row.dev, row.ino) and st.st_size >= row.l_end
           and not (st.st_size == row.size and (st.st_mtime_ns, st.st_ctime_ns) != (row.mtime_ns, row.ctime_ns))
-          and (gen := _same_ends(found.path, row.l_end, row.ends)) is not None):
+          and (marks := _same_ends(found.path, row.l_end, row.ends)) is not None):
         # It grew (or a read was cut short): go on from where the catalog stopped.
         content_now = row.c_end == row.l_end
         row.dev, row.ino, row.size, row.mtime_ns, row.ctime_ns = ident
         catchup = (row.c_end or 0, row.l_end) if wants_catchup else None
-        return _Plan(found, row, row.l_end, want_content or content_now, catchup, marks=gen)
+        return _Plan(found, row, row.l_end, want_content or content_now, catchup, marks=marks)
     # New content under an old name: read it all again.
     fresh = _fresh(found, row.folder)
     fresh.id, fresh.gen = row.id, row.gen
@@ -211,10 +211,10 @@ def _same_ends(path: str, end: int, ends: bytes | None) -> InodeMarks | None:
     if ends is None:
         return None
     try:
-        now, gen = ends_and_marks(path, end)
+        now, marks = ends_and_marks(path, end)
     except OSError:
         return None
-    return gen if ends_digest(now, gen) == ends else None
+    return marks if ends_digest(now, marks) == ends else None
 
 
 def listed_text(path: str, end: int, ends: bytes | None, tail: int = 0) -> str:
@@ -296,7 +296,7 @@ def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int, s
                 start = r[0][0]
         if plan.start is not None:
             # Only a main pass records the ends its digest holds the inode's marks with.
-            gen = inode_marks(path) if plan.marks is None else plan.marks
+            marks = inode_marks(path) if plan.marks is None else plan.marks
             start = plan.start
             prior = (row.entries or b"") if start else b""
             limit = limit_content if plan.main_content else 1 << 62
@@ -304,11 +304,11 @@ def _work(plan: _Plan, native: Any, out: queue.Queue[Any], limit_content: int, s
                 # One cache (_shared): the listing up to the end of the session's index.
                 kept = listing_from_index(path, row.size, native)
                 if kept is not None:
-                    out.put((plan, "main", (0, kept, ends_digest(kept[0][4], gen))))
+                    out.put((plan, "main", (0, kept, ends_digest(kept[0][4], marks))))
                     prior, start = kept[5], kept[0][0]
             while True:
                 r = scan_file(path, start, prior, plan.main_content, limit, docs=plan.docs, native=native)
-                out.put((plan, "main", (start, r, ends_digest(r[0][4], gen))))
+                out.put((plan, "main", (start, r, ends_digest(r[0][4], marks))))
                 if r[2] and plan.main_content:  # a version 1 file: its content comes migrated
                     out.put((plan, "v1", _v1_content(path)))
                 end, eof = r[0][0], r[0][1]
