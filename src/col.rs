@@ -22,7 +22,7 @@
 #![allow(unsafe_code)]
 
 use std::fs::File;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use memmap2::{Mmap, MmapOptions};
@@ -44,6 +44,9 @@ pub(crate) struct Mapping {
     backing: Backing,
     /// A cut was seen: it stays seen (a file grown again holds other bytes).
     cut: AtomicBool,
+    /// Found cut short (1) or written over (2) and given up ([`Mapping::give_up`]): it
+    /// stays so, and its file is not looked at again.
+    lost: AtomicU8,
     /// The file's size, mtime and ctime (ns) before it was mapped, or when its bytes
     /// were last found to be those mapped ([`Mapping::confirm`]).
     seen: Mutex<Seen>,
@@ -113,6 +116,7 @@ impl Mapping {
         let mut m = Mapping {
             backing,
             cut: AtomicBool::new(false),
+            lost: AtomicU8::new(0),
             seen: Mutex::new(seen),
             head: Vec::new(),
         };
@@ -183,6 +187,24 @@ impl Mapping {
     /// before they were read): it is what is seen from here on.
     pub(crate) fn confirm(&self, now: Seen) {
         *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = now;
+    }
+
+    /// Give the file up as cut short (`cut`) or written over; whether this call gave
+    /// it up (the first to: only it removes the file, which another process may have
+    /// written again since).
+    pub(crate) fn give_up(&self, cut: bool) -> bool {
+        let code = if cut { 1 } else { 2 };
+        self.lost
+            .compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// `Some(cut)` once given up ([`Mapping::give_up`]).
+    pub(crate) fn lost(&self) -> Option<bool> {
+        match self.lost.load(Ordering::Relaxed) {
+            0 => None,
+            code => Some(code == 1),
+        }
     }
 
     /// The first bytes of the map as they were when it was made.

@@ -205,6 +205,9 @@ impl Index {
         let Some(map) = self.persisted.as_ref().and_then(|p| p.map.as_deref()) else {
             return Ok(());
         };
+        if let Some(cut) = map.lost() {
+            return self.persisted_stale(cut);
+        }
         let cut = match map.held() {
             Held::Same => return Ok(()),
             Held::Cut => true,
@@ -239,8 +242,13 @@ impl Index {
         let Some(p) = &self.persisted else {
             return Ok(());
         };
-        folder::remove(&p.path);
-        // Say which file changed: the kept index, which may be all that did.
+        // Removed once: the path may hold an index another process wrote since.
+        let map = p.map.as_deref();
+        if map.is_some_and(|m| m.give_up(cut)) {
+            folder::remove(&p.path);
+        }
+        let cut = map.and_then(|m| m.lost()).unwrap_or(cut); // as it was first given up
+                                                             // Say which file changed: the kept index, which may be all that did.
         Err(Error::Stale(format!(
             "the index of this session kept in {} was {} while in use \
              (by another program); reopen the session",

@@ -538,7 +538,13 @@ fn an_index_written_over_while_viewed_is_stale() {
         if intact {
             assert_eq!(facts(&ix), facts(&Index::open(&a).unwrap()), "{what}");
         } else {
-            assert!(!fa.exists(), "{what}"); // the next open scans
+            // The next open scans and keeps its index again: this index, given up,
+            // leaves that one alone.
+            assert!(!fa.exists(), "{what}");
+            same_as_scan(&a, &cache, what);
+            assert!(fa.exists(), "{what}, kept again");
+            assert!(ix.check_persisted().is_err(), "{what}, still stale");
+            assert!(fa.exists(), "{what}, the new one left alone");
         }
     }
 }
