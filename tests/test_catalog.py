@@ -582,6 +582,24 @@ def _valid_catalog(path: str) -> bool:
         c.close()
 
 
+def test_a_new_catalog_is_a_wal_file_before_anyone_opens_it(tmp_path: Path) -> None:
+    """Two processes that open a catalog nobody has made yet must not both switch it to
+    WAL: each would hold a read lock and want the other's, and SQLite fails one of
+    them with "database is locked" without waiting (CI saw it once in
+    test_search_index.py::test_two_indexers_at_once). The file renamed into place is
+    already WAL (header bytes 18 and 19 are 2), so no opener changes its mode."""
+
+    class Unconfigured(Store):
+        @staticmethod
+        def _configure(conn: sqlite3.Connection) -> sqlite3.Connection:
+            return conn
+
+    path = tmp_path / "c.sqlite3"
+    Unconfigured(str(path)).close()
+    header = path.read_bytes()[:20]
+    assert (header[18], header[19]) == (2, 2)
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "version", "foreign", "empty", "pages"])
 def test_damaged_catalog_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str) -> None:
     """At the catalog's own place anything that is not a valid catalog is replaced."""

@@ -475,6 +475,11 @@ class Store:
             conn.executescript("BEGIN;" + _SCHEMA + f"PRAGMA application_id={APPLICATION_ID};"
                                f"PRAGMA user_version={SCHEMA_VERSION};"
                                f"INSERT INTO meta VALUES ('created', {time.time()!r}); COMMIT;")
+            # Made a WAL file before anyone sees it: two processes that each switched a
+            # new catalog to WAL at once would each hold a read lock and want the
+            # other's, and SQLite answers one of them "database is locked" at once,
+            # without waiting (its deadlock rule).
+            conn.execute("PRAGMA journal_mode=WAL")
         except BaseException:
             if conn is not None:
                 conn.close()
