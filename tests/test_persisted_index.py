@@ -29,6 +29,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from sessiontree import SessionManager, StaleSessionError
 from sessiontree import _caches
+from sessiontree import catalog as cat
 from sessiontree.errors import LoadReportWarning
 
 from _shared import native_available
@@ -267,6 +268,16 @@ def test_it_lives_in_the_cache_folder_and_never_beside_the_session(tmp_path: Pat
     monkeypatch.setenv(_caches.INDEX_ENV, str(tmp_path / "elsewhere"))
     _open(str(p)).close()
     assert len(list((tmp_path / "elsewhere").glob("*.idx"))) == 1
+    # Pointed at the session's own folder, by its name or a link to it: the session is
+    # read, and its folder is still not written.
+    (tmp_path / "link").symlink_to(folder)
+    for named in (folder, tmp_path / "link"):
+        monkeypatch.setenv(_caches.INDEX_ENV, str(named))
+        m = _open(str(p))
+        m.get_entries()
+        m.close()
+        cat.index([str(folder)], catalog=str(tmp_path / "c.sqlite3"))
+        assert {q.name: q.read_bytes() for q in folder.iterdir()} == before
     monkeypatch.setenv(_caches.INDEX_ENV, "off")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg2"))
     _open(str(p)).close()

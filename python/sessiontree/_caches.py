@@ -32,7 +32,7 @@ from ._places import default_session_root
 from ._sizes import size_from_env
 
 __all__ = ["INDEX_BUDGET", "INDEX_ENV", "INDEX_MIN_BYTES", "INDEX_SETTLE", "OFF",
-           "cache_folder", "index_cache", "inside_pi_folder", "other_bytes", "pi_folders"]
+           "beside_session", "cache_folder", "index_cache", "index_cache_for", "inside_pi_folder", "other_bytes", "pi_folders"]
 
 OFF = frozenset({"", "0", "off", "none", "no", "false"})
 """Values of a cache's variable that turn it off."""
@@ -157,3 +157,25 @@ def index_cache() -> tuple[str, int, int, float] | None:
     if env is None:
         budget = max(0, budget - other_bytes(cache_folder(), "index"))
     return folder, budget, INDEX_MIN_BYTES, INDEX_SETTLE
+
+
+def beside_session(session: str, folder: str) -> bool:
+    """Whether an index folder ``folder`` is the session file ``session``'s own folder
+    (``SESSIONTREE_INDEX`` set to it), where an index would be written beside the
+    session: CONTRACT §6, reading a session writes nothing in its folder. A folder that
+    does not exist yet is not it."""
+    try:
+        return os.path.samefile(os.path.dirname(os.path.abspath(session)), folder)
+    except OSError:
+        return False
+
+
+def index_cache_for(session: str) -> tuple[str, int, int, float] | None:
+    """:func:`index_cache` for opening the session file ``session``: ``None`` also when
+    its index would be written beside it (:func:`beside_session`).
+
+    Raises:
+        ValueError: as :func:`index_cache`.
+    """
+    cache = index_cache()
+    return None if cache is None or beside_session(session, cache[0]) else cache

@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._backend import ContextPlan, LoadIssue, default_cache_budget, describe_issue, gc_paused
-from ._caches import index_cache
+from ._caches import index_cache_for
 from ._clip import clip_entry
 from ._filestate import FileId
 from ._jsonl import decode_line
@@ -336,7 +336,7 @@ class NativeIndex:
     @classmethod
     def open(cls, path: str) -> NativeIndex:
         """Index the session file at ``path`` (never writes it): through its persisted
-        index when one is kept (``_caches.index_cache``, ``src/persist/``: read, and only
+        index when one is kept (``_caches.index_cache_for``, ``src/persist/``: read, and only
         the bytes the file gained since scanned; the answers are a scan's), else by a
         scan, after which the index is persisted when that is due.
 
@@ -350,10 +350,10 @@ class NativeIndex:
             OSError: the file cannot be read (``FileNotFoundError`` if absent).
             InvalidSessionError: no valid header (loader rule 6).
             ValueError: ``SESSIONTREE_INDEX`` or ``SESSIONTREE_INDEX_BYTES`` is not usable
-                (``_caches.index_cache``).
+                (``_caches.index_cache_for``).
         """
         path = os.fspath(path)
-        cache = index_cache()
+        cache = index_cache_for(path)
         try:
             return cls(Index.open(path, cache), file=path)
         except InvalidSessionError as e:

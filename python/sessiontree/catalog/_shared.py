@@ -75,7 +75,7 @@ def keep_indexes(paths: Sequence[str], native: Any) -> tuple[int, int]:
         return built, reused
     for path in paths:
         try:
-            if os.stat(path).st_size < _caches.INDEX_MIN_BYTES:
+            if os.stat(path).st_size < _caches.INDEX_MIN_BYTES or _caches.beside_session(path, cache[0]):
                 continue
             if native.Index.open_kept(path, cache) is not None:
                 reused += 1
