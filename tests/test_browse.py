@@ -164,7 +164,7 @@ def test_branch_points_parent_leaf_and_folding(session: Path, backend: str) -> N
         # l: back to the leaf.
         await pilot.press("l")
         assert selected(app) == st.id(st.session_leaf)
-        # Folded runs: enter on a ⋮ row unfolds it; the rows grow by what it hid.
+        # Folded runs: enter on a ┆ row unfolds it; the rows grow by what it hid.
         tree = app.query_one("#tree")
         fold = next(i for i, r in enumerate(tree.rows) if r.kind == 1)
         hidden = len(tree.rows[fold].hidden)

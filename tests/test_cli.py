@@ -13,6 +13,7 @@ import pytest
 
 from sessiontree import SessionManager, convert_to_llm
 from sessiontree.generate import generate_session
+from sessiontree.view import FOLD_MARK
 
 from _shared import default_signals
 
@@ -102,7 +103,7 @@ def test_tree_deep_session_folds(deep_file: Path) -> None:
     p = run("tree", str(deep_file))
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
-    assert "⋮" in p.stdout and len(lines) < 5000
+    assert FOLD_MARK in p.stdout and len(lines) < 5000
     assert sum("← leaf" in line for line in lines) == 1
     full = run("tree", str(deep_file), "--full")
     assert full.returncode == 0, full.stderr

@@ -9,6 +9,8 @@ folder with its total and ``--problems``."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -20,6 +22,8 @@ import pytest
 
 from sessiontree._places import session_dir_for_cwd
 from sessiontree.generate import generate_session
+
+from _shared import CASES, CORPUS
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -345,3 +349,35 @@ def test_info_on_a_fork_runs_forwards(tmp_path: Path, backend: str) -> None:
     row = next(x for x in p.stdout.splitlines() if x.startswith("time"))
     stamps = re.findall(r"\d{4}-\d\d-\d\dT[\d:.]+Z", row)
     assert stamps[0] <= stamps[1] and "forked" in row, row
+
+
+def _cli(args: list[str]) -> tuple[int, str]:
+    from sessiontree.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            code = main(args)
+        except SystemExit as e:  # argparse
+            code = int(e.code or 0)
+    return code, out.getvalue()
+
+
+def test_no_viewer_prints_python_none(backend: str) -> None:
+    """A missing or null value (a model, a thinking level, an exit code, the leaf of an
+    empty session) is worded (``view.ABSENT``, "no exit code"), never Python's ``None``:
+    over every corpus and case file, ``context``, ``tree --full`` and ``info``."""
+    word = re.compile(r"\bNone\b")
+    files = sorted(CORPUS.glob("*.jsonl")) + sorted(CASES.glob("*.jsonl"))
+    seen = 0
+    for f in files:
+        for command in (["context"], ["tree", "--full"], ["info"]):
+            code, out = _cli(["--backend", backend, *command, str(f)])
+            if code != 0:
+                continue  # a file no backend opens: its error is checked elsewhere
+            seen += 1
+            if word.search(f.read_text("utf-8", "replace")):
+                continue  # the session's own text says None (one file)
+            bad = [line for line in out.splitlines() if word.search(line)]
+            assert not bad, (command, f.name, bad)
+    assert seen > 100

@@ -123,7 +123,7 @@ def test_the_marks_are_in_a_common_monospace_font(tmp_path: Path) -> None:
     family = "DejaVu Sans Mono"
     if shutil.which("fc-list") is None or not _in_font(family, "a"):
         pytest.skip(f"fontconfig or {family} is not installed (apt-get install fontconfig fonts-dejavu-core)")
-    from sessiontree.view import BRANCH_MARK, cells
+    from sessiontree.view import BRANCH_MARK, FOLD_MARK, cells
 
     path = write(tmp_path / "two.jsonl", [
         msg("a1", None, "first"), msg("b1", "a1", "tried"), msg("a2", "a1", "second", "assistant"),
@@ -131,6 +131,10 @@ def test_the_marks_are_in_a_common_monospace_font(tmp_path: Path) -> None:
     ])
     out = run("tree", str(path), "--full", "--color", "never").stdout
     assert f"{BRANCH_MARK}2" in out and cells(BRANCH_MARK) == 1
+    # and a long run, folded
+    run_of = [msg("r0", None, "start")] + [msg(f"r{i}", f"r{i - 1}", f"step {i}") for i in range(1, 40)]
+    out += run("tree", str(write(tmp_path / "run.jsonl", run_of)), "--color", "never").stdout
+    assert FOLD_MARK in out and cells(FOLD_MARK) == 1
     drawn = sorted({ch for ch in out if not ch.isascii()})
     assert BRANCH_MARK in drawn
     assert [ch for ch in drawn if not _in_font(family, ch)] == []

@@ -11,7 +11,7 @@ terminal app.
 
 Left: the tree, drawn as `sessiontree tree` draws it: branch points ┬n,
 tips, the current leaf ← leaf, long linear runs and long sibling lists
-folded into ⋮ rows. Right: the selected entry (text, thinking, tool calls
+folded into ┆ rows. Right: the selected entry (text, thinking, tool calls
 and results, usage, label).
 
 Keys (also in the footer, and `?` in the app):

@@ -13,7 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, RichLog, Static
 
-from ..view import model_text, plain_doc, render_message, show
+from ..view import ABSENT, model_text, plain_doc, render_message, show
 from ._keys import HELP
 from ..errors import SessionError
 
@@ -69,7 +69,7 @@ class ContextScreen(Screen[None]):
         model = model_text(ctx.model)
         head = (f"The context the model gets at {show(self.entry_id, 100)} (Pi's rules): {len(messages):,} messages"
                 f"{' after convert_to_llm' if self.llm else ''}, model {model}, "
-                f"thinking {show(ctx.thinking_level, 100, none='None')}; built in {seconds * 1e3:.1f} ms")
+                f"thinking {show(ctx.thinking_level, 100, none=ABSENT)}; built in {seconds * 1e3:.1f} ms")
         self.query_one("#ctx-head", Static).update(Text(head, style="bold"))
         log = self.query_one("#ctx-log", RichLog)
         log.clear()

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ..view import model_text, render_message, safe, show
+from ..view import ABSENT, model_text, render_message, safe, show
 from ._common import CliError, Io, open_session
 from ._leaf import resolve_entry
 
@@ -52,9 +52,9 @@ def run(args: argparse.Namespace, io: Io) -> int:
         io.write_json(out)
         return 0
     model = model_text(ctx.model)
-    head = (f"context at {show(leaf, 100, none='None')}: {len(messages)} message{'' if len(messages) == 1 else 's'}"
+    head = (f"context at {show(leaf, 100, none='no entry')}: {len(messages)} message{'' if len(messages) == 1 else 's'}"
             f"{' (convert_to_llm)' if args.llm else ''}, model {model}, "
-            f"thinking {show(ctx.thinking_level, 100, none='None')}"
+            f"thinking {show(ctx.thinking_level, 100, none=ABSENT)}"
             + (f", tools {show(', '.join(map(show, ctx.active_tool_names)), 200)}"
                if ctx.active_tool_names is not None else "")
             + f", built in {seconds * 1e3:.1f} ms")

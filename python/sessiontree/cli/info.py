@@ -13,7 +13,7 @@ from rich.text import Text
 from ..schema import CodeColumn
 
 from ._common import Io, file_version, load_report, open_session, spinner
-from ..view import human_bytes, human_seconds, num, safe, show, value_text
+from ..view import ABSENT, human_bytes, human_seconds, num, safe, show, value_text
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -56,7 +56,7 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
     unknown = by_type.pop("?", 0)
     if unknown:
         for e in sm.get_entries_by_id([ids[i] for i, t in enumerate(shape.types) if t == "?"]):
-            by_type[value_text(e.get("type") if e is not None else None, 100, none="None")] += 1
+            by_type[value_text(e.get("type") if e is not None else None, 100, none=ABSENT)] += 1
     by_role: Counter[str] = _counts_of(shape.roles)  # None: not a message, or no string role
     by_role.pop(None, None)  # type: ignore[call-overload]
     no_role = by_type.get("message", 0) - sum(by_role.values())
@@ -74,7 +74,7 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
     usage = sm.get_usage_totals()
     models: Counter[str] = Counter()
     for provider, model, count in usage.models:
-        models[f"{value_text(provider, 100, none='None')}/{value_text(model, 100, none='None')}"] += count
+        models[f"{value_text(provider, 100, none=ABSENT)}/{value_text(model, 100, none=ABSENT)}"] += count
     report = load_report(sm)
     header = sm.get_header() or {}
     return {
@@ -181,14 +181,14 @@ def render(io: Io, d: dict[str, Any]) -> None:
     add("file", f"{safe(d['file'])}  ({human_bytes(d['fileSize'])}, {d['fileSize']:,} bytes)")
     add("opened", f"{human_seconds(d['openSeconds'])} with the {d['backend']} backend"
         f" (+{human_seconds(d['scanSeconds'])} for this summary)")
-    version = f"version {show(d['version'], 40, none='None')}"
+    version = f"version {show(d['version'], 40, none=ABSENT)}"
     if d["fileVersion"] != d["version"]:
         version = (f"version {show(d['fileVersion'] or 1, 40)} on disk, migrated to {show(d['version'], 40)} "
                    "in memory (sessiontree migrate rewrites it)")
     add("session", f"{show(d['sessionId'], 200)}  {version}")
     if d["sessionName"]:
         add("name", show(d["sessionName"]))
-    add("cwd", show(d["cwd"], none="None"))
+    add("cwd", show(d["cwd"], none=ABSENT))
     if d["parentSession"]:
         add("forked from", show(d["parentSession"]))
     add("time", _time_row(d))

@@ -15,7 +15,7 @@ How to read it:
   ``--color never``).
 * Branches nested deeper than the width allows show their depth as a number
   (``‹12›``) instead of more guides, so no line is wider than the width.
-* Long runs of entries with one child each are folded to one ``⋮`` line, except
+* Long runs of entries with one child each are folded to one ``┆`` line, except
   entries worth seeing (compactions, branch summaries, session names, labelled
   entries, the leaf) and the first and last two of each run; abandoned branches are
   drawn nested two deep, deeper ones as one ``┬ N more branches here`` line each.

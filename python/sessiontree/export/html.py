@@ -46,6 +46,7 @@ from ..view import (
     Drawing,
     ENTRY,
     FOLD,
+    FOLD_MARK,
     KINDS,
     Item,
     MAX_SIBLINGS,
@@ -325,7 +326,7 @@ def _write_tree(drawing: Drawing, write: Callable[[str], Any], every: bool) -> N
         if len(st.children(i)) > MAX_SIBLINGS + 1:
             drawing.expand(("more", i))  # all siblings drawn; the older ones closed below
     write('<nav id="tree" aria-label="session tree">\n<p class="hint">Click an entry to read its branch. '
-          f"▾ folds a branch; ⋮ rows open folded runs. {BRANCH_MARK}n: a branch point with n branches; "
+          f"▾ folds a branch; {FOLD_MARK} rows open folded runs. {BRANCH_MARK}n: a branch point with n branches; "
           "tip: the end of a branch; ← leaf: the session's current leaf.</p>\n")
     in_summary = False
     out: list[str] = []

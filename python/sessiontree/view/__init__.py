@@ -32,7 +32,7 @@ from .._lazy import lazy_names
 if TYPE_CHECKING:
     from ._cells import cells, fit, fit_start
     from ._context_lines import model_text, render_message
-    from ._drawing import BRANCH_MARK, CLOSE, ENTRY, FOLD, MAX_SIBLINGS, MORE, NOTE, OPEN, Drawing, Row, fold_text
+    from ._drawing import BRANCH_MARK, CLOSE, FOLD_MARK, ENTRY, FOLD, MAX_SIBLINGS, MORE, NOTE, OPEN, Drawing, Row, fold_text
     from ._entries import (
         CONVERSATION,
         ENTRY_VIEWS,
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from ._ids import SHORT_ID, AmbiguousIdError, id_width, resolve_id
     from ._structure import Structure, structure_of
     from ._text import (
+        ABSENT,
         PREVIEW_CLIP,
         as_is,
         collapse,
@@ -78,7 +79,7 @@ _HOMES: dict[str, str] = {
     **dict.fromkeys(('cells', 'fit', 'fit_start'), "_cells"),
     **dict.fromkeys(('model_text', 'render_message'), "_context_lines"),
     **dict.fromkeys((
-        'BRANCH_MARK', 'CLOSE', 'ENTRY', 'FOLD', 'MAX_SIBLINGS', 'MORE', 'NOTE', 'OPEN', 'Drawing', 'Row', 'fold_text',
+        'BRANCH_MARK', 'CLOSE', 'ENTRY', 'FOLD', 'FOLD_MARK', 'MAX_SIBLINGS', 'MORE', 'NOTE', 'OPEN', 'Drawing', 'Row', 'fold_text',
     ), "_drawing"),
     **dict.fromkeys((
         'CONVERSATION', 'ENTRY_VIEWS', 'KEEP_TYPES', 'KIND_STYLES', 'KINDS', 'ROLE_VIEWS', 'EntryView',
@@ -90,7 +91,7 @@ _HOMES: dict[str, str] = {
     **dict.fromkeys(('SHORT_ID', 'AmbiguousIdError', 'id_width', 'resolve_id'), "_ids"),
     **dict.fromkeys(('Structure', 'structure_of'), "_structure"),
     **dict.fromkeys((
-        'PREVIEW_CLIP', 'as_is', 'collapse', 'human_bytes', 'human_seconds', 'int_text', 'json_text',
+        'ABSENT', 'PREVIEW_CLIP', 'as_is', 'collapse', 'human_bytes', 'human_seconds', 'int_text', 'json_text',
         'ms_time', 'num', 'number', 'one_line', 'plain_doc', 'show', 'to_json_bytes', 'usage_text',
         'value_text',
     ), "_text"),
@@ -102,7 +103,7 @@ __getattr__ = lazy_names(__name__, _HOMES, globals())
 
 
 __all__ = [
-    "BRANCH_MARK", "CLOSE", "CONVERSATION", "ENTRY", "ENTRY_VIEWS", "FOLD", "IMAGE_TYPES", "KEEP_TYPES", "KIND_STYLES", "KINDS",
+    "ABSENT", "BRANCH_MARK", "CLOSE", "CONVERSATION", "ENTRY", "ENTRY_VIEWS", "FOLD", "FOLD_MARK", "IMAGE_TYPES", "KEEP_TYPES", "KIND_STYLES", "KINDS",
     "MAX_SIBLINGS", "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "ROLE_VIEWS", "SHORT_ID", "AmbiguousIdError", "Drawing",
     "EntryView", "Item", "Layout", "Part", "RoleView", "Row", "Structure", "TreeRow", "as_is", "cells", "clean",
     "collapse", "content_text", "doc_line", "entry_preview", "fit", "fit_start", "fold_text", "format_row", "human_bytes",

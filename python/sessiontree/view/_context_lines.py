@@ -14,7 +14,7 @@ from ._cells import fit
 from ._escape import safe_block
 from ._entries import KIND_STYLES
 from ._preview import tool_call_preview
-from ._text import human_bytes, json_text, ms_time, num, one_line, show, value_text
+from ._text import ABSENT, human_bytes, json_text, ms_time, num, one_line, show, value_text
 from ..schema import blob_sha256
 
 __all__ = ["render_message", "model_text"]
@@ -23,7 +23,7 @@ __all__ = ["render_message", "model_text"]
 def model_text(model: Any) -> str:
     """A context's ``model`` (``{"provider", "modelId"}``, or any value) in one word."""
     if isinstance(model, dict) and model:
-        return f"{show(model.get('provider'), 100, none='None')}/{show(model.get('modelId'), 100, none='None')}"
+        return f"{show(model.get('provider'), 100, none=ABSENT)}/{show(model.get('modelId'), 100, none=ABSENT)}"
     return show(model, 100, none="none") or "none"
 
 
@@ -43,8 +43,8 @@ def _body(value: Any, max_lines: int, full: bool, style: str = "") -> Iterator[t
 
 
 def _short(value: Any) -> str:
-    """Any JSON value as a short, terminal-safe word (``None`` for null/absent)."""
-    return show(value, 120, none="None")
+    """Any JSON value as a short, terminal-safe word (:data:`ABSENT` for null/absent)."""
+    return show(value, 120, none=ABSENT)
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -86,7 +86,8 @@ def render_message(i: int, msg: Any, *, full: bool, max_lines: int) -> list[tupl
     elif role == "toolResult":
         head += f"  {_short(msg.get('toolName'))} {_short(msg.get('toolCallId'))}" + ("  ✗ error" if msg.get("isError") else "")
     elif role == "bashExecution":
-        head += f"  $ {one_line(msg.get('command'), 200)}  exit {_short(msg.get('exitCode'))}"
+        code = msg.get("exitCode")  # worded as the exports word it (_render.bash_execution)
+        head += f"  $ {one_line(msg.get('command'), 200)}  " + ("no exit code" if code is None else f"exit {_short(code)}")
         if msg.get("excludeFromContext"):
             head += "  (excluded from context)"
     elif role == "compactionSummary":

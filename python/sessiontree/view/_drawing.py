@@ -33,7 +33,7 @@ from typing import Any
 from ._entries import KEEP_TYPES
 from ._structure import Structure
 
-__all__ = ["BRANCH_MARK", "ENTRY", "FOLD", "MORE", "NOTE", "OPEN", "CLOSE", "Row", "Drawing", "MAX_SIBLINGS", "KEEP_SIBLINGS"]
+__all__ = ["BRANCH_MARK", "FOLD_MARK", "ENTRY", "FOLD", "MORE", "NOTE", "OPEN", "CLOSE", "Row", "Drawing", "MAX_SIBLINGS", "KEEP_SIBLINGS"]
 
 ENTRY, FOLD, MORE, NOTE, OPEN, CLOSE = range(6)
 
@@ -41,6 +41,10 @@ ENTRY, FOLD, MORE, NOTE, OPEN, CLOSE = range(6)
 # common monospace fonts carry; ``⑂`` (U+2442), the mark before issue 26, has no glyph in
 # DejaVu Sans Mono (fontconfig says so; tests/test_cli_tree.py asks it). One cell wide.
 BRANCH_MARK = "┬"
+
+# A folded run's mark (``┆ 1,234 entries: …``): a dashed guide, Box Drawing too; ``⋮``
+# (U+22EE), the mark before, has no glyph in DejaVu Sans Mono. One cell wide.
+FOLD_MARK = "┆"
 
 EDGE = 2  # entries kept at each end of a folded run (here and in `tree`: _tree_rows)
 MIN_FOLD = 3  # a fold hides at least this many entries
@@ -299,8 +303,8 @@ class Drawing:
 
 
 def fold_text(kinds: Counter[str]) -> str:
-    """``⋮ 1,234 entries: 600 assistant, …`` (as ``tree`` words a fold)."""
+    """``┆ 1,234 entries: 600 assistant, …`` (:data:`FOLD_MARK`; as ``tree`` words a fold)."""
     total = sum(kinds.values())
     parts = ", ".join(f"{n:,} {k}" for k, n in kinds.most_common(4))
     more = " …" if len(kinds) > 4 else ""
-    return f"⋮ {total:,} entries: {parts}{more}"
+    return f"{FOLD_MARK} {total:,} entries: {parts}{more}"

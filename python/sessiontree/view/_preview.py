@@ -17,7 +17,7 @@ from ._cells import fit
 from ._escape import safe
 from ._text import PREVIEW_CLIP as _PREVIEW_CHARS
 from ._text import collapse as _collapse
-from ._text import usage_text, value_text
+from ._text import ABSENT, usage_text, value_text
 
 __all__ = ["Clean", "content_text", "tool_call_preview"]
 
@@ -68,7 +68,7 @@ def _line(clean: Clean, text: Any, limit: int = _PREVIEW_CHARS) -> str:
 
 
 def _short(value: Any) -> str:
-    return value_text(value, 100, none="None")
+    return value_text(value, 100, none=ABSENT)
 
 
 # ------------------------------------------------------------------ message roles

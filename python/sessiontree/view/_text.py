@@ -271,6 +271,11 @@ def value_text(value: Any, limit: int | None = _PREVIEW_CHARS, *, none: str = ""
     return text if limit is None else text[:limit]
 
 
+ABSENT = "none"
+"""How a viewer words a value that is missing or null where one is expected (a model,
+a thinking level, a leaf): never Python's ``None``."""
+
+
 def show(value: Any, limit: int | None = _PREVIEW_CHARS, *, none: str = "") -> str:
     """``safe(value_text(value, limit, none=none))``: any value, ready for a terminal line."""
     return safe(value_text(value, limit, none=none))

@@ -20,7 +20,7 @@ from ._drawing import BRANCH_MARK, EDGE, MIN_FOLD, fold_text
 from ._entries import KEEP_TYPES, KIND_STYLES, entry_preview
 from ._ids import SHORT_ID
 from ._preview import content_text
-from ._text import one_line, show
+from ._text import ABSENT, one_line, show
 
 __all__ = ["TreeRow", "Layout", "tree_rows", "format_row"]
 
@@ -356,7 +356,7 @@ def format_row(row: TreeRow, lay: Layout, label: Any, width: int) -> tuple[str, 
         return prefix + text, segs
     i = row.at
     entry = lay.entry(i)
-    eid = show(entry.get("id"), 100, none="None")
+    eid = show(entry.get("id"), 100, none=ABSENT)
     is_leaf = i == lay.leaf
     n_kids = lay.first[i + 1] - lay.first[i]
     kind, preview = entry_preview(entry)
