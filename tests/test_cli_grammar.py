@@ -212,6 +212,47 @@ def test_ls_prints_paths_other_commands_take(world: dict[str, object], tmp_path:
             assert info.returncode == 0, (row, info.stderr)
 
 
+def test_search_and_check_print_paths_other_commands_take(tmp_path: Path) -> None:
+    """A path ``search`` and ``check`` print (a folder with a space and a quote in its
+    name) is the one ``ls`` prints: quoted as a shell takes it back."""
+    import shlex
+
+    folder = tmp_path / "sp ace" / "d'x"
+    folder.mkdir(parents=True)
+    _session_with_title(folder / "my session.jsonl", "find the wombat")
+    env = {"HOME": str(tmp_path / "h"), "SESSIONTREE_CATALOG": str(tmp_path / "c.sqlite3"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    want = shlex.quote(str(folder / "my session.jsonl"))
+    shown = {}
+    for command in (["ls"], ["search", "wombat"], ["check"]):
+        p = run(*command, str(tmp_path), env=env)
+        assert p.returncode == 0, p.stderr
+        shown[command[0]] = [line for line in p.stdout.splitlines() if "my session" in line]
+        assert any(want in line for line in shown[command[0]]), (command, p.stdout)
+    assert run("info", shlex.split(want)[0], env=env).returncode == 0
+
+
+@pytest.mark.parametrize("columns", [60, 80])
+def test_search_fits_the_terminal_in_cells(tmp_path: Path, columns: int) -> None:
+    """On a terminal no line of ``search`` is wider than it, but a path (on its own
+    line, never cut); a cut name or snippet ends in ``…``."""
+    from rich.cells import cell_len
+
+    folder = tmp_path / ("深い" * 3)
+    folder.mkdir()
+    _session_with_title(folder / "a.jsonl", "find the wombat " + "型エラーを直して 🐛🐛🐛 " * 12)
+    env = {"HOME": str(tmp_path / "h"), "SESSIONTREE_CATALOG": str(tmp_path / "c.sqlite3"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "COLUMNS": str(columns)}
+    p = run("--color", "always", "search", "wombat", str(folder), env=env)
+    assert p.returncode == 0, p.stderr
+    lines = [_ANSI.sub("", x) for x in p.stdout.splitlines()]
+    path = str(folder / "a.jsonl")
+    assert any(line.strip() == path for line in lines), lines
+    for line in lines:
+        assert cell_len(line) <= columns or line.strip() == path, (columns, line)
+    assert any(line.endswith("…") for line in lines), lines
+
+
 def _session_with_title(path: Path, title: str) -> None:
     head = {"type": "session", "version": 3, "id": path.stem, "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
     msg = {"type": "message", "id": "m1", "parentId": None, "timestamp": "2025-01-01T00:00:01.000Z",

@@ -21,7 +21,7 @@ from rich.text import Text
 from ..errors import InvalidSessionError, SessionError
 from . import _scope
 from ._common import CliError, Io, count_progress, load_report, open_session
-from ..view import one_line, safe, show
+from ..view import one_line, safe, show, shown_path
 
 _INFORMATIONAL = frozenset({"bom"})
 
@@ -111,7 +111,7 @@ def render(io: Io, r: dict[str, Any]) -> None:
 
     The path is printed once per line, as given; messages from the file are escaped.
     """
-    path = safe(r["file"])
+    path = shown_path(r["file"])
     err = r["error"]
     if err is not None:
         label = "not a session" if err["line"] is not None or "header" in err["reason"] else "cannot read"

@@ -12,8 +12,6 @@ again; ``--no-cache`` reads them all (the same answer).
 from __future__ import annotations
 
 import argparse
-import re
-import shlex
 from typing import Any
 
 from rich.cells import set_cell_size
@@ -22,7 +20,7 @@ from rich.text import Text
 from .._time import local_time
 from . import _scope
 from ._common import Io, count_progress
-from ..view import cells, fit, one_line, safe
+from ..view import cells, fit, one_line, safe, shown_path
 
 _PREVIEW = 60
 _CWD_MAX = 60  # cells of the cwd column (--all); a longer cwd is cut with …
@@ -80,16 +78,6 @@ def run(args: argparse.Namespace, io: Io) -> int:
             where = f":{p['line']}" if p.get("line") else ""
             io.print(Text.assemble("  ", (f"{safe(str(p['path']))}{where}", "bold"), ": ", one_line(p["reason"], 400)))
     return 0
-
-
-# What a shell reads as more than a word's letters (shlex.quote would also quote every
-# non-ASCII letter, which a shell takes as it is).
-_SHELL_SPECIAL = re.compile(r"[\s'\"\\$`!*?\[\]{}()<>|&;#~=%^]")
-
-
-def shown_path(path: str) -> str:
-    """A session's path as a shell takes it back (quoted where it must be), escaped."""
-    return safe(shlex.quote(path) if not path or _SHELL_SPECIAL.search(path) else path)
 
 
 def rows(sessions: list[Any], paint: Any, width: int | None) -> list[str]:

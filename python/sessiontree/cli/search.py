@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 from .._time import local_time
 from . import _scope
 from ._common import CliError, Io, byte_progress
-from ..view import one_line, safe
+from ..view import one_line, safe, shown_path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -74,35 +74,80 @@ def run(args: argparse.Namespace, io: Io) -> int:
     first = result.offset + 1
     last = result.offset + len(result.hits)
     more = f"; --page {args.page + 1} for more" if last < result.total else ""
-    foot = (f"hits {first:,}–{last:,} of {result.total:,} in {result.files:,} session(s){more}"
-            "  (* on the current path; open one: sessiontree context FILE --leaf ENTRY)")
+    foot = [f"hits {first:,}–{last:,} of {result.total:,} in {result.files:,} session(s){more}",
+            "(* on the current path; open one: sessiontree context FILE --leaf ENTRY)"]
     role_w = max(len(h.role) for h in result.hits)
     if io.plain(sys.stdout):  # what rich would write, without it
         out: list[str] = []
         for h in result.hits:
-            out.append("".join(p if isinstance(p, str) else p[0] for p in _head(h, role_w)))
-            out.append("".join(p if isinstance(p, str) else p[0] for p in _snippet_parts(h)))
-        out.append(foot)
+            for line in hit_lines(h, role_w, None):
+                out.append("".join(p if isinstance(p, str) else p[0] for p in line))
+        out.append("  ".join(foot))
         sys.stdout.write("\n".join(out) + "\n")
         sys.stdout.flush()
         return 0
     from rich.text import Text
 
     for h in result.hits:
-        io.print(Text.assemble(*_head(h, role_w)), crop=False, no_wrap=True, overflow="ignore")
-        io.print(Text.assemble(*_snippet_parts(h)), crop=False, no_wrap=True, overflow="ignore")
-    io.print(Text(foot, style="dim"))
+        for line in hit_lines(h, role_w, io.out.width):
+            io.print(Text.assemble(*line), crop=False, no_wrap=True, overflow="ignore")
+    for words in foot:
+        io.print(Text(words, style="dim"))
     return 0
 
 
-def _head(h: Any, role_w: int) -> list[str | tuple[str, str]]:
-    """A hit's first line: pieces of text, styled ``(text, style)`` or not. The on-path
-    marker has a column of its own before the role (padded to ``role_w``, the page's
-    longest), so that it never runs into a role."""
+def hit_lines(h: Any, role_w: int, width: int | None) -> list[list[str | tuple[str, str]]]:
+    """A hit's lines (each a list of pieces, styled ``(text, style)`` or not): its head
+    and its snippet, within ``width`` terminal cells (``None``: no limit, for a pipe).
+    A head that does not fit puts the path on a line of its own, never cut (it is
+    meant to be pasted back, as ``ls`` prints it); the session's name and the snippet
+    are cut to the width, ending in ``…``."""
+    head, snippet = _head(h, role_w), _snippet_parts(h)
+    if width is None:
+        return [head, snippet]
+    if _cells(head) <= width:
+        return [head, _fit_pieces(snippet, width)]
+    return [_fit_pieces(_head(h, role_w, path=False), width), ["    ", (shown_path(h.path), "bold")],
+            _fit_pieces(snippet, width)]
+
+
+def _cells(pieces: list[str | tuple[str, str]]) -> int:
+    from ..view import cells
+
+    return cells("".join(p if isinstance(p, str) else p[0] for p in pieces))
+
+
+def _fit_pieces(pieces: list[str | tuple[str, str]], width: int) -> list[str | tuple[str, str]]:
+    """``pieces`` cut to ``width`` cells as :func:`view.fit` cuts their text, styles kept."""
+    from ..view import fit
+
+    text = "".join(p if isinstance(p, str) else p[0] for p in pieces)
+    fitted = fit(text, width)
+    if fitted == text:
+        return pieces
+    left = len(fitted) - 1  # fit keeps a prefix of the text and adds one "…"
+    out: list[str | tuple[str, str]] = []
+    for p in pieces:
+        t = p if isinstance(p, str) else p[0]
+        if left <= 0:
+            break
+        out.append(p if len(t) <= left else (t[:left] if isinstance(p, str) else (t[:left], p[1])))
+        left -= len(t)
+    out.append("…")
+    return out
+
+
+def _head(h: Any, role_w: int, path: bool = True) -> list[str | tuple[str, str]]:
+    """A hit's first line: pieces of text, styled ``(text, style)`` or not; its path
+    (:func:`view.shown_path`) unless ``path`` is false. The on-path marker has a column
+    of its own before the role (padded to ``role_w``, the page's longest), so that it
+    never runs into a role."""
     when = local_time(h.time).strftime("%Y-%m-%d %H:%M") if h.time is not None else "-" * 16
-    return [(when, "dim"), "  ", ("*" if h.on_path else " ", "bold green"), " ", (f"{h.role:<{role_w}}", "cyan"), "  ",
-            (safe(h.path), "bold"), "  ", (safe(h.entry_id), "yellow"),
-            (f"  {one_line(h.session_name, 60)}" if h.session_name else "", "dim")]
+    head: list[str | tuple[str, str]] = [
+        (when, "dim"), "  ", ("*" if h.on_path else " ", "bold green"), " ", (f"{h.role:<{role_w}}", "cyan"), "  "]
+    if path:
+        head += [(shown_path(h.path), "bold"), "  "]
+    return [*head, (safe(h.entry_id), "yellow"), (f"  {one_line(h.session_name, 60)}" if h.session_name else "", "dim")]
 
 
 def _snippet_parts(h: Any) -> list[str | tuple[str, str]]:

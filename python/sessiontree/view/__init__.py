@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from ._preview import content_text, tool_call_preview
     from ._render import IMAGE_TYPES, Item, Part, clean, doc_line
     from ._ids import SHORT_ID, AmbiguousIdError, id_width, resolve_id
+    from ._paths import shown_path
     from ._structure import Structure, structure_of
     from ._text import (
         ABSENT,
@@ -89,6 +90,7 @@ _HOMES: dict[str, str] = {
     **dict.fromkeys(('content_text', 'tool_call_preview'), "_preview"),
     **dict.fromkeys(('IMAGE_TYPES', 'Item', 'Part', 'clean', 'doc_line'), "_render"),
     **dict.fromkeys(('SHORT_ID', 'AmbiguousIdError', 'id_width', 'resolve_id'), "_ids"),
+    **dict.fromkeys(('shown_path',), "_paths"),
     **dict.fromkeys(('Structure', 'structure_of'), "_structure"),
     **dict.fromkeys((
         'ABSENT', 'PREVIEW_CLIP', 'as_is', 'collapse', 'human_bytes', 'human_seconds', 'int_text', 'json_text',
@@ -108,6 +110,6 @@ __all__ = [
     "EntryView", "Item", "Layout", "Part", "RoleView", "Row", "Structure", "TreeRow", "as_is", "cells", "clean",
     "collapse", "content_text", "doc_line", "entry_preview", "fit", "fit_start", "fold_text", "format_row", "human_bytes",
     "human_seconds", "id_width", "int_text", "item_of", "json_text", "message_preview", "model_text", "ms_time", "num",
-    "number", "one_line", "plain_doc", "render_message", "resolve_id", "safe", "safe_block", "show", "structure_of",
+    "number", "one_line", "plain_doc", "render_message", "resolve_id", "safe", "safe_block", "show", "shown_path", "structure_of",
     "to_json_bytes", "tool_call_preview", "tree_rows", "usage_text", "value_text",
 ]
