@@ -190,6 +190,16 @@ def test_out_everywhere_and_to_kept(world: dict[str, object], tmp_path: Path, ba
         assert args.out == "D"
     md = run("export", str(src), "--format", "markdown", "--out", "-", env=env)
     assert md.returncode == 0 and md.stdout.startswith("#")
+    # generate: OUT or --out OUT, the same bytes; both or neither is a usage error
+    made = [tmp_path / "g1.jsonl", tmp_path / "g2.jsonl"]
+    assert run("generate", str(made[0]), "--size", "20KB", env=env).returncode == 0
+    assert run("generate", "--out", str(made[1]), "--size", "20KB", env=env).returncode == 0
+    assert made[0].read_bytes() == made[1].read_bytes()
+    streamed = run("generate", "--out", "-", "--size", "20KB", env=env)
+    assert streamed.returncode == 0 and streamed.stdout.encode() == made[0].read_bytes()
+    for args in ([], [str(tmp_path / "g3.jsonl"), "--out", str(tmp_path / "g4.jsonl")]):
+        p = run("generate", *args, "--size", "20KB", env=env)
+        assert p.returncode == 2 and "--out OUT" in p.stderr, p.stderr
 
 
 def test_ls_prints_paths_other_commands_take(world: dict[str, object], tmp_path: Path) -> None:

@@ -28,7 +28,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``generate`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("generate", help="write a synthetic Pi session of a given size (deterministic per seed)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("out", help="file to write (.jsonl; - for stdout), or with --sessions the sessions root to fill")
+    p.add_argument("out", nargs="?", metavar="OUT",
+                   help="file to write (.jsonl; - for stdout), or with --sessions the sessions root to fill")
+    p.add_argument("--out", dest="out_flag", metavar="OUT", help="the same as OUT (every command's output flag)")
     p.add_argument("--force", action="store_true",
                    help="replace OUT if it exists (a FIFO or device is written as a stream, never replaced)")
     size = p.add_mutually_exclusive_group(required=True)
@@ -48,6 +50,9 @@ def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree generate``: the exit status (see the module docstring)."""
     from ..generate import generate_session, parse_size  # here: every command imports this module
 
+    if (args.out is None) == (args.out_flag is None):
+        raise CliError("give OUT, as an argument or as --out OUT (once)", code=2)
+    args.out = args.out if args.out is not None else args.out_flag
     try:
         size = parse_size(args.size) if args.size is not None else None
     except ValueError as e:
