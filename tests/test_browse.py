@@ -416,6 +416,8 @@ def test_key_hints_fit_an_80_by_24_terminal(session: Path) -> None:
             assert len(lines) == 24
             footer = lines[-1]
             assert "? keys" in footer and "q quit" in footer, footer
+            # and every key it shows, whole (the last ones were cut: "/ searc")
+            assert all(k in footer for k in ("⏎ fold", "/ search", "c context", "f fork")), footer
             await pilot.press("question_mark")  # the key the footer names opens the help
             await _until(pilot, lambda: "Keys (also in the footer" in screen(app), "the help")
             await pilot.press("escape")

@@ -270,7 +270,7 @@ def test_pick_search_open_and_go_back(history: Path) -> None:
         assert "assistant: I found a zebra crossing" in screen(app)
         await open_selected(app, pilot)
         assert app.path == zoo and "Zoo inventory" in screen(app)
-        assert "esc sessions" in screen(app)
+        assert "esc back" in screen(app)
         await pilot.press("escape")  # back to the picker, as it was
         await until(pilot, lambda: "Resume session" in screen(app), "the picker again")
         assert listed_rows(app) == [zoo] and "zebra" in screen(app)
@@ -503,6 +503,21 @@ def test_a_session_gone_before_it_is_opened_is_said_in_the_picker(history: Path)
     assert app.return_code == 0
 
 
+def test_picker_status_is_one_line_cut_with_an_ellipsis(history: Path) -> None:
+    """A status line longer than the terminal (the files that are no sessions, at 80
+    columns) ends in "…", never mid-word (new-user trial, issue 26)."""
+    (sorted(history.iterdir())[0] / "not-a-session.jsonl").write_text("garbage\n")
+
+    async def steps(app: Any, pilot: Any) -> None:
+        await ready(app, pilot, 5)
+        await until(pilot, lambda: "not a session" in screen(app), "the status")
+        line = next(x for x in screen(app).splitlines() if "not a session" in x)
+        assert "1 file is not a session" in line and line.rstrip().endswith("…"), line
+        await pilot.press("escape")
+
+    drive(picker_of(history), steps, size=(80, 24))
+
+
 def test_picker_key_hints_fit_an_80_by_24_terminal(history: Path) -> None:
     async def steps(app: Any, pilot: Any) -> None:
         await ready(app, pilot, 5)
@@ -514,7 +529,8 @@ def test_picker_key_hints_fit_an_80_by_24_terminal(history: Path) -> None:
         await pilot.press("enter")
         await until(pilot, lambda: "← leaf" in screen(app) and "q quit" in screen(app).splitlines()[-1], "the tree")
         footer = screen(app).splitlines()[-1]
-        assert "? keys" in footer and "q quit" in footer and "esc sessions" in footer, footer
+        assert "? keys" in footer and "q quit" in footer and "esc back" in footer, footer
+        assert all(k in footer for k in ("⏎ fold", "/ search", "c context", "f fork")), footer  # whole
         await pilot.press("q")
 
     drive(picker_of(history), steps, size=(80, 24))
@@ -682,7 +698,7 @@ def test_the_picker_in_a_real_terminal(history: Path, tmp_path: Path) -> None:
         assert "Refactor the parser" not in text
         term.keys("\r")
         text = term.wait(lambda t: "← leaf" in t, "the session's tree")
-        assert "Zoo inventory" in text and "esc sessions" in text.splitlines()[-1]
+        assert "Zoo inventory" in text and "esc back" in text.splitlines()[-1]
         term.keys("\x1b")
         # A session is open: escape goes back to it, and the footer says so.
         text = term.wait(lambda t: "Resume session" in t and "1 of 5 sessions" in t

@@ -432,3 +432,26 @@ def test_no_viewer_prints_python_none(backend: str) -> None:
             bad = [line for line in out.splitlines() if word.search(line)]
             assert not bad, (command, f.name, bad)
     assert seen > 100
+
+
+def test_every_cut_preview_says_so(tmp_path: Path) -> None:
+    """A preview cut anywhere ends in ``…``: ``tree --json``'s 200 characters, and the
+    600 characters a preview reads of a tool result, as ``tree`` shows them on a line
+    wide enough for all of them (new-user trial, issue 26)."""
+    head = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
+    user = {"type": "message", "id": "u1", "parentId": None, "timestamp": "2025-01-01T00:00:01.000Z",
+            "message": {"role": "user", "content": "word " * 100, "timestamp": 1}}
+    result = {"type": "message", "id": "r1", "parentId": "u1", "timestamp": "2025-01-01T00:00:02.000Z",
+              "message": {"role": "toolResult", "toolCallId": "c1", "toolName": "read",
+                          "content": [{"type": "text", "text": "x" * 5000 + "END"}], "isError": False,
+                          "timestamp": 2}}
+    f = tmp_path / "long.jsonl"
+    f.write_text("".join(json.dumps(x) + "\n" for x in (head, user, result)))
+    env = {"HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    nodes = _json(run("tree", str(f), "--json", env=env))
+    previews = {n["id"]: n["preview"] for n in nodes}  # type: ignore[union-attr, index]
+    assert len(previews["u1"]) == 200 and previews["u1"].endswith("…"), previews["u1"]
+    assert previews["r1"].endswith("…") and "END" not in previews["r1"], previews["r1"]
+    wide = run("tree", str(f), "--full", "--width", "100000", env=env)
+    line = next(x for x in wide.stdout.splitlines() if "r1" in x)
+    assert line.split("  ←")[0].rstrip().endswith("…") and "END" not in line, line[-80:]

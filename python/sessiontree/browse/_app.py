@@ -115,7 +115,7 @@ class BrowseApp(App[None]):
                 yield Static(id="detail-text")
         yield Input(placeholder="search the session's text (enter: find, escape: cancel)", id="search")
         yield Static(id="status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         if self.picker is not None:

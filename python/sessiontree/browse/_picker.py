@@ -185,7 +185,7 @@ class PickerScreen(Screen[None]):
     PickerScreen #picker-query { border: none; height: 1; padding: 0 1; }
     PickerScreen SessionList { height: 1fr; }
     PickerScreen #picker-detail { height: 2; padding: 0 1; background: $boost; }
-    PickerScreen #picker-status { height: 1; background: $panel; padding: 0 1; }
+    PickerScreen #picker-status { height: 1; background: $panel; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     class Moved(Message):
@@ -400,10 +400,12 @@ class PickerScreen(Screen[None]):
                 msg += f" · {_many(matching, 'matching entry', 'matching entries')}" + (
                     "" if f.done else " · searching …")
         if self.problems.get(self.scope):
-            msg += f" · {self.problems[self.scope]:,} files are not sessions (sessiontree ls lists them)"
+            n = self.problems[self.scope]
+            msg += (f" · {_many(n, 'file is not a session', 'files are not sessions')}"
+                    f" (sessiontree ls lists {'it' if n == 1 else 'them'})")
         if self.note:
             msg = f"{msg}  │  {self.note}"
-        self.query_one("#picker-status", Static).update(Text(msg))
+        self.query_one("#picker-status", Static).update(Text(msg))  # one line, cut with "…" (CSS)
 
     def say(self, note: str) -> None:
         """A note on the status line, after the counts, until the next key."""

@@ -54,19 +54,19 @@ class TreeView(ScrollView, can_focus=True):
     # (not in the search box, not on the context screen); most are the app's actions.
     BINDINGS = [
         *APP_KEYS,
-        Binding("escape", "app.sessions", "sessions"),  # back to the picker (shown when there is one)
+        Binding("escape", "app.sessions", "back"),  # to the picker (shown when there is one)
         Binding("up", "cursor(-1)", "up", show=False),
         Binding("down", "cursor(1)", "down", show=False),
         Binding("pageup", "page(-1)", "page up", show=False),
         Binding("pagedown", "page(1)", "page down", show=False),
         Binding("home", "edge(False)", "top", show=False),
         Binding("end", "edge(True)", "bottom", show=False),
-        Binding("enter", "app.activate", "unfold/fold"),
+        Binding("enter", "app.activate", "fold"),
         Binding("right", "app.unfold", "unfold", show=False),
         Binding("left", "app.fold_or_parent", "fold", show=False),
-        Binding("p", "app.parent", "parent"),
+        Binding("p", "app.parent", "parent", show=False),  # ? lists it: the footer fits 80 columns
         Binding("l", "app.leaf", "leaf"),
-        Binding("b", "app.jump('branch', 1)", "branch point"),
+        Binding("b", "app.jump('branch', 1)", "branch"),
         Binding("B", "app.jump('branch', -1)", "prev branch pt", show=False),
         Binding("t", "app.jump('tip', 1)", "tip"),
         Binding("T", "app.jump('tip', -1)", "prev tip", show=False),
@@ -74,7 +74,7 @@ class TreeView(ScrollView, can_focus=True):
         Binding("n", "app.next_match(1)", "next match", show=False),
         Binding("N", "app.next_match(-1)", "prev match", show=False),
         Binding("c", "app.context", "context"),
-        Binding("L", "app.label", "label"),
+        Binding("L", "app.label", "label", show=False),
         Binding("f", "app.fork", "fork"),
         Binding("r", "app.reload", "reload", show=False),
         Binding("R", "app.reopen", "reopen", show=False),

@@ -195,7 +195,7 @@ def _json_rows(rows: Iterator[TreeRow], lay: Layout, labels: dict[str, str], io:
             kind, preview = entry_preview(entry, as_is)
             result.append({
                 "id": entry.get("id"), "parentId": entry.get("parentId"), "type": entry.get("type"),
-                "kind": kind, "preview": preview[:200], "label": labels.get(shape.ids[i]),
+                "kind": kind, "preview": preview if len(preview) <= 200 else preview[:199] + "…", "label": labels.get(shape.ids[i]),
                 "children": len(lay.kids(i)), "depth": row.depth, "onPath": row.on_path, "leaf": i == lay.leaf,
             })
             if len(result) % 1024 == 0:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ._cells import fit
 from ._escape import safe
-from ._text import PREVIEW_CLIP as _PREVIEW_CHARS
+from ._text import _PREVIEW_CHARS  # what a preview shows; PREVIEW_CLIP reads one more
 from ._text import collapse as _collapse
 from ._text import ABSENT, usage_text, value_text
 

@@ -203,9 +203,10 @@ def human_seconds(s: float) -> str:
 
 
 _PREVIEW_CHARS = 600  # no terminal line shows more; never collapse megabytes of output
-PREVIEW_CLIP = _PREVIEW_CHARS
+PREVIEW_CLIP = _PREVIEW_CHARS + 1
 """The previews here read no more than this many characters of any string of an
-entry, so an entry fetched with ``get_entries_by_id(..., clip=PREVIEW_CLIP)`` previews
+entry (one past what they show, so that a cut string is seen to be one and marked
+``…``), so an entry fetched with ``get_entries_by_id(..., clip=PREVIEW_CLIP)`` previews
 as the whole entry does (``tests/test_clip.py``)."""
 
 
@@ -251,7 +252,8 @@ def value_text(value: Any, limit: int | None = _PREVIEW_CHARS, *, none: str = ""
 
     Strings are themselves, ``None`` is ``none``, numbers and booleans are spelled as in
     JSON, lists and objects become (compact) JSON. At most ``limit`` characters
-    (``None``: all). The result is *not* sanitized: pass it through :func:`safe`.
+    (``None``: all), the last an ``…`` when the text was cut. The result is *not*
+    sanitized: pass it through :func:`safe`.
     """
     if isinstance(value, str):
         text = value
@@ -268,7 +270,9 @@ def value_text(value: Any, limit: int | None = _PREVIEW_CHARS, *, none: str = ""
             text = json_text(value)
         except (TypeError, ValueError, RecursionError):
             text = f"<{type(value).__name__}>"
-    return text if limit is None else text[:limit]
+    if limit is None or len(text) <= limit:
+        return text
+    return text[:limit - 1] + "…" if limit > 0 else ""
 
 
 ABSENT = "none"
