@@ -139,6 +139,15 @@ def test_the_marks_are_in_a_common_monospace_font(tmp_path: Path) -> None:
     assert BRANCH_MARK in drawn
     assert [ch for ch in drawn if not _in_font(family, ch)] == []
 
+def test_a_header_only_session_says_so(tmp_path: Path, backend: str) -> None:
+    """``tree`` of a session with no entries says so on stderr (it printed nothing);
+    ``--json`` is an empty list."""
+    path = write(tmp_path / "empty.jsonl", [])
+    p = run("tree", str(path), "--backend", backend)
+    assert p.returncode == 0 and p.stdout == "" and "no entries" in p.stderr, (p.stdout, p.stderr)
+    assert json.loads(run("tree", str(path), "--json", "--backend", backend).stdout) == []
+
+
 def test_from_depth_and_branches(tmp_path: Path, backend: str) -> None:
     path = nested(tmp_path / "deep.jsonl", 5)
     p = run("tree", str(path), "--from", "s03", "--full", "--backend", backend)

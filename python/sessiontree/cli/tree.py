@@ -132,6 +132,9 @@ def run(args: argparse.Namespace, io: Io) -> int:
         if args.json:
             io.write_json(_json_rows(rows, lay, labels, io))
             return 0
+        if not len(shape):
+            io.note(f"{show(args.file, 300)}: no entries (a header only)")
+            return 0
         color = io.color
         paint = io.styler()
         out: list[str] = []
