@@ -39,6 +39,8 @@ pub const STRING_COLUMNS: [&str; 10] = [
     "target_id",
     "first_kept_entry_id",
 ];
+/// Where `text` is in [`STRING_COLUMNS`].
+const TEXT: usize = 5;
 /// The int64 columns of `entries` [`Rows::push`] fills, in this order.
 pub const INT_COLUMNS: [&str; 7] = [
     "text_bytes",
@@ -229,6 +231,11 @@ fn string(s: &[u8], span: Option<Span>, utf8_ok: bool) -> Option<Cow<'_, [u8]>> 
 
 /// Valid UTF-8: each byte of a lone surrogate's generalized form becomes U+FFFD.
 fn clean(b: &[u8]) -> Cow<'_, [u8]> {
+    // The SIMD check first: nearly every text is valid, and std's lossy walk is a
+    // fifth of the rows' time on Pi's text (perf, docs/TABLES.md "Figures").
+    if simdutf8::basic::from_utf8(b).is_ok() {
+        return Cow::Borrowed(b);
+    }
     match String::from_utf8_lossy(b) {
         Cow::Borrowed(t) => Cow::Borrowed(t.as_bytes()),
         Cow::Owned(t) => Cow::Owned(t.into_bytes()),
@@ -322,17 +329,29 @@ fn blocks(s: &[u8], content: Option<Span>, utf8_ok: bool) -> Blocks<'_> {
     out
 }
 
-/// The texts joined by `\n`, made valid UTF-8: `None` when there is none.
-fn joined(texts: &[Cow<'_, [u8]>]) -> Option<Vec<u8>> {
-    let (first, rest) = texts.split_first()?;
-    let mut all = first.to_vec();
-    for t in rest {
+/// The texts joined by `\n`, made valid UTF-8: `None` when there is none. One text
+/// (most entries) is passed on as it is when it is valid: a long text is never copied
+/// here (it is copied once, into its column).
+fn joined(texts: Vec<Cow<'_, [u8]>>) -> Option<Cow<'_, [u8]>> {
+    let mut texts = texts.into_iter();
+    let first = texts.next()?;
+    let Some(second) = texts.next() else {
+        return Some(match first {
+            Cow::Borrowed(b) => clean(b),
+            Cow::Owned(v) => match clean(&v) {
+                Cow::Borrowed(_) => Cow::Owned(v),
+                Cow::Owned(c) => Cow::Owned(c),
+            },
+        });
+    };
+    let mut all = first.into_owned();
+    for t in std::iter::once(second).chain(texts) {
         all.push(b'\n');
-        all.extend_from_slice(t);
+        all.extend_from_slice(&t);
     }
     Some(match clean(&all) {
-        Cow::Borrowed(_) => all,
-        Cow::Owned(c) => c,
+        Cow::Borrowed(_) => Cow::Owned(all),
+        Cow::Owned(c) => Cow::Owned(c),
     })
 }
 
@@ -365,6 +384,20 @@ const MESSAGE: [&[u8]; 10] = [
 ];
 
 impl Rows {
+    /// Room for `entries` rows whose lines hold `bytes`: the `text` column's data
+    /// (about as long as the lines at most: a hint, it grows past it if it must) is
+    /// reserved whole, so it is not moved as it grows (pages of the reserve never
+    /// written are never touched).
+    pub fn with_capacity(entries: usize, bytes: usize) -> Rows {
+        let mut rows = Rows::default();
+        for c in &mut rows.strs {
+            c.offsets.reserve(entries + 1);
+            c.valid.reserve(entries);
+        }
+        rows.strs[TEXT].data.reserve(bytes);
+        rows
+    }
+
     /// Add the row of the entry whose JSON text is `line` (an object the index
     /// accepted), its tool calls and its result; `entry` numbers it in the batch.
     pub fn push(&mut self, line: &[u8]) {
@@ -476,15 +509,18 @@ impl Rows {
             _ => {}
         }
         strs[0] = field(s, ty, ok);
-        let text = joined(&b.texts);
+        let text = joined(std::mem::take(&mut b.texts));
         let text_bytes = text.as_ref().map(|t| t.len() as i64);
         if self.result_entry.last() == Some(&entry) {
             self.result_strs[1].push(text.as_deref().map(|t| cut(t, MAX_RESULT)));
             self.result_text_bytes.push(text_bytes);
         }
-        strs[5] = text.map(|t| Cow::Owned(cut(&t, MAX_TEXT).to_vec()));
-        for (col, v) in self.strs.iter_mut().zip(&strs) {
-            col.push(v.as_deref());
+        for (k, (col, v)) in self.strs.iter_mut().zip(&strs).enumerate() {
+            if k == TEXT {
+                col.push(text.as_deref().map(|t| cut(t, MAX_TEXT)));
+            } else {
+                col.push(v.as_deref());
+            }
         }
         for (col, v) in self.ints.iter_mut().zip([
             text_bytes, tokens[0], tokens[1], tokens[2], tokens[3], tokens[4], before,

@@ -93,10 +93,14 @@ impl Index {
     /// [`Error::Stale`]: a line changed since it was indexed; I/O errors.
     pub fn rows(&self, a: u32, b: u32) -> Result<crate::rows::Rows> {
         let es: Vec<u32> = (a..b.min(self.len() as u32)).collect();
-        let mut rows = crate::rows::Rows::default();
         let mut k = 0;
         let mut bad = Ok(());
         let ranges: Vec<(u64, u64)> = es.iter().map(|&e| self.range(e)).collect();
+        let bytes = ranges
+            .iter()
+            .map(|&(a, b)| b.saturating_sub(a))
+            .sum::<u64>();
+        let mut rows = crate::rows::Rows::with_capacity(es.len(), bytes as usize);
         self.src.read_each(&ranges, |line| {
             if bad.is_ok() {
                 bad = es.get(k).map_or(Ok(()), |&e| self.verify(e, line));
