@@ -82,14 +82,15 @@ def run(args: argparse.Namespace, io: Io) -> int:
         for h in result.hits:
             for line in hit_lines(h, role_w, None):
                 out.append("".join(p if isinstance(p, str) else p[0] for p in line))
-        out.append("  ".join(foot))
+        out.extend(foot)
         sys.stdout.write("\n".join(out) + "\n")
         sys.stdout.flush()
         return 0
     from rich.text import Text
 
+    width = io.out.width if io.out.is_terminal else None  # piped: lines are not cut (CONTRACT §10)
     for h in result.hits:
-        for line in hit_lines(h, role_w, io.out.width):
+        for line in hit_lines(h, role_w, width):
             io.print(Text.assemble(*line), crop=False, no_wrap=True, overflow="ignore")
     for words in foot:
         io.print(Text(words, style="dim"))
