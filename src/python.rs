@@ -2150,6 +2150,54 @@ fn markdown_html(py: Python<'_>, text: &str) -> String {
     py.detach(|| crate::markdown_html(text))
 }
 
+/// `section::markdown_section` of each of `lines` (an entry's JSON text, the index's
+/// `ids` and current `labels` beside it): what the Markdown export writes for it (`""`
+/// when `detail` leaves it out), `None` where the Python path must render it (an id or
+/// label holding a lone surrogate too).
+#[pyfunction]
+fn markdown_sections(
+    lines: Vec<Bound<'_, PyBytes>>,
+    ids: Vec<Bound<'_, PyAny>>,
+    labels: Vec<Option<Bound<'_, PyAny>>>,
+    detail: &str,
+) -> PyResult<Vec<Option<String>>> {
+    let Some(detail) = crate::Detail::from_name(detail) else {
+        return Err(PyValueError::new_err(format!("unknown detail {detail:?}")));
+    };
+    if ids.len() != lines.len() || labels.len() != lines.len() {
+        return Err(PyValueError::new_err(
+            "lines, ids and labels differ in length",
+        ));
+    }
+    let text = |o: &Bound<'_, PyAny>| -> Option<String> {
+        o.cast::<PyString>().ok()?.to_str().ok().map(str::to_owned)
+    };
+    let mut out = Vec::with_capacity(lines.len());
+    for ((line, id), label) in lines.iter().zip(&ids).zip(&labels) {
+        let Some(id) = text(id) else {
+            out.push(None);
+            continue;
+        };
+        let label = match label {
+            None => None,
+            Some(l) => match text(l) {
+                Some(l) => Some(l),
+                None => {
+                    out.push(None);
+                    continue;
+                }
+            },
+        };
+        out.push(crate::markdown_section(
+            line.as_bytes(),
+            &id,
+            label.as_deref(),
+            detail,
+        ));
+    }
+    Ok(out)
+}
+
 /// `listing::entries_path`: the current path of a session's entries record.
 #[pyfunction]
 fn entries_path(entries: &Bound<'_, PyBytes>) -> Vec<u32> {
@@ -2191,6 +2239,8 @@ mod _sessiontree {
     use super::judge_text;
     #[pymodule_export]
     use super::markdown_html;
+    #[pymodule_export]
+    use super::markdown_sections;
     #[pymodule_export]
     use super::safe_block;
     #[pymodule_export]

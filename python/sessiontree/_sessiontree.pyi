@@ -22,6 +22,7 @@ __all__ = [
     "json_unsafe",
     "judge_text",
     "markdown_html",
+    "markdown_sections",
     "safe_block",
     "scan_listing",
     "search_files",
@@ -152,6 +153,17 @@ def safe_block(text: str) -> str:
 def html_escape(text: str) -> str:
     """``html.escape(text, quote=True)`` in one pass (``src/escape.rs``); ``text`` itself
     when it holds none of ``&<>"'``."""
+
+def markdown_sections(lines: list[bytes], ids: list[str], labels: list[str | None], detail: str) -> list[str | None]:
+    """What the Markdown export writes for each entry whose JSON text is in ``lines``
+    (``ids`` the ids the index holds for them, ``labels`` their current labels;
+    ``src/section.rs``): ``"\\n"`` and its section, ``""`` when ``detail`` (``full``,
+    ``no-tools``, ``user-only``) leaves it out, ``None`` for an entry the core leaves
+    to the Python path (``export/markdown.py``).
+
+    Raises:
+        ValueError: an unknown ``detail``, or lists of different lengths.
+    """
 
 def markdown_html(text: str) -> str:
     """Message text (Markdown) as the HTML export shows it (``src/markdown.rs``):
