@@ -156,7 +156,7 @@ pub fn doc_line_str(s: &str, limit: usize) -> String {
 }
 
 /// `f"{n:,}"` of an integer.
-fn thousands(n: i64) -> String {
+pub fn thousands(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
     if n < 0 {
@@ -342,9 +342,7 @@ pub fn item_of<'a>(entry: &'a Value<'a>, label: Option<&str>) -> Option<Item<'a>
         id: entry.get("id")?.as_str()?,
         kind: doc_line(entry.get("type"), 60)?,
         when: match entry.get("timestamp") {
-            Some(Value::Str(ts)) => {
-                doc_line_str(take_chars(&ts.replace('T', " "), 19), 40)
-            }
+            Some(Value::Str(ts)) => doc_line_str(take_chars(&ts.replace('T', " "), 19), 40),
             _ => String::new(),
         },
         label: label.map(|l| safe_block(Cow::Borrowed(l)).into_owned()),

@@ -69,7 +69,7 @@ pub use search::index::{
 pub use search::rules::{PChar, Term, ASCII_FOLDS, JS_WHITESPACE, NOT_ALNUM};
 pub use search::segment::{merge as merge_segments, Piece, Segment};
 pub use search::{search_files, FileResult, Hit, Judged, Query};
-pub use section::{markdown_section, Detail};
+pub use section::{html_article, markdown_section, Detail};
 pub use source::{birth_ns, count_newlines};
 pub use stat::{folder_files, unchanged as stat_unchanged, FileStat, Listed, Seen};
 pub use time::parse_iso_ms;

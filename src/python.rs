@@ -2169,33 +2169,70 @@ fn markdown_sections(
             "lines, ids and labels differ in length",
         ));
     }
+    let mut out = Vec::with_capacity(lines.len());
+    for ((line, id), label) in lines.iter().zip(&ids).zip(&labels) {
+        out.push(entry_texts(id, label.as_ref()).and_then(|(id, label)| {
+            crate::markdown_section(line.as_bytes(), &id, label.as_deref(), detail)
+        }));
+    }
+    Ok(out)
+}
+
+/// `section::html_article` of each of `lines` (the index's `ids`, current `labels`,
+/// entry numbers `nums` and `outs` beside them; `shown` for all; `kinds` the view's
+/// `KINDS`): what the HTML export writes for the entry, `None` where the Python path
+/// must render it (an id or label holding a lone surrogate too).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn html_articles(
+    lines: Vec<Bound<'_, PyBytes>>,
+    ids: Vec<Bound<'_, PyAny>>,
+    labels: Vec<Option<Bound<'_, PyAny>>>,
+    nums: Vec<i64>,
+    shown: bool,
+    outs: Vec<bool>,
+    kinds: Vec<String>,
+) -> PyResult<Vec<Option<String>>> {
+    let n = lines.len();
+    if ids.len() != n || labels.len() != n || nums.len() != n || outs.len() != n {
+        return Err(PyValueError::new_err(
+            "lines, ids, labels, nums and outs differ in length",
+        ));
+    }
+    let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
+    let mut out = Vec::with_capacity(n);
+    for (k, line) in lines.iter().enumerate() {
+        out.push(
+            entry_texts(&ids[k], labels[k].as_ref()).and_then(|(id, label)| {
+                crate::html_article(
+                    line.as_bytes(),
+                    &id,
+                    label.as_deref(),
+                    nums[k],
+                    shown,
+                    outs[k],
+                    &kinds,
+                )
+            }),
+        );
+    }
+    Ok(out)
+}
+
+/// An entry's id and label as `str`s the core reads (`None`: one holds a lone surrogate,
+/// or is not a `str`: the Python path's).
+fn entry_texts(
+    id: &Bound<'_, PyAny>,
+    label: Option<&Bound<'_, PyAny>>,
+) -> Option<(String, Option<String>)> {
     let text = |o: &Bound<'_, PyAny>| -> Option<String> {
         o.cast::<PyString>().ok()?.to_str().ok().map(str::to_owned)
     };
-    let mut out = Vec::with_capacity(lines.len());
-    for ((line, id), label) in lines.iter().zip(&ids).zip(&labels) {
-        let Some(id) = text(id) else {
-            out.push(None);
-            continue;
-        };
-        let label = match label {
-            None => None,
-            Some(l) => match text(l) {
-                Some(l) => Some(l),
-                None => {
-                    out.push(None);
-                    continue;
-                }
-            },
-        };
-        out.push(crate::markdown_section(
-            line.as_bytes(),
-            &id,
-            label.as_deref(),
-            detail,
-        ));
-    }
-    Ok(out)
+    let label = match label {
+        None => None,
+        Some(l) => Some(text(l)?),
+    };
+    Some((text(id)?, label))
 }
 
 /// `listing::entries_path`: the current path of a session's entries record.
@@ -2223,6 +2260,8 @@ mod _sessiontree {
     use super::count_newlines;
     #[pymodule_export]
     use super::entries_path;
+    #[pymodule_export]
+    use super::html_articles;
     #[pymodule_export]
     use super::html_escape;
     #[pymodule_export]

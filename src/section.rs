@@ -1,6 +1,7 @@
-//! A path's entries as the Markdown export writes them, made in the core from the
-//! index's lines: the Rust counterpart of `python/sessiontree/export/markdown.py`'s
-//! `_section` (the rules' home), over `item` (the view's item of an entry).
+//! A path's entries as the exports write them, made in the core from the index's lines:
+//! the Rust counterpart of `python/sessiontree/export/markdown.py`'s `_section` and
+//! `export/html.py`'s `_article` (the rules' homes), over `item` (the view's item of an
+//! entry).
 //!
 //! An entry this module does not render exactly as Python does gives `None` (`item`'s
 //! declines, and text whose containment needs markdown-it-py's parse: a `<` that may
@@ -94,6 +95,184 @@ fn section(item: &Item<'_>, detail: Detail) -> Option<String> {
         part(p, item, &mut out)?;
     }
     Some(out)
+}
+
+/// What the HTML export writes for the entry on `line`, its number `n` (`export/html.py`
+/// `_article`: `shown` on the path shown, `out` outside the model's context there;
+/// `kinds` the view's `KINDS`), or `None` for the Python path.
+pub fn html_article(
+    line: &[u8],
+    id: &str,
+    label: Option<&str>,
+    n: i64,
+    shown: bool,
+    out: bool,
+    kinds: &[&str],
+) -> Option<String> {
+    let entry = parse(line)?;
+    if entry.get("id").and_then(Value::as_str) != Some(id) {
+        return None;
+    }
+    let item = item_of(&entry, label)?;
+    Some(article(&item, n, shown, out, kinds))
+}
+
+/// `html.h` (`html.escape(text, quote=True)`).
+fn h(text: &str) -> Cow<'_, str> {
+    match crate::escape::html_escape(text.as_bytes()) {
+        None => Cow::Borrowed(text),
+        // The five replaced are ASCII: what is left is the text's UTF-8.
+        Some(b) => Cow::Owned(String::from_utf8(b).unwrap_or_default()),
+    }
+}
+
+/// `html._article`.
+fn article(item: &Item<'_>, n: i64, shown: bool, out: bool, kinds: &[&str]) -> String {
+    let known = kinds.contains(&item.kind.as_str());
+    let kind = h(&item.kind);
+    let kcls = if known {
+        format!(" k-{}", item.kind)
+    } else {
+        String::new()
+    };
+    let mut o = String::with_capacity(512);
+    o.push_str(&format!("<article id=\"a{n}\" class=\"m"));
+    if known {
+        o.push_str(&format!(" m-{}", item.kind));
+    }
+    if shown {
+        o.push_str(" shown");
+    }
+    if out {
+        o.push_str(" out");
+    }
+    o.push_str(&format!(
+        "\" data-n=\"{n}\"><header><span class=\"k{kcls}\">{kind}</span>"
+    ));
+    if !item.when.is_empty() {
+        o.push_str(&format!("<span>{}</span>", h(&item.when)));
+    }
+    if !item.meta.is_empty() {
+        let meta: Vec<&str> = item
+            .meta
+            .iter()
+            .filter(|m| !m.is_empty())
+            .map(String::as_str)
+            .collect();
+        o.push_str(&format!("<span>{}</span>", h(&meta.join(" · "))));
+    }
+    if let Some(label) = &item.label {
+        o.push_str(&format!(
+            "<span class=\"lb\">[{}]</span>",
+            h(&crate::item::doc_line_str(label, 200))
+        ));
+    }
+    o.push_str(&format!(
+        "<a class=\"eid\" href=\"#a{n}\">{}</a></header>",
+        h(&crate::item::doc_line_str(item.id, 80))
+    ));
+    if out {
+        o.push_str("<p class=\"outnote\">summarized by a later compaction: not in the model's context at this leaf</p>");
+    }
+    for p in &item.parts {
+        html_part(p, item, &mut o);
+    }
+    o.push_str("</article>\n");
+    o
+}
+
+/// The page's Markdown: `html.visible(markdown_html)`.
+fn md_html(text: &str) -> String {
+    let html = crate::markdown_html(text);
+    match crate::escape::safe_block(html.as_bytes()) {
+        None => html,
+        Some(s) => s,
+    }
+}
+
+/// `html._lines`.
+fn lines_fact(text: &str) -> String {
+    let n = if text.is_empty() {
+        0
+    } else {
+        memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1
+    };
+    let digits = crate::item::thousands(n as i64);
+    format!(
+        "{digits} line{}, {}",
+        if n == 1 { "" } else { "s" },
+        crate::item::human_bytes(text.len() as u64)
+    )
+}
+
+const THINKING_OPEN: usize = 600;
+const OUTPUT_OPEN: usize = 20;
+
+/// `html._part`.
+fn html_part(p: &Part<'_>, item: &Item<'_>, o: &mut String) {
+    let err = if p.error { " err" } else { "" };
+    match p.kind {
+        PartKind::Text | PartKind::Summary => {
+            o.push_str("<div class=\"md\">");
+            o.push_str(&md_html(&p.text));
+            o.push_str("</div>");
+        }
+        PartKind::Thinking => {
+            let opened = if p.text.len() < THINKING_OPEN || p.text.chars().count() < THINKING_OPEN {
+                " open"
+            } else {
+                ""
+            };
+            o.push_str(&format!("<details class=\"js\"{opened}><summary>thinking</summary><div class=\"thinking md\">"));
+            o.push_str(&md_html(&p.text));
+            o.push_str("</div></details>");
+        }
+        PartKind::ToolCall => {
+            o.push_str(&format!(
+                "<details class=\"tc\"><summary>→ {}</summary><pre><code>",
+                h(&p.title)
+            ));
+            o.push_str(&h(&p.text));
+            o.push_str("</code></pre></details>");
+        }
+        PartKind::ToolResult => {
+            let tool = item.meta.first().map_or("result", String::as_str);
+            o.push_str(&format!(
+                "<details class=\"tr{err}\"><summary>← {} · {}</summary><pre>",
+                h(tool),
+                lines_fact(&p.text)
+            ));
+            o.push_str(&h(&p.text));
+            o.push_str("</pre></details>");
+        }
+        PartKind::Image => {
+            o.push_str(&format!(
+                "<img class=\"im\" alt=\"{}\" src=\"data:{};base64,{}\">",
+                h(&p.title),
+                p.mime,
+                p.data
+            ));
+        }
+        PartKind::Output => {
+            let newlines = memchr::memchr_iter(b'\n', p.text.as_bytes()).count();
+            let opened = if newlines < OUTPUT_OPEN { " open" } else { "" };
+            o.push_str(&format!(
+                "<details class=\"tr{err}\"{opened}><summary>output · {}</summary><pre>",
+                lines_fact(&p.text)
+            ));
+            o.push_str(&h(&p.text));
+            o.push_str("</pre></details>");
+        }
+        PartKind::Json => {
+            o.push_str(&format!(
+                "<details class=\"js\"><summary>{}</summary><pre>",
+                h(&p.title)
+            ));
+            o.push_str(&h(&p.text));
+            o.push_str("</pre></details>");
+        }
+        PartKind::Note => o.push_str(&format!("<p class=\"note\">{}</p>", h(&p.text))),
+    }
 }
 
 /// `markdown.md_inline`.

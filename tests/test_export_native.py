@@ -1,6 +1,6 @@
-"""The Markdown export's sections made in the core from the entries' lines
-(``src/section.rs``, ``markdown_sections``) are the Python path's, byte for byte (issue
-26, item 5): every ``--detail`` of the corpus, the damaged cases, generated sessions and
+"""The exports' sections made in the core from the entries' lines (``src/section.rs``:
+Markdown's ``markdown_sections``, the page's ``html_articles``) are the Python path's,
+byte for byte (issue 26, item 5): every ``--detail`` and ``--branches`` of the corpus, the damaged cases, generated sessions and
 hand-made entries at the edges of what the core covers (floats, lone surrogates, other
 types, odd values), on the backend under test. The Python path (``_entry_section``, the
 view's ``item_of``) is the reference; the core leaves what it does not cover to it, and
@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessiontree.export import markdown
+from sessiontree.export import html, markdown
+from sessiontree.export.html import write_html
 from sessiontree.export.markdown import DETAILS, write_markdown
 from sessiontree.generate import generate_session
 from sessiontree.view import structure_of
@@ -36,11 +37,25 @@ def _export(path: Path, backend: str, detail: str, native: bool, monkeypatch: py
     return "".join(out)
 
 
+def _page(path: Path, backend: str, branches: str, native: bool, monkeypatch: pytest.MonkeyPatch) -> str:
+    with monkeypatch.context() as m:
+        if not native:
+            m.setattr(html, "_native_articles", lambda: None)
+        out: list[str] = []
+        with open_quiet(path, backend) as sm:
+            write_html(structure_of(sm), out.append, branches=branches, source=str(path))
+    return "".join(out)
+
+
 def _same(path: Path, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for detail in DETAILS:
         ours = _export(path, backend, detail, True, monkeypatch)
         ref = _export(path, backend, detail, False, monkeypatch)
         assert ours == ref, f"{path.name} --detail {detail}"
+    for branches in ("all", "path"):
+        ours = _page(path, backend, branches, True, monkeypatch)
+        ref = _page(path, backend, branches, False, monkeypatch)
+        assert ours == ref, f"{path.name} html --branches {branches}"
 
 
 def _opens(path: Path, backend: str) -> bool:
@@ -52,17 +67,21 @@ def _opens(path: Path, backend: str) -> bool:
 
 
 def _coverage(path: Path, backend: str) -> float:
-    """The share of the path's entries the core renders itself."""
+    """The share of the path's entries the core renders itself (the lower of the two
+    formats)."""
     with open_quiet(path, backend) as sm:
         s = structure_of(sm)
-        render = markdown._native_sections()
-        assert render is not None
-        done = total = 0
+        sections, articles = markdown._native_sections(), html._native_articles()
+        assert sections is not None and articles is not None
+        md = page = total = 0
         for batch, lines in s.lines(s.path):
-            got = render([x or b"" for x in lines], [s.id(n) for n in batch], [s.labels.get(n) for n in batch], "full")
-            done += sum(g is not None for g in got)
-            total += len(got)
-    return done / max(total, 1)
+            raw = [x or b"" for x in lines]
+            ids, labels = [s.id(n) for n in batch], [s.labels.get(n) for n in batch]
+            md += sum(g is not None for g in sections(raw, ids, labels, "full"))
+            got = articles(raw, ids, labels, list(batch), True, [False] * len(batch), sorted(html.KINDS))
+            page += sum(g is not None for g in got)
+            total += len(batch)
+    return min(md, page) / max(total, 1)
 
 
 def test_the_corpus_and_the_cases(corpus_dir: Path, cases_dir: Path, backend: str,

@@ -18,6 +18,7 @@ __all__ = [
     "index_merge",
     "index_query",
     "index_snippets",
+    "html_articles",
     "html_escape",
     "json_unsafe",
     "judge_text",
@@ -149,6 +150,19 @@ def safe_block(text: str) -> str:
     (``src/escape.rs``): CR, CRLF, U+2028 and U+2029 as LF, LF and TAB kept, controls,
     bidi and invisible format characters and lone surrogates as ``\\x1b``, ``\\u202e``,
     ``\\U000e0041``; ``text`` itself when nothing changes."""
+
+def html_articles(lines: list[bytes], ids: list[str], labels: list[str | None], nums: list[int], shown: bool,
+                  outs: list[bool], kinds: list[str]) -> list[str | None]:
+    """What the HTML export writes for each entry whose JSON text is in ``lines``
+    (``ids`` the ids the index holds for them, ``labels`` their current labels, ``nums``
+    their entry numbers, ``outs`` whether each is outside the model's context, ``shown``
+    whether they are the path shown, ``kinds`` the view's ``KINDS``; ``src/section.rs``):
+    its ``<article>``, ``None`` for an entry the core leaves to the Python path
+    (``export/html.py``).
+
+    Raises:
+        ValueError: lists of different lengths.
+    """
 
 def html_escape(text: str) -> str:
     """``html.escape(text, quote=True)`` in one pass (``src/escape.rs``); ``text`` itself

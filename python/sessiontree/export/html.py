@@ -224,14 +224,11 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
         _write_tree(drawing, write, every)
     write('<main id="conv">\n')
     md = markdown_renderer()
-    for n, entry in st.entries(path):
-        write(_article(st, n, entry, md, shown=True, out=n in outside))
-        stats.rendered += 1
+    stats.rendered += _write_articles(st, path, md, write, shown=True, outside=outside)
     if every:
         on = st.on_path
-        for n, entry in st.entries([n for n in drawing.order() if n not in on]):
-            write(_article(st, n, entry, md, shown=False, out=False))
-            stats.rendered += 1
+        stats.rendered += _write_articles(st, [n for n in drawing.order() if n not in on], md, write, shown=False,
+                                          outside=())
     if not path:
         write('<p class="note">The session has no entries.</p>\n')
     write("</main>\n")
@@ -435,6 +432,39 @@ def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = Fa
 
 
 # ----------------------------------------------------------------------- articles
+
+
+def _native_articles() -> Callable[..., list[str | None]] | None:
+    """The extension's ``html_articles``, or ``None`` without the extension."""
+    native = extension()
+    return getattr(native, "html_articles", None) if native is not None else None
+
+
+def _write_articles(st: Structure, nums: Sequence[int], md: Callable[[str], str], write: Callable[[str], Any], *,
+                    shown: bool, outside: Any) -> int:
+    """Write the articles of ``nums`` (``outside``: the entries outside the model's
+    context); how many. The extension makes each article from the entry's line
+    (``html_articles``, ``src/section.rs``) where it covers it, :func:`_article` the
+    others, in their places (``tests/test_export_native.py`` holds the two equal)."""
+    render = _native_articles()
+    if render is None:
+        for n, entry in st.entries(nums):
+            write(_article(st, n, entry, md, shown=shown, out=n in outside))
+        return len(nums)
+    labels, kinds = st.labels, sorted(KINDS)
+    with st.uncached():  # the entries left to Python are read once
+        for batch, lines in st.lines(nums):
+            outs = [n in outside for n in batch]
+            got = render([b"" if x is None else x for x in lines], [st.id(n) for n in batch],
+                         [labels.get(n) for n in batch], list(batch), shown, outs, kinds)
+            missing = [n for n, text in zip(batch, got) if text is None]
+            if missing:
+                decoded = dict(st.entries(missing))
+                got = [_article(st, n, decoded[n], md, shown=shown, out=out) if text is None else text
+                       for n, text, out in zip(batch, got, outs)]
+            write("".join(got))  # type: ignore[arg-type]  # every None was filled in
+    return len(nums)
+
 
 
 def _article(st: Structure, n: int, entry: dict[str, Any], md: Callable[[str], str], *, shown: bool,

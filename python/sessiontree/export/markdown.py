@@ -375,18 +375,19 @@ def write_markdown(st: Structure, write: Callable[[str], Any], *, leaf: int | No
                 stats.sections += 1
         return stats
     labels = st.labels
-    for batch, lines in st.lines(path):
-        ids = [st.id(n) for n in batch]
-        got = render([b"" if x is None else x for x in lines], ids, [labels.get(n) for n in batch], detail)
-        # What the core leaves (module docstring of src/section.rs) goes the Python way.
-        missing = [n for n, section in zip(batch, got) if section is None]
-        if missing:
-            decoded = dict(st.entries(missing))
-            got = [_entry_section(decoded[n], labels.get(n), detail) if section is None else section
-                   for n, section in zip(batch, got)]
-        sections = [section for section in got if section]
-        stats.sections += len(sections)
-        write("".join(sections))
+    with st.uncached():  # the entries left to Python are read once
+        for batch, lines in st.lines(path):
+            ids = [st.id(n) for n in batch]
+            got = render([b"" if x is None else x for x in lines], ids, [labels.get(n) for n in batch], detail)
+            # What the core leaves (module docstring of src/section.rs) goes the Python way.
+            missing = [n for n, section in zip(batch, got) if section is None]
+            if missing:
+                decoded = dict(st.entries(missing))
+                got = [_entry_section(decoded[n], labels.get(n), detail) if section is None else section
+                       for n, section in zip(batch, got)]
+            sections = [section for section in got if section]
+            stats.sections += len(sections)
+            write("".join(sections))
     return stats
 
 
