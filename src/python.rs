@@ -2151,7 +2151,7 @@ fn markdown_html(py: Python<'_>, text: &str) -> String {
 }
 
 /// `section::markdown_section` of each of `lines` (an entry's JSON text, the index's
-/// `ids` and current `labels` beside it): what the Markdown export writes for it (`""`
+/// `ids` and current `labels` beside it): what the Markdown export writes for it as UTF-8 (empty
 /// when `detail` leaves it out), `None` where the Python path must render it (an id or
 /// label holding a lone surrogate too).
 #[pyfunction]
@@ -2160,7 +2160,7 @@ fn markdown_sections(
     ids: Vec<Bound<'_, PyAny>>,
     labels: Vec<Option<Bound<'_, PyAny>>>,
     detail: &str,
-) -> PyResult<Vec<Option<String>>> {
+) -> PyResult<Vec<Option<Py<PyBytes>>>> {
     let Some(detail) = crate::Detail::from_name(detail) else {
         return Err(PyValueError::new_err(format!("unknown detail {detail:?}")));
     };
@@ -2171,16 +2171,17 @@ fn markdown_sections(
     }
     let mut out = Vec::with_capacity(lines.len());
     for ((line, id), label) in lines.iter().zip(&ids).zip(&labels) {
-        out.push(entry_texts(id, label.as_ref()).and_then(|(id, label)| {
+        let text = entry_texts(id, label.as_ref()).and_then(|(id, label)| {
             crate::markdown_section(line.as_bytes(), &id, label.as_deref(), detail)
-        }));
+        });
+        out.push(text.map(|t| PyBytes::new(line.py(), t.as_bytes()).unbind()));
     }
     Ok(out)
 }
 
 /// `section::html_article` of each of `lines` (the index's `ids`, current `labels`,
 /// entry numbers `nums` and `outs` beside them; `shown` for all; `kinds` the view's
-/// `KINDS`): what the HTML export writes for the entry, `None` where the Python path
+/// `KINDS`): what the HTML export writes for the entry (UTF-8), `None` where the Python path
 /// must render it (an id or label holding a lone surrogate too).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
@@ -2192,7 +2193,7 @@ fn html_articles(
     shown: bool,
     outs: Vec<bool>,
     kinds: Vec<String>,
-) -> PyResult<Vec<Option<String>>> {
+) -> PyResult<Vec<Option<Py<PyBytes>>>> {
     let n = lines.len();
     if ids.len() != n || labels.len() != n || nums.len() != n || outs.len() != n {
         return Err(PyValueError::new_err(
@@ -2202,19 +2203,18 @@ fn html_articles(
     let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
     let mut out = Vec::with_capacity(n);
     for (k, line) in lines.iter().enumerate() {
-        out.push(
-            entry_texts(&ids[k], labels[k].as_ref()).and_then(|(id, label)| {
-                crate::html_article(
-                    line.as_bytes(),
-                    &id,
-                    label.as_deref(),
-                    nums[k],
-                    shown,
-                    outs[k],
-                    &kinds,
-                )
-            }),
-        );
+        let text = entry_texts(&ids[k], labels[k].as_ref()).and_then(|(id, label)| {
+            crate::html_article(
+                line.as_bytes(),
+                &id,
+                label.as_deref(),
+                nums[k],
+                shown,
+                outs[k],
+                &kinds,
+            )
+        });
+        out.push(text.map(|t| PyBytes::new(line.py(), t.as_bytes()).unbind()));
     }
     Ok(out)
 }

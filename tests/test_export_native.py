@@ -27,35 +27,52 @@ from _shared import open_quiet
 pytestmark = pytest.mark.skipif(markdown._native_sections() is None, reason="the extension is not built")
 
 
-def _export(path: Path, backend: str, detail: str, native: bool, monkeypatch: pytest.MonkeyPatch) -> str:
+class _Out:
+    """An export's output as the command line writes it: text encoded, bytes as they are
+    (``binary``: the writer is also given ``write_bytes``)."""
+
+    def __init__(self, binary: bool) -> None:
+        self.data = bytearray()
+        self.kw: dict[str, Any] = {"write_bytes": self.data.extend} if binary else {}
+
+    def write(self, text: str) -> None:
+        self.data += text.encode("utf-8", "backslashreplace")
+
+
+def _export(path: Path, backend: str, detail: str, native: bool, monkeypatch: pytest.MonkeyPatch,
+            binary: bool = False) -> bytes:
     with monkeypatch.context() as m:
         if not native:
             m.setattr(markdown, "_native_sections", lambda: None)
-        out: list[str] = []
+        out = _Out(binary)
         with open_quiet(path, backend) as sm:
-            write_markdown(structure_of(sm), out.append, detail=detail, source=str(path))
-    return "".join(out)
+            write_markdown(structure_of(sm), out.write, detail=detail, source=str(path), **out.kw)
+    return bytes(out.data)
 
 
-def _page(path: Path, backend: str, branches: str, native: bool, monkeypatch: pytest.MonkeyPatch) -> str:
+def _page(path: Path, backend: str, branches: str, native: bool, monkeypatch: pytest.MonkeyPatch,
+          binary: bool = False) -> bytes:
     with monkeypatch.context() as m:
         if not native:
             m.setattr(html, "_native_articles", lambda: None)
-        out: list[str] = []
+        out = _Out(binary)
         with open_quiet(path, backend) as sm:
-            write_html(structure_of(sm), out.append, branches=branches, source=str(path))
-    return "".join(out)
+            write_html(structure_of(sm), out.write, branches=branches, source=str(path), **out.kw)
+    return bytes(out.data)
 
 
 def _same(path: Path, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both formats by the core and by the Python path, as text and as bytes."""
     for detail in DETAILS:
-        ours = _export(path, backend, detail, True, monkeypatch)
         ref = _export(path, backend, detail, False, monkeypatch)
-        assert ours == ref, f"{path.name} --detail {detail}"
+        for binary in (False, True):
+            assert _export(path, backend, detail, True, monkeypatch, binary) == ref, f"{path.name} --detail {detail}"
+        assert _export(path, backend, detail, False, monkeypatch, True) == ref
     for branches in ("all", "path"):
-        ours = _page(path, backend, branches, True, monkeypatch)
         ref = _page(path, backend, branches, False, monkeypatch)
-        assert ours == ref, f"{path.name} html --branches {branches}"
+        for binary in (False, True):
+            assert _page(path, backend, branches, True, monkeypatch, binary) == ref, f"{path.name} --branches {branches}"
+        assert _page(path, backend, branches, False, monkeypatch, True) == ref
 
 
 def _opens(path: Path, backend: str) -> bool:
@@ -74,9 +91,9 @@ def _coverage(path: Path, backend: str) -> float:
         sections, articles = markdown._native_sections(), html._native_articles()
         assert sections is not None and articles is not None
         md = page = total = 0
-        for batch, lines in s.lines(s.path):
+        for batch, ids, lines in s.lines(s.path):
             raw = [x or b"" for x in lines]
-            ids, labels = [s.id(n) for n in batch], [s.labels.get(n) for n in batch]
+            labels = [s.labels.get(n) for n in batch]
             md += sum(g is not None for g in sections(raw, ids, labels, "full"))
             got = articles(raw, ids, labels, list(batch), True, [False] * len(batch), sorted(html.KINDS))
             page += sum(g is not None for g in got)

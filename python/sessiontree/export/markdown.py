@@ -336,7 +336,8 @@ def fence(text: str, info: str = "") -> str:
 
 
 def write_markdown(st: Structure, write: Callable[[str], Any], *, leaf: int | None = None,
-                   detail: str = "full", source: str = "") -> MarkdownStats:
+                   detail: str = "full", source: str = "",
+                   write_bytes: Callable[[bytes], Any] | None = None) -> MarkdownStats:
     """Write the path root → ``leaf`` (default the current leaf) as Markdown.
 
     Args:
@@ -345,6 +346,9 @@ def write_markdown(st: Structure, write: Callable[[str], Any], *, leaf: int | No
         leaf: the last entry of the path.
         detail: one of :data:`DETAILS` (module docstring).
         source: the session file as the user named it (in the heading).
+        write_bytes: where the sections go as UTF-8 (the text ``write`` would be
+            given, encoded with ``backslashreplace``), for a binary output: the
+            extension makes them as UTF-8. ``None``: through ``write``.
 
     Raises:
         ValueError: ``detail`` is not one of :data:`DETAILS`.
@@ -376,22 +380,25 @@ def write_markdown(st: Structure, write: Callable[[str], Any], *, leaf: int | No
         return stats
     labels = st.labels
     with st.uncached():  # the entries left to Python are read once
-        for batch, lines in st.lines(path):
-            ids = [st.id(n) for n in batch]
+        for batch, ids, lines in st.lines(path):
             got = render([b"" if x is None else x for x in lines], ids, [labels.get(n) for n in batch], detail)
             # What the core leaves (module docstring of src/section.rs) goes the Python way.
             missing = [n for n, section in zip(batch, got) if section is None]
             if missing:
                 decoded = dict(st.entries(missing))
-                got = [_entry_section(decoded[n], labels.get(n), detail) if section is None else section
-                       for n, section in zip(batch, got)]
+                got = [_entry_section(decoded[n], labels.get(n), detail).encode("utf-8", "backslashreplace")
+                       if section is None else section for n, section in zip(batch, got)]
             sections = [section for section in got if section]
             stats.sections += len(sections)
-            write("".join(sections))
+            chunk = b"".join(sections)  # type: ignore[arg-type]  # every None was filled in
+            if write_bytes is not None:
+                write_bytes(chunk)
+            else:
+                write(chunk.decode())
     return stats
 
 
-def _native_sections() -> Callable[[list[bytes], list[str], list[str | None], str], list[str | None]] | None:
+def _native_sections() -> Callable[[list[bytes], list[str], list[str | None], str], list[bytes | None]] | None:
     """The extension's ``markdown_sections`` (``src/section.rs``: an entry's section
     made from its line, ``None`` for the entries it leaves to :func:`_entry_section`),
     or ``None`` without the extension; ``tests/test_export_native.py`` holds the two
