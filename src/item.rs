@@ -228,6 +228,9 @@ pub fn usage_text(usage: Option<&Value<'_>>) -> Option<Vec<String>> {
     Some(out)
 }
 
+/// `_text.ABSENT`: how a viewer words a missing or null value where one is expected.
+const ABSENT: &str = "none";
+
 const MS_YEAR_10000: i64 = 253_402_300_800_000;
 
 /// `_text.ms_time(ms)`; `None` where Python goes through `datetime` (a float, a time
@@ -424,8 +427,8 @@ pub fn item_of<'a>(entry: &'a Value<'a>, label: Option<&str>) -> Option<Item<'a>
         Some("model_change") if entry.has("provider") || entry.has("modelId") => {
             let text = format!(
                 "{}/{}",
-                value_text(entry.get("provider"), Some(100), "None")?,
-                value_text(entry.get("modelId"), Some(100), "None")?
+                value_text(entry.get("provider"), Some(100), ABSENT)?,
+                value_text(entry.get("modelId"), Some(100), ABSENT)?
             );
             note(&mut item, format!("model → {}", doc_line_str(&text, 300)));
         }

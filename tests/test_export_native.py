@@ -180,7 +180,7 @@ EDGES: list[dict[str, Any]] = [
     {"type": "custom", "customType": "k", "data": {"a": [1, "\u2066x"], "b": None}},
     {"type": "custom", "customType": "k", "data": {"f": 0.5}}, {"type": "custom", "customType": "k"},
     {"type": "model_change", "provider": "anthropic", "modelId": "claude"},
-    {"type": "model_change", "model": "a/b", "role": "smol"},
+    {"type": "model_change", "model": "a/b", "role": "smol"}, {"type": "model_change", "provider": None},
     {"type": "thinking_level_change", "thinkingLevel": "high"},
     {"type": "label", "targetId": "e0001", "label": "it's \"both\""},
     {"type": "label", "targetId": "e0001", "label": "Ünïcode"}, {"type": "label", "targetId": "e0001", "label": ""},
