@@ -61,6 +61,31 @@ fn push_escape(out: &mut Vec<u8>, cp: u32) {
     };
 }
 
+/// The bytes where [`safe_block`] may change something: the ASCII controls but LF and TAB,
+/// DEL, and the UTF-8 lead bytes of every other code point it changes (C1 and U+00AD
+/// `c2`, U+034F `cd`, U+061C `d8`, U+180E `e1`, U+200B–U+206F `e2`, lone surrogates `ed`,
+/// U+FEFF and U+FFF9–U+FFFB `ef`, tags `f3`). Any other byte is copied as it is: a
+/// continuation byte (`80`–`bf`) is never one of these leads, so the characters of other
+/// scripts are stepped over a byte at a time without being decoded.
+const MAY_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = b != 0x0a && b != 0x09;
+        b += 1;
+    }
+    t[0x7f] = true;
+    t[0xc2] = true;
+    t[0xcd] = true;
+    t[0xd8] = true;
+    t[0xe1] = true;
+    t[0xe2] = true;
+    t[0xed] = true;
+    t[0xef] = true;
+    t[0xf3] = true;
+    t
+};
+
 /// `view/_escape.py`'s `safe_block` of the text whose UTF-8 is `src` (a lone surrogate as
 /// the three bytes `encode("utf-8", "surrogatepass")` writes): CR, CRLF, U+2028 and
 /// U+2029 as LF, LF and TAB kept, every other character [`unsafe_char`] names escaped.
@@ -73,7 +98,7 @@ pub fn safe_block(src: &[u8]) -> Option<String> {
     let n = src.len();
     while i < n {
         let b = src[i];
-        if (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t' {
+        if !MAY_ESCAPE[usize::from(b)] {
             i += 1;
             continue;
         }

@@ -10,7 +10,9 @@
 //! string values for previews; `escape` tests JSON output for the characters the command
 //! line escapes and runs the viewers' escaping rule and `html.escape` in one pass each
 //! (their statements are in Python); `markdown` renders message text as HTML for the
-//! HTML export (over pulldown-cmark, importing nothing of the crate). `python.rs` (feature
+//! HTML export (over pulldown-cmark, importing nothing of the crate); `value`, `item` and `section`
+//! render an export's entries from their lines (the view's rules, stated in Python, for
+//! the entries they cover; the rest is left to Python). `python.rs` (feature
 //! `python`) is the only file that touches PyO3. `use crate::` edges form a DAG
 //! (docs/ARCHITECTURE.md lists them).
 
@@ -23,6 +25,7 @@ mod guard;
 mod ids;
 mod index;
 mod issue;
+mod item;
 mod kind;
 mod lines;
 mod listing;
@@ -33,12 +36,14 @@ pub mod rows;
 mod runs;
 mod scan;
 pub mod search;
+mod section;
 mod source;
 mod stat;
 mod time;
 mod totals;
 mod tree;
 mod usage;
+mod value;
 
 pub use clip::{clip_strings, WHOLE as CLIP_WHOLE_KEYS};
 pub use context::Plan;
@@ -64,6 +69,7 @@ pub use search::index::{
 pub use search::rules::{PChar, Term, ASCII_FOLDS, JS_WHITESPACE, NOT_ALNUM};
 pub use search::segment::{merge as merge_segments, Piece, Segment};
 pub use search::{search_files, FileResult, Hit, Judged, Query};
+pub use section::{html_article, markdown_section, Detail};
 pub use source::{birth_ns, count_newlines};
 pub use stat::{folder_files, unchanged as stat_unchanged, FileStat, Listed, Seen};
 pub use time::parse_iso_ms;

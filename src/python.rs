@@ -2150,6 +2150,91 @@ fn markdown_html(py: Python<'_>, text: &str) -> String {
     py.detach(|| crate::markdown_html(text))
 }
 
+/// `section::markdown_section` of each of `lines` (an entry's JSON text, the index's
+/// `ids` and current `labels` beside it): what the Markdown export writes for it as UTF-8 (empty
+/// when `detail` leaves it out), `None` where the Python path must render it (an id or
+/// label holding a lone surrogate too).
+#[pyfunction]
+fn markdown_sections(
+    lines: Vec<Bound<'_, PyBytes>>,
+    ids: Vec<Bound<'_, PyAny>>,
+    labels: Vec<Option<Bound<'_, PyAny>>>,
+    detail: &str,
+) -> PyResult<Vec<Option<Py<PyBytes>>>> {
+    let Some(detail) = crate::Detail::from_name(detail) else {
+        return Err(PyValueError::new_err(format!("unknown detail {detail:?}")));
+    };
+    if ids.len() != lines.len() || labels.len() != lines.len() {
+        return Err(PyValueError::new_err(
+            "lines, ids and labels differ in length",
+        ));
+    }
+    let mut out = Vec::with_capacity(lines.len());
+    for ((line, id), label) in lines.iter().zip(&ids).zip(&labels) {
+        let text = entry_texts(id, label.as_ref()).and_then(|(id, label)| {
+            crate::markdown_section(line.as_bytes(), &id, label.as_deref(), detail)
+        });
+        out.push(text.map(|t| PyBytes::new(line.py(), t.as_bytes()).unbind()));
+    }
+    Ok(out)
+}
+
+/// `section::html_article` of each of `lines` (the index's `ids`, current `labels`,
+/// entry numbers `nums` and `outs` beside them; `shown` for all; `kinds` the view's
+/// `KINDS`): what the HTML export writes for the entry (UTF-8), `None` where the Python path
+/// must render it (an id or label holding a lone surrogate too).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn html_articles(
+    lines: Vec<Bound<'_, PyBytes>>,
+    ids: Vec<Bound<'_, PyAny>>,
+    labels: Vec<Option<Bound<'_, PyAny>>>,
+    nums: Vec<i64>,
+    shown: bool,
+    outs: Vec<bool>,
+    kinds: Vec<String>,
+) -> PyResult<Vec<Option<Py<PyBytes>>>> {
+    let n = lines.len();
+    if ids.len() != n || labels.len() != n || nums.len() != n || outs.len() != n {
+        return Err(PyValueError::new_err(
+            "lines, ids, labels, nums and outs differ in length",
+        ));
+    }
+    let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
+    let mut out = Vec::with_capacity(n);
+    for (k, line) in lines.iter().enumerate() {
+        let text = entry_texts(&ids[k], labels[k].as_ref()).and_then(|(id, label)| {
+            crate::html_article(
+                line.as_bytes(),
+                &id,
+                label.as_deref(),
+                nums[k],
+                shown,
+                outs[k],
+                &kinds,
+            )
+        });
+        out.push(text.map(|t| PyBytes::new(line.py(), t.as_bytes()).unbind()));
+    }
+    Ok(out)
+}
+
+/// An entry's id and label as `str`s the core reads (`None`: one holds a lone surrogate,
+/// or is not a `str`: the Python path's).
+fn entry_texts(
+    id: &Bound<'_, PyAny>,
+    label: Option<&Bound<'_, PyAny>>,
+) -> Option<(String, Option<String>)> {
+    let text = |o: &Bound<'_, PyAny>| -> Option<String> {
+        o.cast::<PyString>().ok()?.to_str().ok().map(str::to_owned)
+    };
+    let label = match label {
+        None => None,
+        Some(l) => Some(text(l)?),
+    };
+    Some((text(id)?, label))
+}
+
 /// `listing::entries_path`: the current path of a session's entries record.
 #[pyfunction]
 fn entries_path(entries: &Bound<'_, PyBytes>) -> Vec<u32> {
@@ -2176,6 +2261,8 @@ mod _sessiontree {
     #[pymodule_export]
     use super::entries_path;
     #[pymodule_export]
+    use super::html_articles;
+    #[pymodule_export]
     use super::html_escape;
     #[pymodule_export]
     use super::index_build;
@@ -2191,6 +2278,8 @@ mod _sessiontree {
     use super::judge_text;
     #[pymodule_export]
     use super::markdown_html;
+    #[pymodule_export]
+    use super::markdown_sections;
     #[pymodule_export]
     use super::safe_block;
     #[pymodule_export]

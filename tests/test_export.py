@@ -180,11 +180,11 @@ def test_html_header_describes_the_branch_shown(demo_like: Path, backend: str, b
     }
 
 def test_html_path_only_decodes_the_path(demo_like: Path) -> None:
-    """branches="path" renders exactly the path, and decodes only it and the rows a
-    reader sees without unfolding."""
+    """branches="path" renders exactly the path, and reads only it (decoded, or its
+    lines for the extension to render) and the rows a reader sees without unfolding."""
     with open_quiet(demo_like, "native") as sm:
         decoded: list[str] = []
-        real, real_many = sm.get_entry, sm.get_entries_by_id
+        real, real_many, real_lines = sm.get_entry, sm.get_entries_by_id, sm.get_lines_by_id
 
         def counting(entry_id: str) -> Any:
             decoded.append(entry_id)
@@ -195,8 +195,14 @@ def test_html_path_only_decodes_the_path(demo_like: Path) -> None:
             decoded.extend(ids)
             return real_many(ids, **kw)
 
+        def counting_lines(entry_ids: Any) -> Any:
+            ids = list(entry_ids)
+            decoded.extend(ids)
+            return real_lines(ids)
+
         sm.get_entry = counting  # type: ignore[method-assign]
         sm.get_entries_by_id = counting_many  # type: ignore[method-assign]
+        sm.get_lines_by_id = counting_lines  # type: ignore[method-assign]
         st = structure_of(sm)
         decoded.clear()
         out: list[str] = []

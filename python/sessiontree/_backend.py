@@ -307,6 +307,7 @@ class TreeIndex(Protocol):
     def get(self, entry_id: str) -> dict[str, Any] | None: ...
     def get_many(self, entry_ids: list[str], clip: int | None = None) -> list[dict[str, Any] | None]: ...  # None: unknown; clip: _clip.py
     def raw_line(self, entry_id: str) -> bytes | None: ...  # the line's bytes, no CR/LF
+    def raw_lines(self, entry_ids: list[str]) -> list[bytes | None]: ...  # raw_line of each, in one read
     def children(self, entry_id: str) -> list[dict[str, Any]]: ...  # file order
     def path(self, entry_id: str | None) -> list[dict[str, Any]]: ...  # root -> entry
     def path_ids(self, entry_id: str | None) -> list[str]: ...

@@ -887,6 +887,23 @@ class SessionManager:
         ids = builtins.list(entry_ids)
         return self._index.get_many(ids, clip)
 
+    def get_lines_by_id(self, entry_ids: Iterable[str]) -> builtins.list[bytes | None]:
+        """The JSON text of the entries with these ids as the session holds it (no line
+        end; an entry of a glued line is its own bytes), in the order given (``None``
+        for an id not in the session), with one staleness check: for a reader that
+        renders the text itself (the exports). The native backend reads the lines from
+        the file and checks each against the hash it indexed (a rewritten line raises
+        ``StaleSessionError``); the python backend gives the bytes it read.
+
+        Raises:
+            TypeError: ``entry_ids`` is a single ``str``/``bytes``.
+            StaleSessionError: the file changed under the session (native: a line's bytes).
+        """
+        if isinstance(entry_ids, (str, bytes)):
+            raise TypeError("entry_ids must be an iterable of ids, not one id")
+        self._check()
+        return self._index.raw_lines(builtins.list(entry_ids))
+
     def get_children(self, entry_id: str) -> _Entries:
         """Direct children of an entry, in file order (Pi's ``getChildren``)."""
         self._check()

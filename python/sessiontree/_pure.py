@@ -217,6 +217,10 @@ class PythonIndex:
         i = self._idx(entry_id)
         return self._l.raws[i] if i >= 0 else None
 
+    def raw_lines(self, entry_ids: list[str]) -> list[bytes | None]:
+        """:meth:`raw_line` of each id."""
+        return [self.raw_line(eid) for eid in entry_ids]
+
     def _child_lists(self) -> list[list[int]]:
         l = self._l
         n = len(l.ids)

@@ -18,10 +18,12 @@ __all__ = [
     "index_merge",
     "index_query",
     "index_snippets",
+    "html_articles",
     "html_escape",
     "json_unsafe",
     "judge_text",
     "markdown_html",
+    "markdown_sections",
     "safe_block",
     "scan_listing",
     "search_files",
@@ -149,9 +151,33 @@ def safe_block(text: str) -> str:
     bidi and invisible format characters and lone surrogates as ``\\x1b``, ``\\u202e``,
     ``\\U000e0041``; ``text`` itself when nothing changes."""
 
+def html_articles(lines: list[bytes], ids: list[str], labels: list[str | None], nums: list[int], shown: bool,
+                  outs: list[bool], kinds: list[str]) -> list[bytes | None]:
+    """What the HTML export writes for each entry whose JSON text is in ``lines``
+    (``ids`` the ids the index holds for them, ``labels`` their current labels, ``nums``
+    their entry numbers, ``outs`` whether each is outside the model's context, ``shown``
+    whether they are the path shown, ``kinds`` the view's ``KINDS``; ``src/section.rs``):
+    its ``<article>`` as UTF-8, ``None`` for an entry the core leaves to the Python path
+    (``export/html.py``).
+
+    Raises:
+        ValueError: lists of different lengths.
+    """
+
 def html_escape(text: str) -> str:
     """``html.escape(text, quote=True)`` in one pass (``src/escape.rs``); ``text`` itself
     when it holds none of ``&<>"'``."""
+
+def markdown_sections(lines: list[bytes], ids: list[str], labels: list[str | None], detail: str) -> list[bytes | None]:
+    """What the Markdown export writes for each entry whose JSON text is in ``lines``
+    (``ids`` the ids the index holds for them, ``labels`` their current labels;
+    ``src/section.rs``), as UTF-8: ``"\\n"`` and its section, empty when ``detail``
+    (``full``, ``no-tools``, ``user-only``) leaves it out, ``None`` for an entry the
+    core leaves to the Python path (``export/markdown.py``).
+
+    Raises:
+        ValueError: an unknown ``detail``, or lists of different lengths.
+    """
 
 def markdown_html(text: str) -> str:
     """Message text (Markdown) as the HTML export shows it (``src/markdown.rs``):

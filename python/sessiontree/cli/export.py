@@ -112,7 +112,8 @@ def _html_options(group: Any) -> None:
 def _write_html(job: Job) -> str:
     from ..export.html import write_html
 
-    stats = write_html(job.structure, job.write_text, leaf=job.leaf, branches=job.args.branches or "auto", source=job.source)
+    stats = write_html(job.structure, job.write_text, leaf=job.leaf, branches=job.args.branches or "auto",
+                       source=job.source, write_bytes=job.out.write)
     return (f"{stats.entries:,} entries in the tree, {stats.rendered:,} rendered "
             f"({'every branch' if stats.branches == 'all' else 'the path'}), {stats.path:,} on the path")
 
@@ -126,7 +127,8 @@ def _markdown_options(group: Any) -> None:
 def _write_markdown(job: Job) -> str:
     from ..export.markdown import write_markdown
 
-    stats = write_markdown(job.structure, job.write_text, leaf=job.leaf, detail=job.args.detail or "full", source=job.source)
+    stats = write_markdown(job.structure, job.write_text, leaf=job.leaf, detail=job.args.detail or "full",
+                           source=job.source, write_bytes=job.out.write)
     return f"{stats.sections:,} sections from {stats.path:,} entries on the path"
 
 

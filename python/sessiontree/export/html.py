@@ -172,7 +172,8 @@ def visible(render: Callable[[str], str]) -> Callable[[str], str]:
 
 
 def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None = None,
-               branches: str = "auto", source: str = "") -> HtmlStats:
+               branches: str = "auto", source: str = "",
+               write_bytes: Callable[[bytes], Any] | None = None) -> HtmlStats:
     """Write the page of ``st``'s session through ``write`` (called with text chunks).
 
     Args:
@@ -182,6 +183,9 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
         branches: ``auto``, ``all`` or ``path`` (module docstring).
         source: the session file as the user named it (shown, and in the hint for
             exporting another branch).
+        write_bytes: where the articles go as UTF-8 (the text ``write`` would be
+            given, encoded with ``backslashreplace``), for a binary output: the
+            extension makes them as UTF-8. ``None``: through ``write``.
 
     Raises:
         ValueError: ``branches`` is not one of :data:`BRANCHES`.
@@ -224,14 +228,12 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
         _write_tree(drawing, write, every)
     write('<main id="conv">\n')
     md = markdown_renderer()
-    for n, entry in st.entries(path):
-        write(_article(st, n, entry, md, shown=True, out=n in outside))
-        stats.rendered += 1
+    chunks = write_bytes if write_bytes is not None else lambda b: write(b.decode())
+    stats.rendered += _write_articles(st, path, md, chunks, shown=True, outside=outside)
     if every:
         on = st.on_path
-        for n, entry in st.entries([n for n in drawing.order() if n not in on]):
-            write(_article(st, n, entry, md, shown=False, out=False))
-            stats.rendered += 1
+        stats.rendered += _write_articles(st, [n for n in drawing.order() if n not in on], md, chunks,
+                                          shown=False, outside=())
     if not path:
         write('<p class="note">The session has no entries.</p>\n')
     write("</main>\n")
@@ -435,6 +437,39 @@ def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = Fa
 
 
 # ----------------------------------------------------------------------- articles
+
+
+def _native_articles() -> Callable[..., list[bytes | None]] | None:
+    """The extension's ``html_articles``, or ``None`` without the extension."""
+    native = extension()
+    return getattr(native, "html_articles", None) if native is not None else None
+
+
+def _write_articles(st: Structure, nums: Sequence[int], md: Callable[[str], str], write: Callable[[bytes], Any], *,
+                    shown: bool, outside: Any) -> int:
+    """Write the articles of ``nums`` as UTF-8 (``outside``: the entries outside the
+    model's context); how many. The extension makes each article from the entry's line
+    (``html_articles``, ``src/section.rs``) where it covers it, :func:`_article` the
+    others, in their places (``tests/test_export_native.py`` holds the two equal)."""
+    render = _native_articles()
+    if render is None:
+        for n, entry in st.entries(nums):
+            write(_article(st, n, entry, md, shown=shown, out=n in outside).encode("utf-8", "backslashreplace"))
+        return len(nums)
+    labels, kinds = st.labels, sorted(KINDS)
+    with st.uncached():  # the entries left to Python are read once
+        for batch, ids, lines in st.lines(nums):
+            outs = [n in outside for n in batch]
+            got = render([b"" if x is None else x for x in lines], ids, [labels.get(n) for n in batch], list(batch),
+                         shown, outs, kinds)
+            missing = [n for n, text in zip(batch, got) if text is None]
+            if missing:
+                decoded = dict(st.entries(missing))
+                got = [_article(st, n, decoded[n], md, shown=shown, out=out).encode("utf-8", "backslashreplace")
+                       if text is None else text for n, text, out in zip(batch, got, outs)]
+            write(b"".join(got))  # type: ignore[arg-type]  # every None was filled in
+    return len(nums)
+
 
 
 def _article(st: Structure, n: int, entry: dict[str, Any], md: Callable[[str], str], *, shown: bool,

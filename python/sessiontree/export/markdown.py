@@ -72,7 +72,22 @@ def _md() -> Any:
         from markdown_it import MarkdownIt
 
         _parser = MarkdownIt("commonmark")  # raw HTML on, as renderers read it
+        # Inline content is parsed where a pass asks for it (_has_inline_html): the core's
+        # inline rule parses every paragraph, and only inline HTML is read from it.
+        _parser.disable("inline")
     return _parser
+
+
+def _has_inline_html(token: Any, env: dict[str, Any]) -> bool:
+    """Whether the ``inline`` token's content parses to raw HTML, as the core's inline
+    rule would parse it (the same parser, the block parse's ``env`` with its link
+    references); content without a ``<`` holds none."""
+    if "<" not in token.content:
+        return False
+    md = _md()
+    children: list[Any] = []
+    md.inline.parse(token.content, md, env, children)
+    return any(c.type == "html_inline" for c in children)
 
 
 def contain(text: str) -> str:
@@ -165,7 +180,8 @@ def _contain_pass(lines: list[str], every_heading: bool) -> bool:
     bottom up so that earlier line numbers stay right); whether anything changed. The
     first pass moves every top-level heading down (their levels keep their order);
     later ones only a heading that an escape made at the document's levels."""
-    tokens = _md().parse("\n".join(lines))
+    env: dict[str, Any] = {}
+    tokens = _md().parse("\n".join(lines), env)
     # A fence open at the end ends, in the parser's map, before the blank lines that
     # trail the text ("```\n    " maps to line 0 only): it is open if nothing follows it.
     end = len(lines)
@@ -199,7 +215,7 @@ def _contain_pass(lines: list[str], every_heading: bool) -> bool:
         elif t.type == "fence" and t.level == 0 and b >= end and not _closes(lines, a, b, t.markup):
             lines.append(t.markup)
             changed = True
-        elif t.type == "inline" and any(c.type == "html_inline" for c in t.children or ()):
+        elif t.type == "inline" and _has_inline_html(t, env):
             region = "\n".join(lines[a:b])
             escaped = _escape_inline_html(region)
             if escaped == region:  # the scan saw no tag where markdown-it does: every "<" then
@@ -320,7 +336,8 @@ def fence(text: str, info: str = "") -> str:
 
 
 def write_markdown(st: Structure, write: Callable[[str], Any], *, leaf: int | None = None,
-                   detail: str = "full", source: str = "") -> MarkdownStats:
+                   detail: str = "full", source: str = "",
+                   write_bytes: Callable[[bytes], Any] | None = None) -> MarkdownStats:
     """Write the path root → ``leaf`` (default the current leaf) as Markdown.
 
     Args:
@@ -329,6 +346,9 @@ def write_markdown(st: Structure, write: Callable[[str], Any], *, leaf: int | No
         leaf: the last entry of the path.
         detail: one of :data:`DETAILS` (module docstring).
         source: the session file as the user named it (in the heading).
+        write_bytes: where the sections go as UTF-8 (the text ``write`` would be
+            given, encoded with ``backslashreplace``), for a binary output: the
+            extension makes them as UTF-8. ``None``: through ``write``.
 
     Raises:
         ValueError: ``detail`` is not one of :data:`DETAILS`.
@@ -350,13 +370,50 @@ def write_markdown(st: Structure, write: Callable[[str], Any], *, leaf: int | No
         facts.append(f"- path: {len(path):,} entries, root → {md_inline(doc_line(st.id(leaf), 80))}")
     facts.append(f"- detail: {detail}")
     write("\n".join(facts) + "\n")
-    for n, entry in st.entries(path):
-        item = item_of(entry, st.labels.get(n))
-        section = _section(item, detail)
-        if section:
-            write("\n" + section)
-            stats.sections += 1
+    render = _native_sections()
+    if render is None:
+        for n, entry in st.entries(path):
+            section = _entry_section(entry, st.labels.get(n), detail)
+            if section:
+                write(section)
+                stats.sections += 1
+        return stats
+    labels = st.labels
+    with st.uncached():  # the entries left to Python are read once
+        for batch, ids, lines in st.lines(path):
+            got = render([b"" if x is None else x for x in lines], ids, [labels.get(n) for n in batch], detail)
+            # What the core leaves (module docstring of src/section.rs) goes the Python way.
+            missing = [n for n, section in zip(batch, got) if section is None]
+            if missing:
+                decoded = dict(st.entries(missing))
+                got = [_entry_section(decoded[n], labels.get(n), detail).encode("utf-8", "backslashreplace")
+                       if section is None else section for n, section in zip(batch, got)]
+            sections = [section for section in got if section]
+            stats.sections += len(sections)
+            chunk = b"".join(sections)  # type: ignore[arg-type]  # every None was filled in
+            if write_bytes is not None:
+                write_bytes(chunk)
+            else:
+                write(chunk.decode())
     return stats
+
+
+def _native_sections() -> Callable[[list[bytes], list[str], list[str | None], str], list[bytes | None]] | None:
+    """The extension's ``markdown_sections`` (``src/section.rs``: an entry's section
+    made from its line, ``None`` for the entries it leaves to :func:`_entry_section`),
+    or ``None`` without the extension; ``tests/test_export_native.py`` holds the two
+    paths' outputs equal."""
+    from .._select import extension
+
+    native = extension()
+    return getattr(native, "markdown_sections", None) if native is not None else None
+
+
+def _entry_section(entry: dict[str, Any], label: str | None, detail: str) -> str:
+    """What :func:`write_markdown` writes for one decoded entry: ``"\n"`` and its
+    section, or ``""`` when ``detail`` leaves it out."""
+    section = _section(item_of(entry, label), detail)
+    return "\n" + section if section else ""
 
 
 def _keep(item: Item, part: Part, detail: str) -> bool:

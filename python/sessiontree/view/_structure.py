@@ -118,6 +118,16 @@ class Structure:
                 for n, entry in zip(batch, sm.get_entries_by_id([ids[n] for n in batch], clip=clip)):
                     yield n, entry if entry is not None else {"id": ids[n], "type": self.shape.types[n]}
 
+    def lines(self, nums: Sequence[int]) -> Iterator[tuple[Sequence[int], list[str], list[bytes | None]]]:
+        """``(numbers, their ids, their JSON texts)`` for ``nums``, :data:`STREAM_BATCH`
+        at a time (``SessionManager.get_lines_by_id``; ``None`` for an entry the manager
+        no longer has), for a viewer that renders the text itself (the exports)."""
+        ids = self.shape.ids
+        for at in range(0, len(nums), STREAM_BATCH):
+            batch = nums[at:at + STREAM_BATCH]
+            batch_ids = [ids[n] for n in batch]
+            yield batch, batch_ids, self.sm.get_lines_by_id(batch_ids)
+
     @contextmanager
     def uncached(self) -> Iterator[None]:
         """While it is open the manager's decoded-entry cache holds nothing
