@@ -122,9 +122,20 @@ pub fn value_text<'v>(
         Some(x) => Cow::Owned(to_json(x, false)?),
     };
     Some(match limit {
-        Some(n) if longer_than(&text, n) => Cow::Owned(take_chars(&text, n).to_owned()),
+        Some(n) if longer_than(&text, n) => Cow::Owned(cut_marked(&text, n)),
         _ => text,
     })
+}
+
+/// `text` (longer than `n` characters) cut to `n`, the last an `…`, as
+/// `_text.value_text` cuts: a preview says it was cut.
+fn cut_marked(text: &str, n: usize) -> String {
+    if n == 0 {
+        return String::new();
+    }
+    let mut s = take_chars(text, n - 1).to_owned();
+    s.push('…');
+    s
 }
 
 /// `_render.clean(value)`.
@@ -152,7 +163,12 @@ fn cut_line(clean_text: &str, limit: usize) -> String {
 
 /// `doc_line` of a string.
 pub fn doc_line_str(s: &str, limit: usize) -> String {
-    cut_line(&safe_block(Cow::Borrowed(take_chars(s, limit * 4))), limit)
+    let raw = if longer_than(s, limit * 4) {
+        Cow::Owned(cut_marked(s, limit * 4))
+    } else {
+        Cow::Borrowed(s)
+    };
+    cut_line(&safe_block(raw), limit)
 }
 
 /// `f"{n:,}"` of an integer.
@@ -327,7 +343,11 @@ fn tool_call_preview(block: &Value<'_>, width: usize) -> Option<String> {
             if matches!(value, Value::Str(_)) {
                 v = py_repr(&v)?;
             }
-            let k = split_join(take_chars(key, 80));
+            let k = if longer_than(key, 80) {
+                split_join(&cut_marked(key, 80))
+            } else {
+                split_join(key)
+            };
             shown.push(format!("{k}={v}"));
         }
     }

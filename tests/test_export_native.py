@@ -190,6 +190,14 @@ EDGES: list[dict[str, Any]] = [
     {"type": "leaf", "targetId": None}, {"type": "what_is_this", "x": 1},
     _msg(role="user", content="x" * 5000 + " [a](b) `c` *d* _e_ <f> #g |h| ~i~"),
     _msg(role="user", content="   "), _msg(role="user", content="tab\there"),
+    # cuts that say so (value_text's …): a tool call's long key, a doc_line read past
+    # 4x its limit that white space shrinks below it, a long model name
+    _msg(role="assistant", content=[{"type": "toolCall", "id": "c", "name": "n" * 300,
+                                     "arguments": {"k" * 120: "v", "x": {"deep": "y" * 300}}}],
+         provider="p", model="m" * 900, stopReason="stop"),
+    _msg(role="bashExecution", command="a" + " " * 1000 + "b", output="o", exitCode=0),
+    {"type": "usage", "kind": "k" * 150, "provider": {"p": "q" * 200}, "model": None,
+     "usage": {"input": 1}, "note": "n" * 150},
 ]
 
 RAW = [
