@@ -1448,7 +1448,11 @@ impl UsageScan {
     /// The report (as `usage_report` returns it) with the `involved` files, oldest holder
     /// first, each `(file, totals, log, entries)` as the catalog holds them (`entries`
     /// for an `active` report, else `None`); `None` when the totals cannot answer.
-    #[pyo3(signature = (files, days=None))]
+    /// With `lines`, a report whose groups are its lines comes as `(lines, total)`
+    /// instead (`Report::lines`: each line `(key, records, input, output, cache_read,
+    /// cache_write, total_tokens, cost)`, the total `(records, ...)`, token sums that
+    /// are whole numbers as `int`s).
+    #[pyo3(signature = (files, days=None, lines=false))]
     #[allow(clippy::type_complexity)]
     fn report<'py>(
         &mut self,
@@ -1460,6 +1464,7 @@ impl UsageScan {
             Option<pyo3::pybacked::PyBackedBytes>,
         )>,
         days: Option<Py<PyAny>>,
+        lines: bool,
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let mut keys = Vec::with_capacity(files.len());
         for (f, ..) in &files {
@@ -1495,8 +1500,46 @@ impl UsageScan {
         if let Some(e) = failed {
             return Err(e);
         }
+        if let Some((got, total)) = r.as_ref().filter(|_| lines).and_then(|r| r.lines()) {
+            let out = PyList::empty(py);
+            for (k, records, sums) in &got {
+                out.append(line_py(
+                    py,
+                    Some(k.into_pyobject(py)?.into_any()),
+                    *records,
+                    sums,
+                )?)?;
+            }
+            let total = line_py(py, None, total.0, &total.1)?;
+            return Ok(Some(PyTuple::new(py, [out.into_any(), total.into_any()])?));
+        }
         r.map(|r| report_py(py, &r)).transpose()
     }
+}
+
+/// A report line as `UsageScan.report(..., lines=True)` gives it: `([key,] records,
+/// six sums)`, the five token sums that are whole numbers (and within 64 bits) as
+/// `int`s (`_usage._whole`), the cost a float.
+fn line_py<'py>(
+    py: Python<'py>,
+    key: Option<Bound<'py, PyAny>>,
+    records: u64,
+    sums: &[f64; 6],
+) -> PyResult<Bound<'py, PyTuple>> {
+    let mut items = Vec::with_capacity(8);
+    items.extend(key);
+    items.push(records.into_pyobject(py)?.into_any());
+    for (i, &v) in sums.iter().enumerate() {
+        // |v| < 2**63: a whole double there is an i64 exactly.
+        items.push(
+            if i < 5 && v.fract() == 0.0 && v.abs() < 9_223_372_036_854_775_808.0 {
+                (v as i64).into_pyobject(py)?.into_any()
+            } else {
+                v.into_pyobject(py)?.into_any()
+            },
+        );
+    }
+    PyTuple::new(py, items)
 }
 
 /// A query's terms as the native rules read them: each a list of words; `uncased` the
