@@ -7,7 +7,7 @@ as ``bytes`` copies, never views of the memory map.
 """
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, final
 
 __all__ = [
@@ -491,11 +491,11 @@ class UsageScan:
     """
 
     def __new__(cls, folders: Sequence[bytes], key: str, buckets: bool, active: bool) -> UsageScan: ...
-    def folder(self, rows: list[tuple[Any, ...]]) -> int:
-        """Add the next folder's files from ``rows``, each ``(name, warm, totals, cwd)``
-        (``catalog._usage._WARM``): 0 added, 1 some file is new, changed, not read to its
-        end or cannot be ``stat``-ed (bring the catalog up to date), 2 a row holds a value
-        the catalog never writes.
+    def folder(self, rows: Iterable[tuple[Any, ...]]) -> int:
+        """Add the next folder's files from ``rows`` (a cursor: each row let go once
+        read), each ``(name, warm, totals, cwd)`` (``catalog._usage._WARM``): 0 added, 1
+        some file is new, changed, not read to its end or cannot be ``stat``-ed (bring
+        the catalog up to date), 2 a row holds a value the catalog never writes.
 
         Raises:
             ValueError: more calls than folders.

@@ -367,7 +367,7 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
             for folder in folders:
                 fid = store.folder_id(folder_key(folder)[0], create=False)
                 fids.append(fid)
-                rows = conn.execute(sql, (fid,)).fetchall() if fid is not None else []
+                rows = conn.execute(sql, (fid,)) if fid is not None else ()  # read as they come
                 state = scan.folder(rows)
                 if state == 1:
                     return _STALE
