@@ -280,6 +280,10 @@ def main(argv: list[str]) -> int:
                 t.add(f"usage warm {group}", w)
                 t.info[f"usage warm {group} peak rss"] = max(rss, t.info.get(f"usage warm {group} peak rss", 0))
                 checks[f"usage warm {group}"] = out
+                # The table as a user sees it (piped here: no terminal to fit).
+                w, out, _ = timed([*ST, "usage", group, root, "--all", "--catalog", c])
+                t.add(f"usage warm {group} (table)", w)
+                checks[f"usage warm {group} (table)"] = out
             for group in ("model", "daily", "session"):
                 _w, out, _ = timed([sys.executable, "-c", CALL, root, group, c])
                 wall, cpu = map(float, out.split())
@@ -331,9 +335,13 @@ def main(argv: list[str]) -> int:
         for group in ("model", "daily", "weekly", "monthly", "project", "session"):
             no_cache_usage = timed([*ST, "usage", group, root, "--all", "--no-cache", "--json"])[1]
             assert json.loads(no_cache_usage) == json.loads(checks[f"usage warm {group}"]), group
-        t.info["checks"] = ("usage by model = DuckDB; warm usage = --no-cache, every report" if only_usage else
+            table = checks[f"usage warm {group} (table)"].decode().splitlines()
+            keys = [x["key"] for x in json.loads(no_cache_usage)["lines"]]
+            assert [row.split("  ")[0].rstrip() for row in table[1:1 + len(keys)]] == keys, group
+        t.info["checks"] = ("usage by model = DuckDB; warm usage = --no-cache, every report (its table's keys too)"
+                            if only_usage else
                             "first = warm = --no-cache; hits within rg's files; usage by model = DuckDB; "
-                            "warm usage = --no-cache, every report")
+                            "warm usage = --no-cache, every report (its table's keys too)")
     finally:
         t.info["load_after"] = load()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -378,6 +386,8 @@ def report(t: Table) -> None:
         ("search, first, rare word, vs grep -rli", "search first rare", "grep rare"),
         ("usage by model, first", "usage first model", "duckdb model"),
         *[(f"usage by {r}, warm", f"usage warm {r}", "duckdb model")
+          for r in ("model", "daily", "weekly", "monthly", "project", "session")],
+        *[(f"usage by {r}, warm, the table", f"usage warm {r} (table)", "duckdb model")
           for r in ("model", "daily", "weekly", "monthly", "project", "session")],
         *[(f"usage by {r}, warm, the call alone (one fresh process)", f"usage warm {r} (call)", "duckdb model")
           for r in ("model", "daily", "session")],

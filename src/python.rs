@@ -1296,7 +1296,7 @@ impl UsageScan {
     /// 2 not), `totals` its `usage_sum` (1: none kept). Returns 0 (added), 1 (some file is new, changed, not read to its
     /// end or cannot be `stat`-ed: the catalog must be brought up to date) or 2 (a row
     /// holds a value the catalog never writes).
-    fn folder(&mut self, py: Python<'_>, rows: &Bound<'_, PyList>) -> PyResult<u8> {
+    fn folder(&mut self, py: Python<'_>, rows: &Bound<'_, PyAny>) -> PyResult<u8> {
         let call = self.calls;
         self.calls += 1;
         let listings = &self.listings;
@@ -1306,8 +1306,12 @@ impl UsageScan {
         if listed.is_empty() {
             return Ok(0);
         }
-        let mut parsed: Vec<(Bound<'_, PyAny>, WarmRow<'_>)> = Vec::with_capacity(rows.len());
-        for r in rows.iter() {
+        // Taken from an iterable (a cursor) as they come: a row's tuple is freed once its
+        // values are held, so a folder of rows does not set off the garbage collector
+        // (`fetchall`'s list held them all: ~10% of a report at 20,000 files).
+        let mut parsed: Vec<(Bound<'_, PyAny>, WarmRow<'_>)> = Vec::with_capacity(listed.len());
+        for r in rows.try_iter()? {
+            let r = r?;
             let Ok(t) = r.cast::<PyTuple>() else {
                 return Ok(2);
             };
@@ -1448,7 +1452,11 @@ impl UsageScan {
     /// The report (as `usage_report` returns it) with the `involved` files, oldest holder
     /// first, each `(file, totals, log, entries)` as the catalog holds them (`entries`
     /// for an `active` report, else `None`); `None` when the totals cannot answer.
-    #[pyo3(signature = (files, days=None))]
+    /// With `lines`, a report whose groups are its lines comes as `(lines, total)`
+    /// instead (`Report::lines`: each line `(key, records, input, output, cache_read,
+    /// cache_write, total_tokens, cost)`, the total `(records, ...)`, token sums that
+    /// are whole numbers as `int`s).
+    #[pyo3(signature = (files, days=None, lines=false))]
     #[allow(clippy::type_complexity)]
     fn report<'py>(
         &mut self,
@@ -1460,6 +1468,7 @@ impl UsageScan {
             Option<pyo3::pybacked::PyBackedBytes>,
         )>,
         days: Option<Py<PyAny>>,
+        lines: bool,
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let mut keys = Vec::with_capacity(files.len());
         for (f, ..) in &files {
@@ -1495,8 +1504,46 @@ impl UsageScan {
         if let Some(e) = failed {
             return Err(e);
         }
+        if let Some((got, total)) = r.as_ref().filter(|_| lines).and_then(|r| r.lines()) {
+            let out = PyList::empty(py);
+            for (k, records, sums) in &got {
+                out.append(line_py(
+                    py,
+                    Some(k.into_pyobject(py)?.into_any()),
+                    *records,
+                    sums,
+                )?)?;
+            }
+            let total = line_py(py, None, total.0, &total.1)?;
+            return Ok(Some(PyTuple::new(py, [out.into_any(), total.into_any()])?));
+        }
         r.map(|r| report_py(py, &r)).transpose()
     }
+}
+
+/// A report line as `UsageScan.report(..., lines=True)` gives it: `([key,] records,
+/// six sums)`, the five token sums that are whole numbers (and within 64 bits) as
+/// `int`s (`_usage._whole`), the cost a float.
+fn line_py<'py>(
+    py: Python<'py>,
+    key: Option<Bound<'py, PyAny>>,
+    records: u64,
+    sums: &[f64; 6],
+) -> PyResult<Bound<'py, PyTuple>> {
+    let mut items = Vec::with_capacity(8);
+    items.extend(key);
+    items.push(records.into_pyobject(py)?.into_any());
+    for (i, &v) in sums.iter().enumerate() {
+        // |v| < 2**63: a whole double there is an i64 exactly.
+        items.push(
+            if i < 5 && v.fract() == 0.0 && v.abs() < 9_223_372_036_854_775_808.0 {
+                (v as i64).into_pyobject(py)?.into_any()
+            } else {
+                v.into_pyobject(py)?.into_any()
+            },
+        );
+    }
+    PyTuple::new(py, items)
 }
 
 /// A query's terms as the native rules read them: each a list of words; `uncased` the

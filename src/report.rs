@@ -340,6 +340,79 @@ impl Sum {
     }
 }
 
+impl Sum {
+    /// The sum rounded once, as CPython's `math.fsum` rounds its partials (from the
+    /// largest down while exact, then half-even across partials): the partials are
+    /// `msum`'s, so this is the correctly rounded exact sum, `catalog/_usage.exact_sum`'s
+    /// value. `None` when spoiled or beyond the double range (that rule's other cases).
+    pub fn rounded(&self) -> Option<f64> {
+        if self.spoiled || self.values.is_some() {
+            return None;
+        }
+        let p = &self.partials;
+        let mut n = p.len();
+        let mut hi = 0.0;
+        let mut lo = 0.0;
+        if n > 0 {
+            n -= 1;
+            hi = p[n];
+            while n > 0 {
+                let x = hi;
+                n -= 1;
+                let y = p[n];
+                hi = x + y;
+                lo = y - (hi - x);
+                if lo != 0.0 {
+                    break;
+                }
+            }
+            if n > 0 && ((lo < 0.0 && p[n - 1] < 0.0) || (lo > 0.0 && p[n - 1] > 0.0)) {
+                let y = lo * 2.0;
+                let x = hi + y;
+                if y == x - hi {
+                    hi = x;
+                }
+            }
+        }
+        hi.is_finite().then_some(hi)
+    }
+}
+
+/// A report line: its key, records and six sums, each rounded once.
+pub type Line = (u32, u64, [f64; 6]);
+
+/// A report as its lines and their total (`(records, sums)`).
+pub type Lines = (Vec<Line>, (u64, [f64; 6]));
+
+impl Report {
+    /// The report as its lines and their total (`(records, sums)`), when each group is
+    /// one line (no time buckets: a report by file, say) and every sum rounds
+    /// ([`Sum::rounded`]); `None` otherwise (the caller sums the groups' partials).
+    pub fn lines(&self) -> Option<Lines> {
+        if !self.loose.is_empty() || self.bad {
+            return None;
+        }
+        let mut total = Group::default();
+        let mut lines = Vec::with_capacity(self.groups.len());
+        for ((k, b), g) in &self.groups {
+            if *b != Bucket::All {
+                return None;
+            }
+            let mut sums = [0.0; 6];
+            for (out, s) in sums.iter_mut().zip(&g.sums) {
+                *out = s.rounded()?;
+            }
+            total.absorb(g);
+            lines.push((*k, g.records, sums));
+        }
+        let mut sums = [0.0; 6];
+        for (out, s) in sums.iter_mut().zip(&total.sums) {
+            *out = s.rounded()?;
+        }
+        Some((lines, (total.records, sums)))
+    }
+}
+
 /// What a group holds.
 #[derive(Clone, Debug, Default)]
 pub struct Group {
@@ -764,6 +837,27 @@ fn held(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    fn summed(xs: &[f64]) -> Sum {
+        let mut s = Sum::default();
+        for &x in xs {
+            s.add(x);
+        }
+        s
+    }
+
+    #[test]
+    fn a_sum_rounds_once_as_fsum_does() {
+        // 1e16 + 1 lies half-way between two doubles: the third partial breaks the tie.
+        assert_eq!(summed(&[1e16, 1.0, 1e-10]).rounded(), Some(1e16 + 2.0));
+        assert_eq!(summed(&[-1e16, -1.0, -1e-10]).rounded(), Some(-1e16 - 2.0));
+        assert_eq!(summed(&[1e16, 1.0]).rounded(), Some(1e16));
+        assert_eq!(summed(&[0.1; 10]).rounded(), Some(1.0));
+        assert_eq!(summed(&[]).rounded(), Some(0.0));
+        assert_eq!(summed(&[1e308, 1e308]).rounded(), None); // beyond the double range
+        assert_eq!(summed(&[1e308, 1e308, -1e308]).rounded(), None); // a partial overflowed: spoiled
+        assert_eq!(summed(&[f64::INFINITY]).rounded(), None);
+    }
 
     /// (id, stamp, seq, time, model, numbers)
     pub(crate) type Rec<'a> = (&'a str, &'a str, u32, Option<f64>, &'a str, [f64; 6]);

@@ -72,11 +72,12 @@ def test_warm_usage_and_search_leave_the_viewers_and_the_scanner_alone(tmp_path:
     subprocess.run([sys.executable, "-m", "sessiontree", "index", root, "--all"], check=True, env=env,
                    capture_output=True, timeout=120)
     for report in ("model", "daily", "session"):
-        usage = _imported(["usage", report, root, "--all", "--json"], env)
-        assert "sessiontree.catalog._usage" in usage  # the run did report
-        assert not usage & set(HEAVY_VIEW), sorted(usage & set(HEAVY_VIEW))
-        assert not usage & NOT_AT_START, sorted(usage & NOT_AT_START)
-        assert not usage & NOT_IN_USAGE, sorted(usage & NOT_IN_USAGE)
+        for json_flag in ([], ["--json"]):  # the table too: piped, it is written without rich
+            usage = _imported(["usage", report, root, "--all", *json_flag], env)
+            assert "sessiontree.catalog._usage" in usage  # the run did report
+            assert not usage & set(HEAVY_VIEW), sorted(usage & set(HEAVY_VIEW))
+            assert not usage & NOT_AT_START, sorted(usage & NOT_AT_START)
+            assert not usage & NOT_IN_USAGE, sorted(usage & NOT_IN_USAGE)
     for json_flag in ([], ["--json"]):
         search = _imported(["search", "the", root, "--all", *json_flag], env)
         assert "sessiontree.catalog._segments" in search  # answered from the index
@@ -116,3 +117,22 @@ def test_the_stand_in_named_tuple_makes_typings_class() -> None:
 
     line = UsageLine("k", 1, 2, 3, 4, 5, 6, 0.5)
     assert pickle.loads(pickle.dumps(line)) == line and line.as_dict()["cacheRead"] == 4
+
+
+def test_a_lazy_pattern_is_its_pattern() -> None:
+    """``_lazy.lazy_pattern`` answers as ``re.compile`` of its arguments (the view's and
+    the catalog's patterns are compiled when first used, not at a command's start)."""
+    import re
+
+    from sessiontree._lazy import lazy_pattern
+
+    for pattern, flags, texts in (("[\u2028\u2029]|\r\n?", 0, ["a\r\nb\u2028", "plain", ""]),
+                                  (r"(\d{2})-(\w+)", re.ASCII, ["12-ab 34-٣", "--"]),
+                                  (b"\x7f|\xc2[\x80-\x9f]", 0, [b"a\x7f\xc2\x85", b""])):
+        lazy, real = lazy_pattern(pattern, flags), re.compile(pattern, flags)
+        for text in texts:
+            assert lazy.sub("_" if isinstance(text, str) else b"_", text) == real.sub(
+                "_" if isinstance(text, str) else b"_", text)
+            assert [m.span() for m in lazy.finditer(text)] == [m.span() for m in real.finditer(text)]
+            assert (lazy.fullmatch(text) is None) == (real.fullmatch(text) is None)
+        assert lazy.pattern == real.pattern and lazy.flags == real.flags

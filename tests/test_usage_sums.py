@@ -18,7 +18,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sessiontree.catalog._usage import exact_sum
@@ -127,3 +127,50 @@ def test_json_output_never_spells_infinity() -> None:
         data = to_json_bytes({"big": 1 << 70, "x": [math.inf, {"y": -math.inf, "z": (math.nan, 1.5)}]}, indent=indent)
         assert json.loads(data, parse_constant=lambda c: pytest.fail(c)) == {
             "big": 1 << 70, "x": [None, {"y": None, "z": [None, 1.5]}]}
+
+
+finite = st.one_of(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300),
+                   st.sampled_from([0.1, 0.2, 0.3, 1e16, 1.0, 2.0**53, 1e-30, 5e-324, -0.0, 1e300]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(finite, min_size=1, max_size=5), min_size=1, max_size=4))
+@example([[1e16, 1.0, 1e-10], [0.1, 0.2, 0.3], [-1e16, -1.0, -1e-10]])  # half-way, broken by a third partial
+def test_a_warm_session_report_rounds_each_line_once(tmp_path_factory: pytest.TempPathFactory,
+                                                     costs: list[list[float]]) -> None:
+    """A warm report by session takes its lines from the extension, each sum rounded
+    there once (``UsageScan.report(..., lines=True)``): each line and the total equal
+    one rounding of the exact sum (Fractions) and the report without the catalog."""
+    from sessiontree import catalog
+    from sessiontree.catalog import _usage
+
+    from _shared import native_available
+
+    if not native_available():
+        pytest.skip("the native extension is not built")
+    tmp = tmp_path_factory.mktemp("lines")
+    root = tmp / "s"
+    root.mkdir()
+    for i, c in enumerate(costs):
+        _session(root, f"s{i}", [repr(x) for x in c], [repr(float(int(abs(x)) % 1000)) for x in c])
+    taken = []
+    real = _usage._from_lines
+
+    def spy(*a, **k):  # type: ignore[no-untyped-def]
+        taken.append(1)
+        return real(*a, **k)
+
+    _usage._from_lines = spy  # type: ignore[assignment]
+    try:
+        file = str(tmp / "c.sqlite3")
+        catalog.usage("session", [str(root)], catalog=file)
+        taken.clear()
+        warm = catalog.usage("session", [str(root)], catalog=file)
+    finally:
+        _usage._from_lines = real  # type: ignore[assignment]
+    assert taken == [1]  # the second, warm report
+    assert warm == catalog.usage("session", [str(root)], no_cache=True)
+    by = {Path(x.key).stem: x for x in warm.lines}
+    for i, c in enumerate(costs):
+        assert same(by[f"s{i}"].cost, reference(c)), (c, by[f"s{i}"])
+    assert same(warm.total.cost, reference([x for c in costs for x in c]))

@@ -31,3 +31,25 @@ def lazy_names(package: str, homes: Mapping[str, str], namespace: dict[str, Any]
         return value
 
     return __getattr__
+
+
+class _Pattern:
+    """A regular expression compiled when first used (:func:`lazy_pattern`)."""
+
+    def __init__(self, pattern: Any, flags: int) -> None:
+        self._source = (pattern, flags)
+
+    def __getattr__(self, name: str) -> Any:
+        import re
+
+        value = getattr(re.compile(*self._source), name)
+        setattr(self, name, value)  # its methods bound once: later uses find them here
+        return value
+
+
+def lazy_pattern(pattern: Any, flags: int = 0) -> Any:
+    """``re.compile(pattern, flags)``, compiled when a method of it is first used: a
+    module's patterns cost nothing at import (a few large character classes took about
+    4 ms of a warm ``usage``'s 50, docs/BENCHMARKS.md, issue 25). Typed as the pattern
+    at its use (``_X: re.Pattern[str] = lazy_pattern(...)``)."""
+    return _Pattern(pattern, flags)

@@ -7,7 +7,7 @@ as ``bytes`` copies, never views of the memory map.
 """
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, final
 
 __all__ = [
@@ -517,11 +517,11 @@ class UsageScan:
     """
 
     def __new__(cls, folders: Sequence[bytes], key: str, buckets: bool, active: bool) -> UsageScan: ...
-    def folder(self, rows: list[tuple[Any, ...]]) -> int:
-        """Add the next folder's files from ``rows``, each ``(name, warm, totals, cwd)``
-        (``catalog._usage._WARM``): 0 added, 1 some file is new, changed, not read to its
-        end or cannot be ``stat``-ed (bring the catalog up to date), 2 a row holds a value
-        the catalog never writes.
+    def folder(self, rows: Iterable[tuple[Any, ...]]) -> int:
+        """Add the next folder's files from ``rows`` (a cursor: each row let go once
+        read), each ``(name, warm, totals, cwd)`` (``catalog._usage._WARM``): 0 added, 1
+        some file is new, changed, not read to its end or cannot be ``stat``-ed (bring
+        the catalog up to date), 2 a row holds a value the catalog never writes.
 
         Raises:
             ValueError: more calls than folders.
@@ -537,17 +537,26 @@ class UsageScan:
         """The files the report must sum from their logs (no readable totals, or a copy
         key hash another file holds): ``(file, folder call, name, path)``."""
     def report(self, files: Sequence[tuple[int, bytes | None, bytes, bytes | None]],
-               days: Callable[[list[int]], Sequence[int | None]] | None = None) -> _Report | None:
+               days: Callable[[list[int]], Sequence[int | None]] | None = None,
+               lines: bool = False) -> _Report | _Lines | None:
         """The report (as :func:`usage_report`), the :meth:`involved` files, oldest holder
         first, given as ``(file, totals, log, entries)`` (``entries`` for an active
         report): taken out of the totals and summed from their logs under the copy
         rule. ``None`` when the totals cannot answer (some did not read, a file's totals
         are not those added, a sum not finite). Once only.
 
+        With ``lines``, a report whose groups are its lines (no time buckets) and whose
+        sums all round to finite doubles comes as ``(lines, total)``: each line ``(key,
+        records, input, output, cache_read, cache_write, total_tokens, cost)``, each sum
+        rounded once as ``math.fsum`` rounds (the token sums that are whole numbers
+        within 64 bits as ``int``), the total ``(records, ...)`` likewise.
+
         Raises:
             ValueError: a file not of this scan, a second call; what ``days`` raises.
         """
 
+_Line = tuple[int, int, float, float, float, float, float, float]
+_Lines = tuple[list[_Line], tuple[int, float, float, float, float, float, float]]
 _Piece = tuple[int, int, int, int, int]
 
 def index_build(

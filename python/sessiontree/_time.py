@@ -11,6 +11,8 @@ import re
 import time
 from datetime import datetime, timedelta, timezone, tzinfo
 
+from ._lazy import lazy_pattern
+
 __all__ = ["parse_iso_ms", "now_iso", "iso_from_ms", "datetime_from_ms", "MAX_EPOCH_MS"]
 
 MAX_EPOCH_MS = 8_640_000_000_000_000
@@ -18,7 +20,7 @@ MAX_EPOCH_MS = 8_640_000_000_000_000
 
 # ECMA-262 "Date Time String Format" as V8 accepts it: 4-digit or signed 6-digit year,
 # optional month/day, optional time (HH:mm[:ss[.fff...]]) with optional Z / ±HH:mm.
-_ISO = re.compile(
+_ISO: re.Pattern[str] = lazy_pattern(
     r"([+-]\d{6}|\d{4})(?:-(\d{2})(?:-(\d{2}))?)?"
     r"(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2})?)?",
     re.ASCII,  # V8 and the Rust core accept ASCII digits only ("２０２５" is not a year)

@@ -49,6 +49,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm c
 if TYPE_CHECKING:
     from typing import Any
 
+from .._lazy import lazy_pattern
 
 __all__ = ["SCHEMA_VERSION", "COLUMN_TYPES", "FileRow", "Store", "CatalogError", "checked", "checked_all"]
 
@@ -58,7 +59,7 @@ SCHEMA_VERSION = 13
 APPLICATION_ID = 0x53547243  # "STrC"
 _SQLITE_MAGIC = b"SQLite format 3\x00"  # the file header; the application id is at offset 68
 # After the catalog's own name: a half-made catalog (``Store._create``).
-_LEFTOVER = re.compile(r"\.[0-9]+\.new(?:-wal|-shm)?")
+_LEFTOVER: re.Pattern[str] = lazy_pattern(r"\.[0-9]+\.new(?:-wal|-shm)?")
 
 _TABLES = ("meta", "folder", "file", "entries", "usage_log", "usage_sum", "segment")
 _INDEXES = ("file_warm",)  # a query names it (``_usage._warm``): a catalog without it is rebuilt
@@ -104,7 +105,7 @@ class CatalogError(Exception):
 
 
 # ---------------------------------------------------------------- text values
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a pair is one code point in a str
+_LONE_SURROGATE: re.Pattern[str] = lazy_pattern("[\ud800-\udfff]")  # a pair is one code point in a str
 
 
 def db_text(s: str | None) -> str | bytes | None:

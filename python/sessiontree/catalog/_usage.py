@@ -367,7 +367,7 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
             for folder in folders:
                 fid = store.folder_id(folder_key(folder)[0], create=False)
                 fids.append(fid)
-                rows = conn.execute(sql, (fid,)).fetchall() if fid is not None else []
+                rows = conn.execute(sql, (fid,)) if fid is not None else ()  # read as they come
                 state = scan.folder(rows)
                 if state == 1:
                     return _STALE
@@ -391,15 +391,37 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
                 conn.execute("COMMIT")
     except sqlite3.OperationalError:
         return _STALE  # busy: the refresh waits for it
-    got = scan.report(files, lambda utc: [_day_offset(d, tz) for d in utc])
+    # A session report without dates: one group a line, each file's path its own name.
+    lines = group == "session" and not dated
+    got = scan.report(files, lambda utc: [_day_offset(d, tz) for d in utc], lines)
     if got is None:
         return None
     names = ([os.fsdecode(p) for p in scan.paths()] if group == "session"
              else [py_text(c) or "" for c in scan.cwds()] if group == "project" else [])
+    if len(got) == 2:  # its lines, each sum rounded once natively (exact_sum's value)
+        return _from_lines(got, names, active, scan.files)
     pieces = _pieces(got, names, group, since, until, tz)
     if pieces is None:
         return None
     return _summary(pieces, group, since, until, active, scan.files)
+
+
+def _costliest(x: UsageLine) -> tuple[bool, float, str]:
+    """The order of a report's lines but by time: costliest first (NaN last), then by key."""
+    return (math.isnan(x.cost), 0.0 if math.isnan(x.cost) else -x.cost, x.key)
+
+
+def _from_lines(got: Any, names: list[str], active: bool, files: int) -> UsageReport:
+    """A report by session from ``UsageScan.report(..., lines=True)``: no piece to
+    merge, no sum left to round."""
+    def line(key: str, records: int, sums: Sequence[float]) -> UsageLine:
+        s = [v if type(v) is int else _whole(v) for v in sums]
+        return UsageLine(key, records, s[0], s[1], s[2], s[3], s[4], sums[5])
+
+    rows, total = got
+    out = [line(names[r[0]], r[1], r[2:]) for r in rows]
+    out.sort(key=_costliest)
+    return UsageReport("session", tuple(out), line("total", total[0], total[1:]), active, files)
 
 
 def _report(sessions: list[Any], logs: list[bytes], entries: list[bytes] | None, group: str, since: date | None,
@@ -440,7 +462,7 @@ def _summary(pieces: list[_Piece], group: str, since: date | None, until: date |
     if group in ("daily", "weekly", "monthly"):
         out.sort(key=lambda x: (x.key == "(no time)", x.key))
     else:
-        out.sort(key=lambda x: (math.isnan(x.cost), 0.0 if math.isnan(x.cost) else -x.cost, x.key))
+        out.sort(key=_costliest)
     accs = list(lines.values())
     total = line("total", sum(a[0] for a in accs), [[x for a in accs for x in a[1][k]] for k in range(len(FIELDS))])
     return UsageReport(group, tuple(out), total, active, files)

@@ -85,6 +85,18 @@ class Io:
         except (AttributeError, ValueError):
             return False
 
+    def plain_width(self) -> int | None:
+        """The width of stdout's console when stdout is plain (:meth:`plain`) and the
+        consoles are not made yet, decided without importing rich: ``$COLUMNS`` when it
+        is a number, else :data:`PIPED_WIDTH`. ``None`` otherwise (or ``$COLUMNS`` rich
+        would read otherwise), when rich's console says."""
+        if self._consoles is not None or not self.plain(sys.stdout):
+            return None
+        columns = os.environ.get("COLUMNS")
+        if columns is None:
+            return PIPED_WIDTH
+        return int(columns) if columns.isascii() and columns.isdigit() and int(columns) > 0 else None
+
     def note(self, text: str) -> None:
         """One line of plain text (no markup) on stderr."""
         if self._consoles is None and self.plain(sys.stderr):
@@ -137,7 +149,7 @@ class Io:
 
     def write(self, text: str) -> None:
         """Plain text straight to stdout (no markup, no wrapping): fast for big outputs."""
-        self.out.file.write(text)
+        (self._consoles[0].file if self._consoles is not None else sys.stdout).write(text)
 
     def write_json(self, value: Any, *, indent: bool = True) -> None:
         """Write ``value`` as JSON (UTF-8, non-ASCII raw) followed by a newline."""
@@ -151,6 +163,10 @@ class Io:
             buf.flush()
         else:
             out.write(data.decode("utf-8", "surrogateescape") + "\n")
+
+
+PIPED_WIDTH = 160
+"""The width of a console that is not a terminal, when ``$COLUMNS`` is not set."""
 
 
 def _consoles(color: str) -> tuple[Console, Console]:
@@ -175,7 +191,7 @@ def _consoles(color: str) -> tuple[Console, Console]:
             # Piped output is for files and scripts: no wrapping at 80 columns.
             console.soft_wrap = True
             if "COLUMNS" not in os.environ:
-                console.width = 160
+                console.width = PIPED_WIDTH
     return out, err
 
 

@@ -20,16 +20,12 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Sequence
 from datetime import date, timezone
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
-if TYPE_CHECKING:
-    from typing import Any
-
 
 from . import _scope
 from ._common import CliError, Io, byte_progress
-from ..view import cells, safe
+from ..view import cells, plain_table, safe
 
 _GROUPS = ("daily", "weekly", "monthly", "session", "model", "project")
 
@@ -59,18 +55,26 @@ def _date(text: str) -> date:
         raise argparse.ArgumentTypeError(f"not a date: {text!r} ({e})") from None
 
 
-def _num(x: float) -> str:
-    return f"{x:,}" if isinstance(x, int) else f"{x:,.1f}"
+def _nums(column: Sequence[float]) -> list[str]:
+    """Token counts in full: ``1,234`` (a whole number), ``1,234.5``."""
+    return [f"{x:,}" if isinstance(x, int) else f"{x:,.1f}" for x in column]
 
 
 def _short(x: float) -> str:
     """A number in at most 6 characters: ``61.5M``, ``4.6k``, ``802`` (``inf``, ``nan``)."""
-    if x != x or x in (float("inf"), float("-inf")):
+    a = abs(x)
+    if a >= 1e3:  # (tests in a row, not a loop: a session report has 100,000 numbers)
+        if a == _INF:
+            return str(x)
+        unit, scale = (("T", 1e12) if a >= 1e12 else ("G", 1e9) if a >= 1e9 else ("M", 1e6) if a >= 1e6
+                       else ("k", 1e3))
+        return f"{x / scale:.1f}{unit}"
+    if a != a:
         return str(x)
-    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(x) >= scale:
-            return f"{x / scale:.1f}{unit}"
-    return f"{x:.0f}" if isinstance(x, int) or abs(x) >= 100 else f"{x:.2f}"
+    return f"{x:.0f}" if isinstance(x, int) or a >= 100 else f"{x:.2f}"
+
+
+_INF = float("inf")
 
 
 _SHORT_TITLES = {"cache read": "cache r", "cache write": "cache w", "total tokens": "total", "cost ($)": "$"}
@@ -117,39 +121,52 @@ def run(args: argparse.Namespace, io: Io) -> int:
     if not report.lines:
         io.note(f"no recorded usage in {report.files:,} session(s) of {safe(scope.where)}{scope.empty_hint()}")
         return 0
-    from rich.table import Table  # here: every command starts by importing this module
-
-    table = Table(box=None, pad_edge=False, header_style="bold")
     names = {"daily": "day", "weekly": "week", "monthly": "month"}
     keys = [safe(x.key) for x in report.lines]
     # Piped (as ``ls``): no width to fit, so a key (a session's path) is never folded.
-    piped = not io.out.is_terminal
+    plain_width = io.plain_width()
+    piped = plain_width is not None or not io.out.is_terminal
+    width = plain_width if plain_width is not None else io.out.width
     key_width = max(map(cells, keys)) if piped else min(max(len(k) for k in keys), 40)
     titles = ("records", "input", "output", "cache read", "cache write", "total tokens", "cost ($)")
+    # Column by column (a session report has 100,000 numbers): each line's records,
+    # five token counts and cost, the total last.
+    values = list(zip(*((x.records, x.input, x.output, x.cache_read, x.cache_write, x.total_tokens, x.cost)
+                        for x in (*report.lines, report.total))))
 
-    def cells_of(x: Any, num: Callable[[float], str]) -> list[str]:
-        return [f"{x.records:,}", num(x.input), num(x.output), num(x.cache_read), num(x.cache_write),
-                num(x.total_tokens), f"{x.cost:,.4f}" if num is _num else (f"{x.cost:.2f}" if abs(x.cost) < 1e4 else _short(x.cost))]
+    def columns(short: bool) -> list[list[str]]:
+        out = [[f"{v:,}" for v in values[0]]]
+        out += ([_short(v) for v in c] if short else _nums(c) for c in values[1:6])
+        out.append([f"{v:.2f}" if abs(v) < 1e4 else _short(v) for v in values[6]] if short
+                   else [f"{v:,.4f}" for v in values[6]])
+        return out
 
     # The key column must stay readable: on a narrow terminal numbers go short (61.5M).
-    wide = [cells_of(x, _num) for x in (*report.lines, report.total)]
-    widths = [max(len(t), *(len(r[i]) for r in wide)) for i, t in enumerate(titles)]
-    needed = key_width + sum(widths) + 2 * len(titles)
-    num = _num if needed <= io.out.width else _short
-    table.add_column(names.get(group, group), overflow="fold", no_wrap=piped,
-                     min_width=key_width if piped else min(key_width, 24))
-    for title in titles:
-        table.add_column(title if num is _num else _SHORT_TITLES.get(title, title), justify="right", no_wrap=True)
-
-    def row(x, style: str = "") -> None:  # type: ignore[no-untyped-def]
-        table.add_row(safe(x.key), *cells_of(x, num), style=style)
-
-    for line in report.lines:
-        row(line)
-    table.add_section()
-    row(report.total, "bold")
-    io.print(table, width=max(needed, io.out.width) if piped else None)
+    needed = key_width + sum(map(len, titles)) + 2 * len(titles)  # at least: the titles alone
+    cols = columns(False) if needed <= width else []
+    needed += sum(max(0, *map(len, c), len(t)) - len(t) for t, c in zip(titles, cols))
+    short = needed > width
+    if short:
+        cols = columns(True)
+    heads = [names.get(group, group), *(_SHORT_TITLES.get(t, t) if short else t for t in titles)]
+    rows = list(zip([*keys, "total"], *cols))
     counted = "current paths only" if args.active_path else "every branch"
-    io.print(f"{report.files:,} session(s); {counted}; each entry counted once", style="dim", markup=False,
-             highlight=False)
+    foot = f"{report.files:,} session(s); {counted}; each entry counted once"
+    if plain_width is not None:
+        # Written as rich's table would be, without importing rich (about 20 ms of a
+        # warm report, and 0.5 ms a line: docs/BENCHMARKS.md, issue 25).
+        io.write(plain_table([heads, *rows], [False] + [True] * len(titles)) + foot + "\n")
+        return 0
+    from rich.table import Table  # here: every command starts by importing this module
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column(heads[0], overflow="fold", no_wrap=piped, min_width=key_width if piped else min(key_width, 24))
+    for title in heads[1:]:
+        table.add_column(title, justify="right", no_wrap=True)
+    for row in rows[:-1]:
+        table.add_row(*row)
+    table.add_section()
+    table.add_row(*rows[-1], style="bold")
+    io.print(table, width=max(needed, width) if piped else None)
+    io.print(foot, style="dim", markup=False, highlight=False)
     return 0

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["cells", "fit", "fit_start"]
+from .._lazy import lazy_pattern
+
+__all__ = ["cells", "fit", "fit_start", "plain_table"]
 
 
 # Characters that take one terminal cell each, so that a text made only of them is
 # measured by len(): Latin, Greek and Cyrillic, punctuation, arrows, box drawing and the
 # geometric shapes the tree draws with (combining marks and the few emoji among them
 # left out; tests/test_cli_tree.py holds the set against rich's cell_len).
-_ONE_CELL_RE = re.compile("[ -~\u00a0-\u02ff\u0370-\u0482\u048a-\u052f\u2010-\u2027\u2030-\u205e\u2190-\u21ff"
+_ONE_CELL_RE: re.Pattern[str] = lazy_pattern("[ -~\u00a0-\u02ff\u0370-\u0482\u048a-\u052f\u2010-\u2027\u2030-\u205e\u2190-\u21ff"
                           "\u2440-\u244a\u2500-\u257f\u25a0-\u25fc]*")
 
 
@@ -70,3 +73,26 @@ def _cut(kept: str) -> str:
     """``kept`` ending in one ``…`` (a text already cut, such as an argument preview,
     is not marked twice)."""
     return kept.rstrip().rstrip("…") + "…"
+
+
+def plain_table(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
+    """``rows`` (the first the titles) as rich's ``Table(box=None, pad_edge=False)``
+    writes them without styles when they fit its width: each column as wide as its
+    widest cell in terminal cells, cells two spaces apart, left-justified or (``right``)
+    right-justified, one line each ending in ``\\n``.
+
+    Cells are shown as given (rich would take ``[b]`` for markup and ``:smile:`` for an
+    emoji); where the table is wider than rich's width, no cell is cut (rich cuts the
+    cells it cannot fit with ``…``). ``tests/test_usage_text.py`` holds it to rich."""
+    if not rows:
+        return ""
+    columns = []
+    for col, r in zip(zip(*rows), right):
+        if all(c.isascii() for c in col):  # one cell a character: str's own padding
+            width = max(map(len, col))
+            columns.append([c.rjust(width) if r else c.ljust(width) for c in col])
+            continue
+        sizes = [cells(c) for c in col]
+        width = max(sizes)
+        columns.append([" " * (width - n) + c if r else c + " " * (width - n) for c, n in zip(col, sizes)])
+    return "".join("  ".join(line) + "\n" for line in zip(*columns))

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from .._lazy import lazy_pattern
+
 __all__ = ["safe", "safe_block", "safe_block_rule"]
 
 
@@ -32,9 +34,9 @@ __all__ = ["safe", "safe_block", "safe_block_rule"]
 # emoji and scripts need them.
 _UNSAFE_OTHER = ("\x7f-\x9f\xad\u034f\u061c\u180e\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
                  "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f")
-_UNSAFE_RE = re.compile(f"[\x00-\x1f{_UNSAFE_OTHER}]")
-_UNSAFE_BLOCK_RE = re.compile(f"[\x00-\x08\x0b-\x1f{_UNSAFE_OTHER}]")  # LF (0a) and TAB (09) kept
-_BREAK_RE = re.compile("\r\n?|[\u2028\u2029]")  # line breaks a block shows as LF
+_UNSAFE_RE: re.Pattern[str] = lazy_pattern(f"[\x00-\x1f{_UNSAFE_OTHER}]")
+_UNSAFE_BLOCK_RE: re.Pattern[str] = lazy_pattern(f"[\x00-\x08\x0b-\x1f{_UNSAFE_OTHER}]")  # LF (0a) and TAB (09) kept
+_BREAK_RE: re.Pattern[str] = lazy_pattern("\r\n?|[\u2028\u2029]")  # line breaks a block shows as LF
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 

@@ -16,6 +16,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm c
 if TYPE_CHECKING:
     from typing import Any
 
+from .._lazy import lazy_pattern
 from ._escape import safe
 
 __all__ = [
@@ -148,7 +149,7 @@ _unsafe_test: list[Any] = []
 
 # Raw UTF-8 of DEL, C1 (U+0080-U+009F), ALM, LRM/RLM, U+2028/U+2029, U+202A-U+202E,
 # U+2066-U+2069. Outside strings JSON holds only ASCII, so a byte-level rewrite is exact.
-_JSON_UNSAFE_RE = re.compile(
+_JSON_UNSAFE_RE: re.Pattern[bytes] = lazy_pattern(
     b"\x7f|\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8e\x8f\xa8-\xae]|\xe2\x81[\xa6-\xa9]")
 
 

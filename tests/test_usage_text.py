@@ -1,0 +1,120 @@
+"""``sessiontree usage``'s table when stdout is not a terminal: written without rich
+(``view.plain_table``), the bytes rich's table wrote whenever it fitted, every cell in
+full where rich cut some, and keys shown as they are (rich read ``[b]`` as markup)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sessiontree._places import session_dir_for_cwd
+from sessiontree.generate import generate_session
+from sessiontree.view import plain_table
+
+_CHARS = "abcxyz0189 ./-_,$()é—中文😀"
+
+
+def _rich(rows: list[list[str]], right: list[bool], width: int) -> str:
+    """The table as ``cli/usage.py`` printed it with rich before: no box, no outer
+    padding, a bold title row, on a console that is not a terminal."""
+    from rich.console import Console
+    from rich.table import Table
+
+    out = io.StringIO()
+    console = Console(file=out, width=width, soft_wrap=True, highlight=False)
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for title, r in zip(rows[0], right):
+        table.add_column(title, justify="right" if r else "left", no_wrap=True)
+    for row in rows[1:]:
+        table.add_row(*row)
+    console.print(table, width=width)
+    return out.getvalue()
+
+
+def test_plain_table_is_riches_table_where_it_fits() -> None:
+    rng = random.Random(7)
+    for _ in range(300):
+        ncols = rng.randint(1, 8)
+        right = [rng.random() < 0.6 for _ in range(ncols)]
+        rows = [["".join(rng.choice(_CHARS) for _ in range(rng.randint(0 if r else 1, 14))).strip() or "t"
+                 for _c in range(ncols)] for r in range(rng.randint(1, 6))]
+        text = plain_table(rows, right)
+        assert text == _rich(rows, right, 400), (rows, right)
+
+
+def _root(base: Path, cwds: list[str]) -> Path:
+    root = base / "sessions"
+    for i, cwd in enumerate(cwds):
+        folder = Path(session_dir_for_cwd(cwd, str(root)))
+        folder.mkdir(parents=True, exist_ok=True)
+        generate_session(folder / f"s{i:02d}.jsonl", size_bytes=3_000 + 500 * i, seed=70 + i, cwd=cwd)
+    return root
+
+
+def _run(args: list[str], env: dict[str, str]) -> str:
+    p = subprocess.run([sys.executable, "-m", "sessiontree", *args], capture_output=True, text=True,
+                       encoding="utf-8", env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    base = tmp_path_factory.mktemp("usage-text")
+    root = _root(base, ["/home/u/plain", "/home/u/[b]bold[/b] :smile:", "/home/u/中文", "/home/u/plain"])
+    env = {**os.environ, "HOME": str(base), "XDG_CACHE_HOME": str(base / "cache"),
+           "SESSIONTREE_CATALOG": str(base / "catalog.sqlite3")}
+    env.pop("COLUMNS", None)
+    return root, env
+
+
+@pytest.mark.parametrize("report", ["model", "daily", "weekly", "monthly", "project", "session"])
+def test_the_table_holds_the_reports_lines(history: tuple[Path, dict[str, str]], report: str) -> None:
+    """Every line of the JSON report is one row: its key as it is (markup too), each
+    number in full (or short, never cut), the total, then the footnote; with and
+    without the catalog."""
+    root, env = history
+    for cache in ([], ["--no-cache"]):
+        data = json.loads(_run(["usage", report, str(root), "--json", *cache], env))
+        for columns in (None, "80", "400"):
+            run_env = env if columns is None else {**env, "COLUMNS": columns}
+            text = _run(["usage", report, str(root), *cache], run_env)
+            lines = text.splitlines()
+            assert lines[-1] == f"{data['files']:,} session(s); every branch; each entry counted once"
+            body = lines[1:-2]
+            assert len(body) == len(data["lines"]) and lines[-2].startswith("total ")
+            assert "…" not in text
+            for line, row in zip(body, data["lines"]):
+                assert line.startswith(row["key"] + " "), (line, row["key"])
+                assert line.split()[-7] == f"{row['records']:,}"
+                if columns == "400":
+                    assert line.endswith(f"{row['cost']:,.4f}") and f"{row['output']:,}" in line
+
+
+@pytest.mark.parametrize("report", ["model", "daily", "project", "session"])
+def test_the_table_is_the_one_rich_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str], report: str) -> None:
+    """Keys without markup, the table fitting the width: the bytes of the table rich
+    wrote (``Io.plain_width`` saying ``None`` takes that path)."""
+    from sessiontree.cli import _common, main
+
+    root = _root(tmp_path, ["/home/u/one", "/home/u/two", "/home/u/中文"])
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("SESSIONTREE_CATALOG", str(tmp_path / "catalog.sqlite3"))
+    for columns in ("400", "250"):
+        monkeypatch.setenv("COLUMNS", columns)
+        outs = []
+        for plain in (True, False):
+            with monkeypatch.context() as m:
+                if not plain:
+                    m.setattr(_common.Io, "plain_width", lambda self: None)
+                assert main(["usage", report, str(root)]) == 0
+            outs.append(capsys.readouterr().out)
+        assert outs[0] == outs[1] and outs[0].count("\n") > 3
