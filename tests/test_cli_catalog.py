@@ -145,6 +145,23 @@ def test_usage_on_a_narrow_terminal_keeps_its_keys(agent: dict[str, str]) -> Non
         assert any(line.startswith(key + " ") for line in lines), (key, lines)
 
 
+@pytest.mark.parametrize("columns", ["80", "60"])
+def test_usage_on_a_terminal_never_cuts_a_number(agent: dict[str, str], columns: str) -> None:
+    """On a terminal (``--color always``) rich lays the table out: the keys fold to make
+    room, and no number is cut (rich cut costs to ``206.`` and dropped the ``$`` title
+    at 80 columns); a table that cannot fit is wider than the terminal."""
+    import re
+
+    data = _json(run("usage", "model", "--all", "--json", env=agent))
+    costs = [f"{x['cost']:.2f}" for x in data["lines"]]  # type: ignore[index]
+    p = run("--color", "always", "usage", "model", "--all", env={**agent, "COLUMNS": columns})
+    assert p.returncode == 0, p.stderr
+    text = re.sub(r"\x1b\[[0-9;]*m", "", p.stdout)
+    assert "…" not in text and text.splitlines()[0].split()[-1] == "$", text
+    for cost in costs:
+        assert re.search(rf"(^|\s){re.escape(cost)}$", text, re.M), (cost, text)
+
+
 def test_index_text_and_off(agent: dict[str, str], tmp_path: Path) -> None:
     p = run("index", "--all", env={**agent, "SESSIONTREE_CATALOG": str(tmp_path / "new.sqlite3")})
     assert p.returncode == 0 and "30 session(s)" in p.stdout and "catalog" in p.stdout

@@ -160,13 +160,21 @@ def run(args: argparse.Namespace, io: Io) -> int:
     from rich.table import Table  # here: every command starts by importing this module
 
     table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column(heads[0], overflow="fold", no_wrap=piped, min_width=key_width if piped else min(key_width, 24))
-    for title in heads[1:]:
-        table.add_column(title, justify="right", no_wrap=True)
+    # A number is never cut: each number column is as wide as its widest cell (rich
+    # shrank them to "206." on 80 columns); the key column folds to make room (to 12
+    # cells at least), and a table that still does not fit is wider than the terminal
+    # rather than cut.
+    number_widths = [max([len(head), *(len(r[k]) for r in rows)]) for k, head in enumerate(heads[1:], 1)]
+    room = width - sum(number_widths) - 2 * len(number_widths)
+    key_min = key_width if piped else min(key_width, 24, max(room, 12))
+    table.add_column(heads[0], overflow="fold", no_wrap=piped, min_width=key_min)
+    for title, w in zip(heads[1:], number_widths):
+        table.add_column(title, justify="right", no_wrap=True, min_width=w)
     for row in rows[:-1]:
         table.add_row(*row)
     table.add_section()
     table.add_row(*rows[-1], style="bold")
-    io.print(table, width=max(needed, width) if piped else None)
+    fits = key_min + sum(number_widths) + 2 * len(number_widths)
+    io.print(table, width=max(needed, width) if piped else None if fits <= width else fits, crop=False)
     io.print(foot, style="dim", markup=False, highlight=False)
     return 0
