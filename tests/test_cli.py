@@ -541,14 +541,14 @@ def test_fork_creates_to_dir_and_shows_the_new_path(tmp_path: Path, corpus_dir: 
     assert p.returncode == 0, p.stderr
     made = list(to.iterdir())
     assert len(made) == 1
-    assert str(made[0]) in p.stdout.splitlines()  # the new file's path on a line of its own
-    assert f"into {to};" in p.stdout  # the folder, not the option's name
+    assert p.stdout.splitlines() == [str(made[0])]  # the path alone: NEW=$(sessiontree fork ...)
+    assert f"into {to};" in p.stderr  # the folder, not the option's name
     # Without --to: the session's folder (Pi's createBranchedSession), said plainly.
     p = run("fork", str(src), "--leaf", leaf)
     assert p.returncode == 0, p.stderr
     new = [f for f in src.parent.iterdir() if f != src]
-    assert len(new) == 1 and str(new[0]) in p.stdout.splitlines()
-    assert "source file's folder" in p.stdout
+    assert len(new) == 1 and p.stdout.splitlines() == [str(new[0])]
+    assert "source file's folder" in p.stderr
     # A missing leaf creates nothing.
     p = run("fork", str(src), "--leaf", "nothere1", "--to", str(tmp_path / "never"))
     assert_one_line_error(p, "nothere1")

@@ -230,11 +230,16 @@ def test_search_and_check_print_paths_other_commands_take(tmp_path: Path) -> Non
     folder = tmp_path / "sp ace" / "d'x"
     folder.mkdir(parents=True)
     _session_with_title(folder / "my session.jsonl", "find the wombat")
+    reply = {"type": "message", "id": "a1", "parentId": "m1", "timestamp": "2025-01-01T00:00:02.000Z",
+             "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "provider": "p",
+                         "model": "m", "usage": {"input": 1, "output": 2, "totalTokens": 3}, "timestamp": 2}}
+    with (folder / "my session.jsonl").open("a") as f:
+        f.write(json.dumps(reply) + "\n")  # usage, for `usage session`
     env = {"HOME": str(tmp_path / "h"), "SESSIONTREE_CATALOG": str(tmp_path / "c.sqlite3"),
            "XDG_CACHE_HOME": str(tmp_path / "cache")}
     want = shlex.quote(str(folder / "my session.jsonl"))
     shown = {}
-    for command in (["ls"], ["search", "wombat"], ["check"]):
+    for command in (["ls"], ["search", "wombat"], ["check"], ["usage", "session"]):
         p = run(*command, str(tmp_path), env=env)
         assert p.returncode == 0, p.stderr
         shown[command[0]] = [line for line in p.stdout.splitlines() if "my session" in line]
@@ -455,3 +460,15 @@ def test_every_cut_preview_says_so(tmp_path: Path) -> None:
     wide = run("tree", str(f), "--full", "--width", "100000", env=env)
     line = next(x for x in wide.stdout.splitlines() if "r1" in x)
     assert line.split("  ←")[0].rstrip().endswith("…") and "END" not in line, line[-80:]
+
+
+def test_context_without_model_information_says_none(tmp_path: Path) -> None:
+    """A context with no model (Pi's ``{}``) is worded ``none``, not shown as JSON."""
+    f = tmp_path / "s.jsonl"
+    _session_with_title(f, "hello")
+    reply = {"type": "message", "id": "a1", "parentId": "m1", "timestamp": "2025-01-01T00:00:02.000Z",
+             "message": {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "timestamp": 2}}
+    with f.open("a") as out_file:
+        out_file.write(json.dumps(reply) + "\n")  # an assistant message with no provider or model
+    code, out = _cli(["context", str(f)])
+    assert code == 0 and "model none" in out and "{}" not in out, out

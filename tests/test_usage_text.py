@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from sessiontree._places import session_dir_for_cwd
+from sessiontree.view import shown_path
 from sessiontree.generate import generate_session
 from sessiontree.view import plain_table
 
@@ -77,7 +78,8 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
 
 @pytest.mark.parametrize("report", ["model", "daily", "weekly", "monthly", "project", "session"])
 def test_the_table_holds_the_reports_lines(history: tuple[Path, dict[str, str]], report: str) -> None:
-    """Every line of the JSON report is one row: its key as it is (markup too), each
+    """Every line of the JSON report is one row: its key as it is (markup too; a path
+    quoted as a shell takes it back), each
     number in full (or short, never cut), the total, then the footnote; with and
     without the catalog."""
     root, env = history
@@ -92,7 +94,9 @@ def test_the_table_holds_the_reports_lines(history: tuple[Path, dict[str, str]],
             assert len(body) == len(data["lines"]) and lines[-2].startswith("total ")
             assert "…" not in text
             for line, row in zip(body, data["lines"]):
-                assert line.startswith(row["key"] + " "), (line, row["key"])
+                # a session's key is its path as every command prints it (view.shown_path)
+                key = shown_path(row["key"]) if report == "session" else row["key"]
+                assert line.startswith(key + " "), (line, key)
                 assert line.split()[-7] == f"{row['records']:,}"
                 if columns == "400":
                     assert line.endswith(f"{row['cost']:,.4f}") and f"{row['output']:,}" in line

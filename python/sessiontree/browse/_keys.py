@@ -9,7 +9,7 @@ __all__ = ["HELP"]
 HELP = """``sessiontree browse``: pick a session, walk its tree in a full-screen
 terminal app.
 
-Left: the tree, drawn as `sessiontree tree` draws it: branch points ┬n,
+Left: the tree, siblings side by side under their branch point ┬n,
 tips, the current leaf ← leaf, long linear runs and long sibling lists
 folded into ┆ rows. Right: the selected entry (text, thinking, tool calls
 and results, usage, label).

@@ -14,7 +14,7 @@ import os
 from rich.text import Text
 
 from ._common import CliError, Io, open_session
-from ..view import safe
+from ..view import safe, shown_path
 from ._leaf import resolve_entry
 
 
@@ -99,7 +99,9 @@ def run(args: argparse.Namespace, io: Io) -> int:
         io.err.print(Text(f"note: the new session still has {len(problems)} problem(s) from its source path "
                           f"({safe(kinds)}); `sessiontree check {safe(os.fspath(new_path))}` lists them"))
     where = "the source file's folder" if default else safe(os.path.dirname(os.path.abspath(new_path)))
-    io.print(Text.assemble(f"forked {entries:,} entries (the path to {safe(args.leaf)}) "
-                           f"from {safe(args.file)} into {where}; new session file:"))
-    io.print(Text(safe(os.fspath(new_path)), style="bold"))
+    # The new file's path alone on stdout (NEW=$(sessiontree fork ...) takes it); what
+    # was done on stderr.
+    io.err.print(Text.assemble(f"forked {entries:,} entries (the path to {safe(args.leaf)}) "
+                               f"from {safe(args.file)} into {where}; new session file:"))
+    io.print(Text(shown_path(os.fspath(new_path)), style="bold"))
     return 0

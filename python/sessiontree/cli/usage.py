@@ -25,7 +25,7 @@ from datetime import date, timezone
 
 from . import _scope
 from ._common import CliError, Io, byte_progress
-from ..view import cells, plain_table, safe
+from ..view import cells, plain_table, safe, shown_path
 
 _GROUPS = ("daily", "weekly", "monthly", "session", "model", "project")
 
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
         io.note(f"no recorded usage in {report.files:,} session(s) of {safe(scope.where)}{scope.empty_hint()}")
         return 0
     names = {"daily": "day", "weekly": "week", "monthly": "month"}
-    keys = [safe(x.key) for x in report.lines]
+    keys = [shown_path(x.key) if group == "session" else safe(x.key) for x in report.lines]
     # Piped (as ``ls``): no width to fit, so a key (a session's path) is never folded.
     plain_width = io.plain_width()
     piped = plain_width is not None or not io.out.is_terminal
@@ -152,9 +152,11 @@ def run(args: argparse.Namespace, io: Io) -> int:
     rows = list(zip([*keys, "total"], *cols))
     counted = "current paths only" if args.active_path else "every branch"
     foot = f"{report.files:,} session(s); {counted}; each entry counted once"
-    if plain_width is not None:
+    if plain_width is not None or group == "session":
         # Written as rich's table would be, without importing rich (about 20 ms of a
-        # warm report, and 0.5 ms a line: docs/BENCHMARKS.md, issue 25).
+        # warm report, and 0.5 ms a line: docs/BENCHMARKS.md, issue 25). The session
+        # report's keys are paths, never folded (they are pasted back, as ls prints
+        # them): on a terminal too its lines are as long as they must be.
         io.write(plain_table([heads, *rows], [False] + [True] * len(titles)) + foot + "\n")
         return 0
     from rich.table import Table  # here: every command starts by importing this module

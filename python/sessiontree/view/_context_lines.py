@@ -24,7 +24,9 @@ def model_text(model: Any) -> str:
     """A context's ``model`` (``{"provider", "modelId"}``, or any value) in one word."""
     if isinstance(model, dict) and model:
         return f"{show(model.get('provider'), 100, none=ABSENT)}/{show(model.get('modelId'), 100, none=ABSENT)}"
-    return show(model, 100, none="none") or "none"
+    if model == {} or model == []:
+        return ABSENT  # a context with no model information (Pi's {}), not its JSON
+    return show(model, 100, none=ABSENT) or ABSENT
 
 
 def _body(value: Any, max_lines: int, full: bool, style: str = "") -> Iterator[tuple[str, str]]:
