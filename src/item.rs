@@ -256,7 +256,7 @@ pub fn ms_time(v: Option<&Value<'_>>) -> Option<String> {
         Some(Value::Int(ms)) if (0..MS_YEAR_10000).contains(ms) => {
             let secs = ms / 1000;
             let (days, rem) = (secs / 86_400, secs % 86_400);
-            let (y, m, d) = civil_from_days(days);
+            let (y, m, d) = crate::time::civil_from_days(days);
             Some(format!(
                 "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
                 rem / 3600,
@@ -267,19 +267,6 @@ pub fn ms_time(v: Option<&Value<'_>>) -> Option<String> {
         Some(Value::Int(_) | Value::Float(_)) => None,
         _ => Some(String::new()),
     }
-}
-
-/// The proleptic Gregorian date `days` days after 1970-01-01 (H. Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// Python's `repr` of a string made of ASCII and `…` (the caller checks), else `None`.
@@ -684,7 +671,8 @@ pub fn human_bytes(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{civil_from_days, fit, human_bytes, ms_time, py_repr, split_join, thousands};
+    use super::{fit, human_bytes, ms_time, py_repr, split_join, thousands};
+    use crate::time::civil_from_days;
     use crate::value::Value;
 
     #[test]

@@ -203,7 +203,7 @@ pub fn iso_time(out: &mut Vec<u8>, t: f64) -> Option<()> {
     let ms = t as i64;
     let days = ms.div_euclid(86_400_000);
     let rem = ms.rem_euclid(86_400_000);
-    let (y, m, d) = civil(days);
+    let (y, m, d) = crate::time::civil_from_days(days);
     let (h, mi, s, milli) = (
         rem / 3_600_000,
         rem / 60_000 % 60,
@@ -221,22 +221,10 @@ pub fn iso_time(out: &mut Vec<u8>, t: f64) -> Option<()> {
     Some(())
 }
 
-/// The civil date of a day counted from 1970-01-01 (H. Hinnant's `civil_from_days`).
-fn civil(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{civil, iso_time, shell_quote, string};
+    use super::{iso_time, shell_quote, string};
+    use crate::time::civil_from_days as civil;
 
     fn iso(t: f64) -> Option<String> {
         let mut v = Vec::new();
