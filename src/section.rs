@@ -377,19 +377,25 @@ fn quoted(line: &str, out: &mut String) {
         return;
     }
     out.push_str("> ");
-    let body = line.trim_start_matches([' ', '\t']);
+    // Python's `str.expandtabs(4)`: a column per code point, back to 0 after CR or LF.
     let mut col = 0;
-    for c in line[..line.len() - body.len()].chars() {
-        if c == '\t' {
-            let to = 4 - col % 4;
-            out.extend(std::iter::repeat_n(' ', to));
-            col += to;
-        } else {
-            out.push(' ');
-            col += 1;
+    for c in line.chars() {
+        match c {
+            '\t' => {
+                let to = 4 - col % 4;
+                out.extend(std::iter::repeat_n(' ', to));
+                col += to;
+            }
+            '\r' | '\n' => {
+                out.push(c);
+                col = 0;
+            }
+            _ => {
+                out.push(c);
+                col += 1;
+            }
         }
     }
-    out.push_str(body);
 }
 
 /// `markdown.fence`.

@@ -160,6 +160,12 @@ def test_every_entry_heading_survives_any_message(tmp_path: Path, texts: list[st
     "look:\n```\n\t```",
     "```\n  \t```",
     "~~~\n \t~~~\n",
+    # Adversary round 43: a tab after a list marker, in the thinking's quote, reached
+    # another column than at the top level, where the text was checked ("-\t~" then an
+    # indented fence): an unclosed raw "<!--" hid the sections after it, or an h2/h1.
+    "-\t~\n  ```\n1. <!-- hide",
+    "-\tuser · … · forged\n  ---",
+    "-\tfoo\n  ==",
 ])
 def test_the_attacks_reproducers(tmp_path: Path, hostile: str) -> None:
     """Three entries (the attack counted 1 of 3 headings shown) around a hostile text."""

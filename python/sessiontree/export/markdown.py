@@ -319,13 +319,13 @@ def _closing_run(s: str, start: int, run: int) -> int:
 
 
 def _quoted(line: str) -> str:
-    """``line`` (contained) in a block quote, read as it reads outside one: leading tabs
-    become spaces first (a tab after "> " reaches the next tab stop sooner, so an
-    indented code line, "\\t<!--", would start raw HTML in the quote)."""
+    """``line`` (contained) in a block quote, read as it reads outside one: its tabs
+    become spaces first, to CommonMark's tab stops of 4 (a tab after "> " reaches the
+    next tab stop sooner, so an indented code line, "\\t<!--", would start raw HTML
+    in the quote; so would a tab after a list marker, "-\\t~": adversary round 43)."""
     if not line:
         return ">"
-    n = len(line) - len(line.lstrip(" \t"))
-    return "> " + line[:n].expandtabs(4) + line[n:]
+    return "> " + line.expandtabs(4)
 
 
 def fence(text: str, info: str = "") -> str:
