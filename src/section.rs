@@ -278,14 +278,14 @@ fn html_part(p: &Part<'_>, item: &Item<'_>, o: &mut String) {
 /// `markdown.md_inline`.
 fn md_inline(text: &str) -> String {
     let line = split_join(text);
-    if !line.contains(['\\', '`', '*', '_', '[', ']', '<', '>', '#', '|', '~']) {
+    if !line.contains(['\\', '`', '*', '_', '[', ']', '<', '>', '#', '|', '~', '&']) {
         return line;
     }
     let mut out = String::with_capacity(line.len() + 8);
     for c in line.chars() {
         if matches!(
             c,
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '|' | '~'
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '|' | '~' | '&'
         ) {
             out.push('\\');
         }

@@ -290,3 +290,20 @@ def test_the_quick_path_knows_where_it_stops(text: str, quick: str | None) -> No
     assert _contain_plain(text) == quick
     if quick is not None:
         assert contain_parsed(text) == quick
+
+
+def test_character_references_in_headings_stay_as_written(tmp_path: Path) -> None:
+    """A reference in a line the export writes as inline Markdown (the title, the
+    headings: a model or tool name, a label) shows as written (a message's own text,
+    Markdown, still lets a viewer decode one): "&rlm;" or "&#x202E;" decoded by a viewer
+    would be the invisible or bidi character the exports otherwise show escaped
+    (adversary round 43, F2)."""
+    path = _session(tmp_path / "s.jsonl", ["hi", "ok"], "t", "s")
+    lines = path.read_text().splitlines()
+    info = {"type": "session_info", "id": "n", "parentId": "c", "timestamp": "2026-01-01T00:00:03.000Z",
+            "name": "a &rlm; b &#x202E; c &ZeroWidthSpace; d"}
+    path.write_text("\n".join([*lines, json.dumps(info)]) + "\n")
+    doc, _sections = _export(path)
+    heads = [line for line in MD.render(doc).splitlines() if line.startswith(("<h1>", "<h2>", "<h3>"))]
+    assert heads and not any(ch in h for h in heads for ch in "\u200f\u202e\u200b"), heads
+    assert "a &amp;rlm; b" in heads[0]

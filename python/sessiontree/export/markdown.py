@@ -36,7 +36,7 @@ __all__ = ["write_markdown", "contain", "fence", "DETAILS", "MarkdownStats"]
 DETAILS = ("full", "no-tools", "user-only")
 
 _PLAIN_PARTS = frozenset({"text", "summary", "image"})
-_INLINE_RE = re.compile(r"([\\`*_\[\]<>#|~])")
+_INLINE_RE = re.compile(r"([\\`*_\[\]<>#|~&])")  # & too: "&rlm;" would be U+200F (adversary 43)
 _TICKS_RE = re.compile(r"`{3,}")  # shorter runs cannot close a fence of 3
 
 
