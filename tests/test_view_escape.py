@@ -16,8 +16,11 @@ from sessiontree import SessionManager
 from sessiontree.view import clean, entry_preview, item_of, safe, safe_block, structure_of
 
 # Zero-width space, soft hyphen, BOM, word joiner, Mongolian vowel separator, combining
-# grapheme joiner, a tag character.
-INVISIBLE = ["\u200b", "\u00ad", "\ufeff", "\u2060", "\u180e", "\u034f", "\U000e0041"]
+# grapheme joiner, a tag character; a Hangul filler, a variation selector of the
+# supplement (a run of them hides a text, one byte a character), a musical format
+# control, Khmer's inherent vowel (adversary round 43, F3).
+INVISIBLE = ["\u200b", "\u00ad", "\ufeff", "\u2060", "\u180e", "\u034f", "\U000e0041",
+             "\u3164", "\U000e0100", "\U0001d173", "\u17b4"]
 LINE_BREAKS = {"\n", "\r", "\u2028", "\u2029"}
 
 

@@ -30,13 +30,28 @@ __all__ = ["safe", "safe_block", "safe_block_rule"]
 # Mongolian vowel separator, zero-width space, word joiner and the invisible operators,
 # BOM, the deprecated format controls, interlinear annotation, tags), which would hide
 # text or shift columns, and lone surrogates (a stream would print them as six
-# characters the width count did not see); ZWJ/ZWNJ and variation selectors stay, as
-# emoji and scripts need them.
-_UNSAFE_OTHER = ("\x7f-\x9f\xad\u034f\u061c\u180e\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
-                 "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f")
+# characters the width count did not see). Of Unicode's default-ignorable characters
+# only ZWJ/ZWNJ and the variation selectors VS1-16 and Mongolian's stay, as emoji and
+# scripts need them; the rest is escaped too (Hangul fillers, Khmer's inherent vowels,
+# U+FFF0-FFF8, the shorthand, musical and Egyptian format controls, and U+E0080-E0FFF
+# with the variation selector supplement: a run of those carries a hidden text one
+# byte a character, adversary round 43).
+_UNSAFE_OTHER = ("\x7f-\x9f\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200e\u200f"
+                 "\u2028\u2029\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff0-\ufff8\ufff9-\ufffb"
+                 "\ud800-\udfff\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+                 "\U000e0000-\U000e0fff")
 _UNSAFE_RE: re.Pattern[str] = lazy_pattern(f"[\x00-\x1f{_UNSAFE_OTHER}]")
 _UNSAFE_BLOCK_RE: re.Pattern[str] = lazy_pattern(f"[\x00-\x08\x0b-\x1f{_UNSAFE_OTHER}]")  # LF (0a) and TAB (09) kept
 _BREAK_RE: re.Pattern[str] = lazy_pattern("\r\n?|[\u2028\u2029]")  # line breaks a block shows as LF
+# The characters the rule escapes that str.isprintable accepts (tests/test_view_escape.py
+# checks each code point): a printable text without them has nothing to change.
+_PRINTABLE_UNSAFE_RE: re.Pattern[str] = lazy_pattern("[\u034f\u115f\u1160\u17b4\u17b5\u3164\uffa0"
+                                                     "\U000e0100-\U000e01ef]")
+
+
+def _printable_safe(text: str) -> bool:
+    """``text`` is printable and holds none of the printable characters the rule escapes."""
+    return text.isprintable() and (text.isascii() or _PRINTABLE_UNSAFE_RE.search(text) is None)
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
@@ -71,7 +86,7 @@ def safe_block(text: str) -> str:
     expressions below step through every character twice) computes it when it is built;
     :func:`safe_block_rule` states the rule and is what runs without it. The two are held
     equal on every code point and on generated text (``tests/test_view_escape.py``)."""
-    if text.isprintable() and "\u034f" not in text:
+    if _printable_safe(text):
         return text
     native = _native_block()
     return native(text) if native is not None else safe_block_rule(text)
@@ -79,13 +94,12 @@ def safe_block(text: str) -> str:
 
 def safe_block_rule(text: str) -> str:
     """:func:`safe_block` by the rule's expressions (the statement of the rule)."""
-    if text.isprintable() and "\u034f" not in text:
+    if _printable_safe(text):
         return text
-    # Every character the rule escapes but U+034F is one str.isprintable refuses
-    # (tests/test_view_escape.py checks each code point), so text that is printable without
-    # its LFs and TABs (kept) has nothing to change: two copies at memory speed, where
-    # the expression below steps through every character.
-    if text.replace("\n", "").replace("\t", "").isprintable() and "\u034f" not in text:
+    # Text that is printable without its LFs and TABs (kept) and holds none of the
+    # printable characters the rule escapes has nothing to change: two copies at memory
+    # speed, where the expression below steps through every character.
+    if _printable_safe(text.replace("\n", "").replace("\t", "")):
         return text
     if not text.isascii() and _UNSAFE_BLOCK_RE.search(text) is None:  # printable says no to more than the rule
         return text
