@@ -77,8 +77,9 @@ def test_python_catalog_reader_is_linear_in_one_lines_length(tmp_path: Path) -> 
     """The framing of the python backend's catalog reader (``catalog/_extract.py``'s
     ``_lines``: what listing, search, usage and index read lines with) over one line of
     8 MB and of 64 MB. Copying big buffers costs more per byte than small ones (fresh
-    pages): measured after the fix 11x-15x, before it 91x-102x; the limit is half the
-    quadratic ratio."""
+    pages): measured after the fix 7x-15x on a quiet machine, up to 35x in CPU time and
+    56x in wall time beside other jobs; before it 91x-102x. The limit is three quarters
+    of the quadratic ratio (48x), best of five rounds."""
     from sessiontree.catalog._extract import _lines
 
     def framed(size: int) -> Callable[[], int]:
@@ -94,12 +95,12 @@ def test_python_catalog_reader_is_linear_in_one_lines_length(tmp_path: Path) -> 
     small, large = framed(8 << 20), framed((8 << 20) * SCALE)
     assert large() > (8 << 20) * SCALE
     times = {small: float("inf"), large: float("inf")}
-    for _ in range(3):  # interleaved: a change of the machine's load hits both
+    for _ in range(5):  # interleaved: a change of the machine's load hits both
         for fn in (small, large):
             times[fn] = min(times[fn], _best(fn, 1))
     ratio = times[large] / times[small]
     print(f"line length x{SCALE}: {ratio:.1f}x the time")
-    assert ratio < SCALE**2 // 2, f"a line {SCALE}x as long took {ratio:.1f}x the time"
+    assert ratio < SCALE**2 * 3 // 4, f"a line {SCALE}x as long took {ratio:.1f}x the time"
 
 
 def _native() -> bool:
