@@ -38,7 +38,7 @@ from itertools import islice
 from typing import Any
 
 from ..view import (PREVIEW_CLIP, AmbiguousIdError, Layout, TreeRow, as_is, entry_preview, format_row, id_width,
-                    resolve_id, show, tree_rows)
+                    resolve_id, show, tree_rows, value_text)
 from ._common import CliError, Io, count_progress, open_session, spinner
 
 _NESTED = 2  # abandoned branches drawn nested this deep unless --nested / --full say otherwise
@@ -198,7 +198,7 @@ def _json_rows(rows: Iterator[TreeRow], lay: Layout, labels: dict[str, str], io:
             kind, preview = entry_preview(entry, as_is)
             result.append({
                 "id": entry.get("id"), "parentId": entry.get("parentId"), "type": entry.get("type"),
-                "kind": kind, "preview": preview if len(preview) <= 200 else preview[:199] + "…", "label": labels.get(shape.ids[i]),
+                "kind": kind, "preview": value_text(preview, 200), "label": labels.get(shape.ids[i]),
                 "children": len(lay.kids(i)), "depth": row.depth, "onPath": row.on_path, "leaf": i == lay.leaf,
             })
             if len(result) % 1024 == 0:
