@@ -472,3 +472,22 @@ def test_context_without_model_information_says_none(tmp_path: Path) -> None:
         out_file.write(json.dumps(reply) + "\n")  # an assistant message with no provider or model
     code, out = _cli(["context", str(f)])
     assert code == 0 and "model none" in out and "{}" not in out, out
+
+
+@pytest.mark.parametrize("columns", [80, None])
+def test_ls_keeps_the_end_of_a_cut_cwd(tmp_path: Path, columns: int | None) -> None:
+    """Two projects under one long parent differ at the end of their cwds: a cut cwd
+    keeps its end (``…t/alpha``), where cutting its end showed both as the same prefix."""
+    parent = "/home/user/" + "a-long-shared-parent-folder/" * 3
+    for k, name in enumerate(("alpha", "beta")):
+        folder = tmp_path / f"p{k}"
+        folder.mkdir()
+        head = {"type": "session", "version": 3, "id": name, "timestamp": "2025-01-01T00:00:00.000Z",
+                "cwd": parent + name}
+        (folder / "s.jsonl").write_text(json.dumps(head) + "\n")
+    env = {"HOME": str(tmp_path / "h"), "SESSIONTREE_CATALOG": str(tmp_path / "c.sqlite3"),
+           **({"COLUMNS": str(columns)} if columns else {})}
+    p = run(*(["--color", "always"] if columns else []), "ls", str(tmp_path), env=env)
+    assert p.returncode == 0, p.stderr
+    text = _ANSI.sub("", p.stdout)
+    assert "…" in text and "alpha" in text and "beta" in text, text

@@ -458,9 +458,24 @@ def header_error(path: str | None, line: int | None, offset: int | None, problem
     elif code == "not_object":
         reason = "line is not a JSON object"
     else:
-        why = "no string id" if code == "no_id" else f"type is {None if etype is UNDEFINED else etype!r}, not 'session'"
+        why = "no string id" if code == "no_id" else _type_words(etype)
         reason = f"first object is not a session header ({why})"
     return InvalidSessionError(f"no session header: {reason}", path, line, offset)
+
+
+def _type_words(etype: Any) -> str:
+    """Why a first object's ``type`` value is not a header's: ``no type`` when absent,
+    else ``type is``, the value in JSON (``null``, ``true``,
+    ``"message"``: never Python's ``None`` or ``True``), and ``not "session"``."""
+    if etype is UNDEFINED:
+        return "no type"
+    import json  # here: only a file without a header pays for the import
+
+    try:
+        spelt = json.dumps(etype, ensure_ascii=False)
+    except (TypeError, ValueError):  # a value json cannot spell (a nested Undefined)
+        spelt = repr(etype)
+    return f'type is {spelt}, not "session"'
 
 
 def is_old_version(header: dict[str, Any]) -> bool:

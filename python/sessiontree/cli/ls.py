@@ -20,10 +20,10 @@ from rich.text import Text
 from .._time import local_time
 from . import _scope
 from ._common import Io, count_progress
-from ..view import cells, fit, one_line, safe, shown_path
+from ..view import cells, fit, fit_start, one_line, safe, shown_path
 
 _PREVIEW = 60
-_CWD_MAX = 60  # cells of the cwd column (--all); a longer cwd is cut with …
+_CWD_MAX = 60  # cells of the cwd column (--all); a longer cwd is cut at its start with … (its end tells projects apart)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -124,7 +124,7 @@ def rows(sessions: list[Any], paint: Any, width: int | None) -> list[str]:
             local_time(s.modified).strftime("%Y-%m-%d %H:%M:%S"),
             f"  {counts[k]:>{count_w}}  ",
             paint(set_cell_size(fit(title, title_w), title_w), "bold" if s.name else ""),
-            paint("  " + set_cell_size(fit(cwds[k], cwd_w), cwd_w), "cyan") if cwd_w else "",
+            paint("  " + set_cell_size(fit_start(cwds[k], cwd_w), cwd_w), "cyan") if cwd_w else "",
         ))
         if two_lines:
             lines.append(first.rstrip())
