@@ -42,6 +42,7 @@ class Io:
     def __init__(self, color: str = "auto") -> None:
         self._mode = color
         self._consoles: tuple[Console, Console] | None = None
+        self.live = False  # a progress display is drawn: no second one inside it
 
     @property
     def out(self) -> Console:
@@ -216,29 +217,41 @@ def quiet_load_warnings() -> None:
 
 @contextlib.contextmanager
 def spinner(io: Io, text: str) -> Iterator[None]:
-    """A spinner with elapsed time on a terminal; nothing when stderr is not a terminal."""
-    if not io.interactive:
+    """A spinner with elapsed time on a terminal; nothing when stderr is not a terminal
+    or another progress display is drawn (``check``'s bar over many files)."""
+    if not io.interactive or io.live:
         yield
         return
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=io.err, transient=True) as progress:
+                  console=io.err, transient=True) as progress, _drawn(io):
         progress.add_task(text, total=None)
         yield
 
 
 @contextlib.contextmanager
+def _drawn(io: Io) -> Iterator[None]:
+    """``io.live`` while a progress display is drawn."""
+    io.live = True
+    try:
+        yield
+    finally:
+        io.live = False
+
+
+@contextlib.contextmanager
 def byte_progress(io: Io, text: str, total: int | None) -> Iterator[Any]:
-    """A bytes progress bar; yields ``update(done, total)`` (a no-op when not a terminal)."""
-    if not io.interactive:
+    """A bytes progress bar; yields ``update(done, total)`` (a no-op when not a terminal
+    or another progress display is drawn)."""
+    if not io.interactive or io.live:
         yield lambda done, total=None: None
         return
     from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
                                TransferSpeedColumn)
 
     with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                  TimeRemainingColumn(), console=io.err, transient=True) as progress:
+                  TimeRemainingColumn(), console=io.err, transient=True) as progress, _drawn(io):
         task = progress.add_task(text, total=total or None)
 
         def update(done: int, new_total: int | None = None) -> None:
@@ -250,14 +263,19 @@ def byte_progress(io: Io, text: str, total: int | None) -> Iterator[Any]:
 @contextlib.contextmanager
 def count_progress(io: Io, text: str, *, enabled: bool = True) -> Iterator[Any]:
     """An ``n of m`` progress bar; yields ``update(done, total)`` (a no-op when not a
-    terminal or not ``enabled``)."""
-    if not io.interactive or not enabled:
+    terminal, not ``enabled`` or inside another progress display).
+
+    Drawn on ``io.out`` when stdout is that terminal: what the command prints to
+    ``io.out`` meanwhile (``check``'s result per file) then goes above the bar, where a
+    bar on stderr was drawn over it. No spinner is drawn inside it (:func:`spinner`)."""
+    if not io.interactive or not enabled or io.live:
         yield lambda done, total=None: None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    console = io.out if io.out.is_terminal else io.err
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=io.err, transient=True) as progress:
+                  console=console, transient=True) as progress, _drawn(io):
         task = progress.add_task(text, total=None)
 
         def update(done: int, total: int | None = None) -> None:

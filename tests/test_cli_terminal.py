@@ -1,0 +1,71 @@
+"""Commands on a real pseudo-terminal, their output fed to a VT100 emulator (pyte):
+what the screen shows, after progress displays have been drawn and cleared."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from sessiontree.generate import generate_session
+
+
+def _screen(argv: list[str], cwd: Path, env: dict[str, str], cols: int, rows: int) -> tuple[int, list[str]]:
+    """Run ``argv`` on a ``cols`` × ``rows`` pty; its exit status and the screen's lines
+    when it has ended."""
+    pyte = pytest.importorskip("pyte", reason="pyte is not installed: pip install pyte")
+    screen = pyte.Screen(cols, rows)
+    stream = pyte.ByteStream(screen)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env,
+                            start_new_session=True, close_fds=True)
+    os.close(slave)
+    end = time.monotonic() + 120
+    try:
+        while time.monotonic() < end:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the child closed the pty
+                break
+            if not data:
+                break
+            stream.feed(data)
+        status = proc.wait(timeout=max(1.0, end - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    return status, [line.rstrip() for line in screen.display]
+
+
+def test_check_prints_every_result_whole_under_its_progress(tmp_path: Path) -> None:
+    """``check DIR`` on a terminal draws an n-of-m bar while it prints a line per file:
+    every file's line is on the screen whole at the end, with the total, and no bar or
+    spinner is left over (a trial saw the bar and the per-file spinner drawn over the
+    results)."""
+    folder = tmp_path / "d"
+    folder.mkdir()
+    names = [f"s{k:02d}.jsonl" for k in range(12)]
+    for k, name in enumerate(names):
+        generate_session(folder / name, size_bytes=40_000, seed=k)
+    env = {**os.environ, "HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "TERM": "xterm-256color"}
+    env.pop("COLUMNS", None)
+    env.pop("LINES", None)
+    status, lines = _screen([sys.executable, "-m", "sessiontree", "check", "d"], tmp_path, env, 80, 40)
+    assert status == 0, lines
+    for name in names:
+        assert any(line.startswith(f"d/{name}: clean (") and line.endswith(" entries)") for line in lines), \
+            (name, lines)
+    assert any(line.startswith("12 file(s) checked: 12 clean") for line in lines), lines
+    assert not any("checking" in line or "opening" in line for line in lines), lines
