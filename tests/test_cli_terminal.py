@@ -69,3 +69,30 @@ def test_check_prints_every_result_whole_under_its_progress(tmp_path: Path) -> N
             (name, lines)
     assert any(line.startswith("12 file(s) checked: 12 clean") for line in lines), lines
     assert not any("checking" in line or "opening" in line for line in lines), lines
+
+
+def test_usage_session_fits_the_terminal(tmp_path: Path) -> None:
+    """``usage session`` on an 80-column terminal: a row wider than the terminal puts
+    its path on a line of its own, whole, and its numbers under it (as ``ls`` and
+    ``search`` show a path that does not fit): no line wraps (the screen is wide
+    enough to tell: pyte wraps what is wider), every path is there whole."""
+    folder = tmp_path / "proj"  # a path of 72 cells: it fits, its row does not
+    folder.mkdir()
+    names = [f"2025-01-0{k}T10-00-00-000Z_0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5{k}.jsonl" for k in range(3)]
+    for k, name in enumerate(names):
+        generate_session(folder / name, size_bytes=30_000, seed=k)
+    env = {**os.environ, "HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "TERM": "xterm-256color"}
+    env.pop("COLUMNS", None)
+    status, lines = _screen([sys.executable, "-m", "sessiontree", "usage", "session", folder.name], tmp_path, env,
+                            200, 40)
+    assert status == 0, lines
+    wide = [line for line in lines if line]
+    status, lines = _screen([sys.executable, "-m", "sessiontree", "usage", "session", folder.name], tmp_path, env,
+                            80, 40)
+    assert status == 0, lines
+    assert max(map(len, wide)) > 80  # on 200 columns a row is one line
+    for name in names:
+        assert f"{folder.name}/{name}" in lines, lines
+    totals = [k for k, line in enumerate(lines) if line == "total"]
+    assert len(totals) == 1 and lines[totals[0] + 1].split()[0] == wide[-2].split()[1], (lines, wide)

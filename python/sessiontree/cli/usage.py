@@ -80,6 +80,17 @@ _INF = float("inf")
 _SHORT_TITLES = {"cache read": "cache r", "cache write": "cache w", "total tokens": "total", "cost ($)": "$"}
 
 
+def _paths_above(heads: list[str], rows: list[tuple[str, ...]]) -> str:
+    """A session report wider than the terminal, as ``ls`` and ``search`` show a path
+    that does not fit: each row's path (or ``total``) on a line of its own, never cut,
+    and its numbers under it, indented, in columns under the titles."""
+    numbers = plain_table([heads[1:], *(r[1:] for r in rows)], [True] * (len(heads) - 1)).splitlines()
+    out = ["    " + numbers[0]]
+    for row, line in zip(rows, numbers[1:]):
+        out += [row[0], "    " + line]
+    return "\n".join(out) + "\n"
+
+
 def _zone_name() -> str:
     """The local zone's name for ``--json``: ``$TZ`` as set (a name or a POSIX rule,
     without a leading ``:``), else the IANA name ``/etc/localtime`` links to, else
@@ -157,7 +168,10 @@ def run(args: argparse.Namespace, io: Io) -> int:
         # warm report, and 0.5 ms a line: docs/BENCHMARKS.md, issue 25). The session
         # report's keys are paths, never folded (they are pasted back, as ls prints
         # them): on a terminal too its lines are as long as they must be.
-        io.write(plain_table([heads, *rows], [False] + [True] * len(titles)) + foot + "\n")
+        table = plain_table([heads, *rows], [False] + [True] * len(titles))
+        if plain_width is None and max(map(cells, table.splitlines())) > width:
+            table = _paths_above(heads, rows)
+        io.write(table + foot + "\n")
         return 0
     from rich.table import Table  # here: every command starts by importing this module
 
