@@ -136,3 +136,40 @@ def test_a_lazy_pattern_is_its_pattern() -> None:
             assert [m.span() for m in lazy.finditer(text)] == [m.span() for m in real.finditer(text)]
             assert (lazy.fullmatch(text) is None) == (real.fullmatch(text) is None)
         assert lazy.pattern == real.pattern and lazy.flags == real.flags
+
+
+def test_version_is_answered_before_argparse(tmp_path: Path) -> None:
+    """``--version`` (alone, or after top-level options with accepted values) prints
+    the version without argparse, the subcommands or ``importlib.metadata`` (130 of
+    its 150 ms CPU, docs/BENCHMARKS.md); the line is the installed distribution's."""
+    from importlib.metadata import version
+
+    env = {**os.environ, "HOME": str(tmp_path)}
+    for argv in (["--version"], ["--color", "never", "--backend=python", "--version"]):
+        imported = _imported(argv, env)
+        assert not imported & {"argparse", "importlib.metadata", "rich", "sessiontree.cli._parser",
+                               "sessiontree.cli._common", "sessiontree.cli.info"}, sorted(imported)
+        out = subprocess.run([sys.executable, "-m", "sessiontree", *argv], capture_output=True, text=True, env=env,
+                             timeout=60)
+        assert out.returncode == 0 and out.stdout == f"sessiontree {version('sessiontree')}\n", out
+
+
+@pytest.mark.parametrize("argv", [["--color", "never", "--version"], ["--backend=native", "--version", "info"],
+                                  ["--version", "--bogus"]])
+def test_asks_version_agrees_with_argparse(argv: list[str]) -> None:
+    """Where the early answer says "version", argparse would have printed it too."""
+    from sessiontree.cli._parser import build_parser
+    from sessiontree.cli._version import asks_version
+
+    assert asks_version(argv)
+    with pytest.raises(SystemExit) as e:
+        build_parser(argv).parse_known_args(argv)
+    assert e.value.code == 0
+
+
+@pytest.mark.parametrize("argv", [[], ["info", "--version"], ["--color", "bogus", "--version"], ["--color"],
+                                  ["--color", "--version"], ["--vers"], ["-h", "--version"], ["x", "--version"]])
+def test_other_spellings_are_left_to_argparse(argv: list[str]) -> None:
+    from sessiontree.cli._version import asks_version
+
+    assert not asks_version(argv)
