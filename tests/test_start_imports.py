@@ -173,3 +173,20 @@ def test_other_spellings_are_left_to_argparse(argv: list[str]) -> None:
     from sessiontree.cli._version import asks_version
 
     assert not asks_version(argv)
+
+
+def test_the_start_is_frozen_out_of_the_collectors_passes(tmp_path: Path) -> None:
+    """A command run as its own process leaves the objects of its start (parser,
+    imports) to the permanent generation, the collector on; called as a library
+    function, ``main`` freezes nothing of its caller's."""
+    code = ("import gc, sys; from sessiontree.cli import main; sys.argv = ['sessiontree', 'ls', sys.argv[1]]; "
+            "main(); print(gc.get_freeze_count() > 10000, gc.isenabled())")
+    env = {**os.environ, "HOME": str(tmp_path), "SESSIONTREE_CATALOG": "off"}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout.split()[-2:] == ["True", "True"], out
+    code = ("import gc, sys; from sessiontree.cli import main; main(['ls', sys.argv[1]]); "
+            "print(gc.get_freeze_count(), gc.isenabled())")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout.split()[-2:] == ["0", "True"], out
