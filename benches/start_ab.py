@@ -60,6 +60,7 @@ def main() -> int:
         "search the (page)": ["search", "the", args.root, "--all"],
         "search the --json": ["search", "the", args.root, "--all", "--json"],
         "ls": ["ls", args.root, "--all"],
+        "--version": ["--version"],
     }
     runs: list[tuple[str, list[str], dict[str, str]]] = [("python -c pass", [sys.executable, "-c", "pass"], dict(os.environ))]
     for name, argv in commands.items():
