@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from .._select import BACKENDS
-from ._version import COLORS, print_version
+from ._version import CHOICES, COLORS, print_version
 from ..view import plain_doc
 
 __all__ = ["build_parser"]
@@ -25,7 +25,7 @@ __all__ = ["build_parser"]
 _COMMANDS = {"info": "info", "tree": "tree", "context": "context", "ls": "ls", "search": "search", "usage": "usage",
              "index": "index", "check": "check", "fork": "fork", "migrate": "migrate", "generate": "gen",
              "bench": "bench", "import": "import_", "browse": "browse", "export": "export"}
-_VALUED = ("--backend", "--color")  # the top-level options that take a value
+_VALUED = tuple(CHOICES)  # the top-level options that take a value
 
 
 def _named_command(argv: list[str]) -> str | None:
@@ -112,8 +112,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 class _Version(argparse.Action):
-    """``--version`` where :func:`._version.asks_version` left it to argparse (an
-    abbreviation, ``--backend=native --version`` spelt otherwise): the same line."""
+    """``--version`` where :func:`._version.asks_version` left it to argparse (``--vers``,
+    or after words that check does not read): the same line."""
 
     def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)

@@ -9,13 +9,13 @@ import sys
 
 from .._select import BACKENDS
 
-__all__ = ["COLORS", "asks_version", "print_version"]
+__all__ = ["CHOICES", "COLORS", "asks_version", "print_version"]
 
 COLORS = ("auto", "always", "never")
 """The choices of ``--color``."""
 
-# The top-level options that take a value, and the values they accept.
-_CHOICES = {"--backend": BACKENDS, "--color": COLORS}
+CHOICES = {"--backend": BACKENDS, "--color": COLORS}
+"""The top-level options that take a value, and the values they accept."""
 
 
 def asks_version(argv: list[str]) -> bool:
@@ -31,7 +31,7 @@ def asks_version(argv: list[str]) -> bool:
         if word == "--version":
             return True
         name, eq, value = word.partition("=")
-        choices = _CHOICES.get(name)
+        choices = CHOICES.get(name)
         if choices is None:
             return False
         if not eq:
