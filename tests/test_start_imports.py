@@ -136,3 +136,57 @@ def test_a_lazy_pattern_is_its_pattern() -> None:
             assert [m.span() for m in lazy.finditer(text)] == [m.span() for m in real.finditer(text)]
             assert (lazy.fullmatch(text) is None) == (real.fullmatch(text) is None)
         assert lazy.pattern == real.pattern and lazy.flags == real.flags
+
+
+def test_version_is_answered_before_argparse(tmp_path: Path) -> None:
+    """``--version`` (alone, or after top-level options with accepted values) prints
+    the version without argparse, the subcommands or ``importlib.metadata`` (130 of
+    its 150 ms CPU, docs/BENCHMARKS.md); the line is the installed distribution's."""
+    from importlib.metadata import version
+
+    env = {**os.environ, "HOME": str(tmp_path)}
+    for argv in (["--version"], ["--color", "never", "--backend=python", "--version"]):
+        imported = _imported(argv, env)
+        assert not imported & {"argparse", "importlib.metadata", "rich", "sessiontree.cli._parser",
+                               "sessiontree.cli._common", "sessiontree.cli.info"}, sorted(imported)
+        out = subprocess.run([sys.executable, "-m", "sessiontree", *argv], capture_output=True, text=True, env=env,
+                             timeout=60)
+        assert out.returncode == 0 and out.stdout == f"sessiontree {version('sessiontree')}\n", out
+
+
+@pytest.mark.parametrize("argv", [["--color", "never", "--version"], ["--backend=native", "--version", "info"],
+                                  ["--version", "--bogus"]])
+def test_asks_version_agrees_with_argparse(argv: list[str]) -> None:
+    """Where the early answer says "version", argparse would have printed it too."""
+    from sessiontree.cli._parser import build_parser
+    from sessiontree.cli._version import asks_version
+
+    assert asks_version(argv)
+    with pytest.raises(SystemExit) as e:
+        build_parser(argv).parse_known_args(argv)
+    assert e.value.code == 0
+
+
+@pytest.mark.parametrize("argv", [[], ["info", "--version"], ["--color", "bogus", "--version"], ["--color"],
+                                  ["--color", "--version"], ["--vers"], ["-h", "--version"], ["x", "--version"]])
+def test_other_spellings_are_left_to_argparse(argv: list[str]) -> None:
+    from sessiontree.cli._version import asks_version
+
+    assert not asks_version(argv)
+
+
+def test_the_start_is_frozen_out_of_the_collectors_passes(tmp_path: Path) -> None:
+    """A command run as its own process leaves the objects of its start (parser,
+    imports) to the permanent generation, the collector on; called as a library
+    function, ``main`` freezes nothing of its caller's."""
+    code = ("import gc, sys; from sessiontree.cli import main; sys.argv = ['sessiontree', 'ls', sys.argv[1]]; "
+            "main(); print(gc.get_freeze_count() > 10000, gc.isenabled())")
+    env = {**os.environ, "HOME": str(tmp_path), "SESSIONTREE_CATALOG": "off"}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout.split()[-2:] == ["True", "True"], out
+    code = ("import gc, sys; from sessiontree.cli import main; main(['ls', sys.argv[1]]); "
+            "print(gc.get_freeze_count(), gc.isenabled())")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout.split()[-2:] == ["0", "True"], out

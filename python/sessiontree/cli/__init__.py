@@ -7,135 +7,23 @@ print one line on stderr and exit non-zero, without a traceback.
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 if TYPE_CHECKING:
-    from typing import Any
+    import argparse
 
-from .._select import backend_name
-from ._common import BACKENDS, CliError, exit_for_broken_pipe, make_io, quiet_load_warnings
-from ..view import plain_doc, safe
+from ._version import asks_version, print_version
 
 __all__ = ["main", "build_parser"]
-
-# Each command's module, in the order `--help` lists them. A command line naming one
-# imports that module only: the others' imports (Textual, the exporters, the
-# benchmark tools) are no part of `sessiontree search`'s time.
-_COMMANDS = {"info": "info", "tree": "tree", "context": "context", "ls": "ls", "search": "search", "usage": "usage",
-             "index": "index", "check": "check", "fork": "fork", "migrate": "migrate", "generate": "gen",
-             "bench": "bench", "import": "import_", "browse": "browse", "export": "export"}
-_VALUED = ("--backend", "--color")  # the top-level options that take a value
-
-
-def _named_command(argv: list[str]) -> str | None:
-    """The command ``argv`` names (its first word that is not an option), if a known one."""
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a == "--":
-            return None
-        if a in _VALUED:
-            i += 2
-            continue
-        if a.startswith("-"):
-            i += 1
-            continue
-        return a if a in _COMMANDS else None
-    return None
-
-
-def _columns() -> int:
-    """``shutil.get_terminal_size().columns`` (``$COLUMNS``, else the terminal on
-    stdout, else 80), without importing ``shutil``: argparse's help formatter imports it
-    (with ``bz2``, ``lzma`` and ``fnmatch``) for every argument added, about 2 ms of
-    every command's start (docs/BENCHMARKS.md, issue 25)."""
-    try:
-        columns = int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns if columns > 0 else 80
-
-
-class _Help(argparse.HelpFormatter):
-    """argparse's formatter, as wide as the terminal (:func:`_columns`)."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
-
-
-class _RawHelp(_Help, argparse.RawDescriptionHelpFormatter):
-    """``RawDescriptionHelpFormatter``, as wide as the terminal."""
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser of the ``sessiontree`` command: every subcommand, or only the
-    one ``argv`` names."""
-    common = argparse.ArgumentParser(add_help=False, formatter_class=_Help)
-    common.add_argument("--backend", choices=BACKENDS, default=argparse.SUPPRESS,
-                        help="index with the pure-Python or the native (Rust) backend; "
-                             "auto = native when built (the default, which $SESSIONTREE_BACKEND sets; this flag wins)")
-    common.add_argument("--color", choices=("auto", "always", "never"), default=argparse.SUPPRESS,
-                        help="colour output: auto (on a terminal), always, never")
-    parser = argparse.ArgumentParser(
-        prog="sessiontree", parents=[common], formatter_class=_Help,
-        description="Inspect and manipulate Pi coding-agent session files (JSONL v3 trees).",
-    )
-    parser.add_argument("--version", action=_Version, help="show the version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    # Every subcommand also accepts --backend/--color after its name.
-    real_add = sub.add_parser
-    commands: dict[str, argparse.ArgumentParser] = {}
+    one ``argv`` names (``_parser.build_parser``)."""
+    from ._parser import build_parser as build
 
-    def add_parser(name: str, **kw):  # type: ignore[no-untyped-def]
-        kw.setdefault("parents", [common])
-        kw["formatter_class"] = _RawHelp if kw.get("formatter_class") is argparse.RawDescriptionHelpFormatter else _Help
-        if kw.get("description"):
-            kw["description"] = plain_doc(kw["description"])
-        p = commands[name] = real_add(name, **kw)
-        return p
-
-    parser.set_defaults(_commands=commands)
-
-    sub.add_parser = add_parser  # type: ignore[method-assign]
-    named = _named_command(argv) if argv is not None else None
-    for name, module in _COMMANDS.items():
-        if named is None or name == named:
-            importlib.import_module(f"{__name__}.{module}").add_parser(sub)
-    return parser
-
-
-class _Version(argparse.Action):
-    """``--version``, looked up only when asked (``importlib.metadata`` costs ~20 ms,
-    and every command starts through this parser)."""
-
-    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            found = version("sessiontree")
-        except PackageNotFoundError:  # a source tree that was never installed
-            found = "unknown"
-        try:
-            sys.stdout.write(f"sessiontree {found}\n")  # stdout, as argparse's own version action
-            sys.stdout.flush()
-        except BrokenPipeError:
-            exit_for_broken_pipe()
-        except OSError as e:  # a full disk, /dev/full: one line, as every command says it
-            parser.exit(1, f"sessiontree: error: {e.strerror or e}\n")
-        parser.exit()
+    return build(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,10 +36,30 @@ def main(argv: list[str] | None = None) -> int:
         The exit status: 0 success, 1 failure or problems found (``check``), 2 usage
         error, 130 interrupted.
     """
+    words = sys.argv[1:] if argv is None else argv
+    if asks_version(words):
+        return print_version()
     from ..errors import InvalidSessionError, SessionError
+    from ._common import CliError, exit_for_broken_pipe, make_io, quiet_load_warnings
 
-    parser = build_parser(sys.argv[1:] if argv is None else argv)
-    args, extra = parser.parse_known_args(argv)
+    import gc
+
+    # The start (the command's parser and the modules it imports) makes tens of
+    # thousands of objects that all live on: the collector's passes over them found
+    # nothing to free (about 4 ms of a warm usage's 65 CPU, docs/BENCHMARKS.md). Held
+    # off until the command runs, then those objects frozen out of later passes. Only
+    # in a process of its own (the script, `python -m`): a caller's objects are not
+    # ours to freeze.
+    own = argv is None and gc.isenabled()
+    if own:
+        gc.disable()
+    try:
+        parser = build_parser(words)
+        args, extra = parser.parse_known_args(argv)
+    finally:
+        if own:
+            gc.freeze()
+            gc.enable()
     if extra and isinstance(getattr(args, "paths", None), list) and not any(x.startswith("-") for x in extra):
         # `search QUERY --limit 5 ROOT`: argparse has used up PATH ... before the option.
         args.paths.extend(extra)
@@ -199,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _backend(args: argparse.Namespace) -> str:
     """``--backend``, else ``$SESSIONTREE_BACKEND``, else ``auto``; a bad variable is an error."""
+    from .._select import BACKENDS, backend_name
+    from ._common import CliError
+
     flag = getattr(args, "backend", None)
     if flag is not None:
         return str(flag)
@@ -217,6 +128,7 @@ def _cache_settings() -> None:
     anything is opened, for every command: an open would raise it, and a listing would
     keep no indexes without a word."""
     from .._caches import index_cache
+    from ._common import CliError
 
     try:
         index_cache()
@@ -233,6 +145,8 @@ def _cache_settings() -> None:
 
 
 def _fail(io, message: str) -> None:  # type: ignore[no-untyped-def]
+    from ..view import safe
+
     # Messages may echo file content or paths: escape controls (one line, always).
     try:
         io.err.print(f"sessiontree: error: {safe(message)}", markup=False, highlight=False, soft_wrap=True)
