@@ -334,3 +334,12 @@ def test_no_character_reference_is_decoded(text: str) -> None:
     page = MD.render(out)
     for ch in "\u202e\u200b\u200f":
         assert ch in text or ch not in page, (text, out)
+
+
+@pytest.mark.parametrize("text, want", [("```\r```", "```\n```"), ("# a\r\nb\r<!-- x", "### a\nb\n\\<!-- x")])
+def test_a_carriage_return_ends_a_line_as_for_the_parser(text: str, want: str) -> None:
+    """Found by the property test above: the parser counts a CR or CRLF as a line end,
+    so its line numbers named other lines than ``text.split("\\n")`` had
+    (``contain("```\\r```")`` raised IndexError). The export's text reaches ``contain``
+    with its line ends made LF already; the function itself must not crash."""
+    assert contain(text) == want
