@@ -497,8 +497,28 @@ fn may_leak_at(b: &[u8], s: &str, p: usize) -> Option<bool> {
     Some(false)
 }
 
+/// Whether `text` holds a character reference as `markdown._REF_RE` finds one
+/// (`&#8203;`, `&#x202E;`, `&rlm;`): where it is literal and where a renderer decodes
+/// it (`markdown.escape_references`) takes markdown-it-py's parse.
+fn has_reference(text: &str) -> bool {
+    let b = text.as_bytes();
+    let run = |r: &[u8], ok: fn(&u8) -> bool, min: usize, max: usize| {
+        let n = r.iter().take_while(|c| ok(c)).count();
+        (min..=max).contains(&n) && r.get(n) == Some(&b';')
+    };
+    memchr::memchr_iter(b'&', b).any(|i| match &b[i + 1..] {
+        [b'#', b'x' | b'X', r @ ..] => run(r, u8::is_ascii_hexdigit, 1, 6),
+        [b'#', r @ ..] => run(r, u8::is_ascii_digit, 1, 7),
+        [c, r @ ..] if c.is_ascii_alphabetic() => run(r, u8::is_ascii_alphanumeric, 1, 31),
+        _ => false,
+    })
+}
+
 /// `markdown.contain`, or `None` where it takes markdown-it-py's parse.
 pub fn contain(text: &str) -> Option<Cow<'_, str>> {
+    if has_reference(text) {
+        return None;
+    }
     let mut leak = has_tag_start(text);
     if !leak {
         for line in text.split('\n') {
@@ -608,6 +628,24 @@ mod tests {
         assert_eq!(may_leak_line("a # b"), Some(false));
         assert_eq!(may_leak_line("\u{663}. #"), None);
         assert_eq!(may_leak_line("→ #"), Some(false));
+    }
+
+    #[test]
+    fn references_go_to_python() {
+        for text in ["a &#x202E; b", "&#8203;", "`&rlm;`", "&#1234567;", "&Ab1;"] {
+            assert_eq!(contain(text), None, "{text}");
+        }
+        for text in [
+            "a && b",
+            "&x;",
+            "&#;",
+            "&#12345678;",
+            "&#x1234567;",
+            "&#xg;",
+            "& amp;",
+        ] {
+            assert_eq!(contain(text).as_deref(), Some(text), "{text}");
+        }
     }
 
     #[test]

@@ -2,7 +2,8 @@
 backends: each command that reads sessions (``ls``, ``search``, ``usage``, ``index``,
 ``check``, ``export --format parquet``) over each kind of scope (a FILE, a folder of
 sessions, a folder of project folders, Pi's store, the current project) reads exactly
-the session files a brute-force walk of the scope finds; ``--out`` for every output
+the session files a brute-force walk of the scope finds, with ``--catalog FILE`` or
+``--no-cache`` as well; ``--out`` for every output
 (``--to`` kept); paths ``ls`` prints that other commands take; ids ``tree`` shows that
 ``--leaf`` takes, an ambiguous prefix named with its candidates; ``check`` over a
 folder with its total and ``--problems``."""
@@ -84,7 +85,8 @@ def _scopes(w: dict[str, object]) -> list[tuple[str, list[str], set[str]]]:
 
 
 def _read(command: str, scope: list[str], w: dict[str, object], backend: str) -> set[str]:
-    """The session files ``command`` read over ``scope``, from its JSON."""
+    """The session files ``command`` read over ``scope`` (its catalog flags among them),
+    from its JSON."""
     env = dict(w["env"])  # type: ignore[call-overload]
     here = Path(str(w["here"]))
     base = ["--backend", backend]
@@ -119,8 +121,10 @@ def _read(command: str, scope: list[str], w: dict[str, object], backend: str) ->
 def test_every_command_reads_every_kind_of_scope(world: dict[str, object], backend: str, command: str) -> None:
     if command == "export":
         pytest.importorskip("pyarrow")
-    for name, scope, want in _scopes(world):
-        got = _read(command, scope, world, backend)
+    catalog = str(Path(str(world["base"])) / "cache" / f"named-{command}-{backend}.sqlite3")
+    flags = ([], ["--catalog", catalog], ["--no-cache"])  # the catalog flags, the same on every command
+    for k, (name, scope, want) in enumerate(_scopes(world)):
+        got = _read(command, [*scope, *flags[k % len(flags)]], world, backend)
         expected = want
         if command == "index":
             expected = {str(len(want))}
@@ -128,6 +132,21 @@ def test_every_command_reads_every_kind_of_scope(world: dict[str, object], backe
             expected = {f for f in want if '"usage":{' in Path(f).read_text()}
             assert expected
         assert got == expected, (command, name)
+
+
+def test_a_catalog_in_pis_folder_is_refused_by_every_command(world: dict[str, object], tmp_path: Path) -> None:
+    """``--catalog`` means the same on every command that takes a scope: a path inside
+    Pi's folders is a usage error (status 2) everywhere, ``check`` and ``export`` too
+    (which read every file in full and take the flags as the others do)."""
+    env = dict(world["env"])  # type: ignore[call-overload]
+    bad = ["--catalog", str(Path(str(world["store"])) / "c.sqlite3")]
+    root = str(world["root"])
+    for args in (["ls", root], ["search", "x", root], ["usage", root], ["index", root], ["check", root],
+                 ["export", root, "--format", "parquet", "--out", str(tmp_path / "pq")],
+                 ["export", str(next(Path(root).rglob("*.jsonl"))), "--format", "markdown"]):
+        p = run(*args, *bad, env=env)
+        assert p.returncode == 2 and "must not live inside Pi's folder" in p.stderr, (args, p.stderr)
+    assert not (Path(str(world["store"])) / "c.sqlite3").exists()
 
 
 def test_an_empty_scope_says_so(world: dict[str, object], tmp_path: Path) -> None:
@@ -491,3 +510,41 @@ def test_ls_keeps_the_end_of_a_cut_cwd(tmp_path: Path, columns: int | None) -> N
     assert p.returncode == 0, p.stderr
     text = _ANSI.sub("", p.stdout)
     assert "…" in text and "alpha" in text and "beta" in text, text
+
+
+def test_export_says_how_many_damaged_lines_it_skipped(world: dict[str, object], tmp_path: Path,
+                                                       backend: str) -> None:
+    """F4 (adversary round 43): every export format left a file's damaged lines out in
+    silence where ``check`` reports them; now each says on stderr how many, per file,
+    in the one wording of a reported skip (``_common.skip_note``), and the parquet JSON
+    report counts them. A line whose entry is kept (a parent made a root) is no skip."""
+    env = dict(world["env"])  # type: ignore[call-overload]
+    case = (CASES / "F13-dangling-parent.jsonl").read_bytes().split(b"\n")
+    folder = tmp_path / "damaged"
+    folder.mkdir()
+    bad = folder / "bad.jsonl"
+    # two damaged lines (not JSON; an id again), a torn write before an object on a third
+    dup = case[1]
+    bad.write_bytes(b"\n".join([*case[:3], b"{not json", dup, b'{"torn' + case[3], *case[4:]]))
+    (folder / "clean.jsonl").write_bytes(b"\n".join(case))  # a missing parent only: nothing skipped
+    checked = run("check", str(bad), "--json", env=env)
+    assert checked.returncode == 1
+    kinds = {i["kind"] for i in json.loads(checked.stdout)[0]["issues"]}
+    assert kinds == {"invalid_json", "duplicate_id", "torn_fragment", "missing_parent"}, kinds
+    note = f"note: {bad}: 3 damaged line(s) skipped; `sessiontree check {bad}` lists them"
+    for fmt in ("markdown", "html"):
+        for out in ([], ["--out", str(tmp_path / f"x.{fmt}")]):
+            p = run("--backend", backend, "export", str(bad), "--format", fmt, *out, env=env)
+            assert p.returncode == 0 and p.stderr.strip().splitlines()[-1] == note, (fmt, out, p.stderr)
+        clean = run("--backend", backend, "export", str(folder / "clean.jsonl"), "--format", fmt,
+                    "--out", str(tmp_path / f"c.{fmt}"), env=env)
+        assert clean.returncode == 0 and "skipped" not in clean.stderr, clean.stderr
+    pytest.importorskip("pyarrow")
+    p = run("--backend", backend, "export", str(folder), "--format", "parquet", "--out", str(tmp_path / "pq"),
+            "--json", env=env)
+    got = _json(p)
+    assert got["linesSkipped"] == [{"path": str(bad), "lines": 3}]  # type: ignore[index]
+    assert p.stderr.strip() == note
+    p = run("--backend", backend, "export", str(folder), "--format", "parquet", "--out", str(tmp_path / "pq2"),
+            env=env)
+    assert p.returncode == 0 and p.stderr.strip().splitlines()[-1] == note, p.stderr

@@ -139,6 +139,17 @@ def _msg(**m: Any) -> dict[str, Any]:
     return {"type": "message", "message": m}
 
 
+# Adversary round 43, F2: character references in a message's own Markdown, which a
+# viewer decodes into the characters the escaping rule shows (bidi controls, invisible
+# ones), in every place CommonMark decodes one; in code they are text and stay.
+_REFERENCES = [
+    "ok &#x202E;txt.exe and &#8203;hidden &rlm; # &#X200B;",
+    "# Heading &#x2066;\n\n- item &#8206;\n> quote &lrm;\n\n![&#x202e;](x) [a](/u \"&#x202E;\") [r]",
+    "[r]: /v \"&rlm;\"\n\n`&#8203;` and ``&#x202E;`` stay, \\&#8203; was escaped, \\\\&#8203; was not",
+    "```\n&#x202E; in a fence\n```\n\n    &#8203; indented code",
+    "<http://a`> &#x202E; `",  # a backtick an autolink holds opens no code span
+]
+
 EDGES: list[dict[str, Any]] = [
     _msg(role="user", content="plain", timestamp=1762506850306),
     _msg(role="user", content=[{"type": "text", "text": "# Goal\n\n```\n# kept\n```\n## x"}], timestamp=0),
@@ -198,6 +209,8 @@ EDGES: list[dict[str, Any]] = [
     _msg(role="bashExecution", command="a" + " " * 1000 + "b", output="o", exitCode=0),
     {"type": "usage", "kind": "k" * 150, "provider": {"p": "q" * 200}, "model": None,
      "usage": {"input": 1}, "note": "n" * 150},
+    *(_msg(role="user", content=text) for text in _REFERENCES),
+    _msg(role="assistant", content=[{"type": "thinking", "thinking": _REFERENCES[0]}]),
 ]
 
 RAW = [
@@ -217,7 +230,28 @@ def test_edges(tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch) ->
     assert 0.5 < _coverage(path, backend) < 1  # some are the core's, some Python's
 
 
-_text = st.text(st.sampled_from(list("ab #<>`~-=*_[]|\\\n\t \u00e9\u202e\u2028\x1b'\"….1)")), max_size=40)
+def test_character_references_are_not_decoded(tmp_path: Path, backend: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """F2: the export of the references above, rendered by two CommonMark renderers
+    (markdown-it-py; pulldown-cmark, the crate's), holds none of the characters they
+    name, and the code keeps them as written."""
+    from markdown_it import MarkdownIt
+
+    from sessiontree import _sessiontree
+
+    path = _session(tmp_path, [_msg(role="user", content=t) for t in _REFERENCES]
+                    + [_msg(role="assistant", content=[{"type": "thinking", "thinking": _REFERENCES[0]}])])
+    for native in (True, False):
+        text = _export(path, backend, "full", native, monkeypatch).decode()
+        for page in (MarkdownIt("commonmark").render(text), _sessiontree.markdown_html(text)):
+            hidden = [c for c in "\u202e\u202E\u200b\u200f\u200e\u2066" if c in page]
+            assert not hidden, (native, hidden, page)
+            assert "<code>&amp;#8203;</code>" in page and "<code>&amp;#x202E;</code>" in page  # the code spans
+            assert "&amp;#x202E; in a fence" in page and "&amp;#8203; indented code" in page
+            assert "\\&amp;#8203; was not" in page  # an escaped backslash, then the reference as text
+
+
+_text = st.text(st.sampled_from(list("ab #<>`~-=*_[]|\\\n\t \u00e9\u202e\u2028\x1b'\"….1)&;x")), max_size=40)
 _leaf = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40), _text)
 _value = st.recursive(_leaf, lambda kids: st.one_of(st.lists(kids, max_size=3),
                                                     st.dictionaries(_text, kids, max_size=3)), max_leaves=8)

@@ -38,7 +38,7 @@ def test_import_codex_all_from_codex_home(tmp_path: Path) -> None:
     home = tmp_path / "codex"
     shutil.copytree(CODEX, home / "sessions" / "2025" / "10" / "02")
     out = tmp_path / "pi"
-    p = run("import", "codex", "--all", "--to", str(out), env={"CODEX_HOME": str(home)})
+    p = run("import", "codex", "--to", str(out), env={"CODEX_HOME": str(home)})
     assert p.returncode == 0, p.stderr
     assert "9 session(s) imported" in p.stdout
     assert "not mapped, per record type:" in p.stdout and "kept as custom" in p.stdout
@@ -51,7 +51,7 @@ def test_import_claude_all_writes_into_pi_layout(tmp_path: Path) -> None:
     claude = tmp_path / "claude"
     shutil.copytree(CLAUDE, claude / "projects" / "-home-dev-proj")
     pi = tmp_path / "pi-agent"
-    p = run("import", "claude", "--all", env={"CLAUDE_CONFIG_DIR": str(claude), "PI_CODING_AGENT_DIR": str(pi)})
+    p = run("import", "claude", env={"CLAUDE_CONFIG_DIR": str(claude), "PI_CODING_AGENT_DIR": str(pi)})
     assert p.returncode == 0, p.stderr
     folder = pi / "sessions" / "--home-dev-proj--"
     files = sorted(folder.glob("*.jsonl"))
@@ -63,8 +63,21 @@ def test_import_claude_all_writes_into_pi_layout(tmp_path: Path) -> None:
 def test_import_errors_are_one_line(tmp_path: Path) -> None:
     p = run("import", "claude", str(tmp_path / "missing.jsonl"))
     assert p.returncode == 1 and "no such file" in p.stderr and "Traceback" not in p.stderr
-    p = run("import", "codex")
-    assert p.returncode == 2 and "--all" in p.stderr
+
+
+def test_all_has_one_meaning_and_import_refuses_it(tmp_path: Path) -> None:
+    """``--all`` names Pi's store on every command; ``import`` once took it for the
+    agent's own store (issue 26, one grammar). That is now the default without a PATH,
+    and the old spelling is a usage error saying so, with nothing imported."""
+    home = tmp_path / "codex"
+    shutil.copytree(CODEX, home / "sessions" / "2025" / "10" / "02")
+    for source in ("claude", "codex"):
+        p = run("import", source, "--all", "--to", str(tmp_path / "out"),
+                env={"CODEX_HOME": str(home), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude")})
+        assert p.returncode == 2 and "import takes no --all" in p.stderr, p.stderr
+        assert f"`sessiontree import {source}` imports every {source} session" in p.stderr
+    assert not (tmp_path / "out").exists()
+    assert "[--all]" not in run("import", "--help").stdout  # not offered, only refused
 
 
 def test_a_path_that_cannot_be_read_raises_in_python(tmp_path: Path, backend: str) -> None:
@@ -95,7 +108,7 @@ def test_a_path_that_cannot_be_read_raises_in_python(tmp_path: Path, backend: st
 
 def test_import_all_with_nothing_to_import_says_where_it_looked(tmp_path: Path) -> None:
     for source, var in (("claude", "CLAUDE_CONFIG_DIR"), ("codex", "CODEX_HOME")):
-        p = run("import", source, "--all", "--to", str(tmp_path / "out"), env={var: str(tmp_path / "none")})
+        p = run("import", source, "--to", str(tmp_path / "out"), env={var: str(tmp_path / "none")})
         assert p.returncode == 1 and f"no {source} transcripts found" in p.stderr, p.stderr
 
 

@@ -14,7 +14,7 @@ memory. Appends through the API extend the image by exactly the bytes written to
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -35,6 +35,7 @@ __all__ = [
     "describe_issue",
     "make_issue",
     "issue_order",
+    "skipped_lines",
     "gc_paused",
     "CACHE_ENV",
     "DEFAULT_CACHE_BYTES",
@@ -144,6 +145,21 @@ _RULE = {
     IssueKind.UNKNOWN_TYPE: 12,
     IssueKind.INVALID_LEAF_TARGET: 13,
 }
+
+
+# The kinds whose line (or, for a torn fragment, bytes of it) is not read as an entry:
+# what a command that shows the entries leaves out of its output.
+_SKIPPING = frozenset({
+    IssueKind.INVALID_JSON, IssueKind.TRUNCATED, IssueKind.TORN_FRAGMENT, IssueKind.NOT_AN_OBJECT,
+    IssueKind.EXTRA_HEADER, IssueKind.MISSING_ID, IssueKind.DUPLICATE_ID,
+})
+
+
+def skipped_lines(report: Iterable[LoadIssue]) -> int:
+    """How many lines of the file a ``load_report`` says were skipped, in whole or in
+    part (a torn write's bytes), each line once; the issues that keep their entry (a
+    parent made a root, an unknown type, replaced UTF-8, a BOM) are not skips."""
+    return len({(i.line, i.offset if i.line is None else 0) for i in report if i.kind in _SKIPPING})
 
 
 def issue_order(issue: LoadIssue) -> tuple[int, int, int]:

@@ -16,7 +16,7 @@ from ..view import human_bytes, number, safe, to_json_bytes, value_text
 
 __all__ = [
     "BACKENDS", "CliError", "Io", "make_io", "quiet_load_warnings", "spinner", "byte_progress", "count_progress",
-    "require_file", "open_session", "file_version", "load_report", "exit_for_broken_pipe",
+    "require_file", "open_session", "file_version", "load_report", "skip_note", "exit_for_broken_pipe",
 ]
 
 if TYPE_CHECKING:
@@ -336,6 +336,16 @@ def load_report(sm: Any) -> list[Any]:
     """The manager's ``load_report`` (a method in the API; tolerate a property too)."""
     report = sm.load_report
     return list(report() if callable(report) else report)
+
+
+def skip_note(path: str, skipped: int) -> str:
+    """The one wording of a command's reported skip: ``skipped`` damaged lines of the
+    session file ``path`` (``_backend.skipped_lines``) left out of what it wrote, and
+    where to read them."""
+    from ..view import shown_path
+
+    shown = shown_path(path)
+    return f"note: {shown}: {skipped:,} damaged line(s) skipped; `sessiontree check {shown}` lists them"
 
 
 def exit_for_broken_pipe() -> None:

@@ -27,7 +27,7 @@ else:
 from ._common import CliError, Io
 from ..view import safe
 
-__all__ = ["Scope", "add_arguments", "add_catalog_options", "resolve", "walk", "catalog_options"]
+__all__ = ["Scope", "add_arguments", "add_catalog_options", "resolve", "walk", "catalog_options", "refuse_bad_catalog"]
 
 
 def add_arguments(p: argparse.ArgumentParser, *, paths: bool = True, what: str = "sessions") -> None:
@@ -43,7 +43,11 @@ def add_arguments(p: argparse.ArgumentParser, *, paths: bool = True, what: str =
 
 
 def add_catalog_options(p: argparse.ArgumentParser) -> None:
-    """``--catalog`` and ``--no-cache`` (the commands that go through the catalog)."""
+    """``--catalog`` and ``--no-cache``: every command that takes a scope has them.
+    ``ls``, ``search``, ``usage``, ``index`` and ``browse`` go through the catalog
+    (:func:`catalog_options`); ``check`` and ``export`` read every file in full
+    whatever it holds, so for them the flags change nothing but a ``--catalog`` path
+    is refused as everywhere (:func:`refuse_bad_catalog`)."""
     p.add_argument("--catalog", metavar="FILE",
                    help="the catalog database (default: $SESSIONTREE_CATALOG, else $XDG_CACHE_HOME/sessiontree/"
                         "catalog.sqlite3, else ~/.cache/sessiontree/catalog.sqlite3)")
@@ -186,6 +190,18 @@ def _walk(root: str, seen: set[tuple[int, int]]) -> Iterator[str]:
         dirnames[:] = [d for d in dirnames if first_time(os.path.join(dirpath, d))]
         for d in dirnames:
             yield os.path.join(dirpath, d)
+
+
+def refuse_bad_catalog(args: argparse.Namespace) -> None:
+    """For a command that reads every file in full (``check``, ``export``): a
+    ``--catalog`` given is checked as :func:`catalog_options` checks it, and the
+    catalog is neither read nor written.
+
+    Raises:
+        CliError: the catalog path is inside Pi's folders (usage error, status 2).
+    """
+    if args.catalog is not None:
+        catalog_options(args)
 
 
 def catalog_options(args: argparse.Namespace, io: Io | None = None, *, create: bool = True) -> dict[str, Any]:

@@ -4,7 +4,9 @@ Scope (as for ``ls``, ``search``, ``usage``, ``index`` and ``export``): PATH, ea
 session file or a folder with all its subfolders (their ``.jsonl`` files); without
 one, the current directory's sessions in Pi's store (``--cwd DIR``: DIR's); ``--all``,
 every project in Pi's store. One line per file, then a total when more than one file
-was checked; ``--problems`` shows only the files that have one.
+was checked; ``--problems`` shows only the files that have one. ``--catalog`` and
+``--no-cache`` are taken as by the other commands; check reads every file in full
+whatever the catalog holds.
 
 Exit status 0 when every file is clean, 1 when any file has a problem or cannot be read.
 A UTF-8 BOM is reported but does not make a file unclean (Pi ignores it too).
@@ -31,6 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="report damaged lines and broken links; exit 1 if any",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     _scope.add_arguments(p)
+    _scope.add_catalog_options(p)  # accepted as everywhere; check reads every file in full
     p.add_argument("--problems", action="store_true", help="show only the files that have a problem (and the total)")
     p.add_argument("--json", action="store_true", help="print one JSON object per file in a list")
     p.set_defaults(func=run)
@@ -73,6 +76,7 @@ def check_file(io: Io, path: str, backend: str) -> dict[str, Any]:
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree check``: the exit status (see the module docstring)."""
+    _scope.refuse_bad_catalog(args)
     scope = _scope.resolve(args, io, missing_ok=True)
     files = scope.files()
     if not files:

@@ -14,6 +14,8 @@ Formats (--format):
 Scope of parquet (as for ls, search, usage, index and check): FILE, each a session
 file or a folder with all its subfolders; without one, the current directory's
 sessions in Pi's store (--cwd DIR: DIR's); --all, every project in Pi's store.
+--catalog and --no-cache are taken as by the other commands (every format): an
+export reads every session file in full whatever the catalog holds.
 
 For html and markdown, the path is root → the current leaf, or root → --leaf ID (a unique
 prefix of an id is enough). Output goes to --out FILE, else to stdout (also --out -). A
@@ -35,7 +37,8 @@ from typing import Any, BinaryIO
 
 from .._output import open_output
 from . import _scope
-from ._common import CliError, Io, open_session, spinner
+from .._backend import skipped_lines
+from ._common import CliError, Io, load_report, open_session, skip_note, spinner
 from ..view import human_bytes, human_seconds, safe
 from ._leaf import resolve_entry
 
@@ -170,7 +173,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                 "instead of the path to the current leaf")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (a regular file is replaced whole, atomically; "
                                                 "a FIFO or device is written as a stream); parquet: the dataset's folder")
-    _scope.add_arguments(p.add_argument_group("parquet scope"), paths=False)  # type: ignore[arg-type]
+    scope = p.add_argument_group("parquet scope")
+    _scope.add_arguments(scope, paths=False)  # type: ignore[arg-type]
+    _scope.add_catalog_options(scope)  # type: ignore[arg-type]  # accepted as everywhere; export reads every file
     for name, fmt in FORMATS.items():
         fmt.add_options(p.add_argument_group(f"{name} options"))
     p.set_defaults(func=run)
@@ -187,6 +192,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
                 flag = {"as_json": "json"}.get(dest, dest)
                 raise CliError(f"--{flag.replace('_', '-')} is an option of --format {other}, not {args.format}",
                                code=2)
+    _scope.refuse_bad_catalog(args)
     if fmt.run_many is not None:
         return fmt.run_many(args, io)
     for flag in ("all", "cwd", "this"):
@@ -226,6 +232,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
             _with_structure(io, job)
             if target.path == "-":
                 write(job)
+                _note_skipped(io, args.file, sm)
                 return 0
             with spinner(io, f"writing {os.path.basename(target.path)}"):
                 summary = write(job)
@@ -234,7 +241,15 @@ def run(args: argparse.Namespace, io: Io) -> int:
         note.print(f"wrote {safe(args.out)}{' (a stream)' if target.streamed else ''} ({args.format}, "
                    f"{human_bytes(target.bytes_written)}, {summary}) in {human_seconds(time.perf_counter() - t0)}",
                    markup=False, highlight=False)
+        _note_skipped(io, args.file, sm)
     return 0
+
+
+def _note_skipped(io: Io, path: str, sm: Any) -> None:
+    """The damaged lines the export left out, said on stderr (``check`` lists them)."""
+    skipped = skipped_lines(load_report(sm))
+    if skipped:
+        io.note(skip_note(path, skipped))
 
 
 def _with_structure(io: Io, job: Job) -> None:

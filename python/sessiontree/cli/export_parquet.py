@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ._common import CliError, Io, count_progress
+from ._common import CliError, Io, count_progress, skip_note
 from ..view import safe
 
 
 def run_parquet(sources: Sequence[str], *, where: str, out: str, backend: str, as_json: bool, io: Io) -> int:
     """Export the sessions of ``sources`` (files, and folders each without its
     subfolders: ``_scope.Scope.sources``) to the dataset in ``out``; print a summary
-    (with the bad blocks marked: sessions holding them are exported, docs/TABLES.md).
+    (with the bad blocks marked: sessions holding them are exported, docs/TABLES.md),
+    and a note on stderr for each file whose damaged lines were left out.
     Exit status 1 if a named path or a session could not be exported, else 0.
 
     Raises:
@@ -42,6 +43,7 @@ def run_parquet(sources: Sequence[str], *, where: str, out: str, backend: str, a
             "out": out, "written": len(result.written), "skipped": result.skipped, "removed": result.removed,
             "failed": [{"path": p, "reason": r} for p, r in failed], "badBlocks": result.bad_blocks,
             "bytesRead": result.bytes_read,
+            "linesSkipped": [{"path": p, "lines": n} for p, n in result.lines_skipped],
             "seconds": round(result.seconds, 3),
         }) + "\n")  # fmt: skip
     else:
@@ -51,6 +53,8 @@ def run_parquet(sources: Sequence[str], *, where: str, out: str, backend: str, a
                      f"({result.seconds:.2f} s)", markup=False, highlight=False)  # fmt: skip
         for p, r in failed:
             io.err.print(f"  skipped {safe(p)}: {safe(r)}", markup=False, highlight=False)
+    for p, n in result.lines_skipped:  # on stderr, with --json too: the note of every export
+        io.note(skip_note(p, n))
         if result.bad_blocks:
             io.err.print(f"  {result.bad_blocks} bad blocks marked (images whose data does not decode), their sessions "
                          "exported: sessions.bad_blocks, entries.images.problem", markup=False, highlight=False)  # fmt: skip

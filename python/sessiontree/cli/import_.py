@@ -1,14 +1,17 @@
 """``sessiontree import``: Claude Code transcripts and Codex rollouts as Pi session trees.
 
-    sessiontree import claude [PATH ...] [--all] [--out DIR] [--json]
-    sessiontree import codex  [PATH ...] [--all] [--out DIR] [--json]
+    sessiontree import claude [PATH ...] [--out DIR] [--json]
+    sessiontree import codex  [PATH ...] [--out DIR] [--json]
 
 A PATH may be a folder: a Claude Code project folder (its ``*.jsonl`` sessions, each
 with its subagents), or for Codex any folder of rollouts (searched below). A file of
 the other agent (or a Pi session) is refused with the importer that reads it.
 
-``--all`` imports every source under ``~/.claude/projects`` (``$CLAUDE_CONFIG_DIR``) or
-``~/.codex/sessions`` (``$CODEX_HOME``). Each session is written as a new Pi v3 file in
+Without a PATH, the agent's own store is read: every source under
+``~/.claude/projects`` (``$CLAUDE_CONFIG_DIR``) or ``~/.codex/sessions``
+(``$CODEX_HOME``). ``--all`` is not an option of ``import``: on every other command it
+names Pi's store, never another agent's (it once meant the agent's store here: that
+spelling is refused with a message saying so). Each session is written as a new Pi v3 file in
 Pi's folder for its cwd (``--out DIR`` to choose one; ``--to DIR`` is its older
 name); sources are only read. Running it again changes nothing, or appends what the sources gained since. One report line per
 session, then counts of what could not be mapped, per record type. Exit status 0 when
@@ -34,8 +37,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("source", choices=("claude", "codex"), help="which agent's history to import")
     p.add_argument("paths", nargs="*", metavar="PATH",
-                   help="source .jsonl files or folders of them (default with --all: every one)")
-    p.add_argument("--all", action="store_true", help="import every session of that agent on this machine")
+                   help="source .jsonl files or folders of them (default: every session of that agent on "
+                        "this machine)")
+    # The old spelling of the default; --all names Pi's store on every other command.
+    p.add_argument("--all", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", "--to", dest="out", metavar="DIR",
                    help="folder for the imported files (default: Pi's folder for each cwd)")
     p.add_argument("--include-incomplete", action="store_true",
@@ -48,16 +53,17 @@ def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree import``: the exit status (see the module docstring)."""
     from ..importers import claude_sources, codex_sources, import_claude, import_codex
 
-    paths = [f for p in args.paths for f in _files(args.source, p)]
     if args.all:
-        found = claude_sources() if args.source == "claude" else codex_sources()
-        if not found and not paths:
+        raise CliError(f"import takes no --all (it names Pi's store on the other commands): without a PATH, "
+                       f"`sessiontree import {args.source}` imports every {args.source} session on this machine",
+                       code=2)
+    paths = [f for p in args.paths for f in _files(args.source, p)]
+    if not args.paths:
+        paths = claude_sources() if args.source == "claude" else codex_sources()
+        if not paths:
             where = "$CLAUDE_CONFIG_DIR/projects (~/.claude/projects)" if args.source == "claude" \
                 else "$CODEX_HOME/sessions (~/.codex/sessions)"
-            raise CliError(f"--all: no {args.source} transcripts found under {where}")
-        paths += found
-    if not paths:
-        raise CliError("name source files, or --all for every one", code=2)
+            raise CliError(f"no {args.source} transcripts found under {where}")
     if args.out == "-":
         raise CliError("import writes session files into a folder: give --out DIR, not -", code=2)
     backend = None if args.backend == "auto" else args.backend

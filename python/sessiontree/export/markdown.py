@@ -16,7 +16,8 @@ that no message can hide or take over what follows it: its headings sit below th
 document's (an entry is ``##``, a message's ``# Goal`` becomes ``### Goal``), a code
 fence it leaves open is closed at its end, and raw HTML in it (an HTML comment or a
 ``<textarea>`` that would swallow the rest of a rendered page) is escaped to show as
-text; control and bidi characters become visible escapes. Verbatim parts (arguments,
+text, and so is a character reference (``&#x202E;``) outside code; control and bidi
+characters become visible escapes. Verbatim parts (arguments,
 tool output) go in fences longer than any backtick run inside them; ids, models and
 names in headings have Markdown's punctuation escaped, so no value can become a link
 or a heading. Images are named, not embedded.
@@ -102,21 +103,25 @@ def contain(text: str) -> str:
     * a code fence left open at the end is closed (it would take every later section);
     * raw HTML (an HTML block, inline tags, comments) gets a backslash before its
       ``<``, which shows the text as written and is not HTML for any renderer; code
-      spans and blocks are left alone.
+      spans and blocks are left alone;
+    * a character reference (``&#x202E;``, ``&rlm;``) gets a backslash before its
+      ``&`` (:func:`escape_references`).
 
     Text that needs none of this is returned unchanged. Text that still breaks a rule
     after :data:`_ROUNDS` passes (none known) is returned as a code block.
     """
-    if not _MAY_LEAK_RE.search(text):
-        return text
-    quick = _contain_plain(text)
-    return quick if quick is not None else contain_parsed(text)
+    if _MAY_LEAK_RE.search(text):
+        quick = _contain_plain(text)
+        text = quick if quick is not None else contain_parsed(text)
+    return escape_references(text)
 
 
 def contain_parsed(text: str) -> str:
     """:func:`contain` by the parser alone (what :func:`_contain_plain`'s answers are
     checked against: ``tests/test_markdown_containment.py``)."""
-    lines = text.split("\n")
+    # The parser's line numbers count a CR or CRLF as one line end, as CommonMark does:
+    # split as it does, or they name other lines ("```\r```" raised IndexError).
+    lines = re.split(r"\r\n?|\n", text)
     for k in range(_ROUNDS):
         if not _contain_pass(lines, every_heading=k == 0):
             return "\n".join(lines)
@@ -223,6 +228,104 @@ def _contain_pass(lines: list[str], every_heading: bool) -> bool:
             lines[a:b] = escaped.split("\n")
             changed = True
     return changed
+
+
+# A character reference as CommonMark decodes it (a name of the HTML5 list, or a code
+# point), wherever it is not literal: text, headings, link titles, image alt text. The
+# name is not checked against the list: a backslash before a "&" that starts no
+# reference shows the same "&".
+_REF_RE = re.compile(r"&(?:#[0-9]{1,7};|#[xX][0-9A-Fa-f]{1,6};|[A-Za-z][A-Za-z0-9]{1,31};)")
+_REF_SPECIAL_RE = re.compile(r"[\\`&]")
+_LITERAL_BLOCKS = frozenset({"fence", "code_block", "html_block"})
+_refs_parser: Any = None
+
+
+def escape_references(text: str) -> str:
+    """``text`` (contained Markdown) with a backslash before each ``&`` that starts a
+    character reference a renderer would decode: ``&#x202E;`` or ``&#8203;`` would
+    show as the very bidi control or invisible character the view's escaping shows
+    (adversary round 43, F2). In code spans and code blocks a reference is literal
+    text and stays. The scan (:func:`_escape_refs`) reads code spans as CommonMark does
+    in most text; a parse then checks that no reference is decoded anywhere, and a
+    paragraph where one still is (a backtick inside an autolink) has every reference
+    escaped, code spans included. Text without a reference is returned unchanged."""
+    if "&" not in text or _REF_RE.search(text) is None:
+        return text
+    lines = text.split("\n")
+    leaf: list[tuple[int, int, bool]] = []  # (first line, end, inline text)
+    for t in _md().parse(text, {}):
+        if t.map is not None and (t.type == "inline" or t.type in _LITERAL_BLOCKS):
+            leaf.append((t.map[0], t.map[1], t.type == "inline"))
+        if t.type == "fence" and t.map is not None and "&" in lines[t.map[0]]:
+            # A fence's info string is decoded too (a viewer may show it as the language).
+            line = lines[t.map[0]]
+            at = line.index(t.markup) + len(t.markup)  # no container marker holds a ` or ~
+            lines[t.map[0]] = line[:at] + _escape_refs(line[at:], code=False)
+    covered = [False] * len(lines)
+    for a, b, _ in leaf:
+        covered[a:b] = [True] * (b - a)
+    # Lines no block holds are link reference definitions (a title is decoded) or markers.
+    for i, line in enumerate(lines):
+        if not covered[i]:
+            lines[i] = _escape_refs(line, code=False)
+    for a, b, inline in reversed(leaf):
+        if inline:
+            lines[a:b] = _escape_refs("\n".join(lines[a:b]), code=True).split("\n")
+    for _ in range(_ROUNDS):
+        decoded = _decoded_regions("\n".join(lines))
+        if not decoded:
+            return "\n".join(lines)
+        for a, b in reversed(decoded):
+            lines[a:b] = _escape_refs("\n".join(lines[a:b]), code=False).split("\n")
+    return fence(text).rstrip("\n")
+
+
+def _escape_refs(region: str, *, code: bool) -> str:
+    """``region`` with ``\\`` before each ``&`` that starts a reference (:data:`_REF_RE`)
+    and is not escaped already; with ``code``, none inside a code span (a backtick run
+    up to the next run of the same length, as in :func:`_escape_inline_html`)."""
+    out: list[str] = []
+    i, n = 0, len(region)
+    while i < n:
+        m = _REF_SPECIAL_RE.search(region, i)
+        if m is None:
+            out.append(region[i:])
+            break
+        j = m.start()
+        out.append(region[i:j])
+        c = region[j]
+        if c == "\\":
+            out.append(region[j:j + 2])
+            i = j + 2
+        elif c == "`":
+            k = j
+            while k < n and region[k] == "`":
+                k += 1
+            close = _closing_run(region, k, k - j) if code else -1
+            end = k if close < 0 else close
+            out.append(region[j:end])
+            i = end
+        else:
+            out.append("\\&" if _REF_RE.match(region, j) else "&")
+            i = j + 1
+    return "".join(out)
+
+
+def _decoded_regions(text: str) -> list[tuple[int, int]]:
+    """The line ranges of the paragraphs and headings of ``text`` where a CommonMark
+    parse still decodes a character reference."""
+    global _refs_parser
+    if _refs_parser is None:
+        from markdown_it import MarkdownIt
+
+        # text_join would merge the decoded references into the text around them.
+        _refs_parser = MarkdownIt("commonmark").disable("text_join")
+
+    def decodes(children: list[Any] | None) -> bool:
+        return any((c.type == "text_special" and c.info == "entity") or decodes(c.children) for c in children or ())
+
+    return [(t.map[0], t.map[1]) for t in _refs_parser.parse(text)
+            if t.type == "inline" and t.map is not None and decodes(t.children)]
 
 
 def _underline_at(line: str) -> int:

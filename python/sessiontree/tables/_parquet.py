@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 from .._output import open_output
 from .._places import session_dir_for_cwd
 from .._time import parse_iso_ms
+from .._backend import skipped_lines
 from ..errors import InvalidSessionError, LoadReportWarning, SessionError
 from .. import _rows
 from .._tables import SessionTables, Source, sessions_table
@@ -79,6 +80,9 @@ class ExportResult:
             data does not decode: ``entries.images.problem``; per session:
             ``sessions.bad_blocks``). Their entries and sessions are exported.
         bytes_read: bytes of session files read (the ``bytes`` of the written ones).
+        lines_skipped: ``(path, lines)`` of the written sessions whose file has damaged
+            lines (``_backend.skipped_lines``: not read as entries, so in no table), in
+            the order given.
         seconds: wall time of the run.
     """
 
@@ -88,6 +92,7 @@ class ExportResult:
     failed: list[tuple[str, str]] = field(default_factory=list)
     bad_blocks: int = 0
     bytes_read: int = 0
+    lines_skipped: list[tuple[str, int]] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -252,7 +257,9 @@ def _export_one(path: str, out: str, backend: str | None) -> dict[str, Any]:
             _write(os.path.join(out, rel), SCHEMAS["tool_calls"], calls.to_batches())
             files.append(rel)
         row = tables.session_row()
-    return {"identity": _identity(st), "partition": part, "files": files, "row": row}
+        skipped = skipped_lines(sm.load_report)
+    # "skipped" is this run's to report, not the manifest's to keep.
+    return {"identity": _identity(st), "partition": part, "files": files, "row": row, "skipped": skipped}
 
 
 class _Manifest:
@@ -404,6 +411,9 @@ def export_parquet(
                     if old is not None:
                         _unlink_all(out, set(old["files"]) - set(rec["files"]))
                         touched.add(old["partition"])
+                    skipped = rec.pop("skipped")
+                    if skipped:
+                        result.lines_skipped.append((path, skipped))
                     manifest.sessions[path] = rec
                     touched.add(rec["partition"])
                     result.written.append(path)
