@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from sessiontree.export.html import write_html
 from sessiontree.view import structure_of
 
@@ -52,3 +54,22 @@ def test_the_page_goes_out_in_pieces(tmp_path: Path, backend: str) -> None:
     if budget:  # the native backend's cache: held off while the sidebar and the articles are read
         reading = [b for p, b in zip(pieces, budgets) if '<a class="r' in p or "<article" in p]
         assert len(reading) > 2 and set(reading) == {0}
+
+
+def test_the_pages_hint_names_the_file_as_a_shell_takes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page's "to read this branch" hint is pasted into a shell anywhere: the
+    file's path absolute and quoted (a trial pasted ``sp ace/my session.jsonl``, given
+    relative, from the page)."""
+    import shlex
+
+    from sessiontree.cli import main
+    from sessiontree.generate import generate_session
+
+    folder = tmp_path / "sp ace"
+    folder.mkdir()
+    generate_session(folder / "my session.jsonl", size_bytes=20_000, seed=3)
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "sp ace/my session.jsonl", "--format", "html", "--out", "page.html"]) == 0
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    data = json.loads(page[page.index('id="st-data">') + 13:page.index("</script>", page.index('id="st-data">'))])
+    assert shlex.split(data["file"]) == [str(folder / "my session.jsonl")]

@@ -353,7 +353,7 @@ def test_cli_export_parquet(generated: Path, tmp_path: Path, capsys: pytest.Capt
     d = json.loads(capsys.readouterr().out)
     assert d["written"] == 8 and [Path(x["path"]).name for x in d["failed"]] == ["broken.jsonl"]
     assert main(["export", "--format", "parquet", str(agent / "sessions" / "--home-u-p1--"), "--out", str(out)]) == 0
-    assert "0 sessions written" in capsys.readouterr().out
+    assert "0 session(s) written" in capsys.readouterr().out
     monkeypatch.chdir(tmp_path)  # no sessions of this folder in Pi's store: nothing to export is an error
     assert main(["export", "--format", "parquet", "--out", str(out)]) == 1
     assert "no sessions found" in capsys.readouterr().err
@@ -408,3 +408,20 @@ def test_the_dataset_folder_never_hangs_nor_reaches_outside(generated: Path, tmp
     Path(files[1]).write_bytes(data[:k] + (b"Z" if data[k:k + 1] != b"Z" else b"Y") + data[k + 1:])
     os.utime(files[1], ns=(st.st_atime_ns, st.st_mtime_ns))
     assert files[1] in export_parquet(files, str(out)).written
+
+
+def test_cli_export_parquet_says_bad_blocks_without_skipped_lines(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """An image whose data does not decode is marked and counted on stderr whether or
+    not some file also had damaged lines (the note once sat inside the loop over the
+    skipped lines' notes, so a clean file never said it)."""
+    sm = SessionManager.create("/home/u/img", str(tmp_path / "s"))
+    sm.append_message({"role": "user", "content": [{"type": "image", "data": "abc", "mimeType": "image/png"}],
+                       "timestamp": 1})
+    sm.append_message({"role": "assistant", "content": [{"type": "text", "text": "ok"}], "provider": "p",
+                       "model": "m", "stopReason": "stop", "usage": {"input": 1, "output": 1}, "timestamp": 2})
+    sm.close()  # Pi writes the file at its first assistant message
+    assert main(["export", "--format", "parquet", str(tmp_path / "s"), "--out", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    assert "1 session(s) written" in captured.out
+    assert "1 bad blocks marked" in captured.err and "damaged line" not in captured.err

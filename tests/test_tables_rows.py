@@ -352,4 +352,4 @@ def test_a_session_with_an_image_that_does_not_decode_is_exported(
     ]
     assert duckdb.sql(f"select path, bad_blocks from {s}").fetchall() == [(path, 1)]
     assert main(["export", "--format", "parquet", str(folder), "--out", str(out)]) == 0
-    assert "0 sessions written" in capsys.readouterr().out
+    assert "0 session(s) written" in capsys.readouterr().out

@@ -48,14 +48,14 @@ def run_parquet(sources: Sequence[str], *, where: str, out: str, backend: str, a
         }) + "\n")  # fmt: skip
     else:
         speed = f", {mb / result.seconds:.0f} MB/s" if result.seconds > 0 and result.written else ""
-        io.out.print(f"{safe(out)}: {len(result.written)} sessions written ({mb:,.1f} MB read{speed}), "
+        io.out.print(f"{safe(out)}: {len(result.written):,} session(s) written ({mb:,.1f} MB read{speed}), "
                      f"{result.skipped} unchanged, {result.removed} removed, {len(failed)} failed "
                      f"({result.seconds:.2f} s)", markup=False, highlight=False)  # fmt: skip
         for p, r in failed:
             io.err.print(f"  skipped {safe(p)}: {safe(r)}", markup=False, highlight=False)
-    for p, n in result.lines_skipped:  # on stderr, with --json too: the note of every export
-        io.note(skip_note(p, n))
         if result.bad_blocks:
             io.err.print(f"  {result.bad_blocks} bad blocks marked (images whose data does not decode), their sessions "
                          "exported: sessions.bad_blocks, entries.images.problem", markup=False, highlight=False)  # fmt: skip
+    for p, n in result.lines_skipped:  # on stderr, with --json too: the note of every export
+        io.note(skip_note(p, n))
     return 1 if failed else 0

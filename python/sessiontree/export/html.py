@@ -62,6 +62,7 @@ from ..view import (
     human_bytes,
     item_of,
     safe_block,
+    shown_path,
     to_json_bytes,
 )
 from .._select import extension
@@ -239,7 +240,10 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
     write("</main>\n")
 
     write('<script type="application/json" id="st-data">')
-    _write_data(st, write, clean(source or sm.session_file or "FILE"))
+    # The page's hint to export another branch is pasted into a shell, anywhere: the
+    # path absolute and quoted as every command prints it (view.shown_path).
+    file = source or sm.session_file
+    _write_data(st, write, shown_path(os.path.abspath(file)) if file else "FILE")
     write(f"</script>\n<script>{JS}</script>\n</body></html>\n")
     stats.seconds = time.perf_counter() - t0
     return stats
