@@ -205,3 +205,16 @@ def test_generate_sessions_command(tmp_path: Path) -> None:
         r = subprocess.run([cli, "generate", str(tmp_path / "x"), "--sessions", "5", *bad], capture_output=True,
                            text=True, timeout=60)
         assert r.returncode == 2 and r.stderr.startswith("sessiontree: error:"), (bad, r.stderr)
+
+
+def test_generate_to_standard_output_says_so(tmp_path: Path) -> None:
+    """``generate --out -``: the note on stderr names standard output, not ``-``, and a
+    small session's speed is not rounded to 0 MB/s."""
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "sessiontree", "generate", "--out", "-", "--entries", "5"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith('{"type":"session"')
+    assert p.stderr.startswith("wrote standard output: ") and "(0 MB/s)" not in p.stderr, p.stderr

@@ -95,9 +95,9 @@ def run(args: argparse.Namespace, io: Io) -> int:
         io.write_json(data)
         return 0
     io.print(Text.assemble(
-        ("wrote ", ""), (out, "bold"),
+        ("wrote ", ""), ("standard output" if args.out == "-" else out, "bold"),
         f": {human_bytes(stats.bytes)} ({stats.bytes:,} bytes), {stats.entries:,} entries in "
-        f"{stats.seconds:.2f} s ({stats.mb_per_s:,.0f} MB/s)"))
+        f"{stats.seconds:.2f} s ({stats.mb_per_s:,.{0 if stats.mb_per_s >= 10 else 1}f} MB/s)"))
     roles = ", ".join(f"{k} {v:,}" for k, v in sorted(stats.by_role.items(), key=lambda kv: -kv[1]))
     io.print(f"  messages: {roles or 'none'}")
     if stats.entries == 0:
