@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from .._lazy import lazy_pattern
 
@@ -35,17 +35,13 @@ def fit(text: str, width: int) -> str:
         return text if len(text) <= width else _cut(text[: width - 1])
     if len(text) <= width // 2:
         return text  # even if every character is two cells wide
-    from rich.cells import get_character_cell_size
-
-    cells = 0
+    used = 0
     cut = None
-    for i, ch in enumerate(text):
-        # get_character_cell_size is cached per character; rich's whole-string
-        # functions segment graphemes first and cost ~0.2 ms per preview.
-        cells += get_character_cell_size(ch)
-        if cut is None and cells > width - 1:
-            cut = i  # text[:i] fits in width - 1 cells, leaving one for "…"
-        if cells > width:
+    for start, size in _clusters(text):
+        used += size
+        if cut is None and used > width - 1:
+            cut = start  # text[:start] fits in width - 1 cells, leaving one for "…"
+        if used > width:
             return _cut(text[:cut])
     return text
 
@@ -59,14 +55,33 @@ def fit_start(text: str, width: int) -> str:
         return ""
     if text.isascii():
         return "…" + text[len(text) - (width - 1):]
-    from rich.cells import get_character_cell_size
-
     used = 0
     i = len(text)
-    while i > 0 and used + get_character_cell_size(text[i - 1]) <= width - 1:
-        i -= 1
-        used += get_character_cell_size(text[i])
+    for start, size in reversed(list(_clusters(text))):
+        if used + size > width - 1:
+            break
+        used += size
+        i = start
     return "…" + text[i:]
+
+
+def _clusters(text: str) -> Iterator[tuple[int, int]]:
+    """``(start, cells)`` of each piece of ``text`` a terminal draws as one, as
+    :func:`cells` counts them: a character, or by rich's grapheme rules (rich 14 and
+    later) an emoji sequence that a joiner (U+200D) or the emoji presentation selector
+    (U+FE0F) makes one two-cell picture (``🏷️`` is two cells where ``🏷`` is one)."""
+    from rich import cells as rich_cells
+
+    split = getattr(rich_cells, "split_graphemes", None)
+    if split is not None and ("\u200d" in text or "\ufe0f" in text):
+        for start, _end, size in split(text)[0]:
+            yield start, size
+        return
+    size_of = rich_cells.get_character_cell_size
+    for i, ch in enumerate(text):
+        # get_character_cell_size is cached per character; rich's whole-string
+        # functions segment graphemes first and cost ~0.2 ms per preview.
+        yield i, size_of(ch)
 
 
 def _cut(kept: str) -> str:
