@@ -89,3 +89,51 @@ def test_hang_fits_and_keeps_every_word() -> None:
         assert "".join(line.strip() for line in lines).replace(" ", "") == text.expandtabs(8).replace(" ", "")
     assert hang("one\ntwo", 4, None) == ["one", "    two"]  # piped: its own breaks only
     assert hang("x" * 100, 4, None) == ["x" * 100]
+
+
+def _a_path(line: str) -> bool:
+    """A session's path on a line of its own: never cut (CONTRACT §10, Paths)."""
+    return line.strip().strip("'").endswith(".jsonl") and " " not in line.strip().strip("'")
+
+
+@pytest.mark.parametrize("cols", [80, 40])
+def test_every_command_fits_the_terminal(wide: Path, corpus_dir: Path, tmp_path: Path, cols: int) -> None:
+    """Issue 26: every command on an 80- and a 40-column terminal, over the shared
+    corpus and a session of long CJK and emoji names, labels, text and paths: no line
+    wider than the terminal (a session's path, never cut, aside), and ``--help`` at 80
+    (at 40, argparse's usage lines cannot break an option's choices)."""
+    env = {"HOME": str(tmp_path / "home"), "SESSIONTREE_CATALOG": str(tmp_path / "catalog.sqlite3")}
+    folder = str(wide.parent.parent)
+    unicode = str(corpus_dir / "hand-unicode.jsonl")
+    runs = [["info", str(wide)], ["tree", str(wide), "--full"], ["tree", str(wide), "--branches"],
+            ["context", str(wide)], ["context", str(wide), "--full"], ["info", unicode], ["tree", unicode],
+            ["context", unicode], ["ls", folder], ["ls", str(corpus_dir)], ["search", "words", folder],
+            ["search", "message", str(corpus_dir)], ["usage", folder], ["usage", str(corpus_dir)],
+            ["usage", "model", str(corpus_dir)], ["usage", "project", str(corpus_dir)], ["index", folder],
+            ["check", folder], ["check", str(corpus_dir)]]
+    if cols == 80:
+        runs += [[command, "--help"] for command in ("tree", "ls", "search", "usage", "index", "check", "fork",
+                                                     "migrate", "generate", "export", "bench", "info", "context")]
+    for args in runs:
+        status, lines, err = on_terminal(args, cols, env=env)
+        assert status in (0, 1), (args, err)
+        over = [line for line in lines if cell_len(line) > cols and not _a_path(line)]
+        assert not over, (args, over[:3])
+
+
+def test_usage_on_a_narrow_terminal_keeps_every_key_and_number(wide: Path, corpus_dir: Path, tmp_path: Path) -> None:
+    """At 40 columns no table of seven numbers fits: rich folded the key column away
+    (no day, no model shown); each line of the report is its key, then its numbers.
+    Numbers past a thousand T are powers of ten (``2.5e19``, not ``24691357.8T``)."""
+    env = {"HOME": str(tmp_path / "home"), "SESSIONTREE_CATALOG": str(tmp_path / "catalog.sqlite3")}
+    status, lines, err = on_terminal(["usage", str(wide.parent)], 40, env=env)
+    assert status == 0, err
+    _fits(lines, 40)
+    lines = [line.replace("\u00a0", " ") for line in lines]  # a title and its number do not part
+    assert lines[0] == "2023-11-14" and lines[1].startswith("  records 1  input 12.3k"), lines
+    assert "total" in lines and any("$ 0.12" in line for line in lines), lines
+    status, lines, err = on_terminal(["usage", "model", str(corpus_dir)], 80, env=env)
+    assert status == 0, err
+    _fits(lines, 80)
+    assert not any("T " in line or line.endswith("T") for line in lines[1:]), lines
+    assert any("e19" in line for line in lines), lines
