@@ -519,3 +519,29 @@ def test_a_long_label_leaves_the_tree_row_its_text(tmp_path: Path) -> None:
             assert "…]" in row, row
 
     asyncio.run(main())
+
+
+def test_the_context_screen_continues_a_long_line_under_its_text(tmp_path: Path) -> None:
+    """At 80×24 a message line longer than the context screen continues at the body's
+    column, as ``sessiontree context`` prints it (it was wrapped to column 0)."""
+    path = tmp_path / "long.jsonl"
+    words = "请帮我修复这个问题：终端输出在八十列时溢出了 and then some english words to make it longer still " * 2
+    with SessionManager.create("/p", str(tmp_path)) as sm:
+        sm.set_session_file(str(path))
+        sm.append_message({"role": "user", "content": words.strip(), "timestamp": 1})
+        sm.append_message({"role": "assistant", "content": [{"type": "text", "text": "ok"}], "timestamp": 2,
+                           "provider": "p", "model": "m", "api": "x", "stopReason": "stop"})
+    app = BrowseApp(str(path))
+
+    async def main() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _ready(app, pilot)
+            await _until(pilot, lambda: "← leaf" in screen(app), "the first screen")
+            await pilot.press("c")
+            await _until(pilot, lambda: "[1] user" in screen(app), "the context screen")
+            lines = screen(app).splitlines()
+            at = next(k for k, line in enumerate(lines) if line.startswith("    请帮我"))
+            assert lines[at + 1].startswith("    ") and lines[at + 1].strip(), lines[at:at + 4]
+            assert lines[at + 2].startswith("    ") and lines[at + 2].strip(), lines[at:at + 4]
+
+    asyncio.run(main())

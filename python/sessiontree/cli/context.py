@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Iterator
 from typing import Any
 
 from rich.text import Text
 
-from ..view import ABSENT, hang, model_text, render_message, safe, show
+from ..view import ABSENT, hang_lines, model_text, render_message, safe, show
 from ._common import CliError, Io, open_session
 from ._leaf import resolve_entry
 
@@ -87,34 +86,19 @@ def _context_v4(args: argparse.Namespace) -> tuple[str | None, Any, float]:
     return leaf, ctx, time.perf_counter() - t0
 
 
-_HANG = 4  # a message's body column: a line continues there on a terminal
-
-
 def emit(io: Io, lines: list[tuple[str, str]]) -> None:
     """Write ``(text, style)`` lines: styled on a terminal, plain otherwise. On a
     terminal a line wider than it continues under its text (a body line at its own
     indent, a message's header line under the role), never at column 0; piped, lines
     are written whole."""
     if io.out.is_terminal:
-        lines = list(_hanging(lines, io.out.width))
+        lines = list(hang_lines(lines, io.out.width))
     if io.color:
         for start in range(0, len(lines), 1000):
             chunk = lines[start:start + 1000]
             io.out.print(Text("\n").join(Text(t, style=s) for t, s in chunk))
     else:
         io.write("\n".join(t for t, _ in lines) + "\n")
-
-
-def _hanging(lines: list[tuple[str, str]], width: int) -> Iterator[tuple[str, str]]:
-    for text, style in lines:
-        if len(text) <= width // 2 or (text.isascii() and len(text) <= width and "\t" not in text):
-            yield text, style  # fits: most lines
-            continue
-        lead = len(text) - len(text.lstrip(" "))
-        first, *more = hang(text[lead:], max(lead, _HANG), width, lead=lead)
-        yield text[:lead] + first, style
-        for line in more:
-            yield line, style
 
 
 def _count(text: str) -> int:
