@@ -495,3 +495,53 @@ def test_a_crash_exits_non_zero(corpus_dir: Path) -> None:
 
     app.run(headless=True, size=SIZE, auto_pilot=keys)  # as the command runs it
     assert exit_status(app) == 1
+
+
+def test_a_long_label_leaves_the_tree_row_its_text(tmp_path: Path) -> None:
+    """At 80×24 a labelled entry's row in the tree pane shows its own text and the label
+    cut with ``…`` (issue 26: a long label pushed the text out of the row)."""
+    path = tmp_path / "labels.jsonl"
+    label = "这是一个非常长的标签 " * 6 + "🏷️" * 10
+    with SessionManager.create("/p", str(tmp_path)) as sm:
+        sm.set_session_file(str(path))
+        first = sm.append_message({"role": "user", "content": "Which row shows this question?", "timestamp": 1})
+        sm.append_message({"role": "assistant", "content": [{"type": "text", "text": "That one."}], "timestamp": 2,
+                           "provider": "p", "model": "m", "api": "x", "stopReason": "stop"})
+        sm.append_label_change(first, label)
+    app = BrowseApp(str(path))
+
+    async def main() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _ready(app, pilot)
+            await _until(pilot, lambda: "← leaf" in screen(app), "the first screen")
+            row = next(line for line in screen(app).splitlines() if "[这是" in line)
+            assert "Which r" in row, row  # the text keeps half the room the label would take
+            assert "…]" in row, row
+
+    asyncio.run(main())
+
+
+def test_the_context_screen_continues_a_long_line_under_its_text(tmp_path: Path) -> None:
+    """At 80×24 a message line longer than the context screen continues at the body's
+    column, as ``sessiontree context`` prints it (it was wrapped to column 0)."""
+    path = tmp_path / "long.jsonl"
+    words = "请帮我修复这个问题：终端输出在八十列时溢出了 and then some english words to make it longer still " * 2
+    with SessionManager.create("/p", str(tmp_path)) as sm:
+        sm.set_session_file(str(path))
+        sm.append_message({"role": "user", "content": words.strip(), "timestamp": 1})
+        sm.append_message({"role": "assistant", "content": [{"type": "text", "text": "ok"}], "timestamp": 2,
+                           "provider": "p", "model": "m", "api": "x", "stopReason": "stop"})
+    app = BrowseApp(str(path))
+
+    async def main() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _ready(app, pilot)
+            await _until(pilot, lambda: "← leaf" in screen(app), "the first screen")
+            await pilot.press("c")
+            await _until(pilot, lambda: "[1] user" in screen(app), "the context screen")
+            lines = screen(app).splitlines()
+            at = next(k for k, line in enumerate(lines) if line.startswith("    请帮我"))
+            assert lines[at + 1].startswith("    ") and lines[at + 1].strip(), lines[at:at + 4]
+            assert lines[at + 2].startswith("    ") and lines[at + 2].strip(), lines[at:at + 4]
+
+    asyncio.run(main())

@@ -369,6 +369,22 @@ def test_version() -> None:
 
     p = run("--version", env={})
     assert p.returncode == 0 and p.stdout == f"sessiontree {version('sessiontree')}\n"
+    p = run("--color", "never", "--version", env={})  # after another option: argparse's action, the same line
+    assert p.returncode == 0 and p.stdout == f"sessiontree {version('sessiontree')}\n"
+
+
+def test_version_costs_an_interpreter_start() -> None:
+    """``--version`` imports none of what a command needs (argparse, rich, the schema,
+    ``importlib.metadata``, the commands' modules: ~190 ms of CPU where an interpreter
+    starts in ~15 ms), as the console script runs it; the native module gives the
+    version (Cargo's package version, the distribution's: ``test_version``)."""
+    code = ("import sys\nfrom sessiontree.cli import main\nstatus = main(['--version'])\n"
+            "heavy = ('argparse', 'rich', 'sessiontree.schema', 'importlib.metadata', 'sessiontree.cli._parser', "
+            "'sessiontree.cli._common', 'sessiontree.view')\n"
+            "print(status, sorted(m for m in heavy if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "0 []", p.stdout
 
 
 def test_check_a_folder(tmp_path: Path, backend: str) -> None:

@@ -217,6 +217,19 @@ def test_one_cell_characters_agree_with_rich() -> None:
     assert cell_len(fit(text, 50)) <= 50 and cell_len(fit("日本語" * 30 + "abc", 50)) <= 50
 
 
+def test_emoji_sequences_are_cut_as_cells_counts_them() -> None:
+    """``fit`` and ``fit_start`` measure an emoji made of several code points (U+FE0F's
+    emoji presentation, a U+200D family) as ``cells`` does: per code point, ``🏷️`` was
+    one cell where ``cells`` and the terminal take two, so a cut label overflowed."""
+    from sessiontree.view import cells, fit, fit_start
+
+    for text in ("🚀🏷️" * 40, "ab👨‍👩‍👧" * 30, "x❤️y" * 40, "日本🏳️‍🌈" * 30):
+        for width in (5, 10, 11, 50, 79):
+            for cut in (fit(text, width), fit_start(text, width)):
+                assert cells(cut) == cell_len(cut) <= width and "…" in cut, (text, width, cut)
+                assert cells(cut) >= width - 2, (text, width, cut)  # and not cut short either
+
+
 def test_a_text_already_cut_is_marked_once() -> None:
     from sessiontree.view import fit
 
@@ -288,3 +301,36 @@ def test_fold_kinds_and_kept_entries_match_naming_each_entry(tmp_path: Path, bac
     keep = {i for i in every if types[i] in ("compaction", "branch_summary", "session_info")} | labelled | {leaf}
     assert {i for i in every if lay.keep(i)} == keep
     assert lay.kept_in(every) == sorted(keep) and lay.kept_in([1, 2, 3]) == []
+
+
+_LABELS = {"u1": "a-very-long-ascii-label-" * 6, "u2": "这是一个非常非常长的标签用于测试宽字符的布局" * 3,
+           "u3": "🚀🏷️" * 40}
+
+
+def labelled(path: Path) -> Path:
+    """Three user messages, each with a long label (ASCII, CJK, emoji), the last the leaf."""
+    entries = [msg("u1", None, "first message text here"), msg("u2", "u1", "second message text here"),
+               msg("u3", "u2", "third message text here")]
+    for k, (target, label) in enumerate(_LABELS.items()):
+        entries.insert(k + 3, {"type": "label", "id": f"l{k}", "parentId": "u3" if k == 0 else f"l{k - 1}",
+                               "timestamp": "2026-01-01T01:00:00.000Z", "targetId": target, "label": label})
+    entries.append(msg("u4", "l2", "the end", "assistant"))
+    return write(path, entries)
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_a_long_label_leaves_the_row_its_text(tmp_path: Path, width: int, backend: str) -> None:
+    """Issue 26: a long label took a row's whole width and cut its own text away; the
+    label is cut (with ``…``, in display cells: CJK and emoji too) so the text keeps
+    its share."""
+    path = labelled(tmp_path / "labels.jsonl")
+    p = run("tree", str(path), "--full", "--width", str(width), "--color", "never", "--backend", backend)
+    assert p.returncode == 0, p.stderr
+    assert max(widths(p.stdout)) <= width
+    rows = {line.split()[0]: line for line in p.stdout.splitlines() if " user " in line}
+    for eid, words in (("u1", "first messa"), ("u2", "second mess"), ("u3", "third messa")):
+        row = rows[eid]
+        assert words in row, row  # the row's own text, its first words at least
+        label = row[row.index("  [") + 3:]
+        assert label.endswith("…]") and _LABELS[eid].startswith(label[:-2]), row  # cut, and said to be
+        assert cell_len(label) >= 8, row  # not cut to nothing either

@@ -13,7 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, RichLog, Static
 
-from ..view import ABSENT, model_text, plain_doc, render_message, show
+from ..view import ABSENT, hang_lines, model_text, plain_doc, render_message, show
 from ._keys import HELP
 from ..errors import SessionError
 
@@ -77,7 +77,8 @@ class ContextScreen(Screen[None]):
         if not messages:
             log.write(Text("(no messages: nothing is sent at this entry)", style="dim italic"), width=width)
         for i, msg in enumerate(messages, 1):
-            lines = render_message(i, msg, full=self.full, max_lines=12)
+            # Wrapped here, under its text: the log wrapped a long line to column 0.
+            lines = list(hang_lines(render_message(i, msg, full=self.full, max_lines=12), width))
             text = Text()
             for n, (line, style) in enumerate(lines):
                 if n:

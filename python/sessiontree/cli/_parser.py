@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 if TYPE_CHECKING:
@@ -71,7 +72,48 @@ class _Help(argparse.HelpFormatter):
 
 
 class _RawHelp(_Help, argparse.RawDescriptionHelpFormatter):
-    """``RawDescriptionHelpFormatter``, as wide as the terminal."""
+    """``RawDescriptionHelpFormatter``, as wide as the terminal: a paragraph of the
+    description (a bullet, a definition, its lines up to one that starts another)
+    wider than the terminal is refilled to it, continuing under its text
+    (``view.hang``), where the terminal wrapped its lines to column 0."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        from ..view import cells, hang
+
+        room = max(20, self._width - len(indent))
+        out: list[str] = []
+        for lead, under, lines in _paragraphs(text.splitlines()):
+            if all(cells(line) <= room for line in lines):
+                out.extend(indent + line if line else "" for line in lines)
+                continue
+            words = " ".join([lines[0][lead:], *(line.strip() for line in lines[1:])])
+            first, *more = hang(words, under, room, lead=lead)
+            out.append(indent + lines[0][:lead] + first)
+            out.extend(indent + x for x in more)
+        return "\n".join(out)
+
+
+def _paragraphs(lines: list[str]) -> list[tuple[int, int, list[str]]]:
+    """``(lead, under, lines)`` of each paragraph of a raw description: its first
+    line's indent, the column its text continues at (after a ``* `` bullet or a
+    definition's term, ``html      one self-contained page``), and its lines (the
+    first, then those indented to ``under``; a blank line is one of its own)."""
+    out: list[tuple[int, int, list[str]]] = []
+    for line in lines:
+        m = _HANGING_RE.match(line)
+        assert m is not None  # every part of it is optional
+        lead = len(m.group(1))
+        if out and line.strip() and out[-1][2][-1].strip() and not m.group(2) and lead == out[-1][1] \
+                and lead > out[-1][0]:
+            out[-1][2].append(line)
+        elif out and line.strip() and out[-1][2][-1].strip() and lead == out[-1][0] == out[-1][1] and not m.group(2):
+            out[-1][2].append(line)  # a plain paragraph's next line
+        else:
+            out.append((lead, m.end() if line.strip() else 0, [line]))
+    return out
+
+
+_HANGING_RE = re.compile(r"( *)([*-] |\S+ {2,})?")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ..view import ABSENT, model_text, render_message, safe, show
+from ..view import ABSENT, hang_lines, model_text, render_message, safe, show
 from ._common import CliError, Io, open_session
 from ._leaf import resolve_entry
 
@@ -87,7 +87,12 @@ def _context_v4(args: argparse.Namespace) -> tuple[str | None, Any, float]:
 
 
 def emit(io: Io, lines: list[tuple[str, str]]) -> None:
-    """Write ``(text, style)`` lines: styled on a terminal, plain otherwise."""
+    """Write ``(text, style)`` lines: styled on a terminal, plain otherwise. On a
+    terminal a line wider than it continues under its text (a body line at its own
+    indent, a message's header line under the role), never at column 0; piped, lines
+    are written whole."""
+    if io.out.is_terminal:
+        lines = list(hang_lines(lines, io.out.width))
     if io.color:
         for start in range(0, len(lines), 1000):
             chunk = lines[start:start + 1000]

@@ -13,7 +13,9 @@ from rich.text import Text
 from ..schema import CodeColumn
 
 from ._common import Io, file_version, load_report, open_session, spinner
-from ..view import ABSENT, human_bytes, human_seconds, num, safe, show, value_text
+from ..view import ABSENT, hang, human_bytes, human_seconds, num, safe, show, value_text
+
+_KEY = 17  # cells of the label column: the values start there
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -170,13 +172,18 @@ def run(args: argparse.Namespace, io: Io) -> int:
 
 
 def render(io: Io, d: dict[str, Any]) -> None:
-    """Print ``collect``'s dict as a two-column table."""
+    """Print ``collect``'s dict as a two-column table: on a terminal a value longer than
+    its column continues under it (``view.hang``); piped, each field is one line."""
     rows: list[Text] = []
+    width = io.out.width if io.out.is_terminal else None
 
     def add(key: str, value: str, style: str = "") -> None:
         # Text, not markup: names and labels may contain "[...]". Every value shown
         # has been through safe()/show(): session text never reaches the terminal raw.
-        rows.append(Text.assemble((f"{key:<17}", "bold"), (value, style)))
+        # On a terminal a long value continues under itself, not at column 0.
+        first, *more = hang(value, _KEY, width)
+        rows.append(Text.assemble((f"{key:<{_KEY}}", "bold"), (first, style)))
+        rows.extend(Text(line, style) for line in more)
 
     add("file", f"{safe(d['file'])}  ({human_bytes(d['fileSize'])}, {d['fileSize']:,} bytes)")
     add("opened", f"{human_seconds(d['openSeconds'])} with the {d['backend']} backend"

@@ -13,6 +13,8 @@ How to read it:
 * Every leaf is marked: ``*`` the current leaf (also ``← leaf``), ``◇`` the tip of
   another branch (marks, not only colour: they show in a pipe and with
   ``--color never``).
+* An entry's label follows its text in brackets; a long one is cut with ``…`` so
+  the text keeps at least half of the row's room (in display cells).
 * Branches nested deeper than the width allows show their depth as a number
   (``‹12›``) instead of more guides, so no line is wider than the width.
 * Long runs of entries with one child each are folded to one ``┆`` line, except

@@ -25,7 +25,7 @@ from datetime import date, timezone
 
 from . import _scope
 from ._common import CliError, Io, byte_progress
-from ..view import cells, plain_table, safe, shown_path
+from ..view import cells, hang, plain_table, safe, shown_path
 
 _GROUPS = ("daily", "weekly", "monthly", "session", "model", "project")
 
@@ -61,11 +61,12 @@ def _nums(column: Sequence[float]) -> list[str]:
 
 
 def _short(x: float) -> str:
-    """A number in at most 6 characters: ``61.5M``, ``4.6k``, ``802`` (``inf``, ``nan``)."""
+    """A number in at most 7 characters: ``61.5M``, ``4.6k``, ``802``, past a thousand
+    T as a power of ten (``2.5e19``; ``inf``, ``nan``)."""
     a = abs(x)
     if a >= 1e3:  # (tests in a row, not a loop: a session report has 100,000 numbers)
-        if a == _INF:
-            return str(x)
+        if a >= 1e15:  # "24691357.8T" took a narrow table's room
+            return str(x) if a == _INF else f"{x:.1e}".replace("e+", "e")
         unit, scale = (("T", 1e12) if a >= 1e12 else ("G", 1e9) if a >= 1e9 else ("M", 1e6) if a >= 1e6
                        else ("k", 1e3))
         return f"{x / scale:.1f}{unit}"
@@ -89,6 +90,22 @@ def _paths_above(heads: list[str], rows: list[tuple[str, ...]]) -> str:
     for row, line in zip(rows, numbers[1:]):
         out += [row[0], "    " + line]
     return "\n".join(out) + "\n"
+
+
+def _blocks(io: Io, heads: list[str], rows: list[tuple[str, ...]], width: int) -> None:
+    """The report on a terminal too narrow for its table (rich folded the key column
+    away): each line's key, then its numbers as ``title value`` pairs hanging under it."""
+    from rich.text import Text
+
+    out: list[Text] = []
+    for k, row in enumerate(rows):
+        # A title and its number are joined by no-break spaces: hang breaks between pairs.
+        pairs = "  ".join(f"{t} {v}".replace(" ", "\u00a0") for t, v in zip(heads[1:], row[1:]))
+        numbers = hang(pairs, 2, width, lead=2)
+        lines = [*hang(row[0], 2, width, lead=0), "  " + numbers[0], *numbers[1:]]
+        style = "bold" if k == len(rows) - 1 else ""  # the total
+        out.extend(Text(line, style=style) for line in lines)
+    io.print(Text("\n").join(out), crop=False)
 
 
 def _zone_name() -> str:
@@ -163,6 +180,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
     rows = list(zip([*keys, "total"], *cols))
     counted = "current paths only" if args.active_path else "every branch"
     foot = f"{report.files:,} session(s); {counted}; each entry counted once"
+    number_widths = [max([len(head), *(len(r[k]) for r in rows)]) for k, head in enumerate(heads[1:], 1)]
     if plain_width is not None or group == "session":
         # Written as rich's table would be, without importing rich (about 20 ms of a
         # warm report, and 0.5 ms a line: docs/BENCHMARKS.md, issue 25). The session
@@ -170,17 +188,23 @@ def run(args: argparse.Namespace, io: Io) -> int:
         # them): on a terminal too its lines are as long as they must be.
         table = plain_table([heads, *rows], [False] + [True] * len(titles))
         if plain_width is None and max(map(cells, table.splitlines())) > width:
+            if 4 + sum(number_widths) + 2 * (len(number_widths) - 1) > width:
+                _blocks(io, heads, rows, width)  # not even the numbers fit on a line
+                io.print(foot, style="dim", markup=False, highlight=False)
+                return 0
             table = _paths_above(heads, rows)
         io.write(table + foot + "\n")
+        return 0
+    if not piped and 12 + sum(number_widths) + 2 * len(number_widths) > width:
+        _blocks(io, heads, rows, width)  # no table fits: one block per line of the report
+        io.print(foot, style="dim", markup=False, highlight=False)
         return 0
     from rich.table import Table  # here: every command starts by importing this module
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     # A number is never cut: each number column is as wide as its widest cell (rich
     # shrank them to "206." on 80 columns); the key column folds to make room (to 12
-    # cells at least), and a table that still does not fit is wider than the terminal
-    # rather than cut.
-    number_widths = [max([len(head), *(len(r[k]) for r in rows)]) for k, head in enumerate(heads[1:], 1)]
+    # cells at least: a narrower terminal has the blocks above).
     room = width - sum(number_widths) - 2 * len(number_widths)
     key_min = key_width if piped else min(key_width, 24, max(room, 12))
     table.add_column(heads[0], overflow="fold", no_wrap=piped, min_width=key_min)

@@ -30,8 +30,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm c
 from .._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from ._cells import cells, fit, fit_start, plain_table
-    from ._context_lines import model_text, render_message
+    from ._cells import cells, fit, fit_start, hang, plain_table
+    from ._context_lines import hang_lines, model_text, render_message
     from ._drawing import BRANCH_MARK, CLOSE, FOLD_MARK, ENTRY, FOLD, MAX_SIBLINGS, MORE, NOTE, OPEN, Drawing, Row, fold_text
     from ._entries import (
         CONVERSATION,
@@ -77,8 +77,8 @@ if TYPE_CHECKING:
 # `safe` only, and importing every viewer's table (the entry types, the drawing) cost
 # it about 20 ms of its start.
 _HOMES: dict[str, str] = {
-    **dict.fromkeys(('cells', 'fit', 'fit_start', 'plain_table'), "_cells"),
-    **dict.fromkeys(('model_text', 'render_message'), "_context_lines"),
+    **dict.fromkeys(('cells', 'fit', 'fit_start', 'hang', 'plain_table'), "_cells"),
+    **dict.fromkeys(('hang_lines', 'model_text', 'render_message'), "_context_lines"),
     **dict.fromkeys((
         'BRANCH_MARK', 'CLOSE', 'ENTRY', 'FOLD', 'FOLD_MARK', 'MAX_SIBLINGS', 'MORE', 'NOTE', 'OPEN', 'Drawing', 'Row', 'fold_text',
     ), "_drawing"),
@@ -108,7 +108,7 @@ __all__ = [
     "ABSENT", "BRANCH_MARK", "CLOSE", "CONVERSATION", "ENTRY", "ENTRY_VIEWS", "FOLD", "FOLD_MARK", "IMAGE_TYPES", "KEEP_TYPES", "KIND_STYLES", "KINDS",
     "MAX_SIBLINGS", "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "ROLE_VIEWS", "SHORT_ID", "AmbiguousIdError", "Drawing",
     "EntryView", "Item", "Layout", "Part", "RoleView", "Row", "Structure", "TreeRow", "as_is", "cells", "clean",
-    "collapse", "content_text", "doc_line", "entry_preview", "fit", "fit_start", "fold_text", "format_row", "human_bytes",
+    "collapse", "content_text", "doc_line", "entry_preview", "fit", "fit_start", "fold_text", "hang", "hang_lines", "format_row", "human_bytes",
     "human_seconds", "id_width", "int_text", "item_of", "json_text", "message_preview", "model_text", "ms_time", "num",
     "number", "one_line", "plain_doc", "plain_table", "render_message", "resolve_id", "safe", "safe_block", "show",
     "shown_path", "structure_of",

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from .._lazy import lazy_pattern
 
-__all__ = ["cells", "fit", "fit_start", "plain_table"]
+__all__ = ["cells", "fit", "fit_start", "hang", "plain_table"]
 
 
 # Characters that take one terminal cell each, so that a text made only of them is
@@ -35,17 +35,13 @@ def fit(text: str, width: int) -> str:
         return text if len(text) <= width else _cut(text[: width - 1])
     if len(text) <= width // 2:
         return text  # even if every character is two cells wide
-    from rich.cells import get_character_cell_size
-
-    cells = 0
+    used = 0
     cut = None
-    for i, ch in enumerate(text):
-        # get_character_cell_size is cached per character; rich's whole-string
-        # functions segment graphemes first and cost ~0.2 ms per preview.
-        cells += get_character_cell_size(ch)
-        if cut is None and cells > width - 1:
-            cut = i  # text[:i] fits in width - 1 cells, leaving one for "…"
-        if cells > width:
+    for start, size in _clusters(text):
+        used += size
+        if cut is None and used > width - 1:
+            cut = start  # text[:start] fits in width - 1 cells, leaving one for "…"
+        if used > width:
             return _cut(text[:cut])
     return text
 
@@ -59,14 +55,111 @@ def fit_start(text: str, width: int) -> str:
         return ""
     if text.isascii():
         return "…" + text[len(text) - (width - 1):]
-    from rich.cells import get_character_cell_size
-
     used = 0
     i = len(text)
-    while i > 0 and used + get_character_cell_size(text[i - 1]) <= width - 1:
-        i -= 1
-        used += get_character_cell_size(text[i])
+    for start, size in reversed(list(_clusters(text))):
+        if used + size > width - 1:
+            break
+        used += size
+        i = start
     return "…" + text[i:]
+
+
+def _clusters(text: str) -> Iterator[tuple[int, int]]:
+    """``(start, cells)`` of each piece of ``text`` a terminal draws as one, as
+    :func:`cells` counts them: a character, or by rich's grapheme rules (rich 14 and
+    later) an emoji sequence that a joiner (U+200D) or the emoji presentation selector
+    (U+FE0F) makes one two-cell picture (``🏷️`` is two cells where ``🏷`` is one)."""
+    from rich import cells as rich_cells
+
+    split = getattr(rich_cells, "split_graphemes", None)
+    if split is not None and ("\u200d" in text or "\ufe0f" in text):
+        for start, _end, size in split(text)[0]:
+            yield start, size
+        return
+    size_of = rich_cells.get_character_cell_size
+    for i, ch in enumerate(text):
+        # get_character_cell_size is cached per character; rich's whole-string
+        # functions segment graphemes first and cost ~0.2 ms per preview.
+        yield i, size_of(ch)
+
+
+def hang(text: str, indent: int, width: int | None, *, lead: int | None = None) -> list[str]:
+    """``text``, a value shown after a label, as lines whose continuations hang under it.
+
+    Args:
+        text: the value (terminal-safe already; it may hold line breaks and tabs).
+        indent: cells of spaces each line after the first starts with (the label's
+            width: the column the value starts at); at most half of ``width``.
+        width: the terminal's width in cells: every line fits, the value is broken
+            at spaces (a word longer than a line, by cells). ``None`` (piped output):
+            lines break only where ``text`` does, and nothing is cut.
+        lead: cells the label takes before the first line (default ``indent``).
+
+    Returns:
+        The lines: the first without the label, the others with ``indent`` spaces.
+    """
+    rows = text.splitlines() or [""]
+    if width is None:
+        return [rows[0], *(" " * indent + r for r in rows[1:])]
+    first = max(1, width - (indent if lead is None else lead))
+    indent = max(0, min(indent, width // 2))
+    rest = max(1, width - indent)
+    out: list[str] = []
+    for k, row in enumerate(rows):
+        pieces = _wrap(row.expandtabs(8) if "\t" in row else row, first if k == 0 else rest, rest)
+        out.extend(p if k == 0 and i == 0 else " " * indent + p for i, p in enumerate(pieces))
+    return out
+
+
+def _wrap(row: str, first: int, rest: int) -> list[str]:
+    """``row`` in pieces of at most ``first`` cells (the first piece), then ``rest``:
+    broken at runs of spaces (dropped there), a word longer than a piece by cells."""
+    if cells(row) <= first:
+        return [row]
+    pieces: list[str] = []
+    cur, used, budget = "", 0, first
+    for tok in _SPACES_RE.split(row):
+        if not tok:
+            continue
+        n = cells(tok)
+        if tok[0] == " ":
+            if used + n > budget:  # break the line here: the spaces go with it
+                pieces.append(cur)
+                cur, used, budget = "", 0, rest
+            else:
+                cur, used = cur + tok, used + n
+            continue
+        if used + n > budget and cur.strip():  # the word starts the next line
+            pieces.append(cur.rstrip())
+            cur, used, budget = "", 0, rest
+        while used + n > budget:  # longer than a line: cut by cells
+            head, tok = _take(tok, budget - used, whole=not cur)
+            pieces.append(cur + head)
+            cur, used, budget = "", 0, rest
+            n = cells(tok)
+        cur, used = cur + tok, used + n
+    if cur or not pieces:
+        pieces.append(cur)
+    return pieces
+
+
+_SPACES_RE: re.Pattern[str] = lazy_pattern("( +)")
+
+
+def _take(text: str, width: int, *, whole: bool) -> tuple[str, str]:
+    """``(head, rest)``: the longest start of ``text`` within ``width`` cells (whole
+    characters and emoji sequences); with ``whole`` at least one, so a line always
+    gets something even where a wide character is wider than the room."""
+    used = 0
+    for start, size in _clusters(text):
+        if used + size > width:
+            if start == 0 and whole:
+                nxt = next(iter(s for s, _ in _clusters(text) if s > 0), len(text))
+                return text[:nxt], text[nxt:]
+            return text[:start], text[start:]
+        used += size
+    return text, ""
 
 
 def _cut(kept: str) -> str:

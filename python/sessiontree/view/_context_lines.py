@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ._cells import fit
+from ._cells import fit, hang
 from ._escape import safe_block
 from ._entries import KIND_STYLES
 from ._preview import tool_call_preview
 from ._text import ABSENT, human_bytes, json_text, ms_time, num, one_line, show, value_text
 from ..schema import blob_sha256
 
-__all__ = ["render_message", "model_text"]
+__all__ = ["render_message", "model_text", "hang_lines"]
 
 
 def model_text(model: Any) -> str:
@@ -140,3 +140,21 @@ def render_message(i: int, msg: Any, *, full: bool, max_lines: int) -> list[tupl
         else:
             out.append((f"    [{_short(kind)}]", "dim"))
     return out
+
+
+_HANG = 4  # a message's body column: a line continues there
+
+
+def hang_lines(lines: list[tuple[str, str]], width: int) -> Iterator[tuple[str, str]]:
+    """:func:`render_message`'s ``(text, style)`` lines within ``width`` cells: a line
+    wider continues under its text (a body line at its own indent, a header line under
+    the role, 4 cells in), broken at spaces (``_cells.hang``), never at column 0."""
+    for text, style in lines:
+        if len(text) <= width // 2 or (text.isascii() and len(text) <= width and "\t" not in text):
+            yield text, style  # fits: most lines
+            continue
+        lead = len(text) - len(text.lstrip(" "))
+        first, *more = hang(text[lead:], max(lead, _HANG), width, lead=lead)
+        yield text[:lead] + first, style
+        for line in more:
+            yield line, style

@@ -366,19 +366,29 @@ def format_row(row: TreeRow, lay: Layout, label: Any, width: int) -> tuple[str, 
     mark = "* " if is_leaf else "◇ " if n_kids == 0 else "  "
     w = lay.id_width
     head = f"{mark}{eid[:w]:<{w}} {kind:<14} "
-    tail_parts = []
+    before, after = [], []
     if row.hidden:
-        tail_parts.append(f"(+{row.hidden:,})")
+        before.append(f"(+{row.hidden:,})")
     if row.summary is not None:
-        tail_parts.append(f"{row.size:,} entr{'y' if row.size == 1 else 'ies'}")
-    if label is not None:
-        tail_parts.append(f"[{one_line(label, 200)}]")
+        before.append(f"{row.size:,} entr{'y' if row.size == 1 else 'ies'}")
     if n_kids >= 2:
-        tail_parts.append(f"{BRANCH_MARK}{n_kids}")
+        after.append(f"{BRANCH_MARK}{n_kids}")
     if is_leaf:
-        tail_parts.append("← leaf")
-    tail = ("  " + " ".join(tail_parts)) if tail_parts else ""
-    room = width - used - cells(head) - cells(tail)
+        after.append("← leaf")
+    # The label is cut before it takes the text's share: the markers around it are
+    # short and always whole.
+    fixed = ("  " + " ".join(before + after)) if before or after else ""
+    room = width - used - cells(head) - cells(fixed)
+    shown_label = None
+    if label is not None:
+        label_text = one_line(label, 200)
+        room -= 2 if fixed else 4  # its brackets and, alone, the tail's two spaces
+        if fixed:
+            room -= 1  # the space between it and the markers
+        shown_label = fit(label_text, max(_label_share(cells(label_text), cells(preview), room), 1))
+        room -= cells(shown_label)
+    parts = [*before, f"[{shown_label}]", *after] if shown_label is not None else [*before, *after]
+    tail = ("  " + " ".join(parts)) if parts else ""
     # Labels and markers matter more than the preview: shrink the preview first.
     preview = fit(preview, max(room, 0))
     if room < 0:
@@ -392,3 +402,12 @@ def format_row(row: TreeRow, lay: Layout, label: Any, width: int) -> tuple[str, 
     if tail:
         segs.append((tail, "bold yellow"))
     return prefix + head + preview + tail, segs
+
+
+def _label_share(label: int, text: int, room: int) -> int:
+    """The cells a label of ``label`` cells may take beside a row text of ``text`` cells
+    when both share ``room``: all of it when both fit, else what the text leaves but
+    at least half the room (the text keeps the other half)."""
+    if label + text <= room:
+        return label
+    return max(room - text, (room + 1) // 2)
