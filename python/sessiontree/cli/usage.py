@@ -186,14 +186,14 @@ def run(args: argparse.Namespace, io: Io) -> int:
         # warm report, and 0.5 ms a line: docs/BENCHMARKS.md, issue 25). The session
         # report's keys are paths, never folded (they are pasted back, as ls prints
         # them): on a terminal too its lines are as long as they must be.
-        table = plain_table([heads, *rows], [False] + [True] * len(titles))
-        if plain_width is None and max(map(cells, table.splitlines())) > width:
+        text = plain_table([heads, *rows], [False] + [True] * len(titles))
+        if plain_width is None and max(map(cells, text.splitlines())) > width:
             if 4 + sum(number_widths) + 2 * (len(number_widths) - 1) > width:
                 _blocks(io, heads, rows, width)  # not even the numbers fit on a line
                 io.print(foot, style="dim", markup=False, highlight=False)
                 return 0
-            table = _paths_above(heads, rows)
-        io.write(table + foot + "\n")
+            text = _paths_above(heads, rows)
+        io.write(text + foot + "\n")
         return 0
     if not piped and 12 + sum(number_widths) + 2 * len(number_widths) > width:
         _blocks(io, heads, rows, width)  # no table fits: one block per line of the report
