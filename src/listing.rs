@@ -425,6 +425,12 @@ pub(crate) trait DocSink {
     fn wants(&mut self, offset: u64) -> bool;
     /// One wanted entry's searchable text (see [`Doc`]), and where it lies.
     fn doc(&mut self, doc: DocRef<'_>);
+    /// Whether an assistant message's text blocks alone (`text`, before its tool
+    /// calls) settle what this sink makes of the entry: then [`DocSink::doc`] gets
+    /// that text without the calls' names and arguments (which are not read).
+    fn settled_by(&mut self, _text: &[u8]) -> bool {
+        false
+    }
 }
 
 /// A [`Doc`] borrowed from the scan, with the offset of its line and the line's length
@@ -766,46 +772,41 @@ impl<'s> State<'s> {
         {
             return true; // no text wanted: the walk below is 35–45% of a listing pass's CPU
         }
-        let Some(mv) = member(obj, ws(obj, 0), b"message").filter(|&v| obj.get(v) == Some(&b'{'))
-        else {
-            return true;
-        };
-        // One walk over the message: `content` (the bulk) is read where it stands, not
-        // skipped first and read again; a repeated key's last value wins.
+        // The validator recorded where the last `message` object's last `content`,
+        // `usage`, `provider` and `model` stand (the values `json.loads` keeps): the
+        // text is read from there, with no walk over the line to find them again.
+        let f = self.fields;
+        // Whether the whole object is valid UTF-8, settled once for all its strings:
+        // a check per decoded string cost more than the strings (many are short).
+        let utf8_ok = simdutf8::basic::from_utf8(obj).is_ok();
         let mut text = Vec::new();
         let mut calls = Vec::new();
-        let mut fallback = false;
-        let m = Members::walk(
-            obj,
-            mv,
-            &[b"content", b"usage", b"provider", b"model"],
-            |k, v| {
-                if k != 0 {
-                    return None;
-                }
-                text.clear();
-                calls.clear();
-                let end = text_of(
-                    obj,
-                    v,
-                    &mut text,
-                    (self.collect.content || sunk).then_some(&mut calls),
-                    self.budget,
-                );
-                fallback = end.is_none();
-                end
-            },
-        );
-        if !user && self.collect.content {
-            if let Some(u) = m.get(1).filter(|&u| obj.get(u) == Some(&b'{')) {
+        let content_at = match f.content {
+            Val::Str { start, .. } => Some(start - 1),
+            Val::Other { start } => Some(start),
+            _ => None, // absent, null or a number: no text
+        };
+        // A user message's tool calls are not searched: not read either.
+        let want_calls = !user && (self.collect.content || sunk);
+        let (budget, content) = (self.budget, self.collect.content);
+        let mut settled = |t: &[u8]| {
+            !content && sunk && self.sink.as_deref_mut().is_some_and(|s| s.settled_by(t))
+        };
+        let fallback = content_at.is_some_and(|v| {
+            let calls = want_calls.then_some(&mut calls);
+            text_of(obj, v, &mut text, calls, budget, utf8_ok, &mut settled).is_none()
+        });
+        if let (false, true, Val::Other { start: u }) = (user, self.collect.content, f.usage) {
+            if obj.get(u) == Some(&b'{') {
+                let named = |v: Val| str_of(obj, v).map(Cow::into_owned).unwrap_or_default();
                 self.out.usage.push(UsageRow {
                     seq,
                     id: id.to_vec(),
                     stamp: stamp.map(<[u8]>::to_vec).unwrap_or_default(),
                     time,
                     kind: UsageKind::Message,
-                    provider: m.text(obj, 2),
-                    model: m.text(obj, 3),
+                    provider: named(f.provider),
+                    model: named(f.model),
                     numbers: usage_numbers(obj, u),
                 });
             }
@@ -816,9 +817,6 @@ impl<'s> State<'s> {
         if fallback {
             self.out.fallback = Some("a text that is not a string");
             return false;
-        }
-        if user {
-            calls.clear();
         }
         if !text.is_empty() {
             if self.collect.texts {
@@ -921,8 +919,9 @@ fn string(s: &[u8], i: usize) -> Option<Cow<'_, [u8]>> {
 
 /// The decoded string at `s[i]` (if a string), no more of it than the first `budget`
 /// bytes of its body need (rounded up past an escape, a surrogate pair or a UTF-8
-/// sequence, so that the result is a prefix of the whole decoding).
-fn string_prefix(s: &[u8], i: usize, budget: usize) -> Option<Cow<'_, [u8]>> {
+/// sequence, so that the result is a prefix of the whole decoding); `utf8_ok`: `s` is
+/// known to be valid UTF-8 (no byte run is checked again).
+fn string_prefix(s: &[u8], i: usize, budget: usize, utf8_ok: bool) -> Option<Cow<'_, [u8]>> {
     let v = value(s, i);
     let Val::Str {
         start,
@@ -933,7 +932,7 @@ fn string_prefix(s: &[u8], i: usize, budget: usize) -> Option<Cow<'_, [u8]>> {
         return None;
     };
     if end - start <= budget {
-        return scan::str_bytes(s, v);
+        return scan::str_bytes_of(s, v, utf8_ok);
     }
     let raw = s.get(start..end)?;
     let mut k = 0;
@@ -962,7 +961,7 @@ fn string_prefix(s: &[u8], i: usize, budget: usize) -> Option<Cow<'_, [u8]>> {
     }
     let k = k.min(raw.len());
     let mut out = Vec::with_capacity(k);
-    scan::decode_span(&raw[..k], escaped, false, &mut out);
+    scan::decode_span(&raw[..k], escaped, utf8_ok, &mut out);
     Some(Cow::Owned(out))
 }
 
@@ -1073,13 +1072,16 @@ fn elements(s: &[u8], i: usize, mut f: impl FnMut(usize) -> Option<usize>) -> Op
 /// the text blocks' texts joined by a space, `null`/absent texts as ""); with `calls`,
 /// each tool call's name and the strings of its arguments go there, joined by `\n`.
 /// Returns one past the value, or `None` if a text is a value whose `String()` is not
-/// computed here.
+/// computed here. `utf8_ok`: `s` is known to be valid UTF-8; the calls are not read
+/// when `settled(text)` says the text alone is enough.
 fn text_of(
     s: &[u8],
     v: usize,
     out: &mut Vec<u8>,
     calls: Option<&mut Vec<u8>>,
     budget: usize,
+    utf8_ok: bool,
+    settled: &mut dyn FnMut(&[u8]) -> bool,
 ) -> Option<usize> {
     // Past `budget` bytes of text the rest is not needed (a snippet near the start):
     // the walk stops there, as if the line ended.
@@ -1089,7 +1091,7 @@ fn text_of(
     let mut pending: Vec<(Option<usize>, Option<usize>)> = Vec::new();
     let end = match s.get(v) {
         Some(b'"') => {
-            if let Some(t) = string_prefix(s, v, budget) {
+            if let Some(t) = string_prefix(s, v, budget, utf8_ok) {
                 out.extend_from_slice(&t);
             }
             Some(skip_str(s, v))
@@ -1098,7 +1100,9 @@ fn text_of(
             let mut first = true;
             elements(s, v, |e| {
                 let b = Members::of(s, e, &[b"type", b"text", b"name", b"arguments"]);
-                let ty = b.get(0).and_then(|t| string(s, t));
+                let ty = b
+                    .get(0)
+                    .and_then(|t| scan::str_bytes_of(s, value(s, t), utf8_ok));
                 match ty.as_deref() {
                     Some(b"text") => {
                         if !first {
@@ -1109,7 +1113,9 @@ fn text_of(
                             None | Some(Val::Null) | Some(Val::Absent) => {}
                             Some(Val::Str { .. }) => {
                                 let rest = budget.saturating_sub(out.len());
-                                if let Some(t) = b.get(1).and_then(|t| string_prefix(s, t, rest)) {
+                                if let Some(t) =
+                                    b.get(1).and_then(|t| string_prefix(s, t, rest, utf8_ok))
+                                {
                                     out.extend_from_slice(&t);
                                 }
                             }
@@ -1136,17 +1142,18 @@ fn text_of(
         }
         _ => Some(skip_value(s, v)),
     };
-    if let (Some(c), false) = (calls, cut) {
+    let calls = calls.filter(|_| end.is_some() && !cut && !pending.is_empty() && !settled(out));
+    if let Some(c) = calls {
         let budget = budget.saturating_sub(out.len() + 1);
         for (name, args) in pending {
             if c.len() >= budget {
                 break;
             }
-            if let Some(n) = name.and_then(|n| string_prefix(s, n, budget - c.len())) {
+            if let Some(n) = name.and_then(|n| string_prefix(s, n, budget - c.len(), utf8_ok)) {
                 part(c, &n);
             }
             if let Some(a) = args {
-                leaves(s, a, c, 0, budget);
+                leaves(s, a, c, 0, budget, utf8_ok);
             }
         }
     }
@@ -1169,14 +1176,15 @@ fn part(out: &mut Vec<u8>, text: &[u8]) {
 }
 
 /// The strings of the value at `s[v]` in `json.loads` order (an object's keys where
-/// they first occur, with their last values), each a [`part`].
-fn leaves(s: &[u8], v: usize, out: &mut Vec<u8>, depth: usize, budget: usize) {
+/// they first occur, with their last values), each a [`part`]; `utf8_ok`: `s` is known
+/// to be valid UTF-8.
+fn leaves(s: &[u8], v: usize, out: &mut Vec<u8>, depth: usize, budget: usize, utf8_ok: bool) {
     if depth > scan::MAX_DEPTH || out.len() >= budget {
         return;
     }
     match s.get(v) {
         Some(b'"') => {
-            if let Some(t) = string_prefix(s, v, budget - out.len()) {
+            if let Some(t) = string_prefix(s, v, budget - out.len(), utf8_ok) {
                 part(out, &t);
             }
         }
@@ -1185,7 +1193,7 @@ fn leaves(s: &[u8], v: usize, out: &mut Vec<u8>, depth: usize, budget: usize) {
                 if out.len() >= budget {
                     return None;
                 }
-                leaves(s, e, out, depth + 1, budget);
+                leaves(s, e, out, depth + 1, budget, utf8_ok);
                 Some(skip_value(s, e))
             });
         }
@@ -1216,7 +1224,7 @@ fn leaves(s: &[u8], v: usize, out: &mut Vec<u8>, depth: usize, budget: usize) {
                 j = ws(s, j + 1);
             }
             for (_, val) in slots {
-                leaves(s, val, out, depth + 1, budget);
+                leaves(s, val, out, depth + 1, budget, utf8_ok);
             }
         }
         _ => {}

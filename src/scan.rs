@@ -30,7 +30,7 @@ use std::borrow::Cow;
 use crate::kind::EntryKind;
 
 pub(crate) mod block; // also read by `listing` (string ends over validated lines)
-pub(crate) use block::{Baseline, Classify, Strings};
+pub(crate) use block::{Classify, Strings};
 
 /// Deepest nesting of arrays/objects a line may have: `_jsonl.MAX_DEPTH` (orjson's
 /// limit, also enforced on its `json.loads` fallback), so both backends agree.
@@ -828,9 +828,10 @@ pub fn value_raw(s: &[u8], v: Val) -> Option<&[u8]> {
 
 /// One past the closing quote of the string whose opening quote is `s[i]`, and whether
 /// its body holds a backslash. A string without escapes ends at the first quote (most
-/// keys and values); one with escapes is skipped by the validator's 64-byte windows
-/// (`block`: quotes and escapes as bitmasks), as Pi's text is dense with both
-/// (`\n`, `\"`) and a byte search restarted at each costs more than the string.
+/// keys and values); one with escapes is skipped 64 bytes at a time on its quote and
+/// backslash masks (`block::skip_valid_string`: the line was validated, so nothing
+/// else needs classifying), as Pi's text is dense with both (`\n`, `\"`) and a byte
+/// search restarted at each costs more than the string.
 #[inline]
 pub(crate) fn skip_str_esc(s: &[u8], i: usize) -> (usize, bool) {
     let Some(body) = s.get(i + 1..) else {
@@ -841,8 +842,7 @@ pub(crate) fn skip_str_esc(s: &[u8], i: usize) -> (usize, bool) {
         None => return (s.len(), false),
         Some(_) => {}
     }
-    let mut strings = Strings::new(Baseline);
-    strings.skip_string(s, i + 1).unwrap_or((s.len(), true))
+    block::skip_valid_string(s, i + 1).unwrap_or((s.len(), true))
 }
 
 #[inline]

@@ -228,9 +228,11 @@ fn one(
     };
     let mut sink = Judge {
         q,
+        words: !q.regex && q.terms.iter().all(|t| t.words.len() == 1),
         picked,
         next: 0,
         hits: Vec::new(),
+        settled: None,
     };
     let scan = match whole {
         Some(n) => listing::scan_slice(&buf[..n], Collect::default(), Some(&mut sink)),
@@ -380,9 +382,13 @@ const STEP: usize = 256 << 10;
 /// The sink of the full read: wants the picked lines, judges their texts.
 struct Judge<'q> {
     q: &'q Query,
+    /// Every term is one word (no phrase, no regular expression).
+    words: bool,
     picked: Picked,
     next: usize,
     hits: Vec<Hit>,
+    /// The verdict [`DocSink::settled_by`] reached, for the `doc` call that follows.
+    settled: Option<Outcome>,
 }
 
 impl DocSink for Judge<'_> {
@@ -398,11 +404,27 @@ impl DocSink for Judge<'_> {
         }
     }
 
+    /// A hit of every term of words in an assistant message's text is the hit of its
+    /// whole text (the text, `\n`, then the calls): no word holds white space, so no
+    /// match reaches across the `\n` into the calls, and the first match of each term
+    /// and every possible match before it lie in the text. (A phrase may reach across;
+    /// a miss or an undecided text needs the calls.)
+    fn settled_by(&mut self, text: &[u8]) -> bool {
+        if !self.words {
+            return false;
+        }
+        let o = judge_text(&self.q.terms, text);
+        let hit = matches!(o, Outcome::Hit { .. });
+        self.settled = hit.then_some(o);
+        hit
+    }
+
     fn doc(&mut self, d: DocRef<'_>) {
+        let settled = self.settled.take();
         let judged = if self.q.regex {
             Judged::Undecided(d.text.to_vec())
         } else {
-            match judge_text(&self.q.terms, d.text) {
+            match settled.unwrap_or_else(|| judge_text(&self.q.terms, d.text)) {
                 Outcome::Miss => return,
                 Outcome::Undecided => Judged::Undecided(d.text.to_vec()),
                 Outcome::Hit { score, anchor } => Judged::Hit { score, anchor },
@@ -418,5 +440,66 @@ impl DocSink for Judge<'_> {
             on_path: false,
             judged,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rules::PChar;
+
+    fn query(terms: &[&str]) -> Query {
+        let word = |w: &str| w.chars().map(|c| PChar::new(c as u32, false)).collect();
+        Query {
+            terms: terms
+                .iter()
+                .map(|t| Term {
+                    words: t.split(' ').map(word).collect(),
+                })
+                .collect(),
+            regex: false,
+        }
+    }
+
+    /// `(seq, score)` of each hit of `terms` in a session of `entries` (a header first).
+    fn scores(entries: &[&str], terms: &[&str]) -> Vec<(u32, u64)> {
+        let dir = std::env::temp_dir().join(format!("st-search-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{}.jsonl", terms.join("_").replace(' ', "-")));
+        let mut data = String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n");
+        for (k, e) in entries.iter().enumerate() {
+            data.push_str(&format!(
+                "{{\"type\":\"message\",\"id\":\"e{k}\",\"message\":{{\"role\":\"assistant\",\"content\":{e}}}}}\n"
+            ));
+        }
+        std::fs::write(&path, data).unwrap();
+        let got = search_files(std::slice::from_ref(&path), &query(terms), 1);
+        std::fs::remove_file(&path).unwrap();
+        let Some(FileResult::Session { hits, .. }) = got.into_iter().next() else {
+            panic!("not read as a session");
+        };
+        hits.iter()
+            .map(|h| match h.judged {
+                Judged::Hit { score, .. } => (h.seq, score),
+                Judged::Undecided(_) => panic!("undecided"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn calls_are_read_unless_the_text_settles_the_hit() {
+        let entries = [
+            // The word only in the arguments: "say a\nb\nthe" (the calls are read).
+            r#"[{"type":"text","text":"say a"},{"type":"toolCall","name":"b","arguments":{"x":"the"}}]"#,
+            // In the text and the arguments: the text's match is the first.
+            r#"[{"type":"text","text":"in the"},{"type":"toolCall","name":"the","arguments":{"x":"zzz"}}]"#,
+            // Only in thinking: no hit.
+            r#"[{"type":"thinking","thinking":"the"},{"type":"toolCall","name":"n","arguments":{}}]"#,
+        ];
+        assert_eq!(scores(&entries, &["the"]), vec![(0, 8), (1, 3)]);
+        // A second term only in the calls: "in the\nthe\nzzz".
+        assert_eq!(scores(&entries, &["the", "zzz"]), vec![(1, 3 + 11)]);
+        // A phrase across the text's end and the calls ("a\nb").
+        assert_eq!(scores(&entries, &["a b"]), vec![(0, 4)]);
     }
 }

@@ -89,6 +89,45 @@ fn facts_without_texts_are_the_same() {
 }
 
 #[test]
+fn texts_read_where_the_validator_saw_them() {
+    // A message's text, usage, provider and model come from the last `message` key's
+    // last `content`/`usage`/`provider`/`model` as the validator recorded them; a line
+    // with invalid UTF-8 has each string checked and replaced on its own.
+    let lines: [&[u8]; 7] = [
+        br#"{"type":"session","version":3,"id":"s"}"#,
+        br#"{"type":"message","id":"a","message":{"role":"user","content":"old"},"message":{"role":"user","content":"one","content":[{"type":"text","text":"two"},{"type":"text","text":"th\u00e9\n"}]}}"#,
+        br#"{"type":"message","id":"b","message":{"role":"assistant","content":[{"type":"thinking","thinking":"no \"text\" here"},{"type":"toolCall","name":"edit","arguments":{"p":"x\\y","p":"z","q":[1,"w"]}}],"provider":"a","usage":{"input":9},"provider":"p","model":"m","usage":{"input":1,"cost":{"total":2}}}}"#,
+        b"{\"type\":\"message\",\"id\":\"c\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"bad \xff byte\"},{\"type\":\"toolCall\",\"name\":\"n\",\"arguments\":{\"k\":\"\xc3\xa9\"}}]}}",
+        br#"{"type":"message","id":"d","message":{"role":"assistant","content":null,"content":"kept"}}"#,
+        br#"{"type":"message","id":"e","message":{"role":"assistant","content":"lost","content":null}}"#,
+        br#"{"type":"message","id":"f","message":{"role":"assistant","content":"lost"},"message":{"role":"assistant","content":7}}"#,
+    ];
+    let data: Vec<u8> = lines.iter().flat_map(|l| [*l, b"\n"].concat()).collect();
+    let s = scan_bytes(&data, true);
+    assert_eq!(s.fallback, None);
+    let texts: Vec<(&[u8], &[u8])> = s.docs.iter().map(|d| (&d.id[..], &d.text[..])).collect();
+    assert_eq!(
+        texts,
+        vec![
+            (&b"a"[..], "two th\u{e9}\n".as_bytes()),
+            (b"b", b"edit\nz\nw"),
+            (b"c", "bad \u{fffd} byte".as_bytes()),
+            (b"d", b"kept"),
+        ]
+    );
+    assert_eq!(s.usage.len(), 1);
+    assert_eq!(
+        (&s.usage[0].provider[..], &s.usage[0].model[..]),
+        (&b"p"[..], &b"m"[..])
+    );
+    assert_eq!(s.usage[0].numbers, [1.0, 0.0, 0.0, 0.0, 0.0, 2.0]);
+    assert_eq!(
+        s.first_message.as_deref(),
+        Some("two th\u{e9}\n".as_bytes())
+    );
+}
+
+#[test]
 fn resume_and_limit() {
     let mut data = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n".to_vec();
     for i in 0..100 {
