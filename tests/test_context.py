@@ -284,3 +284,16 @@ def test_merge_runs_in_corpus_never_leave_two_users_adjacent(corpus_dir: Path) -
     assert sum(len(m.get("content", [])) if isinstance(m.get("content"), list) else 1
                for m in raw if m["role"] == "user") == sum(
         len(m["content"]) if isinstance(m["content"], list) else 1 for m in out if m["role"] == "user")
+
+
+def test_context_lines_break_where_the_escaping_rule_does() -> None:
+    """A message's lines break at LF, CR, CRLF, U+2028 and U+2029 (the one escaping
+    rule's line breaks) and nowhere else: VT, FF, FS..US and NEL are shown escaped in
+    their line (``str.splitlines`` broke there, and counted them as hidden lines)."""
+    from sessiontree.view import render_message
+
+    msg = {"role": "user", "content": "one\x0btwo\x0cthree\x1cfour\x85five\u2028six\r\nseven\n"}
+    body = [line for line, _ in render_message(0, msg, full=True, max_lines=20)[1:]]
+    assert body == ["    one\\x0btwo\\x0cthree\\x1cfour\\x85five", "    six", "    seven"], body
+    folded = [line for line, _ in render_message(0, msg, full=False, max_lines=1)[1:]]
+    assert folded[0] == body[0] and folded[1].startswith("    ⋯ 2 more lines"), folded

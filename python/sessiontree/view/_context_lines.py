@@ -30,18 +30,21 @@ def model_text(model: Any) -> str:
 
 
 def _body(value: Any, max_lines: int, full: bool, style: str = "") -> Iterator[tuple[str, str]]:
-    # Any JSON value; lines are split where the text breaks lines (LF, CR, U+2028, ...)
-    # and every other control is escaped (safe_block keeps only TAB).
+    # Any JSON value; lines are split where the one escaping rule breaks lines (LF, CR,
+    # CRLF, U+2028, U+2029: safe_block) and nowhere else: str.splitlines also split at
+    # VT, FF, FS..US and NEL, which the rule shows escaped (the header shows them so).
     text = value_text(value, None)
-    rows = text.splitlines() or [""]
+    rows = safe_block(text).split("\n")
+    if len(rows) > 1 and not rows[-1]:
+        rows.pop()  # a text's last line break ends its last line: no empty line after it
     if not full and len(rows) > max_lines:
         hidden = len(rows) - max_lines
         for r in rows[:max_lines]:
-            yield "    " + safe_block(r), style
+            yield "    " + r, style
         yield f"    ⋯ {hidden:,} more line{'' if hidden == 1 else 's'} ({human_bytes(len(text.encode('utf-8', 'surrogatepass')))} in all)", "dim italic"
     else:
         for r in rows:
-            yield "    " + safe_block(r), style
+            yield "    " + r, style
 
 
 def _short(value: Any) -> str:
