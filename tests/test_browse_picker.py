@@ -259,7 +259,8 @@ def test_pick_search_open_and_go_back(history: Path) -> None:
     async def steps(app: Any, pilot: Any) -> None:
         await ready(app, pilot, 5)
         text = screen(app)
-        assert "Resume session (current folder)" in text and "◉ current folder | ○ all" in text
+        assert "Resume session  " in text and "◉ current folder | ○ all" in text
+        assert "Resume session (" not in text  # the scope named once, in the radios
         assert "sort: threaded" in text and "Zoo inventory" in text
         # Threaded: the forks under the session they came from, the newest root first.
         assert listed_rows(app)[0] == zoo and sorted(listed_rows(app)) == sorted(want)
@@ -935,3 +936,15 @@ def test_a_bad_select_exits_1_as_context_does(history: Path, tmp_path: Path) -> 
     first = json.loads(session.read_text(encoding="utf-8").splitlines()[1])["id"]
     good = run("browse", str(session), "--select", first)
     assert good.returncode == 2 and "needs a terminal" in good.stderr, good.stderr
+
+
+def test_the_header_fits_80_columns(history: Path) -> None:
+    """At 80 columns the picker's header is whole: the scope is named once, in the
+    radios (a trial saw "Resume session (current f… ◉ current folder | ○ all")."""
+
+    async def steps(app: Any, pilot: Any) -> None:
+        await ready(app, pilot, 5)
+        head = next(r for r in screen(app).splitlines() if "Resume session" in r)
+        assert "…" not in head and "◉ current folder | ○ all" in head and "sort: threaded" in head, head
+
+    drive(picker_of(history), steps, size=(80, 24))

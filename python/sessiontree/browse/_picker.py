@@ -329,12 +329,15 @@ class PickerScreen(Screen[None]):
 
     def _head(self) -> None:
         sc = self.picker.scopes[self.scope]
-        left = Text(f"Resume session ({sc.label})", style="bold")
         parts: list[str] = []
+        radios = self.scope not in self.reading and len(self.picker.scopes) > 1
+        # The scope is named once: in the radios when they show (the title cut its own
+        # words at 80 columns repeating it), else in the title.
+        left = Text("Resume session" if radios else f"Resume session ({sc.label})", style="bold")
         if self.scope in self.reading:
             done, files = self.reading[self.scope]
             parts.append(f"loading {done:,}/{files:,}")
-        elif len(self.picker.scopes) > 1:  # always in one order (Pi's), the current marked
+        elif radios:  # always in one order (Pi's), the current marked
             parts.append(" | ".join(("◉ " if i == self.scope else "○ ") + s.label
                                     for i, s in enumerate(self.picker.scopes)))
         parts.append(f"name: {'named' if self.named else 'all'}")
