@@ -5,6 +5,7 @@ under itself, and piped output is left whole."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +51,7 @@ def test_info_continues_a_long_value_under_it(wide: Path, cols: int) -> None:
     column; it continues under itself (17 cells in), no line wider than the terminal."""
     status, lines, err = on_terminal(["info", str(wide)], cols)
     assert status == 0, err
+    lines = [line for line in lines if not _a_path(line)]  # the file's path: whole, on its own line
     _fits(lines, cols)
     keys = ("file", "opened", "session", "name", "cwd", "time", "entries", "messages", "tree", "current leaf",
             "compactions", "labelled entries", "tokens", "cost", "models", "problems")
@@ -92,8 +94,10 @@ def test_hang_fits_and_keeps_every_word() -> None:
 
 
 def _a_path(line: str) -> bool:
-    """A session's path on a line of its own: never cut (CONTRACT §10, Paths)."""
-    return line.strip().strip("'").endswith(".jsonl") and " " not in line.strip().strip("'")
+    """A session's path on a line of its own: never cut (CONTRACT §10, Paths); ``check``
+    ends it with ``:`` (``PATH:`` or ``PATH:LINE:``, its result on the next line)."""
+    text = re.sub(r"(:\d+)?:$", "", line.strip()).strip("'")
+    return text.endswith(".jsonl") and " " not in text
 
 
 @pytest.mark.parametrize("cols", [80, 40])

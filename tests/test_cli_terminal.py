@@ -96,3 +96,48 @@ def test_usage_session_fits_the_terminal(tmp_path: Path) -> None:
         assert f"{folder.name}/{name}" in lines, lines
     totals = [k for k, line in enumerate(lines) if line == "total"]
     assert len(totals) == 1 and lines[totals[0] + 1].split()[0] == wide[-2].split()[1], (lines, wide)
+
+
+def test_check_never_breaks_a_path(tmp_path: Path) -> None:
+    """A result line wider than the terminal puts its path (``PATH:LINE`` for a
+    problem) on a line of its own, whole, and the rest under it: a path is pasted back
+    (a trial saw ``…hand-compaction.js`` / ``onl:23:`` split by a real line break)."""
+    folder = tmp_path / ("a-folder-with-a-long-name-" * 2)
+    folder.mkdir()
+    generate_session(folder / "clean-session.jsonl", size_bytes=20_000, seed=1)
+    broken = folder / "damaged-session.jsonl"
+    generate_session(broken, size_bytes=20_000, seed=2)
+    with broken.open("ab") as f:
+        f.write(b'{"type":"message","id":"torn\n')  # a damaged line: a problem with a line number
+    env = {**os.environ, "HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "TERM": "xterm-256color"}
+    env.pop("COLUMNS", None)
+    status, lines = _screen([sys.executable, "-m", "sessiontree", "check", folder.name], tmp_path, env, 80, 40)
+    assert status == 1, lines
+    for name in ("clean-session.jsonl", "damaged-session.jsonl"):
+        assert f"{folder.name}/{name}:" in lines, lines  # whole, on its own line (72 cells)
+    assert any(line.startswith(f"  {folder.name}/damaged-session.jsonl:") and line.rstrip(":").split(":")[-1].isdigit()
+               for line in lines), lines
+    assert any(line.strip().startswith("clean (") for line in lines), lines
+
+
+def test_info_never_breaks_its_files_path(tmp_path: Path) -> None:
+    """``info`` on a terminal: a path too long to fit beside its label is on a line of
+    its own, whole (a trial saw ``…project0--/20`` / ``25-11-19T…jso`` / ``nl``, the
+    name broken by real line breaks)."""
+    folder = tmp_path / ("a-folder-with-a-long-name-" * 2)
+    folder.mkdir()
+    name = "2025-11-19T17-12-06-629Z_0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.jsonl"
+    generate_session(folder / name, size_bytes=20_000, seed=1)
+    env = {**os.environ, "HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "TERM": "xterm-256color"}
+    env.pop("COLUMNS", None)
+    shown = f"{folder.name}/{name}"  # 120 cells: wider than the terminal, wrapped by it alone
+    status, lines = _screen([sys.executable, "-m", "sessiontree", "info", shown], tmp_path, env, 200, 40)
+    assert status == 0, lines
+    assert any(line.startswith("file") and shown in line for line in lines), lines
+    status, lines = _screen([sys.executable, "-m", "sessiontree", "info", shown], tmp_path, env, 80, 40)
+    assert status == 0, lines
+    k = next(k for k, line in enumerate(lines) if line.startswith(shown[:80]))
+    assert lines[k] + lines[k + 1] == shown, lines[k:k + 2]  # the terminal's own wrap, nothing between
+    assert lines[k - 1].startswith("file") and "bytes)" in lines[k - 1], lines[k - 1]

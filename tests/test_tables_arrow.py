@@ -423,5 +423,5 @@ def test_cli_export_parquet_says_bad_blocks_without_skipped_lines(tmp_path: Path
     sm.close()  # Pi writes the file at its first assistant message
     assert main(["export", "--format", "parquet", str(tmp_path / "s"), "--out", str(tmp_path / "out")]) == 0
     captured = capsys.readouterr()
-    assert "1 session(s) written" in captured.out
+    assert "1 session(s) written (588 B read" in captured.out and "(0 MB/s" not in captured.out
     assert "1 bad blocks marked" in captured.err and "damaged line" not in captured.err

@@ -125,20 +125,34 @@ def render(io: Io, r: dict[str, Any]) -> None:
         else:
             where = path
             why = _without_path(str(err["message"]), r["file"])
-        io.print(Text.assemble((where, "bold"), ": ", (label, "bold red"), ": ", one_line(why, 2000)))
+        _say(io, where, Text.assemble((label, "bold red"), ": ", one_line(why, 2000)))
         return
     issues = r["issues"]
     serious = [i for i in issues if i["kind"] not in _INFORMATIONAL]
     if not serious:
         note = f", {len(issues)} note(s)" if issues else ""
-        io.print(Text.assemble((path, "bold"), ": ", ("clean", "bold green"), f" ({r['entries']:,} entries{note})"))
+        _say(io, path, Text.assemble(("clean", "bold green"), f" ({r['entries']:,} entries{note})"))
     else:
-        io.print(Text.assemble((path, "bold"), ": ", (f"{len(serious)} problem(s)", "bold red"),
-                               f" ({r['entries']:,} entries kept)"))
+        _say(io, path, Text.assemble((f"{len(serious)} problem(s)", "bold red"), f" ({r['entries']:,} entries kept)"))
     for i in issues:
         line = i["line"] if i["line"] is not None else "-"
         ids = f" [{', '.join(show(x, 200) for x in i['ids'])}]" if i["ids"] else ""
         detail = f": {one_line(i['detail'], 2000)}" if i["detail"] else ""
         offset = f"  (byte {i['offset']})" if i["offset"] is not None else ""
         style = "yellow" if i["kind"] in _INFORMATIONAL else "red"
-        io.print(Text.assemble(f"  {path}:{line}: ", (i["kind"], style), f"{ids}{detail}", (offset, "dim")))
+        _say(io, f"{path}:{line}", Text.assemble((i["kind"], style), f"{ids}{detail}", (offset, "dim")), indent="  ")
+
+
+def _say(io: Io, where: str, rest: Text, indent: str = "") -> None:
+    """One result line: ``indent``, ``where`` (a path, or ``PATH:LINE``), ``: `` and
+    ``rest``. On a terminal narrower than that line, ``where`` goes on a line of its own,
+    never cut nor broken (it is pasted back, as ``ls`` prints a path that does not fit),
+    and ``rest`` under it, indented, wrapped at its words; piped, one line as before."""
+    line = Text.assemble(indent, (where, "bold"), ": ", rest)
+    if not io.out.is_terminal or line.cell_len <= io.out.width:
+        io.print(line)
+        return
+    from rich.padding import Padding
+
+    io.print(Text.assemble(indent, (where + ":", "bold")), no_wrap=True, overflow="ignore", crop=False)
+    io.print(Padding(rest, (0, 0, 0, len(indent) + 4)))

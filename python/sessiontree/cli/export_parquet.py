@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 
 from ._common import CliError, Io, count_progress, skip_note
-from ..view import safe
+from ..view import human_bytes, safe
 
 
 def run_parquet(sources: Sequence[str], *, where: str, out: str, backend: str, as_json: bool, io: Io) -> int:
@@ -47,8 +47,9 @@ def run_parquet(sources: Sequence[str], *, where: str, out: str, backend: str, a
             "seconds": round(result.seconds, 3),
         }) + "\n")  # fmt: skip
     else:
-        speed = f", {mb / result.seconds:.0f} MB/s" if result.seconds > 0 and result.written else ""
-        io.out.print(f"{safe(out)}: {len(result.written):,} session(s) written ({mb:,.1f} MB read{speed}), "
+        rate = mb / result.seconds if result.seconds > 0 else 0.0
+        speed = f", {rate:,.{0 if rate >= 10 else 1}f} MB/s" if rate >= 0.05 and result.written else ""
+        io.out.print(f"{safe(out)}: {len(result.written):,} session(s) written ({human_bytes(result.bytes_read)} read{speed}), "
                      f"{result.skipped} unchanged, {result.removed} removed, {len(failed)} failed "
                      f"({result.seconds:.2f} s)", markup=False, highlight=False)  # fmt: skip
         for p, r in failed:

@@ -13,7 +13,7 @@ from rich.text import Text
 from ..schema import CodeColumn
 
 from ._common import Io, file_version, load_report, open_session, spinner
-from ..view import ABSENT, hang, human_bytes, human_seconds, num, safe, show, value_text
+from ..view import ABSENT, cells, hang, human_bytes, human_seconds, num, safe, show, value_text
 
 _KEY = 17  # cells of the label column: the values start there
 
@@ -185,7 +185,16 @@ def render(io: Io, d: dict[str, Any]) -> None:
         rows.append(Text.assemble((f"{key:<{_KEY}}", "bold"), (first, style)))
         rows.extend(Text(line, style) for line in more)
 
-    add("file", f"{safe(d['file'])}  ({human_bytes(d['fileSize'])}, {d['fileSize']:,} bytes)")
+    def add_path(key: str, path: str, after: str = "") -> None:
+        # A path is pasted back: never broken. One that does not fit beside its label
+        # goes on a line of its own, whole (as ls prints one), what follows it above.
+        if width is None or _KEY + cells(path + after) <= width:
+            add(key, path + after)
+            return
+        add(key, after.strip())
+        rows.append(Text(path))
+
+    add_path("file", safe(d["file"]), f"  ({human_bytes(d['fileSize'])}, {d['fileSize']:,} bytes)")
     add("opened", f"{human_seconds(d['openSeconds'])} with the {d['backend']} backend"
         f" (+{human_seconds(d['scanSeconds'])} for this summary)")
     version = f"version {show(d['version'], 40, none=ABSENT)}"
@@ -197,7 +206,7 @@ def render(io: Io, d: dict[str, Any]) -> None:
         add("name", show(d["sessionName"]))
     add("cwd", show(d["cwd"], none=ABSENT))
     if d["parentSession"]:
-        add("forked from", show(d["parentSession"]))
+        add_path("forked from", show(d["parentSession"]))
     add("time", _time_row(d))
     add("entries", f"{d['entries']:,}  " + _counts(d["byType"]))
     add("messages", _counts(d["byRole"]) or "none")
@@ -227,7 +236,8 @@ def render(io: Io, d: dict[str, Any]) -> None:
             + "  (details: sessiontree check)", "red")
     else:
         add("problems", "none")
-    io.print(Text("\n").join(rows))
+    # Every row but a path's fits (hang); a path's is printed whole, never broken.
+    io.print(Text("\n").join(rows), no_wrap=True, overflow="ignore", crop=False)
 
 
 def _time_row(d: dict[str, Any]) -> str:
