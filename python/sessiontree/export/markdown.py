@@ -284,31 +284,11 @@ def _escape_refs(region: str, *, code: bool) -> str:
     """``region`` with ``\\`` before each ``&`` that starts a reference (:data:`_REF_RE`)
     and is not escaped already; with ``code``, none inside a code span (a backtick run
     up to the next run of the same length, as in :func:`_escape_inline_html`)."""
-    out: list[str] = []
-    i, n = 0, len(region)
-    while i < n:
-        m = _REF_SPECIAL_RE.search(region, i)
-        if m is None:
-            out.append(region[i:])
-            break
-        j = m.start()
-        out.append(region[i:j])
-        c = region[j]
-        if c == "\\":
-            out.append(region[j:j + 2])
-            i = j + 2
-        elif c == "`":
-            k = j
-            while k < n and region[k] == "`":
-                k += 1
-            close = _closing_run(region, k, k - j) if code else -1
-            end = k if close < 0 else close
-            out.append(region[j:end])
-            i = end
-        else:
-            out.append("\\&" if _REF_RE.match(region, j) else "&")
-            i = j + 1
-    return "".join(out)
+
+    def amp(text: str, j: int) -> tuple[str, int]:
+        return ("\\&" if _REF_RE.match(text, j) else "&"), j + 1
+
+    return _outside_code(region, _REF_SPECIAL_RE, amp, code=code)
 
 
 def _decoded_regions(text: str) -> list[tuple[int, int]]:
@@ -372,10 +352,24 @@ def _escape_inline_html(region: str) -> str:
     processing instruction that starts first wins over a code span."""
     from markdown_it.common.html_re import HTML_TAG_RE
 
+    def tag(text: str, j: int) -> tuple[str, int]:
+        found = HTML_TAG_RE.match(text, j)
+        return ("<", j + 1) if found is None else ("\\" + found.group(), found.end())
+
+    return _outside_code(region, _SPECIAL_RE, tag)
+
+
+def _outside_code(region: str, special: re.Pattern[str], escape: Callable[[str, int], tuple[str, int]], *,
+                  code: bool = True) -> str:
+    """``region`` read as CommonMark reads inline text, left to right: a backslash
+    escapes the next character, a backtick run opens a code span up to the next run of
+    the same length (else it is literal; without ``code`` every run is literal), and
+    each other character ``special`` finds (a pattern of ``\\``, a backtick and it) at
+    ``j`` is replaced by ``escape(region, j)``: its text and where to go on."""
     out: list[str] = []
     i, n = 0, len(region)
     while i < n:
-        m = _SPECIAL_RE.search(region, i)
+        m = special.search(region, i)
         if m is None:
             out.append(region[i:])
             break
@@ -389,19 +383,13 @@ def _escape_inline_html(region: str) -> str:
             k = j
             while k < n and region[k] == "`":
                 k += 1
-            run = k - j
-            close = _closing_run(region, k, run)
+            close = _closing_run(region, k, k - j) if code else -1
             end = k if close < 0 else close
             out.append(region[j:end])
             i = end
         else:
-            tag = HTML_TAG_RE.match(region, j)
-            if tag is None:
-                out.append("<")
-                i = j + 1
-            else:
-                out.append("\\" + tag.group())
-                i = tag.end()
+            piece, i = escape(region, j)
+            out.append(piece)
     return "".join(out)
 
 
