@@ -48,6 +48,15 @@ def _screen(argv: list[str], cwd: Path, env: dict[str, str], cols: int, rows: in
     return status, [line.rstrip() for line in screen.display]
 
 
+def _env(tmp_path: Path) -> dict[str, str]:
+    """A fresh user's environment whose terminal size is the pty's alone."""
+    env = {**os.environ, "HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "TERM": "xterm-256color"}
+    env.pop("COLUMNS", None)
+    env.pop("LINES", None)
+    return env
+
+
 def test_check_prints_every_result_whole_under_its_progress(tmp_path: Path) -> None:
     """``check DIR`` on a terminal draws an n-of-m bar while it prints a line per file:
     every file's line is on the screen whole at the end, with the total, and no bar or
@@ -58,10 +67,7 @@ def test_check_prints_every_result_whole_under_its_progress(tmp_path: Path) -> N
     names = [f"s{k:02d}.jsonl" for k in range(12)]
     for k, name in enumerate(names):
         generate_session(folder / name, size_bytes=40_000, seed=k)
-    env = {**os.environ, "HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
-           "TERM": "xterm-256color"}
-    env.pop("COLUMNS", None)
-    env.pop("LINES", None)
+    env = _env(tmp_path)
     status, lines = _screen([sys.executable, "-m", "sessiontree", "check", "d"], tmp_path, env, 80, 40)
     assert status == 0, lines
     for name in names:
@@ -81,9 +87,7 @@ def test_usage_session_fits_the_terminal(tmp_path: Path) -> None:
     names = [f"2025-01-0{k}T10-00-00-000Z_0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5{k}.jsonl" for k in range(3)]
     for k, name in enumerate(names):
         generate_session(folder / name, size_bytes=30_000, seed=k)
-    env = {**os.environ, "HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
-           "TERM": "xterm-256color"}
-    env.pop("COLUMNS", None)
+    env = _env(tmp_path)
     status, lines = _screen([sys.executable, "-m", "sessiontree", "usage", "session", folder.name], tmp_path, env,
                             200, 40)
     assert status == 0, lines
@@ -109,9 +113,7 @@ def test_check_never_breaks_a_path(tmp_path: Path) -> None:
     generate_session(broken, size_bytes=20_000, seed=2)
     with broken.open("ab") as f:
         f.write(b'{"type":"message","id":"torn\n')  # a damaged line: a problem with a line number
-    env = {**os.environ, "HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
-           "TERM": "xterm-256color"}
-    env.pop("COLUMNS", None)
+    env = _env(tmp_path)
     status, lines = _screen([sys.executable, "-m", "sessiontree", "check", folder.name], tmp_path, env, 80, 40)
     assert status == 1, lines
     for name in ("clean-session.jsonl", "damaged-session.jsonl"):
@@ -129,9 +131,7 @@ def test_info_never_breaks_its_files_path(tmp_path: Path) -> None:
     folder.mkdir()
     name = "2025-11-19T17-12-06-629Z_0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.jsonl"
     generate_session(folder / name, size_bytes=20_000, seed=1)
-    env = {**os.environ, "HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
-           "TERM": "xterm-256color"}
-    env.pop("COLUMNS", None)
+    env = _env(tmp_path)
     shown = f"{folder.name}/{name}"  # 120 cells: wider than the terminal, wrapped by it alone
     status, lines = _screen([sys.executable, "-m", "sessiontree", "info", shown], tmp_path, env, 200, 40)
     assert status == 0, lines
