@@ -564,3 +564,27 @@ def test_export_says_how_many_damaged_lines_it_skipped(world: dict[str, object],
     p = run("--backend", backend, "export", str(folder), "--format", "parquet", "--out", str(tmp_path / "pq2"),
             env=env)
     assert p.returncode == 0 and p.stderr.strip().splitlines()[-1] == note, p.stderr
+
+
+def test_a_path_no_terminal_shows_as_is_pastes_back(tmp_path: Path) -> None:
+    """A folder named with a newline, a byte that is not UTF-8 or a bidi control: ``ls``,
+    ``search`` and ``check`` print its sessions' paths ANSI-C quoted, printable,
+    and a shell reads each back as the path (adversary round 44: ``'./new\\nline/…'``
+    and ``./bad\\udcff/…`` named no file)."""
+    import os
+
+    names = [b"new\nline", b"bad\xff", "rlo\u202eq".encode()]
+    for k, raw in enumerate(names):
+        folder = os.path.join(os.fsencode(tmp_path), raw)
+        os.mkdir(folder)
+        _session_with_title(Path(os.fsdecode(os.path.join(folder, b"s.jsonl"))), f"find the wombat {k}")
+    env = {"HOME": str(tmp_path / "h"), "SESSIONTREE_CATALOG": str(tmp_path / "c.sqlite3")}
+    for command in (["ls"], ["search", "wombat"], ["check"]):
+        p = run(*command, str(tmp_path), env=env)
+        assert p.returncode == 0, p.stderr
+        shown = [w.rstrip(":") for line in p.stdout.splitlines() for w in line.split() if w.startswith("$'")]
+        assert len(shown) == len(names), (command, p.stdout)
+        for word in shown:
+            assert word.isprintable(), word
+            back = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, timeout=30).stdout
+            assert os.path.isfile(back), (command, word, back)

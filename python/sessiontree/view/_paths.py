@@ -3,6 +3,7 @@ path one command prints can be pasted into another (issue 26)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 
@@ -16,6 +17,29 @@ _SHELL_SPECIAL = re.compile(r"[\s'\"\\$`!*?\[\]{}()<>|&;#~=%^]")
 
 
 def shown_path(path: str) -> str:
-    """``path`` quoted for a POSIX shell where it must be (``shlex.quote``), then made
-    terminal-safe (:func:`safe`: a control character in a name is shown escaped)."""
-    return safe(shlex.quote(path) if not path or _SHELL_SPECIAL.search(path) else path)
+    """``path`` quoted for a POSIX shell where it must be (``shlex.quote``), printable
+    on a terminal and still a path the shell takes back: a name holding a character the
+    escaping rule shows escaped (a control such as a newline, a bidi or invisible
+    character, a byte that is not UTF-8, held as ``os.fsdecode``'s lone surrogate) is
+    ANSI-C quoted, ``$'…'``, each such character as its bytes (``$'new\\nline'``,
+    ``$'bad\\xff'``), where :func:`safe` alone printed a form no shell reads back."""
+    if safe(path) != path:
+        return _ansi_c(path)
+    return shlex.quote(path) if not path or _SHELL_SPECIAL.search(path) else path
+
+
+def _ansi_c(path: str) -> str:
+    """``path`` as bash's ``$'…'`` quoting writes it: ``\\`` and ``'`` escaped, every
+    character :func:`safe` would escape written as its bytes in the file system's
+    encoding (``\\xHH``; a surrogate of ``os.fsdecode`` is the byte it stands for)."""
+    out = ["$'"]
+    for ch in path:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif safe(ch) == ch:
+            out.append(ch)
+        else:
+            raw = os.fsencode(ch) if "\udc80" <= ch <= "\udcff" else ch.encode("utf-8", "surrogatepass")
+            out.append("".join(f"\\x{b:02x}" for b in raw))
+    out.append("'")
+    return "".join(out)
