@@ -348,8 +348,14 @@ fn tool_call_preview(block: &Value<'_>, width: usize) -> Option<String> {
 
 /// `_entries.item_of(entry, label)`, or `None` where Python's spelling is not copied.
 pub fn item_of<'a>(entry: &'a Value<'a>, label: Option<&str>) -> Option<Item<'a>> {
+    let id = entry.get("id")?.as_str()?;
+    // An id is shown escaped, whole, up to 80 characters (`_render.doc_id`): one of
+    // ASCII graphic characters is shown as it is; any other goes to Python.
+    if id.len() > 80 || !id.bytes().all(|b| b.is_ascii_graphic()) {
+        return None;
+    }
     let mut item = Item {
-        id: entry.get("id")?.as_str()?,
+        id,
         kind: doc_line(entry.get("type"), 60)?,
         when: match entry.get("timestamp") {
             Some(Value::Str(ts)) => doc_line_str(take_chars(&ts.replace('T', " "), 19), 40),

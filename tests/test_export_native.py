@@ -304,3 +304,29 @@ def test_get_lines_by_id(corpus_dir: Path, backend: str) -> None:
             with pytest.raises(TypeError):
                 sm.get_lines_by_id("an id")
     assert checked > 100
+
+
+def test_an_id_is_shown_escaped_as_tree_shows_it(tmp_path: Path, backend: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adversary round 44, F5: an id holding U+2028 (or a space, or a control) is shown
+    escaped in both exports, as ``tree`` shows it (``\\u2028x``), where the exports
+    folded it into a space and showed ``x``, an id no entry has; both paths equal."""
+    ids = ["\u2028x", "\u202ey", "a  b", "t\tab", "plain"]
+    lines = [json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z",
+                         "cwd": "/w"})]
+    parent = None
+    for eid in ids:
+        lines.append(json.dumps({"type": "message", "id": eid, "parentId": parent,
+                                 "timestamp": "2025-01-01T00:00:01.000Z",
+                                 "message": {"role": "user", "content": "hi", "timestamp": 1}}))
+        parent = eid
+    path = tmp_path / "ids.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    _same(path, backend, monkeypatch)
+    md = _export(path, backend, "full", True, monkeypatch).decode()
+    page = _page(path, backend, "all", True, monkeypatch).decode()
+    for shown in ("\\\\u2028x", "\\\\u202ey", "t\\\\tab", "plain"):  # md_inline escapes the backslash
+        assert shown in md, (shown, md)
+    for shown in ("\\u2028x", "\\u202ey", "t\\tab"):
+        assert f'class="eid" href="#a' in page and f">{shown}</a></header>" in page, shown
+    assert "\u2028" not in md and "\u2028" not in page

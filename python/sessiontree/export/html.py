@@ -56,6 +56,7 @@ from ..view import (
     Part,
     Structure,
     clean,
+    doc_id,
     doc_line,
     entry_preview,
     fold_text,
@@ -283,7 +284,7 @@ def _write_data(st: Structure, write: Callable[[str], Any], file: str) -> None:
             else:
                 yield next((c for c in kids[a:b] if c in on_path), kids[b - 1])
 
-    for k, (name, items) in enumerate((("ids", (clean(eid) for eid in shape.ids)),
+    for k, (name, items) in enumerate((("ids", (doc_id(eid, len(eid)) for eid in shape.ids)),
                                        ("parents", iter(shape.parents)), ("down", down()))):
         write(("{" if k == 0 else ",") + f'"{name}":[')
         sep = ""
@@ -405,7 +406,7 @@ def _plain_rows(st: Structure, nums: Sequence[int], prefix: str) -> Iterator[str
             d = doc_line(kind, 40)
             k = kind_html[kind] = f' <span class="k{f" k-{d}" if d in KINDS else ""}">{h(d)}</span> <span class="pv"></span>'
         eid = shape.ids[n]
-        shown = eid if len(eid) <= 8 and eid.isascii() and eid.isalnum() else h(doc_line(eid, 12)[:8])
+        shown = eid if len(eid) <= 8 and eid.isascii() and eid.isalnum() else h(doc_id(eid, 8))
         mark = "" if branches else ' <span class="mk">tip</span>'
         yield (f'<a class="{"r on" if n in on_path else "r"}" id="t{n}" href="#a{n}" data-n="{n}">{px}{shown}'
                f'{k}{mark}</a>\n')
@@ -488,7 +489,7 @@ def _article(st: Structure, n: int, entry: dict[str, Any], md: Callable[[str], s
         parts.append(f"<span>{h(' · '.join(m for m in item.meta if m))}</span>")
     if item.label is not None:
         parts.append(f'<span class="lb">[{h(doc_line(item.label, 200))}]</span>')
-    parts.append(f'<a class="eid" href="#a{n}">{h(doc_line(item.id, 80))}</a></header>')
+    parts.append(f'<a class="eid" href="#a{n}">{h(doc_id(item.id))}</a></header>')
     if out:
         parts.append('<p class="outnote">summarized by a later compaction: not in the model\'s context at this leaf</p>')
     role = item.kind

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..view import CONVERSATION, Item, Part, Structure, doc_line, item_of
+from ..view import CONVERSATION, Item, Part, Structure, doc_id, doc_line, item_of
 
 __all__ = ["write_markdown", "contain", "fence", "DETAILS", "MarkdownStats"]
 
@@ -535,7 +535,7 @@ def _heading(item: Item, full: bool) -> str:
     head = [item.kind, item.when] if item.when else [item.kind]
     if full:
         head.extend(m for m in item.meta if m)
-        head.append(doc_line(item.id, 80))
+        head.append(doc_id(item.id))
     label = doc_line(item.label, 200) if item.label is not None else None
     if all(x.strip() for x in head) and (label is None or label.strip()):
         # No piece is blank, so md_inline of the joined line is the join of each one's:

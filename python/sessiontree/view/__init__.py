@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     )
     from ._escape import safe, safe_block
     from ._preview import content_text, tool_call_preview
-    from ._render import IMAGE_TYPES, Item, Part, clean, doc_line
+    from ._render import IMAGE_TYPES, Item, Part, clean, doc_id, doc_line
     from ._ids import SHORT_ID, AmbiguousIdError, id_width, resolve_id
     from ._paths import shown_path
     from ._structure import Structure, structure_of
@@ -88,7 +88,7 @@ _HOMES: dict[str, str] = {
     ), "_entries"),
     **dict.fromkeys(('safe', 'safe_block'), "_escape"),
     **dict.fromkeys(('content_text', 'tool_call_preview'), "_preview"),
-    **dict.fromkeys(('IMAGE_TYPES', 'Item', 'Part', 'clean', 'doc_line'), "_render"),
+    **dict.fromkeys(('IMAGE_TYPES', 'Item', 'Part', 'clean', 'doc_id', 'doc_line'), "_render"),
     **dict.fromkeys(('SHORT_ID', 'AmbiguousIdError', 'id_width', 'resolve_id'), "_ids"),
     **dict.fromkeys(('shown_path',), "_paths"),
     **dict.fromkeys(('Structure', 'structure_of'), "_structure"),
@@ -108,7 +108,7 @@ __all__ = [
     "ABSENT", "BRANCH_MARK", "CLOSE", "CONVERSATION", "ENTRY", "ENTRY_VIEWS", "FOLD", "FOLD_MARK", "IMAGE_TYPES", "KEEP_TYPES", "KIND_STYLES", "KINDS",
     "MAX_SIBLINGS", "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "ROLE_VIEWS", "SHORT_ID", "AmbiguousIdError", "Drawing",
     "EntryView", "Item", "Layout", "Part", "RoleView", "Row", "Structure", "TreeRow", "as_is", "cells", "clean",
-    "collapse", "content_text", "doc_line", "entry_preview", "fit", "fit_start", "fold_text", "hang", "hang_lines", "format_row", "human_bytes",
+    "collapse", "content_text", "doc_id", "doc_line", "entry_preview", "fit", "fit_start", "fold_text", "hang", "hang_lines", "format_row", "human_bytes",
     "human_seconds", "id_width", "int_text", "item_of", "json_text", "message_preview", "model_text", "ms_time", "num",
     "number", "one_line", "plain_doc", "plain_table", "render_message", "resolve_id", "safe", "safe_block", "show",
     "shown_path", "structure_of",

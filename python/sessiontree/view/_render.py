@@ -17,12 +17,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._escape import safe_block
+from ._escape import safe, safe_block
 from ._preview import model_change_text, tool_call_preview
 from ._text import human_bytes, json_text, ms_time, num, usage_text, value_text
 from ..schema import blob_sha256
 
-__all__ = ["Part", "Item", "new_item", "start_message", "clean", "doc_line", "usage_text", "IMAGE_TYPES"]
+__all__ = ["Part", "Item", "new_item", "start_message", "clean", "doc_line", "doc_id", "usage_text", "IMAGE_TYPES"]
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _BASE64_RE = re.compile(r"[A-Za-z0-9+/]*={0,2}")
@@ -45,6 +45,18 @@ def doc_line(value: Any, limit: int = 200) -> str:
         return value  # already one clean line: most ids, times, names and models
     text = " ".join(clean(value_text(value, limit * 4)).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def doc_id(value: Any, limit: int = 80) -> str:
+    """An entry id as the exports show it: one line, every character the escaping rule
+    shows escaped (:func:`_escape.safe`: a U+2028 in an id is ``\\u2028``, as ``tree``
+    shows it, where :func:`doc_line` folds a text's line breaks into spaces and the id
+    shown named no entry), at most ``limit`` characters before escaping, cut with ``…``.
+    ``src/item.rs`` renders only ids of ASCII graphic characters, which this leaves."""
+    text = value if type(value) is str else value_text(value, limit * 4)
+    if len(text) > limit:
+        text = text[:limit - 1] + "…"
+    return safe(text)
 
 
 @dataclass
