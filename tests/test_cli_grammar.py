@@ -588,3 +588,16 @@ def test_a_path_no_terminal_shows_as_is_pastes_back(tmp_path: Path) -> None:
             assert word.isprintable(), word
             back = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, timeout=30).stdout
             assert os.path.isfile(back), (command, word, back)
+
+
+def test_an_empty_id_names_no_entry(tmp_path: Path) -> None:
+    """``--leaf ''`` (and ``--from ''``) names no entry, in the one wording of an id no
+    entry has: an empty prefix was "ambiguous (4 entries start with : …)" (adversary
+    round 44, F3)."""
+    path = tmp_path / "s.jsonl"
+    generate_session(path, size_bytes=5_000, seed=4)
+    for args in (["context", str(path), "--leaf", ""], ["tree", str(path), "--from", ""],
+                 ["export", str(path), "--format", "markdown", "--leaf", "", "--out", "-"]):
+        p = run(*args, env={"HOME": str(tmp_path / "h")})
+        assert p.returncode == 1 and "entry '' (an empty id) not found" in p.stderr, (args, p.stderr)
+        assert "ambiguous" not in p.stderr

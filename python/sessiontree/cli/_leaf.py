@@ -27,8 +27,16 @@ def resolve_entry(io: Io, sm: Any, file: str, ident: str, option: str = "--leaf"
         st = structure_of(sm)
     try:
         return st.resolve(ident), st
-    except AmbiguousIdError as e:
-        raise CliError(f"{safe(file)}: {option} {safe(ident)} is ambiguous ({safe(str(e))}); "
-                       "give more characters") from None
-    except KeyError:
-        raise CliError(f"{safe(file)}: entry {safe(ident)} not found") from None
+    except (AmbiguousIdError, KeyError) as e:
+        raise id_error(file, option, ident, e) from None
+
+
+def id_error(file: str, option: str, ident: str, e: Exception) -> CliError:
+    """The one wording of an ``option`` id that names no entry (``KeyError``) or a
+    prefix several ids have (``view.AmbiguousIdError``, naming the first five)."""
+    from ..view import AmbiguousIdError
+
+    if isinstance(e, AmbiguousIdError):
+        return CliError(f"{safe(file)}: {option} {safe(ident)} is ambiguous ({safe(str(e))}); give more characters")
+    shown = safe(ident) if ident else "'' (an empty id)"
+    return CliError(f"{safe(file)}: entry {shown} not found")

@@ -42,6 +42,7 @@ from typing import Any
 from ..view import (PREVIEW_CLIP, AmbiguousIdError, Layout, TreeRow, as_is, entry_preview, format_row, id_width,
                     resolve_id, show, tree_rows, value_text)
 from ._common import CliError, Io, count_progress, open_session, spinner
+from ._leaf import id_error
 
 _NESTED = 2  # abandoned branches drawn nested this deep unless --nested / --full say otherwise
 _MIN_TEXT = 44  # columns left for mark, id, kind and some preview at the deepest guide
@@ -121,11 +122,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
         if args.start is not None:
             try:
                 start = shape.index(resolve_id(sm, args.start, shape.ids))
-            except AmbiguousIdError as e:
-                raise CliError(f"{show(args.file, 300)}: --from {show(args.start, 100)} is ambiguous "
-                               f"({show(str(e), 400)}); give more characters") from None
-            except KeyError:
-                raise CliError(f"{show(args.file, 300)}: entry {show(args.start, 100)} not found") from None
+            except (AmbiguousIdError, KeyError) as e:
+                raise id_error(args.file, "--from", args.start, e) from None
             roots, start_depth = [start], shape.depth(start)
         width = _width(io, args.width)
         cap = max(1, (width - _MIN_TEXT) // 5)

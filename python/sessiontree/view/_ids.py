@@ -58,7 +58,7 @@ def resolve_id(sm: Any, text: str, ids: Sequence[str] | None = None) -> str:
             read to name the candidates of an ambiguous prefix.
 
     Raises:
-        KeyError: no entry has that id or prefix.
+        KeyError: no entry has that id or prefix (an empty ``text`` is a prefix of none).
         AmbiguousIdError: the prefix fits several ids (the first five named).
     """
     try:
@@ -68,6 +68,8 @@ def resolve_id(sm: Any, text: str, ids: Sequence[str] | None = None) -> str:
             raise KeyError(text) from None
     except LookupError:
         raise KeyError(text) from None
+    if not text:  # no entry's whole id: an empty prefix names no entry, not every one
+        raise KeyError(text)
     if ids is None:
         ids = sm.get_shape().ids
     found = [i for i in ids if isinstance(i, str) and i.startswith(text)]
