@@ -601,3 +601,17 @@ def test_an_empty_id_names_no_entry(tmp_path: Path) -> None:
         p = run(*args, env={"HOME": str(tmp_path / "h")})
         assert p.returncode == 1 and "entry '' (an empty id) not found" in p.stderr, (args, p.stderr)
         assert "ambiguous" not in p.stderr
+
+
+def test_an_empty_scope_is_said_with_json_too(tmp_path: Path) -> None:
+    """With ``--json`` an empty scope is said on stderr as without it, the JSON on stdout
+    unchanged (adversary round 44, F2: stderr was empty)."""
+    (tmp_path / "e").mkdir()
+    env = {"HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "c")}
+    for args, said in ((["ls"], "no sessions found in"), (["search", "foo"], "no hits in 0 session(s) of"),
+                       (["usage"], "no recorded usage in 0 session(s) of"), (["index"], "no sessions found in")):
+        plain = run(*args, str(tmp_path / "e"), env=env)
+        p = run(*args, str(tmp_path / "e"), "--json", env=env)
+        assert p.returncode == plain.returncode == 0, p.stderr
+        json.loads(p.stdout)
+        assert said in p.stderr and said in plain.stderr, (args, p.stderr, plain.stderr)

@@ -65,6 +65,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
         except CatalogError as e:
             raise CliError(str(e)) from None
     seconds = time.perf_counter() - t0
+    if not s.files:  # on stderr, with --json too (CONTRACT §10: an empty scope is said)
+        io.note(f"no sessions found in {safe(scope.where)}{scope.empty_hint()}")
     if args.json:
         io.write_json({"files": s.files, "sessions": s.sessions, "problems": s.problems, "read": s.read,
                        "bytesRead": s.bytes_read, "indexed": s.indexed, "bytesIndexed": s.bytes_indexed,
@@ -72,6 +74,4 @@ def run(args: argparse.Namespace, io: Io) -> int:
                        "seconds": round(seconds, 3), "catalog": s.catalog, "catalogBytes": s.catalog_bytes})
         return 0
     io.print(summary_line(s, seconds), markup=False, highlight=False)
-    if not s.files:
-        io.note(f"no sessions found in {safe(scope.where)}{scope.empty_hint()}")
     return 0

@@ -56,6 +56,9 @@ def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree ls``: the exit status (see the module docstring)."""
     scope = _scope.resolve(args, io)
     sessions, problems = collect(args, io, scope)
+    empty = not sessions and not problems
+    if empty:  # on stderr, with --json too (CONTRACT §10: an empty scope is said)
+        io.note(f"no sessions found in {safe(scope.where)}{scope.empty_hint()}")
     if args.json:
         io.write_json({
             "sessions": [
@@ -67,8 +70,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
             "problems": problems,
         })
         return 0
-    if not sessions and not problems:
-        io.note(f"no sessions found in {safe(scope.where)}{scope.empty_hint()}")
+    if empty:
         return 0
     width = io.out.width if io.out.is_terminal else None
     io.write("".join(line + "\n" for line in rows(sessions, io.styler(), width)))

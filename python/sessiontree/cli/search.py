@@ -63,6 +63,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
             raise CliError(f"bad query: {e}", code=2) from None
     if args.json:
         _write_json({"query": args.query, "total": total, "offset": offset, "files": files}, hits)
+        if not files:  # on stderr, with --json too (CONTRACT §10: an empty scope is said)
+            io.note(f"no hits in 0 session(s) of {safe(scope.where)}{scope.empty_hint()}")
         return 0
     result = SearchResult(tuple(hits), total, offset, files)
     if not result.hits:

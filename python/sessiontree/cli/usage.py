@@ -137,6 +137,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
         report = usage(group, list(scope.sources), since=args.since, until=args.until,  # type: ignore[arg-type]
                        active_path=args.active_path, tz=timezone.utc if args.utc else None, on_bytes=update,
                        **_scope.catalog_options(args, io))
+    if args.json and not report.files:  # on stderr, with --json too (CONTRACT §10)
+        io.note(f"no recorded usage in 0 session(s) of {safe(scope.where)}{scope.empty_hint()}")
     if args.json:
         io.write_json({
             "report": group, "activePath": args.active_path,
