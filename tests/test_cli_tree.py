@@ -334,3 +334,33 @@ def test_a_long_label_leaves_the_row_its_text(tmp_path: Path, width: int, backen
         label = row[row.index("  [") + 3:]
         assert label.endswith("…]") and _LABELS[eid].startswith(label[:-2]), row  # cut, and said to be
         assert cell_len(label) >= 8, row  # not cut to nothing either
+
+
+def test_ids_are_cut_before_they_are_escaped(tmp_path: Path) -> None:
+    """Adversary round 44, F3: an id holding U+200B showed ``\\u200b\\u`` (its escape cut).
+    Now the id is cut, then escaped, and padded by cells."""
+    import json as _json
+    import subprocess
+    import sys
+
+    from rich.cells import cell_len
+
+    ids = ["\u200bab\u200bcdefgh", "日本語日本語日本xx", "abcdefghij"]
+    lines = [_json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z",
+                          "cwd": "/w"})]
+    parent = None
+    for eid in ids:
+        lines.append(_json.dumps({"type": "message", "id": eid, "parentId": parent,
+                                  "timestamp": "2025-01-01T00:00:01.000Z",
+                                  "message": {"role": "user", "content": "hi", "timestamp": 1}}))
+        parent = eid
+    path = tmp_path / "ids.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    p = subprocess.run([sys.executable, "-m", "sessiontree", "tree", str(path)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    rows = [line for line in p.stdout.splitlines() if " user " in line]
+    assert len(rows) == 3, p.stdout
+    assert "\\u200bab\\u200bcdefgh" in rows[0] or "\\u200bab\\u200bcdef" in rows[0], rows[0]
+    assert not rows[0].split(" user")[0].rstrip().endswith("\\u"), rows[0]
+    assert cell_len(rows[1].split(" user")[0]) == 2 + 16, rows[1]  # eight wide characters, whole

@@ -356,7 +356,7 @@ def format_row(row: TreeRow, lay: Layout, label: Any, width: int) -> tuple[str, 
         return prefix + text, segs
     i = row.at
     entry = lay.entry(i)
-    eid = show(entry.get("id"), 100, none=ABSENT)
+    raw_id = entry.get("id")
     is_leaf = i == lay.leaf
     n_kids = lay.first[i + 1] - lay.first[i]
     kind, preview = entry_preview(entry)
@@ -365,7 +365,11 @@ def format_row(row: TreeRow, lay: Layout, label: Any, width: int) -> tuple[str, 
     kind = fit(kind, 40)  # an entry type is whatever the file says; keep the columns
     mark = "* " if is_leaf else "◇ " if n_kids == 0 else "  "
     w = lay.id_width
-    head = f"{mark}{eid[:w]:<{w}} {kind:<14} "
+    # Cut before it is escaped (a cut escape, `\\u200b\\u`, is no prefix of any id),
+    # padded by cells (a CJK id is twice as wide as its characters).
+    eid = show(raw_id[:w] if isinstance(raw_id, str) else raw_id, w if not isinstance(raw_id, str) else 100,
+               none=ABSENT)
+    head = f"{mark}{eid}{' ' * max(0, w - cells(eid))} {kind:<14} "
     before, after = [], []
     if row.hidden:
         before.append(f"(+{row.hidden:,})")
