@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sessiontree.export.html import _plain_rows, _row
 from sessiontree.export.markdown import _heading, md_inline
 from sessiontree.generate import generate_session
-from sessiontree.view import Item, Structure, clean, doc_line, structure_of
+from sessiontree.view import Item, Structure, clean, doc_id, doc_line, structure_of
 
 from _shared import open_quiet
 
@@ -52,7 +52,7 @@ def _per_piece(item: Item, full: bool) -> str:
         head.append(md_inline(item.when))
     if full:
         head.extend(md_inline(m) for m in item.meta if m)
-        head.append(md_inline(doc_line(item.id, 80)))
+        head.append(md_inline(doc_id(item.id)))
     if item.label is not None:
         head.append(f"label: {md_inline(doc_line(item.label, 200))}")
     return " · ".join(head)

@@ -253,10 +253,10 @@ def write_html(st: Structure, write: Callable[[str], Any], *, leaf: int | None =
 def _leaf_fact(st: Structure, leaf: int) -> str:
     """The header's word on ``leaf``, the tip of the branch shown (the page's script words
     it the same way when the reader picks another branch)."""
-    shown = doc_line(st.id(leaf), 80)
+    shown = doc_id(st.id(leaf))
     if leaf == st.session_leaf or st.session_leaf is None:
         return f"to {shown} (the session's current leaf)"
-    return f"to {shown}, a branch (the session's current leaf is {doc_line(st.id(st.session_leaf), 80)})"
+    return f"to {shown}, a branch (the session's current leaf is {doc_id(st.id(st.session_leaf))})"
 
 
 _DATA_CHUNK = 4096  # array items per piece of the page's data
@@ -437,7 +437,7 @@ def _row(st: Structure, n: int, prefix: str, *, preview: bool, toggle: bool = Fa
     kcls = f" k-{k}" if k in KINDS else ""
     tg = '<span class="tg"></span>' if toggle else ""
     return (f'<a class="{css}" id="t{n}" href="#a{n}" data-n="{n}"><span class="px">{h(prefix)}</span>{tg}'
-            f'{h(doc_line(st.id(n), 12)[:8])} <span class="k{kcls}">{h(k)}</span> <span class="pv">{h(text)}</span>'
+            f'{h(doc_id(st.id(n), 8))} <span class="k{kcls}">{h(k)}</span> <span class="pv">{h(text)}</span>'
             f'{" " + " ".join(marks) if marks else ""}</a>\n')
 
 

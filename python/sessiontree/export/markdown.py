@@ -458,7 +458,7 @@ def write_markdown(st: Structure, write: Callable[[str], Any], *, leaf: int | No
         facts.append(f"- file: {md_inline(doc_line(source, 300))}")
     facts.append(f"- working directory: {md_inline(doc_line(sm.cwd, 300))}")
     if leaf is not None:
-        facts.append(f"- path: {len(path):,} entries, root → {md_inline(doc_line(st.id(leaf), 80))}")
+        facts.append(f"- path: {len(path):,} entries, root → {md_inline(doc_id(st.id(leaf)))}")
     facts.append(f"- detail: {detail}")
     write("\n".join(facts) + "\n")
     render = _native_sections()
