@@ -66,3 +66,20 @@ def as_pi_099(context: dict[str, Any]) -> dict[str, Any]:
         {**m, "content": []} if m.get("role") == "custom" and "content" not in m else m for m in context["messages"]
     ]
     return {**context, "messages": messages}
+
+
+def chain_of_ids(path: Path, ids: list[str]) -> Path:
+    """A session at ``path`` of one chain of user messages ("hi"), one per id of ``ids``
+    in order (each the parent of the next), for ids no generator writes."""
+    import json
+
+    lines = [json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z",
+                         "cwd": "/w"})]
+    parent = None
+    for eid in ids:
+        lines.append(json.dumps({"type": "message", "id": eid, "parentId": parent,
+                                 "timestamp": "2025-01-01T00:00:01.000Z",
+                                 "message": {"role": "user", "content": "hi", "timestamp": 1}}))
+        parent = eid
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -339,23 +339,15 @@ def test_a_long_label_leaves_the_row_its_text(tmp_path: Path, width: int, backen
 def test_ids_are_cut_before_they_are_escaped(tmp_path: Path) -> None:
     """Adversary round 44, F3: an id holding U+200B showed ``\\u200b\\u`` (its escape cut).
     Now the id is cut, then escaped, and padded by cells."""
-    import json as _json
     import subprocess
     import sys
 
     from rich.cells import cell_len
 
+    from _shared import chain_of_ids
+
     ids = ["\u200bab\u200bcdefgh", "日本語日本語日本xx", "abcdefghij"]
-    lines = [_json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z",
-                          "cwd": "/w"})]
-    parent = None
-    for eid in ids:
-        lines.append(_json.dumps({"type": "message", "id": eid, "parentId": parent,
-                                  "timestamp": "2025-01-01T00:00:01.000Z",
-                                  "message": {"role": "user", "content": "hi", "timestamp": 1}}))
-        parent = eid
-    path = tmp_path / "ids.jsonl"
-    path.write_text("\n".join(lines) + "\n")
+    path = chain_of_ids(tmp_path / "ids.jsonl", ids)
     p = subprocess.run([sys.executable, "-m", "sessiontree", "tree", str(path)], capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 0, p.stderr

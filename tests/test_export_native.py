@@ -22,7 +22,7 @@ from sessiontree.export.markdown import DETAILS, write_markdown
 from sessiontree.generate import generate_session
 from sessiontree.view import structure_of
 
-from _shared import open_quiet
+from _shared import chain_of_ids, open_quiet
 
 pytestmark = pytest.mark.skipif(markdown._native_sections() is None, reason="the extension is not built")
 
@@ -312,16 +312,7 @@ def test_an_id_is_shown_escaped_as_tree_shows_it(tmp_path: Path, backend: str,
     escaped in both exports, as ``tree`` shows it (``\\u2028x``), where the exports
     folded it into a space and showed ``x``, an id no entry has; both paths equal."""
     ids = ["\u2028x", "\u202ey", "a  b", "t\tab", "plain"]
-    lines = [json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z",
-                         "cwd": "/w"})]
-    parent = None
-    for eid in ids:
-        lines.append(json.dumps({"type": "message", "id": eid, "parentId": parent,
-                                 "timestamp": "2025-01-01T00:00:01.000Z",
-                                 "message": {"role": "user", "content": "hi", "timestamp": 1}}))
-        parent = eid
-    path = tmp_path / "ids.jsonl"
-    path.write_text("\n".join(lines) + "\n")
+    path = chain_of_ids(tmp_path / "ids.jsonl", ids)
     _same(path, backend, monkeypatch)
     md = _export(path, backend, "full", True, monkeypatch).decode()
     page = _page(path, backend, "all", True, monkeypatch).decode()
