@@ -17,8 +17,15 @@ entries per byte than the project's generator, whose sessions hold ~14 KB lines.
 ~800,000 entries per GiB, 2.5 ~420,000, the density of sessions measured in the field
 (issue 27: 422,522 entries in a 1 GiB one).
 
-Usage: ``python benches/corpus_gen.py OUT SIZE [--seed S] [--scale X]`` (``SIZE`` like
-``100MB``).
+``--sessions N`` writes a *history* instead: N sessions of about SIZE bytes in all,
+under the folder OUT in Pi's layout (a folder per project, ``--home-user-NAME--``;
+files named ``<time>_<uuid>.jsonl`` after their headers). Their sizes are drawn from a
+log-normal law (many short sessions, a few large ones; sigma 1.6), their projects from
+a Zipf-like law over ``--projects`` names, so the history is shaped unlike the project
+generator's, whose sessions are all of one size.
+
+Usage: ``python benches/corpus_gen.py OUT SIZE [--seed S] [--scale X] [--sessions N
+[--projects P]]`` (``SIZE`` like ``100MB``).
 """
 
 from __future__ import annotations
@@ -122,11 +129,16 @@ def _scaled(msg: dict[str, Any], scale: float, rng: random.Random) -> dict[str, 
 
 
 def generate(out: str | os.PathLike[str], size: int, seed: int = 1, corpus: Path = CORPUS,
-             scale: float = 1.0) -> dict[str, int]:
-    """Write a session of about ``size`` bytes to ``out``; returns counts."""
+             scale: float = 1.0, tasks: list[list[dict[str, Any]]] | None = None,
+             clock: _Clock | None = None, cwd: str = "/home/user/history",
+             session_id: str | None = None, whole_tasks: bool = True) -> dict[str, int]:
+    """Write a session of about ``size`` bytes to ``out``; returns counts (and the
+    header's ``timestamp`` as ``start``, an ISO string). ``whole_tasks``: the last task
+    is written whole (else the session ends where it reaches ``size``, as a session
+    left mid-task does)."""
     rng = random.Random(seed)
-    tasks = load_tasks(corpus)
-    clock = _Clock(rng)
+    tasks = tasks if tasks is not None else load_tasks(corpus)
+    clock = clock if clock is not None else _Clock(rng)
     used: set[str] = set()
     all_ids: list[str] = []
     leaf: str | None = None
@@ -139,8 +151,9 @@ def generate(out: str | os.PathLike[str], size: int, seed: int = 1, corpus: Path
                 return eid
 
     ts, _ = clock.tick()
-    header = {"type": "session", "version": 3, "id": f"0199{rng.getrandbits(28):07x}-0000-7000-8000-{seed:012x}",
-              "timestamp": ts, "cwd": "/home/user/history"}
+    header = {"type": "session", "version": 3,
+              "id": session_id or f"0199{rng.getrandbits(28):07x}-0000-7000-8000-{seed:012x}",
+              "timestamp": ts, "cwd": cwd}
     written = 0
     counts = {"entries": 0, "tasks": 0, "branch_roots": 0, "new_roots": 0}
     tmp = Path(f"{os.fspath(out)}.{os.getpid()}.part")
@@ -162,6 +175,8 @@ def generate(out: str | os.PathLike[str], size: int, seed: int = 1, corpus: Path
                 counts["new_roots"] += 1
             mapping = {e["id"]: new_id() for e in task}
             for e in task:
+                if not whole_tasks and written >= size:
+                    break
                 e2 = dict(e)
                 e2["id"] = mapping[e["id"]]
                 parent = e.get("parentId")
@@ -184,7 +199,40 @@ def generate(out: str | os.PathLike[str], size: int, seed: int = 1, corpus: Path
             leaf = all_ids[-1]
     os.replace(tmp, out)
     counts["bytes"] = written
+    counts["start"] = header["timestamp"]
     return counts
+
+
+def history(root: str | os.PathLike[str], size: int, sessions: int, seed: int = 1, corpus: Path = CORPUS,
+            scale: float = 1.0, projects: int = 12) -> dict[str, int]:
+    """Write ``sessions`` sessions of about ``size`` bytes in all under ``root`` in
+    Pi's layout; returns counts. Sizes are log-normal (sigma 1.6) scaled to ``size``,
+    at least 2 KB each; a session's project is drawn with weight 1/rank."""
+    rng = random.Random(seed)
+    tasks = load_tasks(corpus)
+    clock = _Clock(rng)
+    raw = [rng.lognormvariate(0.0, 1.6) for _ in range(sessions)]
+    sizes = [max(2000, int(size * r / sum(raw))) for r in raw]
+    names = [f"{w}{i}" for i, w in enumerate(rng.sample(["api", "web", "infra", "ml", "docs", "cli", "app", "lib",
+                                                         "data", "ops", "sdk", "site", "tool", "kit"], k=min(14, projects)))]
+    names += [f"proj{i}" for i in range(len(names), projects)]
+    weights = [1 / (k + 1) for k in range(projects)]
+    total = {"sessions": 0, "entries": 0, "bytes": 0}
+    for n, want in enumerate(sizes):
+        cwd = f"/home/user/{rng.choices(names, weights)[0]}"
+        folder = Path(root) / ("--" + cwd.strip("/").replace("/", "-") + "--")
+        folder.mkdir(parents=True, exist_ok=True)
+        sid = f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-7{rng.getrandbits(12):03x}-8{rng.getrandbits(12):03x}-{rng.getrandbits(48):012x}"
+        clock.t += timedelta(minutes=rng.randint(1, 600))
+        tmp = folder / f".{n}.jsonl.part"
+        got = generate(tmp, want, seed=rng.getrandbits(32), scale=scale, tasks=tasks, clock=clock, cwd=cwd,
+                       session_id=sid, whole_tasks=False)
+        stamp = str(got["start"]).replace(":", "-").replace(".", "-")
+        os.replace(tmp, folder / f"{stamp}_{sid}.jsonl")
+        total["sessions"] += 1
+        total["entries"] += int(got["entries"])
+        total["bytes"] += int(got["bytes"])
+    return total
 
 
 def main() -> None:
@@ -193,8 +241,13 @@ def main() -> None:
     p.add_argument("size")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--scale", type=float, default=1.0)
+    p.add_argument("--sessions", type=int, default=0, help="write a history of N sessions under OUT")
+    p.add_argument("--projects", type=int, default=12)
     a = p.parse_args()
-    print(generate(a.out, size_bytes(a.size), a.seed, scale=a.scale))
+    if a.sessions:
+        print(history(a.out, size_bytes(a.size), a.sessions, a.seed, scale=a.scale, projects=a.projects))
+    else:
+        print(generate(a.out, size_bytes(a.size), a.seed, scale=a.scale))
 
 
 if __name__ == "__main__":
