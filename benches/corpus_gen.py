@@ -25,7 +25,7 @@ a Zipf-like law over ``--projects`` names, so the history is shaped unlike the p
 generator's, whose sessions are all of one size.
 
 Usage: ``python benches/corpus_gen.py OUT SIZE [--seed S] [--scale X] [--sessions N
-[--projects P]]`` (``SIZE`` like ``100MB``).
+[--projects P] [--plain]]`` (``SIZE`` like ``100MB``).
 """
 
 from __future__ import annotations
@@ -54,9 +54,11 @@ def size_bytes(text: str) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
-def load_tasks(corpus: Path = CORPUS) -> list[list[dict[str, Any]]]:
+def load_tasks(corpus: Path = CORPUS, plain: bool = False) -> list[list[dict[str, Any]]]:
     """The corpus sessions usable as tasks: version 3, every line a JSON object with a
-    string id, no duplicate ids (damaged and legacy files are left out)."""
+    string id, no duplicate ids (damaged and legacy files are left out). ``plain``: also
+    leave out sessions holding a lone surrogate or a number beyond 2**53, which other
+    readers refuse (DuckDB's ``read_json_auto``: "invalid high surrogate")."""
     tasks = []
     for path in sorted(corpus.glob("*.jsonl")):
         try:
@@ -73,10 +75,25 @@ def load_tasks(corpus: Path = CORPUS) -> list[list[dict[str, Any]]]:
             continue
         if not _compactions_keep_their_path(entries):
             continue  # a hand-made file that tests that rule: its problems are not a shape
+        if plain and any(_unusual(line) for line in lines):
+            continue
         tasks.append(entries)
     if not tasks:
         raise FileNotFoundError(f"no usable corpus sessions in {corpus}")
     return tasks
+
+
+def _unusual(value: Any) -> bool:
+    """A lone surrogate in a string or key, or a number beyond 2**53, anywhere in ``value``."""
+    if isinstance(value, str):
+        return any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return not abs(value) <= 2**53
+    if isinstance(value, dict):
+        return any(_unusual(k) or _unusual(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_unusual(v) for v in value)
+    return False
 
 
 def _compactions_keep_their_path(entries: list[dict[str, Any]]) -> bool:
@@ -204,12 +221,13 @@ def generate(out: str | os.PathLike[str], size: int, seed: int = 1, corpus: Path
 
 
 def history(root: str | os.PathLike[str], size: int, sessions: int, seed: int = 1, corpus: Path = CORPUS,
-            scale: float = 1.0, projects: int = 12) -> dict[str, int]:
+            scale: float = 1.0, projects: int = 12, plain: bool = False) -> dict[str, int]:
     """Write ``sessions`` sessions of about ``size`` bytes in all under ``root`` in
     Pi's layout; returns counts. Sizes are log-normal (sigma 1.6) scaled to ``size``,
-    at least 2 KB each; a session's project is drawn with weight 1/rank."""
+    at least 2 KB each; a session's project is drawn with weight 1/rank. ``plain``: see
+    :func:`load_tasks`."""
     rng = random.Random(seed)
-    tasks = load_tasks(corpus)
+    tasks = load_tasks(corpus, plain)
     clock = _Clock(rng)
     raw = [rng.lognormvariate(0.0, 1.6) for _ in range(sessions)]
     sizes = [max(2000, int(size * r / sum(raw))) for r in raw]
@@ -243,9 +261,11 @@ def main() -> None:
     p.add_argument("--scale", type=float, default=1.0)
     p.add_argument("--sessions", type=int, default=0, help="write a history of N sessions under OUT")
     p.add_argument("--projects", type=int, default=12)
+    p.add_argument("--plain", action="store_true", help="only sessions every JSON reader takes (for DuckDB)")
     a = p.parse_args()
     if a.sessions:
-        print(history(a.out, size_bytes(a.size), a.sessions, a.seed, scale=a.scale, projects=a.projects))
+        print(history(a.out, size_bytes(a.size), a.sessions, a.seed, scale=a.scale, projects=a.projects,
+                      plain=a.plain))
     else:
         print(generate(a.out, size_bytes(a.size), a.seed, scale=a.scale))
 
