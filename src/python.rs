@@ -2144,6 +2144,35 @@ fn stat_unchanged(
     py.detach(|| crate::stat_unchanged(name, &seen))
 }
 
+/// `dev, ino, size, mtime_ns, ctime_ns` of a listed file (`stat::FileStat`).
+type StatTuple = (u64, u64, u64, i128, i128);
+
+/// `stat::folder_files`: the `*.jsonl` regular files of `folder` (or the one file it
+/// names), unordered, as `(name, path, stat)`: the name and path decoded as `os.fsdecode`
+/// does, the stat `None` where the file cannot be `stat`-ed
+/// (`catalog/_files.folder_files`, the one listing rule). The listing is detached, as
+/// `os.scandir` and `os.stat` release the GIL.
+#[pyfunction]
+fn folder_files(
+    py: Python<'_>,
+    folder: &Bound<'_, PyBytes>,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString, Option<StatTuple>)> {
+    use std::os::unix::ffi::OsStringExt;
+    let folder = folder.as_bytes();
+    let listed = py.detach(|| crate::folder_files(folder));
+    listed
+        .into_iter()
+        .map(|f| {
+            let st = f.st.map(|s| (s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns));
+            (
+                std::ffi::OsString::from_vec(f.name),
+                std::ffi::OsString::from_vec(f.path),
+                st,
+            )
+        })
+        .collect()
+}
+
 /// `source::birth_ns` of the open file descriptor `fd` (borrowed, not closed): its
 /// birth time in ns, 0 where the file system keeps none or `fd` cannot be `statx`ed
 /// (`_filestate.inode_marks`).
@@ -2307,6 +2336,8 @@ mod _sessiontree {
     use super::count_newlines;
     #[pymodule_export]
     use super::entries_path;
+    #[pymodule_export]
+    use super::folder_files;
     #[pymodule_export]
     use super::html_articles;
     #[pymodule_export]

@@ -56,7 +56,7 @@ pub fn unchanged(_path: &[u8], _seen: &Seen) -> bool {
     false
 }
 
-/// A session file of a folder as `catalog/_files.folder_files` finds it: its name
+/// A session file of a folder as the catalog lists it ([`folder_files`]): its name
 /// (the directory entry's bytes), its path (the folder as given joined with the name, as
 /// `os.path.join` does) and what `stat` (symlinks followed) shows, or `None` when it
 /// cannot be `stat`-ed.
@@ -79,11 +79,12 @@ pub struct FileStat {
 }
 
 /// The `*.jsonl` regular files of `folder` (symlinks followed), or the one file
-/// `folder` names when it is not a directory, in no particular order: the rule of
-/// `catalog/_files.folder_files`, with `fstatat` against the open directory (one path
-/// component to resolve, not the whole path: about half the time of Python's
-/// `os.stat` of each path). A folder that cannot be read (missing, no permission) has
-/// no files; a file that cannot be `stat`-ed is listed with `st: None`.
+/// `folder` names when it is not a directory, in no particular order: the catalog's
+/// one listing rule (`catalog/_files.folder_files` sorts this by name; the warm usage
+/// scan lists with it too), with `fstatat` against the open directory (one path
+/// component to resolve, not the whole path). A folder that cannot be read (missing,
+/// no permission) has no files; a file that cannot be `stat`-ed is listed with
+/// `st: None`.
 #[cfg(unix)]
 pub fn folder_files(folder: &[u8]) -> Vec<Listed> {
     let mut out = Vec::new();

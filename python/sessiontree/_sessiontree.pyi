@@ -14,6 +14,7 @@ __all__ = [
     "birth_ns",
     "count_newlines",
     "entries_path",
+    "folder_files",
     "index_build",
     "index_merge",
     "index_query",
@@ -130,6 +131,14 @@ def birth_ns(fd: int) -> int:
     """The birth time (``statx``'s ``stx_btime``) in ns since the epoch of the file open
     as ``fd`` (not closed), 0 where the file system keeps none or ``fd`` cannot be
     ``statx``ed (``src/source.rs``, ``birth_ns``)."""
+
+def folder_files(folder: bytes) -> list[tuple[str, str, tuple[int, int, int, int, int] | None]]:
+    """The ``*.jsonl`` regular files of ``folder`` (symlinks followed), or the one file
+    ``folder`` names when it is not a directory, in no particular order (``src/stat.rs``,
+    the rule of ``catalog._files.folder_files``): ``(name, path, stat)``, the name and
+    the path (``folder`` joined with the name) decoded as ``os.fsdecode`` does, the stat
+    ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`` or ``None`` where the file
+    cannot be ``stat``-ed. A folder that cannot be read lists nothing."""
 
 def stat_unchanged(path: bytes, dev: int, ino: int, size: int, mtime_ns: int) -> bool:
     """``True`` iff ``stat`` of ``path`` succeeds and shows exactly this ``st_dev``,
