@@ -2173,6 +2173,30 @@ fn folder_files(
         .collect()
 }
 
+/// `stat::walk`: `root` and every folder under it, each once (`cli/_scope._walk`), as
+/// `os.fsdecode` names them; `seen` holds the `(st_dev, st_ino)` of folders already
+/// walked and gets each listed one. Detached while it walks, as `os.walk` is between
+/// entries.
+#[pyfunction]
+fn walk_folders(
+    py: Python<'_>,
+    root: &Bound<'_, PyBytes>,
+    seen: &Bound<'_, pyo3::types::PySet>,
+) -> PyResult<Vec<std::ffi::OsString>> {
+    use std::os::unix::ffi::OsStringExt;
+    let mut walked = crate::Walked::new();
+    for k in seen.iter() {
+        walked.insert(k.extract::<(u64, u64)>()?);
+    }
+    let before = walked.clone();
+    let root = root.as_bytes();
+    let got = py.detach(|| crate::walk(root, &mut walked));
+    for k in walked.difference(&before) {
+        seen.add(*k)?;
+    }
+    Ok(got.into_iter().map(std::ffi::OsString::from_vec).collect())
+}
+
 /// `source::birth_ns` of the open file descriptor `fd` (borrowed, not closed): its
 /// birth time in ns, 0 where the file system keeps none or `fd` cannot be `statx`ed
 /// (`_filestate.inode_marks`).
@@ -2374,6 +2398,8 @@ mod _sessiontree {
     use super::usage_report;
     #[pymodule_export]
     use super::usage_sums;
+    #[pymodule_export]
+    use super::walk_folders;
     #[pymodule_export]
     use super::HitKeys;
     #[pymodule_export]

@@ -7,9 +7,9 @@ import os
 import stat as _stat
 from collections import namedtuple
 
-from .._sessiontree import folder_files as _listed
+from .._sessiontree import folder_files as _listed, walk_folders as _walked
 
-__all__ = ["FileStat", "folder_files", "folder_key"]
+__all__ = ["FileStat", "folder_files", "folder_key", "walk_folders"]
 
 # What the catalog keeps of a file's `stat` (symlinks followed), named as
 # `os.stat_result` names it: the identity its rows are checked against. collections'
@@ -53,3 +53,17 @@ def folder_key(folder: str) -> tuple[str, bool]:
     if os.path.isdir(key):
         return key, True
     return os.path.dirname(key), False
+
+
+def walk_folders(root: str, seen: set[tuple[int, int]]) -> list[str]:
+    """``root`` and every folder under it, each once, the folders a PATH names
+    (``cli._scope.walk``): the root, then each folder's subfolders (symlinks followed)
+    sorted by name, from the root down; a folder whose ``(st_dev, st_ino)`` is in
+    ``seen``, or that cannot be ``stat``-ed, is left out with its tree (a link that
+    loops ends there); each listed one is added to ``seen``. Paths are joined as
+    ``os.path.join`` joins them.
+
+    The walk is ``src/stat.rs``': ``os.walk`` made a method call per entry, each session
+    file too (10 ms of a 20,000-file history's 15 ms CPU walk, for every command).
+    """
+    return _walked(os.fsencode(root), seen)
