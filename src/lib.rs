@@ -71,7 +71,7 @@ pub use search::segment::{merge as merge_segments, Piece, Segment};
 pub use search::{search_files, FileResult, Hit, Judged, Query};
 pub use section::{html_article, markdown_section, Detail};
 pub use source::{birth_ns, count_newlines};
-pub use stat::{folder_files, unchanged as stat_unchanged, FileStat, Listed, Seen};
+pub use stat::{folder_files, unchanged as stat_unchanged, walk, FileStat, Listed, Seen, Walked};
 pub use time::parse_iso_ms;
 pub use totals::{update as usage_sums, LogFile, Warm as UsageWarm};
 pub use usage::{Total, UsageTotals};

@@ -2144,6 +2144,59 @@ fn stat_unchanged(
     py.detach(|| crate::stat_unchanged(name, &seen))
 }
 
+/// `dev, ino, size, mtime_ns, ctime_ns` of a listed file (`stat::FileStat`).
+type StatTuple = (u64, u64, u64, i128, i128);
+
+/// `stat::folder_files`: the `*.jsonl` regular files of `folder` (or the one file it
+/// names), unordered, as `(name, path, stat)`: the name and path decoded as `os.fsdecode`
+/// does, the stat `None` where the file cannot be `stat`-ed
+/// (`catalog/_files.folder_files`, the one listing rule). The listing is detached, as
+/// `os.scandir` and `os.stat` release the GIL.
+#[pyfunction]
+fn folder_files(
+    py: Python<'_>,
+    folder: &Bound<'_, PyBytes>,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString, Option<StatTuple>)> {
+    use std::os::unix::ffi::OsStringExt;
+    let folder = folder.as_bytes();
+    let listed = py.detach(|| crate::folder_files(folder));
+    listed
+        .into_iter()
+        .map(|f| {
+            let st = f.st.map(|s| (s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns));
+            (
+                std::ffi::OsString::from_vec(f.name),
+                std::ffi::OsString::from_vec(f.path),
+                st,
+            )
+        })
+        .collect()
+}
+
+/// `stat::walk`: `root` and every folder under it, each once (`cli/_scope._walk`), as
+/// `os.fsdecode` names them; `seen` holds the `(st_dev, st_ino)` of folders already
+/// walked and gets each listed one. Detached while it walks, as `os.walk` is between
+/// entries.
+#[pyfunction]
+fn walk_folders(
+    py: Python<'_>,
+    root: &Bound<'_, PyBytes>,
+    seen: &Bound<'_, pyo3::types::PySet>,
+) -> PyResult<Vec<std::ffi::OsString>> {
+    use std::os::unix::ffi::OsStringExt;
+    let mut walked = crate::Walked::new();
+    for k in seen.iter() {
+        walked.insert(k.extract::<(u64, u64)>()?);
+    }
+    let before = walked.clone();
+    let root = root.as_bytes();
+    let got = py.detach(|| crate::walk(root, &mut walked));
+    for k in walked.difference(&before) {
+        seen.add(*k)?;
+    }
+    Ok(got.into_iter().map(std::ffi::OsString::from_vec).collect())
+}
+
 /// `source::birth_ns` of the open file descriptor `fd` (borrowed, not closed): its
 /// birth time in ns, 0 where the file system keeps none or `fd` cannot be `statx`ed
 /// (`_filestate.inode_marks`).
@@ -2308,6 +2361,8 @@ mod _sessiontree {
     #[pymodule_export]
     use super::entries_path;
     #[pymodule_export]
+    use super::folder_files;
+    #[pymodule_export]
     use super::html_articles;
     #[pymodule_export]
     use super::html_escape;
@@ -2343,6 +2398,8 @@ mod _sessiontree {
     use super::usage_report;
     #[pymodule_export]
     use super::usage_sums;
+    #[pymodule_export]
+    use super::walk_folders;
     #[pymodule_export]
     use super::HitKeys;
     #[pymodule_export]

@@ -56,7 +56,7 @@ pub fn unchanged(_path: &[u8], _seen: &Seen) -> bool {
     false
 }
 
-/// A session file of a folder as `catalog/_files.folder_files` finds it: its name
+/// A session file of a folder as the catalog lists it ([`folder_files`]): its name
 /// (the directory entry's bytes), its path (the folder as given joined with the name, as
 /// `os.path.join` does) and what `stat` (symlinks followed) shows, or `None` when it
 /// cannot be `stat`-ed.
@@ -79,11 +79,12 @@ pub struct FileStat {
 }
 
 /// The `*.jsonl` regular files of `folder` (symlinks followed), or the one file
-/// `folder` names when it is not a directory, in no particular order: the rule of
-/// `catalog/_files.folder_files`, with `fstatat` against the open directory (one path
-/// component to resolve, not the whole path: about half the time of Python's
-/// `os.stat` of each path). A folder that cannot be read (missing, no permission) has
-/// no files; a file that cannot be `stat`-ed is listed with `st: None`.
+/// `folder` names when it is not a directory, in no particular order: the catalog's
+/// one listing rule (`catalog/_files.folder_files` sorts this by name; the warm usage
+/// scan lists with it too), with `fstatat` against the open directory (one path
+/// component to resolve, not the whole path). A folder that cannot be read (missing,
+/// no permission) has no files; a file that cannot be `stat`-ed is listed with
+/// `st: None`.
 #[cfg(unix)]
 pub fn folder_files(folder: &[u8]) -> Vec<Listed> {
     let mut out = Vec::new();
@@ -147,6 +148,134 @@ pub fn folder_files(folder: &[u8]) -> Vec<Listed> {
         libc::closedir(dir);
     }
     out
+}
+
+/// Folders already walked, by `(st_dev, st_ino)`.
+pub type Walked = std::collections::HashSet<(u64, u64)>;
+
+/// `root` and every folder under it, as `cli/_scope._walk` lists a PATH: the root, then,
+/// folder by folder from the root down (each folder's subfolders before any of theirs,
+/// the first subfolder's tree before the second's), each folder's subfolders sorted by
+/// name as Python sorts `os.fsdecode`d names. Subfolders are the entries that are
+/// folders with symlinks followed (`os.scandir`'s `is_dir()`); one whose `stat`
+/// (followed) fails or shows a folder in `seen` is left out with its tree, so a link
+/// that loops ends the walk there. A root that cannot be `stat`-ed, or is in `seen`,
+/// gives nothing; a folder that cannot be read has no subfolders. Every folder listed
+/// is added to `seen`. Paths are joined as `os.path.join` does.
+///
+/// Python's `os.walk` costs a method call per entry (a file too): 15 ms of CPU over
+/// 20,000 files in 10 folders, before any answer.
+#[cfg(unix)]
+pub fn walk(root: &[u8], seen: &mut Walked) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    if !first_time(root, seen) {
+        return out;
+    }
+    out.push(root.to_vec());
+    walk_under(root, seen, &mut out);
+    out
+}
+
+#[cfg(unix)]
+fn walk_under(top: &[u8], seen: &mut Walked, out: &mut Vec<Vec<u8>>) {
+    let mut names = subfolders(top);
+    names.sort_by_cached_key(|n| code_points(n));
+    let kept: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| path_join(top, n))
+        .filter(|p| first_time(p, seen))
+        .collect();
+    out.extend(kept.iter().cloned());
+    for p in &kept {
+        walk_under(p, seen, out);
+    }
+}
+
+/// `os.path.join(a, b)` for a name `b` (no `/` in it).
+fn path_join(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let mut p = a.to_vec();
+    if !p.is_empty() && !p.ends_with(b"/") {
+        p.push(b'/');
+    }
+    p.extend_from_slice(b);
+    p
+}
+
+/// A name as `os.fsdecode` makes it, as code points: Python's order of names.
+fn code_points(name: &[u8]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(name.len());
+    for chunk in name.utf8_chunks() {
+        out.extend(chunk.valid().chars().map(u32::from));
+        out.extend(chunk.invalid().iter().map(|&b| 0xDC00 + u32::from(b)));
+    }
+    out
+}
+
+/// `stat(path)` (followed) succeeds and its folder is not in `seen`; then it is.
+#[cfg(unix)]
+fn first_time(path: &[u8], seen: &mut Walked) -> bool {
+    let Ok(c) = std::ffi::CString::new(path) else {
+        return false;
+    };
+    // SAFETY: `c` is NUL-terminated; `st` is plain data read only when `stat` succeeded.
+    let st = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::stat(c.as_ptr(), &mut st) != 0 {
+            return false;
+        }
+        st
+    };
+    #[allow(clippy::unnecessary_cast)] // the field types differ between targets
+    seen.insert((st.st_dev as u64, st.st_ino as u64))
+}
+
+/// The names of `top`'s entries that are folders, symlinks followed (`DirEntry.is_dir()`:
+/// the entry's type, or `stat` where it is a link or unknown; an error is no folder).
+#[cfg(unix)]
+fn subfolders(top: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let Ok(c) = std::ffi::CString::new(top) else {
+        return out;
+    };
+    // SAFETY: `c` is NUL-terminated; each entry's name is read before the next
+    // `readdir`; the stream is closed below; `st` is read only when `fstatat` succeeded.
+    unsafe {
+        let dir = libc::opendir(c.as_ptr());
+        if dir.is_null() {
+            return out;
+        }
+        let fd = libc::dirfd(dir);
+        loop {
+            let e = libc::readdir(dir);
+            if e.is_null() {
+                break;
+            }
+            let n = std::ffi::CStr::from_ptr((*e).d_name.as_ptr());
+            let bytes = n.to_bytes();
+            if bytes == b"." || bytes == b".." {
+                continue;
+            }
+            let is_dir = match (*e).d_type {
+                libc::DT_DIR => true,
+                libc::DT_LNK | libc::DT_UNKNOWN => {
+                    let mut st: libc::stat = std::mem::zeroed();
+                    libc::fstatat(fd, n.as_ptr(), &mut st, 0) == 0
+                        && (st.st_mode & libc::S_IFMT) == libc::S_IFDIR
+                }
+                _ => false,
+            };
+            if is_dir {
+                out.push(bytes.to_vec());
+            }
+        }
+        libc::closedir(dir);
+    }
+    out
+}
+
+#[cfg(not(unix))]
+pub fn walk(_root: &[u8], _seen: &mut Walked) -> Vec<Vec<u8>> {
+    Vec::new()
 }
 
 /// `fstatat(fd, name)` following symlinks: the stat and whether it is a regular file.
@@ -310,5 +439,43 @@ mod tests {
         );
         assert!(folder_files(&[folder, b"/nowhere"].concat()).is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_walk_lists_folders_from_the_root_down_each_once() {
+        let dir = temp("walk").parent().unwrap().to_path_buf();
+        for d in ["b/y", "b/x", "a/z", "c"] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        std::fs::write(dir.join("a/f.jsonl"), b"{}\n").unwrap();
+        std::os::unix::fs::symlink(dir.join("b"), dir.join("c/to-b")).unwrap();
+        std::os::unix::fs::symlink(&dir, dir.join("a/z/up")).unwrap();
+        std::os::unix::fs::symlink(dir.join("missing"), dir.join("a/gone")).unwrap();
+        let root = dir.as_os_str().as_bytes();
+        let mut seen = Walked::new();
+        let got: Vec<Vec<u8>> = walk(root, &mut seen);
+        let rel: Vec<String> = got
+            .iter()
+            .map(|p| String::from_utf8_lossy(&p[root.len()..]).into_owned())
+            .collect();
+        // The link to b is b again (seen), the link up is the root (seen).
+        assert_eq!(rel, ["", "/a", "/b", "/c", "/a/z", "/b/x", "/b/y"]);
+        assert_eq!(seen.len(), 7);
+        assert!(walk(root, &mut seen).is_empty(), "a root already walked");
+        let mut fresh = Walked::new();
+        assert_eq!(walk(&[root, b"/a/f.jsonl"].concat(), &mut fresh).len(), 1);
+        assert!(walk(&[root, b"/nowhere"].concat(), &mut fresh).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn names_sort_as_python_sorts_decoded_names() {
+        let mut names: Vec<&[u8]> = vec![b"\xef\x80\x80", b"\xff", b"b", "\u{e9}".as_bytes()];
+        names.sort_by_cached_key(|n| code_points(n));
+        // U+00E9 < U+DCFF (the byte 0xFF escaped) < U+F000.
+        assert_eq!(
+            names,
+            vec![&b"b"[..], "\u{e9}".as_bytes(), b"\xff", b"\xef\x80\x80"]
+        );
     }
 }

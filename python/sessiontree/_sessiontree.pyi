@@ -14,6 +14,7 @@ __all__ = [
     "birth_ns",
     "count_newlines",
     "entries_path",
+    "folder_files",
     "index_build",
     "index_merge",
     "index_query",
@@ -32,6 +33,7 @@ __all__ = [
     "stat_unchanged",
     "usage_report",
     "usage_sums",
+    "walk_folders",
     "HitKeys",
     "HitsJson",
     "Index",
@@ -130,6 +132,26 @@ def birth_ns(fd: int) -> int:
     """The birth time (``statx``'s ``stx_btime``) in ns since the epoch of the file open
     as ``fd`` (not closed), 0 where the file system keeps none or ``fd`` cannot be
     ``statx``ed (``src/source.rs``, ``birth_ns``)."""
+
+def folder_files(folder: bytes) -> list[tuple[str, str, tuple[int, int, int, int, int] | None]]:
+    """The ``*.jsonl`` regular files of ``folder`` (symlinks followed), or the one file
+    ``folder`` names when it is not a directory, in no particular order (``src/stat.rs``,
+    the rule of ``catalog._files.folder_files``): ``(name, path, stat)``, the name and
+    the path (``folder`` joined with the name) decoded as ``os.fsdecode`` does, the stat
+    ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`` or ``None`` where the file
+    cannot be ``stat``-ed. A folder that cannot be read lists nothing."""
+
+def walk_folders(root: bytes, seen: set[tuple[int, int]]) -> list[str]:
+    """``root`` and every folder under it (``src/stat.rs``, ``walk``; the rule of
+    ``cli._scope.walk``): the root, then each folder's subfolders (symlinks followed)
+    sorted by name, from the root down, as ``os.fsdecode`` names them. A folder whose
+    ``(st_dev, st_ino)`` is in ``seen``, or that cannot be ``stat``-ed, is left out with
+    its tree; each listed one is added to ``seen``.
+
+    Raises:
+        TypeError, OverflowError: ``seen`` holds something else than two integers
+            from 0 to 2**64 - 1.
+    """
 
 def stat_unchanged(path: bytes, dev: int, ino: int, size: int, mtime_ns: int) -> bool:
     """``True`` iff ``stat`` of ``path`` succeeds and shows exactly this ``st_dev``,

@@ -30,13 +30,14 @@ if TYPE_CHECKING:
     from ._indexer import ContentSink, Found, IndexSummary
     from ._search import Order, Query, SearchHit, SearchResult, parse_query
     from ._usage import Group, UsageLine, UsageReport
+    from ._files import walk_folders
 
 # Search, usage and the refresh machinery are imported when first used: a command
 # pays only for what it does (a search through the index reads no file's rows).
 _LAZY = {"Query": "_search", "SearchHit": "_search", "SearchResult": "_search", "parse_query": "_search",
          "UsageLine": "_usage", "UsageReport": "_usage", "Found": "_indexer", "ContentSink": "_indexer", "IndexSummary": "_indexer",
          "search_stream": "_search", "search_json": "_search", "ends_digest": "_indexer", "listed_text": "_indexer",
-         "native_scanner": "_extract", "scan_file": "_extract"}
+         "native_scanner": "_extract", "scan_file": "_extract", "walk_folders": "_files"}
 
 
 __getattr__ = lazy_names(__name__, _LAZY, globals())
@@ -60,6 +61,7 @@ __all__ = [
     "run",
     "search",
     "usage",
+    "walk_folders",
 ]
 
 

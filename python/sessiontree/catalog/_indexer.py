@@ -42,7 +42,7 @@ from .._filestate import InodeMarks, ends_and_marks, inode_marks, open_regular
 from .._reader import header_error, header_problem, read_value
 from .._time import parse_iso_ms
 from ..errors import InvalidSessionError
-from ._files import folder_files, folder_key
+from ._files import FileStat, folder_files, folder_key
 from ._extract import ScanResult, native_scanner, scan_file, scan_stream, tail_text
 from ._shared import listing_from_index
 from ._store import Batch, FileRow, Store
@@ -112,7 +112,7 @@ class Found:
     path: str
     name: str
     folder: int | None
-    st: os.stat_result | None
+    st: FileStat | None
     row: FileRow | None = None
     error: str | None = None
     saved: bool = True
@@ -446,7 +446,7 @@ def refresh(
         keep = store is not None and (fid is not None or not listing)
         present = set()
         for name, path, st in listing:
-            f = Found(path, name, fid, st if isinstance(st, os.stat_result) else None, saved=keep)
+            f = Found(path, name, fid, None if isinstance(st, OSError) else st, saved=keep)
             found.append(f)
             present.add(name)
             if isinstance(st, OSError):
@@ -469,7 +469,7 @@ def refresh(
                 workers=workers, must_save=must_save, native=native)
 
 
-def read_paths(items: Sequence[tuple[str, str, os.stat_result]], *, sink: ContentSink,
+def read_paths(items: Sequence[tuple[str, str, FileStat]], *, sink: ContentSink,
                native: Any = None) -> list[Found]:
     """Read files from their start with no store, docs and usage going to ``sink``
     (what :func:`refresh` with no store does for a folder's files).

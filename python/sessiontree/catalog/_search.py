@@ -431,7 +431,7 @@ class _Search:
         self.writer: Any = None
         self.heads: dict[int, bool] = {}
         by_folder = [(folder, [(path, name, st) for name, path, st in folder_files(folder)
-                               if isinstance(st, os.stat_result)]) for folder in folders]
+                               if not isinstance(st, OSError)]) for folder in folders]
         items = [x for _f, xs in by_folder for x in xs]
         self.hits: list[_Hit] = []
         self.sessions = self.unseen = 0

@@ -289,7 +289,7 @@ def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
             rows = {r[0]: r for r in got}
             for name, path, st in items:
                 r = rows.get(name)
-                if (r is None or not isinstance(st, os.stat_result)
+                if (r is None or isinstance(st, OSError)
                         or r[2:7] != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)):
                     return None
                 if r[10] is not None:

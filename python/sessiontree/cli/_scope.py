@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 if TYPE_CHECKING:
     from typing import Any, NamedTuple
@@ -140,7 +139,7 @@ def _sources(paths: list[str], missing_ok: bool) -> list[str]:
                 raise CliError(f"{safe(p)}: no such file or folder") from None
             walked.append(None)
             continue
-        walked.append(list(_walk(p, seen)) if os.path.isdir(p) else st)
+        walked.append(_walk(p, seen) if os.path.isdir(p) else st)
     out: list[str] = []
     named: set[tuple[int, int]] = set()
     for p, got in zip(paths, walked):
@@ -166,30 +165,14 @@ def walk(root: str) -> list[str]:
     a symlink included (a sessions folder kept elsewhere and linked in), each folder
     once: one reached again (a link to a folder already walked, a link that loops) is
     left out, so a walk always ends."""
-    return list(_walk(root, set()))
+    return _walk(root, set())
 
 
-def _walk(root: str, seen: set[tuple[int, int]]) -> Iterator[str]:
+def _walk(root: str, seen: set[tuple[int, int]]) -> list[str]:
     # Folders are known by (device, inode): a path can name one already seen.
-    def first_time(path: str) -> bool:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return False
-        key = (st.st_dev, st.st_ino)
-        if key in seen:
-            return False
-        seen.add(key)
-        return True
+    from ..catalog import walk_folders
 
-    if not first_time(root):
-        return
-    yield root
-    for dirpath, dirnames, _ in os.walk(root, followlinks=True):
-        dirnames.sort()
-        dirnames[:] = [d for d in dirnames if first_time(os.path.join(dirpath, d))]
-        for d in dirnames:
-            yield os.path.join(dirpath, d)
+    return walk_folders(root, seen)
 
 
 def refuse_bad_catalog(args: argparse.Namespace) -> None:
