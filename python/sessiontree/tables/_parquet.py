@@ -9,11 +9,14 @@ Layout under the output folder::
 
 ``P`` is the session's project (the name of Pi's folder for its ``cwd``, ``--home-u-p--``,
 with any character other than ``A-Z a-z 0-9 . _ -`` as ``_``), ``D`` the UTC date of
-its header's time. Files are zstd-compressed, in row groups of up to
-:data:`ROW_GROUP_ROWS` rows. A session is the unit of change: the manifest keeps each
-source file's identity (device, inode, size, mtime, ctime); a run skips a session whose file
+its header's time. Files are compressed (zstd for the long text, snappy for the rest),
+in row groups of up to :data:`ROW_GROUP_ROWS` rows. Sessions are exported in worker
+processes, one per CPU (in threads of this process below :data:`PROCESS_BYTES`). A
+session is the unit of change: the manifest keeps each source file's identity (device, inode, size, mtime, ctime); a run skips a session whose file
 has the same identity as when it was exported, rewrites those that changed, and drops
-those whose file is gone. Every file is written as every output is (``_output``: under
+those whose file is gone; a session file no record names (one a killed run renamed
+into place) is removed before the run starts. Every file is written as every output is
+(``_output``: under
 a temporary name, renamed into place; removed if the run is stopped); names beginning with ``.`` or ``_`` are ignored by Spark, DuckDB's
 ``*.parquet`` globs and Polars.
 """
@@ -21,17 +24,21 @@ a temporary name, renamed into place; removed if the run is stopped); names begi
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import hashlib
+import itertools
 import json
+import multiprocessing
 import os
 import re
+import signal
 import stat
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -48,7 +55,8 @@ from .. import _rows
 from .._tables import SessionTables, Source, sessions_table
 from .._table_schema import SCHEMAS
 
-__all__ = ["ExportResult", "export_parquet", "session_paths", "ROW_GROUP_ROWS", "ROW_GROUP_BYTES", "MANIFEST"]
+__all__ = ["ExportResult", "export_parquet", "session_paths", "ROW_GROUP_ROWS", "ROW_GROUP_BYTES", "MANIFEST",
+           "PROCESS_BYTES"]
 
 ROW_GROUP_ROWS = 122_880
 """Most rows of a row group (DuckDB's own row-group size: one unit of its parallel scan)."""
@@ -145,6 +153,10 @@ def _options(schema: pa.Schema) -> dict[str, Any]:
         "compression": {n: "zstd" if n in _ZSTD else "snappy" for n in names},
         "use_dictionary": [n for n in names if n in _DICTIONARY],
         "write_statistics": [n for n in names if n not in _ZSTD],
+        # The Arrow schema pyarrow keeps in each file's footer by default: Parquet's own
+        # types already read back as these schemas (tests/test_tables_workers.py), and
+        # building it was ~15% of the writer's time on a session's two small files.
+        "store_schema": False,
     }
 
 
@@ -154,6 +166,58 @@ def _workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+PROCESS_BYTES = 32 << 20
+"""Bytes of sessions to export from which they are exported in worker processes (one
+per CPU), below it in threads of this one. A worker costs a fresh interpreter (~0.4 s
+of CPU to import pyarrow and the package); threads share one GIL, which about half of
+a session's CPU time holds (the open, the Python around the core's decoding and the
+Parquet writer: docs/TABLES.md "The Parquet dataset")."""
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """Why a session could not be exported (a plain string: it crosses processes)."""
+
+    reason: str
+
+
+def _export_safe(path: str, out: str, backend: str | None) -> dict[str, Any] | _Failed:
+    """:func:`_export_one`, or why the session failed."""
+    try:
+        return _export_one(path, out, backend)
+    except (InvalidSessionError, SessionError, OSError, ValueError) as e:
+        return _Failed(str(e))
+
+
+def _worker_start() -> None:
+    """A worker process's set-up: the load report is `sessions.load_issues` (no
+    warning per session), and an interrupt is the parent's to handle: it stops handing
+    out sessions and waits for those being written (each renamed into place whole, or
+    its temporary file removed)."""
+    warnings.simplefilter("ignore", LoadReportWarning)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A run killed outright takes its workers with it (Linux's parent-death signal):
+    # none goes on renaming files into a dataset that a next run may already own.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:  # pragma: no cover - the parent died before the line above
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _pool(todo: dict[str, int]) -> Executor:
+    """Where the sessions of ``todo`` (path -> bytes) are exported: worker processes
+    for :data:`PROCESS_BYTES` or more on more than one CPU, else threads."""
+    workers = min(_workers(), len(todo)) or 1
+    if workers > 1 and sum(todo.values()) >= PROCESS_BYTES:
+        # `spawn`: a fresh interpreter, never a fork of a process that runs threads.
+        return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_worker_start)  # fmt: skip
+    return ThreadPoolExecutor(workers)
 
 
 def _identity(st: os.stat_result) -> list[int]:
@@ -266,6 +330,9 @@ class _Manifest:
     def __init__(self, out: str) -> None:
         self.path = os.path.join(out, MANIFEST)
         self.sessions: dict[str, dict[str, Any]] = {}
+        # Whether it holds the dataset's record: read whole, or absent (a new folder, or
+        # one whose first run died). An unreadable one, or one of another format, does not.
+        self.whole = False
         try:
             # Non-blocking and checked on the open file: a FIFO in its place is never read.
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -275,6 +342,9 @@ class _Manifest:
                 d = json.load(f)
             if type(d) is dict and d.get("format") == _FORMAT and type(d.get("sessions")) is dict:
                 self.sessions = {p: r for p, r in d["sessions"].items() if _record_ok(r)}
+                self.whole = True
+        except FileNotFoundError:
+            self.whole = True
         except (OSError, ValueError):
             pass
 
@@ -307,6 +377,43 @@ def _record_ok(rec: Any) -> bool:
             and all(type(v) is int for v in rec["identity"]) and type(rec.get("partition")) is str
             and _inside(rec["partition"]) and type(rec.get("files")) is list
             and all(_inside(f) for f in rec["files"]) and type(rec.get("row")) is dict)
+
+
+_OWN = re.compile(r"[^/]*-[0-9a-f]{12}\.parquet")
+
+
+def _sweep_unrecorded(out: str, manifest: _Manifest) -> int:
+    """Remove the session files (``entries`` / ``tool_calls``, named as :func:`_key`
+    names them) that no manifest record names: those a killed run renamed into place
+    before its manifest said so. Left there, a session deleted before the next run would
+    keep its rows for good; one still there is exported again by that run (its record
+    is missing too). Nothing is removed when the manifest is there but unreadable or of
+    another format: it is no record of what the files are (the sessions of other runs'
+    folders keep their files until those are exported again).
+
+    Returns:
+        How many were removed.
+    """
+    if not manifest.whole:
+        return 0
+    recorded = {f for rec in manifest.sessions.values() for f in rec["files"]}
+    removed = 0
+    for table in ("entries", "tool_calls"):
+        for project in _listdir(os.path.join(out, table)):
+            for date in _listdir(os.path.join(out, table, project)):
+                for name in _listdir(os.path.join(out, table, project, date)):
+                    rel = f"{table}/{project}/{date}/{name}"
+                    if _OWN.fullmatch(name) and not name.startswith(".") and rel not in recorded:
+                        _unlink(os.path.join(out, rel))
+                        removed += 1
+    return removed
+
+
+def _listdir(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder) if stat.S_ISDIR(os.lstat(folder).st_mode) else []
+    except OSError:
+        return []
 
 
 def _unlink_all(out: str, files: Iterable[str]) -> None:
@@ -370,43 +477,49 @@ def export_parquet(
     paths = list(dict.fromkeys(os.path.abspath(p) for p in sessions))
     with _locked(out):
         manifest = _Manifest(out)
+        _sweep_unrecorded(out, manifest)
         olds = {p: manifest.sessions.get(p) for p in paths}
 
-        def one(path: str) -> dict[str, Any] | BaseException | None:
-            """The session's new record, ``None`` if unchanged, or why it failed."""
-            old = olds[path]
+        todo: dict[str, int] = {}  # path -> its size: the sessions to export
+        unchanged: set[str] = set()
+        for path in paths:
             try:
                 st = os.stat(path)
-                if old is not None and old["identity"] == _identity(st) and all(
-                    os.path.exists(os.path.join(out, f)) for f in old["files"]
-                ):
-                    return None
-                return _export_one(path, out, backend)
-            except (InvalidSessionError, SessionError, OSError, ValueError) as e:
-                return e
+            except OSError:
+                todo[path] = 0  # its export fails below and says why
+                continue
+            old = olds[path]
+            if old is not None and old["identity"] == _identity(st) and all(
+                os.path.exists(os.path.join(out, f)) for f in old["files"]
+            ):
+                unchanged.add(path)
+            else:
+                todo[path] = st.st_size
 
         touched: set[str] = set()
         last_save = time.monotonic()
-        # Sessions are exported side by side (the core's decoding and the Parquet
-        # writer release the GIL) and recorded in order, by this thread.
-        pool = ThreadPoolExecutor(_workers())
         # The load report is `sessions.load_issues`: no warning per session. The filter is
         # set here, for the whole run (`catch_warnings` in each worker thread would undo
         # another's: the filters are the process's).
         quiet = warnings.catch_warnings()
         quiet.__enter__()
         warnings.simplefilter("ignore", LoadReportWarning)
+        # Sessions are exported side by side (`_pool`: worker processes, or threads for
+        # a small run) and recorded in order, by this thread.
+        pool = _pool(todo)
+        done_of = pool.map(_export_safe, todo, itertools.repeat(out), itertools.repeat(backend))
         try:
-            for done, (path, rec) in enumerate(zip(paths, pool.map(one, paths)), 1):
+            for done, path in enumerate(paths, 1):
                 old = olds[path]
+                rec = None if path in unchanged else next(done_of)
                 if rec is None:
                     result.skipped += 1
-                elif isinstance(rec, BaseException):
+                elif isinstance(rec, _Failed):
                     # A session that fails keeps its previous export (its record's
                     # identity is the old one: the next run tries again); one whose
                     # file is gone is dropped below.
                     kept = old is not None and os.path.exists(path)
-                    result.failed.append((path, str(rec) + (" (its previous export is kept)" if kept else "")))
+                    result.failed.append((path, rec.reason + (" (its previous export is kept)" if kept else "")))
                 else:
                     if old is not None:
                         _unlink_all(out, set(old["files"]) - set(rec["files"]))

@@ -1,0 +1,183 @@
+"""The Parquet export in worker processes (``_parquet.PROCESS_BYTES``, docs/TABLES.md
+"The Parquet dataset"): the same rows as the export in threads, incremental re-runs
+(a changed session, a removed one, a file that is no session), and a run killed
+outright that leaves nothing a re-run keeps (the rows of a session deleted after it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from sessiontree import LoadReportWarning, SessionManager
+from sessiontree.generate import generate_session
+
+pytest.importorskip("pyarrow", reason="the arrow extra (pyarrow) is not installed: pip install pyarrow")
+duckdb = pytest.importorskip("duckdb", reason="duckdb is not installed (the test-tables extra)")
+
+from sessiontree.tables import _parquet, export_parquet  # noqa: E402
+
+
+def store(root: Path, n: int, size: int = 30_000) -> list[str]:
+    """``n`` generated sessions in two project folders, sorted."""
+    for i in range(n):
+        folder = root / f"--home-u-w{i % 2}--"
+        folder.mkdir(parents=True, exist_ok=True)
+        generate_session(folder / f"s{i:03}.jsonl", size_bytes=size + 7_000 * (i % 5), seed=40 + i,
+                         cwd=f"/home/u/w{i % 2}")  # fmt: skip
+    return sorted(str(p) for p in root.glob("*/*.jsonl"))
+
+
+def sql(out: Path, table: str) -> str:
+    return f"read_parquet('{out}/{table}/**/*.parquet', hive_partitioning = true)"
+
+
+def rows(out: Path, table: str) -> list[tuple[object, ...]]:
+    """Every row of a table, every column, sorted (``path`` aside: the stores differ)."""
+    cols = "* exclude (path)" if table == "sessions" else "*"
+    return sorted(duckdb.sql(f"select {cols} from {sql(out, table)}").fetchall(), key=repr)
+
+
+def session_ids(out: Path) -> set[str]:
+    return {r[0] for r in duckdb.sql(f"select distinct session_id from {sql(out, 'entries')}").fetchall()}
+
+
+def sid(path: str) -> str:
+    with quiet(path) as sm:
+        return str(sm.session_id)
+
+
+def quiet(path: str) -> SessionManager:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadReportWarning)
+        return SessionManager.open(path)
+
+
+@pytest.fixture
+def processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every run with two sessions or more to write uses worker processes."""
+    monkeypatch.setattr(_parquet, "PROCESS_BYTES", 0)
+    monkeypatch.setattr(_parquet, "_workers", lambda: 2)
+
+
+def test_workers_write_what_threads_write_and_rerun_incrementally(tmp_path: Path, processes: None) -> None:
+    files = store(tmp_path / "src", 6)
+    procs, threads = tmp_path / "procs", tmp_path / "threads"
+    first = export_parquet(files, str(procs))
+    assert first.written == files and not first.failed
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_parquet, "PROCESS_BYTES", 1 << 60)  # this one in threads
+        export_parquet(files, str(threads))
+    for table in ("sessions", "entries", "tool_calls"):
+        assert rows(procs, table) == rows(threads, table), table
+    # Nothing changed: nothing written, no file touched.
+    stamps = {p: p.stat().st_mtime_ns for p in procs.rglob("*.parquet")}
+    again = export_parquet(files, str(procs))
+    assert (again.written, again.skipped, again.removed) == ([], 6, 0)
+    assert {p: p.stat().st_mtime_ns for p in procs.rglob("*.parquet")} == stamps
+    # One session grows, one is deleted, a file that is no session joins: the grown one
+    # is written again (by a worker), the deleted one dropped, the other one reported.
+    with quiet(files[2]) as sm:
+        sm.append_message({"role": "user", "content": "one more", "timestamp": 5})
+        n = len(sm)
+    gone = sid(files[3])
+    os.unlink(files[3])
+    broken = tmp_path / "src" / "--home-u-w0--" / "broken.jsonl"
+    broken.write_text("not a session\n")
+    third = export_parquet([*files[:3], *files[4:], str(broken)], str(procs))
+    assert (third.written, third.skipped, third.removed) == ([files[2]], 4, 1)
+    assert [p for p, _ in third.failed] == [str(broken)] and "header" in third.failed[0][1]
+    assert gone not in session_ids(procs) and len(session_ids(procs)) == 5
+    got = duckdb.sql(f"select count(*) from {sql(procs, 'entries')} where session_id = '{sid(files[2])}'").fetchall()
+    assert got == [(n,)]
+    assert duckdb.sql(f"select count(*) from {sql(procs, 'sessions')}").fetchall() == [(5,)]
+    assert not [p for p in procs.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_a_killed_run_leaves_no_rows_a_rerun_keeps(tmp_path: Path) -> None:
+    """A run killed (SIGKILL) after it renamed some sessions' files into place, before its
+    manifest named them; one of those sessions is deleted before the next run. That run
+    drops the deleted session's rows (they stayed for good before) and leaves the
+    dataset the export of the sessions there are, its workers gone with the killed run."""
+    files = store(tmp_path / "src", 40, size=60_000)
+    out = tmp_path / "out"
+    code = ("import sys; from sessiontree.tables import _parquet; _parquet.PROCESS_BYTES = 0; "
+            "_parquet._workers = lambda: 2; _parquet.export_parquet(sys.argv[2:], sys.argv[1])")  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-c", code, str(out), *files], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(out.glob("entries/*/*/*.parquet")) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.005)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert not (out / _parquet.MANIFEST).exists(), "the run ended before it was killed"
+    # Its workers died with it (the parent-death signal): nothing moves in the folder.
+    time.sleep(0.5)
+    before = sorted(out.rglob("*"))
+    time.sleep(1.0)
+    assert sorted(out.rglob("*")) == before
+    written = sorted(out.glob("entries/*/*/*.parquet"))
+    assert written
+    # The first session whose file the killed run put in place is deleted.
+    victim = next(f for f in files if any(p.name.startswith(Path(f).stem + "-") for p in written))
+    gone = sid(victim)
+    os.unlink(victim)
+    rest = [f for f in files if f != victim]
+    r = export_parquet(rest, str(out))
+    assert not r.failed and len(r.written) == len(rest)
+    assert gone not in session_ids(out)
+    fresh = tmp_path / "fresh"
+    export_parquet(rest, str(fresh))
+    for table in ("sessions", "entries", "tool_calls"):
+        assert rows(out, table) == rows(fresh, table), table
+    # The killed workers' temporary files are swept once their processes are gone.
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp") and _dead_writer(p)]
+
+
+def _dead_writer(tmp: Path) -> bool:
+    """A temporary file's writer (the pid in its name) is gone."""
+    pid = int(tmp.name.split(".")[-3])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_the_files_read_back_as_the_schemas(tmp_path: Path) -> None:
+    """The files keep no Arrow schema of their own (``store_schema=False``): Parquet's
+    types read back as the tables' schemas, the time zone and the nested images
+    included."""
+    import pyarrow.parquet as pq
+
+    from sessiontree.tables import SCHEMAS
+
+    files = store(tmp_path / "src", 2)
+    export_parquet(files, str(tmp_path / "out"))
+    for table, schema in SCHEMAS.items():
+        found = sorted((tmp_path / "out" / table).rglob("*.parquet"))
+        assert found
+        for f in found:
+            assert pq.read_schema(f).metadata in (None, {})
+            assert pq.read_table(f, partitioning=None).schema.equals(schema), (table, f)
+
+
+def test_an_unreadable_manifest_removes_no_file(tmp_path: Path) -> None:
+    """Files no record names are a killed run's only when the manifest is the dataset's
+    record: one there but unreadable leaves every file, so the sessions of another
+    folder exported into the same dataset keep their rows."""
+    files = store(tmp_path / "src", 4)
+    a = [f for f in files if "-w0-" in f]
+    b = [f for f in files if "-w1-" in f]
+    out = tmp_path / "out"
+    export_parquet(files, str(out))
+    (out / _parquet.MANIFEST).write_text("{not json")
+    assert export_parquet(a, str(out)).written == a
+    assert session_ids(out) == {sid(f) for f in files}
