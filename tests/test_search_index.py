@@ -282,3 +282,22 @@ def test_all_hits_stream_out_as_one_json_document(root: list[str], tmp_path: Pat
     doc = json.loads(outs[0])
     assert doc["total"] == len(doc["hits"]) > 1000
     assert outs[0] == to_json_bytes(doc) + b"\n" == outs[1]
+
+
+def test_a_row_dropped_before_the_page_is_made_is_a_stale_search(root: list[str], tmp_path: Path) -> None:
+    """The page reads a shown file's session id, name and cwd after the freshness check
+    (from the index ``file_search``): a row gone in between (another ``index`` dropped
+    it) is said, never shown as some other file's."""
+    from sessiontree.errors import StaleSessionError
+
+    catalog = str(tmp_path / "c.sqlite3")
+    cat.index(root, catalog=catalog)
+    s, total, page, _o, _e = _search._start("the", root, catalog, False, "relevance", 5, 0, None, None)
+    try:
+        assert total > 5 and s.keys is not None  # the index answered
+        gone = s.indexed[s.keys.take(0, 1)[0][0]][1][1]
+        s.store.conn.execute("DELETE FROM file WHERE id = ?", (gone,))
+        with pytest.raises(StaleSessionError, match="dropped from the catalog"):
+            s.page(list(page))
+    finally:
+        s.close()

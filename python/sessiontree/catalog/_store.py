@@ -17,7 +17,8 @@ Tables:
   is not a session (``problem``). Small, so a listing reads few pages. ``warm``
   (generated, kept only in the index ``file_warm`` with the folder and name) is its
   identity and whether its usage log is read to its end, as one text: a warm report
-  reads the index, not the rows (``_usage._warm``).
+  reads the index, not the rows (``_usage._warm``). A search reads what its freshness
+  check needs from the index ``file_search`` in the same way (``_search._from_index``).
 * ``entries(file, record)`` — the entries record of a file (``_extract``), which grows
   with the session: apart, so that reading a ``file`` row never walks its overflow
   pages.
@@ -53,7 +54,7 @@ from .._lazy import lazy_pattern
 
 __all__ = ["SCHEMA_VERSION", "COLUMN_TYPES", "FileRow", "Store", "CatalogError", "checked", "checked_all"]
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 """Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
 
 APPLICATION_ID = 0x53547243  # "STrC"
@@ -62,7 +63,7 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"  # the file header; the application id is
 _LEFTOVER: re.Pattern[str] = lazy_pattern(r"\.[0-9]+\.new(?:-wal|-shm)?")
 
 _TABLES = ("meta", "folder", "file", "entries", "usage_log", "usage_sum", "segment")
-_INDEXES = ("file_warm",)  # a query names it (``_usage._warm``): a catalog without it is rebuilt
+_INDEXES = ("file_warm", "file_search")  # queries name them (``_usage._warm``, ``_search``): a catalog without one is rebuilt
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -91,6 +92,8 @@ CREATE TABLE file (
     UNIQUE (folder, name)
 );
 CREATE INDEX file_warm ON file (folder, name, warm);
+CREATE INDEX file_search ON file (folder, name, dev, ino, size, mtime_ns, ctime_ns, l_end, tail, problem, old, epoch,
+                                  s_end);
 CREATE TABLE entries (file INTEGER PRIMARY KEY, record BLOB NOT NULL);
 CREATE TABLE usage_log (file INTEGER PRIMARY KEY, log BLOB NOT NULL);
 CREATE TABLE usage_sum (file INTEGER PRIMARY KEY, sums BLOB NOT NULL);
