@@ -38,6 +38,181 @@ pub struct Needle {
     /// Byte strings whose presence makes a line a candidate too.
     hatches: Vec<memmem::Finder<'static>>,
     avx2: bool,
+    /// The rest of the phrase the needle is a whole word of, checked around each of
+    /// its occurrences ([`Phrase`]); `None`: a one-word term, or a word the check
+    /// cannot spell.
+    phrase: Option<Phrase>,
+}
+
+/// The words of a phrase before and after the needle's word, each as it stands in a
+/// line's bytes. A match of the phrase joins its words with white space, so where the
+/// needle occurs with no white space and the neighbouring words around it, that
+/// occurrence is no match's, and unless another is, its line is not a candidate.
+/// Anything the check cannot read as text (a `"`: a string's end, so the next word may
+/// be in the next part of the entry's text; a non-ASCII byte: white space, or a
+/// character equal to a letter) lets the occurrence through, as do the hatches.
+#[derive(Debug)]
+struct Phrase {
+    before: Vec<Vec<NByte>>,
+    after: Vec<Vec<NByte>>,
+}
+
+/// What the bytes next to a word say about a phrase there.
+enum Near {
+    /// A phrase may go on there (read no further).
+    Open,
+    /// No phrase goes on there.
+    No,
+    /// White space up to this offset, then the next word (or: the word is there).
+    At(usize),
+}
+
+impl Phrase {
+    /// The phrase of `words` around word `k`, when each other word is spelled in a
+    /// line's bytes as it is (letters, other printable ASCII but `"`, `\` and `/`).
+    fn of(words: &[Vec<PChar>], k: usize) -> Option<Phrase> {
+        let spell = |w: &Vec<PChar>| -> Option<Vec<NByte>> {
+            let mut out = Vec::new();
+            for &c in w {
+                if matches!(c, PChar::Exact(_) | PChar::Cased(_)) || !needle_bytes(c, &mut out) {
+                    return None;
+                }
+            }
+            Some(out)
+        };
+        if words.len() < 2 {
+            return None;
+        }
+        let before = words[..k].iter().map(spell).collect::<Option<Vec<_>>>()?;
+        let after = words[k + 1..]
+            .iter()
+            .map(spell)
+            .collect::<Option<Vec<_>>>()?;
+        Some(Phrase { before, after })
+    }
+
+    /// Whether the needle at `h[at..end]` may be the phrase's word: its words
+    /// before and after it, with white space between, are there (or unreadable).
+    fn around(&self, h: &[u8], at: usize, end: usize) -> bool {
+        let mut p = at;
+        for w in self.before.iter().rev() {
+            let q = match space_before(h, p) {
+                Near::Open => return true,
+                Near::No => return false,
+                Near::At(q) => q,
+            };
+            match word_before(h, q, w) {
+                Near::Open => return true,
+                Near::No => return false,
+                Near::At(s) => p = s,
+            }
+        }
+        let mut p = end;
+        for w in &self.after {
+            let q = match space_after(h, p) {
+                Near::Open => return true,
+                Near::No => return false,
+                Near::At(q) => q,
+            };
+            match word_after(h, q, w) {
+                Near::Open => return true,
+                Near::No => return false,
+                Near::At(e) => p = e,
+            }
+        }
+        true
+    }
+}
+
+/// JSON's spelling of white space in a string that does not need `\u`: ` `, and the
+/// escapes of tab, LF, FF and CR (`\u000b` and non-ASCII white space go through the
+/// hatches and the non-ASCII rule).
+fn is_space_escape(c: u8) -> bool {
+    matches!(c, b't' | b'n' | b'f' | b'r')
+}
+
+/// The white space that ends at `h[p]`: where it starts.
+fn space_before(h: &[u8], p: usize) -> Near {
+    let mut q = p;
+    while q > 0 {
+        let c = h[q - 1];
+        if c == b' ' {
+            q -= 1;
+        } else if c == b'"' || c >= 0x80 {
+            return Near::Open;
+        } else if q >= 2 && h[q - 2] == b'\\' && is_space_escape(c) {
+            q -= 2;
+        } else {
+            break;
+        }
+    }
+    if q == p {
+        Near::No
+    } else {
+        Near::At(q)
+    }
+}
+
+/// The white space that starts at `h[p]`: where it ends.
+fn space_after(h: &[u8], p: usize) -> Near {
+    let mut q = p;
+    while q < h.len() {
+        let c = h[q];
+        if c == b' ' {
+            q += 1;
+        } else if c == b'"' || c >= 0x80 {
+            return Near::Open;
+        } else if c == b'\\' && h.get(q + 1).is_some_and(|&e| is_space_escape(e)) {
+            q += 2;
+        } else {
+            break;
+        }
+    }
+    if q == h.len() {
+        Near::Open
+    } else if q == p {
+        Near::No
+    } else {
+        Near::At(q)
+    }
+}
+
+/// Whether a byte is word `w`'s byte `n`.
+#[inline]
+fn same(x: u8, n: NByte) -> bool {
+    if n.letter {
+        x | 0x20 == n.b
+    } else {
+        x == n.b
+    }
+}
+
+/// Word `w` ending at `h[q]`: where it starts. A non-ASCII byte among the bytes it
+/// would take (or a few more: a letter's non-ASCII equal is longer) leaves it open.
+fn word_before(h: &[u8], q: usize, w: &[NByte]) -> Near {
+    let reach = &h[q.saturating_sub(4 * w.len())..q];
+    if reach.iter().any(|&c| c >= 0x80) {
+        return Near::Open;
+    }
+    if q < w.len() || !h[q - w.len()..q].iter().zip(w).all(|(&x, &n)| same(x, n)) {
+        return Near::No;
+    }
+    Near::At(q - w.len())
+}
+
+/// Word `w` starting at `h[q]`: where it ends (as [`word_before`]).
+fn word_after(h: &[u8], q: usize, w: &[NByte]) -> Near {
+    let reach = &h[q..h.len().min(q + 4 * w.len())];
+    if reach.iter().any(|&c| c >= 0x80) {
+        return Near::Open;
+    }
+    if h.len() - q < w.len() {
+        return Near::Open; // the bytes end (a region's last line): not read here
+    }
+    if !h[q..q + w.len()].iter().zip(w).all(|(&x, &n)| same(x, n)) {
+        return Near::No;
+    }
+    Near::At(q + w.len())
 }
 
 /// Whether a query character can stand in a needle, and its bytes.
@@ -67,6 +242,11 @@ fn needle_bytes(c: PChar, out: &mut Vec<NByte>) -> bool {
     true
 }
 
+/// What a phrase check adds to a needle's score: a common word with its neighbours
+/// picks fewer lines than a rare letter alone (`the file`: `file` checked around each
+/// occurrence, where `f` alone was chosen, found in nearly every line).
+const PHRASE_BONUS: i64 = 400;
+
 /// A rough rank of how often a (case-folded) byte occurs in session text: lower is
 /// rarer.
 fn rank(b: NByte) -> u32 {
@@ -89,27 +269,39 @@ impl Needle {
     /// characters), or `None` when no term has a character that can stand in one
     /// (then every line holding an entry's text is a candidate).
     pub fn of(terms: &[super::rules::Term]) -> Option<Needle> {
-        let mut best: Option<(i64, Vec<NByte>)> = None;
+        // The best needle so far: its score, bytes and phrase check.
+        let mut best: Option<(i64, Vec<NByte>, Option<Phrase>)> = None;
         for term in terms {
-            for word in &term.words {
+            for (k, word) in term.words.iter().enumerate() {
+                // A whole word of a phrase is checked with its neighbours where it
+                // occurs, which makes far fewer lines candidates than its bytes alone.
+                let mut phrase = Phrase::of(&term.words, k).filter(|_| {
+                    word.iter()
+                        .all(|&c| !matches!(c, PChar::Exact(_)) && needle_bytes(c, &mut Vec::new()))
+                });
                 let mut run = Vec::new();
                 // A run and its pieces between letters with non-ASCII equals: each of
                 // those costs a pass over the bytes for the equals' encodings.
                 let mut consider = |run: &mut Vec<NByte>| {
                     let folds = |b: &NByte| b.letter && ASCII_FOLDS.iter().any(|f| f.1 == b.b);
-                    let mut score_of = |piece: &[NByte]| {
+                    let mut score_of = |piece: &[NByte], phrase: &mut Option<Phrase>| {
                         if piece.is_empty() {
                             return;
                         }
                         let rare: i64 = piece.iter().map(|&b| 260 - rank(b) as i64).sum();
-                        let score = rare - 150 * piece.iter().any(folds) as i64;
-                        if best.as_ref().is_none_or(|(s, _)| score > *s) {
-                            best = Some((score, piece.to_vec()));
+                        let mut score = rare - 150 * piece.iter().any(folds) as i64;
+                        if phrase.is_some() {
+                            score += PHRASE_BONUS;
+                        }
+                        if best.as_ref().is_none_or(|(s, _, _)| score > *s) {
+                            best = Some((score, piece.to_vec(), phrase.take()));
                         }
                     };
-                    score_of(run);
+                    // Only the whole word (one run: `phrase` is kept only then) is a
+                    // phrase's word.
+                    score_of(run, &mut phrase);
                     for piece in run.split(folds) {
-                        score_of(piece);
+                        score_of(piece, &mut None);
                     }
                     run.clear();
                 };
@@ -121,7 +313,7 @@ impl Needle {
                 consider(&mut run);
             }
         }
-        let (_, bytes) = best?;
+        let (_, bytes, phrase) = best?;
         let mut order: Vec<usize> = (0..bytes.len()).collect();
         order.sort_by_key(|&i| (rank(bytes[i]), i));
         let (a, b) = (order[0], *order.get(1).unwrap_or(&order[0]));
@@ -140,7 +332,17 @@ impl Needle {
             i2,
             hatches,
             avx2: avx2(),
+            phrase,
         })
+    }
+
+    /// Whether the needle found at `h[at]` may be a match's (the phrase around it).
+    #[inline]
+    fn may_match_at(&self, h: &[u8], at: usize) -> bool {
+        match &self.phrase {
+            None => true,
+            Some(p) => p.around(h, at, at + self.bytes.len()),
+        }
     }
 
     #[inline]
@@ -163,6 +365,10 @@ impl Needle {
             // escape can start, are looked at alone.
             // SAFETY: AVX2 was detected at run time.
             while let Some(at) = unsafe { self.find_avx2_or_escape(h, p) } {
+                if h.get(at) != Some(&b'\\') && !self.may_match_at(h, at) {
+                    p = at + 1;
+                    continue;
+                }
                 p = f(at).max(at + 1);
             }
             let tail = (h.len() - self.bytes.len()).max(p);
@@ -174,6 +380,10 @@ impl Needle {
             return;
         }
         while let Some(at) = self.find(h, p) {
+            if !self.may_match_at(h, at) {
+                p = at + 1;
+                continue;
+            }
             p = f(at).max(at + 1);
         }
         self.each_hatch(h, &self.hatches, &mut f);
@@ -400,6 +610,122 @@ mod tests {
                 assert_eq!(got, want, "{s} {len}");
             }
         }
+    }
+
+    /// Whether `n` picks anything in `h` (the needle or a hatch).
+    fn occurs(n: &Needle, h: &[u8]) -> bool {
+        let mut found = false;
+        n.each(h, |_| {
+            found = true;
+            h.len()
+        });
+        found
+    }
+
+    fn phrase(words: &[&str]) -> Vec<Term> {
+        let word = |w: &str| w.chars().map(|c| PChar::new(c as u32, true)).collect();
+        vec![Term {
+            words: words.iter().map(|w| word(w)).collect(),
+        }]
+    }
+
+    /// A session line whose assistant message holds `texts` as text blocks (JSON
+    /// strings as `serde_json` writes them, so escapes as a writer makes them).
+    fn line(texts: &[&str]) -> Vec<u8> {
+        let blocks: Vec<_> = texts
+            .iter()
+            .map(|t| serde_json::json!({"type": "text", "text": t}))
+            .collect();
+        let v = serde_json::json!({"type": "message", "id": "a",
+            "message": {"role": "assistant", "content": blocks}});
+        serde_json::to_vec(&v).unwrap()
+    }
+
+    #[test]
+    fn a_phrase_needs_its_words_around_the_needle() {
+        let n = Needle::of(&phrase(&["the", "file"])).unwrap();
+        assert!(n.phrase.is_some());
+        for yes in [
+            &["see the file"][..],
+            &["The  FILE"],
+            &["the\nfile"],
+            &["the\t\r\n file"],
+            &["the\u{a0}file"],        // non-ASCII white space: read no further
+            &["the\u{b}file"],         // `\u000b`: a hatch
+            &["and the", "file too"],  // across text blocks (joined by a space)
+            &["the thefile the file"], // not the first occurrence
+            &["the files"],
+            &["ſ the file"],
+        ] {
+            assert!(occurs(&n, &line(yes)), "{yes:?}");
+        }
+        for no in [
+            &["thefile"][..],
+            &["the thefile"],
+            &["a file, the end"],
+            &["the\"file"],
+            &["the/file"],
+            &["the-file"],
+        ] {
+            assert!(!occurs(&n, &line(no)), "{no:?}");
+        }
+        // A word the check cannot spell: no phrase check.
+        assert!(Needle::of(&phrase(&["a/b", "file"]))
+            .unwrap()
+            .phrase
+            .is_none());
+        // The needle not a whole word (`/` splits it): no phrase check.
+        assert!(Needle::of(&phrase(&["the", "zebra/x"]))
+            .unwrap()
+            .phrase
+            .is_none());
+    }
+
+    /// The prefilter never misses a line whose text matches: random texts of phrase
+    /// words, white space of every kind, quotes and letters' non-ASCII equals, each
+    /// judged by the rules, the line picked whenever the judge says hit or undecided.
+    #[test]
+    fn a_phrase_needle_misses_no_match() {
+        let pieces = [
+            "the", "The", "file", "FILE", "fi", "le", " ", "  ", "\n", "\t", "\r", "\u{c}",
+            "\u{b}", "\u{a0}", "\u{3000}", "\"", "/", "x", "ſ", "\u{212a}", "é", "-", "", "\\",
+        ];
+        let mut x: u32 = 7;
+        let mut next = |m: usize| {
+            x = x.wrapping_mul(1103515245).wrapping_add(12345);
+            (x >> 16) as usize % m
+        };
+        let queries = [
+            &["the", "file"][..],
+            &["file", "the"],
+            &["the", "fi", "le"],
+            &["x", "the", "x"],
+            &["kelvin", "the"],
+        ];
+        let mut all_hits = 0;
+        for q in queries {
+            let terms = phrase(q);
+            let n = Needle::of(&terms).unwrap();
+            let (mut picked, mut hits) = (0, 0);
+            for _ in 0..4000 {
+                let mut blocks = Vec::new();
+                for _ in 0..1 + next(3) {
+                    let t: String = (0..next(9)).map(|_| pieces[next(pieces.len())]).collect();
+                    blocks.push(t);
+                }
+                let refs: Vec<&str> = blocks.iter().map(String::as_str).collect();
+                let text = refs.join(" ");
+                let judged = super::super::rules::judge_text(&terms, text.as_bytes());
+                let hit = !matches!(judged, super::super::rules::Outcome::Miss);
+                let got = occurs(&n, &line(&refs));
+                picked += usize::from(got);
+                hits += usize::from(hit);
+                assert!(!hit || got, "{q:?} missed {text:?}");
+            }
+            assert!(picked < 4000, "{q:?} {picked}");
+            all_hits += hits;
+        }
+        assert!(all_hits > 100, "{all_hits}");
     }
 
     #[test]
