@@ -90,7 +90,7 @@ def _text(t: str) -> dict[str, Any]:
 PHRASE_CONTENTS: list[list[dict[str, Any]]] = [
     [_text(t)] for t in ("the file", "The  FILE", "the\nfile", "the\t\r\n file", "the\u00a0file", "the\u000bfile",
                          "the\u3000file", "thefile", "the thefile", "a file, the end", 'the"file', "the/file",
-                         "the-file", "the files", "ſee the ſile", "bathe file", "the\\nfile", "the \\ file")
+                         "the-file", "the files", "ſee the ſile", "\u212aelvin", "bathe file", "the\\nfile", "the \\ file")
 ] + [
     [_text("and the"), _text("file too")],
     [_text("the"), {"type": "toolCall", "id": "c", "name": "file", "arguments": {}}],
@@ -101,7 +101,7 @@ PHRASE_CONTENTS: list[list[dict[str, Any]]] = [
 
 
 @pytest.mark.parametrize("query", ['"the file"', '"file the"', '"see the file"', '"the file too"', '"the"',
-                                   '"a file" end', '"and the file"'])
+                                   '"a file" end', '"and the file"', "file", "sile", '"see the sile"', "kelvin"])
 def test_a_phrase_prefilter_equals_python_rules(tmp_path: Path, query: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "p"
