@@ -67,3 +67,49 @@ def test_first_search_of_large_files_equals_python_rules(tmp_path: Path, case: s
         assert result == want, (case, q)
     if case != "none":
         assert got["zebrafish"].total > 0
+
+
+def _blocks_session(path: Path, contents: list[list[dict[str, Any]]]) -> None:
+    lines = [json.dumps({"type": "session", "version": 3, "id": "s1", "timestamp": "2025-11-02T10:00:00.000Z",
+                         "cwd": "/p"})]
+    for i, content in enumerate(contents):
+        lines.append(json.dumps({"type": "message", "id": f"e{i}", "parentId": f"e{i - 1}" if i else None,
+                                 "timestamp": f"2025-11-02T10:00:{i:02d}.000Z",
+                                 "message": {"role": "assistant", "content": content}}, ensure_ascii=i % 2 == 0))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _text(t: str) -> dict[str, Any]:
+    return {"type": "text", "text": t}
+
+
+# A phrase's words with every kind of white space between them, across text blocks and a
+# tool call's parts, with letters' non-ASCII equals, and near misses (src/search/needle.rs
+# `Phrase`: its prefilter checks the words around the needle); every other line written
+# with `\u` escapes (a hatch) and every other without.
+PHRASE_CONTENTS: list[list[dict[str, Any]]] = [
+    [_text(t)] for t in ("the file", "The  FILE", "the\nfile", "the\t\r\n file", "the\u00a0file", "the\u000bfile",
+                         "the\u3000file", "thefile", "the thefile", "a file, the end", 'the"file', "the/file",
+                         "the-file", "the files", "ſee the ſile", "\u212aelvin", "bathe file", "the\\nfile", "the \\ file")
+] + [
+    [_text("and the"), _text("file too")],
+    [_text("the"), {"type": "toolCall", "id": "c", "name": "file", "arguments": {}}],
+    [{"type": "toolCall", "id": "c", "name": "read", "arguments": {"path": "the", "x": ["file"]}}],
+    [{"type": "thinking", "thinking": "the file"}, _text("no")],
+    [_text("the file" * 0 + "x"), {"type": "toolCall", "id": "c", "name": "w", "arguments": {"c": "see the\nfile"}}],
+]
+
+
+@pytest.mark.parametrize("query", ['"the file"', '"file the"', '"see the file"', '"the file too"', '"the"',
+                                   '"a file" end', '"and the file"', "file", "sile", '"see the sile"', "kelvin"])
+def test_a_phrase_prefilter_equals_python_rules(tmp_path: Path, query: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    _blocks_session(folder / "2025-11-02T10-00-00-000Z_a.jsonl", PHRASE_CONTENTS)
+    got = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
+    monkeypatch.setattr(_search, "native_scanner", lambda: None)
+    want = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
+    assert got == want, query
+    if query == '"the file"':
+        assert got.total >= 10

@@ -37,7 +37,192 @@ pub struct Needle {
     i2: usize,
     /// Byte strings whose presence makes a line a candidate too.
     hatches: Vec<memmem::Finder<'static>>,
+    /// The hatches of the letters' non-ASCII equals (`hatches[1..]`) as bytes, and
+    /// their distinct first bytes: the AVX2 pass finds them with the needle.
+    folds: Vec<Vec<u8>>,
+    leads: Vec<u8>,
     avx2: bool,
+    /// The rest of the phrase the needle is a whole word of, checked around each of
+    /// its occurrences ([`Phrase`]); `None`: a one-word term, or a word the check
+    /// cannot spell.
+    phrase: Option<Phrase>,
+}
+
+/// The words of a phrase before and after the needle's word, each as it stands in a
+/// line's bytes. A match of the phrase joins its words with white space, so where the
+/// needle occurs with no white space and the neighbouring words around it, that
+/// occurrence is no match's, and unless another is, its line is not a candidate.
+/// Anything the check cannot read as text (a `"`: a string's end, so the next word may
+/// be in the next part of the entry's text; a non-ASCII byte: white space, or a
+/// character equal to a letter) lets the occurrence through, as do the hatches.
+#[derive(Debug)]
+struct Phrase {
+    before: Vec<Vec<NByte>>,
+    after: Vec<Vec<NByte>>,
+}
+
+/// What the bytes next to a word say about a phrase there.
+enum Near {
+    /// A phrase may go on there (read no further).
+    Open,
+    /// No phrase goes on there.
+    No,
+    /// White space up to this offset, then the next word (or: the word is there).
+    At(usize),
+}
+
+impl Phrase {
+    /// The phrase of `words` around word `k`, when each other word is spelled in a
+    /// line's bytes as it is (letters, other printable ASCII but `"`, `\` and `/`).
+    fn of(words: &[Vec<PChar>], k: usize) -> Option<Phrase> {
+        let spell = |w: &Vec<PChar>| -> Option<Vec<NByte>> {
+            let mut out = Vec::new();
+            for &c in w {
+                if matches!(c, PChar::Exact(_) | PChar::Cased(_)) || !needle_bytes(c, &mut out) {
+                    return None;
+                }
+            }
+            Some(out)
+        };
+        if words.len() < 2 {
+            return None;
+        }
+        let before = words[..k].iter().map(spell).collect::<Option<Vec<_>>>()?;
+        let after = words[k + 1..]
+            .iter()
+            .map(spell)
+            .collect::<Option<Vec<_>>>()?;
+        Some(Phrase { before, after })
+    }
+
+    /// Whether the needle at `h[at..end]` may be the phrase's word: its words
+    /// before and after it, with white space between, are there (or unreadable).
+    fn around(&self, h: &[u8], at: usize, end: usize) -> bool {
+        let mut p = at;
+        for w in self.before.iter().rev() {
+            let q = match space_before(h, p) {
+                Near::Open => return true,
+                Near::No => return false,
+                Near::At(q) => q,
+            };
+            match word_before(h, q, w) {
+                Near::Open => return true,
+                Near::No => return false,
+                Near::At(s) => p = s,
+            }
+        }
+        let mut p = end;
+        for w in &self.after {
+            let q = match space_after(h, p) {
+                Near::Open => return true,
+                Near::No => return false,
+                Near::At(q) => q,
+            };
+            match word_after(h, q, w) {
+                Near::Open => return true,
+                Near::No => return false,
+                Near::At(e) => p = e,
+            }
+        }
+        true
+    }
+}
+
+/// JSON's spelling of white space in a string that does not need `\u`: ` `, and the
+/// escapes of tab, LF, FF and CR (`\u000b` and non-ASCII white space go through the
+/// hatches and the non-ASCII rule).
+fn is_space_escape(c: u8) -> bool {
+    matches!(c, b't' | b'n' | b'f' | b'r')
+}
+
+/// The white space that ends at `h[p]`: where it starts.
+fn space_before(h: &[u8], p: usize) -> Near {
+    let mut q = p;
+    while q > 0 {
+        let c = h[q - 1];
+        if c == b' ' {
+            q -= 1;
+        } else if c == b'"' && escapes(h, q - 1) % 2 == 0 || c >= 0x80 {
+            // A string's end (not `\"`, a quote of the text).
+            return Near::Open;
+        } else if q >= 2 && h[q - 2] == b'\\' && is_space_escape(c) {
+            q -= 2;
+        } else {
+            break;
+        }
+    }
+    if q == p {
+        Near::No
+    } else {
+        Near::At(q)
+    }
+}
+
+/// How many backslashes stand right before `h[i]`.
+fn escapes(h: &[u8], i: usize) -> usize {
+    h[..i].iter().rev().take_while(|&&c| c == b'\\').count()
+}
+
+/// The white space that starts at `h[p]`: where it ends.
+fn space_after(h: &[u8], p: usize) -> Near {
+    let mut q = p;
+    while q < h.len() {
+        let c = h[q];
+        if c == b' ' {
+            q += 1;
+        } else if c == b'"' || c >= 0x80 {
+            return Near::Open;
+        } else if c == b'\\' && h.get(q + 1).is_some_and(|&e| is_space_escape(e)) {
+            q += 2;
+        } else {
+            break;
+        }
+    }
+    if q == h.len() {
+        Near::Open
+    } else if q == p {
+        Near::No
+    } else {
+        Near::At(q)
+    }
+}
+
+/// Whether a byte is word `w`'s byte `n`.
+#[inline]
+fn same(x: u8, n: NByte) -> bool {
+    if n.letter {
+        x | 0x20 == n.b
+    } else {
+        x == n.b
+    }
+}
+
+/// Word `w` ending at `h[q]`: where it starts. A non-ASCII byte among the bytes it
+/// would take (or a few more: a letter's non-ASCII equal is longer) leaves it open.
+fn word_before(h: &[u8], q: usize, w: &[NByte]) -> Near {
+    let reach = &h[q.saturating_sub(4 * w.len())..q];
+    if reach.iter().any(|&c| c >= 0x80) {
+        return Near::Open;
+    }
+    if q < w.len() || !h[q - w.len()..q].iter().zip(w).all(|(&x, &n)| same(x, n)) {
+        return Near::No;
+    }
+    Near::At(q - w.len())
+}
+
+/// Word `w` starting at `h[q]`: where it ends (as [`word_before`]).
+fn word_after(h: &[u8], q: usize, w: &[NByte]) -> Near {
+    let reach = &h[q..h.len().min(q + 4 * w.len())];
+    if reach.iter().any(|&c| c >= 0x80) {
+        return Near::Open;
+    }
+    if h.len() - q < w.len() {
+        return Near::Open; // the bytes end (a region's last line): not read here
+    }
+    if !h[q..q + w.len()].iter().zip(w).all(|(&x, &n)| same(x, n)) {
+        return Near::No;
+    }
+    Near::At(q + w.len())
 }
 
 /// Whether a query character can stand in a needle, and its bytes.
@@ -67,6 +252,15 @@ fn needle_bytes(c: PChar, out: &mut Vec<NByte>) -> bool {
     true
 }
 
+/// A needle score from which a piece is rare enough to leave few candidates (a rare
+/// letter, or several less common ones: `zebraf`, not `th`).
+const STRONG: i64 = 200;
+
+/// What a phrase check adds to a needle's score: a common word with its neighbours
+/// picks fewer lines than a rare letter alone (`the file`: `file` checked around each
+/// occurrence, where `f` alone was chosen, found in nearly every line).
+const PHRASE_BONUS: i64 = 400;
+
 /// A rough rank of how often a (case-folded) byte occurs in session text: lower is
 /// rarer.
 fn rank(b: NByte) -> u32 {
@@ -89,49 +283,77 @@ impl Needle {
     /// characters), or `None` when no term has a character that can stand in one
     /// (then every line holding an entry's text is a candidate).
     pub fn of(terms: &[super::rules::Term]) -> Option<Needle> {
-        let mut best: Option<(i64, Vec<NByte>)> = None;
+        // Every candidate: its rarity (with a phrase's bonus), whether it holds a
+        // letter with non-ASCII equals, its bytes and its phrase check.
+        let mut all: Vec<(i64, bool, Vec<NByte>, Option<Phrase>)> = Vec::new();
+        let folds = |b: &NByte| b.letter && ASCII_FOLDS.iter().any(|f| f.1 == b.b);
         for term in terms {
-            for word in &term.words {
+            for (k, word) in term.words.iter().enumerate() {
+                // A whole word of a phrase is checked with its neighbours where it
+                // occurs, which makes far fewer lines candidates than its bytes alone.
+                let mut phrase = Phrase::of(&term.words, k).filter(|_| {
+                    word.iter()
+                        .all(|&c| !matches!(c, PChar::Exact(_)) && needle_bytes(c, &mut Vec::new()))
+                });
                 let mut run = Vec::new();
-                // A run and its pieces between letters with non-ASCII equals: each of
-                // those costs a pass over the bytes for the equals' encodings.
-                let mut consider = |run: &mut Vec<NByte>| {
-                    let folds = |b: &NByte| b.letter && ASCII_FOLDS.iter().any(|f| f.1 == b.b);
-                    let mut score_of = |piece: &[NByte]| {
-                        if piece.is_empty() {
-                            return;
-                        }
-                        let rare: i64 = piece.iter().map(|&b| 260 - rank(b) as i64).sum();
-                        let score = rare - 150 * piece.iter().any(folds) as i64;
-                        if best.as_ref().is_none_or(|(s, _)| score > *s) {
-                            best = Some((score, piece.to_vec()));
+                // A run and its pieces between letters with non-ASCII equals.
+                let mut consider = |run: &mut Vec<NByte>, phrase: &mut Option<Phrase>| {
+                    let mut add = |piece: &[NByte], phrase: Option<Phrase>| {
+                        if !piece.is_empty() {
+                            let rare: i64 = piece.iter().map(|&b| 260 - rank(b) as i64).sum();
+                            let bonus = if phrase.is_some() { PHRASE_BONUS } else { 0 };
+                            let f = piece.iter().any(folds);
+                            all.push((rare + bonus, f, piece.to_vec(), phrase));
                         }
                     };
-                    score_of(run);
+                    // Only the whole word (one run: `phrase` is kept only then) is a
+                    // phrase's word.
+                    add(run, phrase.take());
                     for piece in run.split(folds) {
-                        score_of(piece);
+                        add(piece, None);
                     }
                     run.clear();
                 };
                 for &c in word {
                     if !needle_bytes(c, &mut run) {
-                        consider(&mut run);
+                        consider(&mut run, &mut None);
                     }
                 }
-                consider(&mut run);
+                consider(&mut run, &mut phrase);
             }
         }
-        let (_, bytes) = best?;
+        let avx2 = avx2();
+        // What a letter with non-ASCII equals costs: their encodings are looked for too,
+        // with AVX2 in the needle's pass (a compare per first byte for every 32 bytes,
+        // and a check at each such byte), else in a pass of their own each. That is
+        // worth it only when no piece without such letters is rare enough to leave few
+        // candidates: `this` (`th` alone picks nearly every line), not `zebrafish`
+        // (`zebraf`, where the compares cost a rare word's search a fifth more).
+        let strong = all.iter().any(|c| !c.1 && c.0 >= STRONG);
+        let fold_cost = if avx2 && !strong { 5 } else { 150 };
+        let mut best: Option<(i64, Vec<NByte>, Option<Phrase>)> = None;
+        for (score, f, bytes, phrase) in all {
+            let score = score - fold_cost * i64::from(f);
+            if best.as_ref().is_none_or(|(s, _, _)| score > *s) {
+                best = Some((score, bytes, phrase));
+            }
+        }
+        let (_, bytes, phrase) = best?;
         let mut order: Vec<usize> = (0..bytes.len()).collect();
         order.sort_by_key(|&i| (rank(bytes[i]), i));
         let (a, b) = (order[0], *order.get(1).unwrap_or(&order[0]));
         let (i1, i2) = (a.min(b), a.max(b));
         let mut hatches = vec![memmem::Finder::new(b"\\u").into_owned()];
+        let (mut folds, mut leads) = (Vec::new(), Vec::new());
         for &(cp, l) in &ASCII_FOLDS {
             if bytes.iter().any(|b| b.letter && b.b == l) {
                 let mut buf = [0u8; 4];
                 let s = char::from_u32(cp).unwrap().encode_utf8(&mut buf);
                 hatches.push(memmem::Finder::new(s.as_bytes()).into_owned());
+                folds.push(s.as_bytes().to_vec());
+                if !leads.contains(&s.as_bytes()[0]) {
+                    leads.push(s.as_bytes()[0]);
+                }
             }
         }
         Some(Needle {
@@ -139,8 +361,27 @@ impl Needle {
             i1,
             i2,
             hatches,
-            avx2: avx2(),
+            folds,
+            leads,
+            avx2,
+            phrase,
         })
+    }
+
+    /// Whether a hatch starts at `h[at]`.
+    #[inline]
+    fn hatch_at(&self, h: &[u8], at: usize) -> bool {
+        let rest = &h[at.min(h.len())..];
+        rest.starts_with(b"\\u") || self.folds.iter().any(|f| rest.starts_with(f))
+    }
+
+    /// Whether the needle found at `h[at]` may be a match's (the phrase around it).
+    #[inline]
+    fn may_match_at(&self, h: &[u8], at: usize) -> bool {
+        match &self.phrase {
+            None => true,
+            Some(p) => p.around(h, at, at + self.bytes.len()),
+        }
     }
 
     #[inline]
@@ -159,34 +400,49 @@ impl Needle {
         let mut p = 0;
         #[cfg(target_arch = "x86_64")]
         if self.avx2 && h.len() >= self.bytes.len() {
-            // One pass finds the needle and `\u` both; the last bytes, where only an
-            // escape can start, are looked at alone.
-            // SAFETY: AVX2 was detected at run time.
-            while let Some(at) = unsafe { self.find_avx2_or_escape(h, p) } {
+            // One pass finds the needle and every hatch; the last bytes, where only a
+            // hatch can start, are looked at alone.
+            let find = |p| {
+                // SAFETY: AVX2 was detected at run time.
+                unsafe {
+                    if self.leads.is_empty() {
+                        self.find_avx2_or_escape::<false>(h, p)
+                    } else {
+                        self.find_avx2_or_escape::<true>(h, p)
+                    }
+                }
+            };
+            while let Some(at) = find(p) {
+                if !self.hatch_at(h, at) && !self.may_match_at(h, at) {
+                    p = at + 1;
+                    continue;
+                }
                 p = f(at).max(at + 1);
             }
             let tail = (h.len() - self.bytes.len()).max(p);
-            let mut q = tail;
-            while let Some(k) = self.hatches[0].find(&h[q..]) {
-                q = f(q + k).max(q + k + 1);
-            }
-            self.each_hatch(h, &self.hatches[1..], &mut f);
+            self.each_hatch(h, tail, &self.hatches, &mut f);
             return;
         }
         while let Some(at) = self.find(h, p) {
+            if !self.may_match_at(h, at) {
+                p = at + 1;
+                continue;
+            }
             p = f(at).max(at + 1);
         }
-        self.each_hatch(h, &self.hatches, &mut f);
+        self.each_hatch(h, 0, &self.hatches, &mut f);
     }
 
+    /// Call `f` at every hatch from `h[from]` on.
     fn each_hatch(
         &self,
         h: &[u8],
+        from: usize,
         hatches: &[memmem::Finder<'static>],
         f: &mut impl FnMut(usize) -> usize,
     ) {
         for hatch in hatches {
-            let mut p = 0;
+            let mut p = from;
             while p < h.len() {
                 let Some(k) = hatch.find(&h[p..]) else { break };
                 p = f(p + k).max(p + k + 1);
@@ -230,10 +486,16 @@ impl Needle {
     }
 
     /// The first position at or after `from` (and before the needle's last possible
-    /// start) where the needle or a `\u` starts.
+    /// start) where the needle or a hatch starts; `LEADS`: look for the first bytes
+    /// of the letters' non-ASCII equals too (compiled apart: the compares cost a
+    /// needle without them a fifth of a rare word's search).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn find_avx2_or_escape(&self, h: &[u8], from: usize) -> Option<usize> {
+    unsafe fn find_avx2_or_escape<const LEADS: bool>(
+        &self,
+        h: &[u8],
+        from: usize,
+    ) -> Option<usize> {
         use std::arch::x86_64::*;
         let n = self.bytes.len();
         let last = h.len() - n; // last needle start
@@ -245,6 +507,17 @@ impl Needle {
         let v2 = _mm256_set1_epi8(b2.b as i8);
         let bs = _mm256_set1_epi8(b'\\' as i8);
         let u = _mm256_set1_epi8(b'u' as i8);
+        // The hatches' first bytes (a lead byte absent: 0, which no text byte is in a
+        // line, and which a match checks anyway).
+        let lead = |k: usize| _mm256_set1_epi8(*self.leads.get(k).unwrap_or(&0) as i8);
+        let (l0, l1, l2) = (lead(0), lead(1), lead(2));
+        let hatch = |at: usize| {
+            if LEADS {
+                self.hatch_at(h, at)
+            } else {
+                h.get(at..at + 2) == Some(b"\\u")
+            }
+        };
         let mut p = from;
         // Loads at p + i1, p + i2 and p + 1 stay inside `h` (n >= 1, so p + 33 <= ...).
         while p + 32 + n.max(2) <= h.len() {
@@ -256,19 +529,24 @@ impl Needle {
             let ea = _mm256_cmpeq_epi8(_mm256_or_si256(a, m1), v1);
             let eb = _mm256_cmpeq_epi8(_mm256_or_si256(b, m2), v2);
             let esc = _mm256_and_si256(_mm256_cmpeq_epi8(c, bs), _mm256_cmpeq_epi8(d, u));
+            let mut hat = esc;
+            if LEADS {
+                let l = _mm256_or_si256(_mm256_cmpeq_epi8(c, l0), _mm256_cmpeq_epi8(c, l1));
+                hat = _mm256_or_si256(hat, _mm256_or_si256(l, _mm256_cmpeq_epi8(c, l2)));
+            }
             let mut mask =
-                _mm256_movemask_epi8(_mm256_or_si256(_mm256_and_si256(ea, eb), esc)) as u32;
+                _mm256_movemask_epi8(_mm256_or_si256(_mm256_and_si256(ea, eb), hat)) as u32;
             while mask != 0 {
                 let at = p + mask.trailing_zeros() as usize;
                 mask &= mask - 1;
-                if (at <= last && self.verify(h, at)) || h.get(at..at + 2) == Some(b"\\u") {
+                if (at <= last && self.verify(h, at)) || hatch(at) {
                     return Some(at);
                 }
             }
             p += 32;
         }
         while p <= last {
-            if self.verify(h, p) || h.get(p..p + 2) == Some(b"\\u") {
+            if self.verify(h, p) || hatch(p) {
                 return Some(p);
             }
             p += 1;
@@ -398,6 +676,158 @@ mod tests {
                 want.sort_unstable();
                 want.dedup();
                 assert_eq!(got, want, "{s} {len}");
+            }
+        }
+    }
+
+    /// Whether `n` picks anything in `h` (the needle or a hatch).
+    fn occurs(n: &Needle, h: &[u8]) -> bool {
+        let mut found = false;
+        n.each(h, |_| {
+            found = true;
+            h.len()
+        });
+        found
+    }
+
+    fn phrase(words: &[&str]) -> Vec<Term> {
+        let word = |w: &str| w.chars().map(|c| PChar::new(c as u32, true)).collect();
+        vec![Term {
+            words: words.iter().map(|w| word(w)).collect(),
+        }]
+    }
+
+    /// A session line whose assistant message holds `texts` as text blocks (JSON
+    /// strings as `serde_json` writes them, so escapes as a writer makes them).
+    fn line(texts: &[&str]) -> Vec<u8> {
+        let blocks: Vec<_> = texts
+            .iter()
+            .map(|t| serde_json::json!({"type": "text", "text": t}))
+            .collect();
+        let v = serde_json::json!({"type": "message", "id": "a",
+            "message": {"role": "assistant", "content": blocks}});
+        serde_json::to_vec(&v).unwrap()
+    }
+
+    #[test]
+    fn a_phrase_needs_its_words_around_the_needle() {
+        let n = Needle::of(&phrase(&["the", "file"])).unwrap();
+        assert!(n.phrase.is_some());
+        for yes in [
+            &["see the file"][..],
+            &["The  FILE"],
+            &["the\nfile"],
+            &["the\t\r\n file"],
+            &["the\u{a0}file"],        // non-ASCII white space: read no further
+            &["the\u{b}file"],         // `\u000b`: a hatch
+            &["and the", "file too"],  // across text blocks (joined by a space)
+            &["the thefile the file"], // not the first occurrence
+            &["the files"],
+            &["ſ the file"],
+        ] {
+            assert!(occurs(&n, &line(yes)), "{yes:?}");
+        }
+        for no in [
+            &["thefile"][..],
+            &["the thefile"],
+            &["a file, the end"],
+            &["the\"file"],
+            &["the/file"],
+            &["the-file"],
+        ] {
+            assert!(!occurs(&n, &line(no)), "{no:?}");
+        }
+        // A word the check cannot spell: no phrase check.
+        assert!(Needle::of(&phrase(&["a/b", "file"]))
+            .unwrap()
+            .phrase
+            .is_none());
+        // The needle not a whole word (`/` splits it): no phrase check.
+        assert!(Needle::of(&phrase(&["the", "zebra/x"]))
+            .unwrap()
+            .phrase
+            .is_none());
+    }
+
+    /// The prefilter never misses a line whose text matches: random texts of phrase
+    /// words, white space of every kind, quotes and letters' non-ASCII equals, each
+    /// judged by the rules, the line picked whenever the judge says hit or undecided.
+    #[test]
+    fn a_phrase_needle_misses_no_match() {
+        let pieces = [
+            "the", "The", "file", "FILE", "fi", "le", " ", "  ", "\n", "\t", "\r", "\u{c}",
+            "\u{b}", "\u{a0}", "\u{3000}", "\"", "/", "x", "ſ", "\u{212a}", "é", "-", "", "\\",
+        ];
+        let mut x: u32 = 7;
+        let mut next = |m: usize| {
+            x = x.wrapping_mul(1103515245).wrapping_add(12345);
+            (x >> 16) as usize % m
+        };
+        let queries = [
+            &["the", "file"][..],
+            &["file", "the"],
+            &["the", "fi", "le"],
+            &["x", "the", "x"],
+            &["kelvin", "the"],
+        ];
+        let mut all_hits = 0;
+        for q in queries {
+            let terms = phrase(q);
+            let n = Needle::of(&terms).unwrap();
+            let (mut picked, mut hits) = (0, 0);
+            for _ in 0..4000 {
+                let mut blocks = Vec::new();
+                for _ in 0..1 + next(3) {
+                    let t: String = (0..next(9)).map(|_| pieces[next(pieces.len())]).collect();
+                    blocks.push(t);
+                }
+                let refs: Vec<&str> = blocks.iter().map(String::as_str).collect();
+                let text = refs.join(" ");
+                let judged = super::super::rules::judge_text(&terms, text.as_bytes());
+                let hit = !matches!(judged, super::super::rules::Outcome::Miss);
+                let got = occurs(&n, &line(&refs));
+                picked += usize::from(got);
+                hits += usize::from(hit);
+                assert!(!hit || got, "{q:?} missed {text:?}");
+            }
+            assert!(picked < 4000, "{q:?} {picked}");
+            all_hits += hits;
+        }
+        assert!(all_hits > 100, "{all_hits}");
+    }
+
+    /// Every letter's non-ASCII equal is found, by the AVX2 pass and the scalar one
+    /// alike, among other non-ASCII characters with the same first bytes.
+    #[test]
+    fn each_finds_every_folded_letter() {
+        let pieces = [
+            "ki", "ss", "ı", "İ", "ſ", "\u{212a}", "’", "—", "Ā", "ő", " ", "\\u", "kiss",
+        ];
+        let mut h = Vec::new();
+        let mut x: u32 = 5;
+        for _ in 0..3000 {
+            x = x.wrapping_mul(1103515245).wrapping_add(12345);
+            h.extend_from_slice(pieces[(x >> 16) as usize % pieces.len()].as_bytes());
+        }
+        for s in ["kiss", "k", "is", "s"] {
+            let mut n = needle(s);
+            for avx in [true, false] {
+                n.avx2 = avx && avx2();
+                for len in [0, 1, 3, 40, 100, h.len()] {
+                    let hay = &h[..len];
+                    let mut got = Vec::new();
+                    n.each(hay, |at| {
+                        got.push(at);
+                        at + 1
+                    });
+                    got.sort_unstable();
+                    got.dedup();
+                    let mut want = naive(&n, hay);
+                    want.extend((0..hay.len()).filter(|&i| n.hatch_at(hay, i)));
+                    want.sort_unstable();
+                    want.dedup();
+                    assert_eq!(got, want, "{s} {len} {avx}");
+                }
             }
         }
     }
