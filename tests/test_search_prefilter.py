@@ -113,3 +113,33 @@ def test_a_phrase_prefilter_equals_python_rules(tmp_path: Path, query: str,
     assert got == want, query
     if query == '"the file"':
         assert got.total >= 10
+
+
+# Control characters around and inside words, as tool output holds them (ANSI colours):
+# JSON spells them `\u001b` and so on, escapes the prefilter passes over for a word
+# (src/search/needle.rs `live_escape`), and for a phrase all but white space's.
+CONTROL_CONTENTS: list[list[dict[str, Any]]] = [
+    [_text(t)] for t in ("\x1b[31mzebrafish\x1b[0m", "zebra\x1bfish", "\x00zebrafish", "the\x0bfile", "the\x1bfile",
+                         "the\x1cfile", "the\x1ffile", "the\x7ffile", "\x1b[1mthe file\x1b[0m", "zebra\x7ffish",
+                         "\x1b[0m" * 40, "plain zebrafish")
+] + [
+    [_text("\x1b[32mok\x1b[0m"), {"type": "toolCall", "id": "c", "name": "bash", "arguments": {"c": "\x1bzebrafish"}}],
+]
+
+
+@pytest.mark.parametrize("query", ["zebrafish", '"the file"', "fish", "file", '"zebra fish"', "zebra\x1bfish",
+                                   '"the\x1bfile"', "31m", "0m"])
+def test_control_character_escapes_equal_python_rules(tmp_path: Path, query: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    _blocks_session(folder / "2025-11-02T10-00-00-000Z_a.jsonl", CONTROL_CONTENTS)
+    assert b"\\u001b" in (folder / "2025-11-02T10-00-00-000Z_a.jsonl").read_bytes()
+    got = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
+    monkeypatch.setattr(_search, "native_scanner", lambda: None)
+    want = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
+    assert got == want, query
+    if query == "zebrafish":
+        assert got.total >= 3  # the colours' "m" runs into the word in one: not at a word's start
+    if query == '"the file"':
+        assert got.total >= 1  # \x0b, JavaScript's white space

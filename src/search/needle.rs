@@ -6,7 +6,9 @@
 //!   characters Python holds uncased), so a match of the term in an entry's text shows
 //!   the needle in the line's bytes, unless
 //! * the line spells a character with a `\u` escape (any line holding `\u` is a
-//!   candidate), or
+//!   candidate, but for the escape of a control character, U+0000 to U+001F and
+//!   U+007F, which no needle holds: tool output's ANSI colours, `\u001b`, are in most
+//!   files of a real history, and made every line of those files a candidate), or
 //! * the text holds one of the non-ASCII characters equal to one of the needle's
 //!   letters ([`super::rules::ASCII_FOLDS`]: lines holding their UTF-8 bytes are
 //!   candidates).
@@ -46,6 +48,8 @@ pub struct Needle {
     /// its occurrences ([`Phrase`]); `None`: a one-word term, or a word the check
     /// cannot spell.
     phrase: Option<Phrase>,
+    /// The control characters whose `\u` escapes pick no line ([`live_escape`]).
+    dead_escapes: u64,
 }
 
 /// The words of a phrase before and after the needle's word, each as it stands in a
@@ -278,6 +282,35 @@ fn rank(b: NByte) -> u32 {
     }
 }
 
+/// The control characters that are white space to Python or JavaScript (U+0009 to
+/// U+000D, U+001C to U+001F), as bits: a phrase's words may be apart by one, spelled
+/// `\u000b` (say) in the line.
+const WHITE_CONTROLS: u64 = 0b1111 << 0x1C | 0b11111 << 0x09;
+
+/// Every control character's bit: U+0000 to U+001F, and U+007F as bit 0x20.
+const ALL_CONTROLS: u64 = (1 << 0x21) - 1;
+
+/// Whether `rest` starts with a `\u` escape that may spell a character of a match:
+/// any but that of a control character in `dead` (bit `c` for U+00`c`, bit 0x20 for
+/// U+007F). An escape cut short by the end of `rest` may be anything.
+#[inline]
+fn live_escape(rest: &[u8], dead: u64) -> bool {
+    match rest {
+        [b'\\', b'u', b'0', b'0', hi, lo, ..] if lo.is_ascii_hexdigit() => {
+            let lo = (*lo as char).to_digit(16).unwrap_or(0);
+            let bit = match hi {
+                b'0' => lo,
+                b'1' => 0x10 + lo,
+                b'7' if lo == 0xF => 0x20,
+                _ => return true,
+            };
+            dead >> bit & 1 == 0
+        }
+        [b'\\', b'u', ..] => true,
+        _ => false,
+    }
+}
+
 impl Needle {
     /// The best needle of a query's terms (each term a list of words, each a list of
     /// characters), or `None` when no term has a character that can stand in one
@@ -343,6 +376,21 @@ impl Needle {
         order.sort_by_key(|&i| (rank(bytes[i]), i));
         let (a, b) = (order[0], *order.get(1).unwrap_or(&order[0]));
         let (i1, i2) = (a.min(b), a.max(b));
+        // A needle holds no control character (`needle_bytes`), so their escapes are
+        // passed over (tool output's ANSI colours, `\u001b`, are in most files of a
+        // real history, and made every line of those files a candidate); but for a
+        // phrase's check, white space's, which may part its words; and none when a
+        // term holds a control character (a phrase's other words may).
+        let controls = terms
+            .iter()
+            .flat_map(|t| &t.words)
+            .flatten()
+            .any(|c| matches!(c, PChar::Byte(b) if *b < 0x20 || *b == 0x7F));
+        let dead_escapes = match (&phrase, controls) {
+            (_, true) => 0,
+            (Some(_), false) => ALL_CONTROLS & !WHITE_CONTROLS,
+            (None, false) => ALL_CONTROLS,
+        };
         let mut hatches = vec![memmem::Finder::new(b"\\u").into_owned()];
         let (mut folds, mut leads) = (Vec::new(), Vec::new());
         for &(cp, l) in &ASCII_FOLDS {
@@ -365,6 +413,7 @@ impl Needle {
             leads,
             avx2,
             phrase,
+            dead_escapes,
         })
     }
 
@@ -372,7 +421,7 @@ impl Needle {
     #[inline]
     fn hatch_at(&self, h: &[u8], at: usize) -> bool {
         let rest = &h[at.min(h.len())..];
-        rest.starts_with(b"\\u") || self.folds.iter().any(|f| rest.starts_with(f))
+        live_escape(rest, self.dead_escapes) || self.folds.iter().any(|f| rest.starts_with(f))
     }
 
     /// Whether the needle found at `h[at]` may be a match's (the phrase around it).
@@ -442,9 +491,14 @@ impl Needle {
         f: &mut impl FnMut(usize) -> usize,
     ) {
         for hatch in hatches {
+            let escapes = hatch.needle() == b"\\u";
             let mut p = from;
             while p < h.len() {
                 let Some(k) = hatch.find(&h[p..]) else { break };
+                if escapes && !live_escape(&h[p + k..], self.dead_escapes) {
+                    p += k + 1;
+                    continue;
+                }
                 p = f(p + k).max(p + k + 1);
             }
         }
@@ -515,7 +569,7 @@ impl Needle {
             if LEADS {
                 self.hatch_at(h, at)
             } else {
-                h.get(at..at + 2) == Some(b"\\u")
+                live_escape(&h[at..], self.dead_escapes)
             }
         };
         let mut p = from;
@@ -757,6 +811,7 @@ mod tests {
         let pieces = [
             "the", "The", "file", "FILE", "fi", "le", " ", "  ", "\n", "\t", "\r", "\u{c}",
             "\u{b}", "\u{a0}", "\u{3000}", "\"", "/", "x", "ſ", "\u{212a}", "é", "-", "", "\\",
+            "\u{1b}", "\u{1f}", "\u{0}", "\u{7f}",
         ];
         let mut x: u32 = 7;
         let mut next = |m: usize| {
@@ -769,6 +824,7 @@ mod tests {
             &["the", "fi", "le"],
             &["x", "the", "x"],
             &["kelvin", "the"],
+            &["the", "x\u{1b}file"],
         ];
         let mut all_hits = 0;
         for q in queries {
@@ -790,7 +846,9 @@ mod tests {
                 hits += usize::from(hit);
                 assert!(!hit || got, "{q:?} missed {text:?}");
             }
-            assert!(picked < 4000, "{q:?} {picked}");
+            // (A term holding a control character takes every `\u` escape.)
+            let controls = q.iter().any(|w| w.chars().any(char::is_control));
+            assert!(controls || picked < 4000, "{q:?} {picked}");
             all_hits += hits;
         }
         assert!(all_hits > 100, "{all_hits}");
@@ -836,5 +894,50 @@ mod tests {
     fn hatches_for_folded_letters() {
         assert_eq!(needle("zebra").hatches.len(), 1); // `\u` only
         assert_eq!(needle("kiss").hatches.len(), 5); // and İ, ı, ſ, K
+    }
+    #[test]
+    fn no_needle_holds_a_control_character() {
+        // What lets `live_escape` pass over their escapes.
+        for c in (0..0x20).chain([0x7F]) {
+            assert!(
+                !needle_bytes(PChar::new(c, true), &mut Vec::new()),
+                "{c:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_control_characters_escape_picks_no_line() {
+        let line = br#"{"text":"\u001b[31mred\u001B[0m \u0000\u000b\u001F\u007f\u007F zebr"}"#;
+        for avx in [true, false] {
+            let mut n = needle("zebra");
+            n.avx2 &= avx;
+            let mut got = Vec::new();
+            n.each(line, |at| {
+                got.push(at);
+                at + 1
+            });
+            assert!(got.is_empty(), "{got:?}");
+            // Escapes that may spell a letter, and ones cut short, still pick it.
+            for live in [
+                &br#"\u0041"#[..],
+                br#"\u007a"#,
+                br#"\u00e9"#,
+                br#"\u212a"#,
+                br#"\u00"#,
+                br#"\u001"#,
+                br#"\u00gg"#,
+                br#"\u0020"#,
+            ] {
+                let mut hay = line.to_vec();
+                hay.extend_from_slice(live);
+                let mut got = Vec::new();
+                n.each(&hay, |at| {
+                    got.push(at);
+                    at + 1
+                });
+                assert_eq!(got, vec![line.len()], "{}", String::from_utf8_lossy(live));
+            }
+        }
     }
 }
