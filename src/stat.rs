@@ -125,16 +125,10 @@ pub fn folder_files(folder: &[u8]) -> Vec<Listed> {
             }
             return out;
         }
-        let fd = libc::dirfd(dir);
-        loop {
-            let e = libc::readdir(dir);
-            if e.is_null() {
-                break;
-            }
-            let n = std::ffi::CStr::from_ptr((*e).d_name.as_ptr());
+        each_entry(dir, |fd, n, _| {
             let bytes = n.to_bytes();
             if !bytes.ends_with(b".jsonl") {
-                continue;
+                return;
             }
             let st = stat_at(fd, n.as_ptr());
             if st.is_none_or(|(_, reg)| reg) {
@@ -144,10 +138,32 @@ pub fn folder_files(folder: &[u8]) -> Vec<Listed> {
                     st: st.map(|s| s.0),
                 });
             }
-        }
-        libc::closedir(dir);
+        });
     }
     out
+}
+
+/// Call `f(fd, name, d_type)` for each entry of the directory stream `dir` (`fd` its
+/// descriptor, for `fstatat`), then close it.
+///
+/// # Safety
+/// `dir` is an open stream from `opendir`, used by nothing else; `name` is valid only
+/// until `f` returns (the next `readdir` reuses it).
+#[cfg(unix)]
+unsafe fn each_entry(dir: *mut libc::DIR, mut f: impl FnMut(libc::c_int, &std::ffi::CStr, u8)) {
+    let fd = libc::dirfd(dir);
+    loop {
+        let e = libc::readdir(dir);
+        if e.is_null() {
+            break;
+        }
+        f(
+            fd,
+            std::ffi::CStr::from_ptr((*e).d_name.as_ptr()),
+            (*e).d_type,
+        );
+    }
+    libc::closedir(dir);
 }
 
 /// Folders already walked, by `(st_dev, st_ino)`.
@@ -244,18 +260,12 @@ fn subfolders(top: &[u8]) -> Vec<Vec<u8>> {
         if dir.is_null() {
             return out;
         }
-        let fd = libc::dirfd(dir);
-        loop {
-            let e = libc::readdir(dir);
-            if e.is_null() {
-                break;
-            }
-            let n = std::ffi::CStr::from_ptr((*e).d_name.as_ptr());
+        each_entry(dir, |fd, n, d_type| {
             let bytes = n.to_bytes();
             if bytes == b"." || bytes == b".." {
-                continue;
+                return;
             }
-            let is_dir = match (*e).d_type {
+            let is_dir = match d_type {
                 libc::DT_DIR => true,
                 libc::DT_LNK | libc::DT_UNKNOWN => {
                     let mut st: libc::stat = std::mem::zeroed();
@@ -267,8 +277,7 @@ fn subfolders(top: &[u8]) -> Vec<Vec<u8>> {
             if is_dir {
                 out.push(bytes.to_vec());
             }
-        }
-        libc::closedir(dir);
+        });
     }
     out
 }
