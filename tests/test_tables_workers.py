@@ -5,6 +5,7 @@ outright that leaves nothing a re-run keeps (the rows of a session deleted after
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -117,7 +118,9 @@ def test_a_killed_run_leaves_no_rows_a_rerun_keeps(tmp_path: Path) -> None:
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()
-    assert not (out / _parquet.MANIFEST).exists(), "the run ended before it was killed"
+    # The manifest is saved before the first file and again as sessions are done: still
+    # naming none, the run was killed before it recorded any.
+    assert not json.loads((out / _parquet.MANIFEST).read_bytes())["sessions"], "the run recorded files"
     # Its workers died with it (the parent-death signal): nothing moves in the folder.
     time.sleep(0.5)
     before = sorted(out.rglob("*"))
@@ -180,4 +183,20 @@ def test_an_unreadable_manifest_removes_no_file(tmp_path: Path) -> None:
     export_parquet(files, str(out))
     (out / _parquet.MANIFEST).write_text("{not json")
     assert export_parquet(a, str(out)).written == a
+    assert session_ids(out) == {sid(f) for f in files}
+
+
+def test_files_in_a_folder_no_run_has_written_are_never_removed(tmp_path: Path) -> None:
+    """An output folder with no manifest is no dataset of ours: a file there named as the
+    export names its own is someone else's, kept by this run and by the next (the first
+    run records its dataset before it writes a file of it)."""
+    files = store(tmp_path / "src", 2)
+    out = tmp_path / "out"
+    theirs = out / "entries" / "p" / "d" / "notes-0123456789ab.parquet"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_bytes(b"their own bytes")
+    export_parquet(files, str(out))
+    export_parquet(files[:1], str(out))
+    assert theirs.read_bytes() == b"their own bytes"
+    theirs.unlink()  # not Parquet: the dataset's readers would refuse it
     assert session_ids(out) == {sid(f) for f in files}

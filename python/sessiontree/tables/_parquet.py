@@ -330,9 +330,14 @@ class _Manifest:
     def __init__(self, out: str) -> None:
         self.path = os.path.join(out, MANIFEST)
         self.sessions: dict[str, dict[str, Any]] = {}
-        # Whether it holds the dataset's record: read whole, or absent (a new folder, or
-        # one whose first run died). An unreadable one, or one of another format, does not.
+        # Whether it holds the dataset's record (read whole): an unreadable one, or one of
+        # another format, does not; an absent one (a folder no run has written) neither:
+        # the files already there are not this dataset's (`export_parquet` saves a
+        # manifest before any of its own).
         self.whole = False
+        self.absent = False
+        # Files named as this dataset's own that were in the folder before its first run.
+        self.foreign: set[str] = set()
         try:
             # Non-blocking and checked on the open file: a FIFO in its place is never read.
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -342,16 +347,19 @@ class _Manifest:
                 d = json.load(f)
             if type(d) is dict and d.get("format") == _FORMAT and type(d.get("sessions")) is dict:
                 self.sessions = {p: r for p, r in d["sessions"].items() if _record_ok(r)}
+                foreign = d.get("foreign", [])
+                self.foreign = {f for f in foreign if type(f) is str} if type(foreign) is list else set()
                 self.whole = True
         except FileNotFoundError:
-            self.whole = True
+            self.absent = True
         except (OSError, ValueError):
             pass
 
     def save(self) -> None:
         _no_stream(self.path)
         with open_output(self.path) as out:
-            out.file.write(json.dumps({"format": _FORMAT, "sessions": self.sessions}).encode())
+            out.file.write(json.dumps({"format": _FORMAT, "sessions": self.sessions,
+                                       "foreign": sorted(self.foreign)}).encode())
 
 
 def _unlink(path: str) -> None:
@@ -387,26 +395,34 @@ def _sweep_unrecorded(out: str, manifest: _Manifest) -> int:
     names them) that no manifest record names: those a killed run renamed into place
     before its manifest said so. Left there, a session deleted before the next run would
     keep its rows for good; one still there is exported again by that run (its record
-    is missing too). Nothing is removed when the manifest is there but unreadable or of
-    another format: it is no record of what the files are (the sessions of other runs'
-    folders keep their files until those are exported again).
+    is missing too). Nothing is removed when the manifest is absent (a folder no run
+    has written: its files are someone else's) or there but unreadable or of another
+    format: it is no record of what the files are (the sessions of other runs' folders
+    keep their files until those are exported again).
 
     Returns:
         How many were removed.
     """
     if not manifest.whole:
         return 0
-    recorded = {f for rec in manifest.sessions.values() for f in rec["files"]}
+    keep = {f for rec in manifest.sessions.values() for f in rec["files"]} | manifest.foreign
     removed = 0
+    for rel in _own_files(out):
+        if rel not in keep:
+            _unlink(os.path.join(out, rel))
+            removed += 1
+    return removed
+
+
+def _own_files(out: str) -> Iterator[str]:
+    """The files under ``out`` named as the sessions' files of a dataset are named
+    (:func:`_key`), relative to ``out``."""
     for table in ("entries", "tool_calls"):
         for project in _listdir(os.path.join(out, table)):
             for date in _listdir(os.path.join(out, table, project)):
                 for name in _listdir(os.path.join(out, table, project, date)):
-                    rel = f"{table}/{project}/{date}/{name}"
-                    if _OWN.fullmatch(name) and not name.startswith(".") and rel not in recorded:
-                        _unlink(os.path.join(out, rel))
-                        removed += 1
-    return removed
+                    if _OWN.fullmatch(name) and not name.startswith("."):
+                        yield f"{table}/{project}/{date}/{name}"
 
 
 def _listdir(folder: str) -> list[str]:
@@ -477,6 +493,12 @@ def export_parquet(
     paths = list(dict.fromkeys(os.path.abspath(p) for p in sessions))
     with _locked(out):
         manifest = _Manifest(out)
+        if manifest.absent:
+            # Saved before any session file is renamed into place, so that the files of a
+            # run killed before its first save are known for this dataset's by the next;
+            # with the files named as its own that were there before it, which are not.
+            manifest.foreign = set(_own_files(out))
+            manifest.save()
         _sweep_unrecorded(out, manifest)
         olds = {p: manifest.sessions.get(p) for p in paths}
 
