@@ -615,3 +615,18 @@ def test_an_empty_scope_is_said_with_json_too(tmp_path: Path) -> None:
         assert p.returncode == plain.returncode == 0, p.stderr
         json.loads(p.stdout)
         assert said in p.stderr and said in plain.stderr, (args, p.stderr, plain.stderr)
+
+
+def test_a_query_that_is_not_utf8_is_refused_by_both_backends(tmp_path: Path) -> None:
+    """A query whose bytes are not UTF-8 (a lone surrogate once decoded) is one clear
+    error on both backends: the native one said "'utf-8' codec can't encode…" and the
+    python one answered 0 hits (adversary round 45, F3)."""
+    path = tmp_path / "s.jsonl"
+    generate_session(path, size_bytes=5_000, seed=4)
+    for backend in ("native", "python"):
+        env = {k: v for k, v in os.environ.items() if k != "SESSIONTREE_BACKEND"}
+        env.update(HOME=str(tmp_path / "h"), SESSIONTREE_BACKEND=backend)
+        p = subprocess.run([sys.executable, "-m", "sessiontree", "search", b"zebra\xff", str(path), "--no-cache"],
+                           capture_output=True, env=env, timeout=120)
+        err = p.stderr.decode("utf-8", "replace")
+        assert p.returncode == 2 and "bad query: not UTF-8 text" in err and "codec" not in err, (backend, err)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -70,16 +71,16 @@ def processes(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_workers_write_what_threads_write_and_rerun_incrementally(tmp_path: Path, processes: None) -> None:
     files = store(tmp_path / "src", 6)
     procs, threads = tmp_path / "procs", tmp_path / "threads"
-    first = export_parquet(files, str(procs))
+    first = export_parquet(files, str(procs), processes=True)
     assert first.written == files and not first.failed
     with pytest.MonkeyPatch.context() as m:
         m.setattr(_parquet, "PROCESS_BYTES", 1 << 60)  # this one in threads
-        export_parquet(files, str(threads))
+        export_parquet(files, str(threads), processes=True)
     for table in ("sessions", "entries", "tool_calls"):
         assert rows(procs, table) == rows(threads, table), table
     # Nothing changed: nothing written, no file touched.
     stamps = {p: p.stat().st_mtime_ns for p in procs.rglob("*.parquet")}
-    again = export_parquet(files, str(procs))
+    again = export_parquet(files, str(procs), processes=True)
     assert (again.written, again.skipped, again.removed) == ([], 6, 0)
     assert {p: p.stat().st_mtime_ns for p in procs.rglob("*.parquet")} == stamps
     # One session grows, one is deleted, a file that is no session joins: the grown one
@@ -91,7 +92,7 @@ def test_workers_write_what_threads_write_and_rerun_incrementally(tmp_path: Path
     os.unlink(files[3])
     broken = tmp_path / "src" / "--home-u-w0--" / "broken.jsonl"
     broken.write_text("not a session\n")
-    third = export_parquet([*files[:3], *files[4:], str(broken)], str(procs))
+    third = export_parquet([*files[:3], *files[4:], str(broken)], str(procs), processes=True)
     assert (third.written, third.skipped, third.removed) == ([files[2]], 4, 1)
     assert [p for p, _ in third.failed] == [str(broken)] and "header" in third.failed[0][1]
     assert gone not in session_ids(procs) and len(session_ids(procs)) == 5
@@ -109,7 +110,7 @@ def test_a_killed_run_leaves_no_rows_a_rerun_keeps(tmp_path: Path) -> None:
     files = store(tmp_path / "src", 40, size=60_000)
     out = tmp_path / "out"
     code = ("import sys; from sessiontree.tables import _parquet; _parquet.PROCESS_BYTES = 0; "
-            "_parquet._workers = lambda: 2; _parquet.export_parquet(sys.argv[2:], sys.argv[1])")  # fmt: skip
+            "_parquet._workers = lambda: 2; _parquet.export_parquet(sys.argv[2:], sys.argv[1], processes=True)")  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-c", code, str(out), *files], start_new_session=True)
     try:
         deadline = time.monotonic() + 120
@@ -200,3 +201,59 @@ def test_files_in_a_folder_no_run_has_written_are_never_removed(tmp_path: Path) 
     assert theirs.read_bytes() == b"their own bytes"
     theirs.unlink()  # not Parquet: the dataset's readers would refuse it
     assert session_ids(out) == {sid(f) for f in files}
+
+
+def test_a_program_with_no_main_guard_runs_once(tmp_path: Path) -> None:
+    """The library exports in threads unless asked for processes: their ``spawn`` runs
+    the calling program's main module again in each worker, and a script with no
+    ``if __name__ == "__main__":`` ran its own top level three times (adversary round 45,
+    F1: its ``rmtree`` of the output under the parent's export)."""
+    files = store(tmp_path / "src", 4)
+    runs = tmp_path / "runs"
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import sys\n"
+        "from sessiontree.tables import _parquet\n"
+        f"open({str(runs)!r}, 'a').write('x')\n"
+        "_parquet.PROCESS_BYTES = 0\n"
+        "_parquet._workers = lambda: 2\n"
+        "r = _parquet.export_parquet(sys.argv[2:], sys.argv[1])\n"
+        "assert not r.failed and len(r.written) == len(sys.argv[2:]), r\n")
+    p = subprocess.run([sys.executable, str(script), str(tmp_path / "out"), *files], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert runs.read_text() == "x"
+    assert session_ids(tmp_path / "out") == {sid(f) for f in files}
+
+
+def test_the_sweep_follows_a_linked_table_folder(tmp_path: Path) -> None:
+    """A table folder that is a symbolic link (the writer writes through it) is swept
+    too: a killed run's file in it left a deleted session's rows for good (adversary
+    round 45, F2)."""
+    files = store(tmp_path / "src", 3)
+    out = tmp_path / "out"
+    export_parquet(files, str(out))
+    elsewhere = tmp_path / "elsewhere"
+    (out / "entries").rename(elsewhere)
+    (out / "entries").symlink_to(elsewhere)
+    kept = next(elsewhere.glob("*/*/*.parquet"))
+    killed = kept.with_name("gone-0123456789ab.parquet")  # named as the export names its files
+    killed.write_bytes(kept.read_bytes())  # as a killed run leaves one: renamed in, never recorded
+    export_parquet(files, str(out))
+    assert not killed.exists() and kept.exists()
+    assert session_ids(out) == {sid(f) for f in files}
+
+
+def test_a_fifo_in_an_unchanged_sessions_place_is_an_error(tmp_path: Path) -> None:
+    """A dataset file of an unchanged session replaced by a FIFO is found (the session is
+    written again, which refuses the FIFO), never passed over as unchanged (adversary
+    round 45, N2: DuckDB's glob then dropped the session's rows with no word)."""
+    files = store(tmp_path / "src", 2)
+    out = tmp_path / "out"
+    export_parquet(files, str(out))
+    victim = next(out.glob("entries/*/*/*.parquet"))
+    victim.unlink()
+    os.mkfifo(victim)
+    r = export_parquet(files, str(out))
+    assert r.failed
+    assert stat.S_ISFIFO(os.lstat(victim).st_mode)  # refused, never written into or removed

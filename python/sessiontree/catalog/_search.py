@@ -95,12 +95,20 @@ def parse_query(query: str) -> Query:
     """Parse a query with Pi's ``/resume`` rules (module docstring).
 
     Raises:
-        ValueError: the query is empty or has no terms (``""``), or ``re:`` has an
+        ValueError: the query is empty or has no terms (``""``), holds a lone
+            surrogate (a command line's bytes that are not UTF-8), or ``re:`` has an
             empty or invalid pattern.
     """
     trimmed = _js.trim(query)
     if not trimmed:
         raise ValueError("empty query")
+    if not trimmed.isascii():
+        try:
+            trimmed.encode("utf-8")
+        except UnicodeEncodeError:
+            # No backend could say what it matches the same way (the native one reads
+            # UTF-8): one answer for both.
+            raise ValueError("not UTF-8 text: a byte that is not UTF-8, or a lone surrogate") from None
     if trimmed.startswith("re:"):
         pattern = _js.trim(trimmed[3:])
         if not pattern:

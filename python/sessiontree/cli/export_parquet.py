@@ -35,7 +35,9 @@ def run_parquet(sources: Sequence[str], *, where: str, out: str, backend: str, a
         # An empty dataset and status 0 would read as "exported".
         raise CliError(f"no sessions found in {safe(where)}")
     with count_progress(io, "exporting") as update:
-        result = export_parquet(sessions, out, backend=backend, on_progress=lambda d, t, _p: update(d, t))
+        # Worker processes: the command line's main module is guarded (`_parquet`'s spawn).
+        result = export_parquet(sessions, out, backend=backend, on_progress=lambda d, t, _p: update(d, t),
+                                processes=True)
     failed = problems + result.failed
     mb = result.bytes_read / 1e6
     if as_json:

@@ -209,11 +209,12 @@ def _worker_start() -> None:
 _PR_SET_PDEATHSIG = 1
 
 
-def _pool(todo: dict[str, int]) -> Executor:
+def _pool(todo: dict[str, int], processes: bool) -> Executor:
     """Where the sessions of ``todo`` (path -> bytes) are exported: worker processes
-    for :data:`PROCESS_BYTES` or more on more than one CPU, else threads."""
+    (if ``processes``) for :data:`PROCESS_BYTES` or more on more than one CPU, else
+    threads."""
     workers = min(_workers(), len(todo)) or 1
-    if workers > 1 and sum(todo.values()) >= PROCESS_BYTES:
+    if processes and workers > 1 and sum(todo.values()) >= PROCESS_BYTES:
         # `spawn`: a fresh interpreter, never a fork of a process that runs threads.
         return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_worker_start)  # fmt: skip
@@ -426,8 +427,10 @@ def _own_files(out: str) -> Iterator[str]:
 
 
 def _listdir(folder: str) -> list[str]:
+    # Symbolic links followed, as the writer follows them (`_output`): a table folder
+    # that is a link holds this dataset's files too.
     try:
-        return os.listdir(folder) if stat.S_ISDIR(os.lstat(folder).st_mode) else []
+        return os.listdir(folder) if stat.S_ISDIR(os.stat(folder).st_mode) else []
     except OSError:
         return []
 
@@ -470,6 +473,7 @@ def export_parquet(
     *,
     backend: str | None = None,
     on_progress: Callable[[int, int, str], None] | None = None,
+    processes: bool = False,
 ) -> ExportResult:
     """Export session files to the Parquet dataset in ``out`` (created if needed).
 
@@ -478,6 +482,11 @@ def export_parquet(
         out: the dataset's folder; earlier exports there are updated in place.
         backend: index backend (default: ``$SESSIONTREE_BACKEND``, else ``auto``).
         on_progress: called ``(done, total, path)`` after each session.
+        processes: export in worker processes (one per CPU, from
+            :data:`PROCESS_BYTES` of sessions), else in threads of this one. They are
+            started with ``spawn``, which runs the calling program's main module again
+            in each worker: only a program whose main module is guarded (``if __name__
+            == "__main__":``, as the command line's is) may ask for them.
 
     Returns:
         What was written, skipped, removed and failed.
@@ -511,8 +520,10 @@ def export_parquet(
                 todo[path] = 0  # its export fails below and says why
                 continue
             old = olds[path]
+            # Its files still regular files: a FIFO or folder in one's place is found by
+            # the rewrite (an error, the previous export kept), never passed over.
             if old is not None and old["identity"] == _identity(st) and all(
-                os.path.exists(os.path.join(out, f)) for f in old["files"]
+                os.path.isfile(os.path.join(out, f)) for f in old["files"]
             ):
                 unchanged.add(path)
             else:
@@ -528,7 +539,7 @@ def export_parquet(
         warnings.simplefilter("ignore", LoadReportWarning)
         # Sessions are exported side by side (`_pool`: worker processes, or threads for
         # a small run) and recorded in order, by this thread.
-        pool = _pool(todo)
+        pool = _pool(todo, processes)
         done_of = pool.map(_export_safe, todo, itertools.repeat(out), itertools.repeat(backend))
         try:
             for done, path in enumerate(paths, 1):
