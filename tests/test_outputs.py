@@ -373,3 +373,23 @@ def test_handlers_are_put_back(tmp_path: Path) -> None:
         sm.append_message({"role": "user", "content": "hi", "timestamp": 0})
         sm.append_message({"role": "assistant", "content": [], "provider": "p", "model": "m", "timestamp": 0})
     assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)] == before
+
+
+def test_a_zombie_writer_is_no_live_writer() -> None:
+    """A process that has exited but is not yet reaped holds no file: its temporary
+    files may be swept (a killed export's workers, whose parent is gone, can stay
+    zombies for a while; the next run kept their files)."""
+    from sessiontree._storage import process_alive
+
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # exited, not reaped: a zombie
+            with open(f"/proc/{p.pid}/stat", "rb") as f:
+                if f.read().rpartition(b")")[2].split()[0] == b"Z":
+                    break
+            time.sleep(0.01)
+        assert not process_alive(p.pid)
+    finally:
+        p.wait()
+    assert process_alive(os.getpid())

@@ -211,14 +211,23 @@ def release_temp(tmp: str, *, remove: bool) -> None:
 
 
 def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (a dead writer's leftovers may be removed)."""
+    """Whether process ``pid`` runs (a dead writer's leftovers may be removed): it
+    exists and is no zombie."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except OSError:
-        return True  # exists, owned by another user
-    return True
+        pass  # exists, owned by another user
+    # A zombie has exited and holds no file; one whose parent died too may wait long to
+    # be reaped (a container whose first process reaps nobody): a killed export's
+    # workers were taken for alive, their temporary files kept past the next run.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rpartition(b")")[2].split()[:1]
+    except OSError:
+        return True  # no /proc (not Linux), or gone since: the next sweep decides
+    return state not in ([b"Z"], [b"X"])
 
 
 def sweep_temps(folder: str) -> list[str]:
