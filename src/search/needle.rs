@@ -102,34 +102,38 @@ impl Phrase {
     /// Whether the needle at `h[at..end]` may be the phrase's word: its words
     /// before and after it, with white space between, are there (or unreadable).
     fn around(&self, h: &[u8], at: usize, end: usize) -> bool {
-        let mut p = at;
-        for w in self.before.iter().rev() {
-            let q = match space_before(h, p) {
-                Near::Open => return true,
-                Near::No => return false,
-                Near::At(q) => q,
-            };
-            match word_before(h, q, w) {
-                Near::Open => return true,
-                Near::No => return false,
-                Near::At(s) => p = s,
-            }
-        }
-        let mut p = end;
-        for w in &self.after {
-            let q = match space_after(h, p) {
-                Near::Open => return true,
-                Near::No => return false,
-                Near::At(q) => q,
-            };
-            match word_after(h, q, w) {
-                Near::Open => return true,
-                Near::No => return false,
-                Near::At(e) => p = e,
-            }
-        }
-        true
+        let before = side(h, at, self.before.iter().rev(), space_before, word_before);
+        before && side(h, end, &self.after, space_after, word_after)
     }
+}
+
+/// Whether `words` stand one after another from `h[p]` on one side of the needle, each
+/// behind white space (`space` finds its end, `word` the word's far end): `true` also
+/// where the bytes cannot be read as text (`Near::Open`).
+fn side<'a>(
+    h: &[u8],
+    mut p: usize,
+    words: impl IntoIterator<Item = &'a Vec<NByte>>,
+    space: fn(&[u8], usize) -> Near,
+    word: fn(&[u8], usize, &[NByte]) -> Near,
+) -> bool {
+    // A place to go on from, or the verdict there.
+    let at = |near: Near| match near {
+        Near::Open => Err(true),
+        Near::No => Err(false),
+        Near::At(q) => Ok(q),
+    };
+    for w in words {
+        let q = match at(space(h, p)) {
+            Ok(q) => q,
+            Err(verdict) => return verdict,
+        };
+        p = match at(word(h, q, w)) {
+            Ok(e) => e,
+            Err(verdict) => return verdict,
+        };
+    }
+    true
 }
 
 /// JSON's spelling of white space in a string that does not need `\u`: ` `, and the
@@ -671,6 +675,18 @@ mod tests {
         Needle::of(&[t]).unwrap()
     }
 
+    /// Every position `each` reports in `h`, ascending, once.
+    fn picks(n: &Needle, h: &[u8]) -> Vec<usize> {
+        let mut got = Vec::new();
+        n.each(h, |at| {
+            got.push(at);
+            at + 1
+        });
+        got.sort_unstable();
+        got.dedup();
+        got
+    }
+
     fn naive(n: &Needle, h: &[u8]) -> Vec<usize> {
         (0..h.len()).filter(|&i| n.verify(h, i)).collect()
     }
@@ -718,13 +734,7 @@ mod tests {
             let n = needle(s);
             for len in [0, 1, 2, 5, 40, 100, h.len()] {
                 let hay = &h[..len];
-                let mut got = Vec::new();
-                n.each(hay, |at| {
-                    got.push(at);
-                    at + 1
-                });
-                got.sort_unstable();
-                got.dedup();
+                let got = picks(&n, hay);
                 let mut want = naive(&n, hay);
                 want.extend((0..hay.len()).filter(|&i| hay[i..].starts_with(b"\\u")));
                 want.sort_unstable();
@@ -873,13 +883,7 @@ mod tests {
                 n.avx2 = avx && avx2();
                 for len in [0, 1, 3, 40, 100, h.len()] {
                     let hay = &h[..len];
-                    let mut got = Vec::new();
-                    n.each(hay, |at| {
-                        got.push(at);
-                        at + 1
-                    });
-                    got.sort_unstable();
-                    got.dedup();
+                    let got = picks(&n, hay);
                     let mut want = naive(&n, hay);
                     want.extend((0..hay.len()).filter(|&i| n.hatch_at(hay, i)));
                     want.sort_unstable();
@@ -912,11 +916,7 @@ mod tests {
         for avx in [true, false] {
             let mut n = needle("zebra");
             n.avx2 &= avx;
-            let mut got = Vec::new();
-            n.each(line, |at| {
-                got.push(at);
-                at + 1
-            });
+            let got = picks(&n, line);
             assert!(got.is_empty(), "{got:?}");
             // Escapes that may spell a letter, and ones cut short, still pick it.
             for live in [
@@ -931,11 +931,7 @@ mod tests {
             ] {
                 let mut hay = line.to_vec();
                 hay.extend_from_slice(live);
-                let mut got = Vec::new();
-                n.each(&hay, |at| {
-                    got.push(at);
-                    at + 1
-                });
+                let got = picks(&n, &hay);
                 assert_eq!(got, vec![line.len()], "{}", String::from_utf8_lossy(live));
             }
         }

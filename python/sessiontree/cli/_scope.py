@@ -129,6 +129,10 @@ def resolve(args: argparse.Namespace, io: Io | None = None, *, missing_ok: bool 
 def _sources(paths: list[str], missing_ok: bool) -> list[str]:
     """The sources of ``paths``, in the order given: each folder walked, each folder
     and file once (a file in a folder already read is read as the folder's)."""
+    import stat
+
+    from ..catalog import walk_folders
+
     seen: set[tuple[int, int]] = set()
     walked: list[list[str] | os.stat_result | None] = []
     for p in paths:
@@ -139,7 +143,7 @@ def _sources(paths: list[str], missing_ok: bool) -> list[str]:
                 raise CliError(f"{safe(p)}: no such file or folder") from None
             walked.append(None)
             continue
-        walked.append(_walk(p, seen) if os.path.isdir(p) else st)
+        walked.append(walk_folders(p, seen) if stat.S_ISDIR(st.st_mode) else st)
     out: list[str] = []
     named: set[tuple[int, int]] = set()
     for p, got in zip(paths, walked):
@@ -165,14 +169,9 @@ def walk(root: str) -> list[str]:
     a symlink included (a sessions folder kept elsewhere and linked in), each folder
     once: one reached again (a link to a folder already walked, a link that loops) is
     left out, so a walk always ends."""
-    return _walk(root, set())
-
-
-def _walk(root: str, seen: set[tuple[int, int]]) -> list[str]:
-    # Folders are known by (device, inode): a path can name one already seen.
     from ..catalog import walk_folders
 
-    return walk_folders(root, seen)
+    return walk_folders(root, set())
 
 
 def refuse_bad_catalog(args: argparse.Namespace) -> None:
