@@ -362,6 +362,30 @@ def test_cli_export_parquet(generated: Path, tmp_path: Path, capsys: pytest.Capt
         assert duckdb.sql(f"select count(distinct session_id) from {export_sql(out, 'entries')}").fetchall()[0] == (8,)
 
 
+def test_an_emptied_session_is_said_to_keep_its_rows(generated: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """Adversary round 45 (N1): a session emptied after an
+    export is left out by the folder's listing, so its rows stay, as a failed session's
+    do; the report said only why it was left out. Now it says the rows are kept, and a
+    file the listing leaves out that was never exported says nothing of the kind."""
+    src = tmp_path / "--home-u-p0--"
+    shutil.copytree(generated / "--home-u-p0--", src)
+    out = tmp_path / "out"
+    files = sorted(src.glob("*.jsonl"))
+    assert main(["export", "--format", "parquet", str(src), "--out", str(out), "--json"]) == 0
+    capsys.readouterr()
+    files[0].write_bytes(b"")
+    (src / "other.jsonl").write_text("not a session\n")
+    assert main(["export", "--format", "parquet", str(src), "--out", str(out), "--json"]) == 1
+    failed = {Path(x["path"]).name: x["reason"] for x in json.loads(capsys.readouterr().out)["failed"]}
+    kept = " (its previous export is kept)"
+    assert set(failed) == {files[0].name, "other.jsonl"} and failed[files[0].name].endswith(kept)
+    assert not failed["other.jsonl"].endswith(kept)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadReportWarning)
+        assert duckdb.sql(f"select count(*) from {export_sql(out, 'sessions')}").fetchall()[0] == (len(files),)
+
+
 def test_the_dataset_folder_never_hangs_nor_reaches_outside(generated: Path, tmp_path: Path) -> None:
     """Adversary round 38: a FIFO in the manifest's or a dataset file's place hung every
     run (read or written as a stream); a hand-edited manifest named files outside the

@@ -37,8 +37,8 @@ def run_parquet(sources: Sequence[str], *, where: str, out: str, backend: str, a
     with count_progress(io, "exporting") as update:
         # Worker processes: the command line's main module is guarded (`_parquet`'s spawn).
         result = export_parquet(sessions, out, backend=backend, on_progress=lambda d, t, _p: update(d, t),
-                                processes=True)
-    failed = problems + result.failed
+                                processes=True, left_out=problems)
+    failed = result.failed
     mb = result.bytes_read / 1e6
     if as_json:
         io.write(json.dumps({

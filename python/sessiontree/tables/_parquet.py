@@ -71,6 +71,7 @@ _FORMAT = hashlib.sha256(
           _rows.MAX_FIELD, 2)).encode()
 ).hexdigest()[:16]  # fmt: skip
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_KEPT = " (its previous export is kept)"
 
 
 @dataclass
@@ -474,6 +475,7 @@ def export_parquet(
     backend: str | None = None,
     on_progress: Callable[[int, int, str], None] | None = None,
     processes: bool = False,
+    left_out: Iterable[tuple[str, str]] = (),
 ) -> ExportResult:
     """Export session files to the Parquet dataset in ``out`` (created if needed).
 
@@ -487,6 +489,11 @@ def export_parquet(
             started with ``spawn``, which runs the calling program's main module again
             in each worker: only a program whose main module is guarded (``if __name__
             == "__main__":``, as the command line's is) may ask for them.
+        left_out: ``(path, reason)`` of files a listing left out (:func:`session_paths`'
+            problems): reported first in ``failed``, each as it is, with "its previous
+            export is kept" where the dataset holds one of an existing file (an emptied
+            or damaged session is not exported, and its rows stay until it reads again
+            or is gone).
 
     Returns:
         What was written, skipped, removed and failed.
@@ -509,6 +516,10 @@ def export_parquet(
             manifest.foreign = set(_own_files(out))
             manifest.save()
         _sweep_unrecorded(out, manifest)
+        for path, reason in left_out:
+            full = os.path.abspath(path)
+            kept = full in manifest.sessions and os.path.exists(full)
+            result.failed.append((path, reason + (_KEPT if kept else "")))
         olds = {p: manifest.sessions.get(p) for p in paths}
 
         todo: dict[str, int] = {}  # path -> its size: the sessions to export
@@ -552,7 +563,7 @@ def export_parquet(
                     # identity is the old one: the next run tries again); one whose
                     # file is gone is dropped below.
                     kept = old is not None and os.path.exists(path)
-                    result.failed.append((path, rec.reason + (" (its previous export is kept)" if kept else "")))
+                    result.failed.append((path, rec.reason + (_KEPT if kept else "")))
                 else:
                     if old is not None:
                         _unlink_all(out, set(old["files"]) - set(rec["files"]))
