@@ -19,7 +19,7 @@ $(PY):
 
 $(DEPS): $(PY) pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin>=1.9,<2" "orjson>=3.9" "rich>=13" "pytest>=8" "hypothesis>=6.100" "pytest-benchmark>=4" "matplotlib>=3.7" "mypy>=1.18" "textual>=8" "pyte>=0.8"
+	$(PY) -m pip install -q "maturin>=1.9,<2" "orjson>=3.9" "rich>=13" "pytest>=8" "hypothesis>=6.100" "pytest-benchmark>=4" "matplotlib>=3.7" "mypy>=1.18" "textual>=8" "pyte>=0.8" "regex>=2024.4" "types-regex"
 	$(PY) -m pip install -q "pyarrow>=15" "duckdb>=1.1" "polars>=1.0"
 	$(PY) -m pip install -q "pi-agent-harness-lc==$(PEER_VERSION)" "pytest-asyncio>=0.24" \
 		"openai-agents>=0.24" "langgraph>=1.2" "langgraph-checkpoint>=4.3" \

@@ -236,3 +236,32 @@ def test_not_sessions_and_old_versions(tmp_path: Path, monkeypatch: pytest.Monke
     native = _hits(str(folder), "zebra", True, monkeypatch)
     assert native == _hits(str(folder), "zebra", False, monkeypatch)
     assert native.files == 2 and native.total == 2
+
+
+def test_a_regex_that_backtracks_never_hangs_the_search(tmp_path: Path) -> None:
+    """Adversary round 46 (F7): ``re:(\\w+\\s?)+;`` over one ordinary 140-character
+    sentence ran for ever (Python's ``re`` backtracks exponentially), on both backends,
+    with or without a catalog, and ``browse``'s picker runs the same queries as one
+    types. Now the ``regex`` package matches (it does not backtrack so there), and a
+    pattern that still would is stopped after ``REGEX_SECONDS`` on one text with a
+    clear error."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    sentence = ("I updated the parser so that it now reads every glued object on a line and reports the torn "
+                "bytes between them as fragments of their own")
+    _session(folder / "s.jsonl", ["hello", sentence, "a" * 40])
+
+    def cli(query: str) -> subprocess.CompletedProcess[str]:
+        # In a child with a time limit: before, the first query never returned.
+        return subprocess.run([sys.executable, "-m", "sessiontree", "search", query, str(folder), "--no-cache"],
+                              capture_output=True, text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"})
+
+    ok = cli(r"re:(\w+\s?)+;")
+    assert (ok.returncode, ok.stderr.strip()) == (0, f"no hits in 1 session(s) of {folder}"), ok
+    assert cli(r"re:(\w+\s?)+parser").stdout.count("assistant") == 1
+    slow = cli("re:(a|aa)+b")
+    assert slow.returncode == 2 and "bad query: the regular expression took over 2 s on one entry's text" in slow.stderr
+    assert "Traceback" not in slow.stderr

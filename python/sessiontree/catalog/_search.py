@@ -21,7 +21,9 @@ character before it is not a letter or digit, ``str.isalnum``):
   standing for any run in the text (Pi's normalisation), the last word possibly
   continuing (``"session pars"`` finds ``session parser``);
 * ``re:`` — Python's ``re`` syntax (Pi uses JavaScript's; common patterns agree), found
-  anywhere.
+  anywhere, matched by the ``regex`` package (``re``'s syntax and more; it does not
+  backtrack without end where ``re`` does, on ``(\\w+\\s?)+;``, and gives up on one
+  text after :data:`REGEX_SECONDS`: an error, never a search that does not end).
 
 Hits are ranked as Pi ranks relevance: by the sum over the terms of the position of
 their first match in the entry's text (earlier is better), then newest first; or
@@ -49,6 +51,8 @@ from datetime import datetime
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 if TYPE_CHECKING:
     from typing import Any, Literal, NamedTuple
+
+    from regex import Pattern as RegexPattern
 
     Order = Literal["relevance", "recent"]
     _Hit = tuple[Any, ...]
@@ -84,7 +88,7 @@ class Query(NamedTuple):
 
     source: str
     terms: tuple[Term, ...] = ()
-    regex: re.Pattern[str] | None = None
+    regex: RegexPattern[str] | None = None
 
 
 def _split_ws(s: str) -> list[str]:
@@ -113,9 +117,11 @@ def parse_query(query: str) -> Query:
         pattern = _js.trim(trimmed[3:])
         if not pattern:
             raise ValueError("empty regular expression")
+        import regex  # here: a word's or a phrase's search imports none of it
+
         try:
-            return Query(query, regex=re.compile(pattern, re.IGNORECASE))
-        except re.error as e:
+            return Query(query, regex=regex.compile(pattern, regex.IGNORECASE | regex.VERSION0))
+        except regex.error as e:
             raise ValueError(f"invalid regular expression: {e}") from None
     terms: list[Term] = []
     buf: list[str] = []
@@ -151,6 +157,23 @@ def parse_query(query: str) -> Query:
 _WORD_START = r"(?<![^\W_])"  # not after a letter or digit (``str.isalnum``)
 
 
+REGEX_SECONDS = 2.0
+"""Most seconds a ``re:`` pattern may take over one entry's text: past them the search
+ends with an error (a pattern that backtracks without end would never return, and
+``browse``'s picker runs the same queries as the user types). A text of megabytes
+takes a pattern that does not backtrack well under it."""
+
+
+def _timed(call: Any) -> Any:
+    """``call()``, its ``TimeoutError`` (the ``regex`` package's, past
+    :data:`REGEX_SECONDS`) as the ``ValueError`` of a bad query."""
+    try:
+        return call()
+    except TimeoutError:
+        raise ValueError(f"the regular expression took over {REGEX_SECONDS:g} s on one entry's text "
+                         "(it backtracks too much: make it simpler)") from None
+
+
 class _Matcher:
     """The rules of the module docstring over one text (the reference the native
     rules, ``src/search/rules.rs``, are held to)."""
@@ -169,7 +192,7 @@ class _Matcher:
         """``(score, anchor)``: the sum of the terms' first-match positions and the
         earliest of them; ``None`` if some term does not match."""
         if self.regex is not None:
-            m = self.regex.search(text)
+            m = _timed(lambda: self.regex.search(text, timeout=REGEX_SECONDS))  # type: ignore[union-attr]
             return None if m is None else (m.start(), m.start())
         score, anchor = 0, -1
         for rx in self.terms:
@@ -187,7 +210,10 @@ class _Matcher:
         pats = [self.regex] if self.regex is not None else self.terms
         for rx in pats:
             assert rx is not None
-            for m in rx.finditer(text, max(0, lo - 200), min(len(text), hi + 200)):
+            a, b = max(0, lo - 200), min(len(text), hi + 200)
+            ms = (_timed(lambda: list(rx.finditer(text, a, b, timeout=REGEX_SECONDS)))  # type: ignore[union-attr]
+                  if rx is self.regex else rx.finditer(text, a, b))
+            for m in ms:
                 s, e = max(m.start(), lo), min(m.end(), hi)
                 if e > s:
                     found.append((s, e))
