@@ -19,6 +19,7 @@ use super::tokens::{runs, TermRuns};
 use crate::error::Result;
 use crate::listing::{self, Collect, DocKind, DocRef, DocSink};
 use crate::source::open_regular;
+use crate::stat::{FileStat, Ident};
 
 /// One piece of a file to index: its path, catalog id and epoch, the byte range (a
 /// line start to a line end the listing reached) and the entries record before it.
@@ -205,6 +206,40 @@ pub struct Scope {
     pub rank: u32,
 }
 
+/// A catalog `file` row as a search's freshness check reads it (from the index
+/// `file_search`: `catalog/_search._Search._ROW`).
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    pub id: i64,
+    pub ident: Ident,
+    pub l_end: i64,
+    pub tail: i64,
+    /// `problem` is set: not a session.
+    pub problem: bool,
+    pub old: i64,
+    pub epoch: i64,
+    pub s_end: Option<i64>,
+}
+
+impl Row {
+    /// `(file id, epoch, s_end)` when the index answers for the file `st` shows: the
+    /// row holds the file as it is (`FileStat::is`), a session of the current version,
+    /// every complete line listed and indexed, nothing after the last one; `None` when
+    /// the file must be read instead (a value no search could pass to the index, too).
+    pub fn held(&self, st: &FileStat) -> Option<(u32, u64, u64)> {
+        let s_end = self.s_end?;
+        let whole = !self.problem && self.old == 0 && self.tail == 0 && s_end == self.l_end;
+        if !whole || !st.is(&self.ident) || i64::try_from(st.size) != Ok(s_end) {
+            return None;
+        }
+        Some((
+            u32::try_from(self.id).ok()?,
+            u64::try_from(self.epoch).ok()?,
+            u64::try_from(s_end).ok()?,
+        ))
+    }
+}
+
 /// A hit decided here: where its entry is, and its score and anchor (its snippet is
 /// read by [`snippets`]).
 #[derive(Clone, Copy, Debug)]
@@ -279,12 +314,89 @@ pub(crate) fn order_key(x: f64) -> i64 {
     }
 }
 
-/// The candidate entries of one segment: every term's runs present, in live pieces.
+/// The best `k` decided hits (all: `None`) by [`Cand::key`], and how many were
+/// offered: a common word's hundreds of thousands of hits are counted, not held (a
+/// vector of them all was 42 MB at 20,000 sessions, its page faults and the selection
+/// over it a third of the query).
+struct Best {
+    k: Option<usize>,
+    recent: bool,
+    total: u64,
+    all: Vec<Cand>,
+    /// With `k`: the best so far, the worst of them on top.
+    heap: std::collections::BinaryHeap<Ranked>,
+}
+
+/// A hit ordered by its key alone.
+struct Ranked((u64, bool, i64, u32, u32), Cand);
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl Eq for Ranked {}
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
+
+impl Best {
+    fn new(k: Option<usize>, recent: bool) -> Best {
+        Best {
+            k,
+            recent,
+            total: 0,
+            all: Vec::new(),
+            heap: std::collections::BinaryHeap::new(),
+        }
+    }
+
+    fn push(&mut self, c: Cand) {
+        self.total += 1;
+        let Some(k) = self.k else {
+            self.all.push(c);
+            return;
+        };
+        let key = c.key(self.recent);
+        if self.heap.len() < k {
+            self.heap.push(Ranked(key, c));
+        } else if let Some(mut worst) = self.heap.peek_mut() {
+            if key < worst.0 {
+                *worst = Ranked(key, c);
+            }
+        }
+    }
+
+    /// The hits kept, best first.
+    fn sorted(self) -> Vec<Cand> {
+        if self.k.is_some() {
+            return self
+                .heap
+                .into_sorted_vec()
+                .into_iter()
+                .map(|r| r.1)
+                .collect();
+        }
+        let mut all = self.all;
+        all.sort_unstable_by_key(|c| c.key(self.recent));
+        all
+    }
+}
+
+/// The candidate entries of one segment, to `out`: every term's runs present, in live
+/// pieces.
 fn candidates(
     s: &Segment,
     plan: &[TermRuns],
     scope: &dyn Fn(&Piece) -> Option<u32>,
-    out: &mut Vec<Cand>,
+    out: &mut dyn FnMut(Cand),
 ) -> bool {
     let n = s.n_docs();
     // Per term: the best (pos << 1 | unsure) of its first run, and whether every run is
@@ -351,7 +463,7 @@ fn candidates(
                 anchor = anchor.min(lb);
                 exact &= v & 1 == 0 && plain(tr);
             }
-            out.push(Cand {
+            out(Cand {
                 rank,
                 score,
                 anchor,
@@ -589,7 +701,9 @@ pub fn query(
     if plan.iter().any(|t| t.runs.is_empty()) {
         return Err("a term without letters or digits: the index cannot narrow it".into());
     }
-    let mut cands = Vec::new();
+    let mut best = Best::new(k, recent);
+    // The few the index cannot decide.
+    let mut rest: Vec<Cand> = Vec::new();
     for s in segments {
         let live = |p: &Piece| {
             scope
@@ -597,22 +711,18 @@ pub fn query(
                 .filter(|x| x.epoch == p.epoch && p.end <= x.s_end)
                 .map(|x| x.rank)
         };
-        if !candidates(s, &plan, &live, &mut cands) {
+        let mut sink = |c: Cand| {
+            if c.exact {
+                best.push(c);
+            } else {
+                rest.push(c);
+            }
+        };
+        if !candidates(s, &plan, &live, &mut sink) {
             return Err("a malformed search segment".into());
         }
     }
-    // The few the index cannot decide taken out in place: a partition into two new
-    // vectors touched fresh pages for every hit of a common word (its page faults were
-    // a third of a warm query's CPU).
-    let mut rest: Vec<Cand> = Vec::new();
-    cands.retain(|c| {
-        if !c.exact {
-            rest.push(*c);
-        }
-        c.exact
-    });
     let mut ans = Answer::default();
-    let mut hits: Vec<Cand> = cands;
     // Entries the index cannot decide: read and judged.
     let judged = per_file(
         rest,
@@ -630,16 +740,13 @@ pub fn query(
     for j in judged {
         ans.stale |= j.stale;
         ans.unsure.extend(j.unsure);
-        hits.extend(j.hits);
+        for h in j.hits {
+            best.push(h);
+        }
     }
-    ans.total = hits.len() as u64;
-    let k = k.unwrap_or(hits.len()).min(hits.len());
-    if k < hits.len() {
-        hits.select_nth_unstable_by_key(k, |c| c.key(recent));
-        hits.truncate(k);
-    }
-    hits.sort_unstable_by_key(|c| c.key(recent));
-    ans.top = hits
+    ans.total = best.total;
+    ans.top = best
+        .sorted()
         .iter()
         .map(|c| KeyHit {
             rank: c.rank,
@@ -653,4 +760,52 @@ pub fn query(
         })
         .collect();
     Ok(ans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row() -> (Row, FileStat) {
+        let st = FileStat {
+            dev: 1,
+            ino: 2,
+            size: 300,
+            mtime_ns: 4,
+            ctime_ns: 5,
+        };
+        let r = Row {
+            id: 7,
+            ident: (1, 2, 300, 4, 5),
+            l_end: 300,
+            tail: 0,
+            problem: false,
+            old: 0,
+            epoch: 9,
+            s_end: Some(300),
+        };
+        (r, st)
+    }
+
+    #[test]
+    fn a_row_holds_a_file_indexed_whole_as_it_is() {
+        let (r, st) = row();
+        assert_eq!(r.held(&st), Some((7, 9, 300)));
+        let other = |f: &dyn Fn(&mut Row)| {
+            let mut x = r;
+            f(&mut x);
+            x.held(&st)
+        };
+        assert_eq!(other(&|x| x.s_end = None), None, "not indexed");
+        assert_eq!(other(&|x| x.s_end = Some(200)), None, "indexed in part");
+        assert_eq!(other(&|x| x.l_end = 200), None, "listed in part");
+        assert_eq!(other(&|x| x.tail = 3), None, "bytes after the last line");
+        assert_eq!(other(&|x| x.problem = true), None, "not a session");
+        assert_eq!(other(&|x| x.old = 1), None, "an old version");
+        assert_eq!(other(&|x| x.ident.3 = 5), None, "changed since");
+        assert_eq!(other(&|x| x.id = 1 << 40), None, "an id no segment holds");
+        assert_eq!(other(&|x| x.epoch = -1), None, "an epoch no segment holds");
+        let grown = FileStat { size: 400, ..st };
+        assert_eq!(r.held(&grown), None);
+    }
 }
