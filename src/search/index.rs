@@ -399,19 +399,20 @@ fn candidates(
     out: &mut dyn FnMut(Cand),
 ) -> bool {
     let n = s.n_docs();
-    // Per term: the best (pos << 1 | unsure) of its first run, and whether every run is
-    // there.
+    // Per term: the best (pos << 1 | unsure) of its first run (of its pair, when the
+    // pair decides it), and whether every run is there.
     let mut best: Vec<Vec<u32>> = Vec::with_capacity(plan.len());
     let mut ok = true;
     for tr in plan {
         let mut first = vec![u32::MAX; n];
         let mut seen = vec![0u8; n];
         let all: Vec<&(Vec<u8>, bool)> = tr.runs.iter().chain(&tr.pairs).collect();
+        let at = if pair(tr) { tr.runs.len() } else { 0 };
         for (r, (tok, whole)) in all.iter().enumerate() {
             for i in s.lookup(tok, *whole) {
                 ok &= s.postings(i, |d, pos, unsure| {
                     let d = d as usize;
-                    if r == 0 {
+                    if r == at {
                         let v = pos << 1 | unsure as u32;
                         if v < first[d] {
                             first[d] = v;
@@ -461,7 +462,7 @@ fn candidates(
                 };
                 score += lb;
                 anchor = anchor.min(lb);
-                exact &= v & 1 == 0 && plain(tr);
+                exact &= v & 1 == 0 && (plain(tr) || pair(tr));
             }
             out(Cand {
                 rank,
@@ -478,6 +479,22 @@ fn candidates(
 /// A term the index answers alone: one word of token characters only.
 fn plain(tr: &TermRuns) -> bool {
     tr.runs.len() == 1 && tr.lead == 0 && !tr.cut && !tr.runs[0].1
+}
+
+/// A phrase the index answers alone by its pair: two words of token characters only
+/// (one run each: the first whole, the second a prefix, as the phrase's last word may
+/// continue). Its matches are the places the pair is kept for (a token that is the
+/// first word, only white space, a token starting with the second), so the pair's
+/// first place, when sure, is the phrase's first match (its score); a phrase of more
+/// words is not: its pairs may lie apart.
+fn pair(tr: &TermRuns) -> bool {
+    tr.runs.len() == 2
+        && tr.pairs.len() == 1
+        && tr.lead == 0
+        && !tr.cut
+        && tr.runs[0].1
+        && !tr.runs[1].1
+        && !tr.pairs[0].1
 }
 
 /// What reading a file's candidates gave: decided hits (score and anchor set), the
@@ -765,6 +782,76 @@ pub fn query(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::rules::PChar;
+
+    fn term(words: &[&str]) -> Term {
+        Term {
+            words: words
+                .iter()
+                .map(|w| w.chars().map(|c| PChar::new(c as u32, false)).collect())
+                .collect(),
+        }
+    }
+
+    /// A two-word phrase is decided and scored from its pair alone: its files are not
+    /// read (none is there to read here); a longer phrase, whose pairs may lie apart,
+    /// still is (its files missing: stale).
+    #[test]
+    fn a_two_word_phrase_is_answered_by_its_pair() {
+        let dir = std::env::temp_dir().join(format!("st-pair-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let texts = [
+            "open the file now",          // at 5
+            "The  Files, and the file",   // at 0: the first match, a longer word
+            "the profile then the\tfile", // at 17: "the profile" is no match
+            "bathe filed",                // no word start: no match
+            "the other file",             // no match
+        ];
+        let mut b = Builder::default();
+        b.begin(3, 1, 0);
+        for (i, t) in texts.iter().enumerate() {
+            let meta = DocMeta {
+                offset: 100 * i as u64,
+                len: 50,
+                seq: i as u32,
+                time: 1.0,
+                role: 0,
+            };
+            b.doc(meta, t.as_bytes());
+        }
+        b.end(500);
+        let path = dir.join("p.seg");
+        b.write(&path).unwrap();
+        let segs = [Segment::open(&path).unwrap()];
+        let scope = [(
+            3,
+            Scope {
+                epoch: 1,
+                s_end: 500,
+                rank: 0,
+            },
+        )]
+        .into_iter()
+        .collect();
+        let paths = [dir.join("missing.jsonl")];
+        let a = query(
+            &segs,
+            &scope,
+            &[term(&["the", "file"])],
+            &paths,
+            None,
+            false,
+            1,
+        )
+        .unwrap();
+        assert!(!a.stale && a.unsure.is_empty());
+        let got: Vec<(u32, u64)> = a.top.iter().map(|h| (h.seq, h.score)).collect();
+        assert_eq!(got, vec![(1, 0), (0, 5), (2, 17)]);
+        let three = [term(&["the", "file", "now"])];
+        let a = query(&segs, &scope, &three, &paths, None, false, 1).unwrap();
+        assert!(a.stale, "read from its file");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn row() -> (Row, FileStat) {
         let st = FileStat {

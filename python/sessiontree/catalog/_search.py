@@ -717,8 +717,8 @@ class _Search:
         decided ones and every one only Python decides; ``(sessions, decided hits left
         out, the other files)``, or ``None`` when the index cannot answer (no segments,
         a term without ASCII letters or digits, a damaged or vanished segment: the
-        files are read instead). Every file listed goes to ``self.items`` once the
-        folders are checked.
+        files are read instead). ``self.items`` gets the files listed that the index
+        does not hold (every file listed, when it cannot answer).
 
         The check is native (``SearchScan``, the rule ``search::index::Row::held``): the
         folders are listed and ``stat``-ed on a thread of their own while the rows are
