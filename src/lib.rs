@@ -64,14 +64,18 @@ pub use report::{
 };
 pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES, TOKEN_KEYS};
 pub use search::index::{
-    build as index_build, query as index_query, Answer, Indexed, Scope, ToIndex, Written,
+    build as index_build, query as index_query, Answer, Indexed, Row as SearchRow, Scope, ToIndex,
+    Written,
 };
 pub use search::rules::{PChar, Term, ASCII_FOLDS, JS_WHITESPACE, NOT_ALNUM};
 pub use search::segment::{merge as merge_segments, Piece, Segment};
 pub use search::{search_files, FileResult, Hit, Judged, Query};
 pub use section::{html_article, markdown_section, Detail};
 pub use source::{birth_ns, count_newlines};
-pub use stat::{folder_files, unchanged as stat_unchanged, walk, FileStat, Listed, Seen, Walked};
+pub use stat::{
+    code_points, folder_files, unchanged as stat_unchanged, walk, FileStat, Ident, Listed,
+    Listings, Seen, Walked,
+};
 pub use time::parse_iso_ms;
 pub use totals::{update as usage_sums, LogFile, Warm as UsageWarm};
 pub use usage::{Total, UsageTotals};

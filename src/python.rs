@@ -1191,12 +1191,9 @@ fn db_name(raw: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
-/// `dev, ino, size, mtime_ns, ctime_ns` as the catalog holds them.
-type Ident = (i64, i64, i64, i64, i64);
-
 /// The fields of a `file.warm` text: the identity and the state (`None`: not six
 /// integers, which the catalog never writes).
-fn warm_fields(w: &str) -> Option<(Ident, i64)> {
+fn warm_fields(w: &str) -> Option<(crate::Ident, i64)> {
     let mut it = w.split(' ').map(|x| x.parse::<i64>().ok());
     let mut next = || it.next().flatten();
     let out = ((next()?, next()?, next()?, next()?, next()?), next()?);
@@ -1226,9 +1223,8 @@ fn text_bytes(v: &Bound<'_, PyAny>) -> Option<Vec<u8>> {
 #[pyclass(name = "UsageScan", module = "sessiontree._sessiontree")]
 struct UsageScan {
     warm: Option<crate::UsageWarm>,
-    /// The folders' listings, made on a thread of their own while the rows are read
-    /// (`stat` of every file is a third of a warm report's time), a folder or two ahead.
-    listings: std::sync::Mutex<std::sync::mpsc::Receiver<Vec<crate::Listed>>>,
+    /// The folders' listings, made on a thread of their own while the rows are read.
+    listings: crate::Listings,
     key: crate::ReportKey,
     /// With `ReportKey::File`: a key per project (cwd) instead of per file.
     projects: bool,
@@ -1248,7 +1244,7 @@ type Involved<'py> = (u32, u32, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
 /// One `file` row as `UsageScan.folder` reads it.
 struct WarmRow<'py> {
-    ident: Ident,
+    ident: crate::Ident,
     state: i64,
     body: Bound<'py, PyAny>,
     cwd: Bound<'py, PyAny>,
@@ -1266,17 +1262,9 @@ impl UsageScan {
             "project" => (crate::ReportKey::File, true),
             k => (report_key(k)?, false),
         };
-        let (send, listings) = std::sync::mpsc::sync_channel(2);
-        std::thread::spawn(move || {
-            for f in &folders {
-                if send.send(crate::folder_files(f)).is_err() {
-                    break; // the scan ended early (a file changed): nothing more to list
-                }
-            }
-        });
         Ok(UsageScan {
             warm: Some(crate::UsageWarm::new(k, buckets, active)),
-            listings: std::sync::Mutex::new(listings),
+            listings: crate::Listings::start(folders),
             key: k,
             projects,
             keys: Vec::new(),
@@ -1299,9 +1287,9 @@ impl UsageScan {
     fn folder(&mut self, py: Python<'_>, rows: &Bound<'_, PyAny>) -> PyResult<u8> {
         let call = self.calls;
         self.calls += 1;
-        let listings = &self.listings;
+        let listings = &mut self.listings;
         let listed = py
-            .detach(|| listings.lock().ok().and_then(|r| r.recv().ok()))
+            .detach(|| listings.next())
             .ok_or_else(|| PyValueError::new_err("more calls than folders"))?;
         if listed.is_empty() {
             return Ok(0);
@@ -1362,15 +1350,7 @@ impl UsageScan {
             let (Some(st), Some(row)) = (f.st, by_name.get(db_name(&f.name).as_ref())) else {
                 return Ok(1);
             };
-            let now = (
-                i64::try_from(st.dev).ok(),
-                i64::try_from(st.ino).ok(),
-                i64::try_from(st.size).ok(),
-                i64::try_from(st.mtime_ns).ok(),
-                i64::try_from(st.ctime_ns).ok(),
-            );
-            let (a, b, c, d, e) = row.ident;
-            if now != (Some(a), Some(b), Some(c), Some(d), Some(e)) {
+            if !st.is(&row.ident) {
                 return Ok(1);
             }
             match row.state {
@@ -1696,43 +1676,12 @@ fn index_merge(
     .map_err(|e: crate::Error| to_py_err(e, Some(&dir)))
 }
 
-/// `search::index::query` (releases the GIL): answer `terms` from the segments at
-/// `segments` for the files of `scope` (`(file id, epoch, s_end, rank)`), whose paths
-/// are `paths` by rank; `k` the best decided hits wanted (`None`: all; newest first
-/// with `recent`, else by relevance). Returns `(total, top, unsure, stale)`: the best
-/// hits as `(rank, seq, offset, length, role, time, score, anchor)` (their snippets:
-/// `index_snippets`), unsure entries `(rank, seq, offset, entry_id, role, time,
-/// text)`.
-///
-/// Raises `OSError` for a segment that cannot be read or is damaged, `ValueError` for
-/// a query the index cannot narrow (a term without letters or digits).
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn index_query<'py>(
-    py: Python<'py>,
-    segments: Vec<Vec<u8>>,
-    scope: Vec<(u32, u64, u64, u32)>,
-    paths: Vec<Vec<u8>>,
-    terms: Vec<Vec<String>>,
-    uncased: &str,
-    k: Option<usize>,
-    recent: bool,
-    threads: usize,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let terms = query_terms(&terms, uncased)?;
-    let seg_paths: Vec<PathBuf> = segments.into_iter().map(path_of).collect();
-    let paths: Vec<PathBuf> = paths.into_iter().map(path_of).collect();
-    let scope: std::collections::HashMap<u32, crate::Scope> = scope
-        .into_iter()
-        .map(|(f, epoch, s_end, rank)| (f, crate::Scope { epoch, s_end, rank }))
-        .collect();
-    let r = py.detach(|| {
-        let mut segs = Vec::with_capacity(seg_paths.len());
-        for p in &seg_paths {
-            segs.push(crate::Segment::open(p).map_err(|e| format!("{}: {e}", p.display()))?);
-        }
-        crate::index_query(&segs, &scope, &terms, &paths, k, recent, threads)
-    });
+/// `search::index::query`'s answer as Python takes it ([`SearchScan::query`]) (`ValueError` for a query the index
+/// cannot narrow, `OSError` for a segment that cannot be read or is damaged).
+fn answer_py(
+    py: Python<'_>,
+    r: std::result::Result<crate::Answer, String>,
+) -> PyResult<Bound<'_, PyTuple>> {
     let a = match r {
         Ok(a) => a,
         Err(e) if e.starts_with("a term") => return Err(PyValueError::new_err(e)),
@@ -1764,7 +1713,289 @@ fn index_query<'py>(
         .into_pyobject(py)
 }
 
-/// The decided hits of [`index_query`], best first, kept here (about 56 bytes a hit):
+/// A warm search's freshness check and its index query (`catalog/_search._from_index`):
+/// the folders are listed and `stat`-ed on a thread of their own (`stat::Listings`)
+/// while the catalog's rows are read, and beside it once they are; each listed file is
+/// checked against its row here (`search::index::Row::held`). What is kept per file is
+/// its path, name, catalog id, device, inode, epoch and search end, no Python object.
+/// The files the index holds are ranked by path, as Python sorts paths (the order its
+/// ties follow).
+#[pyclass(name = "SearchScan", module = "sessiontree._sessiontree")]
+struct SearchScan {
+    listings: crate::Listings,
+    /// Each folder's rows, by the name as the catalog stores it (`blob`: as a BLOB),
+    /// until the listings are checked against them.
+    rows: Vec<Vec<(Vec<u8>, bool, crate::SearchRow)>>,
+    held: Vec<HeldFile>,
+    /// The files listed that the index does not hold, in listing order.
+    others: Vec<crate::Listed>,
+    checked: bool,
+}
+
+/// A file the index holds as it is.
+struct HeldFile {
+    path: Vec<u8>,
+    /// The directory entry's name; `blob`: the row stores it as a BLOB (`db_text`).
+    name: Vec<u8>,
+    blob: bool,
+    st: crate::FileStat,
+    id: u32,
+    epoch: u64,
+    s_end: u64,
+}
+
+/// A listed file as `folder_files` gives it: `(name, path, stat or None)`.
+type ListedPy = (OsString, OsString, Option<StatTuple>);
+
+fn listed_py(name: &[u8], path: &[u8], st: Option<crate::FileStat>) -> ListedPy {
+    (
+        OsString::from_vec(name.to_vec()),
+        OsString::from_vec(path.to_vec()),
+        st.map(|s| (s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns)),
+    )
+}
+
+/// A `file_search` row (`_Search._ROW`: `name, id, dev, ino, size, mtime_ns, ctime_ns,
+/// l_end, tail, problem, old, epoch, s_end`) with the types `catalog/_store.COLUMN_TYPES`
+/// allows: the name's bytes as stored, whether it is a BLOB, the row; `None` for any
+/// other value (damage).
+fn search_row(t: &Bound<'_, PyTuple>) -> Option<(Vec<u8>, bool, crate::SearchRow)> {
+    if t.len() != 13 {
+        return None;
+    }
+    let v: Vec<Bound<'_, PyAny>> = t.iter().collect();
+    let int = |i: usize| -> Option<i64> {
+        let x = &v[i];
+        if !x.is_exact_instance_of::<pyo3::types::PyInt>() {
+            return None;
+        }
+        x.extract::<i64>().ok()
+    };
+    let s_end = if v[12].is_none() {
+        None
+    } else {
+        Some(int(12)?)
+    };
+    let problem = !v[9].is_none();
+    if problem
+        && !(v[9].is_exact_instance_of::<PyString>() || v[9].is_exact_instance_of::<PyBytes>())
+    {
+        return None;
+    }
+    let blob = v[0].is_exact_instance_of::<PyBytes>();
+    if !blob && !v[0].is_exact_instance_of::<PyString>() {
+        return None;
+    }
+    let row = crate::SearchRow {
+        id: int(1)?,
+        ident: (int(2)?, int(3)?, int(4)?, int(5)?, int(6)?),
+        l_end: int(7)?,
+        tail: int(8)?,
+        problem,
+        old: int(10)?,
+        epoch: int(11)?,
+        s_end,
+    };
+    Some((name_bytes(&v[0]).ok()?.to_vec(), blob, row))
+}
+
+#[pymethods]
+impl SearchScan {
+    /// `folders`: `os.fsencode` of each folder (or session file) of the scope, in the
+    /// order `folder` is called.
+    #[new]
+    fn new(folders: Vec<Vec<u8>>) -> Self {
+        SearchScan {
+            listings: crate::Listings::start(folders),
+            rows: Vec::new(),
+            held: Vec::new(),
+            others: Vec::new(),
+            checked: false,
+        }
+    }
+
+    /// Take the next folder's rows (`folders[n]` at the `n`th call) from `rows` (an
+    /// iterable, a cursor: each a `file_search` row as `search_row` reads it). `False`
+    /// when a row holds a value the catalog never writes.
+    fn folder(&mut self, rows: &Bound<'_, PyAny>) -> PyResult<bool> {
+        if self.checked {
+            return Err(PyValueError::new_err("the folders were checked"));
+        }
+        let mut parsed = Vec::new();
+        for r in rows.try_iter()? {
+            let Some(r) = r?.cast::<PyTuple>().ok().and_then(search_row) else {
+                return Ok(false);
+            };
+            parsed.push(r);
+        }
+        self.rows.push(parsed);
+        Ok(true)
+    }
+
+    /// The files the index holds.
+    fn __len__(&mut self, py: Python<'_>) -> PyResult<usize> {
+        self.check(py)?;
+        Ok(self.held.len())
+    }
+
+    /// The other files listed, as `folder_files` gives them, in listing order.
+    fn others(&mut self, py: Python<'_>) -> PyResult<Vec<ListedPy>> {
+        self.check(py)?;
+        Ok(self
+            .others
+            .iter()
+            .map(|f| listed_py(&f.name, &f.path, f.st))
+            .collect())
+    }
+
+    /// Every file listed (those the index holds first, by path), as `folder_files`
+    /// gives them: for a search the index cannot answer.
+    fn listed(&mut self, py: Python<'_>) -> PyResult<Vec<ListedPy>> {
+        self.check(py)?;
+        let held = self
+            .held
+            .iter()
+            .map(|h| listed_py(&h.name, &h.path, Some(h.st)));
+        let others = self
+            .others
+            .iter()
+            .map(|f| listed_py(&f.name, &f.path, f.st));
+        Ok(held.chain(others).collect())
+    }
+
+    /// The paths of the files the index holds, by rank (`os.fsencode` form).
+    fn paths<'py>(&mut self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        self.check(py)?;
+        Ok(self
+            .held
+            .iter()
+            .map(|h| PyBytes::new(py, &h.path))
+            .collect())
+    }
+
+    /// File `rank`: `(path, id, name, dev, ino)`, the name as the catalog stores it.
+    fn file<'py>(
+        &mut self,
+        py: Python<'py>,
+        rank: usize,
+    ) -> PyResult<(OsString, u32, Bound<'py, PyAny>, u64, u64)> {
+        self.check(py)?;
+        let h = self
+            .held
+            .get(rank)
+            .ok_or_else(|| PyIndexError::new_err("no file of that rank"))?;
+        let stored = db_name(&h.name);
+        let name = if h.blob {
+            PyBytes::new(py, &stored).into_any()
+        } else {
+            PyString::new(py, &String::from_utf8_lossy(&stored)).into_any()
+        };
+        Ok((
+            OsString::from_vec(h.path.clone()),
+            h.id,
+            name,
+            h.st.dev,
+            h.st.ino,
+        ))
+    }
+
+    /// `search::index::query` over the files the index holds (releases the GIL).
+    #[allow(clippy::too_many_arguments)]
+    fn query<'py>(
+        &mut self,
+        py: Python<'py>,
+        segments: Vec<Vec<u8>>,
+        terms: Vec<Vec<String>>,
+        uncased: &str,
+        k: Option<usize>,
+        recent: bool,
+        threads: usize,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let terms = query_terms(&terms, uncased)?;
+        self.check(py)?;
+        let seg_paths: Vec<PathBuf> = segments.into_iter().map(path_of).collect();
+        let held = &self.held;
+        let r = py.detach(|| {
+            let paths: Vec<PathBuf> = held.iter().map(|h| path_of(h.path.clone())).collect();
+            let scope: std::collections::HashMap<u32, crate::Scope> = held
+                .iter()
+                .enumerate()
+                .map(|(rank, h)| {
+                    let s = crate::Scope {
+                        epoch: h.epoch,
+                        s_end: h.s_end,
+                        rank: rank as u32,
+                    };
+                    (h.id, s)
+                })
+                .collect();
+            let mut segs = Vec::with_capacity(seg_paths.len());
+            for p in &seg_paths {
+                segs.push(crate::Segment::open(p).map_err(|e| format!("{}: {e}", p.display()))?);
+            }
+            crate::index_query(&segs, &scope, &terms, &paths, k, recent, threads)
+        });
+        answer_py(py, r)
+    }
+}
+
+impl SearchScan {
+    /// Once every folder's rows are in: list the folders left (beside the listing
+    /// thread), check each listed file against its row, rank the files held.
+    fn check(&mut self, py: Python<'_>) -> PyResult<()> {
+        if self.checked {
+            return Ok(());
+        }
+        let SearchScan {
+            listings,
+            rows,
+            held,
+            others,
+            ..
+        } = self;
+        py.detach(|| {
+            listings.help();
+            for rows in rows.drain(..) {
+                let Some(listed) = listings.next() else {
+                    return Err("more calls than folders");
+                };
+                let by_name: std::collections::HashMap<&[u8], &(Vec<u8>, bool, crate::SearchRow)> =
+                    rows.iter().map(|r| (r.0.as_slice(), r)).collect();
+                for f in listed {
+                    let got = f.st.and_then(|st| {
+                        let (_, blob, row) = by_name.get(db_name(&f.name).as_ref())?;
+                        Some((st, *blob, row.held(&st)?))
+                    });
+                    match got {
+                        Some((st, blob, (id, epoch, s_end))) => held.push(HeldFile {
+                            name: f.name,
+                            path: f.path,
+                            blob,
+                            st,
+                            id,
+                            epoch,
+                            s_end,
+                        }),
+                        None => others.push(f),
+                    }
+                }
+            }
+            // UTF-8's byte order is its code points' order: the decoded keys only for
+            // names that are not UTF-8 (a Vec per path was 5% of a warm search).
+            if held.iter().all(|h| std::str::from_utf8(&h.path).is_ok()) {
+                held.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+            } else {
+                held.sort_by_cached_key(|h| crate::code_points(&h.path));
+            }
+            Ok(())
+        })
+        .map_err(PyValueError::new_err)?;
+        self.checked = true;
+        Ok(())
+    }
+}
+
+/// The decided hits of [`SearchScan::query`], best first, kept here (about 56 bytes a hit):
 /// all the hits of a common word over a large history are made into Python objects a
 /// chunk at a time ([`HitKeys::take`]), never all at once.
 #[pyclass(frozen, name = "HitKeys", module = "sessiontree._sessiontree")]
@@ -1820,7 +2051,7 @@ impl HitKeys {
 }
 
 /// `search::index::snippets` (releases the GIL): the snippets of hits `(rank, offset,
-/// length, role, anchor)` (as `index_query` gives them) read from `paths` (by rank):
+/// length, role, anchor)` (as `SearchScan.query` gives them) read from `paths` (by rank):
 /// each `("done", entry_id, snippet, marks)`, `("text", entry_id, text)` (only Python
 /// builds it) or `("stale", None)`.
 #[pyfunction]
@@ -2371,8 +2602,6 @@ mod _sessiontree {
     #[pymodule_export]
     use super::index_merge;
     #[pymodule_export]
-    use super::index_query;
-    #[pymodule_export]
     use super::index_snippets;
     #[pymodule_export]
     use super::json_unsafe;
@@ -2406,6 +2635,8 @@ mod _sessiontree {
     use super::HitsJson;
     #[pymodule_export]
     use super::PyIndex;
+    #[pymodule_export]
+    use super::SearchScan;
     #[pymodule_export]
     use super::UsageScan;
     use pyo3::prelude::*;

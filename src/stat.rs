@@ -78,6 +78,116 @@ pub struct FileStat {
     pub ctime_ns: i128,
 }
 
+/// `dev, ino, size, mtime_ns, ctime_ns` as the catalog holds a file's identity
+/// (SQLite's 64-bit integers).
+pub type Ident = (i64, i64, i64, i64, i64);
+
+impl FileStat {
+    /// Whether the catalog's identity `ident` is this file's as `stat` shows it now: the
+    /// one rule by which a warm answer (usage, search) trusts a row to hold the file as
+    /// it is. A value past SQLite's integers is never the catalog's.
+    pub fn is(&self, ident: &Ident) -> bool {
+        let now = (
+            i64::try_from(self.dev).ok(),
+            i64::try_from(self.ino).ok(),
+            i64::try_from(self.size).ok(),
+            i64::try_from(self.mtime_ns).ok(),
+            i64::try_from(self.ctime_ns).ok(),
+        );
+        let (a, b, c, d, e) = *ident;
+        now == (Some(a), Some(b), Some(c), Some(d), Some(e))
+    }
+}
+
+/// The listings ([`folder_files`]) of folders, made on a thread of their own while the
+/// caller reads the catalog's rows (the `stat` of every file is a third of a warm
+/// answer's time); a caller done with its own work lists the folders left beside it
+/// ([`Listings::help`]): both cores list. Dropped early, the listing stops after the
+/// folders being listed.
+pub struct Listings {
+    shared: std::sync::Arc<Shared>,
+    /// Folders [`Listings::next`] gave.
+    taken: usize,
+}
+
+struct Shared {
+    folders: Vec<Vec<u8>>,
+    /// The next folder no one lists yet.
+    next: std::sync::atomic::AtomicUsize,
+    done: std::sync::Mutex<Vec<Option<Vec<Listed>>>>,
+    ready: std::sync::Condvar,
+    stop: std::sync::atomic::AtomicBool,
+}
+
+impl Shared {
+    /// List folders no one lists yet until none is left (or the caller is gone).
+    fn work(&self) {
+        use std::sync::atomic::Ordering;
+        while !self.stop.load(Ordering::Relaxed) {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(f) = self.folders.get(i) else { break };
+            let got = folder_files(f);
+            let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+            done[i] = Some(got);
+            self.ready.notify_all();
+        }
+    }
+}
+
+impl Listings {
+    /// Start listing `folders`.
+    pub fn start(folders: Vec<Vec<u8>>) -> Listings {
+        let n = folders.len();
+        let shared = std::sync::Arc::new(Shared {
+            folders,
+            next: std::sync::atomic::AtomicUsize::new(0),
+            done: std::sync::Mutex::new((0..n).map(|_| None).collect()),
+            ready: std::sync::Condvar::new(),
+            stop: std::sync::atomic::AtomicBool::new(false),
+        });
+        let worker = std::sync::Arc::clone(&shared);
+        std::thread::spawn(move || worker.work());
+        Listings { shared, taken: 0 }
+    }
+
+    /// List the folders no one lists yet on this thread too.
+    pub fn help(&self) {
+        self.shared.work();
+    }
+}
+
+/// Each folder's listing, in the order given (each waited for).
+impl Iterator for Listings {
+    type Item = Vec<Listed>;
+
+    fn next(&mut self) -> Option<Vec<Listed>> {
+        let i = self.taken;
+        if i >= self.shared.folders.len() {
+            return None;
+        }
+        self.taken += 1;
+        let mut done = self.shared.done.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(got) = done[i].take() {
+                return Some(got);
+            }
+            done = self
+                .shared
+                .ready
+                .wait(done)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl Drop for Listings {
+    fn drop(&mut self) {
+        self.shared
+            .stop
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// The `*.jsonl` regular files of `folder` (symlinks followed), or the one file
 /// `folder` names when it is not a directory, in no particular order: the catalog's
 /// one listing rule (`catalog/_files.folder_files` sorts this by name; the warm usage
@@ -218,7 +328,7 @@ fn path_join(a: &[u8], b: &[u8]) -> Vec<u8> {
 }
 
 /// A name as `os.fsdecode` makes it, as code points: Python's order of names.
-fn code_points(name: &[u8]) -> Vec<u32> {
+pub fn code_points(name: &[u8]) -> Vec<u32> {
     let mut out = Vec::with_capacity(name.len());
     for chunk in name.utf8_chunks() {
         out.extend(chunk.valid().chars().map(u32::from));
@@ -474,6 +584,60 @@ mod tests {
         let mut fresh = Walked::new();
         assert_eq!(walk(&[root, b"/a/f.jsonl"].concat(), &mut fresh).len(), 1);
         assert!(walk(&[root, b"/nowhere"].concat(), &mut fresh).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_catalog_identity_is_a_stat_only_field_for_field() {
+        let st = FileStat {
+            dev: 1,
+            ino: 2,
+            size: 3,
+            mtime_ns: 4,
+            ctime_ns: 5,
+        };
+        assert!(st.is(&(1, 2, 3, 4, 5)));
+        for other in [
+            (9, 2, 3, 4, 5),
+            (1, 9, 3, 4, 5),
+            (1, 2, 9, 4, 5),
+            (1, 2, 3, 9, 5),
+            (1, 2, 3, 4, 9),
+        ] {
+            assert!(!st.is(&other), "{other:?}");
+        }
+        // A device number past SQLite's integers is never the catalog's.
+        let big = FileStat {
+            dev: u64::MAX,
+            ..st
+        };
+        assert!(!big.is(&(-1, 2, 3, 4, 5)));
+    }
+
+    #[test]
+    fn listings_come_in_order_whoever_lists_them() {
+        let dir = temp("listings").parent().unwrap().to_path_buf();
+        let mut folders = Vec::new();
+        for i in 0..12 {
+            let d = dir.join(format!("f{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            for j in 0..=i {
+                std::fs::write(d.join(format!("{j}.jsonl")), b"{}\n").unwrap();
+            }
+            folders.push(d.as_os_str().as_bytes().to_vec());
+        }
+        for help in [false, true] {
+            let mut l = Listings::start(folders.clone());
+            if help {
+                l.help();
+            }
+            for i in 0..12 {
+                assert_eq!(l.next().unwrap().len(), i + 1, "folder {i}, help {help}");
+            }
+            assert!(l.next().is_none());
+        }
+        // Dropped before the end: nothing waits.
+        drop(Listings::start(folders));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -295,9 +295,46 @@ def test_a_row_dropped_before_the_page_is_made_is_a_stale_search(root: list[str]
     s, total, page, _o, _e = _search._start("the", root, catalog, False, "relevance", 5, 0, None, None)
     try:
         assert total > 5 and s.keys is not None  # the index answered
-        gone = s.indexed[s.keys.take(0, 1)[0][0]][1][1]
+        gone = s._file(s.keys.take(0, 1)[0][0])[1]
         s.store.conn.execute("DELETE FROM file WHERE id = ?", (gone,))
         with pytest.raises(StaleSessionError, match="dropped from the catalog"):
             s.page(list(page))
     finally:
         s.close()
+
+
+def test_rows_the_index_cannot_take_are_files_read(root: list[str], tmp_path: Path) -> None:
+    """A row whose id or epoch no segment could hold (past 32 bits, negative: values of
+    the right type, so no damage) sends its file to be read, with the same hits; the
+    freshness check passed them to the index's query, which failed with OverflowError."""
+    work = tmp_path / "w"
+    shutil.copytree(Path(root[0]).parent, work)
+    folders = [str(work / Path(f).name) for f in root]
+    catalog = str(tmp_path / "c.sqlite3")
+    cat.index(folders, catalog=catalog)
+    store = Store(catalog)
+    with store.conn:
+        first, second = (r[0] for r in store.conn.execute("SELECT id FROM file ORDER BY id LIMIT 2"))
+        store.conn.execute("UPDATE file SET epoch = -5 WHERE id = ?", (first,))
+        store.conn.execute("UPDATE file SET id = ? WHERE id = ?", (1 << 40, second))
+    store.close()
+    for q in ("the", '"the session"'):
+        _same(folders, catalog, q, limit=None)
+        assert _same.read == 2, q  # type: ignore[attr-defined]
+
+
+def test_a_name_that_is_not_utf8_is_answered_by_the_index(root: list[str], tmp_path: Path) -> None:
+    """A session whose file name is not UTF-8 (the catalog keeps it as a BLOB) is held
+    by the index as any other: the freshness check looks its row up by the name as the
+    catalog stores it (Python's check looked a BLOB up by a ``str`` and read the file)."""
+    folder = tmp_path / "s"
+    folder.mkdir()
+    src = sorted(Path(root[0]).glob("*.jsonl"))[:2]
+    shutil.copyfile(src[0], folder / "a.jsonl")
+    shutil.copyfile(src[1], os.path.join(os.fsencode(folder), b"b\xff.jsonl"))
+    catalog = str(tmp_path / "c.sqlite3")
+    cat.index([str(folder)], catalog=catalog)
+    for q in ("the", '"the session"'):
+        got = _same([str(folder)], catalog, q, limit=None)
+        assert _same.read == 0, q  # type: ignore[attr-defined]
+        assert any("\udcff" in h.path for h in got.hits), q

@@ -17,7 +17,6 @@ __all__ = [
     "folder_files",
     "index_build",
     "index_merge",
-    "index_query",
     "index_snippets",
     "html_articles",
     "html_escape",
@@ -37,6 +36,7 @@ __all__ = [
     "HitKeys",
     "HitsJson",
     "Index",
+    "SearchScan",
     "UsageScan",
     "__version__",
     "ENTRY_TYPES",
@@ -604,28 +604,70 @@ def index_merge(folder: bytes, inputs: Sequence[bytes], live: Sequence[tuple[int
         OSError: an input cannot be read or is damaged, or the output cannot be written.
     """
 
-def index_query(
-    segments: Sequence[bytes], scope: Sequence[tuple[int, int, int, int]], paths: Sequence[bytes],
-    terms: Sequence[Sequence[str]], uncased: str, k: int | None, recent: bool, threads: int,
-) -> tuple[int, HitKeys, list[tuple[int, int, int, str, str, float | None, str]], bool]:
-    """Answer a query from search segments for the files of ``scope`` (``(file id, epoch,
-    s_end, rank)``) whose paths are ``paths`` by rank; ``k`` the best decided hits wanted
-    (``None``: all; newest first with ``recent``).
+_Listed = tuple[str, str, tuple[int, int, int, int, int] | None]
 
-    Returns:
-        ``(total, top, unsure, stale)``: decided hits in all; the best ``k``, best first
-        (:class:`HitKeys`; :func:`index_snippets` reads their snippets); entries Python
-        must judge as ``(rank, seq, offset, entry_id, role, time, text)``; whether a
-        file no longer holds what was indexed.
+@final
+class SearchScan:
+    """A warm search's freshness check (``catalog._search._Search._from_index``): the
+    folders are listed and ``stat``-ed on a thread of its own (``catalog._files``' rule)
+    while the rows are read; each row is checked natively (the file as the row holds it,
+    every complete line listed and indexed); the files the index holds are kept (path,
+    name, id, device, inode, epoch, search end) and ranked by path as Python sorts
+    paths.
 
-    Raises:
-        OSError: a segment cannot be read or is damaged.
-        ValueError: a term without ASCII letters or digits (the index cannot narrow it).
+    Args:
+        folders: ``os.fsencode`` of each folder (or one session file) of the scope, in
+            the order :meth:`folder` is called.
     """
+
+    def __new__(cls, folders: Sequence[bytes]) -> SearchScan: ...
+    def folder(self, rows: Iterable[tuple[Any, ...]]) -> bool:
+        """Check the next folder's files against ``rows`` (a cursor), each ``(name, id,
+        dev, ino, size, mtime_ns, ctime_ns, l_end, tail, problem, old, epoch, s_end)``;
+        ``False`` when a row holds a value the catalog never writes.
+
+        Raises:
+            ValueError: more calls than folders.
+        """
+    def __len__(self) -> int:
+        """The files the index holds."""
+    def others(self) -> list[_Listed]:
+        """The other files listed, as :func:`folder_files` gives them, in listing order."""
+    def listed(self) -> list[_Listed]:
+        """Every file listed (those the index holds first, by path), as
+        :func:`folder_files` gives them."""
+    def paths(self) -> list[bytes]:
+        """The paths of the files the index holds, by rank (``os.fsencode`` form)."""
+    def file(self, rank: int) -> tuple[str, int, str | bytes, int, int]:
+        """File ``rank``: ``(path, catalog id, name as stored, dev, ino)``.
+
+        Raises:
+            IndexError: no file of that rank.
+        """
+    def query(
+        self, segments: Sequence[bytes], terms: Sequence[Sequence[str]], uncased: str, k: int | None, recent: bool,
+        threads: int,
+    ) -> tuple[int, HitKeys, list[tuple[int, int, int, str, str, float | None, str]], bool]:
+        """Answer a query from the search segments ``segments`` for the files the index
+        holds; ``k`` the best decided hits wanted (``None``: all; newest first with
+        ``recent``).
+
+        Returns:
+            ``(total, top, unsure, stale)``: decided hits in all; the best ``k``, best
+            first (:class:`HitKeys`; :func:`index_snippets` reads their snippets, by
+            rank from :meth:`paths`); entries Python must judge as ``(rank, seq, offset,
+            entry_id, role, time, text)``; whether a file no longer holds what was
+            indexed.
+
+        Raises:
+            OSError: a segment cannot be read or is damaged.
+            ValueError: a term without ASCII letters or digits (the index cannot narrow
+                it).
+        """
 
 @final
 class HitKeys:
-    """Decided hits of :func:`index_query`, best first, held natively (about 56 bytes
+    """Decided hits of :meth:`SearchScan.query`, best first, held natively (about 56 bytes
     each) and made into tuples a slice at a time."""
 
     def __len__(self) -> int: ...
@@ -672,7 +714,7 @@ def index_snippets(
     uncased: str, threads: int,
 ) -> list[tuple[Any, ...]]:
     """The snippets of hits ``(rank, offset, length, role, anchor)`` (as
-    :func:`index_query` gives them) read from ``paths`` by rank: each ``("done",
+    :meth:`SearchScan.query` gives them) read from ``paths`` by rank: each ``("done",
     entry_id, snippet, marks)``, ``("text", entry_id, text)`` (only Python builds it) or
     ``("stale", None)`` (the line changed).
 

@@ -19,6 +19,7 @@ use super::tokens::{runs, TermRuns};
 use crate::error::Result;
 use crate::listing::{self, Collect, DocKind, DocRef, DocSink};
 use crate::source::open_regular;
+use crate::stat::{FileStat, Ident};
 
 /// One piece of a file to index: its path, catalog id and epoch, the byte range (a
 /// line start to a line end the listing reached) and the entries record before it.
@@ -205,6 +206,40 @@ pub struct Scope {
     pub rank: u32,
 }
 
+/// A catalog `file` row as a search's freshness check reads it (from the index
+/// `file_search`: `catalog/_search._Search._ROW`).
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    pub id: i64,
+    pub ident: Ident,
+    pub l_end: i64,
+    pub tail: i64,
+    /// `problem` is set: not a session.
+    pub problem: bool,
+    pub old: i64,
+    pub epoch: i64,
+    pub s_end: Option<i64>,
+}
+
+impl Row {
+    /// `(file id, epoch, s_end)` when the index answers for the file `st` shows: the
+    /// row holds the file as it is (`FileStat::is`), a session of the current version,
+    /// every complete line listed and indexed, nothing after the last one; `None` when
+    /// the file must be read instead (a value no search could pass to the index, too).
+    pub fn held(&self, st: &FileStat) -> Option<(u32, u64, u64)> {
+        let s_end = self.s_end?;
+        let whole = !self.problem && self.old == 0 && self.tail == 0 && s_end == self.l_end;
+        if !whole || !st.is(&self.ident) || i64::try_from(st.size) != Ok(s_end) {
+            return None;
+        }
+        Some((
+            u32::try_from(self.id).ok()?,
+            u64::try_from(self.epoch).ok()?,
+            u64::try_from(s_end).ok()?,
+        ))
+    }
+}
+
 /// A hit decided here: where its entry is, and its score and anchor (its snippet is
 /// read by [`snippets`]).
 #[derive(Clone, Copy, Debug)]
@@ -279,27 +314,105 @@ pub(crate) fn order_key(x: f64) -> i64 {
     }
 }
 
-/// The candidate entries of one segment: every term's runs present, in live pieces.
+/// The best `k` decided hits (all: `None`) by [`Cand::key`], and how many were
+/// offered: a common word's hundreds of thousands of hits are counted, not held (a
+/// vector of them all was 42 MB at 20,000 sessions, its page faults and the selection
+/// over it a third of the query).
+struct Best {
+    k: Option<usize>,
+    recent: bool,
+    total: u64,
+    all: Vec<Cand>,
+    /// With `k`: the best so far, the worst of them on top.
+    heap: std::collections::BinaryHeap<Ranked>,
+}
+
+/// A hit ordered by its key alone.
+struct Ranked((u64, bool, i64, u32, u32), Cand);
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl Eq for Ranked {}
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
+
+impl Best {
+    fn new(k: Option<usize>, recent: bool) -> Best {
+        Best {
+            k,
+            recent,
+            total: 0,
+            all: Vec::new(),
+            heap: std::collections::BinaryHeap::new(),
+        }
+    }
+
+    fn push(&mut self, c: Cand) {
+        self.total += 1;
+        let Some(k) = self.k else {
+            self.all.push(c);
+            return;
+        };
+        let key = c.key(self.recent);
+        if self.heap.len() < k {
+            self.heap.push(Ranked(key, c));
+        } else if let Some(mut worst) = self.heap.peek_mut() {
+            if key < worst.0 {
+                *worst = Ranked(key, c);
+            }
+        }
+    }
+
+    /// The hits kept, best first.
+    fn sorted(self) -> Vec<Cand> {
+        if self.k.is_some() {
+            return self
+                .heap
+                .into_sorted_vec()
+                .into_iter()
+                .map(|r| r.1)
+                .collect();
+        }
+        let mut all = self.all;
+        all.sort_unstable_by_key(|c| c.key(self.recent));
+        all
+    }
+}
+
+/// The candidate entries of one segment, to `out`: every term's runs present, in live
+/// pieces.
 fn candidates(
     s: &Segment,
     plan: &[TermRuns],
     scope: &dyn Fn(&Piece) -> Option<u32>,
-    out: &mut Vec<Cand>,
+    out: &mut dyn FnMut(Cand),
 ) -> bool {
     let n = s.n_docs();
-    // Per term: the best (pos << 1 | unsure) of its first run, and whether every run is
-    // there.
+    // Per term: the best (pos << 1 | unsure) of its first run (of its pair, when the
+    // pair decides it), and whether every run is there.
     let mut best: Vec<Vec<u32>> = Vec::with_capacity(plan.len());
     let mut ok = true;
     for tr in plan {
         let mut first = vec![u32::MAX; n];
         let mut seen = vec![0u8; n];
         let all: Vec<&(Vec<u8>, bool)> = tr.runs.iter().chain(&tr.pairs).collect();
+        let at = if pair(tr) { tr.runs.len() } else { 0 };
         for (r, (tok, whole)) in all.iter().enumerate() {
             for i in s.lookup(tok, *whole) {
                 ok &= s.postings(i, |d, pos, unsure| {
                     let d = d as usize;
-                    if r == 0 {
+                    if r == at {
                         let v = pos << 1 | unsure as u32;
                         if v < first[d] {
                             first[d] = v;
@@ -349,9 +462,9 @@ fn candidates(
                 };
                 score += lb;
                 anchor = anchor.min(lb);
-                exact &= v & 1 == 0 && plain(tr);
+                exact &= v & 1 == 0 && (plain(tr) || pair(tr));
             }
-            out.push(Cand {
+            out(Cand {
                 rank,
                 score,
                 anchor,
@@ -366,6 +479,22 @@ fn candidates(
 /// A term the index answers alone: one word of token characters only.
 fn plain(tr: &TermRuns) -> bool {
     tr.runs.len() == 1 && tr.lead == 0 && !tr.cut && !tr.runs[0].1
+}
+
+/// A phrase the index answers alone by its pair: two words of token characters only
+/// (one run each: the first whole, the second a prefix, as the phrase's last word may
+/// continue). Its matches are the places the pair is kept for (a token that is the
+/// first word, only white space, a token starting with the second), so the pair's
+/// first place, when sure, is the phrase's first match (its score); a phrase of more
+/// words is not: its pairs may lie apart.
+fn pair(tr: &TermRuns) -> bool {
+    tr.runs.len() == 2
+        && tr.pairs.len() == 1
+        && tr.lead == 0
+        && !tr.cut
+        && tr.runs[0].1
+        && !tr.runs[1].1
+        && !tr.pairs[0].1
 }
 
 /// What reading a file's candidates gave: decided hits (score and anchor set), the
@@ -589,7 +718,9 @@ pub fn query(
     if plan.iter().any(|t| t.runs.is_empty()) {
         return Err("a term without letters or digits: the index cannot narrow it".into());
     }
-    let mut cands = Vec::new();
+    let mut best = Best::new(k, recent);
+    // The few the index cannot decide.
+    let mut rest: Vec<Cand> = Vec::new();
     for s in segments {
         let live = |p: &Piece| {
             scope
@@ -597,22 +728,18 @@ pub fn query(
                 .filter(|x| x.epoch == p.epoch && p.end <= x.s_end)
                 .map(|x| x.rank)
         };
-        if !candidates(s, &plan, &live, &mut cands) {
+        let mut sink = |c: Cand| {
+            if c.exact {
+                best.push(c);
+            } else {
+                rest.push(c);
+            }
+        };
+        if !candidates(s, &plan, &live, &mut sink) {
             return Err("a malformed search segment".into());
         }
     }
-    // The few the index cannot decide taken out in place: a partition into two new
-    // vectors touched fresh pages for every hit of a common word (its page faults were
-    // a third of a warm query's CPU).
-    let mut rest: Vec<Cand> = Vec::new();
-    cands.retain(|c| {
-        if !c.exact {
-            rest.push(*c);
-        }
-        c.exact
-    });
     let mut ans = Answer::default();
-    let mut hits: Vec<Cand> = cands;
     // Entries the index cannot decide: read and judged.
     let judged = per_file(
         rest,
@@ -630,16 +757,13 @@ pub fn query(
     for j in judged {
         ans.stale |= j.stale;
         ans.unsure.extend(j.unsure);
-        hits.extend(j.hits);
+        for h in j.hits {
+            best.push(h);
+        }
     }
-    ans.total = hits.len() as u64;
-    let k = k.unwrap_or(hits.len()).min(hits.len());
-    if k < hits.len() {
-        hits.select_nth_unstable_by_key(k, |c| c.key(recent));
-        hits.truncate(k);
-    }
-    hits.sort_unstable_by_key(|c| c.key(recent));
-    ans.top = hits
+    ans.total = best.total;
+    ans.top = best
+        .sorted()
         .iter()
         .map(|c| KeyHit {
             rank: c.rank,
@@ -653,4 +777,122 @@ pub fn query(
         })
         .collect();
     Ok(ans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::rules::PChar;
+
+    fn term(words: &[&str]) -> Term {
+        Term {
+            words: words
+                .iter()
+                .map(|w| w.chars().map(|c| PChar::new(c as u32, false)).collect())
+                .collect(),
+        }
+    }
+
+    /// A two-word phrase is decided and scored from its pair alone: its files are not
+    /// read (none is there to read here); a longer phrase, whose pairs may lie apart,
+    /// still is (its files missing: stale).
+    #[test]
+    fn a_two_word_phrase_is_answered_by_its_pair() {
+        let dir = std::env::temp_dir().join(format!("st-pair-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let texts = [
+            "open the file now",          // at 5
+            "The  Files, and the file",   // at 0: the first match, a longer word
+            "the profile then the\tfile", // at 17: "the profile" is no match
+            "bathe filed",                // no word start: no match
+            "the other file",             // no match
+        ];
+        let mut b = Builder::default();
+        b.begin(3, 1, 0);
+        for (i, t) in texts.iter().enumerate() {
+            let meta = DocMeta {
+                offset: 100 * i as u64,
+                len: 50,
+                seq: i as u32,
+                time: 1.0,
+                role: 0,
+            };
+            b.doc(meta, t.as_bytes());
+        }
+        b.end(500);
+        let path = dir.join("p.seg");
+        b.write(&path).unwrap();
+        let segs = [Segment::open(&path).unwrap()];
+        let scope = [(
+            3,
+            Scope {
+                epoch: 1,
+                s_end: 500,
+                rank: 0,
+            },
+        )]
+        .into_iter()
+        .collect();
+        let paths = [dir.join("missing.jsonl")];
+        let a = query(
+            &segs,
+            &scope,
+            &[term(&["the", "file"])],
+            &paths,
+            None,
+            false,
+            1,
+        )
+        .unwrap();
+        assert!(!a.stale && a.unsure.is_empty());
+        let got: Vec<(u32, u64)> = a.top.iter().map(|h| (h.seq, h.score)).collect();
+        assert_eq!(got, vec![(1, 0), (0, 5), (2, 17)]);
+        let three = [term(&["the", "file", "now"])];
+        let a = query(&segs, &scope, &three, &paths, None, false, 1).unwrap();
+        assert!(a.stale, "read from its file");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn row() -> (Row, FileStat) {
+        let st = FileStat {
+            dev: 1,
+            ino: 2,
+            size: 300,
+            mtime_ns: 4,
+            ctime_ns: 5,
+        };
+        let r = Row {
+            id: 7,
+            ident: (1, 2, 300, 4, 5),
+            l_end: 300,
+            tail: 0,
+            problem: false,
+            old: 0,
+            epoch: 9,
+            s_end: Some(300),
+        };
+        (r, st)
+    }
+
+    #[test]
+    fn a_row_holds_a_file_indexed_whole_as_it_is() {
+        let (r, st) = row();
+        assert_eq!(r.held(&st), Some((7, 9, 300)));
+        let other = |f: &dyn Fn(&mut Row)| {
+            let mut x = r;
+            f(&mut x);
+            x.held(&st)
+        };
+        assert_eq!(other(&|x| x.s_end = None), None, "not indexed");
+        assert_eq!(other(&|x| x.s_end = Some(200)), None, "indexed in part");
+        assert_eq!(other(&|x| x.l_end = 200), None, "listed in part");
+        assert_eq!(other(&|x| x.tail = 3), None, "bytes after the last line");
+        assert_eq!(other(&|x| x.problem = true), None, "not a session");
+        assert_eq!(other(&|x| x.old = 1), None, "an old version");
+        assert_eq!(other(&|x| x.ident.3 = 5), None, "changed since");
+        assert_eq!(other(&|x| x.id = 1 << 40), None, "an id no segment holds");
+        assert_eq!(other(&|x| x.epoch = -1), None, "an epoch no segment holds");
+        let grown = FileStat { size: 400, ..st };
+        assert_eq!(r.held(&grown), None);
+    }
 }

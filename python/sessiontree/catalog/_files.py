@@ -9,7 +9,7 @@ from collections import namedtuple
 
 from .._sessiontree import folder_files as _listed, walk_folders as _walked
 
-__all__ = ["FileStat", "folder_files", "folder_key", "walk_folders"]
+__all__ = ["FileStat", "folder_files", "folder_key", "made", "walk_folders"]
 
 # What the catalog keeps of a file's `stat` (symlinks followed), named as
 # `os.stat_result` names it: the identity its rows are checked against. collections'
@@ -29,8 +29,16 @@ def folder_files(folder: str) -> list[tuple[str, str, FileStat | OSError]]:
     the warm usage scan's own listing); a file it could not ``stat`` is asked again
     here, for the error's words.
     """
+    return made(sorted(_listed(os.fsencode(folder))))
+
+
+def made(listed: list[tuple[str, str, tuple[int, int, int, int, int] | None]]) -> list[tuple[str, str, FileStat | OSError]]:
+    """The native listing's ``(name, path, stat tuple or None)`` (``_sessiontree.folder_files``,
+    ``SearchScan``), in the given order, as :func:`folder_files` gives files: a file the
+    listing could not ``stat`` is asked again, for the error's words (a file missing
+    since is that error; one there since is listed, if it is a regular file)."""
     out: list[tuple[str, str, FileStat | OSError]] = []
-    for name, path, st in sorted(_listed(os.fsencode(folder))):
+    for name, path, st in listed:
         if st is not None:
             out.append((name, path, FileStat._make(st)))
             continue
