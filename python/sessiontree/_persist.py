@@ -21,6 +21,7 @@ a file replaced or rewritten while it was read is read again).
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -304,7 +305,7 @@ class SessionFile:
         if self._migration is not None:
             m, size = self._migration
             self.backup = writer.replace(
-                m.image, f".v{int(m.from_version)}.bak", lambda fd: self._watch.check_fd(fd, size, exact=True)
+                m.image, f".v{int(m.from_version) if math.isfinite(m.from_version) else 1}.bak", lambda fd: self._watch.check_fd(fd, size, exact=True)
             )
             self._migration = None
             self._watch.wrote(writer.identity(), m.image)
