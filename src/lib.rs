@@ -26,6 +26,7 @@ mod ids;
 mod index;
 mod issue;
 mod item;
+mod jsnum;
 mod kind;
 mod lines;
 mod listing;

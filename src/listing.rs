@@ -31,6 +31,7 @@ use std::path::Path;
 
 use crate::error::Result;
 use crate::ids::{IdArena, IdTable};
+use crate::jsnum;
 use crate::scan::{
     self, json_number as number, skip_str, skip_str_esc, skip_value, Fields, Val, Verdict,
 };
@@ -594,11 +595,8 @@ impl<'s> State<'s> {
             }
             self.header_found = true;
             self.out.header = Header::Found(obj.to_vec());
-            self.out.old_version = match f.version {
-                Val::Absent | Val::Null => true,
-                Val::Num { start, end } => number(&obj[start..end]) < 2.0,
-                _ => false,
-            };
+            // Pi's `version < 2`: a version 1 file (`_extract`'s `old_version`).
+            self.out.old_version = jsnum::header_version(obj, f.version) < 2.0;
             return !self.out.old_version;
         }
         let Some(ty) = ty else {

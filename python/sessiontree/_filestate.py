@@ -22,7 +22,10 @@ native backend, line by line: every line it reads must hash to what it indexed
 
 The first baseline is what the index read, not the file when first checked
 (``FileWatch(ends=...)``, from ``TreeIndex.read_ends``): a rewrite between the read and
-the first check is caught like any later one.
+the first check is caught like any later one. After this process wrote the file (a
+create, a migration rewrite, an append) the baseline is likewise what it wrote
+(:meth:`FileWatch.wrote`, :meth:`FileWatch.appended`), never the file as the next check
+finds it.
 
 Not caught at the file level: a rewrite that keeps the bytes at both ends.
 """
@@ -161,6 +164,11 @@ def ends_and_marks(path: str, length: int) -> tuple[bytes, InodeMarks]:
         return _ends_of(f, length), _marks_of(f)
 
 
+def _ends_of_image(image: bytes) -> bytes:
+    """:func:`indexed_ends` of a file holding ``image``, from the bytes in memory."""
+    return image[:FINGERPRINT] + image[max(0, len(image) - FINGERPRINT) :]
+
+
 def _ends_of(f: BinaryIO, length: int) -> bytes:
     head = f.read(min(FINGERPRINT, length))
     f.seek(max(0, length - FINGERPRINT))
@@ -230,12 +238,24 @@ class FileWatch:
     def _stale(self, why: str) -> StaleSessionError:
         return StaleSessionError(f"{self.path}: session file {why}; reopen it")
 
-    def forget(self, ident: FileId | None = None) -> None:
-        """Start over after this process wrote the file (a create, a migration rewrite):
-        the next :meth:`check` takes its size, mtime and ends as the new baseline."""
-        if ident is not None:
-            self.ident = ident
-        self._seen = self._verified = self._fingerprint = None
+    def wrote(self, ident: FileId, image: bytes) -> None:
+        """Start over after this process wrote the whole file (a create, a migration
+        rewrite): the baseline is ``image``, the bytes written, not the file as the next
+        :meth:`check` finds it, so a rewrite made before that check is seen."""
+        self.ident = ident
+        self._seen = self._verified = None
+        self._fingerprint = (len(image), _ends_of_image(image))
+
+    def appended(self, offset: int, data: bytes) -> None:
+        """This process wrote ``data`` at ``offset`` (one append): where that is the end
+        of the baseline, the baseline takes it in, so a rewrite of those bytes made
+        before the next :meth:`check` is seen; else that check reads them from the file."""
+        fp = self._fingerprint
+        if fp is None or fp[0] != offset:
+            return
+        n, ends = fp
+        head, tail = ends[: min(FINGERPRINT, n)], ends[min(FINGERPRINT, n) :]  # tail: the last bytes
+        self._fingerprint = (n + len(data), (head + data)[:FINGERPRINT] + (tail + data)[-FINGERPRINT:])
 
     def check_identity(self) -> os.stat_result:
         """Fail unless ``path`` is still the file that was read.

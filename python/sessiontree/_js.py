@@ -26,7 +26,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm c
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["UNDEFINED", "NULL", "WHITESPACE", "truthy", "string", "scalar_text", "number_text", "trim", "math_max"]
+__all__ = ["UNDEFINED", "NULL", "WHITESPACE", "truthy", "string", "scalar_text", "number_text", "trim", "math_max", "to_number"]
 
 
 class _Undefined:
@@ -229,3 +229,81 @@ def math_max(a: float, b: float) -> float:
     if a != a or b != b:
         return float("nan")
     return a if a >= b else b
+
+
+def to_number(v: Any) -> float:
+    """JavaScript ``ToNumber`` of a JSON value (``src/jsnum.rs`` in the core).
+
+    Args:
+        v: a ``json.loads`` value.
+
+    Returns:
+        ``null`` 0, booleans 0 / 1, numbers as floats (an integer too large for one is
+        infinite), strings by :func:`string_to_number`, arrays by that of their
+        ``String``, objects NaN (``"[object Object]"``).
+    """
+    if v is None:
+        return 0.0
+    if isinstance(v, bool):
+        return 1.0 if v else 0.0
+    if isinstance(v, (int, float)):
+        try:
+            return float(v)
+        except OverflowError:
+            return math.inf if v > 0 else -math.inf
+    if isinstance(v, str):
+        return string_to_number(v)
+    if isinstance(v, (list, tuple)):
+        return string_to_number(string(v))
+    return math.nan
+
+
+_RADIX = {"x": 16, "o": 8, "b": 2}
+
+
+def string_to_number(s: str) -> float:
+    """JavaScript ``StringToNumber``: white space trimmed (:func:`trim`), empty is 0; a
+    decimal literal (optional sign, ``Infinity``, digits with an optional fraction and
+    exponent) or an unsigned ``0x`` / ``0o`` / ``0b`` integer; anything else NaN (where
+    ``float`` would take ``"inf"``, ``"nan"`` or ``"1_0"``)."""
+    t = trim(s)
+    if not t:
+        return 0.0
+    radix = _RADIX.get(t[1:2].lower()) if len(t) > 2 and t[0] == "0" else None
+    if radix is not None:
+        try:
+            return float(int(t[2:], radix)) if t[2:].isascii() and t[2:].isalnum() else math.nan
+        except ValueError:
+            return math.nan
+        except OverflowError:
+            return math.inf
+    sign, body = (-1.0, t[1:]) if t[0] == "-" else (1.0, t[1:]) if t[0] == "+" else (1.0, t)
+    if body == "Infinity":
+        return sign * math.inf
+    return sign * float(body) if _decimal_literal(body) else math.nan
+
+
+def _decimal_literal(b: str) -> bool:
+    """``StrUnsignedDecimalLiteral`` without ``Infinity``: ``1``, ``1.``, ``.5``, ``1.5e-3``."""
+    def digits(i: int) -> int:
+        j = i
+        while j < len(b) and "0" <= b[j] <= "9":
+            j += 1
+        return j - i
+
+    whole = digits(0)
+    i, frac = whole, 0
+    if b[i : i + 1] == ".":
+        frac = digits(i + 1)
+        i += 1 + frac
+    if whole + frac == 0:
+        return False
+    if b[i : i + 1] in ("e", "E"):
+        i += 1
+        if b[i : i + 1] in ("+", "-"):
+            i += 1
+        exp = digits(i)
+        if exp == 0:
+            return False
+        i += exp
+    return i == len(b)

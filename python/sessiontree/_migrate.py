@@ -41,7 +41,7 @@ from ._backend import LoadIssue
 from ._js import UNDEFINED
 from ._jsonl import encode_entry
 from ._load import Loader
-from ._reader import is_old_version
+from ._reader import header_version
 
 __all__ = ["Migration", "migrate_image", "migrate_records"]
 
@@ -53,7 +53,8 @@ class Migration:
 
     Attributes:
         image: the version 3 image: header line + one line per record, each ended by LF.
-        from_version: the version the input declared (1 when absent).
+        from_version: the version the input declared, as Pi compares it
+            (``_reader.header_version``: 1 when absent, 1 for ``true``).
         issues: problems found reading the input (line numbers of the input).
         line_map: for each line of ``image`` (index 0 = line 1, the header), the
             ``(line, offset)`` of the input line it came from.
@@ -63,7 +64,7 @@ class Migration:
     """
 
     image: bytes
-    from_version: int | float
+    from_version: float
     issues: list[LoadIssue]
     line_map: list[tuple[int, int]]
     source_digest: bytes = b""
@@ -92,7 +93,7 @@ def _record_at(records: list[Any], index: Any) -> Any:
     return None
 
 
-def migrate_records(records: list[dict[str, Any]]) -> int | float:
+def migrate_records(records: list[dict[str, Any]]) -> float:
     """Migrate parsed records (header first) to version 3 in place, as Pi does.
 
     Args:
@@ -100,14 +101,12 @@ def migrate_records(records: list[dict[str, Any]]) -> int | float:
             file order (extra ``session`` records included).
 
     Returns:
-        The version the header declared (1 when absent or ``null``). Nothing changes
-        when it is 3 or more.
+        The version the header declared as Pi compares it (``header_version``: 1
+        when absent or ``null``). Nothing changes when it is not below 3 (NaN too).
     """
     header = records[0]
-    version = header.get("version")
-    if version is None:
-        version = 1
-    if not is_old_version(header):
+    version = header_version(header)
+    if not version < 3:  # NaN is not below 3 either
         return version
     if version < 2:
         seed = str(header.get("id"))

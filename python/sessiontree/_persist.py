@@ -21,6 +21,7 @@ a file replaced or rewritten while it was read is read again).
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -234,7 +235,7 @@ class SessionFile:
         writer = SessionWriter(self.path)
         writer.create(data)
         self._writer = writer
-        self._watch.forget(writer.identity())
+        self._watch.wrote(writer.identity(), data)
         self.on_disk = True
 
     def append(self, index: TreeIndex, line: bytes) -> tuple[str, bool]:
@@ -261,13 +262,15 @@ class SessionFile:
         assert self._writer is not None
         torn = index.has_pending_tail()
         try:
-            self._writer.append(line, after_torn=torn)
+            n = self._writer.append(line, after_torn=torn)
         except OSError:
             try:
                 self._catch_up(index)
             except (OSError, SessionError):
                 pass  # the file changed in another way too: the next check says so
             raise
+        if n == len(line) + 1:  # no seal before it: the line is what follows the image
+            self._watch.appended(self._writer.size - n, line + b"\n")
         return index.append_line(line), changed or torn
 
     def hold(self, index: TreeIndex) -> bool:
@@ -302,16 +305,17 @@ class SessionFile:
         if self._migration is not None:
             m, size = self._migration
             self.backup = writer.replace(
-                m.image, f".v{int(m.from_version)}.bak", lambda fd: self._watch.check_fd(fd, size, exact=True)
+                m.image, f".v{int(m.from_version) if math.isfinite(m.from_version) else 1}.bak", lambda fd: self._watch.check_fd(fd, size, exact=True)
             )
             self._migration = None
+            self._watch.wrote(writer.identity(), m.image)
         else:
+            # The same file as read (check_fd): the baseline stays what was read.
             writer.open(lambda fd: self._watch.check_fd(fd, index.image_len()))
             # Lines another process appended since we read the file must be indexed
             # before ours, or our offsets and ids would be wrong.
             changed = self._catch_up(index)
         self._writer = writer
-        self._watch.forget(writer.identity())
         return changed
 
     def _catch_up(self, index: TreeIndex) -> bool:

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ._js import UNDEFINED
+from ._js import UNDEFINED, to_number
 from ._jsonl import BOM, decode_line, decode_line_ex, has_invalid_utf8, is_blank, iter_lines, object_end
 from .errors import InvalidSessionError
 
@@ -48,6 +48,7 @@ __all__ = [
     "header_problem",
     "problem_from_code",
     "header_error",
+    "header_version",
     "is_old_version",
     "HeaderScan",
     "scan_header",
@@ -478,21 +479,18 @@ def _type_words(etype: Any) -> str:
     return f'type is {spelt}, not "session"'
 
 
-def is_old_version(header: dict[str, Any]) -> bool:
-    """Whether a header asks for migration (Pi's ``migrateToCurrentVersion``).
-
-    Pi reads ``header.version ?? 1``; a numeric version below 3 migrates. Any other
-    value (a string, a bool) is taken as current: Pi's coercions there are accidents.
-
-    Returns:
-        True when ``version`` is absent, ``null`` or a number below 3.
-    """
+def header_version(header: dict[str, Any]) -> float:
+    """The number Pi compares for a header's version (``migrateToCurrentVersion``:
+    ``header.version ?? 1``, then ``<`` / ``>=``, JavaScript's ``ToNumber``): absent or
+    ``null`` is 1, ``true`` 1, ``false`` 0, ``"2"`` 2, ``[]`` 0; ``{}`` or ``"v2"`` NaN,
+    which is neither below nor at 3 (``src/jsnum.rs`` in the core)."""
     version = header.get("version")
-    if version is None:
-        return True
-    if isinstance(version, bool) or not isinstance(version, (int, float)):
-        return False
-    return version < CURRENT_VERSION
+    return 1.0 if version is None else to_number(version)
+
+
+def is_old_version(header: dict[str, Any]) -> bool:
+    """Whether a header asks for migration (Pi's ``version < 3``, :func:`header_version`)."""
+    return header_version(header) < CURRENT_VERSION
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ use crate::context::{self, Plan};
 use crate::error::{Error, HeaderProblem, Result};
 use crate::ids::{IdArena, IdTable};
 use crate::issue::{self, Issue, IssueKind};
+use crate::jsnum;
 use crate::kind::{EntryKind, Role};
 use crate::lines::{self, Cand, Chunk, Ref};
 use crate::runs::{Lengths, Runs};
@@ -590,13 +591,8 @@ impl Index {
         }
         let mut f = scan::Fields::default();
         scan::validate(bytes, &mut f);
-        // `_load.is_old_version`: absent, null or a number below 3 migrates; any other
-        // value is taken as current.
-        self.needs_migration = match f.version {
-            Val::Absent | Val::Null => true,
-            Val::Num { start, end } => scan::json_number(&bytes[start..end]) < 3.0,
-            _ => false,
-        };
+        // `_reader.is_old_version`: Pi's `version < 3` (NaN is not below 3).
+        self.needs_migration = jsnum::header_version(bytes, f.version) < 3.0;
         self.header = Some(range);
         self.header_hash = hash;
         Ok(())

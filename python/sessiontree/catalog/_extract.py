@@ -59,7 +59,7 @@ from typing import Any
 from .. import _js
 from .._filestate import FINGERPRINT, open_regular
 from .._jsonl import BOM, is_blank
-from .._reader import is_header, is_title_slot, read_line
+from .._reader import header_version, is_header, is_title_slot, read_line
 from .._time import parse_iso_ms
 
 __all__ = ["ScanResult", "USAGE_KINDS", "entries_path", "native_scanner", "pack_log", "records", "scan_file", "scan_stream",
@@ -494,10 +494,7 @@ class _Scan:
                 return False
             self.header_found = True
             self.header = ("found", raw)
-            version = obj.get("version")
-            self.old_version = version is None or (
-                isinstance(version, (int, float)) and not isinstance(version, bool) and version < 2
-            )
+            self.old_version = header_version(obj) < 2  # Pi's `version < 2`: version 1
             return True
         if obj.get("type") == "session":
             return True  # a later header
