@@ -40,6 +40,7 @@ __all__ = [
     "is_blank",
     "decode_line",
     "decode_line_ex",
+    "depth_exceeds",
     "object_end",
     "has_invalid_utf8",
     "encode_entry",
@@ -121,9 +122,9 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _depth_exceeds(obj: Any, limit: int) -> bool:
-    # Iterative: the fallback may hand us something deeper than the C stack allows
-    # us to recurse over.
+def depth_exceeds(obj: Any, limit: int) -> bool:
+    """Whether ``obj`` nests arrays/objects more than ``limit`` deep (``obj`` itself is
+    level 1). Iterative: a value may be deeper than the C stack allows recursing over."""
     stack = [(obj, 1)]
     while stack:
         value, depth = stack.pop()
@@ -188,7 +189,7 @@ def _slow_decode(raw: bytes) -> tuple[Any, bool]:
         raise ValueError(f"nesting deeper than {MAX_DEPTH} levels") from None
     except ValueError as e:  # JSONDecodeError is a ValueError
         raise ValueError(str(e)) from None
-    if (raw.count(b"[") + raw.count(b"{")) > MAX_DEPTH and _depth_exceeds(obj, MAX_DEPTH):
+    if (raw.count(b"[") + raw.count(b"{")) > MAX_DEPTH and depth_exceeds(obj, MAX_DEPTH):
         raise ValueError(f"nesting deeper than {MAX_DEPTH} levels")
     return obj, replaced
 

@@ -63,6 +63,7 @@ together); one whose value cannot name an entry type (:func:`_may_name_line_type
 costs no try."""
 
 _TORN_MARK = b'{"type":'
+_FOREIGN_MARK = b'{"'
 
 TORN_SEAL = b"#"
 """What an append writes after a pending (torn) last piece, before its ``\n``.
@@ -261,7 +262,7 @@ def _object_at(content: bytes, text: str, pos: int) -> tuple[Any, int] | None:
     return value, end
 
 
-def _split(content: bytes) -> LineRead | None:
+def _split(content: bytes, foreign: bool = False) -> LineRead | None:
     """Rule 4 over a complete line that is not one JSON value (``src/scan.rs``
     ``split_line`` is the same rule; its comment says why each step is so).
 
@@ -270,6 +271,9 @@ def _split(content: bytes) -> LineRead | None:
     up to the first ``{"type":`` (16 tried per line) that begins an object whose
     ``type`` is an entry type or ``session`` and that ends the line or cannot be a value
     nested in the torn record (:meth:`_Torn.may_nest`), else to the line's end.
+    ``foreign`` (another agent's transcript, :func:`read_line`): the first ``{"`` that
+    cannot be a value nested in the torn record and begins an object, whatever its
+    keys; one that may be nested costs no try and is never read.
     Linear: each piece is parsed once, a fragment's bytes are read once, a candidate
     costs at most the line.
     """
@@ -293,20 +297,26 @@ def _split(content: bytes) -> LineRead | None:
             continue
         found: tuple[int, Any, int] | None = None
         torn = _Torn(pos, content.startswith(b'{"', pos))
-        q = content.find(_TORN_MARK, pos + 1)
+        mark = _FOREIGN_MARK if foreign else _TORN_MARK
+        q = content.find(mark, pos + 1)
         while q > 0 and tries < MAX_TORN_CANDIDATES:
-            if not _may_name_line_type(content, q):
-                q = content.find(_TORN_MARK, q + 1)
+            if foreign:
+                torn.advance(content, q)
+                if torn.may_nest(content, pos, q):
+                    q = content.find(mark, q + 1)
+                    continue
+            elif not _may_name_line_type(content, q):
+                q = content.find(mark, q + 1)
                 continue
             tries += 1
             got = _object_at(content, text, q)
             if got is not None:
                 torn.advance(content, q)
-                if (type(got[0]) is dict and _is_line_type(got[0].get("type"))
-                        and (blank(got[1]) == n or not torn.may_nest(content, pos, q))):
+                if foreign or (type(got[0]) is dict and _is_line_type(got[0].get("type"))
+                               and (blank(got[1]) == n or not torn.may_nest(content, pos, q))):
                     found = (q, got[0], got[1])
                     break
-            q = content.find(_TORN_MARK, q + 1)
+            q = content.find(mark, q + 1)
         if found is None:
             fragments.append((pos, n))
             break
@@ -319,7 +329,7 @@ def _split(content: bytes) -> LineRead | None:
     return LineRead(tuple(pieces), tuple(fragments), has_invalid_utf8(content), True)
 
 
-def read_line(content: bytes, *, complete: bool = True) -> LineRead:
+def read_line(content: bytes, *, complete: bool = True, foreign: bool = False) -> LineRead:
     """Rules 3–4 for one non-blank line.
 
     Args:
@@ -329,6 +339,14 @@ def read_line(content: bytes, *, complete: bool = True) -> LineRead:
             prefix of a Pi line that ends right after a nested ``{"type":...}`` object
             (a content block, a parsed session line inside a tool result) looks
             exactly like "a fragment, then a complete entry".
+        foreign: the line is another agent's (the importers: Claude Code, Codex),
+            whose records neither start with ``{"type":`` nor have Pi's types. Glued
+            objects are read as for Pi's lines; behind torn bytes, only an object that
+            cannot be a value nested in the torn record is read (its keys do not
+            matter), even one that ends the line: such a record's last field is often
+            an object (Claude Code's ``toolUseResult``), so a record cut before its
+            final ``}`` ends with one, and a record appended right after a cut
+            ``[``, ``,`` or ``:`` is lost (a reported fragment) rather than guessed.
 
     Returns:
         The :class:`LineRead`: the line's value as one piece; or, for a complete line
@@ -346,7 +364,7 @@ def read_line(content: bytes, *, complete: bool = True) -> LineRead:
         return LineRead((Piece(value, 0, len(content)),), (), replaced)
     except (ValueError, RecursionError):
         pass
-    got = _split(content) if complete else None
+    got = _split(content, foreign) if complete else None
     if got is None:
         raise ValueError("not valid JSON")
     return got

@@ -96,7 +96,8 @@ def _files(source: str, path: str) -> list[str]:
     every rollout below it, as ``sessions/YYYY/MM/DD/`` holds them).
 
     Raises:
-        CliError: PATH is neither a file nor a folder, or the folder holds no ``.jsonl``.
+        CliError: PATH does not exist, is not a regular file (a FIFO: reading it would
+            block) nor a folder, or the folder holds no ``.jsonl``.
     """
     p = os.path.expanduser(path)
     if os.path.isdir(p):
@@ -107,6 +108,8 @@ def _files(source: str, path: str) -> list[str]:
             raise CliError(f"{safe(path)}: no .jsonl file in this folder")
         return found
     if not os.path.isfile(p):
+        if os.path.exists(p):
+            raise CliError(f"{safe(path)}: not a regular file (a FIFO, device or socket is not read)")
         raise CliError(f"{safe(path)}: no such file")
     return [p]
 

@@ -23,7 +23,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from .._jsonl import decode_line, encode_entry, has_invalid_utf8, iter_lines
+from .._jsonl import BOM, MAX_DEPTH, depth_exceeds, encode_entry, has_invalid_utf8, iter_lines
+from .._reader import read_line
 from .._places import session_dir_for_cwd, session_file_name
 from .._shapes import session_name
 from .._manager import SessionManager
@@ -42,6 +43,8 @@ __all__ = [
     "derive_id",
     "derive_uuid",
     "session_id_of",
+    "target_path",
+    "target_path_or_none",
     "read_source",
     "zero_usage",
 ]
@@ -119,8 +122,13 @@ def ms_of(iso: str) -> int:
 
 
 def compact_json(value: Any) -> str:
-    """``JSON.stringify(value)``: compact separators, non-ASCII raw."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """``JSON.stringify(value)``: compact separators, non-ASCII raw; nested to any
+    depth (a source value nested deeper than ``json.dumps`` recurses is spelt by the
+    writer's iterative encoder, lone surrogates escaped as JavaScript does)."""
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except RecursionError:
+        return encode_entry(value).decode("utf-8")
 
 
 def zero_usage() -> dict[str, Any]:
@@ -168,57 +176,49 @@ class SourceLine:
 def read_source(path: str, report: Report) -> list[SourceLine]:
     """Read a JSONL source file; never writes to it and never raises for bad content.
 
-    Lines that are not JSON objects are skipped and counted (``invalid JSON``); when a
-    torn fragment is followed on the same line by a complete object (a writer appended
-    without a newline), that object is kept. Invalid UTF-8 is replaced by U+FFFD and
-    counted. A final line without a newline is read if it parses.
+    Lines are read by the loader's rule (CONTRACT §2 rule 3, ``_reader.read_line`` with
+    ``foreign``): a line that is one JSON object is a record; a complete line that is
+    not is read as objects glued with no ``\n`` between them, every complete one a
+    record in order (same line number), and torn bytes among them, each run skipped
+    and reported (``torn fragment``); behind torn bytes only an object that cannot be
+    a value nested in the torn record counts, so a content block or a
+    ``toolUseResult`` of a cut record never becomes a record. A last line without
+    ``\n`` is read only if it is one JSON value (else ``truncated last line``: the
+    agent may still be writing it; a later import reads it once complete). Lines with
+    no object are skipped and counted (``invalid JSON``); invalid UTF-8 is replaced by
+    U+FFFD and counted.
 
     Raises:
         OSError: the file cannot be read.
     """
     with open_regular(path) as f:
         data = f.read()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    if data.startswith(BOM):
+        data = data[len(BOM):]
     out: list[SourceLine] = []
-    for line_no, _offset, raw, _tail in iter_lines(data):
+    for line_no, _offset, raw, tail in iter_lines(data):
         if not raw.strip():
             continue
         if has_invalid_utf8(raw):
             report.problem("invalid UTF-8 (replaced)", line_no)
-        value = _decode(raw)
-        if value is None:
-            recovered = _recover(raw)
-            if recovered is None:
+        try:
+            read = read_line(raw, complete=not tail, foreign=True)
+        except ValueError:
+            if tail:
+                report.skip("truncated last line (not complete yet)", line_no)
+            else:
                 report.skip("invalid JSON", line_no)
-                continue
-            report.problem("torn fragment before a complete record", line_no)
-            value = recovered
-        if not isinstance(value, dict):
-            report.skip("not a JSON object", line_no)
             continue
-        out.append(SourceLine(line_no, value))
+        for start, end in read.fragments:
+            report.skip("torn fragment", None, problem=False)
+            report.problem(f"torn fragment (bytes {start}-{end}, {end - start} bytes) skipped", line_no)
+        for piece in read.pieces:
+            if not isinstance(piece.value, dict):
+                report.skip("not a JSON object", line_no)
+                continue
+            out.append(SourceLine(line_no, piece.value))
     report.records += len(out)
     return out
-
-
-def _decode(raw: bytes) -> Any:
-    try:
-        return decode_line(raw)
-    except (ValueError, RecursionError):
-        return None
-
-
-def _recover(raw: bytes) -> dict[str, Any] | None:
-    pos = raw.find(b'{"', 1)
-    tries = 0
-    while pos > 0 and tries < 8:
-        value = _decode(raw[pos:])
-        if isinstance(value, dict):
-            return value
-        pos = raw.find(b'{"', pos + 1)
-        tries += 1
-    return None
 
 
 # ---------------------------------------------------------------------------- the plan
@@ -411,15 +411,29 @@ def target_folder(plan: SessionPlan, to: str | os.PathLike[str] | None) -> str:
     The cwd is a transcript's JSON string: a lone surrogate in it (a ``\\udxxx``
     escape) is U+FFFD in the folder's name, as Node (Pi) encodes a path; it cannot be
     a file name as it is.
+
+    Raises:
+        ValueError: the folder would hold a NUL (a cwd with one, without ``to``): no
+            file system names it, and Pi's own ``mkdirSync`` refuses it too.
     """
     if to is not None:
-        return os.path.abspath(os.path.expanduser(os.fspath(to)))
-    return session_dir_for_cwd(_LONE_SURROGATE.sub("\ufffd", plan.cwd))
+        folder = os.path.abspath(os.path.expanduser(os.fspath(to)))
+    elif "\x00" in plan.cwd:
+        raise ValueError("the session's cwd holds a NUL character: Pi has no folder for it (give --out DIR)")
+    else:
+        folder = session_dir_for_cwd(_LONE_SURROGATE.sub("\ufffd", plan.cwd))
+    if "\x00" in folder:
+        raise ValueError(f"{folder!r}: a folder name cannot hold a NUL character")
+    return folder
 
 
 def target_path(plan: SessionPlan, to: str | os.PathLike[str] | None) -> str:
     """Where the plan's session file is (or will be): an existing file of this session
-    id in the folder, else ``<folder>/<timestamp>_<id>.jsonl`` (Pi's file name)."""
+    id in the folder, else ``<folder>/<timestamp>_<id>.jsonl`` (Pi's file name).
+
+    Raises:
+        ValueError: as :func:`target_folder`.
+    """
     folder = target_folder(plan, to)
     exact = os.path.join(folder, session_file_name(plan.timestamp, plan.session_id))
     if os.path.exists(exact):
@@ -429,13 +443,22 @@ def target_path(plan: SessionPlan, to: str | os.PathLike[str] | None) -> str:
     return exact
 
 
+def target_path_or_none(plan: SessionPlan, to: str | os.PathLike[str] | None) -> str | None:
+    """:func:`target_path`, or ``None`` where the plan's session has no folder (a link
+    to it is then left out; :func:`apply_plan` says why for the session itself)."""
+    try:
+        return target_path(plan, to)
+    except ValueError:
+        return None
+
+
 def settle_parent_links(plans: list[SessionPlan], to: str | os.PathLike[str] | None) -> None:
     """Keep each plan's ``parentSession`` only when it names a file: one that exists, or
     one these plans write (a plan with a message). A link to a file no import wrote (a
     subagent imported alone, its session never imported, or a session with nothing to
     import, whose file name would carry a 1970 time) is dropped; the parent's session
     id stays in ``parent_source_id`` and the header's ``parentSessionId``."""
-    written = {target_path(p, to) for p in plans if p.message_count}
+    written = {target_path_or_none(p, to) for p in plans if p.message_count}
     for plan in plans:
         parent = plan.parent_session
         if parent is None or parent in written or os.path.isfile(parent):
@@ -575,10 +598,14 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
             continued=continued, problems=sorted(rep.problems, key=_problem_line), error=error,
         )
 
+    _drop_too_deep(plan)
     if plan.message_count == 0:
         return result(None, 0, "the source session holds no message: nothing to import")
 
-    path = target_path(plan, to)
+    try:
+        path = target_path(plan, to)
+    except ValueError as e:
+        return result(None, 0, str(e))
     mgr: _Writer
     try:
         if os.path.exists(path):
@@ -659,6 +686,31 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
     if written is None or not os.path.exists(written):  # pragma: no cover - guarded above
         return result(None, 0, "nothing was written")
     return result(written, total)
+
+
+def _drop_too_deep(plan: SessionPlan) -> None:
+    """Leave out (reported) each planned entry nested deeper than :data:`MAX_DEPTH`:
+    a source value may sit deeper in its Pi entry than in its record (Claude Code's
+    ``toolUseResult`` becomes ``message.details``; a Codex call's ``arguments`` text is
+    parsed), and such a line is one no reader accepts (CONTRACT §2 rule 3). Its
+    children hang from its parent instead. Done before writing, so that whether a
+    file is made (at its first assistant message) is decided on what is written."""
+    if not any(depth_exceeds(p.fields, MAX_DEPTH) for p in plan.entries):
+        return
+    rep = plan.report
+    up: dict[str, str | None] = {}
+    kept: list[PlannedEntry] = []
+    for p in plan.entries:
+        parent = p.parent
+        while parent is not None and parent in up:
+            parent = up[parent]
+        if depth_exceeds(p.fields, MAX_DEPTH):
+            up[p.id] = parent
+            rep.problem(f"entry {p.id} not written: nested deeper than {MAX_DEPTH} levels", p.line)
+            rep.skip(f"{p.kind} (nested deeper than {MAX_DEPTH} levels)")
+            continue
+        kept.append(p if parent == p.parent else PlannedEntry(p.kind, p.id, parent, p.timestamp, p.fields, p.line))
+    plan.entries[:] = kept
 
 
 def _entries_on_disk(path: str, backend: str | None) -> int:

@@ -41,7 +41,7 @@ from ._common import (
     ms_of,
     read_source,
     session_id_of,
-    target_path,
+    target_path_or_none,
     zero_usage,
 )
 
@@ -261,14 +261,14 @@ def plan_claude(path: str, to: str | os.PathLike[str] | None = None) -> list[Ses
             if main_plan is not None:
                 parent_id = main_plan.session_id
                 if main_plan.message_count:
-                    parent_path = target_path(main_plan, to)
+                    parent_path = target_path_or_none(main_plan, to)
             else:
                 pfile = _parent_file_for_agent(path, parent_sid)
                 head = _main_header(pfile) if pfile else None
                 if head is not None:
                     hp = SessionPlan(SOURCE, pfile or "", head[0], head[2], head[1])
                     parent_id = head[0]
-                    parent_path = target_path(hp, to)
+                    parent_path = target_path_or_none(hp, to)
             plan = _plan_bucket(path, b, sid, parent_path)
             plan.parent_source_id = parent_id
             if parent_path is None and main_plan is not None:

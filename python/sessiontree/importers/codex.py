@@ -26,13 +26,13 @@ derived again, so ids are unique by construction.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from .._jsonl import decode_line
 from .._storage import open_regular
 from ._common import (
     PlannedEntry,
@@ -47,7 +47,7 @@ from ._common import (
     ms_of,
     read_source,
     session_id_of,
-    target_path,
+    target_path_or_none,
     zero_usage,
 )
 
@@ -107,13 +107,17 @@ class _Line:
     raw: dict[str, Any]
 
 
-def _normalize(lines: list[SourceLine], report: Report) -> list[_Line]:
+def _normalize(lines: list[SourceLine], report: Report) -> tuple[list[_Line], bool]:
+    """The rollout's lines as ``RolloutLine`` objects, and whether any line is one already
+    (``{timestamp, type, payload}``): a rollout without one is legacy."""
     out: list[_Line] = []
+    enveloped = False
     for i, sl in enumerate(lines):
         r = sl.record
         ts = iso_of(r.get("timestamp"))
         t = r.get("type")
         if "payload" in r and isinstance(t, str):
+            enveloped = True
             out.append(_Line(sl.line, ts, t, r["payload"], r))
         elif i == 0 and "id" in r and "type" not in r:
             out.append(_Line(sl.line, ts, "session_meta", r, r))  # legacy rollout header
@@ -123,7 +127,7 @@ def _normalize(lines: list[SourceLine], report: Report) -> list[_Line]:
             out.append(_Line(sl.line, ts, "response_item", r, r))  # legacy bare response item
         else:
             out.append(_Line(sl.line, ts, t if isinstance(t, str) and t else "(no type)", r, r))
-    return out
+    return out, enveloped
 
 
 def _str(v: object) -> str | None:
@@ -168,7 +172,7 @@ def _header_of(path: str) -> tuple[str, str, str] | None:
                 if not raw:
                     break
                 try:
-                    r = json.loads(raw)
+                    r = decode_line(raw)
                 except ValueError:
                     continue
                 if not isinstance(r, dict):
@@ -237,7 +241,8 @@ def plan_codex(path: str, to: str | os.PathLike[str] | None = None, *, include_i
         include_incomplete: also import a model response the file ends in the middle
             of (no ``token_count`` and no later record yet). By default it is held back
             and reported, so that a later import, once the response is complete, writes
-            it whole with its usage.
+            it whole with its usage. A legacy rollout (no ``{timestamp, type,
+            payload}`` line) is imported whole: Codex wrote no ``token_count`` then.
 
     Returns:
         A list with the one plan (a list, like :func:`~.claude.plan_claude`).
@@ -246,8 +251,11 @@ def plan_codex(path: str, to: str | os.PathLike[str] | None = None, *, include_i
         OSError: the file cannot be read.
     """
     report = Report()
-    lines = _normalize(read_source(path, report), report)
-    return [_CodexPlanner(path, lines, report, to, include_incomplete).run()]
+    lines, enveloped = _normalize(read_source(path, report), report)
+    # A legacy rollout (bare response items: Codex's recorder then wrote no events) has
+    # no token_count to close its last response, and no Codex writes one any more: it
+    # is finished, so nothing of it is held back.
+    return [_CodexPlanner(path, lines, report, to, include_incomplete or not enveloped).run()]
 
 
 class _Group:
@@ -289,7 +297,7 @@ class _CodexPlanner:
             head = _header_of(pfile) if pfile else None
             self.plan.parent_source_id = parent_thread if head is None else head[0]
             if head is not None:
-                self.plan.parent_session = target_path(SessionPlan(SOURCE, pfile or "", head[0], head[2], head[1]), to)
+                self.plan.parent_session = target_path_or_none(SessionPlan(SOURCE, pfile or "", head[0], head[2], head[1]), to)
             else:
                 report.unmapped["parentSession (parent thread's rollout not found)"] += 1
         self.meta_line = meta_line
@@ -538,7 +546,7 @@ class _CodexPlanner:
             if t == "function_call":
                 raw = p.get("arguments")
                 try:
-                    args = json.loads(raw) if isinstance(raw, str) else raw
+                    args = decode_line(raw) if isinstance(raw, str) else raw
                 except ValueError:
                     args = {"input": raw}
                     rep.unmapped["function_call arguments (not JSON; kept as input)"] += 1
@@ -615,7 +623,7 @@ class _CodexPlanner:
             # result; a non-zero exit code makes it an error, as Pi marks its own tool
             # failures (isError).
             try:
-                parsed = json.loads(out)
+                parsed = decode_line(out)
             except ValueError:
                 parsed = None
             meta = parsed.get("metadata") if isinstance(parsed, dict) else None
