@@ -782,16 +782,7 @@ pub fn query(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::rules::PChar;
-
-    fn term(words: &[&str]) -> Term {
-        Term {
-            words: words
-                .iter()
-                .map(|w| w.chars().map(|c| PChar::new(c as u32, false)).collect())
-                .collect(),
-        }
-    }
+    use crate::search::rules::term;
 
     /// A two-word phrase is decided and scored from its pair alone: its files are not
     /// read (none is there to read here); a longer phrase, whose pairs may lie apart,

@@ -667,18 +667,20 @@ fn spans(
     Ok(merged)
 }
 
+/// A term of `words` (each char its own, no fold), for the search modules' tests.
+#[cfg(test)]
+pub(crate) fn term(words: &[&str]) -> Term {
+    Term {
+        words: words
+            .iter()
+            .map(|w| w.chars().map(|c| PChar::new(c as u32, false)).collect())
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn term(words: &[&str]) -> Term {
-        Term {
-            words: words
-                .iter()
-                .map(|w| w.chars().map(|c| PChar::new(c as u32, false)).collect())
-                .collect(),
-        }
-    }
 
     fn judge_str(terms: &[Term], s: &str) -> Outcome {
         judge(terms, &Chars::of(s.as_bytes()))
