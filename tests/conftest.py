@@ -49,6 +49,24 @@ def _private_caches(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ["XDG_CACHE_HOME"] = old
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No test reads or writes the user's agent stores: Pi's (``PI_CODING_AGENT_DIR``),
+    Codex's (``CODEX_HOME``) and Claude Code's (``CLAUDE_CONFIG_DIR``) are empty
+    temporary folders unless a test sets its own (a new user's trial failed ``make
+    test``: its ``~/.codex`` held a rollout a test takes for missing)."""
+    names = ("PI_CODING_AGENT_DIR", "CODEX_HOME", "CLAUDE_CONFIG_DIR")
+    old = {n: os.environ.get(n) for n in names}
+    for n in names:
+        os.environ[n] = str(tmp_path_factory.mktemp(n.lower()))
+    yield
+    for n, v in old.items():
+        if v is None:
+            os.environ.pop(n, None)
+        else:
+            os.environ[n] = v
+
+
 @pytest.fixture(params=backends())
 def backend(request: pytest.FixtureRequest) -> str:
     """The backend name under test: ``"python"`` or ``"native"``."""
