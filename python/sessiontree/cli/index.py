@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``index`` to the ``sessiontree`` subcommands."""
-    p = sub.add_parser("index", help="build or update the catalog (listing, usage)",
+    p = sub.add_parser("index", help="build or update the catalog (listing, usage, search index)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     _scope.add_arguments(p)
     _scope.add_catalog_options(p)

@@ -2,7 +2,9 @@
 session, model or project.
 
 Counted: the ``usage`` of assistant messages, of ``usage`` entries (Pi 0.87+) and of
-compaction and branch summaries, with the cost Pi wrote (no price table). Each entry
+compaction and branch summaries, with the cost Pi wrote (no price table); "total
+tokens" sums each record's own ``totalTokens`` as Pi wrote it, which need not be the sum
+of the other columns (in Pi's own sessions it often is not). Each entry
 counts once, however many branches share it; a forked or branched session's copies of
 its source's entries count once too, charged to the oldest session holding them.
 ``--active-path`` counts only what each session's current path holds: the difference
