@@ -347,6 +347,43 @@ def test_ctrl_c_quits_from_the_picker_and_from_the_tree(history: Path) -> None:
     assert app.return_code == 0 and app.failure is None
 
 
+def test_quitting_during_a_long_search_does_not_wait_for_it(history: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The new user's trial: ctrl+c in the picker while a search ran (a re: pattern over
+    a large history, minutes) blanked the terminal and kept the process until the search
+    ended (a Textual worker runs in the event loop's executor, which the app's end waits
+    for). Here the search blocks until released: the app must end before a watchdog
+    releases it a minute later."""
+    import sessiontree.catalog as catalog
+
+    release = threading.Event()
+    by_watchdog = threading.Event()
+    entered = threading.Event()
+
+    def blocked(*_a: Any, **_k: Any) -> Any:
+        entered.set()
+        release.wait()
+        return 0, 0, iter(())
+
+    monkeypatch.setattr(catalog, "search_stream", blocked)
+    watchdog = threading.Timer(60.0, lambda: (by_watchdog.set(), release.set()))
+    watchdog.start()
+
+    async def steps(app: Any, pilot: Any) -> None:
+        await until(pilot, lambda: len(listed_rows(app)) >= 1, "the listing")
+        await pilot.press("z")
+        await until(pilot, entered.is_set, "the search to start")
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: not app.is_running, "the app to quit")
+
+    try:
+        app = drive(picker_of(history), steps)
+        assert not by_watchdog.is_set(), "the app's end waited for the search"
+        assert app.return_code == 0 and app.failure is None
+    finally:
+        watchdog.cancel()
+        release.set()
+
+
 def test_the_detail_line_is_made_again_for_a_new_width(history: Path) -> None:
     """The picker's head and detail (the selected file's path, cut by its start) are
     text made for a width: after a resize they are made again, so the file's name stays

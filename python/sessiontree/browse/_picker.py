@@ -11,6 +11,7 @@ stream in (best first); a newer query stops an older one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -508,10 +509,17 @@ class PickerScreen(Screen[None]):
         self.moved = False
         self._head()
         self._status()
-        self._run_search(found, self._search_seq, self.picker.scopes[self.scope].sources)
+        # A thread of its own, not a Textual worker: a worker runs in the event loop's
+        # executor, which the app's end waits for, so quitting during a long search (a
+        # re: pattern over a large history takes minutes) left a blank terminal until
+        # it finished. A search only reads; a daemon thread ends with the process.
+        # The app is handed over: a thread of its own has none of Textual's context, and
+        # a screen that has ended no longer finds its app.
+        threading.Thread(target=self._run_search,
+                         args=(self.app, found, self._search_seq, self.picker.scopes[self.scope].sources),
+                         name="picker-search", daemon=True).start()
 
-    @work(thread=True, group="picker-search")
-    def _run_search(self, found: Found, seq: int, sources: tuple[str, ...]) -> None:
+    def _run_search(self, app: Any, found: Found, seq: int, sources: tuple[str, ...]) -> None:
         from ..catalog import search_stream
 
         try:
@@ -520,30 +528,37 @@ class PickerScreen(Screen[None]):
         except ValueError as e:
             found.error = str(e)
             found.done = True
-            self.app.call_from_thread(self._searched, found)
+            self._show(app, found)
             return
         except Exception as e:  # noqa: BLE001 - said on the status line, the picker stays up
             found.error = f"the search failed: {e}"
             found.done = True
-            self.app.call_from_thread(self._searched, found)
+            self._show(app, found)
             return
         found.total = total
         shown = time.perf_counter()
         try:
             for h in hits:
-                if seq != self._search_seq:
-                    return  # a newer query
+                if seq != self._search_seq or not app.is_running:
+                    return  # a newer query, or the app has ended
                 with self._lock:
                     found.add(h)
                 if time.perf_counter() - shown > _SHOW_EVERY:
                     shown = time.perf_counter()
-                    self.app.call_from_thread(self._searched, found)
+                    self._show(app, found)
         finally:
             close = getattr(hits, "close", None)
             if close is not None:
                 close()
         found.done = True
-        self.app.call_from_thread(self._searched, found)
+        self._show(app, found)
+
+    def _show(self, app: Any, found: Found) -> None:
+        """``found`` drawn, from the search's thread; nothing once the app has ended
+        (the thread outlives it)."""
+        if app.is_running:
+            with contextlib.suppress(RuntimeError):  # ended meanwhile
+                app.call_from_thread(self._searched, found)
 
     def _searched(self, found: Found) -> None:
         if found is self.found:
