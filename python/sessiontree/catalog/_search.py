@@ -477,7 +477,6 @@ class _Search:
         # Every file of the scope (path, name, stat), when listed: by the freshness
         # check (``_from_index``) or, without one, here.
         self.items: list[tuple[str, str, Any]] | None = None
-        raw: list[tuple[str, str, Any]] | None = None
         if self.native is not None and q.regex is None and not no_cache:
             from ._run import busy, open_store
             from ._store import CatalogError
@@ -496,22 +495,19 @@ class _Search:
                 if got is None:
                     self.close()
                 else:
-                    self.sessions, self.unseen, raw = got
+                    self.sessions, self.unseen = got
         items = self.items
         if items is None:
-            items = [(path, name, st) for folder in folders for name, path, st in folder_files(folder)
-                     if not isinstance(st, OSError)]
-        if raw is None:
-            raw = items
+            items = _readable([f for folder in folders for f in folder_files(folder)])
         python: list[tuple[str, str, Any]] = []
         if self.native is not None:
-            raw.sort(key=lambda x: x[0])
-            more, unseen, python = _native_hits(self.native, q, self.matcher, raw, self.hits, order, k, on_bytes,
+            items.sort(key=lambda x: x[0])
+            more, unseen, python = _native_hits(self.native, q, self.matcher, items, self.hits, order, k, on_bytes,
                                                 self.ref_paths)
             self.sessions += more
             self.unseen += unseen
         else:
-            python = raw
+            python = items
         if python:
             self.sessions += _python_hits(self.native, self.matcher, python, self.hits)
         if on_progress is not None:
@@ -736,12 +732,11 @@ class _Search:
                     "epoch", "s_end")
     _ROW = f"SELECT {', '.join(_ROW_COLUMNS)} FROM file INDEXED BY file_search WHERE folder = ?"
 
-    def _from_index(self, folders: Sequence[str], order: Order,
-                    k: int | None) -> tuple[int, int, list[Any]] | None:
+    def _from_index(self, folders: Sequence[str], order: Order, k: int | None) -> tuple[int, int] | None:
         """The hits the search index gives for the files it holds as they are
         (unchanged since they were indexed), into ``self.hits``: the best ``k`` of its
         decided ones and every one only Python decides; ``(sessions, decided hits left
-        out, the other files)``, or ``None`` when the index cannot answer (no segments,
+        out)``, or ``None`` when the index cannot answer (no segments,
         a term without ASCII letters or digits, a damaged or vanished segment: the
         files are read instead). ``self.items`` gets the files listed that the index
         does not hold (every file listed, when it cannot answer).
@@ -769,14 +764,13 @@ class _Search:
                     raise sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
         except sqlite3.OperationalError:
             return None  # busy
-        raw = [(path, name, st) for name, path, st in made(scan.others()) if not isinstance(st, OSError)]
+        self.items = _readable(made(scan.others()))
         held = len(scan)
         if not held:
-            self.items = raw
             return None
 
         def unanswered() -> None:
-            self.items = [(path, name, st) for name, path, st in made(scan.listed()) if not isinstance(st, OSError)]
+            self.items = _readable(made(scan.listed()))
 
         terms, uncased = _terms(self.q)
         seg_paths = [os.fsencode(os.path.join(store.segments_dir, s[0])) for s in segs]
@@ -801,7 +795,6 @@ class _Search:
 
         self.scan = scan
         self.ref_paths = scan.paths()
-        self.items = raw  # with the held files counted below
         for rank, seq, _off, entry, role, time, text in unsure:
             body = search_text(text)
             m = self.matcher.match(body)
@@ -810,7 +803,13 @@ class _Search:
                 self.hits.append((path, seq, time, m[0], self._ctx(rank), entry, role, body, m[1], None,
                                   None, _on(self._path(fid, path), seq), None))
         self.keys = top
-        return held, total - len(top), raw
+        return held, total - len(top)
+
+
+def _readable(listed: list[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:
+    """``(path, name, stat)`` of the files of a listing (``(name, path, stat or
+    OSError)``) that could be ``stat``-ed: the files a search reads."""
+    return [(path, name, st) for name, path, st in listed if not isinstance(st, OSError)]
 
 
 def _on(bits: bytes, seq: int) -> bool:
