@@ -41,7 +41,7 @@ from ._backend import LoadIssue
 from ._js import UNDEFINED
 from ._jsonl import encode_entry
 from ._load import Loader
-from ._reader import header_version
+from ._reader import header_version, is_old_version
 
 __all__ = ["Migration", "migrate_image", "migrate_records"]
 
@@ -106,7 +106,7 @@ def migrate_records(records: list[dict[str, Any]]) -> float:
     """
     header = records[0]
     version = header_version(header)
-    if not version < 3:  # NaN is not below 3 either
+    if not is_old_version(header):  # NaN is not below 3 either
         return version
     if version < 2:
         seed = str(header.get("id"))
