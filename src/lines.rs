@@ -352,7 +352,13 @@ fn scan_one(
                 return;
             }
         },
-        Verdict::NotObject => issues.push(Issue::at(IssueKind::NotAnObject, line, line_off)),
+        Verdict::NotObject => {
+            issues.push(Issue::at(IssueKind::NotAnObject, line, line_off));
+            if is_tail {
+                // Read for good, as an object is: an append starts a new line.
+                ch.tail = Some((line_off, true));
+            }
+        }
         Verdict::Object => {
             add_cand(ch, content, &ls.fields, ls.bad_utf8, cbase, line, line_off);
             if is_tail {
@@ -361,6 +367,106 @@ fn scan_one(
         }
     }
     ch.issues.append(&mut issues);
+}
+
+/// What another writer appended after a line read without its `\n` (a complete JSON
+/// value, accepted as Pi reads a last line): see [`continued`].
+pub(crate) enum Continued {
+    /// Blanks so far, up to a `\n` or the end: the usual scan reads on.
+    Blank,
+    /// More than blanks and no `\n` yet: the fused line is pending (rule 4: a last line
+    /// without `\n` that is not one value), `n` bytes from its first.
+    Pending(u64),
+    /// The fused line, complete: what it holds past the value read before (its line
+    /// numbers 0-based, as a block's), and the offset after its `\n`.
+    Line(Box<Chunk>, u64),
+    /// The fused line no longer reads as the value read before followed by others
+    /// (that value was not an object): no refresh can agree with a fresh open.
+    Changed,
+}
+
+/// Read the line that starts at `line_off` and whose value up to `accepted` was read
+/// without its `\n`, now that the image ends at `total`: a fresh open reads the fused
+/// line by rule 4 (objects glued with no `\n` between them, torn bytes among them),
+/// which keeps the object that starts the line whatever follows it, so what it reads
+/// past that object is new (`_load.Loader.feed` has the same rule).
+pub(crate) fn continued(
+    read: Reader<'_>,
+    line_off: u64,
+    accepted: u64,
+    total: u64,
+) -> Result<Continued> {
+    let mut buf = Vec::new();
+    let mut at = accepted;
+    let mut blank = true;
+    let mut nl = None;
+    while at < total {
+        let n = ((total - at) as usize).min(PROBE);
+        buf.resize(n, 0);
+        read(at, &mut buf)?;
+        let upto = memchr::memchr(b'\n', &buf);
+        blank &= scan::is_blank(&buf[..upto.unwrap_or(n)]);
+        if let Some(p) = upto {
+            nl = Some(at + p as u64);
+            break;
+        }
+        at += n as u64;
+    }
+    if blank {
+        return Ok(Continued::Blank);
+    }
+    let Some(nl) = nl else {
+        return Ok(Continued::Pending(total - line_off));
+    };
+    let mut line = vec![0u8; (nl - line_off) as usize];
+    read(line_off, &mut line)?;
+    let ce = line.len() - usize::from(line.ends_with(b"\r"));
+    let cs = if line_off == 0 && line.starts_with(BOM) {
+        BOM.len()
+    } else {
+        0
+    };
+    let content = &line[cs..ce];
+    let cbase = line_off + cs as u64;
+    let acc = ((accepted - cbase) as usize).min(content.len());
+    let Some(split) = scan::split_line(content) else {
+        return Ok(Continued::Changed);
+    };
+    let read_before = split.pieces.iter().take_while(|p| p.start < acc).count();
+    if read_before != 1
+        || split.pieces[0].end > acc
+        || split.fragments.iter().any(|&(a, _)| a < acc)
+    {
+        return Ok(Continued::Changed);
+    }
+    let mut ch = Chunk {
+        newlines: 1,
+        ..Chunk::default()
+    };
+    let bad = simdutf8::basic::from_utf8(content).is_err();
+    if bad && simdutf8::basic::from_utf8(&content[..acc]).is_ok() {
+        // Reported once per line: the part read before had none.
+        ch.issues
+            .push(Issue::at(IssueKind::InvalidUtf8, 0, line_off));
+    }
+    for &(a, b) in &split.fragments {
+        let at = cbase + a as u64;
+        ch.issues
+            .push(Issue::at(IssueKind::TornFragment, 0, at).n((b - a) as u64));
+    }
+    for p in &split.pieces[1..] {
+        let obj = &content[p.start..p.end];
+        add_cand(
+            &mut ch,
+            obj,
+            &p.fields,
+            bad,
+            cbase + p.start as u64,
+            0,
+            line_off,
+        );
+    }
+    Ok(Continued::Line(Box::new(ch), nl + 1))
 }
 
 /// Record the object `obj` (its fields `f`, its first byte at offset `start`) found on

@@ -240,23 +240,120 @@ def test_refresh_reads_a_glued_line_as_a_fresh_open_does(backend: str, tmp_path:
     assert reader.get_usage_totals() == fresh.get_usage_totals()
 
 
-def test_a_read_line_another_writer_continued_fails_every_later_call(backend: str, tmp_path: Path) -> None:
-    """Adversary round 41, F3: a last line read without its line feed (complete JSON)
-    and then continued by another writer is stale for good (CONTRACT §4): a fresh open
-    reads one fused line, which no refresh can make of the entry already read. The
-    native manager failed every later call that read the file and answered those it
-    held; the python one answered every later call from memory."""
+def detailed(mgr: SessionManager) -> list[tuple[str, int | None, int | None, tuple[str, ...], str]]:
+    """The load report with each item's words (a fragment's length is in them)."""
+    return [(i.kind, i.line, i.offset, i.ids, i.detail) for i in mgr.load_report]
+
+
+def same_as_a_fresh_open(mgr: SessionManager, path: Path, backend: str) -> None:
+    fresh = open_quiet(path, backend)
+    assert ids(mgr) == ids(fresh)
+    assert detailed(mgr) == detailed(fresh)
+    assert mgr.leaf_id == fresh.leaf_id
+    assert mgr.build_session_context().messages == fresh.build_session_context().messages
+    assert mgr.get_usage_totals() == fresh.get_usage_totals()
+
+
+def test_a_line_read_without_its_lf_and_then_continued_reads_as_a_fresh_open(backend: str, tmp_path: Path) -> None:
+    """A last line read without its line feed (a complete object, as Pi reads it) onto
+    which another writer glues its lines: a fresh open reads the fused line by rule 3,
+    the object that starts it kept whatever follows, so a refresh reads what follows
+    that object (adversary round 41 F3 made this stale for good, round 46 N5: a
+    writer that leaves out line feeds could not be followed)."""
     p = write(tmp_path / "s.jsonl", [dumps(HDR), dumps(msg("a", None))], end="")
     mgr = open_quiet(p, backend)
     assert ids(mgr) == ["a"]
     with open(p, "ab") as f:
+        f.write((dumps(msg("b", "a")) + dumps(msg("c", "b", "assistant")) + "\n" + dumps(msg("d", "c"))).encode())
+    mgr.refresh()
+    assert ids(mgr) == ["a", "b", "c", "d"]  # brute_objects' reading of the fused line, then d
+    assert [dumps(e) for e in mgr.get_entries()] == [dumps(o) for o in brute_objects(p.read_text().splitlines()[1])] + [
+        dumps(msg("d", "c"))]
+    same_as_a_fresh_open(mgr, p, backend)
+    assert report(mgr) == []
+    with open(p, "ab") as f:  # d was read without its LF too
+        f.write(b"xx" + dumps(msg("e", "d")).encode() + b"\n")
+    mgr.refresh()
+    assert ids(mgr) == ["a", "b", "c", "d", "e"]
+    same_as_a_fresh_open(mgr, p, backend)
+    assert [k for k, *_ in report(mgr)] == ["torn_fragment"]
+
+
+def test_a_continuation_without_its_lf_is_pending_and_an_append_seals_it(backend: str, tmp_path: Path) -> None:
+    p = write(tmp_path / "s.jsonl", [dumps(HDR), dumps(msg("a", None))], end="")
+    mgr = open_quiet(p, backend)
+    with open(p, "ab") as f:
+        f.write(dumps(msg("b", "a")).encode())  # complete, but the line has no LF yet
+    mgr.refresh()
+    assert ids(mgr) == ["a"]
+    assert report(mgr) == [("truncated", 2, len(dumps(HDR)) + 1, ())]
+    with open(p, "ab") as f:
+        f.write(b'{"type":"message","id":"c","parentId":"b","message":{"role":"user","content":[{"type":"text","text"')
+    mgr.refresh()
+    assert ids(mgr) == ["a"]
+    new = mgr.append_message({"role": "user", "content": "next", "timestamp": 5})
+    # The writer sealed the torn piece (#): the content block inside it is never an entry.
+    line = p.read_bytes().split(b"\n")[1]
+    assert line.endswith(b'"text"#')
+    assert ids(mgr) == ["a", "b", new]
+    assert mgr.parent_of(new) == "a"  # b was not read when the line was written
+    same_as_a_fresh_open(mgr, p, backend)
+    assert [k for k, *_ in report(mgr)] == ["torn_fragment"]
+
+
+def test_a_value_not_an_object_another_writer_continued_is_stale_for_good(backend: str, tmp_path: Path) -> None:
+    """Adversary round 41, F3: the one continuation a refresh cannot read as a fresh
+    open does: a last line read as a value that is not an object, which the fused
+    line's reading takes for torn bytes. Stale on every later call that reads the file
+    (the native manager failed those and answered the ones it held)."""
+    p = write(tmp_path / "s.jsonl", [dumps(HDR), dumps(msg("a", None)), "[1,2]"], end="")
+    mgr = open_quiet(p, backend)
+    assert ids(mgr) == ["a"] and [k for k, *_ in report(mgr)] == ["not_an_object"]
+    with open(p, "ab") as f:
         f.write(dumps(msg("b", "a")).encode() + b"\n")
-    with pytest.raises(StaleSessionError, match="continued line 2"):
+    with pytest.raises(StaleSessionError, match="continued line 3"):
         mgr.refresh()
     for call in (mgr.get_entries, mgr.get_tree, mgr.build_session_context, mgr.refresh, mgr.get_session_name):
-        with pytest.raises(StaleSessionError, match="continued line 2"):
+        with pytest.raises(StaleSessionError, match="continued line 3"):
             call()
-    assert ids(open_quiet(p, backend)) == ["a", "b"]  # a fresh open: one fused line of two objects
+    assert ids(open_quiet(p, backend)) == ["a", "b"]  # a fresh open: torn bytes, then b
+
+
+def test_an_append_after_a_value_not_an_object_without_its_lf_starts_a_new_line(backend: str, tmp_path: Path) -> None:
+    """Such a value is read for good, as an object is: an append starts a new line."""
+    p = write(tmp_path / "s.jsonl", [dumps(HDR), dumps(msg("a", None)), "[1,2]"], end="")
+    mgr = open_quiet(p, backend)
+    new = mgr.append_message({"role": "user", "content": "next", "timestamp": 5})
+    assert p.read_bytes().endswith(b"[1,2]\n" + dumps(mgr.get_entries()[-1]).encode() + b"\n")
+    assert ids(mgr) == ["a", new]
+    same_as_a_fresh_open(mgr, p, backend)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_reader_following_a_writer_that_leaves_out_line_feeds(backend: str, tmp_path: Path, seed: int) -> None:
+    """Entries written with or without line feeds between them (and now and then torn
+    bytes), the file grown by pieces cut anywhere, a reader refreshing after each: it
+    never fails, and once the last line is complete it holds what a fresh open reads."""
+    import random
+
+    rnd = random.Random(seed)
+    text = dumps(HDR) + rnd.choice(["", "\n"])
+    prev = None
+    for k in range(12):
+        text += dumps(msg(f"e{k}", prev, "assistant" if k % 3 == 2 else "user"))
+        text += rnd.choice(["", "", "\n", "\n", " ", "xx", '{"ty'])
+        prev = f"e{k}"
+    text += "\n"
+    data = text.encode()
+    cuts = sorted(rnd.sample(range(1, len(data)), 8))
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(data[: cuts[0]] if b"\n" in data[: cuts[0]] or data[: cuts[0]].endswith(b"}") else data[: len(dumps(HDR))])
+    mgr = open_quiet(p, backend)
+    for c in [*cuts[1:], len(data)]:
+        with open(p, "ab") as f:
+            f.write(data[os.path.getsize(p):c])
+        mgr.refresh()
+    same_as_a_fresh_open(mgr, p, backend)
 
 
 def test_appends_after_a_glued_line_keep_working(backend: str, tmp_path: Path) -> None:

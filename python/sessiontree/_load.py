@@ -52,9 +52,12 @@ words of each item are ``_backend.describe_issue``'s.
 Unterminated last line: a final piece without LF that *is* a complete object (a writer
 that omits the last LF) is accepted like any line and consumed; the image then ends
 mid-line. If a later ``feed`` continues that same physical line with more than blanks
-(another writer appended without starting a new line), it raises
-``StaleSessionError``: a fresh load reads the fused line by rule 4, which the accepted
-entry cannot be turned into by a feed (``src/index/mod.rs`` ``check_continuation``). Our own
+(another writer glued its line onto it), the fused line is pending until its LF comes
+(``truncated``, and an append seals it), then read as a fresh load reads it (rule 4:
+the object that starts it is kept, whatever follows): the objects and torn bytes
+past the accepted one are new. Only a value that was not an object (which the fused
+line's reading does not keep) raises ``StaleSessionError`` (``src/lines.rs``
+``continued``). Our own
 writer never produces this: it writes ``\\n`` first when the file does not end with one.
 """
 
@@ -140,6 +143,7 @@ class Loader:
         self._report: list[LoadIssue] | None = None
         self._line_no = 1  # number of the line starting at ``consumed``
         self._mid_line: tuple[int, int] | None = None  # (line, offset) of an accepted unterminated line
+        self._mid_raw = b""  # that line's bytes, from its first
         # (line, offset, bytes) of the first non-blank line: named if no header is found.
         self._first_nonblank: tuple[int, int, bytes] | None = None
         self._relinked = False
@@ -222,22 +226,25 @@ class Loader:
                 self._line_issues.append(make_issue(IssueKind.BOM, 1, 0))
             pos = 3
         if self._mid_line is not None and end:
-            # Bytes continuing a line whose complete object was already accepted.
-            m_line = self._mid_line[0]
+            # Bytes continuing a line whose value was read without its LF.
+            m_line, m_off = self._mid_line
             nl = data.find(b"\n")
             if (data if nl < 0 else data[:nl]).strip(_WS):
-                # Another writer glued its line onto the accepted one: a fresh open
-                # reads the fused line as one (rule 4), which no refresh can turn the
-                # accepted entry into (``src/index/mod.rs`` ``check_continuation``).
-                raise StaleSessionError(
-                    f"{self.path}: another writer continued line {m_line}, which had no line feed "
-                    "and was already read; reopen the session")
-            if nl < 0:
+                if nl < 0:
+                    # Another writer is gluing its line onto that one: the fused line is
+                    # pending (rule 4) until its LF comes.
+                    self._tail = data
+                    self._tail_issue = make_issue(IssueKind.TRUNCATED, m_line, m_off, n=len(self._mid_raw) + end)
+                    self._finish_batch(n_before)
+                    return 0
+                self._continued(self._mid_raw + data[:nl], m_line, m_off)
+            elif nl < 0:
                 # Blank so far: read these bytes again next time.
                 self._tail = data
                 self._finish_batch(n_before)
                 return len(self.ids) - n_before
             self._mid_line = None
+            self._mid_raw = b""
             pos = line_start = nl + 1
             line_no = m_line + 1
         for number, off, content, is_tail in iter_lines(data, pos, line_no):
@@ -249,6 +256,7 @@ class Loader:
                     if self._line(stripped, number, base + line_start, base + off, True, base + off + len(stripped)):
                         # Accepted (or skipped for good) although unterminated.
                         self._mid_line = (number, base + line_start)
+                        self._mid_raw = data[line_start:end]
                         self.consumed = base + end
                         self._line_no = number
                         self._finish_batch(n_before)
@@ -268,6 +276,41 @@ class Loader:
         return len(self.ids) - n_before
 
     # ----------------------------------------------------------------- one line
+    def _continued(self, line: bytes, line_no: int, offset: int) -> None:
+        """Read the objects another writer glued onto a line whose value was read
+        without its LF, now complete (``line``, without its LF, from its first byte
+        at ``offset``): a fresh open reads the fused line by rule 4, which keeps the
+        object that starts it whatever follows, so what it reads past that object is
+        new (``src/lines.rs`` ``continued``).
+
+        Raises:
+            StaleSessionError: the fused line no longer reads as the value read before
+                followed by others (that value was not an object).
+        """
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        cs = len(BOM) if offset == 0 and line.startswith(BOM) else 0
+        content, start = line[cs:], offset + cs
+        acc = min(len(self._mid_raw) - cs, len(content))
+        try:
+            r = read_line(content)
+        except ValueError:
+            r = None
+        if r is None or not r.split or sum(p.start < acc for p in r.pieces) != 1 or r.pieces[0].end > acc or any(
+                a < acc for a, _ in r.fragments):
+            raise StaleSessionError(
+                f"{self.path}: another writer continued line {line_no}, which had no line feed and was "
+                "already read, into a line a fresh open reads otherwise; reopen the session")
+        issues = self._line_issues
+        if r.replaced and not has_invalid_utf8(content[:acc]):  # reported once per line
+            issues.append(make_issue(IssueKind.INVALID_UTF8, line_no, offset))
+        for a, b in r.fragments:
+            issues.append(make_issue(IssueKind.TORN_FRAGMENT, line_no, start + a, n=b - a))
+        for p in r.pieces[1:]:
+            if self.needs_migration:
+                break
+            self._object(p.value, content[p.start : p.end], line_no, offset, start + p.start, start + p.end, content)
+
     def _line(self, content: bytes, line_no: int, offset: int, start: int, is_tail: bool, stop: int) -> bool:
         """Apply rules 3-12 to one non-blank line. Returns True if the line was handled
         (accepted or skipped for good), False if it is a pending tail. ``start`` is the

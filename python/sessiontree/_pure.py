@@ -444,8 +444,10 @@ class PythonIndex:
                 bad line: it is still part of the image and reported).
         """
         l = self._l
-        data = l.tail + line_prefix(l.pending, l.ends_mid_line) + line + b"\n"
-        if l.feed(data) != 1:
+        head = l.tail + line_prefix(l.pending, l.ends_mid_line)
+        at = l.consumed + len(head)
+        # Entries another writer glued onto a line read without its LF may come first.
+        if l.feed(head + line + b"\n") < 1 or l.spans[-1][0] < at:
             raise ValueError("appended line was not accepted as a new entry")
         return l.ids[-1]
 

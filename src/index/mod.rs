@@ -391,12 +391,35 @@ impl Index {
             line: self.next_line,
             ..Batch::default()
         };
-        if self.mid_line.is_some() {
-            check_continuation(src, self.image_len, total, self.next_line)?;
-        }
-        let mut first_off = self.mid_line;
         let read = |off: u64, buf: &mut [u8]| src.read_into(off, buf);
-        let segs = src.segments_from(self.image_len);
+        let mut from = self.image_len;
+        let mut first_off = self.mid_line;
+        if let Some(line_off) = self.mid_line {
+            match lines::continued(&read, line_off, self.image_len, total)? {
+                lines::Continued::Blank => {}
+                lines::Continued::Pending(n) => {
+                    batch.tail = Some((self.image_len, false));
+                    batch.tail_issues =
+                        vec![Issue::at(IssueKind::Truncated, self.next_line, line_off).n(n)];
+                    from = total;
+                }
+                lines::Continued::Line(ch, next) => {
+                    self.scanned += next - from;
+                    let more = self.ingest_chunk(src, *ch, next - from, &mut batch)?;
+                    from = if more { next } else { total };
+                    first_off = None;
+                }
+                lines::Continued::Changed => {
+                    return Err(Error::Stale(format!(
+                        "another writer continued line {}, which had no line feed and was \
+                         already read, into a line a fresh open reads otherwise; reopen the \
+                         session",
+                        self.next_line
+                    )))
+                }
+            }
+        }
+        let segs = src.segments_from(from);
         batch.total = segs.iter().map(|&(a, b)| b - a).sum();
         let n = segs.len();
         // The ends are kept by an open (the first scan of a file, or the growth after
@@ -939,33 +962,6 @@ fn header_problem(content: &[u8]) -> HeaderProblem {
     } else {
         HeaderProblem::WrongType(scan::value_text(obj, f.ty))
     }
-}
-
-/// Bytes appended after an accepted line that had no `\n` must start with blanks up to
-/// a `\n`: anything else means another writer glued its line onto that one, which a
-/// fresh open reads as one fused line (rule 4) and no refresh can turn the accepted
-/// entry into. `_load.Loader.feed` has the same check.
-fn check_continuation(src: &Source, from: u64, total: u64, line: u64) -> Result<()> {
-    let mut buf = [0u8; 4096];
-    let mut at = from;
-    while at < total {
-        let n = ((total - at) as usize).min(buf.len());
-        src.read_into(at, &mut buf[..n])?;
-        for &b in &buf[..n] {
-            match b {
-                b'\n' => return Ok(()),
-                b' ' | b'\t' | b'\r' => {}
-                _ => {
-                    return Err(Error::Stale(format!(
-                        "another writer continued line {line}, which had no line feed and was \
-                         already read; reopen the session"
-                    )))
-                }
-            }
-        }
-        at += n as u64;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

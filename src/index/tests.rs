@@ -734,3 +734,35 @@ fn columns_hold_the_index_in_arrow_layouts() {
     let none = ix.columns(None).unwrap();
     assert_eq!(none.on_path, vec![0]);
 }
+
+#[test]
+fn a_line_read_without_its_lf_is_continued_as_a_fresh_open_reads_it() {
+    let (a, b, c) = (
+        e("a", None, "message"),
+        e("b", Some("a"), "message"),
+        e("c", Some("b"), "message"),
+    );
+    let f = TempFile::new("continued", format!("{H}\n{a}").as_bytes());
+    let mut ix = Index::open(&f.0).unwrap();
+    assert_eq!(ix.len(), 1);
+    f.append(b.as_bytes()); // glued, no `\n` yet: pending
+    assert_eq!(ix.refresh().unwrap(), 0);
+    assert!(ix.has_pending_tail());
+    assert_eq!(kinds(&ix), vec![("truncated", Some(2))]);
+    f.append(format!("xx{c}\n").as_bytes());
+    assert_eq!(ix.refresh().unwrap(), 2);
+    assert_eq!(ix.line(1).unwrap(), b.as_bytes());
+    assert_eq!(ix.path(2), vec![0, 1, 2]);
+    assert_eq!(kinds(&ix), vec![("torn_fragment", Some(2))]);
+    let fresh = Index::open(&f.0).unwrap();
+    assert_eq!(fresh.len(), 3);
+    assert_eq!(kinds(&fresh), kinds(&ix));
+    assert_eq!(fresh.issues()[0].offset, ix.issues()[0].offset);
+    assert_eq!(fresh.issues()[0].n, ix.issues()[0].n);
+    // A value that is not an object, read without its `\n`, then continued: the fused
+    // line reads it as torn bytes, which no refresh can make of it.
+    let f = TempFile::new("continued-array", format!("{H}\n[1,2]").as_bytes());
+    let mut ix = Index::open(&f.0).unwrap();
+    f.append(format!("{a}\n").as_bytes());
+    assert!(matches!(ix.refresh(), Err(Error::Stale(_))));
+}

@@ -153,9 +153,9 @@ impl Index {
     /// the file was stable while it was read (`before`: its `fstat` before the read),
     /// and if the copy it came from (if any) is behind by more than its own size.
     fn persist_if_due(&mut self, cache: &Cache, before: &Stat) {
-        // An image that ends inside an accepted line (no `\n` yet) is not kept: a
-        // writer that glues its line onto that one makes a file no growth of this
-        // index reads as a scan does (`index::check_continuation`).
+        // An image that ends inside an accepted line (no `\n` yet) is not kept: rare,
+        // and a writer that glues its line onto that one makes the growth read the
+        // line again from its first byte (`lines::continued`).
         if self.needs_migration || self.mid_line.is_some() || self.image_len < cache.min_bytes {
             return;
         }
