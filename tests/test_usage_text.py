@@ -122,3 +122,22 @@ def test_the_table_is_the_one_rich_wrote(tmp_path: Path, monkeypatch: pytest.Mon
                 assert main(["usage", report, str(root)]) == 0
             outs.append(capsys.readouterr().out)
         assert outs[0] == outs[1] and outs[0].count("\n") > 3
+
+
+@pytest.mark.parametrize(("dates", "said"), [
+    (["--since", "2000-01-02", "--until", "2999-12-30"], "2000-01-02 to 2999-12-30; "),
+    (["--since", "20000102"], "from 2000-01-02 on; "),
+    (["--until", "2999-12-30"], "up to 2999-12-30; "),
+])
+def test_a_report_of_some_days_says_which(history: tuple[Path, dict[str, str]], dates: list[str], said: str) -> None:
+    """The footer of a report kept to some days says which (it read as a report of
+    every day); so does the note when those days hold no usage."""
+    root, env = history
+    data = json.loads(_run(["usage", "model", str(root), "--json", *dates], env))
+    assert data["lines"]
+    lines = _run(["usage", "model", str(root), *dates], env).splitlines()
+    assert lines[-1] == f"{data['files']:,} session(s); {said}every branch; each entry counted once"
+    p = subprocess.run([sys.executable, "-m", "sessiontree", "usage", "model", str(root), "--since", "2999-12-31"],
+                       capture_output=True, text=True, encoding="utf-8", env=env, timeout=300)
+    assert p.returncode == 0 and p.stdout == ""
+    assert p.stderr.startswith(f"no recorded usage from 2999-12-31 on in {data['files']:,} session(s) of ")

@@ -57,6 +57,16 @@ def _date(text: str) -> date:
         raise argparse.ArgumentTypeError(f"not a date: {text!r} ({e})") from None
 
 
+def _days(since: date | None, until: date | None) -> str:
+    """The days ``--since``/``--until`` kept, as a report says them: ``""`` (all),
+    ``from 2025-11-05 on``, ``up to 2025-11-06``, ``2025-11-05 to 2025-11-06``."""
+    if since is not None and until is not None:
+        return f"{since.isoformat()} to {until.isoformat()}"
+    if since is not None:
+        return f"from {since.isoformat()} on"
+    return f"up to {until.isoformat()}" if until is not None else ""
+
+
 def _nums(column: Sequence[float]) -> list[str]:
     """Token counts in full: ``1,234`` (a whole number), ``1,234.5``."""
     return [f"{x:,}" if isinstance(x, int) else f"{x:,.1f}" for x in column]
@@ -150,8 +160,10 @@ def run(args: argparse.Namespace, io: Io) -> int:
             "lines": [x.as_dict() for x in report.lines], "total": report.total.as_dict(),
         })
         return 0
+    days = _days(args.since, args.until)
     if not report.lines:
-        io.note(f"no recorded usage in {report.files:,} session(s) of {safe(scope.where)}{scope.empty_hint()}")
+        io.note(f"no recorded usage{' ' + days if days else ''} in {report.files:,} session(s) of {safe(scope.where)}"
+                f"{scope.empty_hint()}")
         return 0
     names = {"daily": "day", "weekly": "week", "monthly": "month"}
     keys = [shown_path(x.key) if group == "session" else safe(x.key) for x in report.lines]
@@ -183,7 +195,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
     heads = [names.get(group, group), *(_SHORT_TITLES.get(t, t) if short else t for t in titles)]
     rows = list(zip([*keys, "total"], *cols))
     counted = "current paths only" if args.active_path else "every branch"
-    foot = f"{report.files:,} session(s); {counted}; each entry counted once"
+    foot = f"{report.files:,} session(s); {days + '; ' if days else ''}{counted}; each entry counted once"
     number_widths = [max([len(head), *(len(r[k]) for r in rows)]) for k, head in enumerate(heads[1:], 1)]
     if plain_width is not None or group == "session":
         # Written as rich's table would be, without importing rich (about 20 ms of a
