@@ -272,11 +272,22 @@ def test_pick_search_open_and_go_back(history: Path) -> None:
         await open_selected(app, pilot)
         assert app.path == zoo and "Zoo inventory" in screen(app)
         assert "esc back" in screen(app)
+        # It opens at the hit, the entry its snippet is from, not at the leaf.
+        hit = [e["id"] for e in SessionManager.open(zoo).get_entries()
+               if "I found a zebra crossing" in json.dumps(e.get("message", {}))]
+        assert len(hit) == 1 and hit[0] != app.st.id(app.st.session_leaf)
+        assert app.st.id(app._tree().current_row().entry) == hit[0]
         await pilot.press("escape")  # back to the picker, as it was
         await until(pilot, lambda: "Resume session" in screen(app), "the picker again")
         assert listed_rows(app) == [zoo] and "zebra" in screen(app)
         await pilot.press("escape")  # and back to the session open
         await until(pilot, lambda: "← leaf" in screen(app), "the session again")
+        await pilot.press("home")
+        assert app.st.id(app._tree().current_row().entry) != hit[0]
+        await pilot.press("escape")  # the hit again, in the session already open
+        await until(pilot, lambda: "Resume session" in screen(app), "the picker")
+        await open_selected(app, pilot)
+        assert app.path == zoo and app.st.id(app._tree().current_row().entry) == hit[0]
         await pilot.press("escape")
         await until(pilot, lambda: "Resume session" in screen(app), "the picker")
         for _ in "zebra":

@@ -174,15 +174,20 @@ class BrowseApp(App[None]):
         self.exit()
 
     # ------------------------------------------------------------------ the picker
-    def open_session(self, path: str) -> None:
-        """Open ``path`` in the browser (the picker's enter); the session open now, if
-        another, is closed once the new one is read."""
+    def open_session(self, path: str, select: str | None = None) -> None:
+        """Open ``path`` in the browser (the picker's enter), at the entry ``select``
+        (a search hit's) if given, else at its leaf; the session open now, if another,
+        is closed once the new one is read."""
         if isinstance(self.screen, PickerScreen):
             self.pop_screen()
-        if path == self.path and self.sm is not None and self.changed is None:
+        if path == self.path and self.sm is not None and self.changed is None and self.st is not None:
+            at = self.st.number(select)
+            if at is not None and self.drawing is not None:
+                self.drawing.reveal(at)
+                self._tree().show(self.drawing, at)
             self._tree().focus()
             return
-        self.path, self.select, self.query_text = path, None, None
+        self.path, self.select, self.query_text = path, select, None
         self.facts, self.changed = "", None
         if self.sm is not None:
             self.sm.close()

@@ -192,7 +192,8 @@ class PickerScreen(Screen[None]):
     class Moved(Message):
         """The cursor moved (the detail lines follow it)."""
 
-    def __init__(self, picker: Picker, on_choose: Callable[[str], None], on_cancel: Callable[[], None]) -> None:
+    def __init__(self, picker: Picker, on_choose: Callable[[str, str | None], None],
+                 on_cancel: Callable[[], None]) -> None:
         super().__init__()
         self.picker = picker
         self.on_choose = on_choose
@@ -449,7 +450,9 @@ class PickerScreen(Screen[None]):
         if row is None:
             self.say("no session here to open")
             return
-        self.on_choose(row.info.path)
+        # A search's row opens at its hit (the entry its snippet is from), as a hit of
+        # `sessiontree search` opens with `context FILE --leaf ENTRY`.
+        self.on_choose(row.info.path, row.hit.entry_id if row.hit is not None else None)
 
     def on_session_list_chosen(self, _event: SessionList.Chosen) -> None:
         self.action_choose()
