@@ -156,10 +156,20 @@ impl Issue {
     }
 }
 
-/// Put `issues` in report order: by line (items without one last), then rule order;
-/// stable, so items of one rule on one line keep the order they were found in.
+/// Put `issues` in report order: by line (items without one last), then rule order,
+/// a line's `missing_parent` items after its other rule-9 ones (as a fresh open finds
+/// them: when its last entry was read, also if its line was continued since); stable,
+/// so items of one rule on one line keep the order they were found in
+/// (`_backend.issue_order`).
 pub fn sort(issues: &mut [Issue]) {
-    issues.sort_by_key(|i| (i.line.is_none(), i.line, i.kind.rule()));
+    issues.sort_by_key(|i| {
+        (
+            i.line.is_none(),
+            i.line,
+            i.kind.rule(),
+            i.kind == IssueKind::MissingParent,
+        )
+    });
 }
 
 #[cfg(test)]

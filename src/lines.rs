@@ -377,24 +377,27 @@ pub(crate) enum Continued {
     /// More than blanks and no `\n` yet: the fused line is pending (rule 4: a last line
     /// without `\n` that is not one value), `n` bytes from its first.
     Pending(u64),
-    /// The fused line, complete: what it holds past the value read before (its line
+    /// The fused line, complete: what it holds that was not read before (its line
     /// numbers 0-based, as a block's), and the offset after its `\n`.
     Line(Box<Chunk>, u64),
-    /// The fused line no longer reads as the value read before followed by others
-    /// (that value was not an object): no refresh can agree with a fresh open.
+    /// The fused line no longer reads as the object read before followed by others: no
+    /// refresh can agree with a fresh open.
     Changed,
 }
 
 /// Read the line that starts at `line_off` and whose value up to `accepted` was read
-/// without its `\n`, now that the image ends at `total`: a fresh open reads the fused
+/// without its `\n`, now that the image ends at `total`. A fresh open reads the fused
 /// line by rule 4 (objects glued with no `\n` between them, torn bytes among them),
-/// which keeps the object that starts the line whatever follows it, so what it reads
-/// past that object is new (`_load.Loader.feed` has the same rule).
+/// which keeps the object that starts the line whatever follows it, so when that value
+/// was an `object` what the line holds past it is new; a value that was not (which gave
+/// no entry, only its issues, for the caller to withdraw) is read again with the whole
+/// line, as a fresh open reads it (`_load.Loader._continued` has the same rule).
 pub(crate) fn continued(
     read: Reader<'_>,
     line_off: u64,
     accepted: u64,
     total: u64,
+    object: bool,
 ) -> Result<Continued> {
     let mut buf = Vec::new();
     let mut at = accepted;
@@ -428,6 +431,23 @@ pub(crate) fn continued(
     };
     let content = &line[cs..ce];
     let cbase = line_off + cs as u64;
+    let mut ch = Chunk {
+        newlines: 1,
+        ..Chunk::default()
+    };
+    if !object {
+        scan_one(
+            &mut ch,
+            content,
+            &scan::scan_line(content),
+            cbase,
+            line_off,
+            0,
+            line_off,
+            false,
+        );
+        return Ok(Continued::Line(Box::new(ch), nl + 1));
+    }
     let acc = ((accepted - cbase) as usize).min(content.len());
     let Some(split) = scan::split_line(content) else {
         return Ok(Continued::Changed);
@@ -439,10 +459,6 @@ pub(crate) fn continued(
     {
         return Ok(Continued::Changed);
     }
-    let mut ch = Chunk {
-        newlines: 1,
-        ..Chunk::default()
-    };
     let bad = simdutf8::basic::from_utf8(content).is_err();
     if bad && simdutf8::basic::from_utf8(&content[..acc]).is_ok() {
         // Reported once per line: the part read before had none.

@@ -162,11 +162,14 @@ def skipped_lines(report: Iterable[LoadIssue]) -> int:
     return len({(i.line, i.offset if i.line is None else 0) for i in report if i.kind in _SKIPPING})
 
 
-def issue_order(issue: LoadIssue) -> tuple[int, int, int]:
-    """The sort key of ``load_report``: by line (issues without one last), then rule."""
+def issue_order(issue: LoadIssue) -> tuple[int, int, int, bool]:
+    """The sort key of ``load_report``: by line (issues without one last), then rule, a
+    line's ``missing_parent`` items after its other rule-9 ones (``src/issue.rs``
+    ``sort``)."""
+    last = issue.kind == IssueKind.MISSING_PARENT
     if issue.line is None:
-        return (1, 0, _RULE.get(issue.kind, 99))
-    return (0, issue.line, _RULE.get(issue.kind, 99))
+        return (1, 0, _RULE.get(issue.kind, 99), last)
+    return (0, issue.line, _RULE.get(issue.kind, 99), last)
 
 
 def describe_issue(kind: str, ids: tuple[str, ...] = (), n: int | None = None, text: str | None = None) -> str:

@@ -55,9 +55,8 @@ mid-line. If a later ``feed`` continues that same physical line with more than b
 (another writer glued its line onto it), the fused line is pending until its LF comes
 (``truncated``, and an append seals it), then read as a fresh load reads it (rule 4:
 the object that starts it is kept, whatever follows): the objects and torn bytes
-past the accepted one are new. Only a value that was not an object (which the fused
-line's reading does not keep) raises ``StaleSessionError`` (``src/lines.rs``
-``continued``). Our own
+past the accepted one are new. A value that was not an object (no entry) is read again
+with the whole line, its issues withdrawn (``src/lines.rs`` ``continued``). Our own
 writer never produces this: it writes ``\\n`` first when the file does not end with one.
 """
 
@@ -277,20 +276,28 @@ class Loader:
 
     # ----------------------------------------------------------------- one line
     def _continued(self, line: bytes, line_no: int, offset: int) -> None:
-        """Read the objects another writer glued onto a line whose value was read
-        without its LF, now complete (``line``, without its LF, from its first byte
-        at ``offset``): a fresh open reads the fused line by rule 4, which keeps the
-        object that starts it whatever follows, so what it reads past that object is
-        new (``src/lines.rs`` ``continued``).
+        """Read a line whose value was read without its LF and onto which another
+        writer glued more, now complete (``line``, without its LF, from its first byte
+        at ``offset``). A fresh open reads the fused line by rule 4, which keeps the
+        object that starts it whatever follows, so when that value was an object what
+        the line holds past it is new; a value that was not (which gave no entry, only
+        its issues, withdrawn here) is read again with the whole line, as a fresh open
+        reads it (``src/lines.rs`` ``continued``).
 
         Raises:
-            StaleSessionError: the fused line no longer reads as the value read before
-                followed by others (that value was not an object).
+            StaleSessionError: the fused line no longer reads as the object read before
+                followed by others.
         """
         if line.endswith(b"\r"):
             line = line[:-1]
         cs = len(BOM) if offset == 0 and line.startswith(BOM) else 0
         content, start = line[cs:], offset + cs
+        issues = self._line_issues
+        if any(i.kind == IssueKind.NOT_AN_OBJECT and i.line == line_no for i in issues):
+            issues[:] = [i for i in issues if i.line != line_no
+                         or i.kind not in (IssueKind.NOT_AN_OBJECT, IssueKind.INVALID_UTF8)]
+            self._line(content, line_no, offset, start, False, start + len(content))
+            return
         acc = min(len(self._mid_raw) - cs, len(content))
         try:
             r = read_line(content)
@@ -301,7 +308,6 @@ class Loader:
             raise StaleSessionError(
                 f"{self.path}: another writer continued line {line_no}, which had no line feed and was "
                 "already read, into a line a fresh open reads otherwise; reopen the session")
-        issues = self._line_issues
         if r.replaced and not has_invalid_utf8(content[:acc]):  # reported once per line
             issues.append(make_issue(IssueKind.INVALID_UTF8, line_no, offset))
         for a, b in r.fragments:

@@ -395,7 +395,12 @@ impl Index {
         let mut from = self.image_len;
         let mut first_off = self.mid_line;
         if let Some(line_off) = self.mid_line {
-            match lines::continued(&read, line_off, self.image_len, total)? {
+            let line = self.next_line;
+            let object = !self
+                .issues
+                .iter()
+                .any(|i| i.kind == IssueKind::NotAnObject && i.line == Some(line));
+            match lines::continued(&read, line_off, self.image_len, total, object)? {
                 lines::Continued::Blank => {}
                 lines::Continued::Pending(n) => {
                     batch.tail = Some((self.image_len, false));
@@ -404,6 +409,16 @@ impl Index {
                     from = total;
                 }
                 lines::Continued::Line(ch, next) => {
+                    if !object {
+                        // That value is read again with the whole line: its issues go.
+                        self.issues.retain(|i| {
+                            i.line != Some(line)
+                                || !matches!(
+                                    i.kind,
+                                    IssueKind::NotAnObject | IssueKind::InvalidUtf8
+                                )
+                        });
+                    }
                     self.scanned += next - from;
                     let more = self.ingest_chunk(src, *ch, next - from, &mut batch)?;
                     from = if more { next } else { total };
@@ -411,10 +426,9 @@ impl Index {
                 }
                 lines::Continued::Changed => {
                     return Err(Error::Stale(format!(
-                        "another writer continued line {}, which had no line feed and was \
+                        "another writer continued line {line}, which had no line feed and was \
                          already read, into a line a fresh open reads otherwise; reopen the \
-                         session",
-                        self.next_line
+                         session"
                     )))
                 }
             }
