@@ -403,6 +403,7 @@ pub(crate) fn continued(
     let mut at = accepted;
     let mut blank = true;
     let mut nl = None;
+    let mut cr = false;
     while at < total {
         let n = ((total - at) as usize).min(PROBE);
         buf.resize(n, 0);
@@ -413,13 +414,19 @@ pub(crate) fn continued(
             nl = Some(at + p as u64);
             break;
         }
+        cr = buf.ends_with(b"\r");
         at += n as u64;
     }
     if blank {
         return Ok(Continued::Blank);
     }
     let Some(nl) = nl else {
-        return Ok(Continued::Pending(total - line_off));
+        // Counted as any last line: without a BOM and a final CR.
+        let mut head = [0u8; 3];
+        let bom = line_off == 0 && read(0, &mut head).is_ok() && head == BOM;
+        return Ok(Continued::Pending(
+            total - line_off - 3 * u64::from(bom) - u64::from(cr),
+        ));
     };
     let mut line = vec![0u8; (nl - line_off) as usize];
     read(line_off, &mut line)?;

@@ -301,6 +301,29 @@ def test_a_continuation_without_its_lf_is_pending_and_an_append_seals_it(backend
     assert [k for k, *_ in report(mgr)] == ["torn_fragment"]
 
 
+def test_a_pending_continuation_counts_its_bytes_as_a_fresh_open(backend: str, tmp_path: Path) -> None:
+    """Round 47, R5: the fused line's `truncated` item counted its final CR (and line
+    1's BOM), where a fresh open counts any last line without them."""
+    p = write(tmp_path / "s.jsonl", [dumps(HDR), dumps(msg("a", None))], end="")
+    mgr = open_quiet(p, backend)
+    with open(p, "ab") as f:
+        f.write(b'{"x"\r')
+    mgr.refresh()
+    assert detailed(mgr) == detailed(open_quiet(p, backend))
+    n = len(dumps(msg("a", None))) + 4
+    assert [(k, d) for k, _, _, _, d in detailed(mgr)] == [("truncated", f"incomplete last line ({n} bytes, no LF)")]
+    # Line 1 (a header read without its LF; a fresh open of it has no header to read).
+    p = tmp_path / "h.jsonl"
+    p.write_bytes(b"\xef\xbb\xbf" + dumps(HDR).encode())
+    mgr = open_quiet(p, backend)
+    with open(p, "ab") as f:
+        f.write(b'{"x"\r')
+    mgr.refresh()
+    n = len(dumps(HDR)) + 4
+    assert [(k, d) for k, _, _, _, d in detailed(mgr)] == [
+        ("bom", detailed(mgr)[0][4]), ("truncated", f"incomplete last line ({n} bytes, no LF)")]
+
+
 @pytest.mark.parametrize("value", ["[1,2]", '"text"', "7"])
 def test_a_value_not_an_object_another_writer_continued_is_read_with_its_line(backend: str, tmp_path: Path,
                                                                               value: str) -> None:

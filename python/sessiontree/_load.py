@@ -233,7 +233,9 @@ class Loader:
                     # Another writer is gluing its line onto that one: the fused line is
                     # pending (rule 4) until its LF comes.
                     self._tail = data
-                    self._tail_issue = make_issue(IssueKind.TRUNCATED, m_line, m_off, n=len(self._mid_raw) + end)
+                    fused = self._mid_raw + data  # counted as any last line: no BOM, no final CR
+                    n = len(fused) - (len(BOM) if m_off == 0 and fused.startswith(BOM) else 0) - fused.endswith(b"\r")
+                    self._tail_issue = make_issue(IssueKind.TRUNCATED, m_line, m_off, n=n)
                     self._finish_batch(n_before)
                     return 0
                 self._continued(self._mid_raw + data[:nl], m_line, m_off)
