@@ -375,7 +375,7 @@ pub(crate) enum Continued {
     /// Blanks so far, up to a `\n` or the end: the usual scan reads on.
     Blank,
     /// More than blanks and no `\n` yet: the fused line is pending (rule 4: a last line
-    /// without `\n` that is not one value), `n` bytes from its first.
+    /// without `\n` that is not one value), of `n` bytes counted as any last line's.
     Pending(u64),
     /// The fused line, complete: what it holds that was not read before (its line
     /// numbers 0-based, as a block's), and the offset after its `\n`.

@@ -404,8 +404,7 @@ impl Index {
                 lines::Continued::Blank => {}
                 lines::Continued::Pending(n) => {
                     batch.tail = Some((self.image_len, false));
-                    batch.tail_issues =
-                        vec![Issue::at(IssueKind::Truncated, self.next_line, line_off).n(n)];
+                    batch.tail_issues = vec![Issue::at(IssueKind::Truncated, line, line_off).n(n)];
                     from = total;
                 }
                 lines::Continued::Line(ch, next) => {
