@@ -328,27 +328,13 @@ fn scan_one(
         Verdict::Invalid => match scan::split_line(content) {
             None => issues.push(Issue::at(IssueKind::InvalidJson, line, line_off)),
             Some(split) => {
-                for &(a, b) in &split.fragments {
-                    // A fragment that starts the line is counted from the line's first
-                    // byte (a BOM included), as the python backend counts.
-                    let at = if a == 0 { line_off } else { cbase + a as u64 };
-                    issues.push(
-                        Issue::at(IssueKind::TornFragment, line, at).n(cbase + b as u64 - at),
-                    );
-                }
                 ch.issues.append(&mut issues);
-                for p in &split.pieces {
-                    let obj = &content[p.start..p.end];
-                    add_cand(
-                        ch,
-                        obj,
-                        &p.fields,
-                        ls.bad_utf8,
-                        cbase + p.start as u64,
-                        line,
-                        line_off,
-                    );
-                }
+                let at = Place {
+                    cbase,
+                    line,
+                    line_off,
+                };
+                add_split(ch, content, &split, ls.bad_utf8, at, 0);
                 return;
             }
         },
@@ -472,24 +458,58 @@ pub(crate) fn continued(
         ch.issues
             .push(Issue::at(IssueKind::InvalidUtf8, 0, line_off));
     }
-    for &(a, b) in &split.fragments {
-        let at = cbase + a as u64;
+    let at = Place {
+        cbase,
+        line: 0,
+        line_off,
+    };
+    add_split(&mut ch, content, &split, bad, at, acc);
+    Ok(Continued::Line(Box::new(ch), nl + 1))
+}
+
+/// Where a line's content is: its first byte at `cbase`, on line `line` at `line_off`.
+#[derive(Clone, Copy)]
+struct Place {
+    cbase: u64,
+    line: u64,
+    line_off: u64,
+}
+
+/// Rule 4's reading `split` of the line `content`: its fragments reported, its objects
+/// recorded, those that start at `since` or later ([`continued`]: what the line holds
+/// past a value read before). `bad_utf8`: the line is not valid UTF-8.
+fn add_split(
+    ch: &mut Chunk,
+    content: &[u8],
+    split: &scan::Split,
+    bad_utf8: bool,
+    at: Place,
+    since: usize,
+) {
+    let Place {
+        cbase,
+        line,
+        line_off,
+    } = at;
+    for &(a, b) in split.fragments.iter().filter(|&&(a, _)| a >= since) {
+        // A fragment that starts the line is counted from the line's first byte (a BOM
+        // included), as the python backend counts.
+        let at = if a == 0 { line_off } else { cbase + a as u64 };
         ch.issues
-            .push(Issue::at(IssueKind::TornFragment, 0, at).n((b - a) as u64));
+            .push(Issue::at(IssueKind::TornFragment, line, at).n(cbase + b as u64 - at));
     }
-    for p in &split.pieces[1..] {
+    for p in split.pieces.iter().filter(|p| p.start >= since) {
         let obj = &content[p.start..p.end];
         add_cand(
-            &mut ch,
+            ch,
             obj,
             &p.fields,
-            bad,
+            bad_utf8,
             cbase + p.start as u64,
-            0,
+            line,
             line_off,
         );
     }
-    Ok(Continued::Line(Box::new(ch), nl + 1))
 }
 
 /// Record the object `obj` (its fields `f`, its first byte at offset `start`) found on

@@ -67,7 +67,7 @@ from typing import Any
 from ._backend import IssueKind, LoadIssue, issue_order, make_issue
 from ._js import UNDEFINED
 from ._jsonl import BOM, decode_line_ex, has_invalid_utf8, is_blank, iter_lines
-from ._reader import header_error, header_problem, is_header, is_old_version, is_title_slot, read_line
+from ._reader import LineRead, header_error, header_problem, is_header, is_old_version, is_title_slot, read_line
 from .errors import StaleSessionError
 from .schema import ENTRY_TYPES
 
@@ -312,12 +312,7 @@ class Loader:
                 "already read, into a line a fresh open reads otherwise; reopen the session")
         if r.replaced and not has_invalid_utf8(content[:acc]):  # reported once per line
             issues.append(make_issue(IssueKind.INVALID_UTF8, line_no, offset))
-        for a, b in r.fragments:
-            issues.append(make_issue(IssueKind.TORN_FRAGMENT, line_no, start + a, n=b - a))
-        for p in r.pieces[1:]:
-            if self.needs_migration:
-                break
-            self._object(p.value, content[p.start : p.end], line_no, offset, start + p.start, start + p.end, content)
+        self._split(r, content, line_no, offset, start, since=acc)
 
     def _line(self, content: bytes, line_no: int, offset: int, start: int, is_tail: bool, stop: int) -> bool:
         """Apply rules 3-12 to one non-blank line. Returns True if the line was handled
@@ -354,16 +349,27 @@ class Loader:
             return True
         if r.replaced:
             issues.append(make_issue(IssueKind.INVALID_UTF8, line_no, offset))
+        self._split(r, content, line_no, offset, start)  # the line is not one value: rule 4 split it
+        return True
+
+    def _split(self, r: LineRead, content: bytes, line_no: int, offset: int, start: int, since: int = 0) -> None:
+        """Rule 4's reading ``r`` of the line ``content`` (at ``offset``, its first
+        byte at ``start``): its fragments reported, its objects taken, those that start
+        at ``since`` or later (``_continued``: what the line holds past a value read
+        before)."""
         for a, b in r.fragments:
+            if a < since:
+                continue
             # A fragment that starts the line is counted from the line's first byte
             # (a BOM included), as the native core counts.
             at = offset if a == 0 else start + a
-            issues.append(make_issue(IssueKind.TORN_FRAGMENT, line_no, at, n=start + b - at))
-        for p in r.pieces:  # the line is not one value: rule 4 split it
+            self._line_issues.append(make_issue(IssueKind.TORN_FRAGMENT, line_no, at, n=start + b - at))
+        for p in r.pieces:
             if self.needs_migration:
                 break
-            self._object(p.value, content[p.start : p.end], line_no, offset, start + p.start, start + p.end, content)
-        return True
+            if p.start >= since:
+                self._object(p.value, content[p.start : p.end], line_no, offset, start + p.start, start + p.end,
+                             content)
 
     def _object(
         self, obj: Any, raw: bytes, line_no: int, offset: int, start: int, stop: int, line: bytes | None = None

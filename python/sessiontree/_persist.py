@@ -304,9 +304,8 @@ class SessionFile:
         changed = False
         if self._migration is not None:
             m, size = self._migration
-            self.backup = writer.replace(
-                m.image, f".v{int(m.from_version) if math.isfinite(m.from_version) else 1}.bak", lambda fd: self._watch.check_fd(fd, size, exact=True)
-            )
+            v = int(m.from_version) if math.isfinite(m.from_version) else 1  # "-Infinity" migrates too
+            self.backup = writer.replace(m.image, f".v{v}.bak", lambda fd: self._watch.check_fd(fd, size, exact=True))
             self._migration = None
             self._watch.wrote(writer.identity(), m.image)
         else:
