@@ -98,6 +98,9 @@ pub(crate) struct Cand {
     /// (the message's numeric `timestamp`, else the entry's; `listing.rs`, Pi's
     /// `getLastActivityTime`), `None` for any other entry or no time.
     pub(crate) activity: Option<f64>,
+    /// Read behind torn bytes only because it ends the line (`scan::Piece::may_nest`):
+    /// an entry only if its `parentId` is `null` or an id read before (rule 3).
+    pub(crate) may_nest: bool,
 }
 
 /// The hash of an entry's bytes kept by the index: every later read of the line must
@@ -509,6 +512,9 @@ fn add_split(
             line,
             line_off,
         );
+        if let Some(c) = ch.cands.last_mut() {
+            c.may_nest = p.may_nest;
+        }
     }
 }
 
@@ -568,6 +574,7 @@ fn add_cand(
         spent,
         long_number: f.long_number,
         activity,
+        may_nest: false,
     });
 }
 

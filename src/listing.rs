@@ -477,6 +477,8 @@ struct State<'s> {
     line_no: u64,
     first_nonblank: Option<(u64, u64, Vec<u8>)>,
     fields: Fields,
+    /// The object being read is `scan::Piece::may_nest`.
+    may_nest: bool,
     collect: Collect,
     out: Scan,
 }
@@ -496,6 +498,7 @@ impl<'s> State<'s> {
             line_no: 0,
             first_nonblank: None,
             fields: Fields::default(),
+            may_nest: false,
             collect,
             out: Scan {
                 end: start,
@@ -506,6 +509,16 @@ impl<'s> State<'s> {
             st.accept(id);
         }
         st
+    }
+
+    /// Whether the object's `parentId` is `null` or an id accepted before it.
+    fn parent_read_before(&self, obj: &[u8], f: &Fields) -> bool {
+        match f.parent_id {
+            Val::Null => true,
+            Val::Str { .. } => str_of(obj, f.parent_id)
+                .is_some_and(|p| !p.is_empty() && self.table.find(&p, &self.arena).is_some()),
+            _ => false,
+        }
     }
 
     /// Record an id; false if it was already there (the first definition stands).
@@ -550,6 +563,7 @@ impl<'s> State<'s> {
         match ls.verdict {
             Verdict::Object => {
                 self.fields = ls.fields;
+                self.may_nest = false;
                 self.at = (off, self.line_len);
                 self.object(line, off)
             }
@@ -559,6 +573,7 @@ impl<'s> State<'s> {
                 };
                 for p in &split.pieces {
                     self.fields = p.fields;
+                    self.may_nest = p.may_nest;
                     self.at = (off + lead + p.start as u64, (p.end - p.start) as u64);
                     if !self.object(&line[p.start..p.end], off) {
                         return false;
@@ -615,6 +630,9 @@ impl<'s> State<'s> {
         };
         if id.is_empty() {
             return true;
+        }
+        if self.may_nest && !self.parent_read_before(obj, f) {
+            return true; // torn bytes (rule 3; `Index::parent_read_before`)
         }
         if !self.accept(&id) {
             return true;

@@ -935,6 +935,10 @@ pub struct Piece {
     pub end: usize,
     /// Its top-level fields.
     pub fields: Fields,
+    /// Read behind torn bytes only because it ends the line: it may be a value nested
+    /// in the torn record ([`Torn::may_nest`]), so it is an entry only if its parent is
+    /// one read before (rule 3's check, `lines::Cand::may_nest`).
+    pub may_nest: bool,
 }
 
 /// What rule 4 makes of a complete line that is not one JSON value.
@@ -956,7 +960,9 @@ pub struct Split {
 /// a complete object whose `type` is an entry type or `session`, and that either ends
 /// the line or cannot be a value nested in the torn record ([`Torn::may_nest`]: inside
 /// one of its strings, or after a byte JSON allows no value after); else the fragment
-/// runs to the line's end. So an object nested in a record cut right after it (a
+/// runs to the line's end. One that ends the line and may be nested is marked
+/// [`Piece::may_nest`]: the readers take it for an entry only if its `parentId` is
+/// `null` or an id read before (rule 3). So an object nested in a record cut right after it (a
 /// content block, a parsed session line in a tool result) is never taken for an entry
 /// when another writer's record, or our seal (`#`), follows the cut; a line cut right
 /// after a content block and ended by a bare `\n` (Pi 0.84.4+ does that on load) is
@@ -986,6 +992,7 @@ pub fn split_line(line: &[u8]) -> Option<Split> {
                 start: pos,
                 end: pos + n,
                 fields: f,
+                may_nest: false,
             });
             pos = blank(pos + n);
             continue;
@@ -1010,14 +1017,16 @@ pub fn split_line(line: &[u8]) -> Option<Split> {
                 continue;
             };
             torn.advance(line, q);
-            if is_line_type(&line[q..], f.ty)
-                && (blank(q + n) == line.len() || !torn.may_nest(line, pos, q))
-            {
-                found = Some((q, n));
+            if !is_line_type(&line[q..], f.ty) {
+                continue;
+            }
+            let may_nest = torn.may_nest(line, pos, q);
+            if !may_nest || blank(q + n) == line.len() {
+                found = Some((q, n, may_nest));
                 break;
             }
         }
-        let Some((q, n)) = found else {
+        let Some((q, n, may_nest)) = found else {
             out.fragments.push((pos, line.len()));
             break;
         };
@@ -1026,6 +1035,7 @@ pub fn split_line(line: &[u8]) -> Option<Split> {
             start: q,
             end: q + n,
             fields: f,
+            may_nest,
         });
         pos = blank(q + n);
     }

@@ -67,7 +67,16 @@ from typing import Any
 from ._backend import IssueKind, LoadIssue, issue_order, make_issue
 from ._js import UNDEFINED
 from ._jsonl import BOM, decode_line_ex, has_invalid_utf8, is_blank, iter_lines
-from ._reader import LineRead, header_error, header_problem, is_header, is_old_version, is_title_slot, read_line
+from ._reader import (
+    LineRead,
+    header_error,
+    header_problem,
+    header_version,
+    is_header,
+    is_old_version,
+    is_title_slot,
+    read_line,
+)
 from .errors import StaleSessionError
 from .schema import ENTRY_TYPES
 
@@ -111,6 +120,7 @@ class Loader:
         # in ``records`` as ``(obj, line, offset)``, extra headers included (as Pi's
         # migration sees them), and no entry rule applies.
         self.records: list[tuple[dict[str, Any], int, int]] | None = [] if records else None
+        self._record_ids: set[str] = set()  # the ids in ``records``
         self.header: dict[str, Any] | None = None
         self.header_raw: bytes | None = None
         self.header_pos: tuple[int, int] = (1, 0)
@@ -369,13 +379,15 @@ class Loader:
                 break
             if p.start >= since:
                 self._object(p.value, content[p.start : p.end], line_no, offset, start + p.start, start + p.end,
-                             content)
+                             content, p.may_nest)
 
     def _object(
-        self, obj: Any, raw: bytes, line_no: int, offset: int, start: int, stop: int, line: bytes | None = None
+        self, obj: Any, raw: bytes, line_no: int, offset: int, start: int, stop: int, line: bytes | None = None,
+        may_nest: bool = False,
     ) -> None:
         """Rules 5-12 for one value of a line: ``raw`` its bytes at ``start``..``stop``
-        (``line``: the whole line, when it holds more than this value)."""
+        (``line``: the whole line, when it holds more than this value; ``may_nest``:
+        :attr:`Piece.may_nest`)."""
         issues = self._line_issues
         if type(obj) is not dict:
             if self._first_nonblank is None:
@@ -400,8 +412,16 @@ class Loader:
             if self._first_nonblank is None:
                 self._first_nonblank = (line_no, offset, raw if line is None else line)
             raise self._header_error()
+        if may_nest and etype != "session" and not self._continues_tree(obj):
+            # Rule 3: an object behind torn bytes that may be nested in the torn record
+            # is the entry a writer appended there only if it continues the tree.
+            issues.append(make_issue(IssueKind.TORN_FRAGMENT, line_no, start, n=stop - start))
+            return
         if self.records is not None:
             self.records.append((obj, line_no, offset))
+            eid = obj.get("id")
+            if isinstance(eid, str) and eid:
+                self._record_ids.add(eid)
             return
         if etype == "session":
             issues.append(make_issue(IssueKind.EXTRA_HEADER, line_no, offset))
@@ -462,6 +482,18 @@ class Loader:
             else:
                 ids = (eid, target) if isinstance(target, str) else (eid,)
                 issues.append(make_issue(IssueKind.INVALID_LEAF_TARGET, line_no, offset, ids))
+
+    def _continues_tree(self, obj: dict[str, Any]) -> bool:
+        """Whether ``obj``'s ``parentId`` is ``null`` or an id read before, as that of an
+        entry a writer appended behind a torn record always is (the leaf it resumed
+        from, or where it went back to; ``src/index`` ``parent_read_before``). A
+        version 1 file's entries have no ids: every one continues it."""
+        parent = obj.get("parentId", UNDEFINED)
+        if parent is None:
+            return True
+        if self.records is not None:
+            return header_version(self.header or {}) < 2 or (isinstance(parent, str) and parent in self._record_ids)
+        return isinstance(parent, str) and parent in self.by_id
 
     # -------------------------------------------------------- whole-graph rules
     def _finish_batch(self, first_new: int) -> None:

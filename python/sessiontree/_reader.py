@@ -104,11 +104,16 @@ class Piece(NamedTuple):
             split line).
         start: where its bytes start in the line.
         end: where they end.
+        may_nest: read behind torn bytes only because it ends the line, so it may be
+            a value nested in the torn record (:meth:`_Torn.may_nest`): an entry only
+            if its ``parentId`` is ``null`` or an id read before (rule 3;
+            ``src/scan.rs`` ``Piece::may_nest``).
     """
 
     value: Any
     start: int
     end: int
+    may_nest: bool = False
 
 
 class LineRead(NamedTuple):
@@ -270,7 +275,8 @@ def _split(content: bytes, foreign: bool = False) -> LineRead | None:
     type, and reading goes on right after it; bytes where none starts are a fragment,
     up to the first ``{"type":`` (16 tried per line) that begins an object whose
     ``type`` is an entry type or ``session`` and that ends the line or cannot be a value
-    nested in the torn record (:meth:`_Torn.may_nest`), else to the line's end.
+    nested in the torn record (:meth:`_Torn.may_nest`), else to the line's end; one
+    that ends the line and may be nested is marked :attr:`Piece.may_nest`.
     ``foreign`` (another agent's transcript, :func:`read_line`): the first ``{"`` that
     cannot be a value nested in the torn record and begins an object, whatever its
     keys; one that may be nested costs no try and is never read.
@@ -295,7 +301,7 @@ def _split(content: bytes, foreign: bool = False) -> LineRead | None:
             pieces.append(Piece(got[0], pos, got[1]))
             pos = blank(got[1])
             continue
-        found: tuple[int, Any, int] | None = None
+        found: tuple[int, Any, int, bool] | None = None
         torn = _Torn(pos, content.startswith(b'{"', pos))
         mark = _FOREIGN_MARK if foreign else _TORN_MARK
         q = content.find(mark, pos + 1)
@@ -312,17 +318,21 @@ def _split(content: bytes, foreign: bool = False) -> LineRead | None:
             got = _object_at(content, text, q)
             if got is not None:
                 torn.advance(content, q)
-                if foreign or (type(got[0]) is dict and _is_line_type(got[0].get("type"))
-                               and (blank(got[1]) == n or not torn.may_nest(content, pos, q))):
-                    found = (q, got[0], got[1])
+                if foreign:
+                    found = (q, got[0], got[1], False)
                     break
+                if type(got[0]) is dict and _is_line_type(got[0].get("type")):
+                    nested = torn.may_nest(content, pos, q)
+                    if not nested or blank(got[1]) == n:
+                        found = (q, got[0], got[1], nested)
+                        break
             q = content.find(mark, q + 1)
         if found is None:
             fragments.append((pos, n))
             break
-        q, value, end = found
+        q, value, end, nested = found
         fragments.append((pos, q))
-        pieces.append(Piece(value, q, end))
+        pieces.append(Piece(value, q, end, nested))
         pos = blank(end)
     if not pieces:
         return None

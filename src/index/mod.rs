@@ -641,6 +641,13 @@ impl Index {
                 .push(Issue::at(IssueKind::ExtraHeader, c.line, c.line_off));
             return;
         }
+        if c.may_nest && !self.parent_read_before(c, ch) {
+            // Rule 3: an object behind torn bytes that may be nested in the torn record
+            // is the entry a writer appended there only if it continues the tree.
+            self.issues
+                .push(Issue::at(IssueKind::TornFragment, c.line, c.start).n(c.end - c.start));
+            return;
+        }
         let id = match ch.get(c.id) {
             Some(id) if !id.is_empty() => id,
             _ => {
@@ -718,6 +725,19 @@ impl Index {
                         .push(Issue::at(IssueKind::InvalidLeafTarget, c.line, c.line_off).ids(ids));
                 }
             }
+        }
+    }
+
+    /// Whether `c`'s `parentId` is `null` or the id of an entry accepted before it, as
+    /// that of an entry a writer appended behind a torn record always is (the leaf it
+    /// resumed from, or the place it went back to).
+    fn parent_read_before(&self, c: &Cand, ch: &Chunk) -> bool {
+        match c.parent {
+            Ref::Null => true,
+            Ref::Str(..) => ch
+                .get(c.parent)
+                .is_some_and(|p| !p.is_empty() && self.find(p).is_some()),
+            _ => false,
         }
     }
 

@@ -769,3 +769,39 @@ fn a_line_read_without_its_lf_is_continued_as_a_fresh_open_reads_it() {
     assert_eq!(kinds(&ix), vec![("torn_fragment", Some(2))]);
     assert_eq!(kinds(&Index::open(&f.0).unwrap()), kinds(&ix));
 }
+
+#[test]
+fn an_object_that_may_be_nested_in_a_torn_record_is_an_entry_only_if_it_continues_the_tree() {
+    let a = e("a", None, "message");
+    // A tool result cut right after a parsed session line in its `details`, the line
+    // then ended by a bare `\n`: the object ends the line and may be nested.
+    let torn =
+        |nested: &str| format!(r#"{{"type":"message","id":"t","parentId":"a","details":{nested}"#);
+    for (parent, entry) in [
+        (Some("elsewhere"), false),
+        (Some("b"), false),
+        (None, true),
+        (Some("a"), true),
+    ] {
+        let nested = e("ph", parent, "message");
+        let b = e("b", Some("a"), "message");
+        let body = format!("{H}\n{a}\n{}\n{b}\n", torn(&nested));
+        let f = TempFile::new("may-nest", body.as_bytes());
+        let ix = Index::open(&f.0).unwrap();
+        assert_eq!(ix.len(), if entry { 3 } else { 2 }, "parent {parent:?}");
+        let issues = ix.issues();
+        let torn_items: Vec<_> = issues
+            .iter()
+            .filter(|i| i.kind.as_str() == "torn_fragment")
+            .collect();
+        assert_eq!(torn_items.len(), if entry { 1 } else { 2 });
+        if !entry {
+            // The object's own bytes at its own offset.
+            let at = body.find(&nested).unwrap() as u64;
+            assert_eq!(
+                (torn_items[1].offset, torn_items[1].n),
+                (Some(at), Some(nested.len() as u64))
+            );
+        }
+    }
+}

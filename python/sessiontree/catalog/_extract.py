@@ -473,12 +473,13 @@ class _Scan:
         except ValueError:
             return True
         for p in r.pieces:
-            if not self.object(p.value, raw[p.start : p.end] if r.split else raw):
+            if not self.object(p.value, raw[p.start : p.end] if r.split else raw, p.may_nest):
                 return False
         return True
 
-    def object(self, obj: Any, raw: bytes) -> bool:
-        """One value of a line (``raw``: its bytes); false stops the scan."""
+    def object(self, obj: Any, raw: bytes, may_nest: bool = False) -> bool:
+        """One value of a line (``raw``: its bytes; ``may_nest``: ``Piece.may_nest``);
+        false stops the scan."""
         if type(obj) is not dict:
             return True
         if not self.header_found:
@@ -508,12 +509,16 @@ class _Scan:
             self.facts(obj, -1, "", stamp, entry_ms)
             return True
         eid = obj.get("id")
-        if not (isinstance(eid, str) and eid) or eid in self.seen:
+        if not (isinstance(eid, str) and eid):
+            return True
+        parent = obj.get("parentId", _js.UNDEFINED)
+        if may_nest and not (parent is None or (isinstance(parent, str) and parent in self.seen)):
+            return True  # torn bytes (rule 3; ``_load.Loader._continues_tree``)
+        if eid in self.seen:
             return True
         self.seen.add(eid)
         seq = self.count
         self.count += 1
-        parent = obj.get("parentId")
         self.entries.append(_record(eid, parent if isinstance(parent, str) and parent else None, leaf_move(obj)))
         self.facts(obj, seq, eid, stamp, entry_ms)
         return True
