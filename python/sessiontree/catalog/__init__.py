@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 _LAZY = {"Query": "_search", "SearchHit": "_search", "SearchResult": "_search", "parse_query": "_search",
          "UsageLine": "_usage", "UsageReport": "_usage", "Found": "_indexer", "ContentSink": "_indexer", "IndexSummary": "_indexer",
          "search_stream": "_search", "search_json": "_search", "ends_digest": "_indexer", "listed_text": "_indexer",
-         "native_scanner": "_extract", "scan_file": "_extract", "walk_folders": "_files"}
+         "native_scanner": "_extract", "scan_file": "_extract", "walk_folders": "_files",
+         "index_later": "_later"}
 
 
 __getattr__ = lazy_names(__name__, _LAZY, globals())
@@ -55,6 +56,7 @@ __all__ = [
     "UsageReport",
     "default_path",
     "index",
+    "index_later",
     "open_store",
     "parse_query",
     "refresh_for",

@@ -46,7 +46,7 @@ import os
 import re
 import shlex
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 if TYPE_CHECKING:
@@ -474,6 +474,9 @@ class _Search:
         self.heads: dict[int, bool] = {}
         self.hits: list[_Hit] = []
         self.sessions = self.unseen = 0
+        # Files of the scope the catalog's search index does not hold as they are (set
+        # by ``_from_index`` when it lists them; ``search_stream``'s ``on_unindexed``).
+        self.unindexed: int | None = None
         # Every file of the scope (path, name, stat), when listed: by the freshness
         # check (``_from_index``) or, without one, here.
         self.items: list[tuple[str, str, Any]] | None = None
@@ -500,6 +503,8 @@ class _Search:
         if items is None:
             items = _readable([f for folder in folders for f in folder_files(folder)])
         python: list[tuple[str, str, Any]] = []
+        if self.unindexed is None:
+            self.unindexed = len(items) if self.native is not None and q.regex is None and not no_cache else 0
         if self.native is not None:
             items.sort(key=lambda x: x[0])
             more, unseen, python = _native_hits(self.native, q, self.matcher, items, self.hits, order, k, on_bytes,
@@ -765,6 +770,7 @@ class _Search:
         except sqlite3.OperationalError:
             return None  # busy
         self.items = _readable(made(scan.others()))
+        self.unindexed = len(self.items)
         held = len(scan)
         if not held:
             return None
@@ -855,8 +861,8 @@ def search_folders(
 
 
 def _start(query: str | Query, folders: Sequence[str], catalog: Any, no_cache: bool, order: Order,
-           limit: int | None, offset: int, on_progress: Any,
-           on_bytes: Any) -> tuple[_Search, int, Iterator[_Hit], int, int | None]:
+           limit: int | None, offset: int, on_progress: Any, on_bytes: Any,
+           on_unindexed: Any = None) -> tuple[_Search, int, Iterator[_Hit], int, int | None]:
     """A search run (:class:`_Search`), its total, the hits of its page, best first, and
     the page's bounds (``offset``, ``end``)."""
     import itertools
@@ -870,6 +876,8 @@ def _start(query: str | Query, folders: Sequence[str], catalog: Any, no_cache: b
     end = None if limit is None or offset + limit > sys.maxsize else offset + limit
     q = query if isinstance(query, Query) else parse_query(query)
     s = _Search(q, folders, catalog, no_cache, order, end, on_progress, on_bytes)
+    if on_unindexed is not None:
+        on_unindexed(s.unindexed)
     return s, s.total, itertools.islice(s.ordered(), offset, end), offset, end
 
 
@@ -884,10 +892,16 @@ def search_stream(
     offset: int = 0,
     on_progress: Any = None,
     on_bytes: Any = None,
+    on_unindexed: Callable[[int], None] | None = None,
 ) -> tuple[int, int, Iterator[SearchHit]]:
     """:func:`search_folders` with its page as an iterator: ``(total, sessions searched,
     hits)``, the hits made (their snippets read) a thousand at a time, so that all the
     hits of a common word go out with no more than that many in memory.
+
+    ``on_unindexed``: called once the hits are found with the number of files a search
+    index could have answered for (a word or phrase query, natively, ``no_cache``
+    false) that were read from their bytes: none is in the catalog's search index as
+    it now is. ``index_later`` builds it behind the answer.
 
     Raises:
         ValueError: the query is empty or its ``re:`` pattern is empty or invalid; a
@@ -895,7 +909,8 @@ def search_stream(
     """
     import itertools
 
-    s, total, page, _o, _e = _start(query, folders, catalog, no_cache, order, limit, offset, on_progress, on_bytes)
+    s, total, page, _o, _e = _start(query, folders, catalog, no_cache, order, limit, offset, on_progress, on_bytes,
+                                    on_unindexed)
     first = list(itertools.islice(page, _CHUNK))
 
     def chunks() -> Iterator[list[_Hit]]:
@@ -944,6 +959,7 @@ def search_json(
     offset: int = 0,
     on_progress: Any = None,
     on_bytes: Any = None,
+    on_unindexed: Callable[[int], None] | None = None,
 ) -> tuple[int, int, Iterator[bytes | list[SearchHit]]]:
     """:func:`search_stream` with its hits as ``sessiontree search --json`` writes them
     (the shape's home: ``cli/search.py``): ``(total, sessions searched, chunks)``, each
@@ -958,7 +974,7 @@ def search_json(
     import itertools
 
     s, total, page, offset, end = _start(query, folders, catalog, no_cache, order, limit, offset, on_progress,
-                                         on_bytes)
+                                         on_bytes, on_unindexed)
 
     def chunks() -> Iterator[bytes | list[SearchHit]]:
         try:

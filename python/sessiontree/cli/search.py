@@ -13,7 +13,10 @@ an entry on the session's current path. Open a hit with
 Scope (as for ``ls``, ``usage``, ``index``, ``check`` and ``export``): PATH, each a
 session file or a folder with all its subfolders; without one, the current
 directory's sessions in Pi's store (``--cwd DIR``: DIR's); ``--all``, every project in
-Pi's store. The files are read as they are: no index is built first.
+Pi's store. The files are read as they are: no index is built first. At a
+terminal, a search that read files the catalog's search index does not hold starts
+building it after the answer, in a process of its own at a lower priority (what
+``sessiontree index`` does), so that the next search reads the index.
 """
 
 from __future__ import annotations
@@ -54,13 +57,16 @@ def run(args: argparse.Namespace, io: Io) -> int:
     limit = args.limit or None
     offset = (args.page - 1) * (args.limit or 0)
     scope = _scope.resolve(args, io)
+    options = _scope.catalog_options(args, io, create=False)
+    unindexed: list[int] = []
     with byte_progress(io, "reading sessions", None) as update:
         try:
             total, files, hits = (search_json if args.json else search_stream)(
                 args.query, list(scope.sources), order="recent" if args.recent else "relevance", limit=limit,
-                offset=offset, on_bytes=update, **_scope.catalog_options(args, io, create=False))
+                offset=offset, on_bytes=update, on_unindexed=unindexed.append, **options)
         except ValueError as e:
             raise CliError(f"bad query: {e}", code=2) from None
+    later = _index_later(scope.sources, options, sum(unindexed))
     if args.json:
         _write_json({"query": args.query, "total": total, "offset": offset, "files": files}, hits)
         if not files:  # on stderr, with --json too (CONTRACT §10: an empty scope is said)
@@ -71,13 +77,15 @@ def run(args: argparse.Namespace, io: Io) -> int:
         msg = f"no hits in {result.files:,} session(s) of {safe(scope.where)}{scope.empty_hint()}"
         if result.total:
             msg = f"no hits on page {args.page} ({result.total:,} in all)"
-        io.note(msg)
+        io.note(msg + (f"; {LATER}" if later else ""))
         return 0
     first = result.offset + 1
     last = result.offset + len(result.hits)
     more = f"; --page {args.page + 1} for more" if last < result.total else ""
     foot = [f"hits {first:,}–{last:,} of {result.total:,} in {result.files:,} session(s){more}",
             "(* on the current path; open one: sessiontree context FILE --leaf ENTRY)"]
+    if later:
+        foot.append(f"({LATER})")
     role_w = max(len(h.role) for h in result.hits)
     if io.plain(sys.stdout):  # what rich would write, without it
         out: list[str] = []
@@ -97,6 +105,25 @@ def run(args: argparse.Namespace, io: Io) -> int:
     for words in foot:
         io.print(Text(words, style="dim"))
     return 0
+
+
+LATER = "the search index is being built in the background for the next search"
+"""The footer's words when :func:`_index_later` started a build."""
+
+
+def _index_later(sources: tuple[str, ...], options: dict[str, Any], unindexed: int) -> bool:
+    """Start building the catalog and search index of ``sources`` behind the answer
+    (``catalog.index_later``) when the search read ``unindexed`` files the index does
+    not hold, at a terminal only: a script or pipe asked one question, and a command
+    that leaves a process behind would surprise it. Whether one was started."""
+    if not unindexed or options["no_cache"] or not sys.stdout.isatty():
+        return False
+    from ..catalog import index_later
+
+    try:
+        return index_later(list(sources), catalog=options["catalog"])
+    except ValueError:
+        return False
 
 
 def hit_lines(h: Any, role_w: int, width: int | None) -> list[list[str | tuple[str, str]]]:

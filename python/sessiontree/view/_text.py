@@ -7,7 +7,6 @@ Nothing here escapes except where a name says so (:func:`show`, :func:`one_line`
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
 import sys
@@ -53,6 +52,8 @@ def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
         opts = orjson.OPT_INDENT_2 if indent else 0
         data = orjson.dumps(value, option=opts | orjson.OPT_NON_STR_KEYS, default=_json_default)
     except (TypeError, orjson.JSONEncodeError):
+        import json
+
         old_limit = sys.getrecursionlimit()
         need = old_limit + 10_000
         sys.setrecursionlimit(need)
@@ -75,6 +76,8 @@ def plain_json_bytes(value: Any, *, indent: bool = True) -> bytes | None:
     """:func:`to_json_bytes` of a value :func:`_plain` accepts, by the standard library's
     ``json`` (orjson's bytes: ``tests/test_view_escape.py``); ``None`` for a lone
     surrogate, which orjson refuses too."""
+    import json  # not at the top: a warm command that writes a table never needs it
+
     try:
         text = json.dumps(value, indent=2 if indent else None, separators=None if indent else (",", ":"),
                           ensure_ascii=False, allow_nan=False)

@@ -1,0 +1,143 @@
+"""A search builds what the next one reads behind its answer, never before it (issue 25,
+item 1; CONTRACT §7): ``search_stream``'s ``on_unindexed`` says how many files of the
+scope the catalog's search index does not hold as they are, and at a terminal
+``sessiontree search`` then starts ``catalog.index_later``: a process of its own that
+runs ``index`` over the scope, one per catalog at a time. Real processes, a real
+pseudo-terminal and a real catalog; the oracle for the hits is ``no_cache``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessiontree import catalog
+from sessiontree.catalog._later import LOCK_SUFFIX
+
+from _shared import native_available
+from _terminal import on_terminal
+
+LATER = "the search index is being built in the background for the next search"
+needs_native = pytest.mark.skipif(not native_available(), reason="the search index is built natively only")
+
+
+def session(folder: Path, name: str, texts: list[str]) -> Path:
+    """A session file whose user messages are ``texts``."""
+    lines = [{"type": "session", "version": 3, "id": name, "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"}]
+    parent = None
+    for i, text in enumerate(texts):
+        eid = f"{name[:4]}{i:04d}"
+        lines.append({"type": "message", "id": eid, "parentId": parent, "timestamp": f"2026-01-01T00:00:{i % 60:02d}.000Z",
+                      "message": {"role": "user", "content": text, "timestamp": 1_767_225_600_000 + i}})
+        parent = eid
+    p = folder / f"2026-01-01T00-00-00-000Z_{name}.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return p
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> Path:
+    folder = tmp_path / "sessions" / "--p--"
+    folder.mkdir(parents=True)
+    for k in range(6):
+        session(folder, f"s{k}aaaaaaa", [f"the okapi {k} grazes", "nothing here", f"okapi number {k}"])
+    return folder
+
+
+def wait_until_built(cat: Path, timeout: float = 120.0) -> None:
+    """Until no process holds the catalog's build lock (it was taken before the start
+    returned, so a build that was started is waited for)."""
+    fd = os.open(str(cat) + LOCK_SUFFIX, os.O_RDWR)
+    try:
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except OSError:
+                assert time.monotonic() < end, "the build did not end"
+                time.sleep(0.05)
+    finally:
+        os.close(fd)
+
+
+def unindexed(query: str, folder: Path, **kw: Any) -> tuple[int | None, list[tuple[str, str]]]:
+    got: list[int] = []
+    _t, _f, hits = catalog.search_stream(query, [str(folder)], limit=None, on_unindexed=got.append, **kw)
+    return (got[0] if got else None), sorted((h.entry_id, h.snippet) for h in hits)
+
+
+def test_on_unindexed_counts_the_files_the_index_does_not_hold(history: Path, tmp_path: Path) -> None:
+    cat = tmp_path / "cat.sqlite3"
+    want = unindexed("okapi", history, no_cache=True)[1]
+    assert len(want) == 12
+    assert unindexed("okapi", history, no_cache=True)[0] == 0  # nothing an index could answer
+    assert unindexed("re:okapi", history, catalog=cat)[0] == 0  # no index answers re:
+    native = native_available() and os.environ.get("SESSIONTREE_BACKEND") != "python"
+    assert unindexed("okapi", history, catalog=cat) == (6 if native else 0, want)  # no catalog yet
+    catalog.index([str(history)], catalog=cat)
+    assert unindexed("okapi", history, catalog=cat) == (0, want)
+    with open(next(history.iterdir()), "a") as f:  # one file grew
+        f.write(json.dumps({"type": "session_info", "id": "n1", "parentId": None,
+                            "timestamp": "2026-01-01T00:01:00.000Z", "name": "okapi"}) + "\n")
+    got = unindexed("okapi", history, catalog=cat)
+    assert got == (1 if native else 0, unindexed("okapi", history, no_cache=True)[1])
+
+
+@needs_native
+def test_a_search_at_a_terminal_builds_the_index_behind_its_answer(history: Path, tmp_path: Path) -> None:
+    cat = tmp_path / "cat.sqlite3"
+    env = {"SESSIONTREE_BACKEND": "native"}
+    args = ["search", "okapi", str(history), "--catalog", str(cat), "--color", "never", "--limit", "0"]
+    status, lines, err = on_terminal(args, 200, env=env)
+    assert status == 0, err
+    assert lines[-1] == f"({LATER})"
+    first = [line for line in lines if line.startswith("    ")]
+    wait_until_built(cat)
+    assert unindexed("okapi", history, catalog=cat)[0] == 0
+    status, lines, err = on_terminal(args, 200, env=env)
+    assert status == 0, err
+    assert LATER not in "\n".join(lines)  # the index answered: nothing to build
+    assert [line for line in lines if line.startswith("    ")] == first
+
+
+def test_a_piped_search_leaves_nothing_behind(history: Path, tmp_path: Path) -> None:
+    cat = tmp_path / "cat.sqlite3"
+    out = subprocess.run([sys.executable, "-m", "sessiontree", "search", "okapi", str(history), "--catalog", str(cat)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert LATER not in out.stdout + out.stderr
+    assert not os.path.exists(str(cat) + LOCK_SUFFIX) and not cat.exists()
+
+
+@needs_native
+def test_one_build_at_a_time(history: Path, tmp_path: Path) -> None:
+    cat = tmp_path / "cat.sqlite3"
+    fd = os.open(str(cat) + LOCK_SUFFIX, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a build is going on
+        assert catalog.index_later([str(history)], catalog=cat) is False
+        assert not cat.exists()
+    finally:
+        os.close(fd)
+    assert catalog.index_later([str(history)], catalog=cat) is True
+    assert catalog.index_later([str(history)], catalog=cat) is False  # the first holds the lock
+    wait_until_built(cat)
+    assert unindexed("okapi", history, catalog=cat)[0] == 0
+
+
+def test_a_lock_path_that_is_no_file_starts_nothing(history: Path, tmp_path: Path) -> None:
+    """A FIFO, a folder or a symlink where the lock file goes: no start, no wait."""
+    for k, make in enumerate((os.mkfifo, os.mkdir, lambda p: os.symlink(tmp_path / "elsewhere", p))):
+        cat = tmp_path / f"c{k}.sqlite3"
+        make(str(cat) + LOCK_SUFFIX)
+        assert catalog.index_later([str(history)], catalog=cat) is False
+    assert not (tmp_path / "elsewhere").exists()
