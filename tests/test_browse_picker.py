@@ -30,6 +30,8 @@ from sessiontree import SessionManager  # noqa: E402
 from sessiontree.browse import BrowseApp, Picker, Scope  # noqa: E402
 from sessiontree.browse._sessions import MAX_PREFIX, Found, age, counts, next_want, rows, take, threaded  # noqa: E402
 from sessiontree.catalog import search  # noqa: E402
+
+from _shared import native_available  # noqa: E402
 from sessiontree.schema import SessionInfo  # noqa: E402
 
 BASE = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
@@ -996,3 +998,31 @@ def test_the_header_fits_80_columns(history: Path) -> None:
         assert "…" not in head and "◉ current folder | ○ all" in head and "sort: threaded" in head, head
 
     drive(picker_of(history), steps, size=(80, 24))
+
+
+def test_a_search_builds_the_index_behind_it_when_a_person_is_there(history: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query that read files the catalog's search index does not hold asks for the
+    build behind it (``catalog.index_later``, as ``sessiontree search`` does at a
+    terminal: CONTRACT §7) with the scope searched; a headless app (nobody waiting for
+    the next query) asks for nothing."""
+    import sessiontree.catalog as catalog
+    from textual.app import App
+
+    if not native_available():
+        pytest.skip("the search index is built natively only")
+    calls: list[tuple[list[str], Any]] = []
+    monkeypatch.setattr(catalog, "index_later", lambda sources, catalog=None: calls.append((list(sources), catalog)))
+    picker = picker_of(history)
+
+    async def steps(app: Any, pilot: Any) -> None:
+        await ready(app, pilot, 5)
+        await pilot.press(*"zebra")
+        await until(pilot, lambda: "1 of 5 sessions" in screen(app), "the hit")
+        await pilot.press("escape")
+
+    drive(picker, steps)
+    assert calls == []  # headless
+    monkeypatch.setattr(App, "is_headless", property(lambda self: False))
+    drive(picker_of(history), steps)
+    assert calls and calls[0][0] == list(picker.scopes[0].sources)  # the current folder, where it starts

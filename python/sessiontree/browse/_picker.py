@@ -525,9 +525,11 @@ class PickerScreen(Screen[None]):
     def _run_search(self, app: Any, found: Found, seq: int, sources: tuple[str, ...]) -> None:
         from ..catalog import search_stream
 
+        unindexed: list[int] = []
         try:
             total, _files, hits = search_stream(found.query, list(sources), order="relevance", limit=None,
-                                                catalog=self.picker.catalog, no_cache=self.picker.no_cache)
+                                                catalog=self.picker.catalog, no_cache=self.picker.no_cache,
+                                                on_unindexed=unindexed.append)
         except ValueError as e:
             found.error = str(e)
             found.done = True
@@ -555,6 +557,17 @@ class PickerScreen(Screen[None]):
                 close()
         found.done = True
         self._show(app, found)
+        if sum(unindexed) and not app.is_headless:
+            self._index_later(sources)
+
+    def _index_later(self, sources: tuple[str, ...]) -> None:
+        """The catalog and search index of the scope built behind the search, as
+        ``sessiontree search`` at a terminal starts it (CONTRACT §7), so that the next
+        query reads the index; a build already going on is left to finish."""
+        from ..catalog import index_later
+
+        with contextlib.suppress(ValueError):
+            index_later(list(sources), catalog=self.picker.catalog)
 
     def _show(self, app: Any, found: Found) -> None:
         """``found`` drawn, from the search's thread; nothing once the app has ended
