@@ -99,7 +99,7 @@ pub(crate) struct Cand {
     /// `getLastActivityTime`), `None` for any other entry or no time.
     pub(crate) activity: Option<f64>,
     /// Read behind torn bytes only because it ends the line (`scan::Piece::may_nest`):
-    /// an entry only if its `parentId` is `null` or an id read before (rule 3).
+    /// an entry only if it continues the tree (rule 3, `Index::continues_tree`).
     pub(crate) may_nest: bool,
 }
 

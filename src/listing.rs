@@ -477,8 +477,10 @@ struct State<'s> {
     line_no: u64,
     first_nonblank: Option<(u64, u64, Vec<u8>)>,
     fields: Fields,
-    /// The object being read is `scan::Piece::may_nest`.
+    /// The object being read is `scan::Piece::may_nest` (only while it is read).
     may_nest: bool,
+    /// No entry is the leaf: none accepted yet, or a `leaf` entry moved it to `null`.
+    leaf_null: bool,
     collect: Collect,
     out: Scan,
 }
@@ -499,26 +501,48 @@ impl<'s> State<'s> {
             first_nonblank: None,
             fields: Fields::default(),
             may_nest: false,
+            leaf_null: true,
             collect,
             out: Scan {
                 end: start,
                 ..Scan::default()
             },
         };
-        for (id, _, _) in Records(prior) {
+        for (id, _, mv) in Records(prior) {
             st.accept(id);
+            st.moved(mv);
         }
         st
     }
 
-    /// Whether the object's `parentId` is `null` or an id accepted before it.
-    fn parent_read_before(&self, obj: &[u8], f: &Fields) -> bool {
+    /// Whether the object continues the tree as the writer that appended it would have:
+    /// its `parentId` an id accepted before it, or `null` while no entry is the leaf.
+    fn continues_tree(&self, obj: &[u8], f: &Fields) -> bool {
         match f.parent_id {
-            Val::Null => true,
+            Val::Null => self.leaf_null,
             Val::Str { .. } => str_of(obj, f.parent_id)
                 .is_some_and(|p| !p.is_empty() && self.table.find(&p, &self.arena).is_some()),
             _ => false,
         }
+    }
+
+    /// The leaf after the entry just accepted (number `entry_count - 1`), whose move is
+    /// `mv` (`entries_path`'s rule).
+    fn moved(&mut self, mv: Move<'_>) {
+        let n = self.out.entry_count.wrapping_sub(1);
+        self.leaf_null = match mv {
+            Move::Not => false,
+            Move::ToNull => true,
+            Move::Nothing => self.leaf_null,
+            Move::To(t) => {
+                self.leaf_null
+                    && self
+                        .table
+                        .find(t, &self.arena)
+                        .filter(|&t| t != n)
+                        .is_none()
+            }
+        };
     }
 
     /// Record an id; false if it was already there (the first definition stands).
@@ -563,7 +587,6 @@ impl<'s> State<'s> {
         match ls.verdict {
             Verdict::Object => {
                 self.fields = ls.fields;
-                self.may_nest = false;
                 self.at = (off, self.line_len);
                 self.object(line, off)
             }
@@ -575,7 +598,11 @@ impl<'s> State<'s> {
                     self.fields = p.fields;
                     self.may_nest = p.may_nest;
                     self.at = (off + lead + p.start as u64, (p.end - p.start) as u64);
-                    if !self.object(&line[p.start..p.end], off) {
+                    let go = self.object(&line[p.start..p.end], off);
+                    // Every other line's object is read as not nested (the fast path
+                    // of `take_line` included).
+                    self.may_nest = false;
+                    if !go {
                         return false;
                     }
                 }
@@ -631,8 +658,8 @@ impl<'s> State<'s> {
         if id.is_empty() {
             return true;
         }
-        if self.may_nest && !self.parent_read_before(obj, f) {
-            return true; // torn bytes (rule 3; `Index::parent_read_before`)
+        if self.may_nest && !self.continues_tree(obj, f) {
+            return true; // torn bytes (rule 3; `Index::continues_tree`)
         }
         if !self.accept(&id) {
             return true;
@@ -645,6 +672,7 @@ impl<'s> State<'s> {
             (b"leaf", _) => target.as_deref().map_or(Move::Nothing, Move::To),
             _ => Move::Not,
         };
+        self.moved(mv);
         push_record(&mut self.out.entries, &id, parent.as_deref(), mv);
         let stamp = str_of(obj, f.timestamp);
         let entry_ms = stamp.as_deref().and_then(parse_iso_ms).map(|ms| ms as f64);

@@ -936,8 +936,8 @@ pub struct Piece {
     /// Its top-level fields.
     pub fields: Fields,
     /// Read behind torn bytes only because it ends the line: it may be a value nested
-    /// in the torn record ([`Torn::may_nest`]), so it is an entry only if its parent is
-    /// one read before (rule 3's check, `lines::Cand::may_nest`).
+    /// in the torn record ([`Torn::may_nest`]), so it is an entry only if it continues
+    /// the tree (rule 3's check, `lines::Cand::may_nest`).
     pub may_nest: bool,
 }
 
@@ -961,8 +961,8 @@ pub struct Split {
 /// the line or cannot be a value nested in the torn record ([`Torn::may_nest`]: inside
 /// one of its strings, or after a byte JSON allows no value after); else the fragment
 /// runs to the line's end. One that ends the line and may be nested is marked
-/// [`Piece::may_nest`]: the readers take it for an entry only if its `parentId` is
-/// `null` or an id read before (rule 3). So an object nested in a record cut right after it (a
+/// [`Piece::may_nest`]: the readers take it for an entry only if it continues the
+/// tree (rule 3, `Index::continues_tree`). So an object nested in a record cut right after it (a
 /// content block, a parsed session line in a tool result) is never taken for an entry
 /// when another writer's record, or our seal (`#`), follows the cut; a line cut right
 /// after a content block and ended by a bare `\n` (Pi 0.84.4+ does that on load) is

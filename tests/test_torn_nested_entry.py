@@ -2,8 +2,9 @@
 may be a value nested in the torn record (a parsed session line in a tool result's
 ``details``, cut right after it by a crash, the line then ended by a bare LF as Pi
 0.84.4+ ends an unterminated last line). It is the entry a writer appended behind the
-torn record only if it continues the tree: its ``parentId`` is ``null`` or an id read
-before on the file. Else it is reported as a ``torn_fragment`` of its own bytes and no
+torn record only if it continues the tree as that writer's does: its ``parentId`` is an
+entry's id read before on the file, or ``null`` while no entry is the leaf (a parsed
+first line of another session has ``null``). Else it is reported as a ``torn_fragment`` of its own bytes and no
 entry: not the leaf, not in the context, not in the listing, search or usage
 (adversary round 47, R6). Checked on both backends, a fresh open and a refresh, and the
 catalog's readers with and without a catalog.
@@ -59,9 +60,26 @@ PARENTS = [
     (UNSET, False),
     ("", False),
     (7, False),
-    (None, True),  # a root, as Pi's first entry after a crash of a header-only file is
+    (None, False),  # another session's first line: the leaf ("a") is not null
     ("a", True),  # continues the tree: indistinguishable from Pi's append (the price)
 ]
+
+
+@pytest.mark.parametrize("before", ["", "leaf-null"])
+def test_a_root_behind_torn_bytes_is_an_entry_only_while_no_entry_is_the_leaf(
+        backend: str, tmp_path: Path, before: str) -> None:
+    """A writer appends a root (``parentId`` null) only when its leaf is null: before
+    the first entry, or after agent-core's ``leaf`` entry moved it to null."""
+    cut, _ = torn_with(msg("r", None, text="a root"))
+    lines = [dumps(HDR)]
+    if before:
+        lines += [dumps(msg("a", None)), dumps({"type": "leaf", "id": "l1", "parentId": "a",
+                                                "timestamp": "2026-01-01T00:00:02.000Z", "targetId": None})]
+    p = tmp_path / "s.jsonl"
+    p.write_text("\n".join([*lines, cut, dumps(msg("b", "r"))]) + "\n")
+    mgr = open_quiet(p, backend)
+    assert [e["id"] for e in mgr.get_entries()][-2:] == ["r", "b"]
+    assert mgr.get_path_ids() == ["r", "b"]
 
 
 @pytest.mark.parametrize(("parent", "entry"), PARENTS)
@@ -131,17 +149,21 @@ def test_the_catalog_readers_skip_it_too(backend: str, tmp_path: Path, monkeypat
     folder = tmp_path / "sessions"
     folder.mkdir()
     cut, _ = torn_with(msg("ph", "1f2e3d4c", "assistant", text="phantom okapi"))
+    # After the torn line, entries whose parent is no entry read before (a missing one,
+    # one defined later, none): each a root, as on any other line (adversary round 48).
+    later = [dumps(msg("b", "a", "assistant", text="okapi")), dumps(msg("c", "gone", "assistant", text="okapi c")),
+             dumps(msg("d", "e", "assistant", text="okapi d")), dumps(msg("e", UNSET, "assistant", text="okapi e"))]
     (folder / "2026-01-01T00-00-00-000Z_s.jsonl").write_text(
-        "\n".join([dumps(HDR), dumps(msg("a", None, text="zebra")), cut, dumps(msg("b", "a", "assistant", text="okapi"))])
-        + "\n")
+        "\n".join([dumps(HDR), dumps(msg("a", None, text="zebra")), cut, *later]) + "\n")
     cat = tmp_path / "cat.sqlite3"
     for no_cache in (True, False, False):
         [row] = SessionManager.list("/p", str(folder), catalog=cat, no_cache=no_cache)
-        assert (row.message_count, row.all_messages_text) == (2, "zebra okapi")
+        assert (row.message_count, row.all_messages_text) == (5, "zebra okapi okapi c okapi d okapi e")
         hits = catalog.search("okapi", [str(folder)], catalog=cat, no_cache=no_cache)
-        assert [h.entry_id for h in hits.hits] == ["b"]
+        assert sorted(h.entry_id for h in hits.hits) == ["b", "c", "d", "e"]
+        assert [h.on_path for h in hits.hits if h.entry_id == "e"] == [True]  # the leaf
         rep = catalog.usage("session", [str(folder)], catalog=cat, no_cache=no_cache)
-        assert [(r.records, r.output) for r in rep.lines] == [(1, 4)]
+        assert [(r.records, r.output) for r in rep.lines] == [(4, 16)]
 
 
 def test_a_version_2_file_is_read_by_the_same_rule(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,8 +174,8 @@ def test_a_version_2_file_is_read_by_the_same_rule(backend: str, tmp_path: Path,
     folder = tmp_path / "sessions"
     folder.mkdir()
     p = folder / "2026-01-01T00-00-00-000Z_s.jsonl"
-    lines = [dumps({**HDR, "version": 2}), dumps(msg("a", None))]
-    for parent in ("1f2e3d4c", "a"):
+    lines = [dumps({**HDR, "version": 2}), dumps(msg("a", None)), dumps({**HDR, "version": 2, "id": "h2"})]
+    for parent in ("1f2e3d4c", "h2", None, "a"):  # unknown, a later header's id, a root: none continues
         lines.append(torn_with(msg(f"ph-{parent}", parent, text="phantom"))[0])
     p.write_text("\n".join(lines) + "\n")
     mgr = open_quiet(p, backend)

@@ -120,7 +120,7 @@ class Loader:
         # in ``records`` as ``(obj, line, offset)``, extra headers included (as Pi's
         # migration sees them), and no entry rule applies.
         self.records: list[tuple[dict[str, Any], int, int]] | None = [] if records else None
-        self._record_ids: set[str] = set()  # the ids in ``records``
+        self._record_ids: set[str] = set()  # the entries' ids in ``records``
         self.header: dict[str, Any] | None = None
         self.header_raw: bytes | None = None
         self.header_pos: tuple[int, int] = (1, 0)
@@ -420,7 +420,7 @@ class Loader:
         if self.records is not None:
             self.records.append((obj, line_no, offset))
             eid = obj.get("id")
-            if isinstance(eid, str) and eid:
+            if etype != "session" and isinstance(eid, str) and eid:
                 self._record_ids.add(eid)
             return
         if etype == "session":
@@ -484,15 +484,20 @@ class Loader:
                 issues.append(make_issue(IssueKind.INVALID_LEAF_TARGET, line_no, offset, ids))
 
     def _continues_tree(self, obj: dict[str, Any]) -> bool:
-        """Whether ``obj``'s ``parentId`` is ``null`` or an id read before, as that of an
-        entry a writer appended behind a torn record always is (the leaf it resumed
-        from, or where it went back to; ``src/index`` ``parent_read_before``). A
-        version 1 file's entries have no ids: every one continues it."""
+        """Whether ``obj`` continues the tree as an entry a writer appended behind a torn
+        record does: its ``parentId`` an entry's id read before (the leaf it resumed
+        from, or where it went back to), or ``null`` while no entry is the leaf (a
+        parsed first line of another session has ``null`` too; ``src/index``
+        ``continues_tree``). Migration input (versions 1 and 2, whose entries have no
+        ``leaf`` moves): an entry's id read before, or ``null`` before any entry; a
+        version 1 file's entries have no ids, and every one continues it."""
         parent = obj.get("parentId", UNDEFINED)
-        if parent is None:
-            return True
         if self.records is not None:
-            return header_version(self.header or {}) < 2 or (isinstance(parent, str) and parent in self._record_ids)
+            if header_version(self.header or {}) < 2:
+                return True
+            return not self._record_ids if parent is None else isinstance(parent, str) and parent in self._record_ids
+        if parent is None:
+            return self.leaf < 0
         return isinstance(parent, str) and parent in self.by_id
 
     # -------------------------------------------------------- whole-graph rules

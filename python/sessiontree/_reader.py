@@ -106,7 +106,7 @@ class Piece(NamedTuple):
         end: where they end.
         may_nest: read behind torn bytes only because it ends the line, so it may be
             a value nested in the torn record (:meth:`_Torn.may_nest`): an entry only
-            if its ``parentId`` is ``null`` or an id read before (rule 3;
+            if it continues the tree (rule 3, ``_load.Loader._continues_tree``;
             ``src/scan.rs`` ``Piece::may_nest``).
     """
 

@@ -641,7 +641,7 @@ impl Index {
                 .push(Issue::at(IssueKind::ExtraHeader, c.line, c.line_off));
             return;
         }
-        if c.may_nest && !self.parent_read_before(c, ch) {
+        if c.may_nest && !self.continues_tree(c, ch) {
             // Rule 3: an object behind torn bytes that may be nested in the torn record
             // is the entry a writer appended there only if it continues the tree.
             self.issues
@@ -728,12 +728,13 @@ impl Index {
         }
     }
 
-    /// Whether `c`'s `parentId` is `null` or the id of an entry accepted before it, as
-    /// that of an entry a writer appended behind a torn record always is (the leaf it
-    /// resumed from, or the place it went back to).
-    fn parent_read_before(&self, c: &Cand, ch: &Chunk) -> bool {
+    /// Whether `c` continues the tree as an entry a writer appended behind a torn record
+    /// does: its `parentId` the id of an entry accepted before it (the leaf the writer
+    /// resumed from, or the place it went back to), or `null` while no entry is the
+    /// leaf (a parsed first line of another session has `null` too, and is no entry).
+    fn continues_tree(&self, c: &Cand, ch: &Chunk) -> bool {
         match c.parent {
-            Ref::Null => true,
+            Ref::Null => self.leaf.is_none(),
             Ref::Str(..) => ch
                 .get(c.parent)
                 .is_some_and(|p| !p.is_empty() && self.find(p).is_some()),

@@ -278,7 +278,11 @@ fn long_numbers_are_the_accepted_entries_with_long_digit_runs() {
         &big("b", "12345678901234567890"),
         &big("b", "1"),
         &big("c", "[0.12345678901234567890]"),
-        &format!("{{\"x\":{}", big("d", "{\"k\":-99999999999999999999}")),
+        // Behind a record cut after `:`, an entry continues the tree (rule 3).
+        &format!(
+            "{{\"x\":{}",
+            big("d", "{\"k\":-99999999999999999999}").replace("null", "\"c\"")
+        ),
     ]);
     assert_eq!(ix.long_numbers(&[0, 1, 2, 3]), vec![1, 3]);
     assert_eq!(ix.id(3), b"d"); // recovered behind a torn fragment
@@ -780,7 +784,7 @@ fn an_object_that_may_be_nested_in_a_torn_record_is_an_entry_only_if_it_continue
     for (parent, entry) in [
         (Some("elsewhere"), false),
         (Some("b"), false),
-        (None, true),
+        (None, false), // a root while the leaf is `a`: another session's first line
         (Some("a"), true),
     ] {
         let nested = e("ph", parent, "message");

@@ -441,7 +441,11 @@ class _Scan:
     """One call's state, line by line (``src/listing.rs``'s ``State``)."""
 
     def __init__(self, prior: bytes, start: int, content: bool, texts: bool) -> None:
-        self.seen = {eid for eid, _, _ in records(prior)}
+        self.seen: set[str] = set()
+        self.leaf_null = True  # no entry is the leaf (``src/listing.rs`` ``State::moved``)
+        for eid, _, move in records(prior):
+            self.seen.add(eid)
+            self.moved(eid, move)
         self.count = len(self.seen)
         self.content = content
         self.want_texts = texts
@@ -512,16 +516,27 @@ class _Scan:
         if not (isinstance(eid, str) and eid):
             return True
         parent = obj.get("parentId", _js.UNDEFINED)
-        if may_nest and not (parent is None or (isinstance(parent, str) and parent in self.seen)):
+        if may_nest and not (self.leaf_null if parent is None else isinstance(parent, str) and parent in self.seen):
             return True  # torn bytes (rule 3; ``_load.Loader._continues_tree``)
         if eid in self.seen:
             return True
         self.seen.add(eid)
         seq = self.count
         self.count += 1
-        self.entries.append(_record(eid, parent if isinstance(parent, str) and parent else None, leaf_move(obj)))
+        move = leaf_move(obj)
+        self.moved(eid, move)
+        self.entries.append(_record(eid, parent if isinstance(parent, str) and parent else None, move))
         self.facts(obj, seq, eid, stamp, entry_ms)
         return True
+
+    def moved(self, eid: str, move: Any) -> None:
+        """The leaf after the entry ``eid`` (just seen) with this :func:`leaf_move`."""
+        if move is _NOT:
+            self.leaf_null = False
+        elif move is None:
+            self.leaf_null = True
+        elif isinstance(move, str) and move != eid and move in self.seen:
+            self.leaf_null = False
 
     def facts(self, obj: dict[str, Any], seq: int, eid: str, stamp: Any, entry_ms: float | None) -> None:
         content = self.content and seq >= 0
