@@ -141,3 +141,18 @@ def test_a_lock_path_that_is_no_file_starts_nothing(history: Path, tmp_path: Pat
         make(str(cat) + LOCK_SUFFIX)
         assert catalog.index_later([str(history)], catalog=cat) is False
     assert not (tmp_path / "elsewhere").exists()
+
+
+@needs_native
+def test_the_backend_flag_picks_the_catalog_readers_too(history: Path, tmp_path: Path) -> None:
+    """``--backend python`` reads the catalog and searches with the Python rules, as
+    ``$SESSIONTREE_BACKEND=python`` does (adversary round 48, R4: the flag changed only
+    the opens): no search index can answer, so none is built behind the answer; the
+    flag wins over the variable both ways."""
+    cat = tmp_path / "cat.sqlite3"
+    args = ["search", "okapi", str(history), "--catalog", str(cat), "--color", "never"]
+    _s, lines, _e = on_terminal(["--backend", "python", *args], 200, env={"SESSIONTREE_BACKEND": "native"})
+    assert LATER not in "\n".join(lines) and not os.path.exists(str(cat) + LOCK_SUFFIX)
+    _s, lines, _e = on_terminal(["--backend", "native", *args], 200, env={"SESSIONTREE_BACKEND": "python"})
+    assert lines[-1] == f"({LATER})"
+    wait_until_built(cat)

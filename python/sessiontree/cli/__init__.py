@@ -7,11 +7,13 @@ print one line on stderr and exit non-zero, without a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterator
 
 from ._version import asks_version, print_version
 
@@ -78,9 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     quiet_load_warnings()
     io = make_io(args.color)
     try:
+        flag = getattr(args, "backend", None)
         args.backend = _backend(args)
         _cache_settings()
-        return int(args.func(args, io) or 0)
+        with _backend_for_readers(flag):
+            return int(args.func(args, io) or 0)
     except CliError as e:
         _fail(io, str(e))
         return e.code
@@ -119,6 +123,28 @@ def _backend(args: argparse.Namespace) -> str:
         raw = os.environ.get("SESSIONTREE_BACKEND", "")
         raise CliError(f"SESSIONTREE_BACKEND={raw!r} is not a backend: use {', '.join(BACKENDS)} "
                        "(or unset it)", code=2) from None
+
+
+@contextlib.contextmanager
+def _backend_for_readers(flag: str | None) -> Iterator[None]:
+    """``--backend``, when given, also picks the catalog's and the search's readers
+    (and those of the processes the command starts), which follow
+    ``$SESSIONTREE_BACKEND`` (``_select.native_module``): the variable is set for the
+    command and restored after it (``main`` may run in-process, as the tests run it)."""
+    from .._select import ENV
+
+    if flag is None:
+        yield
+        return
+    old = os.environ.get(ENV)
+    os.environ[ENV] = flag
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = old
 
 
 def _cache_settings() -> None:
