@@ -1662,15 +1662,18 @@ fn index_merge(
         let segs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
         let name = crate::search::index::fresh_name();
         let tmp = dir.join(format!(".{name}.tmp"));
-        let (size, pieces) = crate::merge_segments(
+        let merged = crate::merge_segments(
             &segs,
             |p| {
                 live.get(&p.file)
                     .is_some_and(|&(e, s)| e == p.epoch && p.end <= s)
             },
             &tmp,
-        )?;
-        std::fs::rename(&tmp, dir.join(&name))?;
+        )
+        .and_then(|got| Ok((got, std::fs::rename(&tmp, dir.join(&name))?)));
+        let ((size, pieces), ()) = merged.inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp); // nothing left behind (a full disk)
+        })?;
         Ok((name, size, pieces_py(&pieces)))
     })
     .map_err(|e: crate::Error| to_py_err(e, Some(&dir)))

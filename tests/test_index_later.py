@@ -8,6 +8,7 @@ pseudo-terminal and a real catalog; the oracle for the hits is ``no_cache``.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -23,7 +24,7 @@ from sessiontree import catalog
 from sessiontree.catalog._later import LOCK_SUFFIX
 
 from _shared import native_available
-from _terminal import on_terminal
+from _terminal import SCRIPT, on_terminal
 
 LATER = "the search index is being built in the background for the next search"
 needs_native = pytest.mark.skipif(not native_available(), reason="the search index is built natively only")
@@ -52,10 +53,14 @@ def history(tmp_path: Path) -> Path:
     return folder
 
 
+def lock_of(cat: Path) -> str:
+    return os.path.realpath(cat) + LOCK_SUFFIX
+
+
 def wait_until_built(cat: Path, timeout: float = 120.0) -> None:
     """Until no process holds the catalog's build lock (it was taken before the start
     returned, so a build that was started is waited for)."""
-    fd = os.open(str(cat) + LOCK_SUFFIX, os.O_RDWR)
+    fd = os.open(lock_of(cat), os.O_RDWR)
     try:
         end = time.monotonic() + timeout
         while True:
@@ -115,13 +120,13 @@ def test_a_piped_search_leaves_nothing_behind(history: Path, tmp_path: Path) -> 
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert LATER not in out.stdout + out.stderr
-    assert not os.path.exists(str(cat) + LOCK_SUFFIX) and not cat.exists()
+    assert not os.path.exists(lock_of(cat)) and not cat.exists()
 
 
 @needs_native
 def test_one_build_at_a_time(history: Path, tmp_path: Path) -> None:
     cat = tmp_path / "cat.sqlite3"
-    fd = os.open(str(cat) + LOCK_SUFFIX, os.O_RDWR | os.O_CREAT)
+    fd = os.open(lock_of(cat), os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # a build is going on
         assert catalog.index_later([str(history)], catalog=cat) is False
@@ -138,7 +143,7 @@ def test_a_lock_path_that_is_no_file_starts_nothing(history: Path, tmp_path: Pat
     """A FIFO, a folder or a symlink where the lock file goes: no start, no wait."""
     for k, make in enumerate((os.mkfifo, os.mkdir, lambda p: os.symlink(tmp_path / "elsewhere", p))):
         cat = tmp_path / f"c{k}.sqlite3"
-        make(str(cat) + LOCK_SUFFIX)
+        make(lock_of(cat))
         assert catalog.index_later([str(history)], catalog=cat) is False
     assert not (tmp_path / "elsewhere").exists()
 
@@ -152,7 +157,149 @@ def test_the_backend_flag_picks_the_catalog_readers_too(history: Path, tmp_path:
     cat = tmp_path / "cat.sqlite3"
     args = ["search", "okapi", str(history), "--catalog", str(cat), "--color", "never"]
     _s, lines, _e = on_terminal(["--backend", "python", *args], 200, env={"SESSIONTREE_BACKEND": "native"})
-    assert LATER not in "\n".join(lines) and not os.path.exists(str(cat) + LOCK_SUFFIX)
+    assert LATER not in "\n".join(lines) and not os.path.exists(lock_of(cat))
     _s, lines, _e = on_terminal(["--backend", "native", *args], 200, env={"SESSIONTREE_BACKEND": "python"})
     assert lines[-1] == f"({LATER})"
     wait_until_built(cat)
+
+
+@needs_native
+def test_the_build_runs_no_module_of_the_working_folder(history: Path, tmp_path: Path) -> None:
+    """A ``sqlite3.py`` (or a ``sessiontree`` folder) in the folder a search starts from
+    is never imported by the build (adversary round 49, F2: ``python -m`` put the
+    working folder first on ``sys.path``)."""
+    work = tmp_path / "project"
+    (work / "sessiontree").mkdir(parents=True)
+    marker = tmp_path / "imported"
+    trap = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    (work / "sqlite3.py").write_text(trap)
+    (work / "sessiontree" / "__init__.py").write_text(trap)
+    cat = tmp_path / "cat.sqlite3"
+    _s, lines, _e = on_terminal(["search", "okapi", str(history), "--catalog", str(cat), "--color", "never"], 200,
+                                env={"SESSIONTREE_BACKEND": "native"}, cwd=work, start=SCRIPT)
+    assert lines[-1] == f"({LATER})"
+    wait_until_built(cat)
+    assert not marker.exists(), marker.read_text()
+    assert unindexed("okapi", history, catalog=cat)[0] == 0
+
+
+@needs_native
+def test_a_failed_build_leaves_its_reason_and_is_not_retried_soon(history: Path, tmp_path: Path) -> None:
+    """A build that fails (here: a file where the search index's folder goes) says why in
+    the lock file, and no build starts for RETRY_SECONDS: a full disk is not filled
+    again by every search (adversary round 49, F3)."""
+    from sessiontree.catalog._later import RETRY_SECONDS
+
+    cat = tmp_path / "cat.sqlite3"
+    (tmp_path / "cat.sqlite3.idx").write_text("not a folder")
+    assert catalog.index_later([str(history)], catalog=cat) is True
+    wait_until_built(cat)
+    assert Path(lock_of(cat)).read_text().startswith("failed: ")
+    assert catalog.index_later([str(history)], catalog=cat) is False
+    old = time.time() - RETRY_SECONDS - 1
+    os.utime(lock_of(cat), (old, old))
+    assert catalog.index_later([str(history)], catalog=cat) is True  # time to try again
+    wait_until_built(cat)
+
+
+@needs_native
+def test_the_child_is_reaped_and_takes_any_number_of_folders(tmp_path: Path, history: Path) -> None:
+    """Twenty thousand folders with long names (more than a command line holds: they go
+    on the child's standard input), and the child reaped once it ends (a long-lived
+    caller such as the picker keeps no zombie: adversary round 49, F6)."""
+    import threading
+
+    many = tmp_path / ("m" * 100)
+    many.mkdir()
+    folders = [str(history)]
+    for k in range(20_000):
+        d = many / f"{k:05d}{'x' * 60}"
+        d.mkdir()
+        folders.append(str(d))
+    assert sum(len(f) + 1 for f in folders) > 2 << 20
+    cat = tmp_path / "cat.sqlite3"
+    assert catalog.index_later(folders, catalog=cat) is True
+    wait_until_built(cat, timeout=300)
+    assert unindexed("okapi", history, catalog=cat)[0] == 0
+    end = time.monotonic() + 30
+    while any(t.name == "index-later-reaper" for t in threading.enumerate()):
+        assert time.monotonic() < end, "the child was not reaped"
+        time.sleep(0.05)
+
+
+@needs_native
+def test_a_search_racing_a_merge_keeps_the_index(history: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build merges segments between a search's reading of the segment list and its
+    opening of them: the merged-away segment is no damage, the search reads the files
+    (the same hits) and the index stays (adversary round 49, F5: it was dropped whole)."""
+    import sqlite3
+
+    from sessiontree.catalog import _store
+
+    cat = tmp_path / "cat.sqlite3"
+    files = sorted(history.iterdir())
+
+    def grow(k: int) -> None:
+        with open(files[k % len(files)], "a") as f:
+            f.write(json.dumps({"type": "message", "id": f"g{k:07d}", "parentId": None,
+                                "timestamp": "2026-01-01T00:02:00.000Z",
+                                "message": {"role": "user", "content": f"okapi grown {k}"}}) + "\n")
+
+    def segments() -> int:
+        with contextlib.closing(sqlite3.connect(cat)) as c:
+            return int(c.execute("SELECT count(*) FROM segment").fetchone()[0])
+
+    catalog.index([str(history)], catalog=cat)
+    k = 0
+    while segments() != 3:
+        grow(k)
+        catalog.index([str(history)], catalog=cat)
+        k += 1
+    grow(k)  # the next build indexes it and merges four segments into one
+    real = _store.Store.segments
+
+    def racing(self: Any) -> Any:
+        rows = real(self)
+        monkeypatch.setattr(_store.Store, "segments", real)
+        catalog.index([str(history)], catalog=cat)  # the build runs and merges now
+        return rows
+
+    monkeypatch.setattr(_store.Store, "segments", racing)
+    got = unindexed("okapi", history, catalog=cat)
+    assert got[1] == unindexed("okapi", history, no_cache=True)[1]
+    assert segments() >= 1 and unindexed("okapi", history, catalog=cat)[0] == 0
+
+
+@needs_native
+def test_a_session_gone_during_a_build_costs_only_its_own_hits(history: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session deleted (or a FIFO put in its place) between the listing and the
+    build: the others' pieces are all kept, so a search through the index gives what
+    ``--no-cache`` gives (adversary round 49, F1: the piece before it on the same
+    thread was dropped and its file marked indexed to its end, its hits lost for good)."""
+    from sessiontree.catalog import _extract, _segments
+
+    cat = tmp_path / "cat.sqlite3"
+    files = sorted(history.iterdir())
+    native = _extract.native_scanner()
+
+    class Vanishing:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(native, name)
+
+        def index_build(self, *a: Any) -> Any:
+            os.unlink(files[3])
+            if kind == "fifo":
+                os.mkfifo(files[3])
+            return native.index_build(*a)
+
+    for kind in ("gone", "fifo"):
+        monkeypatch.setattr(_segments, "update", lambda store, found, _n, threads=1, _u=_segments.update:
+                            _u(store, found, Vanishing(), threads))
+        catalog.index([str(history)], catalog=cat)
+        monkeypatch.undo()
+        if kind == "fifo":
+            os.unlink(files[3])
+        assert unindexed("okapi", history, catalog=cat)[1] == unindexed("okapi", history, no_cache=True)[1]
+        session(history, files[3].stem.split("_", 1)[1], ["okapi again"])  # back, for the next round

@@ -105,9 +105,18 @@ fn flush(dir: &Path, b: Builder) -> Result<Written> {
     let name = fresh_name();
     let tmp = dir.join(format!(".{name}.tmp"));
     let pieces = b.pieces().to_vec();
-    let size = b.write(&tmp)?;
-    std::fs::rename(&tmp, dir.join(&name))?;
-    Ok(Written { name, size, pieces })
+    let done = b
+        .write(&tmp)
+        .and_then(|size| Ok((size, std::fs::rename(&tmp, dir.join(&name))?)));
+    match done {
+        Ok((size, ())) => Ok(Written { name, size, pieces }),
+        Err(e) => {
+            // A full disk or a failed write leaves nothing behind (not a file the
+            // index's sweep finds only an hour later).
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
 }
 
 /// Index `files` into new segments in `dir` with `threads` threads, a segment per
@@ -132,9 +141,6 @@ pub fn build(
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(f) = files.get(i) else { break };
                     let outcome = index_one(f, &mut b, &mut buf);
-                    if outcome != Indexed::Done {
-                        b.abandon();
-                    }
                     mine.push((i, outcome));
                     if buf.len() > 4 << 20 {
                         buf = Vec::new();
@@ -165,16 +171,28 @@ pub fn build(
     )
 }
 
+/// Index one file's new bytes as a piece of `b`; a file that cannot be read as listed
+/// leaves `b` as it was (its piece, once begun, abandoned: never the piece before it,
+/// which another file of this thread made).
 fn index_one(f: &ToIndex, b: &mut Builder, buf: &mut Vec<u8>) -> Indexed {
     let file = match open_regular(&f.path) {
         Ok(x) => x,
         Err(e) => return Indexed::Error(e.to_string()),
     };
     b.begin(f.file, f.epoch, f.start);
+    let outcome = read_piece(f, &file, b, buf);
+    if outcome != Indexed::Done {
+        b.abandon();
+    }
+    outcome
+}
+
+/// The piece `b` has begun: `f`'s bytes from `file`, its documents added.
+fn read_piece(f: &ToIndex, file: &std::fs::File, b: &mut Builder, buf: &mut Vec<u8>) -> Indexed {
     let mut sink = Collector { b };
     let limit = f.end.saturating_sub(f.start).max(1);
     let scan = match listing::scan_into(
-        &file,
+        file,
         f.start,
         &f.prior,
         Collect::default(),
@@ -841,6 +859,46 @@ mod tests {
         let three = [term(&["the", "file", "now"])];
         let a = query(&segs, &scope, &three, &paths, None, false, 1).unwrap();
         assert!(a.stale, "read from its file");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A file that vanished (or is no regular file) between the listing and the build
+    /// costs only its own piece: the piece the same thread made before it, of another
+    /// file, is kept (adversary round 49, F1: it was abandoned in the vanished file's
+    /// place, and that file's `s_end` moved though no segment held its pieces).
+    #[test]
+    fn a_file_that_cannot_be_read_costs_only_its_own_piece() {
+        let dir = std::env::temp_dir().join(format!("st-vanish-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let body = concat!(
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00Z","cwd":"/p"}"#,
+            "\n",
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"2025-01-01T00:00:01Z","message":{"role":"user","content":"okapi"}}"#,
+            "\n"
+        );
+        std::fs::write(dir.join("a.jsonl"), body).unwrap();
+        std::fs::write(dir.join("c.jsonl"), body).unwrap();
+        let one = |name: &str, file: u32| ToIndex {
+            path: dir.join(name),
+            file,
+            epoch: 1,
+            start: 0,
+            end: body.len() as u64,
+            prior: Vec::new(),
+        };
+        let files = [one("a.jsonl", 1), one("gone.jsonl", 2), one("c.jsonl", 3)];
+        let (written, outcomes, failure) = build(&dir, &files, 1, usize::MAX);
+        assert_eq!(failure, None);
+        assert!(matches!(
+            outcomes[..],
+            [Indexed::Done, Indexed::Error(_), Indexed::Done]
+        ));
+        let held: Vec<u32> = written
+            .iter()
+            .flat_map(|w| w.pieces.iter().map(|p| p.file))
+            .collect();
+        assert_eq!(held, vec![1, 3]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

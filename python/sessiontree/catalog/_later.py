@@ -2,14 +2,18 @@
 its own (CONTRACT §7): the first search reads the files and answers; what the next one
 reads is built behind it, never before it.
 
-`index_later` hands the scope to a new process, in a session of its own (a closed
+:func:`index_later` hands the scope to a new process, in a session of its own (a closed
 terminal does not stop it) and at a lower priority, which runs :func:`catalog.index`
 over it, as ``sessiontree index`` would, and exits. One such process at a time per
-catalog: the caller takes an exclusive ``flock`` on ``<catalog>.later`` and the child
-inherits it (the lock belongs to the open file, which the child holds until it
-exits); a start while one runs does nothing. Nothing the child meets is said
-anywhere: a catalog that cannot be used leaves the next search reading the files, as
-it does now.
+catalog: the caller takes an exclusive ``flock`` on ``<catalog>.later`` (the catalog's
+real path: two names of one catalog share it) and the child inherits it (the lock
+belongs to the open file, which the child holds until it exits); a start while one
+runs does nothing. The child runs only sessiontree's code (not the caller's working
+folder's: it leaves the ``''`` entry off ``sys.path``), takes its folders from its
+standard input (any number of them), leaves the work to another indexer that holds the
+search index's lock, and writes into the lock file why it failed, if it did: then no
+build starts for :data:`RETRY_SECONDS` (a full disk is not filled again by every
+search). Nothing else the child meets is said anywhere.
 """
 
 from __future__ import annotations
@@ -18,19 +22,24 @@ import os
 import sys
 from collections.abc import Sequence
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
-if TYPE_CHECKING:
-    import subprocess
-
-__all__ = ["LOCK_SUFFIX", "index_later"]
+__all__ = ["LOCK_SUFFIX", "RETRY_SECONDS", "index_later"]
 
 LOCK_SUFFIX = ".later"
-"""Added to the catalog's path: the file whose lock says an index is being built."""
+"""Added to the catalog's real path: the file whose lock says an index is being built."""
 
-_started: list[subprocess.Popen[bytes]] = []
-"""The children this process started that may still run: polled at each start (so a
-long-lived caller, such as the picker, leaves no zombie), and never dropped while
-running (which Python reports as a ResourceWarning)."""
+RETRY_SECONDS = 600.0
+"""How long after a failed build no other starts."""
+
+# The child's program: its priority lowered and the working folder off sys.path before
+# anything is imported (``-c`` puts ``''`` first; ``-P``/``-I`` are not in every Python
+# this package supports, and ``-I`` would drop a user's site-packages too).
+_CHILD = (
+    "import os, sys\n"
+    "try:\n    os.nice(10)\nexcept OSError:\n    pass\n"
+    "if sys.path[:1] == ['']:\n    del sys.path[0]\n"
+    "from sessiontree.catalog._later import _main\n"
+    "_main()\n"
+)
 
 
 def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None = None) -> bool:
@@ -42,8 +51,10 @@ def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None =
         catalog: the catalog file (``None``: the default place).
 
     Returns:
-        Whether a process was started: false when the catalog is turned off, its
-        folder or lock file cannot be made, or another such process holds the lock.
+        Whether a process was started: false when the catalog is turned off or its
+        place holds no regular file, the lock file cannot be made or is no regular
+        file, another such process holds the lock, or one failed less than
+        :data:`RETRY_SECONDS` ago.
 
     Raises:
         ValueError: the catalog path is inside Pi's folders.
@@ -51,6 +62,8 @@ def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None =
     import fcntl
     import stat
     import subprocess
+    import threading
+    import time
 
     from ._location import resolve
 
@@ -58,23 +71,40 @@ def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None =
     if path is None or not folders:
         return False
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        # No symlink followed, no FIFO waited on: the lock file is ours or not used.
-        fd = os.open(path + LOCK_SUFFIX, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False  # a FIFO or folder in the catalog's place: no build can use it
+    except FileNotFoundError:
+        pass
     except OSError:
         return False
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        # No symlink followed, no FIFO waited on: the lock file is ours or not used.
+        fd = os.open(os.path.realpath(path) + LOCK_SUFFIX,
+                     os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return False  # one is being built
-        _started[:] = [p for p in _started if p.poll() is None]
-        _started.append(subprocess.Popen(
-            [sys.executable, "-m", __name__, path, *(os.path.abspath(f) for f in folders)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, pass_fds=(fd,)))
+        if st.st_size and time.time() - st.st_mtime < RETRY_SECONDS:
+            return False  # the last one failed: not again so soon
+        proc = subprocess.Popen([sys.executable, "-c", _CHILD, path], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                pass_fds=(fd,), env={**os.environ, "SESSIONTREE_LATER_FD": str(fd)})
+        # Reaped when it ends (a long-lived caller such as the picker keeps no zombie).
+        threading.Thread(target=proc.wait, name="index-later-reaper", daemon=True).start()
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(b"\0".join(os.fsencode(os.path.abspath(f)) for f in folders))
+            proc.stdin.close()
+        except OSError:
+            pass  # it died at its start: nothing was built, as after any failure
         return True
     except OSError:
         return False
@@ -82,16 +112,37 @@ def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None =
         os.close(fd)  # the child's copy keeps the lock
 
 
-def _main(argv: list[str]) -> None:
-    """The child: ``CATALOG FOLDER...``."""
-    import contextlib
+def _main() -> None:
+    """The child: the catalog's path in ``argv[1]``, the folders NUL-separated on
+    standard input, the lock file's descriptor in ``$SESSIONTREE_LATER_FD``."""
+    import fcntl
 
-    with contextlib.suppress(OSError):
-        os.nice(10)
     from . import index
+    from ._run import open_store
 
-    index(argv[1:], catalog=argv[0])
-
-
-if __name__ == "__main__":
-    _main(sys.argv[1:])
+    fd = int(os.environ.pop("SESSIONTREE_LATER_FD"))
+    catalog = sys.argv[1]
+    folders = [os.fsdecode(f) for f in sys.stdin.buffer.read().split(b"\0") if f]
+    try:
+        store = open_store(catalog, required=True)
+        assert store is not None
+        try:
+            lock = os.open(os.path.join(store.segments_dir, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            lock = -1
+        finally:
+            store.close()
+        if lock >= 0:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return  # another indexer is at work: its build is the one the next search reads
+            finally:
+                os.close(lock)
+        index(folders, catalog=catalog)
+        os.ftruncate(fd, 0)
+    except BaseException as e:  # noqa: BLE001 - said in the lock file, read by the next start
+        with open(fd, "w", closefd=False) as f:
+            f.truncate(0)
+            f.write(f"failed: {type(e).__name__}: {e}\n")
+        raise

@@ -788,12 +788,17 @@ class _Search:
         except OSError:
             # Damaged: dropped, built again by the next `index`. A segment folder that
             # cannot be used (a file or FIFO in its place, its lock a folder) is no error
-            # for a search either (CONTRACT §7): the files are read.
+            # for a search either (CONTRACT §7): the files are read. A segment an indexer
+            # merged away since the list was read is no damage: the list changed.
             with contextlib.suppress(OSError), _segments.locked(store, wait=False) as held_lock:
                 if held_lock:
                     with contextlib.suppress(sqlite3.Error):
-                        _segments.drop_all(store)
+                        if store.segments() == segs:
+                            _segments.drop_all(store)
+                            self.unindexed = None  # every file, once listed below
             unanswered()
+            if self.unindexed is None:
+                self.unindexed = len(self.items or ())
             return None
         if stale:
             unanswered()

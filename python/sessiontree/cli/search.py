@@ -71,6 +71,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
         _write_json({"query": args.query, "total": total, "offset": offset, "files": files}, hits)
         if not files:  # on stderr, with --json too (CONTRACT §10: an empty scope is said)
             io.note(f"no hits in 0 session(s) of {safe(scope.where)}{scope.empty_hint()}")
+        if later:  # said where the JSON is not
+            io.note(LATER)
         return 0
     result = SearchResult(tuple(hits), total, offset, files)
     if not result.hits:
