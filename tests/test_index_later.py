@@ -303,3 +303,22 @@ def test_a_session_gone_during_a_build_costs_only_its_own_hits(history: Path, tm
             os.unlink(files[3])
         assert unindexed("okapi", history, catalog=cat)[1] == unindexed("okapi", history, no_cache=True)[1]
         session(history, files[3].stem.split("_", 1)[1], ["okapi again"])  # back, for the next round
+
+
+def test_a_catalog_being_created_by_a_stopped_process_is_waited_for_busy_seconds(tmp_path: Path,
+                                                                               history: Path) -> None:
+    """Its creation lock held for good (a creator stopped with ctrl+z): opening waits
+    ``busy`` seconds, then the catalog cannot be used and the files answer (a build
+    behind a search waited for ever, and no other started: adversary round 49, F4)."""
+    cat = tmp_path / "cat.sqlite3"
+    fd = os.open(str(cat) + ".lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        t = time.monotonic()
+        with pytest.raises(catalog.CatalogError, match="another process is creating the catalog"):
+            catalog.open_store(cat, busy=0.3, required=True)
+        assert time.monotonic() - t < 10
+        assert catalog.open_store(cat, busy=0.3) is None
+    finally:
+        os.close(fd)
+    assert catalog.open_store(cat, busy=0.3) is not None

@@ -356,10 +356,24 @@ class Store:
     # -- opening -----------------------------------------------------------------
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
-        """The exclusive lock under which a catalog file is created or replaced."""
+        """The exclusive lock under which a catalog file is created or replaced, waited
+        for ``busy`` seconds at most (a creator stopped with ctrl+z holds it for good).
+
+        Raises:
+            CatalogError: the lock stayed taken.
+        """
         fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            end = time.monotonic() + self.busy
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= end:
+                        raise CatalogError(f"{self.path}: another process is creating the catalog "
+                                           f"(it holds {self.path}.lock)") from None
+                    time.sleep(0.05)
             yield
         finally:
             os.close(fd)
