@@ -322,3 +322,19 @@ def test_a_catalog_being_created_by_a_stopped_process_is_waited_for_busy_seconds
     finally:
         os.close(fd)
     assert catalog.open_store(cat, busy=0.3) is not None
+
+
+@needs_native
+def test_files_that_are_no_sessions_start_a_build_once_in_a_while(history: Path, tmp_path: Path) -> None:
+    """A ``.jsonl`` file that is no session is never in the search index, so every
+    search reads it: the build it starts finds nothing to do and says so, and no
+    other starts for RETRY_SECONDS (adversary round 49: one started behind every
+    search, and each footer said so)."""
+    cat = tmp_path / "cat.sqlite3"
+    (history / "notes.jsonl").write_text("not a session\n")
+    catalog.index([str(history)], catalog=cat)
+    assert unindexed("okapi", history, catalog=cat)[0] == 1
+    assert catalog.index_later([str(history)], catalog=cat) is True
+    wait_until_built(cat)
+    assert Path(lock_of(cat)).read_text() == "nothing to build\n"
+    assert catalog.index_later([str(history)], catalog=cat) is False

@@ -11,9 +11,11 @@ belongs to the open file, which the child holds until it exits); a start while o
 runs does nothing. The child runs only sessiontree's code (not the caller's working
 folder's: it leaves the ``''`` entry off ``sys.path``), takes its folders from its
 standard input (any number of them), leaves the work to another indexer that holds the
-search index's lock, and writes into the lock file why it failed, if it did: then no
-build starts for :data:`RETRY_SECONDS` (a full disk is not filled again by every
-search). Nothing else the child meets is said anywhere.
+search index's lock, and writes into the lock file why it failed, or that it found
+nothing to build (the files the search read without the index are no sessions, or
+changed back): then no build starts for :data:`RETRY_SECONDS` (a full disk is not
+filled again by every search, nor a process started by every search for nothing).
+Nothing else the child meets is said anywhere.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ LOCK_SUFFIX = ".later"
 """Added to the catalog's real path: the file whose lock says an index is being built."""
 
 RETRY_SECONDS = 600.0
-"""How long after a failed build no other starts."""
+"""How long after a failed build, or one that found nothing to build, no other starts."""
 
 # The child's program: its priority lowered and the working folder off sys.path before
 # anything is imported (``-c`` puts ``''`` first; ``-P``/``-I`` are not in every Python
@@ -53,8 +55,8 @@ def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None =
     Returns:
         Whether a process was started: false when the catalog is turned off or its
         place holds no regular file, the lock file cannot be made or is no regular
-        file, another such process holds the lock, or one failed less than
-        :data:`RETRY_SECONDS` ago.
+        file, another such process holds the lock, or one failed or found nothing to
+        build less than :data:`RETRY_SECONDS` ago.
 
     Raises:
         ValueError: the catalog path is inside Pi's folders.
@@ -93,7 +95,7 @@ def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None =
         except OSError:
             return False  # one is being built
         if st.st_size and time.time() - st.st_mtime < RETRY_SECONDS:
-            return False  # the last one failed: not again so soon
+            return False  # the last one failed or had nothing to do: not again so soon
         proc = subprocess.Popen([sys.executable, "-c", _CHILD, path], stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                                 pass_fds=(fd,), env={**os.environ, "SESSIONTREE_LATER_FD": str(fd)})
@@ -139,8 +141,10 @@ def _main() -> None:
                 return  # another indexer is at work: its build is the one the next search reads
             finally:
                 os.close(lock)
-        index(folders, catalog=catalog)
+        done = index(folders, catalog=catalog)
         os.ftruncate(fd, 0)
+        if not done.read and not done.indexed:
+            os.write(fd, b"nothing to build\n")
     except BaseException as e:  # noqa: BLE001 - said in the lock file, read by the next start
         with open(fd, "w", closefd=False) as f:
             f.truncate(0)
