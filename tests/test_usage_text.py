@@ -141,3 +141,14 @@ def test_a_report_of_some_days_says_which(history: tuple[Path, dict[str, str]], 
                        capture_output=True, text=True, encoding="utf-8", env=env, timeout=300)
     assert p.returncode == 0 and p.stdout == ""
     assert p.stderr.startswith(f"no recorded usage from 2999-12-31 on in {data['files']:,} session(s) of ")
+
+
+def test_days_since_after_until_are_a_usage_error(history: tuple[Path, dict[str, str]]) -> None:
+    """``--since`` after ``--until`` keeps no day: said as an error (status 2), not an
+    empty report that reads as "no usage" (a new user's trial)."""
+    root, env = history
+    p = subprocess.run([sys.executable, "-m", "sessiontree", "usage", "daily", str(root), "--since", "2026-02-01",
+                        "--until", "2026-01-01"], capture_output=True, text=True, encoding="utf-8", env=env,
+                       timeout=300)
+    assert p.returncode == 2 and p.stdout == ""
+    assert "--since 2026-02-01 is after --until 2026-01-01" in p.stderr

@@ -144,6 +144,9 @@ def run(args: argparse.Namespace, io: Io) -> int:
         else:
             raise CliError(f"unknown report {args.report!r}: use one of {', '.join(_GROUPS)}", code=2)
     group = args.report or "daily"
+    if args.since is not None and args.until is not None and args.since > args.until:
+        raise CliError(f"--since {args.since.isoformat()} is after --until {args.until.isoformat()}: no day is both",
+                       code=2)
     scope = _scope.resolve(args, io)
     with byte_progress(io, "indexing sessions", None) as update:
         report = usage(group, list(scope.sources), since=args.since, until=args.until,  # type: ignore[arg-type]
