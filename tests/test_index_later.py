@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from sessiontree import catalog
-from sessiontree.catalog._later import LOCK_SUFFIX
+from sessiontree.catalog._later import LOCK_SUFFIX, RETRY_SECONDS as RETRY
 
 from _shared import native_available
 from _terminal import SCRIPT, on_terminal
@@ -72,6 +72,21 @@ def wait_until_built(cat: Path, timeout: float = 120.0) -> None:
                 time.sleep(0.05)
     finally:
         os.close(fd)
+
+
+def build_now(cat: Path, folder: Path) -> None:
+    """What ``index`` does to the catalog and its search index (new segments, merges,
+    the s_end they move), without its closing checkpoint, which would wait for a reader
+    of this very thread."""
+    from sessiontree.catalog import _extract, _segments
+
+    store = catalog.open_store(cat, busy=1.0)
+    assert store is not None
+    try:
+        found = catalog.refresh_for(store, [str(folder)], content=True)
+        _segments.update(store, found, _extract.native_scanner())
+    finally:
+        store.close()
 
 
 def unindexed(query: str, folder: Path, **kw: Any) -> tuple[int | None, list[tuple[str, str]]]:
@@ -262,7 +277,7 @@ def test_a_search_racing_a_merge_keeps_the_index(history: Path, tmp_path: Path,
     def racing(self: Any) -> Any:
         rows = real(self)
         monkeypatch.setattr(_store.Store, "segments", real)
-        catalog.index([str(history)], catalog=cat)  # the build runs and merges now
+        build_now(cat, history)  # the build runs and merges now
         return rows
 
     monkeypatch.setattr(_store.Store, "segments", racing)
@@ -338,3 +353,95 @@ def test_files_that_are_no_sessions_start_a_build_once_in_a_while(history: Path,
     wait_until_built(cat)
     assert Path(lock_of(cat)).read_text() == "nothing to build\n"
     assert catalog.index_later([str(history)], catalog=cat) is False
+
+
+@needs_native
+def test_a_search_racing_a_build_that_adds_a_segment_finds_the_new_hits(history: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """An indexer commits a new segment and the s_end it moves between a search's read of
+    the segment list and its read of the rows: the search reads both from one snapshot,
+    so the grown file is read, never taken as held by a segment it does not open
+    (adversary round 50, N1: a word just appended was not found)."""
+    from sessiontree.catalog import _store
+
+    cat = tmp_path / "cat.sqlite3"
+    catalog.index([str(history)], catalog=cat)
+    with open(sorted(history.iterdir())[2], "a") as f:
+        f.write(json.dumps({"type": "message", "id": "new00001", "parentId": None,
+                            "timestamp": "2026-01-01T00:03:00.000Z",
+                            "message": {"role": "user", "content": "a zebu appears"}}) + "\n")
+    real = _store.Store.segments
+
+    def racing(self: Any) -> Any:
+        rows = real(self)
+        monkeypatch.setattr(_store.Store, "segments", real)
+        build_now(cat, history)  # a new segment, s_end moved: committed now
+        return rows
+
+    monkeypatch.setattr(_store.Store, "segments", racing)
+    assert [h[0] for h in unindexed("zebu", history, catalog=cat)[1]] == ["new00001"]
+    assert unindexed("zebu", history, catalog=cat) == (0, unindexed("zebu", history, no_cache=True)[1])
+
+
+@needs_native
+def test_round_50_lows(history: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adversary round 50: N2, an indexer holding the search index's lock for good is
+    waited for ``busy`` seconds, then the build fails and says so; N3, a merge that
+    cannot write its output (a full disk) keeps the segments; N4, one catalog reached
+    by two names has one segment folder; N6, a lock file dated in the future pauses
+    nothing."""
+    import errno
+
+    from sessiontree.catalog import _extract, _location, _segments
+
+    cat = tmp_path / "cat.sqlite3"
+    catalog.index([str(history)], catalog=cat)
+    # N4
+    link = tmp_path / "link.sqlite3"
+    link.symlink_to(cat)
+    assert _location.resolve(link) == _location.resolve(cat) == str(cat)
+    # N2
+    store = catalog.open_store(cat, busy=0.3)
+    assert store is not None
+    fd = os.open(os.path.join(store.segments_dir, "lock"), os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        t = time.monotonic()
+        with pytest.raises(BlockingIOError, match="another process is building the search index"):
+            _segments.update(store, [], _extract.native_scanner())
+        assert time.monotonic() - t < 10
+    finally:
+        os.close(fd)
+    # N3
+    native = _extract.native_scanner()
+
+    class Full:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(native, name)
+
+        def index_merge(self, *a: Any) -> Any:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    before = store.segments()
+    for k in range(6):  # enough new segments for a merge
+        with open(sorted(history.iterdir())[k % 6], "a") as f:
+            f.write(json.dumps({"type": "message", "id": f"full{k:04d}", "parentId": None,
+                                "timestamp": "2026-01-01T00:04:00.000Z",
+                                "message": {"role": "user", "content": "okapi full"}}) + "\n")
+        found = catalog.refresh_for(store, [str(history)], content=True)
+        try:
+            _segments.update(store, found, Full())
+        except OSError as e:
+            assert e.errno == errno.ENOSPC
+            break
+    else:
+        pytest.fail("no merge was tried")
+    assert len(store.segments()) > len(before)  # kept, not dropped
+    store.close()
+    assert unindexed("okapi", history, catalog=cat)[1] == unindexed("okapi", history, no_cache=True)[1]
+    # N6
+    Path(lock_of(cat)).write_text("nothing to build\n")
+    future = time.time() + 10 * RETRY
+    os.utime(lock_of(cat), (future, future))
+    assert catalog.index_later([str(history)], catalog=cat) is True
+    wait_until_built(cat)

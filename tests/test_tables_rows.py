@@ -143,11 +143,12 @@ def _parse(raw: bytes) -> Any:
 
 
 def scan(data: bytes) -> list[dict[str, Any]]:
-    """The entries a file holds, by the loader's documented rules 1-8 (docs/ARCHITECTURE.md)."""
+    """The entries a file holds, by the loader's documented rules 1-8 (docs/CONTRACT.md §2)."""
     pieces = data.split(b"\n")
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     header = False
+    leaf_null = True  # no entry is the leaf (rule 3's root check)
     for i, raw in enumerate(pieces):
         complete = i < len(pieces) - 1
         if complete and raw.endswith(b"\r"):
@@ -155,12 +156,13 @@ def scan(data: bytes) -> list[dict[str, Any]]:
         if not raw.strip(b" \t\r"):
             continue
         obj = _parse(raw)
+        nested = False
         if obj is None and complete:  # rule 4: a whole entry behind a torn fragment
             at = [p for p in range(1, len(raw)) if raw.startswith(b'{"type":', p)][:16]
             for p in at:
                 o = _parse(raw[p:])
                 if type(o) is dict and type(o.get("type")) is str and (o["type"] in ENTRY_TYPES or o["type"] == "session"):
-                    obj = o
+                    obj, nested = o, _may_nest(raw, p)
                     break
         if type(obj) is not dict:
             continue
@@ -168,11 +170,47 @@ def scan(data: bytes) -> list[dict[str, Any]]:
             header = True
             continue
         eid = obj.get("id")
-        if obj.get("type") == "session" or type(eid) is not str or not eid or eid in seen:
+        if obj.get("type") == "session" or type(eid) is not str or not eid:
+            continue
+        parent = obj.get("parentId", _MISSING)
+        if nested and not (leaf_null if parent is None else type(parent) is str and parent in seen):
+            continue  # rule 3: it may be a value of the torn record, and does not continue the tree
+        if eid in seen:
             continue
         seen.add(eid)
         out.append(obj)
+        target = obj.get("targetId", _MISSING)
+        if obj.get("type") != "leaf":
+            leaf_null = False
+        elif target is None:
+            leaf_null = True
+        elif type(target) is str and target != eid and target in seen:
+            leaf_null = False
     return out
+
+
+_MISSING = object()
+
+
+def _may_nest(raw: bytes, p: int) -> bool:
+    """Whether the object at ``p`` behind the torn bytes from the line's start could be
+    a value nested in that torn record (rule 3): outside a string (known when the bytes
+    start as a record does, ``{"``), right after ``[``, ``,`` or ``:``."""
+    if raw.startswith(b'{"'):
+        in_str = esc = False
+        for c in raw[:p]:
+            if esc:
+                esc = False
+            elif in_str and c == 0x5C:
+                esc = True
+            elif c == 0x22:
+                in_str = not in_str
+        if in_str:
+            return False
+    i = p
+    while i > 0 and raw[i - 1] in b" \t\r":
+        i -= 1
+    return i > 0 and raw[i - 1 : i] in (b"[", b",", b":")
 
 
 def clean_cut(s: Any, limit: int = MAX_FIELD) -> str | None:

@@ -5,13 +5,13 @@ reads is built behind it, never before it.
 :func:`index_later` hands the scope to a new process, in a session of its own (a closed
 terminal does not stop it) and at a lower priority, which runs :func:`catalog.index`
 over it, as ``sessiontree index`` would, and exits. One such process at a time per
-catalog: the caller takes an exclusive ``flock`` on ``<catalog>.later`` (the catalog's
-real path: two names of one catalog share it) and the child inherits it (the lock
+catalog: the caller takes an exclusive ``flock`` on ``<catalog>.later`` (by the
+catalog's real path, as ``_location.resolve`` gives it) and the child inherits it (the lock
 belongs to the open file, which the child holds until it exits); a start while one
 runs does nothing. The child runs only sessiontree's code (not the caller's working
 folder's: it leaves the ``''`` entry off ``sys.path``), takes its folders from its
-standard input (any number of them), leaves the work to another indexer that holds the
-search index's lock, and writes into the lock file why it failed, or that it found
+standard input (any number of them), waits for another indexer as ``index`` does (30
+s at most), and writes into the lock file why it failed, or that it found
 nothing to build (the files the search read without the index are no sessions, or
 changed back): then no build starts for :data:`RETRY_SECONDS` (a full disk is not
 filled again by every search, nor a process started by every search for nothing).
@@ -82,7 +82,7 @@ def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None =
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         # No symlink followed, no FIFO waited on: the lock file is ours or not used.
-        fd = os.open(os.path.realpath(path) + LOCK_SUFFIX,
+        fd = os.open(path + LOCK_SUFFIX,
                      os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
     except OSError:
         return False
@@ -94,7 +94,7 @@ def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None =
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return False  # one is being built
-        if st.st_size and time.time() - st.st_mtime < RETRY_SECONDS:
+        if st.st_size and 0.0 <= time.time() - st.st_mtime < RETRY_SECONDS:
             return False  # the last one failed or had nothing to do: not again so soon
         proc = subprocess.Popen([sys.executable, "-c", _CHILD, path], stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
@@ -117,30 +117,14 @@ def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None =
 def _main() -> None:
     """The child: the catalog's path in ``argv[1]``, the folders NUL-separated on
     standard input, the lock file's descriptor in ``$SESSIONTREE_LATER_FD``."""
-    import fcntl
-
     from . import index
-    from ._run import open_store
 
     fd = int(os.environ.pop("SESSIONTREE_LATER_FD"))
     catalog = sys.argv[1]
     folders = [os.fsdecode(f) for f in sys.stdin.buffer.read().split(b"\0") if f]
     try:
-        store = open_store(catalog, required=True)
-        assert store is not None
-        try:
-            lock = os.open(os.path.join(store.segments_dir, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except OSError:
-            lock = -1
-        finally:
-            store.close()
-        if lock >= 0:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                return  # another indexer is at work: its build is the one the next search reads
-            finally:
-                os.close(lock)
+        # Another indexer holding the search index's lock is waited for as `index`
+        # waits (30 s), then this build fails and says so.
         done = index(folders, catalog=catalog)
         os.ftruncate(fd, 0)
         if not done.read and not done.indexed:

@@ -49,15 +49,18 @@ def resolve(path: str | os.PathLike[str] | None) -> str | None:
         path: an explicit file (``--catalog``), or ``None`` for :func:`default_path`.
 
     Returns:
-        An absolute path, or ``None`` (the catalog is turned off).
+        The file's real path (symlinks resolved: one catalog has one segment folder,
+        lock and build lock, whatever name it is reached by), or ``None`` (the catalog
+        is turned off).
 
     Raises:
         ValueError: the path is inside Pi's agent folder (``$PI_CODING_AGENT_DIR`` or
             ``~/.pi/agent``) or its sessions root: a cache must never write there.
     """
-    chosen = os.path.abspath(os.fspath(path)) if path is not None else default_path()
+    chosen = os.fspath(path) if path is not None else default_path()
     if chosen is None:
         return None
+    chosen = os.path.realpath(chosen)
     pi = inside_pi_folder(chosen)
     if pi is not None:
         raise ValueError(f"{chosen}: the catalog must not live inside Pi's folder {pi}")

@@ -758,15 +758,25 @@ class _Search:
         from ._files import made
 
         store = self.store
+        conn = store.conn
         try:
-            segs = store.segments()
-            if not segs:
-                return None
-            scan = self.native.SearchScan([os.fsencode(f) for f in folders])
-            for folder in folders:
-                fid = store.folder_id(folder_key(folder)[0], create=False)
-                if not scan.folder(store.conn.execute(self._ROW, (fid,)) if fid is not None else ()):
-                    raise sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
+            # One snapshot: the segment list and the rows that say how far each file's
+            # pieces reach agree (an indexer committing a new segment and the s_end it
+            # moves between the two reads hid that file's new hits: round 50, N1).
+            conn.execute("BEGIN")
+            try:
+                segs = store.segments()
+                if not segs:
+                    return None
+                scan = self.native.SearchScan([os.fsencode(f) for f in folders])
+                for folder in folders:
+                    fid = store.folder_id(folder_key(folder)[0], create=False)
+                    if not scan.folder(conn.execute(self._ROW, (fid,)) if fid is not None else ()):
+                        raise sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never "
+                                                    "writes")
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
         except sqlite3.OperationalError:
             return None  # busy
         self.items = _readable(made(scan.others()))

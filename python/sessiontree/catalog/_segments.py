@@ -23,6 +23,7 @@ names them (a reader that opened one keeps reading it).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import time
@@ -35,6 +36,9 @@ from ._store import Store, checked_all
 
 __all__ = ["MAX_POSTINGS", "drop_all", "live_scope", "locked", "update"]
 
+_CANNOT_WRITE = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.EFBIG}
+"""A merge failing with one of these could not write its output: no input is damaged."""
+
 MAX_POSTINGS = 4_000_000
 """Postings one reading thread holds before it writes a segment (~50 MB of memory)."""
 
@@ -44,15 +48,22 @@ _MIN_LEVEL_BYTES = 256 << 10
 
 @contextlib.contextmanager
 def locked(store: Store, wait: bool) -> Iterator[bool]:
-    """Hold the index's lock (waiting for it if ``wait``); yields whether it is held."""
+    """Hold the index's lock (waiting for it up to the store's ``busy`` seconds if
+    ``wait``: an indexer stopped with ctrl+z holds it for good); yields whether it is
+    held."""
     os.makedirs(store.segments_dir, exist_ok=True)
     fd = os.open(os.path.join(store.segments_dir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
+        end = time.monotonic() + (store.busy if wait else 0.0)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= end:
+                    yield False
+                    return
+                time.sleep(0.05)
         yield True
     finally:
         os.close(fd)
@@ -72,9 +83,13 @@ def update(store: Store, found: Sequence[Any], native: Any, threads: int = 2) ->
 
     Raises:
         sqlite3.OperationalError: the catalog stayed busy.
-        OSError: a segment cannot be written.
+        OSError: a segment cannot be written, or another indexer held the lock for the
+            store's ``busy`` seconds.
     """
-    with locked(store, wait=True):
+    with locked(store, wait=True) as held:
+        if not held:
+            raise BlockingIOError(f"{store.segments_dir}: another process is building the search index "
+                                  f"(it holds {store.segments_dir}/lock)")
         read = _index_new(store, found, native, threads)
         _merge(store, native)
         _sweep(store)
@@ -143,7 +158,9 @@ def _merge(store: Store, native: Any) -> None:
         inputs = [os.fsencode(os.path.join(store.segments_dir, s[0])) for s in group]
         try:
             name, size, pieces = native.index_merge(os.fsencode(store.segments_dir), inputs, live_scope(store))
-        except OSError:
+        except OSError as e:
+            if e.errno in _CANNOT_WRITE:
+                raise  # a full disk: the segments stay as they are (the build failed)
             # An input damaged, or not a file (a FIFO in its place is never opened): the
             # index is dropped, as a search drops it, and the next `index` builds it
             # again; the files answer meanwhile.
