@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -32,7 +31,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm c
 if TYPE_CHECKING:
     from typing import Any
 
-from ._store import Store, checked_all
+from ._store import Store, checked_all, flock_within
 
 __all__ = ["MAX_POSTINGS", "drop_all", "live_scope", "locked", "update"]
 
@@ -54,17 +53,7 @@ def locked(store: Store, wait: bool) -> Iterator[bool]:
     os.makedirs(store.segments_dir, exist_ok=True)
     fd = os.open(os.path.join(store.segments_dir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        end = time.monotonic() + (store.busy if wait else 0.0)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= end:
-                    yield False
-                    return
-                time.sleep(0.05)
-        yield True
+        yield flock_within(fd, store.busy if wait else 0.0)
     finally:
         os.close(fd)
 

@@ -101,6 +101,20 @@ CREATE TABLE segment (name TEXT PRIMARY KEY, size INTEGER NOT NULL, docs INTEGER
 """
 
 
+def flock_within(fd: int, seconds: float) -> bool:
+    """Take an exclusive ``flock`` on ``fd``, waiting ``seconds`` at most (a holder
+    stopped with ctrl+z keeps it for good); whether it was taken."""
+    end = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.05)
+
+
 class CatalogError(Exception):
     """The catalog cannot be used (it cannot be created or written here)."""
 
@@ -364,16 +378,9 @@ class Store:
         """
         fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            end = time.monotonic() + self.busy
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= end:
-                        raise CatalogError(f"{self.path}: another process is creating the catalog "
-                                           f"(it holds {self.path}.lock)") from None
-                    time.sleep(0.05)
+            if not flock_within(fd, self.busy):
+                raise CatalogError(f"{self.path}: another process is creating the catalog "
+                                   f"(it holds {self.path}.lock)")
             yield
         finally:
             os.close(fd)
