@@ -479,8 +479,9 @@ struct State<'s> {
     fields: Fields,
     /// The object being read is `scan::Piece::may_nest` (only while it is read).
     may_nest: bool,
-    /// No entry is the leaf: none accepted yet, or a `leaf` entry moved it to `null`.
-    leaf_null: bool,
+    /// The leaf so far (`None`: no entry accepted yet, or a `leaf` entry moved it to
+    /// `null`), by [`leaf_after`].
+    leaf: Option<u32>,
     collect: Collect,
     out: Scan,
 }
@@ -501,7 +502,7 @@ impl<'s> State<'s> {
             first_nonblank: None,
             fields: Fields::default(),
             may_nest: false,
-            leaf_null: true,
+            leaf: None,
             collect,
             out: Scan {
                 end: start,
@@ -519,7 +520,7 @@ impl<'s> State<'s> {
     /// its `parentId` an id accepted before it, or `null` while no entry is the leaf.
     fn continues_tree(&self, obj: &[u8], f: &Fields) -> bool {
         match f.parent_id {
-            Val::Null => self.leaf_null,
+            Val::Null => self.leaf.is_none(),
             Val::Str { .. } => str_of(obj, f.parent_id)
                 .is_some_and(|p| !p.is_empty() && self.table.find(&p, &self.arena).is_some()),
             _ => false,
@@ -527,22 +528,10 @@ impl<'s> State<'s> {
     }
 
     /// The leaf after the entry just accepted (number `entry_count - 1`), whose move is
-    /// `mv` (`entries_path`'s rule).
+    /// `mv`.
     fn moved(&mut self, mv: Move<'_>) {
         let n = self.out.entry_count.wrapping_sub(1);
-        self.leaf_null = match mv {
-            Move::Not => false,
-            Move::ToNull => true,
-            Move::Nothing => self.leaf_null,
-            Move::To(t) => {
-                self.leaf_null
-                    && self
-                        .table
-                        .find(t, &self.arena)
-                        .filter(|&t| t != n)
-                        .is_none()
-            }
-        };
+        self.leaf = leaf_after(self.leaf, n, mv, &self.table, &self.arena);
     }
 
     /// Record an id; false if it was already there (the first definition stands).
@@ -1383,6 +1372,24 @@ impl<'a> Iterator for Records<'a> {
     }
 }
 
+/// Rule 13: the leaf after entry `n`, whose move is `mv`, when it was `leaf` before
+/// (`None`: before the first entry); `table` holds the ids of entries `0..=n`. A move
+/// to an entry not read before `n`, or to `n` itself, moves nothing.
+fn leaf_after(
+    leaf: Option<u32>,
+    n: u32,
+    mv: Move<'_>,
+    table: &IdTable,
+    arena: &IdArena,
+) -> Option<u32> {
+    match mv {
+        Move::Not => Some(n),
+        Move::ToNull => None,
+        Move::Nothing => leaf,
+        Move::To(t) => table.find(t, arena).filter(|&t| t != n).or(leaf),
+    }
+}
+
 /// The current path of a session given its entries (all of a file's [`Scan::entries`]
 /// concatenated: per entry, in file order, a little-endian `u32` length and the id
 /// bytes, then the `parentId` the same way or `u32::MAX` when it is not a non-empty
@@ -1401,12 +1408,7 @@ pub fn entries_path(entries: &[u8]) -> Vec<u32> {
         if table.insert_new(id, n, &arena).is_none() {
             arena.push(id);
             parents.push(parent);
-            leaf = match mv {
-                Move::Not => Some(n),
-                Move::ToNull => None,
-                Move::Nothing => leaf,
-                Move::To(t) => table.find(t, &arena).filter(|&t| t != n).or(leaf),
-            };
+            leaf = leaf_after(leaf, n, mv, &table, &arena);
             n += 1;
         }
     }

@@ -566,8 +566,7 @@ class PickerScreen(Screen[None]):
         query reads the index; a build already going on is left to finish."""
         from ..catalog import index_later
 
-        with contextlib.suppress(ValueError):
-            index_later(list(sources), catalog=self.picker.catalog)
+        index_later(list(sources), catalog=self.picker.catalog)
 
     def _show(self, app: Any, found: Found) -> None:
         """``found`` drawn, from the search's thread; nothing once the app has ended

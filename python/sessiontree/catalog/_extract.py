@@ -352,6 +352,20 @@ def records(entries: bytes) -> Iterator[tuple[str, str | None, Any]]:
                _NOT if move == _NOT_A_MOVE else None if move == _MOVE_TO_NULL else _NOTHING if move == _MOVES_NOTHING else move)
 
 
+def leaf_after(leaf: int, e: int, move: Any, number: dict[str, int]) -> int:
+    """Rule 13: the leaf (-1: none) after entry ``e``, whose :func:`leaf_move` is
+    ``move``, when it was ``leaf`` before; ``number`` maps the ids of entries ``0..e``
+    to their numbers. A move to an entry not read before ``e``, or to ``e`` itself,
+    moves nothing (``src/listing.rs`` ``leaf_after``)."""
+    if move is _NOT:
+        return e
+    if move is None:
+        return -1
+    if move is not _NOTHING and number.get(move, e) != e:
+        return number[move]
+    return leaf
+
+
 def _entries_path_py(entries: bytes) -> list[int]:
     number: dict[str, int] = {}
     parents: list[str | None] = []
@@ -360,12 +374,7 @@ def _entries_path_py(entries: bytes) -> list[int]:
         if eid not in number:
             e = number[eid] = len(parents)
             parents.append(parent)
-            if move is _NOT:
-                leaf = e
-            elif move is None:
-                leaf = -1
-            elif move is not _NOTHING and number.get(move, e) != e:
-                leaf = number[move]
+            leaf = leaf_after(leaf, e, move, number)
     n = len(parents)
     column = [-1] * n
     for e, p in enumerate(parents):
@@ -441,11 +450,12 @@ class _Scan:
     """One call's state, line by line (``src/listing.rs``'s ``State``)."""
 
     def __init__(self, prior: bytes, start: int, content: bool, texts: bool) -> None:
-        self.seen: set[str] = set()
-        self.leaf_null = True  # no entry is the leaf (``src/listing.rs`` ``State::moved``)
+        self.seen: dict[str, int] = {}  # id: entry number
+        self.leaf = -1  # the leaf so far (-1: none), by :func:`leaf_after`
         for eid, _, move in records(prior):
-            self.seen.add(eid)
-            self.moved(eid, move)
+            if eid not in self.seen:
+                self.seen[eid] = e = len(self.seen)
+                self.leaf = leaf_after(self.leaf, e, move, self.seen)
         self.count = len(self.seen)
         self.content = content
         self.want_texts = texts
@@ -516,27 +526,17 @@ class _Scan:
         if not (isinstance(eid, str) and eid):
             return True
         parent = obj.get("parentId", _js.UNDEFINED)
-        if may_nest and not (self.leaf_null if parent is None else isinstance(parent, str) and parent in self.seen):
+        if may_nest and not (self.leaf < 0 if parent is None else isinstance(parent, str) and parent in self.seen):
             return True  # torn bytes (rule 3; ``_load.Loader._continues_tree``)
         if eid in self.seen:
             return True
-        self.seen.add(eid)
-        seq = self.count
+        seq = self.seen[eid] = self.count
         self.count += 1
         move = leaf_move(obj)
-        self.moved(eid, move)
+        self.leaf = leaf_after(self.leaf, seq, move, self.seen)
         self.entries.append(_record(eid, parent if isinstance(parent, str) and parent else None, move))
         self.facts(obj, seq, eid, stamp, entry_ms)
         return True
-
-    def moved(self, eid: str, move: Any) -> None:
-        """The leaf after the entry ``eid`` (just seen) with this :func:`leaf_move`."""
-        if move is _NOT:
-            self.leaf_null = False
-        elif move is None:
-            self.leaf_null = True
-        elif isinstance(move, str) and move != eid and move in self.seen:
-            self.leaf_null = False
 
     def facts(self, obj: dict[str, Any], seq: int, eid: str, stamp: Any, entry_ms: float | None) -> None:
         content = self.content and seq >= 0

@@ -53,13 +53,11 @@ def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None =
         catalog: the catalog file (``None``: the default place).
 
     Returns:
-        Whether a process was started: false when the catalog is turned off or its
-        place holds no regular file, the lock file cannot be made or is no regular
+        Whether a process was started: false when the catalog is turned off, its path
+        is inside Pi's folders (no catalog may live there) or its place holds no
+        regular file, the lock file cannot be made or is no regular
         file, another such process holds the lock, or one failed or found nothing to
         build less than :data:`RETRY_SECONDS` ago.
-
-    Raises:
-        ValueError: the catalog path is inside Pi's folders.
     """
     import fcntl
     import stat
@@ -69,7 +67,10 @@ def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None =
 
     from ._location import resolve
 
-    path = resolve(catalog)
+    try:
+        path = resolve(catalog)
+    except ValueError:
+        return False  # the command that asked said so already, or reads the files
     if path is None or not folders:
         return False
     try:

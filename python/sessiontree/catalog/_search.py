@@ -800,15 +800,16 @@ class _Search:
             # cannot be used (a file or FIFO in its place, its lock a folder) is no error
             # for a search either (CONTRACT §7): the files are read. A segment an indexer
             # merged away since the list was read is no damage: the list changed.
+            dropped = False
             with contextlib.suppress(OSError), _segments.locked(store, wait=False) as held_lock:
                 if held_lock:
                     with contextlib.suppress(sqlite3.Error):
                         if store.segments() == segs:
                             _segments.drop_all(store)
-                            self.unindexed = None  # every file, once listed below
+                            dropped = True
             unanswered()
-            if self.unindexed is None:
-                self.unindexed = len(self.items or ())
+            if dropped:
+                self.unindexed = len(self.items or ())  # the index holds nothing now
             return None
         if stale:
             unanswered()

@@ -122,10 +122,7 @@ def _index_later(sources: tuple[str, ...], options: dict[str, Any], unindexed: i
         return False
     from ..catalog import index_later
 
-    try:
-        return index_later(list(sources), catalog=options["catalog"])
-    except ValueError:
-        return False
+    return bool(index_later(list(sources), catalog=options["catalog"]))
 
 
 def hit_lines(h: Any, role_w: int, width: int | None) -> list[list[str | tuple[str, str]]]:
