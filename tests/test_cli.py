@@ -615,6 +615,16 @@ def test_bad_flag_shows_the_subcommand_usage(tmp_path: Path) -> None:
     assert "usage: sessiontree tree" in p.stderr and "--bogus" in p.stderr
 
 
+def test_a_missing_argument_names_only_what_is_required() -> None:
+    # PATH ... is optional (the current project's sessions): argparse called it required
+    # beside the query until it had a default.
+    for words, missing in ((["search"], "query"), (["import"], "source")):
+        p = run(*words)
+        assert p.returncode == 2, p.stderr
+        assert f"the following arguments are required: {missing}\n" in p.stderr, p.stderr
+        assert "PATH" not in p.stderr.splitlines()[-1]
+
+
 def test_version() -> None:
     from importlib.metadata import version
 

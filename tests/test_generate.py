@@ -201,6 +201,9 @@ def test_generate_sessions_command(tmp_path: Path) -> None:
     assert len(json.loads(ls.stdout)["sessions"]) == 5
     again = subprocess.run(run, capture_output=True, text=True, timeout=120)
     assert again.returncode == 1 and "already exists; not overwritten" in again.stderr
+    assert "another --seed" in again.stderr  # and it works:
+    other = subprocess.run([*run, "--seed", "7"], capture_output=True, text=True, timeout=120)
+    assert other.returncode == 0, other.stderr
     for bad in (["--entries", "3"], ["--size", "2KB"], ["--size", "50KB", "--projects", "0"]):
         r = subprocess.run([cli, "generate", str(tmp_path / "x"), "--sessions", "5", *bad], capture_output=True,
                            text=True, timeout=60)

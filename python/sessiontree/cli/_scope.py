@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser, *, paths: bool = True, what: str =
     """Add ``PATH ...`` (unless ``paths`` is false: the command names its own),
     ``--all`` and ``--cwd`` to a subcommand's parser, and ``--this`` hidden."""
     if paths:
-        p.add_argument("paths", nargs="*", metavar="PATH",
+        p.add_argument("paths", nargs="*", metavar="PATH", default=None,
                        help="session files or folders (a folder with all its subfolders); "
                             "default: the current directory's sessions in Pi's store")
     p.add_argument("--all", action="store_true", help=f"the {what} of every project in Pi's store")

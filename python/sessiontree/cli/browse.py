@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("browse", help="pick a session (Pi's /resume) and walk its tree in a full-screen terminal "
                                       "app (fold, jump, search, context, label, fork)",
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="*", metavar="PATH",
+    p.add_argument("paths", nargs="*", metavar="PATH", default=None,
                    help="a session file (opens its tree), or folders (a picker over their sessions, subfolders "
                         "too); default: a picker over the current directory's sessions in Pi's store")
     _scope.add_arguments(p, paths=False)

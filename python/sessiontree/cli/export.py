@@ -165,7 +165,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="write a session as HTML (tree + conversation) or Markdown (one path), "
                                       "or sessions as Parquet",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="*", metavar="PATH",
+    p.add_argument("paths", nargs="*", metavar="PATH", default=None,
                    help="session file (.jsonl); parquet takes several files and folders (default: the current "
                         "directory's sessions in Pi's store)")
     p.add_argument("--format", required=True, choices=tuple(FORMATS), help="the output format (see above)")

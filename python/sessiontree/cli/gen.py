@@ -125,7 +125,9 @@ def _root(args: argparse.Namespace, io: Io, size: int | None) -> int:
             written = generate_root(args.out, sessions=args.sessions, total_bytes=size, projects=args.projects,
                                     seed=args.seed, on_progress=update)
     except FileExistsError as e:
-        raise CliError(f"{safe(str(e.filename))}: already exists; not overwritten") from None
+        # The same seed names the same files: a second run into one root meets the first's.
+        raise CliError(f"{safe(str(e.filename))}: already exists; not overwritten (generate into an empty "
+                       "folder, or with another --seed)") from None
     total = sum(s.bytes for s in written)
     if args.json:
         io.write_json({"root": args.out, "sessions": len(written), "bytes": total,

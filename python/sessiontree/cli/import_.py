@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("import", help="import Claude Code / Codex sessions as Pi session trees",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("source", choices=("claude", "codex"), help="which agent's history to import")
-    p.add_argument("paths", nargs="*", metavar="PATH",
+    p.add_argument("paths", nargs="*", metavar="PATH", default=None,
                    help="source .jsonl files or folders of them (default: every session of that agent on "
                         "this machine)")
     # The old spelling of the default; --all names Pi's store on every other command.
