@@ -1011,8 +1011,9 @@ def test_a_search_builds_the_index_behind_it_when_a_person_is_there(history: Pat
 
     if not native_available():
         pytest.skip("the search index is built natively only")
-    calls: list[tuple[list[str], Any]] = []
-    monkeypatch.setattr(catalog, "index_later", lambda sources, catalog=None: calls.append((list(sources), catalog)))
+    calls: list[tuple[list[str], Any, int | None]] = []
+    monkeypatch.setattr(catalog, "index_later", lambda sources, catalog=None, unindexed=None:
+                        calls.append((list(sources), catalog, unindexed)))
     picker = picker_of(history)
 
     async def steps(app: Any, pilot: Any) -> None:
@@ -1026,3 +1027,4 @@ def test_a_search_builds_the_index_behind_it_when_a_person_is_there(history: Pat
     monkeypatch.setattr(App, "is_headless", property(lambda self: False))
     drive(picker_of(history), steps)
     assert calls and calls[0][0] == list(picker.scopes[0].sources)  # the current folder, where it starts
+    assert calls[0][2] == 5  # what it read without the index: a build that found nothing pauses only that

@@ -356,6 +356,40 @@ def test_files_that_are_no_sessions_start_a_build_once_in_a_while(history: Path,
 
 
 @needs_native
+def test_nothing_to_build_holds_back_only_the_same_question(history: Path, tmp_path: Path) -> None:
+    """A build that found nothing to do pauses the starts that would ask it again (the
+    same folders, as many files unread by the index), not a build for a new session or
+    for another scope (which waited ten minutes behind one stray ``.jsonl`` before)."""
+    cat = tmp_path / "cat.sqlite3"
+    other = tmp_path / "sessions" / "--q--"
+    other.mkdir()
+    session(other, "q0aaaaaaa", ["the okapi elsewhere"])
+    (history / "notes.jsonl").write_text("not a session\n")
+    catalog.index([str(history)], catalog=cat)
+    assert unindexed("okapi", history, catalog=cat)[0] == 1
+    assert catalog.index_later([str(history)], catalog=cat, unindexed=1) is True
+    wait_until_built(cat)
+    assert Path(lock_of(cat)).read_text().startswith("nothing to build (1 ")
+    assert catalog.index_later([str(history)], catalog=cat, unindexed=1) is False  # the same question
+    assert catalog.index_later([str(history)], catalog=cat) is False  # one not said: held back too
+    # Another scope on the same catalog is not held back by this one's stray file.
+    assert catalog.index_later([str(other)], catalog=cat, unindexed=1) is True
+    wait_until_built(cat)
+    assert unindexed("okapi", other, catalog=cat)[0] == 0
+    # A new session in the first scope: two files unread, a build starts and indexes it.
+    assert catalog.index_later([str(history)], catalog=cat, unindexed=1) is True  # that build said nothing
+    wait_until_built(cat)
+    assert catalog.index_later([str(history)], catalog=cat, unindexed=1) is False  # paused again
+    session(history, "s9aaaaaaa", ["a new okapi"])
+    assert unindexed("okapi", history, catalog=cat)[0] == 2
+    assert catalog.index_later([str(history)], catalog=cat, unindexed=2) is True
+    wait_until_built(cat)
+    assert unindexed("okapi", history, catalog=cat)[0] == 1
+    got, want = unindexed("okapi", history, catalog=cat)[1], unindexed("okapi", history, no_cache=True)[1]
+    assert got == want
+
+
+@needs_native
 def test_a_search_racing_a_build_that_adds_a_segment_finds_the_new_hits(history: Path, tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """An indexer commits a new segment and the s_end it moves between a search's read of

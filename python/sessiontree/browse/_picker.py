@@ -558,15 +558,15 @@ class PickerScreen(Screen[None]):
         found.done = True
         self._show(app, found)
         if sum(unindexed) and not app.is_headless:
-            self._index_later(sources)
+            self._index_later(sources, sum(unindexed))
 
-    def _index_later(self, sources: tuple[str, ...]) -> None:
+    def _index_later(self, sources: tuple[str, ...], unindexed: int) -> None:
         """The catalog and search index of the scope built behind the search, as
         ``sessiontree search`` at a terminal starts it (CONTRACT §7), so that the next
         query reads the index; a build already going on is left to finish."""
         from ..catalog import index_later
 
-        index_later(list(sources), catalog=self.picker.catalog)
+        index_later(list(sources), catalog=self.picker.catalog, unindexed=unindexed)
 
     def _show(self, app: Any, found: Found) -> None:
         """``found`` drawn, from the search's thread; nothing once the app has ended

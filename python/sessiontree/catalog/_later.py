@@ -14,8 +14,10 @@ standard input (any number of them), waits for another indexer as ``index`` does
 s at most), and writes into the lock file why it failed, or that it found
 nothing to build (the files the search read without the index are no sessions, or
 changed back): then no build starts for :data:`RETRY_SECONDS` (a full disk is not
-filled again by every search, nor a process started by every search for nothing).
-Nothing else the child meets is said anywhere.
+filled again by every search, nor a process started by every search for nothing). A
+build that found nothing to do pauses only searches that would ask it again: the same
+scope with as many files unread by the index; a new session, or another scope, starts
+one. Nothing else the child meets is said anywhere.
 """
 
 from __future__ import annotations
@@ -44,20 +46,24 @@ _CHILD = (
 )
 
 
-def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None = None) -> bool:
+def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None = None, *,
+                unindexed: int | None = None) -> bool:
     """Start building the catalog and search index of ``folders`` in a process of its own.
 
     Args:
         folders: session folders (each without its subfolders) or session files, as
             :func:`sessiontree.catalog.index` takes them.
         catalog: the catalog file (``None``: the default place).
+        unindexed: how many of their files the search index does not hold as they are
+            (``search_stream``'s ``on_unindexed``): a build that found nothing to do
+            holds back only a start with the same folders and number (``None``: any).
 
     Returns:
         Whether a process was started: false when the catalog is turned off, its path
         is inside Pi's folders (no catalog may live there) or its place holds no
         regular file, the lock file cannot be made or is no regular
         file, another such process holds the lock, or one failed or found nothing to
-        build less than :data:`RETRY_SECONDS` ago.
+        build for the same question less than :data:`RETRY_SECONDS` ago.
     """
     import fcntl
     import stat
@@ -95,9 +101,12 @@ def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None =
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return False  # one is being built
+        ask = _question(folders, unindexed)
         if st.st_size and 0.0 <= time.time() - st.st_mtime < RETRY_SECONDS:
-            return False  # the last one failed or had nothing to do: not again so soon
-        proc = subprocess.Popen([sys.executable, "-c", _CHILD, path], stdin=subprocess.PIPE,
+            said = os.pread(fd, 4096, 0)
+            if not (said.startswith(_NOTHING) and ask and said != _nothing(ask)):
+                return False  # the last one failed or had nothing to do: not again so soon
+        proc = subprocess.Popen([sys.executable, "-c", _CHILD, path, ask], stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                                 pass_fds=(fd,), env={**os.environ, "SESSIONTREE_LATER_FD": str(fd)})
         # Reaped when it ends (a long-lived caller such as the picker keeps no zombie).
@@ -115,13 +124,33 @@ def index_later(folders: Sequence[str], catalog: str | os.PathLike[str] | None =
         os.close(fd)  # the child's copy keeps the lock
 
 
+_NOTHING = b"nothing to build"
+
+
+def _question(folders: Sequence[str], unindexed: int | None) -> str:
+    """What a start asks, as a build that found nothing to do writes it after
+    :data:`_NOTHING`: the number of files unread by the index and a digest of the
+    folders (``""``: not known, any start is the same)."""
+    if unindexed is None:
+        return ""
+    import hashlib
+
+    folders_key = b"\0".join(sorted(os.fsencode(os.path.abspath(f)) for f in folders))
+    return f"{unindexed} {hashlib.blake2b(folders_key, digest_size=8).hexdigest()}"
+
+
+def _nothing(question: str) -> bytes:
+    return _NOTHING + (f" ({question})" if question else "").encode() + b"\n"
+
+
 def _main() -> None:
-    """The child: the catalog's path in ``argv[1]``, the folders NUL-separated on
-    standard input, the lock file's descriptor in ``$SESSIONTREE_LATER_FD``."""
+    """The child: the catalog's path in ``argv[1]``, what it was asked (:func:`_question`)
+    in ``argv[2]``, the folders NUL-separated on standard input, the lock file's
+    descriptor in ``$SESSIONTREE_LATER_FD``."""
     from . import index
 
     fd = int(os.environ.pop("SESSIONTREE_LATER_FD"))
-    catalog = sys.argv[1]
+    catalog, question = sys.argv[1], sys.argv[2]
     folders = [os.fsdecode(f) for f in sys.stdin.buffer.read().split(b"\0") if f]
     try:
         # Another indexer holding the search index's lock is waited for as `index`
@@ -129,7 +158,7 @@ def _main() -> None:
         done = index(folders, catalog=catalog)
         os.ftruncate(fd, 0)
         if not done.read and not done.indexed:
-            os.write(fd, b"nothing to build\n")
+            os.write(fd, _nothing(question))
     except BaseException as e:  # noqa: BLE001 - said in the lock file, read by the next start
         with open(fd, "w", closefd=False) as f:
             f.truncate(0)

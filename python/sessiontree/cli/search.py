@@ -122,7 +122,7 @@ def _index_later(sources: tuple[str, ...], options: dict[str, Any], unindexed: i
         return False
     from ..catalog import index_later
 
-    return bool(index_later(list(sources), catalog=options["catalog"]))
+    return bool(index_later(list(sources), catalog=options["catalog"], unindexed=unindexed))
 
 
 def hit_lines(h: Any, role_w: int, width: int | None) -> list[list[str | tuple[str, str]]]:
