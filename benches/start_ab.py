@@ -62,6 +62,7 @@ def main() -> int:
         "usage session (table)": ["usage", "session", args.root, "--all"],
         "search the (page)": ["search", "the", args.root, "--all"],
         "search the --json": ["search", "the", args.root, "--all", "--json"],
+        "search the --limit 0 --json": ["search", "the", args.root, "--all", "--limit", "0", "--json"],
         "ls": ["ls", args.root, "--all"],
         "--version": ["--version"],
     }
