@@ -267,11 +267,21 @@ def test_a_root_named_is_read_with_its_subfolders(agent: dict[str, str]) -> None
     assert len(_json(run("ls", root, "--json", env=agent))["sessions"]) == 30  # type: ignore[index]
 
 
-def test_piped_search_text_is_what_rich_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
-    """A search piped to a file writes its lines without rich (``Io.plain``): the same
-    text rich writes there, whatever the hits hold (controls, wide characters, a name)."""
-    from sessiontree.cli import _common, main
+def test_search_text_is_what_rich_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A search writes its lines without rich (``Io.styler``, ``view.paint``): piped, at
+    a terminal of any width, under ``$NO_COLOR``, on a dumb terminal and with ``--color
+    never``, the bytes are those rich's console prints for the same pieces (controls,
+    wide characters, a name), but for the space rich leaves where it wraps a footer."""
+    import io
+    import re
+
+    from rich.console import Console
+    from rich.text import Text
+
+    from sessiontree import catalog
+    from sessiontree.cli import main
+    from sessiontree.cli.search import LATER, hit_lines
 
     folder = tmp_path / "p"
     folder.mkdir()
@@ -285,20 +295,51 @@ def test_piped_search_text_is_what_rich_writes(tmp_path: Path, monkeypatch: pyte
               "message": {"role": "user", "content": "the\ttab \x07bell 漢字 the\u2028end " + "x" * 300}}]
     odd.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     monkeypatch.setenv("SESSIONTREE_CATALOG", "off")
-    for env in ("TTY_COMPATIBLE", "FORCE_COLOR"):
+    for env in ("TTY_COMPATIBLE", "FORCE_COLOR", "NO_COLOR", "COLUMNS", "TERM", "COLORTERM"):
         monkeypatch.delenv(env, raising=False)
-    plain = _common.Io.plain
-    use_rich = [False]
-    monkeypatch.setattr(_common.Io, "plain", lambda self, stream: not use_rich[0] and plain(self, stream))
-    for args in (["search", "the", str(folder), "--limit", "50"], ["search", "zzzqqq", str(folder)],
-                 ["search", "the", str(folder), "--page", "99"]):
-        got = []
-        for rich_too in (True, False):
-            use_rich[0] = rich_too
-            assert main(args) == 0
-            got.append(capsys.readouterr())
-        assert got[0].out == got[1].out and got[0].err == got[1].err, args
-        assert "\\x1b" in got[0].out or "no hits" in got[0].err, args
+
+    def rich_text(env: dict[str, str], color: str, limit: int) -> str:
+        """What the command printed with rich (before it wrote its lines itself)."""
+        total, files, found = catalog.search_stream("the", [str(folder)], limit=limit, no_cache=True)
+        hits = list(found)
+        force = {"always": True, "never": False}.get(color)
+        console = Console(file=io.StringIO(), force_terminal=force, highlight=False, _environ=env,
+                          **({"no_color": True} if color == "never" else {}))
+        if not console.is_terminal:
+            console.soft_wrap = True
+            if "COLUMNS" not in env:
+                console.width = 160
+        width = console.width if console.is_terminal else None
+        role_w = max(len(h.role) for h in hits)
+        for h in hits:
+            for line in hit_lines(h, role_w, width):
+                console.print(Text.assemble(*line), crop=False, no_wrap=True, overflow="ignore")
+        more = f"; --page 2 for more" if limit < total else ""
+        for words in (f"hits 1–{len(hits)} of {total:,} in {files:,} session(s){more}",
+                      "(* on the current path; open one: sessiontree context FILE --leaf ENTRY)"):
+            console.print(Text(words, style="dim"))
+        return console.file.getvalue()  # type: ignore[attr-defined]
+
+    cases = [({}, "auto"), ({"TTY_COMPATIBLE": "1", "COLUMNS": "200"}, "auto"),
+             ({"TTY_COMPATIBLE": "1", "COLUMNS": "52"}, "auto"),
+             ({"FORCE_COLOR": "1", "COLUMNS": "90", "NO_COLOR": "1"}, "auto"),
+             ({"TTY_COMPATIBLE": "1", "COLUMNS": "80", "TERM": "dumb"}, "auto"),
+             ({"TTY_COMPATIBLE": "1", "COLUMNS": "120", "COLORTERM": "truecolor"}, "always"),
+             ({"COLUMNS": "70"}, "always"), ({"TTY_COMPATIBLE": "1", "COLUMNS": "100"}, "never")]
+    for env, color in cases:
+        for limit in (50, 5):
+            for k, v in env.items():
+                monkeypatch.setenv(k, v)
+            assert main(["--color", color, "search", "the", str(folder), "--limit", str(limit)]) == 0
+            got = capsys.readouterr().out
+            for k in env:
+                monkeypatch.delenv(k)
+            want = rich_text(env, color, limit)
+            assert LATER not in got
+            assert re.sub(" (\x1b\\[0m)?\n", "\\1\n", got) == re.sub(" (\x1b\\[0m)?\n", "\\1\n", want), (env, color)
+            styled = "\x1b[" in got
+            assert styled == (color != "never" and env.get("TERM") != "dumb" and
+                              ("TTY_COMPATIBLE" in env or "FORCE_COLOR" in env or color == "always")), (env, color)
 
 
 def test_search_makes_no_catalog(tmp_path: Path) -> None:

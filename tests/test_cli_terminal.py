@@ -141,3 +141,55 @@ def test_info_never_breaks_its_files_path(tmp_path: Path) -> None:
     k = next(k for k, line in enumerate(lines) if line.startswith(shown[:80]))
     assert lines[k] + lines[k + 1] == shown, lines[k:k + 2]  # the terminal's own wrap, nothing between
     assert lines[k - 1].startswith("file") and "bytes)" in lines[k - 1], lines[k - 1]
+
+
+def test_a_search_at_a_terminal_is_written_without_rich(tmp_path: Path) -> None:
+    """A warm search at a terminal writes its styled, fitted lines itself (``Io.styler``):
+    rich's console, text and progress modules are not imported (about 60 ms of its
+    start; its table of character widths may be, to fit a wide character)."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    generate_session(str(folder / "s.jsonl"), entries=120, seed=3)
+    env = _env(tmp_path)
+    code = ("import sys\nfrom sessiontree.cli import main\n"
+            f"code = main(['search', 'the', {str(folder)!r}, '--limit', '8'])\n"
+            "heavy = ('rich.console', 'rich.text', 'rich.progress', 'rich.style')\n"
+            "print('rich imported' if any(m in sys.modules for m in heavy) else 'no rich')\n"
+            "sys.exit(code)\n")
+    status, lines = _screen([sys.executable, "-c", code], tmp_path, env, 64, 60)
+    assert status == 0
+    shown = [line for line in lines if line]
+    assert shown[-1] == "no rich", shown
+    assert any(line.startswith("hits 1–8 of ") for line in shown), shown
+
+
+def test_a_progress_display_waits_until_the_work_takes_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A progress display starts only once the work has run ``PROGRESS_AFTER`` seconds
+    (a warm answer never imports rich's progress), then shows the last progress said
+    and follows it; none is drawn inside it."""
+    import contextlib
+
+    from sessiontree.cli import _common
+
+    started: list[list[tuple[int, int | None]]] = []
+
+    @contextlib.contextmanager
+    def start() -> object:
+        got: list[tuple[int, int | None]] = []
+        started.append(got)
+        yield lambda done, total=None: got.append((done, total))
+
+    monkeypatch.setattr(_common, "PROGRESS_AFTER", 0.05)
+    io = _common.Io()
+    with _common._after_a_while(io, start) as update:
+        update(1, 10)
+    time.sleep(0.2)
+    assert started == [] and not io.live
+    with _common._after_a_while(io, start) as update:
+        update(1, 10)
+        assert io.live
+        deadline = time.monotonic() + 10
+        while not started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        update(2, 10)
+    assert started == [[(1, 10), (2, 10)]] and not io.live

@@ -66,7 +66,44 @@ class Io:
 
     @property
     def color(self) -> bool:
-        return self.out.is_terminal and not self.out.no_color
+        """stdout takes styles, as rich's console decides: a terminal by its rule
+        (:meth:`plain`; ``--color never`` is none) that is not a dumb one; decided
+        without importing rich until a console is made. ``$NO_COLOR`` keeps the
+        attributes (bold, dim) and drops the colours (:meth:`styler`)."""
+        return self._styles() > 0
+
+    def _styles(self) -> int:
+        """0: no styles; 1: attributes only (``$NO_COLOR``); 2: all (rich's console:
+        ``is_terminal``, ``color_system``, ``no_color``)."""
+        if self._consoles is not None:
+            out = self.out
+            return 0 if not out.is_terminal or out.color_system is None else 1 if out.no_color else 2
+        if self._mode == "never" or self.plain(sys.stdout):
+            return 0
+        if os.environ.get("TERM", "").lower() in ("dumb", "unknown"):
+            return 0
+        return 1 if os.environ.get("NO_COLOR", "") != "" else 2
+
+    def out_width(self) -> int | None:
+        """stdout's width in terminal cells when it is a terminal by rich's rule
+        (``None``: it is not; its lines are not cut), as rich's console measures it:
+        ``$COLUMNS``, else 80 for a dumb terminal, else the size of the first of stdin,
+        stdout and stderr that is a terminal, else 80. Without importing rich."""
+        if self._consoles is not None:
+            return self.out.width if self.out.is_terminal else None
+        if self._mode == "never" or self.plain(sys.stdout):
+            return None
+        columns = os.environ.get("COLUMNS", "")
+        if columns.isascii() and columns.isdigit() and int(columns) > 0:
+            return int(columns)
+        if os.environ.get("TERM", "").lower() in ("dumb", "unknown"):
+            return 80
+        for fd in (0, 1, 2):
+            try:
+                return os.get_terminal_size(fd).columns or 80
+            except (AttributeError, ValueError, OSError):
+                pass
+        return 80
 
     def plain(self, stream: Any) -> bool:
         """``stream`` (stdout or stderr) is not a terminal by rich's own test (so rich
@@ -109,39 +146,53 @@ class Io:
 
     @property
     def interactive(self) -> bool:
-        """Progress bars only when stderr really is a terminal (``--color always`` or not)."""
+        """Progress displays only when stderr really is a terminal (``--color always`` or
+        not) and rich would draw on it (:meth:`plain`; ``--color never`` draws none),
+        decided without importing rich: a warm command at a terminal never needs it."""
         try:
             if not os.isatty(sys.stderr.fileno()):
                 return False
         except (AttributeError, OSError, ValueError):
             return False
+        if self._consoles is None:
+            return self._mode != "never" and not self.plain(sys.stderr)
         try:
             return self.err.is_terminal and os.isatty(self.err.file.fileno())
         except (AttributeError, OSError, ValueError):
             return False
 
     def styler(self) -> Any:
-        """``paint(text, style_name) -> str``: ANSI-styled text, or the text itself without colour.
+        """``paint(text, style_name) -> str``: text as rich's console would style it on
+        stdout (:attr:`color`; colours dropped under ``$NO_COLOR``), or the text itself.
 
         Thousands of rows through ``Console.print`` cost about half a millisecond each;
-        rendering each styled segment with ``Style.render`` and writing plain strings
-        is two orders of magnitude cheaper, with the same escapes.
+        each styled segment written as rich's ``Style.render`` writes it
+        (``view.paint``, without importing rich; rich's own for a style that module does
+        not know) is two orders of magnitude cheaper, with the same escapes.
         """
-        if not self.color:
+        level = self._styles()
+        if not level:
             return lambda text, style: text
-        from rich.console import COLOR_SYSTEMS
-        from rich.style import Style
+        from ..view import paint as known
 
-        system = COLOR_SYSTEMS.get(self.out.color_system or "standard")
+        colour = level == 2
         cache: dict[str, Any] = {}
 
         def paint(text: str, style: str) -> str:
             if not style or not text:
                 return text
+            got = known(text, style, colour)
+            if got is not None:
+                return got
             st = cache.get(style)
             if st is None:
-                st = cache[style] = Style.parse(style)
-            return st.render(text, color_system=system)
+                from rich.console import COLOR_SYSTEMS
+                from rich.style import Style
+
+                parsed = Style.parse(style)
+                st = cache[style] = (parsed if colour else parsed.without_color,
+                                     COLOR_SYSTEMS.get(self.out.color_system or "standard"))
+            return st[0].render(text, color_system=st[1])  # type: ignore[no-any-return]
 
         return paint
 
@@ -215,55 +266,117 @@ def quiet_load_warnings() -> None:
 # --------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def spinner(io: Io, text: str) -> Iterator[None]:
-    """A spinner with elapsed time on a terminal; nothing when stderr is not a terminal
-    or another progress display is drawn (``check``'s bar over many files)."""
-    if not io.interactive or io.live:
-        yield
-        return
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=io.err, transient=True) as progress, _drawn(io):
-        progress.add_task(text, total=None)
-        yield
+PROGRESS_AFTER = 0.3
+"""Seconds a command works before its progress display is drawn: a warm answer is given
+before then, without importing rich's progress (about 70 ms at a terminal) or
+flashing a bar."""
 
 
 @contextlib.contextmanager
-def _drawn(io: Io) -> Iterator[None]:
-    """``io.live`` while a progress display is drawn."""
+def _after_a_while(io: Io, start: Any) -> Iterator[Any]:
+    """Run the body; once it has run :data:`PROGRESS_AFTER` seconds, ``start()`` (a
+    context manager whose value is ``update(done, total)``) is entered on a timer's
+    thread and given the last progress said. Yields ``update(done, total)``. The
+    display ends with the body; ``io.live`` is set all through (no display inside)."""
+    import threading
+
+    lock = threading.Lock()
+    shown: list[Any] = []  # [context manager, its update] once started
+    last: list[tuple[int, int | None]] = []
+    over = False
+
+    def begin() -> None:
+        with lock:
+            if over:
+                return
+            try:
+                cm = start()
+                update = cm.__enter__()
+            except Exception:  # noqa: BLE001 - a display that cannot start is no display, not a failure
+                return
+            shown[:] = [cm, update]
+            if last:
+                update(*last[-1])
+
+    def update(done: int, total: int | None = None) -> None:
+        last[:] = [(done, total)]
+        if shown:
+            shown[1](done, total)
+
+    timer = threading.Timer(PROGRESS_AFTER, begin)
+    timer.daemon = True
     io.live = True
+    timer.start()
     try:
-        yield
+        yield update
     finally:
+        timer.cancel()
+        with lock:
+            over = True
         io.live = False
+        if shown:
+            shown[0].__exit__(*sys.exc_info())
 
 
 @contextlib.contextmanager
-def byte_progress(io: Io, text: str, total: int | None) -> Iterator[Any]:
-    """A bytes progress bar; yields ``update(done, total)`` (a no-op when not a terminal
-    or another progress display is drawn)."""
-    if not io.interactive or io.live:
-        yield lambda done, total=None: None
-        return
-    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
-                               TransferSpeedColumn)
+def _rich_progress(io: Io, console: Any, text: str, total: int | None, *columns: Any) -> Iterator[Any]:
+    """A transient rich progress display of ``columns`` on ``console`` with one task;
+    yields ``update(done, total)``."""
+    from rich.progress import Progress
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                  TimeRemainingColumn(), console=io.err, transient=True) as progress, _drawn(io):
-        task = progress.add_task(text, total=total or None)
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task(text, total=total)
 
         def update(done: int, new_total: int | None = None) -> None:
-            progress.update(task, completed=done, total=new_total or total or None)
+            progress.update(task, completed=done, total=new_total or total)
 
         yield update
 
 
 @contextlib.contextmanager
+def spinner(io: Io, text: str) -> Iterator[None]:
+    """A spinner with elapsed time on a terminal once the work takes a while
+    (:data:`PROGRESS_AFTER`); nothing when stderr is not a terminal or another progress
+    display is drawn (``check``'s bar over many files)."""
+    if not io.interactive or io.live:
+        yield
+        return
+
+    def start() -> Any:
+        from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        return _rich_progress(io, io.err, text, None, SpinnerColumn(), TextColumn("{task.description}"),
+                              TimeElapsedColumn())
+
+    with _after_a_while(io, start):
+        yield
+
+
+@contextlib.contextmanager
+def byte_progress(io: Io, text: str, total: int | None) -> Iterator[Any]:
+    """A bytes progress bar once the work takes a while (:data:`PROGRESS_AFTER`); yields
+    ``update(done, total)`` (a no-op when not a terminal or another progress display
+    is drawn)."""
+    if not io.interactive or io.live:
+        yield lambda done, total=None: None
+        return
+
+    def start() -> Any:
+        from rich.progress import (BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn,
+                                   TransferSpeedColumn)
+
+        return _rich_progress(io, io.err, text, total or None, TextColumn("{task.description}"), BarColumn(),
+                              DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+
+    with _after_a_while(io, start) as update:
+        yield update
+
+
+@contextlib.contextmanager
 def count_progress(io: Io, text: str, *, enabled: bool = True) -> Iterator[Any]:
-    """An ``n of m`` progress bar; yields ``update(done, total)`` (a no-op when not a
-    terminal, not ``enabled`` or inside another progress display).
+    """An ``n of m`` progress bar once the work takes a while (:data:`PROGRESS_AFTER`);
+    yields ``update(done, total)`` (a no-op when not a terminal, not ``enabled`` or
+    inside another progress display).
 
     Drawn on ``io.out`` when stdout is that terminal: what the command prints to
     ``io.out`` meanwhile (``check``'s result per file) then goes above the bar, where a
@@ -271,16 +384,15 @@ def count_progress(io: Io, text: str, *, enabled: bool = True) -> Iterator[Any]:
     if not io.interactive or not enabled or io.live:
         yield lambda done, total=None: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    console = io.out if io.out.is_terminal else io.err
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as progress, _drawn(io):
-        task = progress.add_task(text, total=None)
+    def start() -> Any:
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
-        def update(done: int, total: int | None = None) -> None:
-            progress.update(task, completed=done, total=total)
+        console = io.out if io.out.is_terminal else io.err
+        return _rich_progress(io, console, text, None, TextColumn("{task.description}"), BarColumn(),
+                              MofNCompleteColumn(), TimeElapsedColumn())
 
+    with _after_a_while(io, start) as update:
         yield update
 
 

@@ -6,7 +6,6 @@ import argparse
 import time
 from typing import Any
 
-from rich.text import Text
 
 from ..view import ABSENT, hang_lines, model_text, render_message, safe, show
 from ._common import CliError, Io, open_session
@@ -91,14 +90,12 @@ def emit(io: Io, lines: list[tuple[str, str]]) -> None:
     terminal a line wider than it continues under its text (a body line at its own
     indent, a message's header line under the role), never at column 0; piped, lines
     are written whole."""
-    if io.out.is_terminal:
-        lines = list(hang_lines(lines, io.out.width))
-    if io.color:
-        for start in range(0, len(lines), 1000):
-            chunk = lines[start:start + 1000]
-            io.out.print(Text("\n").join(Text(t, style=s) for t, s in chunk))
-    else:
-        io.write("\n".join(t for t, _ in lines) + "\n")
+    width = io.out_width()
+    if width is not None:
+        lines = list(hang_lines(lines, width))
+    paint = io.styler()  # rich's styles without rich (`Io.styler`)
+    for start in range(0, len(lines), 1000):
+        io.write("".join(paint(t, s) + "\n" for t, s in lines[start:start + 1000]))
 
 
 def _count(text: str) -> int:

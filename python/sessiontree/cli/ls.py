@@ -14,13 +14,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.cells import set_cell_size
-from rich.text import Text
-
 from .._time import local_time
 from . import _scope
 from ._common import Io, count_progress
-from ..view import cells, fit, fit_start, one_line, safe, shown_path
+from ..view import cells, fit, fit_start, one_line, pad, safe, shown_path
 
 _PREVIEW = 60
 _CWD_MAX = 60  # cells of the cwd column (--all); a longer cwd is cut at its start with … (its end tells projects apart)
@@ -72,9 +69,11 @@ def run(args: argparse.Namespace, io: Io) -> int:
         return 0
     if empty:
         return 0
-    width = io.out.width if io.out.is_terminal else None
+    width = io.out_width()
     io.write("".join(line + "\n" for line in rows(sessions, io.styler(), width)))
     if problems:
+        from rich.text import Text
+
         io.print(Text(f"\n{len(problems)} file(s) are not sessions:", style="bold red"))
         for p in problems:
             where = f":{p['line']}" if p.get("line") else ""
@@ -116,8 +115,8 @@ def rows(sessions: list[Any], paint: Any, width: int | None) -> list[str]:
             room = width - fixed
             cwd_w = min(cwd_w, 16) if cwd_w and room - 2 - min(cwd_w, 16) >= 20 else 0
             title_w = max(1, min(_PREVIEW, room - (2 + cwd_w if cwd_w else 0)))
-    head = f"{'modified':<19}  {'msgs':>{count_w}}  {set_cell_size(fit('name / first message', title_w), title_w)}"
-    head += f"  {set_cell_size('cwd', cwd_w)}" if cwd_w else ""
+    head = f"{'modified':<19}  {'msgs':>{count_w}}  {pad(fit('name / first message', title_w), title_w)}"
+    head += f"  {pad('cwd', cwd_w)}" if cwd_w else ""
     head += "" if two_lines else "  path"
     lines = [paint(head.rstrip() if two_lines else head, "bold")] if sessions else []
     for k, s in enumerate(sessions):
@@ -125,8 +124,8 @@ def rows(sessions: list[Any], paint: Any, width: int | None) -> list[str]:
         first = "".join((
             local_time(s.modified).strftime("%Y-%m-%d %H:%M:%S"),
             f"  {counts[k]:>{count_w}}  ",
-            paint(set_cell_size(fit(title, title_w), title_w), "bold" if s.name else ""),
-            paint("  " + set_cell_size(fit_start(cwds[k], cwd_w), cwd_w), "cyan") if cwd_w else "",
+            paint(pad(fit(title, title_w), title_w), "bold" if s.name else ""),
+            paint("  " + pad(fit_start(cwds[k], cwd_w), cwd_w), "cyan") if cwd_w else "",
         ))
         if two_lines:
             lines.append(first.rstrip())

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 from .._time import local_time
 from . import _scope
 from ._common import CliError, Io, byte_progress
-from ..view import one_line, safe, shown_path
+from ..view import hang, one_line, safe, shown_path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -89,23 +89,19 @@ def run(args: argparse.Namespace, io: Io) -> int:
     if later:
         foot.append(f"({LATER})")
     role_w = max(len(h.role) for h in result.hits)
-    if io.plain(sys.stdout):  # what rich would write, without it
-        out: list[str] = []
-        for h in result.hits:
-            for line in hit_lines(h, role_w, None):
-                out.append("".join(p if isinstance(p, str) else p[0] for p in line))
-        out.extend(foot)
-        sys.stdout.write("\n".join(out) + "\n")
-        sys.stdout.flush()
-        return 0
-    from rich.text import Text
-
-    width = io.out.width if io.out.is_terminal else None  # piped: lines are not cut (CONTRACT §10)
+    # Written as rich would, without importing it (about 60 ms of a search at a
+    # terminal): styles by `Io.styler`, lines cut to the terminal's width, none piped
+    # (CONTRACT §10).
+    paint = io.styler()
+    width = io.out_width()
+    out: list[str] = []
     for h in result.hits:
         for line in hit_lines(h, role_w, width):
-            io.print(Text.assemble(*line), crop=False, no_wrap=True, overflow="ignore")
-    for words in foot:
-        io.print(Text(words, style="dim"))
+            out.append("".join(p if isinstance(p, str) else paint(*p) for p in line))
+    for words in foot:  # broken at spaces to the width, as rich wrapped them
+        out.extend(paint(piece, "dim") for piece in hang(words, 0, width))
+    io.write("\n".join(out) + "\n")
+    sys.stdout.flush()
     return 0
 
 

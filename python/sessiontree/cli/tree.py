@@ -78,8 +78,9 @@ MAX_WIDTH = 1_000_000
 def _width(io: Io, requested: int | None) -> int:
     if requested is not None:
         return requested
-    if io.out.is_terminal:
-        return io.out.width
+    width = io.out_width()
+    if width is not None:
+        return width
     try:
         return max(20, int(os.environ.get("COLUMNS", "")))
     except ValueError:
@@ -139,7 +140,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
         paint = io.styler()
         out: list[str] = []
         # Drawing into a pipe or file: say how far it got on the terminal, when it is long.
-        long = not io.out.is_terminal and (full or args.branches) and len(shape) > _PROGRESS_ROWS
+        long = io.out_width() is None and (full or args.branches) and len(shape) > _PROGRESS_ROWS
         with count_progress(io, "drawing the tree", enabled=long) as update:
             for k, row in enumerate(entries.prefetching(rows)):
                 label = labels.get(shape.ids[row.at]) if row.at is not None and row.at in labelled else None

@@ -7,6 +7,7 @@ so that an entry reads the same in each:
 * ``_escape``: the one escaping rule for session text (controls, bidi and invisible
   format characters made visible), in two modes: one line (``safe``) and several
   lines (``safe_block``; ``_render.clean`` for the exports and the detail pane);
+* ``_ansi``: a style name as the escape rich writes on a terminal, without rich;
 * ``_text``: any JSON value as text (numbers, sizes, JSON); ``_cells``: fitting text to
   a width in terminal cells;
 * ``_entries``: the table of how each entry type and message role is shown (its word,
@@ -30,7 +31,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm c
 from .._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from ._cells import cells, fit, fit_start, hang, plain_table
+    from ._ansi import paint, sgr
+    from ._cells import cells, fit, fit_start, hang, pad, plain_table
     from ._context_lines import hang_lines, model_text, render_message
     from ._drawing import BRANCH_MARK, CLOSE, FOLD_MARK, ENTRY, FOLD, MAX_SIBLINGS, MORE, NOTE, OPEN, Drawing, Row, fold_text
     from ._entries import (
@@ -77,7 +79,8 @@ if TYPE_CHECKING:
 # `safe` only, and importing every viewer's table (the entry types, the drawing) cost
 # it about 20 ms of its start.
 _HOMES: dict[str, str] = {
-    **dict.fromkeys(('cells', 'fit', 'fit_start', 'hang', 'plain_table'), "_cells"),
+    **dict.fromkeys(('paint', 'sgr'), "_ansi"),
+    **dict.fromkeys(('cells', 'fit', 'fit_start', 'hang', 'pad', 'plain_table'), "_cells"),
     **dict.fromkeys(('hang_lines', 'model_text', 'render_message'), "_context_lines"),
     **dict.fromkeys((
         'BRANCH_MARK', 'CLOSE', 'ENTRY', 'FOLD', 'FOLD_MARK', 'MAX_SIBLINGS', 'MORE', 'NOTE', 'OPEN', 'Drawing', 'Row', 'fold_text',
@@ -110,7 +113,7 @@ __all__ = [
     "EntryView", "Item", "Layout", "Part", "RoleView", "Row", "Structure", "TreeRow", "as_is", "cells", "clean",
     "collapse", "content_text", "doc_id", "doc_line", "entry_preview", "fit", "fit_start", "fold_text", "hang", "hang_lines", "format_row", "human_bytes",
     "human_seconds", "id_width", "int_text", "item_of", "json_text", "message_preview", "model_text", "ms_time", "num",
-    "number", "one_line", "plain_doc", "plain_table", "render_message", "resolve_id", "safe", "safe_block", "show",
-    "shown_path", "structure_of",
+    "number", "one_line", "pad", "paint", "plain_doc", "plain_table", "render_message", "resolve_id", "safe", "safe_block", "show",
+    "sgr", "shown_path", "structure_of",
     "to_json_bytes", "tool_call_preview", "tree_rows", "usage_text", "value_text",
 ]

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 
 from .._lazy import lazy_pattern
 
-__all__ = ["cells", "fit", "fit_start", "hang", "plain_table"]
+__all__ = ["cells", "fit", "fit_start", "hang", "pad", "plain_table"]
 
 
 # Characters that take one terminal cell each, so that a text made only of them is
@@ -63,6 +63,14 @@ def fit_start(text: str, width: int) -> str:
         used += size
         i = start
     return "…" + text[i:]
+
+
+def pad(text: str, width: int) -> str:
+    """``text`` made exactly ``width`` terminal cells: spaces added, or cut as :func:`fit`
+    cuts it first (a text already fitted is only padded, as rich's ``set_cell_size``
+    pads it)."""
+    fitted = fit(text, width) if cells(text) > width else text
+    return fitted + " " * max(0, width - cells(fitted))
 
 
 def _clusters(text: str) -> Iterator[tuple[int, int]]:
