@@ -124,6 +124,42 @@ def test_the_table_is_the_one_rich_wrote(tmp_path: Path, monkeypatch: pytest.Mon
         assert outs[0] == outs[1] and outs[0].count("\n") > 3
 
 
+@pytest.mark.parametrize("report", ["model", "daily", "project"])
+def test_a_table_that_fits_the_terminal_is_written_without_rich(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str],
+                                                               report: str) -> None:
+    """At a terminal, a table that fits is the piped table (held to rich's above) with
+    its titles and total bold and its foot dim, as rich's table printed them, and
+    rich's console, table and text are not imported for it (about 50 ms at a terminal;
+    its table of character widths may be, to measure a wide key)."""
+    import re
+
+    from sessiontree.cli import main
+
+    root = _root(tmp_path, ["/home/u/one", "/home/u/two", "/home/u/中文"])
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("SESSIONTREE_CATALOG", str(tmp_path / "catalog.sqlite3"))
+    for env in ("NO_COLOR", "FORCE_COLOR", "TERM", "LINES"):
+        monkeypatch.delenv(env, raising=False)
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["usage", report, str(root)]) == 0
+    piped = capsys.readouterr().out
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    assert main(["usage", report, str(root)]) == 0
+    styled = capsys.readouterr().out
+    assert re.sub("\x1b\\[[0-9;]*m", "", styled) == piped
+    lines = styled.splitlines()
+    assert lines[0].startswith("\x1b[1m") and lines[-2].startswith("\x1b[1mtotal ")
+    assert lines[-1].startswith("\x1b[2m") and not any("\x1b" in x for x in lines[1:-2])
+    code = ("import sys\nfrom sessiontree.cli import main\n"
+            f"main(['usage', {report!r}, {str(root)!r}])\n"
+            "heavy = ('rich.console', 'rich.table', 'rich.text', 'rich.progress', 'rich.style')\n"
+            "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n")
+    env = {**os.environ, "TTY_COMPATIBLE": "1", "COLUMNS": "250"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.stdout == styled and p.stderr.strip().splitlines()[-1] == "[]", p.stderr
+
+
 @pytest.mark.parametrize(("dates", "said"), [
     (["--since", "2000-01-02", "--until", "2999-12-30"], "2000-01-02 to 2999-12-30; "),
     (["--since", "20000102"], "from 2000-01-02 on; "),

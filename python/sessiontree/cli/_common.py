@@ -87,17 +87,22 @@ class Io:
     def out_width(self) -> int | None:
         """stdout's width in terminal cells when it is a terminal by rich's rule
         (``None``: it is not; its lines are not cut), as rich's console measures it:
-        ``$COLUMNS``, else 80 for a dumb terminal, else the size of the first of stdin,
-        stdout and stderr that is a terminal, else 80. Without importing rich."""
+        ``$COLUMNS`` when ``$LINES`` is set too, else 80 for a dumb terminal, else
+        ``$COLUMNS``, else the size of the first of stdin, stdout and stderr that is a
+        terminal, else 80. Without importing rich."""
         if self._consoles is not None:
             return self.out.width if self.out.is_terminal else None
         if self._mode == "never" or self.plain(sys.stdout):
             return None
         columns = os.environ.get("COLUMNS", "")
-        if columns.isascii() and columns.isdigit() and int(columns) > 0:
-            return int(columns)
+        given = int(columns) if columns.isascii() and columns.isdigit() and int(columns) > 0 else None
+        lines = os.environ.get("LINES", "")
+        if given is not None and lines.isascii() and lines.isdigit():
+            return given
         if os.environ.get("TERM", "").lower() in ("dumb", "unknown"):
-            return 80
+            return 80  # rich's size of a dumb terminal, $COLUMNS or not (unless $LINES too)
+        if given is not None:
+            return given
         for fd in (0, 1, 2):
             try:
                 return os.get_terminal_size(fd).columns or 80
