@@ -12,7 +12,9 @@ and ``rg -l -i WORD ROOT`` too; the order alternating); each figure is the best 
 of the rounds in CPU time (user + system, ``wait4``: it moves far less than wall time on
 a shared machine), then wall time. Each command's stdout, stderr and status must be the
 same from both copies (``--differ COMMAND``: but for this one, which B changes on
-purpose). docs/BENCHMARKS.md, "A fifth round: a smaller start".
+purpose). ``--terminal``: each command on a pseudo-terminal instead of into files (the outputs
+are then not compared: progress displays are drawn as timing has them).
+docs/BENCHMARKS.md, "A fifth round: a smaller start".
 """
 
 from __future__ import annotations
@@ -25,6 +27,47 @@ import subprocess
 import sys
 import tempfile
 import time
+
+
+def _run_on_terminal(argv: list[str], env: dict[str, str]) -> tuple[float, float, bytes, bytes, int]:
+    """:func:`_run` with stdout and stderr a pseudo-terminal of 160 × 50 (what a person
+    at a terminal waits for: styles, progress displays); its output is what the
+    terminal received, stderr's included."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
+    t = time.perf_counter()
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    os.set_blocking(master, False)
+    got = b""
+    status = ru = None
+    while True:  # until the child has ended and the terminal is drained (a process it
+        try:     # left behind may hold the terminal open)
+            chunk = os.read(master, 65536)
+            got += chunk
+            if chunk:
+                continue
+        except BlockingIOError:
+            pass
+        except OSError:  # the terminal is closed
+            pass
+        if status is not None:
+            break
+        pid, st, r = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            status, ru = st, r
+            continue
+        time.sleep(0.0005)
+    wall = time.perf_counter() - t
+    p.returncode = status
+    os.close(master)
+    assert ru is not None
+    return (ru.ru_utime + ru.ru_stime) * 1000, wall * 1000, got, b"", status
 
 
 def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, bytes, bytes, int]:
@@ -49,6 +92,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--differ", action="append", default=[], metavar="COMMAND",
                     help="a command whose output B changes on purpose (said, not failed): e.g. 'usage session (table)'")
+    ap.add_argument("--terminal", action="store_true",
+                    help="run every command on a pseudo-terminal (160 columns), as a person at one waits for it")
     ap.add_argument("--rare", metavar="WORD",
                     help="also a first search of WORD (`search WORD ROOT --no-cache`) against `rg -l -i WORD`")
     args = ap.parse_args()
@@ -72,6 +117,9 @@ def main() -> int:
     for name, argv in commands.items():
         for label, folder in (("A", args.a), ("B", args.b)):
             env = {**os.environ, "PYTHONPATH": os.path.abspath(folder)}
+            if args.terminal:  # the terminal's own size
+                env.pop("COLUMNS", None)
+                env.pop("LINES", None)
             runs.append((f"{name} {label}", [sys.executable, script, *argv], env))
     if shutil.which("rg"):
         runs.append(("rg -l -i the", ["rg", "-l", "-i", "the", args.root], dict(os.environ)))
@@ -83,12 +131,14 @@ def main() -> int:
     print(f"load before: {os.getloadavg()[0]:.2f}")
     for i in range(args.rounds):
         for name, argv, env in (runs if i % 2 == 0 else runs[::-1]):
-            c, w, out, err, status = _run(argv, env)
+            c, w, out, err, status = (_run_on_terminal if args.terminal else _run)(argv, env)
             cpu[name].append(c)
             wall[name].append(w)
             outputs[name] = (out, err, status)
     print(f"load after: {os.getloadavg()[0]:.2f}")
     for name in commands:
+        if args.terminal:
+            break  # a terminal receives progress displays as timing draws them: not compared
         if outputs[f"{name} A"] != outputs[f"{name} B"]:
             print(f"different output (as asked): {name}" if name in args.differ else f"DIFFERENT OUTPUT: {name}")
             if name not in args.differ:

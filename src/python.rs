@@ -1239,6 +1239,26 @@ struct UsageScan {
     cwds: Vec<Py<PyAny>>,
 }
 
+impl UsageScan {
+    /// Each of `files` as `(file, folder, name, path)`.
+    fn named<'py>(&self, py: Python<'py>, files: Vec<u32>) -> Vec<Involved<'py>> {
+        files
+            .into_iter()
+            .map(|f| {
+                let i = f as usize;
+                let p = &self.paths[i];
+                let name = &p[p.len() - self.name_lens[i] as usize..];
+                (
+                    f,
+                    self.folders[i],
+                    PyBytes::new(py, name),
+                    PyBytes::new(py, p),
+                )
+            })
+            .collect()
+    }
+}
+
 /// A file `UsageScan.involved` names: `(file, folder, name, path)`.
 type Involved<'py> = (u32, u32, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
@@ -1404,29 +1424,36 @@ impl UsageScan {
         self.cwds.iter().map(|c| c.bind(py).clone()).collect()
     }
 
+    /// The files added without totals (`totals::Warm::untotalled`), each `(file, folder,
+    /// name, path)` as `involved` gives them: their logs go to `log_hashes` before
+    /// `involved` is asked.
+    fn untotalled<'py>(&self, py: Python<'py>) -> PyResult<Vec<Involved<'py>>> {
+        let warm = self
+            .warm
+            .as_ref()
+            .ok_or_else(|| PyValueError::new_err("the report was made"))?;
+        Ok(self.named(py, warm.untotalled()))
+    }
+
+    /// `file`'s copy key hashes from its usage `log` (a file `untotalled` named).
+    fn log_hashes(&mut self, file: u32, log: &[u8]) -> PyResult<()> {
+        self.warm
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("the report was made"))?
+            .log_hashes(file, log);
+        Ok(())
+    }
+
     /// The files whose logs the report must read (`totals::Warm::involved`): each
     /// `(file, folder, name, path)`, `folder` the number of its `folder` call, `name` the
     /// directory entry's bytes.
     fn involved<'py>(&mut self, py: Python<'py>) -> PyResult<Vec<Involved<'py>>> {
-        let warm = self
+        let files = self
             .warm
             .as_mut()
-            .ok_or_else(|| PyValueError::new_err("the report was made"))?;
-        Ok(warm
-            .involved()
-            .into_iter()
-            .map(|f| {
-                let i = f as usize;
-                let p = &self.paths[i];
-                let name = &p[p.len() - self.name_lens[i] as usize..];
-                (
-                    f,
-                    self.folders[i],
-                    PyBytes::new(py, name),
-                    PyBytes::new(py, p),
-                )
-            })
-            .collect())
+            .ok_or_else(|| PyValueError::new_err("the report was made"))?
+            .involved();
+        Ok(self.named(py, files))
     }
 
     /// The report (as `usage_report` returns it) with the `involved` files, oldest holder

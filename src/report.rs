@@ -76,7 +76,20 @@ const SMALL: f64 = (1u64 << 52) as f64;
 pub struct LogWriter {
     /// The bytes (empty while no record was written).
     pub out: Vec<u8>,
-    models: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Each `(provider, model)` defined, by its key ([`model_key`]) and number, and the
+    /// last one written (most records repeat it). A list searched per record took
+    /// minutes for a file of 60,000 models (adversary round 51).
+    models: HashMap<Vec<u8>, usize>,
+    last: Option<(Vec<u8>, usize)>,
+    key: Vec<u8>,
+}
+
+/// `(provider, model)` as one byte string: the provider's length, then both.
+fn model_key(out: &mut Vec<u8>, provider: &[u8], model: &[u8]) {
+    out.clear();
+    out.extend_from_slice(&(provider.len() as u64).to_le_bytes());
+    out.extend_from_slice(provider);
+    out.extend_from_slice(model);
 }
 
 impl LogWriter {
@@ -85,18 +98,23 @@ impl LogWriter {
         if self.out.is_empty() {
             self.out.push(PIECE);
         }
-        let m = match self
-            .models
-            .iter()
-            .position(|(p, m)| p == r.provider && m == r.model)
-        {
-            Some(m) => m,
-            None => {
-                self.out.push(DEFINE);
-                bytes(&mut self.out, r.provider);
-                bytes(&mut self.out, r.model);
-                self.models.push((r.provider.to_vec(), r.model.to_vec()));
-                self.models.len() - 1
+        model_key(&mut self.key, r.provider, r.model);
+        let m = match &self.last {
+            Some((k, m)) if *k == self.key => *m,
+            _ => {
+                let m = match self.models.get(self.key.as_slice()) {
+                    Some(&m) => m,
+                    None => {
+                        self.out.push(DEFINE);
+                        bytes(&mut self.out, r.provider);
+                        bytes(&mut self.out, r.model);
+                        let m = self.models.len();
+                        self.models.insert(self.key.clone(), m);
+                        m
+                    }
+                };
+                self.last = Some((self.key.clone(), m));
+                m
             }
         };
         let out = &mut self.out;

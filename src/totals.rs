@@ -86,6 +86,8 @@ pub struct Totals {
     path: u64,
     hashes: Vec<u32>,
     models: Vec<(Vec<u8>, Vec<u8>)>,
+    /// `models`' numbers by pair (not written: [`Totals::model`] makes it).
+    at: HashMap<(Vec<u8>, Vec<u8>), u32>,
     all: Part,
     on: Part,
 }
@@ -267,6 +269,7 @@ impl Totals {
             path,
             hashes,
             models,
+            at: HashMap::new(),
             all,
             on,
         })
@@ -297,13 +300,23 @@ impl Totals {
     }
 
     fn model(&mut self, m: &(Vec<u8>, Vec<u8>)) -> u32 {
-        match self.models.iter().position(|x| x == m) {
-            Some(i) => i as u32,
-            None => {
-                self.models.push(m.clone());
-                (self.models.len() - 1) as u32
-            }
+        // By a map of the pairs (made again when the pairs were read or changed without
+        // it): a search of the list per pair was quadratic in a file's models.
+        if self.at.len() != self.models.len() {
+            self.at = self
+                .models
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.clone(), i as u32))
+                .collect();
         }
+        if let Some(&i) = self.at.get(m) {
+            return i;
+        }
+        self.models.push(m.clone());
+        let i = (self.models.len() - 1) as u32;
+        self.at.insert(m.clone(), i);
+        i
     }
 
     fn spoiled(&self) -> bool {
@@ -522,6 +535,8 @@ pub struct Warm {
     ends: Vec<u32>,
     /// Per file: the hash of the totals summed, or `None` (to be read from its log).
     summed: Vec<Option<u64>>,
+    /// The copy key hashes of files without totals, from their logs ([`Warm::log_hashes`]).
+    late: Vec<(u32, Vec<u32>)>,
     /// A file's totals did not read: the report cannot come from the totals.
     broken: bool,
 }
@@ -590,7 +605,29 @@ impl Warm {
             hashes: Vec::new(),
             ends: Vec::new(),
             summed: Vec::new(),
+            late: Vec::new(),
             broken: false,
+        }
+    }
+
+    /// The files added without readable totals: their copy key hashes are only in their
+    /// logs, which [`Warm::log_hashes`] must be given before [`Warm::involved`].
+    pub fn untotalled(&self) -> Vec<u32> {
+        self.summed
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.is_none().then_some(i as u32))
+            .collect()
+    }
+
+    /// The copy key hashes of `file`, added without totals, read from its usage `log`,
+    /// so that a file sharing one goes to its log too (adversary round 51: the other
+    /// file's totals were summed whole, and the copy counted twice). A log that does not
+    /// read leaves the report to the logs.
+    pub fn log_hashes(&mut self, file: u32, log: &[u8]) {
+        match log_hashes(log) {
+            Some(h) if self.summed.get(file as usize) == Some(&None) => self.late.push((file, h)),
+            _ => self.broken = true,
         }
     }
 
@@ -679,41 +716,54 @@ impl Warm {
     /// 13 MB and 20 ms (docs/BENCHMARKS.md, issue 25).
     pub fn involved(&mut self) -> Vec<u32> {
         let hashes = std::mem::take(&mut self.hashes);
+        let late = std::mem::take(&mut self.late);
         let mut out: Vec<bool> = self.summed.iter().map(Option::is_none).collect();
+        // Every file's hashes: those of its totals, in `hashes` by `ends`, then those of
+        // the files without totals, from their logs.
+        let ends = &self.ends;
+        let each = |visit: &mut dyn FnMut(usize, u32)| {
+            let mut start = 0usize;
+            for (f, &end) in ends.iter().enumerate() {
+                for &h in &hashes[start..end as usize] {
+                    visit(f, h);
+                }
+                start = end as usize;
+            }
+            for (f, hs) in &late {
+                for &h in hs {
+                    visit(*f as usize, h);
+                }
+            }
+        };
+        let count = hashes.len() + late.iter().map(|l| l.1.len()).sum::<usize>();
         // 8–16 bits per hash (at most 2^27: 16 MiB a map): about 1 in 8 of the hashes
         // falls on a bit another set, and only those go into the table.
-        let bits = (hashes.len().max(1) * 8)
-            .next_power_of_two()
-            .clamp(64, 1 << 27);
+        let bits = (count.max(1) * 8).next_power_of_two().clamp(64, 1 << 27);
         let mask = bits as u32 - 1;
         let mut seen = vec![0u64; bits / 64];
         let mut again = vec![0u64; bits / 64];
-        for &h in &hashes {
+        each(&mut |_, h| {
             let b = (h & mask) as usize;
             let (w, m) = (b / 64, 1u64 << (b % 64));
             if seen[w] & m != 0 {
                 again[w] |= m;
             }
             seen[w] |= m;
-        }
+        });
         drop(seen);
         let mut first: HashMap<u32, u32, Fast> = HashMap::default();
-        let mut start = 0usize;
-        for (f, &end) in self.ends.iter().enumerate() {
-            for &h in &hashes[start..end as usize] {
-                let b = (h & mask) as usize;
-                if again[b / 64] & (1u64 << (b % 64)) == 0 {
-                    continue;
-                }
-                // A file lists each of its hashes once: another file holds this one.
-                let held = *first.entry(h).or_insert(f as u32);
-                if held as usize != f {
-                    out[f] = true;
-                    out[held as usize] = true;
-                }
+        each(&mut |f, h| {
+            let b = (h & mask) as usize;
+            if again[b / 64] & (1u64 << (b % 64)) == 0 {
+                return;
             }
-            start = end as usize;
-        }
+            // A file lists each of its hashes once: another file holds this one.
+            let held = *first.entry(h).or_insert(f as u32);
+            if held as usize != f {
+                out[f] = true;
+                out[held as usize] = true;
+            }
+        });
         out.iter()
             .enumerate()
             .filter_map(|(i, &x)| x.then_some(i as u32))

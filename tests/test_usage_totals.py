@@ -288,3 +288,90 @@ def test_a_catalog_without_its_warm_index_is_rebuilt(tmp_path: Path) -> None:
     assert cat.usage("model", [str(folder)], catalog=catalog) == want
     with sqlite3.connect(catalog) as conn:
         assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'file_warm'").fetchone()[0] == 1
+
+
+def test_a_scope_naming_a_folder_twice_saves_every_file_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch whose inserts conflict part-way through (the same file twice in a scope,
+    or another process adding the same new files at once) keeps the rows it inserted
+    with their usage logs and totals (adversary round 51: they were dropped, and the
+    rows, "read to their end", counted 0 in every later report)."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for s in range(4):
+        _write(folder / f"2025-11-0{s + 1}_s{s}.jsonl", [_header(f"s{s}", f"2025-11-0{s + 1}T00:00:00.000Z")]
+               + [_record(f"s{s}e{n}", f"s{s}e{n - 1}" if n else None, n) for n in range(3)])
+    catalog = str(tmp_path / "catalog.sqlite3")
+    one = str(folder / "2025-11-02_s1.jsonl")
+    for scope in ([str(folder), str(folder)], [one, str(folder)], [str(folder), str(folder) + "/"]):
+        want = cat.usage("model", scope, no_cache=True)
+        assert want.total.records == 12 or scope[0] == one
+        assert cat.usage("model", scope, catalog=catalog) == want, scope
+        assert cat.usage("model", [str(folder)], catalog=catalog) == cat.usage("model", [str(folder)], no_cache=True)
+        os.remove(catalog)
+    cat.index([str(folder), str(folder)], catalog=catalog)  # raised "catalog damaged: ... no entries record"
+    _check([str(folder)], catalog, monkeypatch)
+
+
+def test_a_file_read_to_its_end_without_its_usage_log_is_damage(tmp_path: Path) -> None:
+    """A file row that says its usage log is read to its end, with no usage log (nor
+    totals), is damage: rebuilt, never counted as empty."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for s in range(3):
+        _write(folder / f"2025-11-0{s + 1}_s{s}.jsonl", [_header(f"s{s}", f"2025-11-0{s + 1}T00:00:00.000Z")]
+               + [_record(f"s{s}e{n}", f"s{s}e{n - 1}" if n else None, n) for n in range(4)])
+    catalog = str(tmp_path / "catalog.sqlite3")
+    want = cat.usage("session", [str(folder)], no_cache=True)
+    assert cat.usage("session", [str(folder)], catalog=catalog) == want
+    with sqlite3.connect(catalog) as conn:
+        fid = conn.execute("SELECT min(file) FROM usage_log").fetchone()[0]
+        conn.execute("DELETE FROM usage_log WHERE file = ?", (fid,))
+        conn.execute("DELETE FROM usage_sum WHERE file = ?", (fid,))
+    assert cat.usage("session", [str(folder)], catalog=catalog) == want
+
+
+def test_a_file_without_totals_sends_its_copies_to_their_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fork whose totals are not kept (saved by the pure-Python backend, or its row
+    deleted) holds a copy of another file's record: the copy still counts once
+    (adversary round 51: the other file's totals were added whole, and the copy twice)."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    a = [_header("a", "2025-11-01T00:00:00.000Z"), _record("a1", None, 1), _record("a2", "a1", 2)]
+    _write(folder / "2025-11-01_a.jsonl", a)
+    catalog = str(tmp_path / "catalog.sqlite3")
+    cat.usage("model", [str(folder)], catalog=catalog)  # a's totals kept
+    _write(folder / "2025-11-02_b.jsonl", [_header("b", "2025-11-02T00:00:00.000Z", parent="2025-11-01_a.jsonl"),
+                                           a[1], _record("b3", "a1", 3)])
+    with monkeypatch.context() as m:  # b saved as the pure-Python backend saves it: no totals
+        m.setattr(_indexer, "native_scanner", lambda: None)
+        m.setattr(_usage, "native_scanner", lambda: None)
+        cat.usage("model", [str(folder)], catalog=catalog)
+    with sqlite3.connect(catalog) as conn:
+        assert conn.execute("SELECT count(*) FROM usage_sum").fetchone()[0] == 1
+    want = cat.usage("model", [str(folder)], no_cache=True)
+    assert want.total.records == 3
+    _check([str(folder)], catalog, monkeypatch)
+
+
+def test_days_before_year_1000_are_keyed_and_kept_as_iso_dates(tmp_path: Path) -> None:
+    """A record dated in year 999 is on day ``0999-06-01`` (four digits, as ISO writes
+    it): it sorts before 2025 and --since/--until keep it or not as its date says
+    (adversary round 51: ``999-06-01`` sorted after every later year)."""
+    from datetime import datetime
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    old = int((datetime(999, 6, 1, tzinfo=timezone.utc) - datetime(1970, 1, 1, tzinfo=timezone.utc))
+              .total_seconds() * 1000)
+    first = json.loads(_record("e0", None, 0))
+    first["message"]["timestamp"] = old
+    _write(folder / "2025-11-01_s.jsonl", [_header("s", "2025-11-01T00:00:00.000Z"), json.dumps(first),
+                                           _record("e1", "e0", 1)])
+    catalog = str(tmp_path / "catalog.sqlite3")
+    for kw, keys in (({}, ["0999-06-01", "2025-11-02"]), ({"since": date(2000, 1, 1)}, ["2025-11-02"]),
+                     ({"until": date(2000, 1, 1)}, ["0999-06-01"])):
+        for where in ({"no_cache": True}, {"catalog": catalog}):
+            got = cat.usage("daily", [str(folder)], tz=timezone.utc, **where, **kw)  # type: ignore[arg-type]
+            assert sorted(x.key for x in got.lines) == keys, (kw, where)
+    monthly = cat.usage("monthly", [str(folder)], tz=timezone.utc, catalog=catalog)
+    assert sorted(x.key for x in monthly.lines) == ["0999-06", "2025-11"]

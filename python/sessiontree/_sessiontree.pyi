@@ -555,6 +555,12 @@ class UsageScan:
         """Every file's path (``os.fsencode`` form), in the order added."""
     def cwds(self) -> list[str | bytes | None]:
         """The projects' cwds as the catalog holds them, in key order."""
+    def untotalled(self) -> list[tuple[int, int, bytes, bytes]]:
+        """The files added without totals, as :meth:`involved` names them: each one's
+        usage log goes to :meth:`log_hashes` before :meth:`involved` is asked."""
+    def log_hashes(self, file: int, log: bytes) -> None:
+        """``file``'s copy key hashes from its usage ``log`` (a file :meth:`untotalled`
+        named), so that the files sharing one are read from their logs too."""
     def involved(self) -> list[tuple[int, int, bytes, bytes]]:
         """The files the report must sum from their logs (no readable totals, or a copy
         key hash another file holds): ``(file, folder call, name, path)``."""

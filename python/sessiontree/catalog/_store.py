@@ -772,15 +772,22 @@ class Batch:
         cols = self._insert_cols or ()
         sql = f"INSERT INTO file (id, {', '.join(cols)}, gen) VALUES (?, {', '.join('?' * len(cols))}, 1)"
         lost: set[int] = set()
+        # Under a savepoint: a conflict part-way through leaves the rows before it
+        # inserted, and the retry one by one would take each of those for another
+        # process's and drop its usage log and totals (adversary round 51: the row
+        # stayed "read to its end" with nothing to read, and counted 0 for good).
+        self.conn.execute("SAVEPOINT inserts")
         try:
             self.conn.executemany(sql, [(file, *vals) for _row, file, vals in self._inserts])
         except sqlite3.IntegrityError:
+            self.conn.execute("ROLLBACK TO inserts")
             for row, file, vals in self._inserts:
                 try:
                     self.conn.execute(sql, (file, *vals))
                 except sqlite3.IntegrityError:
                     lost.add(file)
                     row.id, row.gen = None, 0
+        self.conn.execute("RELEASE inserts")
         self._inserts.clear()
         if not lost:
             return []

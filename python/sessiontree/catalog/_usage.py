@@ -164,12 +164,14 @@ def _day_offset(utc_day: int, tz: tzinfo | None) -> int | None:
 
 
 def _key(group: str, local: date) -> str:
+    # Years of four digits, as ISO writes them: strftime's "%Y" gives "999", which sorts
+    # after "2026" and compares wrongly with --since and --until (adversary round 51).
     if group == "daily":
-        return local.strftime("%Y-%m-%d")
+        return f"{local.year:04d}-{local.month:02d}-{local.day:02d}"
     if group == "weekly":
         y, w, _ = local.isocalendar()
         return f"{y:04d}-W{w:02d}"
-    return local.strftime("%Y-%m")
+    return f"{local.year:04d}-{local.month:02d}"
 
 
 def usage_folders(
@@ -233,6 +235,8 @@ def usage_folders(
         rows = [f.row for f in sessions if f.row is not None]
         need = [r.id for r in rows if r.log is None and r.id is not None]
         kept = store.logs(need) if store is not None and need else {}
+        if len(kept) != len(set(need)):
+            raise sqlite3.DatabaseError("catalog damaged: a file read to its end has no usage log")
         logs = [r.log if r.log is not None else kept.get(r.id or -1, b"") for r in rows]
         entries = None
         if active_path:
@@ -373,16 +377,31 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
                     return _STALE
                 if state == 2:
                     raise sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
-            need = []
-            for file, at, name, path in scan.involved():
+            def row_of(at: int, name: bytes) -> tuple[int, int | None]:
                 got = conn.execute("SELECT id, created_ms FROM file WHERE folder = ? AND name = ?",
                                    (fids[at], db_text(os.fsdecode(name)))).fetchone()
                 if got is None or type(got[0]) is not int or type(got[1]) not in (int, type(None)):
                     raise sqlite3.DatabaseError("catalog damaged: a file row does not read back")
-                need.append((got[1] is None, got[1] or 0, os.fsdecode(path), file, got[0]))
+                return got[0], got[1]
+
+            # A file without totals holds its copy key hashes in its log only: they are
+            # read before the files that share one with another are chosen.
+            untotalled = [(file, row_of(at, name)[0]) for file, at, name, _path in scan.untotalled()]
+            if untotalled:
+                held = store.logs([i for _f, i in untotalled])
+                for file, i in untotalled:
+                    if i not in held:
+                        raise sqlite3.DatabaseError("catalog damaged: a file read to its end has no usage log")
+                    scan.log_hashes(file, held[i])
+            need = []
+            for file, at, name, path in scan.involved():
+                fid, created = row_of(at, name)
+                need.append((created is None, created or 0, os.fsdecode(path), file, fid))
             need.sort()  # a copy is charged to its first holder: the older header, then the path
             ids = [n[4] for n in need]
             logs = store.logs(ids) if ids else {}
+            if len(logs) != len(set(ids)):  # every file read to its end keeps its log, empty or not
+                raise sqlite3.DatabaseError("catalog damaged: a file read to its end has no usage log")
             sums = store.sums(ids) if ids else {}
             files = [(n[3], sums.get(n[4]), logs.get(n[4], b""), (store.entries(n[4]) or b"") if active else None)
                      for n in need]
