@@ -1301,9 +1301,10 @@ impl UsageScan {
     /// catalog holds as they are, from `rows`: each `(name, warm, totals, cwd)` of the
     /// folder's files, `warm` the `file.warm` text (`catalog/_store`: `dev ino size
     /// mtime_ns ctime_ns state`, state 0 not a session, 1 its usage log read to its end,
-    /// 2 not), `totals` its `usage_sum` (1: none kept). Returns 0 (added), 1 (some file is new, changed, not read to its
-    /// end or cannot be `stat`-ed: the catalog must be brought up to date) or 2 (a row
-    /// holds a value the catalog never writes).
+    /// 2 not), `totals` its `usage_sum` (1: none kept). A file that cannot be `stat`-ed is
+    /// no session (the files' answer too). Returns 0 (added), 1 (some file is new,
+    /// changed or not read to its end: the catalog must be brought up to date) or 2 (a
+    /// row holds a value the catalog never writes).
     fn folder(&mut self, py: Python<'_>, rows: &Bound<'_, PyAny>) -> PyResult<u8> {
         let call = self.calls;
         self.calls += 1;
@@ -1367,7 +1368,9 @@ impl UsageScan {
             .as_mut()
             .ok_or_else(|| PyValueError::new_err("the report was made"))?;
         for f in &listed {
-            let (Some(st), Some(row)) = (f.st, by_name.get(db_name(&f.name).as_ref())) else {
+            // A file no one can `stat` (a dangling link) is no session, as the files say.
+            let Some(st) = f.st else { continue };
+            let Some(row) = by_name.get(db_name(&f.name).as_ref()) else {
                 return Ok(1);
             };
             if !st.is(&row.ident) {

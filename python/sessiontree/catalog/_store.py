@@ -16,8 +16,9 @@ Tables:
   listing facts of ``[0, l_end)`` and how far its usage log goes (``c_end``); or why it
   is not a session (``problem``). Small, so a listing reads few pages. ``warm``
   (generated, kept only in the index ``file_warm`` with the folder and name) is its
-  identity and whether its usage log is read to its end, as one text: a warm report
-  reads the index, not the rows (``_usage._warm``). A search reads what its freshness
+  identity and whether its usage log is read to its end (but for an unterminated last
+  piece that is no entry: ``tail``; the file cannot change without its identity), as
+  one text: a warm report reads the index, not the rows (``_usage._warm``). A search reads what its freshness
   check needs from the index ``file_search`` in the same way (``_search._from_index``).
 * ``entries(file, record)`` — the entries record of a file (``_extract``), which grows
   with the session: apart, so that reading a ``file`` row never walks its overflow
@@ -54,7 +55,7 @@ from .._lazy import lazy_pattern
 
 __all__ = ["SCHEMA_VERSION", "COLUMN_TYPES", "FileRow", "Store", "CatalogError", "checked", "checked_all"]
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 """Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
 
 APPLICATION_ID = 0x53547243  # "STrC"
@@ -88,7 +89,7 @@ CREATE TABLE file (
     c_end INTEGER, c_entries INTEGER NOT NULL DEFAULT 0, c_count INTEGER NOT NULL DEFAULT 0,
     epoch INTEGER NOT NULL DEFAULT 0, s_end INTEGER, s_entries INTEGER NOT NULL DEFAULT 0,
     warm TEXT GENERATED ALWAYS AS (dev || ' ' || ino || ' ' || size || ' ' || mtime_ns || ' ' || ctime_ns || ' ' ||
-        CASE WHEN problem IS NOT NULL THEN 0 WHEN c_end = l_end AND l_end = size AND tail = 0 THEN 1 ELSE 2 END) VIRTUAL,
+        CASE WHEN problem IS NOT NULL THEN 0 WHEN c_end = l_end AND l_end + tail = size THEN 1 ELSE 2 END) VIRTUAL,
     UNIQUE (folder, name)
 );
 CREATE INDEX file_warm ON file (folder, name, warm);

@@ -292,13 +292,16 @@ def _current(store: Any, folders: Sequence[str]) -> list[Any] | None:
             got = checked_all("file", _CURRENT_COLUMNS, store.conn.execute(_CURRENT, (fid,)).fetchall())
             rows = {r[0]: r for r in got}
             for name, path, st in items:
+                if isinstance(st, OSError):
+                    continue  # no one can read it (a dangling link): no session, as the files say
                 r = rows.get(name)
-                if (r is None or isinstance(st, OSError)
-                        or r[2:7] != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)):
+                if r is None or r[2:7] != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns):
                     return None
                 if r[10] is not None:
                     continue  # not a session
-                if r[9] != r[7] or r[7] != st.st_size or r[8]:
+                # Read to its end, but for an unterminated last piece that is no entry
+                # (a torn line a crash left): the same bytes read again give the same.
+                if r[9] != r[7] or r[7] + r[8] != st.st_size:
                     return None
                 out.append(_Held(path, _Row(r[1], r[11], py_text(r[12]))))
     except sqlite3.OperationalError:
