@@ -44,7 +44,7 @@ def _run_on_terminal(argv: list[str], env: dict[str, str]) -> tuple[float, float
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env)
     os.close(slave)
     os.set_blocking(master, False)
-    got = b""
+    got = bytearray()
     status = ru = None
     while True:  # until the child has ended and the terminal is drained (a process it
         try:     # left behind may hold the terminal open)
@@ -67,7 +67,7 @@ def _run_on_terminal(argv: list[str], env: dict[str, str]) -> tuple[float, float
     p.returncode = status
     os.close(master)
     assert ru is not None
-    return (ru.ru_utime + ru.ru_stime) * 1000, wall * 1000, got, b"", status
+    return (ru.ru_utime + ru.ru_stime) * 1000, wall * 1000, bytes(got), b"", status
 
 
 def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, bytes, bytes, int]:
@@ -92,6 +92,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--differ", action="append", default=[], metavar="COMMAND",
                     help="a command whose output B changes on purpose (said, not failed): e.g. 'usage session (table)'")
+    ap.add_argument("--catalogs", nargs=2, metavar=("CAT_A", "CAT_B"),
+                    help="a catalog per copy ($SESSIONTREE_CATALOG), when their schemas differ")
     ap.add_argument("--terminal", action="store_true",
                     help="run every command on a pseudo-terminal (160 columns), as a person at one waits for it")
     ap.add_argument("--rare", metavar="WORD",
@@ -117,6 +119,8 @@ def main() -> int:
     for name, argv in commands.items():
         for label, folder in (("A", args.a), ("B", args.b)):
             env = {**os.environ, "PYTHONPATH": os.path.abspath(folder)}
+            if args.catalogs:
+                env["SESSIONTREE_CATALOG"] = args.catalogs[0 if label == "A" else 1]
             if args.terminal:  # the terminal's own size
                 env.pop("COLUMNS", None)
                 env.pop("LINES", None)
