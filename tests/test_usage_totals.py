@@ -59,6 +59,15 @@ def _write(path: Path, lines: list[str]) -> None:
         f.write("".join(line + "\n" for line in lines))
 
 
+def _sessions(folder: Path, count: int, records: int) -> None:
+    """``count`` sessions in ``folder``, one a day from 2025-11-01, each a branch of
+    ``records`` records."""
+    folder.mkdir(exist_ok=True)
+    for s in range(count):
+        _write(folder / f"2025-11-0{s + 1}_s{s}.jsonl", [_header(f"s{s}", f"2025-11-0{s + 1}T00:00:00.000Z")]
+               + [_record(f"s{s}e{n}", f"s{s}e{n - 1}" if n else None, n) for n in range(records)])
+
+
 def _check(folders: list[str], catalog: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for group in _usage.GROUPS:
         for tz in ZONES:
@@ -160,10 +169,7 @@ def test_a_history_without_copies_reads_no_log(tmp_path: Path, monkeypatch: pyte
 
 def test_damaged_totals_are_read_from_the_logs_or_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "p"
-    folder.mkdir()
-    for s in range(3):
-        _write(folder / f"2025-11-0{s + 1}_s{s}.jsonl", [_header(f"s{s}", f"2025-11-0{s + 1}T00:00:00.000Z")]
-               + [_record(f"s{s}e{n}", f"s{s}e{n - 1}" if n else None, n) for n in range(12)])
+    _sessions(folder, 3, 12)
     catalog = str(tmp_path / "catalog.sqlite3")
     want = cat.usage("daily", [str(folder)], catalog=catalog, tz=ZoneInfo("Asia/Kolkata"))
     for damage in ("x'0500000061'", "x''", "'text'", "7"):
@@ -296,10 +302,7 @@ def test_a_scope_naming_a_folder_twice_saves_every_file_whole(tmp_path: Path, mo
     with their usage logs and totals (adversary round 51: they were dropped, and the
     rows, "read to their end", counted 0 in every later report)."""
     folder = tmp_path / "p"
-    folder.mkdir()
-    for s in range(4):
-        _write(folder / f"2025-11-0{s + 1}_s{s}.jsonl", [_header(f"s{s}", f"2025-11-0{s + 1}T00:00:00.000Z")]
-               + [_record(f"s{s}e{n}", f"s{s}e{n - 1}" if n else None, n) for n in range(3)])
+    _sessions(folder, 4, 3)
     catalog = str(tmp_path / "catalog.sqlite3")
     one = str(folder / "2025-11-02_s1.jsonl")
     for scope in ([str(folder), str(folder)], [one, str(folder)], [str(folder), str(folder) + "/"]):
@@ -316,10 +319,7 @@ def test_a_file_read_to_its_end_without_its_usage_log_is_damage(tmp_path: Path) 
     """A file row that says its usage log is read to its end, with no usage log (nor
     totals), is damage: rebuilt, never counted as empty."""
     folder = tmp_path / "p"
-    folder.mkdir()
-    for s in range(3):
-        _write(folder / f"2025-11-0{s + 1}_s{s}.jsonl", [_header(f"s{s}", f"2025-11-0{s + 1}T00:00:00.000Z")]
-               + [_record(f"s{s}e{n}", f"s{s}e{n - 1}" if n else None, n) for n in range(4)])
+    _sessions(folder, 3, 4)
     catalog = str(tmp_path / "catalog.sqlite3")
     want = cat.usage("session", [str(folder)], no_cache=True)
     assert cat.usage("session", [str(folder)], catalog=catalog) == want
@@ -384,10 +384,7 @@ def test_a_torn_last_line_or_a_dangling_link_keeps_a_report_warm(tmp_path: Path,
     that ends the line is read (adversary round 51: each made every warm report read
     every file's log, 1.4 s at 20,000 sessions)."""
     folder = tmp_path / "p"
-    folder.mkdir()
-    for s in range(3):
-        _write(folder / f"2025-11-0{s + 1}_s{s}.jsonl", [_header(f"s{s}", f"2025-11-0{s + 1}T00:00:00.000Z")]
-               + [_record(f"s{s}e{n}", f"s{s}e{n - 1}" if n else None, n) for n in range(4)])
+    _sessions(folder, 3, 4)
     torn = folder / "2025-11-01_s0.jsonl"
     whole = folder / "2025-11-02_s1.jsonl"
     with open(torn, "a") as f:

@@ -146,39 +146,50 @@ pub fn string(out: &mut Vec<u8>, s: &str) {
             continue;
         }
         let c = s[i..].chars().next().unwrap_or('\0');
-        let code = c as u32;
-        let short: Option<&[u8]> = match c {
-            '"' => Some(b"\\\""),
-            '\\' => Some(b"\\\\"),
-            '\u{8}' => Some(b"\\b"),
-            '\u{c}' => Some(b"\\f"),
-            '\n' => Some(b"\\n"),
-            '\r' => Some(b"\\r"),
-            '\t' => Some(b"\\t"),
-            _ => None,
-        };
-        let escaped = short.is_some()
-            || code < 0x20
-            || code == 0x7f
-            || (0x80..=0x9f).contains(&code)
-            || code == 0x61c
-            || code == 0x200e
-            || code == 0x200f
-            || (0x2028..=0x202e).contains(&code)
-            || (0x2066..=0x2069).contains(&code);
         let next = i + c.len_utf8();
-        if escaped {
+        if escaped(c).is_some() {
             out.extend_from_slice(&b[from..i]);
-            match short {
-                Some(x) => out.extend_from_slice(x),
-                None => out.extend_from_slice(format!("\\u{code:04x}").as_bytes()),
-            }
+            escape(out, c);
             from = next;
         }
         i = next;
     }
     out.extend_from_slice(&b[from..]);
     out.push(b'"');
+}
+
+/// Whether [`string`] escapes `c` (`None`: written as it is) and how: a short escape,
+/// or `None` for `\\uxxxx`.
+fn escaped(c: char) -> Option<Option<&'static [u8]>> {
+    let code = c as u32;
+    let short: Option<&'static [u8]> = match c {
+        '"' => Some(b"\\\""),
+        '\\' => Some(b"\\\\"),
+        '\u{8}' => Some(b"\\b"),
+        '\u{c}' => Some(b"\\f"),
+        '\n' => Some(b"\\n"),
+        '\r' => Some(b"\\r"),
+        '\t' => Some(b"\\t"),
+        _ => None,
+    };
+    let escaped = short.is_some()
+        || code < 0x20
+        || code == 0x7f
+        || (0x80..=0x9f).contains(&code)
+        || code == 0x61c
+        || code == 0x200e
+        || code == 0x200f
+        || (0x2028..=0x202e).contains(&code)
+        || (0x2066..=0x2069).contains(&code);
+    escaped.then_some(short)
+}
+
+/// `c`'s escape (it is one [`escaped`] escapes) appended to `out`.
+fn escape(out: &mut Vec<u8>, c: char) {
+    match escaped(c).flatten() {
+        Some(x) => out.extend_from_slice(x),
+        None => out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes()),
+    }
 }
 
 /// The bytes at which [`string`] looks at the character: every character it escapes
@@ -251,7 +262,7 @@ pub fn iso_time(out: &mut Vec<u8>, t: f64) -> Option<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{iso_time, shell_quote, string};
+    use super::{escape, escaped, iso_time, shell_quote, string};
     use crate::time::civil_from_days as civil;
 
     fn iso(t: f64) -> Option<String> {
@@ -283,27 +294,10 @@ mod tests {
         fn one_at_a_time(s: &str) -> Vec<u8> {
             let mut out = vec![b'"'];
             for c in s.chars() {
-                let code = c as u32;
-                match c {
-                    '"' => out.extend_from_slice(b"\\\""),
-                    '\\' => out.extend_from_slice(b"\\\\"),
-                    '\u{8}' => out.extend_from_slice(b"\\b"),
-                    '\u{c}' => out.extend_from_slice(b"\\f"),
-                    '\n' => out.extend_from_slice(b"\\n"),
-                    '\r' => out.extend_from_slice(b"\\r"),
-                    '\t' => out.extend_from_slice(b"\\t"),
-                    _ if code < 0x20
-                        || code == 0x7f
-                        || (0x80..=0x9f).contains(&code)
-                        || code == 0x61c
-                        || code == 0x200e
-                        || code == 0x200f
-                        || (0x2028..=0x202e).contains(&code)
-                        || (0x2066..=0x2069).contains(&code) =>
-                    {
-                        out.extend_from_slice(format!("\\u{code:04x}").as_bytes())
-                    }
-                    _ => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+                if escaped(c).is_some() {
+                    escape(&mut out, c);
+                } else {
+                    out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
                 }
             }
             out.push(b'"');
