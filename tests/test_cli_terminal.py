@@ -174,8 +174,8 @@ def test_a_progress_display_waits_until_the_work_takes_a_while(monkeypatch: pyte
     started: list[list[tuple[int, int | None]]] = []
 
     @contextlib.contextmanager
-    def start() -> object:
-        got: list[tuple[int, int | None]] = []
+    def start(done: int, total: int | None) -> object:
+        got: list[tuple[int, int | None]] = [(done, total)]  # its first frame
         started.append(got)
         yield lambda done, total=None: got.append((done, total))
 
@@ -193,3 +193,50 @@ def test_a_progress_display_waits_until_the_work_takes_a_while(monkeypatch: pyte
             time.sleep(0.01)
         update(2, 10)
     assert started == [[(1, 10), (2, 10)]] and not io.live
+
+
+def test_a_ctrl_c_while_a_progress_display_starts_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ctrl-c that lands while the timer's thread is starting the display waits for
+    the start and then ends the display (adversary round 52: the display went on, and
+    the terminal's cursor stayed hidden)."""
+    import contextlib
+    import signal
+    import threading
+
+    from sessiontree.cli import _common
+
+    entered, ended = threading.Event(), threading.Event()
+    main = threading.main_thread().ident
+    assert main is not None and threading.current_thread().ident == main
+
+    @contextlib.contextmanager
+    def start(done: int, total: int | None) -> object:
+        entered.set()
+        time.sleep(0.1)  # rich's import and start, slowed: a second ctrl-c meanwhile
+        signal.pthread_kill(main, signal.SIGINT)
+        time.sleep(0.2)
+        try:
+            yield lambda done, total=None: None
+        finally:
+            ended.set()
+
+    monkeypatch.setattr(_common, "PROGRESS_AFTER", 0.01)
+    io = _common.Io()
+    with pytest.raises(KeyboardInterrupt):
+        with _common._after_a_while(io, start):
+            assert entered.wait(10)
+            raise KeyboardInterrupt  # the first ctrl-c, while the start holds the lock
+    assert ended.is_set() and not io.live
+
+
+def test_context_lines_expand_tabs_at_a_terminal() -> None:
+    """A short line holding tabs is fitted as a long one is: its tabs expanded and its
+    text within the width (adversary round 52: six tabs and an X went out raw, 53 cells
+    on a 40-cell terminal, where rich had expanded and wrapped them)."""
+    from sessiontree.view import cells, hang_lines
+
+    for text in ("\t\t\t\t\t\tX", "    \t\t\t\t\t\tX", "a\tb", "\t"):
+        for width in (40, 20, 9):
+            out = list(hang_lines([(text, "dim")], width))
+            assert out and all("\t" not in t and cells(t) <= width and s == "dim" for t, s in out), (text, width, out)
+            assert "".join(t for t, _ in out).replace(" ", "") == text.replace("\t", "").replace(" ", "")

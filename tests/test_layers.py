@@ -68,6 +68,7 @@ CORE_API = {
     "sessiontree._storage": "regular-file checks, locked temporary files",
     "sessiontree._keyed": "one session file per key (framework stores)",
     "sessiontree._jsonl": "JSON lines as Pi writes them",
+    "sessiontree._orjson": "orjson, imported with ctrl-c held off (its init crashes on one)",
     "sessiontree._reader": "what a line counts as (CONTRACT §2 rule 3): the importers read other agents' lines by it",
     "sessiontree._shapes": "Pi's line shapes and key orders",
     "sessiontree._js": "JavaScript's values (generator)",

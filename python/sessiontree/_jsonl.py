@@ -29,7 +29,7 @@ from types import FrameType
 from json.encoder import encode_basestring as _c_encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
-import orjson
+from ._orjson import orjson
 
 from ._js import number_text, scalar_text
 

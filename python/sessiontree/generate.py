@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, Callable
 
 __all__ = ["GenerateStats", "generate_session", "generate_root", "parse_size"]
 
-import orjson
+from ._orjson import orjson
 
 from . import _shapes
 from ._js import number_text as js_number

@@ -147,9 +147,9 @@ pub fn string(out: &mut Vec<u8>, s: &str) {
         }
         let c = s[i..].chars().next().unwrap_or('\0');
         let next = i + c.len_utf8();
-        if escaped(c).is_some() {
+        if escape_of(c).is_some() {
             out.extend_from_slice(&b[from..i]);
-            escape(out, c);
+            write_escape(out, c);
             from = next;
         }
         i = next;
@@ -160,7 +160,7 @@ pub fn string(out: &mut Vec<u8>, s: &str) {
 
 /// Whether [`string`] escapes `c` (`None`: written as it is) and how: a short escape,
 /// or `None` for `\\uxxxx`.
-fn escaped(c: char) -> Option<Option<&'static [u8]>> {
+fn escape_of(c: char) -> Option<Option<&'static [u8]>> {
     let code = c as u32;
     let short: Option<&'static [u8]> = match c {
         '"' => Some(b"\\\""),
@@ -184,9 +184,9 @@ fn escaped(c: char) -> Option<Option<&'static [u8]>> {
     escaped.then_some(short)
 }
 
-/// `c`'s escape (it is one [`escaped`] escapes) appended to `out`.
-fn escape(out: &mut Vec<u8>, c: char) {
-    match escaped(c).flatten() {
+/// `c`'s escape (it is one [`escape_of`] escapes) appended to `out`.
+fn write_escape(out: &mut Vec<u8>, c: char) {
+    match escape_of(c).flatten() {
         Some(x) => out.extend_from_slice(x),
         None => out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes()),
     }
@@ -262,7 +262,7 @@ pub fn iso_time(out: &mut Vec<u8>, t: f64) -> Option<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{escape, escaped, iso_time, shell_quote, string};
+    use super::{escape_of, iso_time, shell_quote, string, write_escape};
     use crate::time::civil_from_days as civil;
 
     fn iso(t: f64) -> Option<String> {
@@ -294,8 +294,8 @@ mod tests {
         fn one_at_a_time(s: &str) -> Vec<u8> {
             let mut out = vec![b'"'];
             for c in s.chars() {
-                if escaped(c).is_some() {
-                    escape(&mut out, c);
+                if escape_of(c).is_some() {
+                    write_escape(&mut out, c);
                 } else {
                     out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
                 }

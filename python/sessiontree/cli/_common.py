@@ -279,15 +279,17 @@ flashing a bar."""
 
 @contextlib.contextmanager
 def _after_a_while(io: Io, start: Any) -> Iterator[Any]:
-    """Run the body; once it has run :data:`PROGRESS_AFTER` seconds, ``start()`` (a
-    context manager whose value is ``update(done, total)``) is entered on a timer's
-    thread and given the last progress said. Yields ``update(done, total)``. The
-    display ends with the body; ``io.live`` is set all through (no display inside)."""
+    """Run the body; once it has run :data:`PROGRESS_AFTER` seconds, ``start(done,
+    total)`` (a context manager whose value is ``update(done, total)``, drawn from the
+    last progress said) is entered on a timer's thread. Yields ``update(done, total)``.
+    The display ends with the body, a ctrl-c while it is being started included (the
+    end waits for the start, then stops it: a display left running hides the cursor
+    for good); ``io.live`` is set all through (no display inside)."""
     import threading
 
     lock = threading.Lock()
     shown: list[Any] = []  # [context manager, its update] once started
-    last: list[tuple[int, int | None]] = []
+    last: list[tuple[int, int | None]] = [(0, None)]
     over = False
 
     def begin() -> None:
@@ -295,13 +297,11 @@ def _after_a_while(io: Io, start: Any) -> Iterator[Any]:
             if over:
                 return
             try:
-                cm = start()
+                cm = start(*last[-1])
                 update = cm.__enter__()
             except Exception:  # noqa: BLE001 - a display that cannot start is no display, not a failure
                 return
             shown[:] = [cm, update]
-            if last:
-                update(*last[-1])
 
     def update(done: int, total: int | None = None) -> None:
         last[:] = [(done, total)]
@@ -316,21 +316,29 @@ def _after_a_while(io: Io, start: Any) -> Iterator[Any]:
         yield update
     finally:
         timer.cancel()
-        with lock:
-            over = True
+        interrupted = False
+        while True:  # a second ctrl-c while a display is being started waits for it too
+            try:
+                with lock:
+                    over = True
+                if shown:
+                    shown[0].__exit__(*sys.exc_info())
+                break
+            except KeyboardInterrupt:
+                interrupted = True
         io.live = False
-        if shown:
-            shown[0].__exit__(*sys.exc_info())
+        if interrupted:
+            raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
-def _rich_progress(io: Io, console: Any, text: str, total: int | None, *columns: Any) -> Iterator[Any]:
-    """A transient rich progress display of ``columns`` on ``console`` with one task;
-    yields ``update(done, total)``."""
+def _rich_progress(io: Io, console: Any, text: str, total: int | None, done: int, *columns: Any) -> Iterator[Any]:
+    """A transient rich progress display of ``columns`` on ``console`` with one task,
+    ``done`` of ``total`` from its first frame; yields ``update(done, total)``."""
     from rich.progress import Progress
 
     with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task(text, total=total)
+        task = progress.add_task(text, total=total, completed=done)
 
         def update(done: int, new_total: int | None = None) -> None:
             progress.update(task, completed=done, total=new_total or total)
@@ -347,10 +355,10 @@ def spinner(io: Io, text: str) -> Iterator[None]:
         yield
         return
 
-    def start() -> Any:
+    def start(done: int, _total: int | None) -> Any:
         from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
-        return _rich_progress(io, io.err, text, None, SpinnerColumn(), TextColumn("{task.description}"),
+        return _rich_progress(io, io.err, text, None, done, SpinnerColumn(), TextColumn("{task.description}"),
                               TimeElapsedColumn())
 
     with _after_a_while(io, start):
@@ -366,12 +374,12 @@ def byte_progress(io: Io, text: str, total: int | None) -> Iterator[Any]:
         yield lambda done, total=None: None
         return
 
-    def start() -> Any:
+    def start(done: int, new_total: int | None) -> Any:
         from rich.progress import (BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn,
                                    TransferSpeedColumn)
 
-        return _rich_progress(io, io.err, text, total or None, TextColumn("{task.description}"), BarColumn(),
-                              DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+        return _rich_progress(io, io.err, text, new_total or total or None, done, TextColumn("{task.description}"),
+                              BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
 
     with _after_a_while(io, start) as update:
         yield update
@@ -390,11 +398,11 @@ def count_progress(io: Io, text: str, *, enabled: bool = True) -> Iterator[Any]:
         yield lambda done, total=None: None
         return
 
-    def start() -> Any:
+    def start(done: int, total: int | None) -> Any:
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
         console = io.out if io.out.is_terminal else io.err
-        return _rich_progress(io, console, text, None, TextColumn("{task.description}"), BarColumn(),
+        return _rich_progress(io, console, text, total, done, TextColumn("{task.description}"), BarColumn(),
                               MofNCompleteColumn(), TimeElapsedColumn())
 
     with _after_a_while(io, start) as update:

@@ -153,8 +153,8 @@ def hang_lines(lines: list[tuple[str, str]], width: int) -> Iterator[tuple[str, 
     wider continues under its text (a body line at its own indent, a header line under
     the role, 4 cells in), broken at spaces (``_cells.hang``), never at column 0."""
     for text, style in lines:
-        if len(text) <= width // 2 or (text.isascii() and len(text) <= width and "\t" not in text):
-            yield text, style  # fits: most lines
+        if "\t" not in text and (len(text) <= width // 2 or (text.isascii() and len(text) <= width)):
+            yield text, style  # fits: most lines (a tab is as wide as where it stands: `hang` expands it)
             continue
         lead = len(text) - len(text.lstrip(" "))
         first, *more = hang(text[lead:], max(lead, _HANG), width, lead=lead)

@@ -46,7 +46,7 @@ def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
         plain = plain_json_bytes(value, indent=indent)
         if plain is not None:
             return plain
-    import orjson
+    from .._orjson import orjson
 
     try:
         opts = orjson.OPT_INDENT_2 if indent else 0
