@@ -240,3 +240,34 @@ def test_context_lines_expand_tabs_at_a_terminal() -> None:
             out = list(hang_lines([(text, "dim")], width))
             assert out and all("\t" not in t and cells(t) <= width and s == "dim" for t, s in out), (text, width, out)
             assert "".join(t for t, _ in out).replace(" ", "") == text.replace("\t", "").replace(" ", "")
+
+
+def test_a_note_at_a_terminal_is_wrapped_as_rich_wrapped_it(monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A note on stderr at a terminal is broken at spaces to its width, as rich's
+    console broke it, without making a console (rich's import is 60 ms of a warm
+    command's start); piped, or with --color never, it is one line."""
+    import io
+    import re
+
+    from rich.console import Console
+    from rich.text import Text
+
+    from sessiontree.cli import _common
+
+    text = "note: --all is not needed with a PATH (a folder is read with its subfolders); it names Pi's store"
+    for env in ("NO_COLOR", "FORCE_COLOR", "TERM", "LINES"):
+        monkeypatch.delenv(env, raising=False)
+    monkeypatch.setenv("COLUMNS", "30")
+    for tty, mode, wrapped in (("1", "auto", True), ("0", "auto", False), ("1", "never", False)):
+        monkeypatch.setenv("TTY_COMPATIBLE", tty)
+        io_ = _common.Io(mode)
+        io_.note(text)
+        assert io_._consoles is None
+        got = capsys.readouterr().err
+        rich = Console(file=io.StringIO(), stderr=True, highlight=False, force_terminal={"never": False}.get(mode),
+                       soft_wrap=not wrapped, width=30)
+        rich.print(Text(text))
+        want = rich.file.getvalue()  # type: ignore[attr-defined]
+        assert re.sub(" +\n", "\n", got) == re.sub(" +\n", "\n", want), (tty, mode)
+        assert (got.count("\n") > 1) == wrapped

@@ -94,6 +94,11 @@ class Io:
             return self.out.width if self.out.is_terminal else None
         if self._mode == "never" or self.plain(sys.stdout):
             return None
+        return self._terminal_width()
+
+    @staticmethod
+    def _terminal_width() -> int:
+        """A terminal's width as rich's console measures it (:meth:`out_width`)."""
         columns = os.environ.get("COLUMNS", "")
         given = int(columns) if columns.isascii() and columns.isdigit() and int(columns) > 0 else None
         lines = os.environ.get("LINES", "")
@@ -141,9 +146,15 @@ class Io:
         return int(columns) if columns.isascii() and columns.isdigit() and int(columns) > 0 else None
 
     def note(self, text: str) -> None:
-        """One line of plain text (no markup) on stderr."""
-        if self._consoles is None and self.plain(sys.stderr):
-            sys.stderr.write(text + "\n")
+        """One line of plain text (no markup) on stderr: at a terminal broken at spaces
+        to its width, as rich's console wraps it, without importing rich."""
+        if self._consoles is None:
+            if self.plain(sys.stderr) or self._mode == "never":
+                sys.stderr.write(text + "\n")
+            else:
+                from ..view import hang
+
+                sys.stderr.write("\n".join(hang(text, 0, self._terminal_width())) + "\n")
             return
         from rich.text import Text
 
