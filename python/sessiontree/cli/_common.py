@@ -343,7 +343,7 @@ def _after_a_while(io: Io, start: Any) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def _rich_progress(io: Io, console: Any, text: str, total: int | None, done: int, *columns: Any) -> Iterator[Any]:
+def _rich_progress(console: Any, text: str, total: int | None, done: int, *columns: Any) -> Iterator[Any]:
     """A transient rich progress display of ``columns`` on ``console`` with one task,
     ``done`` of ``total`` from its first frame; yields ``update(done, total)``."""
     from rich.progress import Progress
@@ -369,7 +369,7 @@ def spinner(io: Io, text: str) -> Iterator[None]:
     def start(done: int, _total: int | None) -> Any:
         from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
-        return _rich_progress(io, io.err, text, None, done, SpinnerColumn(), TextColumn("{task.description}"),
+        return _rich_progress(io.err, text, None, done, SpinnerColumn(), TextColumn("{task.description}"),
                               TimeElapsedColumn())
 
     with _after_a_while(io, start):
@@ -389,7 +389,7 @@ def byte_progress(io: Io, text: str, total: int | None) -> Iterator[Any]:
         from rich.progress import (BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn,
                                    TransferSpeedColumn)
 
-        return _rich_progress(io, io.err, text, new_total or total or None, done, TextColumn("{task.description}"),
+        return _rich_progress(io.err, text, new_total or total or None, done, TextColumn("{task.description}"),
                               BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
 
     with _after_a_while(io, start) as update:
@@ -413,7 +413,7 @@ def count_progress(io: Io, text: str, *, enabled: bool = True) -> Iterator[Any]:
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
         console = io.out if io.out.is_terminal else io.err
-        return _rich_progress(io, console, text, total, done, TextColumn("{task.description}"), BarColumn(),
+        return _rich_progress(console, text, total, done, TextColumn("{task.description}"), BarColumn(),
                               MofNCompleteColumn(), TimeElapsedColumn())
 
     with _after_a_while(io, start) as update:
