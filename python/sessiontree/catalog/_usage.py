@@ -234,9 +234,7 @@ def usage_folders(
         sessions.sort(key=_age)  # a copy is charged to its first holder
         rows = [f.row for f in sessions if f.row is not None]
         need = [r.id for r in rows if r.log is None and r.id is not None]
-        kept = store.logs(need) if store is not None and need else {}
-        if len(kept) != len(set(need)):
-            raise sqlite3.DatabaseError("catalog damaged: a file read to its end has no usage log")
+        kept = _logs_read_to_the_end(store, need) if store is not None else {}
         logs = [r.log if r.log is not None else kept.get(r.id or -1, b"") for r in rows]
         entries = None
         if active_path:
@@ -246,6 +244,19 @@ def usage_folders(
         return _report(sessions, logs, entries, group, since, until, active_path, tz)
 
     return run(op, catalog=catalog, no_cache=no_cache, wait=True)
+
+
+def _logs_read_to_the_end(store: Any, ids: Sequence[int]) -> dict[int, bytes]:
+    """The usage logs of catalog files whose rows say their logs are read to their
+    ends: every such file keeps one, empty or not.
+
+    Raises:
+        sqlite3.DatabaseError: one is missing (damage: the catalog is rebuilt).
+    """
+    logs = store.logs(ids) if ids else {}
+    if len(logs) != len(set(ids)):
+        raise sqlite3.DatabaseError("catalog damaged: a file read to its end has no usage log")
+    return logs  # type: ignore[no-any-return]
 
 
 class _Held:
@@ -380,33 +391,34 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
                     return _STALE
                 if state == 2:
                     raise sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
-            def row_of(at: int, name: bytes) -> tuple[int, int | None]:
-                got = conn.execute("SELECT id, created_ms FROM file WHERE folder = ? AND name = ?",
-                                   (fids[at], db_text(os.fsdecode(name)))).fetchone()
-                if got is None or type(got[0]) is not int or type(got[1]) not in (int, type(None)):
-                    raise sqlite3.DatabaseError("catalog damaged: a file row does not read back")
-                return got[0], got[1]
+            rows_of: dict[int, tuple[int, int | None]] = {}  # scan file -> (catalog id, created_ms)
+
+            def row_of(file: int, at: int, name: bytes) -> tuple[int, int | None]:
+                got = rows_of.get(file)
+                if got is None:
+                    got = conn.execute("SELECT id, created_ms FROM file WHERE folder = ? AND name = ?",
+                                       (fids[at], db_text(os.fsdecode(name)))).fetchone()
+                    if got is None or type(got[0]) is not int or type(got[1]) not in (int, type(None)):
+                        raise sqlite3.DatabaseError("catalog damaged: a file row does not read back")
+                    got = rows_of[file] = (got[0], got[1])
+                return got
 
             # A file without totals holds its copy key hashes in its log only: they are
-            # read before the files that share one with another are chosen.
-            untotalled = [(file, row_of(at, name)[0]) for file, at, name, _path in scan.untotalled()]
-            if untotalled:
-                held = store.logs([i for _f, i in untotalled])
-                for file, i in untotalled:
-                    if i not in held:
-                        raise sqlite3.DatabaseError("catalog damaged: a file read to its end has no usage log")
-                    scan.log_hashes(file, held[i])
+            # read before the files that share one with another are chosen (it is one
+            # of those: its log is read once).
+            untotalled = [(file, row_of(file, at, name)[0]) for file, at, name, _path in scan.untotalled()]
+            logs = _logs_read_to_the_end(store, [i for _f, i in untotalled])
+            for file, i in untotalled:
+                scan.log_hashes(file, logs[i])
             need = []
             for file, at, name, path in scan.involved():
-                fid, created = row_of(at, name)
+                fid, created = row_of(file, at, name)
                 need.append((created is None, created or 0, os.fsdecode(path), file, fid))
             need.sort()  # a copy is charged to its first holder: the older header, then the path
             ids = [n[4] for n in need]
-            logs = store.logs(ids) if ids else {}
-            if len(logs) != len(set(ids)):  # every file read to its end keeps its log, empty or not
-                raise sqlite3.DatabaseError("catalog damaged: a file read to its end has no usage log")
+            logs.update(_logs_read_to_the_end(store, [i for i in ids if i not in logs]))
             sums = store.sums(ids) if ids else {}
-            files = [(n[3], sums.get(n[4]), logs.get(n[4], b""), (store.entries(n[4]) or b"") if active else None)
+            files = [(n[3], sums.get(n[4]), logs[n[4]], (store.entries(n[4]) or b"") if active else None)
                      for n in need]
         finally:
             with contextlib.suppress(sqlite3.Error):
