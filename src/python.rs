@@ -1239,6 +1239,12 @@ struct UsageScan {
     cwds: Vec<Py<PyAny>>,
 }
 
+/// The report's sums while it is not made (`UsageScan.report` takes them).
+fn unmade(warm: &mut Option<crate::UsageWarm>) -> PyResult<&mut crate::UsageWarm> {
+    warm.as_mut()
+        .ok_or_else(|| PyValueError::new_err("the report was made"))
+}
+
 impl UsageScan {
     /// Each of `files` as `(file, folder, name, path)`.
     fn named<'py>(&self, py: Python<'py>, files: Vec<u32>) -> Vec<Involved<'py>> {
@@ -1363,10 +1369,7 @@ impl UsageScan {
         for (name, row) in &parsed {
             by_name.insert(name_bytes(name)?, row);
         }
-        let warm = self
-            .warm
-            .as_mut()
-            .ok_or_else(|| PyValueError::new_err("the report was made"))?;
+        let warm = unmade(&mut self.warm)?;
         for f in &listed {
             // A file no one can `stat` (a dangling link) is no session, as the files say.
             let Some(st) = f.st else { continue };
@@ -1430,20 +1433,14 @@ impl UsageScan {
     /// The files added without totals (`totals::Warm::untotalled`), each `(file, folder,
     /// name, path)` as `involved` gives them: their logs go to `log_hashes` before
     /// `involved` is asked.
-    fn untotalled<'py>(&self, py: Python<'py>) -> PyResult<Vec<Involved<'py>>> {
-        let warm = self
-            .warm
-            .as_ref()
-            .ok_or_else(|| PyValueError::new_err("the report was made"))?;
-        Ok(self.named(py, warm.untotalled()))
+    fn untotalled<'py>(&mut self, py: Python<'py>) -> PyResult<Vec<Involved<'py>>> {
+        let files = unmade(&mut self.warm)?.untotalled();
+        Ok(self.named(py, files))
     }
 
     /// `file`'s copy key hashes from its usage `log` (a file `untotalled` named).
     fn log_hashes(&mut self, file: u32, log: &[u8]) -> PyResult<()> {
-        self.warm
-            .as_mut()
-            .ok_or_else(|| PyValueError::new_err("the report was made"))?
-            .log_hashes(file, log);
+        unmade(&mut self.warm)?.log_hashes(file, log);
         Ok(())
     }
 
@@ -1451,11 +1448,7 @@ impl UsageScan {
     /// `(file, folder, name, path)`, `folder` the number of its `folder` call, `name` the
     /// directory entry's bytes.
     fn involved<'py>(&mut self, py: Python<'py>) -> PyResult<Vec<Involved<'py>>> {
-        let files = self
-            .warm
-            .as_mut()
-            .ok_or_else(|| PyValueError::new_err("the report was made"))?
-            .involved();
+        let files = unmade(&mut self.warm)?.involved();
         Ok(self.named(py, files))
     }
 
