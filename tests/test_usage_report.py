@@ -147,10 +147,8 @@ def test_local_days_across_offset_changes(tmp_path: Path, monkeypatch: pytest.Mo
     the slices of a day whose offset changes: both give the reference's report."""
     new_york = ZoneInfo("America/New_York")
     day = 1741478400000 // _usage.DAY_MS  # 2025-03-09, UTC
-    assert _usage._day_offset(day, new_york) is None
-    assert _usage._day_offset(day - 1, new_york) == -5 * 3600 * 1000
-    assert _usage._day_offset(day + 1, new_york) == -4 * 3600 * 1000
-    assert _usage._day_offset(day, timezone(timedelta(minutes=7))) == 7 * 60 * 1000
+    assert _usage._day_offsets([day - 1, day, day + 1], new_york) == [-5 * 3600 * 1000, None, -4 * 3600 * 1000]
+    assert _usage._day_offsets([day], timezone(timedelta(minutes=7))) == [7 * 60 * 1000]
     folder = tmp_path / "dst"
     folder.mkdir()
     _dst_session(folder)

@@ -404,3 +404,64 @@ def test_a_torn_last_line_or_a_dangling_link_keeps_a_report_warm(tmp_path: Path,
     with open(whole, "a") as f:
         f.write("\n")
     _check([str(folder)], catalog, monkeypatch)
+
+
+def test_a_rule_in_tz_that_changes_the_offset_twice_in_a_day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``$TZ`` a POSIX rule that keeps summer time (+12:00) one hour of a UTC day:
+    that hour's records are on the next local day. Warm, ``--no-cache`` and the
+    record-by-record reference give datetime's local dates (adversary round 51)."""
+    import time
+    from collections import Counter
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    start = 1772323200000  # 2026-03-01T00:00Z; the rule's summer time is 12:00-13:00 UTC that day
+    times = [start + n * 10 * 60_000 for n in range(2 * 24 * 6)]
+    lines = [_header("s", "2026-03-01T00:00:00.000Z")]
+    for n, ms in enumerate(times):
+        rec = json.loads(_record(f"e{n}", f"e{n - 1}" if n else None, n % 50))
+        rec["message"]["timestamp"] = ms
+        lines.append(json.dumps(rec))
+    _write(folder / "s.jsonl", lines)
+    catalog = str(tmp_path / "catalog.sqlite3")
+    try:
+        monkeypatch.setenv("TZ", "XXX0YYY-12,J60/12,J61/1")
+        time.tzset()
+        from datetime import datetime
+
+        want = Counter(datetime.fromtimestamp(ms / 1000, timezone.utc).astimezone().date().isoformat() for ms in times)
+        assert want["2026-03-02"] == 6 + 6 * 24  # the summer hour's six records, then the next day's
+        for since in (None, date(2026, 3, 2)):
+            reports = [cat.usage("daily", [str(folder)], catalog=catalog, since=since) for _ in range(2)]  # cold, warm
+            reports.append(cat.usage("daily", [str(folder)], no_cache=True, since=since))
+            reports.append(_reference(monkeypatch, "daily", [str(folder)], since=since))
+            for got in reports:
+                assert {x.key: x.records for x in got.lines} == {k: v for k, v in want.items()
+                                                                if since is None or k >= since.isoformat()}
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+@pytest.mark.parametrize(("tz", "rule"), [(None, False), ("UTC", False), (":America/New_York", False),
+                                          ("Asia/Kathmandu", False), ("XXX0YYY-12,J60/12,J61/1", True),
+                                          ("EST5EDT,M3.2.0,M11.1.0", True), ("", False)])
+def test_zones_from_a_rule_are_told_from_zone_files(monkeypatch: pytest.MonkeyPatch, tz: str | None,
+                                                    rule: bool) -> None:
+    from sessiontree._time import zone_from_rule
+
+    if tz and not rule and not os.path.isfile(os.path.join("/usr/share/zoneinfo", tz.lstrip(":"))):
+        pytest.skip(f"no zone file {tz} on this machine")
+    if tz is None:
+        monkeypatch.delenv("TZ", raising=False)
+    else:
+        monkeypatch.setenv("TZ", tz)
+    monkeypatch.delenv("TZDIR", raising=False)
+    assert zone_from_rule(None) is rule
+    assert zone_from_rule(timezone.utc) is False and zone_from_rule(ZoneInfo("Asia/Kathmandu")) is False
+
+    class Odd(timezone.__base__):  # type: ignore[name-defined,misc]
+        def utcoffset(self, dt: Any) -> timedelta:
+            return timedelta(0)
+
+    assert zone_from_rule(Odd()) is True

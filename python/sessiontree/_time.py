@@ -7,7 +7,9 @@ turns them back into epoch milliseconds with ``new Date(ts).getTime()`` (message
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import time
 from datetime import datetime, timedelta, timezone, tzinfo
 
@@ -150,3 +152,26 @@ def local_time(dt: datetime, tz: tzinfo | None = None) -> datetime:
         return dt.astimezone(tz)
     except (OverflowError, ValueError):
         return dt
+
+
+def zone_from_rule(tz: tzinfo | None) -> bool:
+    """Whether ``tz``'s offsets may change twice in one day: they come from a POSIX
+    rule or from code, not from the tz database (whose closest two changes are four
+    days apart, Africa/Freetown's in 1939). That is the local zone (``None``) when
+    ``$TZ`` is set and names no zone file (glibc reads a name, with or without a
+    leading ``:``, under ``$TZDIR`` or ``/usr/share/zoneinfo``, else as a rule:
+    ``XXX0YYY-12,J60/12,J61/1`` keeps summer time for one hour), and a ``tzinfo`` that
+    is neither ``datetime.timezone`` nor ``zoneinfo.ZoneInfo``."""
+    if tz is None:
+        rule = os.environ.get("TZ")
+        if not rule:
+            return False  # /etc/localtime: a zone file
+        name = rule[1:] if rule.startswith(":") else rule
+        if not name:
+            return False  # UTC
+        path = name if os.path.isabs(name) else os.path.join(os.environ.get("TZDIR") or "/usr/share/zoneinfo", name)
+        return not os.path.isfile(path)
+    if isinstance(tz, timezone):
+        return False
+    zoneinfo = sys.modules.get("zoneinfo")  # a ZoneInfo exists only once it is imported
+    return zoneinfo is None or not isinstance(tz, zoneinfo.ZoneInfo)

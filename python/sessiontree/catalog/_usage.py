@@ -37,7 +37,7 @@ else:
     from .._tuples import NamedTuple
 
 from .._select import native_module as native_scanner
-from .._time import datetime_from_ms, local_time
+from .._time import datetime_from_ms, local_time, zone_from_rule
 
 __all__ = ["UsageLine", "UsageReport", "GROUPS", "usage_folders"]
 
@@ -147,20 +147,32 @@ def _bucket(group: str, ms: float | None, tz: tzinfo | None) -> str | None:
     return _key(group, local_time(dt, tz))
 
 
-def _day_offset(utc_day: int, tz: tzinfo | None) -> int | None:
-    """The offset of ``tz`` (ms east of UTC) through the UTC day ``utc_day`` (days since
-    1970-01-01), if its first and last milliseconds have the same one (the native sums
-    then put the day's slices in local days); ``None`` if not. In between it stays
-    the same: no zone of the tz database changes its offset twice in one day (the
-    closest two changes are four days apart, Africa/Freetown's in 1939)."""
-    first = datetime_from_ms(utc_day * DAY_MS)
-    last = datetime_from_ms(utc_day * DAY_MS + DAY_MS - 1)
-    if first is None or last is None:
+def _day_offsets(utc_days: Sequence[int], tz: tzinfo | None) -> list[int | None]:
+    """The offset of ``tz`` (ms east of UTC) through each UTC day of ``utc_days`` (days
+    since 1970-01-01) when it is one all day (the native sums then put the day's slices
+    in local days); ``None`` for a day when not. A zone of the tz database keeps one
+    offset all day when its first and last milliseconds have the same; another zone
+    (``_time.zone_from_rule``: a POSIX rule may keep summer time for an hour) is asked
+    at every slice's start too, so a day it leaves and takes back an offset in is
+    summed slice by slice (adversary round 51)."""
+    steps = range(0, DAY_MS, SLICE_MS) if zone_from_rule(tz) else (0,)
+    out: list[int | None] = []
+    for day in utc_days:
+        start = day * DAY_MS
+        offsets = {_offset(start + step, tz) for step in steps}
+        offsets.add(_offset(start + DAY_MS - 1, tz))
+        one = offsets.pop() if len(offsets) == 1 else None
+        out.append(one)
+    return out
+
+
+def _offset(ms: int, tz: tzinfo | None) -> int | None:
+    """``tz``'s offset (ms east of UTC) at ``ms``; ``None`` outside datetime's years."""
+    dt = datetime_from_ms(ms)
+    if dt is None:
         return None
-    a, z = local_time(first, tz).utcoffset(), local_time(last, tz).utcoffset()
-    if a is None or a != z:
-        return None
-    return a // timedelta(milliseconds=1)
+    off = local_time(dt, tz).utcoffset()
+    return None if off is None else off // timedelta(milliseconds=1)
 
 
 def _key(group: str, local: date) -> str:
@@ -427,7 +439,7 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
         return _STALE  # busy: the refresh waits for it
     # A session report without dates: one group a line, each file's path its own name.
     lines = group == "session" and not dated
-    got = scan.report(files, lambda utc: [_day_offset(d, tz) for d in utc], lines)
+    got = scan.report(files, lambda utc: _day_offsets(utc, tz), lines)
     if got is None:
         return None
     names = ([os.fsdecode(p) for p in scan.paths()] if group == "session"
@@ -556,7 +568,7 @@ def _native_pieces(native: Any, logs: list[bytes], keys: list[int], names: list[
     dated = since is not None or until is not None
     key = "model" if group == "model" else "file" if group in ("session", "project") else "none"
     got = native.usage_report(logs, keys, entries, key, time_group or dated, active,
-                              lambda utc: [_day_offset(d, tz) for d in utc])
+                              lambda utc: _day_offsets(utc, tz))
     return _pieces(got, names, group, since, until, tz)
 
 
