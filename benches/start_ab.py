@@ -1,14 +1,14 @@
 """Two copies of the package, A and B, running the same ``sessiontree`` commands as fresh
 processes in one run: the CPU time of each whole process (start-up included).
 
-Usage: ``python benches/start_ab.py DIR_A DIR_B ROOT [--rounds N] [--rare WORD]``. DIR_A and DIR_B each
+Usage: ``python benches/start_ab.py DIR_A DIR_B ROOT [--rounds N] [--rare WORD ...]``. DIR_A and DIR_B each
 hold a ``sessiontree`` package with its built extension (``git archive COMMIT python |
 tar -x -C DIR``, then the built ``_sessiontree*.so`` copied in); each is put first on
 ``PYTHONPATH`` of the installed ``sessiontree`` script. ROOT is a history with a warm
 catalog: set ``SESSIONTREE_CATALOG`` (and ``XDG_CACHE_HOME``) to a temporary folder and
 run ``sessiontree index ROOT --all`` once before. Each round runs every command once per
-copy and ``rg -l -i the ROOT`` (with ``--rare WORD``: ``search WORD ROOT --no-cache`` per copy
-and ``rg -l -i WORD ROOT`` too; the order alternating); each figure is the best (median)
+copy and ``rg -l -i the ROOT`` (with ``--rare WORD``, each: ``search WORD ROOT --no-cache`` per
+copy and ``rg -l -i WORD ROOT`` too, ``re:`` taken off for ``rg``; the order alternating); each figure is the best (median)
 of the rounds in CPU time (user + system, ``wait4``: it moves far less than wall time on
 a shared machine), then wall time. Each command's stdout, stderr and status must be the
 same from both copies (``--differ COMMAND``: but for this one, which B changes on
@@ -96,8 +96,9 @@ def main() -> int:
                     help="a catalog per copy ($SESSIONTREE_CATALOG), when their schemas differ")
     ap.add_argument("--terminal", action="store_true",
                     help="run every command on a pseudo-terminal (160 columns), as a person at one waits for it")
-    ap.add_argument("--rare", metavar="WORD",
-                    help="also a first search of WORD (`search WORD ROOT --no-cache`) against `rg -l -i WORD`")
+    ap.add_argument("--rare", metavar="WORD", action="append", default=[],
+                    help="also a first search of WORD (`search WORD ROOT --no-cache`) against `rg -l -i WORD`; "
+                         "again for more; `re:PATTERN` against `rg -l -i PATTERN`")
     args = ap.parse_args()
     script = shutil.which("sessiontree", path=os.path.dirname(sys.executable))
     if script is None:
@@ -113,8 +114,8 @@ def main() -> int:
         "ls": ["ls", args.root, "--all"],
         "--version": ["--version"],
     }
-    if args.rare:
-        commands[f"search {args.rare} --no-cache"] = ["search", args.rare, args.root, "--all", "--no-cache"]
+    for word in args.rare:
+        commands[f"search {word} --no-cache"] = ["search", word, args.root, "--all", "--no-cache"]
     runs: list[tuple[str, list[str], dict[str, str]]] = [("python -c pass", [sys.executable, "-c", "pass"], dict(os.environ))]
     for name, argv in commands.items():
         for label, folder in (("A", args.a), ("B", args.b)):
@@ -127,8 +128,9 @@ def main() -> int:
             runs.append((f"{name} {label}", [sys.executable, script, *argv], env))
     if shutil.which("rg"):
         runs.append(("rg -l -i the", ["rg", "-l", "-i", "the", args.root], dict(os.environ)))
-        if args.rare:
-            runs.append((f"rg -l -i {args.rare}", ["rg", "-l", "-i", args.rare, args.root], dict(os.environ)))
+        for word in args.rare:
+            pattern = word.removeprefix("re:")
+            runs.append((f"rg -l -i {pattern}", ["rg", "-l", "-i", pattern, args.root], dict(os.environ)))
     cpu: dict[str, list[float]] = {name: [] for name, _, _ in runs}
     wall: dict[str, list[float]] = {name: [] for name, _, _ in runs}
     outputs: dict[str, tuple[bytes, bytes, int]] = {}

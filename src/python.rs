@@ -2249,11 +2249,13 @@ impl HitsJson {
 
 /// `search::search_ranked` (releases the GIL): `paths` as `bytes` (`os.fsencode`, in
 /// the order that breaks ties), `terms` each a list of words (`None`: a regular
-/// expression, every entry's text goes back), `uncased` the query's non-ASCII
+/// expression, every picked entry's text goes back), `uncased` the query's non-ASCII
 /// characters Python holds uncased, `k` the decided hits wanted (`None`: all), best
-/// first by relevance or (`recent`) newest. Returns `(files, total, top, undecided)`
-/// as `_sessiontree.pyi` describes.
+/// first by relevance or (`recent`) newest; `literals`, for a regular expression, the
+/// runs of ASCII letters and digits every match holds (the lines picked hold one).
+/// Returns `(files, total, top, undecided)` as `_sessiontree.pyi` describes.
 #[pyfunction]
+#[pyo3(signature = (paths, terms, uncased, threads, k, recent, literals=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn search_files<'py>(
     py: Python<'py>,
@@ -2263,18 +2265,33 @@ fn search_files<'py>(
     threads: usize,
     k: Option<usize>,
     recent: bool,
+    literals: Vec<String>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     use crate::listing::{DocKind, Name};
     use crate::{FileResult, Hit, Judged, Query};
     let paths: Vec<PathBuf> = paths.into_iter().map(path_of).collect();
     let q = match terms {
-        None => Query {
-            terms: Vec::new(),
-            regex: true,
-        },
+        None => {
+            if !literals.iter().all(|l| {
+                !l.is_empty()
+                    && l.bytes()
+                        .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+            }) {
+                return Err(PyValueError::new_err(
+                    "a literal that is not a run of lowercase ASCII letters and digits",
+                ));
+            }
+            let words: Vec<Vec<String>> = literals.into_iter().map(|l| vec![l]).collect();
+            Query {
+                terms: Vec::new(),
+                regex: true,
+                literals: terms_of(&words, ""),
+            }
+        }
         Some(terms) => Query {
             terms: query_terms(&terms, uncased)?,
             regex: false,
+            literals: Vec::new(),
         },
     };
     let (results, ranked) =

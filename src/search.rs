@@ -30,8 +30,11 @@ use rules::{judge_text, Outcome, Term};
 pub struct Query {
     /// The terms (all must match); empty for a regular expression.
     pub terms: Vec<Term>,
-    /// A regular expression: every entry's text goes back to Python.
+    /// A regular expression: every picked entry's text goes back to Python.
     pub regex: bool,
+    /// For a regular expression, runs every match holds (`catalog/_literals.py`), one
+    /// word a term: the prefilter looks for one of them (none: every line is read).
+    pub literals: Vec<Term>,
 }
 
 /// How a hit was judged.
@@ -146,7 +149,7 @@ pub fn search_ranked(
 
 /// Search `paths` with `threads` threads; one result per path, in order.
 pub fn search_files(paths: &[PathBuf], q: &Query, threads: usize) -> Vec<FileResult> {
-    let needle = if q.regex { None } else { Needle::of(&q.terms) };
+    let needle = Needle::of(if q.regex { &q.literals } else { &q.terms });
     let next = AtomicUsize::new(0);
     let mut parts: Vec<Vec<(usize, FileResult)>> = Vec::new();
     std::thread::scope(|s| {
@@ -458,6 +461,7 @@ mod tests {
                 })
                 .collect(),
             regex: false,
+            literals: Vec::new(),
         }
     }
 

@@ -143,3 +143,49 @@ def test_control_character_escapes_equal_python_rules(tmp_path: Path, query: str
         assert got.total >= 3  # the colours' "m" runs into the word in one: not at a word's start
     if query == '"the file"':
         assert got.total >= 1  # \x0b, JavaScript's white space
+
+
+# `re:` patterns over the contents above (letters' non-ASCII equals, `\u` escapes, white
+# space of every kind, text across blocks and a tool call's parts): the lines the
+# prefilter picks by the runs every match holds (`catalog/_literals.py`) give the hits
+# of the Python rules, which read every entry.
+REGEX_QUERIES = ["re:the\\s+file", "re:\\bfile", "re:see the (s|f)ile", "re:kelvin", "re:zebra.?fish", "re:(the)+ ?file",
+                 "re:31m", "re:end$", "re:a file, the", "re:(?-i:THE) FILE", "re:[[:alpha:]]ile", "re:(?:fil){e<=1}",
+                 "re:\\x66ile", "re:fi(?=le)", "re:x|file", "re:file{1,2}", "re:ſee"]
+
+
+@pytest.mark.parametrize("query", REGEX_QUERIES)
+def test_a_regex_prefilter_equals_python_rules(tmp_path: Path, query: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    _blocks_session(folder / "2025-11-02T10-00-00-000Z_a.jsonl", PHRASE_CONTENTS)
+    _blocks_session(folder / "2025-11-02T11-00-00-000Z_b.jsonl", CONTROL_CONTENTS)
+    got = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
+    monkeypatch.setattr(_search, "native_scanner", lambda: None)
+    want = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
+    assert got == want, query
+    if query in ("re:the\\s+file", "re:kelvin", "re:(?:fil){e<=1}"):
+        assert got.total >= 1
+
+
+def test_a_regex_prefilter_reads_only_the_lines_with_a_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rare run leaves the other entries' texts out of what Python judges."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    _session(folder / "2025-11-02T10-00-00-000Z_a.jsonl", [_filler(i) + (" zebrafish" if i == 7 else "")
+                                                           for i in range(300)])
+    seen: list[int] = []
+    real = _search.native_scanner
+
+    class Spy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real(), name)
+
+        def search_files(self, *args: Any) -> Any:
+            got = real().search_files(*args)
+            seen.append(len(got[3]))
+            return got
+
+    monkeypatch.setattr(_search, "native_scanner", lambda: Spy())
+    got = _search.search_folders("re:zebra(fish|cake)", [str(folder)], no_cache=True, limit=None)
+    assert got.total == 1 and seen == [1]  # one text for Python, not 300

@@ -445,16 +445,18 @@ _SearchHit = tuple[int, int, int, int, str, str, float | None, bool, int | None,
 
 def search_files(
     paths: Sequence[bytes], terms: Sequence[Sequence[str]] | None, uncased: str, threads: int, k: int | None,
-    recent: bool,
+    recent: bool, literals: Sequence[str] = (),
 ) -> tuple[list[tuple[Any, ...]], int, list[_SearchHit], list[_SearchHit]]:
     """Search session files read as they are (``src/search.rs``; releases the GIL).
 
     ``paths`` as ``os.fsencode`` gives them, in the order that breaks ties; ``terms``
     each a list of words (a phrase's words, one for a word), or ``None`` for a regular
-    expression (every entry's text comes back for Python to judge); ``uncased`` the
-    query's non-ASCII characters Python holds uncased; ``threads`` reading threads;
-    ``k`` the decided hits wanted (``None``: all), best first by relevance or, with
-    ``recent``, newest first.
+    expression (the text of every entry picked comes back for Python to judge: with
+    ``literals``, runs of lowercase ASCII letters and digits every match holds, the
+    entries whose lines hold one; else every entry); ``uncased`` the query's
+    non-ASCII characters Python holds uncased; ``threads`` reading threads; ``k`` the
+    decided hits wanted (``None``: all), best first by relevance or, with ``recent``,
+    newest first.
 
     Returns:
         ``(files, decided, top, undecided)``: one tuple per path, ``("session", header,

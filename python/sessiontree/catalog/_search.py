@@ -31,9 +31,10 @@ newest first (``order="recent"``). Each hit says whether its entry is on the ses
 current path (root to the last entry).
 
 The files are read as they are, no index first: natively (``src/search.rs``) a byte
-prefilter that never misses a match picks the lines to read, the files with such lines
-are read by the catalog's rules (``_extract``), and each picked entry's text is judged
-by the rules above, natively where no Unicode table of Python's is needed (then by
+prefilter that never misses a match picks the lines to read (for ``re:``, by a run of
+letters and digits every match holds, ``_literals``), the files with such lines are
+read by the catalog's rules (``_extract``), and each picked entry's text is judged by
+the rules above, natively where no Unicode table of Python's is needed (then by
 :class:`_Matcher`). Without the extension, and for files the native reader hands back
 (version 1, a text whose ``String()`` it does not compute), the Python rules read
 every entry. Both give the same hits (``tests/test_search_rules.py``).
@@ -374,6 +375,11 @@ def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str
     ``hits`` (their paths to ``ref_paths``, which refs index). Returns the sessions
     searched, the decided hits left out, and the files the Python rules must read."""
     terms, uncased = _terms(q)
+    literals: list[str] = []
+    if q.regex is not None:
+        from ._literals import required_runs
+
+        literals = required_runs(q.regex.pattern)
     sessions = unseen = 0
     python: list[tuple[str, str, Any]] = []
     total = sum(st.st_size for _p, _n, st in items)
@@ -387,7 +393,8 @@ def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str
             size += items[j][2].st_size
             j += 1
         paths = [os.fsencode(p) for p, _n, _st in batch]
-        files, decided, top, undecided = native.search_files(paths, terms, uncased, _THREADS, k, order == "recent")
+        files, decided, top, undecided = native.search_files(paths, terms, uncased, _THREADS, k, order == "recent",
+                                                             literals)
         base = len(ref_paths)
         ref_paths.extend(paths)
         for i, r in enumerate(files):

@@ -1,0 +1,91 @@
+"""The runs of ASCII letters and digits every match of a ``re:`` pattern holds: the
+first search's byte prefilter (``src/search/needle.rs``) looks for one of them, so that
+only the lines that may match go to the ``regex`` package, as it does for a word.
+
+The pattern is read by Python's own parser of ``re`` syntax (``re._parser``;
+``sre_parse`` before 3.11). The search compiles it with the ``regex`` package
+(``VERSION0``, ``re``'s syntax and more), so a run is taken only where the two read
+the pattern alike: a pattern ``re`` cannot parse gives none (``\\p{L}``, ``(?V1)``,
+``(?f)``, ``(?(DEFINE)…)``), and so does one with a literal ``{`` (``regex`` reads
+``(?:abc){e<=1}`` as a fuzzy match, which need not hold ``abc``; ``re`` as the text
+``{e<=1}``) or a set holding ``[`` (``regex`` reads ``[[:alpha:]abc]`` as one set).
+A run is required when it stands in the pattern's top level, in a group, or in a
+repeat of at least one; never inside an alternative, a set, a look-around or a
+conditional. ASCII letters match only themselves in either case and the non-ASCII
+characters the prefilter knows (``İ``, ``ſ``, the Kelvin sign) under ``regex``'s
+``IGNORECASE``; digits only themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["required_runs"]
+
+_BRACE, _BRACKET = ord("{"), ord("[")
+
+
+def required_runs(pattern: str) -> list[str]:
+    """The runs of ASCII letters and digits (lowercase) every match of ``pattern``
+    holds, as the search compiles it (``IGNORECASE``, ``regex`` ``VERSION0``); ``[]``
+    when none is known (never an error)."""
+    try:
+        try:
+            from re import _constants as c, _parser as p  # type: ignore[attr-defined]
+        except ImportError:  # Python 3.10
+            import sre_constants as c  # type: ignore[no-redef]
+            import sre_parse as p  # type: ignore[no-redef]
+        import re
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # re's FutureWarning on `[[` (a nested set to come)
+            tree = p.parse(pattern, re.IGNORECASE)
+        if _unsure(tree, c):
+            return []
+        return [r for r in _runs(tree, c) if r]
+    except Exception:  # noqa: BLE001 - re's parser rejects what regex may take: no runs
+        return []
+
+
+def _unsure(seq: Any, c: Any) -> bool:
+    """Whether ``seq`` (a parsed pattern) holds, anywhere, a literal ``{`` or a set
+    holding ``[`` (``regex`` reads ``[[:alpha:]abc]`` as one set of letters, ``re`` as
+    a set, then the text ``abc]``)."""
+    for op, av in seq:
+        if op is c.LITERAL and av == _BRACE:
+            return True
+        if op is c.IN and any((o is c.LITERAL and v == _BRACKET) or (o is c.RANGE and v[0] <= _BRACKET <= v[1])
+                              for o, v in av):
+            return True
+        for x in av if isinstance(av, (tuple, list)) else ():
+            if hasattr(x, "data") and _unsure(x, c):
+                return True
+            if isinstance(x, list) and any(hasattr(y, "data") and _unsure(y, c) for y in x):
+                return True
+    return False
+
+
+def _runs(seq: Any, c: Any) -> list[str]:
+    """The required runs of one parsed sequence (see the module docstring)."""
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            out.append("".join(run).lower())
+            run.clear()
+
+    for op, av in seq:
+        if op is c.LITERAL and av < 0x80 and chr(av).isalnum():
+            run.append(chr(av))
+            continue
+        flush()
+        if op is c.SUBPATTERN:
+            out.extend(_runs(av[-1], c))
+        elif op is getattr(c, "ATOMIC_GROUP", None):
+            out.extend(_runs(av, c))
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)) and av[0] >= 1:
+            out.extend(_runs(av[2], c))
+    flush()
+    return out
