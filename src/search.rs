@@ -506,4 +506,41 @@ mod tests {
         // A phrase across the text's end and the calls ("a\nb").
         assert_eq!(scores(&entries, &["a b"]), vec![(0, 4)]);
     }
+
+    #[test]
+    fn a_regex_with_runs_hands_back_only_the_entries_whose_lines_hold_one() {
+        let dir = std::env::temp_dir().join(format!("st-search-re-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("re.jsonl");
+        let texts = ["alpha", "a ZEBRAfish", "beta", r"zebr\u0061", "gamma"];
+        let mut data = String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n");
+        for (k, t) in texts.iter().enumerate() {
+            data.push_str(&format!(
+                "{{\"type\":\"message\",\"id\":\"e{k}\",\"message\":{{\"role\":\"user\",\"content\":\"{t}\"}}}}\n"
+            ));
+        }
+        std::fs::write(&path, data).unwrap();
+        let seqs = |literals: &[&str]| {
+            let q = Query {
+                terms: Vec::new(),
+                regex: true,
+                literals: query(literals).terms,
+            };
+            let got = search_files(std::slice::from_ref(&path), &q, 1);
+            let Some(FileResult::Session { hits, .. }) = got.into_iter().next() else {
+                panic!("not read as a session");
+            };
+            hits.iter()
+                .map(|h| {
+                    assert!(matches!(h.judged, Judged::Undecided(_)));
+                    h.seq
+                })
+                .collect::<Vec<_>>()
+        };
+        // The run's line, and the line spelling a letter with a `\u` escape.
+        assert_eq!(seqs(&["zebra"]), vec![1, 3]);
+        // No run: every entry goes back.
+        assert_eq!(seqs(&[]), vec![0, 1, 2, 3, 4]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
