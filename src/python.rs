@@ -2252,7 +2252,8 @@ impl HitsJson {
 /// expression, every picked entry's text goes back), `uncased` the query's non-ASCII
 /// characters Python holds uncased, `k` the decided hits wanted (`None`: all), best
 /// first by relevance or (`recent`) newest; `literals`, for a regular expression, the
-/// runs of ASCII letters and digits every match holds (the lines picked hold one).
+/// runs of ASCII letters and digits every match holds (the lines picked hold one, the
+/// texts handed back all).
 /// Returns `(files, total, top, undecided)` as `_sessiontree.pyi` describes.
 #[pyfunction]
 #[pyo3(signature = (paths, terms, uncased, threads, k, recent, literals=Vec::new()))]
@@ -2281,11 +2282,10 @@ fn search_files<'py>(
                     "a literal that is not a run of lowercase ASCII letters and digits",
                 ));
             }
-            let words: Vec<Vec<String>> = literals.into_iter().map(|l| vec![l]).collect();
             Query {
                 terms: Vec::new(),
                 regex: true,
-                literals: terms_of(&words, ""),
+                literals: literals.into_iter().map(String::into_bytes).collect(),
             }
         }
         Some(terms) => Query {

@@ -32,9 +32,60 @@ pub struct Query {
     pub terms: Vec<Term>,
     /// A regular expression: every picked entry's text goes back to Python.
     pub regex: bool,
-    /// For a regular expression, runs every match holds (`catalog/_literals.py`), one
-    /// word a term: the prefilter looks for one of them (none: every line is read).
-    pub literals: Vec<Term>,
+    /// For a regular expression, runs of lowercase ASCII letters and digits every
+    /// match holds (`catalog/_literals.py`): the prefilter looks for one of them, and
+    /// an entry's text goes back only if it holds them all (none: every entry's).
+    pub literals: Vec<Vec<u8>>,
+}
+
+impl Query {
+    /// The terms the prefilter looks for: the query's, or a regular expression's runs
+    /// as words.
+    fn needle_terms(&self) -> Vec<Term> {
+        if !self.regex {
+            return self.terms.clone();
+        }
+        self.literals
+            .iter()
+            .map(|run| Term {
+                words: vec![run
+                    .iter()
+                    .map(|&b| rules::PChar::new(u32::from(b), false))
+                    .collect()],
+            })
+            .collect()
+    }
+
+    /// Whether an entry's text (generalized UTF-8) may match the regular expression:
+    /// it holds every run, ignoring ASCII case, or a character `regex` holds equal to an
+    /// ASCII letter (`İ`, `ı`, `ſ`, the Kelvin sign: [`rules::ASCII_FOLDS`]), where a
+    /// run may be spelled otherwise.
+    fn may_match(&self, text: &[u8]) -> bool {
+        let folded = || {
+            rules::ASCII_FOLDS.iter().any(|&(c, _)| {
+                let mut buf = [0u8; 4];
+                let c = char::from_u32(c).map_or(&[][..], |c| c.encode_utf8(&mut buf).as_bytes());
+                memchr::memmem::find(text, c).is_some()
+            })
+        };
+        self.literals.iter().all(|run| holds_ascii_ci(text, run)) || folded()
+    }
+}
+
+/// Whether `text` holds `run` (lowercase ASCII), ignoring ASCII case.
+fn holds_ascii_ci(text: &[u8], run: &[u8]) -> bool {
+    let Some(&first) = run.first() else {
+        return true;
+    };
+    let mut at = 0;
+    while let Some(p) = memchr::memchr2(first, first.to_ascii_uppercase(), &text[at..]) {
+        let i = at + p;
+        if text.len() - i >= run.len() && text[i..i + run.len()].eq_ignore_ascii_case(run) {
+            return true;
+        }
+        at = i + 1;
+    }
+    false
 }
 
 /// How a hit was judged.
@@ -149,7 +200,7 @@ pub fn search_ranked(
 
 /// Search `paths` with `threads` threads; one result per path, in order.
 pub fn search_files(paths: &[PathBuf], q: &Query, threads: usize) -> Vec<FileResult> {
-    let needle = Needle::of(if q.regex { &q.literals } else { &q.terms });
+    let needle = Needle::of(&q.needle_terms());
     let next = AtomicUsize::new(0);
     let mut parts: Vec<Vec<(usize, FileResult)>> = Vec::new();
     std::thread::scope(|s| {
@@ -425,6 +476,9 @@ impl DocSink for Judge<'_> {
     fn doc(&mut self, d: DocRef<'_>) {
         let settled = self.settled.take();
         let judged = if self.q.regex {
+            if !self.q.may_match(d.text) {
+                return;
+            }
             Judged::Undecided(d.text.to_vec())
         } else {
             match settled.unwrap_or_else(|| judge_text(&self.q.terms, d.text)) {
@@ -519,12 +573,15 @@ mod tests {
                 "{{\"type\":\"message\",\"id\":\"e{k}\",\"message\":{{\"role\":\"user\",\"content\":\"{t}\"}}}}\n"
             ));
         }
+        // The run only in thinking and in a key: the line is picked, its text is not.
+        data.push_str(r#"{"type":"message","id":"t","message":{"role":"assistant","zebra":1,"content":[{"type":"thinking","thinking":"zebra"},{"type":"text","text":"none"}]}}"#);
+        data.push('\n');
         std::fs::write(&path, data).unwrap();
         let seqs = |literals: &[&str]| {
             let q = Query {
                 terms: Vec::new(),
                 regex: true,
-                literals: query(literals).terms,
+                literals: literals.iter().map(|l| l.as_bytes().to_vec()).collect(),
             };
             let got = search_files(std::slice::from_ref(&path), &q, 1);
             let Some(FileResult::Session { hits, .. }) = got.into_iter().next() else {
@@ -539,8 +596,10 @@ mod tests {
         };
         // The run's line, and the line spelling a letter with a `\u` escape.
         assert_eq!(seqs(&["zebra"]), vec![1, 3]);
+        // Every run in the text: not "a ZEBRAfish" (no "cake").
+        assert_eq!(seqs(&["zebra", "cake"]), Vec::<u32>::new());
         // No run: every entry goes back.
-        assert_eq!(seqs(&[]), vec![0, 1, 2, 3, 4]);
+        assert_eq!(seqs(&[]), vec![0, 1, 2, 3, 4, 5]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

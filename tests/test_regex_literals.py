@@ -8,7 +8,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessiontree.catalog._literals import required_runs
+from sessiontree.catalog._literals import FOLDS, may_match, required_runs
 
 FLAGS = regex.IGNORECASE | regex.VERSION0  # as catalog._search compiles a re: pattern
 
@@ -35,7 +35,7 @@ def test_the_folds_of_ascii_letters_are_those_the_prefilter_knows() -> None:
     for Python's ``re`` as well)."""
     one = regex.compile("[a-z0-9]", FLAGS)
     equals = {c for c in map(chr, range(0x80, 0x110000)) if not 0xD800 <= ord(c) < 0xE000 and one.fullmatch(c)}
-    assert equals <= {"\u0130", "\u0131", "\u017f", "\u212a"}
+    assert equals <= set(FOLDS)
 
 
 _ATOMS = st.sampled_from(["a", "b", "ab", "the", "K", "s", "\\w", "\\d", ".", "\\s", "[ab]", "[^a]", "\\b", "x",
@@ -60,5 +60,12 @@ def test_every_match_holds_every_run(pattern: str, text: str) -> None:
     m = regex.search(pattern, text, FLAGS)
     if m is None:
         return
-    for run in required_runs(pattern):
+    runs = required_runs(pattern)
+    for run in runs:
         assert regex.search(regex.escape(run), m.group(), FLAGS), (pattern, text, run)
+    assert may_match(text, runs), (pattern, text)
+
+
+def test_may_match() -> None:
+    assert may_match("A ZEBRA cake", ["zebra", "cake"]) and not may_match("A ZEBRA", ["zebra", "cake"])
+    assert may_match("anything", []) and may_match("\u017fee", ["see"]) and may_match("\u212aiwi", ["zzz"])

@@ -453,7 +453,7 @@ def search_files(
     each a list of words (a phrase's words, one for a word), or ``None`` for a regular
     expression (the text of every entry picked comes back for Python to judge: with
     ``literals``, runs of lowercase ASCII letters and digits every match holds, the
-    entries whose lines hold one; else every entry); ``uncased`` the query's
+    entries whose lines hold one and whose texts hold them all; else every entry); ``uncased`` the query's
     non-ASCII characters Python holds uncased; ``threads`` reading threads; ``k`` the
     decided hits wanted (``None``: all), best first by relevance or, with ``recent``,
     newest first.

@@ -18,11 +18,18 @@ characters the prefilter knows (``İ``, ``ſ``, the Kelvin sign) under ``regex``
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
+if TYPE_CHECKING:
+    from typing import Any
 
-__all__ = ["required_runs"]
+__all__ = ["required_runs", "may_match", "FOLDS"]
 
 _BRACE, _BRACKET = ord("{"), ord("[")
+
+FOLDS = "\u0130\u0131\u017f\u212a"
+"""The non-ASCII characters the search takes as equal to ASCII letters (``İ``, ``ı``,
+``ſ``, the Kelvin sign: ``src/search/rules.rs`` ``ASCII_FOLDS``); ``regex``'s
+``IGNORECASE`` holds no others equal to one."""
 
 
 def required_runs(pattern: str) -> list[str]:
@@ -89,3 +96,14 @@ def _runs(seq: Any, c: Any) -> list[str]:
             out.extend(_runs(av[2], c))
     flush()
     return out
+
+
+def may_match(text: str, runs: list[str]) -> bool:
+    """Whether a pattern whose matches hold ``runs`` (:func:`required_runs`) may match
+    ``text``: it holds every run, ignoring case, or one of :data:`FOLDS`, where a run
+    may be spelled otherwise. The native reader hands back only such texts too
+    (``src/search.rs`` ``Query::may_match``)."""
+    if not runs or any(c in text for c in FOLDS):
+        return True
+    low = text.lower()  # an ASCII letter's case only; other characters never become a run's
+    return all(r in low for r in runs)

@@ -64,6 +64,7 @@ from .. import _js
 from .._select import native_module as native_scanner
 from .._time import datetime_from_ms
 from ._files import folder_files, folder_key
+from ._literals import may_match, required_runs
 from ._store import checked_all, py_text, search_text
 
 __all__ = ["Query", "SearchHit", "SearchResult", "parse_query", "search_folders", "search_json", "search_stream"]
@@ -181,6 +182,9 @@ class _Matcher:
 
     def __init__(self, q: Query) -> None:
         self.regex = q.regex
+        # The runs every match of a `re:` pattern holds: a text without one is no hit,
+        # whoever reads it (the native reader hands back no such text).
+        self.runs = required_runs(q.regex.pattern) if q.regex is not None else []
         # A word has no white space; a phrase's runs of it match any run. The word start
         # is a look-behind, so a candidate that is not at one does not hide one that
         # starts inside it ("a.a" in "xa.a.a").
@@ -193,6 +197,8 @@ class _Matcher:
         """``(score, anchor)``: the sum of the terms' first-match positions and the
         earliest of them; ``None`` if some term does not match."""
         if self.regex is not None:
+            if not may_match(text, self.runs):
+                return None
             m = _timed(lambda: self.regex.search(text, timeout=REGEX_SECONDS))  # type: ignore[union-attr]
             return None if m is None else (m.start(), m.start())
         score, anchor = 0, -1
@@ -375,11 +381,6 @@ def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str
     ``hits`` (their paths to ``ref_paths``, which refs index). Returns the sessions
     searched, the decided hits left out, and the files the Python rules must read."""
     terms, uncased = _terms(q)
-    literals: list[str] = []
-    if q.regex is not None:
-        from ._literals import required_runs
-
-        literals = required_runs(q.regex.pattern)
     sessions = unseen = 0
     python: list[tuple[str, str, Any]] = []
     total = sum(st.st_size for _p, _n, st in items)
@@ -394,7 +395,7 @@ def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str
             j += 1
         paths = [os.fsencode(p) for p, _n, _st in batch]
         files, decided, top, undecided = native.search_files(paths, terms, uncased, _THREADS, k, order == "recent",
-                                                             literals)
+                                                             matcher.runs)
         base = len(ref_paths)
         ref_paths.extend(paths)
         for i, r in enumerate(files):
