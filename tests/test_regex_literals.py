@@ -22,7 +22,8 @@ def test_runs_of_patterns() -> None:
         # regex reads these otherwise than re, or re cannot: no runs.
         "(?:abc){e<=1}": [], r"\p{L}abc": [], "(?V1)abc": [], "(?f)strasse": [], r"a\{b": [], "a{2}b": ["a", "b"],
         "(?(DEFINE)(?<x>a))b": [], r"\mabc": [], "(": [], "[[:alpha:]abc]": [], "[[:digit:]]x": [],
-        "a[[]bc": ["a", "bc"], "[Z-a]bc": [],
+        "a[[]bc": ["a", "bc"], "[Z-a]bc": [], "(?>(?:abc){e<=1})": [], "(?>x[[:alpha:]abc])": [],
+        "(?:(?>ab{e<=1}))+c": [], "(?=a{e<=1})b": [],
     }
     for pattern, runs in table.items():
         assert required_runs(pattern) == runs, pattern
@@ -40,7 +41,7 @@ def test_the_folds_of_ascii_letters_are_those_the_prefilter_knows() -> None:
 
 _ATOMS = st.sampled_from(["a", "b", "ab", "the", "K", "s", "\\w", "\\d", ".", "\\s", "[ab]", "[^a]", "\\b", "x",
                           "Z9", "(?:ab|c)", "(a)", "\u017f", "-", " ", "[[:alpha:]ab]", "(?:ab){e<=1}", "[[:digit:]]",
-                          "[[]"])
+                          "[[]", "(?>ab)", "(?>[[:alpha:]ab])", "(?>(?:ab){e<=1})"])
 
 
 @st.composite

@@ -65,7 +65,9 @@ def _unsure(seq: Any, c: Any) -> bool:
         if op is c.IN and any((o is c.LITERAL and v == _BRACKET) or (o is c.RANGE and v[0] <= _BRACKET <= v[1])
                               for o, v in av):
             return True
-        for x in av if isinstance(av, (tuple, list)) else ():
+        # A node's operand is a sequence (an atomic group's), or holds them: a repeat's
+        # (min, max, seq), a group's (..., seq), a branch's (None, [seq, ...]).
+        for x in (av,) if hasattr(av, "data") else av if isinstance(av, (tuple, list)) else ():
             if hasattr(x, "data") and _unsure(x, c):
                 return True
             if isinstance(x, list) and any(hasattr(y, "data") and _unsure(y, c) for y in x):
