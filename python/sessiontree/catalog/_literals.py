@@ -8,7 +8,9 @@ The pattern is read by Python's own parser of ``re`` syntax (``re._parser``;
 the pattern alike: a pattern ``re`` cannot parse gives none (``\\p{L}``, ``(?V1)``,
 ``(?f)``, ``(?(DEFINE)…)``), and so does one with a literal ``{`` (``regex`` reads
 ``(?:abc){e<=1}`` as a fuzzy match, which need not hold ``abc``; ``re`` as the text
-``{e<=1}``) or a set holding ``[`` (``regex`` reads ``[[:alpha:]abc]`` as one set).
+``{e<=1}``), a set holding ``[`` (``regex`` reads ``[[:alpha:]abc]`` as one set) or
+one ``re`` warns about (a global flag after the start: Python 3.10 reads ``foo
+bar(?x)`` as ``foobar``).
 A run is required when it stands in the pattern's top level, in a group, or in a
 repeat of at least one; never inside an alternative, a set, a look-around or a
 conditional. ASCII letters match only themselves in either case and the non-ASCII
@@ -46,7 +48,10 @@ def required_runs(pattern: str) -> list[str]:
         import warnings
 
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # re's FutureWarning on `[[` (a nested set to come)
+            # A pattern re warns about is one it may read otherwise than regex: `[[` (a
+            # set that will nest), a global flag after the start (Python 3.10 applies
+            # it to the whole pattern, regex from there on).
+            warnings.simplefilter("error")
             tree = p.parse(pattern, re.IGNORECASE)
         if _unsure(tree, c):
             return []
