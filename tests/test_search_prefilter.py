@@ -189,3 +189,30 @@ def test_a_regex_prefilter_reads_only_the_lines_with_a_run(tmp_path: Path, monke
     monkeypatch.setattr(_search, "native_scanner", lambda: Spy())
     got = _search.search_folders("re:zebra(fish|cake)", [str(folder)], no_cache=True, limit=None)
     assert got.total == 1 and seen == [1]  # one text for Python, not 300
+
+
+# A text block whose `text` is not a string is searched as JavaScript's String() of it:
+# `1e2` as "100", an object as "[object Object]", an array joined by ","; the line's
+# bytes do not hold that text (adversary round 53).
+_ODD_TEXTS = [1e2, {"a": 1}, 1e21, [1.5, 2], ["abc", 100], [["x"], ["y"]], 123456789012345678901234567890]
+
+
+@pytest.mark.parametrize("query", ["100", "object", "re:100", "re:object", "re:1\\.5,2", "abc,100", "re:x,y",
+                                   "1e+29", "re:[0-9]00", "re:1234567890123", "1.23"])
+def test_texts_that_are_not_strings_equal_python_rules(tmp_path: Path, query: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    lines = [json.dumps({"type": "session", "version": 3, "id": "s1", "timestamp": "2025-11-02T10:00:00.000Z",
+                         "cwd": "/p"})]
+    for i, t in enumerate(_ODD_TEXTS):
+        lines.append(json.dumps({"type": "message", "id": f"e{i}", "parentId": f"e{i - 1}" if i else None,
+                                 "timestamp": f"2025-11-02T10:00:{i:02d}.000Z",
+                                 "message": {"role": "assistant", "content": [{"type": "text", "text": t}]}}))
+    (folder / "2025-11-02T10-00-00-000Z_a.jsonl").write_text("\n".join(lines) + "\n")
+    got = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
+    monkeypatch.setattr(_search, "native_scanner", lambda: None)
+    want = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
+    assert got == want, query
+    if query in ("100", "object", "re:100"):
+        assert got.total >= 1

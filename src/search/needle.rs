@@ -14,7 +14,9 @@
 //!   candidates).
 //!
 //! Invalid UTF-8 reads as U+FFFD, which is never part of a needle; a text joins its
-//! parts with white space, which a needle never holds.
+//! parts with white space, which a needle never holds. A text made of a value that is
+//! not a string (a number, an array, an object) is not in the line as it reads: no
+//! needle it may spell is taken ([`spelled_otherwise`]).
 //!
 //! The search is a packed pair (the needle's two rarest bytes at their distance, case
 //! folded by OR-ing 0x20 into letters) over 32 bytes at a time with AVX2 when the CPU
@@ -315,6 +317,21 @@ fn live_escape(rest: &[u8], dead: u64) -> bool {
     }
 }
 
+/// Whether a text the reader makes of a value that is not a string (JavaScript's
+/// `String()`: a number's shortest digits, `1e2` as `100`, `1e400` as `Infinity`; an
+/// array's elements joined by `,`; an object as `[object Object]`) may spell `bytes`
+/// where the line's own bytes do not: such a needle could miss its line (adversary
+/// round 53), and is not taken.
+fn spelled_otherwise(bytes: &[NByte]) -> bool {
+    let b: Vec<u8> = bytes.iter().map(|n| n.b).collect();
+    let within = |s: &[u8]| memmem::find(s, &b).is_some();
+    b.contains(&b',')
+        || b.iter()
+            .all(|&c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'+' | b'-'))
+        || within(b"[object object]")
+        || within(b"-infinity")
+}
+
 impl Needle {
     /// The best needle of a query's terms (each term a list of words, each a list of
     /// characters), or `None` when no term has a character that can stand in one
@@ -359,6 +376,7 @@ impl Needle {
                 consider(&mut run, &mut phrase);
             }
         }
+        all.retain(|c| !spelled_otherwise(&c.2));
         let avx2 = avx2();
         // What a letter with non-ASCII equals costs: their encodings are looked for too,
         // with AVX2 in the needle's pass (a compare per first byte for every 32 bytes,
