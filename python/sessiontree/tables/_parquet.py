@@ -48,6 +48,7 @@ import pyarrow.parquet as pq
 
 from .._caches import held_index_cache
 from .._output import open_output
+from .._storage import held_handlers
 from .._places import session_dir_for_cwd
 from .._time import parse_iso_ms
 from .._backend import skipped_lines
@@ -203,6 +204,9 @@ def _worker_start() -> None:
     # The worker lives for this one export: its opens share one computation of the
     # persisted indexes' settings (held until it exits).
     _hold_index_cache(_WORKER_HOLDS)
+    # ... and it writes file after file in its main thread: the handlers that remove a
+    # temporary file on SIGTERM or SIGHUP stay installed between them.
+    _WORKER_HOLDS.enter_context(held_handlers())
     # A run killed outright takes its workers with it (Linux's parent-death signal):
     # none goes on renaming files into a dataset that a next run may already own.
     with contextlib.suppress(OSError, AttributeError):
