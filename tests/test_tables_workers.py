@@ -289,9 +289,8 @@ def test_held_index_settings_are_those_on_entering(tmp_path: Path, monkeypatch: 
         assert _caches.index_cache()[0] == str(tmp_path / "a")  # type: ignore[index]
     assert _caches.index_cache()[0] == str(tmp_path / "b")  # type: ignore[index]
     monkeypatch.setenv("SESSIONTREE_INDEX_BYTES", "lots")
-    with pytest.raises(ValueError):
-        with _caches.held_index_cache():
-            pass
+    with pytest.raises(ValueError), _caches.held_index_cache():
+        pass
     monkeypatch.setenv("SESSIONTREE_INDEX", "off")
     monkeypatch.delenv("SESSIONTREE_INDEX_BYTES")
     assert _caches.index_cache() is None
