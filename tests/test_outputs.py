@@ -375,6 +375,37 @@ def test_handlers_are_put_back(tmp_path: Path) -> None:
     assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)] == before
 
 
+def test_held_handlers_stay_between_files_and_are_put_back(tmp_path: Path) -> None:
+    """Within ``held_handlers`` the temporaries' handlers are installed once and stay
+    between files (a worker of the Parquet export writes file after file); they are put
+    back when the last block ends, and a SIGTERM between files still ends the process by
+    that signal, with no file left behind."""
+    from sessiontree import _storage
+    from sessiontree._output import open_output
+
+    sigs = (signal.SIGTERM, signal.SIGHUP)
+    before = [signal.getsignal(s) for s in sigs]
+    with _storage.held_handlers():
+        assert all(signal.getsignal(s) is _storage._on_signal for s in sigs)
+        with _storage.held_handlers():
+            with open_output(str(tmp_path / "a.bin")) as out:
+                out.file.write(b"a")
+            assert all(signal.getsignal(s) is _storage._on_signal for s in sigs)
+        with open_output(str(tmp_path / "b.bin")) as out:
+            out.file.write(b"b")
+        assert all(signal.getsignal(s) is _storage._on_signal for s in sigs)
+    assert [signal.getsignal(s) for s in sigs] == before
+    code = ("import os,signal,sys; from sessiontree import _storage; from sessiontree._output import open_output\n"
+            "with _storage.held_handlers():\n"
+            "    with open_output(sys.argv[1]) as out: out.file.write(b'x')\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    print('survived')")  # fmt: skip
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path / "c.bin")], capture_output=True, text=True,
+                       timeout=60, preexec_fn=default_signals, check=False)  # fmt: skip
+    assert p.returncode == -signal.SIGTERM and "survived" not in p.stdout
+    assert sorted(os.listdir(tmp_path)) == ["a.bin", "b.bin", "c.bin"]
+
+
 def test_a_zombie_writer_is_no_live_writer() -> None:
     """A process that has exited but is not yet reaped holds no file: its temporary
     files may be swept (a killed export's workers, whose parent is gone, can stay

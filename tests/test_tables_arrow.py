@@ -219,6 +219,46 @@ def test_limits_images_and_odd_values(tmp_path: Path, backend: str) -> None:
     assert call["result_entry_id"] == result["entry_id"] and call["on_current_path"] is False
 
 
+@pytest.mark.parametrize("rows", [1, 2, 3])
+def test_batches_of_any_size_give_the_same_tables(tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch,
+                                                  rows: int) -> None:  # fmt: skip
+    """A session decoded in several batches (``BATCH_ROWS``) gives the tables it gives in
+    one: the entry numbers of a later batch, the calls and results gathered over batches
+    (a result in a later batch than its call, a call with no result, a second result for
+    a call), images of entries and of results, a batch without calls or images."""
+    from sessiontree import _tables
+
+    png = base64.b64encode(bytes(range(256))).decode()
+    sm = SessionManager.create("/home/u/batches", str(tmp_path), backend=backend)
+    sm.append_message({"role": "user", "content": [{"type": "text", "text": "hi"},
+                       {"type": "image", "data": png, "mimeType": "image/png"}], "timestamp": 1})  # fmt: skip
+    sm.append_message({"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "read", "arguments": {}},
+                       {"type": "toolCall", "id": "c2", "name": "ls", "arguments": {"p": 1}}],
+                       "provider": "p", "model": "m", "stopReason": "toolUse", "timestamp": 2})  # fmt: skip
+    sm.append_message({"role": "user", "content": "between", "timestamp": 3})
+    sm.append_message({"role": "toolResult", "toolCallId": "c1", "toolName": "read", "isError": False,
+                       "content": [{"type": "text", "text": "r"}, {"type": "image", "data": png, "mimeType": "image/png"}],
+                       "timestamp": 4})  # fmt: skip
+    sm.append_message({"role": "toolResult", "toolCallId": "c1", "toolName": "read", "isError": True,
+                       "content": "again", "timestamp": 5})  # fmt: skip
+    sm.append_message({"role": "assistant", "content": [{"type": "toolCall", "id": "c3", "name": "x", "arguments": {}}],
+                       "provider": "p", "model": "m", "stopReason": "toolUse", "timestamp": 6})  # fmt: skip
+    path = sm.session_file
+    sm.close()
+
+    def tables() -> list[list[dict[str, Any]]]:
+        with open_quiet(path, backend) as sm:
+            return [pa.table(sm.to_arrow(t)).to_pylist() for t in ("entries", "tool_calls", "sessions")]
+
+    whole = tables()
+    monkeypatch.setattr(_tables, "BATCH_ROWS", rows)
+    assert tables() == whole
+    calls = {r["call_id"]: r for r in whole[1]}
+    assert [len(calls["c1"]["result_images"]), calls["c1"]["is_error"]] == [1, False]
+    assert calls["c2"]["result_images"] == [] and calls["c2"]["result_entry_id"] is None
+    assert calls["c3"]["result_images"] == [] and calls["c3"]["call_entry_id"] == whole[0][-1]["entry_id"]
+
+
 def test_damaged_files_and_migrated_sessions(tmp_path: Path, backend: str) -> None:
     if not CASES.is_dir():
         pytest.skip(f"damaged-file cases not found at {CASES}")
@@ -360,6 +400,21 @@ def test_cli_export_parquet(generated: Path, tmp_path: Path, capsys: pytest.Capt
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LoadReportWarning)
         assert duckdb.sql(f"select count(distinct session_id) from {export_sql(out, 'entries')}").fetchall()[0] == (8,)
+
+
+def test_cli_export_parquet_starts_one_blas_thread(generated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The export asks numpy's OpenBLAS (imported with pyarrow) for one thread, in its
+    process and its workers (the variable is inherited): its threads' spin was ~0.14 s
+    of CPU per process. A value the user set is kept."""
+    src = str(generated / "--home-u-p0--")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    assert main(["export", "--format", "parquet", src, "--out", str(tmp_path / "a")]) == 0
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    assert main(["export", "--format", "parquet", src, "--out", str(tmp_path / "b")]) == 0
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
+    capsys.readouterr()
 
 
 def test_an_emptied_session_is_said_to_keep_its_rows(generated: Path, tmp_path: Path,

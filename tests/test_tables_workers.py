@@ -257,3 +257,40 @@ def test_a_fifo_in_an_unchanged_sessions_place_is_an_error(tmp_path: Path) -> No
     r = export_parquet(files, str(out))
     assert r.failed
     assert stat.S_ISFIFO(os.lstat(victim).st_mode)  # refused, never written into or removed
+
+
+def test_an_export_computes_the_index_settings_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sessions' opens in one run share one computation of the persisted indexes'
+    settings (``_caches.held_index_cache``): each summed the cache folder's other files
+    (``other_bytes``), ~1.5% of a session's export. A run after it computes them again."""
+    from sessiontree import _caches
+
+    monkeypatch.delenv("SESSIONTREE_INDEX", raising=False)
+    files = store(tmp_path / "src", 4)
+    calls = []
+    real = _caches.other_bytes
+    monkeypatch.setattr(_caches, "other_bytes", lambda *a: calls.append(a) or real(*a))
+    export_parquet(files, str(tmp_path / "out"))
+    assert len(calls) == 1
+    export_parquet(files, str(tmp_path / "out2"))
+    assert len(calls) == 2
+
+
+def test_held_index_settings_are_those_on_entering(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within ``held_index_cache`` the settings are not computed again (a change of the
+    environment shows after it); unusable settings raise on entering and hold nothing."""
+    from sessiontree import _caches
+
+    monkeypatch.setenv("SESSIONTREE_INDEX", str(tmp_path / "a"))
+    with _caches.held_index_cache():
+        monkeypatch.setenv("SESSIONTREE_INDEX", str(tmp_path / "b"))
+        with _caches.held_index_cache():  # nested: the outer holds
+            assert _caches.index_cache()[0] == str(tmp_path / "a")  # type: ignore[index]
+        assert _caches.index_cache()[0] == str(tmp_path / "a")  # type: ignore[index]
+    assert _caches.index_cache()[0] == str(tmp_path / "b")  # type: ignore[index]
+    monkeypatch.setenv("SESSIONTREE_INDEX_BYTES", "lots")
+    with pytest.raises(ValueError), _caches.held_index_cache():
+        pass
+    monkeypatch.setenv("SESSIONTREE_INDEX", "off")
+    monkeypatch.delenv("SESSIONTREE_INDEX_BYTES")
+    assert _caches.index_cache() is None

@@ -147,7 +147,13 @@ class _Decoded:
 
 
 def _stubs(stubs: list[dict[str, Any]]) -> tuple[pa.Array, int]:
+    if not stubs:  # most batches hold no image: no conversion
+        return _NO_STUBS, 0
     return pa.array(stubs, _IMAGES.value_type), sum(s["problem"] is not None for s in stubs)
+
+
+_NO_STUBS = pa.array([], _IMAGES.value_type)
+_NO_IMAGES = pa.scalar([], _IMAGES)
 
 
 def _decode_python(index: TreeIndex, a: int, b: int) -> _Decoded:
@@ -196,15 +202,20 @@ def _decode_native(d: dict[str, bytes], a: int, n: int) -> _Decoded:
 
     def entry_numbers(name: str) -> pa.Array:
         local = pa.Array.from_buffers(pa.int32(), len(d[name]) // 4, [None, _buf(d[name])])
-        return pc.add(local, pa.scalar(a, pa.int32())), local
+        return (pc.add(local, pa.scalar(a, pa.int32())) if a else local), local  # a session's first batch: as they are
 
-    offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, _buf(d["images.offsets"])])
-    m = len(offsets) and offsets[-1].as_py()
-    offsets_data = d["image_data.offsets"]
-    data = pa.Array.from_buffers(pa.large_binary() if len(offsets_data) > 4 * (m + 1) else pa.binary(), m,
-                                 [_buf(d["image_data.valid"]), _buf(offsets_data), _buf(d["image_data.data"])]).to_pylist()  # fmt: skip
-    mimes = strs("image_mime", m).to_pylist()
-    stub_array, bad = _stubs([_rows.image_stub(x, y) for x, y in zip(data, mimes)])
+    image_offsets = d["images.offsets"]
+    offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, _buf(image_offsets)])
+    # The images in the batch: the last offset (little-endian i32), read without a scalar.
+    m = int.from_bytes(image_offsets[-4:], "little", signed=True) if len(image_offsets) >= 4 else 0
+    if m:
+        offsets_data = d["image_data.offsets"]
+        data = pa.Array.from_buffers(pa.large_binary() if len(offsets_data) > 4 * (m + 1) else pa.binary(), m,
+                                     [_buf(d["image_data.valid"]), _buf(offsets_data), _buf(d["image_data.data"])]).to_pylist()  # fmt: skip
+        mimes = strs("image_mime", m).to_pylist()
+        stub_array, bad = _stubs([_rows.image_stub(x, y) for x, y in zip(data, mimes)])
+    else:
+        stub_array, bad = _NO_STUBS, 0
     images = pa.ListArray.from_arrays(offsets, stub_array, type=_IMAGES)
     by_name = {name: strs(name, n) for name in _STRING_FIELDS}
     by_name |= {name: opt(name, pa.int64(), n) for name in _INT_FIELDS}
@@ -300,13 +311,19 @@ class SessionTables:
         self._pass()
         assert self._calls is not None
         c = self._c
-        calls = pa.concat_tables([_CALLS.empty_table(), *self._calls])
-        results = pa.concat_tables([_RESULTS.empty_table(), *self._results])
+        # One batch's tables as they are (most sessions are one batch); no call: no join.
+        calls = self._calls[0] if len(self._calls) == 1 else pa.concat_tables([_CALLS.empty_table(), *self._calls])
+        n = calls.num_rows
+        if not n:
+            return TOOL_CALLS.empty_table()
+        results = (self._results[0] if len(self._results) == 1
+                   else pa.concat_tables([_RESULTS.empty_table(), *self._results]))  # fmt: skip
         found = pc.index_in(calls.column("call_id"), value_set=results.column("call_id"))
         res = results.take(found)
-        at = calls.column("entry")
-        res_at = res.column("entry")
-        n = calls.num_rows
+        # The calling entry's id, time and place on the path: one take of the three.
+        of_call = pa.Table.from_arrays([c.ids, c.timestamp, c.on_path], ["id", "timestamp", "on_path"]).take(
+            calls.column("entry"))
+        missing = found.null_count
         return pa.Table.from_arrays(
             [
                 pa.repeat(pa.scalar(self.session_id, pa.string()), n),
@@ -314,14 +331,15 @@ class SessionTables:
                 calls.column("tool_name"),
                 calls.column("arguments"),
                 calls.column("arguments_bytes"),
-                c.ids.take(at),
-                c.timestamp.take(at),
-                c.on_path.take(at),
-                c.ids.take(res_at),
+                of_call.column(0),
+                of_call.column(1),
+                of_call.column(2),
+                c.ids.take(res.column("entry")),
                 res.column("is_error"),
                 res.column("text"),
                 res.column("text_bytes"),
-                pc.if_else(pc.is_null(found), pa.scalar([], _IMAGES), res.column("images")),
+                # A call without a result has no images (an empty list), not a null one.
+                pc.if_else(pc.is_null(found), _NO_IMAGES, res.column("images")) if missing else res.column("images"),
             ],
             schema=TOOL_CALLS,
         )
