@@ -35,6 +35,17 @@ def _session(path: Path, texts: list[str]) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def _native_equals_python(query: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The first search of ``query`` in ``folder``, held equal to the Python rules'
+    (which read every entry)."""
+    got = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
+    with monkeypatch.context() as m:
+        m.setattr(_search, "native_scanner", lambda: None)
+        want = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
+    assert got == want, query
+    return got
+
+
 def _filler(i: int) -> str:
     return f"entry {i} " + "lorem ipsum dolor sit amet, " * 70
 
@@ -59,12 +70,7 @@ def test_first_search_of_large_files_equals_python_rules(tmp_path: Path, case: s
     folder.mkdir()
     _session(folder / "2025-11-02T10-00-00-000Z_a.jsonl", CASES[case]())
     assert (folder / "2025-11-02T10-00-00-000Z_a.jsonl").stat().st_size > STEP
-    got = {q: _search.search_folders(q, [str(folder)], no_cache=True, limit=None)
-           for q in ("zebrafish", '"ipsum dolor"', "tail")}
-    monkeypatch.setattr(_search, "native_scanner", lambda: None)
-    for q, result in got.items():
-        want = _search.search_folders(q, [str(folder)], no_cache=True, limit=None)
-        assert result == want, (case, q)
+    got = {q: _native_equals_python(q, folder, monkeypatch) for q in ("zebrafish", '"ipsum dolor"', "tail")}
     if case != "none":
         assert got["zebrafish"].total > 0
 
@@ -107,10 +113,7 @@ def test_a_phrase_prefilter_equals_python_rules(tmp_path: Path, query: str,
     folder = tmp_path / "p"
     folder.mkdir()
     _blocks_session(folder / "2025-11-02T10-00-00-000Z_a.jsonl", PHRASE_CONTENTS)
-    got = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
-    monkeypatch.setattr(_search, "native_scanner", lambda: None)
-    want = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
-    assert got == want, query
+    got = _native_equals_python(query, folder, monkeypatch)
     if query == '"the file"':
         assert got.total >= 10
 
@@ -135,10 +138,7 @@ def test_control_character_escapes_equal_python_rules(tmp_path: Path, query: str
     folder.mkdir()
     _blocks_session(folder / "2025-11-02T10-00-00-000Z_a.jsonl", CONTROL_CONTENTS)
     assert b"\\u001b" in (folder / "2025-11-02T10-00-00-000Z_a.jsonl").read_bytes()
-    got = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
-    monkeypatch.setattr(_search, "native_scanner", lambda: None)
-    want = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
-    assert got == want, query
+    got = _native_equals_python(query, folder, monkeypatch)
     if query == "zebrafish":
         assert got.total >= 3  # the colours' "m" runs into the word in one: not at a word's start
     if query == '"the file"':
@@ -160,10 +160,7 @@ def test_a_regex_prefilter_equals_python_rules(tmp_path: Path, query: str, monke
     folder.mkdir()
     _blocks_session(folder / "2025-11-02T10-00-00-000Z_a.jsonl", PHRASE_CONTENTS)
     _blocks_session(folder / "2025-11-02T11-00-00-000Z_b.jsonl", CONTROL_CONTENTS)
-    got = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
-    monkeypatch.setattr(_search, "native_scanner", lambda: None)
-    want = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
-    assert got == want, query
+    got = _native_equals_python(query, folder, monkeypatch)
     if query in ("re:the\\s+file", "re:kelvin", "re:(?:fil){e<=1}"):
         assert got.total >= 1
 
@@ -210,9 +207,6 @@ def test_texts_that_are_not_strings_equal_python_rules(tmp_path: Path, query: st
                                  "timestamp": f"2025-11-02T10:00:{i:02d}.000Z",
                                  "message": {"role": "assistant", "content": [{"type": "text", "text": t}]}}))
     (folder / "2025-11-02T10-00-00-000Z_a.jsonl").write_text("\n".join(lines) + "\n")
-    got = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
-    monkeypatch.setattr(_search, "native_scanner", lambda: None)
-    want = _search.search_folders(query, [str(folder)], no_cache=True, limit=None)
-    assert got == want, query
+    got = _native_equals_python(query, folder, monkeypatch)
     if query in ("100", "object", "re:100"):
         assert got.total >= 1
