@@ -161,7 +161,9 @@ def zone_from_rule(tz: tzinfo | None) -> bool:
     ``$TZ`` is set and names no zone file (glibc reads a name, with or without a
     leading ``:``, under ``$TZDIR`` or ``/usr/share/zoneinfo``, else as a rule:
     ``XXX0YYY-12,J60/12,J61/1`` keeps summer time for one hour), and a ``tzinfo`` that
-    is neither ``datetime.timezone`` nor ``zoneinfo.ZoneInfo``."""
+    is neither ``datetime.timezone`` nor ``zoneinfo.ZoneInfo``. A zone file is taken as
+    the tz database's are, whoever compiled it: a file made to change its offset twice
+    in a day is not told apart (docs/CONTRACT.md §7)."""
     if tz is None:
         rule = os.environ.get("TZ")
         if not rule:
