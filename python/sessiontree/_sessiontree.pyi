@@ -445,7 +445,7 @@ _SearchHit = tuple[int, int, int, int, str, str, float | None, bool, int | None,
 
 def search_files(
     paths: Sequence[bytes], terms: Sequence[Sequence[str]] | None, uncased: str, threads: int, k: int | None,
-    recent: bool, literals: Sequence[str] = (),
+    recent: bool, literals: Sequence[str] = ...,
 ) -> tuple[list[tuple[Any, ...]], int, list[_SearchHit], list[_SearchHit]]:
     """Search session files read as they are (``src/search.rs``; releases the GIL).
 
