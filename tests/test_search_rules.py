@@ -270,3 +270,19 @@ def test_a_regex_that_backtracks_never_hangs_the_search(tmp_path: Path) -> None:
     for backend in ("native", "python"):
         quick = cli("re:(a|aa)+b", "--backend", backend)
         assert (quick.returncode, quick.stderr.strip()) == (0, f"no hits in 1 session(s) of {folder}"), quick
+
+
+def test_a_regex_of_over_a_thousand_characters_is_a_bad_query(tmp_path: Path) -> None:
+    """The ``regex`` package's first search of a long literal grows with its cube and
+    heeds no time-out (adversary round 53: 8,000 letters ran over two minutes): such a
+    pattern is refused before anything is read."""
+    from sessiontree.catalog import _search
+
+    assert _search.parse_query("re:" + "xy" * 500).regex is not None
+    with pytest.raises(ValueError, match="1,002 characters: at most 1,000"):
+        _search.parse_query("re:" + "xy" * 501)
+    folder = tmp_path / "s"
+    folder.mkdir()
+    _session(folder / "s.jsonl", ["xy" * 4000])
+    with pytest.raises(ValueError, match="at most 1,000"):
+        _search.search_folders("re:" + "xy" * 4000, [str(folder)], no_cache=True)

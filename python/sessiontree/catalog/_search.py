@@ -103,7 +103,7 @@ def parse_query(query: str) -> Query:
     Raises:
         ValueError: the query is empty or has no terms (``""``), holds a lone
             surrogate (a command line's bytes that are not UTF-8), or ``re:`` has an
-            empty or invalid pattern.
+            empty or invalid pattern, or one of over :data:`REGEX_MAX` characters.
     """
     trimmed = _js.trim(query)
     if not trimmed:
@@ -119,6 +119,8 @@ def parse_query(query: str) -> Query:
         pattern = _js.trim(trimmed[3:])
         if not pattern:
             raise ValueError("empty regular expression")
+        if len(pattern) > REGEX_MAX:
+            raise ValueError(f"a regular expression of {len(pattern):,} characters: at most {REGEX_MAX:,}")
         import regex  # here: a word's or a phrase's search imports none of it
 
         try:
@@ -158,6 +160,11 @@ def parse_query(query: str) -> Query:
 # -------------------------------------------------------------------- matching
 _WORD_START = r"(?<![^\W_])"  # not after a letter or digit (``str.isalnum``)
 
+
+REGEX_MAX = 1000
+"""Most characters of a ``re:`` pattern. The ``regex`` package's first search with a
+long literal grows with its cube and heeds no time-out (1,000 letters 0.2 s, 3,000
+5.7 s, 8,000 over two minutes: adversary round 53): a longer pattern is a bad query."""
 
 REGEX_SECONDS = 2.0
 """Most seconds a ``re:`` pattern may take over one entry's text: past them the search
