@@ -41,9 +41,9 @@ pub struct Query {
 impl Query {
     /// The terms the prefilter looks for: the query's, or a regular expression's runs
     /// as words.
-    fn needle_terms(&self) -> Vec<Term> {
+    fn needle_terms(&self) -> std::borrow::Cow<'_, [Term]> {
         if !self.regex {
-            return self.terms.clone();
+            return std::borrow::Cow::Borrowed(&self.terms);
         }
         self.literals
             .iter()

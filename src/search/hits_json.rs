@@ -147,9 +147,9 @@ pub fn string(out: &mut Vec<u8>, s: &str) {
         }
         let c = s[i..].chars().next().unwrap_or('\0');
         let next = i + c.len_utf8();
-        if escape_of(c).is_some() {
+        if let Some(short) = escape_of(c) {
             out.extend_from_slice(&b[from..i]);
-            write_escape(out, c);
+            write_escape(out, c, short);
             from = next;
         }
         i = next;
@@ -184,9 +184,10 @@ fn escape_of(c: char) -> Option<Option<&'static [u8]>> {
     escaped.then_some(short)
 }
 
-/// `c`'s escape (it is one [`escape_of`] escapes) appended to `out`.
-fn write_escape(out: &mut Vec<u8>, c: char) {
-    match escape_of(c).flatten() {
+/// `c`'s escape appended to `out`: `short`, as [`escape_of`] gave it for `c`, else
+/// `\\uxxxx`.
+fn write_escape(out: &mut Vec<u8>, c: char, short: Option<&[u8]>) {
+    match short {
         Some(x) => out.extend_from_slice(x),
         None => out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes()),
     }
@@ -294,8 +295,8 @@ mod tests {
         fn one_at_a_time(s: &str) -> Vec<u8> {
             let mut out = vec![b'"'];
             for c in s.chars() {
-                if escape_of(c).is_some() {
-                    write_escape(&mut out, c);
+                if let Some(short) = escape_of(c) {
+                    write_escape(&mut out, c, short);
                 } else {
                     out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
                 }

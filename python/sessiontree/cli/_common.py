@@ -34,6 +34,12 @@ class CliError(Exception):
         self.code = code
 
 
+def _given_columns(columns: str) -> int | None:
+    """``$COLUMNS`` as rich's console reads it: a positive number of ASCII digits, else
+    ``None``."""
+    return int(columns) if columns.isascii() and columns.isdigit() and int(columns) > 0 else None
+
+
 class Io:
     """Where a command writes: ``out`` (results) and ``err`` (progress, errors), rich
     consoles made when first used (a command that writes JSON, or nothing on stderr,
@@ -99,8 +105,7 @@ class Io:
     @staticmethod
     def _terminal_width() -> int:
         """A terminal's width as rich's console measures it (:meth:`out_width`)."""
-        columns = os.environ.get("COLUMNS", "")
-        given = int(columns) if columns.isascii() and columns.isdigit() and int(columns) > 0 else None
+        given = _given_columns(os.environ.get("COLUMNS", ""))
         lines = os.environ.get("LINES", "")
         if given is not None and lines.isascii() and lines.isdigit():
             return given
@@ -141,9 +146,7 @@ class Io:
         if self._consoles is not None or not self.plain(sys.stdout):
             return None
         columns = os.environ.get("COLUMNS")
-        if columns is None:
-            return PIPED_WIDTH
-        return int(columns) if columns.isascii() and columns.isdigit() and int(columns) > 0 else None
+        return PIPED_WIDTH if columns is None else _given_columns(columns)
 
     def note(self, text: str) -> None:
         """One line of plain text (no markup) on stderr: at a terminal broken at spaces
