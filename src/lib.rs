@@ -61,7 +61,8 @@ pub use listing::{
 pub use markdown::markdown_html;
 pub use persist::Cache;
 pub use report::{
-    report as usage_report, Bucket, DayOffsets, FileLog, Key as ReportKey, Report, Sum,
+    report as usage_report, Bucket, DayOffset, DayOffsets, FileLog, Key as ReportKey, Period,
+    Report, Sum,
 };
 pub use scan::{MAX_DEPTH, MAX_INT_DIGITS, MAX_TORN_CANDIDATES, TOKEN_KEYS};
 pub use search::index::{

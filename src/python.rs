@@ -1053,25 +1053,33 @@ fn report_key(key: &str) -> PyResult<crate::ReportKey> {
     })
 }
 
-/// The core's question "which offset has each of these UTC days" put to the caller's
-/// `days` (the GIL taken for the call); an error is kept in `failed` (the answer then
-/// empty: no day placed) for the caller to raise.
+/// The core's question "which offsets has each of these UTC days" put to the caller's
+/// `days` (the GIL taken for the call), answered per day by an offset (`int`), a list
+/// of the day's 96 slices' offsets (`int` or `None`) or `None`; an error is kept in
+/// `failed` (the answer then empty: no day placed) for the caller to raise.
 fn day_offsets<'a>(
     days: &'a Py<PyAny>,
     failed: &'a mut Option<PyErr>,
-) -> impl FnMut(&[i64]) -> Vec<Option<i64>> + 'a {
-    move |utc: &[i64]| -> Vec<Option<i64>> {
+) -> impl FnMut(&[i64]) -> Vec<Option<crate::DayOffset>> + 'a {
+    move |utc: &[i64]| -> Vec<Option<crate::DayOffset>> {
         Python::attach(|py| {
-            days.bind(py)
-                .call1((utc.to_vec(),))
-                .and_then(|v| v.extract::<Vec<Option<i64>>>())
-                .and_then(|v| {
-                    if v.len() == utc.len() {
-                        Ok(v)
+            let got: Vec<Bound<'_, PyAny>> = days.bind(py).call1((utc.to_vec(),))?.extract()?;
+            if got.len() != utc.len() {
+                return Err(PyValueError::new_err("days: one answer per day"));
+            }
+            got.iter()
+                .map(|v| {
+                    if v.is_none() {
+                        Ok(None)
+                    } else if let Ok(one) = v.extract::<i64>() {
+                        Ok(Some(crate::DayOffset::One(one)))
                     } else {
-                        Err(PyValueError::new_err("days: one offset (or None) per day"))
+                        Ok(Some(crate::DayOffset::Slices(
+                            v.extract::<Vec<Option<i64>>>()?,
+                        )))
                     }
                 })
+                .collect()
         })
         .unwrap_or_else(|e| {
             *failed = Some(e);
@@ -1458,8 +1466,10 @@ impl UsageScan {
     /// With `lines`, a report whose groups are its lines comes as `(lines, total)`
     /// instead (`Report::lines`: each line `(key, records, input, output, cache_read,
     /// cache_write, total_tokens, cost)`, the total `(records, ...)`, token sums that
-    /// are whole numbers as `int`s).
-    #[pyo3(signature = (files, days=None, lines=false))]
+    /// are whole numbers as `int`s); with `period` too (`daily`, `weekly` or
+    /// `monthly`), a report whose groups are local days and no time, its lines named
+    /// by their day, week or month (`Report::period_lines`).
+    #[pyo3(signature = (files, days=None, lines=false, period=None))]
     #[allow(clippy::type_complexity)]
     fn report<'py>(
         &mut self,
@@ -1472,7 +1482,15 @@ impl UsageScan {
         )>,
         days: Option<Py<PyAny>>,
         lines: bool,
+        period: Option<&str>,
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let period = match period {
+            None => None,
+            Some("daily") => Some(crate::Period::Day),
+            Some("weekly") => Some(crate::Period::Week),
+            Some("monthly") => Some(crate::Period::Month),
+            Some(other) => return Err(PyValueError::new_err(format!("unknown period {other:?}"))),
+        };
         let mut keys = Vec::with_capacity(files.len());
         for (f, ..) in &files {
             match self.keys.get(*f as usize) {
@@ -1507,7 +1525,28 @@ impl UsageScan {
         if let Some(e) = failed {
             return Err(e);
         }
-        if let Some((got, total)) = r.as_ref().filter(|_| lines).and_then(|r| r.lines()) {
+        if let Some((got, total)) = r
+            .as_ref()
+            .filter(|_| lines)
+            .and_then(|r| period.and_then(|p| r.period_lines(p)))
+        {
+            let out = PyList::empty(py);
+            for (name, records, sums) in &got {
+                out.append(line_py(
+                    py,
+                    Some(PyString::new(py, name).into_any()),
+                    *records,
+                    sums,
+                )?)?;
+            }
+            let total = line_py(py, None, total.0, &total.1)?;
+            return Ok(Some(PyTuple::new(py, [out.into_any(), total.into_any()])?));
+        }
+        if let Some((got, total)) = r
+            .as_ref()
+            .filter(|_| lines && period.is_none())
+            .and_then(|r| r.lines())
+        {
             let out = PyList::empty(py);
             for (k, records, sums) in &got {
                 out.append(line_py(

@@ -402,6 +402,9 @@ pub type Line = (u32, u64, [f64; 6]);
 /// A report as its lines and their total (`(records, sums)`).
 pub type Lines = (Vec<Line>, (u64, [f64; 6]));
 
+/// A time report as its lines, each named, and their total.
+pub type NamedLines = (Vec<(String, u64, [f64; 6])>, (u64, [f64; 6]));
+
 impl Report {
     /// The report as its lines and their total (`(records, sums)`), when each group is
     /// one line (no time buckets: a report by file, say) and every sum rounds
@@ -430,6 +433,83 @@ impl Report {
         Some((lines, (total.records, sums)))
     }
 }
+
+/// The stretch of local time a time report's line covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Period {
+    /// `YYYY-MM-DD`.
+    Day,
+    /// The ISO week, `YYYY-Www` (the year the week's Thursday is in).
+    Week,
+    /// `YYYY-MM`.
+    Month,
+}
+
+impl Period {
+    /// The name of the line local day `day` (days since 1970-01-01) is in, as Python's
+    /// `date` writes it (`_usage._key`: years of four digits).
+    pub fn name(self, day: i64) -> String {
+        use crate::time::{civil_from_days, days_from_civil};
+        let (y, m, d) = civil_from_days(day);
+        match self {
+            Period::Day => format!("{y:04}-{m:02}-{d:02}"),
+            Period::Month => format!("{y:04}-{m:02}"),
+            Period::Week => {
+                // 1970-01-01 was a Thursday: Monday is 0.
+                let thursday = day - (day + 3).rem_euclid(7) + 3;
+                let (year, ..) = civil_from_days(thursday);
+                let week = (thursday - days_from_civil(year, 1, 1)) / 7 + 1;
+                format!("{year:04}-W{week:02}")
+            }
+        }
+    }
+}
+
+impl Report {
+    /// The report as its lines named by `period` and their total, when every group is
+    /// a local day or without time (`(no time)`, the last line) and every sum rounds;
+    /// `None` otherwise (a slice no local day holds, a loose record: the caller sums
+    /// the groups' partials). Lines in time order, as `_usage._summary` orders them.
+    pub fn period_lines(&self, period: Period) -> Option<NamedLines> {
+        if !self.loose.is_empty() || self.bad {
+            return None;
+        }
+        let mut at: HashMap<String, usize> = HashMap::new();
+        let mut merged: Vec<(String, Group)> = Vec::new();
+        let mut total = Group::default();
+        for ((_, b), g) in &self.groups {
+            let name = match b {
+                Bucket::Day(d) => period.name(*d),
+                Bucket::NoTime => NO_TIME.to_owned(),
+                Bucket::Slice(_) | Bucket::All => return None,
+            };
+            total.absorb(g);
+            match at.get(&name) {
+                Some(&i) => merged[i].1.absorb(g),
+                None => {
+                    at.insert(name.clone(), merged.len());
+                    merged.push((name, g.clone()));
+                }
+            }
+        }
+        merged.sort_by(|a, b| (a.0 == NO_TIME, &a.0).cmp(&(b.0 == NO_TIME, &b.0)));
+        let round = |g: &Group| -> Option<[f64; 6]> {
+            let mut sums = [0.0; 6];
+            for (out, s) in sums.iter_mut().zip(&g.sums) {
+                *out = s.rounded()?;
+            }
+            Some(sums)
+        };
+        let mut lines = Vec::with_capacity(merged.len());
+        for (name, g) in &merged {
+            lines.push((name.clone(), g.records, round(g)?));
+        }
+        Some((lines, (total.records, round(&total)?)))
+    }
+}
+
+/// The line of records without a time in a time report.
+const NO_TIME: &str = "(no time)";
 
 /// What a group holds.
 #[derive(Clone, Debug, Default)]
@@ -479,11 +559,27 @@ pub const SLICE_MS: i64 = 15 * 60 * 1000;
 /// Milliseconds in a day (of UTC; a local day is one too between offset changes).
 pub const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
-/// The zone's offset (ms east of UTC) of each UTC day asked (days since 1970-01-01,
-/// ascending), `None` where it is not one offset for the whole day. A slice of a day
-/// with an offset that is a whole number of slices lies in one local day; the others
-/// stay slices.
-pub type DayOffsets<'f> = &'f mut dyn FnMut(&[i64]) -> Vec<Option<i64>>;
+/// The zone's offsets through each UTC day asked (days since 1970-01-01, ascending),
+/// `None` where they are not known. A slice of a day with one offset that is a whole
+/// number of slices lies in one local day, and so does a slice of a day of several
+/// offsets whose two ends have one and lie in one local day; the others stay slices.
+pub type DayOffsets<'f> = &'f mut AskDays<'f>;
+
+/// The question [`DayOffsets`] answers.
+pub type AskDays<'a> = dyn FnMut(&[i64]) -> Vec<Option<DayOffset>> + 'a;
+
+/// A zone's offsets (ms east of UTC) through one UTC day.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DayOffset {
+    /// One offset all day.
+    One(i64),
+    /// A day the offset changes in (a summer time's start or end): the offset of each of
+    /// its 96 slices, where the slice's start and end have one.
+    Slices(Vec<Option<i64>>),
+}
+
+/// Slices in a day.
+const DAY_SLICES: i64 = DAY_MS / SLICE_MS;
 
 /// Times bucketed here: integral milliseconds inside years 5–9986 (a local day, week
 /// or month of any zone is then a union of slices; the caller checks each slice).
@@ -533,7 +629,7 @@ pub fn report(
     days: Option<DayOffsets<'_>>,
 ) -> Report {
     let mut none = |d: &[i64]| vec![None; d.len()];
-    let ask: &mut dyn FnMut(&[i64]) -> Vec<Option<i64>> = match days {
+    let ask: &mut AskDays<'_> = match days {
         Some(f) => f,
         None => &mut none,
     };
@@ -555,12 +651,12 @@ pub(crate) fn slice_of(t: Option<f64>) -> Option<i64> {
     }
 }
 
-/// The offsets `ask` gives the UTC days of `slices`, those that are a whole number of
-/// slices (the others' slices are not all in one local day).
+/// The offsets `ask` gives the UTC days of `slices`: one offset that is a whole number
+/// of slices (another's slices are not all in one local day), or one per slice.
 pub(crate) fn day_table(
     slices: impl Iterator<Item = i64>,
-    ask: &mut dyn FnMut(&[i64]) -> Vec<Option<i64>>,
-) -> HashMap<i64, i64, Fast> {
+    ask: &mut AskDays<'_>,
+) -> HashMap<i64, DayOffset, Fast> {
     let mut utc: Vec<i64> = slices.map(|n| (n * SLICE_MS).div_euclid(DAY_MS)).collect();
     utc.sort_unstable();
     utc.dedup();
@@ -570,15 +666,30 @@ pub(crate) fn day_table(
     let got = ask(&utc);
     utc.into_iter()
         .zip(got)
-        .filter_map(|(d, off)| off.filter(|o| o % SLICE_MS == 0).map(|o| (d, o)))
+        .filter_map(|(d, off)| match off? {
+            DayOffset::One(o) if o % SLICE_MS != 0 => None,
+            DayOffset::Slices(v) if v.len() as i64 != DAY_SLICES => None,
+            off => Some((d, off)),
+        })
         .collect()
 }
 
-/// The bucket of slice `n`: its local day if its UTC day has an offset in `table`.
-pub(crate) fn day_of(n: i64, table: &HashMap<i64, i64, Fast>) -> Bucket {
+/// The bucket of slice `n`: its local day where `table` gives it one.
+pub(crate) fn day_of(n: i64, table: &HashMap<i64, DayOffset, Fast>) -> Bucket {
     let start = n * SLICE_MS;
-    match table.get(&start.div_euclid(DAY_MS)) {
-        Some(off) => Bucket::Day((start + off).div_euclid(DAY_MS)),
+    let day = start.div_euclid(DAY_MS);
+    match table.get(&day) {
+        Some(DayOffset::One(off)) => Bucket::Day((start + off).div_euclid(DAY_MS)),
+        Some(DayOffset::Slices(offs)) => match offs[(n - day * DAY_SLICES) as usize] {
+            // As `_usage._pieces` places a slice: its two ends in one local day.
+            Some(off)
+                if (start + off).div_euclid(DAY_MS)
+                    == (start + SLICE_MS - 1 + off).div_euclid(DAY_MS) =>
+            {
+                Bucket::Day((start + off).div_euclid(DAY_MS))
+            }
+            _ => Bucket::Slice(n),
+        },
         None => Bucket::Slice(n),
     }
 }
@@ -588,7 +699,7 @@ pub(crate) fn day_of(n: i64, table: &HashMap<i64, i64, Fast>) -> Bucket {
 /// merged; a slice whose day has no such offset stays a slice (placed by the caller).
 pub(crate) fn slices_into_days(
     groups: Vec<((u32, Bucket), Group)>,
-    ask: &mut dyn FnMut(&[i64]) -> Vec<Option<i64>>,
+    ask: &mut AskDays<'_>,
 ) -> Vec<((u32, Bucket), Group)> {
     let slices = groups.iter().filter_map(|((_, b), _)| match b {
         Bucket::Slice(n) => Some(*n),
@@ -666,12 +777,7 @@ pub(crate) fn copy_hash(rec: &Record<'_>) -> u64 {
 /// then (with days' offsets) merged into local days, their partials added. At 20,000
 /// sessions (807,000 records) the held records were 115 MB of fresh pages. `None` when
 /// a sum is spoiled: the held pass then gives the group's values.
-fn streamed(
-    files: &[FileLog<'_>],
-    key: Key,
-    buckets: bool,
-    ask: &mut dyn FnMut(&[i64]) -> Vec<Option<i64>>,
-) -> Option<Report> {
+fn streamed(files: &[FileLog<'_>], key: Key, buckets: bool, ask: &mut AskDays) -> Option<Report> {
     let mut out = Report::default();
     // Copy keys by their hash, to where the key itself is kept (read again only when a
     // hash is met again): the table stays small for the cache.
@@ -743,13 +849,7 @@ fn streamed(
 
 /// [`report`] with every record held until the end: `active` (a later holder may put
 /// an earlier holder's record on a current path) and spoiled sums (their values).
-fn held(
-    files: &[FileLog<'_>],
-    key: Key,
-    buckets: bool,
-    active: bool,
-    ask: &mut dyn FnMut(&[i64]) -> Vec<Option<i64>>,
-) -> Report {
+fn held(files: &[FileLog<'_>], key: Key, buckets: bool, active: bool, ask: &mut AskDays) -> Report {
     let mut out = Report::default();
     // Copy keys by a hash of (id, stamp); the records themselves settle a collision.
     let mut owners: HashMap<u64, usize, Fast> = HashMap::default();
@@ -1012,7 +1112,7 @@ pub(crate) mod tests {
         let mut asked = Vec::new();
         let mut days = |d: &[i64]| {
             asked.extend_from_slice(d);
-            vec![None, Some(3_600_000)]
+            vec![None, Some(DayOffset::One(3_600_000))]
         };
         let r = report(&files, Key::None, true, false, Some(&mut days));
         assert_eq!(asked, vec![0, 1]);
@@ -1032,7 +1132,7 @@ pub(crate) mod tests {
             ]
         );
         // An offset that is not a whole number of slices leaves the slices.
-        let mut odd = |d: &[i64]| vec![Some(7 * 60_000); d.len()];
+        let mut odd = |d: &[i64]| vec![Some(DayOffset::One(7 * 60_000)); d.len()];
         let r = report(&files, Key::None, true, false, Some(&mut odd));
         assert!(r
             .groups
@@ -1092,9 +1192,18 @@ pub(crate) mod tests {
         };
         for key in [Key::Model, Key::File, Key::None] {
             for buckets in [false, true] {
+                // Day 1 unknown, day 2 of two offsets (the first half an hour ahead).
                 let mut days = |d: &[i64]| {
                     d.iter()
-                        .map(|&x| (x != 1).then_some(3_600_000 * x))
+                        .map(|&x| match x {
+                            1 => None,
+                            2 => Some(DayOffset::Slices(
+                                (0..96)
+                                    .map(|n| Some(if n < 48 { 3_600_000 } else { 0 }))
+                                    .collect(),
+                            )),
+                            _ => Some(DayOffset::One(3_600_000 * x)),
+                        })
                         .collect()
                 };
                 let a = streamed(&files, key, buckets, &mut days).unwrap();
@@ -1102,6 +1211,25 @@ pub(crate) mod tests {
                 assert_eq!(norm(&a), norm(&b), "{key:?} {buckets}");
                 assert!(a.groups.iter().map(|g| g.1.records).sum::<u64>() > 100);
             }
+        }
+    }
+
+    #[test]
+    fn periods_are_named_as_iso_names_days_weeks_and_months() {
+        let day = |y, m, d| crate::time::days_from_civil(y, m, d);
+        for (d, daily, weekly, monthly) in [
+            (day(1970, 1, 1), "1970-01-01", "1970-W01", "1970-01"),
+            (day(2020, 12, 31), "2020-12-31", "2020-W53", "2020-12"),
+            (day(2021, 1, 3), "2021-01-03", "2020-W53", "2021-01"),
+            (day(2021, 1, 4), "2021-01-04", "2021-W01", "2021-01"),
+            (day(2024, 12, 30), "2024-12-30", "2025-W01", "2024-12"),
+            (day(2027, 1, 1), "2027-01-01", "2026-W53", "2027-01"),
+            (day(999, 6, 1), "0999-06-01", "0999-W22", "0999-06"),
+            (day(5, 1, 1), "0005-01-01", "0004-W53", "0005-01"),
+        ] {
+            assert_eq!(Period::Day.name(d), daily);
+            assert_eq!(Period::Week.name(d), weekly, "{daily}");
+            assert_eq!(Period::Month.name(d), monthly);
         }
     }
 }

@@ -109,7 +109,7 @@ pub fn parse_iso_ms(s: &[u8]) -> Option<i64> {
     (total.abs() <= 8_640_000_000_000_000).then_some(total)
 }
 
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;

@@ -143,11 +143,14 @@ def _dst_session(folder: Path) -> None:
 
 @needs_native
 def test_local_days_across_offset_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The native sums put slices in local days where a UTC day has one offset, and keep
-    the slices of a day whose offset changes: both give the reference's report."""
+    """The native sums put slices in local days where a UTC day has one offset, and
+    those of a day whose offset changes by each slice's own (summer time starts at
+    07:00 UTC in New York, slice 28): both give the reference's report."""
     new_york = ZoneInfo("America/New_York")
     day = 1741478400000 // _usage.DAY_MS  # 2025-03-09, UTC
-    assert _usage._day_offsets([day - 1, day, day + 1], new_york) == [-5 * 3600 * 1000, None, -4 * 3600 * 1000]
+    hour = 3600 * 1000
+    assert _usage._day_offsets([day - 1, day, day + 1], new_york) == [-5 * hour, [-5 * hour] * 28 + [-4 * hour] * 68,
+                                                                      -4 * hour]
     assert _usage._day_offsets([day], timezone(timedelta(minutes=7))) == [7 * 60 * 1000]
     folder = tmp_path / "dst"
     folder.mkdir()

@@ -465,3 +465,104 @@ def test_zones_from_a_rule_are_told_from_zone_files(monkeypatch: pytest.MonkeyPa
             return timedelta(0)
 
     assert zone_from_rule(Odd()) is True
+
+
+_ZONES = [None, timezone.utc, timezone(timedelta(hours=23, minutes=59)), timezone(timedelta(hours=-12)),
+          ZoneInfo("Europe/Berlin"), ZoneInfo("America/St_Johns"), ZoneInfo("Australia/Lord_Howe"),
+          ZoneInfo("Pacific/Kiritimati"), ZoneInfo("Africa/Casablanca")]
+
+
+@pytest.mark.parametrize("tz_env", [None, "Europe/Berlin", "Asia/Kolkata", "<+14>-14", "XXX0YYY-12,J60/12,J61/1"])
+def test_day_offsets_equal_those_of_datetime(monkeypatch: pytest.MonkeyPatch, tz_env: str | None) -> None:
+    """The offsets a report's native sums put days in (read from `time.localtime` and
+    `fromtimestamp`) equal those of a UTC `datetime` shifted by `astimezone`, each
+    millisecond asked as the day's rule says (a day of two offsets slice by slice), over
+    datetime's first and last days too (where a shifted time leaves its years) and days
+    of every age."""
+    import random
+    import time
+
+    from sessiontree._time import zone_from_rule
+    from sessiontree.catalog._usage import DAY_MS, SLICE_MS, _day_offsets, _offset
+
+    if tz_env is None:
+        monkeypatch.delenv("TZ", raising=False)
+    else:
+        monkeypatch.setenv("TZ", tz_env)
+    time.tzset()
+    try:
+        rng = random.Random(5)
+        first, last = -719162, 2932896  # 0001-01-01 and 9999-12-31
+        days = sorted({*range(first - 2, first + 40), *range(last - 40, last + 3), *range(19_000, 20_500),
+                       *(rng.randint(first, last) for _ in range(400))})
+
+        def one(day: int, tz: Any) -> Any:
+            steps = range(0, DAY_MS, SLICE_MS) if zone_from_rule(tz) else (0,)
+            got = {_offset(day * DAY_MS + s, tz) for s in steps} | {_offset(day * DAY_MS + DAY_MS - 1, tz)}
+            if len(got) == 1 or None in got:
+                return got.pop() if len(got) == 1 else None
+            ends = [(_offset(day * DAY_MS + s, tz), _offset(day * DAY_MS + s + SLICE_MS - 1, tz))
+                    for s in range(0, DAY_MS, SLICE_MS)]
+            return [a if a == z else None for a, z in ends]
+
+        for tz in _ZONES if tz_env is None else [None]:
+            assert _day_offsets(days, tz) == [one(d, tz) for d in days], tz
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+@pytest.mark.skipif(not native_available(), reason="the native module is not built")
+@pytest.mark.parametrize("tz", [timezone.utc, timezone(timedelta(hours=-9, minutes=-30)), ZoneInfo("Asia/Kathmandu")])
+def test_days_weeks_and_months_named_natively_as_python_names_them(tmp_path: Path, tz: Any) -> None:
+    """A warm report by day, week or month whose groups are all local days has its
+    lines named by the core (``Report::period_lines``); each name is the one Python's
+    ``date`` gives (``isoformat``, ``isocalendar``: ISO years at the turn of a year,
+    week 53, years of fewer than four digits), the lines in time order and ``(no
+    time)`` last, and the report equals the one made from the logs."""
+    import random
+    from datetime import datetime
+
+    rng = random.Random(11)
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    turns = [datetime(y, 12, d, h, tzinfo=timezone.utc) for y in (2020, 2024, 2025, 2026, 1999)
+             for d in (28, 29, 30, 31) for h in (1, 13, 23)]
+    turns += [datetime(y, 1, d, h, tzinfo=timezone.utc) for y in (2021, 2025, 2027, 2000) for d in (1, 2, 3, 4)
+              for h in (1, 23)]
+    times = [int((t - epoch).total_seconds() * 1000) for t in turns]
+    # Any year for a fixed offset; a zone of the tz database since its offsets are whole
+    # quarter hours (Kathmandu's local mean time was not: those days stay slices).
+    low = -60_000_000_000_000 if isinstance(tz, timezone) else 631_152_000_000  # year 68; 1990
+    times += [rng.randint(low, 250_000_000_000_000) // 60_000 * 60_000 for _ in range(300)]
+    folder = tmp_path / "p"
+    folder.mkdir()
+    lines = [_header("s", "2025-11-01T00:00:00.000Z")]
+    for n, ms in enumerate(times + [None]):  # and one record without a time
+        r = json.loads(_record(f"e{n}", f"e{n - 1}" if n else None, n % 50))
+        if ms is None:
+            del r["message"]["timestamp"]
+            r["timestamp"] = "not a time"
+        else:
+            r["message"]["timestamp"] = ms
+        lines.append(json.dumps(r))
+    _write(folder / "2025-11-01_s.jsonl", lines)
+    catalog = str(tmp_path / "catalog.sqlite3")
+    named: list[str] = []
+    real = _usage._from_lines
+
+    def spy(group: str, *args: Any) -> Any:
+        named.append(group)
+        return real(group, *args)
+
+    for group in ("daily", "weekly", "monthly"):
+        cold = cat.usage(group, [str(folder)], no_cache=True, tz=tz)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(_usage, "_from_lines", spy)
+            warm = cat.usage(group, [str(folder)], catalog=catalog, tz=tz)
+        assert named[-1:] == [group], "the lines were not named natively"
+        assert warm == cold
+        local = [(epoch + timedelta(milliseconds=ms)).astimezone(tz).date() for ms in times]
+        want = {d.isoformat() if group == "daily" else d.isoformat()[:7] if group == "monthly"
+                else "%04d-W%02d" % d.isocalendar()[:2] for d in local}
+        keys = [x.key for x in warm.lines]
+        assert keys == sorted(want) + ["(no time)"]

@@ -485,7 +485,7 @@ def judge_text(
 
 def usage_report(
     logs: Sequence[bytes], keys: Sequence[int], entries: Sequence[bytes] | None, key: str, buckets: bool,
-    active: bool, days: Callable[[list[int]], Sequence[int | None]] | None = None,
+    active: bool, days: Callable[[list[int]], Sequence[int | Sequence[int | None] | None]] | None = None,
 ) -> tuple[list[tuple[int, int | tuple[str, int] | bool | None, int, list[tuple[bool, list[float]]]]],
            list[tuple[int, float, tuple[float, float, float, float, float, float]]],
            list[tuple[str, str]], bool]:
@@ -493,9 +493,10 @@ def usage_report(
     holder first, each its ``key`` (``key="file"``) and with ``active`` its entries
     record; ``key`` ``"model"``, ``"file"`` or ``"none"``; ``buckets``: also by
     15-minute slice of UTC, or by local day where ``days`` (called once with the UTC
-    days' numbers since 1970-01-01, ascending) gives a UTC day the zone's one offset
-    (ms east of UTC; ``None``: not one offset; one that is not a whole number of
-    slices is taken as ``None``).
+    days' numbers since 1970-01-01, ascending) places a slice: a UTC day's one offset
+    (ms east of UTC; one that is not a whole number of slices is taken as ``None``), or
+    a list of its 96 slices' offsets (``None`` for a slice without one; a slice whose
+    ends are not in one local day stays a slice), or ``None`` (not known).
 
     Returns:
         ``(groups, loose, models, bad)``: groups ``(key, bucket, records, sums)``
@@ -507,7 +508,7 @@ def usage_report(
 
     Raises:
         ValueError: an unknown ``key``, lists of different lengths, or ``days`` giving
-            not one offset (or ``None``) per day; what ``days`` raises is raised.
+            not one answer per day; what ``days`` raises is raised.
     """
 
 def usage_sums(old: bytes | None, piece: bytes, log: bytes, entries: bytes, count: int) -> bytes | None:
@@ -567,8 +568,8 @@ class UsageScan:
         """The files the report must sum from their logs (no readable totals, or a copy
         key hash another file holds): ``(file, folder call, name, path)``."""
     def report(self, files: Sequence[tuple[int, bytes | None, bytes, bytes | None]],
-               days: Callable[[list[int]], Sequence[int | None]] | None = None,
-               lines: bool = False) -> _Report | _Lines | None:
+               days: Callable[[list[int]], Sequence[int | Sequence[int | None] | None]] | None = None,
+               lines: bool = False, period: str | None = None) -> _Report | _Lines | None:
         """The report (as :func:`usage_report`), the :meth:`involved` files, oldest holder
         first, given as ``(file, totals, log, entries)`` (``entries`` for an active
         report): taken out of the totals and summed from their logs under the copy
@@ -579,13 +580,17 @@ class UsageScan:
         sums all round to finite doubles comes as ``(lines, total)``: each line ``(key,
         records, input, output, cache_read, cache_write, total_tokens, cost)``, each sum
         rounded once as ``math.fsum`` rounds (the token sums that are whole numbers
-        within 64 bits as ``int``), the total ``(records, ...)`` likewise.
+        within 64 bits as ``int``), the total ``(records, ...)`` likewise. With
+        ``period`` too (``"daily"``, ``"weekly"`` or ``"monthly"``), a report whose groups
+        are all local days or without time comes so, each line's key its name
+        (``YYYY-MM-DD``, ``YYYY-Www``, ``YYYY-MM``, ``(no time)`` last), in time order.
 
         Raises:
-            ValueError: a file not of this scan, a second call; what ``days`` raises.
+            ValueError: a file not of this scan, a second call, an unknown ``period``;
+                what ``days`` raises.
         """
 
-_Line = tuple[int, int, float, float, float, float, float, float]
+_Line = tuple[int | str, int, float, float, float, float, float, float]
 _Lines = tuple[list[_Line], tuple[int, float, float, float, float, float, float]]
 _Piece = tuple[int, int, int, int, int]
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import math
 import sqlite3
+from time import localtime
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta, tzinfo
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
@@ -48,6 +49,10 @@ SLICE_MS = 15 * 60 * 1000
 """The slices of UTC the native sums keep apart (``src/report.rs``): every day, week
 and month of a zone whose offsets are whole quarter hours is a union of them."""
 DAY_MS = 24 * 60 * 60 * 1000
+DAY_S = DAY_MS // 1000
+_SLICE_S = SLICE_MS // 1000
+_SLICE_STARTS = range(0, DAY_S, _SLICE_S)
+_SHOWN_S = (-62104060800, 253370678400)  # 0002-01-01 and 9998-12-31 UTC: shown in any zone
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 
@@ -147,23 +152,52 @@ def _bucket(group: str, ms: float | None, tz: tzinfo | None) -> str | None:
     return _key(group, local_time(dt, tz))
 
 
-def _day_offsets(utc_days: Sequence[int], tz: tzinfo | None) -> list[int | None]:
-    """The offset of ``tz`` (ms east of UTC) through each UTC day of ``utc_days`` (days
-    since 1970-01-01) when it is one all day (the native sums then put the day's slices
-    in local days); ``None`` for a day when not. A zone of the tz database keeps one
-    offset all day when its first and last milliseconds have the same; another zone
+def _day_offsets(utc_days: Sequence[int], tz: tzinfo | None) -> list[int | list[int | None] | None]:
+    """The offsets of ``tz`` (ms east of UTC) through each UTC day of ``utc_days`` (days
+    since 1970-01-01), for the native sums to put the day's slices in local days: the
+    offset when it is one all day; else, for a day the offset changes in, the offset
+    of each of its 96 slices whose start and end have one (``None`` for a slice that
+    does not: the record-by-record rules place its records); ``None`` for a day
+    outside datetime's years. A zone of the tz database keeps one offset all day when
+    its first and last milliseconds have the same; another zone
     (``_time.zone_from_rule``: a POSIX rule may keep summer time for an hour) is asked
     at every slice's start too, so a day it leaves and takes back an offset in is
     summed slice by slice (adversary round 51)."""
-    steps = range(0, DAY_MS, SLICE_MS) if zone_from_rule(tz) else (0,)
-    out: list[int | None] = []
+    rule = zone_from_rule(tz)
+    out: list[int | list[int | None] | None] = []
     for day in utc_days:
-        start = day * DAY_MS
-        offsets = {_offset(start + step, tz) for step in steps}
-        offsets.add(_offset(start + DAY_MS - 1, tz))
-        one = offsets.pop() if len(offsets) == 1 else None
-        out.append(one)
+        start = day * DAY_S
+        first = _offset_at(start, tz)
+        offsets = {first, _offset_at(start + DAY_S - 1, tz)}
+        if rule:
+            offsets.update(_offset_at(start + step, tz) for step in _SLICE_STARTS)
+        if len(offsets) == 1:
+            out.append(first)
+        elif None in offsets:
+            out.append(None)
+        else:
+            # As `_pieces` places a slice: one offset at its two ends.
+            ends = [(_offset_at(start + step, tz), _offset_at(start + step + _SLICE_S - 1, tz))
+                    for step in _SLICE_STARTS]
+            out.append([a if a == z else None for a, z in ends])
     return out
+
+
+def _offset_at(s: int, tz: tzinfo | None) -> int | None:
+    """:func:`_offset` at whole second ``s``, read without building a UTC ``datetime``
+    first (a daily report asks two a day: ~3 ms of a warm report over 500 days): the
+    machine's zone from ``time.localtime`` (the ``tm_gmtoff`` that ``astimezone`` also
+    reads), another from ``datetime.fromtimestamp`` (its ``fromutc``, as
+    ``astimezone``'s). A time either cannot show is asked as :func:`_offset` asks it."""
+    if not _SHOWN_S[0] <= s < _SHOWN_S[1]:  # a shifted time may leave datetime's years
+        return _offset(s * 1000, tz)
+    try:
+        if tz is None:
+            return localtime(s).tm_gmtoff * 1000
+        off = datetime.fromtimestamp(s, tz).utcoffset()
+        return None if off is None else off // timedelta(milliseconds=1)
+    except (OverflowError, ValueError, OSError):
+        return _offset(s * 1000, tz)
 
 
 def _offset(ms: int, tz: tzinfo | None) -> int | None:
@@ -437,15 +471,20 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
                 conn.execute("COMMIT")
     except sqlite3.OperationalError:
         return _STALE  # busy: the refresh waits for it
-    # A session report without dates: one group a line, each file's path its own name.
+    # A report without dates whose groups are its lines: by session (each file's path
+    # its own name), or by day, week or month where every group is a local day (the
+    # native sums name them).
     lines = group == "session" and not dated
-    got = scan.report(files, lambda utc: _day_offsets(utc, tz), lines)
+    got = scan.report(files, lambda utc: _day_offsets(utc, tz), lines or (time_group and not dated),
+                      group if time_group else None)
     if got is None:
         return None
+    if time_group and len(got) == 2:  # named natively as _key names them, in time order
+        return _from_lines(group, got, [], active, scan.files)
     names = ([os.fsdecode(p) for p in scan.paths()] if group == "session"
              else [py_text(c) or "" for c in scan.cwds()] if group == "project" else [])
     if len(got) == 2:  # its lines, each sum rounded once natively (exact_sum's value)
-        return _from_lines(got, names, active, scan.files)
+        return _from_lines(group, got, names, active, scan.files)
     pieces = _pieces(got, names, group, since, until, tz)
     if pieces is None:
         return None
@@ -457,17 +496,21 @@ def _costliest(x: UsageLine) -> tuple[bool, float, str]:
     return (math.isnan(x.cost), 0.0 if math.isnan(x.cost) else -x.cost, x.key)
 
 
-def _from_lines(got: Any, names: list[str], active: bool, files: int) -> UsageReport:
-    """A report by session from ``UsageScan.report(..., lines=True)``: no piece to
-    merge, no sum left to round."""
+def _from_lines(group: str, got: Any, names: list[str], active: bool, files: int) -> UsageReport:
+    """A report from ``UsageScan.report(..., lines=True)``: no piece to merge, no sum
+    left to round. By session, each line's key is its number in ``names`` (ordered
+    here, costliest first); by day, week or month, its name, in time order."""
     def line(key: str, records: int, sums: Sequence[float]) -> UsageLine:
         s = [v if type(v) is int else _whole(v) for v in sums]
         return UsageLine(key, records, s[0], s[1], s[2], s[3], s[4], sums[5])
 
     rows, total = got
-    out = [line(names[r[0]], r[1], r[2:]) for r in rows]
-    out.sort(key=_costliest)
-    return UsageReport("session", tuple(out), line("total", total[0], total[1:]), active, files)
+    if group == "session":
+        out = [line(names[r[0]], r[1], r[2:]) for r in rows]
+        out.sort(key=_costliest)
+    else:
+        out = [line(r[0], r[1], r[2:]) for r in rows]
+    return UsageReport(group, tuple(out), line("total", total[0], total[1:]), active, files)
 
 
 def _report(sessions: list[Any], logs: list[bytes], entries: list[bytes] | None, group: str, since: date | None,
