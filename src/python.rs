@@ -1468,8 +1468,9 @@ impl UsageScan {
     /// cache_write, total_tokens, cost)`, the total `(records, ...)`, token sums that
     /// are whole numbers as `int`s); with `period` too (`daily`, `weekly` or
     /// `monthly`), a report whose groups are local days and no time, its lines named
-    /// by their day, week or month (`Report::period_lines`).
-    #[pyo3(signature = (files, days=None, lines=false, period=None))]
+    /// by their day, week or month (`Report::period_lines`), and with `span` only the
+    /// local days `(first, last)` (days since 1970-01-01).
+    #[pyo3(signature = (files, days=None, lines=false, period=None, span=None))]
     #[allow(clippy::type_complexity)]
     fn report<'py>(
         &mut self,
@@ -1483,6 +1484,7 @@ impl UsageScan {
         days: Option<Py<PyAny>>,
         lines: bool,
         period: Option<&str>,
+        span: Option<(i64, i64)>,
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let period = match period {
             None => None,
@@ -1528,7 +1530,7 @@ impl UsageScan {
         if let Some((got, total)) = r
             .as_ref()
             .filter(|_| lines)
-            .and_then(|r| period.and_then(|p| r.period_lines(p)))
+            .and_then(|r| period.and_then(|p| r.period_lines(p, span)))
         {
             let out = PyList::empty(py);
             for (name, records, sums) in &got {

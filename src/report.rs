@@ -470,7 +470,9 @@ impl Report {
     /// a local day or without time (`(no time)`, the last line) and every sum rounds;
     /// `None` otherwise (a slice no local day holds, a loose record: the caller sums
     /// the groups' partials). Lines in time order, as `_usage._summary` orders them.
-    pub fn period_lines(&self, period: Period) -> Option<NamedLines> {
+    /// With `span`, only the local days from its first to its last (days since
+    /// 1970-01-01), and no records without a time (`--since`, `--until`).
+    pub fn period_lines(&self, period: Period, span: Option<(i64, i64)>) -> Option<NamedLines> {
         if !self.loose.is_empty() || self.bad {
             return None;
         }
@@ -478,10 +480,12 @@ impl Report {
         let mut merged: Vec<(String, Group)> = Vec::new();
         let mut total = Group::default();
         for ((_, b), g) in &self.groups {
-            let name = match b {
-                Bucket::Day(d) => period.name(*d),
-                Bucket::NoTime => NO_TIME.to_owned(),
-                Bucket::Slice(_) | Bucket::All => return None,
+            let name = match (b, span) {
+                (Bucket::Day(d), Some((first, last))) if !(first..=last).contains(d) => continue,
+                (Bucket::Day(d), _) => period.name(*d),
+                (Bucket::NoTime, Some(_)) => continue,
+                (Bucket::NoTime, None) => NO_TIME.to_owned(),
+                (Bucket::Slice(_) | Bucket::All, _) => return None,
             };
             total.absorb(g);
             match at.get(&name) {

@@ -554,15 +554,20 @@ def test_days_weeks_and_months_named_natively_as_python_names_them(tmp_path: Pat
         named.append(group)
         return real(group, *args)
 
+    spans = [(None, None), (date(2020, 12, 30), date(2021, 1, 4)), (date(2025, 1, 1), None), (None, date(1999, 12, 31))]
     for group in ("daily", "weekly", "monthly"):
-        cold = cat.usage(group, [str(folder)], no_cache=True, tz=tz)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(_usage, "_from_lines", spy)
-            warm = cat.usage(group, [str(folder)], catalog=catalog, tz=tz)
-        assert named[-1:] == [group], "the lines were not named natively"
-        assert warm == cold
-        local = [(epoch + timedelta(milliseconds=ms)).astimezone(tz).date() for ms in times]
-        want = {d.isoformat() if group == "daily" else d.isoformat()[:7] if group == "monthly"
-                else "%04d-W%02d" % d.isocalendar()[:2] for d in local}
-        keys = [x.key for x in warm.lines]
-        assert keys == sorted(want) + ["(no time)"]
+        for since, until in spans:
+            cold = cat.usage(group, [str(folder)], no_cache=True, tz=tz, since=since, until=until)
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(_usage, "_from_lines", spy)
+                warm = cat.usage(group, [str(folder)], catalog=catalog, tz=tz, since=since, until=until)
+            assert named[-1:] == [group], "the lines were not named natively"
+            named.clear()
+            assert warm == cold, (group, since, until)
+            local = [d for d in ((epoch + timedelta(milliseconds=ms)).astimezone(tz).date() for ms in times)
+                     if (since is None or d >= since) and (until is None or d <= until)]
+            want = {d.isoformat() if group == "daily" else d.isoformat()[:7] if group == "monthly"
+                    else "%04d-W%02d" % d.isocalendar()[:2] for d in local}
+            keys = [x.key for x in warm.lines]
+            assert keys == sorted(want) + (["(no time)"] if since is until is None else [])
+            assert local

@@ -569,7 +569,8 @@ class UsageScan:
         key hash another file holds): ``(file, folder call, name, path)``."""
     def report(self, files: Sequence[tuple[int, bytes | None, bytes, bytes | None]],
                days: Callable[[list[int]], Sequence[int | Sequence[int | None] | None]] | None = None,
-               lines: bool = False, period: str | None = None) -> _Report | _Lines | None:
+               lines: bool = False, period: str | None = None,
+               span: tuple[int, int] | None = None) -> _Report | _Lines | None:
         """The report (as :func:`usage_report`), the :meth:`involved` files, oldest holder
         first, given as ``(file, totals, log, entries)`` (``entries`` for an active
         report): taken out of the totals and summed from their logs under the copy
@@ -583,7 +584,9 @@ class UsageScan:
         within 64 bits as ``int``), the total ``(records, ...)`` likewise. With
         ``period`` too (``"daily"``, ``"weekly"`` or ``"monthly"``), a report whose groups
         are all local days or without time comes so, each line's key its name
-        (``YYYY-MM-DD``, ``YYYY-Www``, ``YYYY-MM``, ``(no time)`` last), in time order.
+        (``YYYY-MM-DD``, ``YYYY-Www``, ``YYYY-MM``, ``(no time)`` last), in time order;
+        with ``span`` too, only the local days ``(first, last)`` (days since 1970-01-01)
+        and no records without a time.
 
         Raises:
             ValueError: a file not of this scan, a second call, an unknown ``period``;

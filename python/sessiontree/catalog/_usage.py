@@ -471,12 +471,16 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
                 conn.execute("COMMIT")
     except sqlite3.OperationalError:
         return _STALE  # busy: the refresh waits for it
-    # A report without dates whose groups are its lines: by session (each file's path
+    # A report whose groups are its lines: by session without dates (each file's path
     # its own name), or by day, week or month where every group is a local day (the
-    # native sums name them).
+    # native sums name them, and keep the days from `since` to `until`).
     lines = group == "session" and not dated
-    got = scan.report(files, lambda utc: _day_offsets(utc, tz), lines or (time_group and not dated),
-                      group if time_group else None)
+    span = None
+    if time_group and dated:
+        span = (since.toordinal() - _EPOCH_ORDINAL if since is not None else -(1 << 62),
+                until.toordinal() - _EPOCH_ORDINAL if until is not None else 1 << 62)
+    got = scan.report(files, lambda utc: _day_offsets(utc, tz), lines or time_group,
+                      group if time_group else None, span)
     if got is None:
         return None
     if time_group and len(got) == 2:  # named natively as _key names them, in time order
