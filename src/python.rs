@@ -1151,12 +1151,19 @@ fn report_py<'py>(py: Python<'py>, r: &crate::Report) -> PyResult<Bound<'py, PyT
             .collect::<Vec<_>>();
         groups.append((*k, bucket, g.records, sums))?;
     }
-    let models = r
-        .models
+    let models = models_py(py, r)?;
+    (groups, r.loose.clone(), models, r.bad).into_pyobject(py)
+}
+
+/// A report's `(provider, model)` pairs, as its keys number them.
+fn models_py<'py>(
+    py: Python<'py>,
+    r: &crate::Report,
+) -> PyResult<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+    r.models
         .iter()
         .map(|(p, m)| Ok((id_to_py(py, p)?, id_to_py(py, m)?)))
-        .collect::<PyResult<Vec<_>>>()?;
-    (groups, r.loose.clone(), models, r.bad).into_pyobject(py)
+        .collect()
 }
 
 /// `totals::update`: a file's usage totals after its usage log grew by `piece` (`log`
@@ -1469,7 +1476,9 @@ impl UsageScan {
     /// are whole numbers as `int`s); with `period` too (`daily`, `weekly` or
     /// `monthly`), a report whose groups are local days and no time, its lines named
     /// by their day, week or month (`Report::period_lines`), and with `span` only the
-    /// local days `(first, last)` (days since 1970-01-01).
+    /// local days `(first, last)` (days since 1970-01-01); without `period`, with
+    /// `span`, a report by key of those days, its lines one a key and the report's
+    /// `(provider, model)` pairs third (`(lines, total, pairs)`).
     #[pyo3(signature = (files, days=None, lines=false, period=None, span=None))]
     #[allow(clippy::type_complexity)]
     fn report<'py>(
@@ -1544,10 +1553,10 @@ impl UsageScan {
             let total = line_py(py, None, total.0, &total.1)?;
             return Ok(Some(PyTuple::new(py, [out.into_any(), total.into_any()])?));
         }
-        if let Some((got, total)) = r
+        if let Some((r, (got, total))) = r
             .as_ref()
             .filter(|_| lines && period.is_none())
-            .and_then(|r| r.lines())
+            .and_then(|r| Some((r, r.lines(span)?)))
         {
             let out = PyList::empty(py);
             for (k, records, sums) in &got {
@@ -1559,7 +1568,11 @@ impl UsageScan {
                 )?)?;
             }
             let total = line_py(py, None, total.0, &total.1)?;
-            return Ok(Some(PyTuple::new(py, [out.into_any(), total.into_any()])?));
+            let models = models_py(py, r)?.into_pyobject(py)?.into_any();
+            return Ok(Some(PyTuple::new(
+                py,
+                [out.into_any(), total.into_any(), models],
+            )?));
         }
         r.map(|r| report_py(py, &r)).transpose()
     }

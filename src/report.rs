@@ -396,41 +396,88 @@ impl Sum {
     }
 }
 
-/// A report line: its key, records and six sums, each rounded once.
-pub type Line = (u32, u64, [f64; 6]);
+/// A report as its lines (each its key, records and six sums, each rounded once) and
+/// their total (`(records, sums)`).
+pub type LinesOf<K> = (Vec<(K, u64, [f64; 6])>, (u64, [f64; 6]));
 
-/// A report as its lines and their total (`(records, sums)`).
-pub type Lines = (Vec<Line>, (u64, [f64; 6]));
+/// A report by key (a file, a project, a pair) as its lines.
+pub type Lines = LinesOf<u32>;
 
-/// A time report as its lines, each named, and their total.
-pub type NamedLines = (Vec<(String, u64, [f64; 6])>, (u64, [f64; 6]));
+/// A time report as its lines, each named.
+pub type NamedLines = LinesOf<String>;
 
 impl Report {
-    /// The report as its lines and their total (`(records, sums)`), when each group is
-    /// one line (no time buckets: a report by file, say) and every sum rounds
-    /// ([`Sum::rounded`]); `None` otherwise (the caller sums the groups' partials).
-    pub fn lines(&self) -> Option<Lines> {
+    /// The report as its lines and their total (`(records, sums)`), one line a key
+    /// (a file, a project, a pair), when every sum rounds ([`Sum::rounded`]): with no
+    /// time buckets, each group is a line; with `span`, the groups of the local days
+    /// from its first to its last (days since 1970-01-01) are merged into their key's
+    /// line, and records without a time left out (`--since`, `--until`). `None`
+    /// otherwise (the caller sums the groups' partials).
+    pub fn lines(&self, span: Option<(i64, i64)>) -> Option<Lines> {
+        self.merged(|k, b| match (b, span) {
+            (Bucket::All, None) => Some(Some(k)),
+            (Bucket::Day(d), Some((first, last))) => Some((first..=last).contains(&d).then_some(k)),
+            (Bucket::NoTime, Some(_)) => Some(None),
+            _ => None,
+        })
+    }
+
+    /// The report as its lines named by `period` and their total, when every group is
+    /// a local day or without time (`(no time)`, the last line) and every sum rounds;
+    /// `None` otherwise (a slice no local day holds, a loose record: the caller sums
+    /// the groups' partials). Lines in time order, as `_usage._summary` orders them.
+    /// With `span`, only the local days from its first to its last (days since
+    /// 1970-01-01), and no records without a time (`--since`, `--until`).
+    pub fn period_lines(&self, period: Period, span: Option<(i64, i64)>) -> Option<NamedLines> {
+        let (mut lines, total) = self.merged(|_, b| match (b, span) {
+            (Bucket::Day(d), Some((first, last))) if !(first..=last).contains(&d) => Some(None),
+            (Bucket::Day(d), _) => Some(Some(period.name(d))),
+            (Bucket::NoTime, Some(_)) => Some(None),
+            (Bucket::NoTime, None) => Some(Some(NO_TIME.to_owned())),
+            (Bucket::Slice(_) | Bucket::All, _) => None,
+        })?;
+        lines.sort_by(|a, b| (a.0 == NO_TIME, &a.0).cmp(&(b.0 == NO_TIME, &b.0)));
+        Some((lines, total))
+    }
+
+    /// The groups merged into lines by `line_of` (`None`: the report has no such lines;
+    /// `Some(None)`: the group is left out), in the order first met, each sum and the
+    /// total's rounded once.
+    fn merged<K: Clone + Eq + std::hash::Hash>(
+        &self,
+        line_of: impl Fn(u32, Bucket) -> Option<Option<K>>,
+    ) -> Option<LinesOf<K>> {
         if !self.loose.is_empty() || self.bad {
             return None;
         }
+        let mut at: HashMap<K, usize> = HashMap::new();
+        let mut merged: Vec<(K, Group)> = Vec::new();
         let mut total = Group::default();
-        let mut lines = Vec::with_capacity(self.groups.len());
         for ((k, b), g) in &self.groups {
-            if *b != Bucket::All {
-                return None;
+            let Some(key) = line_of(*k, *b)? else {
+                continue;
+            };
+            total.absorb(g);
+            match at.get(&key) {
+                Some(&i) => merged[i].1.absorb(g),
+                None => {
+                    at.insert(key.clone(), merged.len());
+                    merged.push((key, g.clone()));
+                }
             }
+        }
+        let round = |g: &Group| -> Option<[f64; 6]> {
             let mut sums = [0.0; 6];
             for (out, s) in sums.iter_mut().zip(&g.sums) {
                 *out = s.rounded()?;
             }
-            total.absorb(g);
-            lines.push((*k, g.records, sums));
+            Some(sums)
+        };
+        let mut lines = Vec::with_capacity(merged.len());
+        for (key, g) in merged {
+            lines.push((key, g.records, round(&g)?));
         }
-        let mut sums = [0.0; 6];
-        for (out, s) in sums.iter_mut().zip(&total.sums) {
-            *out = s.rounded()?;
-        }
-        Some((lines, (total.records, sums)))
+        Some((lines, (total.records, round(&total)?)))
     }
 }
 
@@ -462,53 +509,6 @@ impl Period {
                 format!("{year:04}-W{week:02}")
             }
         }
-    }
-}
-
-impl Report {
-    /// The report as its lines named by `period` and their total, when every group is
-    /// a local day or without time (`(no time)`, the last line) and every sum rounds;
-    /// `None` otherwise (a slice no local day holds, a loose record: the caller sums
-    /// the groups' partials). Lines in time order, as `_usage._summary` orders them.
-    /// With `span`, only the local days from its first to its last (days since
-    /// 1970-01-01), and no records without a time (`--since`, `--until`).
-    pub fn period_lines(&self, period: Period, span: Option<(i64, i64)>) -> Option<NamedLines> {
-        if !self.loose.is_empty() || self.bad {
-            return None;
-        }
-        let mut at: HashMap<String, usize> = HashMap::new();
-        let mut merged: Vec<(String, Group)> = Vec::new();
-        let mut total = Group::default();
-        for ((_, b), g) in &self.groups {
-            let name = match (b, span) {
-                (Bucket::Day(d), Some((first, last))) if !(first..=last).contains(d) => continue,
-                (Bucket::Day(d), _) => period.name(*d),
-                (Bucket::NoTime, Some(_)) => continue,
-                (Bucket::NoTime, None) => NO_TIME.to_owned(),
-                (Bucket::Slice(_) | Bucket::All, _) => return None,
-            };
-            total.absorb(g);
-            match at.get(&name) {
-                Some(&i) => merged[i].1.absorb(g),
-                None => {
-                    at.insert(name.clone(), merged.len());
-                    merged.push((name, g.clone()));
-                }
-            }
-        }
-        merged.sort_by(|a, b| (a.0 == NO_TIME, &a.0).cmp(&(b.0 == NO_TIME, &b.0)));
-        let round = |g: &Group| -> Option<[f64; 6]> {
-            let mut sums = [0.0; 6];
-            for (out, s) in sums.iter_mut().zip(&g.sums) {
-                *out = s.rounded()?;
-            }
-            Some(sums)
-        };
-        let mut lines = Vec::with_capacity(merged.len());
-        for (name, g) in &merged {
-            lines.push((name.clone(), g.records, round(g)?));
-        }
-        Some((lines, (total.records, round(&total)?)))
     }
 }
 

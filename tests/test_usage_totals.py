@@ -571,3 +571,35 @@ def test_days_weeks_and_months_named_natively_as_python_names_them(tmp_path: Pat
             keys = [x.key for x in warm.lines]
             assert keys == sorted(want) + (["(no time)"] if since is until is None else [])
             assert local
+
+
+@pytest.mark.skipif(not native_available(), reason="the native module is not built")
+def test_sessions_and_projects_between_dates_summed_natively(tmp_path: Path) -> None:
+    """A warm report by session or project, with or without ``--since``/``--until``,
+    has its lines made natively (the groups of the span's local days merged into one
+    line a key), equal to the report made from the logs."""
+    for p in range(3):
+        _sessions(tmp_path / f"p{p}", 3, 30)
+    folders = [str(tmp_path / f"p{p}") for p in range(3)]
+    catalog = str(tmp_path / "catalog.sqlite3")
+    made: list[str] = []
+    counted: list[int] = []
+    real = _usage._from_lines
+
+    def spy(group: str, *args: Any) -> Any:
+        made.append(group)
+        return real(group, *args)
+
+    for group in ("session", "project"):
+        for tz in ZONES:
+            for since, until in ((None, None), (date(2025, 11, 3), date(2025, 11, 3)), (None, date(2025, 11, 2)),
+                                 (date(2025, 11, 4), None)):
+                kw: dict[str, Any] = dict(tz=tz, since=since, until=until)
+                with pytest.MonkeyPatch.context() as mp:
+                    mp.setattr(_usage, "_from_lines", spy)
+                    warm = cat.usage(group, folders, catalog=catalog, **kw)
+                assert made[-1:] == [group], (group, kw)
+                made.clear()
+                assert warm == cat.usage(group, folders, no_cache=True, **kw), (group, kw)
+                counted.append(warm.total.records)
+    assert min(counted) == 0 and max(counted) == 90  # the folders hold copies of one another: counted once
