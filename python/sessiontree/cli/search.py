@@ -28,10 +28,9 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm c
 if TYPE_CHECKING:
     from typing import Any
 
-from .._time import local_time
 from . import _scope
 from ._common import CliError, Io, byte_progress
-from ..view import hang, one_line, safe, shown_path
+from ..view import hang, one_line, safe, shown_path, zoned_time
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -167,7 +166,7 @@ def _head(h: Any, role_w: int, path: bool = True) -> list[str | tuple[str, str]]
     (:func:`view.shown_path`) unless ``path`` is false. The on-path marker has a column
     of its own before the role (padded to ``role_w``, the page's longest), so that it
     never runs into a role."""
-    when = local_time(h.time).strftime("%Y-%m-%d %H:%M") if h.time is not None else "-" * 16
+    when = zoned_time(h.time, seconds=False) if h.time is not None else "-" * 23
     head: list[str | tuple[str, str]] = [
         (when, "dim"), "  ", ("*" if h.on_path else " ", "bold green"), " ", (f"{h.role:<{role_w}}", "cyan"), "  "]
     if path:

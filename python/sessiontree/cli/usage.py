@@ -200,6 +200,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
     rows = list(zip([*keys, "total"], *cols))
     counted = "current paths only" if args.active_path else "every branch"
     foot = f"{report.files:,} session(s); {days + '; ' if days else ''}{counted}; each entry counted once"
+    if days or group in names:
+        foot += f"; days in {'UTC' if args.utc else safe(_zone_name())}"
     number_widths = [max([len(head), *(len(r[k]) for r in rows)]) for k, head in enumerate(heads[1:], 1)]
     if plain_width is not None or group == "session":
         # Written as rich's table would be, without importing rich (about 20 ms of a
