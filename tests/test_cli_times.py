@@ -1,7 +1,8 @@
 """Times shown to people say their zone (docs/CONTRACT.md §10 "Times"), as real
 subprocesses: ``ls``, ``search`` and ``browse``'s picker in this machine's zone with
 its offset, ``context``, ``info`` and the exports in UTC saying ``UTC``, ``usage``'s
-table naming the zone of its days."""
+table naming the zone of its days; a ``$TZ`` the C library cannot read is UTC, named
+so and warned of once."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from sessiontree._time import unread_tz
 from sessiontree.generate import generate_session
 
 ZONES = Path("/usr/share/zoneinfo")
@@ -101,3 +103,38 @@ def test_usage_table_names_the_zone_of_its_days(root: Path) -> None:
     assert "days in" not in run("usage", "model", str(root), tz="Asia/Kolkata").stdout
     assert "days in Asia/Kolkata" in run("usage", "model", str(root), "--since", "2000-01-01",
                                          tz="Asia/Kolkata").stdout
+
+
+def test_an_unreadable_tz_is_named_utc_and_warned_once(root: Path) -> None:
+    warning = "warning: $TZ 'Europe/Pariss' names no zone file and is no POSIX rule: local times are in UTC\n"
+    p = run("usage", str(root), "--json", tz="Europe/Pariss")
+    assert p.returncode == 0 and p.stderr == warning, p.stderr
+    assert json.loads(p.stdout)["timeZone"] == "UTC"
+    p = run("usage", str(root), tz="Europe/Pariss")
+    assert p.stderr == warning and p.stdout.splitlines()[-1].endswith("; days in UTC")
+    for words in (["ls", str(root)], ["search", "the", str(root)]):
+        p = run(*words, tz="Europe/Pariss")
+        assert p.returncode == 0 and p.stderr == warning, p.stderr
+        assert "+00:00" in p.stdout
+    # glibc's own rules: an empty $TZ is UTC, and a POSIX rule is read (no warning).
+    p = run("usage", str(root), "--json", tz="")
+    assert p.stderr == "" and json.loads(p.stdout)["timeZone"] == "UTC"
+    p = run("usage", str(root), "--json", tz="IST-5:30")
+    assert p.stderr == "" and json.loads(p.stdout)["timeZone"] == "IST-5:30"
+    assert "+05:30" in run("ls", str(root), tz="IST-5:30").stdout
+
+
+def test_unread_tz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    zones = tmp_path / "zones"
+    (zones / "Here").mkdir(parents=True)
+    (zones / "Here" / "Zone").write_bytes(b"TZif2" + bytes(40))
+    (zones / "Here" / "Text").write_text("not a zone\n")
+    monkeypatch.setenv("TZDIR", str(zones))
+    for tz, unread in (("Here/Zone", False), (":Here/Zone", False), (str(zones / "Here" / "Zone"), False),
+                       ("CET-1CEST,M3.5.0,M10.5.0/3", False), ("<+0330>-3:30", False), ("", False), (":", False),
+                       ("Here/Text", True), ("Here", True), ("Here/Zonee", True), ("Foo", True), ("A1", True),
+                       ("Europe/Paris", True)):  # under this $TZDIR, no such file
+        monkeypatch.setenv("TZ", tz)
+        assert (unread_tz() == tz) is unread and (unread_tz() is None) is not unread, tz
+    monkeypatch.delenv("TZ")
+    assert unread_tz() is None

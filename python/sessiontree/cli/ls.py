@@ -15,7 +15,7 @@ import argparse
 from typing import Any
 
 from . import _scope
-from ._common import Io, count_progress
+from ._common import Io, count_progress, warn_unread_tz
 from ..view import cells, fit, fit_start, one_line, pad, safe, shown_path, zoned_time
 
 _PREVIEW = 60
@@ -69,6 +69,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
         return 0
     if empty:
         return 0
+    warn_unread_tz(io)  # the listing's times are local
     width = io.out_width()
     io.write("".join(line + "\n" for line in rows(sessions, io.styler(), width)))
     if problems:

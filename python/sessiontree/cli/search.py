@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from . import _scope
-from ._common import CliError, Io, byte_progress
+from ._common import CliError, Io, byte_progress, warn_unread_tz
 from ..view import hang, one_line, safe, shown_path, zoned_time
 
 
@@ -87,6 +87,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
             "(* on the current path; open one: sessiontree context FILE --leaf ENTRY)"]
     if later:
         foot.append(f"({LATER})")
+    warn_unread_tz(io)  # the hits' times are local
     role_w = max(len(h.role) for h in result.hits)
     # Written as rich would, without importing it (about 60 ms of a search at a
     # terminal): styles by `Io.styler`, lines cut to the terminal's width, none piped
