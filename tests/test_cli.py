@@ -674,3 +674,27 @@ def test_a_reader_that_stops_early_ends_every_command_with_0(tmp_path: Path) -> 
         proc.stdout.close()
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=60) == 0 and "Traceback" not in err, (args, err)
+
+
+def _one_message(folder: Path, text: str) -> Path:
+    """``folder/s.jsonl``: a session of one user message holding ``text``."""
+    lines = [{"type": "session", "version": 3, "id": "s1", "timestamp": "2025-11-07T09:00:00.000Z", "cwd": "/w"},
+             {"type": "message", "id": "m1", "parentId": None, "timestamp": "2025-11-07T09:00:01.000Z",
+              "message": {"role": "user", "content": text, "timestamp": 1_762_506_001_000}}]
+    path = folder / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def test_a_query_beginning_with_a_dash_is_hinted_after_two_dashes(tmp_path: Path) -> None:
+    """``search --foo ROOT``: argparse reads the query as an option it does not know;
+    the error says where such a query goes, and that way finds it."""
+    path = _one_message(tmp_path, "pass --foo to it")
+    p = run("search", "--foo", str(tmp_path), "--no-cache")
+    assert p.returncode == 2 and "usage: sessiontree search" in p.stderr, p.stderr
+    assert p.stderr.splitlines()[-2:] == [
+        "sessiontree search: error: unrecognized arguments: --foo",
+        "hint: a query that begins with '-' goes after '--': sessiontree search -- --foo [PATH ...]"], p.stderr
+    p = run("search", "--no-cache", "--", "--foo", str(tmp_path))
+    assert p.returncode == 0 and "--foo to it" in p.stdout, p.stderr
+    assert "hint" not in run("tree", str(path), "--bogus").stderr  # only search's query is meant

@@ -22,11 +22,12 @@ building it after the answer, in a process of its own at a lower priority (what
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, NoReturn
 
 from . import _scope
 from ._common import CliError, Io, byte_progress, warn_unread_tz
@@ -45,6 +46,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--page", type=int, default=1, metavar="N", help="which page (default 1)")
     p.add_argument("--json", action="store_true", help="print the hits as JSON")
     p.set_defaults(func=run)
+    p.error = functools.partial(_error, p)  # type: ignore[method-assign]
+
+
+def _error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+    """argparse's error for ``search``, with a hint when it refused a word beginning
+    with ``-`` (``search --foo ROOT``): a query that begins so goes after ``--``."""
+    unknown = [w for w in message.partition("unrecognized arguments: ")[2].split() if w.startswith("-")]
+    if unknown:
+        message += (f"\nhint: a query that begins with '-' goes after '--': "
+                    f"sessiontree search -- {shlex.quote(unknown[0])} [PATH ...]")
+    argparse.ArgumentParser.error(parser, message)
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
