@@ -698,3 +698,16 @@ def test_a_query_beginning_with_a_dash_is_hinted_after_two_dashes(tmp_path: Path
     p = run("search", "--no-cache", "--", "--foo", str(tmp_path))
     assert p.returncode == 0 and "--foo to it" in p.stdout, p.stderr
     assert "hint" not in run("tree", str(path), "--bogus").stderr  # only search's query is meant
+
+
+def test_an_unclosed_quote_is_said(tmp_path: Path) -> None:
+    """An unclosed quote searches every piece as a word (Pi's rule), and says so."""
+    _one_message(tmp_path, 'say "foo and later bar')
+    note = ("note: the query's quote is not closed, so each piece was searched as a word (quotes included); "
+            'close it to search a phrase: "foo bar"\n')
+    for extra in ([], ["--json"]):
+        p = run("search", '"foo bar', str(tmp_path), "--no-cache", *extra)
+        assert p.returncode == 0 and p.stderr == note, p.stderr
+        assert "foo and later bar" in p.stdout
+    for query in ('"foo and"', "foo bar", 're:"foo'):
+        assert run("search", query, str(tmp_path), "--no-cache").stderr == "", query

@@ -65,6 +65,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
 
     if args.limit < 0 or args.page < 1:
         raise CliError("--limit must be at least 0 and --page at least 1", code=2)
+    _open_quote_note(io, args.query)
     limit = args.limit or None
     offset = (args.page - 1) * (args.limit or 0)
     scope = _scope.resolve(args, io)
@@ -172,6 +173,22 @@ def _fit_pieces(pieces: list[str | tuple[str, str]], width: int) -> list[str | t
         left -= len(t)
     out.append("…")
     return out
+
+
+def _open_quote_note(io: Io, query: str) -> None:
+    """Say on stderr that a quote of ``query`` is not closed: Pi's rule then searches
+    every piece as a word, quotes and all, where a phrase was likely meant."""
+    if '"' not in query:
+        return
+    from ..catalog import parse_query
+
+    try:
+        open_quote = parse_query(query).open_quote
+    except ValueError:
+        return  # a bad query: its error is said by the search
+    if open_quote:
+        io.note("note: the query's quote is not closed, so each piece was searched as a word (quotes included); "
+                f'close it to search a phrase: {safe(query.strip())}"')
 
 
 def _head(h: Any, role_w: int, path: bool = True) -> list[str | tuple[str, str]]:
