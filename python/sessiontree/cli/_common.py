@@ -17,7 +17,7 @@ from ..view import human_bytes, number, safe, to_json_bytes, value_text
 __all__ = [
     "BACKENDS", "CliError", "Io", "make_io", "quiet_load_warnings", "spinner", "byte_progress", "count_progress",
     "require_file", "open_session", "file_version", "load_report", "skip_note", "warn_unread_tz",
-    "exit_for_broken_pipe",
+    "exit_for_broken_pipe", "at_least",
 ]
 
 if TYPE_CHECKING:
@@ -25,6 +25,23 @@ if TYPE_CHECKING:
     from typing import Any
 
     from rich.console import Console
+
+
+def at_least(least: int) -> Any:
+    """An argparse ``type`` for a whole number of at least ``least``: anything else is
+    a usage error argparse words with the subcommand's usage line (status 2)."""
+    import argparse
+
+    def whole(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if n < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, not {n}")
+        return n
+
+    return whole
 
 
 class CliError(Exception):

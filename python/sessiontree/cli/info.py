@@ -1,4 +1,8 @@
-"""``sessiontree info``: what a session file holds, in one screen."""
+"""``sessiontree info``: what a session file holds, in one screen: its id, name and cwd,
+the time its entries span (UTC), its entries and messages by kind, the tree's shape
+(roots, leaves, branch points, the current leaf and its path), labels, the tokens
+and cost its assistant messages recorded (every branch), the models used and the
+problems the loader found (details: ``sessiontree check``)."""
 
 from __future__ import annotations
 
@@ -20,7 +24,8 @@ _KEY = 17  # cells of the label column: the values start there
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``info`` to the ``sessiontree`` subcommands."""
-    p = sub.add_parser("info", help="summary of a session file: counts, tree shape, tokens, cost")
+    p = sub.add_parser("info", help="summary of a session file: counts, tree shape, tokens, cost",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="session file (.jsonl)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)

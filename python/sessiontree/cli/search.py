@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 from . import _scope
-from ._common import CliError, Io, byte_progress, warn_unread_tz
+from ._common import CliError, Io, at_least, byte_progress, warn_unread_tz
 from ..view import hang, one_line, safe, shown_path, zoned_time
 
 
@@ -42,8 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _scope.add_arguments(p)
     _scope.add_catalog_options(p)
     p.add_argument("--recent", action="store_true", help="newest first (default: Pi's relevance)")
-    p.add_argument("--limit", type=int, default=20, metavar="N", help="hits per page (default 20; 0: all)")
-    p.add_argument("--page", type=int, default=1, metavar="N", help="which page (default 1)")
+    p.add_argument("--limit", type=at_least(0), default=20, metavar="N", help="hits per page (default 20; 0: all)")
+    p.add_argument("--page", type=at_least(1), default=1, metavar="N", help="which page (default 1)")
     p.add_argument("--json", action="store_true", help="print the hits as JSON")
     p.set_defaults(func=run)
     p.error = functools.partial(_error, p)  # type: ignore[method-assign]
@@ -63,8 +63,6 @@ def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree search``: 0 (hits or none), 2 for a bad query."""
     from ..catalog import SearchResult, search_json, search_stream
 
-    if args.limit < 0 or args.page < 1:
-        raise CliError("--limit must be at least 0 and --page at least 1", code=2)
     _open_quote_note(io, args.query)
     limit = args.limit or None
     offset = (args.page - 1) * (args.limit or 0)
