@@ -253,19 +253,36 @@ const MS_YEAR_10000: i64 = 253_402_300_800_000;
 /// before 1970 or from the year 10000).
 pub fn ms_time(v: Option<&Value<'_>>) -> Option<String> {
     match v {
-        Some(Value::Int(ms)) if (0..MS_YEAR_10000).contains(ms) => {
-            let secs = ms / 1000;
-            let (days, rem) = (secs / 86_400, secs % 86_400);
-            let (y, m, d) = crate::time::civil_from_days(days);
-            Some(format!(
-                "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-                rem / 3600,
-                rem / 60 % 60,
-                rem % 60
-            ))
-        }
-        Some(Value::Int(_) | Value::Float(_)) => None,
+        Some(Value::Int(ms)) => utc_text(*ms),
+        Some(Value::Float(_)) => None,
         _ => Some(String::new()),
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` of epoch milliseconds from 1970 to the year 9999 (the
+/// zone said: docs/CONTRACT.md §10 "Times"), else `None` (Python's `datetime` words it).
+fn utc_text(ms: i64) -> Option<String> {
+    if !(0..MS_YEAR_10000).contains(&ms) {
+        return None;
+    }
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = crate::time::civil_from_days(days);
+    Some(format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    ))
+}
+
+/// `_render._when`: an entry's ISO `timestamp` in UTC (`utc_text`), or as written
+/// (its first 19 characters, `T` a space) when it is no time; `None` for a time
+/// `utc_text` leaves to Python.
+fn entry_when(ts: &str) -> Option<String> {
+    match crate::time::parse_iso_ms(ts.as_bytes()) {
+        Some(ms) => utc_text(ms),
+        None => Some(doc_line_str(take_chars(&ts.replace('T', " "), 19), 40)),
     }
 }
 
@@ -358,7 +375,7 @@ pub fn item_of<'a>(entry: &'a Value<'a>, label: Option<&str>) -> Option<Item<'a>
         id,
         kind: doc_line(entry.get("type"), 60)?,
         when: match entry.get("timestamp") {
-            Some(Value::Str(ts)) => doc_line_str(take_chars(&ts.replace('T', " "), 19), 40),
+            Some(Value::Str(ts)) => entry_when(ts)?,
             _ => String::new(),
         },
         label: label.map(|l| safe_block(Cow::Borrowed(l)).into_owned()),
@@ -677,7 +694,7 @@ pub fn human_bytes(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{fit, human_bytes, ms_time, py_repr, split_join, thousands};
+    use super::{entry_when, fit, human_bytes, ms_time, py_repr, split_join, thousands};
     use crate::time::civil_from_days;
     use crate::value::Value;
 
@@ -697,8 +714,14 @@ mod tests {
         assert_eq!(civil_from_days(19_723), (2024, 1, 1));
         assert_eq!(
             ms_time(Some(&Value::Int(1_762_506_850_306))).as_deref(),
-            Some("2025-11-07 09:14:10")
+            Some("2025-11-07 09:14:10 UTC")
         );
+        assert_eq!(
+            entry_when("2025-11-07T10:14:10.306+01:00").as_deref(),
+            Some("2025-11-07 09:14:10 UTC")
+        );
+        assert_eq!(entry_when("yesterday").as_deref(), Some("yesterday"));
+        assert_eq!(entry_when("1969-12-31T23:59:59Z"), None);
         assert_eq!(ms_time(Some(&Value::Float(1.5))), None);
     }
 }

@@ -915,10 +915,13 @@ def test_a_fork_s_times_read_forwards(history: Path) -> None:
         await until(pilot, lambda: picker.query_one("#picker-list").cursor == at, "the fork's row")
         detail = str(picker.query_one("#picker-detail").render())
         line = detail.splitlines()[1]
-        from sessiontree._time import local_time
+        def shown(dt: datetime) -> str:  # local, with its offset (CONTRACT §10 "Times")
+            local = dt.astimezone()
+            z = local.strftime("%z")
+            return f"{local:%Y-%m-%d %H:%M} {z[:3]}:{z[3:]}"
 
-        assert f"last message {local_time(info.modified):%Y-%m-%d %H:%M}" in line, line
-        assert f"forked {local_time(info.created):%Y-%m-%d %H:%M} from {os.path.basename(parent)}" in line, line
+        assert f"last message {shown(info.modified)}" in line, line
+        assert f"forked {shown(info.created)} from {os.path.basename(parent)}" in line, line
         assert "modified" not in line and "created" not in line
         await pilot.press("escape")
 

@@ -674,3 +674,88 @@ def test_a_reader_that_stops_early_ends_every_command_with_0(tmp_path: Path) -> 
         proc.stdout.close()
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=60) == 0 and "Traceback" not in err, (args, err)
+
+
+def _one_message(folder: Path, text: str) -> Path:
+    """``folder/s.jsonl``: a session of one user message holding ``text``."""
+    lines = [{"type": "session", "version": 3, "id": "s1", "timestamp": "2025-11-07T09:00:00.000Z", "cwd": "/w"},
+             {"type": "message", "id": "m1", "parentId": None, "timestamp": "2025-11-07T09:00:01.000Z",
+              "message": {"role": "user", "content": text, "timestamp": 1_762_506_001_000}}]
+    path = folder / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def test_a_query_beginning_with_a_dash_is_hinted_after_two_dashes(tmp_path: Path) -> None:
+    """``search --foo ROOT``: argparse reads the query as an option it does not know;
+    the error says where such a query goes, and that way finds it."""
+    path = _one_message(tmp_path, "pass --foo to it")
+    p = run("search", "--foo", str(tmp_path), "--no-cache")
+    assert p.returncode == 2 and "usage: sessiontree search" in p.stderr, p.stderr
+    assert p.stderr.splitlines()[-2:] == [
+        "sessiontree search: error: unrecognized arguments: --foo",
+        "hint: a query that begins with '-' goes after '--': sessiontree search -- --foo [PATH ...]"], p.stderr
+    p = run("search", "--no-cache", "--", "--foo", str(tmp_path))
+    assert p.returncode == 0 and "--foo to it" in p.stdout, p.stderr
+    assert "hint" not in run("tree", str(path), "--bogus").stderr  # only search's query is meant
+
+
+def test_an_unclosed_quote_is_said(tmp_path: Path) -> None:
+    """An unclosed quote searches every piece as a word (Pi's rule), and says so."""
+    _one_message(tmp_path, 'say "foo and later bar')
+    note = ("note: the query's quote is not closed, so each piece was searched as a word (quotes included); "
+            'close it to search a phrase: "foo bar"\n')
+    for extra in ([], ["--json"]):
+        p = run("search", '"foo bar', str(tmp_path), "--no-cache", *extra)
+        assert p.returncode == 0 and p.stderr == note, p.stderr
+        assert "foo and later bar" in p.stdout
+    for query in ('"foo and"', "foo bar", 're:"foo'):
+        assert run("search", query, str(tmp_path), "--no-cache").stderr == "", query
+
+
+def test_a_bad_number_gives_the_subcommand_usage() -> None:
+    for words, said in ((["search", "x", "--limit", "-1"], "argument --limit: must be at least 0, not -1"),
+                        (["search", "x", "--page", "0"], "argument --page: must be at least 1, not 0"),
+                        (["search", "x", "--limit", "ten"], "argument --limit: not a whole number: 'ten'"),
+                        (["context", "f.jsonl", "--lines", "-2"], "argument --lines: must be at least 0, not -2")):
+        p = run(*words)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.startswith(f"usage: sessiontree {words[0]} ") and p.stderr.endswith(f": error: {said}\n"), p.stderr
+
+
+def test_help_paragraphs_and_descriptions() -> None:
+    """Every command's help has a description, and a description's line starts a
+    bullet only after a blank line or another bullet's lines (generate's "OUT may be
+    / - (stdout)" broke a sentence into a bullet of its own)."""
+    for command in ("info", "tree", "context", "ls", "search", "usage", "index", "check", "fork", "migrate",
+                    "generate", "bench", "import", "browse", "export"):
+        lines = run(command, "--help", env={"COLUMNS": "80"}).stdout.splitlines()
+        options = lines.index("options:") if "options:" in lines else len(lines)
+        described = [x for x in lines[:options] if x.startswith(f"sessiontree {command}: ")]
+        assert described, command
+        start = lines.index(described[0])
+        for before, line in zip(lines[start:options], lines[start + 1:options]):
+            if line.startswith(("- ", "* ")):
+                assert not before or before.startswith(("- ", "* ", "  ")), (command, before, line)
+
+
+def test_index_summary_says_indexes_plainly() -> None:
+    from sessiontree.catalog import IndexSummary
+    from sessiontree.cli.index import summary_line
+
+    for built, said in ((1, "1 session index built, 2 reused"), (492, "492 session indexes built, 2 reused")):
+        line = summary_line(IndexSummary(3, 3, 0, 0, 0, None, 0, indexes_built=built, indexes_reused=2), 0.1)
+        assert said in line and "(es)" not in line, line
+
+
+def test_readme_and_pyproject_name_the_python_versions_tested() -> None:
+    """The versions the wheel is tested on (tests/test_wheel.py: this interpreter and
+    pyenv's oldest and newest from 3.10), said alike in the README and pyproject.toml."""
+    import re
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    project = " ".join(re.sub(r"\n#", " ", (ROOT / "pyproject.toml").read_text(encoding="utf-8")).split())
+    said = re.search(r"the tests install it on ([0-9., and]+?)\.? Building", readme)
+    tested = re.search(r"tested installed on ([0-9., and]+?) \(", project)
+    assert said is not None and tested is not None
+    assert said.group(1) == tested.group(1), (said.group(1), tested.group(1))

@@ -401,7 +401,7 @@ def test_index_summary_says_what_it_did(tmp_path: Path, backend: str, monkeypatc
     text = index(after_usage)["text"]
     assert "3 file(s), 3 session(s), 0 not session(s); read 0 file(s) (0 B)" in str(text), text
     if native:  # the search index is the catalog's own; the persisted indexes were kept above
-        assert "added 3 file(s)" in str(text) and "0 session index(es) built, 3 reused" in str(text), text
+        assert "added 3 file(s)" in str(text) and "0 session indexes built, 3 reused" in str(text), text
     else:
         assert "search index" not in str(text) and "session index" not in str(text), text
 

@@ -402,6 +402,35 @@ def test_cli_export_parquet(generated: Path, tmp_path: Path, capsys: pytest.Capt
         assert duckdb.sql(f"select count(distinct session_id) from {export_sql(out, 'entries')}").fetchall()[0] == (8,)
 
 
+def test_stray_parquet_files_are_kept_and_said(generated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              backend: str) -> None:  # fmt: skip
+    """A ``.parquet`` file in the dataset's folders that the export did not write (left
+    by hand) is not the export's to delete, but the tables' globs read it: it is kept,
+    and named in ``ExportResult.strays`` and in a warning of the command's summary."""
+    src = generated / "--home-u-p0--"
+    out = tmp_path / "out"
+    files = sorted(str(p) for p in src.glob("*.jsonl"))
+    assert export_parquet(files, str(out), backend=backend).strays == []
+    stray = out / "entries" / "x.parquet"
+    shutil.copy(next((out / "entries").rglob("*.parquet")), stray)  # a real one: DuckDB reads it
+    (out / "entries" / "_ignored.parquet").write_bytes(b"")  # names the globs pass over
+    (out / "sessions" / ".hidden").mkdir()
+    (out / "sessions" / ".hidden" / "y.parquet").write_bytes(b"")
+    again = export_parquet(files, str(out), backend=backend)
+    assert again.strays == ["entries/x.parquet"] and stray.is_file()
+    assert export_parquet(files[:1], str(out), backend=backend).strays == ["entries/x.parquet"]
+    assert main(["export", "--format", "parquet", str(src), "--out", str(out), "--backend", backend]) == 0
+    err = capsys.readouterr().err
+    assert err == (f"warning: 1 .parquet file(s) in {out} not written by this export, which the tables' globs read "
+                   f"too (e.g. {stray}): left as they are; move them out of the folder\n"), err
+    assert main(["export", "--format", "parquet", str(src), "--out", str(out), "--json"]) == 0
+    got = capsys.readouterr()
+    assert json.loads(got.out)["strays"] == ["entries/x.parquet"] and "1 .parquet file(s)" in got.err
+    stray.unlink()
+    assert main(["export", "--format", "parquet", str(src), "--out", str(out)]) == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_cli_export_parquet_starts_one_blas_thread(generated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                    monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """The export asks numpy's OpenBLAS (imported with pyarrow) for one thread, in its

@@ -89,7 +89,8 @@ def test_the_table_holds_the_reports_lines(history: tuple[Path, dict[str, str]],
             run_env = env if columns is None else {**env, "COLUMNS": columns}
             text = _run(["usage", report, str(root), *cache], run_env)
             lines = text.splitlines()
-            assert lines[-1] == f"{data['files']:,} session(s); every branch; each entry counted once"
+            days = f"; days in {data['timeZone']}" if report in ("daily", "weekly", "monthly") else ""  # its zone named
+            assert lines[-1] == f"{data['files']:,} session(s); every branch; each entry counted once{days}"
             body = lines[1:-2]
             assert len(body) == len(data["lines"]) and lines[-2].startswith("total ")
             assert "…" not in text
@@ -172,7 +173,8 @@ def test_a_report_of_some_days_says_which(history: tuple[Path, dict[str, str]], 
     data = json.loads(_run(["usage", "model", str(root), "--json", *dates], env))
     assert data["lines"]
     lines = _run(["usage", "model", str(root), *dates], env).splitlines()
-    assert lines[-1] == f"{data['files']:,} session(s); {said}every branch; each entry counted once"
+    assert lines[-1] == (f"{data['files']:,} session(s); {said}every branch; each entry counted once; "
+                         f"days in {data['timeZone']}")
     p = subprocess.run([sys.executable, "-m", "sessiontree", "usage", "model", str(root), "--since", "2999-12-31"],
                        capture_output=True, text=True, encoding="utf-8", env=env, timeout=300)
     assert p.returncode == 0 and p.stdout == ""

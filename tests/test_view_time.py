@@ -18,7 +18,7 @@ def by_datetime(ms: int | float) -> str:
         when = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
     except (OverflowError, OSError, ValueError):
         return ""
-    return when.strftime("%Y-%m-%d %H:%M:%S") if when.year >= 1000 else ""
+    return when.strftime("%Y-%m-%d %H:%M:%S UTC") if when.year >= 1000 else ""
 
 
 EDGES = [0, 1, 999, 1000, 59_999, 60_000, 86_399_999, 86_400_000, 951_782_400_000,  # 2000-02-29

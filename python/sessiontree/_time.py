@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 
 from ._lazy import lazy_pattern
 
-__all__ = ["parse_iso_ms", "now_iso", "iso_from_ms", "datetime_from_ms", "MAX_EPOCH_MS"]
+__all__ = ["parse_iso_ms", "now_iso", "iso_from_ms", "datetime_from_ms", "MAX_EPOCH_MS", "unread_tz"]
 
 MAX_EPOCH_MS = 8_640_000_000_000_000
 """ECMAScript time values are limited to ±8.64e15 ms (±100,000,000 days)."""
@@ -177,3 +177,31 @@ def zone_from_rule(tz: tzinfo | None) -> bool:
         return False
     zoneinfo = sys.modules.get("zoneinfo")  # a ZoneInfo exists only once it is imported
     return zoneinfo is None or not isinstance(tz, zoneinfo.ZoneInfo)
+
+
+# A POSIX TZ rule as glibc reads one: a zone name (three letters or more, or <...>) and
+# an offset; what follows (a summer name and rules) is read as far as it can be.
+_POSIX_RULE: re.Pattern[str] = lazy_pattern(r"(?:[A-Za-z]{3,}|<[A-Za-z0-9+-]{3,}>)[+-]?[0-9]", re.ASCII)
+
+
+def unread_tz() -> str | None:
+    """``$TZ`` as set when this machine's C library cannot read it and so keeps UTC
+    (glibc's rule), else ``None``. Read: a name (with or without a leading ``:``) of
+    a zone file under ``$TZDIR`` or ``/usr/share/zoneinfo`` (or an absolute path) that
+    starts as a compiled zone does (``TZif``), else a POSIX rule (``CET-1CEST``,
+    ``<+03>-3``: a name, then an offset). Unset or empty (``TZ=`` or ``TZ=:``) is
+    ``None``: UTC is then the C library's rule, not a fallback (docs/CONTRACT.md §10
+    "Times")."""
+    rule = os.environ.get("TZ")
+    if not rule:
+        return None
+    name = rule[1:] if rule.startswith(":") else rule
+    if not name:
+        return None
+    path = name if os.path.isabs(name) else os.path.join(os.environ.get("TZDIR") or "/usr/share/zoneinfo", name)
+    try:
+        with open(path, "rb") as f:
+            return None if f.read(4) == b"TZif" else rule
+    except OSError:
+        pass  # no such file (or a folder): a rule, maybe
+    return None if _POSIX_RULE.match(name) else rule

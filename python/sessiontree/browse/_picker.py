@@ -32,9 +32,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Footer, Input, Static
 
-from .._time import local_time
 from ..schema import SessionInfo
-from ..view import cells, fit, fit_start, human_seconds, one_line, safe
+from ..view import cells, fit, fit_start, human_seconds, one_line, safe, zoned_time
 from ._sessions import FIRST_GROUP, SORTS, Found, Picker, Row, age, counts, next_want, rows, take
 
 __all__ = ["PickerScreen", "SessionList"]
@@ -372,10 +371,10 @@ class PickerScreen(Screen[None]):
         else:
             # ``modified`` is the last message's time (Pi's), ``created`` the header's: a
             # fork copies its messages, so its last message is older than the fork.
-            started = (f"forked {local_time(s.created):%Y-%m-%d %H:%M} from "
+            started = (f"forked {zoned_time(s.created, seconds=False)} from "
                        f"{safe(os.path.basename(s.parent_session_path))}" if s.parent_session_path
-                       else f"started {local_time(s.created):%Y-%m-%d %H:%M}")
-            second = Text(f"last message {local_time(s.modified):%Y-%m-%d %H:%M} · {started} · "
+                       else f"started {zoned_time(s.created, seconds=False)}")
+            second = Text(f"last message {zoned_time(s.modified, seconds=False)} · {started} · "
                           f"{_many(s.message_count, 'message')} · {one_line(s.cwd, 200)}", style="dim")
         for t in (first, second):  # one line each, cut to the width
             t.truncate(width, overflow="ellipsis")

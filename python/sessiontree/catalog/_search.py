@@ -86,11 +86,13 @@ class Term(NamedTuple):
 
 
 class Query(NamedTuple):
-    """A parsed query: terms (all must match), or a regular expression."""
+    """A parsed query: terms (all must match), or a regular expression;
+    ``open_quote``: a quote was left open, so every piece is a word (a command says so)."""
 
     source: str
     terms: tuple[Term, ...] = ()
     regex: RegexPattern[str] | None = None
+    open_quote: bool = False
 
 
 def _split_ws(s: str) -> list[str]:
@@ -150,7 +152,7 @@ def parse_query(query: str) -> Query:
             continue
         buf.append(ch)
     if in_quote:  # an open quote: plain white-space split, quotes and all
-        return Query(query, tuple(Term("word", t) for t in _split_ws(trimmed)))
+        return Query(query, tuple(Term("word", t) for t in _split_ws(trimmed)), open_quote=True)
     flush("word")
     if not terms:
         raise ValueError("the query has no terms")  # e.g. '""' (Pi would match everything)

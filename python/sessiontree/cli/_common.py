@@ -16,7 +16,8 @@ from ..view import human_bytes, number, safe, to_json_bytes, value_text
 
 __all__ = [
     "BACKENDS", "CliError", "Io", "make_io", "quiet_load_warnings", "spinner", "byte_progress", "count_progress",
-    "require_file", "open_session", "file_version", "load_report", "skip_note", "exit_for_broken_pipe",
+    "require_file", "open_session", "file_version", "load_report", "skip_note", "warn_unread_tz",
+    "exit_for_broken_pipe", "at_least",
 ]
 
 if TYPE_CHECKING:
@@ -24,6 +25,23 @@ if TYPE_CHECKING:
     from typing import Any
 
     from rich.console import Console
+
+
+def at_least(least: int) -> Any:
+    """An argparse ``type`` for a whole number of at least ``least``: anything else is
+    a usage error argparse words with the subcommand's usage line (status 2)."""
+    import argparse
+
+    def whole(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if n < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, not {n}")
+        return n
+
+    return whole
 
 
 class CliError(Exception):
@@ -475,6 +493,17 @@ def load_report(sm: Any) -> list[Any]:
     """The manager's ``load_report`` (a method in the API; tolerate a property too)."""
     report = sm.load_report
     return list(report() if callable(report) else report)
+
+
+def warn_unread_tz(io: Io) -> None:
+    """Say once, on stderr, that ``$TZ`` could not be read and so local times are in
+    UTC (``_time.unread_tz``), for a command that shows or groups them."""
+    from .._time import unread_tz
+    from ..view import safe
+
+    tz = unread_tz()
+    if tz is not None:
+        io.note(f"warning: $TZ '{safe(tz)}' names no zone file and is no POSIX rule: local times are in UTC")
 
 
 def skip_note(path: str, skipped: int) -> str:

@@ -1,4 +1,10 @@
-"""``sessiontree context``: the messages the model would receive at a leaf."""
+"""``sessiontree context``: the messages the model would receive at a leaf (the current
+one, or ``--leaf ID``): the path from the root to it as Pi's ``buildSessionContext``
+builds it, a compaction's summary standing for what it replaced, then each message
+with its role, time (UTC) and, for an assistant's, its model, stop reason and tokens.
+Long texts, tool calls and tool results are folded (``--full``: whole); ``--llm``
+shows what is sent to the provider (``convert_to_llm``); ``--json`` the messages
+as built."""
 
 from __future__ import annotations
 
@@ -8,13 +14,14 @@ from typing import Any
 
 
 from ..view import ABSENT, hang_lines, model_text, render_message, safe, show
-from ._common import CliError, Io, open_session
+from ._common import CliError, Io, at_least, open_session
 from ._leaf import resolve_entry
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``context`` to the ``sessiontree`` subcommands."""
-    p = sub.add_parser("context", help="the LLM context at the current leaf (or --leaf ID)")
+    p = sub.add_parser("context", help="the LLM context at the current leaf (or --leaf ID)", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="session file (.jsonl)")
     p.add_argument("--leaf", metavar="ID", help="build the context at this entry (an id or a unique prefix) instead of the current leaf")
     p.add_argument("--llm", action="store_true",
@@ -23,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "as JSON (messages exactly as built; activeToolNames when an agent-core "
                         "active_tools_change is on the path; llm: whether --llm was given)")
     p.add_argument("--full", action="store_true", help="do not fold long texts, tool calls and tool results")
-    p.add_argument("--lines", type=_count, default=12, metavar="N",
+    p.add_argument("--lines", type=at_least(0), default=12, metavar="N",
                    help="lines of user/assistant text shown per block before folding (default 12)")
     p.set_defaults(func=run)
 
@@ -97,9 +104,3 @@ def emit(io: Io, lines: list[tuple[str, str]]) -> None:
     for start in range(0, len(lines), 1000):
         io.write("".join(paint(t, s) + "\n" for t, s in lines[start:start + 1000]))
 
-
-def _count(text: str) -> int:
-    n = int(text)
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {n}")
-    return n

@@ -51,6 +51,7 @@ def run_parquet(sources: Sequence[str], *, where: str, out: str, backend: str, a
             "failed": [{"path": p, "reason": r} for p, r in failed], "badBlocks": result.bad_blocks,
             "bytesRead": result.bytes_read,
             "linesSkipped": [{"path": p, "lines": n} for p, n in result.lines_skipped],
+            "strays": result.strays,
             "seconds": round(result.seconds, 3),
         }) + "\n")  # fmt: skip
     else:
@@ -64,6 +65,10 @@ def run_parquet(sources: Sequence[str], *, where: str, out: str, backend: str, a
         if result.bad_blocks:
             io.err.print(f"  {result.bad_blocks} bad blocks marked (images whose data does not decode), their sessions "
                          "exported: sessions.bad_blocks, entries.images.problem", markup=False, highlight=False)  # fmt: skip
+    if result.strays:  # on stderr, with --json too: the dataset's readers would take them for its own
+        first = os.path.join(out, result.strays[0])
+        io.note(f"warning: {len(result.strays):,} .parquet file(s) in {safe(out)} not written by this export, which "
+                f"the tables' globs read too (e.g. {safe(first)}): left as they are; move them out of the folder")
     for p, n in result.lines_skipped:  # on stderr, with --json too: the note of every export
         io.note(skip_note(p, n))
     return 1 if failed else 0

@@ -7,8 +7,8 @@ into it in Pi's layout (one folder per project, Pi's file names; nothing replace
 for trying ``ls``, ``search`` and ``usage`` on a history. The session is written to
 a temporary file beside OUT and renamed at the end, so an interrupted run leaves no
 partial file at OUT (and no temporary file: it is removed on SIGINT, SIGTERM and SIGHUP,
-and one left by a killed run is removed by the next run in that folder). OUT may be
-- (stdout); a symbolic link is followed.
+and one left by a killed run is removed by the next run in that folder). OUT may be ``-``
+(stdout); a symbolic link is followed.
 """
 
 from __future__ import annotations

@@ -50,7 +50,8 @@ def summary_line(s: IndexSummary, seconds: float) -> str:
     if s.indexed:
         did.append(f"added {s.indexed:,} file(s) ({human_bytes(s.bytes_indexed)}) to the search index")
     if s.indexes_built or s.indexes_reused:
-        did.append(f"{s.indexes_built:,} session index(es) built, {s.indexes_reused:,} reused")
+        built = f"{s.indexes_built:,} session index{'' if s.indexes_built == 1 else 'es'}"
+        did.append(f"{built} built, {s.indexes_reused:,} reused")
     where = f"; catalog {s.catalog} ({human_bytes(s.catalog_bytes)})" if s.catalog else " (no catalog)"
     return (f"{s.files:,} file(s), {s.sessions:,} session(s), {s.problems:,} not session(s); {'; '.join(did)}"
             f" in {human_seconds(seconds)}{where}")

@@ -1,4 +1,8 @@
-"""``sessiontree info``: what a session file holds, in one screen."""
+"""``sessiontree info``: what a session file holds, in one screen: its id, name and cwd,
+the time its entries span (UTC), its entries and messages by kind, the tree's shape
+(roots, leaves, branch points, the current leaf and its path), labels, the tokens
+and cost its assistant messages recorded (every branch), the models used and the
+problems the loader found (details: ``sessiontree check``)."""
 
 from __future__ import annotations
 
@@ -13,14 +17,15 @@ from rich.text import Text
 from ..schema import CodeColumn
 
 from ._common import Io, file_version, load_report, open_session, spinner
-from ..view import ABSENT, cells, hang, human_bytes, human_seconds, num, safe, show, value_text
+from ..view import ABSENT, cells, hang, human_bytes, human_seconds, iso_time, num, safe, show, value_text
 
 _KEY = 17  # cells of the label column: the values start there
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``info`` to the ``sessiontree`` subcommands."""
-    p = sub.add_parser("info", help="summary of a session file: counts, tree shape, tokens, cost")
+    p = sub.add_parser("info", help="summary of a session file: counts, tree shape, tokens, cost",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="session file (.jsonl)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
@@ -245,17 +250,20 @@ def _time_row(d: dict[str, Any]) -> str:
     outside (a fork is made after the entries it copies)."""
     from .._time import parse_iso_ms
 
+    def shown(ts: Any) -> str:  # in UTC, saying so (CONTRACT §10 "Times"), or as written
+        return iso_time(ts) or show(ts, 100, none="-")
+
     created = d["header"].get("timestamp")
     span = d.get("timeRange")
     if span is None:
-        return f"{show(created, 100, none='-')} (no entry has a time)"
+        return f"{shown(created)} (no entry has a time)"
     at = parse_iso_ms(created)
     lo, hi = parse_iso_ms(span[0]), parse_iso_ms(span[1])
     if at is not None and lo is not None and at <= lo:
-        return f"{show(created, 100)} … {span[1]}"  # the file's start, as Pi made it
-    row = f"{span[0]} … {span[1]}"
+        return f"{shown(created)} … {shown(span[1])}"  # the file's start, as Pi made it
+    row = f"{shown(span[0])} … {shown(span[1])}"
     if at is None or hi is None or at > hi:
-        row += f"  ({'forked' if d.get('parentSession') else 'file created'} {show(created, 100, none='-')})"
+        row += f"  ({'forked' if d.get('parentSession') else 'file created'} {shown(created)})"
     return row
 
 

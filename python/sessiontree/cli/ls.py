@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .._time import local_time
 from . import _scope
-from ._common import Io, count_progress
-from ..view import cells, fit, fit_start, one_line, pad, safe, shown_path
+from ._common import Io, count_progress, warn_unread_tz
+from ..view import cells, fit, fit_start, one_line, pad, safe, shown_path, zoned_time
 
 _PREVIEW = 60
+_WHEN = 26  # "2025-11-07 10:14:10 +01:00" (an offset of whole seconds, +00:09:21, is 3 more)
 _CWD_MAX = 60  # cells of the cwd column (--all); a longer cwd is cut at its start with … (its end tells projects apart)
 
 
@@ -69,6 +69,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
         return 0
     if empty:
         return 0
+    warn_unread_tz(io)  # the listing's times are local
     width = io.out_width()
     io.write("".join(line + "\n" for line in rows(sessions, io.styler(), width)))
     if problems:
@@ -99,7 +100,7 @@ def rows(sessions: list[Any], paint: Any, width: int | None) -> list[str]:
     cwds = [one_line(s.cwd, 400) for s in sessions]
     cwd_w = min(_CWD_MAX, max(map(cells, cwds), default=0)) if len(set(cwds)) > 1 else 0
     title_w = _PREVIEW
-    fixed = 19 + 2 + count_w + 2
+    fixed = _WHEN + 2 + count_w + 2
     two_lines = False
     if width is not None:
         # Room is taken from the cwd column first (down to 16 cells), then the titles
@@ -115,14 +116,14 @@ def rows(sessions: list[Any], paint: Any, width: int | None) -> list[str]:
             room = width - fixed
             cwd_w = min(cwd_w, 16) if cwd_w and room - 2 - min(cwd_w, 16) >= 20 else 0
             title_w = max(1, min(_PREVIEW, room - (2 + cwd_w if cwd_w else 0)))
-    head = f"{'modified':<19}  {'msgs':>{count_w}}  {pad(fit('name / first message', title_w), title_w)}"
+    head = f"{'modified':<{_WHEN}}  {'msgs':>{count_w}}  {pad(fit('name / first message', title_w), title_w)}"
     head += f"  {pad('cwd', cwd_w)}" if cwd_w else ""
     head += "" if two_lines else "  path"
     lines = [paint(head.rstrip() if two_lines else head, "bold")] if sessions else []
     for k, s in enumerate(sessions):
         title = one_line(s.name) if s.name else one_line(s.first_message)
         first = "".join((
-            local_time(s.modified).strftime("%Y-%m-%d %H:%M:%S"),
+            zoned_time(s.modified),
             f"  {counts[k]:>{count_w}}  ",
             paint(pad(fit(title, title_w), title_w), "bold" if s.name else ""),
             paint("  " + pad(fit_start(cwds[k], cwd_w), cwd_w), "cyan") if cwd_w else "",

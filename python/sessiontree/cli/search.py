@@ -22,16 +22,16 @@ building it after the answer, in a process of its own at a lower priority (what
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, NoReturn
 
-from .._time import local_time
 from . import _scope
-from ._common import CliError, Io, byte_progress
-from ..view import hang, one_line, safe, shown_path
+from ._common import CliError, Io, at_least, byte_progress, warn_unread_tz
+from ..view import hang, one_line, safe, shown_path, zoned_time
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,18 +42,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _scope.add_arguments(p)
     _scope.add_catalog_options(p)
     p.add_argument("--recent", action="store_true", help="newest first (default: Pi's relevance)")
-    p.add_argument("--limit", type=int, default=20, metavar="N", help="hits per page (default 20; 0: all)")
-    p.add_argument("--page", type=int, default=1, metavar="N", help="which page (default 1)")
+    p.add_argument("--limit", type=at_least(0), default=20, metavar="N", help="hits per page (default 20; 0: all)")
+    p.add_argument("--page", type=at_least(1), default=1, metavar="N", help="which page (default 1)")
     p.add_argument("--json", action="store_true", help="print the hits as JSON")
     p.set_defaults(func=run)
+    p.error = functools.partial(_error, p)  # type: ignore[method-assign]
+
+
+def _error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+    """argparse's error for ``search``, with a hint when it refused a word beginning
+    with ``-`` (``search --foo ROOT``): a query that begins so goes after ``--``."""
+    unknown = [w for w in message.partition("unrecognized arguments: ")[2].split() if w.startswith("-")]
+    if unknown:
+        message += (f"\nhint: a query that begins with '-' goes after '--': "
+                    f"sessiontree search -- {shlex.quote(unknown[0])} [PATH ...]")
+    argparse.ArgumentParser.error(parser, message)
 
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree search``: 0 (hits or none), 2 for a bad query."""
     from ..catalog import SearchResult, search_json, search_stream
 
-    if args.limit < 0 or args.page < 1:
-        raise CliError("--limit must be at least 0 and --page at least 1", code=2)
+    _open_quote_note(io, args.query)
     limit = args.limit or None
     offset = (args.page - 1) * (args.limit or 0)
     scope = _scope.resolve(args, io)
@@ -88,6 +98,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
             "(* on the current path; open one: sessiontree context FILE --leaf ENTRY)"]
     if later:
         foot.append(f"({LATER})")
+    warn_unread_tz(io)  # the hits' times are local
     role_w = max(len(h.role) for h in result.hits)
     # Written as rich would, without importing it (about 60 ms of a search at a
     # terminal): styles by `Io.styler`, lines cut to the terminal's width, none piped
@@ -162,12 +173,28 @@ def _fit_pieces(pieces: list[str | tuple[str, str]], width: int) -> list[str | t
     return out
 
 
+def _open_quote_note(io: Io, query: str) -> None:
+    """Say on stderr that a quote of ``query`` is not closed: Pi's rule then searches
+    every piece as a word, quotes and all, where a phrase was likely meant."""
+    if '"' not in query:
+        return
+    from ..catalog import parse_query
+
+    try:
+        open_quote = parse_query(query).open_quote
+    except ValueError:
+        return  # a bad query: its error is said by the search
+    if open_quote:
+        io.note("note: the query's quote is not closed, so each piece was searched as a word (quotes included); "
+                f'close it to search a phrase: {safe(query.strip())}"')
+
+
 def _head(h: Any, role_w: int, path: bool = True) -> list[str | tuple[str, str]]:
     """A hit's first line: pieces of text, styled ``(text, style)`` or not; its path
     (:func:`view.shown_path`) unless ``path`` is false. The on-path marker has a column
     of its own before the role (padded to ``role_w``, the page's longest), so that it
     never runs into a role."""
-    when = local_time(h.time).strftime("%Y-%m-%d %H:%M") if h.time is not None else "-" * 16
+    when = zoned_time(h.time, seconds=False) if h.time is not None else "-" * 23
     head: list[str | tuple[str, str]] = [
         (when, "dim"), "  ", ("*" if h.on_path else " ", "bold green"), " ", (f"{h.role:<{role_w}}", "cyan"), "  "]
     if path:

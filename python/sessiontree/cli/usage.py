@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from datetime import date, timezone
 
 from . import _scope
-from ._common import CliError, Io, byte_progress
+from ._common import CliError, Io, byte_progress, warn_unread_tz
 from ..view import cells, hang, plain_table, safe, shown_path
 
 _GROUPS = ("daily", "weekly", "monthly", "session", "model", "project")
@@ -121,12 +121,16 @@ def _blocks(io: Io, heads: list[str], rows: list[tuple[str, ...]], width: int) -
 
 
 def _zone_name() -> str:
-    """The local zone's name for ``--json``: ``$TZ`` as set (a name or a POSIX rule,
-    without a leading ``:``), else the IANA name ``/etc/localtime`` links to, else
-    ``local``."""
+    """The name of the zone local times are in, for ``--json`` and the table's foot:
+    ``$TZ`` as set (a name or a POSIX rule, without a leading ``:``); ``UTC`` when it
+    is empty or cannot be read (``_time.unread_tz``: the C library then keeps UTC);
+    unset, the IANA name ``/etc/localtime`` links to, else ``local``."""
+    from .._time import unread_tz
+
     tz = os.environ.get("TZ")
-    if tz:
-        return tz.lstrip(":")
+    if tz is not None:
+        name = tz[1:] if tz.startswith(":") else tz
+        return name if name and unread_tz() is None else "UTC"
     real = os.path.realpath("/etc/localtime")
     i = real.find("/zoneinfo/")
     return real[i + len("/zoneinfo/"):] if i >= 0 else "local"
@@ -147,6 +151,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
     if args.since is not None and args.until is not None and args.since > args.until:
         raise CliError(f"--since {args.since.isoformat()} is after --until {args.until.isoformat()}: no day is both",
                        code=2)
+    if not args.utc:
+        warn_unread_tz(io)
     scope = _scope.resolve(args, io)
     with byte_progress(io, "indexing sessions", None) as update:
         report = usage(group, list(scope.sources), since=args.since, until=args.until,  # type: ignore[arg-type]
@@ -200,6 +206,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
     rows = list(zip([*keys, "total"], *cols))
     counted = "current paths only" if args.active_path else "every branch"
     foot = f"{report.files:,} session(s); {days + '; ' if days else ''}{counted}; each entry counted once"
+    if days or group in names:
+        foot += f"; days in {'UTC' if args.utc else safe(_zone_name())}"
     number_widths = [max([len(head), *(len(r[k]) for r in rows)]) for k, head in enumerate(heads[1:], 1)]
     if plain_width is not None or group == "session":
         # Written as rich's table would be, without importing rich (about 20 ms of a

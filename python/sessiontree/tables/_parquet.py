@@ -94,6 +94,12 @@ class ExportResult:
         lines_skipped: ``(path, lines)`` of the written sessions whose file has damaged
             lines (``_backend.skipped_lines``: not read as entries, so in no table), in
             the order given.
+        strays: ``.parquet`` files under the tables' folders (``sessions``, ``entries``,
+            ``tool_calls``) that no record of the dataset names (left there by hand or
+            by another tool), relative to ``out`` with ``/``, sorted: kept, as they are
+            not the export's to delete, but the tables' ``**/*.parquet`` globs read
+            them too (names beginning with ``.`` or ``_`` are passed over, as the
+            globs pass them over).
         seconds: wall time of the run.
     """
 
@@ -104,6 +110,7 @@ class ExportResult:
     bad_blocks: int = 0
     bytes_read: int = 0
     lines_skipped: list[tuple[str, int]] = field(default_factory=list)
+    strays: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -445,6 +452,26 @@ def _own_files(out: str) -> Iterator[str]:
                         yield f"{table}/{project}/{date}/{name}"
 
 
+def _strays(out: str, manifest: _Manifest) -> list[str]:
+    """``ExportResult.strays``: the ``.parquet`` files of the tables' folders that no
+    record of ``manifest`` names (its sessions' files and their partitions'
+    ``sessions.parquet``), found as a ``**/*.parquet`` glob finds them."""
+    ours = {f for rec in manifest.sessions.values() for f in rec["files"]}
+    ours |= {f"sessions/{rec['partition']}/sessions.parquet" for rec in manifest.sessions.values()}
+    found: list[str] = []
+    for table in ("sessions", "entries", "tool_calls"):
+        # Folders below a table's that are links are not followed (a link to a folder
+        # above would never end); the table's own is, as the writer follows it.
+        for folder, dirs, names in os.walk(os.path.join(out, table)):
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+            for name in sorted(names):
+                if name.endswith(".parquet") and not name.startswith((".", "_")):
+                    rel = os.path.relpath(os.path.join(folder, name), out).replace(os.sep, "/")
+                    if rel not in ours:
+                        found.append(rel)
+    return found
+
+
 def _listdir(folder: str) -> list[str]:
     # Symbolic links followed, as the writer follows them (`_output`): a table folder
     # that is a link holds this dataset's files too.
@@ -514,7 +541,8 @@ def export_parquet(
             or is gone).
 
     Returns:
-        What was written, skipped, removed and failed.
+        What was written, skipped, removed and failed, and the ``.parquet`` files in
+        ``out`` it did not write (``strays``: kept).
 
     Raises:
         SessionError: another export into ``out`` is running.
@@ -612,5 +640,6 @@ def export_parquet(
             result.removed += 1
         _write_sessions(out, manifest, touched)
         manifest.save()
+        result.strays = _strays(out, manifest)
     result.seconds = time.perf_counter() - t0
     return result

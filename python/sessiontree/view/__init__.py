@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         human_bytes,
         human_seconds,
         int_text,
+        iso_time,
         json_text,
         ms_time,
         num,
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
         to_json_bytes,
         usage_text,
         value_text,
+        zoned_time,
     )
     from ._tree_rows import Layout, TreeRow, format_row, tree_rows
 
@@ -96,9 +98,9 @@ _HOMES: dict[str, str] = {
     **dict.fromkeys(('shown_path',), "_paths"),
     **dict.fromkeys(('Structure', 'structure_of'), "_structure"),
     **dict.fromkeys((
-        'ABSENT', 'PREVIEW_CLIP', 'as_is', 'collapse', 'human_bytes', 'human_seconds', 'int_text', 'json_text',
+        'ABSENT', 'PREVIEW_CLIP', 'as_is', 'collapse', 'human_bytes', 'human_seconds', 'int_text', 'iso_time', 'json_text',
         'ms_time', 'num', 'number', 'one_line', 'plain_doc', 'show', 'to_json_bytes', 'usage_text',
-        'value_text',
+        'value_text', 'zoned_time',
     ), "_text"),
     **dict.fromkeys(('Layout', 'TreeRow', 'format_row', 'tree_rows'), "_tree_rows"),
 }
@@ -112,8 +114,8 @@ __all__ = [
     "MAX_SIBLINGS", "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "ROLE_VIEWS", "SHORT_ID", "AmbiguousIdError", "Drawing",
     "EntryView", "Item", "Layout", "Part", "RoleView", "Row", "Structure", "TreeRow", "as_is", "cells", "clean",
     "collapse", "content_text", "doc_id", "doc_line", "entry_preview", "fit", "fit_start", "fold_text", "hang", "hang_lines", "format_row", "human_bytes",
-    "human_seconds", "id_width", "int_text", "item_of", "json_text", "message_preview", "model_text", "ms_time", "num",
+    "human_seconds", "id_width", "int_text", "iso_time", "item_of", "json_text", "message_preview", "model_text", "ms_time", "num",
     "number", "one_line", "pad", "paint", "plain_doc", "plain_table", "render_message", "resolve_id", "safe", "safe_block", "show",
     "sgr", "shown_path", "structure_of",
-    "to_json_bytes", "tool_call_preview", "tree_rows", "usage_text", "value_text",
+    "to_json_bytes", "tool_call_preview", "tree_rows", "usage_text", "value_text", "zoned_time",
 ]

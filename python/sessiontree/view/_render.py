@@ -19,7 +19,7 @@ from typing import Any
 
 from ._escape import safe, safe_block
 from ._preview import model_change_text, tool_call_preview
-from ._text import human_bytes, json_text, ms_time, num, usage_text, value_text
+from ._text import human_bytes, iso_time, json_text, ms_time, num, usage_text, value_text
 from ..schema import blob_sha256
 
 __all__ = ["Part", "Item", "new_item", "start_message", "clean", "doc_line", "doc_id", "usage_text", "IMAGE_TYPES"]
@@ -102,9 +102,12 @@ class Item:
 
 
 def _when(entry: dict[str, Any]) -> str:
+    """An entry's ISO ``timestamp`` in UTC as :func:`iso_time` words it (one offset
+    for every time of a page, docs/CONTRACT.md §10 "Times"), else as written (its
+    first 19 characters, ``T`` a space: it is no time, nor claims a zone)."""
     ts = entry.get("timestamp")
     if isinstance(ts, str):
-        return doc_line(ts.replace("T", " ")[:19], 40)
+        return iso_time(ts) or doc_line(ts.replace("T", " ")[:19], 40)
     return ""
 
 

@@ -20,7 +20,8 @@ from ._escape import safe
 
 __all__ = [
     "PREVIEW_CLIP", "to_json_bytes", "json_text", "value_text", "show", "one_line", "collapse", "as_is",
-    "plain_doc", "number", "int_text", "num", "human_bytes", "human_seconds", "ms_time", "usage_text",
+    "plain_doc", "number", "int_text", "num", "human_bytes", "human_seconds", "ms_time", "iso_time", "zoned_time",
+    "usage_text",
 ]
 
 
@@ -319,12 +320,13 @@ def _day_text(day: int) -> str:
 
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _minute_text: dict[int, str] = {}  # minutes since the epoch -> "YYYY-MM-DD HH:MM:"
-_SECONDS = tuple(f"{s:02d}" for s in range(60))
+_SECONDS_UTC = tuple(f"{s:02d} UTC" for s in range(60))
 
 
 def ms_time(ms: Any) -> str:
     """A time in milliseconds since the epoch (a message's ``timestamp``) as
-    ``YYYY-MM-DD HH:MM:SS`` UTC; ``""`` for anything that is not a number or not a date."""
+    ``YYYY-MM-DD HH:MM:SS UTC`` (the zone said, docs/CONTRACT.md §10 "Times"); ``""``
+    for anything that is not a number or not a date."""
     if type(ms) is int and 0 <= ms < _MS_YEAR_10000:
         # An integer time from 1970 on (every message's): its minute's text from a cache
         # (a session's messages come minutes apart) and its second from a table, the
@@ -336,19 +338,49 @@ def ms_time(ms: Any) -> str:
                 _minute_text.clear()
             day, m = divmod(minute, 1440)
             head = _minute_text[minute] = f"{_day_text(day)} {m // 60:02d}:{m % 60:02d}:"
-        return head + _SECONDS[sec]
+        return head + _SECONDS_UTC[sec]
     if isinstance(ms, (int, float)) and not isinstance(ms, bool):
         try:
             when = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
         except (OverflowError, OSError, ValueError):
             return ""
         if when.year >= 1000:  # isoformat pads the year to 4 digits, strftime's %Y does not
-            return when.isoformat(" ", "seconds")[:19]  # a third cheaper than strftime
+            return when.isoformat(" ", "seconds")[:19] + " UTC"  # a third cheaper than strftime
         try:
-            return when.strftime("%Y-%m-%d %H:%M:%S")
+            return when.strftime("%Y-%m-%d %H:%M:%S UTC")
         except (OverflowError, OSError, ValueError):
             return ""
     return ""
+
+
+def iso_time(ts: Any) -> str:
+    """An ISO-8601 ``timestamp`` (an entry's, a header's) in UTC as :func:`ms_time`
+    words it, whatever offset it was written with; ``""`` for anything that is no
+    time (``_time.parse_iso_ms``)."""
+    from .._time import parse_iso_ms
+
+    ms = parse_iso_ms(ts)
+    return ms_time(ms) if ms is not None else ""
+
+
+def zoned_time(dt: datetime, *, seconds: bool = True) -> str:
+    """An aware ``dt`` in this machine's zone, as people read it with its offset from
+    UTC: ``2025-11-07 10:14:10 +01:00`` (``seconds`` false: ``2025-11-07 10:14 +01:00``;
+    an offset of whole seconds, as old local mean times have, ``+00:09:21``). A time
+    the zone cannot show (years past 9999) stays in UTC and says ``+00:00``: the
+    offset is always that of the time written (docs/CONTRACT.md §10 "Times")."""
+    from .._time import local_time
+
+    shown = local_time(dt)
+    off = shown.utcoffset()
+    total = int(off.total_seconds()) if off is not None else 0
+    sign = "-" if total < 0 else "+"
+    h, rest = divmod(abs(total), 3600)
+    m, s = divmod(rest, 60)
+    zone = f"{sign}{h:02d}:{m:02d}" + (f":{s:02d}" if s else "")
+    day = f"{shown.year:04d}-{shown.month:02d}-{shown.day:02d}"  # strftime's %Y does not pad years before 1000
+    clock = f"{shown.hour:02d}:{shown.minute:02d}" + (f":{shown.second:02d}" if seconds else "")
+    return f"{day} {clock} {zone}"
 
 
 def usage_text(usage: Any) -> list[str]:

@@ -1,0 +1,140 @@
+"""Times shown to people say their zone (docs/CONTRACT.md §10 "Times"), as real
+subprocesses: ``ls``, ``search`` and ``browse``'s picker in this machine's zone with
+its offset, ``context``, ``info`` and the exports in UTC saying ``UTC``, ``usage``'s
+table naming the zone of its days; a ``$TZ`` the C library cannot read is UTC, named
+so and warned of once."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from sessiontree._time import unread_tz
+from sessiontree.generate import generate_session
+
+ZONES = Path("/usr/share/zoneinfo")
+needs_zones = pytest.mark.skipif(not (ZONES / "Asia" / "Kolkata").is_file(), reason="no tz database here")
+
+
+def run(*args: str, tz: str | None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TZ")}
+    if tz is not None:
+        env["TZ"] = tz
+    return subprocess.run([sys.executable, "-m", "sessiontree", *args], capture_output=True, text=True, env=env,
+                          timeout=300, encoding="utf-8", errors="replace")
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("times") / "history"
+    for i in range(3):
+        folder = base / f"--p{i}--"
+        folder.mkdir(parents=True)
+        generate_session(folder / f"s{i}.jsonl", size_bytes=20_000, seed=40 + i, cwd=f"/home/user/p{i}")
+    return base
+
+
+def _kolkata(iso: str, seconds: bool) -> str:
+    from zoneinfo import ZoneInfo
+
+    shown = datetime.fromisoformat(iso).astimezone(ZoneInfo("Asia/Kolkata"))
+    return shown.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M") + " +05:30"
+
+
+@needs_zones
+def test_ls_and_search_show_local_times_with_their_offset(root: Path) -> None:
+    listed = json.loads(run("ls", str(root), "--json", tz="Asia/Kolkata").stdout)["sessions"]
+    p = run("ls", str(root), tz="Asia/Kolkata")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    rows = p.stdout.splitlines()[1:-1]
+    assert [r[:26] for r in rows] == [_kolkata(s["modified"], True) for s in listed]
+    hits = json.loads(run("search", "the", str(root), "--json", "--limit", "3", tz="Asia/Kolkata").stdout)["hits"]
+    p = run("search", "the", str(root), "--limit", "3", tz="Asia/Kolkata")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    heads = [line for line in p.stdout.splitlines() if re.match(r"\d{4}-", line)]
+    assert [h[:23] for h in heads] == [_kolkata(h["time"], False) for h in hits]
+
+
+def _one_session(tmp_path: Path) -> Path:
+    """A session whose entries' times were written at two offsets, and a message's at
+    epoch milliseconds: each is shown in UTC."""
+    lines = [
+        {"type": "session", "version": 3, "id": "s1", "timestamp": "2025-11-07T09:00:00.000Z", "cwd": "/w"},
+        {"type": "model_change", "id": "a1", "parentId": None, "timestamp": "2025-11-07T11:14:10.306+02:00",
+         "provider": "p", "modelId": "m"},
+        {"type": "message", "id": "a2", "parentId": "a1", "timestamp": "2025-11-07T09:15:00.000Z",
+         "message": {"role": "user", "content": "hello", "timestamp": 1_762_506_960_000}},
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def test_context_info_and_exports_say_utc(tmp_path: Path, backend: str) -> None:
+    path = _one_session(tmp_path)
+    for tz in ("Asia/Kolkata", "UTC0"):  # whatever this machine's zone, the same text
+        p = run("context", str(path), "--backend", backend, tz=tz)
+        assert p.returncode == 0, p.stderr
+        assert "[1] user  · 2025-11-07 09:16:00 UTC" in p.stdout, p.stdout
+        p = run("info", str(path), "--backend", backend, tz=tz)
+        assert "2025-11-07 09:00:00 UTC … 2025-11-07 09:15:00 UTC" in p.stdout, p.stdout
+        md = run("export", str(path), "--format", "markdown", "--backend", backend, tz=tz).stdout
+        assert "model\\_change · 2025-11-07 09:14:10 UTC ·" in md, md  # written at +02:00
+        assert "user · 2025-11-07 09:16:00 UTC ·" in md, md
+        page = run("export", str(path), "--format", "html", "--backend", backend, tz=tz).stdout
+        assert "<span>2025-11-07 09:14:10 UTC</span>" in page
+        assert "<span>2025-11-07 09:16:00 UTC</span>" in page
+
+
+@needs_zones
+def test_usage_table_names_the_zone_of_its_days(root: Path) -> None:
+    p = run("usage", str(root), tz="Asia/Kolkata")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert p.stdout.splitlines()[-1].endswith("; days in Asia/Kolkata"), p.stdout
+    assert run("usage", str(root), "--utc", tz="Asia/Kolkata").stdout.splitlines()[-1].endswith("; days in UTC")
+    # A report by model has no days, unless --since/--until kept some.
+    assert "days in" not in run("usage", "model", str(root), tz="Asia/Kolkata").stdout
+    assert "days in Asia/Kolkata" in run("usage", "model", str(root), "--since", "2000-01-01",
+                                         tz="Asia/Kolkata").stdout
+
+
+def test_an_unreadable_tz_is_named_utc_and_warned_once(root: Path) -> None:
+    warning = "warning: $TZ 'Europe/Pariss' names no zone file and is no POSIX rule: local times are in UTC\n"
+    p = run("usage", str(root), "--json", tz="Europe/Pariss")
+    assert p.returncode == 0 and p.stderr == warning, p.stderr
+    assert json.loads(p.stdout)["timeZone"] == "UTC"
+    p = run("usage", str(root), tz="Europe/Pariss")
+    assert p.stderr == warning and p.stdout.splitlines()[-1].endswith("; days in UTC")
+    for words in (["ls", str(root)], ["search", "the", str(root)]):
+        p = run(*words, tz="Europe/Pariss")
+        assert p.returncode == 0 and p.stderr == warning, p.stderr
+        assert "+00:00" in p.stdout
+    # glibc's own rules: an empty $TZ is UTC, and a POSIX rule is read (no warning).
+    p = run("usage", str(root), "--json", tz="")
+    assert p.stderr == "" and json.loads(p.stdout)["timeZone"] == "UTC"
+    p = run("usage", str(root), "--json", tz="IST-5:30")
+    assert p.stderr == "" and json.loads(p.stdout)["timeZone"] == "IST-5:30"
+    assert "+05:30" in run("ls", str(root), tz="IST-5:30").stdout
+
+
+def test_unread_tz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    zones = tmp_path / "zones"
+    (zones / "Here").mkdir(parents=True)
+    (zones / "Here" / "Zone").write_bytes(b"TZif2" + bytes(40))
+    (zones / "Here" / "Text").write_text("not a zone\n")
+    monkeypatch.setenv("TZDIR", str(zones))
+    for tz, unread in (("Here/Zone", False), (":Here/Zone", False), (str(zones / "Here" / "Zone"), False),
+                       ("CET-1CEST,M3.5.0,M10.5.0/3", False), ("<+0330>-3:30", False), ("", False), (":", False),
+                       ("Here/Text", True), ("Here", True), ("Here/Zonee", True), ("Foo", True), ("A1", True),
+                       ("Europe/Paris", True)):  # under this $TZDIR, no such file
+        monkeypatch.setenv("TZ", tz)
+        assert (unread_tz() == tz) is unread and (unread_tz() is None) is not unread, tz
+    monkeypatch.delenv("TZ")
+    assert unread_tz() is None
