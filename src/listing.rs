@@ -460,6 +460,80 @@ pub(crate) fn doc_of_line(line: &[u8], off: u64, budget: usize, sink: &mut dyn D
     st.line(line, off, true);
 }
 
+/// Hand the entry on one whole line (at offset `off`, without its `\n`) to `sink` as a
+/// scan would if it were accepted: what the search makes of a picked line before it reads
+/// the whole file (a scan hands `sink` no doc of this line that this call does not: an
+/// entry it rejects, a duplicate id, hands none). False, with nothing handed over or
+/// some of it, when the line is not one JSON object (a BOM, glued objects: only a scan
+/// of the file reads those) or its text is one this module does not compute
+/// ([`Scan::fallback`]).
+pub(crate) fn probe_line(line: &[u8], off: u64, sink: &mut dyn DocSink) -> bool {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let ls = scan::scan_line(line);
+    if ls.verdict != Verdict::Object {
+        return false;
+    }
+    // Read as a line after the header (offset > 0); a first user message taken as seen
+    // keeps no copy of its text.
+    let mut st = State::new(&[], off.max(1), Collect::default());
+    st.sink = Some(sink);
+    st.line_len = line.len() as u64;
+    st.out.first_message = Some(Vec::new());
+    st.fields = ls.fields;
+    st.at = (off, line.len() as u64);
+    st.object(line, off);
+    st.out.fallback.is_none()
+}
+
+/// Whether a scan of a file with no sink wanting a line would stop at a text it does not
+/// compute ([`Scan::fallback`]), read from the file's lines as they come: the only text
+/// such a scan computes is the first user message's, so the answer is known once that
+/// message is read.
+pub(crate) struct FirstMessage {
+    st: State<'static>,
+    /// The answer, once known.
+    falls_back: Option<bool>,
+}
+
+impl FirstMessage {
+    pub(crate) fn new() -> FirstMessage {
+        let mut st = State::new(&[], 0, Collect::default());
+        st.until_first_message = true;
+        FirstMessage {
+            st,
+            falls_back: None,
+        }
+    }
+
+    /// Read on: `data` holds the file's next bytes from offset `off` (the offset after
+    /// the bytes fed before, 0 first), up to a line end unless the file ends there
+    /// (`eof`). The answer, once known (at the file's end at the latest).
+    pub(crate) fn feed(&mut self, data: &[u8], off: u64, eof: bool) -> Option<bool> {
+        if self.falls_back.is_some() {
+            return self.falls_back;
+        }
+        let st = &mut self.st;
+        let mut pos = 0usize;
+        let mut go = true;
+        while go && pos < data.len() {
+            let Some((n, g)) = take_line(st, &data[pos..], off + pos as u64) else {
+                break;
+            };
+            pos += n;
+            go = g;
+        }
+        if go && eof && pos < data.len() {
+            st.line_len = (data.len() - pos) as u64;
+            st.line(&data[pos..], off + pos as u64, false);
+            go = false;
+        }
+        if !go || eof {
+            self.falls_back = Some(st.out.fallback.is_some());
+        }
+        self.falls_back
+    }
+}
+
 struct State<'s> {
     sink: Option<&'s mut dyn DocSink>,
     /// Bytes of a message's text worth reading (see `text_of`).
@@ -483,6 +557,8 @@ struct State<'s> {
     /// `null`), by [`leaf_after`].
     leaf: Option<u32>,
     collect: Collect,
+    /// Stop once the first user message's text is read ([`FirstMessage`]).
+    until_first_message: bool,
     out: Scan,
 }
 
@@ -504,6 +580,7 @@ impl<'s> State<'s> {
             may_nest: false,
             leaf: None,
             collect,
+            until_first_message: false,
             out: Scan {
                 end: start,
                 ..Scan::default()
@@ -860,6 +937,9 @@ impl<'s> State<'s> {
             }
             if user && self.out.first_message.is_none() {
                 self.out.first_message = Some(text.clone());
+                if self.until_first_message {
+                    return false;
+                }
             }
         }
         if self.collect.content || sunk {

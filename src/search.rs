@@ -1,9 +1,10 @@
 //! A search over many session files read as they are, with no index: every thread takes
 //! the next file, finds the lines whose bytes may hold a match (`needle`: a byte
-//! prefilter that never misses one), and only when a file has such lines reads it
-//! again by the catalog's rules (`listing`: lines judged as the loader does, the first
-//! definition of an id, the entries' text), judging each picked entry's text by the
-//! search rules (`rules`). What only Python's tables can judge goes back as text.
+//! prefilter that never misses one), judges each picked line alone as it meets it, and
+//! only when one of them may hit reads the file again by the catalog's rules
+//! (`listing`: lines judged as the loader does, the first definition of an id, the
+//! entries' text, the tree), judging each picked entry's text by the search rules
+//! (`rules`). What only Python's tables can judge goes back as text.
 //!
 //! The rules are docs/CONTRACT.md §7's; the Python home is `catalog/_search.py`, and
 //! `tests/test_search_rules.py` holds the two equal.
@@ -262,13 +263,13 @@ fn one(
     let picked = match needle {
         None => Picked::All,
         Some(n) => {
-            let (kind, lines, got, all) = prefilter(&file, n, buf, size <= WHOLE)?;
-            read += got;
-            whole = all;
-            match kind {
+            let pre = prefilter(&file, n, q, buf, size <= WHOLE)?;
+            read += pre.read;
+            whole = pre.whole;
+            match pre.kind {
                 Some(HeaderKind::Missing) => return Ok(FileResult::NotSession { read }),
                 Some(HeaderKind::Old) => return Ok(FileResult::Python { read }),
-                Some(HeaderKind::Session) if lines.is_empty() => {
+                Some(HeaderKind::Session) if pre.lines.is_empty() || !pre.may_hit => {
                     return Ok(FileResult::Session {
                         header: None,
                         name: Name::Unset,
@@ -276,18 +277,11 @@ fn one(
                         read,
                     })
                 }
-                _ => Picked::Lines(lines),
+                _ => Picked::Lines(pre.lines),
             }
         }
     };
-    let mut sink = Judge {
-        q,
-        words: !q.regex && q.terms.iter().all(|t| t.words.len() == 1),
-        picked,
-        next: 0,
-        hits: Vec::new(),
-        settled: None,
-    };
+    let mut sink = Judge::new(q, picked);
     let scan = match whole {
         Some(n) => listing::scan_slice(&buf[..n], Collect::default(), Some(&mut sink)),
         None => {
@@ -338,28 +332,89 @@ fn one(
     })
 }
 
-/// The prefilter over a whole file: what its header says (`None`: not decided by its
-/// first block, the full read will tell), the offsets of the lines the needle picked
-/// (ascending), the bytes read, and (`keep`, a file of at most [`WHOLE`] bytes) the
-/// length of the whole file kept in `buf` for the full read.
+/// What the prefilter saw of a file.
+struct Pre {
+    /// What its header says (`None`: not decided by its first block, the full read
+    /// will tell).
+    kind: Option<HeaderKind>,
+    /// The offsets of the lines the needle picked, ascending.
+    lines: Vec<u64>,
+    /// Bytes read.
+    read: u64,
+    /// The length of the whole file kept in `buf` for the full read, if it is.
+    whole: Option<usize>,
+    /// Whether the full read may find a hit, or hand the file to the Python rules
+    /// ([`Probe`]); when not, the file is answered without it.
+    may_hit: bool,
+}
+
+/// What a picked line may give, judged by that line alone before the whole file is
+/// read (the validation of every line and the entries' tree: most of a `re:` search's
+/// CPU when few of its candidates are hits, a `\u` escape making a line one).
+struct Probe<'q> {
+    /// The picked lines' entries, judged as if each were accepted (an entry a scan
+    /// rejects, a duplicate id, gives no hit there).
+    judge: Judge<'q>,
+    /// Whether the scan with no line wanted stops at the first user message's text.
+    first: listing::FirstMessage,
+    /// A picked line may hit, or was not read alone (a BOM, glued objects, the file's
+    /// last piece: only the full read reads those), or its text is not computed here.
+    may_hit: bool,
+}
+
+impl<'q> Probe<'q> {
+    fn new(q: &'q Query) -> Probe<'q> {
+        Probe {
+            judge: Judge::new(q, Picked::All),
+            first: listing::FirstMessage::new(),
+            may_hit: false,
+        }
+    }
+
+    /// Judge the lines of `region` (the file's next bytes, from offset `at`, up to a
+    /// line end unless the file ends there: `eof`) at the picked offsets `found`.
+    fn lines(&mut self, region: &[u8], at: u64, found: &[u64], eof: bool) {
+        if self.may_hit {
+            return;
+        }
+        for &off in found {
+            let rest = &region[(off - at) as usize..];
+            let Some(len) = memchr::memchr(b'\n', rest) else {
+                self.may_hit = true;
+                return;
+            };
+            if !listing::probe_line(&rest[..len], off, &mut self.judge)
+                || !self.judge.hits.is_empty()
+            {
+                self.may_hit = true;
+                return;
+            }
+        }
+        // A scan that computes no text but the first user message's may still stop at
+        // it (then the Python rules read the file, and judge every entry).
+        if self.first.feed(region, at, eof).unwrap_or(eof) {
+            self.may_hit = true;
+        }
+    }
+}
+
+/// The prefilter over a whole file ([`Pre`]), each picked line judged alone as it is
+/// met ([`Probe`]) until one may hit; `keep`: a file of at most [`WHOLE`] bytes, kept
+/// whole in `buf` for the full read once a line is picked.
 ///
 /// The file is read [`STEP`] bytes at a time into the same bytes of `buf` (they stay
 /// in the cache: the kernel's copy is most of a rare word's search, and a file read
 /// whole in one call was copied to fresh memory and read back from it), until a line is
 /// picked: from there (`keep`) the rest is read on after it and the bytes before it
-/// read again, so that the full read scans one copy of the whole file.
-#[allow(clippy::type_complexity)]
-fn prefilter(
-    file: &File,
-    n: &Needle,
-    buf: &mut Vec<u8>,
-    keep: bool,
-) -> Result<(Option<HeaderKind>, Vec<u64>, u64, Option<usize>)> {
+/// read again, so that the full read scans one copy of the whole file. (Kept from the
+/// first line that may hit instead, a `re:` search was no faster, within the noise.)
+fn prefilter(file: &File, n: &Needle, q: &Query, buf: &mut Vec<u8>, keep: bool) -> Result<Pre> {
     let (mut may_keep, mut keep) = (keep, false);
     // `buf[..filled]` holds the file from `base`; its lines before `scanned` are searched.
     let (mut base, mut filled, mut scanned, mut read) = (0u64, 0usize, 0usize, 0u64);
     let mut kind = None;
     let mut lines: Vec<u64> = Vec::new();
+    let mut probe = Probe::new(q);
     loop {
         let want = if keep { STEP } else { STEP.max(filled) };
         if buf.len() < filled + want {
@@ -373,7 +428,13 @@ fn prefilter(
         if base == 0 && kind.is_none() {
             kind = listing::header_kind(&buf[..filled], eof);
             if matches!(kind, Some(HeaderKind::Missing | HeaderKind::Old)) {
-                return Ok((kind, lines, read, None));
+                return Ok(Pre {
+                    kind,
+                    lines,
+                    read,
+                    whole: None,
+                    may_hit: true,
+                });
             }
         }
         // Whole lines only (all of it at the end of the file); a newline is looked for
@@ -393,6 +454,7 @@ fn prefilter(
         });
         found.sort_unstable();
         found.dedup();
+        probe.lines(region, at, &found, eof);
         lines.extend(found);
         scanned = end;
         if may_keep && !keep && !lines.is_empty() {
@@ -415,7 +477,13 @@ fn prefilter(
         }
         if eof {
             lines.dedup();
-            return Ok((kind, lines, read, keep.then_some(filled)));
+            return Ok(Pre {
+                kind,
+                lines,
+                read,
+                whole: keep.then_some(filled),
+                may_hit: probe.may_hit,
+            });
         }
         if keep && filled > WHOLE as usize {
             // Grown past WHOLE since it was sized: read on a step at a time.
@@ -443,6 +511,19 @@ struct Judge<'q> {
     hits: Vec<Hit>,
     /// The verdict [`DocSink::settled_by`] reached, for the `doc` call that follows.
     settled: Option<Outcome>,
+}
+
+impl<'q> Judge<'q> {
+    fn new(q: &'q Query, picked: Picked) -> Judge<'q> {
+        Judge {
+            q,
+            words: !q.regex && q.terms.iter().all(|t| t.words.len() == 1),
+            picked,
+            next: 0,
+            hits: Vec::new(),
+            settled: None,
+        }
+    }
 }
 
 impl DocSink for Judge<'_> {
@@ -601,5 +682,88 @@ mod tests {
         // No run: every entry goes back.
         assert_eq!(seqs(&[]), vec![0, 1, 2, 3, 4, 5]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Whether a picked line of a session (its lines after the header: `lines`) may hit
+    /// `q` (a word, or `re:` runs).
+    fn probed(lines: &[&str], q: &Query) -> bool {
+        let dir = std::env::temp_dir().join(format!("st-search-probe-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("p.jsonl");
+        let mut data = String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n");
+        for l in lines {
+            data.push_str(l);
+        }
+        std::fs::write(&path, data).unwrap();
+        let file = File::open(&path).unwrap();
+        let needle = Needle::of(&q.needle_terms()).unwrap();
+        let pre = prefilter(&file, &needle, q, &mut Vec::new(), true).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(pre.kind, Some(HeaderKind::Session));
+        assert!(!pre.lines.is_empty(), "no line picked");
+        pre.may_hit
+    }
+
+    #[test]
+    fn a_file_is_read_in_full_only_when_a_picked_line_may_hit() {
+        let msg = |id: &str, role: &str, content: &str| {
+            format!(
+                r#"{{"type":"message","id":"{id}","parentId":null,"message":{{"role":"{role}","content":{content}}}}}"#
+            ) + "\n"
+        };
+        let user = msg("u", "user", r#""hello""#);
+        // The word only in a tool result, thinking, a key, or a `\u` escape of another
+        // letter: no line may hit.
+        let none = [
+            user.clone(),
+            msg("r", "toolResult", r#""zebra""#),
+            msg(
+                "t",
+                "assistant",
+                r#"[{"type":"thinking","thinking":"zebra"}]"#,
+            ),
+            msg("k", "user", r#""\u0041""#),
+            msg(
+                "y",
+                "assistant",
+                r#"[{"type":"text","text":"ok","zebra":1}]"#,
+            ),
+        ];
+        let words = query(&["zebra"]);
+        let re = Query {
+            terms: Vec::new(),
+            regex: true,
+            literals: vec![b"zebra".to_vec()],
+        };
+        for q in [&words, &re] {
+            let none: Vec<&str> = none.iter().map(String::as_str).collect();
+            assert!(!probed(&none, q));
+            let with = |line: &str| {
+                let mut v = none.clone();
+                v.insert(2, line);
+                probed(&v, q)
+            };
+            // A hit, in a user message or a tool call's arguments.
+            assert!(with(&msg("h", "user", r#""a zebra""#)));
+            let call = r#"[{"type":"toolCall","name":"n","arguments":{"x":"zebra"}}]"#;
+            assert!(with(&msg("c", "assistant", call)));
+            // A duplicate id is judged as if accepted (the full read decides).
+            assert!(with(&msg("u", "user", r#""zebra""#)));
+            // Glued objects, a line that is not JSON: read by the full read only.
+            let glued = msg("g", "toolResult", r#""zebra""#).trim_end().to_owned() + &user;
+            assert!(with(&glued));
+            assert!(with("zebra {\n"));
+            // The last line, not ended by `\n`.
+            let mut last = none.clone();
+            let tail = msg("r2", "toolResult", r#""zebra""#);
+            last.push(tail.trim_end());
+            assert!(probed(&last, q));
+            // A first user message whose text is not computed here: the full read hands
+            // the file to the Python rules.
+            let mut first = none.clone();
+            let number = msg("u", "user", r#"[{"type":"text","text":5}]"#);
+            first[0] = &number;
+            assert!(probed(&first, q));
+        }
     }
 }
