@@ -1151,19 +1151,12 @@ fn report_py<'py>(py: Python<'py>, r: &crate::Report) -> PyResult<Bound<'py, PyT
             .collect::<Vec<_>>();
         groups.append((*k, bucket, g.records, sums))?;
     }
-    let models = models_py(py, r)?;
-    (groups, r.loose.clone(), models, r.bad).into_pyobject(py)
-}
-
-/// A report's `(provider, model)` pairs, as its keys number them.
-fn models_py<'py>(
-    py: Python<'py>,
-    r: &crate::Report,
-) -> PyResult<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
-    r.models
+    let models = r
+        .models
         .iter()
         .map(|(p, m)| Ok((id_to_py(py, p)?, id_to_py(py, m)?)))
-        .collect()
+        .collect::<PyResult<Vec<_>>>()?;
+    (groups, r.loose.clone(), models, r.bad).into_pyobject(py)
 }
 
 /// `totals::update`: a file's usage totals after its usage log grew by `piece` (`log`
@@ -1477,8 +1470,8 @@ impl UsageScan {
     /// `monthly`), a report whose groups are local days and no time, its lines named
     /// by their day, week or month (`Report::period_lines`), and with `span` only the
     /// local days `(first, last)` (days since 1970-01-01); without `period`, with
-    /// `span`, a report by key of those days, its lines one a key and the report's
-    /// `(provider, model)` pairs third (`(lines, total, pairs)`).
+    /// `span`, a report by key of those days, its lines one a key (by model, one a
+    /// name: `Report::model_lines`).
     #[pyo3(signature = (files, days=None, lines=false, period=None, span=None))]
     #[allow(clippy::type_complexity)]
     fn report<'py>(
@@ -1553,10 +1546,22 @@ impl UsageScan {
             let total = line_py(py, None, total.0, &total.1)?;
             return Ok(Some(PyTuple::new(py, [out.into_any(), total.into_any()])?));
         }
-        if let Some((r, (got, total))) = r
+        if let Some((got, total)) = r
             .as_ref()
-            .filter(|_| lines && period.is_none())
-            .and_then(|r| Some((r, r.lines(span)?)))
+            .filter(|_| lines && period.is_none() && self.key == crate::ReportKey::Model)
+            .and_then(|r| r.model_lines(span))
+        {
+            let out = PyList::empty(py);
+            for (name, records, sums) in &got {
+                out.append(line_py(py, Some(id_to_py(py, name)?), *records, sums)?)?;
+            }
+            let total = line_py(py, None, total.0, &total.1)?;
+            return Ok(Some(PyTuple::new(py, [out.into_any(), total.into_any()])?));
+        }
+        if let Some((got, total)) = r
+            .as_ref()
+            .filter(|_| lines && period.is_none() && self.key != crate::ReportKey::Model)
+            .and_then(|r| r.lines(span))
         {
             let out = PyList::empty(py);
             for (k, records, sums) in &got {
@@ -1568,11 +1573,7 @@ impl UsageScan {
                 )?)?;
             }
             let total = line_py(py, None, total.0, &total.1)?;
-            let models = models_py(py, r)?.into_pyobject(py)?.into_any();
-            return Ok(Some(PyTuple::new(
-                py,
-                [out.into_any(), total.into_any(), models],
-            )?));
+            return Ok(Some(PyTuple::new(py, [out.into_any(), total.into_any()])?));
         }
         r.map(|r| report_py(py, &r)).transpose()
     }

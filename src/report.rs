@@ -406,6 +406,9 @@ pub type Lines = LinesOf<u32>;
 /// A time report as its lines, each named.
 pub type NamedLines = LinesOf<String>;
 
+/// A report by model as its lines, each named by the model's bytes.
+pub type NamedBytesLines = LinesOf<Vec<u8>>;
+
 impl Report {
     /// The report as its lines and their total (`(records, sums)`), one line a key
     /// (a file, a project, a pair), when every sum rounds ([`Sum::rounded`]): with no
@@ -417,6 +420,32 @@ impl Report {
         self.merged(|k, b| match (b, span) {
             (Bucket::All, None) => Some(Some(k)),
             (Bucket::Day(d), Some((first, last))) => Some((first..=last).contains(&d).then_some(k)),
+            (Bucket::NoTime, Some(_)) => Some(None),
+            _ => None,
+        })
+    }
+
+    /// [`Report::lines`] of a report by `(provider, model)` pair, one line a name as
+    /// `_usage._model_name` gives it (`provider/model`, `(unknown)` for neither): two
+    /// pairs that read alike are one line.
+    pub fn model_lines(&self, span: Option<(i64, i64)>) -> Option<NamedBytesLines> {
+        let name = |k: u32| -> Option<Vec<u8>> {
+            let (p, m) = self.models.get(k as usize)?;
+            Some(if p.is_empty() && m.is_empty() {
+                b"(unknown)".to_vec()
+            } else {
+                [p.as_slice(), b"/", m.as_slice()].concat()
+            })
+        };
+        self.merged(|k, b| match (b, span) {
+            (Bucket::All, None) => Some(Some(name(k)?)),
+            (Bucket::Day(d), Some((first, last))) => {
+                if (first..=last).contains(&d) {
+                    Some(Some(name(k)?))
+                } else {
+                    Some(None)
+                }
+            }
             (Bucket::NoTime, Some(_)) => Some(None),
             _ => None,
         })

@@ -603,3 +603,38 @@ def test_sessions_and_projects_between_dates_summed_natively(tmp_path: Path) -> 
                 assert warm == cat.usage(group, folders, no_cache=True, **kw), (group, kw)
                 counted.append(warm.total.records)
     assert min(counted) == 0 and max(counted) == 90  # the folders hold copies of one another: counted once
+
+
+@pytest.mark.skipif(not native_available(), reason="the native module is not built")
+def test_models_that_read_alike_are_one_line(tmp_path: Path) -> None:
+    """A warm report by model, with or without dates, has its lines made natively, one
+    a name as Python names a pair: ``a/b`` + ``c`` and ``a`` + ``b/c`` are one line
+    ``a/b/c``, neither provider nor model ``(unknown)``; equal to the report made from
+    the logs."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    lines = [_header("s", "2025-11-01T00:00:00.000Z")]
+    pairs = [("a/b", "c"), ("a", "b/c"), ("", ""), ("x", ""), ("", "x"), ("a/b", "c")]
+    for n, (provider, model) in enumerate(pairs * 3):
+        r = json.loads(_record(f"e{n}", f"e{n - 1}" if n else None, n))
+        r["message"]["provider"], r["message"]["model"] = provider, model
+        lines.append(json.dumps(r))
+    _write(folder / "2025-11-01_s.jsonl", lines)
+    catalog = str(tmp_path / "catalog.sqlite3")
+    made: list[str] = []
+    real = _usage._from_lines
+
+    def spy(group: str, *args: Any) -> Any:
+        made.append(group)
+        return real(group, *args)
+
+    for since, until in ((None, None), (date(2025, 11, 2), None), (None, date(2025, 11, 2))):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(_usage, "_from_lines", spy)
+            warm = cat.usage("model", [str(folder)], catalog=catalog, tz=timezone.utc, since=since, until=until)
+        assert made[-1:] == ["model"], (since, until)
+        made.clear()
+        assert warm == cat.usage("model", [str(folder)], no_cache=True, tz=timezone.utc, since=since, until=until)
+        if since is None and until is None:
+            assert sorted(x.key for x in warm.lines) == ["(unknown)", "/x", "a/b/c", "x/"]
+            assert warm.total.records == 18

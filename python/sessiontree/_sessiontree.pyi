@@ -570,7 +570,7 @@ class UsageScan:
     def report(self, files: Sequence[tuple[int, bytes | None, bytes, bytes | None]],
                days: Callable[[list[int]], Sequence[int | Sequence[int | None] | None]] | None = None,
                lines: bool = False, period: str | None = None,
-               span: tuple[int, int] | None = None) -> _Report | _Lines | _KeyedLines | None:
+               span: tuple[int, int] | None = None) -> _Report | _Lines | None:
         """The report (as :func:`usage_report`), the :meth:`involved` files, oldest holder
         first, given as ``(file, totals, log, entries)`` (``entries`` for an active
         report): taken out of the totals and summed from their logs under the copy
@@ -587,9 +587,9 @@ class UsageScan:
         (``YYYY-MM-DD``, ``YYYY-Www``, ``YYYY-MM``, ``(no time)`` last), in time order;
         with ``span`` too, only the local days ``(first, last)`` (days since 1970-01-01)
         and no records without a time. Without ``period``, with ``span``, a report by
-        key whose groups are local days: one line a key of those days, and the
-        report's ``(provider, model)`` pairs third (``(lines, total, pairs)``; so too
-        without ``span``).
+        key whose groups are local days: one line a key of those days. By model, each
+        line's key is its name (``provider/model``, ``(unknown)``), pairs that read
+        alike one line.
 
         Raises:
             ValueError: a file not of this scan, a second call, an unknown ``period``;
@@ -598,7 +598,6 @@ class UsageScan:
 
 _Line = tuple[int | str, int, float, float, float, float, float, float]
 _Lines = tuple[list[_Line], tuple[int, float, float, float, float, float, float]]
-_KeyedLines = tuple[list[_Line], tuple[int, float, float, float, float, float, float], list[tuple[str, str]]]
 _Piece = tuple[int, int, int, int, int]
 
 def index_build(

@@ -472,12 +472,12 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
     except sqlite3.OperationalError:
         return _STALE  # busy: the refresh waits for it
     # A report whose groups are its lines, made natively: by session or project, each
-    # key's name its own (a file's path; a project's cwd, unless two read alike), or by
-    # day, week or month where every group is a local day (named natively); with
-    # `since` or `until`, the local days between kept.
+    # key's name its own (a file's path; a project's cwd, unless two read alike), by
+    # model or by day, week or month where every group is a local day (named
+    # natively); with `since` or `until`, the local days between kept.
     names = ([os.fsdecode(p) for p in scan.paths()] if group == "session"
              else [py_text(c) or "" for c in scan.cwds()] if group == "project" else [])
-    keyed = group == "session" or (group == "project" and len(set(names)) == len(names))
+    keyed = group in ("session", "model") or (group == "project" and len(set(names)) == len(names))
     span = None
     if dated:
         span = (since.toordinal() - _EPOCH_ORDINAL if since is not None else -(1 << 62),
@@ -486,7 +486,7 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
                       group if time_group else None, span)
     if got is None:
         return None
-    if len(got) != 4:  # its lines, each sum rounded once natively (exact_sum's value)
+    if len(got) == 2:  # its lines, each sum rounded once natively (exact_sum's value)
         return _from_lines(group, got, names, active, scan.files)
     pieces = _pieces(got, names, group, since, until, tz)
     if pieces is None:
@@ -501,18 +501,17 @@ def _costliest(x: UsageLine) -> tuple[bool, float, str]:
 
 def _from_lines(group: str, got: Any, names: list[str], active: bool, files: int) -> UsageReport:
     """A report from ``UsageScan.report(..., lines=True)``: no piece to merge, no sum
-    left to round. By session or project, each line's key is its number in ``names``
-    (ordered here, costliest first); by day, week or month, its name, in time order."""
+    left to round. By session or project, each line's key is its number in ``names``;
+    by model, its name (ordered here, costliest first); by day, week or month, its
+    name, in time order."""
     def line(key: str, records: int, sums: Sequence[float]) -> UsageLine:
         s = [v if type(v) is int else _whole(v) for v in sums]
         return UsageLine(key, records, s[0], s[1], s[2], s[3], s[4], sums[5])
 
-    rows, total = got[:2]
-    if names:
-        out = [line(names[r[0]], r[1], r[2:]) for r in rows]
+    rows, total = got
+    out = [line(names[r[0]] if names else r[0], r[1], r[2:]) for r in rows]
+    if group not in ("daily", "weekly", "monthly"):
         out.sort(key=_costliest)
-    else:
-        out = [line(r[0], r[1], r[2:]) for r in rows]
     return UsageReport(group, tuple(out), line("total", total[0], total[1:]), active, files)
 
 
