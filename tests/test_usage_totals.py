@@ -472,7 +472,8 @@ _ZONES = [None, timezone.utc, timezone(timedelta(hours=23, minutes=59)), timezon
           ZoneInfo("Pacific/Kiritimati"), ZoneInfo("Africa/Casablanca")]
 
 
-@pytest.mark.parametrize("tz_env", [None, "Europe/Berlin", "Asia/Kolkata", "<+14>-14", "XXX0YYY-12,J60/12,J61/1"])
+@pytest.mark.parametrize("tz_env", [None, "Europe/Berlin", "Asia/Kolkata", "<+14>-14", "XXX0YYY-12,J60/12,J61/1",
+                                    "AAA-24", "AAA+24", "AAA0BBB-24,J1/0,J365/24"])
 def test_day_offsets_equal_those_of_datetime(monkeypatch: pytest.MonkeyPatch, tz_env: str | None) -> None:
     """The offsets a report's native sums put days in (read from `time.localtime` and
     `fromtimestamp`) equal those of a UTC `datetime` shifted by `astimezone`, each

@@ -193,7 +193,12 @@ def _offset_at(s: int, tz: tzinfo | None) -> int | None:
         return _offset(s * 1000, tz)
     try:
         if tz is None:
-            return localtime(s).tm_gmtoff * 1000
+            gmtoff = localtime(s).tm_gmtoff
+            if -DAY_S < gmtoff < DAY_S:  # datetime holds no offset of a day or more
+                return gmtoff * 1000
+            # glibc keeps a rule's ±24:00 (`TZ=AAA-24`); datetime cannot hold it, and
+            # `local_time` shows such a time in UTC: so do the days (adversary round 54).
+            return _offset(s * 1000, tz)
         off = datetime.fromtimestamp(s, tz).utcoffset()
         return None if off is None else off // timedelta(milliseconds=1)
     except (OverflowError, ValueError, OSError):
