@@ -698,6 +698,9 @@ def test_a_query_beginning_with_a_dash_is_hinted_after_two_dashes(tmp_path: Path
     p = run("search", "--no-cache", "--", "--foo", str(tmp_path))
     assert p.returncode == 0 and "--foo to it" in p.stdout, p.stderr
     assert "hint" not in run("tree", str(path), "--bogus").stderr  # only search's query is meant
+    # A misspelt option after a query is that option, not a query (adversary round 54).
+    p = run("search", "pass", str(tmp_path), "--limt", "5")
+    assert p.returncode == 2 and p.stderr.splitlines()[-1] == "hint: did you mean --limit?", p.stderr
 
 
 def test_an_unclosed_quote_is_said(tmp_path: Path) -> None:
@@ -711,6 +714,9 @@ def test_an_unclosed_quote_is_said(tmp_path: Path) -> None:
         assert "foo and later bar" in p.stdout
     for query in ('"foo and"', "foo bar", 're:"foo'):
         assert run("search", query, str(tmp_path), "--no-cache").stderr == "", query
+    # A lone quote: closed, it would be no query, so none is proposed (adversary round 54).
+    p = run("search", '"', str(tmp_path), "--no-cache")
+    assert p.stderr == "note: the query's quote is not closed, so each piece was searched as a word (quotes included)\n"
 
 
 def test_a_bad_number_gives_the_subcommand_usage() -> None:

@@ -51,10 +51,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     """argparse's error for ``search``, with a hint when it refused a word beginning
-    with ``-`` (``search --foo ROOT``): a query that begins so goes after ``--``."""
+    with ``-``: the option it is close to (``--limt``: ``--limit``), else that a query
+    beginning so goes after ``--`` (``search --foo ROOT``)."""
     unknown = [w for w in message.partition("unrecognized arguments: ")[2].split() if w.startswith("-")]
     if unknown:
-        message += (f"\nhint: a query that begins with '-' goes after '--': "
+        import difflib
+
+        options = [o for a in parser._actions for o in a.option_strings]
+        near = difflib.get_close_matches(unknown[0].partition("=")[0], options, n=1, cutoff=0.75)
+        message += (f"\nhint: did you mean {near[0]}?" if near else
+                    f"\nhint: a query that begins with '-' goes after '--': "
                     f"sessiontree search -- {shlex.quote(unknown[0])} [PATH ...]")
     argparse.ArgumentParser.error(parser, message)
 
@@ -181,12 +187,17 @@ def _open_quote_note(io: Io, query: str) -> None:
     from ..catalog import parse_query
 
     try:
-        open_quote = parse_query(query).open_quote
+        if not parse_query(query).open_quote:
+            return
     except ValueError:
         return  # a bad query: its error is said by the search
-    if open_quote:
-        io.note("note: the query's quote is not closed, so each piece was searched as a word (quotes included); "
-                f'close it to search a phrase: {safe(query.strip())}"')
+    closed = query.strip() + '"'
+    try:
+        parse_query(closed)
+    except ValueError:
+        closed = ""  # closed, it would be no query (a lone `"`): nothing to propose
+    io.note("note: the query's quote is not closed, so each piece was searched as a word (quotes included)"
+            + (f"; close it to search a phrase: {safe(closed)}" if closed else ""))
 
 
 def _head(h: Any, role_w: int, path: bool = True) -> list[str | tuple[str, str]]:
