@@ -122,6 +122,11 @@ def test_an_unreadable_tz_is_named_utc_and_warned_once(root: Path) -> None:
     p = run("usage", str(root), "--json", tz="IST-5:30")
     assert p.stderr == "" and json.loads(p.stdout)["timeZone"] == "IST-5:30"
     assert "+05:30" in run("ls", str(root), tz="IST-5:30").stdout
+    # An offset of a day or more: glibc keeps it, times are shown in UTC, and it is said.
+    p = run("usage", str(root), "--json", tz="AAA-24:59")
+    assert p.stderr == ("warning: $TZ 'AAA-24:59' gives an offset of 24 hours or more, which no time here can show: "
+                        "local times are in UTC\n"), p.stderr
+    assert json.loads(p.stdout)["timeZone"] == "UTC"
 
 
 def test_unread_tz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -133,7 +138,10 @@ def test_unread_tz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for tz, unread in (("Here/Zone", False), (":Here/Zone", False), (str(zones / "Here" / "Zone"), False),
                        ("CET-1CEST,M3.5.0,M10.5.0/3", False), ("<+0330>-3:30", False), ("", False), (":", False),
                        ("Here/Text", True), ("Here", True), ("Here/Zonee", True), ("Foo", True), ("A1", True),
-                       ("Europe/Paris", True)):  # under this $TZDIR, no such file
+                       ("Europe/Paris", True),  # under this $TZDIR, no such file
+                       # offsets glibc keeps and datetime cannot hold (adversary round 54)
+                       ("AAA-24", True), ("AAA+24:59", True), ("AAA-25", True), ("AAA0BBB-24,J1/0,J365/24", True),
+                       ("AAA-23:59", False), ("AAA0BBB-23,J1/0,J365/24", False), ("<+2359>-23:59", False)):
         monkeypatch.setenv("TZ", tz)
         assert (unread_tz() == tz) is unread and (unread_tz() is None) is not unread, tz
     monkeypatch.delenv("TZ")

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 
 from ._lazy import lazy_pattern
 
-__all__ = ["parse_iso_ms", "now_iso", "iso_from_ms", "datetime_from_ms", "MAX_EPOCH_MS", "unread_tz"]
+__all__ = ["parse_iso_ms", "now_iso", "iso_from_ms", "datetime_from_ms", "MAX_EPOCH_MS", "unread_tz", "day_long_rule"]
 
 MAX_EPOCH_MS = 8_640_000_000_000_000
 """ECMAScript time values are limited to ±8.64e15 ms (±100,000,000 days)."""
@@ -180,13 +180,26 @@ def zone_from_rule(tz: tzinfo | None) -> bool:
 
 
 # A POSIX TZ rule as glibc reads one: a zone name (three letters or more, or <...>) and
-# an offset; what follows (a summer name and rules) is read as far as it can be.
-_POSIX_RULE: re.Pattern[str] = lazy_pattern(r"(?:[A-Za-z]{3,}|<[A-Za-z0-9+-]{3,}>)[+-]?[0-9]", re.ASCII)
+# an offset; what follows (a summer name and rules) is read as far as it can be. The
+# groups: the hours of the offset and of the summer's, if one is given.
+_POSIX_RULE: re.Pattern[str] = lazy_pattern(
+    r"(?:[A-Za-z]{3,}|<[A-Za-z0-9+-]{3,}>)[+-]?([0-9]+)(?::[0-9]+){0,2}"
+    r"(?:(?:[A-Za-z]{3,}|<[A-Za-z0-9+-]{3,}>)(?:[+-]?([0-9]+))?)?", re.ASCII)
+
+
+def day_long_rule(rule: str) -> bool:
+    """Whether the POSIX rule ``rule`` (``$TZ`` without a leading ``:``) gives an offset
+    of 24 hours or more, which glibc keeps (``AAA-24:59``; past 24 hours it takes 24)
+    and ``datetime`` cannot hold: such times are shown and grouped in UTC
+    (``local_time``), as a ``$TZ`` the C library cannot read is."""
+    m = _POSIX_RULE.match(rule)
+    return m is not None and any(h is not None and int(h) >= 24 for h in m.groups())
 
 
 def unread_tz() -> str | None:
     """``$TZ`` as set when this machine's C library cannot read it and so keeps UTC
-    (glibc's rule), else ``None``. Read: a name (with or without a leading ``:``) of
+    (glibc's rule), or gives an offset of a day or more (:func:`day_long_rule`), else
+    ``None``. Read: a name (with or without a leading ``:``) of
     a zone file under ``$TZDIR`` or ``/usr/share/zoneinfo`` (or an absolute path) that
     starts as a compiled zone does (``TZif``), else a POSIX rule (``CET-1CEST``,
     ``<+03>-3``: a name, then an offset). Unset or empty (``TZ=`` or ``TZ=:``) is
@@ -204,4 +217,4 @@ def unread_tz() -> str | None:
             return None if f.read(4) == b"TZif" else rule
     except OSError:
         pass  # no such file (or a folder): a rule, maybe
-    return None if _POSIX_RULE.match(name) else rule
+    return None if _POSIX_RULE.match(name) and not day_long_rule(name) else rule

@@ -498,12 +498,14 @@ def load_report(sm: Any) -> list[Any]:
 def warn_unread_tz(io: Io) -> None:
     """Say once, on stderr, that ``$TZ`` could not be read and so local times are in
     UTC (``_time.unread_tz``), for a command that shows or groups them."""
-    from .._time import unread_tz
+    from .._time import day_long_rule, unread_tz
     from ..view import safe
 
     tz = unread_tz()
     if tz is not None:
-        io.note(f"warning: $TZ '{safe(tz)}' names no zone file and is no POSIX rule: local times are in UTC")
+        why = ("gives an offset of 24 hours or more, which no time here can show" if day_long_rule(tz.lstrip(":"))
+               else "names no zone file and is no POSIX rule")
+        io.note(f"warning: $TZ '{safe(tz)}' {why}: local times are in UTC")
 
 
 def skip_note(path: str, skipped: int) -> str:
