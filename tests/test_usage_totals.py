@@ -467,6 +467,23 @@ def test_zones_from_a_rule_are_told_from_zone_files(monkeypatch: pytest.MonkeyPa
     assert zone_from_rule(Odd()) is True
 
 
+def _warm_natively(group: str, folders: list[str], catalog: str, **kw: Any) -> Any:
+    """``cat.usage`` warm from ``catalog``, checked to have had its lines made natively
+    (``UsageScan.report``'s lines, not Python's pieces)."""
+    made: list[str] = []
+    real = _usage._from_lines
+
+    def spy(group: str, *args: Any) -> Any:
+        made.append(group)
+        return real(group, *args)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_usage, "_from_lines", spy)
+        got = cat.usage(group, folders, catalog=catalog, **kw)  # type: ignore[arg-type]
+    assert made == [group], f"the lines of {group} {kw} were not made natively"
+    return got
+
+
 _ZONES = [None, timezone.utc, timezone(timedelta(hours=23, minutes=59)), timezone(timedelta(hours=-12)),
           ZoneInfo("Europe/Berlin"), ZoneInfo("America/St_Johns"), ZoneInfo("Australia/Lord_Howe"),
           ZoneInfo("Pacific/Kiritimati"), ZoneInfo("Africa/Casablanca")]
@@ -548,22 +565,11 @@ def test_days_weeks_and_months_named_natively_as_python_names_them(tmp_path: Pat
         lines.append(json.dumps(r))
     _write(folder / "2025-11-01_s.jsonl", lines)
     catalog = str(tmp_path / "catalog.sqlite3")
-    named: list[str] = []
-    real = _usage._from_lines
-
-    def spy(group: str, *args: Any) -> Any:
-        named.append(group)
-        return real(group, *args)
-
     spans = [(None, None), (date(2020, 12, 30), date(2021, 1, 4)), (date(2025, 1, 1), None), (None, date(1999, 12, 31))]
     for group in ("daily", "weekly", "monthly"):
         for since, until in spans:
             cold = cat.usage(group, [str(folder)], no_cache=True, tz=tz, since=since, until=until)
-            with pytest.MonkeyPatch.context() as mp:
-                mp.setattr(_usage, "_from_lines", spy)
-                warm = cat.usage(group, [str(folder)], catalog=catalog, tz=tz, since=since, until=until)
-            assert named[-1:] == [group], "the lines were not named natively"
-            named.clear()
+            warm = _warm_natively(group, [str(folder)], catalog, tz=tz, since=since, until=until)
             assert warm == cold, (group, since, until)
             local = [d for d in ((epoch + timedelta(milliseconds=ms)).astimezone(tz).date() for ms in times)
                      if (since is None or d >= since) and (until is None or d <= until)]
@@ -583,24 +589,13 @@ def test_sessions_and_projects_between_dates_summed_natively(tmp_path: Path) -> 
         _sessions(tmp_path / f"p{p}", 3, 30)
     folders = [str(tmp_path / f"p{p}") for p in range(3)]
     catalog = str(tmp_path / "catalog.sqlite3")
-    made: list[str] = []
     counted: list[int] = []
-    real = _usage._from_lines
-
-    def spy(group: str, *args: Any) -> Any:
-        made.append(group)
-        return real(group, *args)
-
     for group in ("session", "project"):
         for tz in ZONES:
             for since, until in ((None, None), (date(2025, 11, 3), date(2025, 11, 3)), (None, date(2025, 11, 2)),
                                  (date(2025, 11, 4), None)):
                 kw: dict[str, Any] = dict(tz=tz, since=since, until=until)
-                with pytest.MonkeyPatch.context() as mp:
-                    mp.setattr(_usage, "_from_lines", spy)
-                    warm = cat.usage(group, folders, catalog=catalog, **kw)
-                assert made[-1:] == [group], (group, kw)
-                made.clear()
+                warm = _warm_natively(group, folders, catalog, **kw)
                 assert warm == cat.usage(group, folders, no_cache=True, **kw), (group, kw)
                 counted.append(warm.total.records)
     assert min(counted) == 0 and max(counted) == 90  # the folders hold copies of one another: counted once
@@ -622,19 +617,8 @@ def test_models_that_read_alike_are_one_line(tmp_path: Path) -> None:
         lines.append(json.dumps(r))
     _write(folder / "2025-11-01_s.jsonl", lines)
     catalog = str(tmp_path / "catalog.sqlite3")
-    made: list[str] = []
-    real = _usage._from_lines
-
-    def spy(group: str, *args: Any) -> Any:
-        made.append(group)
-        return real(group, *args)
-
     for since, until in ((None, None), (date(2025, 11, 2), None), (None, date(2025, 11, 2))):
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(_usage, "_from_lines", spy)
-            warm = cat.usage("model", [str(folder)], catalog=catalog, tz=timezone.utc, since=since, until=until)
-        assert made[-1:] == ["model"], (since, until)
-        made.clear()
+        warm = _warm_natively("model", [str(folder)], catalog, tz=timezone.utc, since=since, until=until)
         assert warm == cat.usage("model", [str(folder)], no_cache=True, tz=timezone.utc, since=since, until=until)
         if since is None and until is None:
             assert sorted(x.key for x in warm.lines) == ["(unknown)", "/x", "a/b/c", "x/"]
