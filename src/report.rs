@@ -417,36 +417,35 @@ impl Report {
     /// line, and records without a time left out (`--since`, `--until`). `None`
     /// otherwise (the caller sums the groups' partials).
     pub fn lines(&self, span: Option<(i64, i64)>) -> Option<Lines> {
-        self.merged(|k, b| match (b, span) {
-            (Bucket::All, None) => Some(Some(k)),
-            (Bucket::Day(d), Some((first, last))) => Some((first..=last).contains(&d).then_some(k)),
-            (Bucket::NoTime, Some(_)) => Some(None),
-            _ => None,
-        })
+        self.keyed(span, Some)
     }
 
     /// [`Report::lines`] of a report by `(provider, model)` pair, one line a name as
     /// `_usage._model_name` gives it (`provider/model`, `(unknown)` for neither): two
     /// pairs that read alike are one line.
     pub fn model_lines(&self, span: Option<(i64, i64)>) -> Option<NamedBytesLines> {
-        let name = |k: u32| -> Option<Vec<u8>> {
+        self.keyed(span, |k| {
             let (p, m) = self.models.get(k as usize)?;
             Some(if p.is_empty() && m.is_empty() {
                 b"(unknown)".to_vec()
             } else {
                 [p.as_slice(), b"/", m.as_slice()].concat()
             })
-        };
+        })
+    }
+
+    /// [`Report::lines`], each group's line named by `name` of its key.
+    fn keyed<K: Clone + Eq + std::hash::Hash>(
+        &self,
+        span: Option<(i64, i64)>,
+        name: impl Fn(u32) -> Option<K>,
+    ) -> Option<LinesOf<K>> {
         self.merged(|k, b| match (b, span) {
             (Bucket::All, None) => Some(Some(name(k)?)),
-            (Bucket::Day(d), Some((first, last))) => {
-                if (first..=last).contains(&d) {
-                    Some(Some(name(k)?))
-                } else {
-                    Some(None)
-                }
+            (Bucket::Day(d), Some((first, last))) if (first..=last).contains(&d) => {
+                Some(Some(name(k)?))
             }
-            (Bucket::NoTime, Some(_)) => Some(None),
+            (Bucket::Day(_) | Bucket::NoTime, Some(_)) => Some(None),
             _ => None,
         })
     }
