@@ -1,8 +1,10 @@
 """``sessiontree index``: build or bring up to date the catalog of a folder of sessions:
 the listing facts (``ls``), the usage logs (``usage``) and the search index
 (``search``), so that later commands read only what changed; and each session's own
-index (a "session index": what makes a later open of a large session instant), kept
-beside the catalog in the same cache folder. A ``search`` at a terminal starts this
+index (a "session index": what makes a later open of a large session instant), kept in
+a folder of their own (``$SESSIONTREE_INDEX``, else
+``$XDG_CACHE_HOME/sessiontree/index``, else ``~/.cache/sessiontree/index``: beside the
+default catalog, whatever ``--catalog`` names). A ``search`` at a terminal starts this
 behind its answer.
 
 The catalog is a cache (``$SESSIONTREE_CATALOG``, else
