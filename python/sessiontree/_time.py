@@ -165,18 +165,23 @@ def zone_from_rule(tz: tzinfo | None) -> bool:
     the tz database's are, whoever compiled it: a file made to change its offset twice
     in a day is not told apart (docs/CONTRACT.md §7)."""
     if tz is None:
-        rule = os.environ.get("TZ")
-        if not rule:
-            return False  # /etc/localtime: a zone file
-        name = rule[1:] if rule.startswith(":") else rule
-        if not name:
-            return False  # UTC
-        path = name if os.path.isabs(name) else os.path.join(os.environ.get("TZDIR") or "/usr/share/zoneinfo", name)
-        return not os.path.isfile(path)
+        named = _tz_named()
+        return named is not None and not os.path.isfile(named[1])  # unset: /etc/localtime; empty: UTC
     if isinstance(tz, timezone):
         return False
     zoneinfo = sys.modules.get("zoneinfo")  # a ZoneInfo exists only once it is imported
     return zoneinfo is None or not isinstance(tz, zoneinfo.ZoneInfo)
+
+
+def _tz_named() -> tuple[str, str] | None:
+    """``$TZ``'s name (without one leading ``:``) and the zone file glibc would read for
+    it (the name itself if absolute, else under ``$TZDIR`` or ``/usr/share/zoneinfo``),
+    or ``None`` when ``$TZ`` is unset or empty (or only ``:``)."""
+    rule = os.environ.get("TZ")
+    name = rule[1:] if rule and rule.startswith(":") else rule
+    if not name:
+        return None
+    return name, name if os.path.isabs(name) else os.path.join(os.environ.get("TZDIR") or "/usr/share/zoneinfo", name)
 
 
 # A POSIX TZ rule as glibc reads one: a zone name (three letters or more, or <...>) and
@@ -205,13 +210,11 @@ def unread_tz() -> str | None:
     ``<+03>-3``: a name, then an offset). Unset or empty (``TZ=`` or ``TZ=:``) is
     ``None``: UTC is then the C library's rule, not a fallback (docs/CONTRACT.md §10
     "Times")."""
-    rule = os.environ.get("TZ")
-    if not rule:
+    named = _tz_named()
+    if named is None:
         return None
-    name = rule[1:] if rule.startswith(":") else rule
-    if not name:
-        return None
-    path = name if os.path.isabs(name) else os.path.join(os.environ.get("TZDIR") or "/usr/share/zoneinfo", name)
+    name, path = named
+    rule = os.environ["TZ"]
     try:
         with open(path, "rb") as f:
             return None if f.read(4) == b"TZif" else rule

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from .._lazy import lazy_pattern
+from .._time import local_time, parse_iso_ms
 from ._escape import safe
 
 __all__ = [
@@ -357,8 +358,6 @@ def iso_time(ts: Any) -> str:
     """An ISO-8601 ``timestamp`` (an entry's, a header's) in UTC as :func:`ms_time`
     words it, whatever offset it was written with; ``""`` for anything that is no
     time (``_time.parse_iso_ms``)."""
-    from .._time import parse_iso_ms
-
     ms = parse_iso_ms(ts)
     return ms_time(ms) if ms is not None else ""
 
@@ -369,8 +368,6 @@ def zoned_time(dt: datetime, *, seconds: bool = True) -> str:
     an offset of whole seconds, as old local mean times have, ``+00:09:21``). A time
     the zone cannot show (years past 9999) stays in UTC and says ``+00:00``: the
     offset is always that of the time written (docs/CONTRACT.md §10 "Times")."""
-    from .._time import local_time
-
     shown = local_time(dt)
     off = shown.utcoffset()
     total = int(off.total_seconds()) if off is not None else 0
