@@ -2549,6 +2549,82 @@ fn json_unsafe(py: Python<'_>, data: &Bound<'_, PyBytes>) -> bool {
     py.detach(|| crate::json_unsafe(data))
 }
 
+/// Nesting `plain_json` takes, as `view/_text.py`'s `_PLAIN_DEPTH`.
+const PLAIN_DEPTH: usize = 100;
+
+/// `value` as `view/_text.py` `to_json_bytes(value, indent=indent)` writes it
+/// (`value::to_json`: orjson's bytes, then the command line's escapes), or `None` when
+/// it holds anything but exact `dict`s with `str` keys, `list`s, `tuple`s, `str`s,
+/// `bool`s, `None`, integers within 63 bits and floats of the plain range, nests past
+/// 100 levels, holds a lone surrogate or more than `nodes` values: those are orjson's or
+/// `json`'s.
+#[pyfunction]
+fn plain_json<'py>(
+    value: &Bound<'py, PyAny>,
+    indent: bool,
+    nodes: usize,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let mut left = nodes;
+    let Some(v) = plain_value(value, 0, &mut left)? else {
+        return Ok(None);
+    };
+    Ok(crate::value::to_json(&v, indent).map(|text| PyBytes::new(value.py(), text.as_bytes())))
+}
+
+fn plain_value(
+    obj: &Bound<'_, PyAny>,
+    depth: usize,
+    left: &mut usize,
+) -> PyResult<Option<crate::value::Value<'static>>> {
+    use crate::value::Value as Json;
+    use pyo3::types::{PyBool, PyFloat, PyInt};
+    if depth > PLAIN_DEPTH || *left == 0 {
+        return Ok(None);
+    }
+    *left -= 1;
+    let text = |s: &Bound<'_, PyString>| s.to_str().ok().map(|t| Cow::Owned(t.to_owned()));
+    Ok(Some(if obj.is_none() {
+        Json::Null
+    } else if let Ok(b) = obj.cast_exact::<PyBool>() {
+        Json::Bool(b.is_true())
+    } else if let Ok(s) = obj.cast_exact::<PyString>() {
+        match text(s) {
+            Some(t) => Json::Str(t),
+            None => return Ok(None),
+        }
+    } else if obj.is_exact_instance_of::<PyInt>() {
+        match obj.extract::<i64>() {
+            Ok(i) if i != i64::MIN => Json::Int(i),
+            _ => return Ok(None),
+        }
+    } else if let Ok(f) = obj.cast_exact::<PyFloat>() {
+        Json::Float(f.value())
+    } else if let Ok(d) = obj.cast_exact::<PyDict>() {
+        let mut kv = Vec::with_capacity(d.len());
+        for (k, x) in d.iter() {
+            let Some(key) = k.cast_exact::<PyString>().ok().and_then(&text) else {
+                return Ok(None);
+            };
+            let Some(x) = plain_value(&x, depth + 1, left)? else {
+                return Ok(None);
+            };
+            kv.push((key, x));
+        }
+        Json::Obj(kv)
+    } else if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>() {
+        let mut items = Vec::new();
+        for x in obj.try_iter()? {
+            let Some(x) = plain_value(&x?, depth + 1, left)? else {
+                return Ok(None);
+            };
+            items.push(x);
+        }
+        Json::Arr(items)
+    } else {
+        return Ok(None);
+    }))
+}
+
 /// `escape::safe_block`: `text` with the escaping rule's block mode applied
 /// (`view/_escape.py`), `text` itself when nothing changes. A string holding a lone
 /// surrogate (which has no UTF-8) is read as `encode("utf-8", "surrogatepass")` writes it.
@@ -2709,6 +2785,8 @@ mod _sessiontree {
     use super::markdown_html;
     #[pymodule_export]
     use super::markdown_sections;
+    #[pymodule_export]
+    use super::plain_json;
     #[pymodule_export]
     use super::safe_block;
     #[pymodule_export]

@@ -190,6 +190,11 @@ EDGES: list[dict[str, Any]] = [
     {"type": "custom_message", "customType": "c", "content": "t", "display": True},
     {"type": "custom", "customType": "k", "data": {"a": [1, "\u2066x"], "b": None}},
     {"type": "custom", "customType": "k", "data": {"f": 0.5}}, {"type": "custom", "customType": "k"},
+    # Floats at the edges of the core's spelling (`value::write_float`): the plain range's
+    # ends, a whole number, and exact ties between two shortest spellings (the even one).
+    {"type": "custom", "customType": "k", "data": {"f": [1e-4, 9.999999999999998e15, 1e15, -0.0, 0.1 + 0.2,
+                                                         1871172633224776.25, 12490229889040.0625]}},
+    {"type": "custom", "customType": "k", "data": {"f": [1e-5, 1e16]}},
     {"type": "model_change", "provider": "anthropic", "modelId": "claude"},
     {"type": "model_change", "model": "a/b", "role": "smol"}, {"type": "model_change", "provider": None},
     {"type": "thinking_level_change", "thinkingLevel": "high"},

@@ -155,20 +155,35 @@ def test_plain_values_are_written_as_orjson_writes_them() -> None:
     exponent forms differ, NaN, huge integers, named tuples, non-string keys)."""
     from typing import NamedTuple
 
-    from sessiontree.view._text import _plain, plain_json_bytes, to_json_bytes
+    from sessiontree.view._text import _native_writer, _plain, plain_json_bytes, to_json_bytes
 
     class Pair(NamedTuple):
         a: int
         b: int
 
+    native = _native_writer()
     for value in [*_EDGES, _EDGES, {"all": _EDGES, "nested": [[[{"k": _EDGES}]]]}]:
         assert _plain(value), value
         for indent in (True, False):
             assert plain_json_bytes(value, indent=indent) == _orjson_bytes(value, indent), value
             assert to_json_bytes(value, indent=indent) == _orjson_bytes(value, indent), value
+            if native is not None:
+                assert native(value, indent, 10**9) == _orjson_bytes(value, indent), value
     for value in (1e-5, 1.5e-7, 1e16, float("nan"), float("inf"), 1 << 63, -(1 << 63), Pair(1, 2), {1: 2},
                   [0] * 3000):
         assert not _plain([value]), value
+        if native is not None and value != [0] * 3000:
+            assert native([value], True, 10**9) is None, value
+    if native is not None:  # a node budget, not a refusal of the value: over it, orjson writes
+        assert native([0] * 3000, True, 10**9) == _orjson_bytes([0] * 3000, True)
+        assert native([0] * 3000, True, 3001) is not None
+        assert native([0] * 3000, True, 3000) is None
+        assert native(["\ud800"], True, 10**9) is None
+        assert native([[[0]]], True, 10**9) is not None
+        deep: list[object] = [0]
+        for _ in range(101):
+            deep = [deep]
+        assert native(deep, True, 10**9) is None
     assert to_json_bytes(["\ud800"]) == b'[\n  "\\ud800"\n]'  # a lone surrogate: ASCII-escaped, as before
 
 
@@ -178,8 +193,9 @@ def test_random_plain_values_are_written_as_orjson_writes_them(seed: int) -> Non
     range, 62-bit integers): the same bytes as orjson, or refused by ``_plain``."""
     import random
 
-    from sessiontree.view._text import _plain, plain_json_bytes, to_json_bytes
+    from sessiontree.view._text import _native_writer, _plain, plain_json_bytes, to_json_bytes
 
+    native = _native_writer()
     rnd = random.Random(seed)
 
     def text() -> str:
@@ -212,6 +228,10 @@ def test_random_plain_values_are_written_as_orjson_writes_them(seed: int) -> Non
             for indent in (True, False):
                 assert plain_json_bytes(v, indent=indent) == _orjson_bytes(v, indent), repr(v)[:300]
                 assert to_json_bytes(v, indent=indent) == _orjson_bytes(v, indent), repr(v)[:300]
+                if native is not None:
+                    assert native(v, indent, 10**9) == _orjson_bytes(v, indent), repr(v)[:300]
+        elif native is not None:
+            assert native(v, True, 10**9) is None, repr(v)[:300]
     assert checked > 2000
 
 
@@ -298,3 +318,30 @@ def test_the_page_escapes_generated_text_as_the_standard_library(text: str) -> N
 
     assert h(text) == html.escape(text, quote=True)
     assert h(text * 10) == html.escape(text * 10, quote=True)
+
+
+def test_a_large_plain_value_is_written_without_importing_orjson() -> None:
+    """A report of 2,000 lines (18,000 values, past ``_plain``'s 2,000) is written by the
+    extension in a process that never imports orjson, to orjson's bytes; past
+    ``_NATIVE_NODES`` values orjson is imported and writes it."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("sessiontree._sessiontree")
+    from sessiontree.view._text import _NATIVE_NODES
+
+    script = """
+import sys
+from sessiontree.view._text import to_json_bytes
+n = int(sys.argv[1])
+lines = [{"key": "2026-01-%02d" % (i % 28), "records": i, "input": i * 1000, "cost": i * 0.013 + 0.001,
+          "note": "é\\u2028\\x7f\\"q\\\\"} for i in range(n)]
+sys.stdout.buffer.write(to_json_bytes({"group": "daily", "lines": lines}))
+sys.stderr.write("orjson" if "orjson" in sys.modules else "no orjson")
+"""
+    for n, imported in ((2000, False), (_NATIVE_NODES // 5, True)):
+        run = subprocess.run([sys.executable, "-c", script, str(n)], capture_output=True, check=True)
+        assert run.stderr.decode() == ("orjson" if imported else "no orjson"), n
+        lines = [{"key": "2026-01-%02d" % (i % 28), "records": i, "input": i * 1000, "cost": i * 0.013 + 0.001,
+                  "note": "é\u2028\x7f\"q\\"} for i in range(n)]
+        assert run.stdout == _orjson_bytes({"group": "daily", "lines": lines}, True), n

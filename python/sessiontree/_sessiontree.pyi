@@ -24,6 +24,7 @@ __all__ = [
     "judge_text",
     "markdown_html",
     "markdown_sections",
+    "plain_json",
     "safe_block",
     "scan_listing",
     "search_files",
@@ -166,6 +167,14 @@ def json_unsafe(data: bytes) -> bool:
     """``True`` iff ``data`` holds the UTF-8 of a character JSON output escapes (DEL, C1
     controls, ALM, LRM/RLM, U+2028-U+202E, U+2066-U+2069: ``view._text``'s rule), found
     with ``memchr`` (``src/escape.rs``)."""
+
+def plain_json(value: Any, indent: bool, nodes: int) -> bytes | None:
+    """``view._text.to_json_bytes(value, indent=indent)``'s bytes (orjson's, then the
+    escapes of DEL, C1, bidi controls and U+2028/U+2029), written natively
+    (``src/value.rs``); ``None`` when ``value`` holds anything but exact ``dict``s with
+    ``str`` keys, ``list``s, ``tuple``s, ``str``, ``bool``, ``None``, integers within 63
+    bits and floats that are zero or of 1e-4 <= |x| < 1e16, nests past 100 levels,
+    holds a lone surrogate, or holds more than ``nodes`` values."""
 
 def safe_block(text: str) -> str:
     """The escaping rule's block mode (``view/_escape.py``: ``safe_block``) in one pass

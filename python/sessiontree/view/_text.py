@@ -37,17 +37,24 @@ def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
     JSON allows raw inside strings) are written as ``\\uXXXX`` escapes, so that
     ``--json`` on a terminal cannot be abused either.
 
-    A small value of plain types (:func:`_plain`: a usage report, a page of hits) is
-    written by the standard library's ``json``, to the same bytes: importing orjson
-    costs a command about 11 ms (it imports ``dataclasses``, ``uuid`` and ``platform``,
-    docs/BENCHMARKS.md, issue 25), more than ``json`` takes to write such a value. Once
-    orjson is imported (a command that decoded entries has it), orjson writes every
-    value: ``json``'s indented writer is Python code, many times slower per value.
+    A value of plain types (a usage report, a page of hits) is written natively when
+    the extension is built (``_sessiontree.plain_json``, at most :data:`_NATIVE_NODES`
+    values), else by the standard library's ``json`` when small (:func:`_plain`), to
+    the same bytes: importing orjson costs a command about 11 ms (it imports
+    ``dataclasses``, ``uuid`` and ``platform``, docs/BENCHMARKS.md, issue 25), more than
+    either takes to write such a value. Once orjson is imported (a command that decoded
+    entries has it), orjson writes every value: it is the fastest writer per value.
     """
-    if "orjson" not in sys.modules and _plain(value):  # once orjson is loaded, it is the cheaper writer
-        plain = plain_json_bytes(value, indent=indent)
-        if plain is not None:
-            return plain
+    if "orjson" not in sys.modules:  # once orjson is loaded, it is the cheaper writer
+        native = _native_writer()
+        if native is not None:
+            data = native(value, indent, _NATIVE_NODES)
+            if data is not None:
+                return data
+        elif _plain(value):
+            plain = plain_json_bytes(value, indent=indent)
+            if plain is not None:
+                return plain
     from .._orjson import orjson
 
     try:
@@ -88,6 +95,11 @@ def plain_json_bytes(value: Any, *, indent: bool = True) -> bytes | None:
         return None
     return _JSON_UNSAFE_RE.sub(_json_escape, data) if _json_unsafe(data) else data
 
+
+_NATIVE_NODES = 60_000
+"""Most values ``_sessiontree.plain_json`` writes: it takes ~0.1-0.2 us a value, orjson
+~0.04 us after its ~11 ms import (``benches/json_writers.py``), so past some 60,000
+values the import pays for itself."""
 
 _PLAIN_NODES = 2000
 """Most values :func:`_plain` accepts: ``json`` writes indented JSON in Python, about a
@@ -150,6 +162,20 @@ def _json_unsafe(data: bytes) -> bool:
 
 
 _unsafe_test: list[Any] = []
+
+
+def _native_writer() -> Any:
+    """``_sessiontree.plain_json`` when the extension is built, else ``None``; looked up
+    once, as :func:`_json_unsafe`'s test is (whichever backend reads the session)."""
+    if not _writer:
+        from .._select import extension
+
+        native = extension()
+        _writer.append(native.plain_json if native is not None else None)
+    return _writer[0]
+
+
+_writer: list[Any] = []
 
 
 # Raw UTF-8 of DEL, C1 (U+0080-U+009F), ALM, LRM/RLM, U+2028/U+2029, U+202A-U+202E,
