@@ -1146,7 +1146,7 @@ fn report_py<'py>(py: Python<'py>, r: &crate::Report) -> PyResult<Bound<'py, PyT
             .iter()
             .map(|s| match &s.values {
                 Some(v) => (false, v.clone()),
-                None => (true, s.partials.clone()),
+                None => (true, s.partials.to_vec()),
             })
             .collect::<Vec<_>>();
         groups.append((*k, bucket, g.records, sums))?;
@@ -1463,17 +1463,19 @@ impl UsageScan {
     /// The report (as `usage_report` returns it) with the `involved` files, oldest holder
     /// first, each `(file, totals, log, entries)` as the catalog holds them (`entries`
     /// for an `active` report, else `None`); `None` when the totals cannot answer.
-    /// With `lines`, a report whose groups are its lines comes as `(lines, total)`
-    /// instead (`Report::lines`: each line `(key, records, input, output, cache_read,
-    /// cache_write, total_tokens, cost)`, the total `(records, ...)`, token sums that
-    /// are whole numbers as `int`s); with `period` too (`daily`, `weekly` or
-    /// `monthly`), a report whose groups are local days and no time, its lines named
-    /// by their day, week or month (`Report::period_lines`), and with `span` only the
+    /// With `line` (a named tuple class of `key, records` and the six sums), a report
+    /// whose groups are its lines comes as `(lines, total)` instead (`Report::lines`):
+    /// each a `line` whose key is `names[key]` (by file or project; the key's number
+    /// without `names`), each sum rounded once, token sums that are whole numbers as
+    /// `int`s, costliest first (then by key, as Python orders the keys); the total a
+    /// `line` keyed `"total"`. With `period` too (`daily`, `weekly` or `monthly`), a
+    /// report whose groups are local days and no time, its lines named by their day,
+    /// week or month (`Report::period_lines`), in time order, and with `span` only the
     /// local days `(first, last)` (days since 1970-01-01); without `period`, with
     /// `span`, a report by key of those days, its lines one a key (by model, one a
     /// name: `Report::model_lines`).
-    #[pyo3(signature = (files, days=None, lines=false, period=None, span=None))]
-    #[allow(clippy::type_complexity)]
+    #[pyo3(signature = (files, days=None, line=None, period=None, span=None, names=None))]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn report<'py>(
         &mut self,
         py: Python<'py>,
@@ -1484,9 +1486,10 @@ impl UsageScan {
             Option<pyo3::pybacked::PyBackedBytes>,
         )>,
         days: Option<Py<PyAny>>,
-        lines: bool,
+        line: Option<Bound<'py, pyo3::types::PyType>>,
         period: Option<&str>,
         span: Option<(i64, i64)>,
+        names: Option<Vec<Bound<'py, PyAny>>>,
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let period = match period {
             None => None,
@@ -1529,59 +1532,111 @@ impl UsageScan {
         if let Some(e) = failed {
             return Err(e);
         }
-        if let Some((got, total)) = r
-            .as_ref()
-            .filter(|_| lines)
-            .and_then(|r| period.and_then(|p| r.period_lines(p, span)))
-        {
-            let out = PyList::empty(py);
-            for (name, records, sums) in &got {
-                out.append(line_py(
-                    py,
-                    Some(PyString::new(py, name).into_any()),
-                    *records,
-                    sums,
-                )?)?;
-            }
-            let total = line_py(py, None, total.0, &total.1)?;
-            return Ok(Some(PyTuple::new(py, [out.into_any(), total.into_any()])?));
+        let Some(line) = line else {
+            return r.map(|r| report_py(py, &r)).transpose();
+        };
+        let Some(r) = r else {
+            return Ok(None);
+        };
+        if let Some(p) = period {
+            let Some((got, total)) = r.period_lines(p, span) else {
+                return r_py(py, &r);
+            };
+            let got = got
+                .iter()
+                .map(|(name, records, sums)| {
+                    Ok((PyString::new(py, name).into_any(), *records, *sums))
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            return lines_py(py, &line, got, total, false);
         }
-        if let Some((got, total)) = r
-            .as_ref()
-            .filter(|_| lines && period.is_none() && self.key == crate::ReportKey::Model)
-            .and_then(|r| r.model_lines(span))
-        {
-            let out = PyList::empty(py);
-            for (name, records, sums) in &got {
-                out.append(line_py(py, Some(id_to_py(py, name)?), *records, sums)?)?;
-            }
-            let total = line_py(py, None, total.0, &total.1)?;
-            return Ok(Some(PyTuple::new(py, [out.into_any(), total.into_any()])?));
+        if self.key == crate::ReportKey::Model {
+            let Some((got, total)) = r.model_lines(span) else {
+                return r_py(py, &r);
+            };
+            let got = got
+                .iter()
+                .map(|(name, records, sums)| Ok((id_to_py(py, name)?, *records, *sums)))
+                .collect::<PyResult<Vec<_>>>()?;
+            return lines_py(py, &line, got, total, true);
         }
-        if let Some((got, total)) = r
-            .as_ref()
-            .filter(|_| lines && period.is_none() && self.key != crate::ReportKey::Model)
-            .and_then(|r| r.lines(span))
-        {
-            let out = PyList::empty(py);
-            for (k, records, sums) in &got {
-                out.append(line_py(
-                    py,
-                    Some(k.into_pyobject(py)?.into_any()),
-                    *records,
-                    sums,
-                )?)?;
-            }
-            let total = line_py(py, None, total.0, &total.1)?;
-            return Ok(Some(PyTuple::new(py, [out.into_any(), total.into_any()])?));
-        }
-        r.map(|r| report_py(py, &r)).transpose()
+        let Some((got, total)) = r.lines(span) else {
+            return r_py(py, &r);
+        };
+        let got = got
+            .iter()
+            .map(|(k, records, sums)| {
+                let key = match &names {
+                    Some(n) => n
+                        .get(*k as usize)
+                        .cloned()
+                        .ok_or_else(|| PyValueError::new_err("a key without a name"))?,
+                    None => k.into_pyobject(py)?.into_any(),
+                };
+                Ok((key, *records, *sums))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        lines_py(py, &line, got, total, true)
     }
 }
 
-/// A report line as `UsageScan.report(..., lines=True)` gives it: `([key,] records,
-/// six sums)`, the five token sums that are whole numbers (and within 64 bits) as
-/// `int`s (`_usage._whole`), the cost a float.
+/// [`report_py`] as `UsageScan.report` returns it.
+fn r_py<'py>(py: Python<'py>, r: &crate::Report) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    report_py(py, r).map(Some)
+}
+
+/// `(lines, total)` as `UsageScan.report(..., line=...)` gives them: each line a `line`
+/// (`tuple.__new__`, no Python frame), the total keyed `"total"`; with `costliest`, in
+/// `_usage._costliest`'s order (NaN costs last, then costliest first, then by key as
+/// Python compares the keys; a stable sort, as `list.sort`).
+fn lines_py<'py>(
+    py: Python<'py>,
+    line: &Bound<'py, pyo3::types::PyType>,
+    mut got: Vec<(Bound<'py, PyAny>, u64, [f64; 6])>,
+    total: (u64, [f64; 6]),
+    costliest: bool,
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    if costliest {
+        let mut failed: Option<PyErr> = None;
+        let rank = |c: f64| (c.is_nan(), if c.is_nan() { 0.0 } else { -c });
+        got.sort_by(|a, b| {
+            let (na, ca) = rank(a.2[5]);
+            let (nb, cb) = rank(b.2[5]);
+            na.cmp(&nb)
+                .then(ca.partial_cmp(&cb).unwrap_or(std::cmp::Ordering::Equal))
+                .then_with(|| match (a.0.lt(&b.0), b.0.lt(&a.0)) {
+                    (Ok(true), _) => std::cmp::Ordering::Less,
+                    (_, Ok(true)) => std::cmp::Ordering::Greater,
+                    (Err(e), _) | (_, Err(e)) => {
+                        failed.get_or_insert(e);
+                        std::cmp::Ordering::Equal
+                    }
+                    _ => std::cmp::Ordering::Equal,
+                })
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+    }
+    let new = py.get_type::<PyTuple>().getattr("__new__")?;
+    let out = PyList::empty(py);
+    for (key, records, sums) in got {
+        out.append(new.call1((line, line_py(py, Some(key), records, &sums)?))?)?;
+    }
+    let total = new.call1((
+        line,
+        line_py(
+            py,
+            Some(PyString::new(py, "total").into_any()),
+            total.0,
+            &total.1,
+        )?,
+    ))?;
+    Ok(Some(PyTuple::new(py, [out.into_any(), total])?))
+}
+
+/// A report line's fields: `([key,] records, six sums)`, the five token sums that are
+/// whole numbers as `int`s (`_usage._whole`), the cost a float.
 fn line_py<'py>(
     py: Python<'py>,
     key: Option<Bound<'py, PyAny>>,
@@ -1592,14 +1647,15 @@ fn line_py<'py>(
     items.extend(key);
     items.push(records.into_pyobject(py)?.into_any());
     for (i, &v) in sums.iter().enumerate() {
-        // |v| < 2**63: a whole double there is an i64 exactly.
-        items.push(
-            if i < 5 && v.fract() == 0.0 && v.abs() < 9_223_372_036_854_775_808.0 {
-                (v as i64).into_pyobject(py)?.into_any()
-            } else {
-                v.into_pyobject(py)?.into_any()
-            },
-        );
+        let whole = i < 5 && v.is_finite() && v.fract() == 0.0;
+        items.push(if whole && v.abs() < 9_223_372_036_854_775_808.0 {
+            // |v| < 2**63: a whole double there is an i64 exactly.
+            (v as i64).into_pyobject(py)?.into_any()
+        } else if whole {
+            py.get_type::<pyo3::types::PyInt>().call1((v,))?
+        } else {
+            v.into_pyobject(py)?.into_any()
+        });
     }
     PyTuple::new(py, items)
 }
@@ -2612,11 +2668,19 @@ fn plain_value(
         }
         Json::Obj(kv)
     } else if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>() {
-        let mut items = Vec::new();
+        let n = obj.len()?;
+        let mut items = Vec::with_capacity(n);
+        let before = *left;
         for x in obj.try_iter()? {
             let Some(x) = plain_value(&x?, depth + 1, left)? else {
                 return Ok(None);
             };
+            // A list of values like its first (a report's lines, a page of hits) that
+            // cannot fit is given up at once, not after writing what fits (~8 ms of a
+            // 20,000-line report before orjson wrote it all).
+            if items.is_empty() && (before - *left).saturating_mul(n) > before {
+                return Ok(None);
+            }
             items.push(x);
         }
         Json::Arr(items)

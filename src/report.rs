@@ -312,13 +312,16 @@ impl Hasher for Mix {
 
 pub(crate) type Fast = BuildHasherDefault<Mix>;
 
+/// An exact sum's partials, the first four held inline.
+pub type Partials = smallvec::SmallVec<[f64; 4]>;
+
 /// An exact sum: non-overlapping partials whose exact sum is the sum of every value
 /// added (CPython's `msum`); `spoiled` once a value or a partial is not finite (the
 /// report then gives the group's values).
 #[derive(Clone, Debug, Default)]
 pub struct Sum {
     /// The partials.
-    pub partials: Vec<f64>,
+    pub partials: Partials,
     /// Every value, when the partials cannot stand for them.
     pub values: Option<Vec<f64>>,
     pub(crate) spoiled: bool,

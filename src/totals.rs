@@ -851,7 +851,7 @@ impl Warm {
                 }
             };
             for ((k, b), g) in &r.groups {
-                let partials: [Vec<f64>; 6] = std::array::from_fn(|i| g.sums[i].partials.clone());
+                let partials: [Vec<f64>; 6] = std::array::from_fn(|i| g.sums[i].partials.to_vec());
                 put(
                     index,
                     groups,

@@ -623,3 +623,29 @@ def test_models_that_read_alike_are_one_line(tmp_path: Path) -> None:
         if since is None and until is None:
             assert sorted(x.key for x in warm.lines) == ["(unknown)", "/x", "a/b/c", "x/"]
             assert warm.total.records == 18
+
+
+@pytest.mark.skipif(not native_available(), reason="the native module is not built")
+def test_lines_of_equal_cost_are_ordered_by_key_as_python_orders_them(tmp_path: Path) -> None:
+    """A warm report by session or project orders its lines natively: costliest first,
+    then by key as Python compares the names (not their bytes: a file name whose byte
+    0xf0 is not UTF-8 is named ``\\udcf0``, before ``\\ue000``, whose UTF-8 starts at
+    0xee); equal to the report made from the logs."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    names = [b"b", b"a", "é".encode(), "\ue000".encode(), b"\xf0", b"Z", b"costly"]
+    for i, name in enumerate(names):
+        r = json.loads(_record(f"e{i}", None, i))
+        r["message"]["usage"]["cost"]["total"] = 2.5 if name == b"costly" else 0.25
+        r["message"]["usage"]["input"] = r["message"]["usage"]["totalTokens"] = 7
+        with open(os.path.join(os.fsencode(folder), name + b".jsonl"), "w") as f:
+            f.write(_header(f"s{i}", "2025-11-01T00:00:00.000Z") + "\n" + json.dumps(r) + "\n")
+    catalog = str(tmp_path / "catalog.sqlite3")
+    for group in ("session", "project"):
+        warm = _warm_natively(group, [str(folder)], catalog, tz=timezone.utc)
+        assert warm == cat.usage(group, [str(folder)], no_cache=True, tz=timezone.utc), group
+        keys = [x.key for x in warm.lines]
+        assert keys[0].endswith("costly.jsonl" if group == "session" else "/work/s6")
+        assert keys[1:] == sorted(keys[1:]) and len(keys) == len(names), keys
+    tail = [os.path.basename(x.key) for x in _warm_natively("session", [str(folder)], catalog).lines[1:]]
+    assert tail.index("\udcf0.jsonl") < tail.index("\ue000.jsonl")

@@ -8,7 +8,7 @@ as ``bytes`` copies, never views of the memory map.
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, final
+from typing import Any, TypeVar, final
 
 __all__ = [
     "birth_ns",
@@ -578,35 +578,36 @@ class UsageScan:
         key hash another file holds): ``(file, folder call, name, path)``."""
     def report(self, files: Sequence[tuple[int, bytes | None, bytes, bytes | None]],
                days: Callable[[list[int]], Sequence[int | Sequence[int | None] | None]] | None = None,
-               lines: bool = False, period: str | None = None,
-               span: tuple[int, int] | None = None) -> _Report | _Lines | None:
+               line: type[_L] | None = None, period: str | None = None,
+               span: tuple[int, int] | None = None, names: Sequence[str] | None = None
+               ) -> _Report | tuple[list[_L], _L] | None:
         """The report (as :func:`usage_report`), the :meth:`involved` files, oldest holder
         first, given as ``(file, totals, log, entries)`` (``entries`` for an active
         report): taken out of the totals and summed from their logs under the copy
         rule. ``None`` when the totals cannot answer (some did not read, a file's totals
         are not those added, a sum not finite). Once only.
 
-        With ``lines``, a report whose groups are its lines (no time buckets) and whose
-        sums all round to finite doubles comes as ``(lines, total)``: each line ``(key,
-        records, input, output, cache_read, cache_write, total_tokens, cost)``, each sum
-        rounded once as ``math.fsum`` rounds (the token sums that are whole numbers
-        within 64 bits as ``int``), the total ``(records, ...)`` likewise. With
-        ``period`` too (``"daily"``, ``"weekly"`` or ``"monthly"``), a report whose groups
-        are all local days or without time comes so, each line's key its name
-        (``YYYY-MM-DD``, ``YYYY-Www``, ``YYYY-MM``, ``(no time)`` last), in time order;
-        with ``span`` too, only the local days ``(first, last)`` (days since 1970-01-01)
-        and no records without a time. Without ``period``, with ``span``, a report by
-        key whose groups are local days: one line a key of those days. By model, each
-        line's key is its name (``provider/model``, ``(unknown)``), pairs that read
-        alike one line.
+        With ``line`` (a named tuple class of ``key, records, input, output,
+        cache_read, cache_write, total_tokens, cost``), a report whose groups are its
+        lines (no time buckets) and whose sums all round to finite doubles comes as
+        ``(lines, total)``, each a ``line`` (made by ``tuple.__new__``), each sum rounded
+        once as ``math.fsum`` rounds (the token sums that are whole numbers as ``int``),
+        the total's key ``"total"``; costliest first, then by key. Each line's key is
+        ``names[k]`` by file or project (the key's number ``k`` without ``names``), the
+        ``provider/model`` name by model (``(unknown)``; pairs that read alike one
+        line). With ``period`` too (``"daily"``, ``"weekly"`` or ``"monthly"``), a report
+        whose groups are all local days or without time comes so, each line's key its
+        name (``YYYY-MM-DD``, ``YYYY-Www``, ``YYYY-MM``, ``(no time)`` last), in time
+        order; with ``span`` too, only the local days ``(first, last)`` (days since
+        1970-01-01) and no records without a time. Without ``period``, with ``span``, a
+        report by key whose groups are local days: one line a key of those days.
 
         Raises:
-            ValueError: a file not of this scan, a second call, an unknown ``period``;
-                what ``days`` raises.
+            ValueError: a file not of this scan, a second call, an unknown ``period``, a
+                key without a name; what ``days`` raises, or comparing two keys raises.
         """
 
-_Line = tuple[int | str, int, float, float, float, float, float, float]
-_Lines = tuple[list[_Line], tuple[int, float, float, float, float, float, float]]
+_L = TypeVar("_L", bound=tuple[object, ...])
 _Piece = tuple[int, int, int, int, int]
 
 def index_build(

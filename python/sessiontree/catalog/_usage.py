@@ -487,8 +487,8 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
     if dated:
         span = (since.toordinal() - _EPOCH_ORDINAL if since is not None else -(1 << 62),
                 until.toordinal() - _EPOCH_ORDINAL if until is not None else 1 << 62)
-    got = scan.report(files, lambda utc: _day_offsets(utc, tz), keyed or time_group,
-                      group if time_group else None, span)
+    got = scan.report(files, lambda utc: _day_offsets(utc, tz), UsageLine if keyed or time_group else None,
+                      group if time_group else None, span, names or None)
     if got is None:
         return None
     if len(got) == 2:  # its lines, each sum rounded once natively (exact_sum's value)
@@ -505,19 +505,12 @@ def _costliest(x: UsageLine) -> tuple[bool, float, str]:
 
 
 def _from_lines(group: str, got: Any, names: list[str], active: bool, files: int) -> UsageReport:
-    """A report from ``UsageScan.report(..., lines=True)``: no piece to merge, no sum
-    left to round. By session or project, each line's key is its number in ``names``;
-    by model, its name (ordered here, costliest first); by day, week or month, its
-    name, in time order."""
-    def line(key: str, records: int, sums: Sequence[float]) -> UsageLine:
-        s = [v if type(v) is int else _whole(v) for v in sums]
-        return UsageLine(key, records, s[0], s[1], s[2], s[3], s[4], sums[5])
-
-    rows, total = got
-    out = [line(names[r[0]] if names else r[0], r[1], r[2:]) for r in rows]
-    if group not in ("daily", "weekly", "monthly"):
-        out.sort(key=_costliest)
-    return UsageReport(group, tuple(out), line("total", total[0], total[1:]), active, files)
+    """A report from ``UsageScan.report(..., line=UsageLine)``: its lines made and
+    ordered natively (by session or project, each key its name in ``names``; by model,
+    its name; costliest first, as :func:`_costliest` orders them; by day, week or
+    month, its name, in time order), no sum left to round."""
+    lines, total = got
+    return UsageReport(group, tuple(lines), total, active, files)
 
 
 def _report(sessions: list[Any], logs: list[bytes], entries: list[bytes] | None, group: str, since: date | None,
