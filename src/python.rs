@@ -1427,9 +1427,14 @@ impl UsageScan {
         self.keys.len()
     }
 
-    /// Every file's path (`os.fsencode` form), in the order added (the keys of `file`).
-    fn paths<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyBytes>> {
-        self.paths.iter().map(|p| PyBytes::new(py, p)).collect()
+    /// Every file's path as `os.fsdecode` gives it (PyO3 decodes an `OsStr` so), in the
+    /// order added (the keys of `file`): a report by session's names.
+    fn paths(&self) -> Vec<&std::ffi::OsStr> {
+        use std::os::unix::ffi::OsStrExt;
+        self.paths
+            .iter()
+            .map(|p| std::ffi::OsStr::from_bytes(p))
+            .collect()
     }
 
     /// The projects' cwds as the catalog holds them (`None` for a session without one),

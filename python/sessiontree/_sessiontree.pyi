@@ -563,8 +563,8 @@ class UsageScan:
     @property
     def files(self) -> int:
         """Files added."""
-    def paths(self) -> list[bytes]:
-        """Every file's path (``os.fsencode`` form), in the order added."""
+    def paths(self) -> list[str]:
+        """Every file's path as ``os.fsdecode`` gives it, in the order added."""
     def cwds(self) -> list[str | bytes | None]:
         """The projects' cwds as the catalog holds them, in key order."""
     def untotalled(self) -> list[tuple[int, int, bytes, bytes]]:

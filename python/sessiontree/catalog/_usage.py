@@ -480,7 +480,7 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
     # key's name its own (a file's path; a project's cwd, unless two read alike), by
     # model or by day, week or month where every group is a local day (named
     # natively); with `since` or `until`, the local days between kept.
-    names = ([os.fsdecode(p) for p in scan.paths()] if group == "session"
+    names = (scan.paths() if group == "session"
              else [py_text(c) or "" for c in scan.cwds()] if group == "project" else [])
     keyed = group in ("session", "model") or (group == "project" and len(set(names)) == len(names))
     span = None
