@@ -244,8 +244,27 @@ pub fn usage_text(usage: Option<&Value<'_>>) -> Option<Vec<String>> {
     Some(out)
 }
 
-/// `_text.ABSENT`: how a viewer words a missing or null value where one is expected.
-const ABSENT: &str = "none";
+/// `_text.UNKNOWN`: how a viewer words a model, or a side of one, a session does not give.
+const UNKNOWN: &str = "(unknown)";
+
+/// `_text.model_label(provider, model, unknown=unknown)`: `provider/model`, a side that
+/// is not a non-empty string `(unknown)`, `unknown` when neither is.
+pub fn model_label(
+    provider: Option<&Value<'_>>,
+    model: Option<&Value<'_>>,
+    unknown: &str,
+) -> String {
+    fn side<'v>(v: Option<&'v Value<'_>>) -> Option<&'v str> {
+        match v {
+            Some(Value::Str(s)) if !s.is_empty() => Some(s.as_ref()),
+            _ => None,
+        }
+    }
+    match (side(provider), side(model)) {
+        (None, None) => unknown.to_owned(),
+        (p, m) => format!("{}/{}", p.unwrap_or(UNKNOWN), m.unwrap_or(UNKNOWN)),
+    }
+}
 
 const MS_YEAR_10000: i64 = 253_402_300_800_000;
 
@@ -455,11 +474,7 @@ pub fn item_of<'a>(entry: &'a Value<'a>, label: Option<&str>) -> Option<Item<'a>
             }
         }
         Some("model_change") if entry.has("provider") || entry.has("modelId") => {
-            let text = format!(
-                "{}/{}",
-                value_text(entry.get("provider"), Some(100), ABSENT)?,
-                value_text(entry.get("modelId"), Some(100), ABSENT)?
-            );
+            let text = model_label(entry.get("provider"), entry.get("modelId"), UNKNOWN);
             note(&mut item, format!("model → {}", doc_line_str(&text, 300)));
         }
         Some("thinking_level_change") => {
@@ -500,14 +515,9 @@ fn note(item: &mut Item<'_>, text: String) {
 
 /// `_render.assistant`.
 fn assistant<'a>(item: &mut Item<'a>, msg: &'a Value<'a>) -> Option<()> {
-    let model = format!(
-        "{}/{}",
-        doc_line(msg.get("provider"), 80)?,
-        doc_line(msg.get("model"), 120)?
-    );
-    let model = model.trim_matches('/');
+    let model = model_label(msg.get("provider"), msg.get("model"), "");
     if !model.is_empty() {
-        item.meta.push(model.to_owned());
+        item.meta.push(doc_line_str(&model, 300));
     }
     match msg.get("stopReason") {
         None | Some(Value::Null) => {}

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._escape import safe, safe_block
-from ._preview import model_change_text, tool_call_preview
-from ._text import human_bytes, iso_time, json_text, ms_time, num, usage_text, value_text
+from ._preview import model_change_text, tool_call_preview, usage_fields
+from ._text import human_bytes, iso_time, json_text, model_label, ms_time, num, usage_text, value_text
 from ..schema import blob_sha256
 
 __all__ = ["Part", "Item", "new_item", "start_message", "clean", "doc_line", "doc_id", "usage_text", "IMAGE_TYPES"]
@@ -172,9 +172,9 @@ def start_message(item: Item, msg: dict[str, Any]) -> None:
 
 
 def assistant(item: Item, msg: dict[str, Any]) -> None:
-    model = f"{doc_line(msg.get('provider'), 80)}/{doc_line(msg.get('model'), 120)}".strip("/")
+    model = model_label(msg.get("provider"), msg.get("model"), unknown="")
     if model:
-        item.meta.append(model)
+        item.meta.append(doc_line(model, 300))
     stop = msg.get("stopReason")
     if stop not in (None, "stop", "toolUse"):
         item.meta.append(f"stop: {doc_line(stop, 60)}")
@@ -265,8 +265,7 @@ def custom(item: Item, entry: dict[str, Any]) -> None:
 
 
 def usage(item: Item, entry: dict[str, Any]) -> None:
-    item.meta.append(f"{_short(entry.get('kind'))} · {_short(entry.get('provider'))}/{_short(entry.get('model'))}")
-    item.meta.extend(usage_text(entry.get("usage")))
+    item.meta.extend(doc_line(text, 300) for text in usage_fields(entry))
     if entry.get("note"):
         item.parts.append(Part("note", _short(entry.get("note"))))
 

@@ -22,7 +22,7 @@ from ._escape import safe
 __all__ = [
     "PREVIEW_CLIP", "to_json_bytes", "json_text", "value_text", "show", "one_line", "collapse", "as_is",
     "plain_doc", "number", "int_text", "num", "human_bytes", "human_seconds", "ms_time", "iso_time", "zoned_time",
-    "usage_text",
+    "usage_text", "UNKNOWN", "model_label",
 ]
 
 
@@ -282,8 +282,32 @@ def value_text(value: Any, limit: int | None = _PREVIEW_CHARS, *, none: str = ""
 
 
 ABSENT = "none"
-"""How a viewer words a value that is missing or null where one is expected (a model,
-a thinking level, a leaf): never Python's ``None``."""
+"""How a viewer words a value that is missing or null where one is expected (a thinking
+level, a leaf): never Python's ``None``. A model it does not know is :data:`UNKNOWN`."""
+
+UNKNOWN = "(unknown)"
+"""How a viewer words a model, or a model's provider or name, that a session does not
+give (:func:`model_label`)."""
+
+
+def model_label(provider: Any, model: Any, *, unknown: str = UNKNOWN) -> str:
+    """A model as people read it, ``provider/model`` (``anthropic/claude-sonnet-4-5``):
+    the one spelling of ``context``, ``info``, ``tree``, ``browse``, the exports and
+    ``usage``'s lines by model (``catalog``'s ``_usage._model_name`` and
+    ``src/report.rs``, below this layer, spell a pair as this does:
+    ``tests/test_view_model.py``).
+
+    ``provider`` and ``model`` may be any JSON value (or ``None`` for absent). A side
+    that is not a non-empty string is :data:`UNKNOWN` (``anthropic/(unknown)``: the
+    catalog records such a value as ``""``); with neither side known the label is
+    ``unknown`` (:data:`UNKNOWN`; a message's header passes ``""`` and shows none).
+    Not escaped, not cut.
+    """
+    p = provider if isinstance(provider, str) and provider else None
+    m = model if isinstance(model, str) and model else None
+    if p is None and m is None:
+        return unknown
+    return f"{p or UNKNOWN}/{m or UNKNOWN}"
 
 
 def show(value: Any, limit: int | None = _PREVIEW_CHARS, *, none: str = "") -> str:
