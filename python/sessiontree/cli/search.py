@@ -210,7 +210,20 @@ def _head(h: Any, role_w: int, path: bool = True) -> list[str | tuple[str, str]]
         (when, "dim"), "  ", ("*" if h.on_path else " ", "bold green"), " ", (f"{h.role:<{role_w}}", "cyan"), "  "]
     if path:
         head += [(shown_path(h.path), "bold"), "  "]
-    return [*head, (safe(h.entry_id), "yellow"), (f"  {one_line(h.session_name, 60)}" if h.session_name else "", "dim")]
+    name = f"  {one_line(h.session_name, 60)}" if h.session_name and not _snippet_is_name(h) else ""
+    return [*head, (safe(h.entry_id), "yellow"), (name, "dim")]
+
+
+def _snippet_is_name(h: Any) -> bool:
+    """Whether the hit is on its session's name as the session has it now (its snippet
+    line shows the name, so the head leaves it out: the name once). A hit on an
+    earlier name keeps the session's name in its head."""
+    if h.role != "name" or not isinstance(h.session_name, str):
+        return False
+    name = " ".join(h.session_name.split())  # the snippet's white space is one space
+    text = " ".join(h.snippet.split())
+    core = text.strip("…").strip()
+    return text == name or (bool(core) and core != text and core in name)
 
 
 def _snippet_parts(h: Any) -> list[str | tuple[str, str]]:
