@@ -295,13 +295,12 @@ fn utc_text(ms: i64) -> Option<String> {
     ))
 }
 
-/// `_render._when`: an entry's ISO `timestamp` in UTC (`utc_text`), or as written
-/// (its first 19 characters, `T` a space) when it is no time; `None` for a time
-/// `utc_text` leaves to Python.
+/// `_render._when`: an entry's ISO `timestamp` in UTC (`utc_text`), `""` when it is
+/// no time; `None` for a time `utc_text` leaves to Python.
 fn entry_when(ts: &str) -> Option<String> {
     match crate::time::parse_iso_ms(ts.as_bytes()) {
         Some(ms) => utc_text(ms),
-        None => Some(doc_line_str(take_chars(&ts.replace('T', " "), 19), 40)),
+        None => Some(String::new()),
     }
 }
 
@@ -410,9 +409,11 @@ pub fn item_of<'a>(entry: &'a Value<'a>, label: Option<&str>) -> Option<Item<'a>
                 None | Some(Value::Null) => "message".to_owned(),
                 r => doc_line(r, 60)?,
             };
-            let t = ms_time(msg.get("timestamp"))?;
-            if !t.is_empty() {
-                item.when = t;
+            // `_render.start_message`: a message's own time, even none (no time); the
+            // entry's only where the message has no `timestamp`.
+            match msg.get("timestamp") {
+                None | Some(Value::Null) => {}
+                ts => item.when = ms_time(ts)?,
             }
             match role.and_then(Value::as_str) {
                 Some("assistant") => assistant(&mut item, msg)?,
@@ -704,7 +705,9 @@ pub fn human_bytes(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{entry_when, fit, human_bytes, ms_time, py_repr, split_join, thousands};
+    use super::{
+        entry_when, fit, human_bytes, model_label, ms_time, py_repr, split_join, thousands,
+    };
     use crate::time::civil_from_days;
     use crate::value::Value;
 
@@ -730,7 +733,14 @@ mod tests {
             entry_when("2025-11-07T10:14:10.306+01:00").as_deref(),
             Some("2025-11-07 09:14:10 UTC")
         );
-        assert_eq!(entry_when("yesterday").as_deref(), Some("yesterday"));
+        assert_eq!(entry_when("not a time").as_deref(), Some("")); // no time: not shown
+        let (p, m) = (Value::Str("p".into()), Value::Str("".into()));
+        assert_eq!(model_label(Some(&p), Some(&m), ""), "p/(unknown)");
+        assert_eq!(model_label(None, Some(&Value::Null), ""), "");
+        assert_eq!(
+            model_label(Some(&m), Some(&Value::Int(1)), "(unknown)"),
+            "(unknown)"
+        );
         assert_eq!(entry_when("1969-12-31T23:59:59Z"), None);
         assert_eq!(ms_time(Some(&Value::Float(1.5))), None);
     }

@@ -205,7 +205,9 @@ def _head(h: Any, role_w: int, path: bool = True) -> list[str | tuple[str, str]]
     (:func:`view.shown_path`) unless ``path`` is false. The on-path marker has a column
     of its own before the role (padded to ``role_w``, the page's longest), so that it
     never runs into a role."""
-    when = zoned_time(h.time, seconds=False) if h.time is not None else "-" * 23
+    # As wide as a time with its offset ("2025-11-07 10:14 +01:00"), UTC's too: the
+    # columns after it stay put in a zone that is UTC in winter.
+    when = f"{zoned_time(h.time, seconds=False):<23}" if h.time is not None else "-" * 23
     head: list[str | tuple[str, str]] = [
         (when, "dim"), "  ", ("*" if h.on_path else " ", "bold green"), " ", (f"{h.role:<{role_w}}", "cyan"), "  "]
     if path:

@@ -103,12 +103,11 @@ class Item:
 
 def _when(entry: dict[str, Any]) -> str:
     """An entry's ISO ``timestamp`` in UTC as :func:`iso_time` words it (one offset
-    for every time of a page, docs/CONTRACT.md §10 "Times"), else as written (its
-    first 19 characters, ``T`` a space: it is no time, nor claims a zone)."""
+    for every time of a page), ``""`` for one that is no time (``"not a time"``), which
+    is not shown: ``context`` has only Pi's ``null`` for it (docs/CONTRACT.md §10
+    "Times")."""
     ts = entry.get("timestamp")
-    if isinstance(ts, str):
-        return iso_time(ts) or doc_line(ts.replace("T", " ")[:19], 40)
-    return ""
+    return iso_time(ts) if isinstance(ts, str) else ""
 
 
 def _content_parts(content: Any, kind: str = "text", *, error: bool = False) -> list[Part]:
@@ -165,10 +164,14 @@ def _short(value: Any) -> str:
 
 # ------------------------------------------------------------------ message roles
 def start_message(item: Item, msg: dict[str, Any]) -> None:
-    """A message's kind (its role) and time (the message's own, else the entry's)."""
+    """A message's kind (its role) and time: its own ``timestamp`` as ``context``
+    shows it (:func:`ms_time`: none for one that is no number of milliseconds), the
+    entry's only where the message has none (docs/CONTRACT.md §10 "Times")."""
     role = msg.get("role")
     item.kind = doc_line(role, 60) if role is not None else "message"
-    item.when = ms_time(msg.get("timestamp")) or item.when
+    ts = msg.get("timestamp")
+    if ts is not None:
+        item.when = ms_time(ts)
 
 
 def assistant(item: Item, msg: dict[str, Any]) -> None:

@@ -389,16 +389,20 @@ def iso_time(ts: Any) -> str:
 def zoned_time(dt: datetime, *, seconds: bool = True) -> str:
     """An aware ``dt`` in this machine's zone, as people read it with its offset from
     UTC: ``2025-11-07 10:14:10 +01:00`` (``seconds`` false: ``2025-11-07 10:14 +01:00``;
-    an offset of whole seconds, as old local mean times have, ``+00:09:21``). A time
-    the zone cannot show (years past 9999) stays in UTC and says ``+00:00``: the
-    offset is always that of the time written (docs/CONTRACT.md §10 "Times")."""
+    an offset of whole seconds, as old local mean times have, ``+00:09:21``). An
+    offset of zero is written ``UTC``, as :func:`ms_time` ends a time in UTC: one
+    spelling of a UTC time for people, whichever command shows it (``TZ=UTC``: ``ls``
+    as the exports). A time the zone cannot show (years past 9999) stays in UTC and
+    says so: the zone is always that of the time written (docs/CONTRACT.md §10
+    "Times"). A column of them is as wide as the widest (``UTC`` is three characters
+    fewer than an offset)."""
     shown = local_time(dt)
     off = shown.utcoffset()
     total = int(off.total_seconds()) if off is not None else 0
     sign = "-" if total < 0 else "+"
     h, rest = divmod(abs(total), 3600)
     m, s = divmod(rest, 60)
-    zone = f"{sign}{h:02d}:{m:02d}" + (f":{s:02d}" if s else "")
+    zone = f"{sign}{h:02d}:{m:02d}" + (f":{s:02d}" if s else "") if total else "UTC"
     day = f"{shown.year:04d}-{shown.month:02d}-{shown.day:02d}"  # strftime's %Y does not pad years before 1000
     clock = f"{shown.hour:02d}:{shown.minute:02d}" + (f":{shown.second:02d}" if seconds else "")
     return f"{day} {clock} {zone}"
