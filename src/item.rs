@@ -244,8 +244,27 @@ pub fn usage_text(usage: Option<&Value<'_>>) -> Option<Vec<String>> {
     Some(out)
 }
 
-/// `_text.ABSENT`: how a viewer words a missing or null value where one is expected.
-const ABSENT: &str = "none";
+/// `_text.UNKNOWN`: how a viewer words a model, or a side of one, a session does not give.
+const UNKNOWN: &str = "(unknown)";
+
+/// `_text.model_label(provider, model, unknown=unknown)`: `provider/model`, a side that
+/// is not a non-empty string `(unknown)`, `unknown` when neither is.
+pub fn model_label(
+    provider: Option<&Value<'_>>,
+    model: Option<&Value<'_>>,
+    unknown: &str,
+) -> String {
+    fn side<'v>(v: Option<&'v Value<'_>>) -> Option<&'v str> {
+        match v {
+            Some(Value::Str(s)) if !s.is_empty() => Some(s.as_ref()),
+            _ => None,
+        }
+    }
+    match (side(provider), side(model)) {
+        (None, None) => unknown.to_owned(),
+        (p, m) => format!("{}/{}", p.unwrap_or(UNKNOWN), m.unwrap_or(UNKNOWN)),
+    }
+}
 
 const MS_YEAR_10000: i64 = 253_402_300_800_000;
 
@@ -276,13 +295,12 @@ fn utc_text(ms: i64) -> Option<String> {
     ))
 }
 
-/// `_render._when`: an entry's ISO `timestamp` in UTC (`utc_text`), or as written
-/// (its first 19 characters, `T` a space) when it is no time; `None` for a time
-/// `utc_text` leaves to Python.
+/// `_render._when`: an entry's ISO `timestamp` in UTC (`utc_text`), `""` when it is
+/// no time; `None` for a time `utc_text` leaves to Python.
 fn entry_when(ts: &str) -> Option<String> {
     match crate::time::parse_iso_ms(ts.as_bytes()) {
         Some(ms) => utc_text(ms),
-        None => Some(doc_line_str(take_chars(&ts.replace('T', " "), 19), 40)),
+        None => Some(String::new()),
     }
 }
 
@@ -391,9 +409,11 @@ pub fn item_of<'a>(entry: &'a Value<'a>, label: Option<&str>) -> Option<Item<'a>
                 None | Some(Value::Null) => "message".to_owned(),
                 r => doc_line(r, 60)?,
             };
-            let t = ms_time(msg.get("timestamp"))?;
-            if !t.is_empty() {
-                item.when = t;
+            // `_render.start_message`: a message's own time, even none (no time); the
+            // entry's only where the message has no `timestamp`.
+            match msg.get("timestamp") {
+                None | Some(Value::Null) => {}
+                ts => item.when = ms_time(ts)?,
             }
             match role.and_then(Value::as_str) {
                 Some("assistant") => assistant(&mut item, msg)?,
@@ -455,11 +475,7 @@ pub fn item_of<'a>(entry: &'a Value<'a>, label: Option<&str>) -> Option<Item<'a>
             }
         }
         Some("model_change") if entry.has("provider") || entry.has("modelId") => {
-            let text = format!(
-                "{}/{}",
-                value_text(entry.get("provider"), Some(100), ABSENT)?,
-                value_text(entry.get("modelId"), Some(100), ABSENT)?
-            );
+            let text = model_label(entry.get("provider"), entry.get("modelId"), UNKNOWN);
             note(&mut item, format!("model → {}", doc_line_str(&text, 300)));
         }
         Some("thinking_level_change") => {
@@ -500,14 +516,9 @@ fn note(item: &mut Item<'_>, text: String) {
 
 /// `_render.assistant`.
 fn assistant<'a>(item: &mut Item<'a>, msg: &'a Value<'a>) -> Option<()> {
-    let model = format!(
-        "{}/{}",
-        doc_line(msg.get("provider"), 80)?,
-        doc_line(msg.get("model"), 120)?
-    );
-    let model = model.trim_matches('/');
+    let model = model_label(msg.get("provider"), msg.get("model"), "");
     if !model.is_empty() {
-        item.meta.push(model.to_owned());
+        item.meta.push(doc_line_str(&model, 300));
     }
     match msg.get("stopReason") {
         None | Some(Value::Null) => {}
@@ -694,7 +705,9 @@ pub fn human_bytes(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{entry_when, fit, human_bytes, ms_time, py_repr, split_join, thousands};
+    use super::{
+        entry_when, fit, human_bytes, model_label, ms_time, py_repr, split_join, thousands,
+    };
     use crate::time::civil_from_days;
     use crate::value::Value;
 
@@ -720,7 +733,14 @@ mod tests {
             entry_when("2025-11-07T10:14:10.306+01:00").as_deref(),
             Some("2025-11-07 09:14:10 UTC")
         );
-        assert_eq!(entry_when("yesterday").as_deref(), Some("yesterday"));
+        assert_eq!(entry_when("not a time").as_deref(), Some("")); // no time: not shown
+        let (p, m) = (Value::Str("p".into()), Value::Str("".into()));
+        assert_eq!(model_label(Some(&p), Some(&m), ""), "p/(unknown)");
+        assert_eq!(model_label(None, Some(&Value::Null), ""), "");
+        assert_eq!(
+            model_label(Some(&m), Some(&Value::Int(1)), "(unknown)"),
+            "(unknown)"
+        );
         assert_eq!(entry_when("1969-12-31T23:59:59Z"), None);
         assert_eq!(ms_time(Some(&Value::Float(1.5))), None);
     }

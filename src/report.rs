@@ -424,15 +424,18 @@ impl Report {
     }
 
     /// [`Report::lines`] of a report by `(provider, model)` pair, one line a name as
-    /// `_usage._model_name` gives it (`provider/model`, `(unknown)` for neither): two
-    /// pairs that read alike are one line.
+    /// `_usage._model_name` gives it (`view.model_label`'s spelling: `provider/model`,
+    /// an empty side `(unknown)`, neither given `(unknown)`): two pairs that read alike
+    /// are one line.
     pub fn model_lines(&self, span: Option<(i64, i64)>) -> Option<NamedBytesLines> {
+        const UNKNOWN: &[u8] = b"(unknown)";
+        let side = |s: &[u8]| -> Vec<u8> { if s.is_empty() { UNKNOWN } else { s }.to_vec() };
         self.keyed(span, |k| {
             let (p, m) = self.models.get(k as usize)?;
             Some(if p.is_empty() && m.is_empty() {
-                b"(unknown)".to_vec()
+                UNKNOWN.to_vec()
             } else {
-                [p.as_slice(), b"/", m.as_slice()].concat()
+                [side(p), b"/".to_vec(), side(m)].concat()
             })
         })
     }

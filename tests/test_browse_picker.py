@@ -915,10 +915,10 @@ def test_a_fork_s_times_read_forwards(history: Path) -> None:
         await until(pilot, lambda: picker.query_one("#picker-list").cursor == at, "the fork's row")
         detail = str(picker.query_one("#picker-detail").render())
         line = detail.splitlines()[1]
-        def shown(dt: datetime) -> str:  # local, with its offset (CONTRACT §10 "Times")
+        def shown(dt: datetime) -> str:  # local, with its offset, UTC for none (CONTRACT §10 "Times")
             local = dt.astimezone()
             z = local.strftime("%z")
-            return f"{local:%Y-%m-%d %H:%M} {z[:3]}:{z[3:]}"
+            return f"{local:%Y-%m-%d %H:%M} " + (f"{z[:3]}:{z[3:]}" if z != "+0000" else "UTC")
 
         assert f"last message {shown(info.modified)}" in line, line
         assert f"forked {shown(info.created)} from {os.path.basename(parent)}" in line, line

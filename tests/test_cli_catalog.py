@@ -456,6 +456,39 @@ def test_search_marker_has_a_column_of_its_own(tmp_path: Path, backend: str, mon
     assert len({line.index(str(folder)) for line in heads}) == 1, heads
 
 
+def test_a_hit_on_the_session_s_name_shows_the_name_once(tmp_path: Path, backend: str,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A hit on a ``session_info`` name prints that name once, on its snippet line, not
+    also at the end of its head (trial 55); a hit on an earlier name, and any other hit,
+    keep the session's name in the head."""
+    from sessiontree.cli import main
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    lines = [
+        {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/x"},
+        {"type": "session_info", "id": "n1", "parentId": None, "timestamp": "2025-01-01T00:00:01.000Z",
+         "name": "zebra  draft"},
+        {"type": "message", "id": "u1", "parentId": "n1", "timestamp": "2025-01-01T00:00:02.000Z",
+         "message": {"role": "user", "content": "a zebra crossing"}},
+        {"type": "session_info", "id": "n2", "parentId": "u1", "timestamp": "2025-01-01T00:00:03.000Z",
+         "name": "zebra project " + "x" * 300},
+    ]
+    (folder / "s.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    monkeypatch.setenv("SESSIONTREE_BACKEND", backend)
+    monkeypatch.setenv("SESSIONTREE_CATALOG", "off")
+    assert main(["search", "zebra", str(folder)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    current = "zebra project " + "x" * 45 + "…"  # the name as a head shows it (60 characters)
+    at = {eid: next(k for k, line in enumerate(out) if f"s.jsonl  {eid}" in line) for eid in ("n1", "n2", "u1")}
+    assert out[at["n2"]].endswith("s.jsonl  n2"), out  # the name is on its snippet line only
+    assert out[at["n2"] + 1].startswith("    zebra project xxx"), out
+    assert sum("zebra project" in line for line in out) == 3, out  # n2's snippet, n1's and u1's heads
+    assert out[at["n1"]].endswith(f"n1  {current}") and out[at["n1"] + 1] == "    zebra draft", out
+    assert out[at["u1"]].endswith(f"u1  {current}"), out
+
+
 def test_persisted_index_settings_that_cannot_be_used_are_one_line_errors(tmp_path: Path) -> None:
     """CONTRACT §6: the persisted indexes are never inside Pi's folders, and
     SESSIONTREE_INDEX_BYTES is a size as SESSIONTREE_CACHE_BYTES is. A setting that

@@ -456,8 +456,9 @@ def _cli(args: list[str]) -> tuple[int, str]:
 
 def test_no_viewer_prints_python_none(backend: str) -> None:
     """A missing or null value (a model, a thinking level, an exit code, the leaf of an
-    empty session) is worded (``view.ABSENT``, "no exit code"), never Python's ``None``:
-    over every corpus and case file, ``context``, ``tree --full`` and ``info``."""
+    empty session) is worded (``view.ABSENT``, ``view.UNKNOWN``, "no exit code"), never
+    Python's ``None``: over every corpus and case file, ``context``, ``tree --full`` and
+    ``info``."""
     word = re.compile(r"\bNone\b")
     files = sorted(CORPUS.glob("*.jsonl")) + sorted(CASES.glob("*.jsonl"))
     seen = 0
@@ -497,8 +498,9 @@ def test_every_cut_preview_says_so(tmp_path: Path) -> None:
     assert line.split("  ←")[0].rstrip().endswith("…") and "END" not in line, line[-80:]
 
 
-def test_context_without_model_information_says_none(tmp_path: Path) -> None:
-    """A context with no model (Pi's ``{}``) is worded ``none``, not shown as JSON."""
+def test_context_without_model_information_says_unknown(tmp_path: Path) -> None:
+    """A context with no model (Pi's ``{}``) is worded ``(unknown)`` (``view.model_label``,
+    as ``usage`` words it), not shown as JSON."""
     f = tmp_path / "s.jsonl"
     _session_with_title(f, "hello")
     reply = {"type": "message", "id": "a1", "parentId": "m1", "timestamp": "2025-01-01T00:00:02.000Z",
@@ -506,7 +508,7 @@ def test_context_without_model_information_says_none(tmp_path: Path) -> None:
     with f.open("a") as out_file:
         out_file.write(json.dumps(reply) + "\n")  # an assistant message with no provider or model
     code, out = _cli(["context", str(f)])
-    assert code == 0 and "model none" in out and "{}" not in out, out
+    assert code == 0 and "model (unknown)," in out and "{}" not in out, out
 
 
 @pytest.mark.parametrize("columns", [80, None])

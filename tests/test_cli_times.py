@@ -93,6 +93,73 @@ def test_context_info_and_exports_say_utc(tmp_path: Path, backend: str) -> None:
         assert "<span>2025-11-07 09:16:00 UTC</span>" in page
 
 
+def _no_times(tmp_path: Path) -> Path:
+    """A session whose times are not all times: an assistant message's ``timestamp``
+    that is no number, a branch summary's that is no ISO time, one that is."""
+    lines = [
+        {"type": "session", "version": 3, "id": "s1", "timestamp": "2025-11-07T09:00:00.000Z", "cwd": "/w"},
+        {"type": "message", "id": "a1", "parentId": None, "timestamp": "2025-11-07T09:15:00.000Z",
+         "message": {"role": "user", "content": "hello", "timestamp": 1_762_506_960_000}},
+        {"type": "message", "id": "a2", "parentId": "a1", "timestamp": "2025-11-07T09:16:00.000Z",
+         "message": {"role": "assistant", "content": "hi", "provider": "p", "model": "m", "stopReason": "stop",
+                     "timestamp": "yesterday"}},
+        {"type": "branch_summary", "id": "a3", "parentId": "a2", "timestamp": "not a time", "fromId": "a1",
+         "summary": "elsewhere"},
+        {"type": "branch_summary", "id": "a4", "parentId": "a3", "timestamp": "2025-11-07T11:17:00.000+02:00",
+         "fromId": "a1", "summary": "back"},
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def test_context_and_the_exports_show_the_same_times(tmp_path: Path, backend: str) -> None:
+    """A time that is no time is shown by neither ``context`` nor the exports (trial 55:
+    the exports showed an assistant message whose ``timestamp`` is no number at its
+    entry's time, and a branch summary's ``"not a time"`` as written, where ``context``
+    showed none), and a time that is one the same in each (CONTRACT §10 "Times")."""
+    path = _no_times(tmp_path)
+    utc = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")
+    context = run("context", str(path), "--backend", backend, tz="UTC0").stdout
+    heads = [line for line in context.splitlines() if line.startswith("[")]
+    in_context = [(m.group() if (m := utc.search(h)) else "") for h in heads]
+    assert in_context == ["2025-11-07 09:16:00 UTC", "", "", "2025-11-07 09:17:00 UTC"], heads
+    md = run("export", str(path), "--format", "markdown", "--backend", backend, tz="UTC0").stdout
+    sections = [line for line in md.splitlines() if line.startswith("## ")]
+    assert [(m.group() if (m := utc.search(h)) else "") for h in sections] == in_context, sections
+    assert "not a time" not in md and "yesterday" not in md, sections
+    assert sections[2] == "## branch\\_summary · from a1 · a3", sections  # no empty time between separators
+    page = run("export", str(path), "--format", "html", "--backend", backend, tz="UTC0").stdout
+    assert [f"<span>{t}</span>" in page for t in in_context if t] == [True, True]
+    assert "not a time" not in page and "yesterday" not in page
+
+
+def test_a_utc_time_says_utc_in_every_command(tmp_path: Path) -> None:
+    """A local time whose offset is zero ends with ``UTC``, as the exports' times do
+    (trial 55: ``TZ=UTC`` printed ``+00:00`` in ``ls`` and ``UTC`` in the exports), and
+    ``ls``'s and ``search``'s columns stay put in a zone that is UTC in winter only."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for name, when in (("winter", "2025-01-15T12:00:00.000Z"), ("summer", "2025-07-15T12:00:00.000Z")):
+        ms = int(datetime.fromisoformat(when.replace("Z", "+00:00")).timestamp() * 1000)
+        lines = [{"type": "session", "version": 3, "id": name, "timestamp": when, "cwd": "/w"},
+                 {"type": "message", "id": "m1", "parentId": None, "timestamp": when,
+                  "message": {"role": "user", "content": f"zebra {name}", "timestamp": ms}}]
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    for tz in ("UTC", "UTC0", ""):
+        listed = run("ls", str(folder), tz=tz).stdout
+        assert "+00:00" not in listed and "2025-07-15 12:00:00 UTC" in listed, listed
+        hits = run("search", "zebra", str(folder), tz=tz).stdout
+        assert "+00:00" not in hits and "2025-07-15 12:00 UTC" in hits, hits
+    if not (ZONES / "Europe" / "London").is_file():
+        return
+    rows = run("ls", str(folder), tz="Europe/London").stdout.splitlines()[1:3]
+    assert rows[0].startswith("2025-07-15 13:00:00 +01:00") and rows[1].startswith("2025-01-15 12:00:00 UTC"), rows
+    assert len({r.index("zebra") for r in rows}) == 1, rows  # one column whatever the zone's word
+    heads = [x for x in run("search", "zebra", str(folder), tz="Europe/London").stdout.splitlines() if " user " in x]
+    assert len(heads) == 2 and len({h.index(" user ") for h in heads}) == 1, heads
+
+
 @needs_zones
 def test_usage_table_names_the_zone_of_its_days(root: Path) -> None:
     p = run("usage", str(root), tz="Asia/Kolkata")
@@ -115,7 +182,7 @@ def test_an_unreadable_tz_is_named_utc_and_warned_once(root: Path) -> None:
     for words in (["ls", str(root)], ["search", "the", str(root)]):
         p = run(*words, tz="Europe/Pariss")
         assert p.returncode == 0 and p.stderr == warning, p.stderr
-        assert "+00:00" in p.stdout
+        assert " UTC " in p.stdout and "+00:00" not in p.stdout
     # glibc's own rules: an empty $TZ is UTC, and a POSIX rule is read (no warning).
     p = run("usage", str(root), "--json", tz="")
     assert p.stderr == "" and json.loads(p.stdout)["timeZone"] == "UTC"

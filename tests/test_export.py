@@ -347,6 +347,38 @@ def _md(path: Path, backend: str, **kw: Any) -> str:
     return "".join(out)
 
 
+def test_a_missing_field_leaves_no_empty_place_between_separators(tmp_path: Path, backend: str) -> None:
+    """A ``usage`` entry without a ``kind`` (or a blank one) and with no model, and an
+    assistant message whose usage lacks values, show the fields they have, each once
+    between two separators: never ``· ·`` (trial 55), in Markdown, HTML and ``tree``."""
+    entries = [
+        {"type": "usage", "provider": "p", "model": "m", "usage": {"input": 1, "output": None}},
+        {"type": "usage", "kind": " ", "usage": {"input": 2}},
+        {"type": "usage", "kind": "compaction", "provider": "p", "usage": {"output": 3, "cost": {"total": None}}},
+        {"type": "message", "message": {"role": "assistant", "provider": "p", "model": "m", "content": "t",
+                                        "usage": {"input": None, "output": 4, "cacheRead": None}}},
+    ]
+    lines = [{"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}]
+    for k, e in enumerate(entries):
+        lines.append({**e, "id": f"e{k}", "parentId": f"e{k - 1}" if k else None,
+                      "timestamp": "2025-01-01T00:00:01.000Z"})
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    empty = re.compile(r"·\s*·|·\s*$|^\s*·")
+    md = [x for x in _md(path, backend).splitlines() if x.startswith("## ")]
+    assert md == ["## usage · 2025-01-01 00:00:01 UTC · p/m · in 1 · e0",
+                  "## usage · 2025-01-01 00:00:01 UTC · (unknown) · in 2 · e1",
+                  "## usage · 2025-01-01 00:00:01 UTC · compaction · p/(unknown) · out 3 · e2",
+                  "## assistant · 2025-01-01 00:00:01 UTC · p/m · out 4 · e3"], md
+    page, _ = export_page(path, backend)
+    metas = re.findall(r"<span>([^<]*)</span>", page)
+    assert "p/m · in 1" in metas and "(unknown) · in 2" in metas and "p/m · out 4" in metas, metas
+    assert not [m for m in metas if empty.search(m)], metas
+    out = cli("tree", str(path), "--backend", backend).stdout
+    rows = [x.split(" usage ", 1)[1].split("←")[0].strip() for x in out.splitlines() if " usage " in x]
+    assert rows == ["p/m · in 1", "(unknown) · in 2", "compaction · p/(unknown) · out 3"], out
+
+
 def test_markdown_detail_levels(demo_like: Path, backend: str) -> None:
     full = _md(demo_like, backend)
     no_tools = _md(demo_like, backend, detail="no-tools")

@@ -216,6 +216,11 @@ EDGES: list[dict[str, Any]] = [
      "usage": {"input": 1}, "note": "n" * 150},
     *(_msg(role="user", content=text) for text in _REFERENCES),
     _msg(role="assistant", content=[{"type": "thinking", "thinking": _REFERENCES[0]}]),
+    # a model a session does not fully give (view.model_label), times that are no times
+    _msg(role="assistant", provider="", model="x", content="t", timestamp="yesterday"),
+    _msg(role="assistant", provider="p", model=5, content="t", timestamp=None),
+    {"type": "model_change", "modelId": ""}, {"type": "model_change", "provider": "p", "modelId": None},
+    {"type": "branch_summary", "summary": "s", "fromId": "e0001", "timestamp": "not a time"},
 ]
 
 RAW = [

@@ -605,7 +605,8 @@ def test_sessions_and_projects_between_dates_summed_natively(tmp_path: Path) -> 
 def test_models_that_read_alike_are_one_line(tmp_path: Path) -> None:
     """A warm report by model, with or without dates, has its lines made natively, one
     a name as Python names a pair: ``a/b`` + ``c`` and ``a`` + ``b/c`` are one line
-    ``a/b/c``, neither provider nor model ``(unknown)``; equal to the report made from
+    ``a/b/c``, neither provider nor model ``(unknown)``, one of them ``x/(unknown)``
+    (``view.model_label``); equal to the report made from
     the logs."""
     folder = tmp_path / "p"
     folder.mkdir()
@@ -621,7 +622,7 @@ def test_models_that_read_alike_are_one_line(tmp_path: Path) -> None:
         warm = _warm_natively("model", [str(folder)], catalog, tz=timezone.utc, since=since, until=until)
         assert warm == cat.usage("model", [str(folder)], no_cache=True, tz=timezone.utc, since=since, until=until)
         if since is None and until is None:
-            assert sorted(x.key for x in warm.lines) == ["(unknown)", "/x", "a/b/c", "x/"]
+            assert sorted(x.key for x in warm.lines) == ["(unknown)", "(unknown)/x", "a/b/c", "x/(unknown)"]
             assert warm.total.records == 18
 
 

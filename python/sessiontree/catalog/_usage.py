@@ -63,7 +63,8 @@ class UsageLine(NamedTuple):
 
     Attributes:
         key: the day (``2025-11-03``), ISO week (``2025-W45``), month (``2025-11``),
-            session file, model (``provider/model``, ``(unknown)`` for summaries) or
+            session file, model (``provider/model``, ``(unknown)`` for what a session does not
+            give: ``anthropic/(unknown)``, summaries' ``(unknown)``) or
             project (cwd); ``(no time)`` for records without a time.
         records: usage records counted.
         input, output, cache_read, cache_write, total_tokens: token counts (``int``
@@ -558,7 +559,13 @@ def _summary(pieces: list[_Piece], group: str, since: date | None, until: date |
 
 
 def _model_name(provider: str, model: str) -> str:
-    return f"{provider}/{model}" if provider or model else "(unknown)"
+    """A report line's name for the pair the log holds (``""``: the entry gave no string):
+    ``view.model_label``'s spelling, which this layer, below the view, cannot import
+    (``src/report.rs`` spells it natively too; ``tests/test_view_model.py`` holds the
+    three equal)."""
+    if not provider and not model:
+        return "(unknown)"
+    return f"{provider or '(unknown)'}/{model or '(unknown)'}"
 
 
 def _python_pieces(sessions: list[Any], logs: list[bytes], keys: list[int], names: list[str],

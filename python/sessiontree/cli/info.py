@@ -17,7 +17,7 @@ from rich.text import Text
 from ..schema import CodeColumn
 
 from ._common import Io, file_version, load_report, open_session, spinner
-from ..view import ABSENT, cells, hang, human_bytes, human_seconds, iso_time, num, safe, show, value_text
+from ..view import ABSENT, cells, hang, human_bytes, human_seconds, iso_time, model_label, num, safe, show, value_text
 
 _KEY = 17  # cells of the label column: the values start there
 
@@ -81,7 +81,7 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
     usage = sm.get_usage_totals()
     models: Counter[str] = Counter()
     for provider, model, count in usage.models:
-        models[f"{value_text(provider, 100, none=ABSENT)}/{value_text(model, 100, none=ABSENT)}"] += count
+        models[model_label(provider, model)] += count
     report = load_report(sm)
     header = sm.get_header() or {}
     return {

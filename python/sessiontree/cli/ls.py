@@ -19,7 +19,7 @@ from ._common import Io, count_progress, warn_unread_tz
 from ..view import cells, fit, fit_start, one_line, pad, safe, shown_path, zoned_time
 
 _PREVIEW = 60
-_WHEN = 26  # "2025-11-07 10:14:10 +01:00" (an offset of whole seconds, +00:09:21, is 3 more)
+_WHEN = 26  # "2025-11-07 10:14:10 +01:00" (an offset of whole seconds, +00:09:21, is 3 more; UTC 3 fewer)
 _CWD_MAX = 60  # cells of the cwd column (--all); a longer cwd is cut at its start with … (its end tells projects apart)
 
 
@@ -123,7 +123,7 @@ def rows(sessions: list[Any], paint: Any, width: int | None) -> list[str]:
     for k, s in enumerate(sessions):
         title = one_line(s.name) if s.name else one_line(s.first_message)
         first = "".join((
-            zoned_time(s.modified),
+            f"{zoned_time(s.modified):<{_WHEN}}",  # a zone that is UTC in winter keeps the column
             f"  {counts[k]:>{count_w}}  ",
             paint(pad(fit(title, title_w), title_w), "bold" if s.name else ""),
             paint("  " + pad(fit_start(cwds[k], cwd_w), cwd_w), "cyan") if cwd_w else "",

@@ -205,12 +205,27 @@ def _head(h: Any, role_w: int, path: bool = True) -> list[str | tuple[str, str]]
     (:func:`view.shown_path`) unless ``path`` is false. The on-path marker has a column
     of its own before the role (padded to ``role_w``, the page's longest), so that it
     never runs into a role."""
-    when = zoned_time(h.time, seconds=False) if h.time is not None else "-" * 23
+    # As wide as a time with its offset ("2025-11-07 10:14 +01:00"), UTC's too: the
+    # columns after it stay put in a zone that is UTC in winter.
+    when = f"{zoned_time(h.time, seconds=False):<23}" if h.time is not None else "-" * 23
     head: list[str | tuple[str, str]] = [
         (when, "dim"), "  ", ("*" if h.on_path else " ", "bold green"), " ", (f"{h.role:<{role_w}}", "cyan"), "  "]
     if path:
         head += [(shown_path(h.path), "bold"), "  "]
-    return [*head, (safe(h.entry_id), "yellow"), (f"  {one_line(h.session_name, 60)}" if h.session_name else "", "dim")]
+    name = f"  {one_line(h.session_name, 60)}" if h.session_name and not _snippet_is_name(h) else ""
+    return [*head, (safe(h.entry_id), "yellow"), (name, "dim")]
+
+
+def _snippet_is_name(h: Any) -> bool:
+    """Whether the hit is on its session's name as the session has it now (its snippet
+    line shows the name, so the head leaves it out: the name once). A hit on an
+    earlier name keeps the session's name in its head."""
+    if h.role != "name" or not isinstance(h.session_name, str):
+        return False
+    name = " ".join(h.session_name.split())  # the snippet's white space is one space
+    text = " ".join(h.snippet.split())
+    core = text.strip("…").strip()
+    return text == name or (bool(core) and core != text and core in name)
 
 
 def _snippet_parts(h: Any) -> list[str | tuple[str, str]]:

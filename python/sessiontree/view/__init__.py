@@ -8,7 +8,8 @@ so that an entry reads the same in each:
   format characters made visible), in two modes: one line (``safe``) and several
   lines (``safe_block``; ``_render.clean`` for the exports and the detail pane);
 * ``_ansi``: a style name as the escape rich writes on a terminal, without rich;
-* ``_text``: any JSON value as text (numbers, sizes, JSON); ``_cells``: fitting text to
+* ``_text``: any JSON value as text (numbers, sizes, JSON, times, a model's label:
+  ``model_label``, the one spelling of ``provider/model``); ``_cells``: fitting text to
   a width in terminal cells;
 * ``_entries``: the table of how each entry type and message role is shown (its word,
   colour, folding, and its functions in ``_preview``, one line: ``tree``, the HTML
@@ -71,6 +72,8 @@ if TYPE_CHECKING:
         plain_doc,
         show,
         to_json_bytes,
+        UNKNOWN,
+        model_label,
         usage_text,
         value_text,
         zoned_time,
@@ -100,7 +103,7 @@ _HOMES: dict[str, str] = {
     **dict.fromkeys((
         'ABSENT', 'PREVIEW_CLIP', 'as_is', 'collapse', 'human_bytes', 'human_seconds', 'int_text', 'iso_time', 'json_text',
         'ms_time', 'num', 'number', 'one_line', 'plain_doc', 'show', 'to_json_bytes', 'usage_text',
-        'value_text', 'zoned_time',
+        'value_text', 'zoned_time', 'UNKNOWN', 'model_label',
     ), "_text"),
     **dict.fromkeys(('Layout', 'TreeRow', 'format_row', 'tree_rows'), "_tree_rows"),
 }
@@ -111,10 +114,10 @@ __getattr__ = lazy_names(__name__, _HOMES, globals())
 
 __all__ = [
     "ABSENT", "BRANCH_MARK", "CLOSE", "CONVERSATION", "ENTRY", "ENTRY_VIEWS", "FOLD", "FOLD_MARK", "IMAGE_TYPES", "KEEP_TYPES", "KIND_STYLES", "KINDS",
-    "MAX_SIBLINGS", "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "ROLE_VIEWS", "SHORT_ID", "AmbiguousIdError", "Drawing",
+    "MAX_SIBLINGS", "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "ROLE_VIEWS", "SHORT_ID", "UNKNOWN", "AmbiguousIdError", "Drawing",
     "EntryView", "Item", "Layout", "Part", "RoleView", "Row", "Structure", "TreeRow", "as_is", "cells", "clean",
     "collapse", "content_text", "doc_id", "doc_line", "entry_preview", "fit", "fit_start", "fold_text", "hang", "hang_lines", "format_row", "human_bytes",
-    "human_seconds", "id_width", "int_text", "iso_time", "item_of", "json_text", "message_preview", "model_text", "ms_time", "num",
+    "human_seconds", "id_width", "int_text", "iso_time", "item_of", "json_text", "message_preview", "model_label", "model_text", "ms_time", "num",
     "number", "one_line", "pad", "paint", "plain_doc", "plain_table", "render_message", "resolve_id", "safe", "safe_block", "show",
     "sgr", "shown_path", "structure_of",
     "to_json_bytes", "tool_call_preview", "tree_rows", "usage_text", "value_text", "zoned_time",

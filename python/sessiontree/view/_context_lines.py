@@ -14,19 +14,21 @@ from ._cells import fit, hang
 from ._escape import safe_block
 from ._entries import KIND_STYLES
 from ._preview import tool_call_preview
-from ._text import ABSENT, human_bytes, json_text, ms_time, num, one_line, show, value_text
+from ._text import ABSENT, UNKNOWN, human_bytes, json_text, model_label, ms_time, num, one_line, show, value_text
 from ..schema import blob_sha256
 
 __all__ = ["render_message", "model_text", "hang_lines"]
 
 
 def model_text(model: Any) -> str:
-    """A context's ``model`` (``{"provider", "modelId"}``, or any value) in one word."""
-    if isinstance(model, dict) and model:
-        return f"{show(model.get('provider'), 100, none=ABSENT)}/{show(model.get('modelId'), 100, none=ABSENT)}"
-    if model == {} or model == []:
-        return ABSENT  # a context with no model information (Pi's {}), not its JSON
-    return show(model, 100, none=ABSENT) or ABSENT
+    """A context's ``model`` (``{"provider", "modelId"}``, or any value) in one word:
+    :func:`model_label`, :data:`UNKNOWN` for a context with no model information (Pi's
+    ``{}``), not its JSON."""
+    if isinstance(model, dict):
+        return show(model_label(model.get("provider"), model.get("modelId")), 200)
+    if model is None or model == [] or model == "":
+        return UNKNOWN
+    return show(model, 100)
 
 
 def _body(value: Any, max_lines: int, full: bool, style: str = "") -> Iterator[tuple[str, str]]:
@@ -79,8 +81,9 @@ def render_message(i: int, msg: Any, *, full: bool, max_lines: int) -> list[tupl
     head = f"[{i}] {role}"
     if role == "assistant":
         usage = msg.get("usage")
-        if msg.get("provider") is not None or msg.get("model") is not None:
-            head += f"  {_short(msg.get('provider'))}/{_short(msg.get('model'))}"
+        model = model_label(msg.get("provider"), msg.get("model"), unknown="")
+        if model:
+            head += f"  {show(model, 200)}"
         if msg.get("stopReason") is not None:  # a message cut off before it ended has none
             head += f"  {_short(msg.get('stopReason'))}"
         if isinstance(usage, dict) and usage:

@@ -17,9 +17,9 @@ from ._cells import fit
 from ._escape import safe
 from ._text import _PREVIEW_CHARS  # what a preview shows; PREVIEW_CLIP reads one more
 from ._text import collapse as _collapse
-from ._text import ABSENT, usage_text, value_text
+from ._text import ABSENT, model_label, usage_text, value_text
 
-__all__ = ["Clean", "content_text", "tool_call_preview"]
+__all__ = ["Clean", "content_text", "tool_call_preview", "usage_fields"]
 
 Clean = Callable[[str], str]
 """What makes a text fit for its viewer (``safe``, ``clean``, ``as_is``)."""
@@ -137,7 +137,8 @@ def branch_summary(entry: dict[str, Any], clean: Clean) -> str:
 
 
 def model_change_text(entry: dict[str, Any]) -> str:
-    """The model a ``model_change`` selects, as ``provider/modelId`` (not sanitized).
+    """The model a ``model_change`` selects, as ``provider/modelId`` (:func:`model_label`;
+    not sanitized).
 
     Pi writes ``provider`` and ``modelId``. oh-my-pi writes ``model``, already
     ``"provider/modelId"``, with ``role`` (``"default"`` when absent: ``"smol"``,
@@ -146,7 +147,7 @@ def model_change_text(entry: dict[str, Any]) -> str:
     """
     model = entry.get("model")
     if "provider" in entry or "modelId" in entry or not isinstance(model, str):
-        return f"{_short(entry.get('provider'))}/{_short(entry.get('modelId'))}"
+        return model_label(entry.get("provider"), entry.get("modelId"))
     text = value_text(model, 200)
     role = entry.get("role")
     if isinstance(role, str) and role and role != "default":
@@ -182,11 +183,21 @@ def custom(entry: dict[str, Any], clean: Clean) -> str:
     return _line(clean, entry.get("customType"), 200)
 
 
+def usage_fields(entry: dict[str, Any]) -> list[str]:
+    """A ``usage`` entry's fields, as ``tree`` and the exports show them (joined by
+    `` · ``; not sanitized): its ``kind`` (left out when it has none: no empty field
+    between two separators), its model (:func:`model_label`), its numbers
+    (:func:`usage_text`). ``["compaction", "anthropic/claude-x", "in 1,234 · out 56",
+    "$0.0100"]``."""
+    kind = value_text(entry.get("kind"), 100)
+    return [*([kind] if kind.strip() else []), model_label(entry.get("provider"), entry.get("model")),
+            *usage_text(entry.get("usage"))]
+
+
 def usage(entry: dict[str, Any], clean: Clean) -> str:
     """``compaction · anthropic/claude-x · in 1,234 · out 56 · $0.0100``: what a call
-    not tied to a message spent."""
-    head = f"{_short(entry.get('kind'))} · {_short(entry.get('provider'))}/{_short(entry.get('model'))}"
-    return _line(clean, " · ".join([head, *usage_text(entry.get("usage"))]))
+    not tied to a message spent (:func:`usage_fields`)."""
+    return _line(clean, " · ".join(usage_fields(entry)))
 
 
 def context_edit(entry: dict[str, Any], clean: Clean) -> str:

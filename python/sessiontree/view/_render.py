@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._escape import safe, safe_block
-from ._preview import model_change_text, tool_call_preview
-from ._text import human_bytes, iso_time, json_text, ms_time, num, usage_text, value_text
+from ._preview import model_change_text, tool_call_preview, usage_fields
+from ._text import human_bytes, iso_time, json_text, model_label, ms_time, num, usage_text, value_text
 from ..schema import blob_sha256
 
 __all__ = ["Part", "Item", "new_item", "start_message", "clean", "doc_line", "doc_id", "usage_text", "IMAGE_TYPES"]
@@ -103,12 +103,11 @@ class Item:
 
 def _when(entry: dict[str, Any]) -> str:
     """An entry's ISO ``timestamp`` in UTC as :func:`iso_time` words it (one offset
-    for every time of a page, docs/CONTRACT.md §10 "Times"), else as written (its
-    first 19 characters, ``T`` a space: it is no time, nor claims a zone)."""
+    for every time of a page), ``""`` for one that is no time (``"not a time"``), which
+    is not shown: ``context`` has only Pi's ``null`` for it (docs/CONTRACT.md §10
+    "Times")."""
     ts = entry.get("timestamp")
-    if isinstance(ts, str):
-        return iso_time(ts) or doc_line(ts.replace("T", " ")[:19], 40)
-    return ""
+    return iso_time(ts) if isinstance(ts, str) else ""
 
 
 def _content_parts(content: Any, kind: str = "text", *, error: bool = False) -> list[Part]:
@@ -165,16 +164,20 @@ def _short(value: Any) -> str:
 
 # ------------------------------------------------------------------ message roles
 def start_message(item: Item, msg: dict[str, Any]) -> None:
-    """A message's kind (its role) and time (the message's own, else the entry's)."""
+    """A message's kind (its role) and time: its own ``timestamp`` as ``context``
+    shows it (:func:`ms_time`: none for one that is no number of milliseconds), the
+    entry's only where the message has none (docs/CONTRACT.md §10 "Times")."""
     role = msg.get("role")
     item.kind = doc_line(role, 60) if role is not None else "message"
-    item.when = ms_time(msg.get("timestamp")) or item.when
+    ts = msg.get("timestamp")
+    if ts is not None:
+        item.when = ms_time(ts)
 
 
 def assistant(item: Item, msg: dict[str, Any]) -> None:
-    model = f"{doc_line(msg.get('provider'), 80)}/{doc_line(msg.get('model'), 120)}".strip("/")
+    model = model_label(msg.get("provider"), msg.get("model"), unknown="")
     if model:
-        item.meta.append(model)
+        item.meta.append(doc_line(model, 300))
     stop = msg.get("stopReason")
     if stop not in (None, "stop", "toolUse"):
         item.meta.append(f"stop: {doc_line(stop, 60)}")
@@ -265,8 +268,7 @@ def custom(item: Item, entry: dict[str, Any]) -> None:
 
 
 def usage(item: Item, entry: dict[str, Any]) -> None:
-    item.meta.append(f"{_short(entry.get('kind'))} · {_short(entry.get('provider'))}/{_short(entry.get('model'))}")
-    item.meta.extend(usage_text(entry.get("usage")))
+    item.meta.extend(doc_line(text, 300) for text in usage_fields(entry))
     if entry.get("note"):
         item.parts.append(Part("note", _short(entry.get("note"))))
 

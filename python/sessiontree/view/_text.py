@@ -22,7 +22,7 @@ from ._escape import safe
 __all__ = [
     "PREVIEW_CLIP", "to_json_bytes", "json_text", "value_text", "show", "one_line", "collapse", "as_is",
     "plain_doc", "number", "int_text", "num", "human_bytes", "human_seconds", "ms_time", "iso_time", "zoned_time",
-    "usage_text",
+    "usage_text", "UNKNOWN", "model_label",
 ]
 
 
@@ -308,8 +308,32 @@ def value_text(value: Any, limit: int | None = _PREVIEW_CHARS, *, none: str = ""
 
 
 ABSENT = "none"
-"""How a viewer words a value that is missing or null where one is expected (a model,
-a thinking level, a leaf): never Python's ``None``."""
+"""How a viewer words a value that is missing or null where one is expected (a thinking
+level, a leaf): never Python's ``None``. A model it does not know is :data:`UNKNOWN`."""
+
+UNKNOWN = "(unknown)"
+"""How a viewer words a model, or a model's provider or name, that a session does not
+give (:func:`model_label`)."""
+
+
+def model_label(provider: Any, model: Any, *, unknown: str = UNKNOWN) -> str:
+    """A model as people read it, ``provider/model`` (``anthropic/claude-sonnet-4-5``):
+    the one spelling of ``context``, ``info``, ``tree``, ``browse``, the exports and
+    ``usage``'s lines by model (``catalog``'s ``_usage._model_name`` and
+    ``src/report.rs``, below this layer, spell a pair as this does:
+    ``tests/test_view_model.py``).
+
+    ``provider`` and ``model`` may be any JSON value (or ``None`` for absent). A side
+    that is not a non-empty string is :data:`UNKNOWN` (``anthropic/(unknown)``: the
+    catalog records such a value as ``""``); with neither side known the label is
+    ``unknown`` (:data:`UNKNOWN`; a message's header passes ``""`` and shows none).
+    Not escaped, not cut.
+    """
+    p = provider if isinstance(provider, str) and provider else None
+    m = model if isinstance(model, str) and model else None
+    if p is None and m is None:
+        return unknown
+    return f"{p or UNKNOWN}/{m or UNKNOWN}"
 
 
 def show(value: Any, limit: int | None = _PREVIEW_CHARS, *, none: str = "") -> str:
@@ -391,16 +415,20 @@ def iso_time(ts: Any) -> str:
 def zoned_time(dt: datetime, *, seconds: bool = True) -> str:
     """An aware ``dt`` in this machine's zone, as people read it with its offset from
     UTC: ``2025-11-07 10:14:10 +01:00`` (``seconds`` false: ``2025-11-07 10:14 +01:00``;
-    an offset of whole seconds, as old local mean times have, ``+00:09:21``). A time
-    the zone cannot show (years past 9999) stays in UTC and says ``+00:00``: the
-    offset is always that of the time written (docs/CONTRACT.md §10 "Times")."""
+    an offset of whole seconds, as old local mean times have, ``+00:09:21``). An
+    offset of zero is written ``UTC``, as :func:`ms_time` ends a time in UTC: one
+    spelling of a UTC time for people, whichever command shows it (``TZ=UTC``: ``ls``
+    as the exports). A time the zone cannot show (years past 9999) stays in UTC and
+    says so: the zone is always that of the time written (docs/CONTRACT.md §10
+    "Times"). A column of them is as wide as the widest (``UTC`` is three characters
+    fewer than an offset)."""
     shown = local_time(dt)
     off = shown.utcoffset()
     total = int(off.total_seconds()) if off is not None else 0
     sign = "-" if total < 0 else "+"
     h, rest = divmod(abs(total), 3600)
     m, s = divmod(rest, 60)
-    zone = f"{sign}{h:02d}:{m:02d}" + (f":{s:02d}" if s else "")
+    zone = f"{sign}{h:02d}:{m:02d}" + (f":{s:02d}" if s else "") if total else "UTC"
     day = f"{shown.year:04d}-{shown.month:02d}-{shown.day:02d}"  # strftime's %Y does not pad years before 1000
     clock = f"{shown.hour:02d}:{shown.minute:02d}" + (f":{shown.second:02d}" if seconds else "")
     return f"{day} {clock} {zone}"
