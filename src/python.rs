@@ -2629,7 +2629,7 @@ fn plain_json<'py>(
     let Some(v) = plain_value(value, 0, &mut left)? else {
         return Ok(None);
     };
-    Ok(crate::value::to_json(&v, indent).map(|text| PyBytes::new(value.py(), text.as_bytes())))
+    Ok(crate::value::to_json_bytes(&v, indent).map(|data| PyBytes::new(value.py(), &data)))
 }
 
 fn plain_value(

@@ -327,34 +327,39 @@ impl<'a> Parser<'a> {
 /// U+2028–U+202E and U+2066–U+2069 as `\uXXXX`), or `None` for a float anywhere in it
 /// that [`write_float`] does not spell.
 pub fn to_json(v: &Value<'_>, indent: bool) -> Option<String> {
-    let mut out = String::new();
+    String::from_utf8(to_json_bytes(v, indent)?).ok()
+}
+
+/// [`to_json`]'s text as its UTF-8 bytes.
+pub fn to_json_bytes(v: &Value<'_>, indent: bool) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
     write_json(v, indent, 0, &mut out)?;
     Some(out)
 }
 
-fn newline(out: &mut String, depth: usize) {
-    out.push('\n');
+fn newline(out: &mut Vec<u8>, depth: usize) {
+    out.push(b'\n');
     for _ in 0..depth {
-        out.push_str("  ");
+        out.extend_from_slice(b"  ");
     }
 }
 
-fn write_json(v: &Value<'_>, indent: bool, depth: usize, out: &mut String) -> Option<()> {
+fn write_json(v: &Value<'_>, indent: bool, depth: usize, out: &mut Vec<u8>) -> Option<()> {
     match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Int(i) => out.push_str(&i.to_string()),
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Value::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
         Value::Float(f) => write_float(*f, out)?,
-        Value::Str(s) => json_string(s, out),
+        Value::Str(s) => json_string(out, s),
         Value::Arr(items) => {
             if items.is_empty() {
-                out.push_str("[]");
+                out.extend_from_slice(b"[]");
                 return Some(());
             }
-            out.push('[');
+            out.push(b'[');
             for (k, item) in items.iter().enumerate() {
                 if k > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 if indent {
                     newline(out, depth + 1);
@@ -364,29 +369,29 @@ fn write_json(v: &Value<'_>, indent: bool, depth: usize, out: &mut String) -> Op
             if indent {
                 newline(out, depth);
             }
-            out.push(']');
+            out.push(b']');
         }
         Value::Obj(kv) => {
             if kv.is_empty() {
-                out.push_str("{}");
+                out.extend_from_slice(b"{}");
                 return Some(());
             }
-            out.push('{');
+            out.push(b'{');
             for (k, (key, item)) in kv.iter().enumerate() {
                 if k > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 if indent {
                     newline(out, depth + 1);
                 }
-                json_string(key, out);
-                out.push_str(if indent { ": " } else { ":" });
+                json_string(out, key);
+                out.extend_from_slice(if indent { b": " } else { b":" });
                 write_json(item, indent, depth + 1, out)?;
             }
             if indent {
                 newline(out, depth);
             }
-            out.push('}');
+            out.push(b'}');
         }
     }
     Some(())
@@ -397,103 +402,101 @@ fn write_json(v: &Value<'_>, indent: bool, depth: usize, out: &mut String) -> Op
 /// (`0.1`, `1e15` as `1000000000000000.0`, `-0.0`). `None` elsewhere: there the two
 /// choose different exponent forms (`1e-05` and `1e-5`), and NaN and the infinities are
 /// no JSON (`view/_text.py` `_plain` holds the same range).
-fn write_float(f: f64, out: &mut String) -> Option<()> {
+fn write_float(f: f64, out: &mut Vec<u8>) -> Option<()> {
     if !(f == 0.0 || (1e-4..1e16).contains(&f.abs())) {
         return None;
     }
     // Ryu writes this range in plain decimal with a `.0` on a whole number, as `repr`
     // does (`1e15` as `1000000000000000.0`, `1e-4` as `0.0001`).
-    out.push_str(ryu::Buffer::new().format_finite(f));
+    out.extend_from_slice(ryu::Buffer::new().format_finite(f).as_bytes());
     Some(())
 }
 
-/// The bytes that start a character `json_string` may escape: C0 controls, `"`, `\`,
-/// DEL, and the lead bytes of C1 (`c2`), ALM (`d8`) and the U+2000 block (`e2`).
-static ATTENTION: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        t[b] = true;
-        b += 1;
-    }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t[0x7f] = true;
-    t[0xc2] = true;
-    t[0xd8] = true;
-    t[0xe2] = true;
-    t
-};
-
-/// Whether one of the eight bytes of `w` is below 0x20, `"`, `\`, or 0x7f and above.
-fn has_special(w: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_in = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-    // A byte < 0x20: (b - 0x20) borrows into its high bit where b has none; a byte >= 0x7f:
-    // (b + 1) sets the high bit, or b has it.
-    let low = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
-    let high = (w | w.wrapping_add(ONES)) & HIGH;
-    low | high | zero_in(w ^ (ONES * u64::from(b'"'))) | zero_in(w ^ (ONES * u64::from(b'\\'))) != 0
-}
-
-/// A JSON string as orjson writes it (`"`, `\`, and C0 controls escaped: `\b \t \n \f
-/// \r`, else `\u00xx`), with the command line's escapes after it (`\uxxxx` lowercase).
-fn json_string(s: &str, out: &mut String) {
-    use std::fmt::Write;
-    out.push('"');
-    let bytes = s.as_bytes();
-    let mut run = 0;
+/// `s` as a JSON string as the command line writes it: orjson's escapes (`\"`, `\\`,
+/// `\b`, `\f`, `\n`, `\r`, `\t`, other controls as `\u00xx`), then DEL, C1 controls,
+/// ALM, LRM/RLM, U+2028–U+202E and U+2066–U+2069 as `\uxxxx` (`_JSON_UNSAFE_RE`).
+pub(crate) fn json_string(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    let b = s.as_bytes();
+    let mut from = 0;
     let mut i = 0;
-    while i < bytes.len() {
-        // Only the bytes of `ATTENTION` start a character that may be escaped; the rest
-        // are copied in runs, eight at a time where none of them is ASCII's `"`, `\`, a
-        // control or DEL, nor above ASCII (a per-character decode was ~7x orjson on a
-        // page of hits).
-        if let Some(chunk) = bytes.get(i..i + 8) {
-            let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-            if !has_special(w) {
-                i += 8;
-                continue;
-            }
-        }
-        if !ATTENTION[usize::from(bytes[i])] {
+    // Byte by byte through a table: only a control, `"`, `\\`, DEL and the lead bytes
+    // of the escaped characters (C2: C1 controls; D8: ALM; E2: U+200E–U+2069) stop it.
+    // A text's characters one by one took a tenth of `search --limit 0 --json`.
+    while i < b.len() {
+        if !STOP[b[i] as usize] {
             i += 1;
             continue;
         }
         let c = s[i..].chars().next().unwrap_or('\0');
-        let width = c.len_utf8();
-        let esc: Option<&str> = match c {
-            '"' => Some("\\\""),
-            '\\' => Some("\\\\"),
-            '\n' => Some("\\n"),
-            '\t' => Some("\\t"),
-            '\r' => Some("\\r"),
-            '\u{8}' => Some("\\b"),
-            '\u{c}' => Some("\\f"),
-            _ => None,
-        };
-        let unsafe_cp = matches!(u32::from(c),
-            0x00..=0x1f | 0x7f..=0x9f | 0x61c | 0x200e | 0x200f | 0x2028..=0x202e | 0x2066..=0x2069);
-        if esc.is_some() || unsafe_cp {
-            out.push_str(&s[run..i]);
-            match esc {
-                Some(e) => out.push_str(e),
-                None => {
-                    let _ = write!(out, "\\u{:04x}", u32::from(c));
-                }
-            }
-            run = i + width;
+        let next = i + c.len_utf8();
+        if let Some(short) = escape_of(c) {
+            out.extend_from_slice(&b[from..i]);
+            write_escape(out, c, short);
+            from = next;
         }
-        i += width;
+        i = next;
     }
-    out.push_str(&s[run..]);
-    out.push('"');
+    out.extend_from_slice(&b[from..]);
+    out.push(b'"');
 }
+
+/// Whether [`json_string`] escapes `c` (`None`: written as it is) and how: a short escape,
+/// or `None` for `\\uxxxx`.
+fn escape_of(c: char) -> Option<Option<&'static [u8]>> {
+    let code = c as u32;
+    let short: Option<&'static [u8]> = match c {
+        '"' => Some(b"\\\""),
+        '\\' => Some(b"\\\\"),
+        '\u{8}' => Some(b"\\b"),
+        '\u{c}' => Some(b"\\f"),
+        '\n' => Some(b"\\n"),
+        '\r' => Some(b"\\r"),
+        '\t' => Some(b"\\t"),
+        _ => None,
+    };
+    let escaped = short.is_some()
+        || code < 0x20
+        || code == 0x7f
+        || (0x80..=0x9f).contains(&code)
+        || code == 0x61c
+        || code == 0x200e
+        || code == 0x200f
+        || (0x2028..=0x202e).contains(&code)
+        || (0x2066..=0x2069).contains(&code);
+    escaped.then_some(short)
+}
+
+/// `c`'s escape appended to `out`: `short`, as [`escape_of`] gave it for `c`, else
+/// `\\uxxxx`.
+fn write_escape(out: &mut Vec<u8>, c: char, short: Option<&[u8]>) {
+    match short {
+        Some(x) => out.extend_from_slice(x),
+        None => out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes()),
+    }
+}
+
+/// The bytes at which [`json_string`] looks at the character: every character it escapes
+/// starts with one of them.
+const STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[0x7f] = true;
+    t[0xc2] = true; // U+0080–U+00BF (the C1 controls among them)
+    t[0xd8] = true; // U+0600–U+063F (ALM, U+061C)
+    t[0xe2] = true; // U+2000–U+2FFF (U+200E, U+200F, U+2028–U+202E, U+2066–U+2069)
+    t
+};
 
 #[cfg(test)]
 mod tests {
-    use super::{parse, to_json, Value};
+    use super::{escape_of, json_string, parse, to_json, write_escape, Value};
 
     #[test]
     fn keys_keep_their_first_place_and_last_value() {
@@ -550,6 +553,40 @@ mod tests {
             let line = format!("[{text}]");
             let v = parse(line.as_bytes()).unwrap();
             assert_eq!(to_json(&v, false), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn every_character_is_escaped_as_one_at_a_time() {
+        // The rule character by character, as `json_string` was written before its table.
+        fn one_at_a_time(s: &str) -> Vec<u8> {
+            let mut out = vec![b'"'];
+            for c in s.chars() {
+                if let Some(short) = escape_of(c) {
+                    write_escape(&mut out, c, short);
+                } else {
+                    out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                }
+            }
+            out.push(b'"');
+            out
+        }
+        let every: String = (0..0x11_0000u32).filter_map(char::from_u32).collect();
+        for text in [
+            every.as_str(),
+            "",
+            "plain",
+            "a\u{2029}b\u{85}\u{61c}\u{2069}\u{206a}\u{a0}",
+        ] {
+            let mut v = Vec::new();
+            json_string(&mut v, text);
+            assert_eq!(v, one_at_a_time(text));
+        }
+        for c in (0..0x11_0000u32).filter_map(char::from_u32) {
+            let text = format!("x{c}y{c}");
+            let mut v = Vec::new();
+            json_string(&mut v, &text);
+            assert_eq!(v, one_at_a_time(&text), "{c:?}");
         }
     }
 }

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 
 use crate::search::index::{snippets, KeyHit, Snippet};
 use crate::search::rules::Term;
+use crate::value::json_string as string;
 
 /// What every hit of one file shares.
 pub struct Head {
@@ -129,88 +130,6 @@ pub fn write(
     Some(out)
 }
 
-/// `s` as a JSON string as the command line writes it: orjson's escapes (`\"`, `\\`,
-/// `\b`, `\f`, `\n`, `\r`, `\t`, other controls as `\u00xx`), then DEL, C1 controls,
-/// ALM, LRM/RLM, U+2028–U+202E and U+2066–U+2069 as `\uxxxx` (`_JSON_UNSAFE_RE`).
-pub fn string(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
-    let b = s.as_bytes();
-    let mut from = 0;
-    let mut i = 0;
-    // Byte by byte through a table: only a control, `"`, `\\`, DEL and the lead bytes
-    // of the escaped characters (C2: C1 controls; D8: ALM; E2: U+200E–U+2069) stop it.
-    // A text's characters one by one took a tenth of `search --limit 0 --json`.
-    while i < b.len() {
-        if !STOP[b[i] as usize] {
-            i += 1;
-            continue;
-        }
-        let c = s[i..].chars().next().unwrap_or('\0');
-        let next = i + c.len_utf8();
-        if let Some(short) = escape_of(c) {
-            out.extend_from_slice(&b[from..i]);
-            write_escape(out, c, short);
-            from = next;
-        }
-        i = next;
-    }
-    out.extend_from_slice(&b[from..]);
-    out.push(b'"');
-}
-
-/// Whether [`string`] escapes `c` (`None`: written as it is) and how: a short escape,
-/// or `None` for `\\uxxxx`.
-fn escape_of(c: char) -> Option<Option<&'static [u8]>> {
-    let code = c as u32;
-    let short: Option<&'static [u8]> = match c {
-        '"' => Some(b"\\\""),
-        '\\' => Some(b"\\\\"),
-        '\u{8}' => Some(b"\\b"),
-        '\u{c}' => Some(b"\\f"),
-        '\n' => Some(b"\\n"),
-        '\r' => Some(b"\\r"),
-        '\t' => Some(b"\\t"),
-        _ => None,
-    };
-    let escaped = short.is_some()
-        || code < 0x20
-        || code == 0x7f
-        || (0x80..=0x9f).contains(&code)
-        || code == 0x61c
-        || code == 0x200e
-        || code == 0x200f
-        || (0x2028..=0x202e).contains(&code)
-        || (0x2066..=0x2069).contains(&code);
-    escaped.then_some(short)
-}
-
-/// `c`'s escape appended to `out`: `short`, as [`escape_of`] gave it for `c`, else
-/// `\\uxxxx`.
-fn write_escape(out: &mut Vec<u8>, c: char, short: Option<&[u8]>) {
-    match short {
-        Some(x) => out.extend_from_slice(x),
-        None => out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes()),
-    }
-}
-
-/// The bytes at which [`string`] looks at the character: every character it escapes
-/// starts with one of them.
-const STOP: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = true;
-        i += 1;
-    }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t[0x7f] = true;
-    t[0xc2] = true; // U+0080–U+00BF (the C1 controls among them)
-    t[0xd8] = true; // U+0600–U+063F (ALM, U+061C)
-    t[0xe2] = true; // U+2000–U+2FFF (U+200E, U+200F, U+2028–U+202E, U+2066–U+2069)
-    t
-};
-
 /// `shlex.quote(s)` appended to `out`, or `s` itself when it is ASCII letters and
 /// digits (`cli/search.py`'s `_quote`, the same text).
 pub fn shell_quote(out: &mut String, s: &str) {
@@ -263,7 +182,7 @@ pub fn iso_time(out: &mut Vec<u8>, t: f64) -> Option<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{escape_of, iso_time, shell_quote, string, write_escape};
+    use super::{iso_time, shell_quote, string};
     use crate::time::civil_from_days as civil;
 
     fn iso(t: f64) -> Option<String> {
@@ -287,40 +206,6 @@ mod tests {
         assert_eq!(iso(f64::NAN).unwrap(), "null");
         assert_eq!(iso(1.5), None);
         assert_eq!(civil(11_016), (2000, 2, 29));
-    }
-
-    #[test]
-    fn every_character_is_escaped_as_one_at_a_time() {
-        // The rule character by character, as `string` was written before its table.
-        fn one_at_a_time(s: &str) -> Vec<u8> {
-            let mut out = vec![b'"'];
-            for c in s.chars() {
-                if let Some(short) = escape_of(c) {
-                    write_escape(&mut out, c, short);
-                } else {
-                    out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
-                }
-            }
-            out.push(b'"');
-            out
-        }
-        let every: String = (0..0x11_0000u32).filter_map(char::from_u32).collect();
-        for text in [
-            every.as_str(),
-            "",
-            "plain",
-            "a\u{2029}b\u{85}\u{61c}\u{2069}\u{206a}\u{a0}",
-        ] {
-            let mut v = Vec::new();
-            string(&mut v, text);
-            assert_eq!(v, one_at_a_time(text));
-        }
-        for c in (0..0x11_0000u32).filter_map(char::from_u32) {
-            let text = format!("x{c}y{c}");
-            let mut v = Vec::new();
-            string(&mut v, &text);
-            assert_eq!(v, one_at_a_time(&text), "{c:?}");
-        }
     }
 
     #[test]
