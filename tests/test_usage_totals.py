@@ -650,3 +650,26 @@ def test_lines_of_equal_cost_are_ordered_by_key_as_python_orders_them(tmp_path: 
         assert keys[1:] == sorted(keys[1:]) and len(keys) == len(names), keys
     tail = [os.path.basename(x.key) for x in _warm_natively("session", [str(folder)], catalog).lines[1:]]
     assert tail.index("\udcf0.jsonl") < tail.index("\ue000.jsonl")
+
+
+@pytest.mark.skipif(not native_available(), reason="the native module is not built")
+def test_whole_sums_past_64_bits_are_ints_in_native_lines(tmp_path: Path) -> None:
+    """A token sum that is a whole number past 2**63 (``1e19`` twice) is an ``int`` in a
+    line made natively, as ``_usage._whole`` makes it; a sum that is not whole stays a
+    float; equal to the report made from the logs."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    lines = [_header("s", "2025-11-01T00:00:00.000Z")]
+    for n in range(2):
+        r = json.loads(_record(f"e{n}", f"e{n - 1}" if n else None, n))
+        r["message"]["usage"].update(input=1e19, cacheRead=0.25 * (n + 1), totalTokens=3e20 if n else 1)
+        lines.append(json.dumps(r))
+    _write(folder / "2025-11-01_s.jsonl", lines)
+    catalog = str(tmp_path / "catalog.sqlite3")
+    for group in ("session", "model", "daily"):
+        warm = _warm_natively(group, [str(folder)], catalog, tz=timezone.utc)
+        assert warm == cat.usage(group, [str(folder)], no_cache=True, tz=timezone.utc), group
+        line = warm.lines[0]
+        assert type(line.input) is int and line.input == 2 * 10**19, line
+        assert type(line.total_tokens) is int and line.total_tokens == 3 * 10**20, line  # 3e20 + 1 rounded once
+        assert type(line.cache_read) is float and line.cache_read == 0.75, line
