@@ -76,6 +76,33 @@ fn id_from_py<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<Option<Cow<'a, [u8]>>> 
     }
 }
 
+/// A file name or path read from the file system, given to Python as `os.fsdecode`
+/// gives it: the file system's encoding, undecodable bytes as lone surrogates. PyO3's
+/// `OsString` conversion takes any valid UTF-8 as UTF-8 whatever that encoding is, so
+/// under a C locale without UTF-8 mode a name such as `é.jsonl` came back as a `str`
+/// Python could not encode to open it (adversary round 55).
+struct FsName(Vec<u8>);
+
+impl<'py> IntoPyObject<'py> for FsName {
+    type Target = PyString;
+    type Output = Bound<'py, PyString>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
+        let len = pyo3::ffi::Py_ssize_t::try_from(self.0.len())
+            .map_err(|_| PyValueError::new_err("a name too long"))?;
+        // SAFETY: a valid pointer and length for the call, with the thread attached; the
+        // call returns a new reference to a `str`, or NULL with an exception set.
+        unsafe {
+            Bound::from_owned_ptr_or_err(
+                py,
+                pyo3::ffi::PyUnicode_DecodeFSDefaultAndSize(self.0.as_ptr().cast(), len),
+            )
+            .map(|o| o.cast_into_unchecked())
+        }
+    }
+}
+
 /// A path as the OS bytes (`os.fsencode`: `str` with surrogate escapes, `bytes`, or a
 /// path-like), never a lossy conversion: Linux file names need not be UTF-8.
 fn os_path(path: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
@@ -1427,14 +1454,10 @@ impl UsageScan {
         self.keys.len()
     }
 
-    /// Every file's path as `os.fsdecode` gives it (PyO3 decodes an `OsStr` so), in the
-    /// order added (the keys of `file`): a report by session's names.
-    fn paths(&self) -> Vec<&std::ffi::OsStr> {
-        use std::os::unix::ffi::OsStrExt;
-        self.paths
-            .iter()
-            .map(|p| std::ffi::OsStr::from_bytes(p))
-            .collect()
+    /// Every file's path as `os.fsdecode` gives it, in the order added (the keys of
+    /// `file`): a report by session's names.
+    fn paths(&self) -> Vec<FsName> {
+        self.paths.iter().map(|p| FsName(p.clone())).collect()
     }
 
     /// The projects' cwds as the catalog holds them (`None` for a session without one),
@@ -1887,12 +1910,12 @@ struct HeldFile {
 }
 
 /// A listed file as `folder_files` gives it: `(name, path, stat or None)`.
-type ListedPy = (OsString, OsString, Option<StatTuple>);
+type ListedPy = (FsName, FsName, Option<StatTuple>);
 
 fn listed_py(name: &[u8], path: &[u8], st: Option<crate::FileStat>) -> ListedPy {
     (
-        OsString::from_vec(name.to_vec()),
-        OsString::from_vec(path.to_vec()),
+        FsName(name.to_vec()),
+        FsName(path.to_vec()),
         st.map(|s| (s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns)),
     )
 }
@@ -2020,7 +2043,7 @@ impl SearchScan {
         &mut self,
         py: Python<'py>,
         rank: usize,
-    ) -> PyResult<(OsString, u32, Bound<'py, PyAny>, u64, u64)> {
+    ) -> PyResult<(FsName, u32, Bound<'py, PyAny>, u64, u64)> {
         self.check(py)?;
         let h = self
             .held
@@ -2032,13 +2055,7 @@ impl SearchScan {
         } else {
             PyString::new(py, &String::from_utf8_lossy(&stored)).into_any()
         };
-        Ok((
-            OsString::from_vec(h.path.clone()),
-            h.id,
-            name,
-            h.st.dev,
-            h.st.ino,
-        ))
+        Ok((FsName(h.path.clone()), h.id, name, h.st.dev, h.st.ino))
     }
 
     /// `search::index::query` over the files the index holds (releases the GIL).
@@ -2543,23 +2560,12 @@ type StatTuple = (u64, u64, u64, i128, i128);
 /// (`catalog/_files.folder_files`, the one listing rule). The listing is detached, as
 /// `os.scandir` and `os.stat` release the GIL.
 #[pyfunction]
-fn folder_files(
-    py: Python<'_>,
-    folder: &Bound<'_, PyBytes>,
-) -> Vec<(std::ffi::OsString, std::ffi::OsString, Option<StatTuple>)> {
-    use std::os::unix::ffi::OsStringExt;
+fn folder_files(py: Python<'_>, folder: &Bound<'_, PyBytes>) -> Vec<ListedPy> {
     let folder = folder.as_bytes();
     let listed = py.detach(|| crate::folder_files(folder));
     listed
         .into_iter()
-        .map(|f| {
-            let st = f.st.map(|s| (s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns));
-            (
-                std::ffi::OsString::from_vec(f.name),
-                std::ffi::OsString::from_vec(f.path),
-                st,
-            )
-        })
+        .map(|f| listed_py(&f.name, &f.path, f.st))
         .collect()
 }
 
@@ -2572,8 +2578,7 @@ fn walk_folders(
     py: Python<'_>,
     root: &Bound<'_, PyBytes>,
     seen: &Bound<'_, pyo3::types::PySet>,
-) -> PyResult<Vec<std::ffi::OsString>> {
-    use std::os::unix::ffi::OsStringExt;
+) -> PyResult<Vec<FsName>> {
     let mut walked = crate::Walked::new();
     for k in seen.iter() {
         walked.insert(k.extract::<(u64, u64)>()?);
@@ -2584,7 +2589,7 @@ fn walk_folders(
     for k in walked.difference(&before) {
         seen.add(*k)?;
     }
-    Ok(got.into_iter().map(std::ffi::OsString::from_vec).collect())
+    Ok(got.into_iter().map(FsName).collect())
 }
 
 /// `source::birth_ns` of the open file descriptor `fd` (borrowed, not closed): its

@@ -534,3 +534,30 @@ def test_persisted_index_settings_that_cannot_be_used_are_one_line_errors(tmp_pa
     for value in ("1GiB", "64 MiB", "0", "1048576"):  # the syntax of SESSIONTREE_CACHE_BYTES
         p = run("info", str(s), env={**base, "SESSIONTREE_INDEX_BYTES": value})
         assert p.returncode == 0 and not p.stderr, (value, p.stderr)
+
+
+def test_names_under_a_locale_without_utf8_are_os_fsdecode_names(tmp_path: Path) -> None:
+    """Under a C locale without UTF-8 mode (the file system's encoding ASCII), a file
+    named ``é.jsonl`` is named as ``os.fsdecode`` names it (``\\udcc3\\udca9.jsonl``) by
+    ``usage`` warm, cold and ``--no-cache`` and by ``ls`` (shown ``$'...\\xc3\\xa9...'``),
+    and is read: the extension's names came back as ``é``, which that Python cannot
+    encode to open the file (``--no-cache`` failed; adversary round 55)."""
+    folder = tmp_path / "h"
+    folder.mkdir()
+    for seed, name in enumerate(("é", "f")):
+        generate_session(folder / f"{name}.jsonl", size_bytes=3_000, seed=7 + seed, cwd="/w")
+    env = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0", "PYTHONIOENCODING": "utf-8"}
+    probe = subprocess.run([sys.executable, "-c", "import sys; print(sys.getfilesystemencoding())"],
+                           capture_output=True, text=True, env={**os.environ, **env}, check=True)
+    if probe.stdout.strip() != "ascii":
+        pytest.skip(f"this Python keeps {probe.stdout.strip()} under a C locale")
+    expected = str(folder) + "/" + "é.jsonl".encode().decode("ascii", "surrogateescape")
+    catalog = str(tmp_path / "c.sqlite3")
+    for extra in (["--catalog", catalog], ["--catalog", catalog], ["--no-cache"]):
+        report = _json(run("usage", "session", str(folder), "--json", *extra, env=env))
+        assert isinstance(report, dict)
+        keys = sorted(line["key"] for line in report["lines"])
+        assert keys == sorted([expected, str(folder / "f.jsonl")]), (extra, keys)
+    listed = run("ls", str(folder), "--no-cache", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "$'" + str(folder) + "/\\xc3\\xa9.jsonl'" in listed.stdout, listed.stdout
