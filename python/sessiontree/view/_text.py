@@ -149,33 +149,30 @@ def _json_unsafe(data: bytes) -> bool:
     """``data`` holds something :data:`_JSON_UNSAFE_RE` rewrites: by the extension's
     ``memchr`` test when it is built (the expression tries every byte: 0.27 s for the 60
     MB of all the hits of a common word, the native test 0.02 s), else the expression
-    itself. The two give the same answer (``tests/test_view_escape.py``), so the
-    extension is used whichever backend reads the session, looked up once: a look-up of
-    the backend's variable per call was a tenth of an export's view items."""
-    if not _unsafe_test:
-        from .._select import extension
-
-        native = extension()
-        _unsafe_test.append(native.json_unsafe if native is not None else None)
-    test = _unsafe_test[0]
+    itself. The two give the same answer (``tests/test_view_escape.py``)."""
+    test = _native("json_unsafe")
     return test(data) if test is not None else _JSON_UNSAFE_RE.search(data) is not None
 
 
-_unsafe_test: list[Any] = []
-
-
 def _native_writer() -> Any:
-    """``_sessiontree.plain_json`` when the extension is built, else ``None``; looked up
-    once, as :func:`_json_unsafe`'s test is (whichever backend reads the session)."""
-    if not _writer:
+    """``_sessiontree.plain_json`` when the extension is built, else ``None``."""
+    return _native("plain_json")
+
+
+def _native(name: str) -> Any:
+    """The extension's function ``name``, or ``None`` when it is not built: used
+    whichever backend reads the session (the two give the same bytes), looked up once
+    (a look-up of the backend's variable per call was a tenth of an export's view
+    items)."""
+    if not _functions:
         from .._select import extension
 
-        native = extension()
-        _writer.append(native.plain_json if native is not None else None)
-    return _writer[0]
+        _functions.append(extension())
+    native = _functions[0]
+    return getattr(native, name) if native is not None else None
 
 
-_writer: list[Any] = []
+_functions: list[Any] = []
 
 
 # Raw UTF-8 of DEL, C1 (U+0080-U+009F), ALM, LRM/RLM, U+2028/U+2029, U+202A-U+202E,
