@@ -141,3 +141,14 @@ def test_usage_on_a_narrow_terminal_keeps_every_key_and_number(wide: Path, corpu
     _fits(lines, 80)
     assert not any("T " in line or line.endswith("T") for line in lines[1:]), lines
     assert any("e19" in line for line in lines), lines
+
+
+def test_usage_by_session_on_a_narrow_terminal_keeps_each_path_whole(wide: Path, tmp_path: Path) -> None:
+    """At 40 columns a report by session is one block a session; its path, wider than
+    the terminal, is written whole on one line (the terminal wraps it), never broken
+    with an indent that a copy would take into the path (CONTRACT §10 "Paths"; trial 55)."""
+    env = {"HOME": str(tmp_path / "home"), "SESSIONTREE_CATALOG": str(tmp_path / "catalog.sqlite3")}
+    status, lines, err = on_terminal(["usage", "session", str(wide.parent)], 40, env=env)
+    assert status == 0, err
+    assert len(str(wide)) > 40 and str(wide) in lines, lines
+    assert any(line.replace("\u00a0", " ").startswith("  records 1") for line in lines), lines

@@ -104,9 +104,11 @@ def _paths_above(heads: list[str], rows: list[tuple[str, ...]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _blocks(io: Io, heads: list[str], rows: list[tuple[str, ...]], width: int) -> None:
+def _blocks(io: Io, heads: list[str], rows: list[tuple[str, ...]], width: int, *, paths: bool) -> None:
     """The report on a terminal too narrow for its table (rich folded the key column
-    away): each line's key, then its numbers as ``title value`` pairs hanging under it."""
+    away): each line's key, then its numbers as ``title value`` pairs hanging under it.
+    With ``paths`` (a report by session), a key is a path and stays whole on its line,
+    never broken (CONTRACT §10 "Paths": it is pasted back; the terminal wraps it)."""
     from rich.text import Text
 
     out: list[Text] = []
@@ -114,10 +116,12 @@ def _blocks(io: Io, heads: list[str], rows: list[tuple[str, ...]], width: int) -
         # A title and its number are joined by no-break spaces: hang breaks between pairs.
         pairs = "  ".join(f"{t} {v}".replace(" ", "\u00a0") for t, v in zip(heads[1:], row[1:]))
         numbers = hang(pairs, 2, width, lead=2)
-        lines = [*hang(row[0], 2, width, lead=0), "  " + numbers[0], *numbers[1:]]
+        keys = [row[0]] if paths else hang(row[0], 2, width, lead=0)
         style = "bold" if k == len(rows) - 1 else ""  # the total
-        out.extend(Text(line, style=style) for line in lines)
-    io.print(Text("\n").join(out), crop=False)
+        out.extend(Text(line, style=style) for line in [*keys, "  " + numbers[0], *numbers[1:]])
+    # Every line but a path fits already; a path wider than the terminal is written
+    # whole, for the terminal to wrap (soft_wrap: rich breaks no line).
+    io.print(Text("\n").join(out), crop=False, soft_wrap=True)
 
 
 def _zone_name() -> str:
@@ -217,14 +221,14 @@ def run(args: argparse.Namespace, io: Io) -> int:
         text = plain_table([heads, *rows], [False] + [True] * len(titles))
         if plain_width is None and max(map(cells, text.splitlines())) > width:
             if 4 + sum(number_widths) + 2 * (len(number_widths) - 1) > width:
-                _blocks(io, heads, rows, width)  # not even the numbers fit on a line
+                _blocks(io, heads, rows, width, paths=group == "session")  # not even the numbers fit on a line
                 io.print(foot, style="dim", markup=False, highlight=False)
                 return 0
             text = _paths_above(heads, rows)
         io.write(text + foot + "\n")
         return 0
     if not piped and 12 + sum(number_widths) + 2 * len(number_widths) > width:
-        _blocks(io, heads, rows, width)  # no table fits: one block per line of the report
+        _blocks(io, heads, rows, width, paths=group == "session")  # no table fits: one block per line of the report
         io.print(foot, style="dim", markup=False, highlight=False)
         return 0
     if not piped and max(cells(r[0]) for r in (heads, *rows)) + sum(number_widths) + 2 * len(number_widths) <= width:
