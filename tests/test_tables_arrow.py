@@ -390,7 +390,9 @@ def test_cli_export_parquet(generated: Path, tmp_path: Path, capsys: pytest.Capt
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
     out = tmp_path / "out"
     assert main(["export", "--format", "parquet", "--all", "--out", str(out), "--json"]) == 1  # the broken file is reported
-    d = json.loads(capsys.readouterr().out)
+    text = capsys.readouterr().out
+    assert text.startswith('{\n  "out": '), text  # indented, as every command's --json (trial 55)
+    d = json.loads(text)
     assert d["written"] == 8 and [Path(x["path"]).name for x in d["failed"]] == ["broken.jsonl"]
     assert main(["export", "--format", "parquet", str(agent / "sessions" / "--home-u-p1--"), "--out", str(out)]) == 0
     assert "0 session(s) written" in capsys.readouterr().out

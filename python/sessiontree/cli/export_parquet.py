@@ -8,7 +8,6 @@ that changed are rewritten. Schema and queries: docs/TABLES.md.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 
@@ -45,15 +44,15 @@ def run_parquet(sources: Sequence[str], *, where: str, out: str, backend: str, a
                                 processes=True, left_out=problems)
     failed = result.failed
     mb = result.bytes_read / 1e6
-    if as_json:
-        io.write(json.dumps({
+    if as_json:  # indented, by the writer every command's --json uses
+        io.write_json({
             "out": out, "written": len(result.written), "skipped": result.skipped, "removed": result.removed,
             "failed": [{"path": p, "reason": r} for p, r in failed], "badBlocks": result.bad_blocks,
             "bytesRead": result.bytes_read,
             "linesSkipped": [{"path": p, "lines": n} for p, n in result.lines_skipped],
             "strays": result.strays,
             "seconds": round(result.seconds, 3),
-        }) + "\n")  # fmt: skip
+        })
     else:
         rate = mb / result.seconds if result.seconds > 0 else 0.0
         speed = f", {rate:,.{0 if rate >= 10 else 1}f} MB/s" if rate >= 0.05 and result.written else ""
