@@ -714,9 +714,12 @@ def test_an_unclosed_quote_is_said(tmp_path: Path) -> None:
         assert "foo and later bar" in p.stdout
     for query in ('"foo and"', "foo bar", 're:"foo'):
         assert run("search", query, str(tmp_path), "--no-cache").stderr == "", query
-    # A lone quote: closed, it would be no query, so none is proposed (adversary round 54).
-    p = run("search", '"', str(tmp_path), "--no-cache")
-    assert p.stderr == "note: the query's quote is not closed, so each piece was searched as a word (quotes included)\n"
+    # A lone quote: closed, it would be no query, so none is proposed (adversary round 54);
+    # nor for a quote with nothing after it (`foo"`: closed, an empty phrase; trial 55).
+    for query in ('"', 'foo"', 'foo "  '):
+        p = run("search", query, str(tmp_path), "--no-cache")
+        assert p.stderr.splitlines()[0] == ("note: the query's quote is not closed, so each piece was searched as a "
+                                            "word (quotes included)"), (query, p.stderr)
 
 
 def test_a_bad_number_gives_the_subcommand_usage() -> None:

@@ -192,6 +192,8 @@ def _open_quote_note(io: Io, query: str) -> None:
     except ValueError:
         return  # a bad query: its error is said by the search
     closed = query.strip() + '"'
+    if not closed[closed.rfind('"', 0, -1) + 1:-1].strip():
+        closed = ""  # nothing after the open quote (`x"`): closing it makes no phrase
     try:
         parse_query(closed)
     except ValueError:
