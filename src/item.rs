@@ -244,26 +244,22 @@ pub fn usage_text(usage: Option<&Value<'_>>) -> Option<Vec<String>> {
     Some(out)
 }
 
-/// `_text.UNKNOWN`: how a viewer words a model, or a side of one, a session does not give.
-const UNKNOWN: &str = "(unknown)";
-
-/// `_text.model_label(provider, model, unknown=unknown)`: `provider/model`, a side that
-/// is not a non-empty string `(unknown)`, `unknown` when neither is.
+/// `_text.model_label(provider, model, unknown=unknown)` (`usage::model_name`): a side
+/// that is not a non-empty string is a side the session does not give.
 pub fn model_label(
     provider: Option<&Value<'_>>,
     model: Option<&Value<'_>>,
     unknown: &str,
 ) -> String {
-    fn side<'v>(v: Option<&'v Value<'_>>) -> Option<&'v str> {
+    fn side<'v>(v: Option<&'v Value<'_>>) -> &'v [u8] {
         match v {
-            Some(Value::Str(s)) if !s.is_empty() => Some(s.as_ref()),
-            _ => None,
+            Some(Value::Str(s)) => s.as_bytes(),
+            _ => b"",
         }
     }
-    match (side(provider), side(model)) {
-        (None, None) => unknown.to_owned(),
-        (p, m) => format!("{}/{}", p.unwrap_or(UNKNOWN), m.unwrap_or(UNKNOWN)),
-    }
+    let name = crate::usage::model_name(side(provider), side(model), unknown.as_bytes());
+    // UTF-8 throughout: the sides are `str`s and `unknown` one.
+    String::from_utf8(name).unwrap_or_default()
 }
 
 const MS_YEAR_10000: i64 = 253_402_300_800_000;
@@ -475,7 +471,11 @@ pub fn item_of<'a>(entry: &'a Value<'a>, label: Option<&str>) -> Option<Item<'a>
             }
         }
         Some("model_change") if entry.has("provider") || entry.has("modelId") => {
-            let text = model_label(entry.get("provider"), entry.get("modelId"), UNKNOWN);
+            let text = model_label(
+                entry.get("provider"),
+                entry.get("modelId"),
+                crate::usage::UNKNOWN,
+            );
             note(&mut item, format!("model → {}", doc_line_str(&text, 300)));
         }
         Some("thinking_level_change") => {

@@ -424,19 +424,14 @@ impl Report {
     }
 
     /// [`Report::lines`] of a report by `(provider, model)` pair, one line a name as
-    /// `_usage._model_name` gives it (`view.model_label`'s spelling: `provider/model`,
+    /// `usage::model_name` gives it (`view.model_label`'s spelling: `provider/model`,
     /// an empty side `(unknown)`, neither given `(unknown)`): two pairs that read alike
     /// are one line.
     pub fn model_lines(&self, span: Option<(i64, i64)>) -> Option<NamedBytesLines> {
-        const UNKNOWN: &[u8] = b"(unknown)";
-        let side = |s: &[u8]| -> Vec<u8> { if s.is_empty() { UNKNOWN } else { s }.to_vec() };
+        use crate::usage::{model_name, UNKNOWN};
         self.keyed(span, |k| {
             let (p, m) = self.models.get(k as usize)?;
-            Some(if p.is_empty() && m.is_empty() {
-                UNKNOWN.to_vec()
-            } else {
-                [side(p), b"/".to_vec(), side(m)].concat()
-            })
+            Some(model_name(p, m, UNKNOWN.as_bytes()))
         })
     }
 

@@ -225,6 +225,27 @@ pub(crate) fn numbers(s: &[u8], f: &Fields) -> Numbers {
     }
 }
 
+/// How a model is named for a side a session does not give (`_models.UNKNOWN`).
+pub const UNKNOWN: &str = "(unknown)";
+
+/// `_models.model_name`: `provider/model` from a model's two sides (empty: the session
+/// gives none), an empty side [`UNKNOWN`], `unknown` when both are: the one spelling of
+/// the exports' labels (`item::model_label`) and of `usage`'s lines by model
+/// (`Report::model_lines`).
+pub fn model_name(provider: &[u8], model: &[u8], unknown: &[u8]) -> Vec<u8> {
+    fn side(s: &[u8]) -> &[u8] {
+        if s.is_empty() {
+            UNKNOWN.as_bytes()
+        } else {
+            s
+        }
+    }
+    if provider.is_empty() && model.is_empty() {
+        return unknown.to_vec();
+    }
+    [side(provider), b"/", side(model)].concat()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

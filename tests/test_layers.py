@@ -63,6 +63,7 @@ CORE_API = {
     "sessiontree._listing": "listing rows and problems, project_cwd",
     "sessiontree._places": "where Pi keeps sessions",
     "sessiontree._time": "Date.parse, local times",
+    "sessiontree._models": "how a model is named (the viewers' labels, usage's lines by model)",
     "sessiontree._tuples": "NamedTuple's class syntax without importing typing (a command's start)",
     "sessiontree._output": "where a command's output goes",
     "sessiontree._storage": "regular-file checks, locked temporary files",

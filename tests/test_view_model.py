@@ -1,7 +1,7 @@
 """A model's label has one spelling (``view.model_label``): ``provider/model``, a side a
 session does not give ``(unknown)``, neither given ``(unknown)``, in ``context``,
-``info``, ``tree``, the exports and ``usage``'s lines by model (the catalog's
-``_usage._model_name`` and ``src/report.rs``, below the view, spell a pair alike),
+``info``, ``tree``, the exports and ``usage``'s lines by model (the rule:
+``_models.model_name``, which the catalog uses; ``src/usage.rs`` spells it natively),
 on both backends (trial 55: ``context`` printed ``model /`` where ``usage`` said
 ``(unknown)``)."""
 

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 
 from ._lazy import lazy_pattern
 
-__all__ = ["parse_iso_ms", "now_iso", "iso_from_ms", "datetime_from_ms", "MAX_EPOCH_MS", "unread_tz", "day_long_rule"]
+__all__ = ["parse_iso_ms", "now_iso", "iso_from_ms", "datetime_from_ms", "MAX_EPOCH_MS", "unread_tz", "day_long_rule", "zone_name"]
 
 MAX_EPOCH_MS = 8_640_000_000_000_000
 """ECMAScript time values are limited to ±8.64e15 ms (±100,000,000 days)."""
@@ -173,12 +173,16 @@ def zone_from_rule(tz: tzinfo | None) -> bool:
     return zoneinfo is None or not isinstance(tz, zoneinfo.ZoneInfo)
 
 
+def _rule_name(tz: str) -> str:
+    """``$TZ`` as glibc reads it: without one leading ``:``."""
+    return tz[1:] if tz.startswith(":") else tz
+
+
 def _tz_named() -> tuple[str, str] | None:
     """``$TZ``'s name (without one leading ``:``) and the zone file glibc would read for
     it (the name itself if absolute, else under ``$TZDIR`` or ``/usr/share/zoneinfo``),
     or ``None`` when ``$TZ`` is unset or empty (or only ``:``)."""
-    rule = os.environ.get("TZ")
-    name = rule[1:] if rule and rule.startswith(":") else rule
+    name = _rule_name(os.environ.get("TZ") or "")
     if not name:
         return None
     return name, name if os.path.isabs(name) else os.path.join(os.environ.get("TZDIR") or "/usr/share/zoneinfo", name)
@@ -192,12 +196,13 @@ _POSIX_RULE: re.Pattern[str] = lazy_pattern(
     r"(?:(?:[A-Za-z]{3,}|<[A-Za-z0-9+-]{3,}>)(?:[+-]?([0-9]+))?)?", re.ASCII)
 
 
-def day_long_rule(rule: str) -> bool:
-    """Whether the POSIX rule ``rule`` (``$TZ`` without a leading ``:``) gives an offset
-    of 24 hours or more, which glibc keeps (``AAA-24:59``; past 24 hours it takes 24)
-    and ``datetime`` cannot hold: such times are shown and grouped in UTC
-    (``local_time``), as a ``$TZ`` the C library cannot read is."""
-    m = _POSIX_RULE.match(rule)
+def day_long_rule(tz: str) -> bool:
+    """Whether the POSIX rule ``tz`` (``$TZ`` as set; one leading ``:`` is not the
+    rule's: :func:`_rule_name`) gives an offset of 24 hours or more, which
+    glibc keeps (``AAA-24:59``; past 24 hours it takes 24) and ``datetime`` cannot
+    hold: such times are shown and grouped in UTC (``local_time``), as a ``$TZ`` the C
+    library cannot read is."""
+    m = _POSIX_RULE.match(_rule_name(tz))
     return m is not None and any(h is not None and int(h) >= 24 for h in m.groups())
 
 
@@ -220,4 +225,17 @@ def unread_tz() -> str | None:
             return None if f.read(4) == b"TZif" else rule
     except OSError:
         pass  # no such file (or a folder): a rule, maybe
-    return None if _POSIX_RULE.match(name) and not day_long_rule(name) else rule
+    return None if _POSIX_RULE.match(name) and not day_long_rule(rule) else rule
+
+
+def zone_name() -> str:
+    """The name of the zone local times are in: ``$TZ`` as set (a name or a POSIX rule,
+    without a leading ``:``); ``UTC`` when it is empty or cannot be read
+    (:func:`unread_tz`: the C library then keeps UTC); unset, the IANA name
+    ``/etc/localtime`` links to, else ``local``."""
+    if "TZ" in os.environ:
+        named = _tz_named()
+        return named[0] if named is not None and unread_tz() is None else "UTC"
+    real = os.path.realpath("/etc/localtime")
+    i = real.find("/zoneinfo/")
+    return real[i + len("/zoneinfo/"):] if i >= 0 else "local"

@@ -38,6 +38,7 @@ else:
     from .._tuples import NamedTuple
 
 from .._select import native_module as native_scanner
+from .._models import model_name as _model_name
 from .._time import datetime_from_ms, local_time, zone_from_rule
 
 __all__ = ["UsageLine", "UsageReport", "GROUPS", "usage_folders"]
@@ -556,16 +557,6 @@ def _summary(pieces: list[_Piece], group: str, since: date | None, until: date |
     accs = list(lines.values())
     total = line("total", sum(a[0] for a in accs), [[x for a in accs for x in a[1][k]] for k in range(len(FIELDS))])
     return UsageReport(group, tuple(out), total, active, files)
-
-
-def _model_name(provider: str, model: str) -> str:
-    """A report line's name for the pair the log holds (``""``: the entry gave no string):
-    ``view.model_label``'s spelling, which this layer, below the view, cannot import
-    (``src/report.rs`` spells it natively too; ``tests/test_view_model.py`` holds the
-    three equal)."""
-    if not provider and not model:
-        return "(unknown)"
-    return f"{provider or '(unknown)'}/{model or '(unknown)'}"
 
 
 def _python_pieces(sessions: list[Any], logs: list[bytes], keys: list[int], names: list[str],

@@ -503,7 +503,7 @@ def warn_unread_tz(io: Io) -> None:
 
     tz = unread_tz()
     if tz is not None:
-        why = ("gives an offset of 24 hours or more, which no time here can show" if day_long_rule(tz.lstrip(":"))
+        why = ("gives an offset of 24 hours or more, which no time here can show" if day_long_rule(tz)
                else "names no zone file and is no POSIX rule")
         io.note(f"warning: $TZ '{safe(tz)}' {why}: local times are in UTC")
 

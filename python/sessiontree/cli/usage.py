@@ -27,6 +27,7 @@ from datetime import date, timezone
 
 from . import _scope
 from ._common import CliError, Io, byte_progress, warn_unread_tz
+from .._time import zone_name
 from ..view import cells, hang, plain_table, safe, shown_path
 
 _GROUPS = ("daily", "weekly", "monthly", "session", "model", "project")
@@ -124,22 +125,6 @@ def _blocks(io: Io, heads: list[str], rows: list[tuple[str, ...]], width: int, *
     io.print(Text("\n").join(out), crop=False, soft_wrap=True)
 
 
-def _zone_name() -> str:
-    """The name of the zone local times are in, for ``--json`` and the table's foot:
-    ``$TZ`` as set (a name or a POSIX rule, without a leading ``:``); ``UTC`` when it
-    is empty or cannot be read (``_time.unread_tz``: the C library then keeps UTC);
-    unset, the IANA name ``/etc/localtime`` links to, else ``local``."""
-    from .._time import unread_tz
-
-    tz = os.environ.get("TZ")
-    if tz is not None:
-        name = tz[1:] if tz.startswith(":") else tz
-        return name if name and unread_tz() is None else "UTC"
-    real = os.path.realpath("/etc/localtime")
-    i = real.find("/zoneinfo/")
-    return real[i + len("/zoneinfo/"):] if i >= 0 else "local"
-
-
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree usage``: 0, or 2 for a bad report name."""
     from ..catalog import usage
@@ -169,7 +154,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
             "report": group, "activePath": args.active_path,
             "since": args.since.isoformat() if args.since else None,
             "until": args.until.isoformat() if args.until else None,
-            "timeZone": "UTC" if args.utc else _zone_name(), "files": report.files,
+            "timeZone": "UTC" if args.utc else zone_name(), "files": report.files,
             "lines": [x.as_dict() for x in report.lines], "total": report.total.as_dict(),
         })
         return 0
@@ -211,7 +196,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
     counted = "current paths only" if args.active_path else "every branch"
     foot = f"{report.files:,} session(s); {days + '; ' if days else ''}{counted}; each entry counted once"
     if days or group in names:
-        foot += f"; days in {'UTC' if args.utc else safe(_zone_name())}"
+        foot += f"; days in {'UTC' if args.utc else safe(zone_name())}"
     number_widths = [max([len(head), *(len(r[k]) for r in rows)]) for k, head in enumerate(heads[1:], 1)]
     if plain_width is not None or group == "session":
         # Written as rich's table would be, without importing rich (about 20 ms of a

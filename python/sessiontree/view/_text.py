@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 from .._lazy import lazy_pattern
 from .._time import local_time, parse_iso_ms
+from .._models import UNKNOWN, model_name
 from ._escape import safe
 
 __all__ = [
@@ -308,17 +309,10 @@ ABSENT = "none"
 """How a viewer words a value that is missing or null where one is expected (a thinking
 level, a leaf): never Python's ``None``. A model it does not know is :data:`UNKNOWN`."""
 
-UNKNOWN = "(unknown)"
-"""How a viewer words a model, or a model's provider or name, that a session does not
-give (:func:`model_label`)."""
-
-
 def model_label(provider: Any, model: Any, *, unknown: str = UNKNOWN) -> str:
     """A model as people read it, ``provider/model`` (``anthropic/claude-sonnet-4-5``):
     the one spelling of ``context``, ``info``, ``tree``, ``browse``, the exports and
-    ``usage``'s lines by model (``catalog``'s ``_usage._model_name`` and
-    ``src/report.rs``, below this layer, spell a pair as this does:
-    ``tests/test_view_model.py``).
+    ``usage``'s lines by model (the rule: ``_usage.model_name``).
 
     ``provider`` and ``model`` may be any JSON value (or ``None`` for absent). A side
     that is not a non-empty string is :data:`UNKNOWN` (``anthropic/(unknown)``: the
@@ -326,11 +320,8 @@ def model_label(provider: Any, model: Any, *, unknown: str = UNKNOWN) -> str:
     ``unknown`` (:data:`UNKNOWN`; a message's header passes ``""`` and shows none).
     Not escaped, not cut.
     """
-    p = provider if isinstance(provider, str) and provider else None
-    m = model if isinstance(model, str) and model else None
-    if p is None and m is None:
-        return unknown
-    return f"{p or UNKNOWN}/{m or UNKNOWN}"
+    return model_name(provider if isinstance(provider, str) else "", model if isinstance(model, str) else "",
+                      unknown)
 
 
 def show(value: Any, limit: int | None = _PREVIEW_CHARS, *, none: str = "") -> str:
