@@ -1649,30 +1649,23 @@ fn lines_py<'py>(
     let new = py.get_type::<PyTuple>().getattr("__new__")?;
     let out = PyList::empty(py);
     for (key, records, sums) in got {
-        out.append(new.call1((line, line_py(py, Some(key), records, &sums)?))?)?;
+        out.append(new.call1((line, line_py(py, key, records, &sums)?))?)?;
     }
-    let total = new.call1((
-        line,
-        line_py(
-            py,
-            Some(PyString::new(py, "total").into_any()),
-            total.0,
-            &total.1,
-        )?,
-    ))?;
+    let key = PyString::new(py, "total").into_any();
+    let total = new.call1((line, line_py(py, key, total.0, &total.1)?))?;
     Ok(Some(PyTuple::new(py, [out.into_any(), total])?))
 }
 
-/// A report line's fields: `([key,] records, six sums)`, the five token sums that are
+/// A report line's fields: `(key, records, six sums)`, the five token sums that are
 /// whole numbers as `int`s (`_usage._whole`), the cost a float.
 fn line_py<'py>(
     py: Python<'py>,
-    key: Option<Bound<'py, PyAny>>,
+    key: Bound<'py, PyAny>,
     records: u64,
     sums: &[f64; 6],
 ) -> PyResult<Bound<'py, PyTuple>> {
     let mut items = Vec::with_capacity(8);
-    items.extend(key);
+    items.push(key);
     items.push(records.into_pyobject(py)?.into_any());
     for (i, &v) in sums.iter().enumerate() {
         let whole = i < 5 && v.is_finite() && v.fract() == 0.0;

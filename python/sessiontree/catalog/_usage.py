@@ -494,7 +494,7 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
     if got is None:
         return None
     if len(got) == 2:  # its lines, each sum rounded once natively (exact_sum's value)
-        return _from_lines(group, got, names, active, scan.files)
+        return _from_lines(group, got, active, scan.files)
     pieces = _pieces(got, names, group, since, until, tz)
     if pieces is None:
         return None
@@ -506,9 +506,9 @@ def _costliest(x: UsageLine) -> tuple[bool, float, str]:
     return (math.isnan(x.cost), 0.0 if math.isnan(x.cost) else -x.cost, x.key)
 
 
-def _from_lines(group: str, got: Any, names: list[str], active: bool, files: int) -> UsageReport:
+def _from_lines(group: str, got: Any, active: bool, files: int) -> UsageReport:
     """A report from ``UsageScan.report(..., line=UsageLine)``: its lines made and
-    ordered natively (by session or project, each key its name in ``names``; by model,
+    ordered natively (by session or project, each key its name; by model,
     its name; costliest first, as :func:`_costliest` orders them; by day, week or
     month, its name, in time order), no sum left to round."""
     lines, total = got
