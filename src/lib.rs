@@ -9,7 +9,8 @@
 //! staleness check's early return (the rule is in Python); `clip` cuts a line's long
 //! string values for previews; `escape` tests JSON output for the characters the command
 //! line escapes and runs the viewers' escaping rule and `html.escape` in one pass each
-//! (their statements are in Python); `markdown` renders message text as HTML for the
+//! (their statements are in Python); `figures` writes a usage report's numbers as its
+//! table shows them (the rules are in Python); `markdown` renders message text as HTML for the
 //! HTML export (over pulldown-cmark, importing nothing of the crate); `value`, `item` and `section`
 //! render an export's entries from their lines (the view's rules, stated in Python, for
 //! the entries they cover; the rest is left to Python). `python.rs` (feature
@@ -21,6 +22,7 @@ mod col;
 mod context;
 mod error;
 mod escape;
+mod figures;
 mod guard;
 mod ids;
 mod index;
@@ -50,6 +52,7 @@ pub use clip::{clip_strings, WHOLE as CLIP_WHOLE_KEYS};
 pub use context::Plan;
 pub use error::{Error, Result};
 pub use escape::{html_escape, json_unsafe, safe_block};
+pub use figures::{write as write_figure, Figure, Style as FigureStyle};
 pub use index::Index;
 pub use issue::{Issue, IssueKind};
 pub use kind::{EntryKind, Role, ENTRY_TYPES};

@@ -2608,6 +2608,41 @@ fn json_unsafe(py: Python<'_>, data: &Bound<'_, PyBytes>) -> bool {
     py.detach(|| crate::json_unsafe(data))
 }
 
+/// `view/_figures.py` `number_column(values, style)`: each of `values` written in
+/// `style` (`figures::Style::named`), or `None` when one is anything but an exact
+/// `int` within 64 bits or a `float` (those are left to the Python rules).
+#[pyfunction]
+fn number_column<'py>(
+    values: &Bound<'py, PyAny>,
+    style: &str,
+) -> PyResult<Option<Vec<Bound<'py, PyString>>>> {
+    use crate::figures::{write, Figure, Style};
+    use pyo3::types::{PyFloat, PyInt};
+    let Some(style) = Style::named(style) else {
+        return Err(PyValueError::new_err(format!("unknown style {style:?}")));
+    };
+    let py = values.py();
+    let mut out = Vec::with_capacity(values.len().unwrap_or(0));
+    let mut text = String::new();
+    for v in values.try_iter()? {
+        let v = v?;
+        let x = if let Ok(f) = v.cast_exact::<PyFloat>() {
+            Figure::Float(f.value())
+        } else if v.is_exact_instance_of::<PyInt>() {
+            match v.extract::<i64>() {
+                Ok(n) => Figure::Int(n),
+                Err(_) => return Ok(None),
+            }
+        } else {
+            return Ok(None);
+        };
+        text.clear();
+        write(&mut text, x, style);
+        out.push(PyString::new(py, &text));
+    }
+    Ok(Some(out))
+}
+
 /// Nesting `plain_json` takes, as `view/_text.py`'s `_PLAIN_DEPTH`.
 const PLAIN_DEPTH: usize = 100;
 
@@ -2852,6 +2887,8 @@ mod _sessiontree {
     use super::markdown_html;
     #[pymodule_export]
     use super::markdown_sections;
+    #[pymodule_export]
+    use super::number_column;
     #[pymodule_export]
     use super::plain_json;
     #[pymodule_export]

@@ -24,6 +24,7 @@ __all__ = [
     "judge_text",
     "markdown_html",
     "markdown_sections",
+    "number_column",
     "plain_json",
     "safe_block",
     "scan_listing",
@@ -167,6 +168,14 @@ def json_unsafe(data: bytes) -> bool:
     """``True`` iff ``data`` holds the UTF-8 of a character JSON output escapes (DEL, C1
     controls, ALM, LRM/RLM, U+2028-U+202E, U+2066-U+2069: ``view._text``'s rule), found
     with ``memchr`` (``src/escape.rs``)."""
+
+def number_column(values: Iterable[float], style: str) -> list[str] | None:
+    """``view._figures.number_column(values, style)`` written natively
+    (``src/figures.rs``); ``None`` when a value is anything but an exact ``int`` within
+    64 bits or a ``float``.
+
+    Raises:
+        ValueError: an unknown style."""
 
 def plain_json(value: Any, indent: bool, nodes: int) -> bytes | None:
     """``view._text.to_json_bytes(value, indent=indent)``'s bytes (orjson's, then the

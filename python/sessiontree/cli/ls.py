@@ -16,7 +16,7 @@ from typing import Any
 
 from . import _scope
 from ._common import Io, count_progress, warn_unread_tz
-from ..view import cells, fit, fit_start, one_line, pad, safe, shown_path, zoned_time
+from ..view import cells, fit, fit_start, one_line, pad, safe, shown_paths, zoned_time
 
 _PREVIEW = 60
 _WHEN = 26  # "2025-11-07 10:14:10 +01:00" (an offset of whole seconds, +00:09:21, is 3 more; UTC 3 fewer)
@@ -95,7 +95,7 @@ def rows(sessions: list[Any], paint: Any, width: int | None) -> list[str]:
     """
     counts = [f"{s.message_count:,}" for s in sessions]
     count_w = max([4, *map(len, counts)])
-    paths = [shown_path(s.path) for s in sessions]
+    paths = shown_paths([s.path for s in sessions])
     path_w = max(map(cells, paths), default=4)
     cwds = [one_line(s.cwd, 400) for s in sessions]
     cwd_w = min(_CWD_MAX, max(map(cells, cwds), default=0)) if len(set(cwds)) > 1 else 0

@@ -22,13 +22,12 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from collections.abc import Sequence
 from datetime import date, timezone
 
 from . import _scope
 from ._common import CliError, Io, byte_progress, warn_unread_tz
 from .._time import zone_name
-from ..view import cells, hang, plain_table, safe, shown_path
+from ..view import cells, hang, number_column, plain_table, safe, shown_paths
 
 _GROUPS = ("daily", "weekly", "monthly", "session", "model", "project")
 
@@ -66,29 +65,6 @@ def _days(since: date | None, until: date | None) -> str:
     if since is not None:
         return f"from {since.isoformat()} on"
     return f"up to {until.isoformat()}" if until is not None else ""
-
-
-def _nums(column: Sequence[float]) -> list[str]:
-    """Token counts in full: ``1,234`` (a whole number), ``1,234.5``."""
-    return [f"{x:,}" if isinstance(x, int) else f"{x:,.1f}" for x in column]
-
-
-def _short(x: float) -> str:
-    """A number in at most 7 characters: ``61.5M``, ``4.6k``, ``802``, past a thousand
-    T as a power of ten (``2.5e19``; ``inf``, ``nan``)."""
-    a = abs(x)
-    if a >= 1e3:  # (tests in a row, not a loop: a session report has 100,000 numbers)
-        if a >= 1e15:  # "24691357.8T" took a narrow table's room
-            return str(x) if a == _INF else f"{x:.1e}".replace("e+", "e")
-        unit, scale = (("T", 1e12) if a >= 1e12 else ("G", 1e9) if a >= 1e9 else ("M", 1e6) if a >= 1e6
-                       else ("k", 1e3))
-        return f"{x / scale:.1f}{unit}"
-    if a != a:
-        return str(x)
-    return f"{x:.0f}" if isinstance(x, int) or a >= 100 else f"{x:.2f}"
-
-
-_INF = float("inf")
 
 
 _SHORT_TITLES = {"cache read": "cache r", "cache write": "cache w", "total tokens": "total", "cost ($)": "$"}
@@ -164,7 +140,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
                 f"{scope.empty_hint()}")
         return 0
     names = {"daily": "day", "weekly": "week", "monthly": "month"}
-    keys = [shown_path(x.key) if group == "session" else safe(x.key) for x in report.lines]
+    keys = shown_paths([x.key for x in report.lines]) if group == "session" else [safe(x.key) for x in report.lines]
     # Piped (as ``ls``): no width to fit, so a key (a session's path) is never folded.
     plain_width = io.plain_width()
     term_width = io.out_width()  # None: not a terminal (rich's rule, without importing it)
@@ -174,14 +150,12 @@ def run(args: argparse.Namespace, io: Io) -> int:
     titles = ("records", "input", "output", "cache read", "cache write", "total tokens", "cost ($)")
     # Column by column (a session report has 100,000 numbers): each line's records,
     # five token counts and cost, the total last.
-    values = list(zip(*((x.records, x.input, x.output, x.cache_read, x.cache_write, x.total_tokens, x.cost)
-                        for x in (*report.lines, report.total))))
+    values = list(zip(*report.lines, report.total))[1:]  # UsageLine's fields after its key, in this order
 
     def columns(short: bool) -> list[list[str]]:
-        out = [[f"{v:,}" for v in values[0]]]
-        out += ([_short(v) for v in c] if short else _nums(c) for c in values[1:6])
-        out.append([f"{v:.2f}" if abs(v) < 1e4 else _short(v) for v in values[6]] if short
-                   else [f"{v:,.4f}" for v in values[6]])
+        out = [number_column(values[0], "full")]
+        out += (number_column(c, "short" if short else "full") for c in values[1:6])
+        out.append(number_column(values[6], "cost_short" if short else "cost"))
         return out
 
     # The key column must stay readable: on a narrow terminal numbers go short (61.5M).

@@ -53,7 +53,8 @@ if TYPE_CHECKING:
     from ._preview import content_text, tool_call_preview
     from ._render import IMAGE_TYPES, Item, Part, clean, doc_id, doc_line
     from ._ids import SHORT_ID, AmbiguousIdError, id_width, resolve_id
-    from ._paths import shown_path
+    from ._figures import number_column, short_number
+    from ._paths import shown_path, shown_paths
     from ._structure import Structure, structure_of
     from ._text import (
         ABSENT,
@@ -98,7 +99,8 @@ _HOMES: dict[str, str] = {
     **dict.fromkeys(('content_text', 'tool_call_preview'), "_preview"),
     **dict.fromkeys(('IMAGE_TYPES', 'Item', 'Part', 'clean', 'doc_id', 'doc_line'), "_render"),
     **dict.fromkeys(('SHORT_ID', 'AmbiguousIdError', 'id_width', 'resolve_id'), "_ids"),
-    **dict.fromkeys(('shown_path',), "_paths"),
+    **dict.fromkeys(('number_column', 'short_number'), "_figures"),
+    **dict.fromkeys(('shown_path', 'shown_paths'), "_paths"),
     **dict.fromkeys(('Structure', 'structure_of'), "_structure"),
     **dict.fromkeys((
         'ABSENT', 'PREVIEW_CLIP', 'as_is', 'collapse', 'human_bytes', 'human_seconds', 'int_text', 'iso_time', 'json_text',
@@ -118,7 +120,7 @@ __all__ = [
     "EntryView", "Item", "Layout", "Part", "RoleView", "Row", "Structure", "TreeRow", "as_is", "cells", "clean",
     "collapse", "content_text", "doc_id", "doc_line", "entry_preview", "fit", "fit_start", "fold_text", "hang", "hang_lines", "format_row", "human_bytes",
     "human_seconds", "id_width", "int_text", "iso_time", "item_of", "json_text", "message_preview", "model_label", "model_text", "ms_time", "num",
-    "number", "one_line", "pad", "paint", "plain_doc", "plain_table", "render_message", "resolve_id", "safe", "safe_block", "show",
-    "sgr", "shown_path", "structure_of",
+    "number", "number_column", "one_line", "pad", "paint", "plain_doc", "plain_table", "render_message", "resolve_id", "safe", "safe_block", "show",
+    "sgr", "short_number", "shown_path", "shown_paths", "structure_of",
     "to_json_bytes", "tool_call_preview", "tree_rows", "usage_text", "value_text", "zoned_time",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from itertools import repeat
 
 from .._lazy import lazy_pattern
 
@@ -189,11 +190,11 @@ def plain_table(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
         return ""
     columns = []
     for col, r in zip(zip(*rows), right):
-        if all(c.isascii() for c in col):  # one cell a character: str's own padding
+        if "".join(col).isascii():  # one cell a character: str's own padding
             width = max(map(len, col))
-            columns.append([c.rjust(width) if r else c.ljust(width) for c in col])
+            columns.append(list(map(str.rjust if r else str.ljust, col, repeat(width))))
             continue
         sizes = [cells(c) for c in col]
         width = max(sizes)
         columns.append([" " * (width - n) + c if r else c + " " * (width - n) for c, n in zip(col, sizes)])
-    return "".join("  ".join(line) + "\n" for line in zip(*columns))
+    return "\n".join(map("  ".join, zip(*columns))) + "\n"

@@ -9,11 +9,12 @@ import shlex
 
 from ._escape import safe
 
-__all__ = ["shown_path"]
+__all__ = ["shown_path", "shown_paths"]
 
 # What a shell reads as more than a word's letters (shlex.quote would also quote every
 # non-ASCII letter, which a shell takes as it is).
 _SHELL_SPECIAL = re.compile(r"[\s'\"\\$`!*?\[\]{}()<>|&;#~=%^]")
+_SHELL_PRINTABLE = "".join(c for c in map(chr, range(0x20, 0x7F)) if _SHELL_SPECIAL.match(c))
 
 
 def shown_path(path: str) -> str:
@@ -26,6 +27,26 @@ def shown_path(path: str) -> str:
     if safe(path) != path:
         return _ansi_c(path)
     return shlex.quote(path) if not path or _SHELL_SPECIAL.search(path) else path
+
+
+def shown_paths(paths: list[str]) -> list[str]:
+    """Each of ``paths`` as :func:`shown_path` shows it (a new list of the same length).
+
+    A report by session or a listing holds thousands of paths, nearly all of which need
+    nothing: they are checked together, joined by ``/`` (a character neither rule
+    changes, and each rule looks at one character at a time), and only when the joined
+    text needs something is each path shown alone."""
+    if not all(paths):  # "" is quoted ('')
+        return [shown_path(p) for p in paths]
+    joined = "/".join(paths)
+    if joined.isascii() and joined.isprintable():
+        # Nothing to escape; of the specials only the printable ASCII ones can occur,
+        # each found at memchr's speed (the expression steps through every character:
+        # 17 ms for 20,000 paths).
+        needs = any(c in joined for c in _SHELL_PRINTABLE)
+    else:
+        needs = safe(joined) != joined or _SHELL_SPECIAL.search(joined) is not None
+    return [shown_path(p) for p in paths] if needs else list(paths)
 
 
 def _ansi_c(path: str) -> str:
