@@ -177,16 +177,17 @@ def test_other_spellings_are_left_to_argparse(argv: list[str]) -> None:
 
 def test_the_start_is_frozen_out_of_the_collectors_passes(tmp_path: Path) -> None:
     """A command run as its own process leaves the objects of its start (parser,
-    imports) to the permanent generation, the collector on; called as a library
-    function, ``main`` freezes nothing of its caller's."""
+    imports) to the permanent generation, the collector on, its first generation
+    collected every 100,000 objects; called as a library function, ``main`` freezes
+    nothing of its caller's and leaves its thresholds."""
     code = ("import gc, sys; from sessiontree.cli import main; sys.argv = ['sessiontree', 'ls', sys.argv[1]]; "
-            "main(); print(gc.get_freeze_count() > 10000, gc.isenabled())")
+            "main(); print(gc.get_freeze_count() > 10000, gc.isenabled(), gc.get_threshold()[0])")
     env = {**os.environ, "HOME": str(tmp_path), "SESSIONTREE_CATALOG": "off"}
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
                          timeout=60)
-    assert out.returncode == 0 and out.stdout.split()[-2:] == ["True", "True"], out
+    assert out.returncode == 0 and out.stdout.split()[-3:] == ["True", "True", "100000"], out
     code = ("import gc, sys; from sessiontree.cli import main; main(['ls', sys.argv[1]]); "
-            "print(gc.get_freeze_count(), gc.isenabled())")
+            "print(gc.get_freeze_count(), gc.isenabled(), gc.get_threshold()[0])")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
                          timeout=60)
-    assert out.returncode == 0 and out.stdout.split()[-2:] == ["0", "True"], out
+    assert out.returncode == 0 and out.stdout.split()[-3:] == ["0", "True", "700"], out

@@ -173,7 +173,7 @@ class FileRow:
     """One ``file`` row (see the module docstring); ``id`` is ``None`` until saved.
 
     ``FileRow(name=value, ...)`` takes fields by name; a field not given keeps its
-    default (its class attribute). A catalog row is built by ``_row``. A plain class, not
+    default (its class attribute). A catalog row is built by ``_rows``. A plain class, not
     a dataclass: ``dataclasses`` imports ``inspect`` (``ast``, ``dis``, ``tokenize``),
     about 7 ms of every warm ``usage`` and ``search`` (docs/BENCHMARKS.md, issue 25).
     """
@@ -242,7 +242,7 @@ _REQUIRED = tuple(f for f in _FIELDS if f not in vars(FileRow))
 _TEXT_COLUMNS = frozenset({"name", "sid", "cwd", "parent", "first_message", "title", "problem"})
 # The ``file`` table's columns: every field but the usage totals, the usage log and the
 # entries record (their own tables, read only when needed), which are last, so a row
-# read (``_row``) leaves them unread (their class defaults).
+# read (``_rows``) leaves them unread (their class defaults).
 _ROW_COLUMNS = _FIELDS[:-3]
 _TEXT_AT = tuple(i for i, c in enumerate(_ROW_COLUMNS) if c in _TEXT_COLUMNS)
 _SAVED_COLUMNS = tuple(c for c in _ROW_COLUMNS if c not in ("id", "gen"))
@@ -282,7 +282,7 @@ COLUMN_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
 """The types each column of each table may hold when it is read: everything the catalog
 writes, nothing else. A value of another type, a NULL where none is written, a BLOB where a
 text belongs is damage (:func:`checked`; :func:`~sessiontree.catalog.run` rebuilds).
-Every reader of a table goes through :func:`checked` (``file`` rows through ``_row``, which
+Every reader of a table goes through :func:`checked` (``file`` rows through ``_rows``, which
 also checks what a row's numbers mean); ``tests/test_catalog_rows.py`` holds this table to
 the schema and corrupts every column."""
 
@@ -330,22 +330,51 @@ def checked_all(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]
     return out
 
 
-def _row(values: Sequence[Any]) -> FileRow:
+def _rows(rows: list[Sequence[Any]]) -> list[FileRow]:
+    """``file`` rows (every column of ``_ROW_COLUMNS``, in order) as :class:`FileRow` objects,
+    checked a column at a time (checked a row at a time, value by value, they were
+    0.39 of the 0.99 s cProfile gave a warm listing of 20,000 files).
+
+    Raises:
+        sqlite3.DatabaseError: a value the catalog never writes (damage): a type the
+            column does not hold, a negative offset or count, a usage log or search index
+            past the listing's end.
+    """
+    if not rows:
+        return []
+    columns = list(zip(*rows))
+    for i, types in _TYPES_AT:
+        if not set(map(type, columns[i])).issubset(types):
+            raise _damaged()
+    for i in _COUNTS_AT:
+        col: Sequence[Any] = columns[i]
+        if None in col:
+            col = [v for v in col if v is not None]
+        if col and min(col) < 0:
+            raise _damaged()
+    l_ends = columns[_L_END_AT]
+    for at in (_C_END_AT, _S_END_AT):
+        if any(e is not None and e > last for e, last in zip(columns[at], l_ends)):
+            raise _damaged()
+    # A text with a lone surrogate is stored as a BLOB (db_text): those columns are
+    # converted where one holds one.
+    texts = [i for i in _TEXT_AT if bytes in set(map(type, columns[i]))]
+    out = []
+    for values in rows:
+        row = FileRow.__new__(FileRow)  # every column is there (checked above): no need to check names
+        row.__dict__ = dict(zip(_ROW_COLUMNS, values))
+        for i in texts:
+            if isinstance(values[i], bytes):
+                setattr(row, _ROW_COLUMNS[i], py_text(values[i]))
+        row.resumable = bool(row.resumable)
+        row.old = bool(row.old)
+        out.append(row)
+    return out
+
+
+def _damaged() -> sqlite3.DatabaseError:
     # Every value was written by Batch.save: any other is damage (run() rebuilds).
-    c_end, s_end = values[_C_END_AT], values[_S_END_AT]
-    if (not all(type(values[i]) in types for i, types in _TYPES_AT)
-            or any(values[i] is not None and values[i] < 0 for i in _COUNTS_AT)
-            or (c_end is not None and c_end > values[_L_END_AT])
-            or (s_end is not None and s_end > values[_L_END_AT])):
-        raise sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
-    row = FileRow.__new__(FileRow)  # every column is there (checked above): no need to check names
-    row.__dict__ = dict(zip(_ROW_COLUMNS, values))
-    for i in _TEXT_AT:
-        if isinstance(values[i], bytes):
-            setattr(row, _ROW_COLUMNS[i], py_text(values[i]))
-    row.resumable = bool(row.resumable)
-    row.old = bool(row.old)
-    return row
+    return sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
 
 
 # ---------------------------------------------------------------------- store
@@ -574,7 +603,7 @@ class Store:
         """The rows of a folder's files, by name (``entries`` not read: ``None``)."""
         cols = ", ".join(_ROW_COLUMNS)
         rows = self.conn.execute(f"SELECT {cols} FROM file WHERE folder = ?", (folder,))
-        return {r.name: r for r in map(_row, rows)}
+        return {r.name: r for r in _rows(rows.fetchall())}
 
     def entries(self, file: int, gen: int | None = None) -> bytes | None:
         """The entries record of a file (``_extract``); with ``gen``, ``None`` if the row

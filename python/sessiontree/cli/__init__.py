@@ -51,7 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     # nothing to free (about 4 ms of a warm usage's 65 CPU, docs/BENCHMARKS.md). Held
     # off until the command runs, then those objects frozen out of later passes. Only
     # in a process of its own (the script, `python -m`): a caller's objects are not
-    # ours to freeze.
+    # ours to freeze. Then the collector runs every 100,000 new objects, not 700: a
+    # listing or a report of 20,000 sessions makes hundreds of thousands that all live
+    # to the end, and the passes over them found nothing to free (103 ms of a warm `ls`
+    # of 20,000 sessions, 18 ms of a report by session; 15 and 1 ms after: timed by
+    # `gc.callbacks`, docs/BENCHMARKS.md), as mypy does for the same reason. Cycles are
+    # still collected, a hundred thousand objects later.
     own = argv is None and gc.isenabled()
     if own:
         gc.disable()
@@ -61,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if own:
             gc.freeze()
+            gc.set_threshold(100_000, 10, 10)
             gc.enable()
     if extra and isinstance(getattr(args, "paths", None), list) and not any(x.startswith("-") for x in extra):
         # `search QUERY --limit 5 ROOT`: argparse has used up PATH ... before the option.
