@@ -66,3 +66,39 @@ def test_a_zoned_time_at_offset_zero_says_utc(monkeypatch: pytest.MonkeyPatch) -
     finally:
         monkeypatch.undo()  # this process's zone as it was
         time.tzset()
+
+
+def _by_fields(dt: datetime, seconds: bool) -> str:
+    """A zoned time spelled field by field (the rule before ``zoned_times``)."""
+    from sessiontree._time import local_time
+
+    shown = local_time(dt)
+    off = shown.utcoffset()
+    total = int(off.total_seconds()) if off is not None else 0
+    h, rest = divmod(abs(total), 3600)
+    m, s = divmod(rest, 60)
+    zone = (("-" if total < 0 else "+") + f"{h:02d}:{m:02d}" + (f":{s:02d}" if s else "")) if total else "UTC"
+    clock = f"{shown.hour:02d}:{shown.minute:02d}" + (f":{shown.second:02d}" if seconds else "")
+    return f"{shown.year:04d}-{shown.month:02d}-{shown.day:02d} {clock} {zone}"
+
+
+@pytest.mark.parametrize("tz", ["UTC0", "IST-5:30", "XXX+1", "Europe/Amsterdam", "America/St_Johns",
+                                "Africa/Monrovia"])  # Monrovia: -00:44:30 until 1972
+def test_a_column_of_zoned_times_reads_as_each_alone(monkeypatch: pytest.MonkeyPatch, tz: str) -> None:
+    """``view.zoned_times``: each offset's spelling made once, the clock by isoformat
+    (years before 1000 padded, a time the zone cannot show kept in UTC)."""
+    from sessiontree.view import zoned_times
+
+    rnd = random.Random(tz)
+    dts = [datetime(1, 1, 1, tzinfo=timezone.utc), datetime(9999, 12, 31, 23, 30, tzinfo=timezone.utc),
+           datetime(999, 3, 4, 5, 6, 7, 891_000, tzinfo=timezone.utc)]
+    dts += [datetime.fromtimestamp(rnd.uniform(-2e9, 4e9), tz=timezone.utc) for _ in range(2_000)]
+    try:
+        monkeypatch.setenv("TZ", tz)
+        time.tzset()
+        for seconds in (True, False):
+            assert zoned_times(dts, seconds=seconds) == [_by_fields(d, seconds) for d in dts]
+            assert [zoned_time(d, seconds=seconds) for d in dts[:50]] == zoned_times(dts[:50], seconds=seconds)
+    finally:
+        monkeypatch.undo()
+        time.tzset()

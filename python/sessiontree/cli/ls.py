@@ -16,7 +16,7 @@ from typing import Any
 
 from . import _scope
 from ._common import Io, count_progress, warn_unread_tz
-from ..view import cells, fit, fit_start, one_line, pad, safe, shown_paths, zoned_time
+from ..view import cells, fit, one_line, pad, padded, safe, shown_paths, zoned_times
 
 _PREVIEW = 60
 _WHEN = 26  # "2025-11-07 10:14:10 +01:00" (an offset of whole seconds, +00:09:21, is 3 more; UTC 3 fewer)
@@ -120,13 +120,16 @@ def rows(sessions: list[Any], paint: Any, width: int | None) -> list[str]:
     head += f"  {pad('cwd', cwd_w)}" if cwd_w else ""
     head += "" if two_lines else "  path"
     lines = [paint(head.rstrip() if two_lines else head, "bold")] if sessions else []
+    # Column by column (a history of 20,000 sessions is as many lines).
+    titles = padded([one_line(s.name) if s.name else one_line(s.first_message) for s in sessions], title_w)
+    cwd_cells = padded(cwds, cwd_w, start=True) if cwd_w else []
+    times = zoned_times([s.modified for s in sessions])
     for k, s in enumerate(sessions):
-        title = one_line(s.name) if s.name else one_line(s.first_message)
         first = "".join((
-            f"{zoned_time(s.modified):<{_WHEN}}",  # a zone that is UTC in winter keeps the column
+            f"{times[k]:<{_WHEN}}",  # a zone that is UTC in winter keeps the column
             f"  {counts[k]:>{count_w}}  ",
-            paint(pad(fit(title, title_w), title_w), "bold" if s.name else ""),
-            paint("  " + pad(fit_start(cwds[k], cwd_w), cwd_w), "cyan") if cwd_w else "",
+            paint(titles[k], "bold" if s.name else ""),
+            paint("  " + cwd_cells[k], "cyan") if cwd_w else "",
         ))
         if two_lines:
             lines.append(first.rstrip())

@@ -8,7 +8,7 @@ from itertools import repeat
 
 from .._lazy import lazy_pattern
 
-__all__ = ["cells", "fit", "fit_start", "hang", "pad", "plain_table"]
+__all__ = ["cells", "fit", "fit_start", "hang", "pad", "padded", "plain_table"]
 
 
 # Characters that take one terminal cell each, so that a text made only of them is
@@ -72,6 +72,24 @@ def pad(text: str, width: int) -> str:
     pads it)."""
     fitted = fit(text, width) if cells(text) > width else text
     return fitted + " " * max(0, width - cells(fitted))
+
+
+def padded(texts: Sequence[str], width: int, *, start: bool = False) -> list[str]:
+    """Each of ``texts`` cut to ``width`` cells as :func:`fit` cuts it (``start``: as
+    :func:`fit_start`, by its start) and padded to exactly ``width`` (:func:`pad`): a
+    listing's column. ASCII text (nearly all of it) is cut and padded by ``str``'s own
+    methods, the rest one text at a time by those functions."""
+    if width <= 0:
+        return [pad(fit_start(t, width) if start else fit(t, width), width) for t in texts]
+    out = []
+    for t in texts:
+        if t.isascii():
+            if len(t) > width:
+                t = ("…" + t[len(t) - (width - 1):] if width >= 2 else "") if start else _cut(t[: width - 1])
+            out.append(t.ljust(width))
+        else:
+            out.append(pad(fit_start(t, width) if start else fit(t, width), width))
+    return out
 
 
 def _clusters(text: str) -> Iterator[tuple[int, int]]:

@@ -13,6 +13,8 @@ import sys
 from datetime import date, datetime, timezone
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from datetime import timedelta
     from typing import Any
 
 from .._lazy import lazy_pattern
@@ -23,7 +25,7 @@ from ._escape import safe
 __all__ = [
     "PREVIEW_CLIP", "to_json_bytes", "json_text", "value_text", "show", "one_line", "collapse", "as_is",
     "plain_doc", "number", "int_text", "num", "human_bytes", "human_seconds", "ms_time", "iso_time", "zoned_time",
-    "usage_text", "UNKNOWN", "model_label",
+    "zoned_times", "usage_text", "UNKNOWN", "model_label",
 ]
 
 
@@ -410,16 +412,29 @@ def zoned_time(dt: datetime, *, seconds: bool = True) -> str:
     says so: the zone is always that of the time written (docs/CONTRACT.md §10
     "Times"). A column of them is as wide as the widest (``UTC`` is three characters
     fewer than an offset)."""
-    shown = local_time(dt)
-    off = shown.utcoffset()
-    total = int(off.total_seconds()) if off is not None else 0
-    sign = "-" if total < 0 else "+"
-    h, rest = divmod(abs(total), 3600)
-    m, s = divmod(rest, 60)
-    zone = f"{sign}{h:02d}:{m:02d}" + (f":{s:02d}" if s else "") if total else "UTC"
-    day = f"{shown.year:04d}-{shown.month:02d}-{shown.day:02d}"  # strftime's %Y does not pad years before 1000
-    clock = f"{shown.hour:02d}:{shown.minute:02d}" + (f":{shown.second:02d}" if seconds else "")
-    return f"{day} {clock} {zone}"
+    return zoned_times([dt], seconds=seconds)[0]
+
+
+def zoned_times(dts: Iterable[datetime], *, seconds: bool = True) -> list[str]:
+    """:func:`zoned_time` of each of ``dts`` (a listing's thousands: each offset's
+    spelling made once)."""
+    zones: dict[timedelta | None, str] = {}
+    # isoformat pads the year to four digits (strftime's %Y does not before 1000); the
+    # offset it appends is cut off, the zone written as below.
+    end, spec = (19, "seconds") if seconds else (16, "minutes")
+    out = []
+    for dt in dts:
+        shown = local_time(dt)
+        off = shown.utcoffset()
+        zone = zones.get(off)
+        if zone is None:
+            total = int(off.total_seconds()) if off is not None else 0
+            sign = "-" if total < 0 else "+"
+            h, rest = divmod(abs(total), 3600)
+            m, s = divmod(rest, 60)
+            zone = zones[off] = f"{sign}{h:02d}:{m:02d}" + (f":{s:02d}" if s else "") if total else "UTC"
+        out.append(f"{shown.isoformat(' ', spec)[:end]} {zone}")
+    return out
 
 
 def usage_text(usage: Any) -> list[str]:
