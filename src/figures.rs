@@ -150,25 +150,31 @@ mod tests {
     #[test]
     fn styles_as_python_writes_them() {
         use Figure::{Float, Int};
-        assert_eq!(w(Int(1234567), Style::Full), "1,234,567");
-        assert_eq!(w(Int(-1234), Style::Full), "-1,234");
-        assert_eq!(w(Int(123), Style::Full), "123");
-        assert_eq!(w(Float(1234.25), Style::Full), "1,234.2");
-        assert_eq!(w(Float(-0.0), Style::Full), "-0.0");
-        assert_eq!(w(Float(f64::NAN), Style::Full), "nan");
-        assert_eq!(w(Float(f64::NEG_INFINITY), Style::Cost), "-inf");
-        assert_eq!(w(Float(12345.678901), Style::Cost), "12,345.6789");
-        assert_eq!(w(Int(61_500_000), Style::Short), "61.5M");
-        assert_eq!(w(Int(4567), Style::Short), "4.6k");
-        assert_eq!(w(Int(802), Style::Short), "802");
-        assert_eq!(w(Int(-802), Style::Short), "-802");
-        assert_eq!(w(Float(2.5e19), Style::Short), "2.5e19");
-        assert_eq!(w(Float(f64::INFINITY), Style::Short), "inf");
-        assert_eq!(w(Float(f64::NAN), Style::Short), "nan");
-        assert_eq!(w(Float(99.994), Style::Short), "99.99");
-        assert_eq!(w(Float(150.5), Style::Short), "150");
-        assert_eq!(w(Float(0.125), Style::CostShort), "0.12");
-        assert_eq!(w(Float(12345.0), Style::CostShort), "12.3k");
-        assert_eq!(w(Float(f64::NAN), Style::CostShort), "nan");
+        use Style::{Cost, CostShort, Full, Short};
+        let cases = [
+            (Int(1234567), Full, "1,234,567"),
+            (Int(-1234), Full, "-1,234"),
+            (Int(123), Full, "123"),
+            (Float(1234.25), Full, "1,234.2"),
+            (Float(-0.0), Full, "-0.0"),
+            (Float(f64::NAN), Full, "nan"),
+            (Float(f64::NEG_INFINITY), Cost, "-inf"),
+            (Float(12345.678901), Cost, "12,345.6789"),
+            (Int(61_500_000), Short, "61.5M"),
+            (Int(4567), Short, "4.6k"),
+            (Int(802), Short, "802"),
+            (Int(-802), Short, "-802"),
+            (Float(2.5e19), Short, "2.5e19"),
+            (Float(f64::INFINITY), Short, "inf"),
+            (Float(f64::NAN), Short, "nan"),
+            (Float(99.994), Short, "99.99"),
+            (Float(150.5), Short, "150"),
+            (Float(0.125), CostShort, "0.12"),
+            (Float(12345.0), CostShort, "12.3k"),
+            (Float(f64::NAN), CostShort, "nan"),
+        ];
+        for (x, style, want) in cases {
+            assert_eq!(w(x, style), want, "{x:?} {style:?}");
+        }
     }
 }
