@@ -344,54 +344,62 @@ fn newline(out: &mut Vec<u8>, depth: usize) {
     }
 }
 
+/// Before the `k`th member of an array or object at `depth`: a comma after the first,
+/// then with `indent` a new line two spaces deeper (orjson's `OPT_INDENT_2` layout; the
+/// one home of it, for [`write_json`] and the writer of Python's values in `python.rs`).
+pub(crate) fn member(out: &mut Vec<u8>, k: usize, indent: bool, depth: usize) {
+    if k > 0 {
+        out.push(b',');
+    }
+    if indent {
+        newline(out, depth + 1);
+    }
+}
+
+/// Between an object's key and its value.
+pub(crate) fn colon(out: &mut Vec<u8>, indent: bool) {
+    out.extend_from_slice(if indent { b": " } else { b":" });
+}
+
+/// The end (`]` or `}`) of an array or object at `depth` that has members.
+pub(crate) fn close(out: &mut Vec<u8>, indent: bool, depth: usize, end: u8) {
+    if indent {
+        newline(out, depth);
+    }
+    out.push(end);
+}
+
+/// An integer as JSON writes it.
+pub(crate) fn write_int(i: i64, out: &mut Vec<u8>) {
+    out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
+}
+
 fn write_json(v: &Value<'_>, indent: bool, depth: usize, out: &mut Vec<u8>) -> Option<()> {
     match v {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        Value::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        Value::Int(i) => write_int(*i, out),
         Value::Float(f) => write_float(*f, out)?,
         Value::Str(s) => json_string(out, s),
+        Value::Arr(items) if items.is_empty() => out.extend_from_slice(b"[]"),
+        Value::Obj(kv) if kv.is_empty() => out.extend_from_slice(b"{}"),
         Value::Arr(items) => {
-            if items.is_empty() {
-                out.extend_from_slice(b"[]");
-                return Some(());
-            }
             out.push(b'[');
             for (k, item) in items.iter().enumerate() {
-                if k > 0 {
-                    out.push(b',');
-                }
-                if indent {
-                    newline(out, depth + 1);
-                }
+                member(out, k, indent, depth);
                 write_json(item, indent, depth + 1, out)?;
             }
-            if indent {
-                newline(out, depth);
-            }
-            out.push(b']');
+            close(out, indent, depth, b']');
         }
         Value::Obj(kv) => {
-            if kv.is_empty() {
-                out.extend_from_slice(b"{}");
-                return Some(());
-            }
             out.push(b'{');
             for (k, (key, item)) in kv.iter().enumerate() {
-                if k > 0 {
-                    out.push(b',');
-                }
-                if indent {
-                    newline(out, depth + 1);
-                }
+                member(out, k, indent, depth);
                 json_string(out, key);
-                out.extend_from_slice(if indent { b": " } else { b":" });
+                colon(out, indent);
                 write_json(item, indent, depth + 1, out)?;
             }
-            if indent {
-                newline(out, depth);
-            }
-            out.push(b'}');
+            close(out, indent, depth, b'}');
         }
     }
     Some(())
@@ -402,7 +410,7 @@ fn write_json(v: &Value<'_>, indent: bool, depth: usize, out: &mut Vec<u8>) -> O
 /// (`0.1`, `1e15` as `1000000000000000.0`, `-0.0`). `None` elsewhere: there the two
 /// choose different exponent forms (`1e-05` and `1e-5`), and NaN and the infinities are
 /// no JSON (`view/_text.py` `_plain` holds the same range).
-fn write_float(f: f64, out: &mut Vec<u8>) -> Option<()> {
+pub(crate) fn write_float(f: f64, out: &mut Vec<u8>) -> Option<()> {
     if !(f == 0.0 || (1e-4..1e16).contains(&f.abs())) {
         return None;
     }

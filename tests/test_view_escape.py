@@ -345,3 +345,19 @@ sys.stderr.write("orjson" if "orjson" in sys.modules else "no orjson")
         lines = [{"key": "2026-01-%02d" % (i % 28), "records": i, "input": i * 1000, "cost": i * 0.013 + 0.001,
                   "note": "é\u2028\x7f\"q\\"} for i in range(n)]
         assert run.stdout == _orjson_bytes({"group": "daily", "lines": lines}, True), n
+
+
+def test_a_list_whose_first_item_is_large_is_written_whole() -> None:
+    """``plain_json`` makes room for a list's items from its first; a first item much
+    larger than the rest (a 10 MB text, then 100,000 numbers) still gives orjson's
+    bytes, the room made ahead capped (``PLAIN_RESERVE``) rather than 100,000 times
+    the first item's size."""
+    native = pytest.importorskip("sessiontree._sessiontree")
+    import resource
+
+    value = ["x" * 10_000_000, *range(100_000)]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    got = native.plain_json(value, True, 10**6)
+    grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert got == _orjson_bytes(value, True)
+    assert grew_mb < 200, grew_mb

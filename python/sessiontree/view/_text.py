@@ -99,10 +99,10 @@ def plain_json_bytes(value: Any, *, indent: bool = True) -> bytes | None:
     return _JSON_UNSAFE_RE.sub(_json_escape, data) if _json_unsafe(data) else data
 
 
-_NATIVE_NODES = 60_000
-"""Most values ``_sessiontree.plain_json`` writes: it takes ~0.1-0.2 us a value, orjson
-~0.04 us after its ~11 ms import (``benches/json_writers.py``), so past some 60,000
-values the import pays for itself."""
+_NATIVE_NODES = 250_000
+"""Most values ``_sessiontree.plain_json`` writes: it takes ~0.06 us a value, orjson
+~0.017 us after its ~11.5 ms import (``benches/json_writers.py``: 15.9 ms against 16.1
+at 270,000 values), so past some 250,000 values the import pays for itself."""
 
 _PLAIN_NODES = 2000
 """Most values :func:`_plain` accepts: ``json`` writes indented JSON in Python, about a
