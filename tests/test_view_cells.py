@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from sessiontree.view import fit, fit_start, pad, padded
 
-_CHARS = "ab …/-xyz中文😀é\u0301\u200d"
+_CHARS = "ab …/-xyz中文😀é\u0301\u200d\t\n\x00\x1b\x7f"  # controls take no cell (adversary 56b)
 
 
 @settings(max_examples=3000, deadline=None)

@@ -77,13 +77,14 @@ def pad(text: str, width: int) -> str:
 def padded(texts: Sequence[str], width: int, *, start: bool = False) -> list[str]:
     """Each of ``texts`` cut to ``width`` cells as :func:`fit` cuts it (``start``: as
     :func:`fit_start`, by its start) and padded to exactly ``width`` (:func:`pad`): a
-    listing's column. ASCII text (nearly all of it) is cut and padded by ``str``'s own
-    methods, the rest one text at a time by those functions."""
+    listing's column. Printable ASCII text (nearly all of it: one cell a character) is
+    cut and padded by ``str``'s own methods, the rest one text at a time by those
+    functions (a control character takes no cell there)."""
     if width <= 0:
         return [pad(fit_start(t, width) if start else fit(t, width), width) for t in texts]
     out = []
     for t in texts:
-        if t.isascii():
+        if t.isascii() and t.isprintable():
             if len(t) > width:
                 t = ("…" + t[len(t) - (width - 1):] if width >= 2 else "") if start else _cut(t[: width - 1])
             out.append(t.ljust(width))
