@@ -50,6 +50,12 @@ def test_plain_table_is_riches_table_where_it_fits() -> None:
         assert text == _rich(rows, right, 400), (rows, right)
 
 
+def test_a_table_of_no_columns_is_no_text() -> None:
+    """Rows without cells (or cells no column pairs with) write nothing, not a blank line
+    (adversary 56)."""
+    assert plain_table([[]], []) == "" and plain_table([["a", "b"]], []) == "" and plain_table([], []) == ""
+
+
 def _root(base: Path, cwds: list[str]) -> Path:
     root = base / "sessions"
     for i, cwd in enumerate(cwds):

@@ -55,3 +55,9 @@ def test_what_the_extension_leaves_to_the_rules() -> None:
 def test_short_numbers() -> None:
     assert [short_number(x) for x in (61_500_000, 4567, 802, 2.5e19, math.inf, 0.125)] == [
         "61.5M", "4.6k", "802", "2.5e19", "inf", "0.12"]
+
+
+def test_an_iterator_of_values() -> None:
+    """An iterator the extension leaves to the rules part-way is read once (adversary
+    56: the rules got what the extension had not used up)."""
+    assert number_column(iter([1, 2, 2**70, 3]), "full") == ["1", "2", f"{2**70:,}", "3"]

@@ -25,3 +25,8 @@ def test_paths_that_need_nothing_are_kept_and_one_that_needs_quotes_is_quoted() 
     assert shown_paths(plain) == plain
     assert shown_paths([*plain, "/tmp/a b.jsonl", "", "/tmp/\udcff.jsonl"]) == [
         *plain, "'/tmp/a b.jsonl'", "''", "$'/tmp/\\xff.jsonl'"]
+
+
+def test_any_iterable_of_paths() -> None:
+    """An iterator is read once (adversary 56: ``all`` used it up, giving ``[]``)."""
+    assert shown_paths(iter(["a b", "c"])) == ["'a b'", "c"]

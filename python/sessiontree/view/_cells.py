@@ -216,4 +216,4 @@ def plain_table(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
         sizes = [cells(c) for c in col]
         width = max(sizes)
         columns.append([" " * (width - n) + c if r else c + " " * (width - n) for c, n in zip(col, sizes)])
-    return "\n".join(map("  ".join, zip(*columns))) + "\n"
+    return "\n".join(map("  ".join, zip(*columns))) + "\n" if columns else ""

@@ -7,7 +7,7 @@ is built (``src/figures.rs``: a report by session of 20,000 files has 140,000 nu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from ._text import _native
 
@@ -46,8 +46,8 @@ def _one(x: float, style: str) -> str:
     return short_number(x)
 
 
-def number_column(values: Sequence[float], style: str) -> list[str]:
-    """Each of ``values`` (ints and floats) written in ``style`` (one of
+def number_column(values: Iterable[float], style: str) -> list[str]:
+    """Each of ``values`` (ints and floats; any iterable) written in ``style`` (one of
     :data:`STYLES`).
 
     Raises:
@@ -55,6 +55,8 @@ def number_column(values: Sequence[float], style: str) -> list[str]:
     """
     if style not in STYLES:
         raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
+    if not isinstance(values, (list, tuple)):
+        values = list(values)  # read twice when the extension leaves a value to the rules
     native = _native("number_column")
     got = native(values, style) if native is not None else None
     # None: a value the extension leaves to these rules (an int past 64 bits, a bool, …).

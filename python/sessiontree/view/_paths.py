@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Iterable
 
 from ._escape import safe
 
@@ -29,16 +30,17 @@ def shown_path(path: str) -> str:
     return shlex.quote(path) if not path or _SHELL_SPECIAL.search(path) else path
 
 
-def shown_paths(paths: list[str]) -> list[str]:
+def shown_paths(paths: Iterable[str]) -> list[str]:
     """Each of ``paths`` as :func:`shown_path` shows it (a new list of the same length).
 
     A report by session or a listing holds thousands of paths, nearly all of which need
     nothing: they are checked together, joined by ``/`` (a character neither rule
     changes, and each rule looks at one character at a time), and only when the joined
     text needs something is each path shown alone."""
-    if not all(paths):  # "" is quoted ('')
-        return [shown_path(p) for p in paths]
-    joined = "/".join(paths)
+    listed = list(paths)  # read more than once
+    if not all(listed):  # "" is quoted ('')
+        return [shown_path(p) for p in listed]
+    joined = "/".join(listed)
     if joined.isascii() and joined.isprintable():
         # Nothing to escape; of the specials only the printable ASCII ones can occur,
         # each found at memchr's speed (the expression steps through every character:
@@ -46,7 +48,7 @@ def shown_paths(paths: list[str]) -> list[str]:
         needs = any(c in joined for c in _SHELL_PRINTABLE)
     else:
         needs = safe(joined) != joined or _SHELL_SPECIAL.search(joined) is not None
-    return [shown_path(p) for p in paths] if needs else list(paths)
+    return [shown_path(p) for p in listed] if needs else listed
 
 
 def _ansi_c(path: str) -> str:
