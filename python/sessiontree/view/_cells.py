@@ -80,16 +80,13 @@ def padded(texts: Sequence[str], width: int, *, start: bool = False) -> list[str
     listing's column. Printable ASCII text (nearly all of it: one cell a character) is
     cut and padded by ``str``'s own methods, the rest one text at a time by those
     functions (a control character takes no cell there)."""
-    if width <= 0:
-        return [pad(fit_start(t, width) if start else fit(t, width), width) for t in texts]
+    cut = fit_start if start else fit
     out = []
     for t in texts:
-        if t.isascii() and t.isprintable():
-            if len(t) > width:
-                t = ("…" + t[len(t) - (width - 1):] if width >= 2 else "") if start else _cut(t[: width - 1])
-            out.append(t.ljust(width))
+        if t.isascii() and t.isprintable():  # its cells are its characters, so is the cut's
+            out.append((cut(t, width) if len(t) > width else t).ljust(width))
         else:
-            out.append(pad(fit_start(t, width) if start else fit(t, width), width))
+            out.append(pad(cut(t, width), width))
     return out
 
 
