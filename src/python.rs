@@ -2649,8 +2649,8 @@ const PLAIN_DEPTH: usize = 100;
 /// Most room `plain_json` makes ahead for a list's items (bytes).
 const PLAIN_RESERVE: usize = 32 << 20;
 
-/// `value` as `view/_text.py` `to_json_bytes(value, indent=indent)` writes it
-/// (`value::to_json`: orjson's bytes, then the command line's escapes), or `None` when
+/// `value` as `view/_text.py` `to_json_bytes(value, indent=indent)` writes it (orjson's
+/// bytes, then the command line's escapes: `value.rs`'s layout and strings), or `None` when
 /// it holds anything but exact `dict`s with `str` keys, `list`s, `tuple`s, `str`s,
 /// `bool`s, `None`, integers within 63 bits and floats of the plain range, nests past
 /// 100 levels, holds a lone surrogate or more than `nodes` values: those are orjson's or
@@ -2705,10 +2705,6 @@ fn write_plain(
             return Ok(false);
         }
     } else if let Ok(d) = obj.cast_exact::<PyDict>() {
-        if d.is_empty() {
-            out.extend_from_slice(b"{}");
-            return Ok(true);
-        }
         out.push(b'{');
         for (k, (key, x)) in d.iter().enumerate() {
             let Ok(key) = key.cast_exact::<PyString>() else {
@@ -2724,13 +2720,9 @@ fn write_plain(
                 return Ok(false);
             }
         }
-        close(out, indent, depth, b'}');
+        close(out, indent, depth, b'}', d.len());
     } else if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>() {
         let n = obj.len()?;
-        if n == 0 {
-            out.extend_from_slice(b"[]");
-            return Ok(true);
-        }
         out.push(b'[');
         let start = out.len();
         let before = *left;
@@ -2751,7 +2743,7 @@ fn write_plain(
                 out.reserve(((out.len() - start).saturating_mul(n - 1)).min(PLAIN_RESERVE));
             }
         }
-        close(out, indent, depth, b']');
+        close(out, indent, depth, b']', n);
     } else {
         return Ok(false);
     }

@@ -155,13 +155,13 @@ def test_plain_values_are_written_as_orjson_writes_them() -> None:
     exponent forms differ, NaN, huge integers, named tuples, non-string keys)."""
     from typing import NamedTuple
 
-    from sessiontree.view._text import _native_writer, _plain, plain_json_bytes, to_json_bytes
+    from sessiontree.view._text import _native, _plain, plain_json_bytes, to_json_bytes
 
     class Pair(NamedTuple):
         a: int
         b: int
 
-    native = _native_writer()
+    native = _native("plain_json")
     for value in [*_EDGES, _EDGES, {"all": _EDGES, "nested": [[[{"k": _EDGES}]]]}]:
         assert _plain(value), value
         for indent in (True, False):
@@ -193,9 +193,9 @@ def test_random_plain_values_are_written_as_orjson_writes_them(seed: int) -> Non
     range, 62-bit integers): the same bytes as orjson, or refused by ``_plain``."""
     import random
 
-    from sessiontree.view._text import _native_writer, _plain, plain_json_bytes, to_json_bytes
+    from sessiontree.view._text import _native, _plain, plain_json_bytes, to_json_bytes
 
-    native = _native_writer()
+    native = _native("plain_json")
     rnd = random.Random(seed)
 
     def text() -> str:

@@ -90,10 +90,12 @@ def native_module() -> Any:
     return extension()
 
 
+@lru_cache(maxsize=1)
 def extension() -> Any:
     """The extension ``sessiontree._sessiontree`` whichever backend is chosen, or ``None``
     when it is not built: for what must not depend on the backend (the HTML export's
-    Markdown, ``export/html.py``), where the backend's choice would change the output."""
+    Markdown, ``export/html.py``), where the backend's choice would change the output.
+    Looked up once (the view asks for each item of an export)."""
     try:
         import sessiontree._sessiontree as native  # the extension module itself, not the package
     except ImportError:

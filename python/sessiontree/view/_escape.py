@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 
 from .._lazy import lazy_pattern
+from .._select import extension
 
 __all__ = ["safe", "safe_block", "safe_block_rule"]
 
@@ -106,14 +107,7 @@ def safe_block_rule(text: str) -> str:
     return _UNSAFE_BLOCK_RE.sub(_escape_char, _BREAK_RE.sub("\n", text))
 
 
-_native: list[Callable[[str], str] | None] = []
-
-
 def _native_block() -> Callable[[str], str] | None:
-    """The extension's ``safe_block``, or ``None`` when it is not built (looked up once)."""
-    if not _native:
-        from .._select import extension
-
-        ext = extension()
-        _native.append(getattr(ext, "safe_block", None) if ext is not None else None)
-    return _native[0]
+    """The extension's ``safe_block``, or ``None`` when it is not built."""
+    block: Callable[[str], str] | None = getattr(extension(), "safe_block", None)
+    return block

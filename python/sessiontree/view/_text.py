@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from .._lazy import lazy_pattern
+from .._select import extension
 from .._time import local_time, parse_iso_ms
 from .._models import UNKNOWN, model_name
 from ._escape import safe
@@ -49,7 +50,7 @@ def to_json_bytes(value: Any, *, indent: bool = True) -> bytes:
     entries has it), orjson writes every value: it is the fastest writer per value.
     """
     if "orjson" not in sys.modules:  # once orjson is loaded, it is the cheaper writer
-        native = _native_writer()
+        native = _native("plain_json")
         if native is not None:
             data = native(value, indent, _NATIVE_NODES)
             if data is not None:
@@ -157,25 +158,10 @@ def _json_unsafe(data: bytes) -> bool:
     return test(data) if test is not None else _JSON_UNSAFE_RE.search(data) is not None
 
 
-def _native_writer() -> Any:
-    """``_sessiontree.plain_json`` when the extension is built, else ``None``."""
-    return _native("plain_json")
-
-
 def _native(name: str) -> Any:
     """The extension's function ``name``, or ``None`` when it is not built: used
-    whichever backend reads the session (the two give the same bytes), looked up once
-    (a look-up of the backend's variable per call was a tenth of an export's view
-    items)."""
-    if not _functions:
-        from .._select import extension
-
-        _functions.append(extension())
-    native = _functions[0]
-    return getattr(native, name) if native is not None else None
-
-
-_functions: list[Any] = []
+    whichever backend reads the session (the two give the same bytes)."""
+    return getattr(extension(), name, None)
 
 
 # Raw UTF-8 of DEL, C1 (U+0080-U+009F), ALM, LRM/RLM, U+2028/U+2029, U+202A-U+202E,
@@ -310,6 +296,7 @@ def value_text(value: Any, limit: int | None = _PREVIEW_CHARS, *, none: str = ""
 ABSENT = "none"
 """How a viewer words a value that is missing or null where one is expected (a thinking
 level, a leaf): never Python's ``None``. A model it does not know is :data:`UNKNOWN`."""
+
 
 def model_label(provider: Any, model: Any, *, unknown: str = UNKNOWN) -> str:
     """A model as people read it, ``provider/model`` (``anthropic/claude-sonnet-4-5``):
