@@ -42,6 +42,7 @@ pub mod search;
 mod section;
 mod source;
 mod stat;
+mod table;
 mod time;
 mod totals;
 mod tree;
@@ -81,6 +82,7 @@ pub use stat::{
     code_points, folder_files, unchanged as stat_unchanged, walk, FileStat, Ident, Listed,
     Listings, Seen, Walked,
 };
+pub use table::{plain_columns, Column as TableColumn};
 pub use time::parse_iso_ms;
 pub use totals::{update as usage_sums, LogFile, Warm as UsageWarm};
 pub use usage::{Total, UsageTotals};

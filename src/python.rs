@@ -2643,6 +2643,46 @@ fn number_column<'py>(
     Ok(Some(out))
 }
 
+/// `view/_cells.py` `plain_columns(columns, right)`: the table's text (`table.rs`),
+/// `sizes[k]` column `k`'s cell widths (`None`: its cells are ASCII). The first
+/// `len(right)` columns are written, as `zip` takes them.
+///
+/// Raises `TypeError` for a cell that is not a `str`, `ValueError` for columns of
+/// unequal lengths or sizes not one a cell.
+#[pyfunction]
+fn plain_columns<'py>(
+    py: Python<'py>,
+    columns: &Bound<'py, PyAny>,
+    right: Vec<bool>,
+    sizes: Vec<Option<Vec<usize>>>,
+) -> PyResult<Bound<'py, PyString>> {
+    let mut held: Vec<Vec<Bound<'py, PyString>>> = Vec::with_capacity(right.len());
+    for (column, _) in columns.try_iter()?.zip(&right) {
+        let mut cells = Vec::new();
+        for cell in column?.try_iter()? {
+            cells.push(cell?.cast_into::<PyString>()?);
+        }
+        held.push(cells);
+    }
+    if sizes.len() < held.len() {
+        return Err(PyValueError::new_err(
+            "a size list (or None) for each column",
+        ));
+    }
+    let mut cols = Vec::with_capacity(held.len());
+    for ((cells, &right), sizes) in held.iter().zip(&right).zip(sizes) {
+        cols.push(crate::TableColumn {
+            cells: cells.iter().map(|c| c.to_str()).collect::<PyResult<_>>()?,
+            sizes,
+            right,
+        });
+    }
+    let text = crate::plain_columns(&cols).ok_or_else(|| {
+        PyValueError::new_err("columns of unequal lengths, or sizes not one a cell")
+    })?;
+    Ok(PyString::new(py, &text))
+}
+
 /// Nesting `plain_json` takes, as `view/_text.py`'s `_PLAIN_DEPTH`.
 const PLAIN_DEPTH: usize = 100;
 
@@ -2912,6 +2952,8 @@ mod _sessiontree {
     use super::markdown_sections;
     #[pymodule_export]
     use super::number_column;
+    #[pymodule_export]
+    use super::plain_columns;
     #[pymodule_export]
     use super::plain_json;
     #[pymodule_export]

@@ -25,6 +25,7 @@ __all__ = [
     "markdown_html",
     "markdown_sections",
     "number_column",
+    "plain_columns",
     "plain_json",
     "safe_block",
     "scan_listing",
@@ -168,6 +169,17 @@ def json_unsafe(data: bytes) -> bool:
     """``True`` iff ``data`` holds the UTF-8 of a character JSON output escapes (DEL, C1
     controls, ALM, LRM/RLM, U+2028-U+202E, U+2066-U+2069: ``view._text``'s rule), found
     with ``memchr`` (``src/escape.rs``)."""
+
+def plain_columns(columns: Iterable[Iterable[str]], right: Sequence[bool],
+                  sizes: Sequence[Sequence[int] | None]) -> str:
+    """``view._cells.plain_columns(columns, right)`` written natively (``src/table.rs``):
+    the first ``len(right)`` columns, ``sizes[k]`` each cell's width in terminal cells
+    of column ``k`` (``None``: its cells are ASCII).
+
+    Raises:
+        TypeError: a cell that is not a ``str``.
+        ValueError: columns of unequal lengths, sizes not one a cell, or fewer sizes
+            than columns."""
 
 def number_column(values: Iterable[float], style: str) -> list[str] | None:
     """``view._figures.number_column(values, style)`` written natively

@@ -27,7 +27,7 @@ from datetime import date, timezone
 from . import _scope
 from ._common import CliError, Io, byte_progress, warn_unread_tz
 from .._time import zone_name
-from ..view import cells, hang, number_column, plain_table, safe, shown_paths
+from ..view import cells, hang, number_column, plain_columns, plain_table, safe, shown_paths
 
 _GROUPS = ("daily", "weekly", "monthly", "session", "model", "project")
 
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
     # five token counts and cost, the total last.
     values = list(zip(*report.lines, report.total))[1:]  # UsageLine's fields after its key, in this order
 
-    def columns(short: bool) -> list[list[str]]:
+    def figures(short: bool) -> list[list[str]]:
         out = [number_column(values[0], "full")]
         out += (number_column(c, "short" if short else "full") for c in values[1:6])
         out.append(number_column(values[6], "cost_short" if short else "cost"))
@@ -160,42 +160,49 @@ def run(args: argparse.Namespace, io: Io) -> int:
 
     # The key column must stay readable: on a narrow terminal numbers go short (61.5M).
     needed = key_width + sum(map(len, titles)) + 2 * len(titles)  # at least: the titles alone
-    cols = columns(False) if needed <= width else []
+    cols = figures(False) if needed <= width else []
     needed += sum(max(0, *map(len, c), len(t)) - len(t) for t, c in zip(titles, cols))
     short = needed > width
     if short:
-        cols = columns(True)
+        cols = figures(True)
     heads = [names.get(group, group), *(_SHORT_TITLES.get(t, t) if short else t for t in titles)]
-    rows = list(zip([*keys, "total"], *cols))
+    # The table by columns, each its title first (a report by session has 20,000 lines).
+    columns = [[heads[0], *keys, "total"], *([h, *c] for h, c in zip(heads[1:], cols))]
+    right = [False] + [True] * len(titles)
     counted = "current paths only" if args.active_path else "every branch"
     foot = f"{report.files:,} session(s); {days + '; ' if days else ''}{counted}; each entry counted once"
     if days or group in names:
         foot += f"; days in {'UTC' if args.utc else safe(zone_name())}"
-    number_widths = [max([len(head), *(len(r[k]) for r in rows)]) for k, head in enumerate(heads[1:], 1)]
+    number_widths = [max(map(len, c)) for c in columns[1:]]  # numbers are ASCII
+
+    def rows() -> list[tuple[str, ...]]:
+        """The report's lines, each its key then its numbers."""
+        return list(zip(*(c[1:] for c in columns)))
+
     if plain_width is not None or group == "session":
         # Written as rich's table would be, without importing rich (about 20 ms of a
         # warm report, and 0.5 ms a line: docs/BENCHMARKS.md, issue 25). The session
         # report's keys are paths, never folded (they are pasted back, as ls prints
         # them): on a terminal too its lines are as long as they must be.
-        text = plain_table([heads, *rows], [False] + [True] * len(titles))
+        text = plain_columns(columns, right)
         if plain_width is None and max(map(cells, text.splitlines())) > width:
             if 4 + sum(number_widths) + 2 * (len(number_widths) - 1) > width:
-                _blocks(io, heads, rows, width, paths=group == "session")  # not even the numbers fit on a line
+                _blocks(io, heads, rows(), width, paths=group == "session")  # not even the numbers fit on a line
                 io.print(foot, style="dim", markup=False, highlight=False)
                 return 0
-            text = _paths_above(heads, rows)
+            text = _paths_above(heads, rows())
         io.write(text + foot + "\n")
         return 0
     if not piped and 12 + sum(number_widths) + 2 * len(number_widths) > width:
-        _blocks(io, heads, rows, width, paths=group == "session")  # no table fits: one block per line of the report
+        _blocks(io, heads, rows(), width, paths=group == "session")  # no table fits: one block per line of the report
         io.print(foot, style="dim", markup=False, highlight=False)
         return 0
-    if not piped and max(cells(r[0]) for r in (heads, *rows)) + sum(number_widths) + 2 * len(number_widths) <= width:
+    if not piped and max(map(cells, columns[0])) + sum(number_widths) + 2 * len(number_widths) <= width:
         # The table fits as it is: written as rich's table writes it (its titles and
         # total bold, the foot dim and broken at spaces), without importing rich
         # (about 50 ms at a terminal).
         paint = io.styler()
-        lines = plain_table([heads, *rows], [False] + [True] * len(titles)).splitlines()
+        lines = plain_columns(columns, right).splitlines()
         lines[0], lines[-1] = paint(lines[0], "bold"), paint(lines[-1], "bold")
         lines += (paint(piece, "dim") for piece in hang(foot, 0, width))
         io.write("\n".join(lines) + "\n")
@@ -211,10 +218,11 @@ def run(args: argparse.Namespace, io: Io) -> int:
     table.add_column(heads[0], overflow="fold", no_wrap=piped, min_width=key_min)
     for title, w in zip(heads[1:], number_widths):
         table.add_column(title, justify="right", no_wrap=True, min_width=w)
-    for row in rows[:-1]:
+    *body, total = rows()
+    for row in body:
         table.add_row(*row)
     table.add_section()
-    table.add_row(*rows[-1], style="bold")
+    table.add_row(*total, style="bold")
     fits = key_min + sum(number_widths) + 2 * len(number_widths)
     io.print(table, width=max(needed, width) if piped else None if fits <= width else fits, crop=False)
     io.print(foot, style="dim", markup=False, highlight=False)

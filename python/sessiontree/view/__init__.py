@@ -33,7 +33,7 @@ from .._lazy import lazy_names
 
 if TYPE_CHECKING:
     from ._ansi import paint, sgr
-    from ._cells import cells, fit, fit_start, hang, pad, padded, plain_table
+    from ._cells import cells, fit, fit_start, hang, pad, padded, plain_columns, plain_table
     from ._context_lines import hang_lines, model_text, render_message
     from ._drawing import BRANCH_MARK, CLOSE, FOLD_MARK, ENTRY, FOLD, MAX_SIBLINGS, MORE, NOTE, OPEN, Drawing, Row, fold_text
     from ._entries import (
@@ -87,7 +87,7 @@ if TYPE_CHECKING:
 # it about 20 ms of its start.
 _HOMES: dict[str, str] = {
     **dict.fromkeys(('paint', 'sgr'), "_ansi"),
-    **dict.fromkeys(('cells', 'fit', 'fit_start', 'hang', 'pad', 'padded', 'plain_table'), "_cells"),
+    **dict.fromkeys(('cells', 'fit', 'fit_start', 'hang', 'pad', 'padded', 'plain_columns', 'plain_table'), "_cells"),
     **dict.fromkeys(('hang_lines', 'model_text', 'render_message'), "_context_lines"),
     **dict.fromkeys((
         'BRANCH_MARK', 'CLOSE', 'ENTRY', 'FOLD', 'FOLD_MARK', 'MAX_SIBLINGS', 'MORE', 'NOTE', 'OPEN', 'Drawing', 'Row', 'fold_text',
@@ -121,7 +121,7 @@ __all__ = [
     "EntryView", "Item", "Layout", "Part", "RoleView", "Row", "Structure", "TreeRow", "as_is", "cells", "clean",
     "collapse", "content_text", "doc_id", "doc_line", "entry_preview", "fit", "fit_start", "fold_text", "hang", "hang_lines", "format_row", "human_bytes",
     "human_seconds", "id_width", "int_text", "iso_time", "item_of", "json_text", "message_preview", "model_label", "model_text", "ms_time", "num",
-    "number", "number_column", "one_line", "pad", "padded", "paint", "plain_doc", "plain_table", "render_message", "resolve_id", "safe", "safe_block", "show",
+    "number", "number_column", "one_line", "pad", "padded", "paint", "plain_columns", "plain_doc", "plain_table", "render_message", "resolve_id", "safe", "safe_block", "show",
     "sgr", "short_number", "shown_path", "shown_paths", "structure_of",
     "to_json_bytes", "tool_call_preview", "tree_rows", "usage_text", "value_text", "zoned_time", "zoned_times",
 ]
