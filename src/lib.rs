@@ -48,6 +48,7 @@ mod totals;
 mod tree;
 mod usage;
 mod value;
+mod warm_rows;
 
 pub use clip::{clip_strings, WHOLE as CLIP_WHOLE_KEYS};
 pub use context::Plan;
@@ -86,6 +87,7 @@ pub use table::{plain_columns, Column as TableColumn};
 pub use time::parse_iso_ms;
 pub use totals::{update as usage_sums, LogFile, Warm as UsageWarm};
 pub use usage::{Total, UsageTotals};
+pub use warm_rows::{rows as warm_rows, Record as WarmRecord, WarmRow};
 
 #[cfg(feature = "python")]
 mod python;

@@ -1272,6 +1272,9 @@ struct UsageScan {
     calls: u32,
     cwd_keys: std::collections::HashMap<(bool, Vec<u8>), u32>,
     cwds: Vec<Py<PyAny>>,
+    /// The rows the last `folder` call read, as one value (`warm_rows`), when it added
+    /// its files (none for a report by project: its rows hold the cwds).
+    record: Option<Vec<u8>>,
 }
 
 /// The report's sums while it is not made (`UsageScan.report` takes them).
@@ -1281,6 +1284,68 @@ fn unmade(warm: &mut Option<crate::UsageWarm>) -> PyResult<&mut crate::UsageWarm
 }
 
 impl UsageScan {
+    /// The next folder's number and listing (waited for).
+    fn next_listing(&mut self, py: Python<'_>) -> PyResult<(u32, Vec<crate::Listed>)> {
+        let call = self.calls;
+        self.calls += 1;
+        let listings = &mut self.listings;
+        let listed = py
+            .detach(|| listings.next())
+            .ok_or_else(|| PyValueError::new_err("more calls than folders"))?;
+        Ok((call, listed))
+    }
+
+    /// Add the folder's listed files from its rows, by stored name: 0 added, 1 some file
+    /// new, changed or not read to its end (`folder`).
+    fn add(
+        &mut self,
+        call: u32,
+        listed: &[crate::Listed],
+        by_name: &std::collections::HashMap<&[u8], RowOf<'_, '_>>,
+    ) -> PyResult<u8> {
+        let warm = unmade(&mut self.warm)?;
+        for f in listed {
+            // A file no one can `stat` (a dangling link) is no session, as the files say.
+            let Some(st) = f.st else { continue };
+            let Some(row) = by_name.get(db_name(&f.name).as_ref()) else {
+                return Ok(1);
+            };
+            if !st.is(&row.ident) {
+                return Ok(1);
+            }
+            match row.state {
+                0 => continue,
+                1 => {}
+                _ => return Ok(1),
+            }
+            let key = match (self.key, row.cwd) {
+                (crate::ReportKey::File, Some(cwd)) if self.projects => {
+                    let k = if cwd.is_none() {
+                        (false, Vec::new())
+                    } else {
+                        (
+                            cwd.is_instance_of::<PyBytes>(),
+                            text_bytes(cwd).unwrap_or_default(),
+                        )
+                    };
+                    let n = self.cwd_keys.len() as u32;
+                    *self.cwd_keys.entry(k).or_insert_with(|| {
+                        self.cwds.push(cwd.clone().unbind());
+                        n
+                    })
+                }
+                (crate::ReportKey::File, _) => warm.files(),
+                _ => 0,
+            };
+            warm.add(key, row.totals);
+            self.keys.push(key);
+            self.folders.push(call);
+            self.paths.push(f.path.clone());
+            self.name_lens.push(f.name.len() as u32);
+        }
+        Ok(0)
+    }
+
     /// Each of `files` as `(file, folder, name, path)`.
     fn named<'py>(&self, py: Python<'py>, files: Vec<u32>) -> Vec<Involved<'py>> {
         files
@@ -1303,12 +1368,13 @@ impl UsageScan {
 /// A file `UsageScan.involved` names: `(file, folder, name, path)`.
 type Involved<'py> = (u32, u32, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
-/// One `file` row as `UsageScan.folder` reads it.
-struct WarmRow<'py> {
+/// One `file` row as `UsageScan.folder` reads it: its identity and state, its totals
+/// (`None`: none kept) and, for a report by project, its cwd as the catalog holds it.
+struct RowOf<'a, 'py> {
     ident: crate::Ident,
     state: i64,
-    body: Bound<'py, PyAny>,
-    cwd: Bound<'py, PyAny>,
+    totals: Option<&'a [u8]>,
+    cwd: Option<&'a Bound<'py, PyAny>>,
 }
 
 #[pymethods]
@@ -1335,6 +1401,7 @@ impl UsageScan {
             calls: 0,
             cwd_keys: Default::default(),
             cwds: Vec::new(),
+            record: None,
         })
     }
 
@@ -1347,19 +1414,15 @@ impl UsageScan {
     /// changed or not read to its end: the catalog must be brought up to date) or 2 (a
     /// row holds a value the catalog never writes).
     fn folder(&mut self, py: Python<'_>, rows: &Bound<'_, PyAny>) -> PyResult<u8> {
-        let call = self.calls;
-        self.calls += 1;
-        let listings = &mut self.listings;
-        let listed = py
-            .detach(|| listings.next())
-            .ok_or_else(|| PyValueError::new_err("more calls than folders"))?;
+        self.record = None;
+        let (call, listed) = self.next_listing(py)?;
         if listed.is_empty() {
             return Ok(0);
         }
         // Taken from an iterable (a cursor) as they come: a row's tuple is freed once its
         // values are held, so a folder of rows does not set off the garbage collector
         // (`fetchall`'s list held them all: ~10% of a report at 20,000 files).
-        let mut parsed: Vec<(Bound<'_, PyAny>, WarmRow<'_>)> = Vec::with_capacity(listed.len());
+        let mut parsed = Vec::with_capacity(listed.len());
         for r in rows.try_iter()? {
             let r = r?;
             let Ok(t) = r.cast::<PyTuple>() else {
@@ -1389,63 +1452,76 @@ impl UsageScan {
             {
                 return Ok(2);
             }
-            parsed.push((
+            parsed.push((name, ident, state, body, cwd));
+        }
+        let mut by_name: std::collections::HashMap<&[u8], RowOf<'_, '_>> =
+            std::collections::HashMap::with_capacity(parsed.len());
+        let mut record = (!self.projects).then(crate::WarmRecord::default);
+        for (name, ident, state, body, cwd) in &parsed {
+            let name = name_bytes(name)?;
+            let totals = body.cast::<PyBytes>().ok().map(|b| b.as_bytes());
+            if let Some(record) = record.as_mut() {
+                record.push(&crate::WarmRow {
+                    name,
+                    ident: *ident,
+                    state: *state,
+                    totals,
+                });
+            }
+            let cwd = self.projects.then_some(cwd);
+            by_name.insert(
                 name,
-                WarmRow {
-                    ident,
-                    state,
-                    body,
+                RowOf {
+                    ident: *ident,
+                    state: *state,
+                    totals,
                     cwd,
                 },
-            ));
+            );
         }
-        let mut by_name: std::collections::HashMap<&[u8], &WarmRow<'_>> =
-            std::collections::HashMap::with_capacity(parsed.len());
-        for (name, row) in &parsed {
-            by_name.insert(name_bytes(name)?, row);
+        let got = self.add(call, &listed, &by_name)?;
+        if got == 0 {
+            self.record = record.map(crate::WarmRecord::into_bytes);
         }
-        let warm = unmade(&mut self.warm)?;
-        for f in &listed {
-            // A file no one can `stat` (a dangling link) is no session, as the files say.
-            let Some(st) = f.st else { continue };
-            let Some(row) = by_name.get(db_name(&f.name).as_ref()) else {
-                return Ok(1);
-            };
-            if !st.is(&row.ident) {
-                return Ok(1);
-            }
-            match row.state {
-                0 => continue,
-                1 => {}
-                _ => return Ok(1),
-            }
-            let totals = row.body.cast::<PyBytes>().ok().map(|b| b.as_bytes());
-            let key = match self.key {
-                crate::ReportKey::File if self.projects => {
-                    let k = if row.cwd.is_none() {
-                        (false, Vec::new())
-                    } else {
-                        (
-                            row.cwd.is_instance_of::<PyBytes>(),
-                            text_bytes(&row.cwd).unwrap_or_default(),
-                        )
-                    };
-                    let n = self.cwd_keys.len() as u32;
-                    *self.cwd_keys.entry(k).or_insert_with(|| {
-                        self.cwds.push(row.cwd.clone().unbind());
-                        n
-                    })
-                }
-                crate::ReportKey::File => warm.files(),
-                _ => 0,
-            };
-            warm.add(key, totals);
-            self.keys.push(key);
-            self.folders.push(call);
-            self.paths.push(f.path.clone());
-            self.name_lens.push(f.name.len() as u32);
+        Ok(got)
+    }
+
+    /// `folder`, from the folder's rows as one value (`record`'s, made by an earlier
+    /// scan): a report by model, day, week, month or session (one by project reads the
+    /// rows). 2 when `record` is not such a value (a damaged catalog's): then nothing
+    /// was taken, and `folder` reads the same folder's rows.
+    fn folder_record(&mut self, py: Python<'_>, record: &[u8]) -> PyResult<u8> {
+        if self.projects {
+            return Err(PyValueError::new_err("a report by project reads its rows"));
         }
-        Ok(0)
+        self.record = None;
+        let Some(rows) = crate::warm_rows(record) else {
+            return Ok(2);
+        };
+        let (call, listed) = self.next_listing(py)?;
+        if listed.is_empty() {
+            return Ok(0);
+        }
+        let by_name = rows
+            .into_iter()
+            .map(|r| {
+                let row = RowOf {
+                    ident: r.ident,
+                    state: r.state,
+                    totals: r.totals,
+                    cwd: None,
+                };
+                (r.name, row)
+            })
+            .collect();
+        self.add(call, &listed, &by_name)
+    }
+
+    /// The rows the last `folder` call read, as one value for `folder_record`; `None`
+    /// when it did not add its files (or the report is by project, or the folder
+    /// listed no file).
+    fn record<'py>(&mut self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.record.take().map(|r| PyBytes::new(py, &r))
     }
 
     /// Files added.

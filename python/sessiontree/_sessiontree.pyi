@@ -581,6 +581,18 @@ class UsageScan:
         Raises:
             ValueError: more calls than folders.
         """
+    def folder_record(self, record: bytes) -> int:
+        """:meth:`folder` from the folder's rows as one value (a record :meth:`record`
+        gave, ``src/warm_rows.rs``): 2 when ``record`` is not such a value (nothing is
+        taken: :meth:`folder` then reads the same folder's rows).
+
+        Raises:
+            ValueError: more calls than folders; a scan by project (it reads its rows).
+        """
+    def record(self) -> bytes | None:
+        """The rows the last :meth:`folder` call read, as one value for
+        :meth:`folder_record`; ``None`` when it did not add its files, the scan is by
+        project or the folder listed no file."""
     @property
     def files(self) -> int:
         """Files added."""

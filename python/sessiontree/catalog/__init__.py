@@ -182,6 +182,9 @@ def index(
             from . import _segments
 
             indexed, bytes_indexed = _segments.update(store, found, native)
+            from ._usage import make_records
+
+            make_records(native, store, chosen)  # the first warm report reads one value a folder
         if not no_cache:
             from ._shared import keep_indexes
 

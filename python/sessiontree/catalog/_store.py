@@ -9,7 +9,9 @@ transaction that first checks the row is still the one the change was computed f
 
 Tables:
 
-* ``folder(id, path)`` — absolute folder paths.
+* ``folder(id, path, gen)`` — absolute folder paths; ``gen`` counts the changes to its
+  files' rows and totals that a warm report reads (kept by triggers, in the changes'
+  own transactions, whoever makes them).
 * ``file`` — one row per ``.jsonl`` file: its identity when read (dev, inode, size,
   mtime, ctime) and the digest of the ends of the bytes read with the inode's marks
   (``_indexer.ends_digest``: ``_filestate``'s rule), the
@@ -29,7 +31,11 @@ Tables:
   (``src/totals.rs``: by model and 15-minute slice of UTC, all records and those on
   the current path, with the records' copy key hashes), written with the log it sums
   (no row: none kept, the log answers): a warm report reads these, not the logs.
-
+* ``usage_folder(folder, stamp, record)`` — a folder's file rows as a warm report
+  reads them (name, ``warm``, totals), in one value (``src/warm_rows.rs``), made from
+  the rows by a warm report or ``index`` at the folder's ``gen`` then (``stamp``):
+  current while the two are equal, so that a report of an unchanged folder reads one
+  value, not a row and a lookup per file (``_usage._read_folders``).
 * ``segment(name, size, docs)`` — the search index's segments (``_segments``), files
   in the folder beside the database (:attr:`Store.segments_dir`). A file row's
   ``epoch`` (a random number drawn whenever the file is read from its start) and
@@ -55,7 +61,7 @@ from .._lazy import lazy_pattern
 
 __all__ = ["SCHEMA_VERSION", "COLUMN_TYPES", "FileRow", "Store", "CatalogError", "checked", "checked_all"]
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 """Bumped whenever the schema or what a row means changes: an older catalog is rebuilt."""
 
 APPLICATION_ID = 0x53547243  # "STrC"
@@ -63,12 +69,15 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"  # the file header; the application id is
 # After the catalog's own name: a half-made catalog (``Store._create``).
 _LEFTOVER: re.Pattern[str] = lazy_pattern(r"\.[0-9]+\.new(?:-wal|-shm)?")
 
-_TABLES = ("meta", "folder", "file", "entries", "usage_log", "usage_sum", "segment")
+_TABLES = ("meta", "folder", "file", "entries", "usage_log", "usage_sum", "usage_folder", "segment")
 _INDEXES = ("file_warm", "file_search")  # queries name them (``_usage._warm``, ``_search``): a catalog without one is rebuilt
+# What keeps ``folder.gen`` moving with every change a folder's usage record was made
+# from: a catalog without one of them is rebuilt (a record could be taken as current).
+_TRIGGERS = ("file_added", "file_changed", "file_gone", "sums_added", "sums_changed", "sums_gone")
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
-CREATE TABLE folder (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
+CREATE TABLE folder (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, gen INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE file (
     id INTEGER PRIMARY KEY,
     folder INTEGER NOT NULL,
@@ -98,6 +107,19 @@ CREATE INDEX file_search ON file (folder, name, dev, ino, size, mtime_ns, ctime_
 CREATE TABLE entries (file INTEGER PRIMARY KEY, record BLOB NOT NULL);
 CREATE TABLE usage_log (file INTEGER PRIMARY KEY, log BLOB NOT NULL);
 CREATE TABLE usage_sum (file INTEGER PRIMARY KEY, sums BLOB NOT NULL);
+CREATE TABLE usage_folder (folder INTEGER PRIMARY KEY, stamp INTEGER NOT NULL, record BLOB NOT NULL);
+CREATE TRIGGER file_added AFTER INSERT ON file BEGIN
+    UPDATE folder SET gen = gen + 1 WHERE id = NEW.folder; END;
+CREATE TRIGGER file_changed AFTER UPDATE OF folder, name, dev, ino, size, mtime_ns, ctime_ns, problem, l_end, tail, c_end
+    ON file BEGIN UPDATE folder SET gen = gen + 1 WHERE id IN (OLD.folder, NEW.folder); END;
+CREATE TRIGGER file_gone AFTER DELETE ON file BEGIN
+    UPDATE folder SET gen = gen + 1 WHERE id = OLD.folder; END;
+CREATE TRIGGER sums_added AFTER INSERT ON usage_sum BEGIN
+    UPDATE folder SET gen = gen + 1 WHERE id = (SELECT folder FROM file WHERE id = NEW.file); END;
+CREATE TRIGGER sums_changed AFTER UPDATE ON usage_sum BEGIN
+    UPDATE folder SET gen = gen + 1 WHERE id IN (SELECT folder FROM file WHERE id IN (OLD.file, NEW.file)); END;
+CREATE TRIGGER sums_gone AFTER DELETE ON usage_sum BEGIN
+    UPDATE folder SET gen = gen + 1 WHERE id = (SELECT folder FROM file WHERE id = OLD.file); END;
 CREATE TABLE segment (name TEXT PRIMARY KEY, size INTEGER NOT NULL, docs INTEGER NOT NULL) WITHOUT ROWID;
 """
 
@@ -272,11 +294,12 @@ _TEXT: tuple[type, ...] = (str, bytes)  # bytes: a text with a lone surrogate (d
 
 COLUMN_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
     "meta": {"key": (str,), "value": (str, float, int)},
-    "folder": {"id": _INT, "path": _TEXT},
+    "folder": {"id": _INT, "path": _TEXT, "gen": _INT},
     "file": {f: _STORED[_FIELD_TYPES[f]] for f in _ROW_COLUMNS},
     "entries": {"file": _INT, "record": (bytes,)},
     "usage_log": {"file": _INT, "log": (bytes,)},  # its bytes are checked as they are unpacked
     "usage_sum": {"file": _INT, "sums": (bytes,)},  # its bytes are checked as they are read (src/totals.rs)
+    "usage_folder": {"folder": _INT, "stamp": _INT, "record": (bytes,)},  # its bytes too (src/warm_rows.rs)
     "segment": {"name": (str,), "size": _INT, "docs": _INT},
 }
 """The types each column of each table may hold when it is read: everything the catalog
@@ -435,7 +458,8 @@ class Store:
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         except sqlite3.DatabaseError:
             return False
-        return app == APPLICATION_ID and version == SCHEMA_VERSION and all(t in names for t in _TABLES + _INDEXES)
+        return app == APPLICATION_ID and version == SCHEMA_VERSION and all(
+            t in names for t in _TABLES + _INDEXES + _TRIGGERS)
 
     def _try(self) -> sqlite3.Connection | None:
         """A connection to ``path`` if it holds a valid catalog (a regular file: SQLite
@@ -661,6 +685,29 @@ class Store:
         return out
 
     # -- writing -----------------------------------------------------------------
+    def keep_records(self, made: Sequence[tuple[int, int, bytes]]) -> None:
+        """Save folders' usage records, each ``(folder, gen, record)`` made from the
+        folder's rows at that ``gen`` (one no longer current is not written). A cache
+        filled in passing: nothing is waited for (another writer holds the catalog) and
+        nothing is said when the catalog cannot be written (read-only, a full disk)."""
+        if not made:
+            return
+        c = self.conn
+        c.execute("PRAGMA busy_timeout = 0")
+        try:
+            c.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            return
+        finally:
+            c.execute(f"PRAGMA busy_timeout = {int(self.busy * 1000)}")
+        try:
+            c.executemany("INSERT OR REPLACE INTO usage_folder (folder, stamp, record) SELECT ?1, ?2, ?3"
+                          " WHERE (SELECT gen FROM folder WHERE id = ?1) = ?2", made)
+            c.execute("COMMIT")
+        except sqlite3.OperationalError:
+            with contextlib.suppress(sqlite3.Error):
+                c.execute("ROLLBACK")
+
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction (``BEGIN IMMEDIATE``: it waits up to ``busy`` seconds

@@ -403,7 +403,75 @@ _WARM = ("SELECT file.name, file.warm,"
          " FROM file INDEXED BY file_warm LEFT JOIN usage_sum ON usage_sum.file = file.id WHERE file.folder = ?")
 _WARM_PROJECT = _WARM.format(cwd="file.cwd")
 _WARM_OTHER = _WARM.format(cwd="NULL")
+# A folder's rows as one value (``_store``: ``usage_folder``), current while its
+# ``stamp`` is the folder's ``gen``.
+_RECORD = ("SELECT folder.gen, usage_folder.stamp, usage_folder.record FROM folder"
+           " LEFT JOIN usage_folder ON usage_folder.folder = folder.id WHERE folder.id = ?")
 _STALE = object()
+
+
+def _read_folders(scan: Any, store: Any, folders: Sequence[str], project: bool,
+                  made: list[tuple[int, int, bytes]]) -> list[int | None] | None:
+    """Each folder's files added to ``scan`` (``UsageScan.folder``) from the catalog, in
+    the caller's read transaction: from the folder's record when it is current (and
+    reads), else from its rows (their record then added to ``made`` as ``(folder, gen,
+    record)``, for :meth:`Store.keep_records`). A report by project reads the rows (they hold the
+    cwds). The folders' ids (``None``: not in the catalog), or ``None`` when some file
+    is new, changed or not read to its end.
+
+    Raises:
+        sqlite3.DatabaseError: a row or record holds a value the catalog never writes.
+    """
+    from ._files import folder_key
+
+    conn = store.conn
+    sql = _WARM_PROJECT if project else _WARM_OTHER
+    fids = []
+    for folder in folders:
+        fid = store.folder_id(folder_key(folder)[0], create=False)
+        fids.append(fid)
+        if fid is None:
+            state = scan.folder(())
+        elif project:
+            state = scan.folder(conn.execute(sql, (fid,)))  # rows read as they come
+        else:
+            got = conn.execute(_RECORD, (fid,)).fetchone()
+            gen, stamp, record = got if got is not None else (None, None, None)
+            if type(gen) is not int or type(stamp) not in (int, type(None)) \
+                    or type(record) not in (bytes, type(None)):
+                raise sqlite3.DatabaseError("catalog damaged: a folder's usage record holds a value the catalog "
+                                            "never writes")
+            # A record that does not read (2) is made again from the rows, as totals
+            # that do not read are summed from the logs.
+            state = scan.folder_record(record) if stamp == gen and record is not None else 2
+            if state == 2:
+                state = scan.folder(conn.execute(sql, (fid,)))
+                rows = scan.record()
+                if rows is not None:
+                    made.append((fid, gen, rows))
+        if state == 1:
+            return None
+        if state == 2:
+            raise sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
+    return fids
+
+
+def make_records(native: Any, store: Any, folders: Sequence[str]) -> None:
+    """Make the records of those of ``folders`` whose files the catalog holds as they
+    are and whose record is not current (``sessiontree index``: the first warm report
+    then reads them)."""
+    import os
+
+    made: list[tuple[int, int, bytes]] = []
+    scan = native.UsageScan([os.fsencode(f) for f in folders], "none", False, False)
+    conn = store.conn
+    conn.execute("BEGIN")
+    try:
+        _read_folders(scan, store, folders, False, made)
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("COMMIT")
+    store.keep_records(made)
 
 
 def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: date | None, until: date | None,
@@ -418,32 +486,25 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
     totals cannot answer (a sum not finite, totals that do not read): the logs answer.
 
     Raises:
-        sqlite3.DatabaseError: a row holds a value the catalog never writes.
+        sqlite3.DatabaseError: a row or record holds a value the catalog never writes.
     """
     import os
 
-    from ._files import folder_key
     from ._store import db_text, py_text
 
     time_group = group in ("daily", "weekly", "monthly")
     dated = since is not None or until is not None
     key = "model" if group == "model" else "file" if group == "session" else group if group == "project" else "none"
     scan = native.UsageScan([os.fsencode(f) for f in folders], key, time_group or dated, active)
-    sql = _WARM_PROJECT if group == "project" else _WARM_OTHER
     conn = store.conn
+    made: list[tuple[int, int, bytes]] = []
     try:
         conn.execute("BEGIN")  # one snapshot: the rows, the totals and the logs read below agree
         try:
-            fids = []
-            for folder in folders:
-                fid = store.folder_id(folder_key(folder)[0], create=False)
-                fids.append(fid)
-                rows = conn.execute(sql, (fid,)) if fid is not None else ()  # read as they come
-                state = scan.folder(rows)
-                if state == 1:
-                    return _STALE
-                if state == 2:
-                    raise sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
+            read = _read_folders(scan, store, folders, group == "project", made)
+            if read is None:
+                return _STALE
+            fids = read
             rows_of: dict[int, tuple[int, int | None]] = {}  # scan file -> (catalog id, created_ms)
 
             def row_of(file: int, at: int, name: bytes) -> tuple[int, int | None]:
@@ -478,6 +539,7 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
                 conn.execute("COMMIT")
     except sqlite3.OperationalError:
         return _STALE  # busy: the refresh waits for it
+    store.keep_records(made)
     # A report whose groups are its lines, made natively: by session or project, each
     # key's name its own (a file's path; a project's cwd, unless two read alike), by
     # model or by day, week or month where every group is a local day (named
