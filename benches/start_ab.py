@@ -106,6 +106,7 @@ def main() -> int:
     commands = {
         "usage model --json": ["usage", "model", args.root, "--all", "--json"],
         "usage model (table)": ["usage", "model", args.root, "--all"],
+        "usage daily --json": ["usage", "daily", args.root, "--all", "--json"],
         "usage session --json": ["usage", "session", args.root, "--all", "--json"],
         "usage session (table)": ["usage", "session", args.root, "--all"],
         "search the (page)": ["search", "the", args.root, "--all"],
