@@ -415,9 +415,9 @@ def _read_folders(scan: Any, store: Any, folders: Sequence[str], project: bool,
     """Each folder's files added to ``scan`` (``UsageScan.folder``) from the catalog, in
     the caller's read transaction: from the folder's record when it is current (and
     reads), else from its rows (their record then added to ``made`` as ``(folder, gen,
-    record)``, for :meth:`Store.keep_records`). A report by project reads the rows (they hold the
-    cwds). The folders' ids (``None``: not in the catalog), or ``None`` when some file
-    is new, changed or not read to its end.
+    record)``, for :meth:`Store.keep_records`). A report by project reads the rows
+    (they hold the cwds). The folders' ids (``None``: not in the catalog), or ``None``
+    when some file is new, changed or not read to its end.
 
     Raises:
         sqlite3.DatabaseError: a row or record holds a value the catalog never writes.

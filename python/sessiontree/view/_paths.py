@@ -15,7 +15,8 @@ __all__ = ["shown_path", "shown_paths"]
 # What a shell reads as more than a word's letters (shlex.quote would also quote every
 # non-ASCII letter, which a shell takes as it is).
 _SHELL_SPECIAL = re.compile(r"[\s'\"\\$`!*?\[\]{}()<>|&;#~=%^]")
-_SHELL_PRINTABLE = "".join(c for c in map(chr, range(0x20, 0x7F)) if _SHELL_SPECIAL.match(c))
+# The ASCII characters neither rule changes: printable and not special.
+_PLAIN = bytes(c for c in range(0x20, 0x7F) if not _SHELL_SPECIAL.match(chr(c)))
 
 
 def shown_path(path: str) -> str:
@@ -41,11 +42,11 @@ def shown_paths(paths: Iterable[str]) -> list[str]:
     if not all(listed):  # "" is quoted ('')
         return [shown_path(p) for p in listed]
     joined = "/".join(listed)
-    if joined.isascii() and joined.isprintable():
-        # Nothing to escape; of the specials only the printable ASCII ones can occur,
-        # each found at memchr's speed (the expression steps through every character:
-        # 17 ms for 20,000 paths).
-        needs = any(c in joined for c in _SHELL_PRINTABLE)
+    if joined.isascii():
+        # Every character plain is one pass of bytes.translate (the expression steps
+        # through every character: 17 ms for 20,000 paths; str.isprintable and a search
+        # for each special character, 6 ms).
+        needs = bool(joined.encode("ascii").translate(None, _PLAIN))
     else:
         needs = safe(joined) != joined or _SHELL_SPECIAL.search(joined) is not None
     return [shown_path(p) for p in listed] if needs else listed
