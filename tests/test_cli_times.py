@@ -183,6 +183,9 @@ def test_an_unreadable_tz_is_named_utc_and_warned_once(root: Path) -> None:
         p = run(*words, tz="Europe/Pariss")
         assert p.returncode == 0 and p.stderr == warning, p.stderr
         assert " UTC " in p.stdout and "+00:00" not in p.stdout
+    # A byte that is not UTF-8 is shown as that byte (trial 55).
+    p = run("usage", str(root), "--json", tz="Europe/Par\udcffis")
+    assert p.stderr == warning.replace("Pariss", "Par\\xffis"), p.stderr
     # glibc's own rules: an empty $TZ is UTC, and a POSIX rule is read (no warning).
     p = run("usage", str(root), "--json", tz="")
     assert p.stderr == "" and json.loads(p.stdout)["timeZone"] == "UTC"

@@ -505,7 +505,9 @@ def warn_unread_tz(io: Io) -> None:
     if tz is not None:
         why = ("gives an offset of 24 hours or more, which no time here can show" if day_long_rule(tz)
                else "names no zone file and is no POSIX rule")
-        io.note(f"warning: $TZ '{safe(tz)}' {why}: local times are in UTC")
+        # A byte that is not UTF-8 as the byte it is (\xff), not as os.fsdecode holds it.
+        shown = safe(os.fsencode(tz).decode("utf-8", "backslashreplace"))
+        io.note(f"warning: $TZ '{shown}' {why}: local times are in UTC")
 
 
 def skip_note(path: str, skipped: int) -> str:
