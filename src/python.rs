@@ -1318,8 +1318,9 @@ impl UsageScan {
                 1 => {}
                 _ => return Ok(1),
             }
+            // A row holds its cwd only in a report by project: a key per cwd.
             let key = match (self.key, row.cwd) {
-                (crate::ReportKey::File, Some(cwd)) if self.projects => {
+                (crate::ReportKey::File, Some(cwd)) => {
                     let k = if cwd.is_none() {
                         (false, Vec::new())
                     } else {
