@@ -2722,7 +2722,8 @@ fn number_column<'py>(
 
 /// `view/_cells.py` `plain_columns(columns, right)`: the table's text (`table.rs`),
 /// `sizes[k]` column `k`'s cell widths (`None`: its cells are ASCII). The first
-/// `len(right)` columns are written, as `zip` takes them.
+/// `len(right)` columns are written, as `zip` takes them. `None` when a cell holds a
+/// lone surrogate (no UTF-8 spells it: the Python statement writes that table).
 ///
 /// Raises `TypeError` for a cell that is not a `str`, `ValueError` for columns of
 /// unequal lengths or sizes not one a cell.
@@ -2732,7 +2733,7 @@ fn plain_columns<'py>(
     columns: &Bound<'py, PyAny>,
     right: Vec<bool>,
     sizes: Vec<Option<Vec<usize>>>,
-) -> PyResult<Bound<'py, PyString>> {
+) -> PyResult<Option<Bound<'py, PyString>>> {
     let mut held: Vec<Vec<Bound<'py, PyString>>> = Vec::with_capacity(right.len());
     for (column, _) in columns.try_iter()?.zip(&right) {
         let mut cells = Vec::new();
@@ -2748,8 +2749,11 @@ fn plain_columns<'py>(
     }
     let mut cols = Vec::with_capacity(held.len());
     for ((cells, &right), sizes) in held.iter().zip(&right).zip(sizes) {
+        let Ok(cells) = cells.iter().map(|c| c.to_str()).collect::<PyResult<_>>() else {
+            return Ok(None);
+        };
         cols.push(crate::TableColumn {
-            cells: cells.iter().map(|c| c.to_str()).collect::<PyResult<_>>()?,
+            cells,
             sizes,
             right,
         });
@@ -2757,7 +2761,7 @@ fn plain_columns<'py>(
     let text = crate::plain_columns(&cols).ok_or_else(|| {
         PyValueError::new_err("columns of unequal lengths, or sizes not one a cell")
     })?;
-    Ok(PyString::new(py, &text))
+    Ok(Some(PyString::new(py, &text)))
 }
 
 /// Nesting `plain_json` takes, as `view/_text.py`'s `_PLAIN_DEPTH`.

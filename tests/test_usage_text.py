@@ -58,24 +58,25 @@ def test_a_table_of_no_columns_is_no_text() -> None:
 
 def test_the_extensions_table_is_the_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     """``plain_columns`` written by the extension (``src/table.rs``) is the Python
-    statement's text: wide, combining and control characters, empty cells, more columns
-    than ``right`` names, iterators for columns."""
+    statement's text: wide, combining and control characters, lone surrogates, empty
+    cells, more columns than ``right`` names, iterators for columns and for ``right``,
+    any value's truth in ``right`` (adversary 57)."""
     from sessiontree.view import _cells, plain_columns
 
     if _cells._native("plain_columns") is None:
         pytest.skip("the extension is not built")
     rng = random.Random(11)
-    chars = _CHARS + "\u0301\x01\t"
+    chars = _CHARS + "\u0301\x01\t\udcff"
     for _ in range(600):
         nrows = rng.randint(0, 7)
         ncols = rng.randint(0, 6)
         columns = [["".join(rng.choice(chars) for _ in range(rng.randint(0, 12))) for _r in range(nrows)]
                    for _c in range(ncols)]
-        right = [rng.random() < 0.5 for _ in range(rng.randint(max(0, ncols - 1), ncols + 1))]
-        got = plain_columns((iter(c) for c in columns), right)
+        right = [rng.choice([True, False, 1, 0, None, "yes"]) for _ in range(rng.randint(max(0, ncols - 1), ncols + 1))]
+        got = plain_columns((iter(c) for c in columns), iter(right))  # type: ignore[arg-type]
         with monkeypatch.context() as m:
             m.setattr(_cells, "_native", lambda name: None)
-            want = plain_columns(columns, right)
+            want = plain_columns(columns, right)  # type: ignore[arg-type]
         assert got == want, (columns, right)
     for bad in ([["a"], []], [["a", "b"], ["c"]]):
         for native in (True, False):

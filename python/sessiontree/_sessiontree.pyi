@@ -171,10 +171,11 @@ def json_unsafe(data: bytes) -> bool:
     with ``memchr`` (``src/escape.rs``)."""
 
 def plain_columns(columns: Iterable[Iterable[str]], right: Sequence[bool],
-                  sizes: Sequence[Sequence[int] | None]) -> str:
+                  sizes: Sequence[Sequence[int] | None]) -> str | None:
     """``view._cells.plain_columns(columns, right)`` written natively (``src/table.rs``):
     the first ``len(right)`` columns, ``sizes[k]`` each cell's width in terminal cells
-    of column ``k`` (``None``: its cells are ASCII).
+    of column ``k`` (``None``: its cells are ASCII); ``None`` when a cell holds a lone
+    surrogate (left to the Python statement).
 
     Raises:
         TypeError: a cell that is not a ``str``.

@@ -685,11 +685,12 @@ class Store:
         return out
 
     # -- writing -----------------------------------------------------------------
-    def keep_records(self, made: Sequence[tuple[int, int, bytes]]) -> None:
+    def keep_records(self, made: Sequence[tuple[int, int, bytes | None]]) -> None:
         """Save folders' usage records, each ``(folder, gen, record)`` made from the
-        folder's rows at that ``gen`` (one no longer current is not written). A cache
-        filled in passing: nothing is waited for (another writer holds the catalog) and
-        nothing is said when the catalog cannot be written (read-only, a full disk)."""
+        folder's rows at that ``gen`` (one no longer current is not written; ``record``
+        ``None``: drop the folder's record of that ``gen``). A cache filled in passing:
+        nothing is waited for (another writer holds the catalog) and nothing is said
+        when the catalog cannot be written (read-only, a full disk)."""
         if not made:
             return
         c = self.conn
@@ -702,7 +703,9 @@ class Store:
             c.execute(f"PRAGMA busy_timeout = {int(self.busy * 1000)}")
         try:
             c.executemany("INSERT OR REPLACE INTO usage_folder (folder, stamp, record) SELECT ?1, ?2, ?3"
-                          " WHERE (SELECT gen FROM folder WHERE id = ?1) = ?2", made)
+                          " WHERE (SELECT gen FROM folder WHERE id = ?1) = ?2", [m for m in made if m[2] is not None])
+            c.executemany("DELETE FROM usage_folder WHERE folder = ? AND stamp = ?",
+                          [(f, g) for f, g, r in made if r is None])
             c.execute("COMMIT")
         except sqlite3.OperationalError:
             with contextlib.suppress(sqlite3.Error):

@@ -411,11 +411,11 @@ _STALE = object()
 
 
 def _read_folders(scan: Any, store: Any, folders: Sequence[str], project: bool,
-                  made: list[tuple[int, int, bytes]]) -> list[int | None] | None:
+                  made: list[tuple[int, int, bytes | None]]) -> list[int | None] | None:
     """Each folder's files added to ``scan`` (``UsageScan.folder``) from the catalog, in
     the caller's read transaction: from the folder's record when it is current (and
     reads), else from its rows (their record then added to ``made`` as ``(folder, gen,
-    record)``, for :meth:`Store.keep_records`). A report by project reads the rows
+    record)``, for :meth:`Store.keep_records`; ``record`` ``None``: drop the folder's). A report by project reads the rows
     (they hold the cwds). The folders' ids (``None``: not in the catalog), or ``None``
     when some file is new, changed or not read to its end.
 
@@ -442,8 +442,12 @@ def _read_folders(scan: Any, store: Any, folders: Sequence[str], project: bool,
                 raise sqlite3.DatabaseError("catalog damaged: a folder's usage record holds a value the catalog "
                                             "never writes")
             # A record that does not read (2) is made again from the rows, as totals
-            # that do not read are summed from the logs.
+            # that do not read are summed from the logs; one that finds a file changed
+            # (1) is dropped with the report (the files' rows are brought up to date and
+            # its record made again: a record that is not the rows' is never taken twice).
             state = scan.folder_record(record) if stamp == gen and record is not None else 2
+            if state == 1:
+                made.append((fid, gen, None))
             if state == 2:
                 state = scan.folder(conn.execute(sql, (fid,)))
                 rows = scan.record()
@@ -462,7 +466,7 @@ def make_records(native: Any, store: Any, folders: Sequence[str]) -> None:
     then reads them)."""
     import os
 
-    made: list[tuple[int, int, bytes]] = []
+    made: list[tuple[int, int, bytes | None]] = []
     scan = native.UsageScan([os.fsencode(f) for f in folders], "none", False, False)
     conn = store.conn
     conn.execute("BEGIN")
@@ -472,6 +476,51 @@ def make_records(native: Any, store: Any, folders: Sequence[str]) -> None:
         with contextlib.suppress(sqlite3.Error):
             conn.execute("COMMIT")
     store.keep_records(made)
+
+
+def _logged_files(scan: Any, store: Any, fids: list[int | None], active: bool) -> list[tuple[Any, ...]]:
+    """The files ``scan`` sums from their usage logs under the copy rule, in order, each
+    ``(file, totals, log, entries)`` as ``UsageScan.report`` takes them: those without
+    totals and those holding a copy key hash another file holds (``UsageScan.involved``),
+    a copy charged to its first holder (the older header, then the path). In the
+    caller's read transaction.
+
+    Raises:
+        sqlite3.DatabaseError: a row holds a value the catalog never writes.
+    """
+    import os
+
+    from ._store import db_text
+
+    conn = store.conn
+    rows_of: dict[int, tuple[int, int | None]] = {}  # scan file -> (catalog id, created_ms)
+
+    def row_of(file: int, at: int, name: bytes) -> tuple[int, int | None]:
+        got = rows_of.get(file)
+        if got is None:
+            got = conn.execute("SELECT id, created_ms FROM file WHERE folder = ? AND name = ?",
+                               (fids[at], db_text(os.fsdecode(name)))).fetchone()
+            if got is None or type(got[0]) is not int or type(got[1]) not in (int, type(None)):
+                raise sqlite3.DatabaseError("catalog damaged: a file row does not read back")
+            got = rows_of[file] = (got[0], got[1])
+        return got
+
+    # A file without totals holds its copy key hashes in its log only: they are read
+    # before the files that share one with another are chosen (it is one of those: its
+    # log is read once).
+    untotalled = [(file, row_of(file, at, name)[0]) for file, at, name, _path in scan.untotalled()]
+    logs = _logs_read_to_the_end(store, [i for _f, i in untotalled])
+    for file, i in untotalled:
+        scan.log_hashes(file, logs[i])
+    need = []
+    for file, at, name, path in scan.involved():
+        fid, created = row_of(file, at, name)
+        need.append((created is None, created or 0, os.fsdecode(path), file, fid))
+    need.sort()  # a copy is charged to its first holder: the older header, then the path
+    ids = [n[4] for n in need]
+    logs.update(_logs_read_to_the_end(store, [i for i in ids if i not in logs]))
+    sums = store.sums(ids) if ids else {}
+    return [(n[3], sums.get(n[4]), logs[n[4]], (store.entries(n[4]) or b"") if active else None) for n in need]
 
 
 def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: date | None, until: date | None,
@@ -490,56 +539,31 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
     """
     import os
 
-    from ._store import db_text, py_text
+    from ._store import py_text
 
     time_group = group in ("daily", "weekly", "monthly")
     dated = since is not None or until is not None
     key = "model" if group == "model" else "file" if group == "session" else group if group == "project" else "none"
     scan = native.UsageScan([os.fsencode(f) for f in folders], key, time_group or dated, active)
     conn = store.conn
-    made: list[tuple[int, int, bytes]] = []
+    made: list[tuple[int, int, bytes | None]] = []
     try:
         conn.execute("BEGIN")  # one snapshot: the rows, the totals and the logs read below agree
         try:
-            read = _read_folders(scan, store, folders, group == "project", made)
-            if read is None:
-                return _STALE
-            fids = read
-            rows_of: dict[int, tuple[int, int | None]] = {}  # scan file -> (catalog id, created_ms)
-
-            def row_of(file: int, at: int, name: bytes) -> tuple[int, int | None]:
-                got = rows_of.get(file)
-                if got is None:
-                    got = conn.execute("SELECT id, created_ms FROM file WHERE folder = ? AND name = ?",
-                                       (fids[at], db_text(os.fsdecode(name)))).fetchone()
-                    if got is None or type(got[0]) is not int or type(got[1]) not in (int, type(None)):
-                        raise sqlite3.DatabaseError("catalog damaged: a file row does not read back")
-                    got = rows_of[file] = (got[0], got[1])
-                return got
-
-            # A file without totals holds its copy key hashes in its log only: they are
-            # read before the files that share one with another are chosen (it is one
-            # of those: its log is read once).
-            untotalled = [(file, row_of(file, at, name)[0]) for file, at, name, _path in scan.untotalled()]
-            logs = _logs_read_to_the_end(store, [i for _f, i in untotalled])
-            for file, i in untotalled:
-                scan.log_hashes(file, logs[i])
-            need = []
-            for file, at, name, path in scan.involved():
-                fid, created = row_of(file, at, name)
-                need.append((created is None, created or 0, os.fsdecode(path), file, fid))
-            need.sort()  # a copy is charged to its first holder: the older header, then the path
-            ids = [n[4] for n in need]
-            logs.update(_logs_read_to_the_end(store, [i for i in ids if i not in logs]))
-            sums = store.sums(ids) if ids else {}
-            files = [(n[3], sums.get(n[4]), logs[n[4]], (store.entries(n[4]) or b"") if active else None)
-                     for n in need]
+            fids = _read_folders(scan, store, folders, group == "project", made)
+            files = _logged_files(scan, store, fids, active) if fids is not None else None
         finally:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("COMMIT")
-    except sqlite3.OperationalError:
-        return _STALE  # busy: the refresh waits for it
+    except sqlite3.OperationalError as e:
+        from ._run import busy
+
+        if busy(e):
+            return _STALE  # the refresh waits for it
+        raise  # not busy ("could not decode", a full disk): the caller's rules
     store.keep_records(made)
+    if files is None:
+        return _STALE
     # A report whose groups are its lines, made natively: by session or project, each
     # key's name its own (a file's path; a project's cwd, unless two read alike), by
     # model or by day, week or month where every group is a local day (named

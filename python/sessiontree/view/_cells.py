@@ -218,6 +218,7 @@ def plain_columns(columns: Sequence[Sequence[str]], right: Sequence[bool]) -> st
     Raises:
         ValueError: columns of unequal lengths.
     """
+    right = [bool(r) for r in right]  # read once, each as its truth
     columns = [list(c) for c, _ in zip(columns, right)]
     if any(len(c) != len(columns[0]) for c in columns):
         raise ValueError("columns of unequal lengths")
@@ -226,8 +227,9 @@ def plain_columns(columns: Sequence[Sequence[str]], right: Sequence[bool]) -> st
     if not columns or not columns[0]:
         return ""
     native = _native("plain_columns")
-    if native is not None:
-        return str(native(columns, list(right), sizes))
+    got = native(columns, right, sizes) if native is not None else None
+    if got is not None:  # None: a cell holds a lone surrogate, which the rule writes as it is
+        return str(got)
     padded_columns = []
     for col, r, size in zip(columns, right, sizes):
         if size is None:  # str's own padding
