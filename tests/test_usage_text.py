@@ -138,7 +138,9 @@ def test_the_table_holds_the_reports_lines(history: tuple[Path, dict[str, str]],
                 key = shown_path(row["key"]) if report == "session" else row["key"]
                 assert line.startswith(key + " "), (line, key)
                 assert line.split()[-7] == f"{row['records']:,}"
-                if columns == "400":
+                if columns in ("400", None):
+                    # Piped without $COLUMNS there is no width to fit: every number in
+                    # full, however wide the table (trial 57).
                     assert line.endswith(f"{row['cost']:,.4f}") and f"{row['output']:,}" in line
 
 

@@ -159,10 +159,13 @@ def run(args: argparse.Namespace, io: Io) -> int:
         return out
 
     # The key column must stay readable: on a narrow terminal numbers go short (61.5M).
+    # A pipe has no width to fit but one $COLUMNS gives: there every number is written
+    # in full, as scripts read them (trial 57: "2.5M" and a cost of "0.00").
+    fitted = not piped or "COLUMNS" in os.environ
     needed = key_width + sum(map(len, titles)) + 2 * len(titles)  # at least: the titles alone
-    cols = figures(False) if needed <= width else []
+    cols = figures(False) if needed <= width or not fitted else []
     needed += sum(max(0, *map(len, c), len(t)) - len(t) for t, c in zip(titles, cols))
-    short = needed > width
+    short = fitted and needed > width
     if short:
         cols = figures(True)
     heads = [names.get(group, group), *(_SHORT_TITLES.get(t, t) if short else t for t in titles)]
