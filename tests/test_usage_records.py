@@ -164,6 +164,32 @@ def test_a_damaged_record_is_made_again(tmp_path: Path, damage: str) -> None:
         assert {t for (t,) in c.execute("SELECT typeof(record) FROM usage_folder")} == {"blob"}
 
 
+@pytest.mark.parametrize("table, column", [("usage_folder", "record"), ("usage_sum", "sums")])
+def test_a_model_name_that_does_not_decode_is_damage(tmp_path: Path, table: str, column: str) -> None:
+    """A byte of a model name in the totals flipped past UTF-8 (no session spells such a
+    name: each is a JSON string) is damage: the catalog is rebuilt and the report is the
+    files', where a report by model raised UnicodeDecodeError (adversary 57b)."""
+    folders = make_root(tmp_path / "s", 12, seed=10)
+    catalog = tmp_path / "c.sqlite3"
+    cat.index(folders, catalog=str(catalog))
+    with sqlite3.connect(catalog) as c:
+        # A folder without forks (make_root forks in its first five): its files' totals
+        # are summed as they are, not taken out for their logs.
+        owner = "folder" if table == "usage_folder" else "(SELECT folder FROM file WHERE file.id = file)"
+        key, blob = c.execute(f"SELECT rowid, {column} FROM {table} WHERE instr({column}, CAST('anthropic' AS BLOB))"
+                              f" AND {owner} = (SELECT id FROM folder WHERE path = ?) LIMIT 1",
+                              (folders[-1],)).fetchone()
+        flipped = bytearray(blob)
+        flipped[bytes(blob).index(b"anthropic") + 2] |= 0x80
+        c.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?", (bytes(flipped), key))
+        if table == "usage_sum":
+            c.execute("DELETE FROM usage_folder")  # the totals, not the records, are read
+        created = c.execute("SELECT value FROM meta WHERE key = 'created'").fetchone()
+    assert _reports(folders, catalog=str(catalog)) == _reports(folders, no_cache=True)
+    with sqlite3.connect(catalog) as c:
+        assert c.execute("SELECT value FROM meta WHERE key = 'created'").fetchone() != created  # rebuilt
+
+
 def test_a_record_that_is_not_its_folders_is_made_again(tmp_path: Path, counted: dict[str, int]) -> None:
     """A record that reads but is another folder's (current by its stamp) finds the
     folder's files changed: it is dropped with the report, and the next report reads

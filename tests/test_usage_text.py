@@ -5,6 +5,7 @@ full where rich cut some, and keys shown as they are (rich read ``[b]`` as marku
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import random
@@ -87,6 +88,8 @@ def test_the_extensions_table_is_the_rule(monkeypatch: pytest.MonkeyPatch) -> No
                     plain_columns(bad, [False, True])
     with pytest.raises(TypeError):
         plain_columns([["a", 1]], [False])  # type: ignore[list-item]
+    # `right` is read as zip pairs it with the columns: an endless one too.
+    assert plain_columns([["a", "bb"]], itertools.repeat(True)) == " a\nbb\n"  # type: ignore[arg-type]
 
 
 def _root(base: Path, cwds: list[str]) -> Path:

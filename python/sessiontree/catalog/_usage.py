@@ -575,8 +575,12 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
     if dated:
         span = (since.toordinal() - _EPOCH_ORDINAL if since is not None else -(1 << 62),
                 until.toordinal() - _EPOCH_ORDINAL if until is not None else 1 << 62)
-    got = scan.report(files, lambda utc: _day_offsets(utc, tz), UsageLine if keyed or time_group else None,
-                      group if time_group else None, span, names or None)
+    try:
+        got = scan.report(files, lambda utc: _day_offsets(utc, tz), UsageLine if keyed or time_group else None,
+                          group if time_group else None, span, names or None)
+    except UnicodeDecodeError:
+        # A name no session spells (each is a JSON string's): damage (adversary 57b).
+        raise sqlite3.DatabaseError("catalog damaged: a usage total's model name does not decode") from None
     if got is None:
         return None
     if len(got) == 2:  # its lines, each sum rounded once natively (exact_sum's value)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import re
 from datetime import date, timezone
 
@@ -161,7 +162,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
     # The key column must stay readable: on a narrow terminal numbers go short (61.5M).
     # A pipe has no width to fit but one $COLUMNS gives: there every number is written
     # in full, as scripts read them (trial 57: "2.5M" and a cost of "0.00").
-    fitted = not piped or "COLUMNS" in os.environ
+    fitted = not io.plain(sys.stdout) or "COLUMNS" in os.environ
     needed = key_width + sum(map(len, titles)) + 2 * len(titles)  # at least: the titles alone
     cols = figures(False) if needed <= width or not fitted else []
     needed += sum(max(0, *map(len, c), len(t)) - len(t) for t, c in zip(titles, cols))

@@ -218,8 +218,9 @@ def plain_columns(columns: Sequence[Sequence[str]], right: Sequence[bool]) -> st
     Raises:
         ValueError: columns of unequal lengths.
     """
-    right = [bool(r) for r in right]  # read once, each as its truth
-    columns = [list(c) for c, _ in zip(columns, right)]
+    pairs = list(zip(columns, right))  # each read once, as zip pairs them
+    columns = [list(c) for c, _ in pairs]
+    right = [bool(r) for _, r in pairs]  # each as its truth
     if any(len(c) != len(columns[0]) for c in columns):
         raise ValueError("columns of unequal lengths")
     # Terminal cells: a column of ASCII cells is as wide as its characters.
