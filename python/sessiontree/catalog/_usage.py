@@ -403,10 +403,13 @@ _WARM = ("SELECT file.name, file.warm,"
          " FROM file INDEXED BY file_warm LEFT JOIN usage_sum ON usage_sum.file = file.id WHERE file.folder = ?")
 _WARM_PROJECT = _WARM.format(cwd="file.cwd")
 _WARM_OTHER = _WARM.format(cwd="NULL")
-# A folder's rows as one value (``_store``: ``usage_folder``), current while its
-# ``stamp`` is the folder's ``gen``.
-_RECORD = ("SELECT folder.gen, usage_folder.stamp, usage_folder.record FROM folder"
-           " LEFT JOIN usage_folder ON usage_folder.folder = folder.id WHERE folder.id = ?")
+# A folder's id and change count, and its rows as one value (``_store``:
+# ``usage_folder``; NULL for a report by project, which reads the rows), current while
+# its ``stamp`` is the folder's ``gen``: one query a folder.
+_FOLDER = ("SELECT folder.id, folder.gen, usage_folder.stamp, {record} FROM folder"
+           " LEFT JOIN usage_folder ON usage_folder.folder = folder.id WHERE folder.path = ?")
+_FOLDER_RECORD = _FOLDER.format(record="usage_folder.record")
+_FOLDER_ONLY = _FOLDER.format(record="NULL")
 _STALE = object()
 
 
@@ -415,32 +418,32 @@ def _read_folders(scan: Any, store: Any, folders: Sequence[str], project: bool,
     """Each folder's files added to ``scan`` (``UsageScan.folder``) from the catalog, in
     the caller's read transaction: from the folder's record when it is current (and
     reads), else from its rows (their record then added to ``made`` as ``(folder, gen,
-    record)``, for :meth:`Store.keep_records`; ``record`` ``None``: drop the folder's). A report by project reads the rows
-    (they hold the cwds). The folders' ids (``None``: not in the catalog), or ``None``
-    when some file is new, changed or not read to its end.
+    record)``, for :meth:`Store.keep_records`; ``record`` ``None``: drop the folder's).
+    A report by project reads the rows (they hold the cwds). The folders' ids
+    (``None``: not in the catalog), or ``None`` when some file is new, changed or not
+    read to its end.
 
     Raises:
         sqlite3.DatabaseError: a row or record holds a value the catalog never writes.
     """
     from ._files import folder_key
+    from ._store import db_text
 
     conn = store.conn
-    sql = _WARM_PROJECT if project else _WARM_OTHER
-    fids = []
+    sql, sql_folder = (_WARM_PROJECT, _FOLDER_ONLY) if project else (_WARM_OTHER, _FOLDER_RECORD)
+    fids: list[int | None] = []
     for folder in folders:
-        fid = store.folder_id(folder_key(folder)[0], create=False)
-        fids.append(fid)
-        if fid is None:
+        got = conn.execute(sql_folder, (db_text(folder_key(folder)[0]),)).fetchone()
+        if got is None:
+            fids.append(None)
             state = scan.folder(())
-        elif project:
-            state = scan.folder(conn.execute(sql, (fid,)))  # rows read as they come
         else:
-            got = conn.execute(_RECORD, (fid,)).fetchone()
-            gen, stamp, record = got if got is not None else (None, None, None)
-            if type(gen) is not int or type(stamp) not in (int, type(None)) \
+            fid, gen, stamp, record = got
+            if type(fid) is not int or type(gen) is not int or type(stamp) not in (int, type(None)) \
                     or type(record) not in (bytes, type(None)):
-                raise sqlite3.DatabaseError("catalog damaged: a folder's usage record holds a value the catalog "
-                                            "never writes")
+                raise sqlite3.DatabaseError("catalog damaged: a folder's row or usage record holds a value the "
+                                            "catalog never writes")
+            fids.append(fid)
             # A record that does not read (2) is made again from the rows, as totals
             # that do not read are summed from the logs; one that finds a file changed
             # (1) is dropped with the report (the files' rows are brought up to date and
@@ -449,7 +452,7 @@ def _read_folders(scan: Any, store: Any, folders: Sequence[str], project: bool,
             if state == 1:
                 made.append((fid, gen, None))
             if state == 2:
-                state = scan.folder(conn.execute(sql, (fid,)))
+                state = scan.folder(conn.execute(sql, (fid,)))  # rows read as they come
                 rows = scan.record()
                 if rows is not None:
                     made.append((fid, gen, rows))

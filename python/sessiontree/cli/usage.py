@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import re
+import sys
 from datetime import date, timezone
 
 from . import _scope

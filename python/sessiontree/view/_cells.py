@@ -223,10 +223,10 @@ def plain_columns(columns: Sequence[Sequence[str]], right: Sequence[bool]) -> st
     right = [bool(r) for _, r in pairs]  # each as its truth
     if any(len(c) != len(columns[0]) for c in columns):
         raise ValueError("columns of unequal lengths")
-    # Terminal cells: a column of ASCII cells is as wide as its characters.
-    sizes = [None if "".join(col).isascii() else [cells(c) for c in col] for col in columns]
     if not columns or not columns[0]:
         return ""
+    # Terminal cells: a column of ASCII cells is as wide as its characters.
+    sizes = [None if "".join(col).isascii() else [cells(c) for c in col] for col in columns]
     native = _native("plain_columns")
     got = native(columns, right, sizes) if native is not None else None
     if got is not None:  # None: a cell holds a lone surrogate, which the rule writes as it is
