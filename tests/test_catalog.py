@@ -813,6 +813,12 @@ def test_first_read_of_a_file_larger_than_a_piece(tmp_path: Path, catalog_file: 
     generate_session(folder / "big.jsonl", size_bytes=1_000_000, seed=5, cwd="/p")
     generate_session(folder / "small.jsonl", size_bytes=20_000, seed=6, cwd="/p")
     folders = [str(folder)]
+    progress: list[tuple[int, int]] = []
+    cat.usage("model", folders, catalog=catalog_file, on_bytes=lambda done, total: progress.append((done, total)))
+    size = sum(os.path.getsize(folder / n) for n in ("big.jsonl", "small.jsonl"))
+    # The pieces' torn lines are read twice; the bytes shown never pass what there is.
+    assert progress[-1] == (size, size) and all(d <= t == size for d, t in progress), progress
+    os.unlink(catalog_file)
     check_usage(folders, catalog_file)  # the first call on the new catalog included
     for q in ("memory", "refactor parser", '"the session"'):
         assert cat.search(q, folders, catalog=catalog_file, limit=None) == cat.search(

@@ -16,10 +16,16 @@ from sessiontree._places import session_dir_for_cwd
 from sessiontree.generate import generate_session
 
 
-def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run(*args: str, env: dict[str, str | None] | None = None,
+        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``sessiontree ARGS`` in a new process; ``env`` sets (``None``: unsets) variables."""
     full = dict(os.environ)
     full.pop("COLUMNS", None)
-    full.update(env or {})
+    for k, v in (env or {}).items():
+        if v is None:
+            full.pop(k, None)
+        else:
+            full[k] = v
     return subprocess.run([sys.executable, "-m", "sessiontree", *args], capture_output=True, text=True, env=full,
                           cwd=cwd, timeout=300, encoding="utf-8", errors="replace")
 
@@ -247,6 +253,51 @@ def test_a_named_catalog_that_cannot_be_used_is_said_once(tmp_path: Path) -> Non
     assert bad.read_bytes() == b"not a database at all"
     good = run("ls", str(folder), "--catalog", str(tmp_path / "good.sqlite3"))
     assert good.returncode == 0 and "note:" not in good.stderr
+
+
+def test_a_catalog_of_another_version_is_said_when_it_is_replaced(tmp_path: Path) -> None:
+    """A catalog an older (or newer) sessiontree made is replaced by a new one; each
+    command that does so says it in one note on stderr, named or at the default place,
+    and answers as the files do; the next command, on the new catalog, says nothing."""
+    import sqlite3
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    run("generate", str(folder / "s.jsonl"), "--entries", "60", "--seed", "4")
+    catalog = tmp_path / "cache" / "sessiontree" / "catalog.sqlite3"
+
+    def age(version: int) -> None:
+        with sqlite3.connect(catalog) as c:
+            c.execute(f"PRAGMA user_version = {version}")
+        c.close()
+
+    cases: list[tuple[list[str], dict[str, str | None]]] = [
+        (["usage", "model", str(folder), "--json"], {"SESSIONTREE_CATALOG": str(catalog)}),
+        (["ls", str(folder), "--catalog", str(catalog)], {}),
+        (["search", "the", str(folder), "--catalog", str(catalog)], {}),
+        (["index", str(folder), "--catalog", str(catalog)], {}),
+        (["ls", str(folder)], {"XDG_CACHE_HOME": str(tmp_path / "cache"), "SESSIONTREE_CATALOG": None})]
+    for args, env in cases:
+        first = run(*args, env=env)  # makes (or brings up to date) this version's catalog
+        assert first.returncode == 0 and "another sessiontree version" not in first.stderr, first.stderr
+        age(9)
+        p = run(*args, env=env)
+        notes = [line for line in p.stderr.splitlines() if "another sessiontree version" in line]
+        assert p.returncode == 0 and len(notes) == 1 and "(schema 9)" in notes[0], (args, p.stderr)
+        if args[0] != "index":
+            assert p.stdout == run(*args, "--no-cache", env=env).stdout, args
+        again = run(*args, env=env)
+        assert "another sessiontree version" not in again.stderr, again.stderr
+        age(9)  # --no-cache neither opens it nor says anything of it
+        assert "another sessiontree version" not in run(*args, "--no-cache", env=env).stderr
+        assert run(*args, env=env).stderr.count("another sessiontree version") == 1
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as c:  # another program's database: refused, not replaced
+        c.execute("PRAGMA user_version = 9")
+        c.execute("CREATE TABLE t (x)")
+    c.close()
+    p = run("ls", str(folder), "--catalog", str(foreign))
+    assert "another sessiontree version" not in p.stderr and "reading the files instead" in p.stderr, p.stderr
 
 
 def test_a_root_named_is_read_with_its_subfolders(agent: dict[str, str]) -> None:

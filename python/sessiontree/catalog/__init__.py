@@ -22,7 +22,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm c
 from .._lazy import lazy_names
 from ._location import ENV, default_path, resolve
 from ._run import CONTENT_ROUNDS, open_store, refresh_for, run
-from ._store import CatalogError, Store
+from ._store import CatalogError, Store, other_schema
 
 if TYPE_CHECKING:
     from typing import Any
@@ -58,6 +58,7 @@ __all__ = [
     "index",
     "index_later",
     "open_store",
+    "other_schema",
     "parse_query",
     "refresh_for",
     "run",

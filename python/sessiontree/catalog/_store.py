@@ -400,6 +400,30 @@ def _damaged() -> sqlite3.DatabaseError:
     return sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
 
 
+def other_schema(path: str) -> int | None:
+    """The schema version of the catalog at ``path`` when another version of sessiontree
+    made it (its header carries this catalog's application id and another
+    ``user_version``): opening it makes a new, empty one in its place. ``None`` when
+    nothing is there, it is this version's, or it is not a sessiontree catalog. Reads
+    its first 100 bytes (a FIFO or a device is not read)."""
+    # As _filestate.open_regular opens, without importing it (and typing): a warm
+    # command asks this at its start.
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        head = os.pread(fd, 100, 0) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(head) < 72 or head[:16] != _SQLITE_MAGIC or int.from_bytes(head[68:72], "big") != APPLICATION_ID:
+        return None
+    version = int.from_bytes(head[60:64], "big")  # SQLite's user_version
+    return None if version == SCHEMA_VERSION else version
+
+
 # ---------------------------------------------------------------------- store
 class Store:
     """An open catalog database.

@@ -186,12 +186,25 @@ def refuse_bad_catalog(args: argparse.Namespace) -> None:
         catalog_options(args)
 
 
+def note_other_schema(io: Io, path: str | None, no_cache: bool) -> None:
+    """Say on stderr that the catalog at ``path`` is another version's, which this
+    command replaces with a new one (trial 57: a report then read every file, seconds to
+    minutes, without a word)."""
+    from ..catalog import other_schema
+
+    old = None if path is None or no_cache else other_schema(path)
+    if old is not None:
+        io.note(f"note: {safe(path or '')} is a catalog of another sessiontree version (schema {old}); "
+                "a new one is made in its place, so this command reads every session once")
+
+
 def catalog_options(args: argparse.Namespace, io: Io | None = None, *, create: bool = True) -> dict[str, Any]:
     """``catalog`` and ``no_cache`` for the library calls.
 
-    With ``io``: a catalog the user named (``--catalog``, ``$SESSIONTREE_CATALOG``) that
-    cannot be used (not a catalog, unwritable) is said in one note on stderr, and the
-    files are read; the library would read them silently. ``create=False``: a command
+    With ``io``: a catalog of another version is said (:func:`note_other_schema`); a
+    catalog the user named (``--catalog``, ``$SESSIONTREE_CATALOG``) that cannot be used
+    (not a catalog, unwritable) is said in one note on stderr, and the files are read;
+    the library would read them silently. ``create=False``: a command
     that only reads a catalog that is there (``search``) checks only such a one.
 
     Raises:
@@ -204,6 +217,8 @@ def catalog_options(args: argparse.Namespace, io: Io | None = None, *, create: b
     except ValueError as e:
         raise CliError(str(e), code=2) from None
     named = args.catalog is not None or os.environ.get(ENV) is not None
+    if io is not None:
+        note_other_schema(io, path, args.no_cache)
     if io is not None and named and path is not None and not args.no_cache:
         from ..catalog import CatalogError, open_store
 

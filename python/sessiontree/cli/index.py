@@ -61,13 +61,15 @@ def summary_line(s: IndexSummary, seconds: float) -> str:
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree index``: 0, or 1 when the catalog cannot be used."""
-    from ..catalog import CatalogError, index
+    from ..catalog import CatalogError, index, resolve
 
     scope = _scope.resolve(args, io)
+    options = _scope.catalog_options(args)
+    _scope.note_other_schema(io, resolve(options["catalog"]), options["no_cache"])
     t0 = time.perf_counter()
     with byte_progress(io, "indexing sessions", None) as update:
         try:
-            s = index(list(scope.sources), on_bytes=update, **_scope.catalog_options(args))
+            s = index(list(scope.sources), on_bytes=update, **options)
         except CatalogError as e:
             raise CliError(str(e)) from None
     seconds = time.perf_counter() - t0
