@@ -234,3 +234,58 @@ def test_days_since_after_until_are_a_usage_error(history: tuple[Path, dict[str,
                        timeout=300)
     assert p.returncode == 2 and p.stdout == ""
     assert "--since 2026-02-01 is after --until 2026-01-01" in p.stderr
+
+
+def test_a_narrow_terminal_folds_model_names_between_their_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """At a terminal too narrow for the names beside the numbers, a model's name is
+    folded after a ``/``, ``-``, ``.`` or ``:`` (rich folded ``anthropic/claud`` +
+    ``e-opus-4-5``: trial 57); every line fits and the names read back whole."""
+    import re
+
+    from sessiontree.cli import main
+
+    models = [("amazon-bedrock", "us.anthropic.claude-opus-4-20250514-v1:0"), ("anthropic", "claude-opus-4-5"),
+              ("openrouter", "qwen/qwen3-coder")]
+    lines = [{"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"}]
+    for i, (provider, model) in enumerate(models * 2):
+        usage = {"input": 1234567 * (i + 1), "output": 7654321, "cacheRead": 99999999, "cacheWrite": 5555555,
+                 "totalTokens": 123456789, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0,
+                                                    "total": 123.4567}}
+        lines.append({"type": "message", "id": f"a{i}", "parentId": f"a{i - 1}" if i else None,
+                      "timestamp": f"2026-01-01T00:00:{i:02d}.000Z",
+                      "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "api": "x",
+                                  "provider": provider, "model": model, "usage": usage, "stopReason": "stop",
+                                  "timestamp": 1767225600000 + i}})
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    monkeypatch.setenv("SESSIONTREE_CATALOG", str(tmp_path / "catalog.sqlite3"))
+    for env in ("NO_COLOR", "FORCE_COLOR", "TERM", "LINES"):
+        monkeypatch.delenv(env, raising=False)
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    names = [f"{p}/{m}" for p, m in models]
+    for width in (75, 90, 24, 40):  # a table (names beside their numbers); too narrow: blocks
+        monkeypatch.setenv("COLUMNS", str(width))
+        assert main(["usage", "model", str(tmp_path)]) == 0
+        out = re.sub("\x1b\\[[0-9;]*m", "", capsys.readouterr().out).splitlines()
+        assert all(len(x) <= width for x in out), out
+        groups: list[list[str]] = []
+        if width >= 75:
+            title = out[0]
+            key = len(title) - len(title[len("model"):].lstrip(" ")) - 2  # the key column's cells
+            for line in out[1:-2]:  # the total and the foot after the body
+                piece, numbers = line[:key].rstrip(" "), line[key:].strip()
+                if numbers:
+                    groups.append([])
+                groups[-1].append(piece)
+        else:
+            for line in out[:out.index("total")]:  # then the total's numbers and the foot
+                if not line.startswith("  "):
+                    if not groups or groups[-1][-1] == "":
+                        groups.append([])
+                    groups[-1].append(line)
+                elif groups and groups[-1][-1] != "":
+                    groups[-1].append("")  # the name's numbers: it is whole
+            groups = [[p for p in g if p] for g in groups]
+        assert sorted("".join(g) for g in groups) == sorted(names), (width, out)
+        assert all(p[-1] in "/-.:" for g in groups for p in g[:-1]), (width, groups)
+        assert any(len(g) > 1 for g in groups), (width, groups)  # some name was folded, at its marks

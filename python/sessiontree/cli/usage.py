@@ -28,7 +28,7 @@ from datetime import date, timezone
 from . import _scope
 from ._common import CliError, Io, byte_progress, warn_unread_tz
 from .._time import zone_name
-from ..view import cells, hang, number_column, plain_columns, plain_table, safe, shown_paths
+from ..view import cells, fold_name, hang, number_column, plain_columns, plain_table, safe, shown_paths
 
 _GROUPS = ("daily", "weekly", "monthly", "session", "model", "project")
 
@@ -94,7 +94,7 @@ def _blocks(io: Io, heads: list[str], rows: list[tuple[str, ...]], width: int, *
         # A title and its number are joined by no-break spaces: hang breaks between pairs.
         pairs = "  ".join(f"{t} {v}".replace(" ", "\u00a0") for t, v in zip(heads[1:], row[1:]))
         numbers = hang(pairs, 2, width, lead=2)
-        keys = [row[0]] if paths else hang(row[0], 2, width, lead=0)
+        keys = [row[0]] if paths else fold_name(row[0], width)
         style = "bold" if k == len(rows) - 1 else ""  # the total
         out.extend(Text(line, style=style) for line in [*keys, "  " + numbers[0], *numbers[1:]])
     # Every line but a path fits already; a path wider than the terminal is written
@@ -219,10 +219,15 @@ def run(args: argparse.Namespace, io: Io) -> int:
     # cells at least: a narrower terminal has the blocks above).
     room = width - sum(number_widths) - 2 * len(number_widths)
     key_min = key_width if piped else min(key_width, 24, max(room, 12))
-    table.add_column(heads[0], overflow="fold", no_wrap=piped, min_width=key_min)
+    # At a terminal a key is folded between its parts (view.fold_name), to the width
+    # the column gets, where rich would fold it anywhere.
+    key_cells = None if piped else max(room, key_min)
+    table.add_column(heads[0], overflow="fold", no_wrap=piped, min_width=key_min, width=key_cells)
     for title, w in zip(heads[1:], number_widths):
         table.add_column(title, justify="right", no_wrap=True, min_width=w)
     *body, total = rows()
+    if key_cells is not None:
+        body = [("\n".join(fold_name(row[0], key_cells)), *row[1:]) for row in body]
     for row in body:
         table.add_row(*row)
     table.add_section()

@@ -87,7 +87,7 @@ if TYPE_CHECKING:
 # it about 20 ms of its start.
 _HOMES: dict[str, str] = {
     **dict.fromkeys(('paint', 'sgr'), "_ansi"),
-    **dict.fromkeys(('cells', 'fit', 'fit_start', 'hang', 'pad', 'padded', 'plain_columns', 'plain_table'), "_cells"),
+    **dict.fromkeys(('cells', 'fit', 'fit_start', 'fold_name', 'hang', 'pad', 'padded', 'plain_columns', 'plain_table'), "_cells"),
     **dict.fromkeys(('hang_lines', 'model_text', 'render_message'), "_context_lines"),
     **dict.fromkeys((
         'BRANCH_MARK', 'CLOSE', 'ENTRY', 'FOLD', 'FOLD_MARK', 'MAX_SIBLINGS', 'MORE', 'NOTE', 'OPEN', 'Drawing', 'Row', 'fold_text',
@@ -119,7 +119,7 @@ __all__ = [
     "ABSENT", "BRANCH_MARK", "CLOSE", "CONVERSATION", "ENTRY", "ENTRY_VIEWS", "FOLD", "FOLD_MARK", "IMAGE_TYPES", "KEEP_TYPES", "KIND_STYLES", "KINDS",
     "MAX_SIBLINGS", "MORE", "NOTE", "OPEN", "PREVIEW_CLIP", "ROLE_VIEWS", "SHORT_ID", "UNKNOWN", "AmbiguousIdError", "Drawing",
     "EntryView", "Item", "Layout", "Part", "RoleView", "Row", "Structure", "TreeRow", "as_is", "cells", "clean",
-    "collapse", "content_text", "doc_id", "doc_line", "entry_preview", "fit", "fit_start", "fold_text", "hang", "hang_lines", "format_row", "human_bytes",
+    "collapse", "content_text", "doc_id", "doc_line", "entry_preview", "fit", "fit_start", "fold_name", "fold_text", "hang", "hang_lines", "format_row", "human_bytes",
     "human_seconds", "id_width", "int_text", "iso_time", "item_of", "json_text", "message_preview", "model_label", "model_text", "ms_time", "num",
     "number", "number_column", "one_line", "pad", "padded", "paint", "plain_columns", "plain_doc", "plain_table", "render_message", "resolve_id", "safe", "safe_block", "show",
     "sgr", "short_number", "shown_path", "shown_paths", "structure_of",

@@ -173,6 +173,36 @@ def _wrap(row: str, first: int, rest: int) -> list[str]:
 _SPACES_RE: re.Pattern[str] = lazy_pattern("( +)")
 
 
+def fold_name(text: str, width: int) -> list[str]:
+    """``text``, a name made of parts (``provider/model-4-5``, a folder's path), as lines
+    of at most ``width`` cells, each broken after a ``/ - _ . : @`` or a space where one
+    falls within the line (a part stays whole: rich folded ``anthropic/claud`` +
+    ``e-opus-4-5``, trial 57), a part longer than a line by cells. The lines joined are
+    ``text``."""
+    if width < 1 or cells(text) <= width:
+        return [text]
+    lines: list[str] = []
+    cur, used = "", 0
+    for part in _PARTS_RE.findall(text):
+        n = cells(part)
+        if used + n > width and cur:  # the part starts the next line
+            lines.append(cur)
+            cur, used = "", 0
+        while used + n > width:  # longer than a line: cut by cells
+            head, part = _take(part, width - used, whole=not cur)
+            lines.append(cur + head)
+            cur, used = "", 0
+            n = cells(part)
+        cur, used = cur + part, used + n
+    if cur or not lines:
+        lines.append(cur)
+    return lines
+
+
+# A part: what runs to the next mark, the mark included (the last part may have none).
+_PARTS_RE: re.Pattern[str] = lazy_pattern(r"[^/\-_.:@ ]+[/\-_.:@ ]?|[/\-_.:@ ]")
+
+
 def _take(text: str, width: int, *, whole: bool) -> tuple[str, str]:
     """``(head, rest)``: the longest start of ``text`` within ``width`` cells (whole
     characters and emoji sequences); with ``whole`` at least one, so a line always
