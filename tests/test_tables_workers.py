@@ -278,7 +278,8 @@ def test_an_export_computes_the_index_settings_once(tmp_path: Path, monkeypatch:
 
 def test_held_index_settings_are_those_on_entering(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Within ``held_index_cache`` the settings are not computed again (a change of the
-    environment shows after it); unusable settings raise on entering and hold nothing."""
+    environment shows after it); unusable settings are not held: each call in the block
+    raises as without it."""
     from sessiontree import _caches
 
     monkeypatch.setenv("SESSIONTREE_INDEX", str(tmp_path / "a"))
@@ -289,8 +290,12 @@ def test_held_index_settings_are_those_on_entering(tmp_path: Path, monkeypatch: 
         assert _caches.index_cache()[0] == str(tmp_path / "a")  # type: ignore[index]
     assert _caches.index_cache()[0] == str(tmp_path / "b")  # type: ignore[index]
     monkeypatch.setenv("SESSIONTREE_INDEX_BYTES", "lots")
-    with pytest.raises(ValueError), _caches.held_index_cache():
-        pass
+    with _caches.held_index_cache():
+        with pytest.raises(ValueError):
+            _caches.index_cache()
+        monkeypatch.setenv("SESSIONTREE_INDEX_BYTES", "1MiB")
+        assert _caches.index_cache()[1] == 1 << 20  # type: ignore[index]  # nothing was held
+    monkeypatch.setenv("SESSIONTREE_INDEX_BYTES", "lots")
     monkeypatch.setenv("SESSIONTREE_INDEX", "off")
     monkeypatch.delenv("SESSIONTREE_INDEX_BYTES")
     assert _caches.index_cache() is None

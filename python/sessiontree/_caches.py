@@ -172,19 +172,22 @@ _held: list[tuple[str, int, int, float] | None] = []
 def held_index_cache() -> Iterator[None]:
     """Within the ``with`` block, :func:`index_cache` answers what it answered on
     entering, without computing it again, in every thread of the process. For a run
-    that opens many sessions (the Parquet export): each computation resolves the
-    folder's path and sums the other files of the cache folder (:func:`other_bytes`),
-    ~0.17 ms, ~1.5% of a session's export. The budget then does not follow what the
+    that opens many sessions (the Parquet export, a listing pass): each computation
+    resolves the folder's path and sums the other files of the cache folder
+    (:func:`other_bytes`), ~0.17 ms, ~1.5% of a session's export. The budget then does not follow what the
     catalog gains during the run; the next run's does. Blocks may nest (the outermost
-    holds).
-
-    Raises:
-        ValueError: as :func:`index_cache`, on entering (nothing is held then).
+    holds). Settings that are not usable (:func:`index_cache` raises) are not held:
+    each call then raises as without the block.
     """
     if _held:
         yield
         return
-    _held.append(index_cache())
+    try:
+        settings = index_cache()
+    except ValueError:
+        yield
+        return
+    _held.append(settings)
     try:
         yield
     finally:

@@ -26,6 +26,7 @@ stay in memory (:func:`read_paths` hands docs to a callback).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _js
+from .._caches import held_index_cache
 from .._filestate import InodeMarks, ends_and_marks, inode_marks, open_regular
 from .._reader import header_error, header_problem, read_value
 from .._time import parse_iso_ms
@@ -537,6 +539,11 @@ def _run(store: Store | None, found: list[Found], plans: list[_Plan], *, content
             _work(p, native, out, CHUNK, shared=store is not None)
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(workers, len(plans)))]
+    # The workers' look-ups of a session's persisted index (_shared.listing_from_index)
+    # share one computation of its settings: each resolved the cache folder and summed
+    # its files (a fifth of a first listing's worker time, 2,000 sessions).
+    holds = contextlib.ExitStack()
+    holds.enter_context(held_index_cache())
     for t in threads:
         t.start()
     running = len(plans)
@@ -624,4 +631,5 @@ def _run(store: Store | None, found: list[Found], plans: list[_Plan], *, content
     finally:
         if batch is not None:
             batch.abandon()
+        holds.close()
     return found

@@ -210,7 +210,7 @@ def _worker_start() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The worker lives for this one export: its opens share one computation of the
     # persisted indexes' settings (held until it exits).
-    _hold_index_cache(_WORKER_HOLDS)
+    _WORKER_HOLDS.enter_context(held_index_cache())
     # ... and it writes file after file in its main thread: the handlers that remove a
     # temporary file on SIGTERM or SIGHUP stay installed between them.
     _WORKER_HOLDS.enter_context(held_handlers())
@@ -224,15 +224,6 @@ def _worker_start() -> None:
 
 _PR_SET_PDEATHSIG = 1
 _WORKER_HOLDS = contextlib.ExitStack()
-
-
-def _hold_index_cache(stack: contextlib.ExitStack) -> None:
-    """Hold the persisted indexes' settings (``_caches.held_index_cache``) on ``stack``
-    for the sessions' opens: computed once, not once per session (~0.17 ms each: the
-    cache folder's other files are summed). Settings that are not usable are not held:
-    each open then fails with the reason, as without the hold."""
-    with contextlib.suppress(ValueError):
-        stack.enter_context(held_index_cache())
 
 
 def _pool(todo: dict[str, int], processes: bool) -> Executor:
@@ -595,7 +586,7 @@ def export_parquet(
         quiet.__enter__()
         warnings.simplefilter("ignore", LoadReportWarning)
         holds = contextlib.ExitStack()
-        _hold_index_cache(holds)  # for the opens in threads of this process
+        holds.enter_context(held_index_cache())  # for the opens in threads of this process
         # Sessions are exported side by side (`_pool`: worker processes, or threads for
         # a small run) and recorded in order, by this thread.
         pool = _pool(todo, processes)
