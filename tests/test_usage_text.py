@@ -240,13 +240,16 @@ def test_a_narrow_terminal_folds_model_names_between_their_parts(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """At a terminal too narrow for the names beside the numbers, a model's name is
     folded after a ``/``, ``-``, ``.`` or ``:`` (rich folded ``anthropic/claud`` +
-    ``e-opus-4-5``: trial 57); every line fits and the names read back whole."""
+    ``e-opus-4-5``: trial 57); every line fits and the names read back whole, as they
+    are."""
     import re
 
     from sessiontree.cli import main
 
+    # A name is never read as markup either ("[/]" raised MarkupError, "[draft]" went
+    # missing, ":smile:" became an emoji: adversary 58).
     models = [("amazon-bedrock", "us.anthropic.claude-opus-4-20250514-v1:0"), ("anthropic", "claude-opus-4-5"),
-              ("openrouter", "qwen/qwen3-coder")]
+              ("openrouter", "qwen/qwen3-coder[/]:smile:[draft]")]
     lines = [{"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"}]
     for i, (provider, model) in enumerate(models * 2):
         usage = {"input": 1234567 * (i + 1), "output": 7654321, "cacheRead": 99999999, "cacheWrite": 5555555,

@@ -212,6 +212,7 @@ def run(args: argparse.Namespace, io: Io) -> int:
         io.write("\n".join(lines) + "\n")
         return 0
     from rich.table import Table  # here: every command starts by importing this module
+    from rich.text import Text
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     # A number is never cut: each number column is as wide as its widest cell (rich
@@ -226,10 +227,10 @@ def run(args: argparse.Namespace, io: Io) -> int:
     for title, w in zip(heads[1:], number_widths):
         table.add_column(title, justify="right", no_wrap=True, min_width=w)
     *body, total = rows()
-    if key_cells is not None:
-        body = [("\n".join(fold_name(row[0], key_cells)), *row[1:]) for row in body]
-    for row in body:
-        table.add_row(*row)
+    for key, *numbers in body:
+        # A Text: a name is never read as markup (a project's "[/]" raised MarkupError,
+        # "[draft]" vanished, ":smile:" became an emoji: adversary 58).
+        table.add_row(Text("\n".join(fold_name(key, key_cells)) if key_cells is not None else key), *numbers)
     table.add_section()
     table.add_row(*total, style="bold")
     fits = key_min + sum(number_widths) + 2 * len(number_widths)
