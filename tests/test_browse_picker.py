@@ -620,6 +620,7 @@ def test_the_command_line_s_scopes_become_the_picker_s(history: Path, tmp_path: 
     --all: the other way round; DIR: that folder and its subfolders alone."""
     from sessiontree.cli import build_parser
     from sessiontree.cli._common import Io
+    from sessiontree.cli._scope import resolve
     from sessiontree.cli.browse import _picker
 
     agent = tmp_path / "agent"
@@ -631,11 +632,12 @@ def test_the_command_line_s_scopes_become_the_picker_s(history: Path, tmp_path: 
 
     def scopes(*argv: str) -> list[tuple[str, tuple[str, ...], bool]]:
         args = build_parser().parse_args(["browse", *argv])
-        picker = _picker(args, Io())
+        picker = _picker(args, Io(), resolve(args))
         return [(s.label, s.sources, s.projects) for s in picker.scopes[picker.start:] + picker.scopes[:picker.start]]
 
     def order(*argv: str) -> list[str]:  # the header's order, whichever scope is shown first
-        return [s.label for s in _picker(build_parser().parse_args(["browse", *argv]), Io()).scopes]
+        args = build_parser().parse_args(["browse", *argv])
+        return [s.label for s in _picker(args, Io(), resolve(args)).scopes]
 
     store = str(agent / "sessions")
     folders = tuple(os.path.join(store, d) for d in sorted(os.listdir(history)))

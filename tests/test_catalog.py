@@ -1062,3 +1062,53 @@ def test_a_catalog_that_cannot_be_made_leaves_no_file_behind(tmp_path: Path) -> 
     assert sorted(p.name for p in cache.iterdir() if ".new" in p.name) == ["catalog.sqlite3.x.new",
                                                                         "other.sqlite3.4242.new"]
     assert catalog.is_file()
+
+
+def test_a_newer_versions_catalog_is_left_as_it_is(tmp_path: Path, catalog_file: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A catalog of a newer schema is never replaced, named or at the catalog's own
+    place (two versions sharing a cache would rebuild it in turn, trial 58), also while
+    the change is still in its WAL (the header says this version's: adversary 58):
+    listings and reports read the files, ``index`` raises ``CatalogError``. An older
+    one is replaced, as before."""
+    from sessiontree.catalog import SCHEMA_VERSION, other_schema, replaced
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    generate_session(folder / "a.jsonl", size_bytes=20_000, seed=3, cwd="/p")
+    folders = [str(folder)]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    own = str(tmp_path / "xdg" / "sessiontree" / "catalog.sqlite3")
+
+    def set_schema(path: str, version: int, *, checkpoint: bool = True) -> None:
+        c = sqlite3.connect(path)
+        c.execute(f"PRAGMA user_version = {version}")
+        c.commit()
+        if checkpoint:  # into the file's header (a reader left open elsewhere keeps the WAL)
+            c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        c.close()
+
+    for path in (catalog_file, own):
+        list_folders(folders, catalog=path)
+        assert other_schema(path) is None and not replaced(path)  # this version's
+        keeper = sqlite3.connect(path)  # another reader: the change stays in the WAL
+        keeper.execute("SELECT count(*) FROM file").fetchone()
+        set_schema(path, SCHEMA_VERSION + 1, checkpoint=False)
+        assert other_schema(path) is None  # the header is behind; SQLite's reading is not
+        for kept_in_wal in (True, False):
+            before = Path(path).read_bytes()
+            with pytest.raises(cat.CatalogError, match="newer sessiontree version"):
+                Store(path)
+            assert list_folders(folders, catalog=path) == list_folders(folders, no_cache=True)
+            assert cat.usage("model", folders, catalog=path) == cat.usage("model", folders, no_cache=True)
+            with pytest.raises(cat.CatalogError, match="newer sessiontree version"):
+                cat.index(folders, catalog=path)
+            assert Path(path).read_bytes() == before
+            if kept_in_wal:
+                keeper.close()
+                sqlite3.connect(path).execute("PRAGMA wal_checkpoint(TRUNCATE)").connection.close()
+                assert other_schema(path) == SCHEMA_VERSION + 1 and not replaced(path)
+        set_schema(path, -1)  # SQLite's user_version is signed
+        assert other_schema(path) == -1 and replaced(path)
+        Store(path).close()  # an older one: replaced
+        assert other_schema(path) is None

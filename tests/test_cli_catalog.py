@@ -255,10 +255,12 @@ def test_a_named_catalog_that_cannot_be_used_is_said_once(tmp_path: Path) -> Non
     assert good.returncode == 0 and "note:" not in good.stderr
 
 
-def test_a_catalog_of_another_version_is_said_when_it_is_replaced(tmp_path: Path) -> None:
-    """A catalog an older (or newer) sessiontree made is replaced by a new one; each
-    command that does so says it in one note on stderr, named or at the default place,
-    and answers as the files do; the next command, on the new catalog, says nothing."""
+def test_a_catalog_of_another_version_is_said_and_an_older_ones_replaced(tmp_path: Path) -> None:
+    """A catalog an older sessiontree made is replaced by a new one; each command that
+    does so says it in one note on stderr, named or at the default place, and answers
+    as the files do; the next command, on the new catalog, says nothing. A newer
+    version's is left as it is (two versions sharing it would rebuild it in turn): the
+    files answer, with one note; ``index`` fails saying why."""
     import sqlite3
 
     folder = tmp_path / "p"
@@ -279,25 +281,39 @@ def test_a_catalog_of_another_version_is_said_when_it_is_replaced(tmp_path: Path
         (["ls", str(folder)], {"XDG_CACHE_HOME": str(tmp_path / "cache"), "SESSIONTREE_CATALOG": None})]
     for args, env in cases:
         first = run(*args, env=env)  # makes (or brings up to date) this version's catalog
-        assert first.returncode == 0 and "another sessiontree version" not in first.stderr, first.stderr
+        assert first.returncode == 0 and "sessiontree version" not in first.stderr, first.stderr
         age(9)
         p = run(*args, env=env)
-        notes = [line for line in p.stderr.splitlines() if "another sessiontree version" in line]
-        assert p.returncode == 0 and len(notes) == 1 and "(schema 9)" in notes[0], (args, p.stderr)
+        notes = [line for line in p.stderr.splitlines() if "sessiontree version" in line]
+        assert p.returncode == 0 and len(notes) == 1 and "older" in notes[0] and "(schema 9)" in notes[0], \
+            (args, p.stderr)
         if args[0] != "index":
             assert p.stdout == run(*args, "--no-cache", env=env).stdout, args
         again = run(*args, env=env)
-        assert "another sessiontree version" not in again.stderr, again.stderr
+        assert "sessiontree version" not in again.stderr, again.stderr
         age(9)  # --no-cache neither opens it nor says anything of it
-        assert "another sessiontree version" not in run(*args, "--no-cache", env=env).stderr
-        assert run(*args, env=env).stderr.count("another sessiontree version") == 1
+        assert "sessiontree version" not in run(*args, "--no-cache", env=env).stderr
+        assert run(*args, env=env).stderr.count("older sessiontree version") == 1
+        age(99)
+        before = catalog.read_bytes()
+        p = run(*args, env=env)
+        if args[0] == "index":
+            assert p.returncode == 1 and "newer sessiontree version (schema 99)" in p.stderr, p.stderr
+        else:
+            notes = [line for line in p.stderr.splitlines() if "sessiontree version" in line]
+            assert p.returncode == 0 and len(notes) == 1 and "newer" in notes[0] and "(schema 99)" in notes[0], \
+                (args, p.stderr)
+            assert p.stdout == run(*args, "--no-cache", env=env).stdout, args
+        assert catalog.read_bytes() == before  # left as it is
+        catalog.unlink()  # this version's again, for the next command (search makes none)
+        assert run("ls", str(folder), "--catalog", str(catalog)).returncode == 0
     foreign = tmp_path / "foreign.db"
     with sqlite3.connect(foreign) as c:  # another program's database: refused, not replaced
         c.execute("PRAGMA user_version = 9")
         c.execute("CREATE TABLE t (x)")
     c.close()
     p = run("ls", str(folder), "--catalog", str(foreign))
-    assert "another sessiontree version" not in p.stderr and "reading the files instead" in p.stderr, p.stderr
+    assert "sessiontree version" not in p.stderr and "reading the files instead" in p.stderr, p.stderr
 
 
 def test_a_root_named_is_read_with_its_subfolders(agent: dict[str, str]) -> None:
@@ -612,3 +628,55 @@ def test_names_under_a_locale_without_utf8_are_os_fsdecode_names(tmp_path: Path)
     listed = run("ls", str(folder), "--no-cache", env=env)
     assert listed.returncode == 0, listed.stderr
     assert "$'" + str(folder) + "/\\xc3\\xa9.jsonl'" in listed.stdout, listed.stdout
+
+
+def test_an_older_catalog_that_stays_is_not_said_to_be_replaced(tmp_path: Path) -> None:
+    """The note that a catalog is made again is given only where it is (adversary 58):
+    not for one this version cannot replace (a read-only file or folder: root held to
+    file modes), nor by a command that stops before it opens the catalog (a bad query,
+    ``browse`` without a terminal); a FIFO in its place is never opened."""
+    import sqlite3
+    import threading
+
+    from test_catalog_rows import _without_dac_override
+
+    from sessiontree.catalog import other_schema, replaced
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    run("generate", str(folder / "s.jsonl"), "--entries", "60", "--seed", "4")
+    cache = tmp_path / "cache"
+    catalog = cache / "sessiontree" / "catalog.sqlite3"
+    default = {"XDG_CACHE_HOME": str(cache), "SESSIONTREE_CATALOG": None}
+    assert run("ls", str(folder), env=default).returncode == 0
+    c = sqlite3.connect(catalog)
+    c.execute("PRAGMA user_version = 9")
+    c.commit()
+    c.close()
+    before = catalog.read_bytes()
+    for args in (["search", "  ", str(folder)], ["browse", str(folder)]):
+        p = run(*args, env=default)
+        assert p.returncode == 2 and "sessiontree version" not in p.stderr, p.stderr
+    prefix = _without_dac_override()
+    full = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "SESSIONTREE_CATALOG")}
+    for mode_of, named in ((catalog.parent, []), (catalog, ["--catalog", str(catalog)])):
+        mode_of.chmod(0o555 if mode_of.is_dir() else 0o444)
+        try:
+            p = subprocess.run([*prefix, sys.executable, "-m", "sessiontree", "usage", "model", str(folder),
+                                "--json", *named], capture_output=True, text=True, timeout=300,
+                               env={**full, "XDG_CACHE_HOME": str(cache)})
+        finally:
+            mode_of.chmod(0o755 if mode_of.is_dir() else 0o644)
+        assert p.returncode == 0 and "sessiontree version" not in p.stderr, p.stderr
+        assert p.stdout == run("usage", "model", str(folder), "--json", "--no-cache").stdout
+    assert catalog.read_bytes() == before and other_schema(str(catalog)) == 9 and replaced(str(catalog))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: os.close(os.open(fifo, os.O_WRONLY)), daemon=True)
+    writer.start()
+    writer.join(0.3)  # blocked in its open, waiting for a reader
+    assert other_schema(str(fifo)) is None and not replaced(str(fifo))
+    writer.join(0.3)
+    assert writer.is_alive()  # its open still waits: no one opened the FIFO to read
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+    writer.join(5)

@@ -22,7 +22,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm c
 from .._lazy import lazy_names
 from ._location import ENV, default_path, resolve
 from ._run import CONTENT_ROUNDS, open_store, refresh_for, run
-from ._store import CatalogError, Store, other_schema
+from ._store import SCHEMA_VERSION, CatalogError, Store, other_schema, replaced
 
 if TYPE_CHECKING:
     from typing import Any
@@ -45,6 +45,7 @@ __getattr__ = lazy_names(__name__, _LAZY, globals())
 
 __all__ = [
     "ENV",
+    "SCHEMA_VERSION",
     "CatalogError",
     "Found",
     "IndexSummary",
@@ -61,6 +62,7 @@ __all__ = [
     "other_schema",
     "parse_query",
     "refresh_for",
+    "replaced",
     "run",
     "search",
     "usage",

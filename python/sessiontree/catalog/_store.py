@@ -412,12 +412,15 @@ def _damaged() -> sqlite3.DatabaseError:
 def other_schema(path: str) -> int | None:
     """The schema version of the catalog at ``path`` when another version of sessiontree
     made it (its header carries this catalog's application id and another
-    ``user_version``): opening it makes a new, empty one in its place. ``None`` when
-    nothing is there, it is this version's, or it is not a sessiontree catalog. Reads
-    its first 100 bytes (a FIFO or a device is not read)."""
+    ``user_version``): an older one is replaced when opened (:func:`replaced`), a
+    newer one is left as it is. ``None`` when nothing is there, it is this version's,
+    or it is not a sessiontree catalog. Reads the header's first 100 bytes of a
+    regular file only (a FIFO or a device is never opened)."""
     # As _filestate.open_regular opens, without importing it (and typing): a warm
     # command asks this at its start.
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return None
@@ -429,8 +432,55 @@ def other_schema(path: str) -> int | None:
         os.close(fd)
     if len(head) < 72 or head[:16] != _SQLITE_MAGIC or int.from_bytes(head[68:72], "big") != APPLICATION_ID:
         return None
-    version = int.from_bytes(head[60:64], "big")  # SQLite's user_version
+    version = int.from_bytes(head[60:64], "big", signed=True)  # SQLite's user_version
     return None if version == SCHEMA_VERSION else version
+
+
+def replaced(path: str) -> bool:
+    """Whether opening the catalog at ``path`` makes a new one in place of another
+    version's (:func:`other_schema`): this version may replace it (:func:`_kept`:
+    not a newer version's, not read-only, ...) and may write its folder (the new file
+    is made there and renamed over it)."""
+    schema = other_schema(path)
+    return (schema is not None and _kept(path, schema) is None
+            and os.access(os.path.dirname(path) or ".", os.W_OK))
+
+
+def _kept(path: str, schema: int | None) -> str | None:
+    """Why the file at ``path``, not a valid catalog, must not be replaced by a new
+    one, or ``None`` when it may be (``schema``: its version as read, if it is ours):
+    nothing is there, or a regular file (not a symlink) that is empty, at the catalog's
+    own place (``_location.cache_path``), or whose SQLite header carries this catalog's
+    application id (one of ours, of an older schema or damaged past its header).
+    Anything else, a session file or another program's database named by mistake, a
+    device, a FIFO, a newer version's catalog (wherever it is), is not this version's
+    to replace."""
+    from ._location import cache_path
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if not os.access(path, os.W_OK):
+        return "read-only"  # made so on purpose: the files are read instead (CONTRACT §7)
+    if schema is not None and schema > SCHEMA_VERSION:
+        # Two versions sharing one cache would each rebuild the other's (trial 58):
+        # the older reads the files instead.
+        return f"made by a newer sessiontree version (schema {schema})"
+    if st.st_size == 0 or os.path.abspath(path) == cache_path():
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    if head[:16] == _SQLITE_MAGIC and int.from_bytes(head[68:72], "big") == APPLICATION_ID:
+        return None
+    return "not recognised as a sessiontree catalog"
 
 
 # ---------------------------------------------------------------------- store
@@ -448,6 +498,7 @@ class Store:
     def __init__(self, path: str, busy: float = 30.0) -> None:
         self.path = path
         self.busy = busy
+        self._schema: int | None = None  # the file's user_version, when it is ours (_valid)
         try:
             self.conn = self._open()
         except (OSError, sqlite3.Error) as e:
@@ -488,6 +539,8 @@ class Store:
         try:
             app = conn.execute("PRAGMA application_id").fetchone()[0]
             version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if app == APPLICATION_ID:
+                self._schema = version  # as SQLite reads it: a change still in the WAL too
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         except sqlite3.DatabaseError:
             return False
@@ -512,34 +565,10 @@ class Store:
         return None
 
     def _replaceable(self) -> str | None:
-        """Why the file at ``path``, not a valid catalog, must not be replaced by a new
-        one, or ``None`` when it may be: nothing is there, or a regular file (not a
-        symlink) that is empty, at the catalog's own place (``_location.cache_path``),
-        or whose SQLite header carries this catalog's application id (one of ours, of
-        another schema or damaged past its header). Anything else, a session file or
-        another program's database named by mistake, a device, a FIFO, is not ours."""
-        from ._location import cache_path
-
-        try:
-            st = os.lstat(self.path)
-        except FileNotFoundError:
-            return None
-        except OSError as e:
-            return f"cannot be read ({e.strerror or e})"
-        if not stat.S_ISREG(st.st_mode):
-            return "not a regular file"
-        if not os.access(self.path, os.W_OK):
-            return "read-only"  # made so on purpose: the files are read instead (CONTRACT §7)
-        if st.st_size == 0 or os.path.abspath(self.path) == cache_path():
-            return None
-        try:
-            with open(self.path, "rb") as f:
-                head = f.read(100)
-        except OSError as e:
-            return f"cannot be read ({e.strerror or e})"
-        if head[:16] == _SQLITE_MAGIC and int.from_bytes(head[68:72], "big") == APPLICATION_ID:
-            return None
-        return "not recognised as a sessiontree catalog"
+        """Why the file at ``path``, not a valid catalog, must not be replaced
+        (:func:`_kept`), its schema as SQLite read it, else as its header says."""
+        schema = self._schema if self._schema is not None else other_schema(self.path)
+        return _kept(self.path, schema)
 
     def _refuse(self) -> None:
         why = self._replaceable()

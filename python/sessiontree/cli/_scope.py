@@ -186,23 +186,28 @@ def refuse_bad_catalog(args: argparse.Namespace) -> None:
         catalog_options(args)
 
 
-def note_other_schema(io: Io, path: str | None, no_cache: bool) -> None:
-    """Say on stderr that the catalog at ``path`` is another version's, which this
-    command replaces with a new one (trial 57: a report then read every file, seconds to
-    minutes, without a word)."""
-    from ..catalog import other_schema
+def note_other_schema(io: Io, path: str | None, no_cache: bool) -> int | None:
+    """Say on stderr that the catalog at ``path`` is an older version's, which this
+    command replaces with a new one (trial 57: a report then read every file, seconds
+    to minutes, without a word). The other version's schema, or ``None`` (this
+    version's, none there, not a catalog, or ``no_cache``); an older one this version
+    cannot replace (read-only) is not said here, a newer one is left as it is
+    (``catalog_options`` says so)."""
+    from ..catalog import SCHEMA_VERSION, other_schema, replaced
 
-    old = None if path is None or no_cache else other_schema(path)
-    if old is not None:
-        io.note(f"note: {safe(path or '')} is a catalog of another sessiontree version (schema {old}); "
+    other = None if path is None or no_cache else other_schema(path)
+    if other is not None and other < SCHEMA_VERSION and path is not None and replaced(path):
+        io.note(f"note: {safe(path)} is a catalog of an older sessiontree version (schema {other}); "
                 "a new one is made in its place, so this command reads every session once")
+    return other
 
 
 def catalog_options(args: argparse.Namespace, io: Io | None = None, *, create: bool = True) -> dict[str, Any]:
     """``catalog`` and ``no_cache`` for the library calls.
 
-    With ``io``: a catalog of another version is said (:func:`note_other_schema`); a
-    catalog the user named (``--catalog``, ``$SESSIONTREE_CATALOG``) that cannot be used
+    With ``io``: a catalog of an older version is said (:func:`note_other_schema`);
+    one of a newer version is said and left alone (the files are read); a catalog the
+    user named (``--catalog``, ``$SESSIONTREE_CATALOG``) that cannot be used
     (not a catalog, unwritable) is said in one note on stderr, and the files are read;
     the library would read them silently. ``create=False``: a command
     that only reads a catalog that is there (``search``) checks only such a one.
@@ -210,15 +215,19 @@ def catalog_options(args: argparse.Namespace, io: Io | None = None, *, create: b
     Raises:
         CliError: the catalog path is inside Pi's folders.
     """
-    from ..catalog import ENV, resolve as resolve_catalog
+    from ..catalog import ENV, SCHEMA_VERSION, resolve as resolve_catalog
 
     try:
         path = resolve_catalog(args.catalog)
     except ValueError as e:
         raise CliError(str(e), code=2) from None
     named = args.catalog is not None or os.environ.get(ENV) is not None
-    if io is not None:
-        note_other_schema(io, path, args.no_cache)
+    other = note_other_schema(io, path, args.no_cache) if io is not None else None
+    if io is not None and other is not None and other > SCHEMA_VERSION:
+        # Not replaced (catalog._store: two versions sharing it would rebuild it in turn).
+        io.note(f"note: {safe(path or '')} is a catalog of a newer sessiontree version (schema {other}); it is "
+                "left as it is and the files are read (another catalog file: --catalog, $SESSIONTREE_CATALOG)")
+        return {"catalog": args.catalog, "no_cache": True}
     if io is not None and named and path is not None and not args.no_cache:
         from ..catalog import CatalogError, open_store
 

@@ -48,11 +48,12 @@ def run(args: argparse.Namespace, io: Io) -> int:
         require_file(args.paths[0])
         if args.select is not None:  # a bad id is said as `context --leaf` says it, before the app
             args.select = _entry(io, args.paths[0], args.backend, args.select)
-        picker = None
+        scope = None
     else:
         if args.select is not None:
             raise CliError("--select needs one session file", code=2)
-        picker = _picker(args, io)
+        scope = _scope.resolve(args, io)  # a scope that is not there is said first; the picker
+        # is made once a terminal is known (its catalog options may say it is replaced)
     try:
         from ..browse import BrowseApp
     except ImportError as e:
@@ -62,20 +63,19 @@ def run(args: argparse.Namespace, io: Io) -> int:
     if not (_isatty(sys.stdin) and _isatty(sys.stdout)):
         raise CliError("sessiontree browse needs a terminal (stdin and stdout); "
                        "for a pipe use `sessiontree ls`, `sessiontree tree` or `sessiontree export`", code=2)
-    if picker is not None:
-        app = BrowseApp(backend=args.backend, picker=picker)
+    if scope is not None:
+        app = BrowseApp(backend=args.backend, picker=_picker(args, io, scope))
     else:
         app = BrowseApp(args.paths[0], backend=args.backend, select=args.select)
     app.run()
     return exit_status(app)
 
 
-def _picker(args: argparse.Namespace, io: Io) -> Any:
-    """The picker's scopes: the one the command line names, and, when that is the
-    current project or Pi's store, the other of the two (Pi's ``tab``)."""
+def _picker(args: argparse.Namespace, io: Io, scope: _scope.Scope) -> Any:
+    """The picker's scopes: ``scope``, the one the command line names, and, when that is
+    the current project or Pi's store, the other of the two (Pi's ``tab``)."""
     from ..browse import Picker, Scope
 
-    scope = _scope.resolve(args, io)
     options = _scope.catalog_options(args, io)
 
     def picked(s: _scope.Scope) -> Scope:

@@ -67,9 +67,13 @@ def _error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree search``: 0 (hits or none), 2 for a bad query."""
-    from ..catalog import SearchResult, search_json, search_stream
+    from ..catalog import SearchResult, parse_query, search_json, search_stream
 
     _open_quote_note(io, args.query)
+    try:
+        parse_query(args.query)  # a bad query is said before the catalog's notes (adversary 58)
+    except ValueError as e:
+        raise CliError(f"bad query: {e}", code=2) from None
     limit = args.limit or None
     offset = (args.page - 1) * (args.limit or 0)
     scope = _scope.resolve(args, io)
