@@ -4,6 +4,7 @@ under itself, and piped output is left whole."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -51,8 +52,15 @@ def test_info_continues_a_long_value_under_it(wide: Path, cols: int) -> None:
     column; it continues under itself (17 cells in), no line wider than the terminal."""
     status, lines, err = on_terminal(["info", str(wide)], cols)
     assert status == 0, err
-    lines = [line for line in lines if not _a_path(line)]  # the file's path: whole, on its own line
+    # The session's id is pasted back as a path is: whole, on its own line when it
+    # does not fit beside its label (trial 58: broken at a hyphen at 40 columns).
+    sid = json.loads(wide.read_text().splitlines()[0])["id"]
+    assert any(line == sid or line.startswith(f"session          {sid}") for line in lines), lines
+    lines = [line for line in lines if not _a_path(line) and line != sid]  # the file's path: whole, alone
     _fits(lines, cols)
+    # A count's name and number stay on one line (trial 58: "session_info" apart from its 1).
+    for pair in ("message 2", "session_info 1", "label 2", "assistant 1", "user 1"):
+        assert any(pair in line for line in lines), (pair, lines)
     keys = ("file", "opened", "session", "name", "cwd", "time", "entries", "messages", "tree", "current leaf",
             "compactions", "labelled entries", "tokens", "cost", "models", "problems")
     assert all(line.startswith(keys) or line.startswith(" " * 17) for line in lines), lines

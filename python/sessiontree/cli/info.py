@@ -182,11 +182,13 @@ def render(io: Io, d: dict[str, Any]) -> None:
     rows: list[Text] = []
     width = io.out.width if io.out.is_terminal else None
 
-    def add(key: str, value: str, style: str = "") -> None:
+    def add(key: str, value: str, style: str = "", *, glued: bool = False) -> None:
         # Text, not markup: names and labels may contain "[...]". Every value shown
         # has been through safe()/show(): session text never reaches the terminal raw.
-        # On a terminal a long value continues under itself, not at column 0.
-        first, *more = hang(value, _KEY, width)
+        # On a terminal a long value continues under itself, not at column 0; glued:
+        # the value's no-break spaces (a count's name and number, _counts) are spaces
+        # once it is broken.
+        first, *more = (x.replace("\u00a0", " ") if glued else x for x in hang(value, _KEY, width))
         rows.append(Text.assemble((f"{key:<{_KEY}}", "bold"), (first, style)))
         rows.extend(Text(line, style) for line in more)
 
@@ -199,6 +201,15 @@ def render(io: Io, d: dict[str, Any]) -> None:
         add(key, after.strip())
         rows.append(Text(path))
 
+    def add_id(key: str, ident: str, after: str) -> None:
+        # An id is pasted back too (trial 58: a session id broken at a hyphen): beside
+        # its label when it fits there, what follows it broken as any value; else as a
+        # path that does not fit.
+        if width is None or " " in ident or _KEY + cells(ident) <= width:
+            add(key, ident + after)
+        else:
+            add_path(key, ident, after)
+
     add_path("file", safe(d["file"]), f"  ({human_bytes(d['fileSize'])}, {d['fileSize']:,} bytes)")
     add("opened", f"{human_seconds(d['openSeconds'])} with the {d['backend']} backend"
         f" (+{human_seconds(d['scanSeconds'])} for this summary)")
@@ -206,21 +217,21 @@ def render(io: Io, d: dict[str, Any]) -> None:
     if d["fileVersion"] != d["version"]:
         version = (f"version {show(d['fileVersion'] or 1, 40)} on disk, migrated to {show(d['version'], 40)} "
                    "in memory (sessiontree migrate rewrites it)")
-    add("session", f"{show(d['sessionId'], 200)}  {version}")
+    add_id("session", show(d["sessionId"], 200), f"  {version}")
     if d["sessionName"]:
         add("name", show(d["sessionName"]))
     add("cwd", show(d["cwd"], none=ABSENT))
     if d["parentSession"]:
         add_path("forked from", show(d["parentSession"]))
     add("time", _time_row(d))
-    add("entries", f"{d['entries']:,}  " + _counts(d["byType"]))
-    add("messages", _counts(d["byRole"]) or "none")
+    add("entries", f"{d['entries']:,}  " + _counts(d["byType"]), glued=True)
+    add("messages", _counts(d["byRole"]) or "none", glued=True)
     add("tree", f"{d['roots']:,} root(s), {d['leaves']:,} leaves, {d['branchPoints']:,} branch points")
     if d["leafId"] is None:
         add("current leaf", "none (no entries)")
     else:
-        add("current leaf", f"{show(d['leafId'], 200)}  (path of {d['pathLength']:,} entries, "
-            f"{d['compactionsOnPath']} compaction(s) on it)")
+        add_id("current leaf", show(d["leafId"], 200), f"  (path of {d['pathLength']:,} entries, "
+               f"{d['compactionsOnPath']} compaction(s) on it)")
     add("compactions", f"{d['compactions']:,}")
     labels = d["labels"]
     shown = ", ".join(f"{show(k, 100)}={safe(repr(v)) if isinstance(v, str) else show(v, 100)}"
@@ -235,10 +246,10 @@ def render(io: Io, d: dict[str, Any]) -> None:
         f"cache write {num(tk['cacheWrite'])}  total {num(tk['totalTokens'])}")
     add("cost", f"${d['cost']:,.4f}  (sum of assistant usage.cost.total, all branches)")
     if d["models"]:
-        add("models", _counts(d["models"]))
+        add("models", _counts(d["models"]), glued=True)
     if d["problems"]:
         add("problems", f"{d['problems']}  " + _counts(d["problemKinds"])
-            + "  (details: sessiontree check)", "red")
+            + "  (details: sessiontree check)", "red", glued=True)
     else:
         add("problems", "none")
     # Every row but a path's fits (hang); a path's is printed whole, never broken.
@@ -268,7 +279,9 @@ def _time_row(d: dict[str, Any]) -> str:
 
 
 def _counts(counts: dict[str, int]) -> str:
-    return "  ".join(f"{safe(str(k))} {v:,}" for k, v in counts.items())
+    """``name count`` pairs, each held together by a no-break space (``add(glued=True)``
+    breaks a row between pairs only: trial 58 saw ``session_info`` apart from its 1)."""
+    return "  ".join(f"{safe(str(k))}\u00a0{v:,}" for k, v in counts.items())
 
 
 def collect_v4(path: str) -> dict[str, Any]:
