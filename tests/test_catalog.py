@@ -1094,7 +1094,7 @@ def test_a_newer_versions_catalog_is_left_as_it_is(tmp_path: Path, catalog_file:
         keeper = sqlite3.connect(path)  # another reader: the change stays in the WAL
         keeper.execute("SELECT count(*) FROM file").fetchone()
         set_schema(path, SCHEMA_VERSION + 1, checkpoint=False)
-        assert other_schema(path) is None  # the header is behind; SQLite's reading is not
+        assert other_schema(path) == SCHEMA_VERSION + 1  # the header is behind; SQLite's reading is not
         for kept_in_wal in (True, False):
             before = Path(path).read_bytes()
             with pytest.raises(cat.CatalogError, match="newer sessiontree version"):
@@ -1112,3 +1112,88 @@ def test_a_newer_versions_catalog_is_left_as_it_is(tmp_path: Path, catalog_file:
         assert other_schema(path) == -1 and replaced(path)
         Store(path).close()  # an older one: replaced
         assert other_schema(path) is None
+
+
+def _catalog_of_schema(path: Path, version: int) -> None:
+    """A catalog at ``path`` whose ``user_version`` is ``version`` (in its header)."""
+    Store(str(path)).close()
+    c = sqlite3.connect(path)
+    c.execute(f"PRAGMA user_version = {version}")
+    c.commit()
+    c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    c.close()
+
+
+def test_a_newer_catalog_put_in_place_while_a_store_waits_is_kept(tmp_path: Path) -> None:
+    """An older catalog a store would replace, swapped for a newer version's while the
+    store waits for the lock (that version replacing it): judged again under the lock,
+    it is kept (adversary 58b: replaced back)."""
+    import fcntl
+    import threading
+    import time
+
+    from sessiontree.catalog import SCHEMA_VERSION, other_schema
+
+    path, newer = tmp_path / "c.sqlite3", tmp_path / "n.sqlite3"
+    _catalog_of_schema(path, SCHEMA_VERSION - 1)
+    _catalog_of_schema(newer, SCHEMA_VERSION + 1)
+    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    got: list[BaseException | None] = []
+
+    def open_it() -> None:
+        try:
+            Store(str(path), busy=20).close()
+            got.append(None)
+        except BaseException as e:  # noqa: BLE001 - the test's answer
+            got.append(e)
+
+    opener = threading.Thread(target=open_it)
+    opener.start()
+    time.sleep(0.5)  # it waits for the lock
+    os.replace(newer, path)
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+    opener.join(20)
+    assert got and isinstance(got[0], cat.CatalogError) and "newer sessiontree version" in str(got[0]), got
+    assert other_schema(str(path)) == SCHEMA_VERSION + 1
+
+
+def test_a_catalog_migrated_by_a_newer_version_is_not_rebuilt(tmp_path: Path) -> None:
+    """A store opened on this version's catalog, which a newer version then migrates:
+    a rebuild (damage found) judges the file as it is now and leaves it (adversary 58b:
+    it used the schema read when it opened)."""
+    from sessiontree.catalog import SCHEMA_VERSION, other_schema
+
+    path = tmp_path / "c.sqlite3"
+    store = Store(str(path))
+    c = sqlite3.connect(path)
+    c.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    c.commit()
+    c.close()
+    with pytest.raises(cat.CatalogError, match="newer sessiontree version"):
+        store.rebuild()
+    assert other_schema(str(path)) == SCHEMA_VERSION + 1
+
+
+def test_a_newer_catalogs_wal_is_never_checkpointed_into_it(tmp_path: Path) -> None:
+    """A newer version's change still in its WAL (its writer killed): opening the
+    catalog refuses it without writing anything: a connection of ours closing would
+    have checkpointed the WAL into the file and deleted it (adversary 58b)."""
+    from sessiontree.catalog import SCHEMA_VERSION, other_schema
+
+    path = tmp_path / "c.sqlite3"
+    Store(str(path)).close()
+    code = ("import os, sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n"
+            f"c.execute('PRAGMA user_version = {SCHEMA_VERSION + 1}')\nc.commit()\nos._exit(0)\n")
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=60)
+    wal = Path(f"{path}-wal")
+    before = (path.read_bytes(), wal.read_bytes())
+    assert other_schema(str(path)) == SCHEMA_VERSION + 1  # the header says this version's
+    with pytest.raises(cat.CatalogError, match="newer sessiontree version"):
+        Store(str(path))
+    folder = tmp_path / "p"
+    folder.mkdir()
+    generate_session(folder / "a.jsonl", size_bytes=20_000, seed=3, cwd="/p")
+    assert list_folders([str(folder)], catalog=str(path)) == list_folders([str(folder)], no_cache=True)
+    assert (path.read_bytes(), wal.read_bytes()) == before

@@ -160,3 +160,21 @@ def test_usage_by_session_on_a_narrow_terminal_keeps_each_path_whole(wide: Path,
     assert status == 0, err
     assert len(str(wide)) > 40 and str(wide) in lines, lines
     assert any(line.replace("\u00a0", " ").startswith("  records 1") for line in lines), lines
+
+
+def test_info_piped_keeps_a_names_no_break_spaces(tmp_path: Path) -> None:
+    """The no-break spaces that hold a count's name and number together at a terminal
+    are not written piped, and a model's own are kept (adversary 58b)."""
+    with SessionManager.create("/p", str(tmp_path)) as sm:
+        sm.append_message({"role": "user", "content": "hi", "timestamp": 1_700_000_000_000})
+        sm.append_message({
+            "role": "assistant", "content": [{"type": "text", "text": "ok"}], "provider": "p\u00a0q",
+            "model": "m\u00a0n", "api": "x", "stopReason": "stop", "timestamp": 1_700_000_001_000,
+            "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+                      "cost": {"total": 0.5}}})
+        path = sm.session_file
+    assert path is not None
+    piped = subprocess.run([sys.executable, "-m", "sessiontree", "info", path], capture_output=True, text=True,
+                           encoding="utf-8", timeout=300, env={k: v for k, v in os.environ.items() if k != "COLUMNS"})
+    assert "models           p\u00a0q/m\u00a0n 1\n" in piped.stdout, piped.stdout
+    assert "message 2" in piped.stdout and "\u00a02" not in piped.stdout

@@ -411,11 +411,21 @@ def _damaged() -> sqlite3.DatabaseError:
 
 def other_schema(path: str) -> int | None:
     """The schema version of the catalog at ``path`` when another version of sessiontree
-    made it (its header carries this catalog's application id and another
-    ``user_version``): an older one is replaced when opened (:func:`replaced`), a
-    newer one is left as it is. ``None`` when nothing is there, it is this version's,
-    or it is not a sessiontree catalog. Reads the header's first 100 bytes of a
-    regular file only (a FIFO or a device is never opened)."""
+    made it (:func:`_schema_now`: its application id is this catalog's, its
+    ``user_version`` another): an older one is replaced when opened (:func:`replaced`),
+    a newer one is left as it is. ``None`` when nothing is there, it is this version's,
+    or it is not a sessiontree catalog."""
+    version = _schema_now(path)
+    return None if version == SCHEMA_VERSION else version
+
+
+def _schema_now(path: str) -> int | None:
+    """The ``user_version`` of the catalog at ``path`` if its application id is this
+    catalog's, else ``None``: from its header (the first 100 bytes of a regular file
+    only: a FIFO or a device is never opened) when no WAL is beside it; with one, as
+    SQLite reads it through a read-only connection, which sees a change still in the
+    WAL (a newer version's migration, or one whose writer was killed) and never
+    checkpoints it into the file (adversary 58b)."""
     # As _filestate.open_regular opens, without importing it (and typing): a warm
     # command asks this at its start.
     try:
@@ -433,7 +443,19 @@ def other_schema(path: str) -> int | None:
     if len(head) < 72 or head[:16] != _SQLITE_MAGIC or int.from_bytes(head[68:72], "big") != APPLICATION_ID:
         return None
     version = int.from_bytes(head[60:64], "big", signed=True)  # SQLite's user_version
-    return None if version == SCHEMA_VERSION else version
+    if os.path.lexists(path + "-wal"):
+        from urllib.parse import quote
+
+        with contextlib.suppress(sqlite3.Error):
+            conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=1.0)
+            try:
+                app = conn.execute("PRAGMA application_id").fetchone()[0]
+                read = conn.execute("PRAGMA user_version").fetchone()[0]
+            finally:
+                conn.close()
+            if app == APPLICATION_ID and type(read) is int:
+                version = read
+    return version
 
 
 def replaced(path: str) -> bool:
@@ -498,7 +520,6 @@ class Store:
     def __init__(self, path: str, busy: float = 30.0) -> None:
         self.path = path
         self.busy = busy
-        self._schema: int | None = None  # the file's user_version, when it is ours (_valid)
         try:
             self.conn = self._open()
         except (OSError, sqlite3.Error) as e:
@@ -539,8 +560,6 @@ class Store:
         try:
             app = conn.execute("PRAGMA application_id").fetchone()[0]
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if app == APPLICATION_ID:
-                self._schema = version  # as SQLite reads it: a change still in the WAL too
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         except sqlite3.DatabaseError:
             return False
@@ -555,6 +574,9 @@ class Store:
                 return None
         except OSError:
             return None
+        newer = _schema_now(self.path)
+        if newer is not None and newer > SCHEMA_VERSION:
+            return None  # not even read here: closing a connection would checkpoint its WAL into it
         try:
             conn = self._connect(self.path)
         except sqlite3.DatabaseError:
@@ -566,9 +588,9 @@ class Store:
 
     def _replaceable(self) -> str | None:
         """Why the file at ``path``, not a valid catalog, must not be replaced
-        (:func:`_kept`), its schema as SQLite read it, else as its header says."""
-        schema = self._schema if self._schema is not None else other_schema(self.path)
-        return _kept(self.path, schema)
+        (:func:`_kept`), its schema read now (another version may have migrated it
+        since this store opened it: adversary 58b)."""
+        return _kept(self.path, _schema_now(self.path))
 
     def _refuse(self) -> None:
         why = self._replaceable()
@@ -587,6 +609,7 @@ class Store:
             conn = self._try()  # another process may have made it meanwhile
             if conn is not None:
                 return conn
+            self._refuse()  # ... or put a newer version's in its place (adversary 58b)
             self._create()
         conn = self._try()
         if conn is None:
@@ -644,8 +667,8 @@ class Store:
         """Throw the catalog away and start an empty one (a damaged database)."""
         with contextlib.suppress(sqlite3.Error):
             self.conn.close()
-        self._refuse()
         with self._lock():
+            self._refuse()  # judged now, under the lock: a newer version may have migrated it
             self._create()
         conn = self._try()
         if conn is None:

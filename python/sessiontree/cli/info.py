@@ -187,8 +187,9 @@ def render(io: Io, d: dict[str, Any]) -> None:
         # has been through safe()/show(): session text never reaches the terminal raw.
         # On a terminal a long value continues under itself, not at column 0; glued:
         # the value's no-break spaces (a count's name and number, _counts) are spaces
-        # once it is broken.
-        first, *more = (x.replace("\u00a0", " ") if glued else x for x in hang(value, _KEY, width))
+        # once it is broken (piped, _counts glues nothing: a name's own are kept).
+        first, *more = (x.replace("\u00a0", " ") if glued and width is not None else x
+                        for x in hang(value, _KEY, width))
         rows.append(Text.assemble((f"{key:<{_KEY}}", "bold"), (first, style)))
         rows.extend(Text(line, style) for line in more)
 
@@ -224,8 +225,9 @@ def render(io: Io, d: dict[str, Any]) -> None:
     if d["parentSession"]:
         add_path("forked from", show(d["parentSession"]))
     add("time", _time_row(d))
-    add("entries", f"{d['entries']:,}  " + _counts(d["byType"]), glued=True)
-    add("messages", _counts(d["byRole"]) or "none", glued=True)
+    glue = " " if width is None else "\u00a0"
+    add("entries", f"{d['entries']:,}  " + _counts(d["byType"], glue), glued=True)
+    add("messages", _counts(d["byRole"], glue) or "none", glued=True)
     add("tree", f"{d['roots']:,} root(s), {d['leaves']:,} leaves, {d['branchPoints']:,} branch points")
     if d["leafId"] is None:
         add("current leaf", "none (no entries)")
@@ -246,9 +248,9 @@ def render(io: Io, d: dict[str, Any]) -> None:
         f"cache write {num(tk['cacheWrite'])}  total {num(tk['totalTokens'])}")
     add("cost", f"${d['cost']:,.4f}  (sum of assistant usage.cost.total, all branches)")
     if d["models"]:
-        add("models", _counts(d["models"]), glued=True)
+        add("models", _counts(d["models"], glue), glued=True)
     if d["problems"]:
-        add("problems", f"{d['problems']}  " + _counts(d["problemKinds"])
+        add("problems", f"{d['problems']}  " + _counts(d["problemKinds"], glue)
             + "  (details: sessiontree check)", "red", glued=True)
     else:
         add("problems", "none")
@@ -278,10 +280,11 @@ def _time_row(d: dict[str, Any]) -> str:
     return row
 
 
-def _counts(counts: dict[str, int]) -> str:
-    """``name count`` pairs, each held together by a no-break space (``add(glued=True)``
-    breaks a row between pairs only: trial 58 saw ``session_info`` apart from its 1)."""
-    return "  ".join(f"{safe(str(k))}\u00a0{v:,}" for k, v in counts.items())
+def _counts(counts: dict[str, int], glue: str = " ") -> str:
+    """``name count`` pairs, each joined by ``glue`` (at a terminal a no-break space:
+    ``add(glued=True)`` breaks a row between pairs only; trial 58 saw ``session_info``
+    apart from its 1)."""
+    return "  ".join(f"{safe(str(k))}{glue}{v:,}" for k, v in counts.items())
 
 
 def collect_v4(path: str) -> dict[str, Any]:
