@@ -174,10 +174,10 @@ def held_index_cache() -> Iterator[None]:
     entering, without computing it again, in every thread of the process. For a run
     that opens many sessions (the Parquet export, a listing pass): each computation
     resolves the folder's path and sums the other files of the cache folder
-    (:func:`other_bytes`), ~0.17 ms, ~1.5% of a session's export. The budget then does not follow what the
-    catalog gains during the run; the next run's does. Blocks may nest (the outermost
-    holds). Settings that are not usable (:func:`index_cache` raises) are not held:
-    each call then raises as without the block.
+    (:func:`other_bytes`), ~0.17 ms, ~1.5% of a session's export. The budget then
+    does not follow what the catalog gains during the run; the next run's does. Blocks
+    may nest (the outermost holds). Settings that are not usable (:func:`index_cache`
+    raises) are not held: each call then raises as without the block.
     """
     if _held:
         yield

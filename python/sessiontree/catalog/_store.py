@@ -463,17 +463,17 @@ def replaced(path: str) -> bool:
     version's (:func:`other_schema`): this version may replace it (:func:`_kept`:
     not a newer version's, not read-only, ...) and may write its folder (the new file
     is made there and renamed over it)."""
-    schema = other_schema(path)
-    return (schema is not None and _kept(path, schema) is None
+    schema = _schema_now(path)
+    return (schema is not None and schema != SCHEMA_VERSION and _kept(path, schema) is None
             and os.access(os.path.dirname(path) or ".", os.W_OK))
 
 
 def _kept(path: str, schema: int | None) -> str | None:
     """Why the file at ``path``, not a valid catalog, must not be replaced by a new
-    one, or ``None`` when it may be (``schema``: its version as read, if it is ours):
-    nothing is there, or a regular file (not a symlink) that is empty, at the catalog's
-    own place (``_location.cache_path``), or whose SQLite header carries this catalog's
-    application id (one of ours, of an older schema or damaged past its header).
+    one, or ``None`` when it may be (``schema``: its version, :func:`_schema_now`, or
+    ``None`` when it is not ours): nothing is there, or a regular file (not a symlink)
+    that is empty, at the catalog's own place (``_location.cache_path``), or one of
+    ours (of an older schema, or damaged past its header).
     Anything else, a session file or another program's database named by mistake, a
     device, a FIFO, a newer version's catalog (wherever it is), is not this version's
     to replace."""
@@ -493,15 +493,10 @@ def _kept(path: str, schema: int | None) -> str | None:
         # Two versions sharing one cache would each rebuild the other's (trial 58):
         # the older reads the files instead.
         return f"made by a newer sessiontree version (schema {schema})"
-    if st.st_size == 0 or os.path.abspath(path) == cache_path():
+    if st.st_size == 0 or os.path.abspath(path) == cache_path() or schema is not None:
         return None
-    try:
-        with open(path, "rb") as f:
-            head = f.read(100)
-    except OSError as e:
-        return f"cannot be read ({e.strerror or e})"
-    if head[:16] == _SQLITE_MAGIC and int.from_bytes(head[68:72], "big") == APPLICATION_ID:
-        return None
+    if not os.access(path, os.R_OK):
+        return "cannot be read (permission denied)"
     return "not recognised as a sessiontree catalog"
 
 
