@@ -1197,3 +1197,42 @@ def test_a_newer_catalogs_wal_is_never_checkpointed_into_it(tmp_path: Path) -> N
     generate_session(folder / "a.jsonl", size_bytes=20_000, seed=3, cwd="/p")
     assert list_folders([str(folder)], catalog=str(path)) == list_folders([str(folder)], no_cache=True)
     assert (path.read_bytes(), wal.read_bytes()) == before
+
+
+def test_a_catalog_another_process_holds_is_judged_without_crash_or_replacement(tmp_path: Path) -> None:
+    """What is in a catalog's WAL is read through a read-only connection (adversary
+    58c): a path that is not UTF-8 reads (it raised UnicodeEncodeError); a newer
+    version's new file, its application id and schema still in its WAL only (the file's
+    header says it is no catalog at all), is refused, not replaced; so is one held in
+    exclusive locking mode, whose schema cannot be read now."""
+    from sessiontree.catalog import SCHEMA_VERSION, other_schema
+
+    odd = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"nu\xff.sqlite3"))
+    Store(odd).close()
+    holder = sqlite3.connect(odd)  # a writer alive: its WAL stays beside the file
+    holder.execute("CREATE TABLE IF NOT EXISTS x (y)")
+    holder.commit()
+    assert os.path.exists(odd + "-wal") and other_schema(odd) is None  # this version's, read
+    Store(odd).close()
+    holder.close()
+
+    code = ("import sqlite3, sys, time\nc = sqlite3.connect(sys.argv[1])\n"
+            "c.execute('PRAGMA journal_mode=WAL')\n{lock}"
+            "c.execute('PRAGMA application_id = 1398043203')\n"
+            f"c.execute('PRAGMA user_version = {SCHEMA_VERSION + 1}')\n"
+            "c.execute('CREATE TABLE t (x)')\nc.commit()\n{hold}print('ready', flush=True)\ntime.sleep(60)\n")
+    for name, lock, hold in (("wal-only", "", ""),
+                             ("exclusive", "c.execute('PRAGMA locking_mode=EXCLUSIVE')\n",
+                              "c.execute('SELECT * FROM t').fetchall()\n")):
+        path = tmp_path / f"{name}.sqlite3"
+        p = subprocess.Popen([sys.executable, "-c", code.format(lock=lock, hold=hold), str(path)],
+                             stdout=subprocess.PIPE, text=True)
+        try:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+            ino = os.stat(path).st_ino
+            with pytest.raises(cat.CatalogError, match="newer sessiontree version|held by another process"):
+                Store(str(path), busy=1)
+            assert os.stat(path).st_ino == ino and os.path.exists(f"{path}-wal"), name
+        finally:
+            p.kill()
+            p.wait()

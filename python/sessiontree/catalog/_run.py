@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm command's start)
 
 from ._location import ENV, resolve
-from ._store import CatalogError, Store
+from ._store import CatalogError, Store, busy
 
 if TYPE_CHECKING:
     from ._indexer import ContentSink, Found
@@ -58,14 +58,6 @@ def open_store(catalog: str | os.PathLike[str] | None = None, *, required: bool 
         if required:
             raise
         return None
-
-
-def busy(e: sqlite3.Error) -> bool:
-    """Another process holds the catalog (SQLITE_BUSY / SQLITE_LOCKED), not damage."""
-    code = getattr(e, "sqlite_errorcode", None)  # Python 3.11+; 3.10 has the message only
-    if code is not None:
-        return code & 0xFF in (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (sqlite3 names them from 3.11)
-    return "locked" in str(e) or "busy" in str(e)
 
 
 # The catalog cannot be written here (a read-only file or folder, a full disk, no

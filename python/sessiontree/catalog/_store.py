@@ -409,27 +409,46 @@ def _damaged() -> sqlite3.DatabaseError:
     return sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
 
 
+def busy(e: sqlite3.Error) -> bool:
+    """Another process holds the catalog (SQLITE_BUSY / SQLITE_LOCKED), not damage."""
+    code = getattr(e, "sqlite_errorcode", None)  # Python 3.11+; 3.10 has the message only
+    if code is not None:
+        return code & 0xFF in (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (sqlite3 names them from 3.11)
+    return "locked" in str(e) or "busy" in str(e)
+
+
 def other_schema(path: str) -> int | None:
     """The schema version of the catalog at ``path`` when another version of sessiontree
     made it (:func:`_schema_now`: its application id is this catalog's, its
     ``user_version`` another): an older one is replaced when opened (:func:`replaced`),
     a newer one is left as it is. ``None`` when nothing is there, it is this version's,
-    or it is not a sessiontree catalog."""
+    it is not a sessiontree catalog, or it cannot be read now."""
     version = _schema_now(path)
-    return None if version == SCHEMA_VERSION else version
+    return None if version in (_UNREAD, SCHEMA_VERSION) else version
+
+
+# What _schema_now answers for a catalog another process holds so that it cannot be read
+# now (an exclusive lock, a WAL index held): not replaced, not opened for writing.
+_UNREAD = -(1 << 63)
+# Its last answers where it had to open the file (a WAL beside it): a stopped process
+# holding the WAL index made each such read wait ~10 s (adversary 58c), and a command
+# asks several times.
+_SEEN: dict[tuple[str, tuple[int, ...]], int | None] = {}
 
 
 def _schema_now(path: str) -> int | None:
     """The ``user_version`` of the catalog at ``path`` if its application id is this
-    catalog's, else ``None``: from its header (the first 100 bytes of a regular file
-    only: a FIFO or a device is never opened) when no WAL is beside it; with one, as
-    SQLite reads it through a read-only connection, which sees a change still in the
-    WAL (a newer version's migration, or one whose writer was killed) and never
-    checkpoints it into the file (adversary 58b)."""
+    catalog's, ``None`` if it is not one of ours (or not there), :data:`_UNREAD` if it
+    cannot be read now. From its header (the first 100 bytes of a regular file only: a
+    FIFO or a device is never opened) when no WAL is beside it; with one, as SQLite reads
+    it through a read-only connection, which sees what is still in the WAL (a newer
+    version's migration or new file, or one whose writer was killed) and never
+    checkpoints it into the file (adversary 58b, 58c)."""
     # As _filestate.open_regular opens, without importing it (and typing): a warm
     # command asks this at its start.
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
             return None
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
@@ -440,22 +459,35 @@ def _schema_now(path: str) -> int | None:
         return None
     finally:
         os.close(fd)
-    if len(head) < 72 or head[:16] != _SQLITE_MAGIC or int.from_bytes(head[68:72], "big") != APPLICATION_ID:
-        return None
-    version = int.from_bytes(head[60:64], "big", signed=True)  # SQLite's user_version
-    if os.path.lexists(path + "-wal"):
-        from urllib.parse import quote
+    try:
+        wal = os.lstat(path + "-wal")
+    except OSError:
+        if len(head) < 72 or head[:16] != _SQLITE_MAGIC or int.from_bytes(head[68:72], "big") != APPLICATION_ID:
+            return None
+        return int.from_bytes(head[60:64], "big", signed=True)  # SQLite's user_version
+    key = (path, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, wal.st_ino, wal.st_size, wal.st_mtime_ns))
+    if key in _SEEN:
+        return _SEEN[key]
+    from urllib.parse import quote_from_bytes
 
-        with contextlib.suppress(sqlite3.Error):
-            conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=1.0)
-            try:
-                app = conn.execute("PRAGMA application_id").fetchone()[0]
-                read = conn.execute("PRAGMA user_version").fetchone()[0]
-            finally:
-                conn.close()
-            if app == APPLICATION_ID and type(read) is int:
-                version = read
-    return version
+    # The file itself may still be empty (a new one whose pages are all in its WAL).
+    got: int | None = _UNREAD
+    try:
+        conn = sqlite3.connect(f"file:{quote_from_bytes(os.fsencode(path))}?mode=ro", uri=True, timeout=1.0)
+        try:
+            app = conn.execute("PRAGMA application_id").fetchone()[0]
+            read = conn.execute("PRAGMA user_version").fetchone()[0]
+        finally:
+            conn.close()
+        got = read if app == APPLICATION_ID and type(read) is int else None
+    except sqlite3.DatabaseError as e:
+        if not busy(e):
+            got = None  # not a database SQLite reads: not ours to judge by its schema
+    except (sqlite3.Error, ValueError):
+        pass
+    _SEEN.clear()
+    _SEEN[key] = got
+    return got
 
 
 def replaced(path: str) -> bool:
@@ -464,7 +496,7 @@ def replaced(path: str) -> bool:
     not a newer version's, not read-only, ...) and may write its folder (the new file
     is made there and renamed over it)."""
     schema = _schema_now(path)
-    return (schema is not None and schema != SCHEMA_VERSION and _kept(path, schema) is None
+    return (schema is not None and schema not in (SCHEMA_VERSION, _UNREAD) and _kept(path, schema) is None
             and os.access(os.path.dirname(path) or ".", os.W_OK))
 
 
@@ -489,6 +521,8 @@ def _kept(path: str, schema: int | None) -> str | None:
         return "not a regular file"
     if not os.access(path, os.W_OK):
         return "read-only"  # made so on purpose: the files are read instead (CONTRACT §7)
+    if schema == _UNREAD:
+        return "held by another process (its schema cannot be read now)"
     if schema is not None and schema > SCHEMA_VERSION:
         # Two versions sharing one cache would each rebuild the other's (trial 58):
         # the older reads the files instead.
@@ -556,7 +590,10 @@ class Store:
             app = conn.execute("PRAGMA application_id").fetchone()[0]
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as e:
+            if busy(e):
+                conn.close()
+                raise  # held by another process (a lock past the wait): not damage to replace
             return False
         return app == APPLICATION_ID and version == SCHEMA_VERSION and all(
             t in names for t in _TABLES + _INDEXES + _TRIGGERS)
@@ -569,9 +606,11 @@ class Store:
                 return None
         except OSError:
             return None
-        newer = _schema_now(self.path)
-        if newer is not None and newer > SCHEMA_VERSION:
-            return None  # not even read here: closing a connection would checkpoint its WAL into it
+        schema = _schema_now(self.path)
+        if schema is not None and (schema > SCHEMA_VERSION or schema == _UNREAD):
+            # A newer version's (or one held so that it cannot be read) is not even read
+            # here: closing a connection would checkpoint its WAL into it.
+            return None
         try:
             conn = self._connect(self.path)
         except sqlite3.DatabaseError:
