@@ -17,7 +17,7 @@ from ._store import CatalogError, Store, busy
 if TYPE_CHECKING:
     from ._indexer import ContentSink, Found
 
-__all__ = ["CONTENT_ROUNDS", "busy", "open_store", "refresh_for", "run"]
+__all__ = ["CONTENT_ROUNDS", "open_store", "refresh_for", "run"]
 
 if TYPE_CHECKING:
     from typing import TypeVar

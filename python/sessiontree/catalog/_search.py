@@ -65,7 +65,7 @@ from .._select import native_module as native_scanner
 from .._time import datetime_from_ms
 from ._files import folder_files, folder_key
 from ._literals import may_match, required_runs
-from ._store import checked_all, py_text, search_text
+from ._store import busy, checked_all, py_text, search_text
 
 __all__ = ["Query", "SearchHit", "SearchResult", "parse_query", "search_folders", "search_json", "search_stream"]
 
@@ -498,7 +498,7 @@ class _Search:
         # check (``_from_index``) or, without one, here.
         self.items: list[tuple[str, str, Any]] | None = None
         if self.native is not None and q.regex is None and not no_cache:
-            from ._run import busy, open_store
+            from ._run import open_store
             from ._store import CatalogError
 
             # Only a catalog that is there: what it can add is a search index, which
@@ -723,7 +723,6 @@ class _Search:
                 try:
                     record = self.store.entries(file)
                 except sqlite3.DatabaseError as e:
-                    from ._run import busy
                     from ._store import CatalogError
 
                     if not busy(e):  # damage: rebuilt, never trusted

@@ -480,11 +480,9 @@ def _schema_now(path: str) -> int | None:
         finally:
             conn.close()
         got = read if app == APPLICATION_ID and type(read) is int else None
-    except sqlite3.DatabaseError as e:
+    except sqlite3.Error as e:
         if not busy(e):
             got = None  # not a database SQLite reads: not ours to judge by its schema
-    except (sqlite3.Error, ValueError):
-        pass
     _SEEN.clear()
     _SEEN[key] = got
     return got
@@ -496,7 +494,7 @@ def replaced(path: str) -> bool:
     not a newer version's, not read-only, ...) and may write its folder (the new file
     is made there and renamed over it)."""
     schema = _schema_now(path)
-    return (schema is not None and schema not in (SCHEMA_VERSION, _UNREAD) and _kept(path, schema) is None
+    return (schema is not None and schema != SCHEMA_VERSION and _kept(path, schema) is None
             and os.access(os.path.dirname(path) or ".", os.W_OK))
 
 

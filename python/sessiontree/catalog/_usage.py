@@ -559,7 +559,7 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("COMMIT")
     except sqlite3.OperationalError as e:
-        from ._run import busy
+        from ._store import busy
 
         if busy(e):
             return _STALE  # the refresh waits for it
