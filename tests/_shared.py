@@ -3,9 +3,11 @@ and two modules named ``conftest`` cannot both be imported by name)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +85,20 @@ def chain_of_ids(path: Path, ids: list[str]) -> Path:
         parent = eid
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+@contextlib.contextmanager
+def said_if_rebuilt(catalog: Path | str) -> Iterator[None]:
+    """The calls within it say a rebuild of the catalog at ``catalog`` exactly when they
+    make one: one ``CatalogRebuiltWarning`` naming it if the file was replaced (its inode
+    changed; a rebuild renames a new file into place), none otherwise."""
+    from sessiontree.errors import CatalogRebuiltWarning
+
+    before = os.stat(catalog).st_ino
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        yield
+    rebuilt = [w for w in said if issubclass(w.category, CatalogRebuiltWarning)]
+    replaced = os.stat(catalog).st_ino != before
+    assert len(rebuilt) == replaced, (replaced, [str(w.message) for w in said])
+    assert all(str(catalog) in str(w.message) for w in rebuilt)

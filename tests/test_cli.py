@@ -749,10 +749,14 @@ def test_help_paragraphs_and_descriptions() -> None:
 
 
 def test_index_summary_says_indexes_plainly() -> None:
+    from sessiontree import _caches
     from sessiontree.catalog import IndexSummary
     from sessiontree.cli.index import summary_line
+    from sessiontree.view import human_bytes
 
-    for built, said in ((1, "1 session index built, 2 reused"), (492, "492 session indexes built, 2 reused")):
+    which = f"(sessions of {human_bytes(_caches.INDEX_MIN_BYTES)} or more)"  # the tests lower it
+    for built, said in ((1, f"1 session index built, 2 kept from before {which}"),
+                        (492, f"492 session indexes built, 2 kept from before {which}")):
         line = summary_line(IndexSummary(3, 3, 0, 0, 0, None, 0, indexes_built=built, indexes_reused=2), 0.1)
         assert said in line and "(es)" not in line, line
 

@@ -255,6 +255,43 @@ def test_a_named_catalog_that_cannot_be_used_is_said_once(tmp_path: Path) -> Non
     assert good.returncode == 0 and "note:" not in good.stderr
 
 
+@pytest.mark.parametrize("damage", ["header", "pages"])
+def test_a_damaged_catalog_is_said_once_as_it_is_rebuilt(tmp_path: Path, damage: str) -> None:
+    """Trial 58: a damaged catalog was rebuilt without a word (the command then reads
+    every file). Each command that replaces one says so in one note on stderr, naming
+    it and what was wrong, and answers as ``--no-cache``; the next says nothing."""
+    import sqlite3
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for i in range(3):
+        run("generate", str(folder / f"s{i}.jsonl"), "--entries", "60", "--seed", str(i))
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "SESSIONTREE_CATALOG": None}
+    catalog = tmp_path / "cache" / "sessiontree" / "catalog.sqlite3"
+    for args in (["ls", str(folder)], ["usage", "model", str(folder)], ["index", str(folder)],
+                 ["search", "the", str(folder)]):
+        assert run("index", str(folder), env=env).returncode == 0
+        with sqlite3.connect(catalog) as c:
+            c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = catalog.stat().st_size
+        with open(catalog, "r+b") as f:
+            if damage == "header":
+                f.write(b"x" * 100)
+            else:  # found damaged only when a read reaches them
+                f.seek(4096)
+                f.write(b"\xff" * (size - 4096))
+        p = run(*args, env=env)
+        plain = run(*args, "--no-cache", env=env)
+        assert p.returncode == 0, (args, p.stderr)
+        if args[0] != "index":
+            assert p.stdout == plain.stdout, args
+        notes = [line for line in p.stderr.splitlines() if line.startswith("note: ")]
+        assert len(notes) == 1 and f"the catalog {catalog} was damaged" in notes[0] \
+            and "a new one is made in its place" in notes[0], (args, p.stderr)
+        again = run(*args, env=env)
+        assert "note:" not in again.stderr and "Warning" not in again.stderr, (args, again.stderr)
+
+
 def test_a_catalog_of_another_version_is_said_and_an_older_ones_replaced(tmp_path: Path) -> None:
     """A catalog an older sessiontree made is replaced by a new one; each command that
     does so says it in one note on stderr, named or at the default place, and answers
@@ -468,7 +505,7 @@ def test_index_summary_says_what_it_did(tmp_path: Path, backend: str, monkeypatc
     text = index(after_usage)["text"]
     assert "3 file(s), 3 session(s), 0 not session(s); read 0 file(s) (0 B)" in str(text), text
     if native:  # the search index is the catalog's own; the persisted indexes were kept above
-        assert "added 3 file(s)" in str(text) and "0 session indexes built, 3 reused" in str(text), text
+        assert "added 3 file(s)" in str(text) and "0 session indexes built, 3 kept from before" in str(text), text
     else:
         assert "search index" not in str(text) and "session index" not in str(text), text
 

@@ -17,6 +17,7 @@ __all__ = [
     "FirstKeptEntryError",
     "ContextEditError",
     "LoadReportWarning",
+    "CatalogRebuiltWarning",
 ]
 
 
@@ -94,3 +95,13 @@ class ContextEditError(SessionError, ValueError):
 
 class LoadReportWarning(UserWarning):
     """Issued when a file loaded with problems; ``SessionManager.load_report`` lists them."""
+
+
+class CatalogRebuiltWarning(UserWarning):
+    """A catalog found damaged (CONTRACT §7: garbage, truncated, "malformed", a table or
+    row missing, a value of a type it never holds) was replaced by a new, empty one:
+    the call that met it read the session files, and its results are kept in the new
+    one. Not given for an empty file, one not there, nor an older version's (the
+    command line says that one itself: ``other_schema``). The command line shows it as
+    one note on stderr (trial 58: a damaged catalog was rebuilt without a word, and the
+    command read every file)."""

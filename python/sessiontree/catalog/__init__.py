@@ -22,6 +22,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm c
 from .._lazy import lazy_names
 from ._location import ENV, default_path, resolve
 from ._run import CONTENT_ROUNDS, open_store, refresh_for, run
+from ..errors import CatalogRebuiltWarning
 from ._store import SCHEMA_VERSION, CatalogError, Store, other_schema, replaced
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ __all__ = [
     "ENV",
     "SCHEMA_VERSION",
     "CatalogError",
+    "CatalogRebuiltWarning",
     "Found",
     "IndexSummary",
     "Query",

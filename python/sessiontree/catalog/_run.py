@@ -113,7 +113,7 @@ def run(
         # "database disk image is malformed", "file is not a database", a vanished
         # table: rebuilt and read again.
         try:
-            store.rebuild()
+            store.rebuild(str(e))
             store.check_keys()
             return op(store)
         except (CatalogError, sqlite3.DatabaseError) as again:

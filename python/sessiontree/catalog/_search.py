@@ -511,7 +511,7 @@ class _Search:
                     got = None
                     if not busy(e):  # damage: rebuilt, never trusted (the files answer now)
                         with contextlib.suppress(CatalogError, sqlite3.Error, OSError):
-                            self.store.rebuild()
+                            self.store.rebuild(str(e))
                 if got is None:
                     self.close()
                 else:
@@ -728,7 +728,7 @@ class _Search:
                     if not busy(e):  # damage: rebuilt, never trusted
                         self.damaged = True
                         with contextlib.suppress(CatalogError, sqlite3.Error, OSError):
-                            self.store.rebuild()
+                            self.store.rebuild(str(e))
             if not record:  # no record (or a row gone since): read from the file instead
                 from ._extract import scan_file
 

@@ -143,6 +143,17 @@ class CatalogError(Exception):
     """The catalog cannot be used (it cannot be created or written here)."""
 
 
+def _say_rebuilt(path: str, why: str) -> None:
+    """A :class:`~sessiontree.errors.CatalogRebuiltWarning` for the catalog at ``path``."""
+    import warnings
+
+    from ..errors import CatalogRebuiltWarning
+
+    why = why.removeprefix("catalog damaged: ")
+    warnings.warn(CatalogRebuiltWarning(f"the catalog {path} was damaged ({why}); a new one is made in its place, "
+                                        "so this command reads every session once"), stacklevel=3)
+
+
 
 
 # ---------------------------------------------------------------- text values
@@ -642,7 +653,10 @@ class Store:
             if conn is not None:
                 return conn
             self._refuse()  # ... or put a newer version's in its place (adversary 58b)
+            damage = self._damage()
             self._create()
+        if damage is not None:
+            _say_rebuilt(self.path, damage)
         conn = self._try()
         if conn is None:
             raise CatalogError(f"{self.path}: the new catalog does not read back")
@@ -695,13 +709,32 @@ class Store:
                     with contextlib.suppress(OSError):
                         os.unlink(e.path)
 
-    def rebuild(self) -> None:
-        """Throw the catalog away and start an empty one (a damaged database)."""
+    def _damage(self) -> str | None:
+        """What is wrong with the file at ``path`` that :meth:`_open` is about to replace
+        (under the lock, :meth:`_refuse` passed), or ``None`` when its replacing is no
+        damage: nothing or an empty file there, or an older version's catalog."""
+        try:
+            if os.stat(self.path).st_size == 0:
+                return None
+        except OSError:
+            return None
+        schema = _schema_now(self.path)
+        if schema is None:
+            return "not a catalog's header"
+        if schema < SCHEMA_VERSION:
+            return None
+        return "tables missing or unreadable"
+
+    def rebuild(self, why: str | None = None) -> None:
+        """Throw the catalog away and start an empty one (a damaged database; ``why``:
+        what SQLite or a check said, given as a :class:`CatalogRebuiltWarning`)."""
         with contextlib.suppress(sqlite3.Error):
             self.conn.close()
         with self._lock():
             self._refuse()  # judged now, under the lock: a newer version may have migrated it
             self._create()
+        if why is not None:
+            _say_rebuilt(self.path, why)
         conn = self._try()
         if conn is None:
             raise CatalogError(f"{self.path}: the new catalog does not read back")

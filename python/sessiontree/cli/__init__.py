@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     if asks_version(words):
         return print_version()
     from ..errors import InvalidSessionError, SessionError
-    from ._common import CliError, exit_for_broken_pipe, make_io, quiet_load_warnings
+    from ._common import CliError, catalog_notes, exit_for_broken_pipe, make_io, quiet_load_warnings
 
     import gc
 
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         flag = getattr(args, "backend", None)
         args.backend = _backend(args)
         _cache_settings()
-        with _backend_for_readers(flag):
+        with _backend_for_readers(flag), catalog_notes(io):
             return int(args.func(args, io) or 0)
     except CliError as e:
         _fail(io, str(e))

@@ -289,6 +289,28 @@ def make_io(color: str = "auto") -> Io:
     return Io(color)
 
 
+@contextlib.contextmanager
+def catalog_notes(io: Io) -> Iterator[None]:
+    """Within it, a :class:`~sessiontree.errors.CatalogRebuiltWarning` is said as one
+    note on stderr in its own words, each time (not as Python prints a warning, with a
+    file and a line, once); other warnings as before."""
+    from ..errors import CatalogRebuiltWarning
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: Any = None, line: str | None = None) -> None:
+            if issubclass(category, CatalogRebuiltWarning):
+                io.note(f"note: {safe(str(message))}")
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        warnings.simplefilter("always", CatalogRebuiltWarning)
+        yield
+
+
 def quiet_load_warnings() -> None:
     """The CLI shows load reports itself (``check``, ``info``); the library's warning is noise here."""
     try:
