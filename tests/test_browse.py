@@ -545,3 +545,29 @@ def test_the_context_screen_continues_a_long_line_under_its_text(tmp_path: Path)
             assert lines[at + 2].startswith("    ") and lines[at + 2].strip(), lines[at:at + 4]
 
     asyncio.run(main())
+
+
+def test_ids_that_look_alike_cut_are_shown_apart(tmp_path: Path) -> None:
+    """The tree pane shows ids as ``tree`` does (``view.id_width``): time-ordered UUIDs
+    whose first 8 characters are the same, and an id that is a prefix of another (a
+    LangGraph checkpoint and its writes), each differ on screen (trial 59: the pane cut
+    every id to 8 characters)."""
+    import json
+
+    path = tmp_path / "ids.jsonl"
+    ids = ["1f1f0cdd-0000-6abc", "1f1f0cdd-0001-6abc", "1f1f0cdd-0001-6abc/w1"]
+    lines = [{"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}]
+    parent = None
+    for k, eid in enumerate(ids):
+        lines.append({"type": "message", "id": eid, "parentId": parent, "timestamp": f"2025-01-01T00:00:0{k}.000Z",
+                      "message": {"role": "user", "content": [{"type": "text", "text": f"m{k}"}], "timestamp": 1}})
+        parent = eid
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+    async def check(app: Any, pilot: Any) -> None:
+        await _until(pilot, lambda: "← leaf" in screen(app), "the first screen")
+        text = screen(app)
+        for shown in ("1f1f0cdd-0000", "1f1f0cdd-0001-6abc ", "1f1f0cdd-0001-6abc/"):
+            assert shown in text, (shown, text)
+
+    run_app(path, check)

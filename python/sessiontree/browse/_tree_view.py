@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ..view import ENTRY, FOLD, MORE, NOTE, Drawing, Layout, Row, TreeRow, format_row, safe
+from ..view import ENTRY, FOLD, MORE, NOTE, Drawing, Layout, Row, TreeRow, format_row, id_width, safe
 from ..errors import SessionError
 
 __all__ = ["APP_KEYS", "TreeView"]
@@ -194,7 +194,8 @@ class TreeView(ScrollView, can_focus=True):
         assert drawing is not None
         st = drawing.st
         if self._layout is None or self._layout[0] is not st:
-            self._layout = (st, Layout(st.shape, st.session_leaf, set(st.labels), -1, st.entry))
+            self._layout = (st, Layout(st.shape, st.session_leaf, set(st.labels), -1, st.entry,
+                                          id_width=id_width(st.shape.ids)))
         lay = self._layout[1]
         if row.kind == NOTE:
             _, segs = format_row(TreeRow((row.prefix,), None, False, row.depth, note=row.note), lay, None, width)

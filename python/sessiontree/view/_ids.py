@@ -31,21 +31,29 @@ class AmbiguousIdError(LookupError):
 
 
 def id_width(ids: Iterable[str]) -> int:
-    """The shortest length, at least :data:`SHORT_ID`, at which no two ids of ``ids``
-    share a prefix (a shorter id counts whole): what ``tree`` shows, so that every id
-    it shows is one ``--leaf`` takes. Pi's 8-character ids cost one pass; longer ones
-    (UUIDv6/v7, time-ordered: their first 8 characters collide within a minute) a sort.
+    """The shortest length, at least :data:`SHORT_ID`, at which the ids of ``ids``, each
+    cut to it (a shorter one shown whole), are all different: what ``tree`` and
+    ``browse`` show, so that every id shown is one ``--leaf`` takes. An id that is a
+    prefix of another (``abcdefgh``, ``abcdefgh/w1``: LangGraph's writes beside their
+    checkpoint) is shown whole and the other one character past it (trial 59: both
+    showed as ``abcdefgh``). Pi's 8-character ids cost one pass; longer ones (UUIDv6/v7,
+    time-ordered: their first 8 characters collide within a minute) a sort.
     """
     ids = [i for i in ids if isinstance(i, str)]
-    longest = max(map(len, ids), default=0)
-    if longest <= SHORT_ID:
+    if max(map(len, ids), default=0) <= SHORT_ID:
         return SHORT_ID
     width = SHORT_ID
     ordered = sorted(set(ids))
     for a, b in zip(ordered, ordered[1:]):
-        # Sorted: a prefix shared by any two ids is shared by two neighbours.
-        while width < longest and a[:width] == b[:width] and len(a) > width:
-            width += 1
+        # Sorted: two ids that look alike when cut are neighbours or have such
+        # neighbours between them (all share the cut prefix), so neighbours suffice.
+        # ``a < b``: their common prefix is shorter than ``b``, so ``b`` shown one
+        # character past it differs from ``a`` (whole, or cut there too).
+        if a[:width] == b[:width]:
+            common = width
+            while common < len(a) and a[common] == b[common]:
+                common += 1
+            width = common + 1
     return width
 
 

@@ -1,0 +1,73 @@
+"""``view.id_width``: the ids ``tree`` and ``browse`` show, each cut to one width, are
+all different, and the width is the least that does it (held to a brute force)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sessiontree.view import SHORT_ID, id_width
+
+
+def _apart(ids: list[str], width: int) -> bool:
+    return len({i[:width] for i in set(ids)}) == len(set(ids))
+
+
+def _least(ids: list[str]) -> int:
+    """The brute force: the first width from SHORT_ID at which the cut ids differ."""
+    width = SHORT_ID
+    while not _apart(ids, width):
+        width += 1
+    return width
+
+
+# Few letters and lengths around SHORT_ID: prefixes of one another and long shared
+# starts are common, as LangGraph's and UUIDv7 ids make them.
+_IDS = st.lists(st.text(alphabet="ab/", min_size=1, max_size=4).map(lambda s: "abababa" + s)
+                | st.text(alphabet="ab/-", min_size=1, max_size=14), max_size=12)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_IDS)
+def test_the_width_is_the_least_that_tells_every_id_apart(ids: list[str]) -> None:
+    assert id_width(ids) == _least(ids)
+
+
+def test_an_id_that_is_a_prefix_of_another() -> None:
+    """Trial 59: ``abcdefgh`` and ``abcdefgh/w1`` (a LangGraph checkpoint and its
+    writes) both showed as ``abcdefgh``."""
+    ids = ["abcdefgh", "abcdefgh/w1", "abcdefgh/w2", "00000000"]
+    width = id_width(ids)
+    assert width == 11 and _apart(ids, width)
+    assert id_width(["abcdefgh", "abcdefgh/w1"]) == 9
+
+
+def test_tree_shows_each_entry_by_an_id_it_takes(tmp_path: Path) -> None:
+    """The whole command: every row's id differs, and ``--leaf`` with it opens that entry."""
+    f = tmp_path / "p.jsonl"
+    lines = [{"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}]
+    parent = None
+    ids = ["abcdefgh", "abcdefgh/w1", "00000000"]
+    for k, eid in enumerate(ids):
+        lines.append({"type": "message", "id": eid, "parentId": parent, "timestamp": f"2025-01-01T00:00:0{k}.000Z",
+                      "message": {"role": "user", "content": [{"type": "text", "text": f"m{k}"}], "timestamp": 1}})
+        parent = eid
+    f.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    env = {"HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "c"), "PATH": "/usr/bin:/bin"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sessiontree", *args], capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    tree = run("tree", str(f), "--full")
+    assert tree.returncode == 0, tree.stderr
+    shown = [line.lstrip("* ").split()[0] for line in tree.stdout.splitlines() if line.strip()]
+    assert len(shown) == 3 and len(set(shown)) == 3, tree.stdout
+    for short, full in zip(shown, ids):
+        got = run("context", str(f), "--leaf", short, "--json")
+        assert got.returncode == 0 and json.loads(got.stdout)["leafId"] == full, (short, got.stderr)
