@@ -28,7 +28,7 @@ from .._reader import read_line
 from .._places import session_dir_for_cwd, session_file_name
 from .._shapes import session_name
 from .._manager import SessionManager
-from .._storage import SessionWriter, open_regular
+from .._storage import SessionWriter, open_regular, synced_once
 from .._time import iso_from_ms, parse_iso_ms
 from ..errors import LoadReportWarning, SessionError
 
@@ -637,7 +637,10 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
     remap: dict[str, str] = {}
     before = len(mgr)  # entries the file held (a new file: none yet)
     try:
-        with mgr:
+        # One fsync for the file, at its close, not one per entry: the source can be
+        # read again, and a run cut short is finished by the next (only the entries
+        # the file lacks are appended).
+        with synced_once(), mgr:
             for p in plan.entries:
                 parent = remap.get(p.parent, p.parent) if p.parent is not None else None
                 if p.kind == "compaction":
