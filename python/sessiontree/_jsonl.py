@@ -41,6 +41,7 @@ __all__ = [
     "decode_line",
     "decode_line_ex",
     "depth_exceeds",
+    "values_equal",
     "object_end",
     "has_invalid_utf8",
     "encode_entry",
@@ -137,6 +138,32 @@ def depth_exceeds(obj: Any, limit: int) -> bool:
                 return True
             stack.extend((v, depth + 1) for v in value if isinstance(v, (dict, list)))
     return False
+
+
+def values_equal(a: Any, b: Any) -> bool:
+    """``a == b`` for decoded JSON values (dicts, lists, scalars), at any depth.
+
+    Python's ``==`` recurses once per level against the interpreter's recursion limit
+    (1,000 by default), below the :data:`MAX_DEPTH` levels a line may nest: equal
+    values 990 levels deep raised ``RecursionError``. This walks both values with a
+    stack instead; scalars, and containers of other types, compare with ``==``.
+    """
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if isinstance(x, dict) and isinstance(y, dict):
+            if x.keys() != y.keys():
+                return False
+            stack.extend((v, y[k]) for k, v in x.items())
+        elif isinstance(x, list) and isinstance(y, list):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif isinstance(x, (dict, list)) or isinstance(y, (dict, list)):
+            return False
+        elif x != y:
+            return False
+    return True
 
 
 # CPython's default limit on integer digits (PEP 651's int_max_str_digits). Applied as a

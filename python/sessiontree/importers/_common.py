@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from .._jsonl import BOM, MAX_DEPTH, depth_exceeds, encode_entry, has_invalid_utf8, iter_lines
+from .._jsonl import BOM, MAX_DEPTH, depth_exceeds, encode_entry, has_invalid_utf8, iter_lines, values_equal
 from .._reader import read_line
 from .._places import session_dir_for_cwd, session_file_name
 from .._shapes import session_name
@@ -477,7 +477,8 @@ def _file_fields(p: PlannedEntry) -> dict[str, Any]:
 def _same(existing: dict[str, Any], p: PlannedEntry, parent: str | None) -> bool:
     if existing.get("type") != p.kind or existing.get("parentId") != parent:
         return False
-    return all(existing.get(k) == v for k, v in _file_fields(p).items())
+    # Values nest up to the 1,024 levels a line may: compared without recursion.
+    return all(values_equal(existing.get(k), v) for k, v in _file_fields(p).items())
 
 
 def _append(mgr: _Writer, p: PlannedEntry) -> None:
@@ -748,9 +749,9 @@ def _continue(mgr: _Writer, p: PlannedEntry, existing: dict[str, Any], remap: di
     want = planned.get("content")
     if not isinstance(want, list):
         return "conflict"
-    if content == want:
+    if values_equal(content, want):
         return "same" if _add_usage(usage, None) == _add_usage(planned.get("usage"), None) else "conflict"
-    if len(want) <= len(content) or want[: len(content)] != content:
+    if len(want) <= len(content) or not values_equal(want[: len(content)], content):
         return "conflict"
     message = dict(planned)
     message["content"] = want[len(content):]

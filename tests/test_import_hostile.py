@@ -1,0 +1,108 @@
+"""Importers on hostile sources (adversary round 59): a re-import of values nested near
+the 1,024 levels a line may hold (F1), record values of a type the format never writes
+there (F3), and an agent's store holding what is no readable transcript (F2).
+
+Every source is written here from the formats' facts (docs/IMPORT.md), never copied.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessiontree._jsonl import encode_entry, values_equal
+from sessiontree.cli import main
+from sessiontree.importers import import_claude, import_codex
+
+from _import_helpers import open_clean
+
+SID = "5e551059-0000-4000-8000-000000000001"
+TID = "0199a059-0000-7000-8000-000000000001"
+COMMON = {"isSidechain": False, "cwd": "/home/u/proj", "sessionId": SID, "timestamp": "2025-11-07T10:00:00.000Z"}
+
+
+def dumps(obj: Any) -> str:
+    return encode_entry(obj).decode()  # iterative: json.dumps recurses too deep for F1's values
+
+
+def record(uuid: str, parent: str | None, kind: Any, message: Any) -> str:
+    return dumps({"parentUuid": parent, **COMMON, "type": kind, "message": message, "uuid": uuid})
+
+
+def answer(mid: str, text: str) -> dict[str, Any]:
+    return {"id": mid, "role": "assistant", "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": text}],
+            "usage": {"input_tokens": 3, "output_tokens": 5}}
+
+
+def claude_file(folder: Path, lines: list[str], sid: str = SID) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    src = folder / f"{sid}.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    return src
+
+
+def rollout_line(kind: Any, payload: dict[str, Any]) -> str:
+    return dumps({"timestamp": "2025-11-07T10:00:00.000Z", "type": kind, "payload": payload})
+
+
+def rollout_file(tmp_path: Path, lines: list[str]) -> Path:
+    src = tmp_path / "sessions" / "2025" / "11" / "07" / f"rollout-2025-11-07T10-00-00-{TID}.jsonl"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text("\n".join(lines) + "\n")
+    return src
+
+
+# ------------------------------------------------------------------ F1: deep values again
+
+
+def test_values_equal_is_python_equality_at_any_depth() -> None:
+    deep_a: Any = "x"
+    deep_b: Any = "x"
+    for _ in range(5000):
+        deep_a, deep_b = [deep_a], [deep_b]
+    assert values_equal(deep_a, deep_b)
+    assert not values_equal(deep_a, [[["y"]]])
+    cases = [({"a": 1, "b": [1.0, None]}, {"b": [1, None], "a": 1}), ({"a": 1}, {"a": 1, "b": 2}), ([1, 2], [2, 1]),
+             ({"a": []}, {"a": {}}), ([{}], [[]]), (True, 1), ("1", 1), (None, {}), (float("nan"), float("nan"))]
+    for a, b in cases:
+        assert values_equal(a, b) is (a == b), (a, b)
+
+
+def test_a_claude_reimport_of_a_tool_input_990_deep_changes_nothing(tmp_path: Path, backend: str) -> None:
+    """The first import wrote it (test_import_damaged_lines F6); the second compared the
+    stored entry with the planned one by ``==``, which raised ``RecursionError``."""
+    deep: Any = {}
+    for _ in range(990):
+        deep = [deep]
+    call = {"id": "m1", "role": "assistant", "model": "m", "usage": {"input_tokens": 1, "output_tokens": 1},
+            "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {"k": deep}}]}
+    src = claude_file(tmp_path / "src", [record("u1", None, "user", {"role": "user", "content": "hi"}),
+                                          record("a1", "u1", "assistant", call)])
+    [first] = import_claude(src, to=tmp_path / "out", backend=backend)
+    assert first.path and first.entries_added == 2, first
+    before = Path(first.path).read_bytes()
+    [again] = import_claude(src, to=tmp_path / "out", backend=backend)
+    assert (again.entries_added, again.conflicts, again.continued) == (0, {}, 0), again
+    assert Path(first.path).read_bytes() == before
+    open_clean(first.path, backend)
+
+
+def test_a_codex_reimport_of_arguments_1000_deep_changes_nothing(tmp_path: Path, backend: str) -> None:
+    args = "[" * 1000 + "]" * 1000
+    meta = rollout_line("session_meta", {"id": TID, "timestamp": "2025-11-07T10:00:00.000Z", "cwd": "/home/u/cx"})
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "q"}]}
+    call = {"type": "function_call", "name": "f", "call_id": "c1", "arguments": args}
+    tokens = rollout_line("event_msg", {"type": "token_count", "info": {
+        "total_token_usage": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 1, "total_tokens": 11},
+        "last_token_usage": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 1, "total_tokens": 11}}})
+    src = rollout_file(tmp_path, [meta, rollout_line("response_item", user), rollout_line("response_item", call), tokens])
+    [first] = import_codex(src, to=tmp_path / "out", backend=backend)
+    assert first.path and first.problems == [], first
+    before = Path(first.path).read_bytes()
+    [again] = import_codex(src, to=tmp_path / "out", backend=backend)
+    assert (again.entries_added, again.conflicts, again.continued) == (0, {}, 0), again
+    assert Path(first.path).read_bytes() == before
