@@ -106,3 +106,38 @@ def test_a_codex_reimport_of_arguments_1000_deep_changes_nothing(tmp_path: Path,
     [again] = import_codex(src, to=tmp_path / "out", backend=backend)
     assert (again.entries_added, again.conflicts, again.continued) == (0, {}, 0), again
     assert Path(first.path).read_bytes() == before
+
+
+# ------------------------------------------------------- F3: values of the wrong type
+
+
+@pytest.mark.parametrize("case", ["object type above a response", "list type", "list message of a first line"])
+def test_a_claude_value_of_the_wrong_type_is_skipped_or_kept_never_a_traceback(
+        tmp_path: Path, backend: str, case: str) -> None:
+    """IMPORT.md: bad content never raises. A record whose ``type`` is an object or a
+    list (a set lookup raised ``TypeError``), and a response's first line whose
+    ``message`` is a list (``.get`` on it raised ``AttributeError``)."""
+    prompt = record("u1", None, "user", {"role": "user", "content": "hi"})
+    if case == "object type above a response":
+        lines = [prompt, record("x1", "u1", {"a": 1}, {"role": "user", "content": "odd"}),
+                 record("a1", "x1", "assistant", answer("m1", "THE ANSWER"))]
+    elif case == "list type":
+        lines = [prompt, record("a1", "u1", "assistant", answer("m1", "THE ANSWER")),
+                 record("x1", "a1", ["progress"], {"role": "user", "content": "odd"})]
+    else:
+        lines = [prompt, record("a0", "u1", "assistant", [1]), record("a1", "a0", "assistant", answer("m1", "THE ANSWER"))]
+    [r] = import_claude(claude_file(tmp_path / "src", lines), to=tmp_path / "out", backend=backend)
+    assert r.path, r
+    sm = open_clean(r.path, backend)
+    assert "THE ANSWER" in json.dumps([e for e in sm.get_entries()])
+    [again] = import_claude(claude_file(tmp_path / "src", lines), to=tmp_path / "out", backend=backend)
+    assert again.entries_added == 0 and again.conflicts == {}, again
+
+
+def test_a_first_record_whose_type_is_an_object_tells_no_format(tmp_path: Path, backend: str) -> None:
+    """The format check (``_detect``) looked an object ``type`` up in a set."""
+    meta = rollout_line("session_meta", {"id": TID, "timestamp": "2025-11-07T10:00:00.000Z", "cwd": "/home/u/cx"})
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "THE QUESTION"}]}
+    src = rollout_file(tmp_path, [rollout_line({"a": 1}, {}), meta, rollout_line("response_item", user)])
+    [r] = import_codex(src, to=tmp_path / "out", backend=backend, include_incomplete=True)
+    assert r.path and "THE QUESTION" in Path(r.path).read_text(), r
