@@ -141,3 +141,42 @@ def test_a_first_record_whose_type_is_an_object_tells_no_format(tmp_path: Path, 
     src = rollout_file(tmp_path, [rollout_line({"a": 1}, {}), meta, rollout_line("response_item", user)])
     [r] = import_codex(src, to=tmp_path / "out", backend=backend, include_incomplete=True)
     assert r.path and "THE QUESTION" in Path(r.path).read_text(), r
+
+
+# ------------------------------------------- F2: the store holds no readable transcript
+
+
+def test_the_claude_store_passes_over_what_is_no_transcript(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a PATH every ``.jsonl`` of the store was imported as a file: a FIFO, a
+    folder or a dangling link named so ended the whole command at that name (the
+    sessions listed after it never imported, those before it never reported), and so
+    did a transcript that could not be read. A FIFO, folder or dangling link is passed
+    over as a folder PATH passes it over; a transcript that cannot be read is reported,
+    and the others are imported (exit 1)."""
+    project = tmp_path / "claude" / "projects" / "-home-u-proj"
+    lines = [record("u1", None, "user", {"role": "user", "content": "hi"}), record("a1", "u1", "assistant", answer("m1", "yo"))]
+    claude_file(project, lines, "5e551059-0000-4000-8000-00000000000a")
+    os.mkfifo(project / "5e551059-0000-4000-8000-00000000000b.jsonl")
+    (project / "5e551059-0000-4000-8000-00000000000c.jsonl").mkdir()
+    (project / "5e551059-0000-4000-8000-00000000000d.jsonl").symlink_to(tmp_path / "nowhere")
+    claude_file(project, lines, "5e551059-0000-4000-8000-00000000000e")
+    unreadable = str(claude_file(project, lines, "5e551059-0000-4000-8000-00000000000f"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+
+    import sessiontree.importers.claude as claude
+
+    real = claude.read_source
+
+    def read_source(path: str, report: Any) -> Any:
+        if path == unreadable:  # what a transcript of another user, or one removed since, gives
+            raise PermissionError(13, "Permission denied", path)
+        return real(path, report)
+
+    monkeypatch.setattr(claude, "read_source", read_source)
+    code = main(["import", "claude", "--out", str(tmp_path / "out"), "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert sorted(Path(r["source"]).stem[-1] for r in rows) == ["a", "e", "f"], rows
+    assert [r["error"] for r in rows if r["path"] is None] == [f"{unreadable}: Permission denied"]
+    assert len(list((tmp_path / "out").glob("*.jsonl"))) == 2

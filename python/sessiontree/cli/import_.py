@@ -51,7 +51,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree import``: the exit status (see the module docstring)."""
-    from ..importers import claude_sources, codex_sources, import_claude, import_codex
+    from ..importers import claude_sources, codex_sources, import_claude, import_codex, not_imported
 
     if args.all:
         raise CliError(f"import takes no --all (it names Pi's store on the other commands): without a PATH, "
@@ -59,7 +59,9 @@ def run(args: argparse.Namespace, io: Io) -> int:
                        code=2)
     paths = [f for p in args.paths for f in _files(args.source, p)]
     if not args.paths:
-        paths = claude_sources() if args.source == "claude" else codex_sources()
+        # What a folder PATH gives (`_files`): a FIFO, a folder or a dangling link named
+        # `.jsonl` in the agent's store is no transcript.
+        paths = [f for f in (claude_sources() if args.source == "claude" else codex_sources()) if os.path.isfile(f)]
         if not paths:
             where = "$CLAUDE_CONFIG_DIR/projects (~/.claude/projects)" if args.source == "claude" \
                 else "$CODEX_HOME/sessions (~/.codex/sessions)"
@@ -74,11 +76,16 @@ def run(args: argparse.Namespace, io: Io) -> int:
         if ap in seen:
             continue
         seen.add(ap)
-        if args.source == "claude":
-            rs = import_claude(ap, to=args.out, backend=backend)
-            seen.update(r.source for r in rs)
-        else:
-            rs = import_codex(ap, to=args.out, backend=backend, include_incomplete=args.include_incomplete)
+        try:
+            if args.source == "claude":
+                rs = import_claude(ap, to=args.out, backend=backend)
+                seen.update(r.source for r in rs)
+            else:
+                rs = import_codex(ap, to=args.out, backend=backend, include_incomplete=args.include_incomplete)
+        except OSError as e:
+            # One source that cannot be read (removed since it was listed, no permission)
+            # is that source's failure: the others are imported and every one reported.
+            rs = [not_imported(ap, f"{ap}: {e.strerror or e}")]
         results.extend(rs)
     if args.json:
         io.write_json([r.to_json() for r in results])
