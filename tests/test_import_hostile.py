@@ -180,3 +180,66 @@ def test_the_claude_store_passes_over_what_is_no_transcript(tmp_path: Path, caps
     assert sorted(Path(r["source"]).stem[-1] for r in rows) == ["a", "e", "f"], rows
     assert [r["error"] for r in rows if r["path"] is None] == [f"{unreadable}: Permission denied"]
     assert len(list((tmp_path / "out").glob("*.jsonl"))) == 2
+
+
+# ---------------------------------------------- F4: another writer holds the session
+
+
+def _conversation(n: int) -> list[str]:
+    lines, parent = [], None
+    for i in range(n):
+        uuid = f"00000000-0000-4000-8000-{i:012x}"
+        if i % 2:
+            lines.append(record(uuid, parent, "assistant", answer(f"m{i}", f"a{i}")))
+        else:
+            lines.append(record(uuid, parent, "user", {"role": "user", "content": f"q{i}"}))
+        parent = uuid
+    return lines
+
+
+def test_an_import_that_meets_the_writer_lock_fails_and_says_so(tmp_path: Path, backend: str) -> None:
+    """Each append that met another writer's lock was taken for an entry the writer
+    refused: all of them skipped one by one ("parent … was not written; made a root"
+    for each next one), and the result said the session was imported (no error, exit
+    0) with nothing written."""
+    src = claude_file(tmp_path / "src", _conversation(4))
+    [first] = import_claude(src, to=tmp_path / "out", backend=backend)
+    assert first.path and first.entries_added == 4
+    src.write_text("\n".join(_conversation(10)) + "\n")  # the transcript grew
+    from sessiontree import SessionManager
+
+    with SessionManager.open(first.path, backend=backend) as other:  # another writer, e.g. a second import
+        other.flush()  # takes the file's lock
+        before = Path(first.path).read_bytes()
+        [r] = import_claude(src, to=tmp_path / "out", backend=backend)
+        assert r.path is None and r.entries_added == 0 and "another writer" in (r.error or ""), r
+        assert not any("refused by the writer" in k for k in r.skipped), r
+        assert Path(first.path).read_bytes() == before
+    [done] = import_claude(src, to=tmp_path / "out", backend=backend)
+    assert done.path and done.entries_added == 6 and done.problems == [], done
+    assert len(open_clean(done.path, backend).get_tree()) == 1
+
+
+def test_an_import_whose_file_another_made_first_writes_nothing_and_says_so(
+        tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two imports of one new transcript at once: the second's first write finds the
+    file the first made. Every later entry was counted refused, and the result said
+    ``created`` with the entries held before that write "added", no error."""
+    from sessiontree.importers import _common
+
+    src = claude_file(tmp_path / "src", _conversation(6))
+    [made] = import_claude(src, to=tmp_path / "first", backend=backend)
+    assert made.path
+    real = _common._Writer.create
+
+    def create(*args: Any, **kwargs: Any) -> Any:
+        mgr = real(*args, **kwargs)
+        target = tmp_path / "out" / Path(made.path).name  # the other import puts it there first
+        target.parent.mkdir(exist_ok=True)
+        target.write_bytes(Path(made.path).read_bytes())
+        return mgr
+
+    monkeypatch.setattr(_common._Writer, "create", create)
+    [r] = import_claude(src, to=tmp_path / "out", backend=backend)
+    assert r.path is None and (r.created, r.entries_added) == (False, 0) and "refusing" in (r.error or ""), r
+    assert (tmp_path / "out" / Path(made.path).name).read_bytes() == Path(made.path).read_bytes()

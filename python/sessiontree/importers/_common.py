@@ -30,7 +30,7 @@ from .._shapes import session_name
 from .._manager import SessionManager
 from .._storage import SessionWriter, open_regular
 from .._time import iso_from_ms, parse_iso_ms
-from ..errors import LoadReportWarning, SessionError
+from ..errors import LoadReportWarning, SessionError, SessionFileExistsError, SessionLockedError, StaleSessionError
 
 __all__ = [
     "ImportResult",
@@ -671,6 +671,8 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
                 mgr._next_ts = p.timestamp
                 try:
                     _append(mgr, p)
+                except _WHOLE_FILE:
+                    raise  # the file's, not the entry's: no later entry can be written either
                 except (ValueError, SessionError) as e:
                     rep.problem(f"entry {p.id} not written: {e}", p.line)
                     rep.skip(f"{p.kind} (refused by the writer)")
@@ -679,14 +681,26 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
             total = len(mgr)
             written = mgr.session_file
     except (OSError, SessionError) as e:
-        # What this run added is what the file holds now: appends before the failure
-        # are on disk, entries Pi's writer still held in memory (before the first
-        # assistant message) are not.
-        added = max(0, _entries_on_disk(path, backend) - before)
+        if isinstance(e, (SessionLockedError, SessionFileExistsError)):
+            # Met at this run's first write (the lock is held from then on, and a new
+            # file is made whole or not at all): nothing of it reached the file; what
+            # is there is another writer's.
+            added, created = 0, False
+        else:
+            # What this run added is what the file holds now: appends before the failure
+            # are on disk, entries Pi's writer still held in memory (before the first
+            # assistant message) are not.
+            added = max(0, _entries_on_disk(path, backend) - before)
         return result(None, 0, f"{path}: {e}")
     if written is None or not os.path.exists(written):  # pragma: no cover - guarded above
         return result(None, 0, "nothing was written")
     return result(written, total)
+
+
+# Errors of the session file as a whole (another writer holds it, made it first, or
+# changed it): the import of that session stops and says so. Any other error of an
+# append refuses that entry alone.
+_WHOLE_FILE = (SessionLockedError, SessionFileExistsError, StaleSessionError)
 
 
 def _drop_too_deep(plan: SessionPlan) -> None:
