@@ -42,6 +42,7 @@ __all__ = [
     "decode_line_ex",
     "depth_exceeds",
     "values_equal",
+    "copy_value",
     "object_end",
     "has_invalid_utf8",
     "encode_entry",
@@ -164,6 +165,34 @@ def values_equal(a: Any, b: Any) -> bool:
         elif x != y:
             return False
     return True
+
+
+
+def copy_value(value: Any) -> Any:
+    """A deep copy of a decoded JSON value (dicts and lists copied, everything else
+    shared), at any depth: ``copy.deepcopy`` recurses twice per level against the
+    interpreter's limit, so it failed on values of ~500 levels that a line holds."""
+    if not isinstance(value, (dict, list)):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    stack = [(value, root)]
+    while stack:
+        src, dst = stack.pop()
+        if isinstance(src, dict):
+            for k, v in src.items():
+                if isinstance(v, (dict, list)):
+                    dst[k] = {} if isinstance(v, dict) else []
+                    stack.append((v, dst[k]))
+                else:
+                    dst[k] = v
+        else:
+            for v in src:
+                if isinstance(v, (dict, list)):
+                    dst.append({} if isinstance(v, dict) else [])
+                    stack.append((v, dst[-1]))
+                else:
+                    dst.append(v)
+    return root
 
 
 # CPython's default limit on integer digits (PEP 651's int_max_str_digits). Applied as a
