@@ -243,3 +243,36 @@ def test_an_import_whose_file_another_made_first_writes_nothing_and_says_so(
     [r] = import_claude(src, to=tmp_path / "out", backend=backend)
     assert r.path is None and (r.created, r.entries_added) == (False, 0) and "refusing" in (r.error or ""), r
     assert (tmp_path / "out" / Path(made.path).name).read_bytes() == Path(made.path).read_bytes()
+
+
+# ------------------------------------------- F6: a parent id that is another's tail
+
+
+def test_a_codex_fork_is_linked_only_to_the_thread_its_id_names(tmp_path: Path, backend: str) -> None:
+    """The parent rollout was the first whose file name ended with ``forked_from_id``:
+    a fork naming ``a`` (an id cut short) was linked to the thread ``…-00000000000a``,
+    its ``parentSessionId`` replaced by that thread's id."""
+    def rollout(tid: str, **meta: Any) -> Path:
+        folder = tmp_path / "sessions" / "2025" / "11" / "07"
+        folder.mkdir(parents=True, exist_ok=True)
+        src = folder / f"rollout-2025-11-07T10-00-00-{tid}.jsonl"
+        src.write_text("\n".join([
+            rollout_line("session_meta", {"id": tid, "timestamp": "2025-11-07T10:00:00.000Z", "cwd": "/home/u/cx", **meta}),
+            rollout_line("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "q"}]}),
+            rollout_line("response_item", {"type": "message", "role": "assistant",
+                                           "content": [{"type": "output_text", "text": "a"}]}),
+            rollout_line("event_msg", {"type": "token_count", "info": {
+                "total_token_usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
+                "last_token_usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}})]) + "\n")
+        return src
+
+    [other] = import_codex(rollout("0199a059-0000-7000-8000-00000000000a"), to=tmp_path / "out", backend=backend)
+    [right] = import_codex(rollout("0199a059-0000-7000-8000-00000000000c"), to=tmp_path / "out", backend=backend)
+    [cut] = import_codex(rollout("0199a059-0000-7000-8000-00000000000b", forked_from_id="a"), to=tmp_path / "out",
+                         backend=backend)
+    assert cut.path and cut.role == "fork" and cut.parent_session is None, cut
+    assert json.loads(Path(cut.path).read_text().splitlines()[0])["parentSessionId"] == "a"
+    [fork] = import_codex(rollout("0199a059-0000-7000-8000-00000000000d",
+                                  forked_from_id="0199a059-0000-7000-8000-00000000000c"), to=tmp_path / "out",
+                          backend=backend)
+    assert fork.parent_session == right.path != other.path, fork
