@@ -276,3 +276,27 @@ def test_a_codex_fork_is_linked_only_to_the_thread_its_id_names(tmp_path: Path, 
                                   forked_from_id="0199a059-0000-7000-8000-00000000000c"), to=tmp_path / "out",
                           backend=backend)
     assert fork.parent_session == right.path != other.path, fork
+
+
+# ------------------------------------- F7: a session id that ends another one's name
+
+
+def test_a_session_whose_id_ends_another_ones_file_name_gets_its_own_file(tmp_path: Path, backend: str) -> None:
+    """The imported file of a session was looked for as ``*_<id>.jsonl``: session ``b``
+    found session ``x_b``'s file (``…_x_b.jsonl``) and was refused for good ("exists and
+    holds another session")."""
+    def transcript(name: str, sid: str) -> Path:
+        src = tmp_path / "src" / name
+        src.parent.mkdir(exist_ok=True)
+        common = {**COMMON, "sessionId": sid}
+        src.write_text("\n".join(dumps({**common, "parentUuid": p, "type": t, "message": m, "uuid": u}) for p, t, m, u in [
+            (None, "user", {"role": "user", "content": f"hi {sid}"}, f"u-{sid}"),
+            (f"u-{sid}", "assistant", answer("m1", "yo"), f"a-{sid}")]) + "\n")
+        return src
+
+    [first] = import_claude(transcript("first.jsonl", "x_b"), to=tmp_path / "out", backend=backend)
+    [second] = import_claude(transcript("second.jsonl", "b"), to=tmp_path / "out", backend=backend)
+    assert first.path and second.path and second.path != first.path and second.error is None, second
+    assert open_clean(second.path, backend).get_header()["id"] == "b"
+    [again] = import_claude(transcript("second.jsonl", "b"), to=tmp_path / "out", backend=backend)
+    assert again.path == second.path and again.entries_added == 0, again

@@ -438,8 +438,12 @@ def target_path(plan: SessionPlan, to: str | os.PathLike[str] | None) -> str:
     exact = os.path.join(folder, session_file_name(plan.timestamp, plan.session_id))
     if os.path.exists(exact):
         return exact
-    for cand in sorted(glob.glob(os.path.join(glob.escape(folder), "*_" + glob.escape(plan.session_id) + ".jsonl"))):
-        return cand
+    tail = "_" + plan.session_id + ".jsonl"
+    for cand in sorted(glob.glob(os.path.join(glob.escape(folder), "*" + glob.escape(tail)))):
+        # Pi's name is <time>_<id>.jsonl and its time holds no "_": the file of session
+        # "x_b" also ends with "_b.jsonl", and is not session "b"'s.
+        if "_" not in os.path.basename(cand)[: -len(tail)]:
+            return cand
     return exact
 
 
