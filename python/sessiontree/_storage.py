@@ -583,7 +583,9 @@ class SessionWriter:
                 os.close(new_fd)
             if tmp is not None:
                 release_temp(tmp, remove=True)
-            if isinstance(e, OSError) and tmp is not None:
+            # Named by the session, not by the temporary file (its creation fails in a
+            # read-only folder): a write's error names the session file.
+            if isinstance(e, OSError) and not isinstance(e, SessionFileExistsError):
                 raise _named(e, self.path, "cannot write the migrated session file") from e
             raise
         finally:
