@@ -300,3 +300,25 @@ def test_a_session_whose_id_ends_another_ones_file_name_gets_its_own_file(tmp_pa
     assert open_clean(second.path, backend).get_header()["id"] == "b"
     [again] = import_claude(transcript("second.jsonl", "b"), to=tmp_path / "out", backend=backend)
     assert again.path == second.path and again.entries_added == 0, again
+
+
+# ---------------------------------------------------- F10: a folder link that loops
+
+
+def test_a_codex_folder_with_a_link_that_loops_is_read_once(tmp_path: Path) -> None:
+    """``import codex DIR`` globbed ``DIR/**/*.jsonl``, which follows a folder link that
+    loops (``loop -> .``, ``up -> ..``) into ever longer paths: the command never ended."""
+    import subprocess
+    import sys
+
+    meta = rollout_line("session_meta", {"id": TID, "timestamp": "2025-11-07T10:00:00.000Z", "cwd": "/home/u/cx"})
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "q"}]}
+    src = rollout_file(tmp_path, [meta, rollout_line("response_item", user)])
+    root = tmp_path / "sessions"
+    (root / "loop").symlink_to(".")
+    (src.parent / "up").symlink_to("..")
+    p = subprocess.run([sys.executable, "-m", "sessiontree", "import", "codex", str(root), "--out", str(tmp_path / "out"),
+                        "--include-incomplete", "--json"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    [r] = json.loads(p.stdout)
+    assert r["source"] == str(src) and r["path"], r

@@ -28,6 +28,7 @@ from typing import Any
 from rich.text import Text
 
 from ._common import CliError, Io
+from ._scope import walk
 from ..view import safe
 
 
@@ -108,8 +109,12 @@ def _files(source: str, path: str) -> list[str]:
     """
     p = os.path.expanduser(path)
     if os.path.isdir(p):
-        pattern = ("*.jsonl",) if source == "claude" else ("**", "*.jsonl")
-        found = sorted(f for f in glob.glob(os.path.join(glob.escape(p), *pattern), recursive=True)
+        # Codex: every folder below, each once (glob's "**" follows a link that loops,
+        # `loop -> .`, into paths without end: the command never ended).
+        folders = [p] if source == "claude" else [
+            d for d in walk(p) if not any(part.startswith(".") for part in os.path.relpath(d, p).split(os.sep)
+                                          if part != ".")]  # glob's rule: hidden folders are not read
+        found = sorted(f for d in folders for f in glob.glob(os.path.join(glob.escape(d), "*.jsonl"))
                        if os.path.isfile(f))
         if not found:
             raise CliError(f"{safe(path)}: no .jsonl file in this folder")
