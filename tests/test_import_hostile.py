@@ -322,3 +322,22 @@ def test_a_codex_folder_with_a_link_that_loops_is_read_once(tmp_path: Path) -> N
     assert p.returncode == 0, p.stderr
     [r] = json.loads(p.stdout)
     assert r["source"] == str(src) and r["path"], r
+
+
+# ------------------------------------------------------------- an empty --out / OUT
+
+
+def test_an_empty_out_is_a_usage_error(tmp_path: Path) -> None:
+    """``import --out ''`` wrote into the working folder; ``generate ''`` said the name
+    was "a symbolic link to nothing"."""
+    import subprocess
+    import sys
+
+    src = claude_file(tmp_path / "src", [record("u1", None, "user", {"role": "user", "content": "hi"}),
+                                          record("a1", "u1", "assistant", answer("m1", "yo"))])
+    for args in (["import", "claude", str(src), "--out", ""], ["generate", "", "--entries", "3"],
+                 ["generate", "--out", "", "--entries", "3"]):
+        p = subprocess.run([sys.executable, "-m", "sessiontree", *args], capture_output=True, text=True, timeout=60,
+                           cwd=tmp_path)
+        assert p.returncode == 2 and "empty" in p.stderr and "symbolic link" not in p.stderr, (args, p.stderr)
+    assert sorted(os.listdir(tmp_path)) == ["src"]

@@ -67,8 +67,9 @@ def run(args: argparse.Namespace, io: Io) -> int:
             where = "$CLAUDE_CONFIG_DIR/projects (~/.claude/projects)" if args.source == "claude" \
                 else "$CODEX_HOME/sessions (~/.codex/sessions)"
             raise CliError(f"no {args.source} transcripts found under {where}")
-    if args.out == "-":
-        raise CliError("import writes session files into a folder: give --out DIR, not -", code=2)
+    if args.out in ("-", ""):  # "" was the working folder, written into unasked
+        raise CliError("import writes session files into a folder: give --out DIR, not "
+                       + ("-" if args.out else "an empty name"), code=2)
     backend = None if args.backend == "auto" else args.backend
     results = []
     seen: set[str] = set()
