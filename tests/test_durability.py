@@ -265,6 +265,26 @@ def test_failed_migration_rewrite_leaves_original(backend: str, tmp_path: Path, 
     assert not any(n.endswith(".tmp") for n in os.listdir(tmp_path))
 
 
+def test_a_migration_that_cannot_make_its_temporary_file_names_the_session(
+        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a read-only folder the rewrite's temporary file cannot be made: the error
+    named that file (``.old.jsonl.<pid>.<hex>.tmp: Permission denied``), a name the
+    caller never gave, where every failed write names the session file."""
+    path = _v1(tmp_path)
+    original = path.read_bytes()
+
+    def refused(target: str, mode: int = 0o666) -> Any:
+        raise PermissionError(13, "Permission denied", os.path.join(os.path.dirname(target), ".x.1.00000000.tmp"))
+
+    with open_quiet(path, backend) as mgr:
+        monkeypatch.setattr(storage, "create_temp", refused)
+        with pytest.raises(PermissionError) as caught:
+            mgr.append_message(USER)
+        assert caught.value.filename == str(path) and "Permission denied" in str(caught.value)
+        assert len(mgr) == 2  # the file's two records; the refused append is not in the session
+    assert path.read_bytes() == original
+
+
 def test_migration_refuses_a_file_changed_meanwhile(backend: str, tmp_path: Path) -> None:
     path = _v1(tmp_path)
     with open_quiet(path, backend) as mgr:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from sessiontree._keyed import MAX_KEY_NAME, key_file_name, keys_of_file_name
 
 
-@given(st.text(min_size=1, max_size=16), st.text(max_size=16))  # 16 x 4 bytes x 3 <= 200
+@given(st.text(min_size=1, max_size=10), st.text(max_size=10))  # 2 x 10 x 4 bytes x 3 + "@" + ".jsonl" <= 255
 def test_a_name_gives_back_its_keys(key: str, sub_key: str) -> None:
     name = key_file_name(key, sub_key)
     assert keys_of_file_name(name) == (key, sub_key)
@@ -35,6 +36,24 @@ def test_refused_keys() -> None:
     with pytest.raises(ValueError):
         key_file_name("é" * (MAX_KEY_NAME // 6 + 1))
     assert len(key_file_name("a" * MAX_KEY_NAME)) == MAX_KEY_NAME + len(".jsonl")
+
+
+def test_a_name_of_two_long_parts_is_refused_before_any_file(tmp_path: Path) -> None:
+    """Each part held to 200 bytes, the name of two was not held to 255: a LangGraph
+    thread and namespace of 150 bytes each failed at the first write ("File name too
+    long", an OSError) where path_of promises a ValueError."""
+    assert key_file_name("t" * 124, "n" * 124) == "t" * 124 + "@" + "n" * 124 + ".jsonl"  # 255 bytes
+    with pytest.raises(ValueError, match="together"):
+        key_file_name("t" * 124, "n" * 125)
+    pytest.importorskip("langgraph")
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from sessiontree.langgraph import PiCheckpointSaver
+
+    with PiCheckpointSaver(tmp_path) as saver:
+        with pytest.raises(ValueError, match="too long"):
+            saver.put({"configurable": {"thread_id": "t" * 150, "checkpoint_ns": "n" * 150}}, empty_checkpoint(), {}, {})
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_core_never_imports_a_framework() -> None:

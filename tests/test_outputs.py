@@ -426,3 +426,50 @@ def test_a_zombie_writer_is_no_live_writer() -> None:
     finally:
         p.wait()
     assert process_alive(os.getpid())
+
+
+@pytest.mark.parametrize("name", ["n" * 246 + ".md", "é" * 125 + ".md"])
+def test_a_long_name_that_fits_is_written(tmp_path: Path, session: Path, name: str, backend: str) -> None:
+    """The temporary file is the name with a dot and a 20-byte tail: a name of 235 bytes
+    or more (255 fit) could not be written at all, export, generate or a session's
+    first write ("File name too long", naming the temporary file)."""
+    assert len(os.fsencode(name)) <= 255
+    out = tmp_path / name
+    (tmp_path / "ref").mkdir()
+    p = cli("export", str(session), "--format", "markdown", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert out.read_bytes() == _expected(session, "markdown", tmp_path / "ref")
+    out.unlink()
+    generate_session(out, entries=5, seed=1)
+    assert out.stat().st_size > 0
+    out.unlink()
+    sm = SessionManager.create("/p", session_dir=str(tmp_path), backend=backend)
+    sm.set_session_file(str(out))
+    sm.append_message({"role": "user", "content": "hi", "timestamp": 1})
+    sm.append_message({"role": "assistant", "content": [], "provider": "p", "model": "m", "timestamp": 2})
+    sm.close()
+    with SessionManager.open(str(out), backend=backend) as again:
+        assert len(again) == 2
+    assert sorted(os.listdir(tmp_path)) == sorted([name, "ref"])
+
+
+def test_an_output_in_a_folder_that_cannot_be_written_is_named_as_given(tmp_path: Path, session: Path) -> None:
+    """The error named the temporary file (``.x.md.<pid>.<hex>.tmp: Permission denied``),
+    a name the user never gave."""
+    import shutil
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    prefix: list[str] = []
+    if os.geteuid() == 0:  # root writes anywhere: drop the capabilities that let it
+        if shutil.which("setpriv") is None:
+            pytest.skip("root without setpriv: a read-only folder is writable")
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
+    out = folder / "x.md"
+    p = subprocess.run([*prefix, sys.executable, "-m", "sessiontree", "export", str(session), "--format", "markdown",
+                        "--out", str(out)], capture_output=True, text=True, timeout=120)
+    folder.chmod(0o755)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert f"{out}: Permission denied" in p.stderr and ".tmp" not in p.stderr, p.stderr
+    assert os.listdir(folder) == []

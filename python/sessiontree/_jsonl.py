@@ -41,6 +41,8 @@ __all__ = [
     "decode_line",
     "decode_line_ex",
     "depth_exceeds",
+    "values_equal",
+    "copy_value",
     "object_end",
     "has_invalid_utf8",
     "encode_entry",
@@ -137,6 +139,60 @@ def depth_exceeds(obj: Any, limit: int) -> bool:
                 return True
             stack.extend((v, depth + 1) for v in value if isinstance(v, (dict, list)))
     return False
+
+
+def values_equal(a: Any, b: Any) -> bool:
+    """``a == b`` for decoded JSON values (dicts, lists, scalars), at any depth.
+
+    Python's ``==`` recurses once per level against the interpreter's recursion limit
+    (1,000 by default), below the :data:`MAX_DEPTH` levels a line may nest: equal
+    values 990 levels deep raised ``RecursionError``. This walks both values with a
+    stack instead; scalars, and containers of other types, compare with ``==``.
+    """
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if isinstance(x, dict) and isinstance(y, dict):
+            if x.keys() != y.keys():
+                return False
+            stack.extend((v, y[k]) for k, v in x.items())
+        elif isinstance(x, list) and isinstance(y, list):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif isinstance(x, (dict, list)) or isinstance(y, (dict, list)):
+            return False
+        elif x != y:
+            return False
+    return True
+
+
+
+def copy_value(value: Any) -> Any:
+    """A deep copy of a decoded JSON value (dicts and lists copied, everything else
+    shared), at any depth: ``copy.deepcopy`` recurses twice per level against the
+    interpreter's limit, so it failed on values of ~500 levels that a line holds."""
+    if not isinstance(value, (dict, list)):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    stack = [(value, root)]
+    while stack:
+        src, dst = stack.pop()
+        if isinstance(src, dict):
+            for k, v in src.items():
+                if isinstance(v, (dict, list)):
+                    dst[k] = {} if isinstance(v, dict) else []
+                    stack.append((v, dst[k]))
+                else:
+                    dst[k] = v
+        else:
+            for v in src:
+                if isinstance(v, (dict, list)):
+                    dst.append({} if isinstance(v, dict) else [])
+                    stack.append((v, dst[-1]))
+                else:
+                    dst.append(v)
+    return root
 
 
 # CPython's default limit on integer digits (PEP 651's int_max_str_digits). Applied as a

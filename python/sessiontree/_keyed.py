@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_KEY_NAME", "key_file_name", "keys_of_file_name"]
+__all__ = ["MAX_FILE_NAME", "MAX_KEY_NAME", "key_file_name", "keys_of_file_name"]
 
 MAX_KEY_NAME = 200
-"""Longest encoded key part (bytes); a file name stays under the usual 255."""
+"""Longest encoded key part (bytes)."""
+
+MAX_FILE_NAME = 255
+"""Longest file name (bytes) of the usual file systems: two parts of :data:`MAX_KEY_NAME`
+do not fit in one, so the whole name is held to this too."""
 
 _PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _NAME = re.compile(r"((?:[A-Za-z0-9_-]|%[0-9A-F]{2})+)(?:@((?:[A-Za-z0-9_-]|%[0-9A-F]{2})+))?\.jsonl")
@@ -50,12 +54,15 @@ def key_file_name(key: str, sub_key: str = "", *, what: str = "key") -> str:
 
     Raises:
         TypeError: a key is not a str.
-        ValueError: ``key`` is empty, or a part encodes to more than :data:`MAX_KEY_NAME`
-            bytes.
+        ValueError: ``key`` is empty, a part encodes to more than :data:`MAX_KEY_NAME`
+            bytes, or the name to more than :data:`MAX_FILE_NAME`.
     """
     name = _encode(key, what)
     if sub_key:
         name += "@" + _encode(sub_key, f"the sub-key of {what}")
+        if len(name) + len(".jsonl") > MAX_FILE_NAME:
+            raise ValueError(f"{what} and its sub-key are too long for a file name together ({len(name)} bytes "
+                             f"encoded, at most {MAX_FILE_NAME - len('.jsonl')})")
     return name + ".jsonl"
 
 

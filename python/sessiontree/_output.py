@@ -171,7 +171,11 @@ def open_output(target: str | os.PathLike[str], *, replace: bool = True) -> Iter
     folder = os.path.dirname(real)
     if not os.path.isdir(folder):
         raise FileNotFoundError(errno.ENOENT, "no such folder", folder)
-    fd, tmp = create_temp(real)
+    try:
+        fd, tmp = create_temp(real)
+    except OSError as e:
+        # The temporary file is ours, not a name the caller gave: say which output failed.
+        raise OSError(e.errno, e.strerror or str(e), path) from e
     raw = _Fd(fd, close=True)
     f = io.BufferedWriter(raw, _BUFFER)
     done = False

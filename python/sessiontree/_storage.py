@@ -139,9 +139,20 @@ _TEMP = re.compile(r"\.(?P<base>.+)\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp")
 _TEMP_GRACE_S = 600.0
 
 
+_NAME_MAX = 255
+"""Longest file name, in bytes, of the file systems sessions live on (ext4, xfs, btrfs,
+tmpfs, overlayfs)."""
+
+
 def _temp_path(path: str) -> str:
     folder, base = os.path.split(path)
-    return os.path.join(folder, f".{base}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    tail = f".{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    # A name that fits may not fit with the temporary's dot and tail (ENAMETOOLONG for
+    # an output or session named with 235 bytes or more): the name part is cut to fit;
+    # the sweep reads only the pid and the tail.
+    while len(os.fsencode(base)) > _NAME_MAX - 1 - len(tail):
+        base = base[:-1]
+    return os.path.join(folder, f".{base}{tail}")
 
 
 # ------------------------------------------------------------- temporaries and signals
@@ -614,7 +625,9 @@ class SessionWriter:
                 os.close(new_fd)
             if tmp is not None:
                 release_temp(tmp, remove=True)
-            if isinstance(e, OSError) and tmp is not None:
+            # Named by the session, not by the temporary file (its creation fails in a
+            # read-only folder): a write's error names the session file.
+            if isinstance(e, OSError) and not isinstance(e, SessionFileExistsError):
                 raise _named(e, self.path, "cannot write the migrated session file") from e
             raise
         finally:

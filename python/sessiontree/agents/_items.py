@@ -197,14 +197,17 @@ def pi_entry(
 
 
 def item_of_entry(entry: Mapping[str, Any]) -> Any:
-    """The SDK item an entry holds, or ``None`` for an entry that holds none."""
+    """The SDK item an entry holds, or ``None`` for an entry that holds none. An item is
+    a dict (``add_items`` stores no other): any other value there (a file edited or
+    damaged by hand) is no item, never handed to the SDK as one."""
     t = entry.get("type")
+    item: Any = None
     if t == "message":
         message = entry.get("message")
-        if isinstance(message, dict) and ITEM_FIELD in message:
-            return message[ITEM_FIELD]
+        if isinstance(message, dict):
+            item = message.get(ITEM_FIELD)
     elif t == "custom" and entry.get("customType") == ITEM_TYPE:
         data = entry.get("data")
-        if isinstance(data, dict) and "item" in data:
-            return data["item"]
-    return None
+        if isinstance(data, dict):
+            item = data.get("item")
+    return item if isinstance(item, dict) else None

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import copy
-import json
 import os
 import threading
 import time
@@ -12,6 +10,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
+from .._jsonl import MAX_DEPTH, copy_value, decode_line, depth_exceeds, encode_entry, values_equal
 from .._keyed import key_file_name
 from .._manager import SessionManager
 from .._places import session_dir_for_cwd
@@ -23,6 +22,9 @@ __all__ = ["PiSession"]
 USAGE_KIND = "openai-agents"
 """``kind`` of the Pi ``usage`` entry written for model usage of a batch without an
 assistant item."""
+
+# An item sits two levels down in its entry (``message.openaiItem``, ``data.item``).
+_ITEM_DEPTH = MAX_DEPTH - 2
 
 
 class PiSession:
@@ -152,7 +154,7 @@ class PiSession:
                 chosen = items
             else:
                 chosen = items[max(len(items) - limit, 0) :] if limit else []
-            return copy.deepcopy([item for _, item in chosen])
+            return [copy_value(item) for _, item in chosen]
 
     def _usage_delta(self, wrapper: Any) -> dict[str, Any] | None:
         """Pi usage for what the run's usage grew by since this session last saw it."""
@@ -186,10 +188,16 @@ class PiSession:
         for item in items:
             if not isinstance(item, dict):
                 raise TypeError(f"an item must be a dict, not {type(item).__name__}")
-            # What cannot come back equal is refused first: NaN, and keys or containers
-            # JSON turns into others (an int key becomes a string, a tuple a list).
-            if json.loads(json.dumps(item, allow_nan=False)) != item:
-                raise ValueError("an item must read back equal from JSON (string keys, lists, no tuples)")
+            # What cannot come back equal is refused first: NaN and infinities (written
+            # as null), keys or containers JSON turns into others (an int key becomes a
+            # string, a tuple a list), nesting past what a line holds. Iterative, as a
+            # line may nest deeper than Python's `==` and `json` recurse.
+            if depth_exceeds(item, _ITEM_DEPTH):
+                raise ValueError(f"an item must nest at most {_ITEM_DEPTH} levels (its entry's line holds "
+                                 f"{MAX_DEPTH})")
+            if not values_equal(decode_line(encode_entry(item)), item):
+                raise ValueError("an item must read back equal from JSON (string keys, lists, no tuples, no NaN "
+                                 "or infinity)")
         if not items:
             return
         with self._lock:
@@ -254,7 +262,7 @@ class PiSession:
                                           details={"op": "pop_item", "popped": entry_id})
             self._mgr.flush()
             items.pop()
-            return copy.deepcopy(item)
+            return copy_value(item)
 
     def _clear_session(self) -> None:
         with self._lock:

@@ -53,6 +53,8 @@ def run(args: argparse.Namespace, io: Io) -> int:
     if (args.out is None) == (args.out_flag is None):
         raise CliError("give OUT, as an argument or as --out OUT (once)", code=2)
     args.out = args.out if args.out is not None else args.out_flag
+    if args.out == "":  # no name: it was taken for a link to nothing, or the working folder
+        raise CliError("OUT is empty: name a file (or a folder with --sessions), or - for standard output", code=2)
     try:
         size = parse_size(args.size) if args.size is not None else None
     except ValueError as e:

@@ -28,6 +28,7 @@ from typing import Any
 from rich.text import Text
 
 from ._common import CliError, Io
+from ._scope import walk
 from ..view import safe
 
 
@@ -51,7 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree import``: the exit status (see the module docstring)."""
-    from ..importers import claude_sources, codex_sources, import_claude, import_codex
+    from ..importers import claude_sources, codex_sources, import_claude, import_codex, not_imported
 
     if args.all:
         raise CliError(f"import takes no --all (it names Pi's store on the other commands): without a PATH, "
@@ -59,13 +60,16 @@ def run(args: argparse.Namespace, io: Io) -> int:
                        code=2)
     paths = [f for p in args.paths for f in _files(args.source, p)]
     if not args.paths:
-        paths = claude_sources() if args.source == "claude" else codex_sources()
+        # What a folder PATH gives (`_files`): a FIFO, a folder or a dangling link named
+        # `.jsonl` in the agent's store is no transcript.
+        paths = [f for f in (claude_sources() if args.source == "claude" else codex_sources()) if os.path.isfile(f)]
         if not paths:
             where = "$CLAUDE_CONFIG_DIR/projects (~/.claude/projects)" if args.source == "claude" \
                 else "$CODEX_HOME/sessions (~/.codex/sessions)"
             raise CliError(f"no {args.source} transcripts found under {where}")
-    if args.out == "-":
-        raise CliError("import writes session files into a folder: give --out DIR, not -", code=2)
+    if args.out in ("-", ""):  # "" was the working folder, written into unasked
+        raise CliError("import writes session files into a folder: give --out DIR, not "
+                       + ("-" if args.out else "an empty name"), code=2)
     backend = None if args.backend == "auto" else args.backend
     results = []
     seen: set[str] = set()
@@ -74,11 +78,16 @@ def run(args: argparse.Namespace, io: Io) -> int:
         if ap in seen:
             continue
         seen.add(ap)
-        if args.source == "claude":
-            rs = import_claude(ap, to=args.out, backend=backend)
-            seen.update(r.source for r in rs)
-        else:
-            rs = import_codex(ap, to=args.out, backend=backend, include_incomplete=args.include_incomplete)
+        try:
+            if args.source == "claude":
+                rs = import_claude(ap, to=args.out, backend=backend)
+                seen.update(r.source for r in rs)
+            else:
+                rs = import_codex(ap, to=args.out, backend=backend, include_incomplete=args.include_incomplete)
+        except OSError as e:
+            # One source that cannot be read (removed since it was listed, no permission)
+            # is that source's failure: the others are imported and every one reported.
+            rs = [not_imported(ap, f"{ap}: {e.strerror or e}")]
         results.extend(rs)
     if args.json:
         io.write_json([r.to_json() for r in results])
@@ -101,8 +110,12 @@ def _files(source: str, path: str) -> list[str]:
     """
     p = os.path.expanduser(path)
     if os.path.isdir(p):
-        pattern = ("*.jsonl",) if source == "claude" else ("**", "*.jsonl")
-        found = sorted(f for f in glob.glob(os.path.join(glob.escape(p), *pattern), recursive=True)
+        # Codex: every folder below, each once (glob's "**" follows a link that loops,
+        # `loop -> .`, into paths without end: the command never ended).
+        folders = [p] if source == "claude" else [
+            d for d in walk(p) if not any(part.startswith(".") for part in os.path.relpath(d, p).split(os.sep)
+                                          if part != ".")]  # glob's rule: hidden folders are not read
+        found = sorted(f for d in folders for f in glob.glob(os.path.join(glob.escape(d), "*.jsonl"))
                        if os.path.isfile(f))
         if not found:
             raise CliError(f"{safe(path)}: no .jsonl file in this folder")

@@ -28,6 +28,7 @@ __all__ = [
     "import_claude",
     "import_codex",
     "import_sources",
+    "not_imported",
     "claude_sources",
     "codex_sources",
     "plan_claude",
@@ -50,7 +51,8 @@ def codex_sources(home: str | None = None) -> list[str]:
     return codex.default_sources(home)
 
 
-def _failed(path: str, error: str) -> ImportResult:
+def not_imported(path: str, error: str) -> ImportResult:
+    """The result of a source that was not imported (nothing written), saying why."""
     return ImportResult(source=os.path.abspath(path), session_id="", path=None, created=False, entries_added=0,
                         entries_total=0, parent_session=None, role="main", imported={}, custom={}, skipped={},
                         unmapped={}, conflicts={}, continued=0, problems=[], error=error)
@@ -69,7 +71,7 @@ def _other_format(path: str, kind: str) -> ImportResult | None:
         why = "is already a Pi session file: nothing to import (open it as it is)"
     else:
         why = f"is {NAMES[found]}, not {NAMES[kind]}: import it with `sessiontree import {found}`"
-    return _failed(path, f"{path} {why}")
+    return not_imported(path, f"{path} {why}")
 
 
 def import_claude(path: str | os.PathLike[str], *, to: str | os.PathLike[str] | None = None,
@@ -107,7 +109,7 @@ def import_claude(path: str | os.PathLike[str], *, to: str | os.PathLike[str] | 
         except OSError as e:
             if f == src:
                 raise  # the caller's own path: an error, not a result (nothing written yet)
-            planned.append(_failed(f, f"{f}: {e.strerror or e}"))
+            planned.append(not_imported(f, f"{f}: {e.strerror or e}"))
     settle_parent_links([p for p in planned if isinstance(p, SessionPlan)], to)
     return [apply_plan(p, to, backend=backend) if isinstance(p, SessionPlan) else p for p in planned]
 

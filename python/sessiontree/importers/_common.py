@@ -23,14 +23,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from .._jsonl import BOM, MAX_DEPTH, depth_exceeds, encode_entry, has_invalid_utf8, iter_lines
+from .._jsonl import BOM, MAX_DEPTH, depth_exceeds, encode_entry, has_invalid_utf8, iter_lines, values_equal
 from .._reader import read_line
 from .._places import session_dir_for_cwd, session_file_name
 from .._shapes import session_name
 from .._manager import SessionManager
 from .._storage import SessionWriter, open_regular, synced_once
 from .._time import iso_from_ms, parse_iso_ms
-from ..errors import LoadReportWarning, SessionError
+from ..errors import LoadReportWarning, SessionError, SessionFileExistsError, SessionLockedError, StaleSessionError
 
 __all__ = [
     "ImportResult",
@@ -438,8 +438,12 @@ def target_path(plan: SessionPlan, to: str | os.PathLike[str] | None) -> str:
     exact = os.path.join(folder, session_file_name(plan.timestamp, plan.session_id))
     if os.path.exists(exact):
         return exact
-    for cand in sorted(glob.glob(os.path.join(glob.escape(folder), "*_" + glob.escape(plan.session_id) + ".jsonl"))):
-        return cand
+    tail = "_" + plan.session_id + ".jsonl"
+    for cand in sorted(glob.glob(os.path.join(glob.escape(folder), "*" + glob.escape(tail)))):
+        # Pi's name is <time>_<id>.jsonl and its time holds no "_": the file of session
+        # "x_b" also ends with "_b.jsonl", and is not session "b"'s.
+        if "_" not in os.path.basename(cand)[: -len(tail)]:
+            return cand
     return exact
 
 
@@ -477,7 +481,8 @@ def _file_fields(p: PlannedEntry) -> dict[str, Any]:
 def _same(existing: dict[str, Any], p: PlannedEntry, parent: str | None) -> bool:
     if existing.get("type") != p.kind or existing.get("parentId") != parent:
         return False
-    return all(existing.get(k) == v for k, v in _file_fields(p).items())
+    # Values nest up to the 1,024 levels a line may: compared without recursion.
+    return all(values_equal(existing.get(k), v) for k, v in _file_fields(p).items())
 
 
 def _append(mgr: _Writer, p: PlannedEntry) -> None:
@@ -673,6 +678,8 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
                 mgr._next_ts = p.timestamp
                 try:
                     _append(mgr, p)
+                except _WHOLE_FILE:
+                    raise  # the file's, not the entry's: no later entry can be written either
                 except (ValueError, SessionError) as e:
                     rep.problem(f"entry {p.id} not written: {e}", p.line)
                     rep.skip(f"{p.kind} (refused by the writer)")
@@ -681,14 +688,26 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
             total = len(mgr)
             written = mgr.session_file
     except (OSError, SessionError) as e:
-        # What this run added is what the file holds now: appends before the failure
-        # are on disk, entries Pi's writer still held in memory (before the first
-        # assistant message) are not.
-        added = max(0, _entries_on_disk(path, backend) - before)
+        if isinstance(e, (SessionLockedError, SessionFileExistsError)):
+            # Met at this run's first write (the lock is held from then on, and a new
+            # file is made whole or not at all): nothing of it reached the file; what
+            # is there is another writer's.
+            added, created = 0, False
+        else:
+            # What this run added is what the file holds now: appends before the failure
+            # are on disk, entries Pi's writer still held in memory (before the first
+            # assistant message) are not.
+            added = max(0, _entries_on_disk(path, backend) - before)
         return result(None, 0, f"{path}: {e}")
     if written is None or not os.path.exists(written):  # pragma: no cover - guarded above
         return result(None, 0, "nothing was written")
     return result(written, total)
+
+
+# Errors of the session file as a whole (another writer holds it, made it first, or
+# changed it): the import of that session stops and says so. Any other error of an
+# append refuses that entry alone.
+_WHOLE_FILE = (SessionLockedError, SessionFileExistsError, StaleSessionError)
 
 
 def _drop_too_deep(plan: SessionPlan) -> None:
@@ -751,9 +770,9 @@ def _continue(mgr: _Writer, p: PlannedEntry, existing: dict[str, Any], remap: di
     want = planned.get("content")
     if not isinstance(want, list):
         return "conflict"
-    if content == want:
+    if values_equal(content, want):
         return "same" if _add_usage(usage, None) == _add_usage(planned.get("usage"), None) else "conflict"
-    if len(want) <= len(content) or want[: len(content)] != content:
+    if len(want) <= len(content) or not values_equal(want[: len(content)], content):
         return "conflict"
     message = dict(planned)
     message["content"] = want[len(content):]

@@ -35,6 +35,8 @@ _RECORDS = 50
 
 def _kind(obj: dict[str, Any], first: bool) -> str | None:
     t = obj.get("type")
+    if t is not None and not isinstance(t, str):
+        return None  # no format's record: a value of the wrong type tells nothing
     if first and t == "session" and isinstance(obj.get("id"), str):
         return "pi"
     if t in CODEX_TYPES and "payload" in obj:

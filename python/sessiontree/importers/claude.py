@@ -103,6 +103,12 @@ def _str(v: object) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
+def _passes_through(t: object) -> bool:
+    """Whether a record's ``type`` is one kept in the chain without an entry; any value
+    (a transcript may hold an object there, which no set lookup takes)."""
+    return isinstance(t, str) and t in PASS_THROUGH
+
+
 # ------------------------------------------------------------------------ splitting
 
 
@@ -429,15 +435,15 @@ class _Planner:
                 hops = 0
                 while anc is not None and hops < 10_000:
                     ar = self.by_uuid[anc].record
-                    if ar.get("type") in PASS_THROUGH:
+                    if _passes_through(ar.get("type")):
                         anc = self.parent.get(anc)
                         hops += 1
                         continue
                     break
                 if anc is not None and anc in self.group_of:
                     g = self.group_of[anc]
-                    gm = self.groups[g][0].record.get("message") or {}
-                    if gm.get("id") == mid:
+                    gm = self.groups[g][0].record.get("message")
+                    if isinstance(gm, dict) and gm.get("id") == mid:
                         joined = g
             if joined is None:
                 self.groups.append([sl])
@@ -496,10 +502,10 @@ class _Planner:
         for sl in self.lines:
             r = sl.record
             u = _str(r.get("uuid"))
-            if u is None or self.by_uuid.get(u) is not sl or r.get("type") in PASS_THROUGH:
+            if u is None or self.by_uuid.get(u) is not sl or _passes_through(r.get("type")):
                 continue
             p = self.parent.get(u)
-            while p is not None and self.by_uuid[p].record.get("type") in PASS_THROUGH:
+            while p is not None and _passes_through(self.by_uuid[p].record.get("type")):
                 p = self.parent.get(p)
             g = self.group_of.get(u) if r.get("type") == "assistant" else None
             if g is not None:
@@ -562,7 +568,7 @@ class _Planner:
         t = r.get("type")
         rep = self.report
         parent = self.parent_entry(u)
-        if t in PASS_THROUGH:
+        if _passes_through(t):
             rep.skip(f"{t} (children re-linked to its parent)", None, problem=False)
             self.tail[u] = parent
             return

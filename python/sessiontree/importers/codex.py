@@ -204,7 +204,9 @@ def _find_rollout(thread_id: str, near: str) -> str | None:
             hits = [p for p in _walk_files(os.path.join(home, sub))
                     if os.path.basename(p).startswith("rollout-") and os.path.basename(p).endswith(suffix)]
             for hit in sorted(hits):
-                if os.path.abspath(hit) != os.path.abspath(near):
+                # The name ends with the id, which may be the tail of another thread's id
+                # (a forked_from_id cut short): the thread is the one its header names.
+                if os.path.abspath(hit) != os.path.abspath(near) and (_header_of(hit) or ("",))[0] == thread_id:
                     return hit
     return None
 
