@@ -167,7 +167,6 @@ def values_equal(a: Any, b: Any) -> bool:
     return True
 
 
-
 def copy_value(value: Any) -> Any:
     """A deep copy of a decoded JSON value (dicts and lists copied, everything else
     shared), at any depth: ``copy.deepcopy`` recurses twice per level against the
