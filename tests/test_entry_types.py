@@ -257,3 +257,14 @@ def test_tables_hold_every_field() -> None:
             wanted = _field_markers(entry, NOT_IN_TABLES.get(etype, {}))
         for field, markers in wanted.items():
             assert markers & shown, (name, field, row)
+
+
+def test_an_error_whose_text_is_its_message_is_said_once() -> None:
+    """Trial 59: an imported Claude Code API error (its text is also its
+    ``errorMessage``) showed the text twice in the tree; another error keeps both."""
+    msg: dict[str, Any] = {"role": "assistant", "content": [{"type": "text", "text": "API Error: 529"}],
+                           "stopReason": "error", "errorMessage": "API Error: 529"}
+    entry = {"type": "message", "id": "a", "parentId": None, "timestamp": "t", "message": msg}
+    assert entry_preview(entry) == ("assistant", "[error] API Error: 529")
+    msg["errorMessage"] = "overloaded"
+    assert entry_preview(entry) == ("assistant", "[error] overloaded API Error: 529")

@@ -52,3 +52,27 @@ def test_flush_in_memory_and_over_an_existing_file(tmp_path: Path, backend: str)
     assert Path(sm.session_file).read_bytes() == b"not ours\n"
     assert len(sm) == 1  # the entry stays in memory
     sm.close()
+
+
+def test_an_append_after_another_process_appended(tmp_path: Path, backend: str) -> None:
+    """CONTRACT §4 (trial 59: said only for ``flush``): a manager that read the file
+    before another writer appended indexes that writer's entries at its first append,
+    and hangs its own on its leaf, a branch beside them (Pi's writer does the same);
+    after ``flush()`` its leaf, at the file's end when it read it, follows them."""
+    for flush_first in (False, True):
+        sm = SessionManager.create("/p", str(tmp_path / str(flush_first)), backend=backend)
+        sm.append_message({"role": "user", "content": "hi", "timestamp": 1})
+        first = sm.append_message({"role": "assistant", "content": [], "provider": "p", "model": "m",
+                                   "timestamp": 2})
+        path = sm.session_file
+        assert path is not None
+        late = SessionManager.open(path, backend=backend)
+        theirs = sm.append_message({"role": "user", "content": "theirs", "timestamp": 3})
+        sm.close()
+        if flush_first:
+            late.flush()
+        ours = late.append_message({"role": "user", "content": "ours", "timestamp": 4})
+        late.close()
+        with SessionManager.open(path, backend=backend) as again:
+            assert len(again) == 4 and again[theirs]["parentId"] == first
+            assert again[ours]["parentId"] == (theirs if flush_first else first)

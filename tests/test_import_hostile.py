@@ -341,3 +341,61 @@ def test_an_empty_out_is_a_usage_error(tmp_path: Path) -> None:
                            cwd=tmp_path)
         assert p.returncode == 2 and "empty" in p.stderr and "symbolic link" not in p.stderr, (args, p.stderr)
     assert sorted(os.listdir(tmp_path)) == ["src"]
+
+
+@pytest.mark.parametrize("named", ["../outside/" + SID, "/ABS/" + SID])
+def test_a_subagents_session_id_names_a_file_beside_it_only(tmp_path: Path, backend: str, named: str) -> None:
+    """A subagent transcript's own ``sessionId`` finds its parent's transcript beside
+    it by name only: a path in it (``../x``, an absolute one) was joined to the folder
+    and a transcript anywhere was read and linked as the parent (adversary 59)."""
+    outside = claude_file(tmp_path / "outside", [record("u1", None, "user", {"role": "user", "content": "hi"}),
+                                                 record("a1", "u1", "assistant", answer("m1", "hello"))])
+    named = named.replace("/ABS", str(tmp_path / "outside"))
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    side = {**COMMON, "isSidechain": True, "agentId": "x1", "sessionId": named}
+    (agents / "agent-x1.jsonl").write_text(
+        dumps({"parentUuid": None, **side, "type": "user", "message": {"role": "user", "content": "plan"},
+               "uuid": "s1"}) + "\n"
+        + dumps({"parentUuid": "s1", **side, "type": "assistant", "message": answer("m2", "done"), "uuid": "s2"})
+        + "\n")
+    (parent,) = import_claude(outside, to=tmp_path / "out", backend=backend)
+    assert parent.path is not None, parent
+    (result,) = import_claude(agents / "agent-x1.jsonl", to=tmp_path / "out", backend=backend)
+    assert result.error is None and result.parent_session is None, result
+    with open_clean(str(result.path), backend) as sm:
+        assert "parentSession" not in sm.get_header()
+
+
+def test_an_import_that_another_finished_first_reports_no_problem(
+        tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two imports of a grown transcript at once, the other one finishing between this
+    one's read of the file and its first append: that append finds its entry there
+    (``EntryExistsError``), which was reported as an entry the writer refused (a false
+    problem line, adversary 59). The same entry is left be, as every later one is."""
+    import subprocess
+    import sys
+
+    from sessiontree.importers import _common
+
+    src = claude_file(tmp_path / "src", _conversation(4))
+    [first] = import_claude(src, to=tmp_path / "out", backend=backend)
+    assert first.path and first.entries_added == 4
+    src.write_text("\n".join(_conversation(10)) + "\n")
+    real = _common._append
+    ran: list[int] = []
+
+    def append(mgr: Any, p: Any) -> None:
+        if not ran:
+            ran.append(subprocess.run(
+                [sys.executable, "-m", "sessiontree", "import", "claude", str(src), "--out", str(tmp_path / "out"),
+                 "--backend", backend], capture_output=True, text=True, timeout=120).returncode)
+        real(mgr, p)
+
+    monkeypatch.setattr(_common, "_append", append)
+    [r] = import_claude(src, to=tmp_path / "out", backend=backend)
+    assert ran == [0]
+    assert r.path == first.path and r.error is None and r.problems == [] and r.skipped == {}, r
+    assert r.entries_added == 0 and r.conflicts == {}, r
+    with open_clean(str(first.path), backend) as sm:
+        assert len(sm) == 10 and len(sm.get_tree()) == 1

@@ -30,7 +30,7 @@ Keys (also in the footer, and `?` in the app):
   R          reopen the file (after it was replaced, truncated or removed)
   tab        the tree or the detail pane (the arrows scroll it)
   esc        back to the session picker (when it was picked there)
-  q, ctrl+c  quit
+  q, ctrl+c  quit (q on the context or this help: back to the tree)
 
 The session picker (Pi's /resume), opened by `browse` without a file:
   sessiontree browse           the current directory's sessions

@@ -30,7 +30,8 @@ from .._shapes import session_name
 from .._manager import SessionManager
 from .._storage import SessionWriter, open_regular, synced_once
 from .._time import iso_from_ms, parse_iso_ms
-from ..errors import LoadReportWarning, SessionError, SessionFileExistsError, SessionLockedError, StaleSessionError
+from ..errors import (EntryExistsError, LoadReportWarning, SessionError, SessionFileExistsError, SessionLockedError,
+                      StaleSessionError)
 
 __all__ = [
     "ImportResult",
@@ -680,6 +681,13 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
                     _append(mgr, p)
                 except _WHOLE_FILE:
                     raise  # the file's, not the entry's: no later entry can be written either
+                except EntryExistsError:
+                    # Another import of this source appended it since this one read the
+                    # file (its lines were indexed at this first append): as for the
+                    # entries found before, the same one is left be, another is a conflict.
+                    if not _same(mgr[p.id], p, parent):
+                        conflicts[p.kind] += 1
+                    continue
                 except (ValueError, SessionError) as e:
                     rep.problem(f"entry {p.id} not written: {e}", p.line)
                     rep.skip(f"{p.kind} (refused by the writer)")

@@ -218,7 +218,10 @@ def _parent_file_for_agent(path: str, parent_sid: str | None) -> str | None:
     if os.path.basename(folder) == "subagents":
         session_dir = os.path.dirname(folder)
         cands.append(session_dir + ".jsonl")
-    if parent_sid:
+    # The transcript's own sessionId names a file beside it, only as a plain name: an
+    # absolute path or one with a folder in it (`../x`) would read a file anywhere
+    # (adversary 59).
+    if parent_sid and os.path.basename(parent_sid) == parent_sid and parent_sid not in (".", ".."):
         cands.append(os.path.join(folder, parent_sid + ".jsonl"))
     for c in cands:
         if os.path.isfile(c) and os.path.abspath(c) != os.path.abspath(path):

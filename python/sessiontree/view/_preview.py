@@ -91,7 +91,10 @@ def assistant(msg: dict[str, Any], clean: Clean) -> str:
         text = f"(thinking) {thinking}"
     stop = msg.get("stopReason")
     if stop in ("error", "aborted"):
-        text = f"[{stop}] {value_text(msg.get('errorMessage'))} {text}"
+        error = value_text(msg.get("errorMessage"))
+        # Claude Code's API errors are imported with their text as the message's text
+        # too: said once (trial 59).
+        text = f"[{stop}] {text}" if error == text else f"[{stop}] {error} {text}"
     return text
 
 
