@@ -125,3 +125,23 @@ def test_a_fifo_given_to_the_python_api_is_refused_not_waited_on(tmp_path: Path,
                        capture_output=True, text=True, timeout=20)
     assert p.returncode == 0 and p.stdout.count("refused") == 2 and "not a regular file" in p.stdout, p
     assert not (tmp_path / "out").exists()
+
+
+def test_a_subagent_not_imported_is_named_once(tmp_path: Path) -> None:
+    """A subagent transcript that cannot be read (a FIFO, a folder so named) is one line
+    naming it once (adversary 59: its path three times); ``--json`` keeps the whole
+    error, which names it."""
+    sid = "5e551017-0000-4000-8000-0000000000ab"
+    proj = tmp_path / "proj"
+    (proj / sid / "subagents").mkdir(parents=True)
+    shutil.copy(CLAUDE / f"{sid}.jsonl", proj)
+    fifo = proj / sid / "subagents" / "agent-x.jsonl"
+    os.mkfifo(fifo)
+    (proj / sid / "subagents" / "agent-y.jsonl").mkdir()
+    p = run("import", "claude", str(proj), "--out", str(tmp_path / "out"))
+    lines = [line for line in p.stdout.splitlines() if ": not imported:" in line]
+    assert len(lines) == 2 and all(line.count(str(proj)) == 1 for line in lines), p.stdout
+    assert any(line.endswith("not imported: not a regular file") for line in lines), p.stdout
+    j = run("import", "claude", str(proj), "--out", str(tmp_path / "out"), "--json")
+    errors = [r["error"] for r in json.loads(j.stdout) if r["path"] is None]
+    assert len(errors) == 2 and all(str(proj) in e for e in errors), errors

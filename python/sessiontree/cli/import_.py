@@ -134,7 +134,9 @@ def _counts(d: dict[str, int]) -> str:
 def _render(io: Io, r: dict[str, Any]) -> None:
     src = safe(r["source"])
     if r["path"] is None:
-        io.print(Text.assemble((src, "bold"), ": ", ("not imported", "yellow"), f": {safe(r['error'] or '')}"))
+        # The error names the source (it stands alone in --json); the line has named it.
+        error = (r["error"] or "").removeprefix(f"{r['source']}: ").removesuffix(f": {r['source']}")
+        io.print(Text.assemble((src, "bold"), ": ", ("not imported", "yellow"), f": {safe(error)}"))
         return
     state = "new" if r["created"] else ("updated" if r["entriesAdded"] else "unchanged")
     role = f" [{r['role']}]" if r["role"] != "main" else ""
