@@ -571,3 +571,30 @@ def test_ids_that_look_alike_cut_are_shown_apart(tmp_path: Path) -> None:
             assert shown in text, (shown, text)
 
     run_app(path, check)
+
+
+def test_keys_in_one_burst_after_slash_go_to_the_search(session: Path) -> None:
+    """Trial 59: `/refactor⏎` sent in one write (a paste, a fast typist) left the search
+    box empty, and its letters ran as the tree's commands (`r` reload, `f` fork, the
+    `⏎` confirming the fork: a new session file). They go to the box, in order; a
+    second burst replaces the last query."""
+    from textual import events
+    from textual.widgets import Input
+
+    before = sorted(session.parent.iterdir())
+
+    def burst(app: Any, text: str) -> None:
+        for ch in text:
+            app.post_message(events.Key("slash" if ch == "/" else ch, ch))
+        app.post_message(events.Key("enter", "\r"))
+
+    async def check(app: Any, pilot: Any) -> None:
+        burst(app, "/refactor")
+        await _until(pilot, lambda: app.query_text == "refactor", "the first search")
+        assert app.focused is app.query_one("#tree")
+        burst(app, "/parser")
+        await _until(pilot, lambda: app.query_text == "parser", "the second search")
+        assert app.query_one("#search", Input).value == "parser"
+
+    run_app(session, check)
+    assert sorted(session.parent.iterdir()) == before  # nothing forked

@@ -464,7 +464,10 @@ class BrowseApp(App[None]):
         box = self.query_one("#search", Input)
         box.add_class("open")
         box.value = self.query_text or ""
-        box.focus()
+        # Focused now, not after the next refresh (``focus()``): keys that come in one
+        # burst after `/` (a paste, a fast typist) went to the tree, where they are
+        # commands: `/refactor⏎` reloaded, forked and confirmed the fork (trial 59).
+        self.screen.set_focus(box)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id != "search":

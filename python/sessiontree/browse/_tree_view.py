@@ -15,6 +15,7 @@ from typing import Any
 
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
@@ -86,6 +87,22 @@ class TreeView(ScrollView, can_focus=True):
         def __init__(self, row: Row | None) -> None:
             super().__init__()
             self.row = row
+
+    def on_key(self, event: events.Key) -> None:
+        """Keys that come in one burst (`/refactor⏎` pasted or typed fast) are all
+        handed to the tree before its bindings run: the search box is opened here, at
+        once, and the keys behind it go to the box, in order. Through the binding they
+        were lost, or ran as the tree's commands (`r` reload, `f` fork, the `⏎`
+        confirming the fork: trial 59)."""
+        focused = self.screen.focused
+        if focused is self and event.key == "slash":
+            event.stop()
+            event.prevent_default()
+            self.app.action_search()  # type: ignore[attr-defined]
+        elif focused is not None and focused is not self:
+            event.stop()
+            event.prevent_default()
+            focused.post_message(events.Key(event.key, event.character))
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
