@@ -154,8 +154,6 @@ def _say_rebuilt(path: str, why: str) -> None:
                                         "so this command reads every session once"), stacklevel=3)
 
 
-
-
 # ---------------------------------------------------------------- text values
 _LONE_SURROGATE: re.Pattern[str] = lazy_pattern("[\ud800-\udfff]")  # a pair is one code point in a str
 
