@@ -765,6 +765,37 @@ def test_the_picker_in_a_real_terminal(history: Path, tmp_path: Path) -> None:
         term.close()
 
 
+def test_a_catalog_the_picker_rebuilt_is_said_after_the_app(history: Path, tmp_path: Path) -> None:
+    """Adversary 59b: the picker's listing met a damaged catalog (pages found damaged as
+    they are read) and rebuilt it without a word: the note went to stderr while the app
+    held the screen, where Textual keeps it. It is said once the app has left it."""
+    pytest.importorskip("pyte", reason="pyte is not installed: pip install pyte")
+    import sqlite3
+
+    alpha = sorted(history.iterdir())[0]
+    env = _env(tmp_path)
+    catalog = env["SESSIONTREE_CATALOG"]
+    assert subprocess.run([sys.executable, "-m", "sessiontree", "index", str(alpha)], env=env, timeout=120,
+                          capture_output=True).returncode == 0
+    with sqlite3.connect(catalog) as c:
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    size = os.path.getsize(catalog)
+    with open(catalog, "r+b") as f:
+        f.seek(4096)
+        f.write(b"\xff" * (size - 4096))
+    made = os.stat(catalog).st_ino
+    term = Terminal([sys.executable, "-m", "sessiontree", "browse", str(alpha)], env, cols=200)
+    try:
+        term.wait(lambda t: "Resume session" in t and "5 sessions" in t, "the picker")
+        term.keys("\x1b")
+        assert term.proc.wait(timeout=60) == 0
+        text = term.wait(lambda t: "note: the catalog" in t, "the note")
+    finally:
+        term.close()
+    assert os.stat(catalog).st_ino != made  # rebuilt
+    assert text.count("note: the catalog") == 1 and "was damaged" in text, text
+
+
 def test_without_the_catalog_the_picker_answers_the_same(history: Path) -> None:
     """``--no-cache``: the listing and the search read the files; the same rows."""
     with_catalog = picker_of(history)

@@ -588,26 +588,74 @@ class _Search:
         not hold them). A row that no longer names that file (a concurrent ``index``
         dropped it) makes the page stale, as a rewritten file does.
 
+        Once the catalog was found damaged during this search (and rebuilt: the new
+        one holds no rows), read from the file instead.
+
         Raises:
-            StaleSessionError: the file's row is gone since the search read it, or the
-                catalog cannot be read (damaged).
+            StaleSessionError: the file's row is gone since the search read it, the
+                catalog is busy, or the file cannot be read as a session any more.
         """
         got = self.ctxs.get(rank)
         if got is None:
             from ..errors import StaleSessionError
 
             path, fid, name, dev, ino = self._file(rank)
-            try:
-                row = self.store.conn.execute(self._CTX, (fid, name, dev, ino)).fetchone()
-                if row is not None:
-                    row = checked_all("file", self._CTX_COLUMNS, [row])[0]
-            except sqlite3.DatabaseError as e:  # damage is found, and mended, by the next search's read
-                raise StaleSessionError(f"{path}: the catalog could not be read while it was searched ({e}); "
-                                        "search again") from None
-            if row is None:
+            read: tuple[str, str | None, str] | None = None
+            if not self.damaged:
+                try:
+                    row = self.store.conn.execute(self._CTX, (fid, name, dev, ino)).fetchone()
+                    if row is not None:
+                        # py_text raises on bytes that are not UTF-8 (damage too).
+                        sid, title, cwd = checked_all("file", self._CTX_COLUMNS, [row])[0]
+                        if sid is None:  # a file the index holds is a session: it has an id
+                            raise sqlite3.DatabaseError("catalog damaged: a session's row holds no id")
+                        read = (py_text(sid), py_text(title), py_text(cwd) or "")
+                except sqlite3.DatabaseError as e:
+                    if busy(e):
+                        raise StaleSessionError(f"{path}: the catalog could not be read while it was searched "
+                                                f"({e}); search again") from None
+                    self._rebuild(e)
+            if self.damaged:
+                # The rebuilt catalog holds no row: an error here would end the search
+                # that the note said reads every session (adversary 59b).
+                got = self.ctxs[rank] = self._file_ctx(path)
+                return got
+            if read is None:
                 raise StaleSessionError(f"{path}: dropped from the catalog while it was searched; search again")
-            got = self.ctxs[rank] = (py_text(row[0]), py_text(row[1]), py_text(row[2]) or "")
+            got = self.ctxs[rank] = read
         return got
+
+    def _rebuild(self, e: sqlite3.DatabaseError) -> None:
+        """The catalog found damaged (``e``) while the index's hits are made: rebuilt
+        (and said), never read again by this search; the files answer from now on."""
+        from ._store import CatalogError
+
+        self.damaged = True
+        with contextlib.suppress(CatalogError, sqlite3.Error, OSError):
+            self.store.rebuild(str(e))
+
+    def _file_ctx(self, path: str) -> tuple[str, str | None, str]:
+        """The session id, name and cwd of the file at ``path`` as its listing reads
+        them (what the catalog's row holds), read from the file.
+
+        Raises:
+            StaleSessionError: it cannot be read as a session now.
+        """
+        from ..errors import StaleSessionError
+        from ._files import FileStat
+        from ._indexer import read_paths
+
+        try:
+            st = os.stat(path)
+            (f,) = read_paths([(path, os.path.basename(path), FileStat(st.st_dev, st.st_ino, st.st_size,
+                                                                       st.st_mtime_ns, st.st_ctime_ns))],
+                              sink=lambda *_a: None, native=self.native)
+        except OSError as e:
+            raise StaleSessionError(f"{path}: cannot be read while it was searched ({e}); search again") from None
+        row = f.row
+        if row is None or f.error is not None or row.problem is not None or row.sid is None:
+            raise StaleSessionError(f"{path}: changed while it was searched; search again")
+        return row.sid, row.title, row.cwd or ""
 
     def snippets(self, hits: list[_Hit], threads: int = _THREADS) -> list[Any]:
         """The index hits' snippets, read from their files (releases the GIL)."""
@@ -723,12 +771,8 @@ class _Search:
                 try:
                     record = self.store.entries(file)
                 except sqlite3.DatabaseError as e:
-                    from ._store import CatalogError
-
                     if not busy(e):  # damage: rebuilt, never trusted
-                        self.damaged = True
-                        with contextlib.suppress(CatalogError, sqlite3.Error, OSError):
-                            self.store.rebuild(str(e))
+                        self._rebuild(e)
             if not record:  # no record (or a row gone since): read from the file instead
                 from ._extract import scan_file
 

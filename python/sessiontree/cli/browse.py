@@ -11,8 +11,11 @@ those two.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from ..browse import HELP
@@ -67,8 +70,30 @@ def run(args: argparse.Namespace, io: Io) -> int:
         app = BrowseApp(backend=args.backend, picker=_picker(args, io, scope))
     else:
         app = BrowseApp(args.paths[0], backend=args.backend, select=args.select)
-    app.run()
+    with _said_after(io):
+        app.run()
     return exit_status(app)
+
+
+@contextlib.contextmanager
+def _said_after(io: Io) -> Iterator[None]:
+    """The catalog's notes (``CatalogRebuiltWarning``: the picker's listing rebuilt a
+    damaged catalog) said on stderr once the app has left the screen: while it runs,
+    Textual keeps what is written to stderr, and the note was never seen (adversary
+    59b)."""
+    from ..errors import CatalogRebuiltWarning
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", CatalogRebuiltWarning)
+        try:
+            yield
+        finally:
+            held = list(said)
+    for w in held:
+        if issubclass(w.category, CatalogRebuiltWarning):
+            io.note(f"note: {safe(str(w.message))}")
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
 
 
 def _picker(args: argparse.Namespace, io: Io, scope: _scope.Scope) -> Any:
