@@ -66,6 +66,7 @@ def test_entries_added_counts_only_what_was_written(tmp_path: Path, monkeypatch:
     files = sorted(out.glob("*.jsonl")) if out.exists() else []
     on_disk = sum(_entries_in(str(f), backend) for f in files)
     assert result.entries_added == on_disk, (result.entries_added, on_disk)
+    assert result.created == bool(files), result  # no file made is none created (adversary 59b)
 
 
 @pytest.mark.parametrize("backend", ["python", "native"])

@@ -706,6 +706,7 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
             # are on disk, entries Pi's writer still held in memory (before the first
             # assistant message) are not.
             added = max(0, _entries_on_disk(path, backend) - before)
+            created = created and os.path.exists(path)  # a first write that failed made no file
         return result(None, 0, f"{path}: {e}")
     if written is None or not os.path.exists(written):  # pragma: no cover - guarded above
         return result(None, 0, "nothing was written")
