@@ -598,3 +598,28 @@ def test_keys_in_one_burst_after_slash_go_to_the_search(session: Path) -> None:
 
     run_app(session, check)
     assert sorted(session.parent.iterdir()) == before  # nothing forked
+
+
+def test_keys_typed_while_the_session_opens(tmp_path: Path) -> None:
+    """Trial 59b: `/fix⏎` typed before the tree was up forked the session (the open took
+    the focus back from the search box, and the letters ran as the tree's commands).
+    The search box keeps the focus, the search submitted meanwhile runs once the
+    session is open, and no file is written."""
+    from textual import events
+
+    path = tmp_path / "big.jsonl"
+    generate_session(path, size_bytes=3_000_000, seed=8)
+    before = sorted(tmp_path.iterdir())
+    app = BrowseApp(str(path))
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            for ch in "/refactor":
+                app.post_message(events.Key("slash" if ch == "/" else ch, ch))
+            app.post_message(events.Key("enter", "\r"))
+            await _ready(app, pilot)
+            await _until(pilot, lambda: "match for 'refactor'" in screen(app), "the search's match")
+            assert app.query_text == "refactor" and app.focused is app.query_one("#tree")
+
+    asyncio.run(main())
+    assert sorted(tmp_path.iterdir()) == before  # nothing forked

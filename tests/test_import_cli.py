@@ -127,21 +127,36 @@ def test_a_fifo_given_to_the_python_api_is_refused_not_waited_on(tmp_path: Path,
     assert not (tmp_path / "out").exists()
 
 
-def test_a_subagent_not_imported_is_named_once(tmp_path: Path) -> None:
-    """A subagent transcript that cannot be read (a FIFO, a folder so named) is one line
-    naming it once (adversary 59: its path three times); ``--json`` keeps the whole
-    error, which names it."""
+def test_a_fifo_or_folder_among_subagents_is_passed_over(tmp_path: Path) -> None:
+    """A FIFO or a folder named ``agent-*.jsonl`` in a session's ``subagents/`` is no
+    transcript: passed over, as a folder PATH's and the store's are (trial 59b: every
+    import of the session said "not imported" twice and exited 1)."""
     sid = "5e551017-0000-4000-8000-0000000000ab"
     proj = tmp_path / "proj"
-    (proj / sid / "subagents").mkdir(parents=True)
+    shutil.copytree(CLAUDE / sid, proj / sid)
     shutil.copy(CLAUDE / f"{sid}.jsonl", proj)
-    fifo = proj / sid / "subagents" / "agent-x.jsonl"
-    os.mkfifo(fifo)
+    os.mkfifo(proj / sid / "subagents" / "agent-x.jsonl")
     (proj / sid / "subagents" / "agent-y.jsonl").mkdir()
-    p = run("import", "claude", str(proj), "--out", str(tmp_path / "out"))
-    lines = [line for line in p.stdout.splitlines() if ": not imported:" in line]
-    assert len(lines) == 2 and all(line.count(str(proj)) == 1 for line in lines), p.stdout
-    assert any(line.endswith("not imported: not a regular file") for line in lines), p.stdout
-    j = run("import", "claude", str(proj), "--out", str(tmp_path / "out"), "--json")
-    errors = [r["error"] for r in json.loads(j.stdout) if r["path"] is None]
-    assert len(errors) == 2 and all(str(proj) in e for e in errors), errors
+    for args in ([str(proj)], [str(proj / f"{sid}.jsonl")]):
+        p = run("import", "claude", *args, "--out", str(tmp_path / "out"), "--json")
+        assert p.returncode == 0, p.stderr
+        results = json.loads(p.stdout)
+        assert [r["role"] for r in results] == ["main", "subagent"] and all(r["path"] for r in results), results
+
+
+def test_an_import_error_names_its_paths_once(tmp_path: Path) -> None:
+    """An import that meets another writer's lock is one line naming the source and
+    the file once each (adversary 59: three times; trial 59b: the file twice)."""
+    from sessiontree import SessionManager
+
+    lines = (CLAUDE / "linear.jsonl").read_text().splitlines(keepends=True)
+    src = tmp_path / "src" / "linear.jsonl"
+    src.parent.mkdir()
+    src.write_text("".join(lines[:2]))
+    first = json.loads(run("import", "claude", str(src), "--out", str(tmp_path / "out"), "--json").stdout)[0]
+    src.write_text("".join(lines))  # the transcript grew: the next import appends
+    with SessionManager.open(first["path"]) as other:
+        other.flush()  # holds the file's lock
+        p = run("import", "claude", str(src), "--out", str(tmp_path / "out"))
+    line = next(x for x in p.stdout.splitlines() if ": not imported:" in x)
+    assert line.count(str(src)) == 1 and line.count(first["path"]) == 1 and "another writer" in line, line

@@ -24,6 +24,7 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from ..view import (
@@ -52,6 +53,12 @@ from ._tree_view import APP_KEYS, TreeView
 __all__ = ["BrowseApp"]
 
 _SEARCH_CHUNK = 400  # entries decoded between two screen updates while searching
+
+
+class _TreeScreen(Screen[Any]):
+    """The app's default screen (:meth:`BrowseApp.get_default_screen`)."""
+
+    AUTO_FOCUS = "#tree"
 
 
 class BrowseApp(App[None]):
@@ -101,6 +108,7 @@ class BrowseApp(App[None]):
         self.drawing: Drawing | None = None
         self.query_text: str | None = None
         self.searching = False
+        self.pending_search = False  # a search submitted before the session was open (_opened runs it)
         self.facts = ""
         self.timings: dict[str, float] = {}
         self.forked: str | None = None
@@ -108,6 +116,15 @@ class BrowseApp(App[None]):
         self._offering = False
 
     # ------------------------------------------------------------------ layout
+    def get_default_screen(self) -> Screen[Any]:
+        """The tree's screen, where the tree has the keys from the start: Textual's
+        default gave them to the hidden search box while the session opened, so
+        `/fix⏎` typed then searched "/fix", and once the open took the focus back, its
+        letters ran as the tree's commands (`f` forked, `⏎` confirmed: trial 59b). Set on
+        this screen alone: the app's ``AUTO_FOCUS`` is every screen's default, the
+        picker's and the questions' too."""
+        return _TreeScreen(id="_default")
+
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
             yield TreeView(id="tree")
@@ -188,6 +205,7 @@ class BrowseApp(App[None]):
             self._tree().focus()
             return
         self.path, self.select, self.query_text = path, select, None
+        self.pending_search = False
         self.facts, self.changed = "", None
         if self.sm is not None:
             self.sm.close()
@@ -294,9 +312,16 @@ class BrowseApp(App[None]):
         if start is not None:
             self.drawing.reveal(start)
         tree.show(self.drawing, start)
-        tree.focus()
+        # Keys typed while the session opened (trial 59b: `/fix⏎` before the tree was up
+        # forked the session): a search box opened meanwhile keeps the focus, and a
+        # search submitted meanwhile runs now.
+        if not self.query_one("#search", Input).has_class("open"):
+            tree.focus()
         self.say(note.strip() or ("reopened: the tree as the file is now" if again else "? lists the keys"))
         self.timings["first_screen"] = time.perf_counter()
+        if self.pending_search:
+            self.pending_search = False
+            self._search(1)
 
     # ------------------------------------------------------------------ status and detail
     def _facts_line(self) -> str:
@@ -504,6 +529,7 @@ class BrowseApp(App[None]):
         st, drawing, n = self.st, self.drawing, self._selected()
         needle = (self.query_text or "").casefold()
         if st is None or drawing is None or not needle:
+            self.pending_search = bool(needle)  # submitted while the session opens: run once it is open
             return
         order = drawing.order()
         start = self._position(n) if n is not None else -1

@@ -707,7 +707,8 @@ def apply_plan(plan: SessionPlan, to: str | os.PathLike[str] | None = None, *, b
             # assistant message) are not.
             added = max(0, _entries_on_disk(path, backend) - before)
             created = created and os.path.exists(path)  # a first write that failed made no file
-        return result(None, 0, f"{path}: {e}")
+        said = str(e)  # the writer's errors name the file already (trial 59b: twice)
+        return result(None, 0, said if said.startswith(path) else f"{path}: {said}")
     if written is None or not os.path.exists(written):  # pragma: no cover - guarded above
         return result(None, 0, "nothing was written")
     return result(written, total)

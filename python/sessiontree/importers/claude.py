@@ -83,9 +83,11 @@ def default_sources(home: str | None = None) -> list[str]:
 
 
 def session_files_for(path: str) -> list[str]:
-    """``path`` and, for a session file, the subagent transcripts in ``<stem>/subagents/``."""
+    """``path`` and, for a session file, the subagent transcripts in ``<stem>/subagents/``:
+    its regular files, as a folder PATH's and the store's are taken (a FIFO or a folder
+    named ``*.jsonl`` there failed every import of the session: trial 59b)."""
     stem = os.path.splitext(path)[0]
-    extra = sorted(glob.glob(os.path.join(glob.escape(stem), "subagents", "*.jsonl")))
+    extra = sorted(f for f in glob.glob(os.path.join(glob.escape(stem), "subagents", "*.jsonl")) if os.path.isfile(f))
     return [path, *extra]
 
 
