@@ -102,3 +102,16 @@ def said_if_rebuilt(catalog: Path | str) -> Iterator[None]:
     replaced = os.stat(catalog).st_ino != before
     assert len(rebuilt) == replaced, (replaced, [str(w.message) for w in said])
     assert all(str(catalog) in str(w.message) for w in rebuilt)
+
+
+def damage_pages(catalog: Path | str, start: int = 4096) -> None:
+    """Overwrite the catalog's pages from byte ``start`` on with ``0xff`` (its WAL
+    checkpointed into it first): damage SQLite finds only when a read reaches them."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(catalog)) as c:
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    size = os.path.getsize(catalog)
+    with open(catalog, "r+b") as f:
+        f.seek(start)
+        f.write(b"\xff" * (size - start))

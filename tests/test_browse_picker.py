@@ -31,7 +31,7 @@ from sessiontree.browse import BrowseApp, Picker, Scope  # noqa: E402
 from sessiontree.browse._sessions import MAX_PREFIX, Found, age, counts, next_want, rows, take, threaded  # noqa: E402
 from sessiontree.catalog import search  # noqa: E402
 
-from _shared import native_available  # noqa: E402
+from _shared import damage_pages, native_available  # noqa: E402
 from sessiontree.schema import SessionInfo  # noqa: E402
 
 BASE = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
@@ -770,19 +770,12 @@ def test_a_catalog_the_picker_rebuilt_is_said_after_the_app(history: Path, tmp_p
     they are read) and rebuilt it without a word: the note went to stderr while the app
     held the screen, where Textual keeps it. It is said once the app has left it."""
     pytest.importorskip("pyte", reason="pyte is not installed: pip install pyte")
-    import sqlite3
-
     alpha = sorted(history.iterdir())[0]
     env = _env(tmp_path)
     catalog = env["SESSIONTREE_CATALOG"]
     assert subprocess.run([sys.executable, "-m", "sessiontree", "index", str(alpha)], env=env, timeout=120,
                           capture_output=True).returncode == 0
-    with sqlite3.connect(catalog) as c:
-        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    size = os.path.getsize(catalog)
-    with open(catalog, "r+b") as f:
-        f.seek(4096)
-        f.write(b"\xff" * (size - 4096))
+    damage_pages(catalog)
     made = os.stat(catalog).st_ino
     term = Terminal([sys.executable, "-m", "sessiontree", "browse", str(alpha)], env, cols=200)
     try:

@@ -36,7 +36,7 @@ from sessiontree.catalog._store import Store
 from sessiontree.generate import generate_session
 from sessiontree.schema import SessionInfo
 
-from _shared import CASES, CORPUS, DATA, said_if_rebuilt
+from _shared import CASES, CORPUS, DATA, damage_pages, said_if_rebuilt
 
 N_SESSIONS = 2000
 PROJECTS = 40
@@ -974,12 +974,7 @@ def test_a_rebuild_is_said_at_the_callers_line(tmp_path: Path, catalog_file: str
 
     def damaged() -> None:
         cat.index(folders, catalog=catalog_file)
-        with sqlite3.connect(catalog_file) as c:
-            c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        size = os.path.getsize(catalog_file)
-        with open(catalog_file, "r+b") as f:
-            f.seek(4096)
-            f.write(b"\xff" * (size - 4096))
+        damage_pages(catalog_file)
 
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("default")

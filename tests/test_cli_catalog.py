@@ -15,6 +15,8 @@ import pytest
 from sessiontree._places import session_dir_for_cwd
 from sessiontree.generate import generate_session
 
+from _shared import damage_pages
+
 
 def run(*args: str, env: dict[str, str | None] | None = None,
         cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -260,8 +262,6 @@ def test_a_damaged_catalog_is_said_once_as_it_is_rebuilt(tmp_path: Path, damage:
     """Trial 58: a damaged catalog was rebuilt without a word (the command then reads
     every file). Each command that replaces one says so in one note on stderr, naming
     it and what was wrong, and answers as ``--no-cache``; the next says nothing."""
-    import sqlite3
-
     folder = tmp_path / "p"
     folder.mkdir()
     for i in range(3):
@@ -271,15 +271,11 @@ def test_a_damaged_catalog_is_said_once_as_it_is_rebuilt(tmp_path: Path, damage:
     for args in (["ls", str(folder)], ["usage", "model", str(folder)], ["index", str(folder)],
                  ["search", "the", str(folder)]):
         assert run("index", str(folder), env=env).returncode == 0
-        with sqlite3.connect(catalog) as c:
-            c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        size = catalog.stat().st_size
-        with open(catalog, "r+b") as f:
-            if damage == "header":
+        if damage == "header":
+            with open(catalog, "r+b") as f:
                 f.write(b"x" * 100)
-            else:  # found damaged only when a read reaches them
-                f.seek(4096)
-                f.write(b"\xff" * (size - 4096))
+        else:  # found damaged only when a read reaches them
+            damage_pages(catalog)
         p = run(*args, env=env)
         plain = run(*args, "--no-cache", env=env)
         assert p.returncode == 0, (args, p.stderr)
