@@ -451,7 +451,7 @@ def test_search_text_is_what_rich_writes(tmp_path: Path, monkeypatch: pytest.Mon
             for line in hit_lines(h, role_w, width):
                 console.print(Text.assemble(*line), crop=False, no_wrap=True, overflow="ignore")
         more = f"; --page 2 for more" if limit < total else ""
-        for words in (f"hits 1–{len(hits)} of {total:,} in {files:,} session(s){more}",
+        for words in (f"hits 1–{len(hits)} of {total:,} in {files:,} session(s) searched{more}",
                       "(* on the current path; open one: sessiontree context FILE --leaf ENTRY)"):
             console.print(Text(words, style="dim"))
         return console.file.getvalue()  # type: ignore[attr-defined]

@@ -104,7 +104,9 @@ def run(args: argparse.Namespace, io: Io) -> int:
     first = result.offset + 1
     last = result.offset + len(result.hits)
     more = f"; --page {args.page + 1} for more" if last < result.total else ""
-    foot = [f"hits {first:,}–{last:,} of {result.total:,} in {result.files:,} session(s){more}",
+    # "searched": the sessions read, not those with hits (trial 59b read "of 260 in 200
+    # session(s)" as hits spread over 200).
+    foot = [f"hits {first:,}–{last:,} of {result.total:,} in {result.files:,} session(s) searched{more}",
             "(* on the current path; open one: sessiontree context FILE --leaf ENTRY)"]
     if later:
         foot.append(f"({LATER})")
