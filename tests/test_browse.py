@@ -595,6 +595,7 @@ def test_keys_in_one_burst_after_slash_go_to_the_search(session: Path) -> None:
         burst(app, "/parser")
         await _until(pilot, lambda: app.query_text == "parser", "the second search")
         assert app.query_one("#search", Input).value == "parser"
+        await _until(pilot, lambda: "'parser'" in screen(app) and not app.searching, "the second search's end")
 
     run_app(session, check)
     assert sorted(session.parent.iterdir()) == before  # nothing forked

@@ -24,6 +24,7 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
@@ -351,7 +352,13 @@ class BrowseApp(App[None]):
         self._show_detail(event.row)
 
     def _show_detail(self, row: Row | None) -> None:
-        pane = self.query_one("#detail-text", Static)
+        try:
+            # The tree's screen, wherever it is in the stack (``query_one`` asks the
+            # active one), and none once the app is closing: a move a search made then
+            # raised NoMatches and failed the app (CI at e6dd31b).
+            pane = self.screen_stack[0].query_one("#detail-text", Static)
+        except (NoMatches, IndexError):
+            return
         st = self.st
         if row is None or st is None:
             pane.update("")
