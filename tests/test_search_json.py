@@ -23,10 +23,13 @@ from sessiontree._time import datetime_from_ms
 from sessiontree.catalog import _search
 from sessiontree.cli.search import _hit_json, items_json
 
-from _shared import native_available
+from _shared import backends, native_available
 from test_catalog import make_root
 
 pytestmark = pytest.mark.skipif(not native_available(), reason="the native extension is not built")
+# A search on the python backend has no native writer to hold against the Python one.
+native_writer = pytest.mark.skipif("native" not in backends(),
+                                   reason="SESSIONTREE_BACKEND=python: a search uses no native writer")
 
 ODD_TEXTS = [
     'the "quoted" and \\backslashed\\ text',
@@ -90,6 +93,7 @@ def _chunks(s: Any, offset: int = 0, size: int = 7) -> list[list[Any]]:
     return [hits[i:i + size] for i in range(0, len(hits), size)]
 
 
+@native_writer
 @pytest.mark.parametrize("mode", ["index", "files"])
 def test_native_chunks_equal_python_chunks(root: list[str], tmp_path: Path, mode: str) -> None:
     catalog = str(tmp_path / "cat.db")
@@ -156,6 +160,7 @@ def indexed(root: list[str], tmp_path_factory: pytest.TempPathFactory) -> str:
     return catalog
 
 
+@native_writer
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(path=texts, sid=texts, name=st.one_of(st.none(), texts), cwd=texts, time=times,
        score=st.integers(0, 2**64 - 1), on_path=st.booleans())
