@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -69,5 +70,60 @@ def test_tree_shows_each_entry_by_an_id_it_takes(tmp_path: Path) -> None:
     shown = [line.lstrip("* ").split()[0] for line in tree.stdout.splitlines() if line.strip()]
     assert len(shown) == 3 and len(set(shown)) == 3, tree.stdout
     for short, full in zip(shown, ids):
+        got = run("context", str(f), "--leaf", short, "--json")
+        assert got.returncode == 0 and json.loads(got.stdout)["leafId"] == full, (short, got.stderr)
+
+
+# An id holding a control, a bidi or an invisible character is shown escaped
+# (``view.safe``); a backslash of its own is shown as it is.
+_ODD_IDS = ["aa\x07bell", "bb\u202ertl", "cc\\back", "dd\ttab", "ee\u200bzw-long-id-0001", "ee\u200bzw-long-id-0002"]
+
+
+def _odd_session(path: Path) -> None:
+    lines = [{"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}]
+    parent = None
+    for k, eid in enumerate(_ODD_IDS):
+        lines.append({"type": "message", "id": eid, "parentId": parent, "timestamp": f"2025-01-01T00:00:0{k}.000Z",
+                      "message": {"role": "user", "content": [{"type": "text", "text": f"m{k}"}], "timestamp": 1}})
+        parent = eid
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_an_id_is_taken_back_as_it_is_shown(tmp_path: Path, backend: str) -> None:
+    """Trial 59's leftover: ``tree`` showed ``aa\\x07bell`` and ``--leaf`` with it found
+    no entry. The shown form, or a prefix of one shown form alone, names the entry; an
+    id's own characters are taken first."""
+    from _shared import open_quiet
+    from sessiontree.view import AmbiguousIdError, resolve_id, safe
+
+    f = tmp_path / "odd.jsonl"
+    _odd_session(f)
+    with open_quiet(f, backend) as sm:
+        for eid in _ODD_IDS:
+            assert resolve_id(sm, safe(eid)) == eid
+        assert resolve_id(sm, "aa\\x07") == "aa\x07bell"
+        assert resolve_id(sm, "bb\\u") == "bb\u202ertl"
+        assert resolve_id(sm, "cc\\back") == "cc\\back"  # its own characters
+        with pytest.raises(AmbiguousIdError):
+            resolve_id(sm, "ee\\u200bzw")
+        for missing in ("\\x", "aa\\x08", "zz\\n"):
+            with pytest.raises(KeyError):
+                resolve_id(sm, missing)
+
+
+def test_tree_shows_odd_ids_that_leaf_takes(tmp_path: Path) -> None:
+    f = tmp_path / "odd.jsonl"
+    _odd_session(f)
+    env = {"HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "c"), "PATH": "/usr/bin:/bin"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sessiontree", *args], capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    tree = run("tree", str(f), "--full")
+    assert tree.returncode == 0, tree.stderr
+    shown = [line.lstrip("* ").split()[0] for line in tree.stdout.splitlines() if line.strip()]
+    assert len(shown) == len(_ODD_IDS) and len(set(shown)) == len(shown), tree.stdout
+    for short, full in zip(shown, _ODD_IDS):
         got = run("context", str(f), "--leaf", short, "--json")
         assert got.returncode == 0 and json.loads(got.stdout)["leafId"] == full, (short, got.stderr)

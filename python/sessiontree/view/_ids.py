@@ -59,11 +59,14 @@ def id_width(ids: Iterable[str]) -> int:
 
 def resolve_id(sm: Any, text: str, ids: Sequence[str] | None = None) -> str:
     """The id of the entry ``text`` names in the open session ``sm``: its whole id, or
-    a prefix of exactly one id (``SessionManager.resolve_id``).
+    a prefix of exactly one id (``SessionManager.resolve_id``); failing that, and when
+    ``text`` holds a backslash, the same taken against the ids as the viewers show them
+    (:func:`~sessiontree.view.safe`: an id holding a control or a bidi character is shown
+    with escapes such as ``\\x07``, and what is shown can be typed back).
 
     Args:
-        ids: the session's ids (``get_shape().ids``), when the caller has them; only
-            read to name the candidates of an ambiguous prefix.
+        ids: the session's ids (``get_shape().ids``), when the caller has them; read to
+            name the candidates of an ambiguous prefix and for the shown forms.
 
     Raises:
         KeyError: no entry has that id or prefix (an empty ``text`` is a prefix of none).
@@ -73,12 +76,36 @@ def resolve_id(sm: Any, text: str, ids: Sequence[str] | None = None) -> str:
         return str(sm.resolve_id(text))
     except ValueError as e:
         if "ambiguous" not in str(e).lower():
-            raise KeyError(text) from None
+            return _shown(sm, text, ids)
     except LookupError:
-        raise KeyError(text) from None
+        return _shown(sm, text, ids)
     if not text:  # no entry's whole id: an empty prefix names no entry, not every one
         raise KeyError(text)
     if ids is None:
         ids = sm.get_shape().ids
     found = [i for i in ids if isinstance(i, str) and i.startswith(text)]
+    raise AmbiguousIdError(text, found[:5], len(found))
+
+
+def _shown(sm: Any, text: str, ids: Sequence[str] | None) -> str:
+    """The id whose shown form is ``text``, or whose shown form alone starts with it
+    (``resolve_id``'s fallback; an escape always holds a backslash)."""
+    if "\\" not in text:
+        raise KeyError(text)
+    from ._escape import safe
+
+    if ids is None:
+        ids = sm.get_shape().ids
+    found = []
+    for i in ids:
+        if isinstance(i, str):
+            shown = safe(i)
+            if shown == text:
+                return i
+            if shown.startswith(text):
+                found.append(i)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise KeyError(text)
     raise AmbiguousIdError(text, found[:5], len(found))
