@@ -299,3 +299,40 @@ def test_held_index_settings_are_those_on_entering(tmp_path: Path, monkeypatch: 
     monkeypatch.setenv("SESSIONTREE_INDEX", "off")
     monkeypatch.delenv("SESSIONTREE_INDEX_BYTES")
     assert _caches.index_cache() is None
+
+
+def test_workers_write_the_partitions_sessions_files(tmp_path: Path, processes: None,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The touched partitions' ``sessions`` files are written by the pool's workers, a
+    task per few partitions (``_PARTS_PER_TASK``: one here, so each partition is a task):
+    the same rows as the export in threads, first and after a change and a removal; a
+    FIFO in one's place fails the run (said, not hung, never written into)."""
+    monkeypatch.setattr(_parquet, "_PARTS_PER_TASK", 1)
+    files = store(tmp_path / "src", 6)
+    procs, threads = tmp_path / "procs", tmp_path / "threads"
+
+    def both() -> None:
+        export_parquet(files, str(procs), processes=True)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(_parquet, "PROCESS_BYTES", 1 << 60)
+            export_parquet(files, str(threads), processes=True)
+        for table in ("sessions", "entries", "tool_calls"):
+            assert rows(procs, table) == rows(threads, table), table
+
+    both()
+    assert len(list(procs.glob("sessions/*/*/sessions.parquet"))) >= 2
+    with open(files[0], "a") as f:  # a change: the session and its partition written again
+        f.write(json.dumps({"type": "session_info", "id": "zz000001", "parentId": None,
+                            "timestamp": "2025-01-01T00:00:00.000Z", "name": "renamed"}) + "\n")
+    os.unlink(files[-1])
+    files = files[:-1]
+    both()
+    places = sorted(procs.glob("sessions/*/*/sessions.parquet"))
+    victim = places[0]
+    victim.unlink()
+    os.mkfifo(victim)
+    for f in files:
+        os.utime(f)  # every session changed: every partition touched
+    with pytest.raises(OSError, match="not a regular file"):
+        export_parquet(files, str(procs), processes=True)
+    assert stat.S_ISFIFO(os.lstat(victim).st_mode)
