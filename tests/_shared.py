@@ -115,3 +115,17 @@ def damage_pages(catalog: Path | str, start: int = 4096) -> None:
     with open(catalog, "r+b") as f:
         f.seek(start)
         f.write(b"\xff" * (size - start))
+
+
+def chain_session(path: Path, ids: list[str]) -> None:
+    """A version 3 session at ``path`` whose entries are user messages with ``ids``, each
+    the child of the one before (``m0``, ``m1``, … their texts)."""
+    import json
+
+    lines = [{"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}]
+    parent = None
+    for k, eid in enumerate(ids):
+        lines.append({"type": "message", "id": eid, "parentId": parent, "timestamp": f"2025-01-01T00:00:{k % 60:02}.000Z",
+                      "message": {"role": "user", "content": [{"type": "text", "text": f"m{k}"}], "timestamp": 1}})
+        parent = eid
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))

@@ -552,17 +552,10 @@ def test_ids_that_look_alike_cut_are_shown_apart(tmp_path: Path) -> None:
     whose first 8 characters are the same, and an id that is a prefix of another (a
     LangGraph checkpoint and its writes), each differ on screen (trial 59: the pane cut
     every id to 8 characters)."""
-    import json
+    from _shared import chain_session
 
     path = tmp_path / "ids.jsonl"
-    ids = ["1f1f0cdd-0000-6abc", "1f1f0cdd-0001-6abc", "1f1f0cdd-0001-6abc/w1"]
-    lines = [{"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}]
-    parent = None
-    for k, eid in enumerate(ids):
-        lines.append({"type": "message", "id": eid, "parentId": parent, "timestamp": f"2025-01-01T00:00:0{k}.000Z",
-                      "message": {"role": "user", "content": [{"type": "text", "text": f"m{k}"}], "timestamp": 1}})
-        parent = eid
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    chain_session(path, ["1f1f0cdd-0000-6abc", "1f1f0cdd-0001-6abc", "1f1f0cdd-0001-6abc/w1"])
 
     async def check(app: Any, pilot: Any) -> None:
         await _until(pilot, lambda: "← leaf" in screen(app), "the first screen")

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 from sessiontree.view import SHORT_ID, id_width
 
+from _shared import chain_session, open_quiet
+
 
 def _apart(ids: list[str], width: int) -> bool:
     return len({i[:width] for i in set(ids)}) == len(set(ids))
@@ -48,17 +50,11 @@ def test_an_id_that_is_a_prefix_of_another() -> None:
     assert id_width(["abcdefgh", "abcdefgh/w1"]) == 9
 
 
-def test_tree_shows_each_entry_by_an_id_it_takes(tmp_path: Path) -> None:
-    """The whole command: every row's id differs, and ``--leaf`` with it opens that entry."""
+def _tree_ids_open_their_entries(tmp_path: Path, ids: list[str]) -> None:
+    """``tree --full`` of a chain of ``ids``: every row's id differs, and ``--leaf`` with
+    it opens that entry."""
     f = tmp_path / "p.jsonl"
-    lines = [{"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}]
-    parent = None
-    ids = ["abcdefgh", "abcdefgh/w1", "00000000"]
-    for k, eid in enumerate(ids):
-        lines.append({"type": "message", "id": eid, "parentId": parent, "timestamp": f"2025-01-01T00:00:0{k}.000Z",
-                      "message": {"role": "user", "content": [{"type": "text", "text": f"m{k}"}], "timestamp": 1}})
-        parent = eid
-    f.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    chain_session(f, ids)
     env = {"HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "c"), "PATH": "/usr/bin:/bin"}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -68,10 +64,14 @@ def test_tree_shows_each_entry_by_an_id_it_takes(tmp_path: Path) -> None:
     tree = run("tree", str(f), "--full")
     assert tree.returncode == 0, tree.stderr
     shown = [line.lstrip("* ").split()[0] for line in tree.stdout.splitlines() if line.strip()]
-    assert len(shown) == 3 and len(set(shown)) == 3, tree.stdout
+    assert len(shown) == len(ids) and len(set(shown)) == len(ids), tree.stdout
     for short, full in zip(shown, ids):
         got = run("context", str(f), "--leaf", short, "--json")
         assert got.returncode == 0 and json.loads(got.stdout)["leafId"] == full, (short, got.stderr)
+
+
+def test_tree_shows_each_entry_by_an_id_it_takes(tmp_path: Path) -> None:
+    _tree_ids_open_their_entries(tmp_path, ["abcdefgh", "abcdefgh/w1", "00000000"])
 
 
 # An id holding a control, a bidi or an invisible character is shown escaped
@@ -79,25 +79,14 @@ def test_tree_shows_each_entry_by_an_id_it_takes(tmp_path: Path) -> None:
 _ODD_IDS = ["aa\x07bell", "bb\u202ertl", "cc\\back", "dd\ttab", "ee\u200bzw-long-id-0001", "ee\u200bzw-long-id-0002"]
 
 
-def _odd_session(path: Path) -> None:
-    lines = [{"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}]
-    parent = None
-    for k, eid in enumerate(_ODD_IDS):
-        lines.append({"type": "message", "id": eid, "parentId": parent, "timestamp": f"2025-01-01T00:00:0{k}.000Z",
-                      "message": {"role": "user", "content": [{"type": "text", "text": f"m{k}"}], "timestamp": 1}})
-        parent = eid
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-
-
 def test_an_id_is_taken_back_as_it_is_shown(tmp_path: Path, backend: str) -> None:
     """Trial 59's leftover: ``tree`` showed ``aa\\x07bell`` and ``--leaf`` with it found
     no entry. The shown form, or a prefix of one shown form alone, names the entry; an
     id's own characters are taken first."""
-    from _shared import open_quiet
     from sessiontree.view import AmbiguousIdError, resolve_id, safe
 
     f = tmp_path / "odd.jsonl"
-    _odd_session(f)
+    chain_session(f, _ODD_IDS)
     with open_quiet(f, backend) as sm:
         for eid in _ODD_IDS:
             assert resolve_id(sm, safe(eid)) == eid
@@ -112,18 +101,4 @@ def test_an_id_is_taken_back_as_it_is_shown(tmp_path: Path, backend: str) -> Non
 
 
 def test_tree_shows_odd_ids_that_leaf_takes(tmp_path: Path) -> None:
-    f = tmp_path / "odd.jsonl"
-    _odd_session(f)
-    env = {"HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "c"), "PATH": "/usr/bin:/bin"}
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "sessiontree", *args], capture_output=True, text=True, env=env,
-                              timeout=120)
-
-    tree = run("tree", str(f), "--full")
-    assert tree.returncode == 0, tree.stderr
-    shown = [line.lstrip("* ").split()[0] for line in tree.stdout.splitlines() if line.strip()]
-    assert len(shown) == len(_ODD_IDS) and len(set(shown)) == len(shown), tree.stdout
-    for short, full in zip(shown, _ODD_IDS):
-        got = run("context", str(f), "--leaf", short, "--json")
-        assert got.returncode == 0 and json.loads(got.stdout)["leafId"] == full, (short, got.stderr)
+    _tree_ids_open_their_entries(tmp_path, _ODD_IDS)
