@@ -107,9 +107,15 @@ def test_a_path_that_cannot_be_read_raises_in_python(tmp_path: Path, backend: st
 
 
 def test_import_all_with_nothing_to_import_says_where_it_looked(tmp_path: Path) -> None:
-    for source, var in (("claude", "CLAUDE_CONFIG_DIR"), ("codex", "CODEX_HOME")):
+    """It names the folder it read, whether the variable is set or not (trial 60: it
+    named "$CLAUDE_CONFIG_DIR/projects", unset), and says a PATH imports from elsewhere."""
+    for source, var, store, home in (("claude", "CLAUDE_CONFIG_DIR", "projects", ".claude"),
+                                     ("codex", "CODEX_HOME", "sessions", ".codex")):
         p = run("import", source, "--to", str(tmp_path / "out"), env={var: str(tmp_path / "none")})
-        assert p.returncode == 1 and f"no {source} transcripts found" in p.stderr, p.stderr
+        assert p.returncode == 1 and f"no {source} transcripts found under {tmp_path / 'none' / store} " in p.stderr
+        assert "PATH" in p.stderr and len(p.stderr.splitlines()) == 1, p.stderr
+        p = run("import", source, "--to", str(tmp_path / "out"), env={var: "", "HOME": str(tmp_path / "h")})
+        assert p.returncode == 1 and f"found under {tmp_path / 'h' / home / store} " in p.stderr, p.stderr
 
 
 def test_a_fifo_given_to_the_python_api_is_refused_not_waited_on(tmp_path: Path, backend: str) -> None:

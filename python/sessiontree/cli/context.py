@@ -25,7 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", help="session file (.jsonl)")
     p.add_argument("--leaf", metavar="ID", help="build the context at this entry (an id or a unique prefix) instead of the current leaf")
     p.add_argument("--llm", action="store_true",
-                   help="apply convert_to_llm: what is sent to the provider (summaries and bash runs become user turns)")
+                   help="apply convert_to_llm: what is sent to the provider (summaries and bash runs become "
+                        "user turns; adjacent user turns are merged into one, which Pi does not do)")
     p.add_argument("--json", action="store_true", help="print {leafId, thinkingLevel, model, activeToolNames?, llm, messages} "
                         "as JSON (messages exactly as built; activeToolNames when an agent-core "
                         "active_tools_change is on the path; llm: whether --llm was given)")

@@ -52,7 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, io: Io) -> int:
     """``sessiontree import``: the exit status (see the module docstring)."""
-    from ..importers import claude_sources, codex_sources, import_claude, import_codex, not_imported
+    from ..importers import claude_sources, codex_sources, import_claude, import_codex, not_imported, sources_folder
 
     if args.all:
         raise CliError(f"import takes no --all (it names Pi's store on the other commands): without a PATH, "
@@ -64,9 +64,10 @@ def run(args: argparse.Namespace, io: Io) -> int:
         # `.jsonl` in the agent's store is no transcript.
         paths = [f for f in (claude_sources() if args.source == "claude" else codex_sources()) if os.path.isfile(f)]
         if not paths:
-            where = "$CLAUDE_CONFIG_DIR/projects (~/.claude/projects)" if args.source == "claude" \
-                else "$CODEX_HOME/sessions (~/.codex/sessions)"
-            raise CliError(f"no {args.source} transcripts found under {where}")
+            home = ("Claude Code's folder: $CLAUDE_CONFIG_DIR, else ~/.claude" if args.source == "claude"
+                    else "Codex's folder: $CODEX_HOME, else ~/.codex")
+            raise CliError(f"no {args.source} transcripts found under {sources_folder(args.source)} ({home}); "
+                           "give the files or folders to import as PATH")
     if args.out in ("-", ""):  # "" was the working folder, written into unasked
         raise CliError("import writes session files into a folder: give --out DIR, not "
                        + ("-" if args.out else "an empty name"), code=2)

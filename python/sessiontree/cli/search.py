@@ -38,7 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``search`` to the ``sessiontree`` subcommands."""
     p = sub.add_parser("search", help="full-text search over sessions (Pi's /resume syntax)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("query", help='words, "a phrase", or re:PATTERN')
+    p.add_argument("query", help='words, "a phrase", or re:PATTERN; one that begins with - goes after '
+                                 "the options and --: search --limit 5 -- --force")
     _scope.add_arguments(p)
     _scope.add_catalog_options(p)
     p.add_argument("--recent", action="store_true", help="newest first (default: Pi's relevance)")

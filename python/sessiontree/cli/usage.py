@@ -7,8 +7,9 @@ tokens" sums each record's own ``totalTokens`` as Pi wrote it, which need not be
 of the other columns (in Pi's own sessions it often is not). Each entry
 counts once, however many branches share it; a forked or branched session's copies of
 its source's entries count once too, charged to the oldest session holding them.
-``--active-path`` counts only what each session's current path holds: the difference
-is what abandoned branches cost. Days, weeks (ISO) and months are in this machine's
+``--active-path`` counts only records on some session's current path (a copy still
+charged to its oldest holder, so a session's line can grow when a fork's path takes
+in its entries): the difference is what abandoned branches cost. Days, weeks (ISO) and months are in this machine's
 time zone (``--utc``: UTC); ``--since``/``--until`` are inclusive dates.
 
 Scope (as for ``ls``, ``search``, ``index``, ``check`` and ``export``): PATH, each a
@@ -42,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _scope.add_catalog_options(p)
     p.add_argument("--since", type=_date, metavar="DATE", help="from this day on (YYYY-MM-DD or YYYYMMDD)")
     p.add_argument("--until", type=_date, metavar="DATE", help="up to and including this day")
-    p.add_argument("--active-path", action="store_true", help="only what each session's current path holds")
+    p.add_argument("--active-path", action="store_true", help="only records on some session's current path (each still charged to its oldest holder)")
     p.add_argument("--utc", action="store_true", help="days, weeks and months in UTC (default: local time)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)

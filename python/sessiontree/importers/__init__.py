@@ -31,6 +31,7 @@ __all__ = [
     "not_imported",
     "claude_sources",
     "codex_sources",
+    "sources_folder",
     "plan_claude",
     "plan_codex",
 ]
@@ -49,6 +50,21 @@ def codex_sources(home: str | None = None) -> list[str]:
     """Codex rollouts under ``home`` (default ``$CODEX_HOME`` or ``~/.codex``):
     ``sessions/YYYY/MM/DD/rollout-*.jsonl``."""
     return codex.default_sources(home)
+
+
+def sources_folder(agent: str) -> str:
+    """The folder :func:`claude_sources` (``agent`` ``"claude"``) or :func:`codex_sources`
+    (``"codex"``) reads without a ``home``: ``<$CLAUDE_CONFIG_DIR or ~/.claude>/projects``,
+    ``<$CODEX_HOME or ~/.codex>/sessions``, absolute.
+
+    Raises:
+        ValueError: another agent.
+    """
+    if agent == "claude":
+        return os.path.abspath(os.path.join(claude.claude_home(), "projects"))
+    if agent == "codex":
+        return os.path.abspath(os.path.join(codex.codex_home(), "sessions"))
+    raise ValueError(f"unknown agent {agent!r}: claude or codex")
 
 
 def not_imported(path: str, error: str) -> ImportResult:
