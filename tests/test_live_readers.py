@@ -249,3 +249,45 @@ def test_refresh_of_a_pending_migration_sees_appended_lines(backend: str, tmp_pa
             reader.refresh()
     finally:
         reader.close()
+
+
+_PI_LIKE = r"""
+import json, os, sys
+# Pi's way: no lock, O_APPEND, each line in one write() (appendFileSync); long lines,
+# which a reader sees land in steps.
+path, n = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+for i in range(n):
+    line = {"type": "message", "id": "pi%05d" % i, "parentId": "a1", "timestamp": "2026-01-01T00:00:03.000Z",
+            "message": {"role": "user", "content": "p" * 70000, "timestamp": 3}}
+    os.write(fd, (json.dumps(line, separators=(",", ":")) + "\n").encode())
+"""
+
+
+def test_appends_beside_an_unlocked_writer_lose_and_add_nothing(backend: str, tmp_path: Path) -> None:
+    """Adversary 60: while a Pi-like writer (no lock, O_APPEND, one write() per 70 KB
+    line) appends, a manager appends too. Its line could land after one of the other's
+    that came first: taken for a rewrite in place (StaleSessionError, 6 runs of 6
+    natively); and a line still being written, sealed as a torn piece, left a line of
+    ``#`` (or an empty one) after it once it ended. Now every line of both is in the
+    file once, whole, nothing else is, and a reopen reports nothing."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(HDR + user("a1", None) + b"\n")
+    n = 300
+    env = {**os.environ, "SESSIONTREE_FSYNC": "0"}
+    other = subprocess.Popen([sys.executable, "-c", _PI_LIKE, str(path), str(n)], env=env)
+    try:
+        mgr = open_quiet(path, backend)
+        try:
+            ours = [mgr.append_message({"role": "user", "content": f"s{i}", "timestamp": i}) for i in range(n)]
+        finally:
+            mgr.close()
+    finally:
+        assert other.wait(timeout=120) == 0
+    lines = path.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and all(line.startswith(b'{"type":') for line in lines[:-1]), \
+        [line[:20] for line in lines if not line.startswith(b'{"type":')]
+    for b in ("python", "native"):
+        got = fresh(path, b)
+        assert got["report"] == [], got["report"][:3]
+        assert sorted(got["ids"]) == sorted(["a1", *ours, *("pi%05d" % i for i in range(n))])

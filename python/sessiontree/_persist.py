@@ -21,8 +21,10 @@ a file replaced or rewritten while it was read is read again).
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -30,7 +32,7 @@ from typing import Any, TypeVar
 from ._backend import LoadIssue, TreeIndex, issue_order
 from ._filestate import FileId, FileWatch, file_id, open_regular
 from ._migrate import Migration, migrate_image
-from ._storage import SessionWriter, require_regular_file
+from ._storage import Interleaved, SessionWriter, require_regular_file
 from .errors import SessionError, StaleSessionError
 
 __all__ = ["OPEN_TRIES", "Opened", "SessionFile", "migrated_index", "open_session", "read_file"]
@@ -174,6 +176,12 @@ def read_file(path: str, ident: FileId | None) -> bytes:
         return f.read()
 
 
+SETTLE_STEP = 0.005
+"""Seconds an append waits to see whether a file that ends mid-line is still growing."""
+SETTLE_MAX = 0.5
+"""Most seconds an append waits for a line another process is writing to end."""
+
+
 class SessionFile:
     """A session file and this process's hold on it.
 
@@ -260,9 +268,20 @@ class SessionFile:
         """
         changed = self._take_writer(index)
         assert self._writer is not None
+        if not self._writer.ends_lf:
+            changed |= self._settle(index)
         torn = index.has_pending_tail()
         try:
             n = self._writer.append(line, after_torn=torn)
+        except Interleaved:
+            # Our line is whole in the file, after the other writer's bytes: indexed as
+            # the file holds it, with theirs (a reopen's view), not where we meant it.
+            self._catch_up(index)
+            entry_id = json.loads(line)["id"]
+            if entry_id not in index:
+                raise StaleSessionError(f"{self.path}: an append met another writer's and could not be "
+                                        "indexed; reopen it") from None
+            return str(entry_id), True
         except OSError:
             try:
                 self._catch_up(index)
@@ -272,6 +291,23 @@ class SessionFile:
         if n == len(line) + 1:  # no seal before it: the line is what follows the image
             self._watch.appended(self._writer.size - n, line + b"\n")
         return index.append_line(line), changed or torn
+
+    def _settle(self, index: TreeIndex) -> bool:
+        """The file ends mid-line: a torn piece for good, or a line another process's
+        write() is still putting there (a reader sees a long write land in steps; Pi
+        writes each line in one). Wait while it grows (:data:`SETTLE_STEP` at a time, at
+        most :data:`SETTLE_MAX`) and index what completes, so that an append seals only
+        a piece that stopped growing: sealing a line in flight left a line of ``#`` (or
+        an empty one) after it once it ended (adversary 60). Whether lines were indexed."""
+        assert self._writer is not None
+        changed = False
+        deadline = time.monotonic() + SETTLE_MAX
+        while not self._writer.ends_lf and time.monotonic() < deadline:
+            time.sleep(SETTLE_STEP)
+            if not self._writer.grew():
+                break
+            changed |= self._catch_up(index)
+        return changed
 
     def hold(self, index: TreeIndex) -> bool:
         """Take the writer (its lock) now if this process does not hold it yet, and index

@@ -70,7 +70,7 @@ from .errors import InvalidSessionError, SessionFileExistsError, SessionLockedEr
 Verify = Callable[[int], os.stat_result]
 """Checks an open descriptor before a write; returns its ``fstat`` or raises."""
 
-__all__ = ["SessionWriter", "FSYNC_APPENDS", "open_regular", "process_alive", "require_regular_file", "synced_once"]
+__all__ = ["SessionWriter", "Interleaved", "FSYNC_APPENDS", "open_regular", "process_alive", "require_regular_file", "synced_once"]
 
 FSYNC_APPENDS = os.environ.get("SESSIONTREE_FSYNC", "1").strip().lower() not in ("0", "false", "no", "off")
 """Whether each append is followed by ``fsync`` (env ``SESSIONTREE_FSYNC``, default on)."""
@@ -417,6 +417,12 @@ def _lock(fd: int, path: str) -> None:
         raise
 
 
+class Interleaved(Exception):
+    """An append's line reached the file after bytes another process appended at the same
+    time (an unlocked writer such as Pi's, between this writer's last look at the end and
+    its write): it is in the file, whole, but not where the caller's index expects it."""
+
+
 class SessionWriter:
     """Appends whole lines to one session file under an advisory lock.
 
@@ -551,6 +557,7 @@ class SessionWriter:
         """
         assert self._fd is not None, "writer is not open"
         data = line_prefix(after_torn and not self._ends_lf, not self._ends_lf) + line + b"\n"
+        start = self.size
         try:
             _write_all(self._fd, data)
             if self._fsync:
@@ -566,9 +573,26 @@ class SessionWriter:
         except BaseException:
             self._reread_end()
             raise
-        self.size += len(data)
+        # O_APPEND puts the bytes at the file's end, which an unlocked writer (Pi) may
+        # have moved since this writer last looked: then they are not at `start`.
+        end = os.fstat(self._fd).st_size
+        if end != start + len(data) and not self._holds(start, data):
+            self.size = end
+            self._ends_lf = self._last_byte_is_lf(end)
+            raise Interleaved(f"{self.path}: another process appended at the same time")
+        self.size = start + len(data)
         self._ends_lf = True
         return len(data)
+
+    @property
+    def ends_lf(self) -> bool:
+        """Whether the file ends with LF (or is empty), as this writer last saw it."""
+        return self._ends_lf
+
+    def _holds(self, offset: int, data: bytes) -> bool:
+        with open(self.path, "rb") as f:  # the write-only fd cannot pread
+            f.seek(offset)
+            return f.read(len(data)) == data
 
     def _reread_end(self) -> None:
         """Part of a line may be on disk: find out before the next append."""
