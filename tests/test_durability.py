@@ -234,6 +234,36 @@ def _v1(tmp_path: Path) -> Path:
     return p
 
 
+def test_migration_through_a_symbolic_link_migrates_its_target(backend: str, tmp_path: Path) -> None:
+    """Adversary 60: a version 1 session opened through a link was migrated by renaming
+    the new file over the link: the link became a regular file, its "backup" was the old
+    link, and the target stayed version 1, later appends no longer reaching it. The
+    target is migrated (its backup beside it) and the link stays; so with ``migrate``."""
+    store = tmp_path / "store"
+    store.mkdir()
+    target = _v1(store)
+    original = target.read_bytes()
+    for how in ("append", "migrate"):
+        link = tmp_path / f"link-{how}.jsonl"
+        target.write_bytes(original)
+        for old in store.glob("*.bak"):
+            old.unlink()
+        link.symlink_to(target)
+        with open_quiet(link, backend) as mgr:
+            ids = [e["id"] for e in mgr]
+            if how == "append":
+                ids.append(mgr.append_message(USER))
+                backup = str(target) + ".v1.bak"
+            else:
+                backup = mgr.migrate()
+        assert link.is_symlink() and link.resolve() == target
+        assert backup == str(target) + ".v1.bak" and Path(backup).read_bytes() == original
+        assert not Path(backup).is_symlink()
+        assert not list(tmp_path.glob("*.bak*"))  # nothing beside the link
+        with open_quiet(target, backend) as again:
+            assert again.get_header()["version"] == 3 and [e["id"] for e in again] == ids
+
+
 def test_migration_rewrite_is_atomic_and_keeps_original(backend: str, tmp_path: Path) -> None:
     path = _v1(tmp_path)
     original = path.read_bytes()

@@ -626,7 +626,11 @@ class SessionWriter:
             OSError: on I/O failure (the original is then unchanged).
         """
         assert self._fd is None
-        folder = os.path.dirname(self.path) or "."
+        # A symbolic link's target is the session (an append writes there): it is
+        # migrated, its backup beside it, and the link stays (adversary 60: the link was
+        # replaced by the new file and kept as the "backup", the target left behind).
+        target = os.path.realpath(self.path)
+        folder = os.path.dirname(target) or "."
         old_fd = os.open(self.path, os.O_RDONLY | _O_CLOEXEC)
         tmp = None
         new_fd = None
@@ -635,12 +639,12 @@ class SessionWriter:
             st = verify(old_fd)
             # Created private, then given the original's mode: the rewrite must not make
             # a 0600 session readable by others.
-            new_fd, tmp = create_temp(os.path.join(folder, os.path.basename(self.path)), 0o600)
+            new_fd, tmp = create_temp(target, 0o600)
             os.fchmod(new_fd, stat.S_IMODE(st.st_mode))
             _write_all(new_fd, data)
             os.fsync(new_fd)
-            backup = self._keep_original(backup_suffix)
-            os.rename(tmp, self.path)
+            backup = _keep_original(target, backup_suffix)
+            os.rename(tmp, target)
             release_temp(tmp, remove=False)
             tmp = None
             _fsync_dir(folder)
@@ -661,26 +665,6 @@ class SessionWriter:
         self._ends_lf = not data or data.endswith(b"\n")
         return backup
 
-    def _keep_original(self, suffix: str) -> str:
-        backup = self.path + suffix
-        n = 0
-        while True:
-            try:
-                os.link(self.path, backup)
-                return backup
-            except FileExistsError:
-                n += 1
-                backup = f"{self.path}{suffix}.{n}"
-            except OSError:
-                break  # no hard links here: copy instead
-        while os.path.exists(backup):
-            n += 1
-            backup = f"{self.path}{suffix}.{n}"
-        with open(self.path, "rb") as src, open(backup, "xb") as dst:
-            shutil.copyfileobj(src, dst)
-            dst.flush()
-            os.fsync(dst.fileno())
-        return backup
 
     def _sync_pending(self) -> None:
         """The fsync :func:`synced_once` left for this writer's appends, if any.
@@ -733,3 +717,27 @@ def require_regular_file(path: str) -> None:
     if not stat.S_ISREG(mode):
         kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
         raise InvalidSessionError(f"{kind}: not a session file", path)
+
+
+def _keep_original(path: str, suffix: str) -> str:
+    """Keep the file at ``path`` as ``path + suffix`` (``.1``, ``.2``… appended while one
+    exists): a hard link, else a copy; the backup's path."""
+    backup = path + suffix
+    n = 0
+    while True:
+        try:
+            os.link(path, backup)
+            return backup
+        except FileExistsError:
+            n += 1
+            backup = f"{path}{suffix}.{n}"
+        except OSError:
+            break  # no hard links here: copy instead
+    while os.path.exists(backup):
+        n += 1
+        backup = f"{path}{suffix}.{n}"
+    with open(path, "rb") as src, open(backup, "xb") as dst:
+        shutil.copyfileobj(src, dst)
+        dst.flush()
+        os.fsync(dst.fileno())
+    return backup
