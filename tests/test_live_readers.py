@@ -291,3 +291,21 @@ def test_appends_beside_an_unlocked_writer_lose_and_add_nothing(backend: str, tm
         got = fresh(path, b)
         assert got["report"] == [], got["report"][:3]
         assert sorted(got["ids"]) == sorted(["a1", *ours, *("pi%05d" % i for i in range(n))])
+
+
+def test_a_sealed_line_of_glued_objects_keeps_them(backend: str, tmp_path: Path) -> None:
+    """Adversary 60 (CONTRACT §4): a torn last line that begins with whole glued objects
+    is pending (``truncated``) until an append seals it; the sealed line ends with LF,
+    so rule 3 reads the objects as entries and the torn rest as a ``torn_fragment``.
+    The writer's view equals a reopen on both backends; the append (made before they
+    were entries) is a root."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(HDR + user("a1", None) + user("a2", "a1") + b'{"type":"message","')
+    with open_quiet(path, backend) as mgr:
+        assert [e["id"] for e in mgr.get_entries()] == [] and [i.kind for i in mgr.load_report] == ["truncated"]
+        new = mgr.append_message({"role": "user", "content": "after", "timestamp": 3})
+        seen = facts(mgr)
+        assert mgr.get_entry(new)["parentId"] is None
+    assert seen["ids"] == ["a1", "a2", new] and [r[0] for r in seen["report"]] == ["torn_fragment"]
+    for b in ("python", "native"):
+        assert fresh(path, b) == seen
