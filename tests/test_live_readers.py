@@ -309,3 +309,41 @@ def test_a_sealed_line_of_glued_objects_keeps_them(backend: str, tmp_path: Path)
     assert seen["ids"] == ["a1", "a2", new] and [r[0] for r in seen["report"]] == ["torn_fragment"]
     for b in ("python", "native"):
         assert fresh(path, b) == seen
+
+
+_PAUSED = r"""
+import os, sys, time
+# A line written in two write()s with a pause between: what a long write that stalls in
+# the kernel looks like to a reader.
+path, pause = sys.argv[1], float(sys.argv[2])
+line = sys.stdin.buffer.read()
+fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+os.write(fd, line[:40])
+print("go", flush=True)
+time.sleep(pause)
+os.write(fd, line[40:])
+"""
+
+
+def test_an_append_waits_for_a_line_whose_writer_paused(backend: str, tmp_path: Path) -> None:
+    """Adversary 60b: an append to a file ending mid-line sealed the piece after one
+    5 ms look without growth, so another writer that paused 8 ms within its line had its
+    entry cut in two (``#`` after its first part, our line, then its rest). A pause of
+    50 ms is waited for (``_persist.SETTLE_QUIET``): its entry is read whole, ours after
+    it, and a reopen reports nothing."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(HDR + user("a1", None) + b"\n")
+    with open_quiet(path, backend) as mgr:
+        mgr.append_message({"role": "user", "content": "first", "timestamp": 1})  # the writer taken
+        other = subprocess.Popen([sys.executable, "-c", _PAUSED, str(path), "0.05"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE)
+        assert other.stdin is not None and other.stdout is not None
+        other.stdin.write(user("pi1", "a1") + b"\n")
+        other.stdin.close()
+        assert other.stdout.readline() == b"go\n"
+        ours = mgr.append_message({"role": "user", "content": "ours", "timestamp": 2})
+        assert other.wait(timeout=60) == 0
+        seen = facts(mgr)
+    assert seen["ids"][-2:] == ["pi1", ours] and seen["report"] == []
+    for b in ("python", "native"):
+        assert fresh(path, b) == seen

@@ -176,10 +176,13 @@ def read_file(path: str, ident: FileId | None) -> bytes:
         return f.read()
 
 
-SETTLE_STEP = 0.005
-"""Seconds an append waits to see whether a file that ends mid-line is still growing."""
-SETTLE_MAX = 0.5
-"""Most seconds an append waits for a line another process is writing to end."""
+SETTLE_STEP = 0.001
+"""Seconds between two looks at a file that ends mid-line."""
+SETTLE_QUIET = 0.2
+"""Seconds a file that ends mid-line must stay the same size before an append seals its
+last piece: a writer paused within a line for less is waited for."""
+SETTLE_MAX = 1.0
+"""Most seconds an append waits for a file that keeps growing without ending its line."""
 
 
 class SessionFile:
@@ -294,19 +297,22 @@ class SessionFile:
 
     def _settle(self, index: TreeIndex) -> bool:
         """The file ends mid-line: a torn piece for good, or a line another process's
-        write() is still putting there (a reader sees a long write land in steps; Pi
-        writes each line in one). Wait while it grows (:data:`SETTLE_STEP` at a time, at
-        most :data:`SETTLE_MAX`) and index what completes, so that an append seals only
-        a piece that stopped growing: sealing a line in flight left a line of ``#`` (or
-        an empty one) after it once it ended (adversary 60). Whether lines were indexed."""
+        write() is still putting there (a reader sees a long write land in steps, and a
+        write may stall in the kernel; Pi writes each line in one). Wait until its line
+        ends, or it has not grown for :data:`SETTLE_QUIET`, or :data:`SETTLE_MAX` has
+        passed, indexing what completes: sealing a line in flight left a line of ``#``
+        (or an empty one) after it once it ended, or cut the other writer's entry
+        (adversaries 60, 60b). A torn piece for good costs the first append after it
+        :data:`SETTLE_QUIET`. Whether lines were indexed."""
         assert self._writer is not None
         changed = False
-        deadline = time.monotonic() + SETTLE_MAX
-        while not self._writer.ends_lf and time.monotonic() < deadline:
+        now = time.monotonic()
+        deadline, quiet = now + SETTLE_MAX, now + SETTLE_QUIET
+        while not self._writer.ends_lf and time.monotonic() < min(deadline, quiet):
             time.sleep(SETTLE_STEP)
-            if not self._writer.grew():
-                break
-            changed |= self._catch_up(index)
+            if self._writer.grew():
+                changed |= self._catch_up(index)
+                quiet = time.monotonic() + SETTLE_QUIET
         return changed
 
     def hold(self, index: TreeIndex) -> bool:
