@@ -336,3 +336,43 @@ def test_workers_write_the_partitions_sessions_files(tmp_path: Path, processes: 
     with pytest.raises(OSError, match="not a regular file"):
         export_parquet(files, str(procs), processes=True)
     assert stat.S_ISFIFO(os.lstat(victim).st_mode)
+
+
+def test_a_run_stopped_before_its_sessions_files_leaves_them_to_the_next(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adversary 60b: a run saves its manifest as it goes (every 30 s) but writes the
+    partitions' ``sessions`` files at its end; stopped between the two, the next run
+    found its sessions unchanged and never wrote those files (the sessions table lacked
+    their rows for good). The manifest names them (``pending``) until they are written.
+    And a partition whose ``sessions`` file is gone (its folder removed) is written
+    again; a FIFO in its place is refused, never passed over."""
+    files = store(tmp_path / "src", 6)
+    clean, out = tmp_path / "clean", tmp_path / "out"
+    export_parquet(files, str(clean))
+    with pytest.MonkeyPatch.context() as m:
+        clock = iter(range(0, 10**6, 31))
+        m.setattr(_parquet.time, "monotonic", lambda: next(clock))  # a save after every session
+
+        def stopped(*_a: object) -> None:
+            raise KeyboardInterrupt
+
+        m.setattr(_parquet, "_write_sessions", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            export_parquet(files, str(out))
+    assert not list(out.glob("sessions/*/*/sessions.parquet"))
+    again = export_parquet(files, str(out))
+    assert again.skipped == len(files) and not again.written  # recorded by the stopped run
+    for table in ("sessions", "entries", "tool_calls"):
+        assert rows(out, table) == rows(clean, table), table
+    assert json.loads((out / _parquet.MANIFEST).read_text())["pending"] == []
+    # A partition's folder removed: its file is written again, nothing else.
+    victim = next(out.glob("sessions/*/*/sessions.parquet"))
+    victim.unlink()
+    victim.parent.rmdir()
+    export_parquet(files, str(out))
+    assert rows(out, "sessions") == rows(clean, "sessions")
+    victim.unlink()
+    os.mkfifo(victim)
+    with pytest.raises(OSError, match="not a regular file"):
+        export_parquet(files, str(out))
+    assert stat.S_ISFIFO(os.lstat(victim).st_mode)

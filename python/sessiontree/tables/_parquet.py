@@ -356,6 +356,11 @@ class _Manifest:
         self.absent = False
         # Files named as this dataset's own that were in the folder before its first run.
         self.foreign: set[str] = set()
+        # Partitions whose `sessions` file does not yet hold the rows recorded here: a
+        # run saves its records as it goes and writes those files at its end, so a run
+        # stopped between the two leaves them for the next (adversary 60b: rows missing
+        # for good, their sessions recorded as unchanged).
+        self.pending: set[str] = set()
         try:
             # Non-blocking and checked on the open file: a FIFO in its place is never read.
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -367,6 +372,8 @@ class _Manifest:
                 self.sessions = {p: r for p, r in d["sessions"].items() if _record_ok(r)}
                 foreign = d.get("foreign", [])
                 self.foreign = {f for f in foreign if type(f) is str} if type(foreign) is list else set()
+                pending = d.get("pending", [])
+                self.pending = {p for p in pending if _inside(p)} if type(pending) is list else set()
                 self.whole = True
         except FileNotFoundError:
             self.absent = True
@@ -377,7 +384,7 @@ class _Manifest:
         _no_stream(self.path)
         with open_output(self.path) as out:
             out.file.write(json.dumps({"format": _FORMAT, "sessions": self.sessions,
-                                       "foreign": sorted(self.foreign)}).encode())
+                                       "foreign": sorted(self.foreign), "pending": sorted(self.pending)}).encode())
 
 
 def _unlink(path: str) -> None:
@@ -587,6 +594,11 @@ def export_parquet(
 
         todo: dict[str, int] = {}  # path -> its size: the sessions to export
         unchanged: set[str] = set()
+        # Partitions whose `sessions` file is to be written: those a stopped run left
+        # behind, and those whose file is not there as a regular file (removed, or a
+        # FIFO put there: refused when written, never passed over).
+        touched: set[str] = set(manifest.pending)
+        sessions_file_ok: dict[str, bool] = {}
         for path in paths:
             try:
                 st = os.stat(path)
@@ -600,10 +612,14 @@ def export_parquet(
                 os.path.isfile(os.path.join(out, f)) for f in old["files"]
             ):
                 unchanged.add(path)
+                part = old["partition"]
+                if part not in sessions_file_ok:
+                    sessions_file_ok[part] = os.path.isfile(os.path.join(out, "sessions", part, "sessions.parquet"))
+                    if not sessions_file_ok[part]:
+                        touched.add(part)
             else:
                 todo[path] = st.st_size
 
-        touched: set[str] = set()
         last_save = time.monotonic()
         # The load report is `sessions.load_issues`: no warning per session. The filter is
         # set here, for the whole run (`catch_warnings` in each worker thread would undo
@@ -644,6 +660,7 @@ def export_parquet(
                 if on_progress is not None:
                     on_progress(done, len(paths), path)
                 if time.monotonic() - last_save > 30:  # a long run that dies keeps most of its work
+                    manifest.pending = set(touched)
                     manifest.save()
                     last_save = time.monotonic()
             for path in [p for p in manifest.sessions if not os.path.exists(p)]:
@@ -656,6 +673,7 @@ def export_parquet(
             pool.shutdown(wait=True, cancel_futures=True)
             holds.close()
             quiet.__exit__(None, None, None)
+        manifest.pending = set()
         manifest.save()
         result.strays = _strays(out, manifest)
     result.seconds = time.perf_counter() - t0
