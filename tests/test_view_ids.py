@@ -102,3 +102,24 @@ def test_an_id_is_taken_back_as_it_is_shown(tmp_path: Path, backend: str) -> Non
 
 def test_tree_shows_odd_ids_that_leaf_takes(tmp_path: Path) -> None:
     _tree_ids_open_their_entries(tmp_path, _ODD_IDS)
+
+
+def test_ids_alike_as_shown_are_ambiguous(tmp_path: Path, backend: str) -> None:
+    """Adversary 60b: ``safe`` leaves a backslash as it is, so ``p\\x07`` (a
+    backslash, ``x07``) and ``p`` + BEL show alike; the text named the first one met, or
+    always the one whose own characters it is. Either way it is ambiguous, as is any
+    text two ids are as they are or as shown; the CLI says so."""
+    from sessiontree.view import AmbiguousIdError, resolve_id
+
+    f = tmp_path / "alike.jsonl"
+    chain_session(f, ["p\x07\x08", "p\\x07\x08", "abcdefgh\x07", "abcdefgh\\x07", "zz\x07only"])
+    with open_quiet(f, backend) as sm:
+        for text in ("p\\x07\\x08", "abcdefgh\\x07", "p\\x07"):
+            with pytest.raises(AmbiguousIdError) as e:
+                resolve_id(sm, text)
+            assert e.value.count == 2
+        assert resolve_id(sm, "zz\\x07") == "zz\x07only"
+    env = {"HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "c"), "PATH": "/usr/bin:/bin"}
+    got = subprocess.run([sys.executable, "-m", "sessiontree", "context", str(f), "--leaf", "abcdefgh\\x07"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert got.returncode == 1 and "is ambiguous" in got.stderr, got.stderr

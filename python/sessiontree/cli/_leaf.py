@@ -21,7 +21,7 @@ def resolve_entry(io: Io, sm: Any, file: str, ident: str, option: str = "--leaf"
     """
     from ..view import AmbiguousIdError, structure_of
 
-    if ident in sm:
+    if "\\" not in ident and ident in sm:  # one with a backslash may be a shown form too (view.resolve_id)
         return str(ident), None
     with spinner(io, "reading the tree"):
         st = structure_of(sm)

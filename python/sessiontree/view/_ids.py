@@ -59,10 +59,11 @@ def id_width(ids: Iterable[str]) -> int:
 
 def resolve_id(sm: Any, text: str, ids: Sequence[str] | None = None) -> str:
     """The id of the entry ``text`` names in the open session ``sm``: its whole id, or
-    a prefix of exactly one id (``SessionManager.resolve_id``); failing that, and when
-    ``text`` holds a backslash, the same taken against the ids as the viewers show them
-    (:func:`~sessiontree.view.safe`: an id holding a control or a bidi character is shown
-    with escapes such as ``\\x07``, and what is shown can be typed back).
+    a prefix of exactly one id (``SessionManager.resolve_id``). A ``text`` holding a
+    backslash is also taken against the ids as the viewers show them
+    (:func:`~sessiontree.view.safe`: an id holding a control or a bidi character is
+    shown with escapes such as ``\\x07``, and what is shown can be typed back): one id
+    whose own characters or shown form are ``text``, else one whose either starts with it.
 
     Args:
         ids: the session's ids (``get_shape().ids``), when the caller has them; read to
@@ -70,15 +71,19 @@ def resolve_id(sm: Any, text: str, ids: Sequence[str] | None = None) -> str:
 
     Raises:
         KeyError: no entry has that id or prefix (an empty ``text`` is a prefix of none).
-        AmbiguousIdError: the prefix fits several ids (the first five named).
+        AmbiguousIdError: the prefix fits several ids (the first five named), or
+            several ids are ``text`` as they are or as shown (``safe`` leaves a
+            backslash as it is: ``a\\x07`` is also how an id holding a BEL shows).
     """
+    if "\\" in text:
+        return _escaped(sm, text, ids)
     try:
         return str(sm.resolve_id(text))
     except ValueError as e:
         if "ambiguous" not in str(e).lower():
-            return _shown(sm, text, ids)
+            raise KeyError(text) from None
     except LookupError:
-        return _shown(sm, text, ids)
+        raise KeyError(text) from None
     if not text:  # no entry's whole id: an empty prefix names no entry, not every one
         raise KeyError(text)
     if ids is None:
@@ -87,23 +92,23 @@ def resolve_id(sm: Any, text: str, ids: Sequence[str] | None = None) -> str:
     raise AmbiguousIdError(text, found[:5], len(found))
 
 
-def _shown(sm: Any, text: str, ids: Sequence[str] | None) -> str:
-    """The id whose shown form is ``text``, or whose shown form alone starts with it
-    (``resolve_id``'s fallback; an escape always holds a backslash)."""
-    if "\\" not in text:
-        raise KeyError(text)
+def _escaped(sm: Any, text: str, ids: Sequence[str] | None) -> str:
+    """:func:`resolve_id` of a text holding a backslash: its own characters and the
+    shown forms alike (an escape always holds a backslash)."""
     from ._escape import safe
 
     if ids is None:
         ids = sm.get_shape().ids
-    found = []
+    exact: list[str] = []
+    prefixed: list[str] = []
     for i in ids:
         if isinstance(i, str):
             shown = safe(i)
-            if shown == text:
-                return i
-            if shown.startswith(text):
-                found.append(i)
+            if text in (i, shown):
+                exact.append(i)
+            elif i.startswith(text) or shown.startswith(text):
+                prefixed.append(i)
+    found = exact or prefixed
     if len(found) == 1:
         return found[0]
     if not found:
