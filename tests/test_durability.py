@@ -386,3 +386,27 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path: Path, backend: str) -> None:
         pytest.fail("opening a FIFO blocked")
     assert [type(d).__name__ for d in done] == ["InvalidSessionError", "InvalidSessionError", "list"]
     assert done[2] == []  # the listing passed over it without opening it
+
+
+def test_a_file_renamed_over_the_session_during_its_migration_is_kept(backend: str, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adversary 60b: another file renamed over a version 1 session while its migrated
+    image was being written was replaced by that image and kept only as the ".bak".
+    The migration stops with ``StaleSessionError``: the other file stays in place,
+    untouched, with no backup or temporary file beside it."""
+    path = _v1(tmp_path)
+    other = tmp_path / "other.tmp"
+    other.write_bytes(b"someone else's file\n")
+    real = storage._write_all
+
+    def write_meanwhile(fd: int, data: bytes) -> None:
+        if other.exists():
+            os.rename(other, path)
+        real(fd, data)
+
+    monkeypatch.setattr(storage, "_write_all", write_meanwhile)
+    with open_quiet(path, backend) as mgr:
+        with pytest.raises(StaleSessionError, match="replaced while it was migrated"):
+            mgr.migrate()
+    assert path.read_bytes() == b"someone else's file\n"
+    assert sorted(os.listdir(tmp_path)) == ["old.jsonl"]

@@ -65,7 +65,7 @@ from typing import Any
 
 from ._filestate import FileId, file_id, open_regular
 from ._reader import line_prefix
-from .errors import InvalidSessionError, SessionFileExistsError, SessionLockedError
+from .errors import InvalidSessionError, SessionFileExistsError, SessionLockedError, StaleSessionError
 
 Verify = Callable[[int], os.stat_result]
 """Checks an open descriptor before a write; returns its ``fstat`` or raises."""
@@ -643,7 +643,17 @@ class SessionWriter:
             os.fchmod(new_fd, stat.S_IMODE(st.st_mode))
             _write_all(new_fd, data)
             os.fsync(new_fd)
+            was = (st.st_dev, st.st_ino)
+            _still(target, was, self.path)
             backup = _keep_original(target, backup_suffix)
+            try:
+                # Another file renamed over the session while the image was written (a
+                # restore, another tool): it is not ours to replace, nor to keep as the
+                # backup (adversary 60b: the new image replaced it, kept as the ".bak").
+                _still(target, was, self.path)
+            except StaleSessionError:
+                os.unlink(backup)
+                raise
             os.rename(tmp, target)
             release_temp(tmp, remove=False)
             tmp = None
@@ -656,7 +666,10 @@ class SessionWriter:
             # Named by the session, not by the temporary file (its creation fails in a
             # read-only folder): a write's error names the session file.
             if isinstance(e, OSError) and not isinstance(e, SessionFileExistsError):
-                raise _named(e, self.path, "cannot write the migrated session file") from e
+                # Through a link, the folder written is the target's: say which.
+                elsewhere = os.path.dirname(target) != os.path.dirname(os.path.abspath(self.path))
+                what = "cannot write the migrated session file" + (f" {target}" if elsewhere else "")
+                raise _named(e, self.path, what) from e
             raise
         finally:
             os.close(old_fd)  # releases the original's lock; it now lives only as the backup
@@ -741,3 +754,17 @@ def _keep_original(path: str, suffix: str) -> str:
         dst.flush()
         os.fsync(dst.fileno())
     return backup
+
+
+def _still(path: str, was: tuple[int, int], named: str) -> None:
+    """Fail unless ``path`` is still the file ``was`` (device, inode) names.
+
+    Raises:
+        StaleSessionError: another file (or none) is at ``path``, named as ``named``.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise StaleSessionError(f"{named}: session file was removed while it was migrated; reopen it") from None
+    if (st.st_dev, st.st_ino) != was:
+        raise StaleSessionError(f"{named}: session file was replaced while it was migrated; reopen it")
