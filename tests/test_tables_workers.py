@@ -365,6 +365,19 @@ def test_a_run_stopped_before_its_sessions_files_leaves_them_to_the_next(tmp_pat
     for table in ("sessions", "entries", "tool_calls"):
         assert rows(out, table) == rows(clean, table), table
     assert json.loads((out / _parquet.MANIFEST).read_text())["pending"] == []
+    # A hand-edited `pending` names partitions only as the export names them (adversary
+    # 60c: a link's name or a `..` spelling removed files outside the folder).
+    outside = tmp_path / "outside"
+    (outside / "p").mkdir(parents=True)
+    for f in (outside / "sessions.parquet", outside / "p" / "sessions.parquet"):
+        f.write_bytes(b"not the dataset's")
+    (out / "sessions" / "lnk").symlink_to(outside)
+    manifest = json.loads((out / _parquet.MANIFEST).read_text())
+    manifest["pending"] = ["lnk", "lnk/p", "../outside", "project=x/../../outside/p/date=2025-01-01"]
+    (out / _parquet.MANIFEST).write_text(json.dumps(manifest))
+    export_parquet(files, str(out))
+    assert (outside / "sessions.parquet").exists() and (outside / "p" / "sessions.parquet").exists()
+    (out / "sessions" / "lnk").unlink()
     # A partition's folder removed: its file is written again, nothing else.
     victim = next(out.glob("sessions/*/*/sessions.parquet"))
     victim.unlink()

@@ -73,6 +73,10 @@ _FORMAT = hashlib.sha256(
           _rows.MAX_FIELD, 2)).encode()
 ).hexdigest()[:16]  # fmt: skip
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+# A partition as `_export_one` names it (`_project`, `_date`): the only names a manifest's
+# `pending` may hold, so that a hand-edited one (`..`, `./`, a link's name) makes a run
+# remove no file but a partition's own `sessions.parquet` (adversary 60c).
+_PARTITION = re.compile(r"project=(?!\.\.?/)[A-Za-z0-9._-]+/date=[0-9]+-[0-9]{2}-[0-9]{2}")
 _KEPT = " (its previous export is kept)"
 
 
@@ -373,7 +377,8 @@ class _Manifest:
                 foreign = d.get("foreign", [])
                 self.foreign = {f for f in foreign if type(f) is str} if type(foreign) is list else set()
                 pending = d.get("pending", [])
-                self.pending = {p for p in pending if _inside(p)} if type(pending) is list else set()
+                self.pending = ({p for p in pending if type(p) is str and _PARTITION.fullmatch(p)}
+                                if type(pending) is list else set())
                 self.whole = True
         except FileNotFoundError:
             self.absent = True
