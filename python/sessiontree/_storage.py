@@ -520,11 +520,7 @@ class SessionWriter:
         self._fd = fd
 
     def _last_byte_is_lf(self, size: int) -> bool:
-        if size == 0:
-            return True
-        with open(self.path, "rb") as f:  # the write-only fd cannot pread
-            f.seek(size - 1)
-            return f.read(1) == b"\n"
+        return size == 0 or self._read_at(size - 1, 1) == b"\n"
 
     def grew(self) -> bool:
         """Whether the file is now longer than this writer wrote (another writer
@@ -590,9 +586,12 @@ class SessionWriter:
         return self._ends_lf
 
     def _holds(self, offset: int, data: bytes) -> bool:
+        return self._read_at(offset, len(data)) == data
+
+    def _read_at(self, offset: int, n: int) -> bytes:
         with open(self.path, "rb") as f:  # the write-only fd cannot pread
             f.seek(offset)
-            return f.read(len(data)) == data
+            return f.read(n)
 
     def _reread_end(self) -> None:
         """Part of a line may be on disk: find out before the next append."""
@@ -643,7 +642,7 @@ class SessionWriter:
             os.fchmod(new_fd, stat.S_IMODE(st.st_mode))
             _write_all(new_fd, data)
             os.fsync(new_fd)
-            was = (st.st_dev, st.st_ino)
+            was = file_id(st)
             _still(target, was, self.path)
             backup = _keep_original(target, backup_suffix)
             try:
@@ -677,7 +676,6 @@ class SessionWriter:
         self.size = len(data)
         self._ends_lf = not data or data.endswith(b"\n")
         return backup
-
 
     def _sync_pending(self) -> None:
         """The fsync :func:`synced_once` left for this writer's appends, if any.
@@ -756,7 +754,7 @@ def _keep_original(path: str, suffix: str) -> str:
     return backup
 
 
-def _still(path: str, was: tuple[int, int], named: str) -> None:
+def _still(path: str, was: FileId, named: str) -> None:
     """Fail unless ``path`` is still the file ``was`` (device, inode) names.
 
     Raises:
@@ -766,5 +764,5 @@ def _still(path: str, was: tuple[int, int], named: str) -> None:
         st = os.stat(path)
     except FileNotFoundError:
         raise StaleSessionError(f"{named}: session file was removed while it was migrated; reopen it") from None
-    if (st.st_dev, st.st_ino) != was:
+    if file_id(st) != was:
         raise StaleSessionError(f"{named}: session file was replaced while it was migrated; reopen it")

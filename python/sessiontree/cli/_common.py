@@ -289,6 +289,12 @@ def make_io(color: str = "auto") -> Io:
     return Io(color)
 
 
+def say_catalog_note(io: Io, message: Warning | str) -> None:
+    """A :class:`~sessiontree.errors.CatalogRebuiltWarning` as the commands say it: one
+    note on stderr, in its own words."""
+    io.note(f"note: {safe(str(message))}")
+
+
 @contextlib.contextmanager
 def catalog_notes(io: Io) -> Iterator[None]:
     """Within it, a :class:`~sessiontree.errors.CatalogRebuiltWarning` is said as one
@@ -302,7 +308,7 @@ def catalog_notes(io: Io) -> Iterator[None]:
         def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                  file: Any = None, line: str | None = None) -> None:
             if issubclass(category, CatalogRebuiltWarning):
-                io.note(f"note: {safe(str(message))}")
+                say_catalog_note(io, message)
             else:
                 shown(message, category, filename, lineno, file, line)
 

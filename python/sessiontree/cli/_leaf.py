@@ -11,24 +11,19 @@ from ..view import safe
 
 
 def resolve_entry(io: Io, sm: Any, file: str, ident: str, option: str = "--leaf") -> tuple[str, Any]:
-    """``(entry id, structure or None)`` for ``ident`` in the open session ``sm``.
-
-    The structure (``view.structure_of``) is built only when ``ident`` is not a
-    whole id, and handed back so the caller need not build it again.
+    """``(entry id, None)`` for ``ident`` in the open session ``sm`` (``view.resolve_id``:
+    no tree is built; the ``None`` is the structure a caller then builds if it needs one).
 
     Raises:
         CliError: no entry has that id or prefix, or several have the prefix.
     """
-    from ..view import AmbiguousIdError, structure_of
+    from ..view import AmbiguousIdError, resolve_id
 
-    if "\\" not in ident and ident in sm:  # one with a backslash may be a shown form too (view.resolve_id)
-        return str(ident), None
     with spinner(io, "reading the tree"):
-        st = structure_of(sm)
-    try:
-        return st.resolve(ident), st
-    except (AmbiguousIdError, KeyError) as e:
-        raise id_error(file, option, ident, e) from None
+        try:
+            return resolve_id(sm, ident), None
+        except (AmbiguousIdError, KeyError) as e:
+            raise id_error(file, option, ident, e) from None
 
 
 def id_error(file: str, option: str, ident: str, e: Exception) -> CliError:

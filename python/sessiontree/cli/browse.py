@@ -21,7 +21,7 @@ from typing import Any
 from ..browse import HELP
 from ..view import safe
 from . import _scope
-from ._common import CliError, Io, open_session, require_file
+from ._common import CliError, Io, open_session, require_file, say_catalog_note
 from ._leaf import resolve_entry
 
 INSTALL_HINT = "pip install textual (in a checkout: pip install '.[browse]')"
@@ -91,7 +91,7 @@ def _said_after(io: Io) -> Iterator[None]:
             held = list(said)
     for w in held:
         if issubclass(w.category, CatalogRebuiltWarning):
-            io.note(f"note: {safe(str(w.message))}")
+            say_catalog_note(io, w.message)
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
 

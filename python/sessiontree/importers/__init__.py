@@ -61,9 +61,9 @@ def sources_folder(agent: str) -> str:
         ValueError: another agent.
     """
     if agent == "claude":
-        return os.path.abspath(os.path.join(claude.claude_home(), "projects"))
+        return os.path.abspath(claude.store_folder())
     if agent == "codex":
-        return os.path.abspath(os.path.join(codex.codex_home(), "sessions"))
+        return os.path.abspath(codex.store_folder())
     raise ValueError(f"unknown agent {agent!r}: claude or codex")
 
 

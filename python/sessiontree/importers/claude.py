@@ -73,10 +73,15 @@ def claude_home() -> str:
     return os.path.abspath(os.path.expanduser(env)) if env else os.path.expanduser("~/.claude")
 
 
+def store_folder(home: str | None = None) -> str:
+    """``<home>/projects`` (``home``: :func:`claude_home`), where the transcripts are."""
+    return os.path.join(home or claude_home(), "projects")
+
+
 def default_sources(home: str | None = None) -> list[str]:
-    """Every transcript under ``<home>/projects``: ``*/*.jsonl`` (sessions and old
+    """Every transcript under :func:`store_folder`: ``*/*.jsonl`` (sessions and old
     ``agent-*.jsonl`` files) and ``*/*/subagents/*.jsonl`` (newer subagent files)."""
-    root = os.path.join(home or claude_home(), "projects")
+    root = store_folder(home)
     esc = glob.escape(root)
     found = glob.glob(os.path.join(esc, "*", "*.jsonl")) + glob.glob(os.path.join(esc, "*", "*", "subagents", "*.jsonl"))
     return sorted(found)

@@ -89,9 +89,14 @@ def codex_home() -> str:
     return os.path.abspath(os.path.expanduser(env)) if env else os.path.expanduser("~/.codex")
 
 
+def store_folder(home: str | None = None) -> str:
+    """``<home>/sessions`` (``home``: :func:`codex_home`), where the rollouts are."""
+    return os.path.join(home or codex_home(), "sessions")
+
+
 def default_sources(home: str | None = None) -> list[str]:
-    """Every rollout under ``<home>/sessions/YYYY/MM/DD/rollout-*.jsonl``."""
-    root = glob.escape(os.path.join(home or codex_home(), "sessions"))
+    """Every rollout under :func:`store_folder`: ``YYYY/MM/DD/rollout-*.jsonl``."""
+    root = glob.escape(store_folder(home))
     return sorted(glob.glob(os.path.join(root, "*", "*", "*", "rollout-*.jsonl")))
 
 

@@ -603,7 +603,7 @@ def export_parquet(
         # behind, and those whose file is not there as a regular file (removed, or a
         # FIFO put there: refused when written, never passed over).
         touched: set[str] = set(manifest.pending)
-        sessions_file_ok: dict[str, bool] = {}
+        looked: set[str] = set()  # partitions whose sessions file was looked for
         for path in paths:
             try:
                 st = os.stat(path)
@@ -618,9 +618,9 @@ def export_parquet(
             ):
                 unchanged.add(path)
                 part = old["partition"]
-                if part not in sessions_file_ok:
-                    sessions_file_ok[part] = os.path.isfile(os.path.join(out, "sessions", part, "sessions.parquet"))
-                    if not sessions_file_ok[part]:
+                if part not in looked:
+                    looked.add(part)
+                    if not os.path.isfile(os.path.join(out, "sessions", part, "sessions.parquet")):
                         touched.add(part)
             else:
                 todo[path] = st.st_size

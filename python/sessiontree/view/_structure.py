@@ -179,8 +179,6 @@ class Structure:
             KeyError: no entry has that id or prefix.
             AmbiguousIdError: the prefix fits several ids.
         """
-        if "\\" not in text and self.number(text) is not None:  # one with a backslash may be a shown form too
-            return text
         return resolve_id(self.sm, text, self.shape.ids)
 
 
