@@ -3,7 +3,7 @@ one, or ``--leaf ID``): the path from the root to it as Pi's ``buildSessionConte
 builds it, a compaction's summary standing for what it replaced, then each message
 with its role, time (UTC) and, for an assistant's, its model, stop reason and tokens.
 Long texts, tool calls and tool results are folded (``--full``: whole); ``--llm``
-shows what is sent to the provider (``convert_to_llm``); ``--json`` the messages
+shows the messages in a provider's roles (``convert_to_llm``, which merges adjacent user turns); ``--json`` the messages
 as built."""
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", help="session file (.jsonl)")
     p.add_argument("--leaf", metavar="ID", help="build the context at this entry (an id or a unique prefix) instead of the current leaf")
     p.add_argument("--llm", action="store_true",
-                   help="apply convert_to_llm: what is sent to the provider (summaries and bash runs become "
-                        "user turns; adjacent user turns are merged into one, which Pi does not do)")
+                   help="apply convert_to_llm: the messages in a provider's roles (summaries and bash runs "
+                        "become user turns; adjacent user turns are merged into one, which Pi does not do)")
     p.add_argument("--json", action="store_true", help="print {leafId, thinkingLevel, model, activeToolNames?, llm, messages} "
                         "as JSON (messages exactly as built; activeToolNames when an agent-core "
                         "active_tools_change is on the path; llm: whether --llm was given)")
