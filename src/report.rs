@@ -11,7 +11,7 @@
 //! bytes; numbers are varints; a time is `0` (none), `1` and a zigzag varint
 //! (integral ms) or `2` and an `f64`; each of the six numbers is a varint `2n` (an
 //! integer `n` below 2^52, zero of either sign as 0) or `1` and an `f64`.
-//! `catalog._extract.pack_log` writes the same bytes.
+//! `catalog._records.pack_log` writes the same bytes.
 //!
 //! A report reads the logs of the files in scope, oldest holder first, counts each
 //! copy key once (charged to its oldest holder; with `active` only if some holder has

@@ -16,7 +16,8 @@ import pytest
 from _brute import _strings
 
 from sessiontree._filestate import indexed_ends
-from sessiontree.catalog._extract import entries_path, records, scan_file, unpack_log
+from sessiontree.catalog._extract import scan_file
+from sessiontree.catalog._records import entries_path, records, unpack_log
 from sessiontree.generate import generate_session
 
 from _shared import CASES, CORPUS, DATA, native_available, open_quiet

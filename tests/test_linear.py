@@ -74,13 +74,13 @@ def test_html_export_is_linear_in_the_siblings_of_one_entry(tmp_path: Path) -> N
 
 
 def test_python_catalog_reader_is_linear_in_one_lines_length(tmp_path: Path) -> None:
-    """The framing of the python backend's catalog reader (``catalog/_extract.py``'s
+    """The framing of the python backend's catalog reader (``catalog/_pyscan.py``'s
     ``_lines``: what listing, search, usage and index read lines with) over one line of
     8 MB and of 64 MB. Copying big buffers costs more per byte than small ones (fresh
     pages): measured after the fix 7x-15x on a quiet machine, up to 35x in CPU time and
     56x in wall time beside other jobs; before it 91x-102x. The limit is three quarters
     of the quadratic ratio (48x), best of five rounds."""
-    from sessiontree.catalog._extract import _lines
+    from sessiontree.catalog._pyscan import _lines
 
     def framed(size: int) -> Callable[[], int]:
         path = tmp_path / f"{size}.jsonl"

@@ -85,6 +85,17 @@ def test_warm_usage_and_search_leave_the_viewers_and_the_scanner_alone(tmp_path:
         assert not search & set(HEAVY_VIEW), sorted(search & set(HEAVY_VIEW))
         assert not search & NOT_AT_START, sorted(search & NOT_AT_START)
         assert not search & NOT_IN_SEARCH, sorted(search & NOT_IN_SEARCH)
+    # The first report after an append brings the catalog up to date natively: not with
+    # the Python loader's line rules (``catalog._pyscan``, ``_reader``, orjson) either.
+    from test_catalog import _append
+
+    for report in ("model", "session"):
+        grown = sorted(Path(root).rglob("*.jsonl"))[3]
+        _append(grown, "one more")
+        usage = _imported(["usage", report, root, "--all"], env)
+        assert not usage & NOT_AT_START, sorted(usage & NOT_AT_START)
+        assert not usage & NOT_IN_USAGE, sorted(usage & NOT_IN_USAGE)
+        assert not usage & {"sessiontree.catalog._pyscan", "sessiontree._reader", "sessiontree._jsonl"}, sorted(usage)
 
 
 def test_the_stand_in_named_tuple_makes_typings_class() -> None:

@@ -111,13 +111,37 @@ def test_a_change_makes_its_folders_record_old(tmp_path: Path) -> None:
     sorted(Path(folders[3]).glob("*.jsonl"))[-1].unlink()
     assert _reports(folders, catalog=str(catalog)) == _reports(folders, no_cache=True)
     after = _records(catalog)
-    changed = {folders[1], folders[2], folders[3]}
+    # A file gone leaves its folder's record current: a report sums the files listed
+    # (the row goes at the folder's next refresh: a listing, an index, a change there).
+    changed = {folders[1], folders[2]}
     for folder, (gen, stamp) in after.items():
         assert stamp == gen, folder  # made again by the report that found it old
         if folder in changed:
             assert gen > before[folder][0], folder
         else:
             assert (gen, stamp) == before[folder], folder
+    cat.index(folders, catalog=str(catalog))
+    assert _records(catalog)[folders[3]][0] > before[folders[3]][0]
+    assert _reports(folders, catalog=str(catalog)) == _reports(folders, no_cache=True)
+
+
+def test_a_change_brings_its_folders_alone_up_to_date(tmp_path: Path) -> None:
+    """An append costs its folder, not the history (issue 25: "an append to one session
+    costs its new bytes"): the report that finds files changed in two of the folders
+    refreshes those two (its progress counts their files alone) and answers as the
+    files do; the next report finds every folder current."""
+    folders = make_root(tmp_path / "s", 40, seed=6)
+    catalog = tmp_path / "c.sqlite3"
+    cat.index(folders, catalog=str(catalog))
+    _append(sorted(Path(folders[1]).glob("*.jsonl"))[0], "one more question")
+    generate_session(Path(folders[3]) / "2025-12-01T00-00-00-000Z_new.jsonl", size_bytes=4_000, seed=78,
+                     cwd="/home/user/new")
+    totals: set[int] = set()
+    for group in ("model", "project"):  # from the records, and from the rows
+        got = cat.usage(group, folders, tz=None, catalog=str(catalog), on_progress=lambda _d, t: totals.add(t))
+        assert got == cat.usage(group, folders, tz=None, no_cache=True)
+    assert totals == {len(list(Path(folders[1]).glob("*.jsonl"))) + len(list(Path(folders[3]).glob("*.jsonl")))}
+    assert all(g == s for g, s in _records(catalog).values())
 
 
 def test_every_change_a_record_holds_moves_the_gen(tmp_path: Path) -> None:

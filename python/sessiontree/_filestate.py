@@ -37,9 +37,19 @@ import fcntl
 import os
 import sys
 import stat
-from typing import BinaryIO, Callable, NamedTuple, Protocol
 
 from .errors import StaleSessionError
+
+# Not ``typing`` at run time: ~3 ms of the first report after an append, whose refresh
+# reads its files' marks through here (docs/BENCHMARKS.md, issue 25). The protocol
+# below is one for type checkers and a plain class to the interpreter.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO, Callable, NamedTuple, Protocol
+else:
+    from ._tuples import NamedTuple
+
+    Protocol = object
 
 __all__ = ["FileId", "FileWatch", "FINGERPRINT", "InodeMarks", "StatUnchanged", "ends_and_marks", "file_id", "indexed_ends",
            "inode_marks", "same_ends", "stat_id"]

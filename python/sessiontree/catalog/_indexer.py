@@ -30,22 +30,18 @@ import contextlib
 import hashlib
 import io
 import os
-import secrets
 import queue
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from .. import _js
 from .._caches import held_index_cache
 from .._filestate import InodeMarks, ends_and_marks, inode_marks, open_regular
-from .._reader import header_error, header_problem, read_value
 from .._time import parse_iso_ms
 from ..errors import InvalidSessionError
 from ._files import FileStat, folder_files, folder_key
-from ._extract import ScanResult, native_scanner, scan_file, scan_stream, tail_text
+from ._extract import ScanResult, native_scanner, scan_file
 from ._shared import listing_from_index
 from ._store import Batch, FileRow, Store
 
@@ -55,13 +51,20 @@ __all__ = ["CHUNK", "Found", "ContentSink", "IndexSummary", "entries_of", "ends_
 CHUNK = 16 << 20
 """Most bytes one scan that collects docs reads before its results are saved."""
 
-ContentSink = Callable[["Found", Sequence[tuple[Any, ...]], Sequence[tuple[Any, ...]]], None]
+# Not ``typing`` and ``dataclasses`` at run time: with ``inspect`` (``ast``, ``dis``,
+# ``tokenize``) they were ~8 ms of the first report after an append, which brings the
+# catalog up to date through here (docs/BENCHMARKS.md, issue 25).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from .._tuples import NamedTuple
+
+ContentSink = Callable[["Found", Sequence[tuple["Any", ...]], Sequence[tuple["Any", ...]]], None]
 """``sink(found, docs, usage)``: content of a file read without a store."""
 
 
-
-@dataclass(frozen=True)
-class IndexSummary:
+class IndexSummary(NamedTuple):
     """What :func:`index` did.
 
     Attributes:
@@ -94,7 +97,6 @@ class IndexSummary:
     indexes_reused: int = 0
 
 
-@dataclass
 class Found:
     """One ``.jsonl`` file of a listed folder and what is known of it.
 
@@ -111,16 +113,17 @@ class Found:
             from its start; ``None`` when not read).
     """
 
-    path: str
-    name: str
-    folder: int | None
-    st: FileStat | None
-    row: FileRow | None = None
-    error: str | None = None
-    saved: bool = True
-    bytes_read: int = 0
-    base: int | None = None
-    _reset: bool = field(default=False, repr=False)
+    __slots__ = ("path", "name", "folder", "st", "row", "error", "saved", "bytes_read", "base", "_reset")
+
+    def __init__(self, path: str, name: str, folder: int | None, st: FileStat | None, row: FileRow | None = None,
+                 error: str | None = None, saved: bool = True, bytes_read: int = 0, base: int | None = None) -> None:
+        self.path, self.name, self.folder, self.st, self.row = path, name, folder, st, row
+        self.error, self.saved, self.bytes_read, self.base = error, saved, bytes_read, base
+        self._reset = False  # read again from its start: its earlier rows are replaced
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__[:-1])
+        return f"Found({shown})"
 
 
 def entries_of(store: Store | None, f: Found) -> bytes:
@@ -143,18 +146,21 @@ def ends_digest(ends: bytes, marks: InodeMarks) -> bytes:
 
 
 # ------------------------------------------------------------------ planning
-@dataclass
 class _Plan:
     """What to read of one file."""
 
-    found: Found
-    row: FileRow
-    start: int | None  # main pass from here (0: from scratch), None: no main pass
-    main_content: bool = False
-    catchup: tuple[int, int] | None = None  # content-only pass [from, to)
-    v1_content: bool = False
-    docs: bool = False  # read docs too (for a search's sink), not kept
-    marks: InodeMarks | None = None  # the inode's, checked when planned; None: read with the file
+    __slots__ = ("found", "row", "start", "main_content", "catchup", "v1_content", "docs", "marks")
+
+    def __init__(self, found: Found, row: FileRow, start: int | None, main_content: bool = False,
+                 catchup: tuple[int, int] | None = None, v1_content: bool = False, docs: bool = False,
+                 marks: InodeMarks | None = None) -> None:
+        self.found, self.row = found, row
+        self.start = start  # main pass from here (0: from scratch), None: no main pass
+        self.main_content = main_content
+        self.catchup = catchup  # content-only pass [from, to)
+        self.v1_content = v1_content
+        self.docs = docs  # read docs too (for a search's sink), not kept
+        self.marks = marks  # the inode's, checked when planned; None: read with the file
 
 
 def _fresh(found: Found, folder: int) -> FileRow:
@@ -255,6 +261,8 @@ def listed_text(path: str, end: int, ends: bytes | None, tail: int = 0) -> str:
             return text_upto(1 << 62)[0]
         f.seek(end)
         piece = f.read(tail)
+    from ._pyscan import tail_text
+
     more = tail_text(piece, end, r[5])
     return " ".join(t for t in (text, more) if t)
 
@@ -268,6 +276,7 @@ def _v1_content(path: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]
     version 1 file, read from its migrated image (the ids a reader sees are those the
     migration gives)."""
     from .._migrate import migrate_image
+    from ._pyscan import scan_stream
 
     with open_regular(path) as f:
         data = f.read()
@@ -345,6 +354,10 @@ def _apply_main(plan: _Plan, start: int, r: ScanResult, native: Any = None) -> b
     (end, eof, tail, _read, _ends), header, old, _fb, facts, entries, count, _docs, _usage, log = r
     reset = False
     if start == 0:
+        # Here alone: a file read from its start (with its orjson and regular
+        # expressions, ~7 ms of a report's start that an append does not need).
+        from .._reader import header_error, header_problem, read_value
+
         reset = found._reset
         row.log = b"" if plan.main_content else None
         row.sums = None
@@ -353,7 +366,9 @@ def _apply_main(plan: _Plan, start: int, r: ScanResult, native: Any = None) -> b
         row.message_count, row.first_message, row.title, row.activity = 0, None, None, None
         row.entries, row.entry_count = b"", 0
         row.c_end, row.c_entries, row.c_count = None, 0, 0
-        row.epoch, row.s_end, row.s_entries = secrets.randbits(62) + 1, None, 0
+        # A random epoch, as secrets.randbits(62) + 1 draws it (that module: ~2 ms of a
+        # first report after an append, for one call).
+        row.epoch, row.s_end, row.s_entries = (int.from_bytes(os.urandom(8), "little") >> 2) + 1, None, 0
         row.old = False
         kind, value = header
         if kind == "found":

@@ -441,7 +441,7 @@ def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str
 def _python_hits(native: Any, matcher: _Matcher, items: list[tuple[str, str, Any]], hits: list[_Hit]) -> int:
     """Search ``items`` with the Python rules (``_extract``); hits go to ``hits``.
     Returns the sessions searched."""
-    from ._extract import entries_path
+    from ._records import entries_path
     from ._indexer import read_paths
 
     found_docs: list[tuple[Any, Sequence[tuple[Any, ...]]]] = []
@@ -782,7 +782,7 @@ class _Search:
                 # a page of hits from the index: about 15 ms of a warm search's start.
                 seqs = self.native.entries_path(record)
             else:
-                from ._extract import entries_path
+                from ._records import entries_path
 
                 seqs = entries_path(record)
             bits = bytearray((max(seqs) >> 3) + 1 if seqs else 0)

@@ -27,7 +27,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a report's start)
+if TYPE_CHECKING:
+    from typing import Any
 
 from .. import _caches
 from .._filestate import FINGERPRINT

@@ -22,10 +22,10 @@ Tables:
   piece that is no entry: ``tail``; the file cannot change without its identity), as
   one text: a warm report reads the index, not the rows (``_usage._warm``). A search reads what its freshness
   check needs from the index ``file_search`` in the same way (``_search._from_index``).
-* ``entries(file, record)`` — the entries record of a file (``_extract``), which grows
+* ``entries(file, record)`` — the entries record of a file (``_records``), which grows
   with the session: apart, so that reading a ``file`` row never walks its overflow
   pages.
-* ``usage_log(file, log)`` — the file's recorded usage up to ``c_end`` (``_extract``'s
+* ``usage_log(file, log)`` — the file's recorded usage up to ``c_end`` (``_records``'s
   usage log), apart from the ``file`` row for the same reason.
 * ``usage_sum(file, sums)`` — the same usage summed by the keys reports group on
   (``src/totals.rs``: by model and 15-minute slice of UTC, all records and those on
@@ -806,7 +806,7 @@ class Store:
         return {r.name: r for r in _rows(rows.fetchall())}
 
     def entries(self, file: int, gen: int | None = None) -> bytes | None:
-        """The entries record of a file (``_extract``); with ``gen``, ``None`` if the row
+        """The entries record of a file (``_records``); with ``gen``, ``None`` if the row
         is no longer that generation (another process saved it since it was read: the
         record goes with the newer row). One statement, so row and record agree."""
         r = self.conn.execute(

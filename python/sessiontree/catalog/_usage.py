@@ -266,10 +266,10 @@ def usage_folders(
         native = native_scanner()
         if store is not None and native is not None:
             got = _warm(native, store, folders, group, since, until, active_path, tz)
-            if got is _STALE:
-                refresh_for(store, folders, content=True, on_progress=on_progress, on_bytes=on_bytes)
+            if isinstance(got, _Stale):
+                refresh_for(store, got.folders, content=True, on_progress=on_progress, on_bytes=on_bytes)
                 got = _warm(native, store, folders, group, since, until, active_path, tz)
-            if got is not None and got is not _STALE:
+            if got is not None and not isinstance(got, _Stale):
                 return got  # type: ignore[return-value]
         # The files one by one: no native module, a catalog that could not answer from
         # its totals, or one still changing under us.
@@ -410,18 +410,29 @@ _FOLDER = ("SELECT folder.id, folder.gen, usage_folder.stamp, {record} FROM fold
            " LEFT JOIN usage_folder ON usage_folder.folder = folder.id WHERE folder.path = ?")
 _FOLDER_RECORD = _FOLDER.format(record="usage_folder.record")
 _FOLDER_ONLY = _FOLDER.format(record="NULL")
-_STALE = object()
+
+
+class _Stale:
+    """:func:`_warm`'s answer when a refresh is due: the folders to refresh."""
+
+    __slots__ = ("folders",)
+
+    def __init__(self, folders: Sequence[str]) -> None:
+        self.folders = folders
 
 
 def _read_folders(scan: Any, store: Any, folders: Sequence[str], project: bool,
-                  made: list[tuple[int, int, bytes | None]]) -> list[int | None] | None:
+                  made: list[tuple[int, int, bytes | None]]) -> tuple[list[int | None], list[str]]:
     """Each folder's files added to ``scan`` (``UsageScan.folder``) from the catalog, in
     the caller's read transaction: from the folder's record when it is current (and
     reads), else from its rows (their record then added to ``made`` as ``(folder, gen,
     record)``, for :meth:`Store.keep_records`; ``record`` ``None``: drop the folder's).
-    A report by project reads the rows (they hold the cwds). The folders' ids
-    (``None``: not in the catalog), or ``None`` when some file is new, changed or not
-    read to its end.
+    A report by project reads the rows (they hold the cwds). Returns ``(ids,
+    stale)``: the folders' ids (``None``: not in the catalog), and the folders holding
+    a file that is new, changed or not read to its end, in the order given (when there
+    is one, ``scan`` holds no report: every folder is still looked at, so that one
+    refresh of those folders alone brings the catalog up to date: an append costs its
+    folder, not the history).
 
     Raises:
         sqlite3.DatabaseError: a row or record holds a value the catalog never writes.
@@ -432,6 +443,7 @@ def _read_folders(scan: Any, store: Any, folders: Sequence[str], project: bool,
     conn = store.conn
     sql, sql_folder = (_WARM_PROJECT, _FOLDER_ONLY) if project else (_WARM_OTHER, _FOLDER_RECORD)
     fids: list[int | None] = []
+    stale: list[str] = []
     for folder in folders:
         got = conn.execute(sql_folder, (db_text(folder_key(folder)[0]),)).fetchone()
         if got is None:
@@ -457,10 +469,10 @@ def _read_folders(scan: Any, store: Any, folders: Sequence[str], project: bool,
                 if rows is not None:
                     made.append((fid, gen, rows))
         if state == 1:
-            return None
-        if state == 2:
+            stale.append(folder)
+        elif state == 2:
             raise sqlite3.DatabaseError("catalog damaged: a file row holds a value the catalog never writes")
-    return fids
+    return fids, stale
 
 
 def make_records(native: Any, store: Any, folders: Sequence[str]) -> None:
@@ -533,9 +545,10 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
     and checked against its rows natively, each file's totals summed as they are read
     (``_sessiontree.UsageScan``; nothing kept per file but its copy key hashes and
     place), then the files whose records may be copies of another's (or without
-    totals) summed from their logs under the copy rule. :data:`_STALE` when some file
-    is new, changed or not read to its end (a refresh is due); ``None`` when the
-    totals cannot answer (a sum not finite, totals that do not read): the logs answer.
+    totals) summed from their logs under the copy rule. A :class:`_Stale` naming the
+    folders to refresh when some file is new, changed or not read to its end (every
+    folder when another process holds the catalog: the refresh waits for it); ``None``
+    when the totals cannot answer (a sum not finite, totals that do not read): the logs answer.
 
     Raises:
         sqlite3.DatabaseError: a row or record holds a value the catalog never writes.
@@ -553,8 +566,8 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
     try:
         conn.execute("BEGIN")  # one snapshot: the rows, the totals and the logs read below agree
         try:
-            fids = _read_folders(scan, store, folders, group == "project", made)
-            files = _logged_files(scan, store, fids, active) if fids is not None else None
+            fids, stale = _read_folders(scan, store, folders, group == "project", made)
+            files = _logged_files(scan, store, fids, active) if not stale else None
         finally:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("COMMIT")
@@ -562,11 +575,11 @@ def _warm(native: Any, store: Any, folders: Sequence[str], group: str, since: da
         from ._store import busy
 
         if busy(e):
-            return _STALE  # the refresh waits for it
+            return _Stale(folders)  # the refresh waits for it
         raise  # not busy ("could not decode", a full disk): the caller's rules
     store.keep_records(made)
     if files is None:
-        return _STALE
+        return _Stale(stale)
     # A report whose groups are its lines, made natively: by session or project, each
     # key's name its own (a file's path; a project's cwd, unless two read alike), by
     # model or by day, week or month where every group is a local day (named
@@ -656,7 +669,7 @@ def _python_pieces(sessions: list[Any], logs: list[bytes], keys: list[int], name
                    entries: list[bytes] | None, group: str, since: date | None, until: date | None, active: bool,
                    tz: tzinfo | None) -> list[_Piece]:
     """The rules of the module docstring record by record (the reference)."""
-    from ._extract import entries_path, unpack_log
+    from ._records import entries_path, unpack_log
 
     native = native_scanner()
     owned: dict[Any, list[Any]] = {}  # copy key -> [file index, row, on some holder's path]
