@@ -50,18 +50,27 @@ def test_an_id_that_is_a_prefix_of_another() -> None:
     assert id_width(["abcdefgh", "abcdefgh/w1"]) == 9
 
 
+def _env(tmp_path: Path) -> dict[str, str]:
+    """A bare environment whose ``sessiontree`` is the one under test (the package this
+    process imported: the installed one may be another checkout)."""
+    import sessiontree
+
+    return {"HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "c"), "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": str(Path(sessiontree.__file__).resolve().parents[1])}
+
+
 def _tree_ids_open_their_entries(tmp_path: Path, ids: list[str]) -> None:
     """``tree --full`` of a chain of ``ids``: every row's id differs, and ``--leaf`` with
     it opens that entry."""
     f = tmp_path / "p.jsonl"
     chain_session(f, ids)
-    env = {"HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "c"), "PATH": "/usr/bin:/bin"}
+    env = _env(tmp_path)
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "sessiontree", *args], capture_output=True, text=True, env=env,
                               timeout=120)
 
-    tree = run("tree", str(f), "--full")
+    tree = run("tree", str(f), "--full", "--width", "1000")  # rows wider than the width are cut
     assert tree.returncode == 0, tree.stderr
     shown = [line.lstrip("* ").split()[0] for line in tree.stdout.splitlines() if line.strip()]
     assert len(shown) == len(ids) and len(set(shown)) == len(ids), tree.stdout
@@ -119,7 +128,7 @@ def test_ids_alike_as_shown_are_ambiguous(tmp_path: Path, backend: str) -> None:
                 resolve_id(sm, text)
             assert e.value.count == 2
         assert resolve_id(sm, "zz\\x07") == "zz\x07only"
-    env = {"HOME": str(tmp_path / "h"), "XDG_CACHE_HOME": str(tmp_path / "c"), "PATH": "/usr/bin:/bin"}
+    env = _env(tmp_path)
     got = subprocess.run([sys.executable, "-m", "sessiontree", "context", str(f), "--leaf", "abcdefgh\\x07"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert got.returncode == 1 and "is ambiguous" in got.stderr, got.stderr
