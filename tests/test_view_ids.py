@@ -1,15 +1,18 @@
-"""``view.id_width``: the ids ``tree`` and ``browse`` show, each cut to one width, are
-all different, and the width is the least that does it (held to a brute force)."""
+"""``view.id_width``: the ids ``tree`` and ``browse`` show, each cut to one width and
+escaped, are all different and each names its id again (``view.resolve_id``), and the
+width is the least that does it (held to a brute force)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiontree.view import SHORT_ID, id_width
@@ -132,3 +135,89 @@ def test_ids_alike_as_shown_are_ambiguous(tmp_path: Path, backend: str) -> None:
     got = subprocess.run([sys.executable, "-m", "sessiontree", "context", str(f), "--leaf", "abcdefgh\\x07"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert got.returncode == 1 and "is ambiguous" in got.stderr, got.stderr
+
+
+# Adversary round 60: ``safe`` shows a control as an escape and a backslash as it is, so
+# one id's shown cut could be another id's whole shown form (``abcdefg`` + BEL + ``xyz``
+# cut to 8 showed as ``abcdefg\x07``, the id ``abcdefg\x07``: a backslash, ``x07``) or
+# a prefix of it. Ids drawn from the characters that make such clashes.
+# Lone surrogates are two high ones: a high one before a low one is a pair, which JSON
+# reads back as one character.
+_CLASH = ["a", "\\", "x", "0", "7", "\x07", "\u200b", "\ud800", "\udbff"]
+_CLASH_IDS = st.lists(st.text(alphabet=_CLASH, min_size=0, max_size=8).map(lambda s: "abcdefg" + s)
+                      | st.text(alphabet=_CLASH, min_size=1, max_size=14), min_size=1, max_size=7, unique=True)
+
+
+def _named(sm: Any, ids: list[str], width: int) -> dict[str, object]:
+    """What each id's shown cut at ``width`` names: the id, or the error raised."""
+    from sessiontree.view import AmbiguousIdError, resolve_id, safe
+
+    got: dict[str, object] = {}
+    for i in ids:
+        try:
+            got[i] = resolve_id(sm, safe(i[:width]))
+        except (KeyError, AmbiguousIdError) as e:
+            got[i] = e
+    return got
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ids=_CLASH_IDS)
+def test_every_shown_cut_names_its_id(tmp_path: Path, backend: str, ids: list[str]) -> None:
+    """The brute force: the least width at which every id's shown cut, given back to
+    ``resolve_id``, names that id is ``id_width``'s (ids that show alike whole are
+    named by no width: their cuts are ambiguous, said to show alike, never another id)."""
+    from sessiontree.view import AmbiguousIdError, safe
+
+    f = Path(tempfile.mkdtemp(dir=tmp_path)) / "s.jsonl"
+    chain_session(f, ids)
+    alike = {i for i in ids if sum(safe(j) == safe(i) for j in ids) > 1}
+    with open_quiet(f, backend) as sm:
+        least = next(w for w in range(SHORT_ID, max(SHORT_ID, *map(len, ids)) + 1)
+                     if all(got == i for i, got in _named(sm, ids, w).items() if i not in alike))
+        width = id_width(ids)
+        assert width == least, (ids, width, least)
+        for i, got in _named(sm, ids, width).items():
+            if i in alike:
+                assert isinstance(got, AmbiguousIdError) and got.alike, (i, got)
+            else:
+                assert got == i, (i, got)
+
+
+def test_a_cut_is_never_another_ids_shown_form(tmp_path: Path, backend: str) -> None:
+    """Adversary round 60's two cases: at the width ``tree`` used, ``abcdefg`` + BEL +
+    ``xyz`` showed as the whole of the id ``abcdefg\\x07`` (and named it), and
+    ``abcdefgh`` + BEL and ``abcdefgh\\x07QQ`` showed alike at width 12."""
+    for ids, width in ((["abcdefg\x07xyz", "abcdefg\\x07"], 11), (["abcdefgh\x07", "abcdefgh\\x07QQ"], 13)):
+        assert id_width(ids) == width
+        f = Path(tempfile.mkdtemp(dir=tmp_path)) / "s.jsonl"
+        chain_session(f, ids)
+        with open_quiet(f, backend) as sm:
+            assert _named(sm, ids, width) == {i: i for i in ids}
+    _tree_ids_open_their_entries(tmp_path, ["abcdefg\x07xyz", "abcdefg\\x07", "00000000"])
+
+
+def test_ids_that_show_alike_are_named_apart(tmp_path: Path) -> None:
+    """Ids that show alike (``p`` + BEL, ``p\\x07``) are told apart by no more
+    characters: the message does not ask for them, names the ids as JSON strings (which
+    differ) and says how the one holding a control is given, which then names it."""
+    f = tmp_path / "alike.jsonl"
+    ids = ["abcdefgh\x07", "abcdefgh\\x07", "0000000000"]
+    chain_session(f, ids)
+    env = _env(tmp_path)
+
+    def leaf(text: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sessiontree", "context", str(f), "--leaf", text, "--json"],
+                              capture_output=True, text=True, env=env, timeout=120)
+
+    for text in ("abcdefgh\\x07", "abcdefgh\\x0"):
+        got = leaf(text)
+        assert got.returncode == 1 and "is ambiguous" in got.stderr and "show alike" in got.stderr, got.stderr
+        assert "give more characters" not in got.stderr, got.stderr
+        assert '"abcdefgh\\u0007", "abcdefgh\\\\x07"' in got.stderr, got.stderr
+        assert "$'abcdefgh\\x07'" in got.stderr, got.stderr
+    got = leaf("abcdefgh\x07")  # its own characters, as bash's $'abcdefgh\x07' gives them
+    assert got.returncode == 0 and json.loads(got.stdout)["leafId"] == "abcdefgh\x07", got.stderr
+    got = leaf("abcdefgh\\")  # a prefix of both that more characters do not help either
+    assert "show alike" in got.stderr and "give more characters" not in got.stderr, got.stderr
+

@@ -28,10 +28,12 @@ def resolve_entry(io: Io, sm: Any, file: str, ident: str, option: str = "--leaf"
 
 def id_error(file: str, option: str, ident: str, e: Exception) -> CliError:
     """The one wording of an ``option`` id that names no entry (``KeyError``) or a
-    prefix several ids have (``view.AmbiguousIdError``, naming the first five)."""
+    prefix several ids have (``view.AmbiguousIdError``, naming the first five; ids that
+    show alike, which no more characters tell apart, as JSON strings)."""
     from ..view import AmbiguousIdError
 
     if isinstance(e, AmbiguousIdError):
-        return CliError(f"{safe(file)}: {option} {safe(ident)} is ambiguous ({safe(str(e))}); give more characters")
+        more = "" if e.alike else "; give more characters"
+        return CliError(f"{safe(file)}: {option} {safe(ident)} is ambiguous ({safe(str(e))}){more}")
     shown = safe(ident) if ident else "'' (an empty id)"
     return CliError(f"{safe(file)}: entry {shown} not found")

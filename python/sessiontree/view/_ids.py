@@ -1,16 +1,21 @@
-"""Entry ids as the viewers show and take them: cut to the fewest characters that still
-tell every id of the file apart, and taken back by any unique prefix (as git takes
-commits)."""
+"""Entry ids as the viewers show and take them: cut to the fewest characters at which
+every id's shown cut names it again, and taken back by any unique prefix (as git takes
+commits), as they are or as shown (docs/CONTRACT.md §10 "Ids")."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from ._escape import safe
 
 __all__ = ["SHORT_ID", "AmbiguousIdError", "id_width", "resolve_id"]
 
 SHORT_ID = 8
 """The fewest characters an id is shown with (Pi's ids are 8 hex digits)."""
+
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F))  # what the escaping rule shows as it is, in ASCII
 
 
 class AmbiguousIdError(LookupError):
@@ -20,41 +25,115 @@ class AmbiguousIdError(LookupError):
         prefix: the text given.
         candidates: the first few ids that start with it (file order).
         count: how many do.
+        alike: every one of them shows as the same text (``safe`` leaves a backslash as
+            it is, so ``p`` + BEL and ``p\\x07`` both show as ``p\\x07``): no more
+            characters tell them apart, so the message names them as JSON strings and
+            says how one holding an escaped character is given.
     """
 
-    def __init__(self, prefix: str, candidates: Sequence[str], count: int) -> None:
-        shown = ", ".join(candidates) + (", …" if count > len(candidates) else "")
-        super().__init__(f"{count:,} entries start with {prefix}: {shown}")
+    def __init__(self, prefix: str, candidates: Sequence[str], count: int, alike: bool = False) -> None:
+        if alike:
+            message = f"{count:,} entries show alike as {safe(candidates[0])}: " + _alike_help(candidates)
+        else:
+            shown = ", ".join(candidates) + (", …" if count > len(candidates) else "")
+            message = f"{count:,} entries start with {prefix}: {shown}"
+        super().__init__(message)
         self.prefix = prefix
         self.candidates = list(candidates)
         self.count = count
+        self.alike = alike
+
+
+def _alike_help(ids: Sequence[str]) -> str:
+    """Ids that show alike, each as a JSON string (``"p\\u0007"``, ``"p\\\\x07"``: two
+    spellings that differ), and how to give one that holds an escaped character: its
+    own characters, which no shown form is (an escape is printable), e.g. bash's
+    ``$'…'``. The one whose own characters are its shown form has no text of its own."""
+    named = ", ".join(json.dumps(i) for i in ids)
+    typed = next((i for i in ids if safe(i) != i and not any("\ud800" <= c <= "\udfff" for c in i)), None)
+    if typed is None:
+        return f"their ids as JSON: {named}"
+    spelled = safe(typed.replace("\\", "\\\\").replace("'", "\\'"))
+    return (f"their ids as JSON: {named}; one holding an escaped character is taken by its own characters"
+            f" (in bash: $'{spelled}')")
 
 
 def id_width(ids: Iterable[str]) -> int:
-    """The shortest length, at least :data:`SHORT_ID`, at which the ids of ``ids``, each
-    cut to it (a shorter one shown whole), are all different: what ``tree`` and
-    ``browse`` show, so that every id shown is one ``--leaf`` takes. An id that is a
-    prefix of another (``abcdefgh``, ``abcdefgh/w1``: LangGraph's writes beside their
-    checkpoint) is shown whole and the other one character past it (trial 59: both
-    showed as ``abcdefgh``). Pi's 8-character ids cost one pass; longer ones (UUIDv6/v7,
-    time-ordered: their first 8 characters collide within a minute) a sort.
+    """The shortest length, at least :data:`SHORT_ID`, at which every id of ``ids``, cut
+    to it (a shorter one shown whole) and shown (:func:`~sessiontree.view.safe`), is a
+    text :func:`resolve_id` takes back to that id: what ``tree`` and ``browse`` show,
+    so that every id shown is one ``--leaf`` takes (docs/CONTRACT.md §10 "Ids").
+
+    An id that is a prefix of another (``abcdefgh``, ``abcdefgh/w1``: LangGraph's
+    writes beside their checkpoint) is shown whole and the other one character past it
+    (trial 59). The cut counts an id's own characters (an escape is never cut in two,
+    adversary 44) but what has to differ is what is shown: ``abcdefg`` + BEL + ``xyz``
+    cut to 8 shows as ``abcdefg\\x07``, the whole of the id ``abcdefg\\x07`` (a
+    backslash, ``x07``), so it is shown one character further (adversary 60). Ids that
+    show alike whole (``p`` + BEL, ``p\\x07``) are told apart by no width: they are cut
+    where they part from every other id, and :func:`resolve_id` says they show alike.
+
+    Pi's 8-character ids cost one pass; longer ones (UUIDv6/v7, time-ordered: their
+    first 8 characters collide within a minute) a sort.
     """
     ids = [i for i in ids if isinstance(i, str)]
     if max(map(len, ids), default=0) <= SHORT_ID:
-        return SHORT_ID
+        return SHORT_ID  # every id shown whole: its shown form names it (or no text does)
+    joined = "".join(ids)
+    # Printable ASCII (deleting those bytes leaves none): twice as fast as isprintable.
+    if joined.isascii() and not joined.encode("ascii").translate(None, _PRINTABLE_ASCII):
+        # Every id is its own shown form (the rule escapes no printable ASCII): the
+        # shown cut is the raw cut, one character shown per character cut.
+        return _width(sorted(set(ids)), {})
+    unique = set(ids)
+    forms: set[str] = set()
+    odd: dict[str, list[str]] = {}  # a shown form that is not its id's own characters -> its ids
+    for i in unique:
+        shown = safe(i)
+        forms.add(shown)
+        if shown != i:
+            odd.setdefault(shown, []).append(i)
+    for shown, alike in odd.items():
+        if shown in unique:  # an id whose own characters are another's shown form
+            alike.append(shown)
+    return _width(sorted(forms), odd)
+
+
+def _width(shown: list[str], odd: dict[str, list[str]]) -> int:
+    """:func:`id_width` of the sorted distinct shown forms ``shown``, each the id of its
+    own characters but those ``odd`` gives the ids of.
+
+    A shown cut names its id when it is the whole shown form, or when no other shown
+    form starts with it (:func:`resolve_id`: a whole id, as it is or as shown, wins,
+    else a unique prefix). The cut grows with the width, so each id needs the width at
+    which its cut first passes the longest start its shown form shares with another,
+    which a neighbour in sorted order has; the answer is the greatest."""
     width = SHORT_ID
-    ordered = sorted(set(ids))
-    for a, b in zip(ordered, ordered[1:]):
-        # Sorted: two ids that look alike when cut are neighbours or have such
-        # neighbours between them (all share the cut prefix), so neighbours suffice.
-        # ``a < b``: their common prefix is shorter than ``b``, so ``b`` shown one
-        # character past it differs from ``a`` (whole, or cut there too).
+    for a, b in zip(shown, shown[1:]):
+        # A cut of ``width`` characters shows at least ``width`` (an escape is longer
+        # than its character): forms that differ within them are apart already.
         if a[:width] == b[:width]:
             common = width
             while common < len(a) and a[common] == b[common]:
                 common += 1
-            width = common + 1
+            for form in (a, b):
+                alike = odd.get(form)
+                if alike is None:
+                    width = max(width, min(common + 1, len(form)))
+                else:
+                    width = max(width, *(_past(i, common) for i in alike))
     return width
+
+
+def _past(eid: str, common: int) -> int:
+    """The fewest characters of ``eid`` whose shown form is longer than ``common``
+    characters; all of them (shown whole) when its whole shown form is not."""
+    shown = 0
+    for k, ch in enumerate(eid):
+        shown += len(safe(ch))
+        if shown > common:
+            return k + 1
+    return len(eid)
 
 
 def resolve_id(sm: Any, text: str, ids: Sequence[str] | None = None) -> str:
@@ -73,7 +152,8 @@ def resolve_id(sm: Any, text: str, ids: Sequence[str] | None = None) -> str:
         KeyError: no entry has that id or prefix (an empty ``text`` is a prefix of none).
         AmbiguousIdError: the prefix fits several ids (the first five named), or
             several ids are ``text`` as they are or as shown (``safe`` leaves a
-            backslash as it is: ``a\\x07`` is also how an id holding a BEL shows).
+            backslash as it is: ``a\\x07`` is also how an id holding a BEL shows);
+            ``alike`` when they all show as one text (no more characters help).
     """
     if "\\" in text:
         return _escaped(sm, text, ids)
@@ -88,15 +168,12 @@ def resolve_id(sm: Any, text: str, ids: Sequence[str] | None = None) -> str:
         raise KeyError(text)
     if ids is None:
         ids = sm.get_shape().ids
-    found = [i for i in ids if isinstance(i, str) and i.startswith(text)]
-    raise AmbiguousIdError(text, found[:5], len(found))
+    raise _ambiguous(text, [i for i in ids if isinstance(i, str) and i.startswith(text)])
 
 
 def _escaped(sm: Any, text: str, ids: Sequence[str] | None) -> str:
     """:func:`resolve_id` of a text holding a backslash: its own characters and the
     shown forms alike (an escape always holds a backslash)."""
-    from ._escape import safe
-
     if ids is None:
         ids = sm.get_shape().ids
     exact: list[str] = []
@@ -113,4 +190,12 @@ def _escaped(sm: Any, text: str, ids: Sequence[str] | None) -> str:
         return found[0]
     if not found:
         raise KeyError(text)
-    raise AmbiguousIdError(text, found[:5], len(found))
+    raise _ambiguous(text, found)
+
+
+def _ambiguous(text: str, found: list[str]) -> AmbiguousIdError:
+    """The error for ``text`` that several ids ``found`` (file order) fit; ``alike``
+    when they show as one text (a session's ids are distinct, so they differ only in
+    what the escaping rule makes alike)."""
+    alike = len({safe(i) for i in found}) == 1
+    return AmbiguousIdError(text, found[:5], len(found), alike)
