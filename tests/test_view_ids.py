@@ -221,3 +221,8 @@ def test_ids_that_show_alike_are_named_apart(tmp_path: Path) -> None:
     got = leaf("abcdefgh\\")  # a prefix of both that more characters do not help either
     assert "show alike" in got.stderr and "give more characters" not in got.stderr, got.stderr
 
+
+def test_long_ids_are_shown_uncut(tmp_path: Path) -> None:
+    """Two ids sharing their first 120 characters: ``tree`` cut both at 100 characters
+    to the same ``…`` text, which names neither."""
+    _tree_ids_open_their_entries(tmp_path, ["a" * 120 + "x", "a" * 120 + "y"])

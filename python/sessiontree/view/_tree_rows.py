@@ -366,8 +366,10 @@ def format_row(row: TreeRow, lay: Layout, label: Any, width: int) -> tuple[str, 
     mark = "* " if is_leaf else "◇ " if n_kids == 0 else "  "
     w = lay.id_width
     # Cut before it is escaped (a cut escape, `\\u200b\\u`, is no prefix of any id),
-    # padded by cells (a CJK id is twice as wide as its characters).
-    eid = show(raw_id[:w] if isinstance(raw_id, str) else raw_id, w if not isinstance(raw_id, str) else 100,
+    # padded by cells (a CJK id is twice as wide as its characters). The cut is the
+    # whole limit: a text limit would end two ids sharing their first 100 characters
+    # in the same `…`, which names neither (view.id_width).
+    eid = show(raw_id[:w] if isinstance(raw_id, str) else raw_id, w if not isinstance(raw_id, str) else None,
                none=ABSENT)
     head = f"{mark}{eid}{' ' * max(0, w - cells(eid))} {kind:<14} "
     before, after = [], []
