@@ -1009,8 +1009,9 @@ def test_a_bad_select_exits_1_as_context_does(history: Path, tmp_path: Path) -> 
 
     ctx = run("context", str(session), "--leaf", "zzzz")
     got = run("browse", str(session), "--select", "zzzz")
-    assert ctx.returncode == 1 and "entry zzzz not found" in ctx.stderr
-    assert got.returncode == 1 and got.stderr == ctx.stderr and "Traceback" not in got.stderr
+    assert ctx.returncode == 1 and "--leaf zzzz not found" in ctx.stderr
+    # The same wording, naming the option each took the id from.
+    assert got.returncode == 1 and got.stderr == ctx.stderr.replace("--leaf", "--select") and "Traceback" not in got.stderr
     # A good id goes on to the app (which here is told it has no terminal).
     first = json.loads(session.read_text(encoding="utf-8").splitlines()[1])["id"]
     good = run("browse", str(session), "--select", first)

@@ -592,6 +592,28 @@ def test_a_path_no_terminal_shows_as_is_pastes_back(tmp_path: Path) -> None:
             assert os.path.isfile(back), (command, word, back)
 
 
+def test_an_id_error_names_the_option_it_came_from(tmp_path: Path) -> None:
+    """An id no entry has names the option it was given to, as an ambiguous one does
+    (``cli._leaf.id_error``, the one wording): "entry zz not found" did not say whether
+    ``--leaf`` or ``--from`` was wrong (fix61, item 1)."""
+    path = tmp_path / "s.jsonl"
+    generate_session(path, size_bytes=5_000, seed=4)
+    ids = [json.loads(line)["id"] for line in path.read_text(encoding="utf-8").splitlines()[1:]]
+    prefix = next(i[0] for i in ids if sum(j.startswith(i[0]) for j in ids) > 1)
+    env = {"HOME": str(tmp_path / "h")}
+    takes = [(["context", str(path)], "--leaf"), (["tree", str(path)], "--from"),
+             (["export", str(path), "--format", "markdown", "--out", "-"], "--leaf"),
+             (["fork", str(path), "--out", str(tmp_path / "forks")], "--leaf"),
+             (["browse", str(path)], "--select")]
+    for args, option in takes:
+        p = run(*args, option, "zz", env=env)
+        assert p.returncode == 1 and p.stderr.strip().endswith(
+            f"{path}: {option} zz not found (no entry's id is or starts with it)"), (args, p.stderr)
+        p = run(*args, option, prefix, env=env)
+        assert p.returncode == 1 and f"{path}: {option} {prefix} is ambiguous" in p.stderr, (args, p.stderr)
+    assert not (tmp_path / "forks").exists() or not os.listdir(tmp_path / "forks")
+
+
 def test_an_empty_id_names_no_entry(tmp_path: Path) -> None:
     """``--leaf ''`` (and ``--from ''``) names no entry, in the one wording of an id no
     entry has: an empty prefix was "ambiguous (4 entries start with : …)" (adversary
@@ -601,7 +623,8 @@ def test_an_empty_id_names_no_entry(tmp_path: Path) -> None:
     for args in (["context", str(path), "--leaf", ""], ["tree", str(path), "--from", ""],
                  ["export", str(path), "--format", "markdown", "--leaf", "", "--out", "-"]):
         p = run(*args, env={"HOME": str(tmp_path / "h")})
-        assert p.returncode == 1 and "entry '' (an empty id) not found" in p.stderr, (args, p.stderr)
+        option = args[args.index("") - 1]
+        assert p.returncode == 1 and f"{option} '' (an empty id) names no entry" in p.stderr, (args, p.stderr)
         assert "ambiguous" not in p.stderr
 
 

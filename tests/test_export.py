@@ -453,7 +453,7 @@ def test_cli_export_html_and_markdown(tmp_path: Path, corpus_dir: Path) -> None:
 @pytest.mark.parametrize("args, needle", [
     (["--format", "html", "--detail", "full"], "--detail is an option of --format markdown"),
     (["--format", "markdown", "--branches", "all"], "--branches is an option of --format html"),
-    (["--format", "markdown", "--leaf", "nope"], "entry nope not found"),
+    (["--format", "markdown", "--leaf", "nope"], "--leaf nope not found"),
     (["--format", "markdown", "--leaf", "9"], "ambiguous"),
     (["--format", "html", "--out", "/no/such/folder/x.html"], "no such folder"),
 ])

@@ -203,4 +203,9 @@ def test_context_of_a_v4_file_is_the_v4_readers(tmp_path: Path) -> None:
     r = _cli(tmp_path, "context", str(p))
     assert r.returncode == 0 and r.stdout.startswith("context at u2: 3 messages") and "kept tail" in r.stdout, r.stdout
     r = _cli(tmp_path, "context", str(p), "--leaf", "nope")
-    assert r.returncode == 1 and "entry nope not found" in r.stderr, r.stderr
+    assert r.returncode == 1 and "--leaf nope not found" in r.stderr, r.stderr
+    # An ambiguous prefix and an empty id, in the wording of a version 3 file's (cli._leaf.id_error).
+    r = _cli(tmp_path, "context", str(p), "--leaf", "u")
+    assert r.returncode == 1 and f"{p}: --leaf u is ambiguous (2 entries start with u: u1, u2)" in r.stderr, r.stderr
+    r = _cli(tmp_path, "context", str(p), "--leaf", "")
+    assert r.returncode == 1 and "--leaf '' (an empty id) names no entry" in r.stderr, r.stderr

@@ -29,11 +29,14 @@ def resolve_entry(io: Io, sm: Any, file: str, ident: str, option: str = "--leaf"
 def id_error(file: str, option: str, ident: str, e: Exception) -> CliError:
     """The one wording of an ``option`` id that names no entry (``KeyError``) or a
     prefix several ids have (``view.AmbiguousIdError``, naming the first five; ids that
-    show alike, which no more characters tell apart, as JSON strings)."""
+    show alike, which no more characters tell apart, as JSON strings). Both name the
+    option (``--leaf``, ``--from``, ``--select``) the id came from: a command can take
+    more than one id, and the user should see which one to fix."""
     from ..view import AmbiguousIdError
 
     if isinstance(e, AmbiguousIdError):
         more = "" if e.alike else "; give more characters"
         return CliError(f"{safe(file)}: {option} {safe(ident)} is ambiguous ({safe(str(e))}){more}")
-    shown = safe(ident) if ident else "'' (an empty id)"
-    return CliError(f"{safe(file)}: entry {shown} not found")
+    if not ident:
+        return CliError(f"{safe(file)}: {option} '' (an empty id) names no entry")
+    return CliError(f"{safe(file)}: {option} {safe(ident)} not found (no entry's id is or starts with it)")

@@ -13,9 +13,9 @@ import time
 from typing import Any
 
 
-from ..view import ABSENT, hang_lines, model_text, render_message, safe, show
-from ._common import CliError, Io, at_least, open_session
-from ._leaf import resolve_entry
+from ..view import ABSENT, AmbiguousIdError, hang_lines, model_text, render_message, show
+from ._common import Io, at_least, open_session
+from ._leaf import id_error, resolve_entry
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -85,9 +85,10 @@ def _context_v4(args: argparse.Namespace) -> tuple[str | None, Any, float]:
     if args.leaf is not None:
         found = [e["id"] for e in s.entries if e["id"] == args.leaf] or [
             e["id"] for e in s.entries if isinstance(e["id"], str) and e["id"].startswith(args.leaf)]
-        if len(found) != 1:
-            why = "is ambiguous" if found else "not found"
-            raise CliError(f"{safe(args.file)}: entry {safe(args.leaf)} {why}")
+        if len(found) != 1 or not args.leaf:
+            many = len(found) > 1 and args.leaf  # an empty prefix names no entry, not every one
+            why = AmbiguousIdError(args.leaf, found[:5], len(found)) if many else KeyError(args.leaf)
+            raise id_error(args.file, "--leaf", args.leaf, why)
         leaf = found[0]
     ctx = s.context_at(leaf)
     return leaf, ctx, time.perf_counter() - t0
