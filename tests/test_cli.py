@@ -189,6 +189,27 @@ def test_check_damaged(tmp_path: Path, corpus_dir: Path) -> None:
     assert run("check", str(src)).returncode == 0
 
 
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_check_names_a_long_cycles_first_ids(tmp_path: Path, backend: str) -> None:
+    """A parent cycle of 3,000 entries: ``check``'s line names the first five ids and
+    how many more (``cli.check.ids_text``: one of 300,000 was a 3 MB line); ``--json``
+    keeps every id."""
+    n = 3_000
+    path = tmp_path / "cycle.jsonl"
+    rows = [{"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"}]
+    rows += [{"type": "message", "id": f"e{i:05d}", "parentId": f"e{(i - 1) % n:05d}",
+              "timestamp": "2025-01-01T00:00:00.000Z", "message": {"role": "user", "content": "hi", "timestamp": 1}}
+             for i in range(n)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    p = run("check", "--backend", backend, str(path))
+    assert p.returncode == 1, p.stderr
+    line = next(x for x in p.stdout.splitlines() if ": cycle" in x)
+    assert "cycle [e00000, e00001, e00002, e00003, e00004, … and 2,995 more]: parent links form a cycle of 3000" in line
+    assert len(line) < 300, len(line)
+    data = json.loads(run("check", "--backend", backend, "--json", str(path)).stdout)
+    assert data[0]["issues"][0]["ids"] == [f"e{i:05d}" for i in range(n)]
+
+
 def test_check_not_a_session(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text("hello\n")

@@ -4,7 +4,8 @@ Scope (as for ``ls``, ``search``, ``usage``, ``index`` and ``export``): PATH, ea
 session file or a folder with all its subfolders (their ``.jsonl`` files); without
 one, the current directory's sessions in Pi's store (``--cwd DIR``: DIR's); ``--all``,
 every project in Pi's store. One line per file, then a total when more than one file
-was checked; ``--problems`` shows only the files that have one. ``--catalog`` and
+was checked; ``--problems`` shows only the files that have one. A problem's line names
+its first five ids and how many more; ``--json`` names them all. ``--catalog`` and
 ``--no-cache`` are taken as by the other commands; check reads every file in full
 whatever the catalog holds.
 
@@ -26,6 +27,10 @@ from ._common import CliError, Io, count_progress, load_report, open_session
 from ..view import one_line, safe, show, shown_path
 
 _INFORMATIONAL = frozenset({"bom"})
+SHOWN_IDS = 5
+"""The most ids a problem's line names (the first ones, then how many more): a parent
+cycle names every entry in it, and one of 300,000 entries was a 3 MB line. ``--json``
+keeps them all (its ``ids``)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -136,11 +141,20 @@ def render(io: Io, r: dict[str, Any]) -> None:
         _say(io, path, Text.assemble((f"{len(serious)} problem(s)", "bold red"), f" ({r['entries']:,} entries kept)"))
     for i in issues:
         line = i["line"] if i["line"] is not None else "-"
-        ids = f" [{', '.join(show(x, 200) for x in i['ids'])}]" if i["ids"] else ""
+        ids = f" [{ids_text(i['ids'])}]" if i["ids"] else ""
         detail = f": {one_line(i['detail'], 2000)}" if i["detail"] else ""
         offset = f"  (byte {i['offset']})" if i["offset"] is not None else ""
         style = "yellow" if i["kind"] in _INFORMATIONAL else "red"
         _say(io, f"{path}:{line}", Text.assemble((i["kind"], style), f"{ids}{detail}", (offset, "dim")), indent="  ")
+
+
+def ids_text(ids: list[str]) -> str:
+    """A problem's ids as its line shows them: the first :data:`SHOWN_IDS`, escaped and
+    each cut at 200 characters, then ``… and N more`` when there are more
+    (``a, b, c, d, e, … and 299,995 more``)."""
+    shown = ", ".join(show(x, 200) for x in ids[:SHOWN_IDS])
+    more = len(ids) - SHOWN_IDS
+    return shown + (f", … and {more:,} more" if more > 0 else "")
 
 
 def _say(io: Io, where: str, rest: Text, indent: str = "") -> None:
