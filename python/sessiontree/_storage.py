@@ -70,7 +70,7 @@ from .errors import InvalidSessionError, SessionFileExistsError, SessionLockedEr
 Verify = Callable[[int], os.stat_result]
 """Checks an open descriptor before a write; returns its ``fstat`` or raises."""
 
-__all__ = ["SessionWriter", "Interleaved", "FSYNC_APPENDS", "open_regular", "process_alive", "require_regular_file", "synced_once"]
+__all__ = ["SessionWriter", "Interleaved", "FSYNC_APPENDS", "file_kind", "open_regular", "process_alive", "require_regular_file", "synced_once"]
 
 FSYNC_APPENDS = os.environ.get("SESSIONTREE_FSYNC", "1").strip().lower() not in ("0", "false", "no", "off")
 """Whether each append is followed by ``fsync`` (env ``SESSIONTREE_FSYNC``, default on)."""
@@ -721,13 +721,25 @@ def require_regular_file(path: str) -> None:
     endless: a session path must be a plain file.
 
     Raises:
-        InvalidSessionError: ``path`` exists and is not a regular file.
+        InvalidSessionError: ``path`` exists and is not a regular file; its reason names
+            what it is (``a FIFO, not a regular file``). The CLI puts ``not a session:``
+            before it, so the reason does not say that again (it said "not a regular
+            file: not a session file" after it).
         OSError: it cannot be examined (``FileNotFoundError`` if absent).
     """
     mode = os.stat(path).st_mode
     if not stat.S_ISREG(mode):
-        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-        raise InvalidSessionError(f"{kind}: not a session file", path)
+        raise InvalidSessionError(f"{file_kind(mode)}, not a regular file", path)
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``mode`` (``st_mode``) is, in words: ``a regular file``,
+    ``a directory``, ``a FIFO``, ``a character device``, ``a block device``,
+    ``a socket``, ``a symbolic link`` (from ``lstat``), else ``a special file``."""
+    kinds = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def _keep_original(path: str, suffix: str) -> str:
