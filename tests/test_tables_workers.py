@@ -306,7 +306,8 @@ def test_workers_write_the_partitions_sessions_files(tmp_path: Path, processes: 
     """The touched partitions' ``sessions`` files are written by the pool's workers, a
     task per few partitions (``_PARTS_PER_TASK``: one here, so each partition is a task):
     the same rows as the export in threads, first and after a change and a removal; a
-    FIFO in one's place fails the run (said, not hung, never written into)."""
+    FIFO in one's place fails that partition (said, not hung, never written into), not
+    the run."""
     monkeypatch.setattr(_parquet, "_PARTS_PER_TASK", 1)
     files = store(tmp_path / "src", 6)
     procs, threads = tmp_path / "procs", tmp_path / "threads"
@@ -333,9 +334,10 @@ def test_workers_write_the_partitions_sessions_files(tmp_path: Path, processes: 
     os.mkfifo(victim)
     for f in files:
         os.utime(f)  # every session changed: every partition touched
-    with pytest.raises(OSError, match="not a regular file"):
-        export_parquet(files, str(procs), processes=True)
-    assert stat.S_ISFIFO(os.lstat(victim).st_mode)
+    r = export_parquet(files, str(procs), processes=True)
+    assert [(p, "a FIFO, not a regular file" in why) for p, why in r.failed] == [(str(victim), True)], r.failed
+    assert len(r.written) == len(files) and stat.S_ISFIFO(os.lstat(victim).st_mode)
+    assert all(p.is_file() for p in places[1:])
 
 
 def test_a_run_stopped_before_its_sessions_files_leaves_them_to_the_next(tmp_path: Path,
@@ -386,6 +388,53 @@ def test_a_run_stopped_before_its_sessions_files_leaves_them_to_the_next(tmp_pat
     assert rows(out, "sessions") == rows(clean, "sessions")
     victim.unlink()
     os.mkfifo(victim)
-    with pytest.raises(OSError, match="not a regular file"):
-        export_parquet(files, str(out))
+    r = export_parquet(files, str(out))
+    assert [p for p, why in r.failed if "a FIFO, not a regular file" in why] == [str(victim)], r.failed
     assert stat.S_ISFIFO(os.lstat(victim).st_mode)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_partition_that_cannot_be_written_fails_alone(tmp_path: Path, kind: str) -> None:
+    """A FIFO (or a folder) where one partition's ``sessions.parquet`` goes: the other
+    partitions are written, that one is reported by its path and kind, the command
+    exits 1 (``export_parquet``'s ``failed``), and the next run tries it again. The
+    FIFO is never opened (the run ends: a FIFO opened for writing with no reader
+    blocks), and nothing the export did not write is removed. It failed the whole run
+    (fix61, item 4): no partition after it written, the manifest not saved."""
+    files = store(tmp_path / "src", 4, size=5_000)
+    out = tmp_path / "out"
+    export_parquet(files, str(out))
+    places = sorted(out.glob("sessions/*/*/sessions.parquet"))
+    assert len(places) >= 2
+    victim, others = places[0], places[1:]
+    victim.unlink()
+    if kind == "fifo":
+        os.mkfifo(victim)
+    else:
+        victim.mkdir()
+        (victim / "keep").write_text("not the export's")
+    for p in others:
+        p.unlink()  # gone: written again by the run
+    for f in files:
+        os.utime(f)
+    p = subprocess.run([sys.executable, "-m", "sessiontree", "export", "--format", "parquet", "--out", str(out),
+                        "--json", *files], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "HOME": str(tmp_path / "h")})
+    assert p.returncode == 1, p.stderr
+    d = json.loads(p.stdout)
+    what = "a FIFO" if kind == "fifo" else "a directory"
+    assert [f["path"] for f in d["failed"]] == [str(victim)], d
+    assert d["failed"][0]["reason"].startswith(f"{what}, not a regular file, is where this partition's sessions"), d
+    assert d["written"] == len(files) and all(o.is_file() for o in others)
+    assert (stat.S_ISFIFO(os.lstat(victim).st_mode) if kind == "fifo"
+            else (victim / "keep").read_text() == "not the export's")
+    assert json.loads((out / _parquet.MANIFEST).read_text())["pending"] == [str(victim.parent.relative_to(out / "sessions"))]
+    # Moved away: the next run writes it, though no session changed.
+    if kind == "fifo":
+        victim.unlink()
+    else:
+        (victim / "keep").unlink()
+        victim.rmdir()
+    again = export_parquet(files, str(out))
+    assert not again.failed and not again.written and victim.is_file()
+    assert json.loads((out / _parquet.MANIFEST).read_text())["pending"] == []

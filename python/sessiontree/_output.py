@@ -7,7 +7,9 @@ by ``_storage.SessionWriter``, which never replaces anything).
   ``/dev/null``, a socket's path, ``/dev/stdout`` whatever it leads to) is written as a
   stream: opened for writing, without ``O_CREAT`` or ``O_TRUNC``, never unlinked or
   renamed over. So is a regular file that is this process's standard output or error
-  (``--out /dev/stdout`` with stdout redirected to a file).
+  (``--out /dev/stdout`` with stdout redirected to a file). A caller that writes no
+  stream (the Parquet dataset's files) asks for such a target to be refused instead
+  (``streams=False``), never opened.
 * A symbolic link is followed: what it leads to is the target (the link stays).
 * A regular file, or nothing, is replaced whole: the bytes go to a temporary file in
   the target's folder (``_storage.create_temp``: ``.<name>.<pid>.<8 hex>.tmp``, locked,
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING, BinaryIO
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
-from ._storage import _place, create_temp, release_temp
+from ._storage import _place, create_temp, file_kind, release_temp
 
 __all__ = ["Output", "open_output"]
 
@@ -123,7 +125,7 @@ def _stream(fd: int, path: str, *, close: bool) -> Iterator[Output]:
 
 
 @contextlib.contextmanager
-def open_output(target: str | os.PathLike[str], *, replace: bool = True) -> Iterator[Output]:
+def open_output(target: str | os.PathLike[str], *, replace: bool = True, streams: bool = True) -> Iterator[Output]:
     """Open ``target`` for a command's output (the rules: module docstring).
 
     Leaving the ``with`` block normally puts the bytes in place; an exception (a
@@ -133,6 +135,11 @@ def open_output(target: str | os.PathLike[str], *, replace: bool = True) -> Iter
         target: a path, or ``"-"`` for standard output.
         replace: replace an existing regular file (default); when false any existing
             target raises ``FileExistsError``.
+        streams: write an existing FIFO, device or socket as a stream (default); when
+            false one is refused, never opened (a Parquet dataset's file is no stream:
+            opened for writing, a FIFO with no reader blocks). Judged on the same
+            ``stat`` that picks the way of writing, so nothing put there before it is
+            opened.
 
     Yields:
         The :class:`Output`.
@@ -141,6 +148,8 @@ def open_output(target: str | os.PathLike[str], *, replace: bool = True) -> Iter
         FileExistsError: ``replace`` is false and the target exists (also when it
             appears while the output is written).
         IsADirectoryError: the target is a folder.
+        OSError: ``EINVAL``, ``streams`` is false and the target is neither a regular
+            file nor a folder (its kind named: ``_storage.file_kind``).
         FileNotFoundError: the target's folder does not exist.
         OSError: it cannot be written.
     """
@@ -157,6 +166,8 @@ def open_output(target: str | os.PathLike[str], *, replace: bool = True) -> Iter
         st = None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+    if st is not None and not streams and not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, f"{file_kind(st.st_mode)}, not a regular file, in the output's place", path)
     if st is not None and (not stat.S_ISREG(st.st_mode) or _is_std_stream(st) is not None):
         std = _is_std_stream(st)
         if std is not None:

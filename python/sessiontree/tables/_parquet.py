@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import errno
 import fcntl
 import hashlib
 import itertools
@@ -48,7 +47,7 @@ import pyarrow.parquet as pq
 
 from .._caches import held_index_cache
 from .._output import open_output
-from .._storage import held_handlers
+from .._storage import file_kind, held_handlers
 from .._places import session_dir_for_cwd
 from .._time import parse_iso_ms
 from .._backend import skipped_lines
@@ -90,7 +89,11 @@ class ExportResult:
         removed: sessions whose file no longer exists (their Parquet files deleted).
         failed: ``(path, reason)`` of files that could not be exported (not sessions,
             unreadable, changed while read); an earlier export of a file that still
-            exists is kept (the reason says so), that of a file gone is deleted.
+            exists is kept (the reason says so), that of a file gone is deleted. Then
+            the ``sessions/…/sessions.parquet`` of each partition whose file could not
+            be written (a FIFO or a folder in its place: never opened, never removed),
+            its path and why; the other partitions are written, and the next run
+            tries that one again.
         bad_blocks: content blocks of the written sessions marked bad (an image whose
             data does not decode: ``entries.images.problem``; per session:
             ``sessions.bad_blocks``). Their entries and sessions are exported.
@@ -292,31 +295,17 @@ class _Writer:
         self.w.close()
 
 
-def _no_stream(path: str) -> None:
-    """Refuse a FIFO, socket or device (or a link to one) in a dataset file's place:
-    ``open_output`` would write into it as a stream, which a dataset's file (or its
-    manifest) is not (no reader: a hang).
-
-    Raises:
-        OSError: one is there.
-    """
-    with contextlib.suppress(FileNotFoundError):
-        mode = os.stat(path).st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            raise OSError(errno.EINVAL, "not a regular file in the dataset's place", path)
-
-
 def _write(path: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> None:
     """Write one file of the dataset as every output is written (``_output``: a
     temporary file renamed into place, never a FIFO or device replaced).
 
     Raises:
-        OSError: a FIFO, socket or device holds the file's place (:func:`_no_stream`):
-            the session fails, its previous export kept.
+        OSError: a FIFO, socket or device holds the file's place (``open_output``'s
+            ``streams=False``: never opened, as writing into one with no reader would
+            block), or a folder does: the session fails, its previous export kept.
     """
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    _no_stream(path)
-    with open_output(path) as out:
+    with open_output(path, streams=False) as out:
         w = _Writer(out.file, schema)
         w.write(batches)
         w.close()
@@ -386,8 +375,7 @@ class _Manifest:
             pass
 
     def save(self) -> None:
-        _no_stream(self.path)
-        with open_output(self.path) as out:
+        with open_output(self.path, streams=False) as out:
             out.file.write(json.dumps({"format": _FORMAT, "sessions": self.sessions,
                                        "foreign": sorted(self.foreign), "pending": sorted(self.pending)}).encode())
 
@@ -500,24 +488,50 @@ _PARTS_PER_TASK = 32
 1,563 for 2,000 sessions over 12 projects, ~1 ms each)."""
 
 
-def _write_partitions(out: str, parts: list[tuple[str, list[dict[str, Any]]]]) -> None:
+def _write_partitions(out: str, parts: list[tuple[str, list[dict[str, Any]]]]) -> list[tuple[str, str, str]]:
     """The ``sessions`` file of each of ``parts`` (a partition and its rows, in order),
-    or none where it has no rows."""
+    or none where it has no rows.
+
+    Returns:
+        ``(partition, path, reason)`` of each file that could not be written (the
+        others are: one partition's failure is its own, not the run's).
+    """
+    failed = []
     for part, rows in parts:
         target = os.path.join(out, "sessions", part, "sessions.parquet")
-        if rows:
-            _write(target, SCHEMAS["sessions"], sessions_table(rows).to_batches())
-        else:
-            _unlink(target)
+        try:
+            if rows:
+                _write(target, SCHEMAS["sessions"], sessions_table(rows).to_batches())
+            else:
+                _unlink(target)  # a FIFO or a folder there is not the export's: left alone
+        except OSError as e:
+            failed.append((part, target, _unwritten(target, e)))
+    return failed
 
 
-def _write_sessions(out: str, manifest: _Manifest, partitions: Iterable[str], pool: Executor) -> None:
+def _unwritten(target: str, e: OSError) -> str:
+    """Why a partition's ``sessions`` file was not written, in words: what holds its
+    place when that is not a regular file (``_storage.file_kind``), else the error's."""
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        what = f"{file_kind(mode)}, not a regular file, is where this partition's sessions table goes"
+    else:
+        what = e.strerror or str(e)
+    return f"{what}: not written (its sessions' entries and tool_calls are; move it away and run again)"
+
+
+def _write_sessions(out: str, manifest: _Manifest, partitions: Iterable[str],
+                    pool: Executor) -> list[tuple[str, str, str]]:
     """The ``sessions`` files of ``partitions`` from the manifest's rows, written by
     ``pool`` (the workers that wrote the sessions' files: a parent writing them alone
     left the other CPUs idle for ~1.5 s of c2000's export).
 
-    Raises:
-        OSError: a file could not be written (the first such error).
+    Returns:
+        ``(partition, path, reason)`` of each that could not be written
+        (:func:`_write_partitions`), in partition order.
     """
     by_part: dict[str, list[dict[str, Any]]] = {}
     for rec in manifest.sessions.values():
@@ -525,8 +539,7 @@ def _write_sessions(out: str, manifest: _Manifest, partitions: Iterable[str], po
     work = [(part, sorted(by_part.get(part, []), key=lambda r: (r["created"] or 0, r["path"] or "")))
             for part in sorted(set(partitions))]
     tasks = [work[i:i + _PARTS_PER_TASK] for i in range(0, len(work), _PARTS_PER_TASK)]
-    for _ in pool.map(_write_partitions, itertools.repeat(out), tasks):
-        pass
+    return [f for failed in pool.map(_write_partitions, itertools.repeat(out), tasks) for f in failed]
 
 
 @contextlib.contextmanager
@@ -673,12 +686,15 @@ def export_parquet(
                 _unlink_all(out, rec["files"])
                 touched.add(rec["partition"])
                 result.removed += 1
-            _write_sessions(out, manifest, touched, pool)
+            unwritten = _write_sessions(out, manifest, touched, pool)
         finally:  # an interrupted run waits for the files being written, no others
             pool.shutdown(wait=True, cancel_futures=True)
             holds.close()
             quiet.__exit__(None, None, None)
-        manifest.pending = set()
+        result.failed.extend((path, reason) for _part, path, reason in unwritten)
+        # A partition whose file could not be written stays pending: the next run writes
+        # it whether or not its sessions changed.
+        manifest.pending = {part for part, _path, _reason in unwritten}
         manifest.save()
         result.strays = _strays(out, manifest)
     result.seconds = time.perf_counter() - t0
