@@ -382,6 +382,37 @@ def _write_session(path: Path, entries: list[dict], header: dict | None = None) 
     return path
 
 
+def test_info_totals_tokens_as_pi_does(tmp_path: Path, backend: str) -> None:
+    """Usage records without ``totalTokens`` (453 of the corpus's assistant messages):
+    ``info``'s total is input + output + cache read + cache write, as Pi's ``/session``
+    (``UsageTotals.pi_total``: ``AgentSession.getSessionStats``), and the records' own sum
+    is named beside it where it differs; it said ``total 0`` (fix61, item 5)."""
+    path = tmp_path / "s.jsonl"
+    head = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"}
+    rows = [head, {"type": "message", "id": "u1", "parentId": None, "timestamp": "2025-01-01T00:00:01.000Z",
+                   "message": {"role": "user", "content": "hi", "timestamp": 1}}]
+    for i, extra in enumerate(({}, {}, {"totalTokens": 128})):  # the last one records it
+        rows.append({"type": "message", "id": f"a{i}", "parentId": rows[-1]["id"],
+                     "timestamp": "2025-01-01T00:00:02.000Z",
+                     "message": {"role": "assistant", "content": [], "provider": "p", "model": "m",
+                                 "stopReason": "stop", "timestamp": 2,
+                                 "usage": {"input": 100, "output": 20, "cacheRead": 5, "cacheWrite": 3,
+                                           "cost": {"total": 0.01}, **extra}}})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    p = run("info", "--backend", backend, str(path))
+    assert p.returncode == 0, p.stderr
+    line = next(x for x in p.stdout.splitlines() if x.startswith("tokens"))
+    assert line.endswith("cache write 9  total 384  (the four added, as Pi's /session; "
+                         "the records' totalTokens sum to 128)"), line
+    d = json.loads(run("info", "--backend", backend, "--json", str(path)).stdout)
+    assert d["tokensTotal"] == 384 and d["tokens"]["totalTokens"] == 128
+    # Records whose totalTokens is the four added: one figure, no note.
+    path.write_text(path.read_text().replace('"cacheWrite": 3,', '"cacheWrite": 3, "totalTokens": 128,')
+                    .replace(', "totalTokens": 128}', "}"))
+    line = next(x for x in run("info", "--backend", backend, str(path)).stdout.splitlines() if x.startswith("tokens"))
+    assert line.endswith("cache write 9  total 384"), line
+
+
 def _evil_session(path: Path) -> Path:
     usage = {"input": 5, "output": 7, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 12,
              "cost": {"total": 0.5}}

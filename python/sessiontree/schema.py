@@ -902,3 +902,28 @@ class UsageTotals:
     cost: int | float
     models: list[tuple[Any, Any, int]]
     messages: int
+
+    @property
+    def pi_total(self) -> int | float:
+        """The total tokens as Pi counts them: ``input + output + cacheRead +
+        cacheWrite`` of :attr:`tokens`, not the recorded ``totalTokens`` summed, which a
+        provider may leave out (0 then) or fill otherwise (what ``info`` shows).
+
+        Pi's rule: ``AgentSession.getSessionStats`` in Pi's coding agent
+        (``packages/coding-agent/src/core/agent-session.ts``: ``tokens.total =
+        totalInput + totalOutput + totalCacheRead + totalCacheWrite``; ``/session``
+        shows it). Pi sums the messages of the context it holds; these sums are every
+        branch's.
+
+        Returns:
+            An ``int``, or a ``float`` once one of the sums is one (infinite when an
+            integer too large for a float joins one, as the sums themselves).
+        """
+        total: int | float = 0
+        for key in ("input", "output", "cacheRead", "cacheWrite"):
+            value = self.tokens.get(key, 0)
+            try:
+                total = total + value
+            except OverflowError:  # an integer too large for a float, and a float
+                total = float("inf") if value > 0 else float("-inf")
+        return total

@@ -2,7 +2,13 @@
 the time its entries span (UTC), its entries and messages by kind, the tree's shape
 (roots, leaves, branch points, the current leaf and its path), labels, the tokens
 and cost its assistant messages recorded (every branch), the models used and the
-problems the loader found (details: ``sessiontree check``)."""
+problems the loader found (details: ``sessiontree check``).
+
+The tokens' total is input + output + cache read + cache write, as Pi's ``/session``
+counts it (``AgentSession.getSessionStats``), over every branch; where the records'
+own ``totalTokens`` sum to another figure (a provider that leaves it out: 0), that is
+shown beside it. ``--json``: ``tokensTotal`` is that total, ``tokens.totalTokens`` the
+records' sum."""
 
 from __future__ import annotations
 
@@ -112,6 +118,7 @@ def collect(sm: Any, path: str, open_seconds: float) -> dict[str, Any]:
         "compactionsOnPath": sum(1 for i in on_path if shape.types[i] == "compaction"),
         "labels": labels,
         "tokens": dict(usage.tokens),
+        "tokensTotal": usage.pi_total,
         "cost": round(float(_finite(usage.cost)), 6),
         "models": dict(models.most_common()),
         "problems": len(report),
@@ -244,8 +251,13 @@ def render(io: Io, d: dict[str, Any]) -> None:
     add("labelled entries", f"{len(labels):,}  (set by {set_by:,} label entr{'y' if set_by == 1 else 'ies'})"
         + (f"  {shown}{' …' if len(labels) > 6 else ''}" if labels else ""))
     tk = d["tokens"]
+    # The total is Pi's (`UsageTotals.pi_total`: the four sums added); the records' own
+    # `totalTokens`, summed, is named too where it differs (0 when a provider left it out).
+    differs = tk["totalTokens"] != d["tokensTotal"]
     add("tokens", f"input {num(tk['input'])}  output {num(tk['output'])}  cache read {num(tk['cacheRead'])}  "
-        f"cache write {num(tk['cacheWrite'])}  total {num(tk['totalTokens'])}")
+        f"cache write {num(tk['cacheWrite'])}  total {num(d['tokensTotal'])}"
+        + (f"  (the four added, as Pi's /session; the records' totalTokens sum to {num(tk['totalTokens'])})"
+           if differs else ""))
     add("cost", f"${d['cost']:,.4f}  (sum of assistant usage.cost.total, all branches)")
     if d["models"]:
         add("models", _counts(d["models"], glue), glued=True)
