@@ -96,6 +96,13 @@ def test_warm_usage_and_search_leave_the_viewers_and_the_scanner_alone(tmp_path:
         assert not usage & NOT_AT_START, sorted(usage & NOT_AT_START)
         assert not usage & NOT_IN_USAGE, sorted(usage & NOT_IN_USAGE)
         assert not usage & {"sessiontree.catalog._pyscan", "sessiontree._reader", "sessiontree._jsonl"}, sorted(usage)
+    # A search that meets a file the index does not hold whole reads its header line with
+    # the stdlib's json (``catalog._search._header_ctx``), not the Python loader.
+    _append(sorted(Path(root).rglob("*.jsonl"))[5], "one more")
+    search = _imported(["search", "the", root, "--all"], env)
+    assert "sessiontree.catalog._segments" in search
+    assert not search & NOT_AT_START, sorted(search & NOT_AT_START)
+    assert not search & {"sessiontree.catalog._pyscan", "sessiontree._reader", "sessiontree._jsonl"}, sorted(search)
 
 
 def test_the_stand_in_named_tuple_makes_typings_class() -> None:

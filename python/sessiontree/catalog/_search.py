@@ -373,9 +373,27 @@ def _terms(q: Query) -> tuple[list[list[str]] | None, str]:
 
 
 def _header_ctx(header: bytes, name: tuple[bool, Any]) -> tuple[str, str | None, str]:
-    from .._reader import read_value
+    """``(session id, title, cwd)`` of a file's header line (``search_files`` gives it)
+    and its name (``(seen, name)``).
 
-    h = read_value(header).value
+    A line the stdlib's ``json`` reads whole to an object (one object, valid UTF-8) is
+    read by it: for such a line it gives the object the loader's reader gives
+    (``tests/test_search_header.py`` holds the two equal), without importing the Python
+    loader (``_reader``, orjson, ``dataclasses``: ~13 ms of a warm search that meets a
+    file the index does not hold whole, as after an append). Any other line (glued
+    objects, invalid UTF-8) is read by ``_reader.read_value``."""
+    import json
+
+    try:
+        # Decoded strictly first: json.loads of bytes lets encoded surrogates through
+        # ("surrogatepass"), where the reader replaces them (U+FFFD each byte).
+        h = json.loads(header.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        h = None
+    if type(h) is not dict:
+        from .._reader import read_value
+
+        h = read_value(header).value
     cwd = h.get("cwd")
     seen, n = name
     title = (_js.trim(n) or None) if seen and isinstance(n, str) else None
