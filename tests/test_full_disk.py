@@ -268,3 +268,42 @@ def test_real_full_disk(backend: str, small_disk: Path) -> None:
         assert [i.kind for i in mgr.load_report] == (["invalid_json"] if torn else [])
     finally:
         mgr.close()
+
+
+def test_a_catalog_on_a_full_disk_is_ours_and_kept(tmp_path: Path) -> None:
+    """A catalog whose disk is full (SQLite cannot grow its shared memory beside the
+    WAL) is not "not recognised as a sessiontree catalog" (adversary 61): the commands
+    answer from the files with a note that says it cannot be read now, leave it as it
+    is, and use it again once there is room."""
+    from sessiontree.generate import generate_session
+
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs ({r.stderr.strip() or 'not root'})")
+    try:
+        sessions = tmp_path / "s"
+        sessions.mkdir()
+        for i in range(4):
+            generate_session(sessions / f"2025-11-0{i + 1}T00-00-00-000Z_s{i}.jsonl", size_bytes=20_000, seed=i)
+        catalog = mnt / "c.sqlite3"
+        env = {**os.environ, "HOME": str(tmp_path), "SESSIONTREE_CATALOG": str(catalog)}
+
+        def usage() -> subprocess.CompletedProcess[str]:
+            return subprocess.run([sys.executable, "-m", "sessiontree", "usage", "model", str(sessions)],
+                                  capture_output=True, text=True, env=env, timeout=120)
+
+        want = usage()
+        assert want.returncode == 0 and want.stderr == "", want.stderr
+        kept = catalog.read_bytes()
+        filler = fill(mnt)
+        full = usage()
+        assert full.returncode == 0 and full.stdout == want.stdout
+        assert "cannot be read now" in full.stderr and "not recognised" not in full.stderr, full.stderr
+        assert catalog.read_bytes() == kept
+        filler.unlink()
+        again = usage()
+        assert again.returncode == 0 and again.stdout == want.stdout and again.stderr == "", again.stderr
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)

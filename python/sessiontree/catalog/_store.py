@@ -457,7 +457,8 @@ _SEEN: dict[tuple[str, tuple[int, ...]], int | None] = {}
 def _schema_now(path: str) -> int | None:
     """The ``user_version`` of the catalog at ``path`` if its application id is this
     catalog's, ``None`` if it is not one of ours (or not there), :data:`_UNREAD` if it
-    cannot be read now. From its header (the first 100 bytes of a regular file only: a
+    cannot be read now (another process holds it; or SQLite fails to read one whose
+    header is ours: a full disk). From its header (the first 100 bytes of a regular file only: a
     FIFO or a device is never opened) when no WAL is beside it; with one, as SQLite reads
     it through a read-only connection, which sees what is still in the WAL (a newer
     version's migration or new file, or one whose writer was killed) and never
@@ -499,8 +500,12 @@ def _schema_now(path: str) -> int | None:
             conn.close()
         got = read if app == APPLICATION_ID and type(read) is int else None
     except sqlite3.Error as e:
-        if not busy(e):
-            got = None  # not a database SQLite reads: not ours to judge by its schema
+        # Not a database SQLite reads: not ours to judge by its schema, unless its
+        # header says it is ours (SQLite could not read it now: its shared memory cannot
+        # grow on a full disk, an I/O error; adversary 61): never replaced then.
+        ours = len(head) >= 72 and head[:16] == _SQLITE_MAGIC and int.from_bytes(head[68:72], "big") == APPLICATION_ID
+        if not busy(e) and not ours:
+            got = None
     _SEEN.clear()
     _SEEN[key] = got
     return got
@@ -538,7 +543,7 @@ def _kept(path: str, schema: int | None) -> str | None:
     if not os.access(path, os.W_OK):
         return "read-only"  # made so on purpose: the files are read instead (CONTRACT §7)
     if schema == _UNREAD:
-        return "held by another process (its schema cannot be read now)"
+        return "cannot be read now (held by another process, or its disk is full)"
     if schema is not None and schema > SCHEMA_VERSION:
         # Two versions sharing one cache would each rebuild the other's (trial 58):
         # the older reads the files instead.
@@ -640,18 +645,22 @@ class Store:
         conn.close()
         return None
 
-    def _replaceable(self) -> str | None:
-        """Why the file at ``path``, not a valid catalog, must not be replaced
-        (:func:`_kept`), its schema read now (another version may have migrated it
-        since this store opened it: adversary 58b)."""
-        return _kept(self.path, _schema_now(self.path))
-
     def _refuse(self) -> None:
-        why = self._replaceable()
+        """Raise when the file at ``path``, not a valid catalog, must not be replaced
+        (:func:`_kept`), its schema read now (another version may have migrated it
+        since this store opened it: adversary 58b).
+
+        Raises:
+            CatalogError: why, and what to do: another catalog file (the likeliest file
+                here is a session named by mistake: not "delete it"), or wait for one of
+                ours that cannot be read now.
+        """
+        schema = _schema_now(self.path)
+        why = _kept(self.path, schema)
         if why is not None:
-            # Not "delete it": the likeliest file here is a session named by mistake.
-            raise CatalogError(f"{self.path}: {why}; not replaced (choose another catalog file: --catalog, "
-                               "$SESSIONTREE_CATALOG)")
+            then = ("try again once it can be read" if schema == _UNREAD
+                    else "choose another catalog file: --catalog, $SESSIONTREE_CATALOG")
+            raise CatalogError(f"{self.path}: {why}; not replaced ({then})")
 
     def _open(self) -> sqlite3.Connection:
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
