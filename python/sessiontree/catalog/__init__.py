@@ -133,6 +133,7 @@ def usage(
     no_cache: bool = False,
     on_progress: Callable[[int, int], None] | None = None,
     on_bytes: Callable[[int, int], None] | None = None,
+    on_unread: Callable[[str, str], None] | None = None,
 ) -> UsageReport:
     """Tokens and cost by day, ISO week, month, session, model or project (rules:
     ``_usage``: each entry once, copies in forked sessions too).
@@ -144,6 +145,9 @@ def usage(
         active_path: count only what the sessions' current paths hold.
         tz: time zone of days, weeks and months (``None``: this machine's).
         catalog, no_cache, on_progress, on_bytes: as for :func:`search`.
+        on_unread: called with ``(path, why)`` for each ``.jsonl`` of the scope that
+            could be ``stat``-ed but not read, once the report is made (it counts as
+            no session).
 
     Returns:
         A :class:`UsageReport`.
@@ -154,7 +158,8 @@ def usage(
     from ._usage import usage_folders
 
     return usage_folders(_folders(folders, root), group, since=since, until=until, active_path=active_path, tz=tz,
-                         catalog=catalog, no_cache=no_cache, on_progress=on_progress, on_bytes=on_bytes)
+                         catalog=catalog, no_cache=no_cache, on_progress=on_progress, on_bytes=on_bytes,
+                         on_unread=on_unread)
 
 
 def index(

@@ -575,7 +575,8 @@ def _run(store: Store | None, found: list[Found], plans: list[_Plan], *, content
             if kind == "crash":
                 raise value
             if kind == "error":
-                f.error = f"cannot read: {value}"
+                # The reason alone (the path is the file's: named by whoever says it).
+                f.error = f"cannot read: {value.strerror if isinstance(value, OSError) and value.strerror else value}"
                 f.row = None
                 continue
             if f.row is None:

@@ -401,12 +401,13 @@ def _header_ctx(header: bytes, name: tuple[bool, Any]) -> tuple[str, str | None,
 
 
 def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str, str, Any]], hits: list[_Hit],
-                 order: Order, k: int | None, on_bytes: Any,
-                 ref_paths: list[bytes]) -> tuple[int, int, list[tuple[str, str, Any]]]:
+                 order: Order, k: int | None, on_bytes: Any, ref_paths: list[bytes],
+                 unread: list[tuple[str, str]]) -> tuple[int, int, list[tuple[str, str, Any]]]:
     """Search ``items`` (``(path, name, stat)``, in path order) as they are, natively:
     the best ``k`` decided hits of each batch and every hit Python judged go to
-    ``hits`` (their paths to ``ref_paths``, which refs index). Returns the sessions
-    searched, the decided hits left out, and the files the Python rules must read."""
+    ``hits`` (their paths to ``ref_paths``, which refs index), the files that could not
+    be read to ``unread`` (``(path, why)``). Returns the sessions searched, the decided
+    hits left out, and the files the Python rules must read."""
     terms, uncased = _terms(q)
     sessions = unseen = 0
     python: list[tuple[str, str, Any]] = []
@@ -430,6 +431,8 @@ def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str
                 python.append(batch[i])
             elif r[0] == "session":
                 sessions += 1
+            elif r[0] == "error":  # Rust's io::Error text, without its errno (as Python says it)
+                unread.append((batch[i][0], re.sub(r" \(os error \d+\)$", "", str(r[1]))))
         # The header of a file that has hits is read for the hits kept only (a common
         # word's 2,000 headers parsed here cost ~30 ms, for a page of 20).
         ctx: dict[int, tuple[str, str | None, str]] = {}
@@ -456,9 +459,10 @@ def _native_hits(native: Any, q: Query, matcher: _Matcher, items: list[tuple[str
     return sessions, unseen, python
 
 
-def _python_hits(native: Any, matcher: _Matcher, items: list[tuple[str, str, Any]], hits: list[_Hit]) -> int:
-    """Search ``items`` with the Python rules (``_extract``); hits go to ``hits``.
-    Returns the sessions searched."""
+def _python_hits(native: Any, matcher: _Matcher, items: list[tuple[str, str, Any]], hits: list[_Hit],
+                 unread: list[tuple[str, str]]) -> int:
+    """Search ``items`` with the Python rules (``_extract``); hits go to ``hits``, the
+    files that could not be read to ``unread``. Returns the sessions searched."""
     from ._records import entries_path
     from ._indexer import read_paths
 
@@ -482,6 +486,8 @@ def _python_hits(native: Any, matcher: _Matcher, items: list[tuple[str, str, Any
                 paths[id(f)] = set(entries_path(row.entries or b"", native=native))
             hits.append((f.path, seq, time, m[0], (row.sid, row.title, row.cwd or ""), entry, role, body, m[1],
                          None, None, seq in paths[id(f)], None))
+    unread.extend((f.path, f.error.removeprefix("cannot read: ")) for f in found
+                  if f.error is not None and f.st is not None)
     return sum(1 for f in found if f.row is not None and f.error is None and f.row.problem is None)
 
 
@@ -509,6 +515,7 @@ class _Search:
         self.heads: dict[int, bool] = {}
         self.hits: list[_Hit] = []
         self.sessions = self.unseen = 0
+        self.unread: list[tuple[str, str]] = []  # (path, why): files of the scope not read
         # Files of the scope the catalog's search index does not hold as they are (set
         # by ``_from_index`` when it lists them; ``search_stream``'s ``on_unindexed``).
         self.unindexed: int | None = None
@@ -543,13 +550,13 @@ class _Search:
         if self.native is not None:
             items.sort(key=lambda x: x[0])
             more, unseen, python = _native_hits(self.native, q, self.matcher, items, self.hits, order, k, on_bytes,
-                                                self.ref_paths)
+                                                self.ref_paths, self.unread)
             self.sessions += more
             self.unseen += unseen
         else:
             python = items
         if python:
-            self.sessions += _python_hits(self.native, self.matcher, python, self.hits)
+            self.sessions += _python_hits(self.native, self.matcher, python, self.hits, self.unread)
         if on_progress is not None:
             n = len(items) + (len(self.scan) if self.scan is not None else 0)
             on_progress(n, n)
@@ -956,7 +963,7 @@ def search_folders(
 
 def _start(query: str | Query, folders: Sequence[str], catalog: Any, no_cache: bool, order: Order,
            limit: int | None, offset: int, on_progress: Any, on_bytes: Any,
-           on_unindexed: Any = None) -> tuple[_Search, int, Iterator[_Hit], int, int | None]:
+           on_unindexed: Any = None, on_unread: Any = None) -> tuple[_Search, int, Iterator[_Hit], int, int | None]:
     """A search run (:class:`_Search`), its total, the hits of its page, best first, and
     the page's bounds (``offset``, ``end``)."""
     import itertools
@@ -972,6 +979,9 @@ def _start(query: str | Query, folders: Sequence[str], catalog: Any, no_cache: b
     s = _Search(q, folders, catalog, no_cache, order, end, on_progress, on_bytes)
     if on_unindexed is not None:
         on_unindexed(s.unindexed)
+    if on_unread is not None:
+        for path, why in s.unread:
+            on_unread(path, why)
     return s, s.total, itertools.islice(s.ordered(), offset, end), offset, end
 
 
@@ -987,6 +997,7 @@ def search_stream(
     on_progress: Any = None,
     on_bytes: Any = None,
     on_unindexed: Callable[[int], None] | None = None,
+    on_unread: Callable[[str, str], None] | None = None,
 ) -> tuple[int, int, Iterator[SearchHit]]:
     """:func:`search_folders` with its page as an iterator: ``(total, sessions searched,
     hits)``, the hits made (their snippets read) a thousand at a time, so that all the
@@ -997,6 +1008,10 @@ def search_stream(
     false) that were read from their bytes: none is in the catalog's search index as
     it now is. ``index_later`` builds it behind the answer.
 
+    ``on_unread``: called with ``(path, why)`` for each ``.jsonl`` of the scope that
+    could be ``stat``-ed but not read (permission denied, an I/O error, gone since it
+    was listed), once the hits are found: it is searched as no session (CONTRACT §7).
+
     Raises:
         ValueError: the query is empty or its ``re:`` pattern is empty or invalid; a
             negative ``limit`` or ``offset``.
@@ -1004,7 +1019,7 @@ def search_stream(
     import itertools
 
     s, total, page, _o, _e = _start(query, folders, catalog, no_cache, order, limit, offset, on_progress, on_bytes,
-                                    on_unindexed)
+                                    on_unindexed, on_unread)
     first = list(itertools.islice(page, _CHUNK))
 
     def chunks() -> Iterator[list[_Hit]]:
@@ -1054,6 +1069,7 @@ def search_json(
     on_progress: Any = None,
     on_bytes: Any = None,
     on_unindexed: Callable[[int], None] | None = None,
+    on_unread: Callable[[str, str], None] | None = None,
 ) -> tuple[int, int, Iterator[bytes | list[SearchHit]]]:
     """:func:`search_stream` with its hits as ``sessiontree search --json`` writes them
     (the shape's home: ``cli/search.py``): ``(total, sessions searched, chunks)``, each
@@ -1068,7 +1084,7 @@ def search_json(
     import itertools
 
     s, total, page, offset, end = _start(query, folders, catalog, no_cache, order, limit, offset, on_progress,
-                                         on_bytes, on_unindexed)
+                                         on_bytes, on_unindexed, on_unread)
 
     def chunks() -> Iterator[bytes | list[SearchHit]]:
         try:

@@ -239,6 +239,7 @@ def usage_folders(
     no_cache: bool = False,
     on_progress: Any = None,
     on_bytes: Any = None,
+    on_unread: Any = None,
 ) -> UsageReport:
     """The usage of the sessions of ``folders`` (rules: module docstring).
 
@@ -250,6 +251,9 @@ def usage_folders(
         tz: the time zone of days, weeks and months (``None``: this machine's).
         catalog, no_cache: as for listing.
         on_progress, on_bytes: progress while the catalog is brought up to date.
+        on_unread: called with ``(path, why)`` for each ``.jsonl`` of the scope that
+            could be ``stat``-ed but not read (permission denied, an I/O error), once
+            the report is made: it counts as no session (CONTRACT §7).
 
     Returns:
         The :class:`UsageReport`.
@@ -262,12 +266,22 @@ def usage_folders(
     if group not in GROUPS:
         raise ValueError(f"unknown report {group!r}: use one of {', '.join(GROUPS)}")
 
+    unread: dict[str, str] = {}
+
+    def refreshed(store: Any, scope: Sequence[str]) -> list[Any]:
+        found = refresh_for(store, scope, content=True, on_progress=on_progress, on_bytes=on_bytes)
+        # A file stat-ed but not read (a dangling link is no session, with no word).
+        unread.update((f.path, f.error.removeprefix("cannot read: ")) for f in found
+                      if f.error is not None and f.st is not None)
+        return found
+
     def op(store: Any) -> UsageReport:
+        unread.clear()  # the last run's (a damaged catalog is rebuilt and run again)
         native = native_scanner()
         if store is not None and native is not None:
             got = _warm(native, store, folders, group, since, until, active_path, tz)
             if isinstance(got, _Stale):
-                refresh_for(store, got.folders, content=True, on_progress=on_progress, on_bytes=on_bytes)
+                refreshed(store, got.folders)
                 got = _warm(native, store, folders, group, since, until, active_path, tz)
             if got is not None and not isinstance(got, _Stale):
                 return got  # type: ignore[return-value]
@@ -276,7 +290,7 @@ def usage_folders(
         current = _current(store, folders) if store is not None else None
         found = None
         if current is None:
-            found = refresh_for(store, folders, content=True, on_progress=on_progress, on_bytes=on_bytes)
+            found = refreshed(store, folders)
             if store is not None:  # every file saved: the catalog's logs answer
                 current = _current(store, folders)
         if current is not None:  # every file as the catalog holds it
@@ -296,7 +310,11 @@ def usage_folders(
             entries = [entries_of(store, f) for f in sessions]
         return _report(sessions, logs, entries, group, since, until, active_path, tz)
 
-    return run(op, catalog=catalog, no_cache=no_cache, wait=True)
+    report = run(op, catalog=catalog, no_cache=no_cache, wait=True)
+    if on_unread is not None:
+        for path, why in unread.items():
+            on_unread(path, why)
+    return report
 
 
 def _logs_read_to_the_end(store: Any, ids: Sequence[int]) -> dict[int, bytes]:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 from . import _scope
-from ._common import CliError, Io, at_least, byte_progress, warn_unread_tz
+from ._common import CliError, Io, at_least, byte_progress, unread_note, warn_unread_tz
 from ..view import hang, one_line, safe, shown_path, zoned_time
 
 
@@ -80,13 +80,16 @@ def run(args: argparse.Namespace, io: Io) -> int:
     scope = _scope.resolve(args, io)
     options = _scope.catalog_options(args, io, create=False)
     unindexed: list[int] = []
+    unread: list[tuple[str, str]] = []
     with byte_progress(io, "reading sessions", None) as update:
         try:
             total, files, hits = (search_json if args.json else search_stream)(
                 args.query, list(scope.sources), order="recent" if args.recent else "relevance", limit=limit,
-                offset=offset, on_bytes=update, on_unindexed=unindexed.append, **options)
+                offset=offset, on_bytes=update, on_unindexed=unindexed.append,
+                on_unread=lambda path, why: unread.append((path, why)), **options)
         except ValueError as e:
             raise CliError(f"bad query: {e}", code=2) from None
+    unread_note(io, unread)
     later = _index_later(scope.sources, options, sum(unindexed))
     if args.json:
         _write_json({"query": args.query, "total": total, "offset": offset, "files": files}, hits)

@@ -27,7 +27,7 @@ import sys
 from datetime import date, timezone
 
 from . import _scope
-from ._common import CliError, Io, byte_progress, warn_unread_tz
+from ._common import CliError, Io, byte_progress, unread_note, warn_unread_tz
 from .._time import zone_name
 from ..view import cells, fold_name, hang, number_column, plain_columns, plain_table, safe, shown_paths
 
@@ -121,10 +121,12 @@ def run(args: argparse.Namespace, io: Io) -> int:
     if not args.utc:
         warn_unread_tz(io)
     scope = _scope.resolve(args, io)
+    unread: list[tuple[str, str]] = []
     with byte_progress(io, "indexing sessions", None) as update:
         report = usage(group, list(scope.sources), since=args.since, until=args.until,  # type: ignore[arg-type]
                        active_path=args.active_path, tz=timezone.utc if args.utc else None, on_bytes=update,
-                       **_scope.catalog_options(args, io))
+                       on_unread=lambda path, why: unread.append((path, why)), **_scope.catalog_options(args, io))
+    unread_note(io, unread)
     if args.json and not report.files:  # on stderr, with --json too (CONTRACT §10)
         io.note(f"no recorded usage in 0 session(s) of {safe(scope.where)}{scope.empty_hint()}")
     if args.json:

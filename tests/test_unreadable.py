@@ -1,0 +1,78 @@
+"""A session file the user cannot read (permission denied) is left out of ``usage`` and
+``search`` as a file that is not a session is, and each says so in one note on stderr
+(adversary 61: a report undercounted without a word); the answer is the same with the
+catalog and without (CONTRACT §7).
+
+Run as another user (``setpriv``: root reads any file), so skipped where that cannot
+be done."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sessiontree import LoadReportWarning
+
+from test_catalog import make_root
+
+NOBODY = 65534
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A folder another user may enter (pytest's are the owner's alone)."""
+    d = Path(tempfile.mkdtemp(prefix="st-unreadable-"))
+    d.chmod(0o777)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _as_nobody(argv: list[str], home: Path, backend: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_CACHE_HOME", "SESSIONTREE_CATALOG")}
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / "cache"), SESSIONTREE_BACKEND=backend,
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    return subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable,
+                           "-m", "sessiontree", *argv], capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_an_unreadable_session_is_left_out_and_said(shared_dir: Path, backend: str) -> None:
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run as another user")
+    if backend == "native":
+        pytest.importorskip("sessiontree._sessiontree")
+    root = shared_dir / "s"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadReportWarning)
+        make_root(root, 12, seed=9)
+    home = shared_dir / "home"
+    home.mkdir()
+    for p in [shared_dir, *shared_dir.rglob("*")]:
+        p.chmod(0o777 if p.is_dir() else 0o666)
+    probe = _as_nobody(["--version"], home, backend)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot run sessiontree as another user here ({probe.stderr.strip()[-200:]})")
+    hidden = sorted(root.rglob("*.jsonl"))[4]
+    hidden.chmod(0)
+    for argv in (["usage", "model", str(root), "--json"], ["search", "the", str(root), "--json", "--limit", "0"]):
+        runs = [_as_nobody(argv + extra, home, backend) for extra in ([], [], ["--no-cache"])]  # cold, warm, files
+        for r in runs:
+            assert r.returncode == 0, r.stderr
+            assert f"1 session file(s) could not be read and are left out: {hidden} (Permission denied)" in r.stderr
+        assert runs[0].stdout == runs[1].stdout == runs[2].stdout
+        files = json.loads(runs[0].stdout)["files"]
+        hidden.chmod(0o666)
+        whole = _as_nobody(argv + ["--no-cache"], home, backend)
+        hidden.chmod(0)
+        assert json.loads(whole.stdout)["files"] == files + 1 and "could not be read" not in whole.stderr
