@@ -382,6 +382,19 @@ def _write_session(path: Path, entries: list[dict], header: dict | None = None) 
     return path
 
 
+@pytest.mark.parametrize(("tokens", "want"), [
+    ({"input": 10**400, "output": -0.5}, float("inf")), ({"input": -10**400, "output": 1.5}, float("-inf")),
+    ({"input": 1.5, "output": 10**400}, float("inf")), ({"input": -10**400, "output": float("inf")}, float("inf")),
+    ({"input": 3, "output": 4, "cacheRead": 5, "cacheWrite": 6}, 18)])
+def test_pis_total_past_the_floats_keeps_the_sign_of_what_is_largest(tokens: dict[str, object], want: float) -> None:
+    """``UsageTotals.pi_total`` where an integer too large for a float meets a float:
+    the integer's sign, unless the float is infinite (adversary 61b: 10**400 + -0.5 was
+    -inf)."""
+    from sessiontree.schema import UsageTotals
+
+    assert UsageTotals(tokens=tokens, cost=0, models=[], messages=0).pi_total == want
+
+
 def test_info_totals_tokens_as_pi_does(tmp_path: Path, backend: str) -> None:
     """Usage records without ``totalTokens`` (453 of the corpus's assistant messages):
     ``info``'s total is input + output + cache read + cache write, as Pi's ``/session``

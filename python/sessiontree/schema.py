@@ -924,6 +924,11 @@ class UsageTotals:
             value = self.tokens.get(key, 0)
             try:
                 total = total + value
-            except OverflowError:  # an integer too large for a float, and a float
-                total = float("inf") if value > 0 else float("-inf")
+            except OverflowError:
+                # An integer too large for a float, and a float: the float when it is
+                # infinite or NaN (it wins, as in usage's sums), else the integer's sign
+                # (adversary 61b: 10**400 + -0.5 was -inf).
+                big, other = (total, value) if isinstance(total, int) else (value, total)
+                total = other if other != other or other in (float("inf"), float("-inf")) else (
+                    float("inf") if big > 0 else float("-inf"))
         return total

@@ -57,7 +57,7 @@ def run_parquet(sources: Sequence[str], *, where: str, out: str, backend: str, a
         rate = mb / result.seconds if result.seconds > 0 else 0.0
         speed = f", {rate:,.{0 if rate >= 10 else 1}f} MB/s" if rate >= 0.05 and result.written else ""
         io.out.print(f"{safe(out)}: {len(result.written):,} session(s) written ({human_bytes(result.bytes_read)} read{speed}), "
-                     f"{result.skipped:,} unchanged, {result.removed:,} removed, {len(failed):,} failed "
+                     f"{result.skipped:,} unchanged, {result.removed:,} removed, {len(failed):,} file(s) failed "
                      f"({result.seconds:.2f} s)", markup=False, highlight=False)  # fmt: skip
         for p, r in failed:
             io.err.print(f"  skipped {safe(p)}: {safe(r)}", markup=False, highlight=False)
