@@ -1,5 +1,7 @@
 """``sessiontree info``: what a session file holds, in one screen: its id, name and cwd,
-the time its entries span (UTC), its entries and messages by kind, the tree's shape
+the time it spans (UTC: from the header's time, when Pi made the file, or its first
+entry's when that is earlier, to its last entry's; ``--json``: the entries' own
+``timeRange`` and the header's ``timestamp``), its entries and messages by kind, the tree's shape
 (roots, leaves, branch points, the current leaf and its path), labels, the tokens
 and cost its assistant messages recorded (every branch), the models used and the
 problems the loader found (details: ``sessiontree check``).
