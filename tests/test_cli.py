@@ -385,11 +385,15 @@ def _write_session(path: Path, entries: list[dict], header: dict | None = None) 
 @pytest.mark.parametrize(("tokens", "want"), [
     ({"input": 10**400, "output": -0.5}, float("inf")), ({"input": -10**400, "output": 1.5}, float("-inf")),
     ({"input": 1.5, "output": 10**400}, float("inf")), ({"input": -10**400, "output": float("inf")}, float("inf")),
-    ({"input": 3, "output": 4, "cacheRead": 5, "cacheWrite": 6}, 18)])
+    ({"input": 3, "output": 4, "cacheRead": 5, "cacheWrite": 6}, 18),
+    ({"input": 10**400, "output": 0.5, "cacheRead": -10**400}, 0.5), ({"input": 10**400, "output": -10**400,
+                                                                      "cacheRead": 0.5}, 0.5),
+    ({"input": 0.5, "output": 10**400, "cacheRead": -10**400}, 0.5), ({"input": 1.5, "output": 2}, 3.5)])
 def test_pis_total_past_the_floats_keeps_the_sign_of_what_is_largest(tokens: dict[str, object], want: float) -> None:
     """``UsageTotals.pi_total`` where an integer too large for a float meets a float:
-    the integer's sign, unless the float is infinite (adversary 61b: 10**400 + -0.5 was
-    -inf)."""
+    the exact sum rounded once, whatever the order, unless a float is infinite
+    (adversaries 61b, 61c: 10**400 + -0.5 was -inf; 10**400 + 0.5 - 10**400 depended
+    on the order)."""
     from sessiontree.schema import UsageTotals
 
     assert UsageTotals(tokens=tokens, cost=0, models=[], messages=0).pi_total == want

@@ -916,19 +916,25 @@ class UsageTotals:
         branch's.
 
         Returns:
-            An ``int``, or a ``float`` once one of the sums is one (infinite when an
-            integer too large for a float joins one, as the sums themselves).
+            An ``int`` when the four are; else their exact sum rounded once to a
+            ``float`` (``inf``/``-inf`` past the doubles), whatever their order: a NaN,
+            or both infinities, give NaN; one infinity wins (adversaries 61b, 61c:
+            added in turn, ``10**400 + 0.5 - 10**400`` was ``inf`` one way round and
+            ``0.5`` the other).
         """
-        total: int | float = 0
-        for key in ("input", "output", "cacheRead", "cacheWrite"):
-            value = self.tokens.get(key, 0)
-            try:
-                total = total + value
-            except OverflowError:
-                # An integer too large for a float, and a float: the float when it is
-                # infinite or NaN (it wins, as in usage's sums), else the integer's sign
-                # (adversary 61b: 10**400 + -0.5 was -inf).
-                big, other = (total, value) if isinstance(total, int) else (value, total)
-                total = other if other != other or other in (float("inf"), float("-inf")) else (
-                    float("inf") if big > 0 else float("-inf"))
-        return total
+        values = [self.tokens.get(key, 0) for key in ("input", "output", "cacheRead", "cacheWrite")]
+        if all(type(v) is int for v in values):
+            return sum(values)
+        floats = [float(v) for v in values if not isinstance(v, int)]
+        if any(v != v for v in floats):
+            return float("nan")
+        infinite = {v for v in floats if v in (float("inf"), float("-inf"))}
+        if infinite:
+            return infinite.pop() if len(infinite) == 1 else float("nan")
+        from fractions import Fraction
+
+        exact = sum(Fraction(v) for v in values)
+        try:
+            return float(exact)
+        except OverflowError:
+            return float("inf") if exact > 0 else float("-inf")
