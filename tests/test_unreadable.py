@@ -1,7 +1,7 @@
-"""A session file the user cannot read (permission denied) is left out of ``usage`` and
-``search`` as a file that is not a session is, and each says so in one note on stderr
-(adversary 61: a report undercounted without a word); the answer is the same with the
-catalog and without (CONTRACT §7).
+"""A session file the user cannot read (permission denied), or a folder it cannot list,
+is left out of ``usage`` and ``search`` as a file that is not a session is, and each
+says so in one note on stderr (adversaries 61, 61c: a report undercounted without a
+word); the answer is the same with the catalog and without (CONTRACT §7).
 
 Run as another user (``setpriv``: root reads any file), so skipped where that cannot
 be done."""
@@ -69,10 +69,39 @@ def test_an_unreadable_session_is_left_out_and_said(shared_dir: Path, backend: s
         runs = [_as_nobody(argv + extra, home, backend) for extra in ([], [], ["--no-cache"])]  # cold, warm, files
         for r in runs:
             assert r.returncode == 0, r.stderr
-            assert f"1 session file(s) could not be read and are left out: {hidden} (Permission denied)" in r.stderr
+            assert f"1 session file(s) or folder(s) could not be read and are left out: {hidden} (Permission denied)" \
+                in r.stderr, r.stderr
         assert runs[0].stdout == runs[1].stdout == runs[2].stdout
         files = json.loads(runs[0].stdout)["files"]
         hidden.chmod(0o666)
         whole = _as_nobody(argv + ["--no-cache"], home, backend)
         hidden.chmod(0)
         assert json.loads(whole.stdout)["files"] == files + 1 and "could not be read" not in whole.stderr
+
+
+@pytest.mark.parametrize("mode", [0o000, 0o644])
+def test_a_folder_that_cannot_be_listed_is_said(shared_dir: Path, mode: int) -> None:
+    """A project folder the user cannot list (000) or whose files it cannot reach (644:
+    no search permission): its sessions are left out, in one note naming it."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run as another user")
+    root = shared_dir / "s"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadReportWarning)
+        folders = make_root(root, 12, seed=10)
+    home = shared_dir / "home"
+    home.mkdir()
+    for p in [shared_dir, *shared_dir.rglob("*")]:
+        p.chmod(0o777 if p.is_dir() else 0o666)
+    probe = _as_nobody(["--version"], home, "auto")
+    if probe.returncode != 0:
+        pytest.skip(f"cannot run sessiontree as another user here ({probe.stderr.strip()[-200:]})")
+    closed = Path(folders[1])
+    closed.chmod(mode)
+    try:
+        for argv in (["usage", "session", str(root), "--json"], ["search", "the", str(root), "--json"]):
+            r = _as_nobody(argv, home, "auto")
+            assert r.returncode == 0, r.stderr
+            assert f"could not be read and are left out: {closed} (Permission denied" in r.stderr, r.stderr
+    finally:
+        closed.chmod(0o777)

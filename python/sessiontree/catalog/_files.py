@@ -6,10 +6,11 @@ from __future__ import annotations
 import os
 import stat as _stat
 from collections import namedtuple
+from collections.abc import Sequence
 
 from .._sessiontree import folder_files as _listed, walk_folders as _walked
 
-__all__ = ["FileStat", "folder_files", "folder_key", "made", "walk_folders"]
+__all__ = ["FileStat", "folder_files", "folder_key", "made", "unlisted", "walk_folders"]
 
 # What the catalog keeps of a file's `stat` (symlinks followed), named as
 # `os.stat_result` names it: the identity its rows are checked against. collections'
@@ -50,6 +51,18 @@ def made(listed: list[tuple[str, str, tuple[int, int, int, int, int] | None]]) -
         if _stat.S_ISREG(again.st_mode):  # there since the listing's try
             out.append((name, path, FileStat(again.st_dev, again.st_ino, again.st_size, again.st_mtime_ns,
                                              again.st_ctime_ns)))
+    return out
+
+
+def unlisted(folders: Sequence[str]) -> list[tuple[str, str]]:
+    """``(folder, why)`` of the folders of ``folders`` this user cannot list or whose
+    files it cannot reach (no read or no search permission): :func:`folder_files` finds
+    no file there, so a report or a search must say it leaves them out (adversary 61c).
+    One ``access`` a folder; a session file named instead of a folder is never one."""
+    out = []
+    for folder in folders:
+        if not os.access(folder, os.R_OK | os.X_OK) and os.path.isdir(folder):
+            out.append((folder, "Permission denied (its files cannot be listed or read)"))
     return out
 
 

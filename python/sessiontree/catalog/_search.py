@@ -980,7 +980,9 @@ def _start(query: str | Query, folders: Sequence[str], catalog: Any, no_cache: b
     if on_unindexed is not None:
         on_unindexed(s.unindexed)
     if on_unread is not None:
-        for path, why in s.unread:
+        from ._files import unlisted
+
+        for path, why in [*unlisted(folders), *s.unread]:
             on_unread(path, why)
     return s, s.total, itertools.islice(s.ordered(), offset, end), offset, end
 
@@ -1008,9 +1010,10 @@ def search_stream(
     false) that were read from their bytes: none is in the catalog's search index as
     it now is. ``index_later`` builds it behind the answer.
 
-    ``on_unread``: called with ``(path, why)`` for each ``.jsonl`` of the scope that
-    could be ``stat``-ed but not read (permission denied, an I/O error, gone since it
-    was listed), once the hits are found: it is searched as no session (CONTRACT §7).
+    ``on_unread``: called with ``(path, why)`` for each folder of the scope that cannot
+    be listed, then each ``.jsonl`` that could be ``stat``-ed but not read (permission
+    denied, an I/O error, gone since it was listed), once the hits are found: they are
+    searched as no session (CONTRACT §7).
 
     Raises:
         ValueError: the query is empty or its ``re:`` pattern is empty or invalid; a

@@ -251,9 +251,10 @@ def usage_folders(
         tz: the time zone of days, weeks and months (``None``: this machine's).
         catalog, no_cache: as for listing.
         on_progress, on_bytes: progress while the catalog is brought up to date.
-        on_unread: called with ``(path, why)`` for each ``.jsonl`` of the scope that
-            could be ``stat``-ed but not read (permission denied, an I/O error), once
-            the report is made: it counts as no session (CONTRACT §7).
+        on_unread: called with ``(path, why)`` for each folder of the scope that cannot
+            be listed, then each ``.jsonl`` that could be ``stat``-ed but not read
+            (permission denied, an I/O error), once the report is made: they count as
+            no session (CONTRACT §7).
 
     Returns:
         The :class:`UsageReport`.
@@ -312,7 +313,9 @@ def usage_folders(
 
     report = run(op, catalog=catalog, no_cache=no_cache, wait=True)
     if on_unread is not None:
-        for path, why in unread.items():
+        from ._files import unlisted
+
+        for path, why in [*unlisted(folders), *unread.items()]:
             on_unread(path, why)
     return report
 

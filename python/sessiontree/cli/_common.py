@@ -290,15 +290,16 @@ def make_io(color: str = "auto") -> Io:
 
 
 def unread_note(io: Io, unread: list[tuple[str, str]]) -> None:
-    """The files of a scope that could be ``stat``-ed but not read (``search``'s and
-    ``usage``'s ``on_unread``), said as one note on stderr: they count as no session,
-    so an answer without them must say so (adversary 61)."""
+    """The folders of a scope that cannot be listed and the files that could be
+    ``stat``-ed but not read (``search``'s and ``usage``'s ``on_unread``), said as one
+    note on stderr: they count as no session, so an answer without them must say so
+    (adversaries 61, 61c)."""
     if not unread:
         return
     path, why = unread[0]
     more = f"; and {len(unread) - 1:,} more" if len(unread) > 1 else ""
-    io.note(f"note: {len(unread):,} session file(s) could not be read and are left out: {safe(path)} ({safe(why)})"
-            f"{more}")
+    io.note(f"note: {len(unread):,} session file(s) or folder(s) could not be read and are left out: {safe(path)} "
+            f"({safe(why)}){more}")
 
 
 def say_catalog_note(io: Io, message: Warning | str) -> None:
