@@ -388,7 +388,8 @@ def _write_session(path: Path, entries: list[dict], header: dict | None = None) 
     ({"input": 3, "output": 4, "cacheRead": 5, "cacheWrite": 6}, 18),
     ({"input": 10**400, "output": 0.5, "cacheRead": -10**400}, 0.5), ({"input": 10**400, "output": -10**400,
                                                                       "cacheRead": 0.5}, 0.5),
-    ({"input": 0.5, "output": 10**400, "cacheRead": -10**400}, 0.5), ({"input": 1.5, "output": 2}, 3.5)])
+    ({"input": 0.5, "output": 10**400, "cacheRead": -10**400}, 0.5), ({"input": 1.5, "output": 2}, 3.5),
+    ({"input": True, "output": True}, 2)])
 def test_pis_total_past_the_floats_keeps_the_sign_of_what_is_largest(tokens: dict[str, object], want: float) -> None:
     """``UsageTotals.pi_total`` where an integer too large for a float meets a float:
     the exact sum rounded once, whatever the order, unless a float is infinite

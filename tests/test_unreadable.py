@@ -105,3 +105,28 @@ def test_a_folder_that_cannot_be_listed_is_said(shared_dir: Path, mode: int) -> 
             assert f"could not be read and are left out: {closed} (Permission denied" in r.stderr, r.stderr
     finally:
         closed.chmod(0o777)
+
+
+def test_a_file_behind_a_folder_that_cannot_be_searched_says_so(shared_dir: Path) -> None:
+    """A session file named inside a folder this user cannot search is "cannot be
+    reached (permission denied)", not "no such file or folder" (adversary 61d)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run as another user")
+    root = shared_dir / "s"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadReportWarning)
+        folders = make_root(root, 6, seed=11)
+    home = shared_dir / "home"
+    home.mkdir()
+    for p in [shared_dir, *shared_dir.rglob("*")]:
+        p.chmod(0o777 if p.is_dir() else 0o666)
+    probe = _as_nobody(["--version"], home, "auto")
+    if probe.returncode != 0:
+        pytest.skip(f"cannot run sessiontree as another user here ({probe.stderr.strip()[-200:]})")
+    inside = sorted(Path(folders[0]).glob("*.jsonl"))[0]
+    Path(folders[0]).chmod(0)
+    try:
+        r = _as_nobody(["usage", "session", str(inside)], home, "auto")
+        assert r.returncode == 1 and f"{inside}: cannot be reached (permission denied)" in r.stderr, r.stderr
+    finally:
+        Path(folders[0]).chmod(0o777)

@@ -923,8 +923,8 @@ class UsageTotals:
             ``0.5`` the other).
         """
         values = [self.tokens.get(key, 0) for key in ("input", "output", "cacheRead", "cacheWrite")]
-        if all(type(v) is int for v in values):
-            return sum(values)
+        if all(isinstance(v, int) for v in values):  # bools too, as Python adds them
+            return int(sum(values))
         floats = [float(v) for v in values if not isinstance(v, int)]
         if any(v != v for v in floats):
             return float("nan")

@@ -145,9 +145,9 @@ def usage(
         active_path: count only what the sessions' current paths hold.
         tz: time zone of days, weeks and months (``None``: this machine's).
         catalog, no_cache, on_progress, on_bytes: as for :func:`search`.
-        on_unread: called with ``(path, why)`` for each ``.jsonl`` of the scope that
-            could be ``stat``-ed but not read, once the report is made (it counts as
-            no session).
+        on_unread: called with ``(path, why)`` for each folder of the scope that cannot
+            be listed, then each ``.jsonl`` that could be ``stat``-ed but not read, once
+            the report is made (they count as no session).
 
     Returns:
         A :class:`UsageReport`.

@@ -138,9 +138,13 @@ def _sources(paths: list[str], missing_ok: bool) -> list[str]:
     for p in paths:
         try:
             st = os.stat(p)
-        except OSError:
+        except OSError as e:
             if not missing_ok:
-                raise CliError(f"{safe(p)}: no such file or folder") from None
+                # Not "no such file" for one behind a folder this user cannot search
+                # (adversary 61d).
+                why = "no such file or folder" if isinstance(e, FileNotFoundError) else (
+                    f"cannot be reached ({(e.strerror or str(e)).lower()})")
+                raise CliError(f"{safe(p)}: {why}") from None
             walked.append(None)
             continue
         walked.append(walk_folders(p, seen) if stat.S_ISDIR(st.st_mode) else st)
