@@ -46,16 +46,15 @@ def _as_nobody(argv: list[str], home: Path, backend: str) -> subprocess.Complete
                            "-m", "sessiontree", *argv], capture_output=True, text=True, env=env, timeout=300)
 
 
-@pytest.mark.parametrize("backend", ["native", "python"])
-def test_an_unreadable_session_is_left_out_and_said(shared_dir: Path, backend: str) -> None:
+def _history(shared_dir: Path, n: int, seed: int, backend: str = "auto") -> tuple[Path, list[str], Path]:
+    """``(root, folders, home)`` of ``n`` sessions another user may read, or a skip
+    where the commands cannot run as another user."""
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv to run as another user")
-    if backend == "native":
-        pytest.importorskip("sessiontree._sessiontree")
     root = shared_dir / "s"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LoadReportWarning)
-        make_root(root, 12, seed=9)
+        folders = make_root(root, n, seed=seed)
     home = shared_dir / "home"
     home.mkdir()
     for p in [shared_dir, *shared_dir.rglob("*")]:
@@ -63,6 +62,14 @@ def test_an_unreadable_session_is_left_out_and_said(shared_dir: Path, backend: s
     probe = _as_nobody(["--version"], home, backend)
     if probe.returncode != 0:
         pytest.skip(f"cannot run sessiontree as another user here ({probe.stderr.strip()[-200:]})")
+    return root, folders, home
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_an_unreadable_session_is_left_out_and_said(shared_dir: Path, backend: str) -> None:
+    if backend == "native":
+        pytest.importorskip("sessiontree._sessiontree")
+    root, _folders, home = _history(shared_dir, 12, 9, backend)
     hidden = sorted(root.rglob("*.jsonl"))[4]
     hidden.chmod(0)
     for argv in (["usage", "model", str(root), "--json"], ["search", "the", str(root), "--json", "--limit", "0"]):
@@ -83,19 +90,7 @@ def test_an_unreadable_session_is_left_out_and_said(shared_dir: Path, backend: s
 def test_a_folder_that_cannot_be_listed_is_said(shared_dir: Path, mode: int) -> None:
     """A project folder the user cannot list (000) or whose files it cannot reach (644:
     no search permission): its sessions are left out, in one note naming it."""
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to run as another user")
-    root = shared_dir / "s"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LoadReportWarning)
-        folders = make_root(root, 12, seed=10)
-    home = shared_dir / "home"
-    home.mkdir()
-    for p in [shared_dir, *shared_dir.rglob("*")]:
-        p.chmod(0o777 if p.is_dir() else 0o666)
-    probe = _as_nobody(["--version"], home, "auto")
-    if probe.returncode != 0:
-        pytest.skip(f"cannot run sessiontree as another user here ({probe.stderr.strip()[-200:]})")
+    root, folders, home = _history(shared_dir, 12, 10)
     closed = Path(folders[1])
     closed.chmod(mode)
     try:
@@ -110,19 +105,7 @@ def test_a_folder_that_cannot_be_listed_is_said(shared_dir: Path, mode: int) -> 
 def test_a_file_behind_a_folder_that_cannot_be_searched_says_so(shared_dir: Path) -> None:
     """A session file named inside a folder this user cannot search is "cannot be
     reached (permission denied)", not "no such file or folder" (adversary 61d)."""
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to run as another user")
-    root = shared_dir / "s"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LoadReportWarning)
-        folders = make_root(root, 6, seed=11)
-    home = shared_dir / "home"
-    home.mkdir()
-    for p in [shared_dir, *shared_dir.rglob("*")]:
-        p.chmod(0o777 if p.is_dir() else 0o666)
-    probe = _as_nobody(["--version"], home, "auto")
-    if probe.returncode != 0:
-        pytest.skip(f"cannot run sessiontree as another user here ({probe.stderr.strip()[-200:]})")
+    _root, folders, home = _history(shared_dir, 6, 11)
     inside = sorted(Path(folders[0]).glob("*.jsonl"))[0]
     Path(folders[0]).chmod(0)
     try:
