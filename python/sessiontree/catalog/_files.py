@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import stat as _stat
 from collections import namedtuple
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from .._sessiontree import folder_files as _listed, walk_folders as _walked
 
-__all__ = ["FileStat", "folder_files", "folder_key", "made", "unlisted", "walk_folders"]
+__all__ = ["FileStat", "folder_files", "folder_key", "made", "tell_unread", "unlisted", "walk_folders"]
 
 # What the catalog keeps of a file's `stat` (symlinks followed), named as
 # `os.stat_result` names it: the identity its rows are checked against. collections'
@@ -64,6 +64,16 @@ def unlisted(folders: Sequence[str]) -> list[tuple[str, str]]:
         if not os.access(folder, os.R_OK | os.X_OK) and os.path.isdir(folder):
             out.append((folder, "Permission denied (its files cannot be listed or read)"))
     return out
+
+
+def tell_unread(on_unread: Callable[[str, str], None] | None, folders: Sequence[str],
+                unread: Iterable[tuple[str, str]]) -> None:
+    """Tell ``on_unread`` (``usage``'s and ``search``'s) what a run left out: the folders
+    of ``folders`` that cannot be listed (:func:`unlisted`), then the files ``unread``
+    (``_indexer.unread_of``, the native search's errors)."""
+    if on_unread is not None:
+        for path, why in [*unlisted(folders), *unread]:
+            on_unread(path, why)
 
 
 def folder_key(folder: str) -> tuple[str, bool]:

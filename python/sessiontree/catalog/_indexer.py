@@ -46,6 +46,7 @@ from ._shared import listing_from_index
 from ._store import Batch, FileRow, Store
 
 __all__ = ["CHUNK", "Found", "ContentSink", "IndexSummary", "entries_of", "ends_digest", "listed_text", "read_paths",
+           "unread_of",
            "refresh", "folder_files"]
 
 CHUNK = 16 << 20
@@ -124,6 +125,16 @@ class Found:
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__[:-1])
         return f"Found({shown})"
+
+
+_CANNOT_READ = "cannot read: "
+
+
+def unread_of(found: Sequence[Found]) -> list[tuple[str, str]]:
+    """``(path, why)`` of the files of ``found`` that could be ``stat``-ed but not read
+    (a file no one can ``stat``, a dangling link, is no session, with no word): what a
+    report's or a search's ``on_unread`` is told, the reason without its prefix."""
+    return [(f.path, f.error.removeprefix(_CANNOT_READ)) for f in found if f.error is not None and f.st is not None]
 
 
 def entries_of(store: Store | None, f: Found) -> bytes:
@@ -467,7 +478,7 @@ def refresh(
             found.append(f)
             present.add(name)
             if isinstance(st, OSError):
-                f.error = f"cannot read: {st}"
+                f.error = f"{_CANNOT_READ}{st}"
                 continue
             row = rows.get(name)
             p = _plan(f, row, content, keep)
@@ -576,7 +587,7 @@ def _run(store: Store | None, found: list[Found], plans: list[_Plan], *, content
                 raise value
             if kind == "error":
                 # The reason alone (the path is the file's: named by whoever says it).
-                f.error = f"cannot read: {value.strerror if isinstance(value, OSError) and value.strerror else value}"
+                f.error = _CANNOT_READ + str(value.strerror if isinstance(value, OSError) and value.strerror else value)
                 f.row = None
                 continue
             if f.row is None:

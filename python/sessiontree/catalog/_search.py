@@ -464,7 +464,7 @@ def _python_hits(native: Any, matcher: _Matcher, items: list[tuple[str, str, Any
     """Search ``items`` with the Python rules (``_extract``); hits go to ``hits``, the
     files that could not be read to ``unread``. Returns the sessions searched."""
     from ._records import entries_path
-    from ._indexer import read_paths
+    from ._indexer import read_paths, unread_of
 
     found_docs: list[tuple[Any, Sequence[tuple[Any, ...]]]] = []
 
@@ -486,8 +486,7 @@ def _python_hits(native: Any, matcher: _Matcher, items: list[tuple[str, str, Any
                 paths[id(f)] = set(entries_path(row.entries or b"", native=native))
             hits.append((f.path, seq, time, m[0], (row.sid, row.title, row.cwd or ""), entry, role, body, m[1],
                          None, None, seq in paths[id(f)], None))
-    unread.extend((f.path, f.error.removeprefix("cannot read: ")) for f in found
-                  if f.error is not None and f.st is not None)
+    unread.extend(unread_of(found))
     return sum(1 for f in found if f.row is not None and f.error is None and f.row.problem is None)
 
 
@@ -979,11 +978,9 @@ def _start(query: str | Query, folders: Sequence[str], catalog: Any, no_cache: b
     s = _Search(q, folders, catalog, no_cache, order, end, on_progress, on_bytes)
     if on_unindexed is not None:
         on_unindexed(s.unindexed)
-    if on_unread is not None:
-        from ._files import unlisted
+    from ._files import tell_unread
 
-        for path, why in [*unlisted(folders), *s.unread]:
-            on_unread(path, why)
+    tell_unread(on_unread, folders, s.unread)
     return s, s.total, itertools.islice(s.ordered(), offset, end), offset, end
 
 

@@ -270,10 +270,10 @@ def usage_folders(
     unread: dict[str, str] = {}
 
     def refreshed(store: Any, scope: Sequence[str]) -> list[Any]:
+        from ._indexer import unread_of
+
         found = refresh_for(store, scope, content=True, on_progress=on_progress, on_bytes=on_bytes)
-        # A file stat-ed but not read (a dangling link is no session, with no word).
-        unread.update((f.path, f.error.removeprefix("cannot read: ")) for f in found
-                      if f.error is not None and f.st is not None)
+        unread.update(unread_of(found))
         return found
 
     def op(store: Any) -> UsageReport:
@@ -312,11 +312,9 @@ def usage_folders(
         return _report(sessions, logs, entries, group, since, until, active_path, tz)
 
     report = run(op, catalog=catalog, no_cache=no_cache, wait=True)
-    if on_unread is not None:
-        from ._files import unlisted
+    from ._files import tell_unread
 
-        for path, why in [*unlisted(folders), *unread.items()]:
-            on_unread(path, why)
+    tell_unread(on_unread, folders, unread.items())
     return report
 
 
